@@ -1,0 +1,20 @@
+# System libraries zerotune links against. CUDA's runtime is linked statically;
+# cuBLAS(Lt), NCCL and cuDNN are shared system libraries found here.
+find_package(CUDAToolkit REQUIRED)
+find_package(nlohmann_json 3.9 REQUIRED)
+find_package(Threads REQUIRED)
+
+set(_zt_lib_hints ${CUDAToolkit_LIBRARY_DIR} /usr/lib/x86_64-linux-gnu /usr/local/cuda/lib64)
+set(_zt_inc_hints ${CUDAToolkit_INCLUDE_DIRS} /usr/include /usr/local/cuda/include)
+
+find_path(NCCL_INCLUDE_DIR nccl.h HINTS ${_zt_inc_hints} REQUIRED)
+find_library(NCCL_LIBRARY nccl HINTS ${_zt_lib_hints} REQUIRED)
+add_library(zt_nccl INTERFACE)
+target_include_directories(zt_nccl INTERFACE ${NCCL_INCLUDE_DIR})
+target_link_libraries(zt_nccl INTERFACE ${NCCL_LIBRARY})
+
+find_path(CUDNN_INCLUDE_DIR cudnn.h HINTS ${_zt_inc_hints} REQUIRED)
+find_library(CUDNN_LIBRARY cudnn HINTS ${_zt_lib_hints} REQUIRED)
+add_library(zt_cudnn INTERFACE)
+target_include_directories(zt_cudnn INTERFACE ${CUDNN_INCLUDE_DIR})
+target_link_libraries(zt_cudnn INTERFACE ${CUDNN_LIBRARY})

@@ -1,0 +1,11 @@
+# zt_add_layer(name DEPS ...): one static library per top-level folder, built from
+# every .cpp/.cu file in it, so adding a file needs no CMake edit.
+function(zt_add_layer name)
+  cmake_parse_arguments(ARG "" "" "DEPS" ${ARGN})
+  file(GLOB _sources CONFIGURE_DEPENDS
+       ${CMAKE_CURRENT_SOURCE_DIR}/*.cpp ${CMAKE_CURRENT_SOURCE_DIR}/*.cu)
+  add_library(zt_${name} STATIC ${_sources})
+  target_include_directories(zt_${name} PUBLIC ${CMAKE_SOURCE_DIR} ${ZT_GENERATED_DIR})
+  target_link_libraries(zt_${name} PUBLIC ${ARG_DEPS})
+  set_target_properties(zt_${name} PROPERTIES CUDA_SEPARABLE_COMPILATION OFF)
+endfunction()

@@ -1,0 +1,63 @@
+// Where a tensor lives and what the GPUs of this machine can do. Querying never throws on
+// a machine without GPU or driver: it reports zero devices and the reason, so commands that
+// need no GPU run anywhere; require_gpu() turns the absence into a clear error.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace zt {
+
+enum class DeviceType { kCPU, kCUDA };
+
+struct Device {
+  DeviceType type = DeviceType::kCPU;
+  int index = 0;  // CUDA ordinal; 0 for CPU
+
+  static Device cpu() { return {}; }
+  static Device cuda(int index = 0) { return {DeviceType::kCUDA, index}; }
+  bool is_cpu() const { return type == DeviceType::kCPU; }
+  bool is_cuda() const { return type == DeviceType::kCUDA; }
+  bool operator==(const Device&) const = default;
+  std::string str() const;  // "cpu", "cuda:0"
+};
+
+// Parses "cpu", "cuda", "cuda:N", "gpu"; throws zt::Error listing the accepted forms.
+Device parse_device(const std::string& text);
+
+struct DeviceProperties {
+  int index = 0;
+  std::string name;
+  std::size_t total_memory = 0;
+  int compute_major = 0;
+  int compute_minor = 0;
+  int multiprocessors = 0;
+  std::size_t shared_memory_per_block_optin = 0;
+  std::size_t l2_cache_bytes = 0;
+  std::string pci_bus_id;
+  bool supports_bf16() const { return compute_major >= 8; }
+};
+
+// Number of usable CUDA devices; 0 when there is no GPU or no driver.
+int cuda_device_count();
+// Why cuda_device_count() is 0 ("no CUDA driver found", ...); empty when GPUs exist.
+std::string cuda_unavailable_reason();
+bool cuda_available();
+
+DeviceProperties device_properties(int index);
+bool can_access_peer(int device, int peer);
+
+int current_cuda_device();
+void set_cuda_device(int index);
+
+// Throws zt::NoGpuError saying that `what` needs a GPU, and why none is usable.
+void require_gpu(const std::string& what);
+
+// Free and total bytes of device memory as the driver reports them.
+struct MemoryInfo {
+  std::size_t free = 0;
+  std::size_t total = 0;
+};
+MemoryInfo device_memory_info(int index);
+
+}  // namespace zt

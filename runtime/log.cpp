@@ -1,0 +1,82 @@
+#include "runtime/log.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <iostream>
+#include <mutex>
+
+#include "runtime/error.h"
+#include "runtime/rank.h"
+
+namespace zt::log {
+namespace {
+
+Level level_from_environment() {
+  const char* value = std::getenv("ZT_LOG_LEVEL");
+  if (value == nullptr || *value == '\0') return Level::kInfo;
+  try {
+    return parse_level(value);
+  } catch (const Error& e) {
+    std::cerr << "[zerotune W] ignoring ZT_LOG_LEVEL: " << e.what() << "\n";
+    return Level::kInfo;
+  }
+}
+
+std::atomic<int>& level_storage() {
+  static std::atomic<int> storage{static_cast<int>(level_from_environment())};
+  return storage;
+}
+
+bool all_ranks_print() {
+  const char* value = std::getenv("ZT_LOG_ALL_RANKS");
+  return value != nullptr && std::string(value) == "1";
+}
+
+char level_letter(Level level) {
+  switch (level) {
+    case Level::kDebug: return 'D';
+    case Level::kInfo: return 'I';
+    case Level::kWarn: return 'W';
+    case Level::kError: return 'E';
+  }
+  return '?';
+}
+
+}  // namespace
+
+Level level() { return static_cast<Level>(level_storage().load()); }
+void set_level(Level new_level) { level_storage() = static_cast<int>(new_level); }
+
+Level parse_level(const std::string& name) {
+  if (name == "debug") return Level::kDebug;
+  if (name == "info") return Level::kInfo;
+  if (name == "warn" || name == "warning") return Level::kWarn;
+  if (name == "error") return Level::kError;
+  throw Error("unknown log level '" + name + "'; use one of debug, info, warn, error");
+}
+
+bool enabled(Level wanted) {
+  if (wanted < level()) return false;
+  if (wanted >= Level::kWarn) return true;
+  return current_rank().rank == 0 || all_ranks_print();
+}
+
+std::string prefix(Level lvl) {
+  const ProcessRank r = current_rank();
+  std::string text = "[zerotune";
+  if (r.distributed || r.world_size > 1)
+    text += " rank " + std::to_string(r.rank) + "/" + std::to_string(r.world_size);
+  text += ' ';
+  text += level_letter(lvl);
+  text += "] ";
+  return text;
+}
+
+void write(Level lvl, const std::string& message) {
+  static std::mutex output_mutex;
+  std::string line = prefix(lvl) + message + "\n";
+  std::lock_guard lock(output_mutex);
+  std::cerr << line << std::flush;
+}
+
+}  // namespace zt::log
