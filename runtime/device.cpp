@@ -102,6 +102,13 @@ void set_cuda_device(int index) {
   ZT_CUDA_CHECK(cudaSetDevice(index));
 }
 
+DeviceGuard::DeviceGuard(int index) {
+  ZT_CUDA_CHECK(cudaGetDevice(&previous_));
+  if (index != previous_) ZT_CUDA_CHECK(cudaSetDevice(index));
+}
+
+DeviceGuard::~DeviceGuard() { cudaSetDevice(previous_); }
+
 void require_gpu(const std::string& what) {
   if (cuda_available()) return;
   throw NoGpuError(what + " needs an NVIDIA GPU, but none is usable: " + cuda_unavailable_reason() +
@@ -111,12 +118,9 @@ void require_gpu(const std::string& what) {
 
 MemoryInfo device_memory_info(int index) {
   require_valid_index(index);
-  int previous = 0;
-  ZT_CUDA_CHECK(cudaGetDevice(&previous));
-  ZT_CUDA_CHECK(cudaSetDevice(index));
+  DeviceGuard guard(index);
   MemoryInfo info;
   ZT_CUDA_CHECK(cudaMemGetInfo(&info.free, &info.total));
-  ZT_CUDA_CHECK(cudaSetDevice(previous));
   return info;
 }
 

@@ -50,6 +50,18 @@ bool can_access_peer(int device, int peer);
 int current_cuda_device();
 void set_cuda_device(int index);
 
+// Makes `index` the current CUDA device for a scope and restores the previous one after.
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int index);
+  ~DeviceGuard();
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  int previous_ = 0;
+};
+
 // Throws zt::NoGpuError saying that `what` needs a GPU, and why none is usable.
 void require_gpu(const std::string& what);
 

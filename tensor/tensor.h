@@ -24,7 +24,10 @@ Shape contiguous_strides(const Shape& shape);
 // Bytes on one device. The deleter returns them to whoever gave them (allocator, mmap, user).
 class Storage {
  public:
-  static std::shared_ptr<Storage> allocate(std::size_t nbytes, Device device);
+  // Device memory comes from the caching allocator for use on `stream`.
+  static std::shared_ptr<Storage> allocate(std::size_t nbytes, Device device, cudaStream_t stream = nullptr);
+  // Page-locked host memory, so host<->device copies from it can run asynchronously.
+  static std::shared_ptr<Storage> allocate_pinned(std::size_t nbytes);
   // Wraps memory owned elsewhere; `keep_alive` is released when the last view goes.
   static std::shared_ptr<Storage> wrap(void* data, std::size_t nbytes, Device device,
                                        std::shared_ptr<void> keep_alive);
@@ -50,6 +53,9 @@ class Tensor {
 
   // ---- factories (contents from the Philox stream where random) ----
   static Tensor empty(const Shape& shape, DType dtype, Device device = Device::cpu());
+  // On a GPU, memory to be used on `stream` (the caching allocator reuses it in that order).
+  static Tensor empty(const Shape& shape, DType dtype, Device device, cudaStream_t stream);
+  static Tensor empty_pinned(const Shape& shape, DType dtype);  // CPU, page-locked
   static Tensor zeros(const Shape& shape, DType dtype, Device device = Device::cpu());
   static Tensor ones(const Shape& shape, DType dtype, Device device = Device::cpu());
   static Tensor full(const Shape& shape, double value, DType dtype, Device device = Device::cpu());
@@ -79,6 +85,7 @@ class Tensor {
   DType dtype() const { return dtype_; }
   Device device() const;
   bool is_contiguous() const;
+  bool is_pinned() const;
   const std::shared_ptr<Storage>& storage() const { return storage_; }
   void* data_ptr() const;  // address of element 0 (after the storage offset)
   template <typename T>
@@ -100,6 +107,7 @@ class Tensor {
   // ---- copies ----
   Tensor contiguous() const;  // *this when already contiguous
   Tensor clone() const;
+  // Returns *this when nothing changes, as torch does; otherwise a new contiguous tensor.
   Tensor to(Device device) const;
   Tensor to(DType dtype) const;
   Tensor to(Device device, DType dtype) const;

@@ -1,0 +1,28 @@
+// A subcommand of the `zerotune` binary. Each lives in its own cli/<name>_command.cpp and
+// registers itself here, so `zerotune --help` lists exactly what exists.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace zt::cli {
+
+struct Command {
+  std::string name;
+  std::string summary;
+  std::function<int(const std::vector<std::string>& args)> run;
+};
+
+std::vector<Command>& registry();
+
+struct Registration {
+  explicit Registration(Command command);
+};
+
+// Exit codes: 0 success, 1 an error, 2 bad usage, 3 a GPU is needed but none is usable.
+inline constexpr int kExitError = 1;
+inline constexpr int kExitUsage = 2;
+inline constexpr int kExitNoGpu = 3;
+
+}  // namespace zt::cli

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the build needs (only those missing), then configures and
+# builds zerotune into ${ZT_BUILD_DIR:-build}. Sourced by demo.sh and test.sh.
+set -euo pipefail
+
+ZT_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+ZT_BUILD_DIR=${ZT_BUILD_DIR:-$ZT_ROOT/build}
+ZT_PACKAGES=(cmake ninja-build ccache g++ nlohmann-json3-dev libsentencepiece-dev libpcre2-dev libutf8proc-dev
+             googletest libgtest-dev libbenchmark-dev clang libclang-rt-dev python3)
+
+install_missing_packages() {
+  local missing=()
+  for package in "${ZT_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  local sudo=""
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null || { echo "error: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+    sudo="sudo"
+  fi
+  echo "== installing Debian packages: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null 2>&1 ||
+    { $sudo apt-get update -q >/dev/null && $sudo apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null; }
+}
+
+find_cuda() {
+  if ! command -v nvcc >/dev/null; then
+    for candidate in /usr/local/cuda/bin /usr/local/cuda-*/bin; do
+      [ -x "$candidate/nvcc" ] && export PATH="$candidate:$PATH" && break
+    done
+  fi
+  command -v nvcc >/dev/null || { echo "error: the CUDA toolkit (nvcc) was not found; install CUDA 12.8+ under /usr/local/cuda" >&2; exit 1; }
+}
+
+configure_and_build() {
+  local jobs
+  jobs=$(nproc)
+  cmake -S "$ZT_ROOT" -B "$ZT_BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=${ZT_BUILD_TYPE:-Release} ${ZT_CMAKE_ARGS:-} >/dev/null
+  cmake --build "$ZT_BUILD_DIR" -j "$jobs"
+}
+
+install_missing_packages
+find_cuda
+configure_and_build
