@@ -1,7 +1,8 @@
+#include <atomic>
 #include <cstdlib>
-#include <new>
 
 #include "runtime/caching_allocator.h"
+#include "runtime/check.h"
 #include "runtime/pinned_allocator.h"
 #include "runtime/device.h"
 #include "runtime/error.h"
@@ -9,6 +10,8 @@
 
 namespace zt {
 namespace {
+
+std::atomic<bool> poison_device_tensors{false};
 
 constexpr std::size_t kHostAlignment = 64;  // a cache line: lets SIMD loops use aligned loads
 
@@ -22,6 +25,8 @@ void* allocate_host(std::size_t nbytes) {
 
 }  // namespace
 
+void set_poison_new_device_tensors(bool enabled) { poison_device_tensors = enabled; }
+
 Storage::Storage(void* data, std::size_t nbytes, Device device, std::function<void(void*)> deleter)
     : data_(data), nbytes_(nbytes), device_(device), deleter_(std::move(deleter)) {}
 
@@ -32,8 +37,10 @@ Storage::~Storage() {
 std::shared_ptr<Storage> Storage::allocate(std::size_t nbytes, Device device, cudaStream_t stream) {
   if (device.is_cpu()) return std::make_shared<Storage>(allocate_host(nbytes), nbytes, device, std::free);
   require_gpu("allocating a tensor on " + device.str());
+  DeviceGuard guard(device.index);
   CachingDeviceAllocator& allocator = device_allocator(device.index);
   void* data = allocator.allocate(nbytes, stream);
+  if (poison_device_tensors && nbytes > 0) ZT_CUDA_CHECK(cudaMemsetAsync(data, 0xFF, nbytes, stream));
   return std::make_shared<Storage>(data, nbytes, device, [&allocator](void* p) { allocator.free(p); });
 }
 

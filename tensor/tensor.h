@@ -135,6 +135,11 @@ class Tensor {
   DType dtype_ = DType::kF32;
 };
 
+// While enabled, new GPU tensors start filled with 0xFF bytes (NaN in every float dtype),
+// so a kernel that leaves part of its output unwritten fails its test instead of passing
+// on stale memory.
+void set_poison_new_device_tensors(bool enabled);
+
 // Test helpers: elementwise |a-b| <= atol + rtol*|b|; ‖a−b‖/‖b‖. Both compare as float64.
 bool allclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8);
 double relative_error(const Tensor& a, const Tensor& b);
