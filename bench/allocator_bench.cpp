@@ -1,0 +1,111 @@
+// Allocate+free pairs through the caching allocators against the raw CUDA calls they save.
+// The host-backend runs measure the allocator's own bookkeeping and run anywhere; the
+// device runs need a GPU and skip without one.
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/caching_allocator.h"
+#include "runtime/check.h"
+#include "runtime/device.h"
+#include "runtime/host_allocator_backend.h"
+#include "runtime/pinned_allocator.h"
+
+namespace zt {
+namespace {
+
+// Skips `state` without a GPU; with one, creates the CUDA context now, so that its start-up
+// cost is not timed as the first allocation.
+bool skip_without_gpu(benchmark::State& state) {
+  if (!cuda_available()) {
+    state.SkipWithError(("no CUDA GPU: " + cuda_unavailable_reason()).c_str());
+    return true;
+  }
+  ZT_CUDA_CHECK(cudaFree(nullptr));
+  return false;
+}
+
+// Awkward sizes across both pools: small, the small limit, shared large, own segment.
+void pair_sizes(benchmark::internal::Benchmark* bench) {
+  for (std::int64_t bytes : {512 + 3, 65536 + 7, 1 << 20, (3 << 20) + 5, (64 << 20) + 11}) bench->Arg(bytes);
+}
+
+void allocate_free_pairs(benchmark::State& state, CachingDeviceAllocator& allocator) {
+  const auto bytes = static_cast<std::size_t>(state.range(0));
+  for (auto _ : state) {
+    void* ptr = allocator.allocate(bytes, nullptr);
+    benchmark::DoNotOptimize(ptr);
+    allocator.free(ptr);
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
+void BM_CachingAllocatorHostBackend(benchmark::State& state) {
+  CachingDeviceAllocator allocator(std::make_unique<HostAllocatorBackend>());
+  allocate_free_pairs(state, allocator);
+}
+BENCHMARK(BM_CachingAllocatorHostBackend)->Apply(pair_sizes);
+
+// Many live blocks of mixed sizes, so lookups search a populated free set and frees merge.
+void BM_CachingAllocatorHostBackendMixed(benchmark::State& state) {
+  CachingDeviceAllocator allocator(std::make_unique<HostAllocatorBackend>());
+  const std::vector<std::size_t> sizes = {700, 4097, 33000, 250000, 1 << 20, (2 << 20) + 9, 5 << 20};
+  std::vector<void*> live(64);
+  for (auto _ : state) {
+    for (std::size_t i = 0; i < live.size(); ++i) live[i] = allocator.allocate(sizes[i % sizes.size()], nullptr);
+    for (std::size_t i = 0; i < live.size(); i += 2) allocator.free(live[i]);
+    for (std::size_t i = 1; i < live.size(); i += 2) allocator.free(live[i]);
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(live.size()));
+}
+BENCHMARK(BM_CachingAllocatorHostBackendMixed);
+
+void BM_CachingAllocatorDevice(benchmark::State& state) {
+  if (skip_without_gpu(state)) return;
+  allocate_free_pairs(state, device_allocator(0));
+}
+BENCHMARK(BM_CachingAllocatorDevice)->Apply(pair_sizes);
+
+void BM_CudaMallocFree(benchmark::State& state) {
+  if (skip_without_gpu(state)) return;
+  const auto bytes = static_cast<std::size_t>(state.range(0));
+  for (auto _ : state) {
+    void* ptr = nullptr;
+    ZT_CUDA_CHECK(cudaMalloc(&ptr, bytes));
+    benchmark::DoNotOptimize(ptr);
+    ZT_CUDA_CHECK(cudaFree(ptr));
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_CudaMallocFree)->Apply(pair_sizes);
+
+void BM_PinnedHostAllocator(benchmark::State& state) {
+  if (skip_without_gpu(state)) return;
+  const auto bytes = static_cast<std::size_t>(state.range(0));
+  for (auto _ : state) {
+    void* ptr = pinned_host_allocate(bytes);
+    benchmark::DoNotOptimize(ptr);
+    pinned_host_free(ptr);
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_PinnedHostAllocator)->Apply(pair_sizes);
+
+void BM_CudaHostAllocFree(benchmark::State& state) {
+  if (skip_without_gpu(state)) return;
+  const auto bytes = static_cast<std::size_t>(state.range(0));
+  for (auto _ : state) {
+    void* ptr = nullptr;
+    ZT_CUDA_CHECK(cudaHostAlloc(&ptr, bytes, cudaHostAllocPortable));
+    benchmark::DoNotOptimize(ptr);
+    ZT_CUDA_CHECK(cudaFreeHost(ptr));
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_CudaHostAllocFree)->Apply(pair_sizes);
+
+}  // namespace
+}  // namespace zt
