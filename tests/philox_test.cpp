@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "runtime/generator.h"
 #include "runtime/philox.h"
 
 namespace zt {
@@ -54,6 +55,26 @@ TEST(Philox, UniformAndNormalHaveTheRightMoments) {
   EXPECT_NEAR(sum_u / n, 0.5, 0.005);
   EXPECT_NEAR(sum_n / n, 0.0, 0.01);
   EXPECT_NEAR(sum_n2 / n, 1.0, 0.02);
+}
+
+}  // namespace
+}  // namespace zt
+
+namespace zt {
+namespace {
+
+TEST(Generator, ReservesConsecutiveStretchesOfTheStream) {
+  Generator generator(11);
+  GeneratorState first = generator.reserve(10);
+  GeneratorState second = generator.reserve(1);
+  EXPECT_EQ(first.seed, 11u);
+  EXPECT_EQ(first.offset, 0u);
+  EXPECT_EQ(second.offset, philox::blocks_for(10));
+  generator.set_state(first);
+  EXPECT_EQ(generator.reserve(10), first);
+  generator.manual_seed(3);
+  EXPECT_EQ(generator.state(), (GeneratorState{3, 0}));
+  EXPECT_EQ(&default_generator(), &default_generator());
 }
 
 }  // namespace
