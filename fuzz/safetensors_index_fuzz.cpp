@@ -1,0 +1,26 @@
+// Fuzzes the sharded-checkpoint index parser (model.safetensors.index.json) with arbitrary
+// text. zt::Error is the expected rejection; anything else is a finding, as is an accepted
+// index that does not survive writing and reading back.
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "runtime/error.h"
+#include "tensor/safetensors_format.h"
+
+namespace st = zt::safetensors;
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  std::string_view text(reinterpret_cast<const char*>(data), size);
+  st::ShardIndex index;
+  try {
+    index = st::parse_index(text, "fuzz");
+  } catch (const zt::Error&) {
+    return 0;
+  }
+  for (const auto& [name, shard] : index.weight_map)
+    if (shard.empty() || shard.find('/') != std::string::npos) __builtin_trap();
+  st::ShardIndex again = st::parse_index(st::serialize_index(index), "fuzz");
+  if (again.weight_map != index.weight_map || again.total_size != index.total_size) __builtin_trap();
+  return 0;
+}
