@@ -47,7 +47,8 @@ done
 
 if [ -f "$ZT_ROOT/tools/safetensors_roundtrip.py" ]; then
   step "safetensors round trip with Python" "$OUT/interop.log" \
-    python3 "$ZT_ROOT/tools/safetensors_roundtrip.py" --build "$BUILD" --work "$(mktemp -d)"
+    python3 "$ZT_ROOT/tools/safetensors_roundtrip.py" --dir "$(mktemp -d)" \
+    --test-binary "$BUILD/tests/safetensors_interop_test"
 fi
 
 [ -f "$SUMMARY.details" ] && { echo; echo '```'; cat "$SUMMARY.details"; echo '```'; } >>"$SUMMARY" && rm -f "$SUMMARY.details"
