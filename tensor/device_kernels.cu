@@ -43,6 +43,8 @@ __device__ D convert(S value) {
     return __float2bfloat16_rn(static_cast<float>(value));
   } else if constexpr (std::is_same_v<D, bool>) {
     return value != S(0);
+  } else if constexpr (std::is_integral_v<D> && !std::is_integral_v<S>) {
+    return static_cast<D>(static_cast<std::int64_t>(value));  // wraps like the host path
   } else {
     return static_cast<D>(value);
   }

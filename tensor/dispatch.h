@@ -47,6 +47,10 @@ D convert_element(S value) {
   else if constexpr (std::is_integral_v<D> && std::is_integral_v<S> && !std::is_same_v<D, bool>)
     return static_cast<D>(value);
   else if constexpr (std::is_same_v<D, bool> && std::is_integral_v<S>) return value != 0;
+  // Float to a narrower integer goes through int64, so out-of-range values wrap (as torch's
+  // CPU copy does) instead of being undefined; the GPU kernel does the same.
+  else if constexpr (std::is_integral_v<D> && !std::is_same_v<D, bool>)
+    return static_cast<D>(static_cast<std::int64_t>(to_double(value)));
   else if constexpr (std::is_same_v<D, BFloat16> && std::is_same_v<S, float>) return BFloat16{float_to_bf16_bits(value)};
   else if constexpr (std::is_same_v<D, Half> && std::is_same_v<S, float>) return Half{float_to_half_bits(value)};
   else return from_double<D>(to_double(value));
