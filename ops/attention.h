@@ -1,0 +1,50 @@
+// Scaled dot-product attention over packed variable-length sequences, in FlashAttention's
+// varlen layout: the tokens of every sequence of a batch lie back to back, and cu_seqlens
+// says where each sequence starts. A token attends only within its own sequence (causal
+// by default), to an optional per-sequence prefix (P-Tuning v2) first, with grouped-query
+// heads indexing their shared kv head rather than copying it. See docs/ATTENTION.md.
+#pragma once
+
+#include "tensor/tensor.h"
+
+namespace zt::ops {
+
+struct AttentionConfig {
+  double softmax_scale = 0.0;  // the caller's choice, usually 1 / sqrt(head_dim)
+  bool causal = true;          // local position i sees its sequence's positions <= i
+};
+
+// Prefix keys and values [batch, prefix_len, num_kv_heads, head_dim], seen by every query of
+// sequence b before its own tokens. Both defined, or both undefined for no prefix.
+struct AttentionPrefix {
+  Tensor k;
+  Tensor v;
+};
+
+struct AttentionOutput {
+  Tensor out;  // [total_tokens, num_heads, head_dim], q's dtype
+  Tensor lse;  // [total_tokens, num_heads] log-sum-exp of the scaled scores: float32 (float64 for float64 q)
+};
+
+// q [total_tokens, num_heads, head_dim]; k, v [total_tokens, num_kv_heads, head_dim] with
+// num_heads a multiple of num_kv_heads (query head h reads kv head h / (num_heads / num_kv_heads));
+// cu_seqlens int32 [batch + 1] on q's device: 0, l1, l1 + l2, ..., total_tokens (non-decreasing).
+AttentionOutput attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& cu_seqlens,
+                                  const AttentionConfig& config, const AttentionPrefix& prefix = {});
+
+struct AttentionGrads {
+  Tensor grad_q;
+  Tensor grad_k;
+  Tensor grad_v;
+  Tensor grad_prefix_k;  // undefined without a prefix
+  Tensor grad_prefix_v;
+};
+
+// Gradients of a loss through attention_forward, given its grad_out (out's shape) and the
+// forward's out and lse. Probabilities are recomputed from lse; dS = P ∘ (dP − rowsum(dO ∘ O)).
+// Deterministic: every gradient element is summed by one thread in a fixed order, no atomics.
+AttentionGrads attention_backward(const Tensor& grad_out, const Tensor& q, const Tensor& k, const Tensor& v,
+                                  const Tensor& out, const Tensor& lse, const Tensor& cu_seqlens,
+                                  const AttentionConfig& config, const AttentionPrefix& prefix = {});
+
+}  // namespace zt::ops

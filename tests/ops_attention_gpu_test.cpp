@@ -1,0 +1,155 @@
+// Attention's CUDA kernels against the CPU reference from the same inputs: float32 to 1e-5,
+// bfloat16 and float16 to 1e-2, forward (out and lse) and backward (every gradient, prefix
+// included), on awkward packed lengths, GQA/MQA, prefixes, head_dim 5 to 256 and long-ish
+// sequences. New GPU tensors start as NaN, so any unwritten output element fails.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "ops/attention.h"
+#include "runtime/error.h"
+#include "tests/ops_attention_test_util.h"
+#include "tests/test_util.h"
+
+namespace zt {
+namespace {
+
+using testing::AttentionCase;
+using testing::AttentionTensors;
+
+class AttentionGpu : public ::testing::Test {
+ protected:
+  void SetUp() override { set_poison_new_device_tensors(true); }
+  void TearDown() override { set_poison_new_device_tensors(false); }
+};
+
+double tolerance(DType dtype) { return dtype == DType::kF32 ? 1e-5 : 1e-2; }
+
+AttentionTensors on_gpu(const AttentionTensors& t) {
+  AttentionTensors g{t.q.to(Device::cuda()), t.k.to(Device::cuda()), t.v.to(Device::cuda()),
+                     t.cu_seqlens.to(Device::cuda()), {}};
+  if (t.prefix.k.defined()) g.prefix = {t.prefix.k.to(Device::cuda()), t.prefix.v.to(Device::cuda())};
+  return g;
+}
+
+void expect_matches(const Tensor& gpu, const Tensor& cpu, double tol, const std::string& what) {
+  ASSERT_TRUE(gpu.defined()) << what;
+  ASSERT_TRUE(gpu.device().is_cuda()) << what;
+  ASSERT_EQ(gpu.shape(), cpu.shape()) << what;
+  ASSERT_EQ(gpu.dtype(), cpu.dtype()) << what;
+  std::vector<double> values = gpu.to_vector();
+  for (std::size_t i = 0; i < values.size(); ++i) ASSERT_FALSE(std::isnan(values[i])) << what << ": NaN at " << i;
+  // A gradient that is exactly zero on the CPU (dQ and dK of a lone token: a softmax over one
+  // key) has no scale to be relative to; the GPU's differently ordered sums leave rounding residue.
+  std::vector<double> reference = cpu.to_vector();
+  if (std::all_of(reference.begin(), reference.end(), [](double x) { return x == 0.0; }))
+    EXPECT_LE(max_abs_diff(gpu, cpu), 1e-5) << what;
+  else
+    EXPECT_LE(relative_error(gpu, cpu), tol) << what;
+}
+
+// The GPU backward gets the CPU's out and lse, so it is compared on exactly the CPU's inputs.
+void check_case(const AttentionCase& c, DType dtype, std::uint64_t seed) {
+  const std::string what = std::string(dtype_name(dtype)) + " " + c.str();
+  const double tol = tolerance(dtype);
+  AttentionTensors cpu = testing::random_attention_inputs(c, dtype, seed);
+  AttentionTensors gpu = on_gpu(cpu);
+  ops::AttentionOutput ref = ops::attention_forward(cpu.q, cpu.k, cpu.v, cpu.cu_seqlens, c.config(), cpu.prefix);
+  ops::AttentionOutput got = ops::attention_forward(gpu.q, gpu.k, gpu.v, gpu.cu_seqlens, c.config(), gpu.prefix);
+  expect_matches(got.out, ref.out, tol, what + " out");
+  expect_matches(got.lse, ref.lse, 1e-5, what + " lse");
+
+  Tensor grad_out = Tensor::normal(cpu.q.shape(), seed + 10, 0, 0.0, 1.0, dtype);
+  ops::AttentionGrads want = ops::attention_backward(grad_out, cpu.q, cpu.k, cpu.v, ref.out, ref.lse, cpu.cu_seqlens,
+                                                     c.config(), cpu.prefix);
+  ops::AttentionGrads have =
+      ops::attention_backward(grad_out.to(Device::cuda()), gpu.q, gpu.k, gpu.v, ref.out.to(Device::cuda()),
+                              ref.lse.to(Device::cuda()), gpu.cu_seqlens, c.config(), gpu.prefix);
+  expect_matches(have.grad_q, want.grad_q, tol, what + " grad_q");
+  expect_matches(have.grad_k, want.grad_k, tol, what + " grad_k");
+  expect_matches(have.grad_v, want.grad_v, tol, what + " grad_v");
+  if (c.prefix_len == 0) return;
+  expect_matches(have.grad_prefix_k, want.grad_prefix_k, tol, what + " grad_prefix_k");
+  expect_matches(have.grad_prefix_v, want.grad_prefix_v, tol, what + " grad_prefix_v");
+}
+
+const DType kGpuDtypes[] = {DType::kF32, DType::kBF16, DType::kF16};
+
+TEST_F(AttentionGpu, MatchesCpuOnAwkwardPackedShapes) {
+  ZT_SKIP_WITHOUT_GPU();
+  const std::vector<AttentionCase> cases = {
+      {{1, 7, 33, 130}, 4, 2, 64, 0, true},
+      {{1, 7, 33, 130}, 4, 2, 80, 3, false},
+      {{1}, 1, 1, 64, 0, true},
+      {{17, 5, 1}, 8, 1, 128, 3, true},   // MQA with prefix
+      {{3, 0, 4}, 4, 2, 5, 2, true},      // an empty sequence; head_dim below one lane chunk
+      {{40, 9}, 2, 1, 256, 2, false},     // the largest head_dim
+      {{16, 32, 48}, 6, 3, 128, 16, true},  // lengths on tile boundaries
+  };
+  std::uint64_t seed = 100;
+  for (const AttentionCase& c : cases)
+    for (DType dtype : kGpuDtypes) check_case(c, dtype, seed += 20);
+}
+
+TEST_F(AttentionGpu, MatchesCpuOnLongSequences) {
+  ZT_SKIP_WITHOUT_GPU();
+  for (DType dtype : kGpuDtypes) check_case({{300, 517}, 8, 2, 128, 0, true}, dtype, 500);
+  check_case({{300, 517}, 8, 2, 128, 3, false}, DType::kF32, 600);
+  check_case({{300, 517}, 8, 2, 128, 3, false}, DType::kBF16, 700);
+}
+
+TEST_F(AttentionGpu, BackwardIsBitwiseReproducible) {
+  ZT_SKIP_WITHOUT_GPU();
+  AttentionCase c{{70, 3, 129}, 8, 2, 64, 3, true};
+  AttentionTensors gpu = on_gpu(testing::random_attention_inputs(c, DType::kBF16, 900));
+  ops::AttentionOutput saved = ops::attention_forward(gpu.q, gpu.k, gpu.v, gpu.cu_seqlens, c.config(), gpu.prefix);
+  Tensor grad_out = Tensor::normal(gpu.q.shape(), 901, 0, 0.0, 1.0, DType::kBF16, Device::cuda());
+  auto run = [&] {
+    return ops::attention_backward(grad_out, gpu.q, gpu.k, gpu.v, saved.out, saved.lse, gpu.cu_seqlens, c.config(),
+                                   gpu.prefix);
+  };
+  ops::AttentionGrads first = run(), second = run();
+  EXPECT_EQ(first.grad_q.to_vector(), second.grad_q.to_vector());
+  EXPECT_EQ(first.grad_k.to_vector(), second.grad_k.to_vector());
+  EXPECT_EQ(first.grad_v.to_vector(), second.grad_v.to_vector());
+  EXPECT_EQ(first.grad_prefix_k.to_vector(), second.grad_prefix_k.to_vector());
+  EXPECT_EQ(first.grad_prefix_v.to_vector(), second.grad_prefix_v.to_vector());
+}
+
+TEST_F(AttentionGpu, AcceptsViewsOfAPackedQkvProjection) {
+  ZT_SKIP_WITHOUT_GPU();
+  AttentionCase c{{5, 12}, 4, 2, 64, 0, true};
+  Tensor qkv = Tensor::normal({17, 8, 64}, 5, 0, 0.0, 1.0, DType::kF32);  // heads: 4 q, 2 k, 2 v
+  Tensor qkv_gpu = qkv.to(Device::cuda());
+  auto split = [](const Tensor& t) { return std::vector<Tensor>{t.narrow(1, 0, 4), t.narrow(1, 4, 2), t.narrow(1, 6, 2)}; };
+  std::vector<Tensor> cpu = split(qkv), gpu = split(qkv_gpu);
+  Tensor cu = testing::cu_seqlens_of(c.lengths);
+  Tensor want = ops::attention_forward(cpu[0], cpu[1], cpu[2], cu, c.config()).out;
+  Tensor have = ops::attention_forward(gpu[0], gpu[1], gpu[2], cu.to(Device::cuda()), c.config()).out;
+  expect_matches(have, want, 1e-5, "views of qkv");
+}
+
+TEST_F(AttentionGpu, RejectsFloat64AndCpuOffsets) {
+  ZT_SKIP_WITHOUT_GPU();
+  AttentionCase c{{3}, 2, 1, 8, 0, true};
+  AttentionTensors f64 = on_gpu(testing::random_attention_inputs(c, DType::kF64, 1));
+  try {
+    ops::attention_forward(f64.q, f64.k, f64.v, f64.cu_seqlens, c.config());
+    ADD_FAILURE() << "float64 on the GPU was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("float64"), std::string::npos) << e.what();
+  }
+  AttentionTensors f32 = on_gpu(testing::random_attention_inputs(c, DType::kF32, 1));
+  try {
+    ops::attention_forward(f32.q, f32.k, f32.v, testing::cu_seqlens_of(c.lengths), c.config());
+    ADD_FAILURE() << "cu_seqlens on the CPU was accepted for GPU q";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cu_seqlens is on cpu"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace zt
