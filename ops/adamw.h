@@ -1,0 +1,35 @@
+// One AdamW step on one parameter, with torch's / DeepSpeed's math in float32:
+//   g = grad / grad_scale
+//   p = p * (1 - lr * weight_decay)
+//   m = beta1 m + (1 - beta1) g;  v = beta2 v + (1 - beta2) g²
+//   p = p - lr / (1 - beta1^step) * m / (sqrt(v) / sqrt(1 - beta2^step) + eps)
+// The scalars (bias corrections, step size) are computed in double on the host, as
+// torch's Python floats are.
+#pragma once
+
+#include <cstdint>
+
+#include "tensor/tensor.h"
+
+namespace zt::ops {
+
+struct AdamWConfig {
+  double lr = 1e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 0.0;
+  std::int64_t step = 1;    // this step's 1-based count, for the bias corrections
+  double grad_scale = 1.0;  // the loss scale times any clip divisor; the gradient is divided by it
+};
+
+// Updates master, exp_avg and exp_avg_sq (float32, contiguous, one shape) in place from grad
+// (float32, bfloat16 or float16, master's shape), and writes the new master rounded into
+// working (a contiguous bfloat16/float16/float32 copy of the parameter) when it is defined.
+// Returns a bool 0-dim tensor on master's device: true when grad held an inf or NaN, in which
+// case nothing was modified (fp16 training skips the step). On the GPU nothing waits for the
+// device: the flag is read by the update kernel itself.
+Tensor adamw_step(const Tensor& master, const Tensor& exp_avg, const Tensor& exp_avg_sq, const Tensor& grad,
+                  const AdamWConfig& config, const Tensor& working = Tensor());
+
+}  // namespace zt::ops

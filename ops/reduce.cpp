@@ -1,0 +1,155 @@
+#include "ops/reduce.h"
+
+#include <algorithm>
+#include <string>
+
+#include "cuda/reduce.cuh"
+#include "ops/elementwise.h"
+#include "ops/elementwise_host.h"
+#include "ops/op_checks.h"
+#include "runtime/error.h"
+
+namespace zt::ops {
+namespace {
+
+void check_input(const char* op, const Tensor& x) {
+  ZT_REQUIRE(x.defined(), std::string(op) + ": x is an undefined tensor");
+  check_floating(op, {"x", &x});
+  if (x.device().is_cuda()) check_cuda_float(op, {"x", &x});
+}
+
+std::int64_t wrap_dim(const char* op, const Shape& shape, std::int64_t dim) {
+  auto ndim = static_cast<std::int64_t>(shape.size());
+  ZT_REQUIRE(dim >= -ndim && dim < ndim, std::string(op) + ": dim " + std::to_string(dim) +
+                                             " is out of range for shape " + shape_str(shape));
+  return dim < 0 ? dim + ndim : dim;
+}
+
+// x seen as [outer, extent, inner] around dim.
+struct Split {
+  std::int64_t outer = 1, extent = 1, inner = 1;
+};
+
+Split split_at(const Shape& shape, std::int64_t dim) {
+  Split s;
+  for (std::int64_t d = 0; d < static_cast<std::int64_t>(shape.size()); ++d) {
+    if (d < dim) s.outer *= shape[d];
+    else if (d == dim) s.extent = shape[d];
+    else s.inner *= shape[d];
+  }
+  return s;
+}
+
+Shape reduced_shape(const Shape& shape, std::int64_t dim, bool keepdim) {
+  Shape out = shape;
+  if (keepdim) out[dim] = 1;
+  else out.erase(out.begin() + dim);
+  return out;
+}
+
+template <typename T>
+void sum_cpu(const T* x, T* out, const Split& s, double multiplier) {
+  for (std::int64_t o = 0; o < s.outer; ++o)
+    for (std::int64_t i = 0; i < s.inner; ++i) {
+      double sum = 0.0;
+      for (std::int64_t e = 0; e < s.extent; ++e) sum += to_double(x[(o * s.extent + e) * s.inner + i]);
+      out[o * s.inner + i] = host::store<T>(static_cast<host::Acc<T>>(sum * multiplier));
+    }
+}
+
+// The reduction over the middle of s into a new tensor of out_shape.
+Tensor reduce(const char* op, const Tensor& x_in, const Split& s, const Shape& out_shape, double multiplier,
+              bool whole_tensor) {
+  Tensor x = x_in.contiguous();
+  Tensor out = Tensor::empty(out_shape, x.dtype(), x.device());
+  if (x.device().is_cuda()) {
+    auto factor = static_cast<float>(multiplier);
+    if (whole_tensor) cuda::sum_all(x.data_ptr(), out.data_ptr(), x.dtype(), x.numel(), factor, nullptr);
+    else cuda::sum_dim(x.data_ptr(), out.data_ptr(), x.dtype(), s.outer, s.extent, s.inner, factor, nullptr);
+    return out;
+  }
+  host::dispatch_float(x.dtype(), op, [&]<typename T>() { sum_cpu<T>(x.data<T>(), out.data<T>(), s, multiplier); });
+  return out;
+}
+
+Tensor reduce_dim(const char* op, const Tensor& x, std::int64_t dim, bool keepdim, bool mean) {
+  check_input(op, x);
+  dim = wrap_dim(op, x.shape(), dim);
+  Split s = split_at(x.shape(), dim);
+  return reduce(op, x, s, reduced_shape(x.shape(), dim, keepdim), mean ? 1.0 / static_cast<double>(s.extent) : 1.0,
+                false);
+}
+
+Tensor reduce_all(const char* op, const Tensor& x, bool mean) {
+  check_input(op, x);
+  Split s{1, x.numel(), 1};
+  return reduce(op, x, s, {}, mean ? 1.0 / static_cast<double>(x.numel()) : 1.0, true);
+}
+
+// grad_out broadcast back to input_shape, times multiplier.
+Tensor broadcast_back(const Tensor& grad_out, const Shape& input_shape, const Shape& keepdim_shape, double multiplier) {
+  Tensor g = multiplier == 1.0 ? grad_out : scale_forward(grad_out, multiplier);
+  return g.reshape(keepdim_shape).expand(input_shape).contiguous();
+}
+
+Tensor backward_all(const char* op, const Tensor& grad_out, const Shape& input_shape, bool mean) {
+  check_input(op, grad_out);
+  ZT_REQUIRE(grad_out.numel() == 1,
+             std::string(op) + ": grad_out must hold one element (the forward's output), got shape " +
+                 shape_str(grad_out.shape()));
+  double multiplier = mean ? 1.0 / static_cast<double>(shape_numel(input_shape)) : 1.0;
+  return broadcast_back(grad_out, input_shape, Shape(input_shape.size(), 1), multiplier);
+}
+
+Tensor backward_dim(const char* op, const Tensor& grad_out, const Shape& input_shape, std::int64_t dim, bool keepdim,
+                    bool mean) {
+  check_input(op, grad_out);
+  dim = wrap_dim(op, input_shape, dim);
+  Shape expected = reduced_shape(input_shape, dim, keepdim);
+  ZT_REQUIRE(grad_out.shape() == expected, std::string(op) + ": grad_out has shape " + shape_str(grad_out.shape()) +
+                                               " but reducing dim " + std::to_string(dim) + " of input shape " +
+                                               shape_str(input_shape) + " gives " + shape_str(expected));
+  double multiplier = mean ? 1.0 / static_cast<double>(input_shape[dim]) : 1.0;
+  return broadcast_back(grad_out, input_shape, reduced_shape(input_shape, dim, true), multiplier);
+}
+
+}  // namespace
+
+Tensor sum_forward(const Tensor& x) { return reduce_all("sum_forward", x, false); }
+Tensor mean_forward(const Tensor& x) { return reduce_all("mean_forward", x, true); }
+
+Tensor sum_dim_forward(const Tensor& x, std::int64_t dim, bool keepdim) {
+  return reduce_dim("sum_dim_forward", x, dim, keepdim, false);
+}
+Tensor mean_dim_forward(const Tensor& x, std::int64_t dim, bool keepdim) {
+  return reduce_dim("mean_dim_forward", x, dim, keepdim, true);
+}
+
+Tensor sum_backward(const Tensor& grad_out, const Shape& input_shape) {
+  return backward_all("sum_backward", grad_out, input_shape, false);
+}
+Tensor mean_backward(const Tensor& grad_out, const Shape& input_shape) {
+  return backward_all("mean_backward", grad_out, input_shape, true);
+}
+
+Tensor sum_dim_backward(const Tensor& grad_out, const Shape& input_shape, std::int64_t dim, bool keepdim) {
+  return backward_dim("sum_dim_backward", grad_out, input_shape, dim, keepdim, false);
+}
+Tensor mean_dim_backward(const Tensor& grad_out, const Shape& input_shape, std::int64_t dim, bool keepdim) {
+  return backward_dim("mean_dim_backward", grad_out, input_shape, dim, keepdim, true);
+}
+
+Tensor sum_to_trailing(const Tensor& x, const Shape& trailing_shape) {
+  const char* op = "sum_to_trailing";
+  check_input(op, x);
+  std::size_t lead = x.shape().size() - std::min(x.shape().size(), trailing_shape.size());
+  ZT_REQUIRE(trailing_shape.size() <= x.shape().size() &&
+                 std::equal(trailing_shape.begin(), trailing_shape.end(), x.shape().begin() + lead),
+             std::string(op) + ": shape " + shape_str(trailing_shape) + " is not a trailing part of x's shape " +
+                 shape_str(x.shape()));
+  if (lead == 0) return x;
+  Split s{1, shape_numel(Shape(x.shape().begin(), x.shape().begin() + lead)), shape_numel(trailing_shape)};
+  return reduce(op, x, s, trailing_shape, 1.0, false);
+}
+
+}  // namespace zt::ops

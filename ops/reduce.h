@@ -1,0 +1,30 @@
+// Sums and means over all elements or over one dim, with their backwards. Accumulation is
+// float32 on the GPU (float64 in the CPU reference) whatever the dtype, and the result
+// rounds once to x's dtype; GPU sums are deterministic (a fixed split and order).
+#pragma once
+
+#include <cstdint>
+
+#include "tensor/tensor.h"
+
+namespace zt::ops {
+
+// Over all elements: a 0-dim tensor of x's dtype.
+Tensor sum_forward(const Tensor& x);
+Tensor mean_forward(const Tensor& x);
+
+// Over dim (negative counts from the end); keepdim leaves it as size 1.
+Tensor sum_dim_forward(const Tensor& x, std::int64_t dim, bool keepdim);
+Tensor mean_dim_forward(const Tensor& x, std::int64_t dim, bool keepdim);
+
+// grad_out is the forward's output shape; the result has input_shape.
+Tensor sum_backward(const Tensor& grad_out, const Shape& input_shape);
+Tensor mean_backward(const Tensor& grad_out, const Shape& input_shape);
+Tensor sum_dim_backward(const Tensor& grad_out, const Shape& input_shape, std::int64_t dim, bool keepdim);
+Tensor mean_dim_backward(const Tensor& grad_out, const Shape& input_shape, std::int64_t dim, bool keepdim);
+
+// Sums x over its leading dims down to trailing_shape, a suffix of x's shape (the gradient
+// of an operand broadcast over leading dims, like a bias).
+Tensor sum_to_trailing(const Tensor& x, const Shape& trailing_shape);
+
+}  // namespace zt::ops

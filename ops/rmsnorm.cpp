@@ -1,0 +1,121 @@
+#include "ops/rmsnorm.h"
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "cuda/rmsnorm.cuh"
+#include "ops/elementwise_host.h"
+#include "ops/op_checks.h"
+#include "runtime/error.h"
+
+namespace zt::ops {
+namespace {
+
+DType rstd_dtype(DType x_dtype) { return x_dtype == DType::kF64 ? DType::kF64 : DType::kF32; }
+
+Shape row_shape(const Tensor& x) { return Shape(x.shape().begin(), x.shape().end() - 1); }
+
+void check_inputs(const char* op, const Tensor& x, const Tensor& weight) {
+  Device device = check_same_device(op, {{"x", &x}, {"weight", &weight}});
+  check_same_dtype(op, {{"x", &x}, {"weight", &weight}});
+  check_floating(op, {"x", &x});
+  if (device.is_cuda()) check_cuda_float(op, {"x", &x});
+  ZT_REQUIRE(x.dim() >= 1, std::string(op) + ": x must have at least one dimension, got shape " +
+                               shape_str(x.shape()));
+  check_dim(op, {"weight", &weight}, 1);
+  check_size(op, {"weight", &weight}, 0, x.size(-1), "the hidden size, x's last dimension");
+}
+
+template <typename T>
+host::Acc<T> normalized(host::Acc<T> x, host::Acc<T> rstd, RmsNormStyle style) {
+  host::Acc<T> n = x * rstd;
+  return style == RmsNormStyle::kQwen ? host::round<T>(n) : n;
+}
+
+template <typename T>
+void forward_cpu(const T* x, const T* w, T* y, host::Acc<T>* rstd, std::int64_t rows, std::int64_t hidden, float eps,
+                 RmsNormStyle style) {
+  using A = host::Acc<T>;
+  for (std::int64_t row = 0; row < rows; ++row) {
+    const T* x_row = x + row * hidden;
+    A squares = 0;
+    for (std::int64_t h = 0; h < hidden; ++h) squares += host::load(x_row[h]) * host::load(x_row[h]);
+    A r = A(1) / std::sqrt(squares / static_cast<A>(hidden) + static_cast<A>(eps));
+    rstd[row] = r;
+    for (std::int64_t h = 0; h < hidden; ++h)
+      y[row * hidden + h] = host::store<T>(host::load(w[h]) * normalized<T>(host::load(x_row[h]), r, style));
+  }
+}
+
+template <typename T>
+void backward_cpu(const T* grad_y, const T* x, const T* w, const host::Acc<T>* rstd, T* grad_x, T* grad_w,
+                  std::int64_t rows, std::int64_t hidden, RmsNormStyle style) {
+  using A = host::Acc<T>;
+  std::vector<A> dw(static_cast<std::size_t>(hidden), A(0));
+  for (std::int64_t row = 0; row < rows; ++row) {
+    const T* g_row = grad_y + row * hidden;
+    const T* x_row = x + row * hidden;
+    A r = rstd[row], dot = 0;
+    for (std::int64_t h = 0; h < hidden; ++h) dot += host::load(g_row[h]) * host::load(w[h]) * host::load(x_row[h]);
+    A coefficient = dot * r * r * r / static_cast<A>(hidden);
+    for (std::int64_t h = 0; h < hidden; ++h) {
+      A g = host::load(g_row[h]), xv = host::load(x_row[h]);
+      grad_x[row * hidden + h] = host::store<T>(r * g * host::load(w[h]) - coefficient * xv);
+      dw[h] += g * normalized<T>(xv, r, style);
+    }
+  }
+  for (std::int64_t h = 0; h < hidden; ++h) grad_w[h] = host::store<T>(dw[h]);
+}
+
+}  // namespace
+
+RmsNormOutput rmsnorm_forward(const Tensor& x_in, const Tensor& weight_in, float eps, RmsNormStyle style) {
+  const char* op = "rmsnorm_forward";
+  check_inputs(op, x_in, weight_in);
+  Tensor x = x_in.contiguous(), weight = weight_in.contiguous();
+  std::int64_t hidden = x.size(-1), rows = hidden == 0 ? 0 : x.numel() / hidden;
+  RmsNormOutput out{Tensor::empty(x.shape(), x.dtype(), x.device()),
+                    Tensor::empty(row_shape(x), rstd_dtype(x.dtype()), x.device())};
+  if (x.device().is_cuda()) {
+    cuda::rmsnorm_forward(x.data_ptr(), weight.data_ptr(), out.y.data_ptr(), out.rstd.data<float>(), x.dtype(), rows,
+                          hidden, eps, style == RmsNormStyle::kQwen, nullptr);
+    return out;
+  }
+  host::dispatch_float(x.dtype(), op, [&]<typename T>() {
+    forward_cpu<T>(x.data<T>(), weight.data<T>(), out.y.data<T>(), out.rstd.data<host::Acc<T>>(), rows, hidden, eps,
+                   style);
+  });
+  return out;
+}
+
+RmsNormGrads rmsnorm_backward(const Tensor& grad_y_in, const Tensor& x_in, const Tensor& weight_in,
+                              const Tensor& saved_rstd_in, RmsNormStyle style) {
+  const char* op = "rmsnorm_backward";
+  check_inputs(op, x_in, weight_in);
+  check_same_device(op, {{"x", &x_in}, {"grad_y", &grad_y_in}, {"saved_rstd", &saved_rstd_in}});
+  check_same_dtype(op, {{"x", &x_in}, {"grad_y", &grad_y_in}});
+  check_same_shape(op, {"grad_y", &grad_y_in}, {"x", &x_in});
+  ZT_REQUIRE(saved_rstd_in.shape() == row_shape(x_in) && saved_rstd_in.dtype() == rstd_dtype(x_in.dtype()),
+             std::string(op) + ": saved_rstd must be the forward's rstd, " + dtype_name(rstd_dtype(x_in.dtype())) +
+                 " of shape " + shape_str(row_shape(x_in)) + " for x of shape " + shape_str(x_in.shape()) + ", got " +
+                 dtype_name(saved_rstd_in.dtype()) + " of shape " + shape_str(saved_rstd_in.shape()));
+  Tensor grad_y = grad_y_in.contiguous(), x = x_in.contiguous(), weight = weight_in.contiguous();
+  Tensor rstd = saved_rstd_in.contiguous();
+  std::int64_t hidden = x.size(-1), rows = hidden == 0 ? 0 : x.numel() / hidden;
+  RmsNormGrads grads{Tensor::empty(x.shape(), x.dtype(), x.device()),
+                     Tensor::empty(weight.shape(), weight.dtype(), x.device())};
+  if (x.device().is_cuda()) {
+    cuda::rmsnorm_backward(grad_y.data_ptr(), x.data_ptr(), weight.data_ptr(), rstd.data<float>(),
+                           grads.grad_x.data_ptr(), grads.grad_weight.data_ptr(), x.dtype(), rows, hidden,
+                           style == RmsNormStyle::kQwen, nullptr);
+    return grads;
+  }
+  host::dispatch_float(x.dtype(), op, [&]<typename T>() {
+    backward_cpu<T>(grad_y.data<T>(), x.data<T>(), weight.data<T>(), rstd.data<host::Acc<T>>(),
+                    grads.grad_x.data<T>(), grads.grad_weight.data<T>(), rows, hidden, style);
+  });
+  return grads;
+}
+
+}  // namespace zt::ops

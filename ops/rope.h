@@ -1,0 +1,31 @@
+// Rotary position embedding of q or k, out of place (a new tensor; the input is untouched).
+// x is [tokens, heads, head_dim] with one position per token, so packed sequences (positions
+// restarting at each sequence) work. The first rotary_dim = head_dim * rotary_fraction dims
+// rotate, the rest pass through:
+//   kRotateHalf (Qwen): pairs (i, i + rotary_dim/2)
+//   kInterleaved (GLM): pairs (2i, 2i + 1)
+// with inv_freq_i = 1 / base^(2i / rotary_dim) and angle = float(position) * inv_freq_i, all
+// in float32 as HF computes them (float64 for float64 x). For 16-bit x, cos and sin round to
+// the dtype before multiplying and each product and the sum round too, as HF's eager
+// x * cos + rotate(x) * sin does.
+#pragma once
+
+#include "tensor/tensor.h"
+
+namespace zt::ops {
+
+enum class RopeStyle { kRotateHalf, kInterleaved };
+
+struct RopeConfig {
+  RopeStyle style = RopeStyle::kRotateHalf;
+  double base = 10000.0;
+  double rotary_fraction = 1.0;  // ChatGLM: 0.5
+};
+
+// positions: int32 or int64 [tokens] on x's device.
+Tensor rope_forward(const Tensor& x, const Tensor& positions, const RopeConfig& config);
+
+// The gradient of rope_forward: grad_y rotated by the opposite angles.
+Tensor rope_backward(const Tensor& grad_y, const Tensor& positions, const RopeConfig& config);
+
+}  // namespace zt::ops
