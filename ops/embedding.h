@@ -1,0 +1,24 @@
+// Embedding lookup: rows of a [vocab, hidden] table picked by integer ids, and the gradient
+// of the table, where repeated ids add up.
+#pragma once
+
+#include <cstdint>
+
+#include "tensor/tensor.h"
+
+namespace zt::ops {
+
+// weight [vocab, hidden], ids int32/int64 of any shape -> [ids..., hidden]. An id outside
+// [0, vocab) throws zt::Error naming the id, its position and the vocabulary size (on the GPU
+// the check runs on the device and synchronises the stream once).
+Tensor embedding_forward(const Tensor& weight, const Tensor& ids);
+
+// dweight [vocab_size, hidden]: each grad_out row [ids..., hidden] added into the row of its
+// id, accumulated in float32 (float64 for float64). On the GPU the default adds with float
+// atomics, whose order, and so the last bits, vary between runs; `deterministic` sums each
+// id's rows in token order instead and gives the same bits every run. The CPU is always
+// deterministic.
+Tensor embedding_backward(const Tensor& grad_out, const Tensor& ids, std::int64_t vocab_size,
+                          bool deterministic = false);
+
+}  // namespace zt::ops

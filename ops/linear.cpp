@@ -1,0 +1,70 @@
+#include "ops/linear.h"
+
+#include <string>
+
+#include "ops/matmul_gemm.h"
+#include "ops/op_checks.h"
+#include "runtime/error.h"
+
+namespace zt::ops {
+namespace {
+
+void check_arguments(const char* op, const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  Device device = check_same_device(op, {{"x", &x}, {"weight", &weight}});
+  check_same_dtype(op, {{"x", &x}, {"weight", &weight}});
+  check_floating(op, {"x", &x});
+  if (device.is_cuda()) check_cuda_float(op, {"x", &x});
+  check_dim(op, {"weight", &weight}, 2);
+  ZT_REQUIRE(x.dim() >= 1, std::string(op) + ": x must have at least one dimension, got shape " + shape_str(x.shape()));
+  ZT_REQUIRE(x.size(-1) == weight.size(1), std::string(op) + ": x has shape " + shape_str(x.shape()) +
+                                               " but weight has shape " + shape_str(weight.shape()) +
+                                               "; x's last dimension must equal weight's in_features (dimension 1)");
+  if (!bias.defined()) return;
+  check_same_device(op, {{"x", &x}, {"bias", &bias}});
+  check_same_dtype(op, {{"x", &x}, {"bias", &bias}});
+  check_dim(op, {"bias", &bias}, 1);
+  check_size(op, {"bias", &bias}, 0, weight.size(0), "out_features of weight " + shape_str(weight.shape()));
+}
+
+// x's leading dims folded into rows: [rows, last].
+Tensor as_rows(const Tensor& x) {
+  Shape leading(x.shape().begin(), x.shape().end() - 1);
+  return x.reshape({shape_numel(leading), x.size(-1)});
+}
+
+Shape with_last(const Tensor& x, std::int64_t last) {
+  Shape shape = x.shape();
+  shape.back() = last;
+  return shape;
+}
+
+}  // namespace
+
+Tensor linear_forward(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  check_arguments("linear", x, weight, bias);
+  return detail::gemm(as_rows(x), false, weight, true, bias).view(with_last(x, weight.size(0)));
+}
+
+LinearGrads linear_backward(const Tensor& grad_y, const Tensor& x, const Tensor& weight, bool with_bias) {
+  const char* op = "linear_backward";
+  check_arguments(op, x, weight, Tensor());
+  check_same_device(op, {{"x", &x}, {"grad_y", &grad_y}});
+  check_same_dtype(op, {{"x", &x}, {"grad_y", &grad_y}});
+  Shape expected = with_last(x, weight.size(0));
+  ZT_REQUIRE(grad_y.shape() == expected, std::string(op) + ": grad_y has shape " + shape_str(grad_y.shape()) +
+                                             " but x " + shape_str(x.shape()) + " and weight " +
+                                             shape_str(weight.shape()) + " give outputs of shape " +
+                                             shape_str(expected));
+  Tensor dy = as_rows(grad_y), x_rows = as_rows(x);
+  LinearGrads grads;
+  grads.grad_x = detail::gemm(dy, false, weight, false).view(x.shape());
+  grads.grad_weight = detail::gemm(dy, true, x_rows, false);
+  if (with_bias) {
+    // The column sums of grad_y as a product with a row of ones: one GEMM, fp32 accumulation.
+    Tensor ones = Tensor::ones({1, dy.size(0)}, dy.dtype(), dy.device());
+    grads.grad_bias = detail::gemm(ones, false, dy, false).view({weight.size(0)});
+  }
+  return grads;
+}
+
+}  // namespace zt::ops
