@@ -1,0 +1,69 @@
+#include "autograd/checkpoint.h"
+
+#include "autograd/engine.h"
+#include "autograd/grad_mode.h"
+#include "autograd/node.h"
+#include "runtime/generator.h"
+
+namespace zt::autograd {
+namespace {
+
+// Restores the thread's random stream when the scope ends.
+class GeneratorStateGuard {
+ public:
+  GeneratorStateGuard() : saved_(default_generator().state()) {}
+  ~GeneratorStateGuard() { default_generator().set_state(saved_); }
+
+ private:
+  GeneratorState saved_;
+};
+
+std::vector<Tensor> recompute_gradients(const CheckpointFn& fn, const std::vector<Variable>& inputs,
+                                        GeneratorState forward_rng, const std::vector<Tensor>& grad_outputs) {
+  std::vector<Variable> fresh;
+  fresh.reserve(inputs.size());
+  for (const Variable& input : inputs)
+    fresh.push_back(input.defined() ? Variable(input.data(), input.requires_grad(), input.name()) : Variable());
+  std::vector<Variable> outputs;
+  {
+    GeneratorStateGuard keep_current_stream;
+    default_generator().set_state(forward_rng);
+    EnableGradGuard recording;
+    outputs = fn(fresh);
+  }
+  std::vector<Variable> roots;
+  std::vector<Tensor> root_grads;
+  for (std::size_t i = 0; i < outputs.size(); ++i)
+    if (outputs[i].requires_grad()) {
+      roots.push_back(outputs[i]);
+      root_grads.push_back(grad_outputs[i]);
+    }
+  LeafScope only_inputs(fresh);
+  if (!roots.empty()) run_backward(roots, root_grads);
+  std::vector<Tensor> grads;
+  grads.reserve(fresh.size());
+  for (const Variable& v : fresh) grads.push_back(v.defined() ? v.grad() : Tensor());
+  return grads;
+}
+
+}  // namespace
+
+std::vector<Variable> checkpoint(const CheckpointFn& fn, const std::vector<Variable>& inputs) {
+  GeneratorState forward_rng = default_generator().state();
+  std::vector<Tensor> outputs;
+  {
+    NoGradGuard no_recording;
+    for (const Variable& out : fn(inputs)) outputs.push_back(out.data());
+  }
+  // The closure keeps the inputs' values (not their history): that is all a checkpoint saves.
+  std::vector<Variable> saved_inputs;
+  saved_inputs.reserve(inputs.size());
+  for (const Variable& input : inputs)
+    saved_inputs.push_back(input.defined() ? Variable(input.data(), input.requires_grad(), input.name()) : Variable());
+  return record("checkpoint", std::move(outputs), inputs,
+                [fn, saved_inputs, forward_rng](const std::vector<Tensor>& grad_outputs, const std::vector<bool>&) {
+                  return recompute_gradients(fn, saved_inputs, forward_rng, grad_outputs);
+                });
+}
+
+}  // namespace zt::autograd

@@ -1,0 +1,43 @@
+#include "autograd/variable.h"
+
+#include "autograd/engine.h"
+#include "runtime/error.h"
+
+namespace zt::autograd {
+
+Variable::Variable(Tensor data, bool requires_grad, std::string name) : impl_(std::make_shared<VariableImpl>()) {
+  ZT_REQUIRE(!requires_grad || is_floating(data.dtype()),
+             "only floating tensors can require gradients; '" + name + "' is " + dtype_name(data.dtype()));
+  impl_->data = std::move(data);
+  impl_->requires_grad = requires_grad;
+  impl_->name = std::move(name);
+}
+
+VariableImpl& Variable::checked_impl() const {
+  ZT_REQUIRE(impl_ != nullptr, "use of an undefined Variable");
+  return *impl_;
+}
+
+const Tensor& Variable::data() const { return checked_impl().data; }
+const Tensor& Variable::grad() const { return checked_impl().grad; }
+const std::string& Variable::name() const { return checked_impl().name; }
+const std::shared_ptr<Node>& Variable::grad_fn() const { return checked_impl().grad_fn; }
+
+void Variable::backward() const {
+  ZT_REQUIRE(data().numel() == 1, "backward() without a gradient needs a scalar output, but '" + name() +
+                                      "' has shape " + shape_str(data().shape()) +
+                                      "; pass the output gradient: backward(grad_output)");
+  backward(Tensor::ones(data().shape(), data().dtype(), data().device()));
+}
+
+void Variable::backward(const Tensor& grad_output) const { run_backward({*this}, {grad_output}); }
+
+void Variable::zero_grad() const { checked_impl().grad = Tensor(); }
+void Variable::set_grad(const Tensor& grad) const { checked_impl().grad = grad; }
+void Variable::add_grad_ready_hook(GradReadyHook hook) const {
+  checked_impl().grad_ready_hooks.push_back(std::move(hook));
+}
+
+Variable Variable::detach() const { return Variable(data(), false, name()); }
+
+}  // namespace zt::autograd
