@@ -45,24 +45,37 @@ Tensor linear_forward(const Tensor& x, const Tensor& weight, const Tensor& bias)
   return detail::gemm(as_rows(x), false, weight, true, bias).view(with_last(x, weight.size(0)));
 }
 
-LinearGrads linear_backward(const Tensor& grad_y, const Tensor& x, const Tensor& weight, bool with_bias) {
+LinearGrads linear_backward(const Tensor& grad_y, const Tensor& x, const Tensor& weight,
+                            const LinearGradsNeeded& needed) {
   const char* op = "linear_backward";
-  check_arguments(op, x, weight, Tensor());
-  check_same_device(op, {{"x", &x}, {"grad_y", &grad_y}});
-  check_same_dtype(op, {{"x", &x}, {"grad_y", &grad_y}});
-  Shape expected = with_last(x, weight.size(0));
-  ZT_REQUIRE(grad_y.shape() == expected, std::string(op) + ": grad_y has shape " + shape_str(grad_y.shape()) +
-                                             " but x " + shape_str(x.shape()) + " and weight " +
-                                             shape_str(weight.shape()) + " give outputs of shape " +
-                                             shape_str(expected));
-  Tensor dy = as_rows(grad_y), x_rows = as_rows(x);
+  ZT_REQUIRE(!needed.x || weight.defined(), std::string(op) + ": grad_x needs the weight");
+  ZT_REQUIRE(!needed.weight || x.defined(), std::string(op) + ": grad_weight needs the input x");
+  if (x.defined() && weight.defined()) check_arguments(op, x, weight, Tensor());
+  for (const Tensor* operand : {&x, &weight}) {
+    if (!operand->defined()) continue;
+    check_same_device(op, {{"grad_y", &grad_y}, {operand == &x ? "x" : "weight", operand}});
+    check_same_dtype(op, {{"grad_y", &grad_y}, {operand == &x ? "x" : "weight", operand}});
+  }
+  if (x.defined()) {
+    Shape expected = with_last(x, grad_y.dim() ? grad_y.size(-1) : 0);
+    ZT_REQUIRE(grad_y.shape() == expected, std::string(op) + ": grad_y has shape " + shape_str(grad_y.shape()) +
+                                               " but x has shape " + shape_str(x.shape()) +
+                                               "; they must agree in every dimension but the last");
+  }
+  if (weight.defined()) {
+    check_dim(op, {"weight", &weight}, 2);
+    ZT_REQUIRE(grad_y.dim() >= 1 && grad_y.size(-1) == weight.size(0),
+               std::string(op) + ": grad_y has shape " + shape_str(grad_y.shape()) + " but weight has shape " +
+                   shape_str(weight.shape()) + "; grad_y's last dimension must equal out_features (dimension 0)");
+  }
+  Tensor dy = as_rows(grad_y);
   LinearGrads grads;
-  grads.grad_x = detail::gemm(dy, false, weight, false).view(x.shape());
-  grads.grad_weight = detail::gemm(dy, true, x_rows, false);
-  if (with_bias) {
+  if (needed.x) grads.grad_x = detail::gemm(dy, false, weight, false).view(with_last(grad_y, weight.size(1)));
+  if (needed.weight) grads.grad_weight = detail::gemm(dy, true, as_rows(x), false);
+  if (needed.bias) {
     // The column sums of grad_y as a product with a row of ones: one GEMM, fp32 accumulation.
     Tensor ones = Tensor::ones({1, dy.size(0)}, dy.dtype(), dy.device());
-    grads.grad_bias = detail::gemm(ones, false, dy, false).view({weight.size(0)});
+    grads.grad_bias = detail::gemm(ones, false, dy, false).view({dy.size(1)});
   }
   return grads;
 }

@@ -12,9 +12,20 @@ Tensor linear_forward(const Tensor& x, const Tensor& weight, const Tensor& bias 
 struct LinearGrads {
   Tensor grad_x;       // x's shape: grad_y · W
   Tensor grad_weight;  // [out, in]: grad_yᵀ · x, summed over every leading dim of x
-  Tensor grad_bias;    // [out]: grad_y summed over rows with fp32 accumulation; undefined without bias
+  Tensor grad_bias;    // [out]: grad_y summed over rows with fp32 accumulation
+  // Each is undefined when not needed.
 };
 
-LinearGrads linear_backward(const Tensor& grad_y, const Tensor& x, const Tensor& weight, bool with_bias);
+// Which gradients to compute: a frozen weight (LoRA, freeze fine-tuning) or an input that
+// needs none skips its GEMM.
+struct LinearGradsNeeded {
+  bool x = true;
+  bool weight = true;
+  bool bias = false;
+};
+// x is read only for grad_weight and weight only for grad_x, so either may be undefined
+// when the other's gradient is not needed (nothing then keeps it alive for backward).
+LinearGrads linear_backward(const Tensor& grad_y, const Tensor& x, const Tensor& weight,
+                            const LinearGradsNeeded& needed);
 
 }  // namespace zt::ops

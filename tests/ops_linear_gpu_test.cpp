@@ -58,8 +58,8 @@ void check_linear(const Shape& x_shape, std::int64_t out, DType dtype, std::uint
   expect_matches(ops::linear_forward(x.gpu, w.gpu, b.gpu), ops::linear_forward(x.cpu, w.cpu, b.cpu), tol,
                  what + " forward with bias");
   expect_matches(ops::linear_forward(x.gpu, w.gpu), ops::linear_forward(x.cpu, w.cpu), tol, what + " forward");
-  ops::LinearGrads g = ops::linear_backward(gy.gpu, x.gpu, w.gpu, true);
-  ops::LinearGrads c = ops::linear_backward(gy.cpu, x.cpu, w.cpu, true);
+  ops::LinearGrads g = ops::linear_backward(gy.gpu, x.gpu, w.gpu, {.bias = true});
+  ops::LinearGrads c = ops::linear_backward(gy.cpu, x.cpu, w.cpu, {.bias = true});
   expect_matches(g.grad_x, c.grad_x, tol, what + " grad_x");
   expect_matches(g.grad_weight, c.grad_weight, tol, what + " grad_weight");
   expect_matches(g.grad_bias, c.grad_bias, tol, what + " grad_bias");
@@ -124,8 +124,8 @@ TEST_F(LinearGpu, TransposedStridedAndMisalignedViewsMatchContiguousCopies) {
                    ops::linear_forward(x.contiguous(), w.contiguous(), bias.contiguous()), 1e-6,
                    std::string(dtype_name(dtype)) + " linear views");
     Pair gy = random_pair({9, 7}, 62, dtype);
-    ops::LinearGrads views = ops::linear_backward(gy.gpu.transpose(0, 1).contiguous().transpose(0, 1), x, w, true);
-    ops::LinearGrads copies = ops::linear_backward(gy.gpu, x.contiguous(), w.contiguous(), true);
+    ops::LinearGrads views = ops::linear_backward(gy.gpu.transpose(0, 1).contiguous().transpose(0, 1), x, w, {.bias = true});
+    ops::LinearGrads copies = ops::linear_backward(gy.gpu, x.contiguous(), w.contiguous(), {.bias = true});
     expect_matches(views.grad_x, copies.grad_x, 1e-6, "grad_x of views");
     expect_matches(views.grad_weight, copies.grad_weight, 1e-6, "grad_weight of views");
     expect_matches(views.grad_bias, copies.grad_bias, 1e-6, "grad_bias of views");

@@ -74,7 +74,7 @@ TEST(Linear, Bf16RoundsOnceFromFloat32Accumulation) {
 TEST(Linear, GradientsWithBiasOn3dInput) {
   auto forward = [](const std::vector<Tensor>& in) { return ops::linear_forward(in[0], in[1], in[2]); };
   auto backward = [](const std::vector<Tensor>& in, const Tensor& g) {
-    ops::LinearGrads grads = ops::linear_backward(g, in[0], in[1], true);
+    ops::LinearGrads grads = ops::linear_backward(g, in[0], in[1], {.bias = true});
     return std::vector<Tensor>{grads.grad_x, grads.grad_weight, grads.grad_bias};
   };
   expect_gradients_match("linear 3-D with bias", forward, backward,
@@ -84,7 +84,7 @@ TEST(Linear, GradientsWithBiasOn3dInput) {
 TEST(Linear, GradientsWithoutBias) {
   auto forward = [](const std::vector<Tensor>& in) { return ops::linear_forward(in[0], in[1]); };
   auto backward = [](const std::vector<Tensor>& in, const Tensor& g) {
-    ops::LinearGrads grads = ops::linear_backward(g, in[0], in[1], false);
+    ops::LinearGrads grads = ops::linear_backward(g, in[0], in[1], {});
     EXPECT_FALSE(grads.grad_bias.defined());
     return std::vector<Tensor>{grads.grad_x, grads.grad_weight};
   };
@@ -135,7 +135,7 @@ TEST(Linear, EmptyInputsAndEmptyInnerDimension) {
   expected.insert(expected.end(), expected.begin(), expected.end());
   EXPECT_EQ(y.to_vector(), expected);
   ops::LinearGrads grads =
-      ops::linear_backward(Tensor::zeros({0, 4}, DType::kF64), Tensor::zeros({0, 3}, DType::kF64), w, true);
+      ops::linear_backward(Tensor::zeros({0, 4}, DType::kF64), Tensor::zeros({0, 3}, DType::kF64), w, {.bias = true});
   EXPECT_EQ(grads.grad_weight.to_vector(), Values(12, 0.0));
   EXPECT_EQ(grads.grad_bias.to_vector(), Values(4, 0.0));
 }
@@ -150,7 +150,7 @@ TEST(Linear, ErrorsNameBothShapesOrDtypes) {
   msg = error_of([] { ops::linear_forward(random({2, 4}, 1), random({3, 4}, 2), random({4}, 3)); });
   EXPECT_NE(msg.find("bias"), std::string::npos) << msg;
   EXPECT_NE(msg.find("[4]"), std::string::npos) << msg;
-  msg = error_of([] { ops::linear_backward(random({2, 2}, 1), random({2, 4}, 1), random({3, 4}, 2), false); });
+  msg = error_of([] { ops::linear_backward(random({2, 2}, 1), random({2, 4}, 1), random({3, 4}, 2), {}); });
   EXPECT_NE(msg.find("[2, 2]"), std::string::npos) << msg;
   EXPECT_NE(msg.find("[2, 3]"), std::string::npos) << msg;
 }
