@@ -28,8 +28,9 @@ struct OutputMeta {
 // grad_outputs has one defined tensor per output (zeros where an output got no gradient);
 // needs_input_grad[k] says whether input k wants one. Returns one tensor per input
 // (undefined where not needed).
-using BackwardFn = std::function<std::vector<Tensor>(const std::vector<Tensor>& grad_outputs,
-                                                     const std::vector<bool>& needs_input_grad)>;
+using TensorList = std::vector<Tensor>;
+using NeedsList = std::vector<bool>;
+using BackwardFn = std::function<TensorList(const TensorList& grad_outputs, const NeedsList& needs_input_grad)>;
 
 class Node {
  public:

@@ -1,0 +1,54 @@
+// The differentiable ops: each runs the forward of its ops/ pair, and, when recording,
+// records a node whose backward calls the ops/ backward with only what it needs saved.
+// Arguments that carry no gradient (ids, labels, positions, cu_seqlens) are plain Tensors.
+#pragma once
+
+#include "autograd/variable.h"
+#include "ops/attention.h"
+#include "ops/cross_entropy.h"
+#include "ops/rmsnorm.h"
+#include "ops/rope.h"
+
+namespace zt::autograd {
+
+// Elementwise (b of a's shape or of a trailing part of it, repeated over a's leading dims).
+Variable add(const Variable& a, const Variable& b);
+Variable sub(const Variable& a, const Variable& b);
+Variable mul(const Variable& a, const Variable& b);
+Variable scale(const Variable& x, double factor);
+Variable residual_add(const Variable& x, const Variable& residual);
+Variable cast(const Variable& x, DType dtype);
+// Inverted dropout drawing its mask from this thread's generator; the identity when not
+// training or p = 0 (and then it draws nothing).
+Variable dropout(const Variable& x, double p, bool training = true);
+
+// Reductions: over every element, or over one dim.
+Variable sum(const Variable& x);
+Variable mean(const Variable& x);
+Variable sum(const Variable& x, std::int64_t dim, bool keepdim = false);
+Variable mean(const Variable& x, std::int64_t dim, bool keepdim = false);
+
+// Shapes: views of the data where possible, their gradients reshaped or padded back.
+Variable reshape(const Variable& x, const Shape& shape);
+Variable narrow(const Variable& x, std::int64_t dim, std::int64_t start, std::int64_t length);
+
+// Products and lookups.
+Variable linear(const Variable& x, const Variable& weight, const Variable& bias = Variable());
+Variable matmul(const Variable& a, const Variable& b, bool transpose_a = false, bool transpose_b = false);
+Variable embedding(const Variable& weight, const Tensor& ids, bool deterministic = false);
+
+// Transformer pieces.
+Variable rmsnorm(const Variable& x, const Variable& weight, float eps, ops::RmsNormStyle style);
+Variable rope(const Variable& x, const Tensor& positions, const ops::RopeConfig& config);
+Variable swiglu(const Variable& gate, const Variable& up);
+Variable swiglu_fused(const Variable& gate_up);
+// Prefix keys and values: both defined or both undefined.
+Variable attention(const Variable& q, const Variable& k, const Variable& v, const Tensor& cu_seqlens,
+                   const ops::AttentionConfig& config, const Variable& prefix_k = Variable(),
+                   const Variable& prefix_v = Variable());
+
+// Probabilities and losses.
+Variable softmax(const Variable& x);
+Variable cross_entropy(const Variable& logits, const Tensor& labels, const ops::CrossEntropyOptions& options = {});
+
+}  // namespace zt::autograd

@@ -1,0 +1,44 @@
+#include "autograd/functions.h"
+#include "autograd/node.h"
+#include "ops/embedding.h"
+#include "ops/linear.h"
+#include "ops/matmul.h"
+
+namespace zt::autograd {
+
+Variable linear(const Variable& x, const Variable& weight, const Variable& bias) {
+  Tensor y = ops::linear_forward(x.data(), weight.data(), bias.defined() ? bias.data() : Tensor());
+  std::vector<Variable> inputs{x, weight};
+  if (bias.defined()) inputs.push_back(bias);
+  // Only what the needed gradients read is kept: a frozen weight's layer keeps no input.
+  Tensor saved_x = weight.requires_grad() ? x.data() : Tensor();
+  Tensor saved_weight = x.requires_grad() ? weight.data() : Tensor();
+  return record_one("linear", std::move(y), inputs,
+                    [saved_x, saved_weight](const TensorList& g, const NeedsList& needs) {
+                      bool with_bias = needs.size() > 2;
+                      ops::LinearGrads grads =
+                          ops::linear_backward(g[0], saved_x, saved_weight, {needs[0], needs[1], with_bias && needs[2]});
+                      TensorList out{grads.grad_x, grads.grad_weight};
+                      if (with_bias) out.push_back(grads.grad_bias);
+                      return out;
+                    });
+}
+
+Variable matmul(const Variable& a, const Variable& b, bool transpose_a, bool transpose_b) {
+  Tensor a_value = a.data(), b_value = b.data();
+  return record_one("matmul", ops::matmul_forward(a_value, b_value, transpose_a, transpose_b), {a, b},
+                    [=](const TensorList& g, const NeedsList& needs) {
+                      ops::MatmulGrads grads = ops::matmul_backward(g[0], a_value, b_value, transpose_a, transpose_b);
+                      return TensorList{needs[0] ? grads.grad_a : Tensor(), needs[1] ? grads.grad_b : Tensor()};
+                    });
+}
+
+Variable embedding(const Variable& weight, const Tensor& ids, bool deterministic) {
+  std::int64_t vocab_size = weight.data().size(0);
+  return record_one("embedding", ops::embedding_forward(weight.data(), ids), {weight},
+                    [ids, vocab_size, deterministic](const TensorList& g, const NeedsList&) {
+                      return TensorList{ops::embedding_backward(g[0], ids, vocab_size, deterministic)};
+                    });
+}
+
+}  // namespace zt::autograd
