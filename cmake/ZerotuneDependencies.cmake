@@ -18,3 +18,12 @@ find_library(CUDNN_LIBRARY cudnn HINTS ${_zt_lib_hints} REQUIRED)
 add_library(zt_cudnn INTERFACE)
 target_include_directories(zt_cudnn INTERFACE ${CUDNN_INCLUDE_DIR})
 target_link_libraries(zt_cudnn INTERFACE ${CUDNN_LIBRARY})
+
+# Text processing for the tokenizers: PCRE2 runs the pre-tokenizer regexes, utf8proc
+# normalises, sentencepiece reads ChatGLM's tokenizer.model.
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
+pkg_check_modules(UTF8PROC REQUIRED IMPORTED_TARGET libutf8proc)
+pkg_check_modules(SENTENCEPIECE REQUIRED IMPORTED_TARGET sentencepiece)
+add_library(zt_text INTERFACE)
+target_link_libraries(zt_text INTERFACE PkgConfig::PCRE2 PkgConfig::UTF8PROC PkgConfig::SENTENCEPIECE)

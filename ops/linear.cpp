@@ -56,13 +56,17 @@ LinearGrads linear_backward(const Tensor& grad_y, const Tensor& x, const Tensor&
     check_same_device(op, {{"grad_y", &grad_y}, {operand == &x ? "x" : "weight", operand}});
     check_same_dtype(op, {{"grad_y", &grad_y}, {operand == &x ? "x" : "weight", operand}});
   }
-  if (x.defined()) {
+  if (x.defined() && weight.defined()) {
+    Shape expected = with_last(x, weight.size(0));
+    ZT_REQUIRE(grad_y.shape() == expected, std::string(op) + ": grad_y has shape " + shape_str(grad_y.shape()) +
+                                               " but x " + shape_str(x.shape()) + " times weight " +
+                                               shape_str(weight.shape()) + " gives shape " + shape_str(expected));
+  } else if (x.defined()) {
     Shape expected = with_last(x, grad_y.dim() ? grad_y.size(-1) : 0);
     ZT_REQUIRE(grad_y.shape() == expected, std::string(op) + ": grad_y has shape " + shape_str(grad_y.shape()) +
                                                " but x has shape " + shape_str(x.shape()) +
                                                "; they must agree in every dimension but the last");
-  }
-  if (weight.defined()) {
+  } else if (weight.defined()) {
     check_dim(op, {"weight", &weight}, 2);
     ZT_REQUIRE(grad_y.dim() >= 1 && grad_y.size(-1) == weight.size(0),
                std::string(op) + ": grad_y has shape " + shape_str(grad_y.shape()) + " but weight has shape " +

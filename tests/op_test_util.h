@@ -68,4 +68,15 @@ inline void expect_gpu_matches(const Tensor& gpu, const Tensor& cpu, double tole
   EXPECT_LE(relative_error(gpu, cpu), tolerance) << what;
 }
 
+// expect_gpu_matches with the largest absolute difference bounded instead of the relative
+// error: for a reference with no scale to be relative to, such as one of all zeros.
+inline void expect_gpu_near(const Tensor& gpu, const Tensor& cpu, double abs_tolerance, const std::string& what) {
+  ASSERT_TRUE(gpu.defined()) << what;
+  ASSERT_TRUE(gpu.device().is_cuda()) << what;
+  ASSERT_EQ(gpu.shape(), cpu.shape()) << what;
+  ASSERT_EQ(gpu.dtype(), cpu.dtype()) << what;
+  expect_no_nan(gpu, what);
+  EXPECT_LE(max_abs_diff(gpu, cpu), abs_tolerance) << what;
+}
+
 }  // namespace zt::testing

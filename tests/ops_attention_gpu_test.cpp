@@ -5,12 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cmath>
 #include <string>
 #include <vector>
 
 #include "ops/attention.h"
 #include "runtime/error.h"
+#include "tests/op_test_util.h"
 #include "tests/ops_attention_test_util.h"
 #include "tests/test_util.h"
 
@@ -20,13 +20,7 @@ namespace {
 using testing::AttentionCase;
 using testing::AttentionTensors;
 
-class AttentionGpu : public ::testing::Test {
- protected:
-  void SetUp() override { set_poison_new_device_tensors(true); }
-  void TearDown() override { set_poison_new_device_tensors(false); }
-};
-
-double tolerance(DType dtype) { return dtype == DType::kF32 ? 1e-5 : 1e-2; }
+class AttentionGpu : public testing::PoisonedGpuTest {};
 
 AttentionTensors on_gpu(const AttentionTensors& t) {
   AttentionTensors g{t.q.to(Device::cuda()), t.k.to(Device::cuda()), t.v.to(Device::cuda()),
@@ -36,25 +30,19 @@ AttentionTensors on_gpu(const AttentionTensors& t) {
 }
 
 void expect_matches(const Tensor& gpu, const Tensor& cpu, double tol, const std::string& what) {
-  ASSERT_TRUE(gpu.defined()) << what;
-  ASSERT_TRUE(gpu.device().is_cuda()) << what;
-  ASSERT_EQ(gpu.shape(), cpu.shape()) << what;
-  ASSERT_EQ(gpu.dtype(), cpu.dtype()) << what;
-  std::vector<double> values = gpu.to_vector();
-  for (std::size_t i = 0; i < values.size(); ++i) ASSERT_FALSE(std::isnan(values[i])) << what << ": NaN at " << i;
   // A gradient that is exactly zero on the CPU (dQ and dK of a lone token: a softmax over one
   // key) has no scale to be relative to; the GPU's differently ordered sums leave rounding residue.
   std::vector<double> reference = cpu.to_vector();
   if (std::all_of(reference.begin(), reference.end(), [](double x) { return x == 0.0; }))
-    EXPECT_LE(max_abs_diff(gpu, cpu), 1e-5) << what;
+    testing::expect_gpu_near(gpu, cpu, 1e-5, what);
   else
-    EXPECT_LE(relative_error(gpu, cpu), tol) << what;
+    testing::expect_gpu_matches(gpu, cpu, tol, what);
 }
 
 // The GPU backward gets the CPU's out and lse, so it is compared on exactly the CPU's inputs.
 void check_case(const AttentionCase& c, DType dtype, std::uint64_t seed) {
   const std::string what = std::string(dtype_name(dtype)) + " " + c.str();
-  const double tol = tolerance(dtype);
+  const double tol = testing::gpu_tolerance(dtype);
   AttentionTensors cpu = testing::random_attention_inputs(c, dtype, seed);
   AttentionTensors gpu = on_gpu(cpu);
   ops::AttentionOutput ref = ops::attention_forward(cpu.q, cpu.k, cpu.v, cpu.cu_seqlens, c.config(), cpu.prefix);

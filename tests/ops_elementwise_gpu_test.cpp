@@ -4,46 +4,25 @@
 // outputs fail.
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <string>
 
 #include "ops/dropout.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
 #include "ops/swiglu.h"
+#include "tests/op_test_util.h"
 #include "tests/test_util.h"
 
 namespace zt {
 namespace {
 
-class ElementwiseGpu : public ::testing::Test {
- protected:
-  void SetUp() override { set_poison_new_device_tensors(true); }
-  void TearDown() override { set_poison_new_device_tensors(false); }
-};
+using Pair = testing::CpuGpuPair;
+using testing::expect_gpu_matches;
+using testing::expect_no_nan;
+using testing::gpu_tolerance;
+using testing::random_pair;
 
-double tolerance(DType dtype) { return dtype == DType::kF32 ? 1e-5 : 1e-2; }
-
-struct Pair {
-  Tensor cpu, gpu;
-};
-Pair random_pair(const Shape& shape, std::uint64_t seed, DType dtype, double mean = 0.0) {
-  Tensor cpu = Tensor::normal(shape, seed, 0, mean, 1.0, dtype);
-  return {cpu, cpu.to(Device::cuda())};
-}
-
-void expect_no_nan(const Tensor& gpu, const std::string& what) {
-  std::vector<double> values = gpu.to_vector();
-  for (std::size_t i = 0; i < values.size(); ++i) ASSERT_FALSE(std::isnan(values[i])) << what << ": NaN at " << i;
-}
-
-void expect_matches(const Tensor& gpu, const Tensor& cpu, double tol, const std::string& what) {
-  ASSERT_TRUE(gpu.device().is_cuda()) << what;
-  ASSERT_EQ(gpu.shape(), cpu.shape()) << what;
-  ASSERT_EQ(gpu.dtype(), cpu.dtype()) << what;
-  expect_no_nan(gpu, what);
-  EXPECT_LE(relative_error(gpu, cpu), tol) << what;
-}
+class ElementwiseGpu : public testing::PoisonedGpuTest {};
 
 const DType kDtypes[] = {DType::kF32, DType::kBF16, DType::kF16};
 
@@ -58,23 +37,23 @@ TEST_F(ElementwiseGpu, SwigluMatchesCpuInBothLayouts) {
   std::uint64_t seed = 1;
   for (const Shape& shape : {Shape{1, 1}, Shape{7, 300}, Shape{3, 5, 1001}, Shape{13}})
     for (DType dtype : kDtypes) {
-      double tol = tolerance(dtype);
+      double tol = gpu_tolerance(dtype);
       Pair gate = random_pair(shape, seed++, dtype), up = random_pair(shape, seed++, dtype);
       Pair grad = random_pair(shape, seed++, dtype);
-      expect_matches(ops::swiglu_forward(gate.gpu, up.gpu), ops::swiglu_forward(gate.cpu, up.cpu), tol,
-                     name("swiglu", dtype, shape));
+      expect_gpu_matches(ops::swiglu_forward(gate.gpu, up.gpu), ops::swiglu_forward(gate.cpu, up.cpu), tol,
+                         name("swiglu", dtype, shape));
       ops::SwigluGrads g_gpu = ops::swiglu_backward(grad.gpu, gate.gpu, up.gpu);
       ops::SwigluGrads g_cpu = ops::swiglu_backward(grad.cpu, gate.cpu, up.cpu);
-      expect_matches(g_gpu.grad_gate, g_cpu.grad_gate, tol, name("swiglu grad_gate", dtype, shape));
-      expect_matches(g_gpu.grad_up, g_cpu.grad_up, tol, name("swiglu grad_up", dtype, shape));
+      expect_gpu_matches(g_gpu.grad_gate, g_cpu.grad_gate, tol, name("swiglu grad_gate", dtype, shape));
+      expect_gpu_matches(g_gpu.grad_up, g_cpu.grad_up, tol, name("swiglu grad_up", dtype, shape));
       Shape fused_shape = shape;
       fused_shape.back() *= 2;
       Pair gate_up = random_pair(fused_shape, seed++, dtype);
-      expect_matches(ops::swiglu_fused_forward(gate_up.gpu), ops::swiglu_fused_forward(gate_up.cpu), tol,
-                     name("swiglu fused", dtype, fused_shape));
-      expect_matches(ops::swiglu_fused_backward(grad.gpu, gate_up.gpu),
-                     ops::swiglu_fused_backward(grad.cpu, gate_up.cpu), tol,
-                     name("swiglu fused backward", dtype, fused_shape));
+      expect_gpu_matches(ops::swiglu_fused_forward(gate_up.gpu), ops::swiglu_fused_forward(gate_up.cpu), tol,
+                         name("swiglu fused", dtype, fused_shape));
+      expect_gpu_matches(ops::swiglu_fused_backward(grad.gpu, gate_up.gpu),
+                         ops::swiglu_fused_backward(grad.cpu, gate_up.cpu), tol,
+                         name("swiglu fused backward", dtype, fused_shape));
     }
 }
 
@@ -87,22 +66,22 @@ TEST_F(ElementwiseGpu, BinaryOpsMatchCpuWithAndWithoutBroadcast) {
                                            {{3, 100, 33}, {100, 33}}, {{1000, 3}, {}}, {{4099}, {4099}}};
   for (const auto& [a_shape, b_shape] : cases)
     for (DType dtype : kDtypes) {
-      double tol = tolerance(dtype);
+      double tol = gpu_tolerance(dtype);
       std::string what = shape_str(a_shape) + " with " + shape_str(b_shape) + " " + dtype_name(dtype);
       Pair a = random_pair(a_shape, seed++, dtype), b = random_pair(b_shape, seed++, dtype, 1.0);
       Pair grad = random_pair(a_shape, seed++, dtype);
-      expect_matches(ops::add_forward(a.gpu, b.gpu), ops::add_forward(a.cpu, b.cpu), tol, "add " + what);
-      expect_matches(ops::sub_forward(a.gpu, b.gpu), ops::sub_forward(a.cpu, b.cpu), tol, "sub " + what);
-      expect_matches(ops::mul_forward(a.gpu, b.gpu), ops::mul_forward(a.cpu, b.cpu), tol, "mul " + what);
+      expect_gpu_matches(ops::add_forward(a.gpu, b.gpu), ops::add_forward(a.cpu, b.cpu), tol, "add " + what);
+      expect_gpu_matches(ops::sub_forward(a.gpu, b.gpu), ops::sub_forward(a.cpu, b.cpu), tol, "sub " + what);
+      expect_gpu_matches(ops::mul_forward(a.gpu, b.gpu), ops::mul_forward(a.cpu, b.cpu), tol, "mul " + what);
       ops::BinaryGrads add_gpu = ops::add_backward(grad.gpu, b_shape), add_cpu = ops::add_backward(grad.cpu, b_shape);
-      expect_matches(add_gpu.grad_a, add_cpu.grad_a, tol, "add grad_a " + what);
-      expect_matches(add_gpu.grad_b, add_cpu.grad_b, tol, "add grad_b " + what);
+      expect_gpu_matches(add_gpu.grad_a, add_cpu.grad_a, tol, "add grad_a " + what);
+      expect_gpu_matches(add_gpu.grad_b, add_cpu.grad_b, tol, "add grad_b " + what);
       ops::BinaryGrads sub_gpu = ops::sub_backward(grad.gpu, b_shape), sub_cpu = ops::sub_backward(grad.cpu, b_shape);
-      expect_matches(sub_gpu.grad_b, sub_cpu.grad_b, tol, "sub grad_b " + what);
+      expect_gpu_matches(sub_gpu.grad_b, sub_cpu.grad_b, tol, "sub grad_b " + what);
       ops::BinaryGrads mul_gpu = ops::mul_backward(grad.gpu, a.gpu, b.gpu);
       ops::BinaryGrads mul_cpu = ops::mul_backward(grad.cpu, a.cpu, b.cpu);
-      expect_matches(mul_gpu.grad_a, mul_cpu.grad_a, tol, "mul grad_a " + what);
-      expect_matches(mul_gpu.grad_b, mul_cpu.grad_b, tol, "mul grad_b " + what);
+      expect_gpu_matches(mul_gpu.grad_a, mul_cpu.grad_a, tol, "mul grad_a " + what);
+      expect_gpu_matches(mul_gpu.grad_b, mul_cpu.grad_b, tol, "mul grad_b " + what);
     }
 }
 
@@ -111,14 +90,14 @@ TEST_F(ElementwiseGpu, ScaleResidualAndCastMatchCpu) {
   std::uint64_t seed = 200;
   for (const Shape& shape : {Shape{1}, Shape{17, 33}, Shape{2, 3, 4097}})
     for (DType dtype : kDtypes) {
-      double tol = tolerance(dtype);
+      double tol = gpu_tolerance(dtype);
       Pair x = random_pair(shape, seed++, dtype), y = random_pair(shape, seed++, dtype);
-      expect_matches(ops::scale_forward(x.gpu, -0.37), ops::scale_forward(x.cpu, -0.37), tol,
-                     name("scale", dtype, shape));
-      expect_matches(ops::scale_backward(x.gpu, 3.5), ops::scale_backward(x.cpu, 3.5), tol,
-                     name("scale backward", dtype, shape));
-      expect_matches(ops::residual_add_forward(x.gpu, y.gpu), ops::residual_add_forward(x.cpu, y.cpu), tol,
-                     name("residual_add", dtype, shape));
+      expect_gpu_matches(ops::scale_forward(x.gpu, -0.37), ops::scale_forward(x.cpu, -0.37), tol,
+                         name("scale", dtype, shape));
+      expect_gpu_matches(ops::scale_backward(x.gpu, 3.5), ops::scale_backward(x.cpu, 3.5), tol,
+                         name("scale backward", dtype, shape));
+      expect_gpu_matches(ops::residual_add_forward(x.gpu, y.gpu), ops::residual_add_forward(x.cpu, y.cpu), tol,
+                         name("residual_add", dtype, shape));
       for (DType target : kDtypes) {
         Tensor cast = ops::cast_forward(x.gpu, target);
         EXPECT_EQ(cast.dtype(), target);
@@ -138,17 +117,17 @@ TEST_F(ElementwiseGpu, SumsAndMeansOverAllElementsMatchCpu) {
   // 3M elements: more than the 1024 partial sums' share, so blocks grid-stride.
   for (const Shape& shape : {Shape{1}, Shape{1000}, Shape{3, 1000003}})
     for (DType dtype : kDtypes) {
-      double tol = tolerance(dtype);
+      double tol = gpu_tolerance(dtype);
       Pair x = random_pair(shape, seed++, dtype, 0.5);
       // A float16 sum of millions of ~0.5 values overflows to inf on both sides; its mean is still tested.
       if (dtype != DType::kF16 || shape_numel(shape) < 60000)
-        expect_matches(ops::sum_forward(x.gpu), ops::sum_forward(x.cpu), tol, name("sum", dtype, shape));
-      expect_matches(ops::mean_forward(x.gpu), ops::mean_forward(x.cpu), tol, name("mean", dtype, shape));
+        expect_gpu_matches(ops::sum_forward(x.gpu), ops::sum_forward(x.cpu), tol, name("sum", dtype, shape));
+      expect_gpu_matches(ops::mean_forward(x.gpu), ops::mean_forward(x.cpu), tol, name("mean", dtype, shape));
       Pair g = random_pair({}, seed++, dtype, 1.0);
-      expect_matches(ops::sum_backward(g.gpu, shape), ops::sum_backward(g.cpu, shape), tol,
-                     name("sum backward", dtype, shape));
-      expect_matches(ops::mean_backward(g.gpu, shape), ops::mean_backward(g.cpu, shape), tol,
-                     name("mean backward", dtype, shape));
+      expect_gpu_matches(ops::sum_backward(g.gpu, shape), ops::sum_backward(g.cpu, shape), tol,
+                         name("sum backward", dtype, shape));
+      expect_gpu_matches(ops::mean_backward(g.gpu, shape), ops::mean_backward(g.cpu, shape), tol,
+                         name("mean backward", dtype, shape));
     }
   Pair big = random_pair({5000001}, 399, DType::kF32, 0.5);
   double first = ops::sum_forward(big.gpu).item();
@@ -162,18 +141,18 @@ TEST_F(ElementwiseGpu, SumsAndMeansOverOneDimMatchCpu) {
     for (DType dtype : kDtypes)
       for (std::int64_t dim = -1; dim < static_cast<std::int64_t>(shape.size()); ++dim)
         for (bool keepdim : {false, true}) {
-          double tol = tolerance(dtype);
+          double tol = gpu_tolerance(dtype);
           std::string what = name("dim", dtype, shape) + " " + std::to_string(dim) + (keepdim ? " keepdim" : "");
           Pair x = random_pair(shape, seed++, dtype, 0.5);
           Tensor sum_cpu = ops::sum_dim_forward(x.cpu, dim, keepdim);
-          expect_matches(ops::sum_dim_forward(x.gpu, dim, keepdim), sum_cpu, tol, "sum " + what);
-          expect_matches(ops::mean_dim_forward(x.gpu, dim, keepdim), ops::mean_dim_forward(x.cpu, dim, keepdim), tol,
-                         "mean " + what);
+          expect_gpu_matches(ops::sum_dim_forward(x.gpu, dim, keepdim), sum_cpu, tol, "sum " + what);
+          expect_gpu_matches(ops::mean_dim_forward(x.gpu, dim, keepdim), ops::mean_dim_forward(x.cpu, dim, keepdim), tol,
+                             "mean " + what);
           Pair g = random_pair(sum_cpu.shape(), seed++, dtype, 1.0);
-          expect_matches(ops::sum_dim_backward(g.gpu, shape, dim, keepdim),
-                         ops::sum_dim_backward(g.cpu, shape, dim, keepdim), tol, "sum backward " + what);
-          expect_matches(ops::mean_dim_backward(g.gpu, shape, dim, keepdim),
-                         ops::mean_dim_backward(g.cpu, shape, dim, keepdim), tol, "mean backward " + what);
+          expect_gpu_matches(ops::sum_dim_backward(g.gpu, shape, dim, keepdim),
+                             ops::sum_dim_backward(g.cpu, shape, dim, keepdim), tol, "sum backward " + what);
+          expect_gpu_matches(ops::mean_dim_backward(g.gpu, shape, dim, keepdim),
+                             ops::mean_dim_backward(g.cpu, shape, dim, keepdim), tol, "mean backward " + what);
         }
 }
 

@@ -12,30 +12,16 @@
 #include "runtime/error.h"
 #include "runtime/philox.h"
 #include "tests/gradcheck.h"
+#include "tests/op_test_util.h"
 
 namespace zt {
 namespace {
 
 using Values = std::vector<double>;
+using testing::error_of;
 using testing::expect_gradients_match;
-
-Tensor random(const Shape& shape, std::uint64_t seed, DType dtype = DType::kF64) {
-  return Tensor::normal(shape, seed, 0, 0.0, 1.0, dtype);
-}
-
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
-
-void expect_mentions(const std::string& msg, std::initializer_list<const char*> parts) {
-  for (const char* part : parts) EXPECT_NE(msg.find(part), std::string::npos) << "'" << part << "' not in: " << msg;
-}
+using testing::expect_mentions;
+using testing::random_tensor;
 
 // ---- SwiGLU ----
 
@@ -56,7 +42,7 @@ TEST(Swiglu, GradientsMatchFiniteDifferencesSeparate) {
       return std::vector<Tensor>{g.grad_gate, g.grad_up};
     };
     expect_gradients_match("swiglu " + shape_str(shape), forward, backward,
-                           {random(shape, 1), random(shape, 2)}, {true, true});
+                           {random_tensor(shape, 1), random_tensor(shape, 2)}, {true, true});
   }
 }
 
@@ -66,15 +52,15 @@ TEST(Swiglu, GradientsMatchFiniteDifferencesFused) {
     auto backward = [](const std::vector<Tensor>& in, const Tensor& grad) {
       return std::vector<Tensor>{ops::swiglu_fused_backward(grad, in[0])};
     };
-    expect_gradients_match("swiglu fused " + shape_str(shape), forward, backward, {random(shape, 3)}, {true});
+    expect_gradients_match("swiglu fused " + shape_str(shape), forward, backward, {random_tensor(shape, 3)}, {true});
   }
 }
 
 TEST(Swiglu, FusedLayoutIsGateThenUp) {
-  Tensor gate_up = random({4, 14}, 4, DType::kF32);
+  Tensor gate_up = random_tensor({4, 14}, 4, DType::kF32);
   Tensor gate = gate_up.narrow(1, 0, 7), up = gate_up.narrow(1, 7, 7);
   EXPECT_EQ(ops::swiglu_fused_forward(gate_up).to_vector(), ops::swiglu_forward(gate, up).to_vector());
-  Tensor grad = random({4, 7}, 5, DType::kF32);
+  Tensor grad = random_tensor({4, 7}, 5, DType::kF32);
   ops::SwigluGrads separate = ops::swiglu_backward(grad, gate, up);
   Tensor fused = ops::swiglu_fused_backward(grad, gate_up);
   EXPECT_EQ(fused.narrow(1, 0, 7).to_vector(), separate.grad_gate.to_vector());
@@ -83,17 +69,19 @@ TEST(Swiglu, FusedLayoutIsGateThenUp) {
 
 // torch: F.silu(gate) is stored in bf16, then multiplied by up and rounded again.
 TEST(Swiglu, Bf16RoundsSiluBeforeTheProduct) {
-  Tensor gate = random({9, 31}, 6, DType::kBF16), up = random({9, 31}, 7, DType::kBF16);
+  Tensor gate = random_tensor({9, 31}, 6, DType::kBF16), up = random_tensor({9, 31}, 7, DType::kBF16);
   Tensor silu = ops::swiglu_forward(gate.to(DType::kF32), Tensor::ones({9, 31}, DType::kF32));
   Tensor expected = ops::mul_forward(silu.to(DType::kBF16), up);
   EXPECT_EQ(ops::swiglu_forward(gate, up).to_vector(), expected.to_vector());
 }
 
 TEST(Swiglu, BadArgumentsNameShapes) {
-  Tensor a = random({2, 6}, 8, DType::kF32);
-  expect_mentions(error_of([&] { ops::swiglu_forward(a, random({2, 5}, 9, DType::kF32)); }), {"[2, 6]", "[2, 5]"});
-  expect_mentions(error_of([&] { ops::swiglu_fused_forward(random({2, 5}, 9, DType::kF32)); }), {"[2, 5]", "even"});
-  expect_mentions(error_of([&] { ops::swiglu_fused_backward(random({2, 6}, 9, DType::kF32), a); }),
+  Tensor a = random_tensor({2, 6}, 8, DType::kF32);
+  expect_mentions(error_of([&] { ops::swiglu_forward(a, random_tensor({2, 5}, 9, DType::kF32)); }),
+                  {"[2, 6]", "[2, 5]"});
+  expect_mentions(error_of([&] { ops::swiglu_fused_forward(random_tensor({2, 5}, 9, DType::kF32)); }),
+                  {"[2, 5]", "even"});
+  expect_mentions(error_of([&] { ops::swiglu_fused_backward(random_tensor({2, 6}, 9, DType::kF32), a); }),
                   {"[2, 6]", "halved"});
 }
 
@@ -116,7 +104,7 @@ TEST(Elementwise, BinaryGradientsMatchFiniteDifferences) {
   for (auto [a_shape, b_shape] : {std::pair{Shape{3, 4}, Shape{3, 4}}, std::pair{Shape{2, 3, 5}, Shape{5}},
                                   std::pair{Shape{2, 3, 5}, Shape{3, 5}}, std::pair{Shape{4, 2}, Shape{}}}) {
     std::string sizes = shape_str(a_shape) + " with " + shape_str(b_shape);
-    std::vector<Tensor> inputs{random(a_shape, 10), random(b_shape, 11)};
+    std::vector<Tensor> inputs{random_tensor(a_shape, 10), random_tensor(b_shape, 11)};
     auto add = [](const std::vector<Tensor>& in) { return ops::add_forward(in[0], in[1]); };
     auto add_back = [](const std::vector<Tensor>& in, const Tensor& g) {
       ops::BinaryGrads r = ops::add_backward(g, in[1].shape());
@@ -143,14 +131,14 @@ TEST(Elementwise, ScaleAndResidualGradientsMatchFiniteDifferences) {
   auto scale_back = [](const std::vector<Tensor>&, const Tensor& g) {
     return std::vector<Tensor>{ops::scale_backward(g, 1.75)};
   };
-  expect_gradients_match("scale", scale, scale_back, {random({3, 7}, 12)}, {true});
+  expect_gradients_match("scale", scale, scale_back, {random_tensor({3, 7}, 12)}, {true});
   auto residual = [](const std::vector<Tensor>& in) { return ops::residual_add_forward(in[0], in[1]); };
   auto residual_back = [](const std::vector<Tensor>&, const Tensor& g) {
     ops::BinaryGrads r = ops::residual_add_backward(g);
     return std::vector<Tensor>{r.grad_a, r.grad_b};
   };
-  expect_gradients_match("residual_add", residual, residual_back, {random({2, 5}, 13), random({2, 5}, 14)},
-                         {true, true});
+  expect_gradients_match("residual_add", residual, residual_back,
+                         {random_tensor({2, 5}, 13), random_tensor({2, 5}, 14)}, {true, true});
 }
 
 TEST(Elementwise, CastGradientMatchesFiniteDifferences) {
@@ -161,14 +149,14 @@ TEST(Elementwise, CastGradientMatchesFiniteDifferences) {
   auto backward = [](const std::vector<Tensor>&, const Tensor& g) {
     return std::vector<Tensor>{ops::cast_backward(ops::scale_backward(g.to(DType::kF32), 2.0), DType::kF64)};
   };
-  expect_gradients_match("cast", forward, backward, {random({3, 4}, 15)}, {true}, 1e-3, 1e-4);
-  Tensor g = random({5}, 16, DType::kF32);
+  expect_gradients_match("cast", forward, backward, {random_tensor({3, 4}, 15)}, {true}, 1e-3, 1e-4);
+  Tensor g = random_tensor({5}, 16, DType::kF32);
   EXPECT_EQ(ops::cast_backward(g, DType::kBF16).dtype(), DType::kBF16);
   EXPECT_EQ(ops::cast_forward(g, DType::kF16).dtype(), DType::kF16);
 }
 
 TEST(Elementwise, Bf16ComputesInFloatAndRoundsOnce) {
-  Tensor a = random({257}, 17, DType::kBF16), b = random({257}, 18, DType::kBF16);
+  Tensor a = random_tensor({257}, 17, DType::kBF16), b = random_tensor({257}, 18, DType::kBF16);
   Tensor expected = ops::add_forward(a.to(DType::kF32), b.to(DType::kF32)).to(DType::kBF16);
   EXPECT_EQ(ops::add_forward(a, b).to_vector(), expected.to_vector());
   expected = ops::mul_forward(a.to(DType::kF32), b.to(DType::kF32)).to(DType::kBF16);
@@ -178,10 +166,12 @@ TEST(Elementwise, Bf16ComputesInFloatAndRoundsOnce) {
 }
 
 TEST(Elementwise, BadArgumentsNameShapesAndDtypes) {
-  Tensor a = random({2, 3}, 19, DType::kF32);
-  expect_mentions(error_of([&] { ops::add_forward(a, random({2}, 20, DType::kF32)); }), {"[2, 3]", "[2]"});
-  expect_mentions(error_of([&] { ops::mul_forward(a, random({2, 3}, 20, DType::kF16)); }), {"float32", "float16"});
-  expect_mentions(error_of([&] { ops::residual_add_forward(a, random({3}, 20, DType::kF32)); }), {"[2, 3]", "[3]"});
+  Tensor a = random_tensor({2, 3}, 19, DType::kF32);
+  expect_mentions(error_of([&] { ops::add_forward(a, random_tensor({2}, 20, DType::kF32)); }), {"[2, 3]", "[2]"});
+  expect_mentions(error_of([&] { ops::mul_forward(a, random_tensor({2, 3}, 20, DType::kF16)); }),
+                  {"float32", "float16"});
+  expect_mentions(error_of([&] { ops::residual_add_forward(a, random_tensor({3}, 20, DType::kF32)); }),
+                  {"[2, 3]", "[3]"});
   expect_mentions(error_of([&] { ops::scale_forward(Tensor::arange(4), 2.0); }), {"int64"});
   expect_mentions(error_of([&] { ops::add_backward(a, {4}); }), {"[2, 3]", "[4]"});
 }
@@ -202,7 +192,7 @@ TEST(Reduce, HandComputedValues) {
 
 TEST(Reduce, GradientsMatchFiniteDifferences) {
   Shape shape{3, 4, 5};
-  Tensor x = random(shape, 21);
+  Tensor x = random_tensor(shape, 21);
   auto check = [&](const std::string& what, auto forward, auto backward) {
     expect_gradients_match(what, forward, backward, {x}, {true});
   };
@@ -233,9 +223,9 @@ TEST(Reduce, Bf16SumsInFloatAndRoundsOnce) {
 }
 
 TEST(Reduce, BadArgumentsNameShapes) {
-  Tensor x = random({2, 3}, 22, DType::kF32);
+  Tensor x = random_tensor({2, 3}, 22, DType::kF32);
   expect_mentions(error_of([&] { ops::sum_dim_forward(x, 2, false); }), {"2", "[2, 3]"});
-  expect_mentions(error_of([&] { ops::sum_dim_backward(random({3}, 23, DType::kF32), {2, 3}, 1, false); }),
+  expect_mentions(error_of([&] { ops::sum_dim_backward(random_tensor({3}, 23, DType::kF32), {2, 3}, 1, false); }),
                   {"[3]", "[2, 3]", "[2]"});
   expect_mentions(error_of([&] { ops::sum_to_trailing(x, {2}); }), {"[2]", "[2, 3]"});
   expect_mentions(error_of([&] { ops::sum_backward(x, {2, 3}); }), {"[2, 3]"});
@@ -245,7 +235,7 @@ TEST(Reduce, BadArgumentsNameShapes) {
 
 TEST(Dropout, KeepsExactlyTheElementsWhosePhiloxUniformIsAtLeastP) {
   ops::DropoutConfig config{0.3, 1234, 8};
-  Tensor x = random({7, 11}, 24, DType::kF32);
+  Tensor x = random_tensor({7, 11}, 24, DType::kF32);
   Values y = ops::dropout_forward(x, config).to_vector(), xv = x.to_vector();
   float scale = static_cast<float>(1.0 / 0.7);
   for (std::size_t i = 0; i < y.size(); ++i) {
@@ -269,7 +259,7 @@ TEST(Dropout, MaskDependsOnlyOnSeedAndOffset) {
 
 TEST(Dropout, ZeroIsIdentityAndOneGivesZeros) {
   for (DType dtype : {DType::kF64, DType::kF32, DType::kBF16, DType::kF16}) {
-    Tensor x = random({3, 33}, 25, dtype);
+    Tensor x = random_tensor({3, 33}, 25, dtype);
     EXPECT_EQ(ops::dropout_forward(x, {0.0, 5, 0}).to_vector(), x.to_vector()) << dtype_name(dtype);
     EXPECT_EQ(ops::dropout_forward(x, {1.0, 5, 0}).to_vector(), Values(99, 0.0)) << dtype_name(dtype);
   }
@@ -281,11 +271,11 @@ TEST(Dropout, GradientMatchesFiniteDifferencesWithFixedSeed) {
   auto backward = [&](const std::vector<Tensor>&, const Tensor& g) {
     return std::vector<Tensor>{ops::dropout_backward(g, config)};
   };
-  expect_gradients_match("dropout", forward, backward, {random({4, 9}, 26)}, {true});
+  expect_gradients_match("dropout", forward, backward, {random_tensor({4, 9}, 26)}, {true});
 }
 
 TEST(Dropout, BadArguments) {
-  Tensor x = random({4}, 27, DType::kF32);
+  Tensor x = random_tensor({4}, 27, DType::kF32);
   expect_mentions(error_of([&] { ops::dropout_forward(x, {1.5, 0, 0}); }), {"p", "1.5"});
   expect_mentions(error_of([&] { ops::dropout_forward(Tensor::arange(3), {0.5, 0, 0}); }), {"int64"});
 }
