@@ -20,10 +20,19 @@ target_include_directories(zt_cudnn INTERFACE ${CUDNN_INCLUDE_DIR})
 target_link_libraries(zt_cudnn INTERFACE ${CUDNN_LIBRARY})
 
 # Text processing for the tokenizers: PCRE2 runs the pre-tokenizer regexes, utf8proc
-# normalises, sentencepiece reads ChatGLM's tokenizer.model.
+# normalises, sentencepiece reads ChatGLM's tokenizer.model. scripts/setup.sh installs them;
+# a machine without them still builds everything else, with the tokenizers left out.
 find_package(PkgConfig REQUIRED)
-pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
-pkg_check_modules(UTF8PROC REQUIRED IMPORTED_TARGET libutf8proc)
-pkg_check_modules(SENTENCEPIECE REQUIRED IMPORTED_TARGET sentencepiece)
+pkg_check_modules(PCRE2 IMPORTED_TARGET libpcre2-8)
+pkg_check_modules(UTF8PROC IMPORTED_TARGET libutf8proc)
+pkg_check_modules(SENTENCEPIECE IMPORTED_TARGET sentencepiece)
 add_library(zt_text INTERFACE)
-target_link_libraries(zt_text INTERFACE PkgConfig::PCRE2 PkgConfig::UTF8PROC PkgConfig::SENTENCEPIECE)
+if(PCRE2_FOUND AND UTF8PROC_FOUND AND SENTENCEPIECE_FOUND)
+  set(ZT_HAVE_TEXT ON)
+  target_link_libraries(zt_text INTERFACE PkgConfig::PCRE2 PkgConfig::UTF8PROC PkgConfig::SENTENCEPIECE)
+  target_compile_definitions(zt_text INTERFACE ZT_HAVE_TEXT=1)
+else()
+  set(ZT_HAVE_TEXT OFF)
+  message(WARNING "PCRE2, utf8proc or sentencepiece not found: building without the tokenizers. "
+                  "Install libpcre2-dev libutf8proc-dev libsentencepiece-dev (scripts/setup.sh does).")
+endif()
