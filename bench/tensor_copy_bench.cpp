@@ -2,6 +2,7 @@
 // same run. Bytes counted are bytes read plus bytes written, as DEVICE.md counts them.
 #include <benchmark/benchmark.h>
 
+#include "bench/gpu_bench.h"
 #include "runtime/check.h"
 #include "runtime/device.h"
 #include "runtime/stream.h"
@@ -14,16 +15,8 @@ constexpr std::int64_t kElements = std::int64_t{1} << 28;  // 1 GiB of f32: far 
 
 template <typename F>
 void time_on_gpu(benchmark::State& state, std::size_t bytes_moved, F&& work) {
-  work();  // warm-up
-  Event start(true), stop(true);
-  for (auto _ : state) {
-    start.record(nullptr);
-    work();
-    stop.record(nullptr);
-    stop.synchronize();
-    state.SetIterationTime(start.elapsed_ms(stop) / 1e3);
-  }
-  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * bytes_moved));
+  bench::time_on_gpu(state, work);
+  bench::report_bandwidth(state, static_cast<double>(bytes_moved));
 }
 
 void BM_CudaMemcpyCeiling(benchmark::State& state) {
