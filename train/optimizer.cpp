@@ -1,0 +1,113 @@
+#include "train/optimizer.h"
+
+#include <cmath>
+
+#include "ops/accumulate.h"
+#include "ops/adamw.h"
+#include "ops/l2norm.h"
+#include "runtime/error.h"
+
+namespace zt::train {
+namespace {
+
+Tensor fp32_copy(const Tensor& value) {
+  Tensor copy = Tensor::empty(value.shape(), DType::kF32, value.device());
+  copy.copy_from(value);
+  return copy;
+}
+
+double read_scalar(const Tensor& t) { return t.to(Device::cpu()).to_vector().at(0); }
+
+}  // namespace
+
+bool decays(const std::string& name, const Tensor& value) {
+  const bool is_bias = name.size() >= 5 && name.compare(name.size() - 5, 5, ".bias") == 0;
+  return !is_bias && value.dim() >= 2;
+}
+
+Optimizer::Optimizer(std::vector<TrainableParameter> parameters, const OptimizerConfig& config)
+    : parameters_(std::move(parameters)), config_(config) {
+  for (std::size_t i = 0; i < parameters_.size(); ++i) {
+    const autograd::Variable& variable = parameters_[i].variable;
+    ZT_REQUIRE(variable.is_leaf() && variable.requires_grad(),
+               "optimizer: parameter '" + parameters_[i].name + "' is not a trainable leaf");
+    const Tensor& value = variable.data();
+    master_.push_back(fp32_copy(value));
+    exp_avg_.push_back(Tensor::zeros(value.shape(), DType::kF32, value.device()));
+    exp_avg_sq_.push_back(Tensor::zeros(value.shape(), DType::kF32, value.device()));
+    grads_.push_back(Tensor::zeros(value.shape(), DType::kF32, value.device()));
+    variable.add_grad_ready_hook([this, i](const Tensor& grad) {
+      Tensor contribution = grad;  // the hook's argument is the leaf's slot, cleared next
+      ops::accumulate_(grads_[i], contribution);
+      parameters_[i].variable.zero_grad();
+    });
+  }
+}
+
+std::int64_t Optimizer::numel() const {
+  std::int64_t total = 0;
+  for (const Tensor& m : master_) total += m.numel();
+  return total;
+}
+
+StepResult Optimizer::step(double lr, double loss_scale, double max_grad_norm, std::int64_t step) {
+  StepResult result;
+  const double scaled_norm = grads_.empty() ? 0.0 : read_scalar(ops::l2_norm(grads_));
+  result.grad_norm = scaled_norm / loss_scale;
+  if (!std::isfinite(scaled_norm)) {
+    result.skipped = true;
+    return result;
+  }
+  // DeepSpeed's combined divisor: the loss scale, times the clip factor when the norm exceeds it.
+  double divisor = loss_scale;
+  if (max_grad_norm > 0.0) divisor *= std::max(1.0, (result.grad_norm + 1e-6) / max_grad_norm);
+  for (std::size_t i = 0; i < parameters_.size(); ++i) {
+    ops::AdamWConfig adamw{.lr = lr, .beta1 = config_.beta1, .beta2 = config_.beta2, .eps = config_.eps,
+                           .weight_decay = parameters_[i].weight_decay ? config_.weight_decay : 0.0,
+                           .step = step, .grad_scale = divisor};
+    if (!config_.decoupled_weight_decay && adamw.weight_decay != 0.0) {
+      // Adam with L2 regularisation: the decay joins the (scaled) gradient instead.
+      ops::accumulate_(grads_[i], master_[i], adamw.weight_decay * divisor);
+      adamw.weight_decay = 0.0;
+    }
+    ops::adamw_step(master_[i], exp_avg_[i], exp_avg_sq_[i], grads_[i], adamw, parameters_[i].variable.data());
+  }
+  return result;
+}
+
+void Optimizer::zero_grad() {
+  for (Tensor& grad : grads_) grad.zero_();
+}
+
+std::map<std::string, Tensor> Optimizer::state_dict() const {
+  std::map<std::string, Tensor> state;
+  for (std::size_t i = 0; i < parameters_.size(); ++i) {
+    const std::string& name = parameters_[i].name;
+    state[name + ".master"] = master_[i];
+    state[name + ".exp_avg"] = exp_avg_[i];
+    state[name + ".exp_avg_sq"] = exp_avg_sq_[i];
+  }
+  return state;
+}
+
+void Optimizer::load_state_dict(const std::map<std::string, Tensor>& state) {
+  for (std::size_t i = 0; i < parameters_.size(); ++i) {
+    const std::string& name = parameters_[i].name;
+    for (auto [suffix, target] : {std::pair{".master", &master_[i]}, std::pair{".exp_avg", &exp_avg_[i]},
+                                  std::pair{".exp_avg_sq", &exp_avg_sq_[i]}}) {
+      auto it = state.find(name + suffix);
+      ZT_REQUIRE(it != state.end(), "optimizer state has no '" + name + suffix + "': the checkpoint was saved for "
+                                    "other trainable parameters (another --finetuning_type or model?)");
+      ZT_REQUIRE(it->second.shape() == target->shape(), "optimizer state '" + name + suffix + "' has shape " +
+                                                            shape_str(it->second.shape()) + " but the parameter has " +
+                                                            shape_str(target->shape()));
+      target->copy_from(it->second);
+    }
+  }
+  for (std::size_t i = 0; i < parameters_.size(); ++i) {
+    Tensor working = parameters_[i].variable.data();  // a handle: the copy writes the parameter
+    working.copy_from(master_[i]);
+  }
+}
+
+}  // namespace zt::train

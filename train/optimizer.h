@@ -1,0 +1,61 @@
+// The single-device optimizer under the trainer: fp32 master weights, fp32 Adam moments and
+// fp32 gradient buffers for the trainable parameters; gradients are added into those
+// buffers by gradient-ready hooks as backward produces them (the working-dtype gradient is
+// dropped at once), then one step unscales, measures the global norm, clips, skips on a
+// non-finite gradient, runs AdamW and writes the working weights. The ZeRO partitioner
+// replaces this class with one that owns a slice of each buffer per rank.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "autograd/variable.h"
+#include "train/deepspeed_config.h"
+
+namespace zt::train {
+
+struct TrainableParameter {
+  std::string name;
+  autograd::Variable variable;  // a leaf that requires grad, in the working dtype
+  bool weight_decay = true;     // HF: false for biases and norm weights
+};
+
+struct StepResult {
+  bool skipped = false;    // a gradient was inf/NaN: nothing was updated
+  double grad_norm = 0.0;  // global L2 norm of the unscaled gradients, before clipping
+};
+
+class Optimizer {
+ public:
+  Optimizer(std::vector<TrainableParameter> parameters, const OptimizerConfig& config);
+  Optimizer(const Optimizer&) = delete;
+  Optimizer& operator=(const Optimizer&) = delete;
+
+  // One update from the accumulated gradients. `loss_scale` is what the loss was multiplied
+  // by (1 without fp16), `max_grad_norm` 0 disables clipping, `step` counts from 1.
+  StepResult step(double lr, double loss_scale, double max_grad_norm, std::int64_t step);
+  // Clears the accumulated gradients for the next accumulation window.
+  void zero_grad();
+
+  // The fp32 gradient buffer of parameter `i` (what the hooks accumulate into).
+  const Tensor& gradient(std::size_t i) const { return grads_[i]; }
+  const std::vector<TrainableParameter>& parameters() const { return parameters_; }
+  std::int64_t numel() const;
+
+  // Optimizer state per parameter name ("<name>.exp_avg", "<name>.exp_avg_sq",
+  // "<name>.master"), independent of how parameters are laid out or partitioned.
+  std::map<std::string, Tensor> state_dict() const;
+  void load_state_dict(const std::map<std::string, Tensor>& state);
+
+ private:
+  std::vector<TrainableParameter> parameters_;
+  OptimizerConfig config_;
+  std::vector<Tensor> master_, exp_avg_, exp_avg_sq_, grads_;
+};
+
+// HF's grouping: no weight decay for biases and for norm weights (1-D parameters).
+bool decays(const std::string& name, const Tensor& value);
+
+}  // namespace zt::train
