@@ -1,0 +1,128 @@
+#include "train/checkpoint.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include "runtime/atomic_file.h"
+#include "runtime/error.h"
+#include "tensor/safetensors.h"
+
+namespace zt::train {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr const char* kTrainerState = "trainer_state.json";
+constexpr const char* kRunState = "zerotune_state.json";
+constexpr const char* kOptimizer = "optimizer.safetensors";
+
+std::optional<std::int64_t> checkpoint_step(const fs::path& path) {
+  const std::string name = path.filename().string();
+  const std::string prefix = "checkpoint-";
+  if (name.rfind(prefix, 0) != 0 || name.size() == prefix.size()) return std::nullopt;
+  const std::string digits = name.substr(prefix.size());
+  if (!std::all_of(digits.begin(), digits.end(), [](unsigned char c) { return std::isdigit(c); })) return std::nullopt;
+  return std::stoll(digits);
+}
+
+nlohmann::json read_json(const fs::path& path) {
+  std::ifstream in(path);
+  ZT_REQUIRE(in, "cannot read " + path.string() + ": the checkpoint is incomplete");
+  nlohmann::json json = nlohmann::json::parse(in, nullptr, false);
+  ZT_REQUIRE(!json.is_discarded(), path.string() + " is not valid JSON: the checkpoint is damaged");
+  return json;
+}
+
+void write_json(const fs::path& path, const nlohmann::json& json) { write_file_atomically(path.string(), json.dump(2) + "\n"); }
+
+void remove_quietly(const fs::path& path) {
+  std::error_code ignored;
+  fs::remove_all(path, ignored);
+}
+
+}  // namespace
+
+std::string save_checkpoint(const std::string& output_dir, std::int64_t step, const CheckpointContents& contents) {
+  const fs::path final_dir = fs::path(output_dir) / ("checkpoint-" + std::to_string(step));
+  const fs::path partial = fs::path(output_dir) / (".checkpoint-" + std::to_string(step) + ".partial");
+  const fs::path previous = fs::path(output_dir) / (".checkpoint-" + std::to_string(step) + ".old");
+  std::error_code error;
+  fs::create_directories(output_dir, error);
+  ZT_REQUIRE(!error, "cannot create the output directory " + output_dir + ": " + error.message());
+  remove_quietly(partial);  // left by a crash during an earlier save
+  fs::create_directories(partial, error);
+  ZT_REQUIRE(!error, "cannot create " + partial.string() + ": " + error.message());
+  try {
+    if (contents.write_model) contents.write_model(partial.string());
+    if (!contents.optimizer_state.empty()) {
+      NamedTensors tensors(contents.optimizer_state.begin(), contents.optimizer_state.end());
+      save_safetensors((partial / kOptimizer).string(), tensors);
+    }
+    write_json(partial / kRunState, contents.run_state);
+    write_json(partial / "training_args.json", contents.training_args);
+    write_json(partial / kTrainerState, contents.trainer_state);  // last: marks the folder complete
+  } catch (...) {
+    remove_quietly(partial);
+    throw;
+  }
+  if (fs::exists(final_dir)) fs::rename(final_dir, previous, error);
+  ZT_REQUIRE(!error, "cannot move the old " + final_dir.string() + " aside: " + error.message());
+  fs::rename(partial, final_dir, error);
+  ZT_REQUIRE(!error, "cannot rename " + partial.string() + " to " + final_dir.string() + ": " + error.message());
+  remove_quietly(previous);
+  return final_dir.string();
+}
+
+std::vector<std::string> list_checkpoints(const std::string& output_dir) {
+  std::vector<std::pair<std::int64_t, std::string>> found;
+  std::error_code error;
+  if (!fs::is_directory(output_dir, error)) return {};
+  for (const fs::directory_entry& entry : fs::directory_iterator(output_dir, error)) {
+    auto step = checkpoint_step(entry.path());
+    if (step && entry.is_directory() && fs::exists(entry.path() / kTrainerState))
+      found.emplace_back(*step, entry.path().string());
+  }
+  std::sort(found.begin(), found.end());
+  std::vector<std::string> paths;
+  for (auto& [step, path] : found) paths.push_back(path);
+  return paths;
+}
+
+void rotate_checkpoints(const std::string& output_dir, std::int64_t limit, const std::string& keep) {
+  std::vector<std::string> checkpoints = list_checkpoints(output_dir);
+  auto excess = static_cast<std::int64_t>(checkpoints.size()) - limit;
+  for (const std::string& path : checkpoints) {
+    if (excess <= 0) break;
+    if (!keep.empty() && fs::equivalent(path, keep)) continue;
+    remove_quietly(path);
+    --excess;
+  }
+}
+
+std::string resolve_resume_checkpoint(const std::string& argument, const std::string& output_dir) {
+  std::string lowered = argument;
+  std::transform(lowered.begin(), lowered.end(), lowered.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (lowered == "true") {
+    std::vector<std::string> checkpoints = list_checkpoints(output_dir);
+    ZT_REQUIRE(!checkpoints.empty(), "--resume_from_checkpoint true: no complete checkpoint-N folder in " + output_dir);
+    return checkpoints.back();
+  }
+  ZT_REQUIRE(fs::exists(fs::path(argument) / kTrainerState),
+             "--resume_from_checkpoint " + argument + ": not a checkpoint folder (no " + kTrainerState + ")");
+  return argument;
+}
+
+LoadedCheckpoint load_checkpoint(const std::string& directory) {
+  LoadedCheckpoint loaded;
+  loaded.directory = directory;
+  loaded.trainer_state = read_json(fs::path(directory) / kTrainerState);
+  loaded.run_state = read_json(fs::path(directory) / kRunState);
+  const fs::path optimizer = fs::path(directory) / kOptimizer;
+  if (fs::exists(optimizer)) {
+    SafetensorsFile file = SafetensorsFile::open(optimizer.string());
+    for (const std::string& name : file.names()) loaded.optimizer_state[name] = file.get(name);
+  }
+  return loaded;
+}
+
+}  // namespace zt::train
