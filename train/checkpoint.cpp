@@ -125,4 +125,12 @@ LoadedCheckpoint load_checkpoint(const std::string& directory) {
   return loaded;
 }
 
+std::string model_weights_path(const std::string& directory) {
+  const fs::path index = fs::path(directory) / "model.safetensors.index.json";
+  if (fs::exists(index)) return index.string();
+  const fs::path single = fs::path(directory) / "model.safetensors";
+  ZT_REQUIRE(fs::exists(single), directory + " holds neither model.safetensors nor model.safetensors.index.json");
+  return single.string();
+}
+
 }  // namespace zt::train

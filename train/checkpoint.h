@@ -50,4 +50,8 @@ struct LoadedCheckpoint {
 
 LoadedCheckpoint load_checkpoint(const std::string& directory);
 
+// The model weights of a checkpoint folder for models::load_weights: its index when sharded,
+// else model.safetensors (the folder also holds optimizer.safetensors).
+std::string model_weights_path(const std::string& directory);
+
 }  // namespace zt::train

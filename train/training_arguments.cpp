@@ -188,6 +188,22 @@ TrainingArguments parse_training_arguments(const std::vector<std::string>& token
   return args;
 }
 
+std::string training_arguments_json(const TrainingArguments& args) {
+  nlohmann::ordered_json json;
+  for (const ArgumentSpec& spec : argument_table()) {
+    json[spec.name] = std::visit(
+        [&](auto member) -> nlohmann::ordered_json {
+          const auto& field = args.*member;
+          using Field = std::remove_cvref_t<decltype(field)>;
+          if constexpr (std::is_same_v<Field, std::optional<std::int64_t>> || std::is_same_v<Field, std::optional<double>>)
+            return field ? nlohmann::ordered_json(*field) : nlohmann::ordered_json(nullptr);
+          else return nlohmann::ordered_json(field);
+        },
+        spec.member);
+  }
+  return json.dump(2);
+}
+
 std::string training_arguments_help() {
   TrainingArguments defaults;
   std::ostringstream out;

@@ -92,6 +92,9 @@ struct TrainingArguments {
 // accepted; several problems are reported together.
 TrainingArguments parse_training_arguments(const std::vector<std::string>& args);
 
+// Every argument by its HF name, as a checkpoint's training_args.json records them.
+std::string training_arguments_json(const TrainingArguments& args);
+
 // One line per flag with its default, for `zerotune train --help`.
 std::string training_arguments_help();
 

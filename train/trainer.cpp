@@ -1,0 +1,245 @@
+#include "train/trainer.h"
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+
+#include "autograd/functions.h"
+#include "autograd/grad_mode.h"
+#include "runtime/atomic_file.h"
+#include "runtime/error.h"
+#include "runtime/generator.h"
+#include "runtime/log.h"
+#include "train/checkpoint.h"
+
+namespace zt::train {
+namespace {
+
+Tensor index_tensor(const std::vector<std::int32_t>& values, DType dtype, Device device) {
+  std::vector<double> as_double(values.begin(), values.end());
+  return Tensor::from_values(as_double, {static_cast<std::int64_t>(values.size())}, dtype).to(device);
+}
+
+// HF prints each log entry as a Python dict; the same look keeps users' log parsers working.
+std::string log_line(const nlohmann::json& entry) {
+  std::string line = "{";
+  for (const auto& [key, value] : entry.items()) {
+    if (key == "step") continue;
+    line += (line.size() > 1 ? ", '" : "'") + key + "': " + value.dump();
+  }
+  return line + "}";
+}
+
+double round_to(double value, int digits) {
+  const double scale = std::pow(10.0, digits);
+  return std::round(value * scale) / scale;
+}
+
+}  // namespace
+
+Trainer::Trainer(TrainerModel model, TrainerData data, TrainingPlan plan, TrainingArguments args)
+    : model_(std::move(model)),
+      data_(std::move(data)),
+      plan_(std::move(plan)),
+      args_(std::move(args)),
+      optimizer_(model_.trainable, plan_.optimizer),
+      scaler_(plan_.loss_scaler.value_or(LossScalerConfig{.static_scale = 1.0})),
+      schedule_(plan_.schedule) {
+  ZT_REQUIRE(model_.model, "trainer: no model");
+  ZT_REQUIRE(!model_.trainable.empty(), "trainer: nothing to train (no trainable parameter)");
+  state_.max_steps = plan_.max_steps;
+  state_.logging_steps = plan_.logging_steps;
+  state_.eval_steps = args_.eval_steps.value_or(args_.logging_steps);
+  state_.save_steps = args_.save_steps;
+  state_.train_batch_size = plan_.micro_batch;
+  state_.num_train_epochs = plan_.num_train_epochs;
+  for (const std::string& warning : plan_.warnings) ZT_LOG(kWarn, warning);
+}
+
+double Trainer::epoch_progress() const {
+  const auto batches = static_cast<double>(std::max<std::size_t>(1, epoch_plan_.size()));
+  return static_cast<double>(position_.epoch) + static_cast<double>(position_.batch) / batches;
+}
+
+// The micro-batches of the next optimizer step: up to `accumulation` of the current epoch
+// (the last window of an epoch may be shorter, as in HF).
+std::vector<PackedBatch> Trainer::next_window() {
+  if (epoch_plan_.empty() || position_.batch >= epoch_plan_.size()) {
+    if (!epoch_plan_.empty()) ++position_.epoch, position_.batch = 0;
+    epoch_plan_ = plan_epoch(data_.train, plan_.micro_batch, args_.max_length, args_.packing,
+                             static_cast<std::uint64_t>(args_.seed), position_.epoch);
+  }
+  std::vector<PackedBatch> window;
+  while (static_cast<std::int64_t>(window.size()) < plan_.accumulation && position_.batch < epoch_plan_.size())
+    window.push_back(pack(data_.train, epoch_plan_[position_.batch++]));
+  return window;
+}
+
+// Forward and backward of one micro-batch; returns its summed token loss.
+double Trainer::forward_backward(const PackedBatch& batch, double loss_factor) {
+  const models::CausalLM& model = *model_.model;
+  const Device device = model.device();
+  Tensor ids = index_tensor(batch.input_ids, DType::kI64, device);
+  Tensor positions = index_tensor(batch.positions, DType::kI64, device);
+  Tensor cu_seqlens = index_tensor(batch.cu_seqlens, DType::kI32, device);
+  Tensor labels = index_tensor(batch.labels, DType::kI64, device);
+  autograd::Variable logits = model.lm_head(model.forward_hidden(ids, positions, cu_seqlens));
+  autograd::Variable loss_sum =
+      autograd::cross_entropy(logits, labels, {.reduction = ops::Reduction::kSum, .ignore_index = kIgnoreIndex});
+  const double value = loss_sum.data().to_vector().at(0);
+  autograd::scale(loss_sum, loss_factor).backward();
+  state_.num_input_tokens_seen += static_cast<std::int64_t>(batch.input_ids.size());
+  return value;
+}
+
+double Trainer::run_optimizer_step() {
+  std::vector<PackedBatch> window = next_window();
+  std::int64_t label_tokens = 0;
+  for (const PackedBatch& batch : window) label_tokens += batch.label_tokens;
+  const double normaliser = static_cast<double>(std::max<std::int64_t>(1, label_tokens));
+  double loss_sum = 0.0;
+  for (const PackedBatch& batch : window) loss_sum += forward_backward(batch, scaler_.scale() / normaliser);
+
+  const double lr = schedule_.rate(scheduler_step_);
+  StepResult result = optimizer_.step(lr, scaler_.scale(), plan_.max_grad_norm, scheduler_step_ + 1);
+  optimizer_.zero_grad();
+  if (plan_.loss_scaler) {
+    const double old_scale = scaler_.scale();
+    scaler_.update(result.skipped);
+    if (result.skipped)
+      ZT_LOG(kWarn, "step " << state_.global_step + 1 << ": gradient overflow, step skipped; loss scale "
+                            << old_scale << " -> " << scaler_.scale());
+  } else {
+    ZT_REQUIRE(!result.skipped, "step " + std::to_string(state_.global_step + 1) +
+                                    ": the gradients are not finite (loss " + std::to_string(loss_sum / normaliser) +
+                                    "); lower --learning_rate or check the data");
+  }
+  if (!result.skipped) ++scheduler_step_;
+  ++state_.global_step;
+  state_.epoch = epoch_progress();
+  const double step_loss = loss_sum / normaliser;
+  train_loss_sum_ += step_loss;
+  maybe_log(step_loss, result, lr);
+  return step_loss;
+}
+
+void Trainer::maybe_log(double step_loss, const StepResult& result, double lr) {
+  loss_since_log_ += step_loss;
+  ++steps_since_log_;
+  grad_norm_ = result.grad_norm;
+  if (state_.global_step % plan_.logging_steps != 0 && state_.global_step != plan_.max_steps) return;
+  nlohmann::json entry = {{"loss", round_to(loss_since_log_ / steps_since_log_, 4)},
+                          {"grad_norm", grad_norm_},
+                          {"learning_rate", lr},
+                          {"epoch", round_to(state_.epoch, 4)},
+                          {"step", state_.global_step}};
+  if (plan_.loss_scaler) entry["loss_scale"] = scaler_.scale();
+  state_.log_history.push_back(entry);
+  ZT_LOG(kInfo, log_line(entry));
+  loss_since_log_ = 0.0;
+  steps_since_log_ = 0;
+}
+
+double Trainer::evaluate() {
+  ZT_REQUIRE(!data_.eval.empty(), "evaluate: no evaluation data (--validation_file)");
+  autograd::NoGradGuard no_grad;
+  const models::CausalLM& model = *model_.model;
+  double loss_sum = 0.0;
+  std::int64_t tokens = 0;
+  for (const auto& indices : plan_epoch(data_.eval, args_.per_device_eval_batch_size, args_.max_length, false, 0, 0, false)) {
+    PackedBatch batch = pack(data_.eval, indices);
+    const Device device = model.device();
+    autograd::Variable logits = model.lm_head(model.forward_hidden(index_tensor(batch.input_ids, DType::kI64, device),
+                                                                   index_tensor(batch.positions, DType::kI64, device),
+                                                                   index_tensor(batch.cu_seqlens, DType::kI32, device)));
+    loss_sum += autograd::cross_entropy(logits, index_tensor(batch.labels, DType::kI64, device),
+                                        {.reduction = ops::Reduction::kSum, .ignore_index = kIgnoreIndex})
+                    .data()
+                    .to_vector()
+                    .at(0);
+    tokens += batch.label_tokens;
+  }
+  return loss_sum / static_cast<double>(std::max<std::int64_t>(1, tokens));
+}
+
+void Trainer::maybe_evaluate_and_save(bool epoch_ended) {
+  const std::int64_t step = state_.global_step;
+  const bool eval_now = (args_.eval_strategy == "steps" && step % state_.eval_steps == 0) ||
+                        (args_.eval_strategy == "epoch" && epoch_ended);
+  if (eval_now) {
+    const double eval_loss = evaluate();
+    nlohmann::json entry = {{"eval_loss", round_to(eval_loss, 4)}, {"epoch", round_to(state_.epoch, 4)}, {"step", step}};
+    state_.log_history.push_back(entry);
+    ZT_LOG(kInfo, log_line(entry));
+  }
+  const bool save_now = (args_.save_strategy == "steps" && step % args_.save_steps == 0) ||
+                        (args_.save_strategy == "epoch" && epoch_ended);
+  if (save_now) save_checkpoint_now();
+}
+
+void Trainer::save_checkpoint_now() {
+  CheckpointContents contents;
+  contents.write_model = model_.save;
+  if (!args_.save_only_model) contents.optimizer_state = optimizer_.state_dict();
+  contents.trainer_state = to_json(state_);
+  const GeneratorState rng = default_generator().state();
+  contents.run_state = {{"global_step", state_.global_step},
+                        {"scheduler_step", scheduler_step_},
+                        {"epoch", position_.epoch},
+                        {"batch_in_epoch", position_.batch},
+                        {"loss_scaler", to_json(scaler_.state())},
+                        {"rng", {{"seed", rng.seed}, {"offset", rng.offset}}}};
+  contents.training_args = nlohmann::json::parse(training_arguments_json(args_));
+  std::string path = save_checkpoint(args_.output_dir, state_.global_step, contents);
+  ZT_LOG(kInfo, "saved " << path);
+  if (args_.save_total_limit) rotate_checkpoints(args_.output_dir, *args_.save_total_limit);
+}
+
+void Trainer::resume(const std::string& directory) {
+  LoadedCheckpoint checkpoint = load_checkpoint(directory);
+  ZT_REQUIRE(!checkpoint.optimizer_state.empty(),
+             directory + " holds no optimizer state (saved with --save_only_model): it cannot be resumed from");
+  model_.load(directory);
+  optimizer_.load_state_dict(checkpoint.optimizer_state);
+  state_.log_history = checkpoint.trainer_state.value("log_history", nlohmann::json::array());
+  state_.num_input_tokens_seen = checkpoint.trainer_state.value("num_input_tokens_seen", std::int64_t{0});
+  const nlohmann::json& run = checkpoint.run_state;
+  state_.global_step = run.at("global_step").get<std::int64_t>();
+  scheduler_step_ = run.at("scheduler_step").get<std::int64_t>();
+  position_.epoch = run.at("epoch").get<std::int64_t>();
+  position_.batch = run.at("batch_in_epoch").get<std::size_t>();
+  scaler_.restore(loss_scaler_state_from_json(run.at("loss_scaler")));
+  default_generator().set_state({run.at("rng").at("seed").get<std::uint64_t>(), run.at("rng").at("offset").get<std::uint64_t>()});
+  epoch_plan_ = plan_epoch(data_.train, plan_.micro_batch, args_.max_length, args_.packing,
+                           static_cast<std::uint64_t>(args_.seed), position_.epoch);
+  state_.epoch = epoch_progress();
+  ZT_LOG(kInfo, "resumed from " << directory << " at step " << state_.global_step);
+}
+
+TrainerState Trainer::train() {
+  if (!args_.resume_from_checkpoint.empty())
+    resume(resolve_resume_checkpoint(args_.resume_from_checkpoint, args_.output_dir));
+  const auto start = std::chrono::steady_clock::now();
+  const std::int64_t first_step = state_.global_step;
+  while (state_.global_step < plan_.max_steps) {
+    run_optimizer_step();
+    const bool epoch_ended = position_.batch >= epoch_plan_.size();
+    maybe_evaluate_and_save(epoch_ended);
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const auto steps = static_cast<double>(state_.global_step - first_step);
+  nlohmann::json summary = {{"train_runtime", round_to(seconds, 4)},
+                            {"train_steps_per_second", round_to(steps / std::max(seconds, 1e-9), 3)},
+                            {"train_loss", steps > 0 ? train_loss_sum_ / steps : 0.0},
+                            {"epoch", round_to(state_.epoch, 4)},
+                            {"step", state_.global_step}};
+  state_.log_history.push_back(summary);
+  ZT_LOG(kInfo, log_line(summary));
+  std::filesystem::create_directories(args_.output_dir);
+  model_.save(args_.output_dir);
+  write_file_atomically((std::filesystem::path(args_.output_dir) / "trainer_state.json").string(),
+                        to_json(state_).dump(2) + "\n");
+  return state_;
+}
+
+}  // namespace zt::train

@@ -1,0 +1,79 @@
+// The training loop of `zerotune train` on one device: micro-batches accumulated into
+// optimizer steps (the loss of a step is the mean over every label token of its window, as
+// HF Trainer normalises with num_items_in_batch), fp16 loss scaling with skipped steps, the
+// learning-rate schedule, logging into trainer_state.json's log_history, evaluation,
+// checkpoints and resuming from them.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "models/model.h"
+#include "train/batching.h"
+#include "train/loss_scaler.h"
+#include "train/optimizer.h"
+#include "train/trainer_state.h"
+#include "train/training_plan.h"
+
+namespace zt::train {
+
+// What is trained, and how a checkpoint stores and restores it (the full model's files, or
+// only an adapter's).
+struct TrainerModel {
+  models::CausalLM* model = nullptr;
+  std::vector<TrainableParameter> trainable;
+  std::function<void(const std::string& directory)> save;
+  std::function<void(const std::string& directory)> load;
+};
+
+struct TrainerData {
+  std::vector<TokenizedSample> train;
+  std::vector<TokenizedSample> eval;
+};
+
+class Trainer {
+ public:
+  Trainer(TrainerModel model, TrainerData data, TrainingPlan plan, TrainingArguments args);
+
+  // Trains to plan.max_steps (resuming first when the arguments say so), saves the final
+  // model and trainer_state.json into output_dir, and returns the final state.
+  TrainerState train();
+  // Mean token loss over the evaluation data, without gradients.
+  double evaluate();
+
+  const TrainerState& state() const { return state_; }
+
+ private:
+  struct Position {
+    std::int64_t epoch = 0;
+    std::size_t batch = 0;  // next micro-batch within the epoch
+  };
+
+  double run_optimizer_step();
+  double forward_backward(const PackedBatch& batch, double loss_factor);
+  std::vector<PackedBatch> next_window();
+  void maybe_log(double step_loss, const StepResult& result, double lr);
+  void maybe_evaluate_and_save(bool epoch_ended);
+  void save_checkpoint_now();
+  void resume(const std::string& directory);
+  double epoch_progress() const;
+
+  TrainerModel model_;
+  TrainerData data_;
+  TrainingPlan plan_;
+  TrainingArguments args_;
+  Optimizer optimizer_;
+  LossScaler scaler_;
+  LrSchedule schedule_;
+  TrainerState state_;
+  Position position_;
+  std::vector<std::vector<std::size_t>> epoch_plan_;
+  std::int64_t scheduler_step_ = 0;  // DeepSpeed does not advance the schedule on a skipped step
+  double loss_since_log_ = 0.0;
+  std::int64_t steps_since_log_ = 0;
+  double grad_norm_ = 0.0;
+  double train_loss_sum_ = 0.0;
+};
+
+}  // namespace zt::train
