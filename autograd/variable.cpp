@@ -40,4 +40,14 @@ void Variable::add_grad_ready_hook(GradReadyHook hook) const {
 
 Variable Variable::detach() const { return Variable(data(), false, name()); }
 
+void Variable::set_requires_grad(bool requires_grad) const {
+  VariableImpl& impl = checked_impl();
+  ZT_REQUIRE(impl.grad_fn == nullptr, "set_requires_grad on '" + impl.name + "', which is the output of an op, not a leaf");
+  ZT_REQUIRE(!requires_grad || is_floating(impl.data.dtype()),
+             "set_requires_grad on '" + impl.name + "': only floating-point tensors can require grad, it is " +
+                 dtype_name(impl.data.dtype()));
+  impl.requires_grad = requires_grad;
+  if (!requires_grad) impl.grad = Tensor();
+}
+
 }  // namespace zt::autograd

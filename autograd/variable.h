@@ -46,6 +46,8 @@ class Variable {
 
   void zero_grad() const;  // drops the accumulated gradient
   void set_grad(const Tensor& grad) const;
+  // Turns tracking of a leaf on or off (freezing a parameter); not allowed on op outputs.
+  void set_requires_grad(bool requires_grad) const;
   // Runs once per backward, as soon as this leaf's gradient for that backward is complete.
   void add_grad_ready_hook(GradReadyHook hook) const;
   Variable detach() const;  // same data, no history, no gradient
