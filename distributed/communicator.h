@@ -1,0 +1,37 @@
+// The collectives ZeRO and tensor parallelism are built from, on whole contiguous tensors of
+// one dtype: all-reduce, reduce-scatter, all-gather, broadcast, barrier. Implementations:
+// NCCL across processes and GPUs, and in-process ranks (threads of one process) for tests and
+// for watching ZeRO on one machine. A collective that does not complete within the timeout
+// fails on every rank with a message naming the rank, the collective and its size; no rank
+// hangs.
+#pragma once
+
+#include <chrono>
+#include <string>
+
+#include "tensor/tensor.h"
+
+namespace zt::distributed {
+
+enum class ReduceOp { kSum, kMax };
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int rank() const = 0;
+  virtual int world_size() const = 0;
+
+  // buffer = op over ranks of buffer, in place.
+  virtual void all_reduce(const Tensor& buffer, ReduceOp op = ReduceOp::kSum) = 0;
+  // output (n elements) = sum over ranks of input[rank * n : (rank + 1) * n].
+  virtual void reduce_scatter(const Tensor& input, const Tensor& output) = 0;
+  // output (world_size * n elements) = the ranks' inputs (n elements each), in rank order.
+  virtual void all_gather(const Tensor& input, const Tensor& output) = 0;
+  virtual void broadcast(const Tensor& buffer, int root) = 0;
+  virtual void barrier() = 0;
+};
+
+// "all_reduce of 1048576 bfloat16 elements (2.0 MiB)": how collectives are named in errors.
+std::string describe_collective(const char* name, const Tensor& tensor);
+
+}  // namespace zt::distributed
