@@ -1,0 +1,33 @@
+// `zerotune launch`: torchrun's job for zerotune. Starts one process per GPU of this node
+// with the environment torchrun gives (RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE,
+// MASTER_ADDR, MASTER_PORT) plus this job's rendezvous token (ZT_JOB_TOKEN), prefixes
+// every output line with its rank, forwards SIGINT/SIGTERM, and when one rank fails stops
+// the others and exits with that rank's status, saying which rank it was.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+namespace zt::distributed {
+
+struct LaunchOptions {
+  int nproc_per_node = 1;
+  int nnodes = 1;
+  int node_rank = 0;
+  std::string master_addr = "127.0.0.1";
+  int master_port = 29500;
+  std::vector<std::string> command;  // the program and its arguments
+  std::chrono::milliseconds grace{std::chrono::seconds(10)};  // SIGTERM to SIGKILL
+};
+
+// torchrun's flag names (with - or _), then the command. "zerotune" as the command means
+// this very binary.
+LaunchOptions parse_launch_arguments(const std::vector<std::string>& args);
+
+// Runs the job; returns the exit status to exit with (0 when every rank succeeded).
+int launch(const LaunchOptions& options);
+
+std::string launch_help();
+
+}  // namespace zt::distributed
