@@ -27,27 +27,39 @@ struct StepResult {
   double grad_norm = 0.0;  // global L2 norm of the unscaled gradients, before clipping
 };
 
-class Optimizer {
+// What the trainer steps: this single-device optimizer, or ZeRO's partitioned one
+// (train/zero_optimizer.h) with the same contract.
+class OptimizerEngine {
+ public:
+  virtual ~OptimizerEngine() = default;
+  // One update from the accumulated gradients. `loss_scale` is what the loss was multiplied
+  // by (1 without fp16), `max_grad_norm` 0 disables clipping, `step` counts from 1.
+  virtual StepResult step(double lr, double loss_scale, double max_grad_norm, std::int64_t step) = 0;
+  // Clears the accumulated gradients for the next accumulation window.
+  virtual void zero_grad() = 0;
+  // Optimizer state per parameter name ("<name>.exp_avg", "<name>.exp_avg_sq",
+  // "<name>.master"), independent of how parameters are laid out or partitioned, so a
+  // checkpoint resumes on any number of ranks and any ZeRO stage.
+  virtual std::map<std::string, Tensor> state_dict() const = 0;
+  virtual void load_state_dict(const std::map<std::string, Tensor>& state) = 0;
+};
+
+class Optimizer : public OptimizerEngine {
  public:
   Optimizer(std::vector<TrainableParameter> parameters, const OptimizerConfig& config);
   Optimizer(const Optimizer&) = delete;
   Optimizer& operator=(const Optimizer&) = delete;
 
-  // One update from the accumulated gradients. `loss_scale` is what the loss was multiplied
-  // by (1 without fp16), `max_grad_norm` 0 disables clipping, `step` counts from 1.
-  StepResult step(double lr, double loss_scale, double max_grad_norm, std::int64_t step);
-  // Clears the accumulated gradients for the next accumulation window.
-  void zero_grad();
+  StepResult step(double lr, double loss_scale, double max_grad_norm, std::int64_t step) override;
+  void zero_grad() override;
 
   // The fp32 gradient buffer of parameter `i` (what the hooks accumulate into).
   const Tensor& gradient(std::size_t i) const { return grads_[i]; }
   const std::vector<TrainableParameter>& parameters() const { return parameters_; }
   std::int64_t numel() const;
 
-  // Optimizer state per parameter name ("<name>.exp_avg", "<name>.exp_avg_sq",
-  // "<name>.master"), independent of how parameters are laid out or partitioned.
-  std::map<std::string, Tensor> state_dict() const;
-  void load_state_dict(const std::map<std::string, Tensor>& state);
+  std::map<std::string, Tensor> state_dict() const override;
+  void load_state_dict(const std::map<std::string, Tensor>& state) override;
 
  private:
   std::vector<TrainableParameter> parameters_;

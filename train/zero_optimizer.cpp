@@ -1,0 +1,205 @@
+#include "train/zero_optimizer.h"
+
+#include <cmath>
+
+#include "ops/accumulate.h"
+#include "ops/adamw.h"
+#include "ops/l2norm.h"
+#include "runtime/error.h"
+
+namespace zt::train {
+namespace {
+
+Tensor zeros_f32(std::int64_t n, Device device) { return Tensor::zeros({n}, DType::kF32, device); }
+
+}  // namespace
+
+ZeroOptimizer::ZeroOptimizer(std::vector<TrainableParameter> parameters, const OptimizerConfig& config,
+                             distributed::Communicator& communicator, int stage, std::int64_t bucket_numel)
+    : parameters_(std::move(parameters)), config_(config), comm_(communicator), stage_(stage), rank_(comm_.rank()) {
+  ZT_REQUIRE(stage >= 0 && stage <= 2, "ZeRO stage " + std::to_string(stage) + " is not one this optimizer runs (0-2)");
+  ZT_REQUIRE(!parameters_.empty(), "ZeRO: nothing to train");
+  const Device device = parameters_[0].variable.data().device();
+  std::vector<std::int64_t> numels;
+  for (const TrainableParameter& p : parameters_) numels.push_back(p.variable.data().numel());
+  // Stage 0 replicates the optimizer: one "owner" holding everything, on every rank.
+  if (stage_ == 0) rank_ = 0;
+  layout_ = make_zero_layout(numels, stage_ == 0 ? 1 : comm_.world_size(), bucket_numel);
+  bucket_of_.resize(parameters_.size());
+  slot_of_.resize(parameters_.size());
+  for (std::size_t b = 0; b < layout_.buckets.size(); ++b) {
+    for (std::size_t k = 0; k < layout_.buckets[b].parameters.size(); ++k) {
+      bucket_of_[layout_.buckets[b].parameters[k]] = b;
+      slot_of_[layout_.buckets[b].parameters[k]] = k;
+    }
+    staging_.push_back(stage_ == 1 ? Tensor() : zeros_f32(layout_.buckets[b].padded_numel, device));
+  }
+  ready_.assign(layout_.buckets.size(), 0);
+  master_ = zeros_f32(layout_.partition_numel, device);
+  exp_avg_ = zeros_f32(layout_.partition_numel, device);
+  exp_avg_sq_ = zeros_f32(layout_.partition_numel, device);
+  grads_ = zeros_f32(layout_.partition_numel, device);
+  for (std::size_t b = 0; b < layout_.buckets.size(); ++b)
+    for (const OwnedPiece& piece : layout_.owned_pieces(b, rank_))
+      owned(master_, b).narrow(0, piece.chunk_offset, piece.numel)
+          .copy_from(flat_parameter(piece.parameter).narrow(0, piece.parameter_offset, piece.numel));
+  for (std::size_t i = 0; i < parameters_.size(); ++i) {
+    if (stage_ == 1) full_grads_.push_back(zeros_f32(numels[i], device));
+    parameters_[i].variable.add_grad_ready_hook([this, i](const Tensor& grad) {
+      Tensor contribution = grad;
+      on_gradient(i, contribution);
+      parameters_[i].variable.zero_grad();
+    });
+  }
+}
+
+Tensor ZeroOptimizer::owned(const Tensor& partition, std::size_t bucket) const {
+  return partition.narrow(0, layout_.partition_offset(bucket), layout_.buckets[bucket].chunk());
+}
+
+Tensor ZeroOptimizer::flat_parameter(std::size_t parameter) const {
+  return parameters_[parameter].variable.data().view({parameters_[parameter].variable.data().numel()});
+}
+
+void ZeroOptimizer::on_gradient(std::size_t parameter, const Tensor& grad) {
+  if (stage_ == 1) return ops::accumulate_(full_grads_[parameter], grad.reshape({grad.numel()}));
+  const std::size_t b = bucket_of_[parameter];
+  const ZeroBucket& bucket = layout_.buckets[b];
+  const std::size_t k = slot_of_[parameter];
+  ops::accumulate_(staging_[b].narrow(0, bucket.offsets[k], bucket.numels[k]), grad.reshape({bucket.numels[k]}));
+  if (++ready_[b] == bucket.parameters.size()) reduce_bucket(b);
+}
+
+// Stage 0: all-reduce the bucket and keep all of it; stage 2: reduce-scatter it and keep
+// this rank's chunk. Either way the staging buffer is cleared for the next backward.
+void ZeroOptimizer::reduce_bucket(std::size_t b) {
+  Tensor& staging = staging_[b];
+  if (stage_ == 0) {
+    comm_.all_reduce(staging, distributed::ReduceOp::kSum);
+    ops::accumulate_(owned(grads_, b), staging);
+  } else {
+    Tensor chunk = zeros_f32(layout_.buckets[b].chunk(), staging.device());
+    comm_.reduce_scatter(staging, chunk);
+    ops::accumulate_(owned(grads_, b), chunk);
+  }
+  staging.zero_();
+  ready_[b] = 0;
+}
+
+// Stage 1 at the accumulation boundary: each bucket's full gradients reduce-scattered.
+void ZeroOptimizer::reduce_accumulated_gradients() {
+  for (std::size_t b = 0; b < layout_.buckets.size(); ++b) {
+    const ZeroBucket& bucket = layout_.buckets[b];
+    Tensor packed = zeros_f32(bucket.padded_numel, master_.device());
+    for (std::size_t k = 0; k < bucket.parameters.size(); ++k)
+      packed.narrow(0, bucket.offsets[k], bucket.numels[k]).copy_from(full_grads_[bucket.parameters[k]]);
+    comm_.reduce_scatter(packed, owned(grads_, b));
+  }
+}
+
+double ZeroOptimizer::global_grad_norm() const {
+  const double local = ops::l2_norm({grads_}).to(Device::cpu()).to_vector().at(0);
+  if (stage_ == 0) return local;  // every rank holds every gradient
+  Tensor squares = Tensor::full({1}, local * local, DType::kF64).to(grads_.device());
+  if (squares.device().is_cuda()) squares = squares.to(DType::kF32);
+  comm_.all_reduce(squares, distributed::ReduceOp::kSum);
+  return std::sqrt(squares.to(Device::cpu()).to_vector().at(0));
+}
+
+void ZeroOptimizer::gather_working_weights(std::size_t b) {
+  const ZeroBucket& bucket = layout_.buckets[b];
+  const DType working = parameters_[bucket.parameters[0]].variable.data().dtype();
+  Tensor chunk = Tensor::zeros({bucket.chunk()}, working, master_.device());
+  chunk.copy_from(owned(master_, b));
+  Tensor full = chunk;
+  if (layout_.world_size > 1) {
+    full = Tensor::empty({bucket.padded_numel}, working, master_.device());
+    comm_.all_gather(chunk, full);
+  }
+  for (std::size_t k = 0; k < bucket.parameters.size(); ++k)
+    flat_parameter(bucket.parameters[k]).copy_from(full.narrow(0, bucket.offsets[k], bucket.numels[k]));
+}
+
+StepResult ZeroOptimizer::step(double lr, double loss_scale, double max_grad_norm, std::int64_t step) {
+  if (stage_ == 1) reduce_accumulated_gradients();
+  for (std::size_t b = 0; b < layout_.buckets.size(); ++b)
+    if (ready_[b] > 0) reduce_bucket(b);  // a bucket with a parameter that got no gradient
+  StepResult result;
+  result.grad_norm = global_grad_norm() / loss_scale;
+  if (!std::isfinite(result.grad_norm)) {
+    result.skipped = true;
+    return result;
+  }
+  double divisor = loss_scale;
+  if (max_grad_norm > 0.0) divisor *= std::max(1.0, (result.grad_norm + 1e-6) / max_grad_norm);
+  for (std::size_t b = 0; b < layout_.buckets.size(); ++b) {
+    for (const OwnedPiece& piece : layout_.owned_pieces(b, rank_)) {
+      auto part = [&](const Tensor& t) { return owned(t, b).narrow(0, piece.chunk_offset, piece.numel); };
+      const double decay = parameters_[piece.parameter].weight_decay ? config_.weight_decay : 0.0;
+      ops::AdamWConfig adamw{.lr = lr, .beta1 = config_.beta1, .beta2 = config_.beta2, .eps = config_.eps,
+                             .weight_decay = config_.decoupled_weight_decay ? decay : 0.0, .step = step,
+                             .grad_scale = divisor};
+      if (!config_.decoupled_weight_decay && decay != 0.0) ops::accumulate_(part(grads_), part(master_), decay * divisor);
+      ops::adamw_step(part(master_), part(exp_avg_), part(exp_avg_sq_), part(grads_), adamw);
+    }
+    gather_working_weights(b);
+  }
+  return result;
+}
+
+void ZeroOptimizer::zero_grad() {
+  grads_.zero_();
+  for (Tensor& grad : full_grads_) grad.zero_();
+}
+
+std::int64_t ZeroOptimizer::state_numel() const {
+  std::int64_t n = 4 * layout_.partition_numel;
+  for (const Tensor& grad : full_grads_) n += grad.numel();
+  return n;
+}
+
+std::map<std::string, Tensor> ZeroOptimizer::state_dict() const {
+  std::map<std::string, Tensor> state;
+  for (const TrainableParameter& p : parameters_)
+    for (const char* suffix : {".master", ".exp_avg", ".exp_avg_sq"})
+      state[p.name + suffix] = Tensor::zeros({p.variable.data().numel()}, DType::kF32, master_.device());
+  for (std::size_t b = 0; b < layout_.buckets.size(); ++b) {
+    const ZeroBucket& bucket = layout_.buckets[b];
+    for (auto [suffix, partition] : {std::pair{".master", &master_}, std::pair{".exp_avg", &exp_avg_},
+                                     std::pair{".exp_avg_sq", &exp_avg_sq_}}) {
+      Tensor full = owned(*partition, b).clone();
+      if (layout_.world_size > 1) {
+        full = Tensor::empty({bucket.padded_numel}, DType::kF32, master_.device());
+        comm_.all_gather(owned(*partition, b).contiguous(), full);
+      }
+      for (std::size_t k = 0; k < bucket.parameters.size(); ++k)
+        state[parameters_[bucket.parameters[k]].name + suffix].copy_from(full.narrow(0, bucket.offsets[k], bucket.numels[k]));
+    }
+  }
+  for (const TrainableParameter& p : parameters_)
+    for (const char* suffix : {".master", ".exp_avg", ".exp_avg_sq"})
+      state[p.name + suffix] = state[p.name + suffix].view(p.variable.data().shape());
+  return state;
+}
+
+void ZeroOptimizer::load_state_dict(const std::map<std::string, Tensor>& state) {
+  for (std::size_t b = 0; b < layout_.buckets.size(); ++b) {
+    for (const OwnedPiece& piece : layout_.owned_pieces(b, rank_)) {
+      const TrainableParameter& p = parameters_[piece.parameter];
+      for (auto [suffix, partition] : {std::pair{".master", &master_}, std::pair{".exp_avg", &exp_avg_},
+                                       std::pair{".exp_avg_sq", &exp_avg_sq_}}) {
+        auto it = state.find(p.name + suffix);
+        ZT_REQUIRE(it != state.end(), "optimizer state has no '" + p.name + suffix +
+                                          "': the checkpoint was saved for other trainable parameters");
+        ZT_REQUIRE(it->second.numel() == p.variable.data().numel(),
+                   "optimizer state '" + p.name + suffix + "' has shape " + shape_str(it->second.shape()) +
+                       " but the parameter has " + shape_str(p.variable.data().shape()));
+        owned(*partition, b).narrow(0, piece.chunk_offset, piece.numel)
+            .copy_from(it->second.reshape({it->second.numel()}).narrow(0, piece.parameter_offset, piece.numel));
+      }
+    }
+    gather_working_weights(b);
+  }
+}
+
+}  // namespace zt::train
