@@ -4,7 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <mutex>
 
+#include "distributed/inprocess_communicator.h"
 #include "models/config.h"
 #include "models/init.h"
 #include "models/weights.h"
@@ -58,7 +61,8 @@ class TrainerRun : public ::testing::Test {
   }
 
   // Trains a fresh model (seed 7) and returns it with the trainer's state.
-  std::pair<std::shared_ptr<models::CausalLM>, TrainerState> run(const TrainingArguments& args, int sample_count = 12) {
+  std::pair<std::shared_ptr<models::CausalLM>, TrainerState> run(const TrainingArguments& args, int sample_count = 12,
+                                                                 distributed::Communicator* comm = nullptr) {
     auto model = std::make_shared<models::CausalLM>(models::init_model(tiny_config(), 7));
     TrainerModel trained;
     trained.model = model.get();
@@ -68,10 +72,12 @@ class TrainerRun : public ::testing::Test {
     trained.load = [model](const std::string& d) { models::load_weights(*model, model_weights_path(d)); };
     TrainerData data{samples(sample_count), samples(4)};
     const std::size_t train_count = data.train.size();
+    const std::int64_t world = comm ? comm->world_size() : 1;
     TrainingPlan plan = plan_training(args, [&](std::int64_t micro) {
-      return static_cast<std::int64_t>((train_count + micro - 1) / micro);
-    });
-    Trainer trainer(trained, std::move(data), plan, args);
+      const auto batches = static_cast<std::int64_t>((train_count + micro - 1) / micro);
+      return (batches + world - 1) / world;
+    }, static_cast<int>(world));
+    Trainer trainer(trained, std::move(data), plan, args, comm);
     TrainerState state = trainer.train();
     return {model, state};
   }
@@ -124,6 +130,34 @@ TEST_F(TrainerRun, ResumingContinuesExactlyAsTheUninterruptedRun) {
     EXPECT_EQ(straight->named_parameters()[i].variable.data().to_vector(),
               resumed->named_parameters()[i].variable.data().to_vector())
         << straight->named_parameters()[i].name;
+}
+
+// Step 1 sees identical gradients (summed over ranks in another order, so equal to rounding);
+// later steps agree to Adam's amplification of that rounding.
+TEST_F(TrainerRun, ZeroOnTwoRanksFollowsTheSingleDeviceRunOnTheGlobalBatch) {
+  auto [single, single_state] =
+      run(arguments({"--max_steps", "4", "--per_device_train_batch_size", "4", "--logging_steps", "1"}));
+  fs::remove_all(dir_);
+  for (int stage : {0, 1, 2}) {
+    const fs::path ds = fs::temp_directory_path() / ("zt_trainer_ds" + std::to_string(stage) + ".json");
+    std::ofstream(ds) << R"({"train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": "auto",
+                             "zero_optimization": {"reduce_bucket_size": 300, "stage": )" << stage << "}}";
+    std::mutex mutex;
+    TrainerState rank0;
+    distributed::run_inprocess_ranks(2, std::chrono::seconds(30), [&](distributed::Communicator& comm) {
+      auto [model, state] = run(arguments({"--max_steps", "4", "--per_device_train_batch_size", "2", "--logging_steps",
+                                           "1", "--deepspeed", ds.string()}), 12, &comm);
+      std::lock_guard<std::mutex> lock(mutex);
+      if (comm.rank() == 0) rank0 = state;
+    });
+    fs::remove(ds);
+    ASSERT_EQ(rank0.global_step, 4);
+    EXPECT_NEAR(rank0.log_history[0]["grad_norm"].get<double>(), single_state.log_history[0]["grad_norm"].get<double>(),
+                1e-6) << "stage " << stage;
+    for (int step = 0; step < 4; ++step)
+      EXPECT_NEAR(rank0.log_history[step]["loss"].get<double>(), single_state.log_history[step]["loss"].get<double>(),
+                  2e-3) << "stage " << stage << " step " << step + 1;
+  }
 }
 
 TEST_F(TrainerRun, EvaluationIsLoggedAsHfDoes) {

@@ -11,6 +11,7 @@
 #include "runtime/generator.h"
 #include "runtime/log.h"
 #include "train/checkpoint.h"
+#include "train/zero_optimizer.h"
 
 namespace zt::train {
 namespace {
@@ -35,14 +36,25 @@ double round_to(double value, int digits) {
   return std::round(value * scale) / scale;
 }
 
+std::unique_ptr<OptimizerEngine> make_optimizer(const TrainerModel& model, const TrainingPlan& plan,
+                                                distributed::Communicator* comm) {
+  if (comm == nullptr) return std::make_unique<Optimizer>(model.trainable, plan.optimizer);
+  ZT_REQUIRE(plan.zero.stage <= 2, "ZeRO stage 3 is not available yet; use stage 0, 1 or 2");
+  ZT_REQUIRE(!plan.zero.offload_optimizer, "optimizer offload is not available yet; remove offload_optimizer");
+  return std::make_unique<ZeroOptimizer>(model.trainable, plan.optimizer, *comm, plan.zero.stage,
+                                         plan.zero.reduce_bucket_size);
+}
+
 }  // namespace
 
-Trainer::Trainer(TrainerModel model, TrainerData data, TrainingPlan plan, TrainingArguments args)
+Trainer::Trainer(TrainerModel model, TrainerData data, TrainingPlan plan, TrainingArguments args,
+                 distributed::Communicator* communicator)
     : model_(std::move(model)),
       data_(std::move(data)),
       plan_(std::move(plan)),
       args_(std::move(args)),
-      optimizer_(model_.trainable, plan_.optimizer),
+      comm_(communicator),
+      optimizer_(make_optimizer(model_, plan_, comm_)),
       scaler_(plan_.loss_scaler.value_or(LossScalerConfig{.static_scale = 1.0})),
       schedule_(plan_.schedule) {
   ZT_REQUIRE(model_.model, "trainer: no model");
@@ -57,22 +69,42 @@ Trainer::Trainer(TrainerModel model, TrainerData data, TrainingPlan plan, Traini
 }
 
 double Trainer::epoch_progress() const {
-  const auto batches = static_cast<double>(std::max<std::size_t>(1, epoch_plan_.size()));
+  const auto batches = static_cast<double>(std::max<std::size_t>(1, local_batch_count()));
   return static_cast<double>(position_.epoch) + static_cast<double>(position_.batch) / batches;
 }
 
 // The micro-batches of the next optimizer step: up to `accumulation` of the current epoch
 // (the last window of an epoch may be shorter, as in HF).
+std::size_t Trainer::local_batch_count() const {
+  const std::size_t world = comm_ ? static_cast<std::size_t>(comm_->world_size()) : 1;
+  return (epoch_plan_.size() + world - 1) / world;
+}
+
+// Rank r's j-th micro-batch is the epoch's (j * world + r)-th, wrapping around at the end so
+// every rank has as many as the others (DistributedSampler pads the same way).
+const std::vector<std::size_t>& Trainer::local_batch(std::size_t j) const {
+  const std::size_t world = comm_ ? static_cast<std::size_t>(comm_->world_size()) : 1;
+  const std::size_t rank = comm_ ? static_cast<std::size_t>(comm_->rank()) : 0;
+  return epoch_plan_[(j * world + rank) % epoch_plan_.size()];
+}
+
 std::vector<PackedBatch> Trainer::next_window() {
-  if (epoch_plan_.empty() || position_.batch >= epoch_plan_.size()) {
+  if (epoch_plan_.empty() || position_.batch >= local_batch_count()) {
     if (!epoch_plan_.empty()) ++position_.epoch, position_.batch = 0;
     epoch_plan_ = plan_epoch(data_.train, plan_.micro_batch, args_.max_length, args_.packing,
                              static_cast<std::uint64_t>(args_.seed), position_.epoch);
   }
   std::vector<PackedBatch> window;
-  while (static_cast<std::int64_t>(window.size()) < plan_.accumulation && position_.batch < epoch_plan_.size())
-    window.push_back(pack(data_.train, epoch_plan_[position_.batch++]));
+  while (static_cast<std::int64_t>(window.size()) < plan_.accumulation && position_.batch < local_batch_count())
+    window.push_back(pack(data_.train, local_batch(position_.batch++)));
   return window;
+}
+
+double Trainer::sum_over_ranks(double value) const {
+  if (!comm_) return value;
+  Tensor buffer = Tensor::full({1}, value, DType::kF64).to(model_.model->device());
+  comm_->all_reduce(buffer, distributed::ReduceOp::kSum);
+  return buffer.to_vector().at(0);
 }
 
 // Forward and backward of one micro-batch; returns its summed token loss.
@@ -96,13 +128,15 @@ double Trainer::run_optimizer_step() {
   std::vector<PackedBatch> window = next_window();
   std::int64_t label_tokens = 0;
   for (const PackedBatch& batch : window) label_tokens += batch.label_tokens;
-  const double normaliser = static_cast<double>(std::max<std::int64_t>(1, label_tokens));
+  // The mean over every label token of the global batch; ZeRO sums gradients over ranks.
+  const double normaliser = std::max(1.0, sum_over_ranks(static_cast<double>(label_tokens)));
   double loss_sum = 0.0;
   for (const PackedBatch& batch : window) loss_sum += forward_backward(batch, scaler_.scale() / normaliser);
+  loss_sum = sum_over_ranks(loss_sum);
 
   const double lr = schedule_.rate(scheduler_step_);
-  StepResult result = optimizer_.step(lr, scaler_.scale(), plan_.max_grad_norm, scheduler_step_ + 1);
-  optimizer_.zero_grad();
+  StepResult result = optimizer_->step(lr, scaler_.scale(), plan_.max_grad_norm, scheduler_step_ + 1);
+  optimizer_->zero_grad();
   if (plan_.loss_scaler) {
     const double old_scale = scaler_.scale();
     scaler_.update(result.skipped);
@@ -180,7 +214,7 @@ void Trainer::maybe_evaluate_and_save(bool epoch_ended) {
 void Trainer::save_checkpoint_now() {
   CheckpointContents contents;
   contents.write_model = model_.save;
-  if (!args_.save_only_model) contents.optimizer_state = optimizer_.state_dict();
+  if (!args_.save_only_model) contents.optimizer_state = optimizer_->state_dict();
   contents.trainer_state = to_json(state_);
   const GeneratorState rng = default_generator().state();
   contents.run_state = {{"global_step", state_.global_step},
@@ -190,6 +224,7 @@ void Trainer::save_checkpoint_now() {
                         {"loss_scaler", to_json(scaler_.state())},
                         {"rng", {{"seed", rng.seed}, {"offset", rng.offset}}}};
   contents.training_args = nlohmann::json::parse(training_arguments_json(args_));
+  if (!is_main_rank()) return;  // the optimizer state above was a collective; rank 0 writes
   std::string path = save_checkpoint(args_.output_dir, state_.global_step, contents);
   ZT_LOG(kInfo, "saved " << path);
   if (args_.save_total_limit) rotate_checkpoints(args_.output_dir, *args_.save_total_limit);
@@ -200,7 +235,7 @@ void Trainer::resume(const std::string& directory) {
   ZT_REQUIRE(!checkpoint.optimizer_state.empty(),
              directory + " holds no optimizer state (saved with --save_only_model): it cannot be resumed from");
   model_.load(directory);
-  optimizer_.load_state_dict(checkpoint.optimizer_state);
+  optimizer_->load_state_dict(checkpoint.optimizer_state);
   state_.log_history = checkpoint.trainer_state.value("log_history", nlohmann::json::array());
   state_.num_input_tokens_seen = checkpoint.trainer_state.value("num_input_tokens_seen", std::int64_t{0});
   const nlohmann::json& run = checkpoint.run_state;
@@ -223,7 +258,7 @@ TrainerState Trainer::train() {
   const std::int64_t first_step = state_.global_step;
   while (state_.global_step < plan_.max_steps) {
     run_optimizer_step();
-    const bool epoch_ended = position_.batch >= epoch_plan_.size();
+    const bool epoch_ended = position_.batch >= local_batch_count();
     maybe_evaluate_and_save(epoch_ended);
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -235,6 +270,8 @@ TrainerState Trainer::train() {
                             {"step", state_.global_step}};
   state_.log_history.push_back(summary);
   ZT_LOG(kInfo, log_line(summary));
+  if (comm_) comm_->barrier();  // no rank reads the output before it is complete
+  if (!is_main_rank()) return state_;
   std::filesystem::create_directories(args_.output_dir);
   model_.save(args_.output_dir);
   write_file_atomically((std::filesystem::path(args_.output_dir) / "trainer_state.json").string(),

@@ -6,9 +6,11 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "distributed/communicator.h"
 #include "models/model.h"
 #include "train/batching.h"
 #include "train/loss_scaler.h"
@@ -34,7 +36,11 @@ struct TrainerData {
 
 class Trainer {
  public:
-  Trainer(TrainerModel model, TrainerData data, TrainingPlan plan, TrainingArguments args);
+  // With a communicator the run is data parallel under ZeRO (plan.zero.stage): each rank
+  // takes every world_size-th micro-batch, and the loss is normalised by the label tokens
+  // of the whole global batch. Every rank constructs and runs its own Trainer.
+  Trainer(TrainerModel model, TrainerData data, TrainingPlan plan, TrainingArguments args,
+          distributed::Communicator* communicator = nullptr);
 
   // Trains to plan.max_steps (resuming first when the arguments say so), saves the final
   // model and trainer_state.json into output_dir, and returns the final state.
@@ -53,17 +59,22 @@ class Trainer {
   double run_optimizer_step();
   double forward_backward(const PackedBatch& batch, double loss_factor);
   std::vector<PackedBatch> next_window();
+  std::size_t local_batch_count() const;
+  const std::vector<std::size_t>& local_batch(std::size_t j) const;
   void maybe_log(double step_loss, const StepResult& result, double lr);
   void maybe_evaluate_and_save(bool epoch_ended);
   void save_checkpoint_now();
   void resume(const std::string& directory);
   double epoch_progress() const;
+  double sum_over_ranks(double value) const;
+  bool is_main_rank() const { return comm_ == nullptr || comm_->rank() == 0; }
 
   TrainerModel model_;
   TrainerData data_;
   TrainingPlan plan_;
   TrainingArguments args_;
-  Optimizer optimizer_;
+  distributed::Communicator* comm_;
+  std::unique_ptr<OptimizerEngine> optimizer_;
   LossScaler scaler_;
   LrSchedule schedule_;
   TrainerState state_;
