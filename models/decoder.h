@@ -1,0 +1,31 @@
+// One pre-norm decoder layer of any supported architecture, from the differentiable ops:
+//   x -> RMSNorm -> q, k, v (fused or not, with bias where the config says) -> [Qwen3:
+//   q/k RMSNorm over head_dim] -> RoPE -> causal varlen attention (GQA) -> output projection
+//   -> [glm4: RMSNorm] -> + x -> RMSNorm -> SwiGLU MLP (fused [gate; up] or not) -> [glm4:
+//   RMSNorm] -> + residual
+// as transformers' Qwen2/Qwen3/Glm/Glm4 DecoderLayer and THUDM's GLMBlock compute it.
+#pragma once
+
+#include <array>
+
+#include "autograd/variable.h"
+#include "models/config.h"
+#include "models/hf_names.h"
+#include "models/kv_cache.h"
+
+namespace zt::models {
+
+using autograd::Variable;
+using LayerWeights = std::array<Variable, kLayerSlotCount>;  // undefined where unused
+
+struct TokenLayout {
+  Tensor positions;   // [tokens] int64, on the model's device
+  Tensor cu_seqlens;  // [sequences + 1] int32, on the model's device
+};
+
+// x [tokens, hidden] -> [tokens, hidden]. With a cache (one sequence, no gradient), the
+// layer's cached keys and values are attended to first and the new ones written after them.
+Variable decoder_layer(const ModelConfig& config, std::int64_t layer, const LayerWeights& weights, const Variable& x,
+                       const TokenLayout& tokens, KvCache* cache = nullptr);
+
+}  // namespace zt::models

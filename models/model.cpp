@@ -1,0 +1,124 @@
+#include "models/model.h"
+
+#include <optional>
+
+#include "autograd/checkpoint.h"
+#include "autograd/functions.h"
+#include "autograd/grad_mode.h"
+#include "models/hf_names.h"
+#include "models/model_embedding.h"
+#include "models/model_inputs.h"
+#include "runtime/error.h"
+
+namespace zt::models {
+
+CausalLM::CausalLM(ModelConfig config, ModelOptions options)
+    : config_(std::make_shared<const ModelConfig>(std::move(config))), options_(options) {
+  ZT_REQUIRE(is_floating(options_.dtype),
+             std::string("a model's dtype must be floating point, got ") + dtype_name(options_.dtype));
+  auto add = [this](const ParamSpec& spec) {
+    Variable v(Tensor::zeros(spec.shape, options_.dtype, options_.device), true, spec.name);
+    index_[spec.name] = parameters_.size();
+    parameters_.push_back({spec.name, v});
+    return v;
+  };
+  ParameterLayout layout = parameter_layout(*config_);
+  embedding_ = add(layout.embedding);
+  for (const LayerSpecs& specs : layout.layers) {
+    LayerWeights weights;
+    for (int slot = 0; slot < kLayerSlotCount; ++slot)
+      if (specs[slot]) weights[slot] = add(*specs[slot]);
+    layers_.push_back(weights);
+  }
+  if (layout.final_norm) final_norm_ = add(*layout.final_norm);
+  head_ = layout.lm_head ? add(*layout.lm_head) : embedding_;
+}
+
+std::vector<Variable> CausalLM::parameters() const {
+  std::vector<Variable> result;
+  for (const auto& p : parameters_) result.push_back(p.variable);
+  return result;
+}
+
+const Variable& CausalLM::parameter(const std::string& name) const {
+  auto it = index_.find(name);
+  if (it == index_.end()) {
+    std::vector<std::string> names;
+    for (const auto& p : parameters_) names.push_back(p.name);
+    fail("the " + std::string(architecture_name(config_->arch)) + " model has no parameter '" + name +
+         "'; its parameters are " + sample_names(names));
+  }
+  return parameters_[it->second].variable;
+}
+
+std::int64_t CausalLM::num_parameters() const {
+  std::int64_t total = 0;
+  for (const auto& p : parameters_) total += p.variable.data().numel();
+  return total;
+}
+
+void CausalLM::zero_grad() const {
+  for (const auto& p : parameters_) p.variable.zero_grad();
+}
+
+TokenLayout CausalLM::token_layout(const Tensor& input_ids, const Tensor& positions, const Tensor& cu_seqlens,
+                                   const KvCache* cache) const {
+  PackedShape shape = check_packed_inputs(input_ids, positions, cu_seqlens);
+  check_sliding_window(*config_, shape, cache ? cache->length() : 0);
+  if (cache != nullptr) {
+    ZT_REQUIRE(shape.sequences == 1, "forward with a KV cache takes one sequence, got " +
+                                         std::to_string(shape.sequences));
+    cache->require_room(shape.tokens);
+  }
+  return {positions.to(options_.device, DType::kI64), cu_seqlens.to(options_.device, DType::kI32)};
+}
+
+Variable CausalLM::run_layer(std::int64_t layer, const Variable& x, const TokenLayout& tokens, KvCache* cache) const {
+  const LayerWeights& weights = layers_[static_cast<std::size_t>(layer)];
+  if (!options_.gradient_checkpointing || cache != nullptr || !autograd::grad_enabled())
+    return decoder_layer(*config_, layer, weights, x, tokens, cache);
+  std::vector<Variable> inputs{x};
+  std::vector<int> slots;
+  for (int slot = 0; slot < kLayerSlotCount; ++slot)
+    if (weights[slot].defined()) {
+      inputs.push_back(weights[slot]);
+      slots.push_back(slot);
+    }
+  // The recompute runs during backward, after this call returns: it owns what it reads.
+  auto fn = [config = config_, layer, slots, tokens](const std::vector<Variable>& in) {
+    LayerWeights w;
+    for (std::size_t i = 0; i < slots.size(); ++i) w[slots[i]] = in[i + 1];
+    return std::vector<Variable>{decoder_layer(*config, layer, w, in[0], tokens)};
+  };
+  return autograd::checkpoint(fn, inputs)[0];
+}
+
+Variable CausalLM::forward_hidden(const Tensor& input_ids, const Tensor& positions, const Tensor& cu_seqlens,
+                                  KvCache* cache) const {
+  std::optional<autograd::NoGradGuard> no_grad;
+  if (cache != nullptr) no_grad.emplace();
+  TokenLayout tokens = token_layout(input_ids, positions, cu_seqlens, cache);
+  Tensor ids = input_ids.to(options_.device);
+  Variable x = token_embedding(embedding_, ids, config_->pad_token_id, options_.deterministic);
+  for (std::int64_t layer = 0; layer < config_->num_layers; ++layer) x = run_layer(layer, x, tokens, cache);
+  if (cache != nullptr) cache->advance(ids.numel());
+  if (!final_norm_.defined()) return x;
+  return autograd::rmsnorm(x, final_norm_, static_cast<float>(config_->norm_eps), config_->norm_style);
+}
+
+Variable CausalLM::lm_head(const Variable& hidden) const { return autograd::linear(hidden, head_); }
+
+const Variable& CausalLM::lm_head_weight() const { return head_; }
+
+Variable CausalLM::forward(const Tensor& input_ids, const Tensor& positions, const Tensor& cu_seqlens) const {
+  return lm_head(forward_hidden(input_ids, positions, cu_seqlens));
+}
+
+Variable CausalLM::loss(const Variable& logits, const Tensor& labels) const {
+  ZT_REQUIRE(labels.dim() == 1 && logits.data().dim() == 2 && labels.size(0) == logits.data().size(0),
+             "loss: labels " + shape_str(labels.shape()) + " must be [tokens] beside logits " +
+                 shape_str(logits.data().shape()));
+  return autograd::cross_entropy(logits, labels.to(options_.device));
+}
+
+}  // namespace zt::models

@@ -1,0 +1,90 @@
+// A causal language model of any supported architecture (models/config.h): parameters are
+// autograd leaves named as in the checkpoint, and the forward takes a packed batch in
+// FlashAttention's varlen layout (every sequence's tokens back to back, positions restarting
+// per sequence, cu_seqlens marking the starts), so no padding is ever computed.
+// models/weights.h loads and saves them, models/init.h fills them at random.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "autograd/variable.h"
+#include "models/config.h"
+#include "models/decoder.h"
+#include "models/kv_cache.h"
+#include "tensor/safetensors.h"
+
+namespace zt::models {
+
+struct ModelOptions {
+  Device device = Device::cpu();
+  DType dtype = DType::kF32;  // parameters and activations; CUDA training uses bf16
+  bool gradient_checkpointing = false;  // recompute each layer in backward (autograd/checkpoint.h)
+  bool deterministic = true;            // the embedding's GPU backward sums in a fixed order
+};
+
+struct NamedParameter {
+  std::string name;
+  Variable variable;
+};
+
+class CausalLM {
+ public:
+  // Allocates every parameter (zeros) on options.device in options.dtype.
+  CausalLM(ModelConfig config, ModelOptions options);
+
+  const ModelConfig& config() const { return *config_; }
+  const ModelOptions& options() const { return options_; }
+  Device device() const { return options_.device; }
+  DType dtype() const { return options_.dtype; }
+  void set_gradient_checkpointing(bool enabled) { options_.gradient_checkpointing = enabled; }
+
+  // Checkpoint order: embedding, layer by layer, final norm, LM head.
+  const std::vector<NamedParameter>& named_parameters() const { return parameters_; }
+  std::vector<Variable> parameters() const;
+  bool has_parameter(const std::string& name) const { return index_.count(name) != 0; }
+  // Throws zt::Error naming `name` and some of the real names when there is no such parameter.
+  const Variable& parameter(const std::string& name) const;
+  std::int64_t num_parameters() const;
+  void zero_grad() const;
+
+  // Non-parameter tensors of the checkpoint (RoPE buffers), carried from load to save.
+  const NamedTensors& buffers() const { return buffers_; }
+  void set_buffers(NamedTensors buffers) { buffers_ = std::move(buffers); }
+  // The folder the weights came from (tokenizer and generation files are copied from it on
+  // save); empty for a randomly initialised model.
+  const std::string& source_dir() const { return source_dir_; }
+  void set_source_dir(std::string dir) { source_dir_ = std::move(dir); }
+
+  // input_ids and positions [tokens] (int32/int64), cu_seqlens [sequences + 1] (0, l1,
+  // l1 + l2, ..., tokens), on any device (moved to the model's). -> logits [tokens, vocab].
+  Variable forward(const Tensor& input_ids, const Tensor& positions, const Tensor& cu_seqlens) const;
+  // The final hidden states [tokens, hidden] (after the final norm), for a fused head + loss.
+  // With a cache: one sequence, whose positions continue the cached ones, run without gradient.
+  Variable forward_hidden(const Tensor& input_ids, const Tensor& positions, const Tensor& cu_seqlens,
+                          KvCache* cache = nullptr) const;
+  Variable lm_head(const Variable& hidden) const;
+  const Variable& lm_head_weight() const;  // the embedding table when tied
+
+  // Mean cross-entropy of logits [tokens, vocab] against labels [tokens] aligned with them
+  // (labels[t] is the token that should follow token t), skipping labels of -100.
+  Variable loss(const Variable& logits, const Tensor& labels) const;
+
+ private:
+  TokenLayout token_layout(const Tensor& input_ids, const Tensor& positions, const Tensor& cu_seqlens,
+                           const KvCache* cache) const;
+  Variable run_layer(std::int64_t layer, const Variable& x, const TokenLayout& tokens, KvCache* cache) const;
+
+  std::shared_ptr<const ModelConfig> config_;
+  ModelOptions options_;
+  std::vector<NamedParameter> parameters_;
+  std::unordered_map<std::string, std::size_t> index_;
+  Variable embedding_, final_norm_, head_;
+  std::vector<LayerWeights> layers_;
+  NamedTensors buffers_;
+  std::string source_dir_;
+};
+
+}  // namespace zt::models
