@@ -1,6 +1,7 @@
 #include "ops/attention.h"
 
 #include "cuda/attention.cuh"
+#include "cuda/flash_attention.cuh"
 #include "ops/attention_cpu.h"
 #include "ops/attention_layout.h"
 #include "runtime/device.h"
@@ -49,8 +50,13 @@ AttentionOutput forward_cuda(const AttentionLayout& layout, const Tensor& q, con
   KernelInputs inputs = kernel_inputs(q, k, v, cu_seqlens, prefix);
   AttentionOutput result{Tensor::empty(q.shape(), q.dtype(), q.device()),
                          Tensor::empty({layout.total_tokens, layout.num_heads}, DType::kF32, q.device())};
-  cuda::attention_forward(kernel_dims(layout, config), inputs.pointers(), q.dtype(), result.out.data_ptr(),
-                          result.lse.data<float>(), nullptr);
+  const cuda::AttentionDims dims = kernel_dims(layout, config);
+  const cuda::AttentionInputs pointers = inputs.pointers();
+  if (cuda::flash_attention_supported(dims, q.dtype(), {pointers.q, pointers.k, pointers.v, pointers.prefix_k,
+                                                        pointers.prefix_v, result.out.data_ptr()}))
+    cuda::flash_attention_forward(dims, pointers, q.dtype(), result.out.data_ptr(), result.lse.data<float>(), nullptr);
+  else
+    cuda::attention_forward(dims, pointers, q.dtype(), result.out.data_ptr(), result.lse.data<float>(), nullptr);
   return result;
 }
 
@@ -71,8 +77,20 @@ AttentionGrads backward_cuda(const AttentionLayout& layout, const Tensor& grad_o
   }
   cuda::AttentionGradOutputs outputs{grads.grad_q.data_ptr(), grads.grad_k.data_ptr(), grads.grad_v.data_ptr(),
                                      data_or_null(grads.grad_prefix_k), data_or_null(grads.grad_prefix_v)};
-  cuda::attention_backward(kernel_dims(layout, config), inputs.pointers(), q.dtype(), saved_out.data_ptr(),
-                           dout.data_ptr(), saved_lse.data<float>(), delta.data<float>(), outputs, nullptr);
+  const cuda::AttentionDims dims = kernel_dims(layout, config);
+  const cuda::AttentionInputs pointers = inputs.pointers();
+  if (!cuda::flash_attention_supported(dims, q.dtype(), {pointers.q, pointers.k, pointers.v, pointers.prefix_k,
+                                                         pointers.prefix_v, saved_out.data_ptr(), dout.data_ptr()})) {
+    cuda::attention_backward(dims, pointers, q.dtype(), saved_out.data_ptr(), dout.data_ptr(), saved_lse.data<float>(),
+                             delta.data<float>(), outputs, nullptr);
+    return grads;
+  }
+  // The atomic dQ path sums into fp32 [total_tokens, num_heads, head_dim] before rounding.
+  Tensor dq_accum = config.deterministic ? Tensor() : Tensor::empty(q.shape(), DType::kF32, q.device());
+  cuda::FlashBackwardScratch scratch{delta.data<float>(),
+                                     config.deterministic ? nullptr : dq_accum.data<float>()};
+  cuda::flash_attention_backward(dims, pointers, q.dtype(), saved_out.data_ptr(), dout.data_ptr(),
+                                 saved_lse.data<float>(), scratch, outputs, config.deterministic, nullptr);
   return grads;
 }
 

@@ -12,6 +12,10 @@ namespace zt::ops {
 struct AttentionConfig {
   double softmax_scale = 0.0;  // the caller's choice, usually 1 / sqrt(head_dim)
   bool causal = true;          // local position i sees its sequence's positions <= i
+  // Backward on the GPU: bitwise reproducible gradients (dQ recomputed by a kernel that owns
+  // each query tile) instead of the faster atomic accumulation of dQ, whose fp32 sums vary in
+  // their last bits between runs. The CPU and the simple GPU kernels are deterministic anyway.
+  bool deterministic = false;
 };
 
 // Prefix keys and values [batch, prefix_len, num_kv_heads, head_dim], seen by every query of
@@ -42,7 +46,7 @@ struct AttentionGrads {
 
 // Gradients of a loss through attention_forward, given its grad_out (out's shape) and the
 // forward's out and lse. Probabilities are recomputed from lse; dS = P ∘ (dP − rowsum(dO ∘ O)).
-// Deterministic: every gradient element is summed by one thread in a fixed order, no atomics.
+// dK, dV and the prefix's are always summed in a fixed order; dQ too with config.deterministic.
 AttentionGrads attention_backward(const Tensor& grad_out, const Tensor& q, const Tensor& k, const Tensor& v,
                                   const Tensor& out, const Tensor& lse, const Tensor& cu_seqlens,
                                   const AttentionConfig& config, const AttentionPrefix& prefix = {});
