@@ -68,9 +68,19 @@ Child start(const LaunchOptions& options, int local_rank, const std::string& tok
   Child child;
   child.rank = options.node_rank * options.nproc_per_node + local_rank;
   child.output = pipe_fds[0];
+  // A stop signal must never meet the child between fork and exec with the launcher's
+  // handler still installed (it would be swallowed): block them across the fork.
+  sigset_t stop_signals, previous;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  sigprocmask(SIG_BLOCK, &stop_signals, &previous);
   child.pid = fork();
   ZT_REQUIRE(child.pid >= 0, std::string("fork failed: ") + std::strerror(errno));
   if (child.pid == 0) {
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    sigprocmask(SIG_SETMASK, &previous, nullptr);
     setpgid(0, 0);  // its own process group, so a signal reaches everything the rank started
     dup2(pipe_fds[1], STDOUT_FILENO);
     dup2(pipe_fds[1], STDERR_FILENO);
@@ -90,6 +100,7 @@ Child start(const LaunchOptions& options, int local_rank, const std::string& tok
     _exit(127);
   }
   setpgid(child.pid, child.pid);  // also here: no race with the child's own call
+  sigprocmask(SIG_SETMASK, &previous, nullptr);
   close(pipe_fds[1]);
   return child;
 }
