@@ -52,3 +52,16 @@ Variable softmax(const Variable& x);
 Variable cross_entropy(const Variable& logits, const Tensor& labels, const ops::CrossEntropyOptions& options = {});
 
 }  // namespace zt::autograd
+
+// Fused lm_head + cross-entropy (ops/linear_cross_entropy.h): the loss of
+// cross_entropy(hidden · weightᵀ, labels) without the [tokens, vocab] logits. While
+// recording, the forward also computes the gradients of the inputs that need one and keeps
+// them until backward. A tied lm_head is the embedding's Variable passed as weight.
+#include "ops/linear_cross_entropy.h"
+
+namespace zt::autograd {
+
+Variable linear_cross_entropy(const Variable& hidden, const Variable& weight, const Tensor& labels,
+                              const ops::LinearCrossEntropyOptions& options = {});
+
+}  // namespace zt::autograd

@@ -1,27 +1,70 @@
 #include "cuda/l2norm.cuh"
 
+#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
+
 #include "cuda/cuda_common.cuh"
 #include "cuda/elementwise_dispatch.cuh"
+#include "cuda/multi_tensor.cuh"
 #include "cuda/reduce_block.cuh"
+#include "cuda/scratch_buffer.h"
+#include "cuda/vector_io.cuh"
 #include "runtime/check.h"
 
 namespace zt::cuda {
 namespace {
 
-constexpr int kThreads = 256;
-constexpr std::int64_t kElementsPerBlock = kThreads * 16;
-constexpr std::int64_t kMaxPartialsPerTensor = 1024;
+constexpr int kThreads = 512;
+constexpr std::int64_t kChunk = 65536;
+
+// One tensor as a launch sees it: elements [0, head) one by one, the rest in 16-byte
+// vectors (plus a one-by-one tail); its chunks' partials start at partials[first_partial].
+struct Slot {
+  const void* data;
+  std::int64_t n;
+  std::int64_t first_partial;
+  std::int32_t head;
+};
+
+struct Launch {
+  Slot tensors[kMaxTensorsPerLaunch];
+  ChunkIndex index;
+  float* partials;
+};
+static_assert(sizeof(Launch) <= 4096, "a launch's arguments must fit the classic 4 KiB kernel-argument limit");
+
+std::int64_t chunks_of(const Slot& t) {
+  if (t.n == 0) return 0;
+  std::int64_t rest = t.n - std::min<std::int64_t>(t.head, t.n);
+  return std::max<std::int64_t>(1, (rest + kChunk - 1) / kChunk);
+}
 
 template <typename T>
-__global__ void sum_squares_kernel(const T* x, std::int64_t n, float* partials) {
+__global__ void __launch_bounds__(kThreads) sum_squares_kernel(Launch launch) {
+  constexpr int W = kVectorWidth<T>;
+  const int which = launch.index.tensor_of(static_cast<std::int32_t>(blockIdx.x));
+  const Slot t = launch.tensors[which];
+  const std::int64_t local = blockIdx.x - launch.index.begin[which];
+  const T* x = static_cast<const T*>(t.data);
+  const std::int64_t first = t.head < t.n ? t.head : t.n;
+  const std::int64_t begin = first + local * kChunk;
+  const std::int64_t end = begin + kChunk < t.n ? begin + kChunk : t.n;
+  const std::int64_t packed_end = begin + (end - begin) / W * W;
   float sum = 0.0f;
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    float v = load_float(x + i);
-    sum += v * v;
+  if (local == 0)
+    for (std::int64_t i = threadIdx.x; i < first; i += blockDim.x) sum += load_float(x + i) * load_float(x + i);
+  for (std::int64_t i = begin + static_cast<std::int64_t>(W) * threadIdx.x; i < packed_end;
+       i += static_cast<std::int64_t>(W) * blockDim.x) {
+    float v[W];
+    load_vector_ro<T, W>(x + i, v);
+#pragma unroll
+    for (int k = 0; k < W; ++k) sum += v[k] * v[k];
   }
+  for (std::int64_t i = packed_end + threadIdx.x; i < end; i += blockDim.x) sum += load_float(x + i) * load_float(x + i);
   sum = block_sum(sum);
-  if (threadIdx.x == 0) partials[blockIdx.x] = sum;
+  if (threadIdx.x == 0) launch.partials[t.first_partial + local] = sum;
 }
 
 __global__ void sqrt_of_sum_kernel(const float* partials, std::int64_t count, float* out) {
@@ -33,21 +76,33 @@ __global__ void sqrt_of_sum_kernel(const float* partials, std::int64_t count, fl
 
 }  // namespace
 
-std::int64_t sum_squares_partial_count(std::int64_t n) {
-  std::int64_t blocks = (n + kElementsPerBlock - 1) / kElementsPerBlock;
-  return blocks < 1 ? 1 : (blocks > kMaxPartialsPerTensor ? kMaxPartialsPerTensor : blocks);
-}
-
-void sum_squares_partials(const void* x, DType dtype, std::int64_t n, float* partials, cudaStream_t stream) {
-  auto blocks = static_cast<unsigned>(sum_squares_partial_count(n));
-  dispatch_float_type(dtype, "sum_squares_partials", [&]<typename T>() {
-    sum_squares_kernel<T><<<blocks, kThreads, 0, stream>>>(static_cast<const T*>(x), n, partials);
-  });
-  ZT_CUDA_CHECK(cudaGetLastError());
-}
-
-void sqrt_of_partial_sum(const float* partials, std::int64_t count, float* out, cudaStream_t stream) {
-  sqrt_of_sum_kernel<<<1, kThreads, 0, stream>>>(partials, count, out);
+void l2_norm_multi(const L2NormTensor* tensors, std::size_t count, float* out, cudaStream_t stream) {
+  std::vector<Slot> slots;
+  std::map<DType, std::vector<std::size_t>> groups;
+  std::int64_t partials = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    const L2NormTensor& t = tensors[i];
+    std::int64_t head = aligned_head(t.data, dtype_size(t.dtype), static_cast<std::int64_t>(16 / dtype_size(t.dtype)));
+    ZT_REQUIRE(head >= 0, "l2_norm_multi: tensor " + std::to_string(i) + " is not aligned to its element size");
+    slots.push_back({t.data, t.n, partials, static_cast<std::int32_t>(head)});
+    partials += chunks_of(slots.back());
+    groups[t.dtype].push_back(i);
+  }
+  ScratchBuffer buffer(static_cast<std::size_t>(std::max<std::int64_t>(partials, 1)) * sizeof(float), stream);
+  for (const auto& [dtype, members] : groups)
+    dispatch_float_type(dtype, "l2_norm_multi", [&]<typename T>() {
+      for_each_launch(
+          members, [&](std::size_t i) { return chunks_of(slots[i]); },
+          [&](const std::vector<std::size_t>& batch, const ChunkIndex& index) {
+            Launch launch{};
+            for (std::size_t k = 0; k < batch.size(); ++k) launch.tensors[k] = slots[batch[k]];
+            launch.index = index;
+            launch.partials = buffer.as<float>();
+            sum_squares_kernel<T><<<static_cast<unsigned>(index.begin[index.count]), kThreads, 0, stream>>>(launch);
+            ZT_CUDA_CHECK(cudaGetLastError());
+          });
+    });
+  sqrt_of_sum_kernel<<<1, 256, 0, stream>>>(buffer.as<float>(), partials, out);
   ZT_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -1,23 +1,25 @@
-// The L2 norm of many tensors together, deterministic: each tensor's sum of squares is
-// split into a number of float32 block partials that depends only on its size, and one
-// block adds every partial in order, in float64, before the square root.
+// The L2 norm of many tensors together, in few launches (multi-tensor apply, up to 48
+// tensors a launch) and deterministic: every tensor is cut into fixed 64Ki-element chunks,
+// each chunk's sum of squares is one float32 partial at a position fixed by the tensor list,
+// and one block adds every partial in order, in float64, before the square root.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <cstdint>
 
 #include "runtime/dtype.h"
 
 namespace zt::cuda {
 
-// How many partials sum_squares_partials writes for a tensor of n elements (>= 1).
-std::int64_t sum_squares_partial_count(std::int64_t n);
+struct L2NormTensor {
+  const void* data = nullptr;  // n contiguous elements of dtype (float32, bfloat16, float16)
+  DType dtype = DType::kF32;
+  std::int64_t n = 0;
+};
 
-// partials[0 .. sum_squares_partial_count(n)) = float32 sums of x[i]² over shares of x.
-void sum_squares_partials(const void* x, DType dtype, std::int64_t n, float* partials, cudaStream_t stream);
-
-// out[0] = sqrt(sum of partials[0 .. count)), summed in float64, stored as float32.
-void sqrt_of_partial_sum(const float* partials, std::int64_t count, float* out, cudaStream_t stream);
+// out[0] = sqrt(sum over every tensor of x²), float32; 0 for no elements.
+void l2_norm_multi(const L2NormTensor* tensors, std::size_t count, float* out, cudaStream_t stream);
 
 }  // namespace zt::cuda

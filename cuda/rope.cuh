@@ -1,8 +1,11 @@
-// Rotary position embedding on contiguous [tokens, heads, head_dim] tensors, out of place.
-// Token t is rotated by angle position[t] * inv_freq[i] for pair i of its first rotary_dim
-// dims; the remaining dims are copied. Pairs are (i, i + rotary_dim/2) (rotate-half, Qwen)
-// or (2i, 2i+1) (interleaved, GLM). The angle and cos/sin are float32; for 16-bit dtypes
-// cos, sin, each product and the sum round to the dtype, as torch's eager ops do.
+// Rotary position embedding on [tokens, heads, head_dim] tensors whose heads and dims are
+// contiguous (a token stride of its own allows head slices of a fused projection), out of
+// place or in place, q and k together in one launch. Token t is rotated by angle
+// position[t] * inv_freq[i] for pair i of its first rotary_dim dims; the remaining dims are
+// copied (out of place) or left alone (in place). Pairs are (i, i + rotary_dim/2)
+// (rotate-half, Qwen) or (2i, 2i+1) (interleaved, GLM). The angle and cos/sin are float32;
+// for 16-bit dtypes cos, sin, each product and the sum round to the dtype, as torch's eager
+// ops do.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -23,14 +26,24 @@ struct RopeFrequencies {
 
 struct RopeShape {
   std::int64_t tokens = 0;
-  std::int64_t heads = 0;
   std::int64_t head_dim = 0;
   std::int64_t rotary_dim = 0;  // even, <= head_dim; rotary_dim / 2 <= kMaxRopePairs
   bool interleaved = false;
 };
 
-// positions: int32 or int64 [tokens]. inverse rotates by -angle (the backward).
-void rope_rotate(const void* x, void* y, DType dtype, const void* positions, DType position_dtype,
+// One tensor to rotate: element (t, h, d) is at x[t * x_token_stride + h * head_dim + d],
+// written to y likewise. y == x rotates in place. heads 0: nothing to do.
+struct RopeOperand {
+  const void* x = nullptr;
+  void* y = nullptr;
+  std::int64_t heads = 0;
+  std::int64_t x_token_stride = 0;
+  std::int64_t y_token_stride = 0;
+};
+
+// positions: int32 or int64 [tokens]. inverse rotates by -angle (the backward). q and k
+// share dtype, positions and shape; k may have no heads.
+void rope_rotate(const RopeOperand& q, const RopeOperand& k, DType dtype, const void* positions, DType position_dtype,
                  const RopeShape& shape, const RopeFrequencies& frequencies, bool inverse, cudaStream_t stream);
 
 }  // namespace zt::cuda

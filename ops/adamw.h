@@ -8,6 +8,8 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <vector>
 
 #include "tensor/tensor.h"
 
@@ -31,5 +33,19 @@ struct AdamWConfig {
 // device: the flag is read by the update kernel itself.
 Tensor adamw_step(const Tensor& master, const Tensor& exp_avg, const Tensor& exp_avg_sq, const Tensor& grad,
                   const AdamWConfig& config, const Tensor& working = Tensor());
+
+// One parameter of adamw_step_multi, with adamw_step's requirements on each tensor.
+struct AdamWParam {
+  Tensor master, exp_avg, exp_avg_sq, grad;
+  Tensor working;                      // may be undefined
+  std::optional<double> weight_decay;  // instead of config.weight_decay (HF: 0 for biases and norms)
+};
+
+// adamw_step over every parameter at once, bit for bit as adamw_step on each, in a few
+// launches on the GPU (the parameters may differ in shape, size — empty ones too — and
+// gradient / working dtypes). All on one device. The returned flag (a bool 0-dim tensor on
+// that device; CPU for no parameters) is true when any gradient held an inf or NaN, in
+// which case no parameter was modified. On the GPU nothing waits for the device.
+Tensor adamw_step_multi(const std::vector<AdamWParam>& params, const AdamWConfig& config);
 
 }  // namespace zt::ops

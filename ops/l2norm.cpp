@@ -4,7 +4,6 @@
 #include <string>
 
 #include "cuda/l2norm.cuh"
-#include "cuda/scratch_buffer.h"
 #include "ops/elementwise_host.h"
 #include "ops/op_checks.h"
 #include "runtime/error.h"
@@ -25,21 +24,17 @@ void check_tensors(const std::vector<Tensor>& tensors) {
   }
 }
 
+// Contiguous copies of views stay referenced until the launches are queued; the caching
+// allocator keeps their memory from reuse until the stream has passed it.
 Tensor l2_norm_cuda(const std::vector<Tensor>& tensors) {
   std::vector<Tensor> packed;
-  std::int64_t partials = 0;
+  std::vector<cuda::L2NormTensor> args;
   for (const Tensor& t : tensors) {
     packed.push_back(t.contiguous());
-    partials += cuda::sum_squares_partial_count(t.numel());
-  }
-  cuda::ScratchBuffer buffer(static_cast<std::size_t>(partials) * sizeof(float), nullptr);
-  std::int64_t at = 0;
-  for (const Tensor& t : packed) {
-    cuda::sum_squares_partials(t.data_ptr(), t.dtype(), t.numel(), buffer.as<float>() + at, nullptr);
-    at += cuda::sum_squares_partial_count(t.numel());
+    args.push_back({packed.back().data_ptr(), t.dtype(), t.numel()});
   }
   Tensor out = Tensor::empty({}, DType::kF32, tensors[0].device());
-  cuda::sqrt_of_partial_sum(buffer.as<float>(), partials, out.data<float>(), nullptr);
+  cuda::l2_norm_multi(args.data(), args.size(), out.data<float>(), nullptr);
   return out;
 }
 

@@ -9,8 +9,10 @@
 namespace zt::ops {
 
 // A 0-dim tensor on the tensors' device, float32 (float64 when a CPU tensor is float64).
-// Squares are summed in float32 per GPU block and in float64 across blocks and tensors (in
-// float64 throughout on the CPU); a non-finite element gives a non-finite norm. The
+// On the GPU all tensors go through a few multi-tensor launches; squares are summed in
+// float32 per 64Ki-element chunk and in float64 across chunks and tensors, in an order fixed
+// by the list, so the result is the same on every run (float64 throughout on the CPU); a
+// non-finite element gives a non-finite norm. The
 // tensors may differ in dtype and shape; an empty list gives a CPU 0.
 Tensor l2_norm(const std::vector<Tensor>& tensors);
 

@@ -49,6 +49,11 @@ void forward_cpu(const T* x, const T* w, T* y, host::Acc<T>* rstd, std::int64_t 
 }
 
 template <typename T>
+void add_cpu(const T* a, const T* b, T* out, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) out[i] = host::store<T>(host::load(a[i]) + host::load(b[i]));
+}
+
+template <typename T>
 void backward_cpu(const T* grad_y, const T* x, const T* w, const host::Acc<T>* rstd, T* grad_x, T* grad_w,
                   std::int64_t rows, std::int64_t hidden, RmsNormStyle style) {
   using A = host::Acc<T>;
@@ -68,54 +73,117 @@ void backward_cpu(const T* grad_y, const T* x, const T* w, const host::Acc<T>* r
   for (std::int64_t h = 0; h < hidden; ++h) grad_w[h] = host::store<T>(dw[h]);
 }
 
-}  // namespace
+struct ForwardResult {
+  Tensor y, sum, rstd;
+};
 
-RmsNormOutput rmsnorm_forward(const Tensor& x_in, const Tensor& weight_in, float eps, RmsNormStyle style) {
-  const char* op = "rmsnorm_forward";
+// residual undefined: plain RMSNorm of x; defined: RMSNorm of sum = x + residual.
+ForwardResult forward(const char* op, const Tensor& x_in, const Tensor& residual_in, const Tensor& weight_in, float eps,
+                      RmsNormStyle style) {
   check_inputs(op, x_in, weight_in);
-  Tensor x = x_in.contiguous(), weight = weight_in.contiguous();
+  Tensor x = x_in.contiguous(), weight = weight_in.contiguous(), residual;
+  if (residual_in.defined()) {
+    check_same_device(op, {{"x", &x_in}, {"residual", &residual_in}});
+    check_same_dtype(op, {{"x", &x_in}, {"residual", &residual_in}});
+    check_same_shape(op, {"residual", &residual_in}, {"x", &x_in});
+    residual = residual_in.contiguous();
+  }
   std::int64_t hidden = x.size(-1), rows = hidden == 0 ? 0 : x.numel() / hidden;
-  RmsNormOutput out{Tensor::empty(x.shape(), x.dtype(), x.device()),
+  ForwardResult out{Tensor::empty(x.shape(), x.dtype(), x.device()), Tensor(),
                     Tensor::empty(row_shape(x), rstd_dtype(x.dtype()), x.device())};
+  if (residual.defined()) out.sum = Tensor::empty(x.shape(), x.dtype(), x.device());
   if (x.device().is_cuda()) {
-    cuda::rmsnorm_forward(x.data_ptr(), weight.data_ptr(), out.y.data_ptr(), out.rstd.data<float>(), x.dtype(), rows,
-                          hidden, eps, style == RmsNormStyle::kQwen, nullptr);
+    cuda::RmsNormForwardArgs args;
+    args.x = x.data_ptr();
+    args.residual = residual.defined() ? residual.data_ptr() : nullptr;
+    args.weight = weight.data_ptr();
+    args.y = out.y.data_ptr();
+    args.sum = out.sum.defined() ? out.sum.data_ptr() : nullptr;
+    args.rstd = out.rstd.data<float>();
+    cuda::rmsnorm_forward(args, x.dtype(), rows, hidden, eps, style == RmsNormStyle::kQwen, nullptr);
     return out;
   }
   host::dispatch_float(x.dtype(), op, [&]<typename T>() {
-    forward_cpu<T>(x.data<T>(), weight.data<T>(), out.y.data<T>(), out.rstd.data<host::Acc<T>>(), rows, hidden, eps,
+    const T* source = x.data<T>();
+    if (residual.defined()) {
+      add_cpu<T>(x.data<T>(), residual.data<T>(), out.sum.data<T>(), x.numel());
+      source = out.sum.data<T>();
+    }
+    forward_cpu<T>(source, weight.data<T>(), out.y.data<T>(), out.rstd.data<host::Acc<T>>(), rows, hidden, eps,
                    style);
   });
   return out;
 }
 
-RmsNormGrads rmsnorm_backward(const Tensor& grad_y_in, const Tensor& x_in, const Tensor& weight_in,
-                              const Tensor& saved_rstd_in, RmsNormStyle style) {
-  const char* op = "rmsnorm_backward";
+void check_saved_rstd(const char* op, const Tensor& x, const Tensor& saved_rstd) {
+  ZT_REQUIRE(saved_rstd.shape() == row_shape(x) && saved_rstd.dtype() == rstd_dtype(x.dtype()),
+             std::string(op) + ": saved_rstd must be the forward's rstd, " + dtype_name(rstd_dtype(x.dtype())) +
+                 " of shape " + shape_str(row_shape(x)) + " for an input of shape " + shape_str(x.shape()) +
+                 ", got " + dtype_name(saved_rstd.dtype()) + " of shape " + shape_str(saved_rstd.shape()));
+}
+
+// grad_sum undefined: plain RMSNorm backward; defined: added to dx (the fused residual).
+RmsNormGrads backward(const char* op, const Tensor& grad_y_in, const Tensor& grad_sum_in, const Tensor& x_in,
+                      const Tensor& weight_in, const Tensor& saved_rstd_in, RmsNormStyle style) {
   check_inputs(op, x_in, weight_in);
   check_same_device(op, {{"x", &x_in}, {"grad_y", &grad_y_in}, {"saved_rstd", &saved_rstd_in}});
   check_same_dtype(op, {{"x", &x_in}, {"grad_y", &grad_y_in}});
   check_same_shape(op, {"grad_y", &grad_y_in}, {"x", &x_in});
-  ZT_REQUIRE(saved_rstd_in.shape() == row_shape(x_in) && saved_rstd_in.dtype() == rstd_dtype(x_in.dtype()),
-             std::string(op) + ": saved_rstd must be the forward's rstd, " + dtype_name(rstd_dtype(x_in.dtype())) +
-                 " of shape " + shape_str(row_shape(x_in)) + " for x of shape " + shape_str(x_in.shape()) + ", got " +
-                 dtype_name(saved_rstd_in.dtype()) + " of shape " + shape_str(saved_rstd_in.shape()));
-  Tensor grad_y = grad_y_in.contiguous(), x = x_in.contiguous(), weight = weight_in.contiguous();
+  check_saved_rstd(op, x_in, saved_rstd_in);
+  Tensor grad_y = grad_y_in.contiguous(), x = x_in.contiguous(), weight = weight_in.contiguous(), grad_sum;
+  if (grad_sum_in.defined()) {
+    check_same_device(op, {{"x", &x_in}, {"grad_sum", &grad_sum_in}});
+    check_same_dtype(op, {{"x", &x_in}, {"grad_sum", &grad_sum_in}});
+    check_same_shape(op, {"grad_sum", &grad_sum_in}, {"x", &x_in});
+    grad_sum = grad_sum_in.contiguous();
+  }
   Tensor rstd = saved_rstd_in.contiguous();
   std::int64_t hidden = x.size(-1), rows = hidden == 0 ? 0 : x.numel() / hidden;
   RmsNormGrads grads{Tensor::empty(x.shape(), x.dtype(), x.device()),
                      Tensor::empty(weight.shape(), weight.dtype(), x.device())};
   if (x.device().is_cuda()) {
-    cuda::rmsnorm_backward(grad_y.data_ptr(), x.data_ptr(), weight.data_ptr(), rstd.data<float>(),
-                           grads.grad_x.data_ptr(), grads.grad_weight.data_ptr(), x.dtype(), rows, hidden,
-                           style == RmsNormStyle::kQwen, nullptr);
+    cuda::RmsNormBackwardArgs args;
+    args.grad_y = grad_y.data_ptr();
+    args.grad_sum = grad_sum.defined() ? grad_sum.data_ptr() : nullptr;
+    args.x = x.data_ptr();
+    args.weight = weight.data_ptr();
+    args.rstd = rstd.data<float>();
+    args.grad_x = grads.grad_x.data_ptr();
+    args.grad_weight = grads.grad_weight.data_ptr();
+    cuda::rmsnorm_backward(args, x.dtype(), rows, hidden, style == RmsNormStyle::kQwen, nullptr);
     return grads;
   }
   host::dispatch_float(x.dtype(), op, [&]<typename T>() {
     backward_cpu<T>(grad_y.data<T>(), x.data<T>(), weight.data<T>(), rstd.data<host::Acc<T>>(),
                     grads.grad_x.data<T>(), grads.grad_weight.data<T>(), rows, hidden, style);
+    if (grad_sum.defined()) add_cpu<T>(grads.grad_x.data<T>(), grad_sum.data<T>(), grads.grad_x.data<T>(), x.numel());
   });
   return grads;
+}
+
+}  // namespace
+
+RmsNormOutput rmsnorm_forward(const Tensor& x, const Tensor& weight, float eps, RmsNormStyle style) {
+  ForwardResult out = forward("rmsnorm_forward", x, Tensor(), weight, eps, style);
+  return {out.y, out.rstd};
+}
+
+RmsNormGrads rmsnorm_backward(const Tensor& grad_y, const Tensor& x, const Tensor& weight, const Tensor& saved_rstd,
+                              RmsNormStyle style) {
+  return backward("rmsnorm_backward", grad_y, Tensor(), x, weight, saved_rstd, style);
+}
+
+RmsNormResidualOutput rmsnorm_residual_forward(const Tensor& x, const Tensor& residual, const Tensor& weight, float eps,
+                                               RmsNormStyle style) {
+  ZT_REQUIRE(residual.defined(), "rmsnorm_residual_forward: residual is undefined; use rmsnorm_forward for no residual");
+  ForwardResult out = forward("rmsnorm_residual_forward", x, residual, weight, eps, style);
+  return {out.y, out.sum, out.rstd};
+}
+
+RmsNormResidualGrads rmsnorm_residual_backward(const Tensor& grad_y, const Tensor& grad_sum, const Tensor& sum,
+                                               const Tensor& weight, const Tensor& saved_rstd, RmsNormStyle style) {
+  RmsNormGrads grads = backward("rmsnorm_residual_backward", grad_y, grad_sum, sum, weight, saved_rstd, style);
+  return {grads.grad_x, grads.grad_weight};
 }
 
 }  // namespace zt::ops

@@ -29,4 +29,28 @@ struct RmsNormGrads {
 RmsNormGrads rmsnorm_backward(const Tensor& grad_y, const Tensor& x, const Tensor& weight, const Tensor& saved_rstd,
                               RmsNormStyle style);
 
+// The pre-norm block's residual add fused in front of the norm, in one pass over memory:
+// sum = dtype(x + residual) (the next residual), y = rmsnorm(sum), bit for bit what the
+// unfused add followed by rmsnorm_forward gives.
+struct RmsNormResidualOutput {
+  Tensor y;     // x's shape and dtype
+  Tensor sum;   // x + residual, x's shape and dtype
+  Tensor rstd;  // as RmsNormOutput::rstd, of the sum
+};
+
+// x and residual [..., hidden] of one shape and dtype, weight [hidden].
+RmsNormResidualOutput rmsnorm_residual_forward(const Tensor& x, const Tensor& residual, const Tensor& weight, float eps,
+                                               RmsNormStyle style);
+
+struct RmsNormResidualGrads {
+  Tensor grad_input;   // the gradient of x and of residual alike (sum's shape)
+  Tensor grad_weight;  // as RmsNormGrads::grad_weight
+};
+
+// sum and saved_rstd are the forward's. grad_sum, the gradient the sum received from the
+// rest of the network, may be undefined (none); when defined, grad_input =
+// dtype(dtype(dx) + grad_sum), the rounding of the unfused ops' autograd accumulation.
+RmsNormResidualGrads rmsnorm_residual_backward(const Tensor& grad_y, const Tensor& grad_sum, const Tensor& sum,
+                                               const Tensor& weight, const Tensor& saved_rstd, RmsNormStyle style);
+
 }  // namespace zt::ops

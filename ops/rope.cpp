@@ -24,7 +24,7 @@ cuda::RopeShape rope_shape(const char* op, const Tensor& x, const RopeConfig& co
                                                         " exceeds the supported " +
                                                         std::to_string(2 * cuda::kMaxRopePairs));
   ZT_REQUIRE(config.base > 0.0, std::string(op) + ": base must be positive, got " + std::to_string(config.base));
-  return {x.size(0), x.size(1), head_dim, rotary_dim, config.style == RopeStyle::kInterleaved};
+  return {x.size(0), head_dim, rotary_dim, config.style == RopeStyle::kInterleaved};
 }
 
 void check_inputs(const char* op, const Tensor& x, const Tensor& positions) {
@@ -47,16 +47,18 @@ std::vector<A> inverse_frequencies(std::int64_t rotary_dim, double base) {
   return inv_freq;
 }
 
+// x and y laid out as cuda::RopeOperand describes; y == x rotates in place (each pair is
+// read before it is written).
 template <typename T>
-void rotate_cpu(const T* x, T* y, const std::vector<double>& positions, const cuda::RopeShape& s,
+void rotate_cpu(const cuda::RopeOperand& op, const std::vector<double>& positions, const cuda::RopeShape& s,
                 const std::vector<host::Acc<T>>& inv_freq, bool inverse) {
   using A = host::Acc<T>;
   std::int64_t half = s.rotary_dim / 2;
   for (std::int64_t t = 0; t < s.tokens; ++t) {
     auto position = static_cast<A>(positions[t]);
-    for (std::int64_t h = 0; h < s.heads; ++h) {
-      const T* x_head = x + (t * s.heads + h) * s.head_dim;
-      T* y_head = y + (t * s.heads + h) * s.head_dim;
+    for (std::int64_t h = 0; h < op.heads; ++h) {
+      const T* x_head = static_cast<const T*>(op.x) + t * op.x_token_stride + h * s.head_dim;
+      T* y_head = static_cast<T*>(op.y) + t * op.y_token_stride + h * s.head_dim;
       for (std::int64_t d = s.rotary_dim; d < s.head_dim; ++d) y_head[d] = x_head[d];
       for (std::int64_t i = 0; i < half; ++i) {
         std::int64_t lo = s.interleaved ? 2 * i : i, hi = s.interleaved ? 2 * i + 1 : i + half;
@@ -70,25 +72,62 @@ void rotate_cpu(const T* x, T* y, const std::vector<double>& positions, const cu
   }
 }
 
+cuda::RopeFrequencies gpu_frequencies(const cuda::RopeShape& shape, double base) {
+  cuda::RopeFrequencies frequencies{};
+  std::vector<float> inv_freq = inverse_frequencies<float>(shape.rotary_dim, base);
+  for (std::size_t i = 0; i < inv_freq.size(); ++i) frequencies.inv_freq[i] = inv_freq[i];
+  return frequencies;
+}
+
+// Rotates every operand (all of x's dtype and device), on the GPU in one launch.
+void rotate_operands(const char* op, const cuda::RopeOperand& q, const cuda::RopeOperand& k, const Tensor& x,
+                     const Tensor& positions, const cuda::RopeShape& shape, const RopeConfig& config, bool inverse) {
+  if (x.device().is_cuda()) {
+    cuda::rope_rotate(q, k, x.dtype(), positions.data_ptr(), positions.dtype(), shape,
+                      gpu_frequencies(shape, config.base), inverse, nullptr);
+    return;
+  }
+  std::vector<double> position_values = positions.to_vector();
+  host::dispatch_float(x.dtype(), op, [&]<typename T>() {
+    auto inv_freq = inverse_frequencies<host::Acc<T>>(shape.rotary_dim, config.base);
+    for (const cuda::RopeOperand* operand : {&q, &k}) rotate_cpu<T>(*operand, position_values, shape, inv_freq, inverse);
+  });
+}
+
 Tensor rotate(const char* op, const Tensor& x_in, const Tensor& positions_in, const RopeConfig& config, bool inverse) {
   check_inputs(op, x_in, positions_in);
   cuda::RopeShape shape = rope_shape(op, x_in, config);
   Tensor x = x_in.contiguous(), positions = positions_in.contiguous();
   Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
-  if (x.device().is_cuda()) {
-    cuda::RopeFrequencies frequencies{};
-    std::vector<float> inv_freq = inverse_frequencies<float>(shape.rotary_dim, config.base);
-    for (std::size_t i = 0; i < inv_freq.size(); ++i) frequencies.inv_freq[i] = inv_freq[i];
-    cuda::rope_rotate(x.data_ptr(), y.data_ptr(), x.dtype(), positions.data_ptr(), positions.dtype(), shape,
-                      frequencies, inverse, nullptr);
-    return y;
-  }
-  std::vector<double> position_values = positions.to_vector();
-  host::dispatch_float(x.dtype(), op, [&]<typename T>() {
-    rotate_cpu<T>(x.data<T>(), y.data<T>(), position_values, shape,
-                  inverse_frequencies<host::Acc<T>>(shape.rotary_dim, config.base), inverse);
-  });
+  std::int64_t token_stride = x.size(1) * x.size(2);
+  cuda::RopeOperand q{x.data_ptr(), y.data_ptr(), x.size(1), token_stride, token_stride};
+  rotate_operands(op, q, cuda::RopeOperand{}, x, positions, shape, config, inverse);
   return y;
+}
+
+// The in-place operand for t: heads and dims must be contiguous, the token stride is free.
+cuda::RopeOperand inplace_operand(const char* op, const char* name, const Tensor& t) {
+  bool heads_contiguous = (t.size(2) <= 1 || t.stride(2) == 1) && (t.size(1) <= 1 || t.stride(1) == t.size(2));
+  ZT_REQUIRE(heads_contiguous, std::string(op) + ": " + name + " of shape " + shape_str(t.shape()) + " has strides " +
+                                   shape_str(t.strides()) + "; rotating in place needs its heads and head dims " +
+                                   "contiguous (strides [any, head_dim, 1]); use the out-of-place op instead");
+  return {t.data_ptr(), t.data_ptr(), t.size(1), t.stride(0), t.stride(0)};
+}
+
+void rotate_inplace(const char* op, const Tensor& q, const Tensor& k, const Tensor& positions_in,
+                    const RopeConfig& config, bool inverse) {
+  check_inputs(op, q, positions_in);
+  cuda::RopeShape shape = rope_shape(op, q, config);
+  cuda::RopeOperand q_operand = inplace_operand(op, "q", q), k_operand;
+  if (k.defined()) {
+    check_inputs(op, k, positions_in);
+    check_same_dtype(op, {{"q", &q}, {"k", &k}});
+    ZT_REQUIRE(k.size(2) == q.size(2), std::string(op) + ": q and k must share head_dim, got q " +
+                                           shape_str(q.shape()) + " and k " + shape_str(k.shape()));
+    k_operand = inplace_operand(op, "k", k);
+  }
+  Tensor positions = positions_in.contiguous();
+  rotate_operands(op, q_operand, k_operand, q, positions, shape, config, inverse);
 }
 
 }  // namespace
@@ -99,6 +138,15 @@ Tensor rope_forward(const Tensor& x, const Tensor& positions, const RopeConfig& 
 
 Tensor rope_backward(const Tensor& grad_y, const Tensor& positions, const RopeConfig& config) {
   return rotate("rope_backward", grad_y, positions, config, true);
+}
+
+void rope_forward_inplace(const Tensor& q, const Tensor& k, const Tensor& positions, const RopeConfig& config) {
+  rotate_inplace("rope_forward_inplace", q, k, positions, config, false);
+}
+
+void rope_backward_inplace(const Tensor& grad_q, const Tensor& grad_k, const Tensor& positions,
+                           const RopeConfig& config) {
+  rotate_inplace("rope_backward_inplace", grad_q, grad_k, positions, config, true);
 }
 
 }  // namespace zt::ops

@@ -28,4 +28,14 @@ Tensor rope_forward(const Tensor& x, const Tensor& positions, const RopeConfig& 
 // The gradient of rope_forward: grad_y rotated by the opposite angles.
 Tensor rope_backward(const Tensor& grad_y, const Tensor& positions, const RopeConfig& config);
 
+// rope_forward in place on q and k together (one pass over memory on the GPU; the
+// pass-through dims are not touched); k may be undefined. Each is [tokens, heads, head_dim]
+// with its heads and dims contiguous; the token stride is free, so head slices of a fused
+// qkv projection rotate where they are. Values are exactly rope_forward's.
+void rope_forward_inplace(const Tensor& q, const Tensor& k, const Tensor& positions, const RopeConfig& config);
+
+// rope_backward in place on grad_q and grad_k (grad_k may be undefined), as above.
+void rope_backward_inplace(const Tensor& grad_q, const Tensor& grad_k, const Tensor& positions,
+                           const RopeConfig& config);
+
 }  // namespace zt::ops

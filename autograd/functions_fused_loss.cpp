@@ -1,0 +1,25 @@
+#include "autograd/functions.h"
+#include "autograd/grad_mode.h"
+#include "autograd/node.h"
+
+namespace zt::autograd {
+
+Variable linear_cross_entropy(const Variable& hidden, const Variable& weight, const Tensor& labels,
+                              const ops::LinearCrossEntropyOptions& options) {
+  // The gradients come out of the forward's single pass over the vocabulary, so they are
+  // computed exactly when this call will be recorded, and only for inputs that need them.
+  bool recording = grad_enabled();
+  ops::LinearCrossEntropyGradsNeeded needed{recording && hidden.requires_grad(), recording && weight.requires_grad()};
+  ops::LinearCrossEntropyOutput forward =
+      ops::linear_cross_entropy_forward(hidden.data(), weight.data(), labels, options, needed);
+  Tensor loss = forward.loss;
+  DType weight_dtype = weight.data().dtype();
+  return record_one("linear_cross_entropy", std::move(loss), {hidden, weight},
+                    [forward = std::move(forward), weight_dtype, options](const TensorList& g, const NeedsList&) {
+                      ops::LinearCrossEntropyGrads grads =
+                          ops::linear_cross_entropy_backward(g[0], forward, weight_dtype, options);
+                      return TensorList{grads.grad_hidden, grads.grad_weight};
+                    });
+}
+
+}  // namespace zt::autograd
