@@ -56,6 +56,7 @@ const std::vector<ArgumentSpec>& argument_table() {
       {"pre_seq_len", &A::pre_seq_len, {}, "P-Tuning v2 prefix length"},
       {"prefix_projection", &A::prefix_projection, {}, "P-Tuning v2 with the MLP reparameterisation"},
       {"ddp_timeout", &A::ddp_timeout, {}, "seconds a collective may take before every rank stops"},
+      {"inprocess_ranks", &A::inprocess_ranks, {}, "run N data-parallel ranks as threads of this process"},
   };
   return table;
 }

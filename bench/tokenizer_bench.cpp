@@ -1,0 +1,105 @@
+// Encode throughput of the real Qwen3 tokenizer on tests/data/tokenizer/corpus.txt, one
+// thread, in bytes/s. scripts/tokenizer_expected.py --bench measures HF tokenizers on the
+// same text, for the side-by-side number in docs/TOKENIZERS.md.
+#include <benchmark/benchmark.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "models/stream_decoder.h"
+#include "models/tokenizer.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// The source tree: ZT_SOURCE_DIR when the build defines it, else the nearest folder above
+// the working directory that holds the corpus.
+fs::path source_root() {
+#ifdef ZT_SOURCE_DIR
+  return ZT_SOURCE_DIR;
+#else
+  for (fs::path p = fs::current_path(); !p.empty(); p = p.parent_path()) {
+    if (fs::exists(p / "tests/data/tokenizer/corpus.txt")) return p;
+    if (p == p.parent_path()) break;
+  }
+  return fs::current_path();
+#endif
+}
+
+std::string qwen_tokenizer_dir() {
+  std::vector<fs::path> places;
+  if (const char* env = std::getenv("ZT_QWEN_TOKENIZER_DIR")) places.emplace_back(env);
+  places.push_back(source_root() / ".fixtures/qwen3-tokenizer");
+  places.push_back(source_root() / "../shared/data/qwen3-tokenizer");
+  for (const fs::path& p : places)
+    if (fs::is_regular_file(p / "tokenizer.json")) return p.string();
+  return {};
+}
+
+struct Corpus {
+  std::unique_ptr<zt::models::Tokenizer> tokenizer;
+  std::vector<std::string> lines;
+  std::size_t bytes = 0;
+  std::string missing;  // why the benchmark cannot run, when it cannot
+};
+
+const Corpus& corpus() {
+  static const Corpus c = [] {
+    Corpus out;
+    const std::string dir = qwen_tokenizer_dir();
+    if (!zt::models::tokenizers_available()) {
+      out.missing = zt::models::tokenizer_support_message();
+      return out;
+    }
+    if (dir.empty()) {
+      out.missing = "the Qwen3 tokenizer folder is absent: set ZT_QWEN_TOKENIZER_DIR (and run from the source tree)";
+      return out;
+    }
+    out.tokenizer = zt::models::load_tokenizer(dir);
+    std::ifstream in(source_root() / "tests/data/tokenizer/corpus.txt", std::ios::binary);
+    std::string line;
+    while (std::getline(in, line))
+      if (!line.empty()) out.lines.push_back(nlohmann::json::parse(line).get<std::string>());
+    for (const std::string& l : out.lines) out.bytes += l.size();
+    if (out.lines.empty()) out.missing = "tests/data/tokenizer/corpus.txt not found: run from the source tree";
+    return out;
+  }();
+  return c;
+}
+
+void BM_Qwen3Encode(benchmark::State& state) {
+  const Corpus& c = corpus();
+  if (!c.missing.empty()) {
+    state.SkipWithError(c.missing.c_str());
+    return;
+  }
+  for (auto _ : state)
+    for (const std::string& line : c.lines) benchmark::DoNotOptimize(c.tokenizer->encode(line, false));
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * c.bytes));
+}
+BENCHMARK(BM_Qwen3Encode)->Unit(benchmark::kMillisecond);
+
+void BM_Qwen3StreamDecode(benchmark::State& state) {
+  const Corpus& c = corpus();
+  if (!c.missing.empty()) {
+    state.SkipWithError(c.missing.c_str());
+    return;
+  }
+  std::vector<std::vector<zt::models::TokenId>> ids;
+  for (const std::string& line : c.lines) ids.push_back(c.tokenizer->encode(line, false));
+  for (auto _ : state) {
+    for (const auto& line : ids) {
+      zt::models::StreamDecoder stream(*c.tokenizer);
+      for (zt::models::TokenId id : line) benchmark::DoNotOptimize(stream.put(id));
+    }
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * c.bytes));
+}
+BENCHMARK(BM_Qwen3StreamDecode)->Unit(benchmark::kMillisecond);
+
+}  // namespace

@@ -1,0 +1,158 @@
+// `zerotune evaluate`: the loss and perplexity of a model on a JSONL file of {"text": ...}
+// lines, as `run_clm.py --do_eval` reports them (mean next-token cross-entropy over every
+// predicted token, perplexity = exp of it).
+#include <cmath>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <set>
+
+#include "autograd/grad_mode.h"
+#include "cli/command.h"
+#include "models/batch.h"
+#include "models/tokenizer.h"
+#include "models/weights.h"
+#include "runtime/device.h"
+#include "runtime/error.h"
+
+namespace zt::cli {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: zerotune evaluate --model_name_or_path DIR --validation_file F [--max_length N]\n"
+    "                         [--device cpu|cuda|cuda:N] [--dtype float32|bfloat16|...]\n\n"
+    "Prints {\"eval_loss\", \"perplexity\", \"eval_tokens\", \"eval_samples\"} as JSON for the texts of F\n"
+    "(one JSON object with a \"text\" string per line), each tokenized as the model's tokenizer does\n"
+    "with its special tokens and cut to --max_length tokens (default 2048).\n"
+    "  --device   default cuda when a GPU is usable, else cpu\n"
+    "  --dtype    default bfloat16 on a GPU, float32 on the CPU\n";
+
+constexpr std::int64_t kBatchTokens = 8192;
+
+std::map<std::string, std::string> parse_flags(const std::vector<std::string>& args) {
+  const std::set<std::string> known{"--model_name_or_path", "--validation_file", "--max_length", "--device", "--dtype"};
+  std::map<std::string, std::string> flags;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    std::string name = args[i], value;
+    if (auto eq = name.find('='); eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+    } else if (known.count(name) && i + 1 < args.size()) {
+      value = args[++i];
+    } else if (known.count(name)) {
+      fail("option " + name + " needs a value");
+    }
+    if (!known.count(name)) fail("unknown option '" + name + "'; see `zerotune evaluate --help`");
+    flags[name] = value;
+  }
+  for (const char* required : {"--model_name_or_path", "--validation_file"})
+    if (!flags.count(required)) fail(std::string("missing ") + required + "; see `zerotune evaluate --help`");
+  return flags;
+}
+
+std::int64_t parse_count(const std::string& name, const std::string& text) {
+  try {
+    std::size_t used = 0;
+    long long value = std::stoll(text, &used);
+    if (used == text.size() && value > 0) return value;
+  } catch (const std::exception&) {
+  }
+  fail(name + " must be a positive integer, got '" + text + "'");
+}
+
+// The token ids of every line's "text", each cut to max_length.
+std::vector<std::vector<std::int64_t>> read_texts(const std::string& path, const models::Tokenizer& tokenizer,
+                                                  std::int64_t max_length) {
+  std::ifstream in(path);
+  if (!in) fail("cannot open validation file '" + path + "'");
+  std::vector<std::vector<std::int64_t>> sequences;
+  std::string line;
+  for (std::size_t number = 1; std::getline(in, line); ++number) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    std::string where = path + ":" + std::to_string(number);
+    nlohmann::json json;
+    try {
+      json = nlohmann::json::parse(line);
+    } catch (const nlohmann::json::parse_error& e) {
+      fail(where + ": not valid JSON: " + e.what());
+    }
+    if (!json.is_object() || !json.contains("text") || !json["text"].is_string())
+      fail(where + ": expected an object with a \"text\" string");
+    std::vector<models::TokenId> ids = tokenizer.encode(json["text"].get<std::string>());
+    if (static_cast<std::int64_t>(ids.size()) > max_length) ids.resize(static_cast<std::size_t>(max_length));
+    sequences.emplace_back(ids.begin(), ids.end());
+  }
+  return sequences;
+}
+
+struct Totals {
+  double loss_sum = 0.0;
+  std::int64_t tokens = 0;
+};
+
+void evaluate_batch(const models::CausalLM& model, const std::vector<std::vector<std::int64_t>>& sequences,
+                    Totals& totals) {
+  auto labels = models::next_token_labels(sequences);
+  std::int64_t predicted = 0;
+  for (const auto& sequence : sequences) predicted += static_cast<std::int64_t>(sequence.size()) - 1;
+  if (predicted == 0) return;
+  models::PackedBatch batch = models::pack_sequences(sequences, labels, model.device());
+  autograd::Variable logits = model.forward(batch.input_ids, batch.positions, batch.cu_seqlens);
+  totals.loss_sum += model.loss(logits, batch.labels).data().item() * static_cast<double>(predicted);
+  totals.tokens += predicted;
+}
+
+int run_evaluate(const std::vector<std::string>& args) {
+  for (const auto& arg : args)
+    if (arg == "--help" || arg == "-h") {
+      std::cout << kUsage;
+      return 0;
+    }
+  std::map<std::string, std::string> flags;
+  try {
+    flags = parse_flags(args);
+  } catch (const Error& e) {
+    std::cerr << "zerotune evaluate: error: " << e.what() << "\n";
+    return kExitUsage;
+  }
+  const std::string dir = flags["--model_name_or_path"];
+  const std::int64_t max_length = flags.count("--max_length") ? parse_count("--max_length", flags["--max_length"]) : 2048;
+  Device device = flags.count("--device") ? parse_device(flags["--device"]) : cuda_available() ? Device::cuda() : Device::cpu();
+  if (device.is_cuda()) require_gpu("evaluate --device " + device.str());
+  DType dtype = flags.count("--dtype") ? parse_dtype(flags["--dtype"]) : device.is_cuda() ? DType::kBF16 : DType::kF32;
+
+  std::unique_ptr<models::Tokenizer> tokenizer = models::load_tokenizer(dir);
+  models::CausalLM model = models::load_model(dir, {.device = device, .dtype = dtype});
+  auto sequences = read_texts(flags["--validation_file"], *tokenizer, max_length);
+  if (sequences.empty()) fail("validation file '" + flags["--validation_file"] + "' has no texts");
+
+  autograd::NoGradGuard no_recording;
+  Totals totals;
+  std::vector<std::vector<std::int64_t>> batch;
+  std::int64_t batch_tokens = 0;
+  for (auto& sequence : sequences) {
+    if (sequence.empty()) continue;
+    if (batch_tokens + static_cast<std::int64_t>(sequence.size()) > kBatchTokens && !batch.empty()) {
+      evaluate_batch(model, batch, totals);
+      batch.clear();
+      batch_tokens = 0;
+    }
+    batch_tokens += static_cast<std::int64_t>(sequence.size());
+    batch.push_back(std::move(sequence));
+  }
+  if (!batch.empty()) evaluate_batch(model, batch, totals);
+  if (totals.tokens == 0) fail("no text in '" + flags["--validation_file"] + "' has two tokens to predict from");
+
+  double loss = totals.loss_sum / static_cast<double>(totals.tokens);
+  nlohmann::ordered_json report{{"eval_loss", loss},
+                                {"perplexity", std::exp(loss)},
+                                {"eval_tokens", totals.tokens},
+                                {"eval_samples", sequences.size()}};
+  std::cout << report.dump(2) << "\n";
+  return 0;
+}
+
+const Registration registration{{"evaluate", "loss and perplexity of a model on a JSONL text file", run_evaluate}};
+
+}  // namespace
+}  // namespace zt::cli

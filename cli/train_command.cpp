@@ -1,0 +1,26 @@
+// `zerotune train`: HF Trainer + DeepSpeed's fine-tuning, flag for flag (train/).
+#include <iostream>
+
+#include "cli/command.h"
+#include "train/training_job.h"
+
+namespace zt::cli {
+namespace {
+
+int run_train(const std::vector<std::string>& args) {
+  if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
+    std::cout << "usage: zerotune train --model_name_or_path DIR --output_dir DIR --train_file FILE [options]\n"
+                 "       zerotune train args.json\n\n"
+                 "HF TrainingArguments' names (and a DeepSpeed config through --deepspeed), plus the data and\n"
+                 "method flags. Booleans take --flag, --flag true or --flag false. Options [default]:\n"
+              << train::training_arguments_help();
+    return 0;
+  }
+  train::run_training_job(train::parse_training_arguments(args));
+  return 0;
+}
+
+const Registration registration{{"train", "fine-tune a model (HF Trainer + DeepSpeed flags and files)", run_train}};
+
+}  // namespace
+}  // namespace zt::cli

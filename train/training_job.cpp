@@ -1,0 +1,127 @@
+#include "train/training_job.h"
+
+#include <filesystem>
+#include <memory>
+
+#include "distributed/inprocess_communicator.h"
+#include "distributed/nccl_communicator.h"
+#include "models/chat_template.h"
+#include "models/tokenizer.h"
+#include "models/weights.h"
+#include "runtime/device.h"
+#include "runtime/error.h"
+#include "runtime/log.h"
+#include "runtime/rank.h"
+#include "train/checkpoint.h"
+#include "train/finetuning.h"
+#include "train/sample_encoding.h"
+#include "train/trainer.h"
+
+namespace zt::train {
+namespace {
+
+namespace fs = std::filesystem;
+
+Device resolve_device(const TrainingArguments& args, int local_rank) {
+  if (args.device == "cpu" || (args.device == "auto" && !cuda_available())) return Device::cpu();
+  if (!cuda_available()) throw NoGpuError("--device " + args.device + ": " + cuda_unavailable_reason());
+  int index = local_rank;
+  if (args.device.rfind("cuda:", 0) == 0) index = std::stoi(args.device.substr(5));
+  ZT_REQUIRE(index < cuda_device_count(), "--device cuda:" + std::to_string(index) + " but " +
+                                              std::to_string(cuda_device_count()) + " GPU(s) are visible");
+  set_cuda_device(index);
+  return Device::cuda(index);
+}
+
+void check_output_dir(const TrainingArguments& args) {
+  const fs::path out(args.output_dir);
+  const bool occupied = fs::exists(out) && fs::is_directory(out) && !fs::is_empty(out);
+  ZT_REQUIRE(!occupied || args.overwrite_output_dir || !args.resume_from_checkpoint.empty(),
+             "output directory " + args.output_dir + " already exists and is not empty; use --overwrite_output_dir "
+             "to train into it anyway, or --resume_from_checkpoint to continue the run in it");
+}
+
+EncodedDataset load_samples(const std::string& path, const models::ChatTemplate& chat_template,
+                            const models::Tokenizer& tokenizer, const TrainingArguments& args) {
+  EncodedDataset encoded = encode_dataset(load_dataset(path), chat_template, tokenizer, args.max_length,
+                                          args.train_on_prompt);
+  if (encoded.truncated) ZT_LOG(kWarn, path << ": " << encoded.truncated << " sample(s) truncated to --max_length " << args.max_length);
+  if (encoded.dropped) ZT_LOG(kWarn, path << ": " << encoded.dropped << " sample(s) dropped: no answer token left after truncation");
+  ZT_REQUIRE(!encoded.samples.empty(), path + ": no sample has an answer to learn from (check --max_length)");
+  return encoded;
+}
+
+// One rank's whole run.
+void train_one_rank(const TrainingArguments& args, distributed::Communicator* comm, int local_rank) {
+  const Device device = resolve_device(args, local_rank);
+  const int world = comm ? comm->world_size() : 1;
+  if (device.is_cuda() && args.bf16)
+    ZT_REQUIRE(device_properties(device.index).supports_bf16(),
+               "--bf16: " + device_properties(device.index).name + " has no bf16 support; use --fp16");
+  models::ModelOptions options;
+  options.device = device;
+  options.gradient_checkpointing = args.gradient_checkpointing;
+  auto tokenizer = models::load_tokenizer(args.model_name_or_path);
+  const std::string template_name =
+      args.template_name.empty() ? models::chat_template_name_for_model(args.model_name_or_path) : args.template_name;
+  auto chat_template = models::make_chat_template(template_name);
+  TrainerData data;
+  data.train = load_samples(args.train_file, *chat_template, *tokenizer, args).samples;
+  if (!args.validation_file.empty()) data.eval = load_samples(args.validation_file, *chat_template, *tokenizer, args).samples;
+  const models::ModelConfig config = models::load_config(args.model_name_or_path);
+  auto count = [&](std::int64_t micro) {
+    const std::int64_t batches = static_cast<std::int64_t>(
+        plan_epoch(data.train, micro, args.max_length, args.packing, static_cast<std::uint64_t>(args.seed), 0).size());
+    return (batches + world - 1) / world;
+  };
+  TrainingPlan plan = plan_training(args, count, world, config.hidden_size);
+  options.dtype = device.is_cpu() && plan.precision != Precision::kFloat32 ? DType::kF32 : plan.working_dtype();
+  if (device.is_cpu() && plan.precision != Precision::kFloat32)
+    ZT_LOG(kWarn, "--" << precision_name(plan.precision) << " on the CPU: training in float32 instead");
+  auto model = std::make_shared<models::CausalLM>(models::load_model(args.model_name_or_path, options));
+  ZT_LOG(kInfo, "model " << args.model_name_or_path << " (" << model->num_parameters() << " parameters) on "
+                         << (device.is_cpu() ? "cpu" : "cuda:" + std::to_string(device.index)) << ", "
+                         << precision_name(plan.precision) << ", " << data.train.size() << " samples, template "
+                         << template_name << ", " << plan.max_steps << " steps");
+  TrainerModel trained;
+  trained.model = model.get();
+  trained.trainable = select_trainable(*model, args);
+  trained.save = [model](const std::string& dir) { models::save_model(*model, dir); };
+  trained.load = [model](const std::string& dir) { models::load_weights(*model, model_weights_path(dir)); };
+  Trainer trainer(trained, std::move(data), plan, args, comm);
+  trainer.train();
+  ZT_LOG(kInfo, "saved the model to " << args.output_dir);
+}
+
+}  // namespace
+
+void run_training_job(const TrainingArguments& args) {
+  ZT_REQUIRE(args.finetuning_type == "full" || args.finetuning_type == "freeze",
+             "--finetuning_type " + args.finetuning_type + " is not available in this version; use full or freeze");
+  check_output_dir(args);
+  const ProcessRank rank = rank_from_environment();
+  const auto timeout = std::chrono::seconds(args.ddp_timeout);
+  if (args.inprocess_ranks > 1) {
+    ZT_REQUIRE(!rank.distributed, "--inprocess_ranks cannot be combined with a launcher's ranks (" + rank.launcher + ")");
+    distributed::run_inprocess_ranks(static_cast<int>(args.inprocess_ranks), timeout,
+                                     [&](distributed::Communicator& comm) { train_one_rank(args, &comm, 0); });
+    return;
+  }
+  if (!rank.distributed || rank.world_size == 1) return train_one_rank(args, nullptr, rank.local_rank);
+  ZT_REQUIRE(cuda_available(), "rank " + std::to_string(rank.rank) + ": multi-process training needs a GPU per "
+                               "process (NCCL); on the CPU use --inprocess_ranks N instead");
+  set_cuda_device(rank.local_rank);
+  distributed::RendezvousConfig rendezvous;
+  const char* addr = std::getenv("MASTER_ADDR");
+  const char* port = std::getenv("MASTER_PORT");
+  rendezvous.address = addr ? addr : "127.0.0.1";
+  rendezvous.port = port ? std::stoi(port) : 29500;
+  rendezvous.token = distributed::job_token_from_environment();
+  rendezvous.world_size = rank.world_size;
+  rendezvous.timeout = timeout;
+  distributed::NcclCommunicator comm(rank.rank, rendezvous, timeout);
+  if (rank.rank == 0) ZT_LOG(kInfo, "world size " << rank.world_size << " (" << rank.launcher << ")");
+  train_one_rank(args, &comm, rank.local_rank);
+}
+
+}  // namespace zt::train
