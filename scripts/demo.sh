@@ -1,6 +1,21 @@
 #!/usr/bin/env bash
-# The main job: set up, build, and run zerotune's environment report (the demo fine-tune
-# takes its place once training exists).
+# The main job: set up, build, then fine-tune the tiny Qwen2 model shipped in examples/ on
+# the shipped alpaca data (on the GPU when there is one, else the CPU), and ask the result one
+# of the training questions. Output goes to ${ZT_DEMO_OUTPUT:-demo-output}/.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
-"$ZT_BUILD_DIR/bin/zerotune" env
+OUTPUT=${ZT_DEMO_OUTPUT:-$ZT_ROOT/demo-output}
+"$ZT_BUILD_DIR/bin/zerotune" train \
+  --model_name_or_path "$ZT_ROOT/examples/tiny-qwen" \
+  --train_file "$ZT_ROOT/examples/data/alpaca_demo.json" \
+  --output_dir "$OUTPUT" --overwrite_output_dir \
+  --finetuning_type full --template qwen \
+  --max_steps 200 --per_device_train_batch_size 4 \
+  --learning_rate 5e-3 --lr_scheduler_type constant --warmup_steps 5 \
+  --logging_steps 25 --save_steps 100 --save_total_limit 1
+echo
+echo "Q: Spell out the digits. 0 4"
+printf 'A: '
+"$ZT_BUILD_DIR/bin/zerotune" generate --model_name_or_path "$OUTPUT" --max_new_tokens 20 \
+  --prompt $'<|im_start|>user\nSpell out the digits.\n0 4<|im_end|>\n<|im_start|>assistant\n' | tr -s '\n' ' '
+echo
