@@ -5,6 +5,7 @@
 
 #include "autograd/variable.h"
 #include "ops/attention.h"
+#include "ops/attention_backend.h"
 #include "ops/cross_entropy.h"
 #include "ops/rmsnorm.h"
 #include "ops/rope.h"
@@ -45,7 +46,7 @@ Variable swiglu_fused(const Variable& gate_up);
 // Prefix keys and values: both defined or both undefined.
 Variable attention(const Variable& q, const Variable& k, const Variable& v, const Tensor& cu_seqlens,
                    const ops::AttentionConfig& config, const Variable& prefix_k = Variable(),
-                   const Variable& prefix_v = Variable());
+                   const Variable& prefix_v = Variable(), ops::AttentionImpl impl = ops::AttentionImpl::kZerotune);
 
 // Probabilities and losses.
 Variable softmax(const Variable& x);

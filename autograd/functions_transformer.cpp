@@ -41,7 +41,8 @@ Variable swiglu_fused(const Variable& gate_up) {
 }
 
 Variable attention(const Variable& q, const Variable& k, const Variable& v, const Tensor& cu_seqlens,
-                   const ops::AttentionConfig& config, const Variable& prefix_k, const Variable& prefix_v) {
+                   const ops::AttentionConfig& config, const Variable& prefix_k, const Variable& prefix_v,
+                   ops::AttentionImpl impl) {
   ZT_REQUIRE(prefix_k.defined() == prefix_v.defined(),
              "attention: prefix keys and values go together; got only the " +
                  std::string(prefix_k.defined() ? "keys" : "values"));
@@ -53,12 +54,14 @@ Variable attention(const Variable& q, const Variable& k, const Variable& v, cons
     inputs.push_back(prefix_v);
   }
   Tensor q_value = q.data(), k_value = k.data(), v_value = v.data();
-  ops::AttentionOutput forward = ops::attention_forward(q_value, k_value, v_value, cu_seqlens, config, prefix);
+  ops::AttentionOutput forward =
+      ops::attention_forward_with(impl, q_value, k_value, v_value, cu_seqlens, config, prefix);
   Tensor out = forward.out, lse = forward.lse;
   return record_one("attention", std::move(forward.out), inputs,
                     [=](const TensorList& g, const NeedsList&) {
                       ops::AttentionGrads grads =
-                          ops::attention_backward(g[0], q_value, k_value, v_value, out, lse, cu_seqlens, config, prefix);
+                          ops::attention_backward_with(impl, g[0], q_value, k_value, v_value, out, lse, cu_seqlens,
+                                                       config, prefix);
                       TensorList result{grads.grad_q, grads.grad_k, grads.grad_v};
                       if (prefix.k.defined()) {
                         result.push_back(grads.grad_prefix_k);

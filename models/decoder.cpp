@@ -49,7 +49,7 @@ Variable self_attention(const ModelConfig& c, std::int64_t layer, const LayerWei
     attended = attention(q, k, p.v, tokens.cu_seqlens, attention_config, Variable(cache->keys(layer)),
                          Variable(cache->values(layer)));
   } else {
-    attended = attention(q, k, p.v, tokens.cu_seqlens, attention_config);
+    attended = attention(q, k, p.v, tokens.cu_seqlens, attention_config, Variable(), Variable(), tokens.attn_impl);
   }
   if (cache != nullptr) cache->write(layer, k.data(), p.v.data());
   const std::int64_t count = h.data().size(0);

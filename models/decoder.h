@@ -9,6 +9,7 @@
 #include <array>
 
 #include "autograd/variable.h"
+#include "ops/attention_backend.h"
 #include "models/config.h"
 #include "models/hf_names.h"
 #include "models/kv_cache.h"
@@ -21,6 +22,7 @@ using LayerWeights = std::array<Variable, kLayerSlotCount>;  // undefined where 
 struct TokenLayout {
   Tensor positions;   // [tokens] int64, on the model's device
   Tensor cu_seqlens;  // [sequences + 1] int32, on the model's device
+  ops::AttentionImpl attn_impl = ops::AttentionImpl::kZerotune;  // for uncached attention
 };
 
 // x [tokens, hidden] -> [tokens, hidden]. With a cache (one sequence, no gradient), the

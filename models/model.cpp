@@ -70,7 +70,7 @@ TokenLayout CausalLM::token_layout(const Tensor& input_ids, const Tensor& positi
                                          std::to_string(shape.sequences));
     cache->require_room(shape.tokens);
   }
-  return {positions.to(options_.device, DType::kI64), cu_seqlens.to(options_.device, DType::kI32)};
+  return {positions.to(options_.device, DType::kI64), cu_seqlens.to(options_.device, DType::kI32), options_.attn_impl};
 }
 
 Variable CausalLM::run_layer(std::int64_t layer, const Variable& x, const TokenLayout& tokens, KvCache* cache) const {

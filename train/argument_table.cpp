@@ -40,6 +40,7 @@ const std::vector<ArgumentSpec>& argument_table() {
       {"resume_from_checkpoint", &A::resume_from_checkpoint, {}, "a checkpoint folder, or true for the latest"},
       {"seed", &A::seed, {}, "random seed"},
       {"device", &A::device, {}, "auto, cpu, cuda or cuda:N"},
+      {"attn_impl", &A::attn_impl, {"zerotune", "cudnn"}, "attention kernels: zerotune's or cuDNN's (GPU, bf16/fp16)"},
       {"train_file", &A::train_file, {}, "training data: alpaca or ShareGPT JSON/JSONL (required)"},
       {"validation_file", &A::validation_file, {}, "evaluation data, same formats"},
       {"template", &A::template_name, {}, "chat template: qwen, chatglm3, glm4, chatglm2, none"},

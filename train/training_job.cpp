@@ -61,6 +61,9 @@ void train_one_rank(const TrainingArguments& args, distributed::Communicator* co
   models::ModelOptions options;
   options.device = device;
   options.gradient_checkpointing = args.gradient_checkpointing;
+  options.attn_impl = ops::attention_impl_from_name(args.attn_impl);
+  ZT_REQUIRE(options.attn_impl == ops::AttentionImpl::kZerotune || device.is_cuda(),
+             "--attn_impl cudnn needs a GPU; on the CPU use --attn_impl zerotune");
   auto tokenizer = models::load_tokenizer(args.model_name_or_path);
   const std::string template_name =
       args.template_name.empty() ? models::chat_template_name_for_model(args.model_name_or_path) : args.template_name;
