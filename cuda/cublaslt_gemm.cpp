@@ -95,11 +95,15 @@ std::string describe(const GemmOperand& x) {
          " ld " + std::to_string(x.ld);
 }
 
-void check_problem(const GemmOperand& a, const GemmOperand& b, const GemmResult& out, std::int64_t batch) {
+std::string describe(const char* what, const GemmOperand& a, const GemmOperand& b, const GemmResult& out) {
+  return std::string(what) + ": a " + describe(a) + ", b " + describe(b) + ", out " + std::to_string(out.rows) + "x" +
+         std::to_string(out.cols) + " ld " + std::to_string(out.ld);
+}
+
+void check_problem(const GemmOperand& a, const GemmOperand& b, const GemmResult& out, std::int64_t batch,
+                   const std::string& what) {
   std::int64_t m = a.transpose ? a.cols : a.rows, ka = a.transpose ? a.rows : a.cols;
   std::int64_t kb = b.transpose ? b.cols : b.rows, n = b.transpose ? b.rows : b.cols;
-  std::string what = "cuBLASLt gemm: a " + describe(a) + ", b " + describe(b) + ", out " + std::to_string(out.rows) +
-                     "x" + std::to_string(out.cols) + " ld " + std::to_string(out.ld);
   ZT_REQUIRE(ka == kb && m == out.rows && n == out.cols, what + ": sizes do not agree");
   ZT_REQUIRE(m >= 1 && n >= 1 && ka >= 1 && batch >= 1, what + ": every size must be at least 1");
   ZT_REQUIRE(batch <= std::numeric_limits<std::int32_t>::max(), what + ": batch count over 2^31");
@@ -122,8 +126,8 @@ MatmulDesc matmul_desc(const GemmOperand& a, const GemmOperand& b, const void* b
   return desc;
 }
 
-Preference preference(std::size_t elem, const GemmOperand& a, const GemmOperand& b, const GemmResult& out,
-                      std::int64_t batch) {
+Preference preference(std::size_t elem, std::size_t out_elem, const GemmOperand& a, const GemmOperand& b,
+                      const GemmResult& out, std::int64_t batch) {
   cublasLtMatmulPreference_t raw = nullptr;
   ZT_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&raw));
   Preference pref(raw);
@@ -132,7 +136,7 @@ Preference preference(std::size_t elem, const GemmOperand& a, const GemmOperand&
                                                        sizeof(workspace)));
   std::uint32_t align_a = alignment_bytes(b.data, batch, b.batch_stride, elem);  // cuBLASLt's A is our b
   std::uint32_t align_b = alignment_bytes(a.data, batch, a.batch_stride, elem);
-  std::uint32_t align_d = alignment_bytes(out.data, batch, out.batch_stride, elem);
+  std::uint32_t align_d = alignment_bytes(out.data, batch, out.batch_stride, out_elem);
   ZT_CUBLAS_CHECK(
       cublasLtMatmulPreferenceSetAttribute(raw, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align_a, sizeof(align_a)));
   ZT_CUBLAS_CHECK(
@@ -144,33 +148,45 @@ Preference preference(std::size_t elem, const GemmOperand& a, const GemmOperand&
   return pref;
 }
 
-}  // namespace
-
-void gemm(DType dtype, const GemmOperand& a, const GemmOperand& b, const GemmResult& out, std::int64_t batch,
-          const void* bias, cudaStream_t stream) {
-  check_problem(a, b, out, batch);
-  cudaDataType_t type = cuda_data_type(dtype);
-  std::size_t elem = dtype_size(dtype);
+// Every product: inputs in `dtype`, the result in `out_dtype`, beta · out added.
+void gemm_any(DType dtype, DType out_dtype, const GemmOperand& a, const GemmOperand& b, const GemmResult& out,
+              std::int64_t batch, const void* bias, float beta, const std::string& what, cudaStream_t stream) {
+  check_problem(a, b, out, batch, what);
+  ZT_REQUIRE(out_dtype == dtype || out_dtype == DType::kF32,
+             what + ": output dtype " + dtype_name(out_dtype) + " must be float32 or the inputs' " + dtype_name(dtype));
+  cudaDataType_t type = cuda_data_type(dtype), out_type = cuda_data_type(out_dtype);
   cublasLtHandle_t handle = handle_for_current_device();
   MatmulDesc desc = matmul_desc(a, b, bias);
   MatrixLayout layout_a = column_major_layout(type, b.cols, b.rows, b.ld, batch, b.batch_stride);
   MatrixLayout layout_b = column_major_layout(type, a.cols, a.rows, a.ld, batch, a.batch_stride);
-  MatrixLayout layout_d = column_major_layout(type, out.cols, out.rows, out.ld, batch, out.batch_stride);
-  Preference pref = preference(elem, a, b, out, batch);
+  MatrixLayout layout_d = column_major_layout(out_type, out.cols, out.rows, out.ld, batch, out.batch_stride);
+  Preference pref = preference(dtype_size(dtype), dtype_size(out_dtype), a, b, out, batch);
 
   cublasLtMatmulHeuristicResult_t heuristic{};
   int found = 0;
   ZT_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(handle, desc.get(), layout_a.get(), layout_b.get(), layout_d.get(),
                                                  layout_d.get(), pref.get(), 1, &heuristic, &found));
-  ZT_REQUIRE(found > 0, std::string("cuBLASLt gemm: no algorithm for ") + dtype_name(dtype) + " a " + describe(a) +
-                            ", b " + describe(b) + ", batch " + std::to_string(batch) +
-                            (bias ? " with bias epilogue" : ""));
+  ZT_REQUIRE(found > 0, what + ", batch " + std::to_string(batch) + ": cuBLASLt has no algorithm for " +
+                            dtype_name(dtype) + " inputs and " + dtype_name(out_dtype) + " output" +
+                            (bias ? " with the bias epilogue" : ""));
   ScratchBuffer workspace(heuristic.workspaceSize, stream);
-  const float alpha = 1.0f, beta = 0.0f;
+  const float alpha = 1.0f;
   // cuBLASLt's A is our b and its B our a (see the mapping above).
   ZT_CUBLAS_CHECK(cublasLtMatmul(handle, desc.get(), &alpha, b.data, layout_a.get(), a.data, layout_b.get(), &beta,
                                  out.data, layout_d.get(), out.data, layout_d.get(), &heuristic.algo,
                                  workspace.data(), heuristic.workspaceSize, stream));
+}
+
+}  // namespace
+
+void gemm(DType dtype, const GemmOperand& a, const GemmOperand& b, const GemmResult& out, std::int64_t batch,
+          const void* bias, cudaStream_t stream) {
+  gemm_any(dtype, dtype, a, b, out, batch, bias, 0.0f, describe("cuBLASLt gemm", a, b, out), stream);
+}
+
+void gemm_accumulate(DType input_dtype, DType out_dtype, const GemmOperand& a, const GemmOperand& b,
+                     const GemmResult& out, float beta, const char* what, cudaStream_t stream) {
+  gemm_any(input_dtype, out_dtype, a, b, out, 1, nullptr, beta, describe(what, a, b, out), stream);
 }
 
 }  // namespace zt::cuda

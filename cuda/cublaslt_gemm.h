@@ -42,4 +42,11 @@ struct GemmResult {
 void gemm(DType dtype, const GemmOperand& a, const GemmOperand& b, const GemmResult& out, std::int64_t batch,
           const void* bias, cudaStream_t stream);
 
+// out = op(a) · op(b) + beta · out for one batch entry, with `out` in `out_dtype` (the
+// inputs' dtype or float32): what the fused linear + cross-entropy needs to write float32
+// logits from bfloat16 operands and to sum the weight gradient over token chunks in place.
+// `what` names the product in errors.
+void gemm_accumulate(DType input_dtype, DType out_dtype, const GemmOperand& a, const GemmOperand& b,
+                     const GemmResult& out, float beta, const char* what, cudaStream_t stream);
+
 }  // namespace zt::cuda

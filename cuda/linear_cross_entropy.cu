@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <string>
 
-#include "cuda/linear_cross_entropy_gemm.cuh"
+#include "cuda/cublaslt_gemm.h"
 #include "cuda/linear_cross_entropy_kernels.cuh"
 #include "cuda/scratch_buffer.h"
 #include "runtime/check.h"

@@ -3,6 +3,9 @@
 # suite (GPU tests included), compute-sanitizer over the GPU tests, every benchmark, the
 # safetensors round trip with Python's `safetensors`, and a summary table printed last.
 # Logs go to ${OUT:-gpu-check-out}/ (at most 8 files).
+# ZT_GPU_CHECK_STEPS picks phases (default all): build tests memcheck racecheck bench interop.
+# The racecheck phase runs each kernel family's small-shape tests under compute-sanitizer's
+# racecheck (shared-memory hazards), which is too slow for the large shapes.
 set -uo pipefail
 
 ZT_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -13,6 +16,9 @@ SUMMARY="$OUT/summary.md"
 export NCCL_NVLS_ENABLE=0
 echo "| step | result |" >"$SUMMARY"
 echo "| --- | --- |" >>"$SUMMARY"
+
+STEPS=${ZT_GPU_CHECK_STEPS:-build tests memcheck racecheck bench interop}
+wants() { [[ " $STEPS " == *" $1 "* ]]; }
 
 step() {  # step <name> <log> <command...>: runs, records pass/fail with the elapsed time
   local name=$1 log=$2 start rc
@@ -25,27 +31,49 @@ step() {  # step <name> <log> <command...>: runs, records pass/fail with the ela
 }
 
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv >"$OUT/env.txt" 2>&1
-step configure "$OUT/build.log" cmake -S "$ZT_ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release ${ZT_CMAKE_ARGS:-}
-step build "$OUT/build.log" cmake --build "$BUILD" -j "$(nproc)" || { cat "$SUMMARY"; tail -50 "$OUT/build.log"; exit 1; }
+wants build && step configure "$OUT/build.log" cmake -S "$ZT_ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release ${ZT_CMAKE_ARGS:-}
+wants build && { step build "$OUT/build.log" cmake --build "$BUILD" -j "$(nproc)" || { cat "$SUMMARY"; tail -50 "$OUT/build.log"; exit 1; }; }
 "$BUILD/bin/zerotune" env >>"$OUT/env.txt" 2>&1
 
-step "ctest (cpu + gpu)" "$OUT/tests.log" ctest --test-dir "$BUILD" --output-on-failure -j 4 --timeout 600
-grep -E "tests passed|Failed|\*\*\*" "$OUT/tests.log" | tail -20 >>"$SUMMARY.details"
-gpu_skips=$(grep -c "no CUDA GPU" "$OUT/tests.log" || true)
-echo "| gpu tests skipped for lack of a GPU | $gpu_skips (must be 0) |" >>"$SUMMARY"
+if wants tests; then
+  # ZT_CTEST_ARGS="-L gpu" runs the GPU tests alone (the CPU ones run in CI).
+  step "ctest ${ZT_CTEST_ARGS:-(cpu + gpu)}" "$OUT/tests.log" ctest --test-dir "$BUILD" --output-on-failure -j 8 \
+    --timeout 600 ${ZT_CTEST_ARGS:-}
+  grep -E "tests passed|Failed|\*\*\*" "$OUT/tests.log" | tail -20 >>"$SUMMARY.details"
+  gpu_skips=$(grep -c "no CUDA GPU" "$OUT/tests.log" || true)
+  echo "| gpu tests skipped for lack of a GPU | $gpu_skips (must be 0) |" >>"$SUMMARY"
+fi
 
-if command -v compute-sanitizer >/dev/null; then
+if wants memcheck && command -v compute-sanitizer >/dev/null; then
   for test in "$BUILD"/tests/*_gpu_test; do
-    step "compute-sanitizer $(basename "$test")" "$OUT/sanitizer.log" \
+    step "memcheck $(basename "$test")" "$OUT/sanitizer.log" \
       compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 "$test"
   done
 fi
 
-for bench in "$BUILD"/bench/*_bench; do
-  step "bench $(basename "$bench")" "$OUT/bench.txt" "$bench" --benchmark_min_time=0.2s
-done
+# test program : gtest filter of its small shapes
+RACECHECK_TESTS=(
+  "flash_attention_gpu_test:*Tiny*"
+  "kernels_bw_swiglu_gpu_test:*Misaligned*"
+  "ops_norm_gpu_test:*RmsNormMatchesCpuOnEveryKernelVariant*:*RopeInPlaceOnQAndKMatchesCpu*"
+  "ops_optim_gpu_test:*Multi*:*L2NormMatchesCpuOverManyTensors*"
+  "ops_linear_cross_entropy_gpu_test:*AllIgnored*:*Int32Labels*"
+)
+if wants racecheck && command -v compute-sanitizer >/dev/null; then
+  for entry in "${RACECHECK_TESTS[@]}"; do
+    test=${entry%%:*}
+    step "racecheck $test" "$OUT/sanitizer.log" timeout 150 compute-sanitizer --tool racecheck --racecheck-report hazard \
+      --error-exitcode 9 "$BUILD/tests/$test" --gtest_filter="${entry#*:}"
+  done
+fi
 
-if [ -f "$ZT_ROOT/tools/safetensors_roundtrip.py" ]; then
+if wants bench; then
+  for bench in "$BUILD"/bench/*_bench; do
+    step "bench $(basename "$bench")" "$OUT/bench.txt" "$bench" --benchmark_min_time=0.2s
+  done
+fi
+
+if wants interop && [ -f "$ZT_ROOT/tools/safetensors_roundtrip.py" ]; then
   step "safetensors round trip with Python" "$OUT/interop.log" \
     python3 "$ZT_ROOT/tools/safetensors_roundtrip.py" --dir "$(mktemp -d)" \
     --test-binary "$BUILD/tests/safetensors_interop_test"
