@@ -61,17 +61,19 @@ StepResult Optimizer::step(double lr, double loss_scale, double max_grad_norm, s
   // DeepSpeed's combined divisor: the loss scale, times the clip factor when the norm exceeds it.
   double divisor = loss_scale;
   if (max_grad_norm > 0.0) divisor *= std::max(1.0, (result.grad_norm + 1e-6) / max_grad_norm);
+  std::vector<ops::AdamWParam> params;
   for (std::size_t i = 0; i < parameters_.size(); ++i) {
-    ops::AdamWConfig adamw{.lr = lr, .beta1 = config_.beta1, .beta2 = config_.beta2, .eps = config_.eps,
-                           .weight_decay = parameters_[i].weight_decay ? config_.weight_decay : 0.0,
-                           .step = step, .grad_scale = divisor};
-    if (!config_.decoupled_weight_decay && adamw.weight_decay != 0.0) {
+    double decay = parameters_[i].weight_decay ? config_.weight_decay : 0.0;
+    if (!config_.decoupled_weight_decay && decay != 0.0) {
       // Adam with L2 regularisation: the decay joins the (scaled) gradient instead.
-      ops::accumulate_(grads_[i], master_[i], adamw.weight_decay * divisor);
-      adamw.weight_decay = 0.0;
+      ops::accumulate_(grads_[i], master_[i], decay * divisor);
+      decay = 0.0;
     }
-    ops::adamw_step(master_[i], exp_avg_[i], exp_avg_sq_[i], grads_[i], adamw, parameters_[i].variable.data());
+    params.push_back({master_[i], exp_avg_[i], exp_avg_sq_[i], grads_[i], parameters_[i].variable.data(), decay});
   }
+  // One update over every parameter: a few launches on the GPU instead of one per parameter.
+  ops::adamw_step_multi(params, {.lr = lr, .beta1 = config_.beta1, .beta2 = config_.beta2, .eps = config_.eps,
+                                 .step = step, .grad_scale = divisor});
   return result;
 }
 

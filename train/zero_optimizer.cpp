@@ -132,18 +132,22 @@ StepResult ZeroOptimizer::step(double lr, double loss_scale, double max_grad_nor
   }
   double divisor = loss_scale;
   if (max_grad_norm > 0.0) divisor *= std::max(1.0, (result.grad_norm + 1e-6) / max_grad_norm);
+  std::vector<ops::AdamWParam> pieces;
   for (std::size_t b = 0; b < layout_.buckets.size(); ++b) {
     for (const OwnedPiece& piece : layout_.owned_pieces(b, rank_)) {
       auto part = [&](const Tensor& t) { return owned(t, b).narrow(0, piece.chunk_offset, piece.numel); };
-      const double decay = parameters_[piece.parameter].weight_decay ? config_.weight_decay : 0.0;
-      ops::AdamWConfig adamw{.lr = lr, .beta1 = config_.beta1, .beta2 = config_.beta2, .eps = config_.eps,
-                             .weight_decay = config_.decoupled_weight_decay ? decay : 0.0, .step = step,
-                             .grad_scale = divisor};
-      if (!config_.decoupled_weight_decay && decay != 0.0) ops::accumulate_(part(grads_), part(master_), decay * divisor);
-      ops::adamw_step(part(master_), part(exp_avg_), part(exp_avg_sq_), part(grads_), adamw);
+      double decay = parameters_[piece.parameter].weight_decay ? config_.weight_decay : 0.0;
+      if (!config_.decoupled_weight_decay && decay != 0.0) {
+        ops::accumulate_(part(grads_), part(master_), decay * divisor);
+        decay = 0.0;
+      }
+      pieces.push_back({part(master_), part(exp_avg_), part(exp_avg_sq_), part(grads_), Tensor(), decay});
     }
-    gather_working_weights(b);
   }
+  // Every owned piece in one update (a few launches on the GPU), then the working weights.
+  ops::adamw_step_multi(pieces, {.lr = lr, .beta1 = config_.beta1, .beta2 = config_.beta2, .eps = config_.eps,
+                                 .step = step, .grad_scale = divisor});
+  for (std::size_t b = 0; b < layout_.buckets.size(); ++b) gather_working_weights(b);
   return result;
 }
 
