@@ -1,12 +1,16 @@
 // The training loop end to end on a tiny random Qwen2 on the CPU: the loss falls, gradient
 // accumulation equals a larger micro-batch, a resumed run continues exactly where the
-// uninterrupted one went, and logging, checkpoints and the final files follow HF.
+// uninterrupted one went, logging, checkpoints and the final files follow HF, and the fused
+// loss is the full-logit cross-entropy.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
 
+#include "autograd/functions.h"
+#include "autograd/grad_mode.h"
 #include "distributed/inprocess_communicator.h"
 #include "models/config.h"
 #include "models/init.h"
@@ -60,9 +64,9 @@ class TrainerRun : public ::testing::Test {
     return parse_training_arguments(all);
   }
 
-  // Trains a fresh model (seed 7) and returns it with the trainer's state.
-  std::pair<std::shared_ptr<models::CausalLM>, TrainerState> run(const TrainingArguments& args, int sample_count = 12,
-                                                                 distributed::Communicator* comm = nullptr) {
+  // A trainer of a fresh model (seed 7).
+  std::pair<std::shared_ptr<models::CausalLM>, std::unique_ptr<Trainer>> trainer(
+      const TrainingArguments& args, int sample_count = 12, distributed::Communicator* comm = nullptr) {
     auto model = std::make_shared<models::CausalLM>(models::init_model(tiny_config(), 7));
     TrainerModel trained;
     trained.model = model.get();
@@ -77,9 +81,22 @@ class TrainerRun : public ::testing::Test {
       const auto batches = static_cast<std::int64_t>((train_count + micro - 1) / micro);
       return (batches + world - 1) / world;
     }, static_cast<int>(world));
-    Trainer trainer(trained, std::move(data), plan, args, comm);
-    TrainerState state = trainer.train();
+    return {model, std::make_unique<Trainer>(trained, std::move(data), plan, args, comm)};
+  }
+
+  // Trains a fresh model (seed 7) and returns it with the trainer's state.
+  std::pair<std::shared_ptr<models::CausalLM>, TrainerState> run(const TrainingArguments& args, int sample_count = 12,
+                                                                 distributed::Communicator* comm = nullptr) {
+    auto [model, built] = trainer(args, sample_count, comm);
+    TrainerState state = built->train();
     return {model, state};
+  }
+
+  std::vector<nlohmann::json> log_file_lines() const {
+    std::vector<nlohmann::json> lines;
+    std::ifstream in(dir_ / "train_log.jsonl");
+    for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
+    return lines;
   }
 
   fs::path dir_;
@@ -166,6 +183,72 @@ TEST_F(TrainerRun, EvaluationIsLoggedAsHfDoes) {
   int evals = 0;
   for (const auto& entry : state.log_history) evals += entry.contains("eval_loss");
   EXPECT_EQ(evals, 2);
+}
+
+TEST_F(TrainerRun, EveryLogEntryGoesToTheJsonlFileAndTheCurvesAreDrawn) {
+  auto [model, state] = run(arguments({"--max_steps", "6", "--logging_steps", "2", "--eval_strategy", "steps",
+                                       "--eval_steps", "3", "--validation_file", "v"}));
+  const std::vector<nlohmann::json> lines = log_file_lines();
+  ASSERT_EQ(lines.size(), state.log_history.size());
+  for (std::size_t i = 0; i < lines.size(); ++i) EXPECT_EQ(lines[i], state.log_history[i]) << "entry " << i;
+  const nlohmann::json& first = state.log_history.front();
+  EXPECT_GT(first["tokens_per_second"].get<double>(), 0.0);
+  // On the CPU there is no peak to divide by and no device allocator to read.
+  for (const char* key : {"mfu", "memory_allocated_gib", "memory_peak_gib", "loss_scale", "skipped_steps"})
+    EXPECT_FALSE(first.contains(key)) << key;
+  EXPECT_TRUE(fs::exists(dir_ / "training_loss.png"));
+  EXPECT_TRUE(fs::exists(dir_ / "training_lr.png"));
+}
+
+TEST_F(TrainerRun, AResumedRunAppendsToTheJsonlFileWithoutRepeatingSteps) {
+  run(arguments({"--max_steps", "7", "--logging_steps", "1", "--save_strategy", "steps", "--save_steps", "4"}));
+  auto [model, resumed] = run(arguments({"--max_steps", "7", "--logging_steps", "1", "--resume_from_checkpoint",
+                                         (dir_ / "checkpoint-4").string()}));
+  // Steps 5-7 and the summary of the first run were dropped and logged again by the second.
+  const std::vector<nlohmann::json> lines = log_file_lines();
+  ASSERT_EQ(lines.size(), resumed.log_history.size());
+  for (std::size_t i = 0; i < lines.size(); ++i) EXPECT_EQ(lines[i], resumed.log_history[i]) << "entry " << i;
+  EXPECT_EQ(lines.size(), 8u);  // 7 steps and the summary
+}
+
+TEST_F(TrainerRun, Fp16LogsTheLossScaleAndCountsSkippedSteps) {
+  // A scale far beyond float32's range overflows the gradients until it has been halved enough
+  // (hysteresis 1: at every overflow).
+  const fs::path ds = fs::temp_directory_path() / "zt_trainer_fp16.json";
+  std::ofstream(ds) << R"({"train_micro_batch_size_per_gpu": "auto", "fp16": {"enabled": "auto", "initial_scale_power": 140, "hysteresis": 1}})";
+  auto [model, state] = run(arguments({"--max_steps", "30", "--logging_steps", "1", "--fp16", "--deepspeed",
+                                       ds.string()}));
+  fs::remove(ds);
+  std::int64_t previous = 0;
+  for (const nlohmann::json& entry : state.log_history) {
+    if (!entry.contains("loss")) continue;
+    ASSERT_TRUE(entry.contains("loss_scale"));
+    const auto skipped = entry["skipped_steps"].get<std::int64_t>();
+    EXPECT_GE(skipped, previous);
+    EXPECT_LE(skipped, entry["step"].get<std::int64_t>());
+    previous = skipped;
+  }
+  EXPECT_GT(previous, 0);
+  EXPECT_LT(state.log_history[state.log_history.size() - 2]["loss_scale"].get<double>(), std::ldexp(1.0, 140));
+}
+
+// The trainer's fused LM head + loss gives what the full [tokens, vocab] logits give.
+TEST_F(TrainerRun, EvaluationLossIsTheFullLogitCrossEntropy) {
+  auto [model, built] = trainer(arguments({"--max_steps", "1", "--per_device_eval_batch_size", "64"}));
+  const std::vector<TokenizedSample> eval = samples(4);
+  const PackedBatch batch = pack(eval, {0, 1, 2, 3});
+  auto as_tensor = [](const std::vector<std::int32_t>& v, DType dtype = DType::kI64) {
+    return Tensor::from_values(std::vector<double>(v.begin(), v.end()), {static_cast<std::int64_t>(v.size())}, dtype);
+  };
+  autograd::NoGradGuard no_grad;
+  autograd::Variable logits = model->forward(as_tensor(batch.input_ids), as_tensor(batch.positions), as_tensor(batch.cu_seqlens, DType::kI32));
+  const double full = autograd::cross_entropy(logits, as_tensor(batch.labels),
+                                              {.reduction = ops::Reduction::kSum, .ignore_index = kIgnoreIndex})
+                          .data()
+                          .to_vector()
+                          .at(0) /
+                      static_cast<double>(batch.label_tokens);
+  EXPECT_NEAR(built->evaluate(), full, 1e-5 * full);
 }
 
 }  // namespace

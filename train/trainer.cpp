@@ -3,14 +3,18 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <optional>
 
 #include "autograd/functions.h"
 #include "autograd/grad_mode.h"
 #include "runtime/atomic_file.h"
+#include "runtime/caching_allocator.h"
+#include "runtime/device_clock.h"
 #include "runtime/error.h"
 #include "runtime/generator.h"
 #include "runtime/log.h"
 #include "train/checkpoint.h"
+#include "train/loss_curve.h"
 #include "train/zero_optimizer.h"
 
 namespace zt::train {
@@ -36,6 +40,23 @@ double round_to(double value, int digits) {
   return std::round(value * scale) / scale;
 }
 
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+// The fused loss forms its gradients in the forward, multiplied by grad_scale, and backward
+// multiplies them by (upstream gradient / grad_scale). With grad_scale the factor backward
+// brings (rounded to float, as the float32 loss's upstream gradient is), that correction is
+// exactly 1 and float16 logit gradients carry the loss scale, as unfused ones would. A factor
+// beyond float's range overflows the gradients either way, and the step is skipped.
+double fused_grad_scale(double loss_factor) {
+  const auto rounded = static_cast<float>(loss_factor);
+  return std::isfinite(rounded) ? rounded : loss_factor;
+}
+
+std::optional<double> peak_flops_of(Device device) {
+  if (!device.is_cuda()) return std::nullopt;
+  return gpu_peak_flops(device_properties(device.index), sm_clock_khz(device.index));
+}
+
 std::unique_ptr<OptimizerEngine> make_optimizer(const TrainerModel& model, const TrainingPlan& plan,
                                                 distributed::Communicator* comm) {
   if (comm == nullptr) return std::make_unique<Optimizer>(model.trainable, plan.optimizer);
@@ -59,6 +80,8 @@ Trainer::Trainer(TrainerModel model, TrainerData data, TrainingPlan plan, Traini
       schedule_(plan_.schedule) {
   ZT_REQUIRE(model_.model, "trainer: no model");
   ZT_REQUIRE(!model_.trainable.empty(), "trainer: nothing to train (no trainable parameter)");
+  flops_model_ = flops_model(model_.model->config(), model_.model->num_parameters());
+  peak_flops_ = peak_flops_of(model_.model->device());
   state_.max_steps = plan_.max_steps;
   state_.logging_steps = plan_.logging_steps;
   state_.eval_steps = args_.eval_steps.value_or(args_.logging_steps);
@@ -115,16 +138,19 @@ double Trainer::forward_backward(const PackedBatch& batch, double loss_factor) {
   Tensor positions = index_tensor(batch.positions, DType::kI64, device);
   Tensor cu_seqlens = index_tensor(batch.cu_seqlens, DType::kI32, device);
   Tensor labels = index_tensor(batch.labels, DType::kI64, device);
-  autograd::Variable logits = model.lm_head(model.forward_hidden(ids, positions, cu_seqlens));
-  autograd::Variable loss_sum =
-      autograd::cross_entropy(logits, labels, {.reduction = ops::Reduction::kSum, .ignore_index = kIgnoreIndex});
+  const ops::LinearCrossEntropyOptions options{.reduction = ops::Reduction::kSum, .ignore_index = kIgnoreIndex,
+                                               .grad_scale = fused_grad_scale(loss_factor)};
+  autograd::Variable loss_sum = autograd::linear_cross_entropy(model.forward_hidden(ids, positions, cu_seqlens),
+                                                               model.lm_head_weight(), labels, options);
   const double value = loss_sum.data().to_vector().at(0);
   autograd::scale(loss_sum, loss_factor).backward();
   state_.num_input_tokens_seen += static_cast<std::int64_t>(batch.input_ids.size());
+  throughput_.add_batch(batch.cu_seqlens);
   return value;
 }
 
 double Trainer::run_optimizer_step() {
+  const auto start = std::chrono::steady_clock::now();
   std::vector<PackedBatch> window = next_window();
   std::int64_t label_tokens = 0;
   for (const PackedBatch& batch : window) label_tokens += batch.label_tokens;
@@ -140,9 +166,11 @@ double Trainer::run_optimizer_step() {
   if (plan_.loss_scaler) {
     const double old_scale = scaler_.scale();
     scaler_.update(result.skipped);
-    if (result.skipped)
+    if (result.skipped) {
+      progress_.clear();
       ZT_LOG(kWarn, "step " << state_.global_step + 1 << ": gradient overflow, step skipped; loss scale "
                             << old_scale << " -> " << scaler_.scale());
+    }
   } else {
     ZT_REQUIRE(!result.skipped, "step " + std::to_string(state_.global_step + 1) +
                                     ": the gradients are not finite (loss " + std::to_string(loss_sum / normaliser) +
@@ -153,7 +181,9 @@ double Trainer::run_optimizer_step() {
   state_.epoch = epoch_progress();
   const double step_loss = loss_sum / normaliser;
   train_loss_sum_ += step_loss;
+  throughput_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   maybe_log(step_loss, result, lr);
+  progress_.update(state_.global_step, step_loss);
   return step_loss;
 }
 
@@ -167,11 +197,44 @@ void Trainer::maybe_log(double step_loss, const StepResult& result, double lr) {
                           {"learning_rate", lr},
                           {"epoch", round_to(state_.epoch, 4)},
                           {"step", state_.global_step}};
-  if (plan_.loss_scaler) entry["loss_scale"] = scaler_.scale();
-  state_.log_history.push_back(entry);
-  ZT_LOG(kInfo, log_line(entry));
+  add_throughput(entry);
+  add_memory(entry);
+  if (plan_.loss_scaler) {
+    entry["loss_scale"] = scaler_.scale();
+    entry["skipped_steps"] = state_.global_step - scheduler_step_;  // the schedule skips them too
+  }
+  record(entry);
   loss_since_log_ = 0.0;
   steps_since_log_ = 0;
+}
+
+// Tokens of every rank over rank 0's wall time of the steps since the last entry; mfu is the
+// FLOPs they needed over what the GPUs could have done meanwhile.
+void Trainer::add_throughput(nlohmann::json& entry) {
+  const double tokens = sum_over_ranks(throughput_.tokens);
+  const double squared_lengths = sum_over_ranks(throughput_.squared_lengths);
+  const double seconds = std::max(throughput_.seconds, 1e-9);
+  throughput_ = {};
+  entry["tokens_per_second"] = round_to(tokens / seconds, 1);
+  if (!peak_flops_) return;
+  const double world = comm_ ? comm_->world_size() : 1;
+  entry["mfu"] = round_to(training_flops(flops_model_, tokens, squared_lengths) / (seconds * *peak_flops_ * world), 4);
+}
+
+// This rank's device memory in the caching allocator: held by tensors now, and the most ever.
+void Trainer::add_memory(nlohmann::json& entry) const {
+  const Device device = model_.model->device();
+  if (!device.is_cuda()) return;
+  const AllocatorStats stats = device_allocator(device.index).stats();
+  entry["memory_allocated_gib"] = round_to(static_cast<double>(stats.allocated_bytes) / kGiB, 3);
+  entry["memory_peak_gib"] = round_to(static_cast<double>(stats.peak_allocated_bytes) / kGiB, 3);
+}
+
+void Trainer::record(const nlohmann::json& entry) {
+  state_.log_history.push_back(entry);
+  if (log_file_) log_file_->append(entry);
+  progress_.clear();
+  ZT_LOG(kInfo, log_line(entry));
 }
 
 double Trainer::evaluate() {
@@ -183,11 +246,11 @@ double Trainer::evaluate() {
   for (const auto& indices : plan_epoch(data_.eval, args_.per_device_eval_batch_size, args_.max_length, false, 0, 0, false)) {
     PackedBatch batch = pack(data_.eval, indices);
     const Device device = model.device();
-    autograd::Variable logits = model.lm_head(model.forward_hidden(index_tensor(batch.input_ids, DType::kI64, device),
-                                                                   index_tensor(batch.positions, DType::kI64, device),
-                                                                   index_tensor(batch.cu_seqlens, DType::kI32, device)));
-    loss_sum += autograd::cross_entropy(logits, index_tensor(batch.labels, DType::kI64, device),
-                                        {.reduction = ops::Reduction::kSum, .ignore_index = kIgnoreIndex})
+    autograd::Variable hidden = model.forward_hidden(index_tensor(batch.input_ids, DType::kI64, device),
+                                                     index_tensor(batch.positions, DType::kI64, device),
+                                                     index_tensor(batch.cu_seqlens, DType::kI32, device));
+    loss_sum += autograd::linear_cross_entropy(hidden, model.lm_head_weight(), index_tensor(batch.labels, DType::kI64, device),
+                                               {.reduction = ops::Reduction::kSum, .ignore_index = kIgnoreIndex})
                     .data()
                     .to_vector()
                     .at(0);
@@ -202,9 +265,7 @@ void Trainer::maybe_evaluate_and_save(bool epoch_ended) {
                         (args_.eval_strategy == "epoch" && epoch_ended);
   if (eval_now) {
     const double eval_loss = evaluate();
-    nlohmann::json entry = {{"eval_loss", round_to(eval_loss, 4)}, {"epoch", round_to(state_.epoch, 4)}, {"step", step}};
-    state_.log_history.push_back(entry);
-    ZT_LOG(kInfo, log_line(entry));
+    record({{"eval_loss", round_to(eval_loss, 4)}, {"epoch", round_to(state_.epoch, 4)}, {"step", step}});
   }
   const bool save_now = (args_.save_strategy == "steps" && step % args_.save_steps == 0) ||
                         (args_.save_strategy == "epoch" && epoch_ended);
@@ -226,6 +287,7 @@ void Trainer::save_checkpoint_now() {
   contents.training_args = nlohmann::json::parse(training_arguments_json(args_));
   if (!is_main_rank()) return;  // the optimizer state above was a collective; rank 0 writes
   std::string path = save_checkpoint(args_.output_dir, state_.global_step, contents);
+  progress_.clear();
   ZT_LOG(kInfo, "saved " << path);
   if (args_.save_total_limit) rotate_checkpoints(args_.output_dir, *args_.save_total_limit);
 }
@@ -252,8 +314,12 @@ void Trainer::resume(const std::string& directory) {
 }
 
 TrainerState Trainer::train() {
-  if (!args_.resume_from_checkpoint.empty())
-    resume(resolve_resume_checkpoint(args_.resume_from_checkpoint, args_.output_dir));
+  const bool resuming = !args_.resume_from_checkpoint.empty();
+  if (resuming) resume(resolve_resume_checkpoint(args_.resume_from_checkpoint, args_.output_dir));
+  if (is_main_rank())
+    log_file_ = std::make_unique<TrainLogFile>(args_.output_dir,
+                                               resuming ? std::optional(state_.global_step) : std::nullopt);
+  progress_ = ProgressBar(state_.global_step, plan_.max_steps, is_main_rank() && ProgressBar::stderr_is_terminal());
   const auto start = std::chrono::steady_clock::now();
   const std::int64_t first_step = state_.global_step;
   while (state_.global_step < plan_.max_steps) {
@@ -261,6 +327,7 @@ TrainerState Trainer::train() {
     const bool epoch_ended = position_.batch >= local_batch_count();
     maybe_evaluate_and_save(epoch_ended);
   }
+  progress_.finish();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const auto steps = static_cast<double>(state_.global_step - first_step);
   nlohmann::json summary = {{"train_runtime", round_to(seconds, 4)},
@@ -268,14 +335,14 @@ TrainerState Trainer::train() {
                             {"train_loss", steps > 0 ? train_loss_sum_ / steps : 0.0},
                             {"epoch", round_to(state_.epoch, 4)},
                             {"step", state_.global_step}};
-  state_.log_history.push_back(summary);
-  ZT_LOG(kInfo, log_line(summary));
+  record(summary);
   if (comm_) comm_->barrier();  // no rank reads the output before it is complete
   if (!is_main_rank()) return state_;
   std::filesystem::create_directories(args_.output_dir);
   model_.save(args_.output_dir);
   write_file_atomically((std::filesystem::path(args_.output_dir) / "trainer_state.json").string(),
                         to_json(state_).dump(2) + "\n");
+  write_loss_curves(args_.output_dir, state_.log_history);
   return state_;
 }
 

@@ -1,12 +1,15 @@
 // The training loop of `zerotune train` on one device: micro-batches accumulated into
 // optimizer steps (the loss of a step is the mean over every label token of its window, as
 // HF Trainer normalises with num_items_in_batch), fp16 loss scaling with skipped steps, the
-// learning-rate schedule, logging into trainer_state.json's log_history, evaluation,
-// checkpoints and resuming from them.
+// learning-rate schedule, logging (trainer_state.json's log_history, output_dir/train_log.jsonl,
+// a progress bar on a terminal, throughput and memory figures, loss-curve images at the end),
+// evaluation, checkpoints and resuming from them. The loss is the fused LM head +
+// cross-entropy, so the [tokens, vocab] logits are never held.
 #pragma once
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +18,9 @@
 #include "train/batching.h"
 #include "train/loss_scaler.h"
 #include "train/optimizer.h"
+#include "train/progress_bar.h"
+#include "train/train_log.h"
+#include "train/train_metrics.h"
 #include "train/trainer_state.h"
 #include "train/training_plan.h"
 
@@ -62,6 +68,9 @@ class Trainer {
   std::size_t local_batch_count() const;
   const std::vector<std::size_t>& local_batch(std::size_t j) const;
   void maybe_log(double step_loss, const StepResult& result, double lr);
+  void add_throughput(nlohmann::json& entry);
+  void add_memory(nlohmann::json& entry) const;
+  void record(const nlohmann::json& entry);
   void maybe_evaluate_and_save(bool epoch_ended);
   void save_checkpoint_now();
   void resume(const std::string& directory);
@@ -85,6 +94,11 @@ class Trainer {
   std::int64_t steps_since_log_ = 0;
   double grad_norm_ = 0.0;
   double train_loss_sum_ = 0.0;
+  FlopsModel flops_model_;
+  std::optional<double> peak_flops_;  // per GPU; none on the CPU or an unknown GPU
+  ThroughputWindow throughput_;       // this rank's, since the last log entry
+  std::unique_ptr<TrainLogFile> log_file_;  // rank 0 only
+  ProgressBar progress_{0, 0, false};
 };
 
 }  // namespace zt::train

@@ -44,7 +44,7 @@ void check_output_dir(const TrainingArguments& args) {
 EncodedDataset load_samples(const std::string& path, const models::ChatTemplate& chat_template,
                             const models::Tokenizer& tokenizer, const TrainingArguments& args) {
   EncodedDataset encoded = encode_dataset(load_dataset(path), chat_template, tokenizer, args.max_length,
-                                          args.train_on_prompt);
+                                          args.train_on_prompt, static_cast<int>(args.dataloader_num_workers));
   if (encoded.truncated) ZT_LOG(kWarn, path << ": " << encoded.truncated << " sample(s) truncated to --max_length " << args.max_length);
   if (encoded.dropped) ZT_LOG(kWarn, path << ": " << encoded.dropped << " sample(s) dropped: no answer token left after truncation");
   ZT_REQUIRE(!encoded.samples.empty(), path + ": no sample has an answer to learn from (check --max_length)");
