@@ -43,6 +43,7 @@ Variable rmsnorm(const Variable& x, const Variable& weight, float eps, ops::RmsN
 Variable rope(const Variable& x, const Tensor& positions, const ops::RopeConfig& config);
 Variable swiglu(const Variable& gate, const Variable& up);
 Variable swiglu_fused(const Variable& gate_up);
+Variable tanh(const Variable& x);
 // Prefix keys and values: both defined or both undefined.
 Variable attention(const Variable& q, const Variable& k, const Variable& v, const Tensor& cu_seqlens,
                    const ops::AttentionConfig& config, const Variable& prefix_k = Variable(),

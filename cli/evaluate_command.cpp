@@ -10,6 +10,8 @@
 #include "autograd/grad_mode.h"
 #include "cli/command.h"
 #include "models/batch.h"
+#include "models/lora_files.h"
+#include "models/prefix_encoder_files.h"
 #include "models/tokenizer.h"
 #include "models/weights.h"
 #include "runtime/device.h"
@@ -20,17 +22,21 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: zerotune evaluate --model_name_or_path DIR --validation_file F [--max_length N]\n"
+    "                         [--adapter_name_or_path ADAPTER] [--ptuning_checkpoint DIR]\n"
     "                         [--device cpu|cuda|cuda:N] [--dtype float32|bfloat16|...]\n\n"
     "Prints {\"eval_loss\", \"perplexity\", \"eval_tokens\", \"eval_samples\"} as JSON for the texts of F\n"
     "(one JSON object with a \"text\" string per line), each tokenized as the model's tokenizer does\n"
     "with its special tokens and cut to --max_length tokens (default 2048).\n"
+    "  --adapter_name_or_path  a LoRA adapter folder (PEFT's layout) applied to the model\n"
+    "  --ptuning_checkpoint    a P-Tuning v2 prefix (zerotune train --finetuning_type ptuning)\n"
     "  --device   default cuda when a GPU is usable, else cpu\n"
     "  --dtype    default bfloat16 on a GPU, float32 on the CPU\n";
 
 constexpr std::int64_t kBatchTokens = 8192;
 
 std::map<std::string, std::string> parse_flags(const std::vector<std::string>& args) {
-  const std::set<std::string> known{"--model_name_or_path", "--validation_file", "--max_length", "--device", "--dtype"};
+  const std::set<std::string> known{"--model_name_or_path", "--adapter_name_or_path", "--ptuning_checkpoint",
+                                    "--validation_file", "--max_length", "--device", "--dtype"};
   std::map<std::string, std::string> flags;
   for (std::size_t i = 0; i < args.size(); ++i) {
     std::string name = args[i], value;
@@ -123,6 +129,8 @@ int run_evaluate(const std::vector<std::string>& args) {
 
   std::unique_ptr<models::Tokenizer> tokenizer = models::load_tokenizer(dir);
   models::CausalLM model = models::load_model(dir, {.device = device, .dtype = dtype});
+  if (flags.count("--adapter_name_or_path")) models::load_lora_adapter(model, flags["--adapter_name_or_path"]);
+  if (flags.count("--ptuning_checkpoint")) models::load_prefix_checkpoint(model, flags["--ptuning_checkpoint"]);
   auto sequences = read_texts(flags["--validation_file"], *tokenizer, max_length);
   if (sequences.empty()) fail("validation file '" + flags["--validation_file"] + "' has no texts");
 

@@ -6,6 +6,8 @@
 
 #include "cli/command.h"
 #include "models/generate.h"
+#include "models/lora_files.h"
+#include "models/prefix_encoder_files.h"
 #include "models/tokenizer.h"
 #include "models/weights.h"
 #include "runtime/device.h"
@@ -17,16 +19,19 @@ namespace {
 constexpr const char* kUsage =
     "usage: zerotune generate --model_name_or_path DIR --prompt TEXT [--max_new_tokens N]\n"
     "                         [--do_sample [true|false]] [--temperature T] [--top_k K] [--top_p P]\n"
-    "                         [--repetition_penalty R] [--seed S] [--device cpu|cuda|cuda:N] [--dtype D]\n\n"
+    "                         [--repetition_penalty R] [--seed S] [--adapter_name_or_path ADAPTER]\n"
+    "                         [--ptuning_checkpoint DIR] [--device cpu|cuda|cuda:N] [--dtype D]\n\n"
     "Prints the new text after the prompt (tokenized with the model's special tokens). Unset\n"
     "options come from DIR/generation_config.json, else transformers' defaults (greedy,\n"
     "max_new_tokens 20); generation stops after an eos token.\n"
+    "  --adapter_name_or_path  a LoRA adapter folder (PEFT's layout) applied to the model\n"
+    "  --ptuning_checkpoint    a P-Tuning v2 prefix (zerotune train --finetuning_type ptuning)\n"
     "  --device   default cuda when a GPU is usable, else cpu\n"
     "  --dtype    default bfloat16 on a GPU, float32 on the CPU\n";
 
 const std::set<std::string> kValueFlags{"--model_name_or_path", "--prompt", "--max_new_tokens", "--temperature",
                                         "--top_k", "--top_p", "--repetition_penalty", "--seed", "--device",
-                                        "--dtype"};
+                                        "--dtype", "--adapter_name_or_path", "--ptuning_checkpoint"};
 const std::set<std::string> kBoolFlags{"--do_sample"};
 
 std::map<std::string, std::string> parse_flags(const std::vector<std::string>& args) {
@@ -107,6 +112,8 @@ int run_generate(const std::vector<std::string>& args) {
 
   std::unique_ptr<models::Tokenizer> tokenizer = models::load_tokenizer(dir);
   models::CausalLM model = models::load_model(dir, {.device = device, .dtype = dtype});
+  if (flags.count("--adapter_name_or_path")) models::load_lora_adapter(model, flags["--adapter_name_or_path"]);
+  if (flags.count("--ptuning_checkpoint")) models::load_prefix_checkpoint(model, flags["--ptuning_checkpoint"]);
   models::GenerationOptions options = options_from(flags, dir, model, *tokenizer);
   std::vector<models::TokenId> prompt = tokenizer->encode(flags["--prompt"]);
   std::vector<std::int64_t> new_ids = models::generate(model, {prompt.begin(), prompt.end()}, options);

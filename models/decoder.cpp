@@ -13,18 +13,27 @@ struct Qkv {
   Variable q, k, v;  // [tokens, heads, head_dim]
 };
 
-Qkv project_qkv(const ModelConfig& c, const LayerWeights& w, const Variable& h) {
+// The projection of weight slot `slot` (with its bias slot's bias when the layer has one),
+// plus the LoRA update sitting beside it.
+Variable project(const LayerParameters& p, const Variable& h, int slot, int bias_slot) {
+  const LayerWeights& w = *p.weights;
+  Variable out = linear(h, w[slot], bias_slot >= 0 ? w[bias_slot] : Variable());
+  if (p.lora == nullptr || !(*p.lora)[slot]) return out;
+  return add(out, lora_delta(h, *(*p.lora)[slot], p.training));
+}
+
+Qkv project_qkv(const ModelConfig& c, const LayerParameters& p, const Variable& h) {
   const std::int64_t tokens = h.data().size(0);
   Variable q, k, v;
   if (c.fused_qkv) {
-    Variable qkv = linear(h, w[kQkv], w[kQkvBias]);
+    Variable qkv = project(p, h, kQkv, kQkvBias);
     q = narrow(qkv, 1, 0, c.q_size());
     k = narrow(qkv, 1, c.q_size(), c.kv_size());
     v = narrow(qkv, 1, c.q_size() + c.kv_size(), c.kv_size());
   } else {
-    q = linear(h, w[kQ], w[kQBias]);
-    k = linear(h, w[kK], w[kKBias]);
-    v = linear(h, w[kV], w[kVBias]);
+    q = project(p, h, kQ, kQBias);
+    k = project(p, h, kK, kKBias);
+    v = project(p, h, kV, kVBias);
   }
   return {reshape(q, {tokens, c.num_heads, c.head_dim}), reshape(k, {tokens, c.num_kv_heads, c.head_dim}),
           reshape(v, {tokens, c.num_kv_heads, c.head_dim})};
@@ -34,9 +43,10 @@ Variable norm(const ModelConfig& c, const Variable& x, const Variable& weight) {
   return rmsnorm(x, weight, static_cast<float>(c.norm_eps), c.norm_style);
 }
 
-Variable self_attention(const ModelConfig& c, std::int64_t layer, const LayerWeights& w, const Variable& h,
-                        const TokenLayout& tokens, KvCache* cache) {
-  Qkv p = project_qkv(c, w, h);
+Variable self_attention(const ModelConfig& c, std::int64_t layer, const LayerParameters& parameters,
+                        const Variable& h, const TokenLayout& tokens, KvCache* cache) {
+  const LayerWeights& w = *parameters.weights;
+  Qkv p = project_qkv(c, parameters, h);
   if (c.qk_norm) {
     p.q = norm(c, p.q, w[kQNorm]);
     p.k = norm(c, p.k, w[kKNorm]);
@@ -48,29 +58,34 @@ Variable self_attention(const ModelConfig& c, std::int64_t layer, const LayerWei
   if (cache != nullptr && cache->length() > 0) {
     attended = attention(q, k, p.v, tokens.cu_seqlens, attention_config, Variable(cache->keys(layer)),
                          Variable(cache->values(layer)));
+  } else if (parameters.prefix != nullptr) {
+    attended = attention(q, k, p.v, tokens.cu_seqlens, attention_config, parameters.prefix->keys,
+                         parameters.prefix->values);
   } else {
     attended = attention(q, k, p.v, tokens.cu_seqlens, attention_config, Variable(), Variable(), tokens.attn_impl);
   }
   if (cache != nullptr) cache->write(layer, k.data(), p.v.data());
   const std::int64_t count = h.data().size(0);
-  Variable out = linear(reshape(attended, {count, c.q_size()}), w[kO], w[kOBias]);
+  Variable out = project(parameters, reshape(attended, {count, c.q_size()}), kO, kOBias);
   return c.sandwich_norms ? norm(c, out, w[kPostSelfAttnNorm]) : out;
 }
 
-Variable mlp(const ModelConfig& c, const LayerWeights& w, const Variable& h) {
-  Variable activated = c.fused_gate_up ? swiglu_fused(linear(h, w[kGateUp], w[kGateUpBias]))
-                                       : swiglu(linear(h, w[kGate]), linear(h, w[kUp]));
-  Variable out = linear(activated, w[kDown], w[kDownBias]);
+Variable mlp(const ModelConfig& c, const LayerParameters& p, const Variable& h) {
+  const LayerWeights& w = *p.weights;
+  Variable activated = c.fused_gate_up ? swiglu_fused(project(p, h, kGateUp, kGateUpBias))
+                                       : swiglu(project(p, h, kGate, -1), project(p, h, kUp, -1));
+  Variable out = project(p, activated, kDown, kDownBias);
   return c.sandwich_norms ? norm(c, out, w[kPostMlpNorm]) : out;
 }
 
 }  // namespace
 
-Variable decoder_layer(const ModelConfig& config, std::int64_t layer, const LayerWeights& weights, const Variable& x,
-                       const TokenLayout& tokens, KvCache* cache) {
-  Variable attended = self_attention(config, layer, weights, norm(config, x, weights[kInputNorm]), tokens, cache);
+Variable decoder_layer(const ModelConfig& config, std::int64_t layer, const LayerParameters& parameters,
+                       const Variable& x, const TokenLayout& tokens, KvCache* cache) {
+  const LayerWeights& weights = *parameters.weights;
+  Variable attended = self_attention(config, layer, parameters, norm(config, x, weights[kInputNorm]), tokens, cache);
   Variable after_attention = residual_add(attended, x);
-  return residual_add(mlp(config, weights, norm(config, after_attention, weights[kPostAttentionNorm])),
+  return residual_add(mlp(config, parameters, norm(config, after_attention, weights[kPostAttentionNorm])),
                       after_attention);
 }
 

@@ -10,6 +10,7 @@
 
 #include "autograd/variable.h"
 #include "ops/attention_backend.h"
+#include "models/adapters.h"
 #include "models/config.h"
 #include "models/hf_names.h"
 #include "models/kv_cache.h"
@@ -25,9 +26,18 @@ struct TokenLayout {
   ops::AttentionImpl attn_impl = ops::AttentionImpl::kZerotune;  // for uncached attention
 };
 
+// The layer's weights and what an adapter adds to them (either pointer may be null).
+struct LayerParameters {
+  const LayerWeights* weights = nullptr;
+  const LayerLora* lora = nullptr;
+  const PrefixKv* prefix = nullptr;
+  bool training = false;  // adapter dropout on: this forward will be differentiated
+};
+
 // x [tokens, hidden] -> [tokens, hidden]. With a cache (one sequence, no gradient), the
-// layer's cached keys and values are attended to first and the new ones written after them.
-Variable decoder_layer(const ModelConfig& config, std::int64_t layer, const LayerWeights& weights, const Variable& x,
-                       const TokenLayout& tokens, KvCache* cache = nullptr);
+// layer's cached keys and values are attended to first and the new ones written after them
+// (a P-Tuning prefix is then expected in the cache, written there before the prompt).
+Variable decoder_layer(const ModelConfig& config, std::int64_t layer, const LayerParameters& parameters,
+                       const Variable& x, const TokenLayout& tokens, KvCache* cache = nullptr);
 
 }  // namespace zt::models

@@ -16,16 +16,28 @@ Tensor id_tensor(const std::vector<std::int64_t>& values, DType dtype) {
   return Tensor::from_values(as_double, {static_cast<std::int64_t>(values.size())}, dtype);
 }
 
-// Logits of the last token of `tokens`, which continue the cached ones.
-std::vector<double> next_logits(const CausalLM& model, const std::vector<std::int64_t>& tokens, KvCache& cache) {
+// Logits of the last token of `tokens`, which continue the cached ones; the first of them
+// sits at `first_position` (a P-Tuning prefix in the cache takes no positions).
+std::vector<double> next_logits(const CausalLM& model, const std::vector<std::int64_t>& tokens, KvCache& cache,
+                                std::int64_t first_position) {
   std::vector<std::int64_t> positions(tokens.size());
-  for (std::size_t i = 0; i < tokens.size(); ++i) positions[i] = cache.length() + static_cast<std::int64_t>(i);
+  for (std::size_t i = 0; i < tokens.size(); ++i) positions[i] = first_position + static_cast<std::int64_t>(i);
   std::vector<std::int64_t> cu{0, static_cast<std::int64_t>(tokens.size())};
   autograd::Variable hidden =
       model.forward_hidden(id_tensor(tokens, DType::kI64), id_tensor(positions, DType::kI64),
                            id_tensor(cu, DType::kI32), &cache);
   autograd::Variable last = autograd::narrow(hidden, 0, static_cast<std::int64_t>(tokens.size()) - 1, 1);
   return model.lm_head(last).data().to_vector();
+}
+
+// P-Tuning v2's prefix (a single sequence's) goes into the cache ahead of the prompt, as
+// ChatGLM passes it in as past_key_values: every later token attends to it.
+void write_prefix(const std::vector<PrefixKv>& prefix, KvCache& cache) {
+  if (prefix.empty()) return;
+  for (std::size_t layer = 0; layer < prefix.size(); ++layer)
+    cache.write(static_cast<std::int64_t>(layer), prefix[layer].keys.data().squeeze(0),
+                prefix[layer].values.data().squeeze(0));
+  cache.advance(prefix.front().keys.data().size(1));
 }
 
 }  // namespace
@@ -37,12 +49,17 @@ std::vector<std::int64_t> generate(const CausalLM& model, const std::vector<std:
   autograd::NoGradGuard no_recording;
   std::vector<std::int64_t> seen = prompt, generated;
   if (options.max_new_tokens == 0) return generated;
-  KvCache cache(model.config(), static_cast<std::int64_t>(prompt.size()) + options.max_new_tokens, model.dtype(),
-                model.device());
+  std::vector<PrefixKv> prefix;
+  if (model.prefix_source()) prefix = model.prefix_source()(1);
+  const std::int64_t prefix_length = prefix.empty() ? 0 : prefix.front().keys.data().size(1);
+  KvCache cache(model.config(), prefix_length + static_cast<std::int64_t>(prompt.size()) + options.max_new_tokens,
+                model.dtype(), model.device());
+  write_prefix(prefix, cache);
   std::vector<std::int64_t> step_input = prompt;
   for (std::int64_t step = 0; step < options.max_new_tokens; ++step) {
     double uniform = philox::uniform(options.seed, static_cast<std::uint64_t>(step), 0);
-    std::int64_t token = choose_token(next_logits(model, step_input, cache), seen, options, uniform);
+    std::vector<double> logits = next_logits(model, step_input, cache, cache.length() - prefix_length);
+    std::int64_t token = choose_token(logits, seen, options, uniform);
     generated.push_back(token);
     seen.push_back(token);
     const auto& eos = options.eos_token_ids;

@@ -73,10 +73,21 @@ TokenLayout CausalLM::token_layout(const Tensor& input_ids, const Tensor& positi
   return {positions.to(options_.device, DType::kI64), cu_seqlens.to(options_.device, DType::kI32), options_.attn_impl};
 }
 
-Variable CausalLM::run_layer(std::int64_t layer, const Variable& x, const TokenLayout& tokens, KvCache* cache) const {
-  const LayerWeights& weights = layers_[static_cast<std::size_t>(layer)];
+void CausalLM::set_lora(std::vector<LayerLora> lora) {
+  ZT_REQUIRE(lora.empty() || static_cast<std::int64_t>(lora.size()) == config_->num_layers,
+             "LoRA for " + std::to_string(lora.size()) + " layers on a model of " +
+                 std::to_string(config_->num_layers));
+  lora_ = std::move(lora);
+}
+
+Variable CausalLM::run_layer(std::int64_t layer, const Variable& x, const TokenLayout& tokens, const PrefixKv* prefix,
+                             KvCache* cache) const {
+  const auto index = static_cast<std::size_t>(layer);
+  const LayerLora* lora = lora_.empty() ? nullptr : &lora_[index];
+  const LayerParameters parameters{&layers_[index], lora, prefix, autograd::grad_enabled()};
   if (!options_.gradient_checkpointing || cache != nullptr || !autograd::grad_enabled())
-    return decoder_layer(*config_, layer, weights, x, tokens, cache);
+    return decoder_layer(*config_, layer, parameters, x, tokens, cache);
+  const LayerWeights& weights = layers_[index];
   std::vector<Variable> inputs{x};
   std::vector<int> slots;
   for (int slot = 0; slot < kLayerSlotCount; ++slot)
@@ -84,11 +95,19 @@ Variable CausalLM::run_layer(std::int64_t layer, const Variable& x, const TokenL
       inputs.push_back(weights[slot]);
       slots.push_back(slot);
     }
+  const std::vector<Variable> adapters = adapter_inputs(lora, prefix);
+  inputs.insert(inputs.end(), adapters.begin(), adapters.end());
   // The recompute runs during backward, after this call returns: it owns what it reads.
-  auto fn = [config = config_, layer, slots, tokens](const std::vector<Variable>& in) {
+  std::optional<LayerLora> lora_copy = lora ? std::optional<LayerLora>(*lora) : std::nullopt;
+  std::optional<PrefixKv> prefix_copy = prefix ? std::optional<PrefixKv>(*prefix) : std::nullopt;
+  auto fn = [config = config_, layer, slots, tokens, lora_copy, prefix_copy](const std::vector<Variable>& in) mutable {
     LayerWeights w;
     for (std::size_t i = 0; i < slots.size(); ++i) w[slots[i]] = in[i + 1];
-    return std::vector<Variable>{decoder_layer(*config, layer, w, in[0], tokens)};
+    LayerLora* l = lora_copy ? &*lora_copy : nullptr;
+    PrefixKv* p = prefix_copy ? &*prefix_copy : nullptr;
+    rebind_adapter_inputs(in, slots.size() + 1, l, p);
+    // Both runs train, though the first records nothing: dropout masks must match.
+    return std::vector<Variable>{decoder_layer(*config, layer, {&w, l, p, true}, in[0], tokens)};
   };
   return autograd::checkpoint(fn, inputs)[0];
 }
@@ -100,7 +119,10 @@ Variable CausalLM::forward_hidden(const Tensor& input_ids, const Tensor& positio
   TokenLayout tokens = token_layout(input_ids, positions, cu_seqlens, cache);
   Tensor ids = input_ids.to(options_.device);
   Variable x = token_embedding(embedding_, ids, config_->pad_token_id, options_.deterministic);
-  for (std::int64_t layer = 0; layer < config_->num_layers; ++layer) x = run_layer(layer, x, tokens, cache);
+  std::vector<PrefixKv> prefixes;
+  if (prefix_source_ && cache == nullptr) prefixes = prefix_source_(tokens.cu_seqlens.numel() - 1);
+  for (std::int64_t layer = 0; layer < config_->num_layers; ++layer)
+    x = run_layer(layer, x, tokens, prefixes.empty() ? nullptr : &prefixes[static_cast<std::size_t>(layer)], cache);
   if (cache != nullptr) cache->advance(ids.numel());
   if (!final_norm_.defined()) return x;
   return autograd::rmsnorm(x, final_norm_, static_cast<float>(config_->norm_eps), config_->norm_style);

@@ -5,6 +5,7 @@
 // models/weights.h loads and saves them, models/init.h fills them at random.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -51,6 +52,16 @@ class CausalLM {
   std::int64_t num_parameters() const;
   void zero_grad() const;
 
+  // Parameter-efficient fine-tuning (models/adapters.h); both empty for the plain model.
+  // LoRA: one LayerLora per layer, applied beside the (usually frozen) projections.
+  void set_lora(std::vector<LayerLora> lora);
+  const std::vector<LayerLora>& lora() const { return lora_; }
+  // P-Tuning v2: each layer's prefix for a batch of `sequences`, computed once per forward
+  // without a cache (a generation puts the prefix into its cache itself).
+  using PrefixSource = std::function<std::vector<PrefixKv>(std::int64_t sequences)>;
+  void set_prefix_source(PrefixSource source) { prefix_source_ = std::move(source); }
+  const PrefixSource& prefix_source() const { return prefix_source_; }
+
   // Non-parameter tensors of the checkpoint (RoPE buffers), carried from load to save.
   const NamedTensors& buffers() const { return buffers_; }
   void set_buffers(NamedTensors buffers) { buffers_ = std::move(buffers); }
@@ -76,7 +87,8 @@ class CausalLM {
  private:
   TokenLayout token_layout(const Tensor& input_ids, const Tensor& positions, const Tensor& cu_seqlens,
                            const KvCache* cache) const;
-  Variable run_layer(std::int64_t layer, const Variable& x, const TokenLayout& tokens, KvCache* cache) const;
+  Variable run_layer(std::int64_t layer, const Variable& x, const TokenLayout& tokens, const PrefixKv* prefix,
+                     KvCache* cache) const;
 
   std::shared_ptr<const ModelConfig> config_;
   ModelOptions options_;
@@ -84,6 +96,8 @@ class CausalLM {
   std::unordered_map<std::string, std::size_t> index_;
   Variable embedding_, final_norm_, head_;
   std::vector<LayerWeights> layers_;
+  std::vector<LayerLora> lora_;
+  PrefixSource prefix_source_;
   NamedTensors buffers_;
   std::string source_dir_;
 };

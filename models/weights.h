@@ -33,4 +33,10 @@ struct SaveOptions {
 // atomically (runtime/atomic_file.h), the index after its shards.
 void save_model(const CausalLM& model, const std::string& dir, const SaveOptions& options = {});
 
+// Copies the tokenizer, chat-template and remote-code files of the model folder `source`
+// into `dir` (which must exist): what save_model writes beside the weights, and what an
+// adapter folder carries so that it can be used on its own (HF Trainer saves the tokenizer
+// with an adapter). Nothing is copied when `source` is empty or is `dir`.
+void copy_companion_files(const std::string& source, const std::string& dir);
+
 }  // namespace zt::models

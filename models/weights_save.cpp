@@ -32,6 +32,8 @@ std::string read_bytes(const fs::path& path) {
   return bytes.str();
 }
 
+}  // namespace
+
 void copy_companion_files(const std::string& source, const std::string& dir) {
   if (source.empty() || !fs::is_directory(source) || fs::equivalent(source, dir)) return;
   for (const auto& entry : fs::directory_iterator(source)) {
@@ -40,6 +42,8 @@ void copy_companion_files(const std::string& source, const std::string& dir) {
       write_file_atomically((fs::path(dir) / name).string(), read_bytes(entry.path()));
   }
 }
+
+namespace {
 
 // transformers' GenerationConfig.from_model_config: the token ids of config.json.
 nlohmann::ordered_json generation_config_from(const ModelConfig& config) {

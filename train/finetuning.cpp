@@ -1,5 +1,7 @@
 #include "train/finetuning.h"
 
+#include <cstdio>
+#include <memory>
 #include <sstream>
 
 #include "runtime/error.h"
@@ -42,10 +44,74 @@ bool freeze_trains(const std::string& name, const TrainingArguments& args, std::
   return false;
 }
 
+std::vector<TrainableParameter> select_lora(models::CausalLM& model, const TrainingArguments& args) {
+  for (const auto& p : model.named_parameters()) p.variable.set_requires_grad(false);
+  models::attach_lora(model, lora_config(args, model.config()), static_cast<std::uint64_t>(args.seed));
+  std::vector<TrainableParameter> trainable;
+  for (const auto& [name, variable] : models::lora_parameters(model))
+    trainable.push_back({name, variable, decays(name, variable.data())});
+  return trainable;
+}
+
+// Every base parameter frozen; a fresh prefix encoder, initialised from --seed (the same on
+// every rank), attached to the model and trained.
+std::vector<TrainableParameter> select_ptuning(models::CausalLM& model, const TrainingArguments& args) {
+  for (const auto& p : model.named_parameters()) p.variable.set_requires_grad(false);
+  auto encoder = std::make_shared<models::PrefixEncoder>(model.config(), prefix_config(args), model.device(),
+                                                         model.dtype());
+  Generator generator(static_cast<std::uint64_t>(args.seed));
+  encoder->init_weights(generator);
+  models::attach_prefix_encoder(model, encoder);
+  std::vector<TrainableParameter> trainable;
+  for (const auto& [name, variable] : encoder->named_parameters())
+    trainable.push_back({name, variable, decays(name, variable.data())});
+  return trainable;
+}
+
+// 1234567 -> "1,234,567".
+std::string with_thousands(std::int64_t value) {
+  const std::string digits = std::to_string(value);
+  std::string text;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) text += ',';
+    text += digits[i];
+  }
+  return text;
+}
+
 }  // namespace
 
-std::vector<TrainableParameter> select_trainable(const models::CausalLM& model, const TrainingArguments& args) {
+models::LoraConfig lora_config(const TrainingArguments& args, const models::ModelConfig& config) {
+  models::LoraConfig lora;
+  lora.rank = args.lora_rank;
+  lora.alpha = args.lora_alpha.value_or(2.0 * static_cast<double>(args.lora_rank));
+  lora.dropout = args.lora_dropout;
+  lora.target_modules = models::parse_lora_target(args.lora_target, config);
+  lora.base_model_name_or_path = args.model_name_or_path;
+  return lora;
+}
+
+models::PrefixConfig prefix_config(const TrainingArguments& args) {
+  return {.pre_seq_len = args.pre_seq_len, .prefix_projection = args.prefix_projection};
+}
+
+std::string trainable_summary(const models::CausalLM& model, const std::vector<TrainableParameter>& trainable) {
+  std::int64_t trained = 0, added = 0;
+  for (const TrainableParameter& p : trainable) {
+    trained += p.variable.data().numel();
+    if (!model.has_parameter(p.name)) added += p.variable.data().numel();
+  }
+  const std::int64_t all = model.num_parameters() + added;
+  char share[32];
+  std::snprintf(share, sizeof share, "%.4f", all > 0 ? 100.0 * static_cast<double>(trained) / static_cast<double>(all) : 0.0);
+  return "trainable params: " + with_thousands(trained) + " || all params: " + with_thousands(all) +
+         " || trainable%: " + share;
+}
+
+std::vector<TrainableParameter> select_trainable(models::CausalLM& model, const TrainingArguments& args) {
   const std::string& method = args.finetuning_type;
+  if (method == "lora") return select_lora(model, args);
+  if (method == "ptuning") return select_ptuning(model, args);
   ZT_REQUIRE(method == "full" || method == "freeze",
              "--finetuning_type " + method + " selects its trainable parameters elsewhere");
   const std::int64_t num_layers = model.config().num_layers;

@@ -2,10 +2,13 @@
 
 #include <filesystem>
 #include <memory>
+#include <set>
 
 #include "distributed/inprocess_communicator.h"
 #include "distributed/nccl_communicator.h"
 #include "models/chat_template.h"
+#include "models/lora_files.h"
+#include "models/prefix_encoder_files.h"
 #include "models/tokenizer.h"
 #include "models/weights.h"
 #include "runtime/device.h"
@@ -51,6 +54,33 @@ EncodedDataset load_samples(const std::string& path, const models::ChatTemplate&
   return encoded;
 }
 
+// What checkpoints and output_dir hold: the adapter in PEFT's layout with the tokenizer files
+// (as HF Trainer saves a PEFT model) for LoRA, the prefix encoder as ChatGLM's recipe saves it
+// for P-Tuning (models/prefix_encoder_files.h), else the whole model.
+void set_save_and_load(TrainerModel& trained, const std::shared_ptr<models::CausalLM>& model,
+                       const TrainingArguments& args) {
+  if (args.finetuning_type == "lora") {
+    const models::LoraConfig lora = lora_config(args, model->config());
+    trained.save = [model, lora](const std::string& dir) {
+      models::save_lora_adapter(*model, lora, dir);
+      models::copy_companion_files(model->source_dir(), dir);
+    };
+    trained.load = [model](const std::string& dir) { models::load_lora_weights(*model, dir); };
+    return;
+  }
+  if (args.finetuning_type == "ptuning") {
+    std::vector<models::NamedParameter> prefix;
+    for (const TrainableParameter& p : trained.trainable) prefix.push_back({p.name, p.variable});
+    trained.save = [model, config = prefix_config(args), prefix](const std::string& dir) {
+      models::save_prefix_checkpoint(*model, config, prefix, dir);
+    };
+    trained.load = [prefix](const std::string& dir) { models::load_prefix_weights(prefix, dir); };
+    return;
+  }
+  trained.save = [model](const std::string& dir) { models::save_model(*model, dir); };
+  trained.load = [model](const std::string& dir) { models::load_weights(*model, model_weights_path(dir)); };
+}
+
 // One rank's whole run.
 void train_one_rank(const TrainingArguments& args, distributed::Communicator* comm, int local_rank) {
   const Device device = resolve_device(args, local_rank);
@@ -89,8 +119,8 @@ void train_one_rank(const TrainingArguments& args, distributed::Communicator* co
   TrainerModel trained;
   trained.model = model.get();
   trained.trainable = select_trainable(*model, args);
-  trained.save = [model](const std::string& dir) { models::save_model(*model, dir); };
-  trained.load = [model](const std::string& dir) { models::load_weights(*model, model_weights_path(dir)); };
+  ZT_LOG(kInfo, trainable_summary(*model, trained.trainable));
+  set_save_and_load(trained, model, args);
   Trainer trainer(trained, std::move(data), plan, args, comm);
   trainer.train();
   ZT_LOG(kInfo, "saved the model to " << args.output_dir);
@@ -99,8 +129,10 @@ void train_one_rank(const TrainingArguments& args, distributed::Communicator* co
 }  // namespace
 
 void run_training_job(const TrainingArguments& args) {
-  ZT_REQUIRE(args.finetuning_type == "full" || args.finetuning_type == "freeze",
-             "--finetuning_type " + args.finetuning_type + " is not available in this version; use full or freeze");
+  const std::set<std::string> available{"full", "freeze", "lora", "ptuning"};
+  ZT_REQUIRE(available.count(args.finetuning_type) != 0,
+             "--finetuning_type " + args.finetuning_type +
+                 " is not available in this version; use full, freeze, lora or ptuning");
   check_output_dir(args);
   const ProcessRank rank = rank_from_environment();
   const auto timeout = std::chrono::seconds(args.ddp_timeout);

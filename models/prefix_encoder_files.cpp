@@ -1,0 +1,101 @@
+#include "models/prefix_encoder_files.h"
+
+#include <filesystem>
+#include <set>
+
+#include "autograd/grad_mode.h"
+#include "models/config_json.h"
+#include "models/weights.h"
+#include "runtime/atomic_file.h"
+#include "runtime/error.h"
+#include "tensor/safetensors.h"
+
+namespace zt::models {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string path_in(const std::string& dir, const char* file) { return (fs::path(dir) / file).string(); }
+
+// Every way the file and the encoder disagree, one line each.
+std::vector<std::string> mismatches(const std::vector<NamedParameter>& expected, const SafetensorsFile& file) {
+  std::vector<std::string> problems;
+  std::set<std::string> wanted;
+  for (const NamedParameter& p : expected) {
+    wanted.insert(p.name);
+    const Shape& shape = p.variable.data().shape();
+    if (!file.contains(p.name))
+      problems.push_back("missing: " + p.name + " " + shape_str(shape));
+    else if (file.info(p.name).shape != shape)
+      problems.push_back("wrong shape: " + p.name + " is " + shape_str(file.info(p.name).shape) + ", expected " +
+                         shape_str(shape));
+    else if (!is_floating(file.info(p.name).dtype))
+      problems.push_back("wrong dtype: " + p.name + " is " + dtype_name(file.info(p.name).dtype));
+  }
+  for (const std::string& name : file.names())
+    if (!wanted.count(name)) problems.push_back("unexpected: " + name + " " + shape_str(file.info(name).shape));
+  return problems;
+}
+
+}  // namespace
+
+PrefixConfig read_prefix_config(const std::string& dir) {
+  const std::string path = path_in(dir, kPrefixConfigFile);
+  ZT_REQUIRE(fs::is_regular_file(path), "no " + std::string(kPrefixConfigFile) + " in '" + dir +
+                                            "': expected a P-Tuning checkpoint folder as zerotune train "
+                                            "--finetuning_type ptuning or ChatGLM's recipe writes it");
+  const nlohmann::ordered_json json = read_json_file(path);
+  const detail::ConfigKeys keys(json, path);
+  if (!keys.has("pre_seq_len"))
+    keys.fail("pre_seq_len is missing or null: this is not a P-Tuning checkpoint (pass the folder that "
+              "zerotune train --finetuning_type ptuning wrote as --ptuning_checkpoint)");
+  PrefixConfig config;
+  config.pre_seq_len = keys.integer("pre_seq_len", 0);
+  keys.require_positive("pre_seq_len", config.pre_seq_len);
+  config.prefix_projection = keys.boolean("prefix_projection", false);
+  return config;
+}
+
+void save_prefix_checkpoint(const CausalLM& model, const PrefixConfig& prefix,
+                            const std::vector<NamedParameter>& parameters, const std::string& dir) {
+  fs::create_directories(dir);
+  NamedTensors tensors;
+  for (const NamedParameter& p : parameters)
+    tensors.emplace_back(p.name, p.variable.data().to(Device::cpu(), DType::kF32));
+  save_safetensors(path_in(dir, kPrefixWeightsFile), tensors, {{"format", "pt"}});
+  nlohmann::ordered_json config = model.config().raw;
+  config["pre_seq_len"] = prefix.pre_seq_len;
+  config["prefix_projection"] = prefix.prefix_projection;
+  write_file_atomically(path_in(dir, kPrefixConfigFile), config.dump(2) + "\n");
+  copy_companion_files(model.source_dir(), dir);
+}
+
+void load_prefix_weights(const std::vector<NamedParameter>& parameters, const std::string& dir) {
+  const std::string path = path_in(dir, kPrefixWeightsFile);
+  ZT_REQUIRE(fs::is_regular_file(path), "no " + std::string(kPrefixWeightsFile) + " in '" + dir +
+                                            "': zerotune reads the prefix encoder from safetensors only (ChatGLM's "
+                                            "recipe writes pytorch_model.bin with older transformers: convert it)");
+  const SafetensorsFile file = SafetensorsFile::open(path);
+  std::vector<std::string> problems = mismatches(parameters, file);
+  if (!problems.empty()) {
+    std::string message = "the P-Tuning checkpoint '" + path + "' does not match the model and its " +
+                          kPrefixConfigFile + ": " + std::to_string(problems.size()) + " problem(s)";
+    for (const std::string& line : problems) message += "\n  " + line;
+    fail(message + "\ncheck that the prefix was trained on this base model, with the pre_seq_len and "
+                   "prefix_projection of its config.json");
+  }
+  autograd::NoGradGuard no_recording;
+  for (const NamedParameter& p : parameters) {
+    Tensor target = p.variable.data();
+    target.copy_from(file.get(p.name));
+  }
+}
+
+std::shared_ptr<PrefixEncoder> load_prefix_checkpoint(CausalLM& model, const std::string& dir) {
+  auto encoder = std::make_shared<PrefixEncoder>(model.config(), read_prefix_config(dir), model.device(), model.dtype());
+  load_prefix_weights(encoder->named_parameters(), dir);
+  attach_prefix_encoder(model, encoder);
+  return encoder;
+}
+
+}  // namespace zt::models
