@@ -4,17 +4,12 @@
 #include <cmath>
 #include <fstream>
 #include <iostream>
-#include <map>
-#include <set>
 
 #include "autograd/grad_mode.h"
 #include "cli/command.h"
+#include "cli/flags.h"
 #include "models/batch.h"
-#include "models/lora_files.h"
-#include "models/prefix_encoder_files.h"
 #include "models/tokenizer.h"
-#include "models/weights.h"
-#include "runtime/device.h"
 #include "runtime/error.h"
 
 namespace zt::cli {
@@ -34,26 +29,11 @@ constexpr const char* kUsage =
 
 constexpr std::int64_t kBatchTokens = 8192;
 
-std::map<std::string, std::string> parse_flags(const std::vector<std::string>& args) {
-  const std::set<std::string> known{"--model_name_or_path", "--adapter_name_or_path", "--ptuning_checkpoint",
-                                    "--validation_file", "--max_length", "--device", "--dtype"};
-  std::map<std::string, std::string> flags;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    std::string name = args[i], value;
-    if (auto eq = name.find('='); eq != std::string::npos) {
-      value = name.substr(eq + 1);
-      name = name.substr(0, eq);
-    } else if (known.count(name) && i + 1 < args.size()) {
-      value = args[++i];
-    } else if (known.count(name)) {
-      fail("option " + name + " needs a value");
-    }
-    if (!known.count(name)) fail("unknown option '" + name + "'; see `zerotune evaluate --help`");
-    flags[name] = value;
-  }
-  for (const char* required : {"--model_name_or_path", "--validation_file"})
-    if (!flags.count(required)) fail(std::string("missing ") + required + "; see `zerotune evaluate --help`");
-  return flags;
+FlagSpec flag_spec() {
+  FlagSpec spec{.command = "evaluate", .value_flags = kModelFlags,
+                .required = {"--model_name_or_path", "--validation_file"}};
+  spec.value_flags.insert({"--validation_file", "--max_length"});
+  return spec;
 }
 
 std::int64_t parse_count(const std::string& name, const std::string& text) {
@@ -108,29 +88,10 @@ void evaluate_batch(const models::CausalLM& model, const std::vector<std::vector
   totals.tokens += predicted;
 }
 
-int run_evaluate(const std::vector<std::string>& args) {
-  for (const auto& arg : args)
-    if (arg == "--help" || arg == "-h") {
-      std::cout << kUsage;
-      return 0;
-    }
-  std::map<std::string, std::string> flags;
-  try {
-    flags = parse_flags(args);
-  } catch (const Error& e) {
-    std::cerr << "zerotune evaluate: error: " << e.what() << "\n";
-    return kExitUsage;
-  }
-  const std::string dir = flags["--model_name_or_path"];
+int evaluate_model(Flags& flags) {
   const std::int64_t max_length = flags.count("--max_length") ? parse_count("--max_length", flags["--max_length"]) : 2048;
-  Device device = flags.count("--device") ? parse_device(flags["--device"]) : cuda_available() ? Device::cuda() : Device::cpu();
-  if (device.is_cuda()) require_gpu("evaluate --device " + device.str());
-  DType dtype = flags.count("--dtype") ? parse_dtype(flags["--dtype"]) : device.is_cuda() ? DType::kBF16 : DType::kF32;
-
-  std::unique_ptr<models::Tokenizer> tokenizer = models::load_tokenizer(dir);
-  models::CausalLM model = models::load_model(dir, {.device = device, .dtype = dtype});
-  if (flags.count("--adapter_name_or_path")) models::load_lora_adapter(model, flags["--adapter_name_or_path"]);
-  if (flags.count("--ptuning_checkpoint")) models::load_prefix_checkpoint(model, flags["--ptuning_checkpoint"]);
+  std::unique_ptr<models::Tokenizer> tokenizer = models::load_tokenizer(flags["--model_name_or_path"]);
+  models::CausalLM model = load_model_from_flags(flags);
   auto sequences = read_texts(flags["--validation_file"], *tokenizer, max_length);
   if (sequences.empty()) fail("validation file '" + flags["--validation_file"] + "' has no texts");
 
@@ -158,6 +119,10 @@ int run_evaluate(const std::vector<std::string>& args) {
                                 {"eval_samples", sequences.size()}};
   std::cout << report.dump(2) << "\n";
   return 0;
+}
+
+int run_evaluate(const std::vector<std::string>& args) {
+  return run_with_flags(args, flag_spec(), kUsage, evaluate_model);
 }
 
 const Registration registration{{"evaluate", "loss and perplexity of a model on a JSONL text file", run_evaluate}};

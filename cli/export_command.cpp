@@ -3,10 +3,9 @@
 // nothing of adapters can load the fine-tuned model.
 #include <filesystem>
 #include <iostream>
-#include <map>
-#include <set>
 
 #include "cli/command.h"
+#include "cli/flags.h"
 #include "models/lora_files.h"
 #include "models/weights.h"
 #include "runtime/error.h"
@@ -27,57 +26,23 @@ constexpr const char* kUsage =
     "  --output_dir   also accepted as --export_dir (LLaMA-Factory's name)\n"
     "  --dtype        default the torch_dtype of DIR/config.json, else float32\n";
 
-const std::set<std::string> kValueFlags{"--model_name_or_path", "--adapter_name_or_path", "--output_dir",
-                                        "--export_dir", "--dtype"};
+const FlagSpec kFlagSpec{.command = "export",
+                         .value_flags = {"--model_name_or_path", "--adapter_name_or_path", "--output_dir", "--dtype"},
+                         .bool_flags = {"--merge_lora"},
+                         .required = {"--model_name_or_path", "--output_dir"},
+                         .aliases = {{"--export_dir", "--output_dir"}}};
 
-std::map<std::string, std::string> parse_flags(const std::vector<std::string>& args) {
-  std::map<std::string, std::string> flags;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    std::string name = args[i], value;
-    bool inline_value = false;
-    if (auto eq = name.find('='); eq != std::string::npos && name.rfind("--", 0) == 0) {
-      value = name.substr(eq + 1);
-      name = name.substr(0, eq);
-      inline_value = true;
-    }
-    if (name == "--merge_lora") {
-      if (!inline_value) {
-        value = "true";
-        if (i + 1 < args.size() && (args[i + 1] == "true" || args[i + 1] == "false")) value = args[++i];
-      }
-      if (value != "true" && value != "false") fail("--merge_lora takes true or false, got '" + value + "'");
-    } else if (kValueFlags.count(name)) {
-      if (!inline_value && i + 1 >= args.size()) fail("option " + name + " needs a value");
-      if (!inline_value) value = args[++i];
-    } else {
-      fail("unknown option '" + name + "'; see `zerotune export --help`");
-    }
-    flags[name == "--export_dir" ? "--output_dir" : name] = value;
-  }
-  for (const char* required : {"--model_name_or_path", "--output_dir"})
-    if (!flags.count(required)) fail(std::string("missing ") + required + "; see `zerotune export --help`");
+// What export refuses beyond the flag grammar: an adapter it would not merge, or the reverse.
+void check_merge_flags(const Flags& flags) {
   const bool adapter = flags.count("--adapter_name_or_path") != 0;
-  const bool merge = flags.count("--merge_lora") && flags["--merge_lora"] == "true";
+  const bool merge = flags.count("--merge_lora") && flags.at("--merge_lora") == "true";
   if (adapter && !merge)
     fail("--adapter_name_or_path without --merge_lora: an adapter is exported merged into the model; add "
          "--merge_lora (the adapter folder itself already is PEFT's format)");
   if (merge && !adapter) fail("--merge_lora needs the adapter to merge: add --adapter_name_or_path");
-  return flags;
 }
 
-int run_export(const std::vector<std::string>& args) {
-  for (const auto& arg : args)
-    if (arg == "--help" || arg == "-h") {
-      std::cout << kUsage;
-      return 0;
-    }
-  std::map<std::string, std::string> flags;
-  try {
-    flags = parse_flags(args);
-  } catch (const Error& e) {
-    std::cerr << "zerotune export: error: " << e.what() << "\n";
-    return kExitUsage;
-  }
+int export_model(Flags& flags) {
   const std::string dir = flags["--model_name_or_path"], out = flags["--output_dir"];
   ZT_REQUIRE(!fs::exists(out) || !fs::equivalent(dir, out),
              "--output_dir " + out + " is the model folder itself; export into another folder");
@@ -99,6 +64,18 @@ int run_export(const std::vector<std::string>& args) {
   models::save_model(model, out, {.dtype = dtype});
   std::cerr << "exported " << dir << " to " << out << " (" << dtype_name(dtype) << ")\n";
   return 0;
+}
+
+int run_export(const std::vector<std::string>& args) {
+  return run_with_flags(args, kFlagSpec, kUsage, [](Flags& flags) {
+    try {
+      check_merge_flags(flags);
+    } catch (const Error& e) {
+      std::cerr << "zerotune export: error: " << e.what() << "\n";
+      return kExitUsage;
+    }
+    return export_model(flags);
+  });
 }
 
 const Registration registration{{"export", "write a model folder, with a LoRA adapter merged into it", run_export}};

@@ -1,16 +1,11 @@
 // `zerotune generate`: continue a prompt with a model folder's weights and tokenizer, with
 // the sampling settings of its generation_config.json unless a flag overrides them.
 #include <iostream>
-#include <map>
-#include <set>
 
 #include "cli/command.h"
+#include "cli/flags.h"
 #include "models/generate.h"
-#include "models/lora_files.h"
-#include "models/prefix_encoder_files.h"
 #include "models/tokenizer.h"
-#include "models/weights.h"
-#include "runtime/device.h"
 #include "runtime/error.h"
 
 namespace zt::cli {
@@ -29,38 +24,12 @@ constexpr const char* kUsage =
     "  --device   default cuda when a GPU is usable, else cpu\n"
     "  --dtype    default bfloat16 on a GPU, float32 on the CPU\n";
 
-const std::set<std::string> kValueFlags{"--model_name_or_path", "--prompt", "--max_new_tokens", "--temperature",
-                                        "--top_k", "--top_p", "--repetition_penalty", "--seed", "--device",
-                                        "--dtype", "--adapter_name_or_path", "--ptuning_checkpoint"};
-const std::set<std::string> kBoolFlags{"--do_sample"};
-
-std::map<std::string, std::string> parse_flags(const std::vector<std::string>& args) {
-  std::map<std::string, std::string> flags;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    std::string name = args[i], value;
-    bool inline_value = false;
-    if (auto eq = name.find('='); eq != std::string::npos && name.rfind("--", 0) == 0) {
-      value = name.substr(eq + 1);
-      name = name.substr(0, eq);
-      inline_value = true;
-    }
-    if (kBoolFlags.count(name)) {
-      if (!inline_value) {
-        value = "true";
-        if (i + 1 < args.size() && (args[i + 1] == "true" || args[i + 1] == "false")) value = args[++i];
-      }
-      if (value != "true" && value != "false") fail(name + " takes true or false, got '" + value + "'");
-    } else if (kValueFlags.count(name)) {
-      if (!inline_value && i + 1 >= args.size()) fail("option " + name + " needs a value");
-      if (!inline_value) value = args[++i];
-    } else {
-      fail("unknown option '" + name + "'; see `zerotune generate --help`");
-    }
-    flags[name] = value;
-  }
-  for (const char* required : {"--model_name_or_path", "--prompt"})
-    if (!flags.count(required)) fail(std::string("missing ") + required + "; see `zerotune generate --help`");
-  return flags;
+FlagSpec flag_spec() {
+  FlagSpec spec{.command = "generate", .value_flags = kModelFlags, .bool_flags = {"--do_sample"},
+                .required = {"--model_name_or_path", "--prompt"}};
+  spec.value_flags.insert({"--prompt", "--max_new_tokens", "--temperature", "--top_k", "--top_p",
+                           "--repetition_penalty", "--seed"});
+  return spec;
 }
 
 template <typename T>
@@ -92,34 +61,20 @@ models::GenerationOptions options_from(const std::map<std::string, std::string>&
   return options;
 }
 
-int run_generate(const std::vector<std::string>& args) {
-  for (const auto& arg : args)
-    if (arg == "--help" || arg == "-h") {
-      std::cout << kUsage;
-      return 0;
-    }
-  std::map<std::string, std::string> flags;
-  try {
-    flags = parse_flags(args);
-  } catch (const Error& e) {
-    std::cerr << "zerotune generate: error: " << e.what() << "\n";
-    return kExitUsage;
-  }
+int generate_text(Flags& flags) {
   const std::string dir = flags["--model_name_or_path"];
-  Device device = flags.count("--device") ? parse_device(flags["--device"]) : cuda_available() ? Device::cuda() : Device::cpu();
-  if (device.is_cuda()) require_gpu("generate --device " + device.str());
-  DType dtype = flags.count("--dtype") ? parse_dtype(flags["--dtype"]) : device.is_cuda() ? DType::kBF16 : DType::kF32;
-
   std::unique_ptr<models::Tokenizer> tokenizer = models::load_tokenizer(dir);
-  models::CausalLM model = models::load_model(dir, {.device = device, .dtype = dtype});
-  if (flags.count("--adapter_name_or_path")) models::load_lora_adapter(model, flags["--adapter_name_or_path"]);
-  if (flags.count("--ptuning_checkpoint")) models::load_prefix_checkpoint(model, flags["--ptuning_checkpoint"]);
+  models::CausalLM model = load_model_from_flags(flags);
   models::GenerationOptions options = options_from(flags, dir, model, *tokenizer);
   std::vector<models::TokenId> prompt = tokenizer->encode(flags["--prompt"]);
   std::vector<std::int64_t> new_ids = models::generate(model, {prompt.begin(), prompt.end()}, options);
   std::vector<models::TokenId> ids(new_ids.begin(), new_ids.end());
   std::cout << tokenizer->decode(ids, /*skip_special_tokens=*/true) << "\n";
   return 0;
+}
+
+int run_generate(const std::vector<std::string>& args) {
+  return run_with_flags(args, flag_spec(), kUsage, generate_text);
 }
 
 const Registration registration{{"generate", "continue a prompt with a model (greedy or sampled)", run_generate}};

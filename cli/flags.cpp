@@ -1,0 +1,76 @@
+#include "cli/flags.h"
+
+#include <iostream>
+
+#include "cli/command.h"
+#include "models/lora_files.h"
+#include "models/prefix_encoder_files.h"
+#include "models/weights.h"
+#include "runtime/device.h"
+#include "runtime/error.h"
+
+namespace zt::cli {
+
+Flags parse_flags(const std::vector<std::string>& args, const FlagSpec& spec) {
+  const std::string see = "; see `zerotune " + spec.command + " --help`";
+  Flags flags;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    std::string name = args[i], value;
+    const auto eq = name.find('=');
+    const bool inline_value = eq != std::string::npos && name.rfind("--", 0) == 0;
+    if (inline_value) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+    }
+    if (auto alias = spec.aliases.find(name); alias != spec.aliases.end()) name = alias->second;
+    if (spec.bool_flags.count(name)) {
+      if (!inline_value) {
+        value = "true";
+        if (i + 1 < args.size() && (args[i + 1] == "true" || args[i + 1] == "false")) value = args[++i];
+      }
+      if (value != "true" && value != "false") fail(name + " takes true or false, got '" + value + "'");
+    } else if (spec.value_flags.count(name)) {
+      if (!inline_value && i + 1 >= args.size()) fail("option " + name + " needs a value");
+      if (!inline_value) value = args[++i];
+    } else {
+      fail("unknown option '" + name + "'" + see);
+    }
+    flags[name] = value;
+  }
+  for (const std::string& required : spec.required)
+    if (!flags.count(required)) fail("missing " + required + see);
+  return flags;
+}
+
+int run_with_flags(const std::vector<std::string>& args, const FlagSpec& spec, const char* usage,
+                   const std::function<int(Flags&)>& body) {
+  for (const auto& arg : args)
+    if (arg == "--help" || arg == "-h") {
+      std::cout << usage;
+      return 0;
+    }
+  Flags flags;
+  try {
+    flags = parse_flags(args, spec);
+  } catch (const Error& e) {
+    std::cerr << "zerotune " << spec.command << ": error: " << e.what() << "\n";
+    return kExitUsage;
+  }
+  return body(flags);
+}
+
+models::CausalLM load_model_from_flags(Flags& flags) {
+  const Device device = flags.count("--device") ? parse_device(flags["--device"])
+                        : cuda_available()      ? Device::cuda()
+                                                : Device::cpu();
+  if (device.is_cuda()) require_gpu("--device " + device.str());
+  const DType dtype = flags.count("--dtype") ? parse_dtype(flags["--dtype"])
+                      : device.is_cuda()     ? DType::kBF16
+                                             : DType::kF32;
+  models::CausalLM model = models::load_model(flags["--model_name_or_path"], {.device = device, .dtype = dtype});
+  if (flags.count("--adapter_name_or_path")) models::load_lora_adapter(model, flags["--adapter_name_or_path"]);
+  if (flags.count("--ptuning_checkpoint")) models::load_prefix_checkpoint(model, flags["--ptuning_checkpoint"]);
+  return model;
+}
+
+}  // namespace zt::cli

@@ -1,0 +1,45 @@
+// The flag grammar of the subcommands that run a model, as HF's argument parser reads
+// flags: `--name value`, `--name=value`, and booleans as `--flag`, `--flag true` or
+// `--flag false`. Also what those commands share after parsing: the device, dtype and
+// adapters (LoRA, P-Tuning prefix) a model is loaded with.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "models/model.h"
+
+namespace zt::cli {
+
+struct FlagSpec {
+  std::string command;  // "generate": messages say `zerotune generate --help`
+  std::set<std::string> value_flags = {};
+  std::set<std::string> bool_flags = {};
+  std::vector<std::string> required = {};
+  std::map<std::string, std::string> aliases = {};  // another accepted name -> the flag's name
+};
+
+using Flags = std::map<std::string, std::string>;
+
+// Every flag of `args` by name (booleans as "true"/"false"); an unknown flag, a missing
+// value or a missing required flag throws zt::Error naming it.
+Flags parse_flags(const std::vector<std::string>& args, const FlagSpec& spec);
+
+// A command's whole run: --help prints `usage`; a flag error prints the message and returns
+// the usage exit code (2); otherwise `body` runs with the flags.
+int run_with_flags(const std::vector<std::string>& args, const FlagSpec& spec, const char* usage,
+                   const std::function<int(Flags&)>& body);
+
+// The flags every model-running command takes beside its own.
+inline const std::set<std::string> kModelFlags{"--model_name_or_path", "--device", "--dtype", "--adapter_name_or_path",
+                                               "--ptuning_checkpoint"};
+
+// The model of --model_name_or_path on --device (default: the GPU when one is usable) in
+// --dtype (default bfloat16 on a GPU, float32 on the CPU), with --adapter_name_or_path's LoRA
+// and --ptuning_checkpoint's prefix applied.
+models::CausalLM load_model_from_flags(Flags& flags);
+
+}  // namespace zt::cli
