@@ -19,7 +19,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const fs::path kRoot = fs::path(ZT_BINARY_DIR) / "lora_cli_test";
+// ctest runs each test in its own process, several at once: each gets its own folder.
+fs::path test_root() {
+  return fs::path(ZT_BINARY_DIR) / "lora_cli_test" / testing::UnitTest::GetInstance()->current_test_info()->name();
+}
 const std::string kModel = (fs::path(ZT_SOURCE_DIR) / "examples/tiny-qwen").string();
 
 struct CliRun {
@@ -30,7 +33,7 @@ struct CliRun {
 CliRun zerotune(const std::string& arguments) {
   const fs::path binary = fs::path(ZT_BINARY_DIR) / "bin/zerotune";
   if (!fs::exists(binary)) return {-1, "no " + binary.string() + ": build the zerotune target first"};
-  const fs::path log = kRoot / "last_run.log";
+  const fs::path log = test_root() / "last_run.log";
   const int status = std::system((binary.string() + " " + arguments + " > " + log.string() + " 2>&1").c_str());
   std::stringstream output;
   output << std::ifstream(log).rdbuf();
@@ -61,46 +64,46 @@ Tensor logits_of(const CausalLM& model) {
 
 class LoraCli : public ::testing::Test {
  protected:
-  // One training run shared by the tests (a second on the CPU): enough steps that the adapted
-  // model generates tokens of the tokenizer, which the random base model does not.
-  static void SetUpTestSuite() {
-    fs::remove_all(kRoot);
-    fs::create_directories(kRoot);
-    trained_ = zerotune(train_arguments(kRoot / "trained"));
+  // A training run per test (a second on the CPU): enough steps that the adapted model
+  // generates tokens of the tokenizer, which the random base model does not.
+  void SetUp() override {
+    root_ = test_root();
+    fs::remove_all(root_);
+    fs::create_directories(root_);
+    trained_ = zerotune(train_arguments(root_ / "trained"));
   }
-  static CliRun trained_;
+  fs::path root_;
+  CliRun trained_;
 };
-
-CliRun LoraCli::trained_;
 
 TEST_F(LoraCli, TrainWritesPeftAdaptersIntoOutputDirAndCheckpoints) {
   ASSERT_EQ(trained_.exit_code, 0) << trained_.output;
   EXPECT_NE(trained_.output.find("trainable params: "), std::string::npos) << trained_.output;
   EXPECT_NE(trained_.output.find(" || trainable%: "), std::string::npos);
-  for (const fs::path& dir : {kRoot / "trained", kRoot / "trained/checkpoint-15", kRoot / "trained/checkpoint-30"}) {
+  for (const fs::path& dir : {root_ / "trained", root_ / "trained/checkpoint-15", root_ / "trained/checkpoint-30"}) {
     for (const char* file : {"adapter_config.json", "adapter_model.safetensors", "tokenizer.json"})
       EXPECT_TRUE(fs::is_regular_file(dir / file)) << dir / file;
     EXPECT_FALSE(fs::exists(dir / "model.safetensors")) << dir << ": the base model is not saved with an adapter";
   }
-  EXPECT_FALSE(same_tensors((kRoot / "trained/checkpoint-15/adapter_model.safetensors").string(),
-                            (kRoot / "trained/adapter_model.safetensors").string()))
+  EXPECT_FALSE(same_tensors((root_ / "trained/checkpoint-15/adapter_model.safetensors").string(),
+                            (root_ / "trained/adapter_model.safetensors").string()))
       << "steps 16 to 30 changed nothing";
 }
 
 TEST_F(LoraCli, ResumingFromACheckpointEndsWhereTheRunEnded) {
   ASSERT_EQ(trained_.exit_code, 0) << trained_.output;
-  const fs::path resumed = kRoot / "resumed";
+  const fs::path resumed = root_ / "resumed";
   fs::create_directories(resumed);
-  fs::copy(kRoot / "trained/checkpoint-15", resumed / "checkpoint-15", fs::copy_options::recursive);
+  fs::copy(root_ / "trained/checkpoint-15", resumed / "checkpoint-15", fs::copy_options::recursive);
   const CliRun run = zerotune(train_arguments(resumed) + " --resume_from_checkpoint true");
   ASSERT_EQ(run.exit_code, 0) << run.output;
-  EXPECT_TRUE(same_tensors((kRoot / "trained/adapter_model.safetensors").string(),
+  EXPECT_TRUE(same_tensors((root_ / "trained/adapter_model.safetensors").string(),
                            (resumed / "adapter_model.safetensors").string()));
 }
 
 TEST_F(LoraCli, ExportMergesTheAdapterIntoAModelFolder) {
   ASSERT_EQ(trained_.exit_code, 0) << trained_.output;
-  const fs::path adapter = kRoot / "trained", merged = kRoot / "merged";
+  const fs::path adapter = root_ / "trained", merged = root_ / "merged";
   const CliRun run = zerotune("export --model_name_or_path " + kModel + " --adapter_name_or_path " + adapter.string() +
                            " --export_dir " + merged.string() + " --merge_lora");
   ASSERT_EQ(run.exit_code, 0) << run.output;
@@ -114,22 +117,22 @@ TEST_F(LoraCli, ExportMergesTheAdapterIntoAModelFolder) {
 
 TEST_F(LoraCli, ExportRefusesAnAdapterWithoutMergeLora) {
   const CliRun run = zerotune("export --model_name_or_path " + kModel + " --adapter_name_or_path " +
-                           (kRoot / "trained").string() + " --output_dir " + (kRoot / "unmerged").string());
+                           (root_ / "trained").string() + " --output_dir " + (root_ / "unmerged").string());
   EXPECT_EQ(run.exit_code, 2) << run.output;
   EXPECT_NE(run.output.find("--merge_lora"), std::string::npos) << run.output;
 }
 
 TEST_F(LoraCli, GenerateAndEvaluateTakeAnAdapter) {
   ASSERT_EQ(trained_.exit_code, 0) << trained_.output;
-  const std::string adapter = " --adapter_name_or_path " + (kRoot / "trained").string();
+  const std::string adapter = " --adapter_name_or_path " + (root_ / "trained").string();
   const CliRun generated = zerotune("generate --model_name_or_path " + kModel + adapter +
                                  " --device cpu --max_new_tokens 4 --prompt 'Spell out the digits. 0 4'");
   EXPECT_EQ(generated.exit_code, 0) << generated.output;
-  std::ofstream(kRoot / "texts.jsonl") << "{\"text\": \"Spell out the digits. 0 4\"}\n";
+  std::ofstream(root_ / "texts.jsonl") << "{\"text\": \"Spell out the digits. 0 4\"}\n";
   const CliRun plain = zerotune("evaluate --model_name_or_path " + kModel + " --device cpu --validation_file " +
-                             (kRoot / "texts.jsonl").string());
+                             (root_ / "texts.jsonl").string());
   const CliRun adapted = zerotune("evaluate --model_name_or_path " + kModel + adapter + " --device cpu --validation_file " +
-                               (kRoot / "texts.jsonl").string());
+                               (root_ / "texts.jsonl").string());
   ASSERT_EQ(plain.exit_code, 0) << plain.output;
   ASSERT_EQ(adapted.exit_code, 0) << adapted.output;
   EXPECT_NE(plain.output, adapted.output) << "the adapter did not change the evaluation";
