@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # The main job: set up, build, then fine-tune the tiny Qwen2 model shipped in examples/ on
-# the shipped alpaca data (on the GPU when there is one, else the CPU), and ask the result one
-# of the training questions. Output goes to ${ZT_DEMO_OUTPUT:-demo-output}/.
+# the shipped alpaca data with the shipped DeepSpeed config (ZeRO-2, bf16 "auto": bf16 on a
+# GPU, float32 on the CPU), and ask the result one of the training questions. Output goes to
+# ${ZT_DEMO_OUTPUT:-demo-output}/.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 OUTPUT=${ZT_DEMO_OUTPUT:-$ZT_ROOT/demo-output}
-"$ZT_BUILD_DIR/bin/zerotune" train \
+precision=()
+nvidia-smi -L >/dev/null 2>&1 && precision=(--bf16)
+"$ZT_BUILD_DIR/bin/zerotune" train "${precision[@]}" --deepspeed "$ZT_ROOT/examples/ds_config_zero2.json" \
   --model_name_or_path "$ZT_ROOT/examples/tiny-qwen" \
   --train_file "$ZT_ROOT/examples/data/alpaca_demo.json" \
   --output_dir "$OUTPUT" --overwrite_output_dir \
