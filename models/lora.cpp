@@ -1,7 +1,6 @@
 #include "models/lora.h"
 
 #include <cmath>
-#include <sstream>
 
 #include "autograd/grad_mode.h"
 #include "models/hf_names.h"
@@ -9,6 +8,7 @@
 #include "ops/matmul.h"
 #include "runtime/error.h"
 #include "runtime/philox.h"
+#include "runtime/text_list.h"
 
 namespace zt::models {
 namespace {
@@ -32,23 +32,6 @@ bool targets(const std::vector<std::string>& names, const std::string& path) {
   return false;
 }
 
-std::vector<std::string> split_names(const std::string& text) {
-  std::vector<std::string> names;
-  std::stringstream in(text);
-  for (std::string item; std::getline(in, item, ',');) {
-    item.erase(0, item.find_first_not_of(' '));
-    item.erase(item.find_last_not_of(' ') + 1);
-    if (!item.empty()) names.push_back(item);
-  }
-  return names;
-}
-
-std::string joined(const std::vector<std::string>& names) {
-  std::string text;
-  for (const std::string& name : names) text += (text.empty() ? "" : ", ") + name;
-  return text;
-}
-
 std::string peft_name(const ParamSpec& base, const char* matrix) {
   return "base_model.model." + module_path(base) + "." + matrix + ".weight";
 }
@@ -70,16 +53,16 @@ std::vector<std::string> lora_module_names(const ModelConfig& config) {
 
 std::vector<std::string> parse_lora_target(const std::string& text, const ModelConfig& config) {
   const std::vector<std::string> known = lora_module_names(config);
-  std::vector<std::string> names = split_names(text);
+  std::vector<std::string> names = split_comma_list(text);
   if (names.size() == 1 && (names[0] == "all" || names[0] == "all-linear")) return known;
-  ZT_REQUIRE(!names.empty(), "--lora_target is empty; give module names such as " + joined(known) + ", or all");
+  ZT_REQUIRE(!names.empty(), "--lora_target is empty; give module names such as " + join_list(known) + ", or all");
   const ParameterLayout layout = parameter_layout(config);
   for (const std::string& name : names) {
     bool found = false;
     for (const LayerSpecs& layer : layout.layers)
       for (const auto& spec : layer) found = found || (is_linear(spec) && targets({name}, module_path(*spec)));
     ZT_REQUIRE(found, "LoRA target '" + name + "' is not a linear module of the " +
-                          architecture_name(config.arch) + " model's layers; its modules are " + joined(known) +
+                          architecture_name(config.arch) + " model's layers; its modules are " + join_list(known) +
                           " (or all for every one of them)");
   }
   return names;
@@ -108,8 +91,8 @@ void attach_lora(CausalLM& model, const LoraConfig& config, std::uint64_t seed) 
       lora[i][slot] = update;
       any = true;
     }
-  ZT_REQUIRE(any, "LoRA targets " + joined(config.target_modules) + " match no linear module of the model; its "
-                  "modules are " + joined(lora_module_names(model.config())));
+  ZT_REQUIRE(any, "LoRA targets " + join_list(config.target_modules) + " match no linear module of the model; its "
+                  "modules are " + join_list(lora_module_names(model.config())));
   model.set_lora(std::move(lora));
 }
 

@@ -2,23 +2,12 @@
 
 #include <cstdio>
 #include <memory>
-#include <sstream>
 
 #include "runtime/error.h"
+#include "runtime/text_list.h"
 
 namespace zt::train {
 namespace {
-
-std::vector<std::string> split_list(const std::string& text) {
-  std::vector<std::string> items;
-  std::stringstream in(text);
-  for (std::string item; std::getline(in, item, ',');) {
-    item.erase(0, item.find_first_not_of(' '));
-    item.erase(item.find_last_not_of(' ') + 1);
-    if (!item.empty()) items.push_back(item);
-  }
-  return items;
-}
 
 // The layer index in a parameter name ("model.layers.12.mlp..." -> 12), or -1.
 std::int64_t layer_of(const std::string& name) {
@@ -119,7 +108,7 @@ std::vector<TrainableParameter> select_trainable(models::CausalLM& model, const 
              "--freeze_trainable_layers " + std::to_string(args.freeze_trainable_layers) + " but the model has " +
                  std::to_string(num_layers) + " layers");
   std::vector<std::string> modules;
-  if (args.freeze_trainable_modules != "all") modules = split_list(args.freeze_trainable_modules);
+  if (args.freeze_trainable_modules != "all") modules = split_comma_list(args.freeze_trainable_modules);
   std::vector<TrainableParameter> trainable;
   for (const auto& [name, variable] : model.named_parameters()) {
     const bool trains = method == "full" || freeze_trains(name, args, num_layers, modules);

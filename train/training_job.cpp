@@ -2,7 +2,6 @@
 
 #include <filesystem>
 #include <memory>
-#include <set>
 
 #include "distributed/inprocess_communicator.h"
 #include "distributed/nccl_communicator.h"
@@ -129,10 +128,6 @@ void train_one_rank(const TrainingArguments& args, distributed::Communicator* co
 }  // namespace
 
 void run_training_job(const TrainingArguments& args) {
-  const std::set<std::string> available{"full", "freeze", "lora", "ptuning"};
-  ZT_REQUIRE(available.count(args.finetuning_type) != 0,
-             "--finetuning_type " + args.finetuning_type +
-                 " is not available in this version; use full, freeze, lora or ptuning");
   check_output_dir(args);
   const ProcessRank rank = rank_from_environment();
   const auto timeout = std::chrono::seconds(args.ddp_timeout);
