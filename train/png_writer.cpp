@@ -41,6 +41,58 @@ std::string zlib_stored(std::string_view raw) {
   return out;
 }
 
+// The image's distinct colours in order of first appearance, and each pixel's index into them.
+struct IndexedPixels {
+  std::vector<Rgb> palette;
+  std::vector<std::uint8_t> indices;
+};
+
+IndexedPixels index_colours(const RgbImage& image) {
+  IndexedPixels out;
+  const std::vector<std::uint8_t>& bytes = image.bytes();
+  out.indices.reserve(bytes.size() / 3);
+  for (std::size_t i = 0; i < bytes.size(); i += 3) {
+    const Rgb colour{bytes[i], bytes[i + 1], bytes[i + 2]};
+    auto found = std::find(out.palette.begin(), out.palette.end(), colour);
+    if (found == out.palette.end()) {
+      ZT_REQUIRE(out.palette.size() < 256, "PNG: the image has more than 256 colours; the encoder writes indexed colour only");
+      out.palette.push_back(colour);
+      found = out.palette.end() - 1;
+    }
+    out.indices.push_back(static_cast<std::uint8_t>(found - out.palette.begin()));
+  }
+  return out;
+}
+
+// 1, 2, 4 or 8: PNG's palette depths.
+int bit_depth(std::size_t colours) {
+  int bits = 1;
+  while ((std::size_t{1} << bits) < colours) bits *= 2;
+  return bits;
+}
+
+std::string palette_chunk_data(const std::vector<Rgb>& palette) {
+  std::string data;
+  for (const Rgb& colour : palette)
+    data += {static_cast<char>(colour.r), static_cast<char>(colour.g), static_cast<char>(colour.b)};
+  return data;
+}
+
+// Each row: filter type None, then the indices packed high bits first.
+std::string packed_rows(const std::vector<std::uint8_t>& indices, int width, int height, int bits) {
+  const std::size_t row_bytes = (static_cast<std::size_t>(width) * bits + 7) / 8;
+  std::string raw((row_bytes + 1) * static_cast<std::size_t>(height), '\0');
+  for (int y = 0; y < height; ++y) {
+    char* row = raw.data() + static_cast<std::size_t>(y) * (row_bytes + 1) + 1;
+    for (int x = 0; x < width; ++x) {
+      const int bit = x * bits;
+      const std::uint8_t index = indices[static_cast<std::size_t>(y) * static_cast<std::size_t>(width) + x];
+      row[bit / 8] = static_cast<char>(static_cast<unsigned char>(row[bit / 8]) | index << (8 - bits - bit % 8));
+    }
+  }
+  return raw;
+}
+
 }  // namespace
 
 RgbImage::RgbImage(int width, int height, Rgb background) : width_(width), height_(height) {
@@ -91,20 +143,16 @@ std::uint32_t adler32(std::string_view bytes) {
 }
 
 std::string encode_png(const RgbImage& image) {
+  const IndexedPixels pixels = index_colours(image);
+  const int bits = bit_depth(pixels.palette.size());
   std::string png = "\x89PNG\r\n\x1a\n";
   std::string header;
   put_u32_be(header, static_cast<std::uint32_t>(image.width()));
   put_u32_be(header, static_cast<std::uint32_t>(image.height()));
-  header += {'\x08', '\x02', '\x00', '\x00', '\x00'};  // 8 bits, RGB, deflate, no filter set, no interlace
+  header += {static_cast<char>(bits), '\x03', '\x00', '\x00', '\x00'};  // palette, deflate, no filter set, no interlace
   put_chunk(png, "IHDR", header);
-  const std::size_t row_bytes = static_cast<std::size_t>(image.width()) * 3;
-  std::string raw;
-  raw.reserve((row_bytes + 1) * static_cast<std::size_t>(image.height()));
-  for (int y = 0; y < image.height(); ++y) {
-    raw.push_back('\x00');  // filter type None
-    raw.append(reinterpret_cast<const char*>(image.bytes().data()) + static_cast<std::size_t>(y) * row_bytes, row_bytes);
-  }
-  put_chunk(png, "IDAT", zlib_stored(raw));
+  put_chunk(png, "PLTE", palette_chunk_data(pixels.palette));
+  put_chunk(png, "IDAT", zlib_stored(packed_rows(pixels.indices, image.width(), image.height(), bits)));
   put_chunk(png, "IEND", "");
   return png;
 }

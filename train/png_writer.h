@@ -1,4 +1,6 @@
-// A minimal PNG encoder for the loss-curve images: 8-bit RGB, no interlacing, the image data
+// A minimal PNG encoder for the loss-curve images: indexed colour, the palette being the
+// image's distinct colours (at most 256) at the smallest bit depth that holds them, which
+// keeps a few-colour chart at a quarter of RGB's size or less; no interlacing; the image data
 // in stored (uncompressed) deflate blocks, so it needs no compression library. CRC-32 and
 // Adler-32 are computed here.
 #pragma once
@@ -34,7 +36,7 @@ class RgbImage {
 std::uint32_t crc32(std::string_view bytes);  // ISO-HDLC, as PNG and zlib use
 std::uint32_t adler32(std::string_view bytes);
 
-// The PNG file's bytes.
+// The PNG file's bytes; throws zt::Error when the image has more than 256 colours.
 std::string encode_png(const RgbImage& image);
 // Writes atomically; throws zt::Error naming `path` when it cannot.
 void write_png(const std::string& path, const RgbImage& image);
