@@ -1,6 +1,7 @@
-// Encode throughput of the real Qwen3 tokenizer on tests/data/tokenizer/corpus.txt, one
-// thread, in bytes/s. scripts/tokenizer_expected.py --bench measures HF tokenizers on the
-// same text, for the side-by-side number in docs/TOKENIZERS.md.
+// Encode throughput of the real Qwen3 tokenizer, one thread, in bytes/s, on
+// tests/data/tokenizer/corpus.txt or the file $ZT_TOKENIZER_BENCH_TEXT names (one JSON string
+// per line, each encoded on its own). The `tokens` counter is the ids one pass produces.
+// scripts/tokenizer_speed.py runs this beside HF tokenizers on the same lines.
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>
@@ -41,6 +42,11 @@ std::string qwen_tokenizer_dir() {
   return {};
 }
 
+fs::path text_file() {
+  if (const char* env = std::getenv("ZT_TOKENIZER_BENCH_TEXT")) return env;
+  return source_root() / "tests/data/tokenizer/corpus.txt";
+}
+
 struct Corpus {
   std::unique_ptr<zt::models::Tokenizer> tokenizer;
   std::vector<std::string> lines;
@@ -61,12 +67,14 @@ const Corpus& corpus() {
       return out;
     }
     out.tokenizer = zt::models::load_tokenizer(dir);
-    std::ifstream in(source_root() / "tests/data/tokenizer/corpus.txt", std::ios::binary);
+    const fs::path text = text_file();
+    std::ifstream in(text, std::ios::binary);
     std::string line;
     while (std::getline(in, line))
       if (!line.empty()) out.lines.push_back(nlohmann::json::parse(line).get<std::string>());
     for (const std::string& l : out.lines) out.bytes += l.size();
-    if (out.lines.empty()) out.missing = "tests/data/tokenizer/corpus.txt not found: run from the source tree";
+    if (out.lines.empty())
+      out.missing = text.string() + " is missing or empty: run from the source tree or set ZT_TOKENIZER_BENCH_TEXT";
     return out;
   }();
   return c;
@@ -78,9 +86,13 @@ void BM_Qwen3Encode(benchmark::State& state) {
     state.SkipWithError(c.missing.c_str());
     return;
   }
-  for (auto _ : state)
-    for (const std::string& line : c.lines) benchmark::DoNotOptimize(c.tokenizer->encode(line, false));
+  std::size_t tokens = 0;
+  for (auto _ : state) {
+    tokens = 0;
+    for (const std::string& line : c.lines) tokens += c.tokenizer->encode(line, false).size();
+  }
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * c.bytes));
+  state.counters["tokens"] = static_cast<double>(tokens);
 }
 BENCHMARK(BM_Qwen3Encode)->Unit(benchmark::kMillisecond);
 

@@ -62,7 +62,7 @@ RACECHECK_TESTS=(
 if wants racecheck && command -v compute-sanitizer >/dev/null; then
   for entry in "${RACECHECK_TESTS[@]}"; do
     test=${entry%%:*}
-    step "racecheck $test" "$OUT/sanitizer.log" timeout 150 compute-sanitizer --tool racecheck --racecheck-report hazard \
+    step "racecheck $test" "$OUT/sanitizer.log" timeout 60 compute-sanitizer --tool racecheck --racecheck-report hazard \
       --error-exitcode 9 "$BUILD/tests/$test" --gtest_filter="${entry#*:}"
   done
 fi
