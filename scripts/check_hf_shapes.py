@@ -8,12 +8,17 @@ For each shape, a model with the released model's config.json (random weights; -
 keeps the first N layers) is built by transformers on the GPU in bf16 and saved with
 save_pretrained. On one batch, 2 sequences x 512 random token ids without padding (labels:
 the next id of the same sequence, the last one -100), transformers runs forward (SDPA) + mean
-cross-entropy + backward, and zerotune the same on the saved folder (the two sequences packed
-back to back). Compared: logits ||ours - theirs|| / ||theirs|| over
-all logits <= 2e-2, the loss within 1e-2 relative, and the gradients of a few parameters
-(embedding, first layer's q_proj and input norm, last layer's down_proj, final norm, untied
-head) each within 5e-2 relative. Timings are the mean of 3 forward+backward passes after a
-warm-up. Prints one row per shape; exits 1 if any shape fails.
+cross-entropy + backward in bf16, then in fp32 on the very same weights (the reference), and
+zerotune in bf16 on the saved folder (the two sequences packed back to back).
+
+Two bf16 runs differ by their rounding alone by a few percent on these sizes, so each is
+measured against fp32: a shape passes when the loss is within 1e-2 relative of
+transformers' bf16 loss and zerotune's relative error from fp32 (||ours - fp32|| / ||fp32||)
+is at most 2e-2 for the logits and 5e-2 for each checked gradient (embedding, first layer's
+q_proj and input norm, last layer's down_proj, final norm, untied head), or at most 1.5 times
+transformers' own bf16 error where that is larger. ours-theirs is printed too. Timings are the
+mean of 3 forward+backward passes after a warm-up. Prints one row per shape; exits 1 if any
+shape fails.
 """
 import argparse
 import collections
@@ -36,7 +41,7 @@ SEQUENCES, SEQ_LEN = 2, 512
 TIMED_PASSES = 3
 SEED = 1234
 LOGITS_TOL, LOSS_TOL, GRAD_TOL = 2e-2, 1e-2, 5e-2
-SLACK = 1.25
+SLACK = 1.5  # how much further from fp32 than transformers' bf16 zerotune's bf16 may be
 
 QWEN2 = dict(architectures=["Qwen2ForCausalLM"], model_type="qwen2", hidden_act="silu", attention_dropout=0.0,
              bos_token_id=151643, eos_token_id=151643, initializer_range=0.02, max_position_embeddings=32768,
@@ -142,7 +147,7 @@ def gradients(model, names):
 
 
 def run_transformers(model, ids, labels, names):
-    """bf16 (compared and timed), then the very same weights in fp32 (the reference both bf16 runs are measured against)."""
+    """bf16 (compared and timed), then the same weights in fp32: the reference for both bf16 runs."""
     transformers_pass(model, ids, labels)  # warm-up
     times = []
     for _ in range(TIMED_PASSES):
@@ -161,7 +166,8 @@ def run_zerotune(binary, folder, inputs, outputs, names):
         raise RuntimeError(f"model_outputs exited {result.returncode}: {result.stderr.strip()}")
     print("  " + result.stdout.strip())
     with safe_open(str(outputs), "pt", device="cuda:0") as f:
-        ours = Outputs(f.get_tensor("logits"), f.get_tensor("loss").item(), {n: f.get_tensor(f"grad/{n}") for n in names})
+        grads = {n: f.get_tensor(f"grad/{n}") for n in names}
+        ours = Outputs(f.get_tensor("logits"), f.get_tensor("loss").item(), grads)
         ms = float(f.metadata()["forward_backward_ms"])
     return ours, ms
 
@@ -177,7 +183,7 @@ def errors(a, b):
 
 
 def close_enough(ours, theirs, tolerance):
-    """Within the tolerance of fp32, or no further from it than transformers' own bf16 (with some slack)."""
+    """Within the tolerance of fp32, or not much further from it than transformers' own bf16."""
     return ours <= max(tolerance, SLACK * theirs)
 
 
@@ -215,8 +221,8 @@ def check_shape(name, args):
                 f"{logits_vs_theirs:.2e} / {logits_ours:.2e} / {logits_theirs:.2e}",
             "grad err ours-theirs / ours-fp32 / theirs-fp32 (worst)":
                 f"{grads_vs_theirs[worst]:.2e} / {grads_ours[worst]:.2e} / {grads_theirs[worst]:.2e} ({worst})",
-            "fwd+bwd ms ours / theirs": f"{our_ms:.1f} / {their_ms:.1f}", "wall s": f"{time.perf_counter() - start:.0f}",
-            "result": "PASS" if passed else "FAIL"}
+            "fwd+bwd ms ours / theirs": f"{our_ms:.1f} / {their_ms:.1f}",
+            "wall s": f"{time.perf_counter() - start:.0f}", "result": "PASS" if passed else "FAIL"}
 
 
 def main():

@@ -129,7 +129,8 @@ def run(args):
     os.environ.update(TOKENIZERS_PARALLELISM="false", RAYON_NUM_THREADS="1")
     from tokenizers import Tokenizer, __version__
     tok = Tokenizer.from_file(str(folder / "tokenizer/tokenizer.json"))
-    print(f"HF tokenizers {__version__}, one core (cpu {cores[-1]}), best of {PASSES} passes, each line encoded alone\n")
+    print(f"HF tokenizers {__version__}, one core (cpu {cores[-1]}), best of {PASSES} passes, "
+          "each line encoded alone\n")
     print("| text | MB | lines | tokens zerotune / HF | zerotune MB/s | HF encode MB/s | HF encode_batch MB/s | "
           "zerotune / best HF |\n|" + " --- |" * 8)
     failed = False
