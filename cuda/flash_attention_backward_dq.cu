@@ -107,6 +107,7 @@ __global__ void __launch_bounds__(32 * kWarps)
 
   // The warp's own Q rows, no longer needed, stage dQ for 16-byte stores.
   const float factor[2] = {dims.softmax_scale, dims.softmax_scale};
+  __syncwarp();  // every lane is past its ldmatrix reads of the rows dQ is staged in
   tile::store_accumulators<QTile, T>(shared, row0, dq, factor);
   __syncwarp();
   tile::store_warp_rows<QTile, T>(shared, row0, [&](int r) -> T* {

@@ -125,7 +125,9 @@ __global__ void __launch_bounds__(32 * kWarps)
     l[half] = mma::quad_sum(l[half]);
     inverse[half] = 1.0f / l[half];
   }
-  // The warp's own Q rows, no longer needed, stage O for 16-byte stores.
+  // The warp's own Q rows, no longer needed, stage O for 16-byte stores. The warp's lanes
+  // read those rows with ldmatrix: they must all be past it before any lane overwrites them.
+  __syncwarp();
   tile::store_accumulators<QTile, T>(shared, row0, o, inverse);
   __syncwarp();
   tile::store_warp_rows<QTile, T>(shared, row0, [&](int r) -> T* {
