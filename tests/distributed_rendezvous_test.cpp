@@ -3,11 +3,6 @@
 // rank 0 end in errors that say what to check.
 #include <gtest/gtest.h>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <future>
 #include <thread>
 
@@ -15,27 +10,16 @@
 #include "distributed/rendezvous_wire.h"
 #include "distributed/socket.h"
 #include "tests/op_test_util.h"
+#include "tests/process_test_util.h"
 
 namespace zt::distributed {
 namespace {
 
 using namespace std::chrono_literals;
 
-int free_port() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
-  socklen_t length = sizeof(address);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  close(fd);
-  return ntohs(address.sin_port);
-}
-
 RendezvousConfig config(int world_size) {
   RendezvousConfig c;
-  c.port = free_port();
+  c.port = zt::testing::free_loopback_port();
   c.token = "job-1234";
   c.world_size = world_size;
   c.timeout = 10s;

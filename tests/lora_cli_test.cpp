@@ -2,43 +2,25 @@
 // --adapter_name_or_path, run as a user runs them on the shipped tiny model (CPU).
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
-
-#include <sys/wait.h>
 
 #include "autograd/grad_mode.h"
 #include "models/batch.h"
 #include "models/lora_files.h"
 #include "models/weights.h"
+#include "tests/process_test_util.h"
 
 namespace zt::models {
 namespace {
 
 namespace fs = std::filesystem;
 
-// ctest runs each test in its own process, several at once: each gets its own folder.
-fs::path test_root() {
-  return fs::path(ZT_BINARY_DIR) / "lora_cli_test" / testing::UnitTest::GetInstance()->current_test_info()->name();
-}
+fs::path test_root() { return zt::testing::test_folder("lora_cli_test"); }
 const std::string kModel = (fs::path(ZT_SOURCE_DIR) / "examples/tiny-qwen").string();
 
-struct CliRun {
-  int exit_code;
-  std::string output;
-};
-
-CliRun zerotune(const std::string& arguments) {
-  const fs::path binary = fs::path(ZT_BINARY_DIR) / "bin/zerotune";
-  if (!fs::exists(binary)) return {-1, "no " + binary.string() + ": build the zerotune target first"};
-  const fs::path log = test_root() / "last_run.log";
-  const int status = std::system((binary.string() + " " + arguments + " > " + log.string() + " 2>&1").c_str());
-  std::stringstream output;
-  output << std::ifstream(log).rdbuf();
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output.str()};
-}
+zt::testing::CliRun zerotune(const std::string& arguments) { return zt::testing::run_zerotune(arguments, test_root()); }
+using zt::testing::CliRun;
 
 std::string train_arguments(const fs::path& output_dir) {
   return "train --model_name_or_path " + kModel + " --train_file " + ZT_SOURCE_DIR +
@@ -73,7 +55,7 @@ class LoraCli : public ::testing::Test {
     trained_ = zerotune(train_arguments(root_ / "trained"));
   }
   fs::path root_;
-  CliRun trained_;
+  zt::testing::CliRun trained_;
 };
 
 TEST_F(LoraCli, TrainWritesPeftAdaptersIntoOutputDirAndCheckpoints) {

@@ -1,0 +1,64 @@
+// What the tests that start processes or open sockets share: a folder of their own per test
+// (ctest runs tests as separate processes, several at once), a free loopback port, and the
+// built `zerotune` binary run as a user runs it.
+#pragma once
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+namespace zt::testing {
+
+// ZT_BINARY_DIR/<suite>/<test name>, created (and emptied when `fresh`).
+inline std::filesystem::path test_folder(const std::string& suite, bool fresh = false) {
+  const std::filesystem::path folder = std::filesystem::path(ZT_BINARY_DIR) / suite /
+                                       ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  if (fresh) std::filesystem::remove_all(folder);
+  std::filesystem::create_directories(folder);
+  return folder;
+}
+
+// A port nobody listens on right now (the kernel's pick for an ephemeral bind).
+inline int free_loopback_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
+  socklen_t length = sizeof(address);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  close(fd);
+  return ntohs(address.sin_port);
+}
+
+inline std::string read_text(const std::filesystem::path& path) {
+  std::stringstream text;
+  text << std::ifstream(path).rdbuf();
+  return text.str();
+}
+
+struct CliRun {
+  int exit_code;
+  std::string output;  // stdout and stderr together
+};
+
+// `zerotune <arguments>` through the shell, its output kept in `folder`/last_run.log.
+inline CliRun run_zerotune(const std::string& arguments, const std::filesystem::path& folder) {
+  const std::filesystem::path binary = std::filesystem::path(ZT_BINARY_DIR) / "bin/zerotune";
+  if (!std::filesystem::exists(binary)) return {-1, "no " + binary.string() + ": build the zerotune target first"};
+  const std::filesystem::path log = folder / "last_run.log";
+  const int status = std::system((binary.string() + " " + arguments + " > " + log.string() + " 2>&1").c_str());
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_text(log)};
+}
+
+}  // namespace zt::testing
