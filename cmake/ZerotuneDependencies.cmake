@@ -36,3 +36,19 @@ else()
   message(WARNING "PCRE2, utf8proc or sentencepiece not found: building without the tokenizers. "
                   "Install libpcre2-dev libutf8proc-dev libsentencepiece-dev (scripts/setup.sh does).")
 endif()
+
+# Gloo runs the collectives of multi-process training on the CPU, where NCCL cannot, so the
+# launchers and ZeRO across processes are tested on machines without a GPU. scripts/setup.sh
+# installs Debian's libgloo-dev; a machine without it still builds everything else, and
+# multi-process training on the CPU then says it needs Gloo.
+find_package(Gloo CONFIG QUIET)
+add_library(zt_gloo INTERFACE)
+if(Gloo_FOUND)
+  set(ZT_HAVE_GLOO ON)
+  target_link_libraries(zt_gloo INTERFACE gloo)
+  target_compile_definitions(zt_gloo INTERFACE ZT_HAVE_GLOO=1)
+else()
+  set(ZT_HAVE_GLOO OFF)
+  message(WARNING "Gloo not found: building without multi-process training on the CPU. "
+                  "Install libgloo-dev (scripts/setup.sh does).")
+endif()
