@@ -1,11 +1,13 @@
 #include "train/optimizer.h"
 
 #include <cmath>
+#include <utility>
 
 #include "ops/accumulate.h"
 #include "ops/adamw.h"
 #include "ops/l2norm.h"
 #include "runtime/error.h"
+#include "runtime/log.h"
 
 namespace zt::train {
 namespace {
@@ -25,22 +27,65 @@ bool decays(const std::string& name, const Tensor& value) {
   return !is_bias && value.dim() >= 2;
 }
 
-Optimizer::Optimizer(std::vector<TrainableParameter> parameters, const OptimizerConfig& config)
+DType offload_working_dtype(const std::vector<TrainableParameter>& parameters) {
+  ZT_REQUIRE(!parameters.empty(), "optimizer offload: nothing to train");
+  const DType dtype = parameters[0].variable.data().dtype();
+  for (const TrainableParameter& p : parameters)
+    ZT_REQUIRE(p.variable.data().dtype() == dtype,
+               "optimizer offload: parameter '" + p.name + "' is " + dtype_name(p.variable.data().dtype()) + " but '" +
+                   parameters[0].name + "' is " + dtype_name(dtype) + "; offload needs one dtype for all trainable "
+                   "parameters");
+  return dtype;
+}
+
+Optimizer::Optimizer(std::vector<TrainableParameter> parameters, const OptimizerConfig& config,
+                     const OffloadOptions& offload)
     : parameters_(std::move(parameters)), config_(config) {
+  for (const TrainableParameter& p : parameters_)
+    ZT_REQUIRE(p.variable.is_leaf() && p.variable.requires_grad(),
+               "optimizer: parameter '" + p.name + "' is not a trainable leaf");
+  if (offload.enabled) offload_state(offload);
   for (std::size_t i = 0; i < parameters_.size(); ++i) {
     const autograd::Variable& variable = parameters_[i].variable;
-    ZT_REQUIRE(variable.is_leaf() && variable.requires_grad(),
-               "optimizer: parameter '" + parameters_[i].name + "' is not a trainable leaf");
-    const Tensor& value = variable.data();
-    master_.push_back(fp32_copy(value));
-    exp_avg_.push_back(Tensor::zeros(value.shape(), DType::kF32, value.device()));
-    exp_avg_sq_.push_back(Tensor::zeros(value.shape(), DType::kF32, value.device()));
-    grads_.push_back(Tensor::zeros(value.shape(), DType::kF32, value.device()));
+    if (!offload_) {
+      const Tensor& value = variable.data();
+      master_.push_back(fp32_copy(value));
+      exp_avg_.push_back(Tensor::zeros(value.shape(), DType::kF32, value.device()));
+      exp_avg_sq_.push_back(Tensor::zeros(value.shape(), DType::kF32, value.device()));
+      grads_.push_back(Tensor::zeros(value.shape(), DType::kF32, value.device()));
+    }
     variable.add_grad_ready_hook([this, i](const Tensor& grad) {
       Tensor contribution = grad;  // the hook's argument is the leaf's slot, cleared next
       ops::accumulate_(grads_[i], contribution);
       parameters_[i].variable.zero_grad();
     });
+  }
+}
+
+// Every parameter laid end to end: master and moments in the offload's host buffers, the
+// gradients in one device buffer; the per-parameter tensors are views into them.
+void Optimizer::offload_state(const OffloadOptions& options) {
+  const DType working = offload_working_dtype(parameters_);
+  const Device device = parameters_[0].variable.data().device();
+  std::vector<OffloadSegment> segments;
+  std::int64_t total = 0;
+  for (const TrainableParameter& p : parameters_) {
+    offsets_.push_back(total);
+    segments.push_back({total, p.variable.data().numel(), p.weight_decay ? config_.weight_decay : 0.0});
+    total += p.variable.data().numel();
+  }
+  Tensor initial = Tensor::empty({total}, DType::kF32);
+  for (std::size_t i = 0; i < parameters_.size(); ++i)
+    initial.narrow(0, offsets_[i], segments[i].numel).copy_from(parameters_[i].variable.data().reshape({segments[i].numel}));
+  offload_ = std::make_unique<OptimizerOffload>(initial, segments, working, device, config_, options);
+  flat_grads_ = Tensor::zeros({total}, DType::kF32, device);
+  for (std::size_t i = 0; i < parameters_.size(); ++i) {
+    const Shape& shape = parameters_[i].variable.data().shape();
+    auto part = [&](const Tensor& flat) { return flat.narrow(0, offsets_[i], segments[i].numel).view(shape); };
+    master_.push_back(part(offload_->master()));
+    exp_avg_.push_back(part(offload_->exp_avg()));
+    exp_avg_sq_.push_back(part(offload_->exp_avg_sq()));
+    grads_.push_back(part(flat_grads_));
   }
 }
 
@@ -61,6 +106,12 @@ StepResult Optimizer::step(double lr, double loss_scale, double max_grad_norm, s
   // DeepSpeed's combined divisor: the loss scale, times the clip factor when the norm exceeds it.
   double divisor = loss_scale;
   if (max_grad_norm > 0.0) divisor *= std::max(1.0, (result.grad_norm + 1e-6) / max_grad_norm);
+  const ops::AdamWConfig adam{.lr = lr, .beta1 = config_.beta1, .beta2 = config_.beta2, .eps = config_.eps,
+                              .step = step, .grad_scale = divisor};
+  if (offload_) {
+    step_offloaded(adam);
+    return result;
+  }
   std::vector<ops::AdamWParam> params;
   for (std::size_t i = 0; i < parameters_.size(); ++i) {
     double decay = parameters_[i].weight_decay ? config_.weight_decay : 0.0;
@@ -72,9 +123,19 @@ StepResult Optimizer::step(double lr, double loss_scale, double max_grad_norm, s
     params.push_back({master_[i], exp_avg_[i], exp_avg_sq_[i], grads_[i], parameters_[i].variable.data(), decay});
   }
   // One update over every parameter: a few launches on the GPU instead of one per parameter.
-  ops::adamw_step_multi(params, {.lr = lr, .beta1 = config_.beta1, .beta2 = config_.beta2, .eps = config_.eps,
-                                 .step = step, .grad_scale = divisor});
+  ops::adamw_step_multi(params, adam);
   return result;
+}
+
+void Optimizer::step_offloaded(const ops::AdamWConfig& adam) {
+  const Tensor& first = parameters_[0].variable.data();
+  Tensor working = Tensor::empty({flat_grads_.numel()}, first.dtype(), first.device());
+  offload_->step(flat_grads_, working, adam);
+  for (std::size_t i = 0; i < parameters_.size(); ++i) {
+    Tensor value = parameters_[i].variable.data();  // a handle: the copy writes the parameter
+    value.copy_from(working.narrow(0, offsets_[i], value.numel()).view(value.shape()));
+  }
+  if (!std::exchange(reported_, true)) ZT_LOG(kInfo, offload_->report());
 }
 
 void Optimizer::zero_grad() {

@@ -8,11 +8,13 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "autograd/variable.h"
 #include "train/deepspeed_config.h"
+#include "train/optimizer_offload.h"
 
 namespace zt::train {
 
@@ -44,9 +46,12 @@ class OptimizerEngine {
   virtual void load_state_dict(const std::map<std::string, Tensor>& state) = 0;
 };
 
+// With offload, master weights and moments live in host memory (train/optimizer_offload.h)
+// and the gradients, laid end to end in one device buffer, go there to be applied.
 class Optimizer : public OptimizerEngine {
  public:
-  Optimizer(std::vector<TrainableParameter> parameters, const OptimizerConfig& config);
+  Optimizer(std::vector<TrainableParameter> parameters, const OptimizerConfig& config,
+            const OffloadOptions& offload = {});
   Optimizer(const Optimizer&) = delete;
   Optimizer& operator=(const Optimizer&) = delete;
 
@@ -61,13 +66,27 @@ class Optimizer : public OptimizerEngine {
   std::map<std::string, Tensor> state_dict() const override;
   void load_state_dict(const std::map<std::string, Tensor>& state) override;
 
+  // Null without offload.
+  const OptimizerOffload* offload() const { return offload_.get(); }
+
  private:
+  void offload_state(const OffloadOptions& options);
+  void step_offloaded(const ops::AdamWConfig& adam);
+
   std::vector<TrainableParameter> parameters_;
   OptimizerConfig config_;
   std::vector<Tensor> master_, exp_avg_, exp_avg_sq_, grads_;
+  // Offload only: where each parameter starts in the flat buffers, and the gradients'.
+  std::vector<std::int64_t> offsets_;
+  Tensor flat_grads_;
+  std::unique_ptr<OptimizerOffload> offload_;
+  bool reported_ = false;
 };
 
 // HF's grouping: no weight decay for biases and for norm weights (1-D parameters).
 bool decays(const std::string& name, const Tensor& value);
+
+// The one dtype of every parameter, which offload writes back; mixed dtypes are an error.
+DType offload_working_dtype(const std::vector<TrainableParameter>& parameters);
 
 }  // namespace zt::train

@@ -1,11 +1,13 @@
 #include "train/zero_optimizer.h"
 
 #include <cmath>
+#include <utility>
 
 #include "ops/accumulate.h"
 #include "ops/adamw.h"
 #include "ops/l2norm.h"
 #include "runtime/error.h"
+#include "runtime/log.h"
 
 namespace zt::train {
 namespace {
@@ -15,11 +17,18 @@ Tensor zeros_f32(std::int64_t n, Device device) { return Tensor::zeros({n}, DTyp
 }  // namespace
 
 ZeroOptimizer::ZeroOptimizer(std::vector<TrainableParameter> parameters, const OptimizerConfig& config,
-                             distributed::Communicator& communicator, int stage, std::int64_t bucket_numel)
-    : parameters_(std::move(parameters)), config_(config), comm_(communicator), stage_(stage), rank_(comm_.rank()) {
+                             distributed::Communicator& communicator, int stage, std::int64_t bucket_numel,
+                             const OffloadOptions& offload)
+    : parameters_(std::move(parameters)),
+      config_(config),
+      comm_(communicator),
+      stage_(stage),
+      rank_(comm_.rank()),
+      device_(parameters_.empty() ? Device::cpu() : parameters_[0].variable.data().device()) {
   ZT_REQUIRE(stage >= 0 && stage <= 2, "ZeRO stage " + std::to_string(stage) + " is not one this optimizer runs (0-2)");
   ZT_REQUIRE(!parameters_.empty(), "ZeRO: nothing to train");
-  const Device device = parameters_[0].variable.data().device();
+  ZT_REQUIRE(!offload.enabled || stage >= 1, "rank " + std::to_string(rank_) +
+                                                 ": optimizer offload needs ZeRO stage 1 or 2 (stage is 0)");
   std::vector<std::int64_t> numels;
   for (const TrainableParameter& p : parameters_) numels.push_back(p.variable.data().numel());
   // Stage 0 replicates the optimizer: one "owner" holding everything, on every rank.
@@ -32,25 +41,43 @@ ZeroOptimizer::ZeroOptimizer(std::vector<TrainableParameter> parameters, const O
       bucket_of_[layout_.buckets[b].parameters[k]] = b;
       slot_of_[layout_.buckets[b].parameters[k]] = k;
     }
-    staging_.push_back(stage_ == 1 ? Tensor() : zeros_f32(layout_.buckets[b].padded_numel, device));
+    staging_.push_back(stage_ == 1 ? Tensor() : zeros_f32(layout_.buckets[b].padded_numel, device_));
   }
   ready_.assign(layout_.buckets.size(), 0);
-  master_ = zeros_f32(layout_.partition_numel, device);
-  exp_avg_ = zeros_f32(layout_.partition_numel, device);
-  exp_avg_sq_ = zeros_f32(layout_.partition_numel, device);
-  grads_ = zeros_f32(layout_.partition_numel, device);
+  // With offload the initial master is built on the host and handed over.
+  master_ = zeros_f32(layout_.partition_numel, offload.enabled ? Device::cpu() : device_);
+  grads_ = zeros_f32(layout_.partition_numel, device_);
   for (std::size_t b = 0; b < layout_.buckets.size(); ++b)
     for (const OwnedPiece& piece : layout_.owned_pieces(b, rank_))
       owned(master_, b).narrow(0, piece.chunk_offset, piece.numel)
           .copy_from(flat_parameter(piece.parameter).narrow(0, piece.parameter_offset, piece.numel));
+  if (offload.enabled) {
+    offload_state(offload);
+  } else {
+    exp_avg_ = zeros_f32(layout_.partition_numel, device_);
+    exp_avg_sq_ = zeros_f32(layout_.partition_numel, device_);
+  }
   for (std::size_t i = 0; i < parameters_.size(); ++i) {
-    if (stage_ == 1) full_grads_.push_back(zeros_f32(numels[i], device));
+    if (stage_ == 1) full_grads_.push_back(zeros_f32(numels[i], device_));
     parameters_[i].variable.add_grad_ready_hook([this, i](const Tensor& grad) {
       Tensor contribution = grad;
       on_gradient(i, contribution);
       parameters_[i].variable.zero_grad();
     });
   }
+}
+
+void ZeroOptimizer::offload_state(const OffloadOptions& options) {
+  std::vector<OffloadSegment> segments;
+  for (std::size_t b = 0; b < layout_.buckets.size(); ++b)
+    for (const OwnedPiece& piece : layout_.owned_pieces(b, rank_))
+      segments.push_back({layout_.partition_offset(b) + piece.chunk_offset, piece.numel,
+                          parameters_[piece.parameter].weight_decay ? config_.weight_decay : 0.0});
+  offload_ = std::make_unique<OptimizerOffload>(master_, segments, offload_working_dtype(parameters_), device_,
+                                                config_, options);
+  master_ = offload_->master();
+  exp_avg_ = offload_->exp_avg();
+  exp_avg_sq_ = offload_->exp_avg_sq();
 }
 
 Tensor ZeroOptimizer::owned(const Tensor& partition, std::size_t bucket) const {
@@ -90,7 +117,7 @@ void ZeroOptimizer::reduce_bucket(std::size_t b) {
 void ZeroOptimizer::reduce_accumulated_gradients() {
   for (std::size_t b = 0; b < layout_.buckets.size(); ++b) {
     const ZeroBucket& bucket = layout_.buckets[b];
-    Tensor packed = zeros_f32(bucket.padded_numel, master_.device());
+    Tensor packed = zeros_f32(bucket.padded_numel, device_);
     for (std::size_t k = 0; k < bucket.parameters.size(); ++k)
       packed.narrow(0, bucket.offsets[k], bucket.numels[k]).copy_from(full_grads_[bucket.parameters[k]]);
     comm_.reduce_scatter(packed, owned(grads_, b));
@@ -106,14 +133,18 @@ double ZeroOptimizer::global_grad_norm() const {
   return std::sqrt(squares.to(Device::cpu()).to_vector().at(0));
 }
 
-void ZeroOptimizer::gather_working_weights(std::size_t b) {
+Tensor ZeroOptimizer::working_chunk(std::size_t b) const {
   const ZeroBucket& bucket = layout_.buckets[b];
-  const DType working = parameters_[bucket.parameters[0]].variable.data().dtype();
-  Tensor chunk = Tensor::zeros({bucket.chunk()}, working, master_.device());
+  Tensor chunk = Tensor::empty({bucket.chunk()}, parameters_[bucket.parameters[0]].variable.data().dtype(), device_);
   chunk.copy_from(owned(master_, b));
+  return chunk;
+}
+
+void ZeroOptimizer::gather_working_weights(std::size_t b, const Tensor& chunk) {
+  const ZeroBucket& bucket = layout_.buckets[b];
   Tensor full = chunk;
   if (layout_.world_size > 1) {
-    full = Tensor::empty({bucket.padded_numel}, working, master_.device());
+    full = Tensor::empty({bucket.padded_numel}, chunk.dtype(), device_);
     comm_.all_gather(chunk, full);
   }
   for (std::size_t k = 0; k < bucket.parameters.size(); ++k)
@@ -132,6 +163,12 @@ StepResult ZeroOptimizer::step(double lr, double loss_scale, double max_grad_nor
   }
   double divisor = loss_scale;
   if (max_grad_norm > 0.0) divisor *= std::max(1.0, (result.grad_norm + 1e-6) / max_grad_norm);
+  const ops::AdamWConfig adam{.lr = lr, .beta1 = config_.beta1, .beta2 = config_.beta2, .eps = config_.eps,
+                              .step = step, .grad_scale = divisor};
+  if (offload_) {
+    step_offloaded(adam);
+    return result;
+  }
   std::vector<ops::AdamWParam> pieces;
   for (std::size_t b = 0; b < layout_.buckets.size(); ++b) {
     for (const OwnedPiece& piece : layout_.owned_pieces(b, rank_)) {
@@ -145,10 +182,16 @@ StepResult ZeroOptimizer::step(double lr, double loss_scale, double max_grad_nor
     }
   }
   // Every owned piece in one update (a few launches on the GPU), then the working weights.
-  ops::adamw_step_multi(pieces, {.lr = lr, .beta1 = config_.beta1, .beta2 = config_.beta2, .eps = config_.eps,
-                                 .step = step, .grad_scale = divisor});
-  for (std::size_t b = 0; b < layout_.buckets.size(); ++b) gather_working_weights(b);
+  ops::adamw_step_multi(pieces, adam);
+  for (std::size_t b = 0; b < layout_.buckets.size(); ++b) gather_working_weights(b, working_chunk(b));
   return result;
+}
+
+void ZeroOptimizer::step_offloaded(const ops::AdamWConfig& adam) {
+  Tensor working = Tensor::empty({layout_.partition_numel}, offload_working_dtype(parameters_), device_);
+  offload_->step(grads_, working, adam);
+  for (std::size_t b = 0; b < layout_.buckets.size(); ++b) gather_working_weights(b, owned(working, b));
+  if (comm_.rank() == 0 && !std::exchange(reported_, true)) ZT_LOG(kInfo, offload_->report());
 }
 
 void ZeroOptimizer::zero_grad() {
@@ -171,10 +214,11 @@ std::map<std::string, Tensor> ZeroOptimizer::state_dict() const {
     const ZeroBucket& bucket = layout_.buckets[b];
     for (auto [suffix, partition] : {std::pair{".master", &master_}, std::pair{".exp_avg", &exp_avg_},
                                      std::pair{".exp_avg_sq", &exp_avg_sq_}}) {
-      Tensor full = owned(*partition, b).clone();
+      Tensor chunk = owned(*partition, b).to(device_);  // the collective runs where the gradients are
+      Tensor full = chunk;
       if (layout_.world_size > 1) {
-        full = Tensor::empty({bucket.padded_numel}, DType::kF32, master_.device());
-        comm_.all_gather(owned(*partition, b).contiguous(), full);
+        full = Tensor::empty({bucket.padded_numel}, DType::kF32, device_);
+        comm_.all_gather(chunk, full);
       }
       for (std::size_t k = 0; k < bucket.parameters.size(); ++k)
         state[parameters_[bucket.parameters[k]].name + suffix].copy_from(full.narrow(0, bucket.offsets[k], bucket.numels[k]));
@@ -202,7 +246,7 @@ void ZeroOptimizer::load_state_dict(const std::map<std::string, Tensor>& state) 
             .copy_from(it->second.reshape({it->second.numel()}).narrow(0, piece.parameter_offset, piece.numel));
       }
     }
-    gather_working_weights(b);
+    gather_working_weights(b, working_chunk(b));
   }
 }
 
