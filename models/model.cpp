@@ -20,6 +20,7 @@ CausalLM::CausalLM(ModelConfig config, ModelOptions options)
     Variable v(Tensor::zeros(spec.shape, options_.dtype, options_.device), true, spec.name);
     index_[spec.name] = parameters_.size();
     parameters_.push_back({spec.name, v});
+    num_parameters_ += v.data().numel();
     return v;
   };
   ParameterLayout layout = parameter_layout(*config_);
@@ -51,14 +52,33 @@ const Variable& CausalLM::parameter(const std::string& name) const {
   return parameters_[it->second].variable;
 }
 
-std::int64_t CausalLM::num_parameters() const {
-  std::int64_t total = 0;
-  for (const auto& p : parameters_) total += p.variable.data().numel();
-  return total;
-}
-
 void CausalLM::zero_grad() const {
   for (const auto& p : parameters_) p.variable.zero_grad();
+}
+
+std::vector<ModuleParameters> CausalLM::modules() const {
+  auto named = [](const Variable& v) { return NamedParameter{v.name(), v}; };
+  std::vector<ModuleParameters> modules;
+  modules.push_back({{ModuleKind::kEmbedding}, {named(embedding_)}});
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    ModuleParameters layer{{ModuleKind::kLayer, static_cast<std::int64_t>(i)}, {}};
+    for (const Variable& weight : layers_[i])
+      if (weight.defined()) layer.parameters.push_back(named(weight));
+    if (!lora_.empty())
+      for (const auto& update : lora_[i])
+        if (update) {
+          layer.parameters.push_back(named(update->a));
+          layer.parameters.push_back(named(update->b));
+        }
+    modules.push_back(std::move(layer));
+  }
+  if (final_norm_.defined()) modules.push_back({{ModuleKind::kFinalNorm}, {named(final_norm_)}});
+  if (head_.impl() != embedding_.impl()) modules.push_back({{ModuleKind::kLmHead}, {named(head_)}});
+  return modules;
+}
+
+ModuleRef CausalLM::lm_head_module() const {
+  return {head_.impl() == embedding_.impl() ? ModuleKind::kEmbedding : ModuleKind::kLmHead};
 }
 
 TokenLayout CausalLM::token_layout(const Tensor& input_ids, const Tensor& positions, const Tensor& cu_seqlens,
@@ -85,8 +105,13 @@ Variable CausalLM::run_layer(std::int64_t layer, const Variable& x, const TokenL
   const auto index = static_cast<std::size_t>(layer);
   const LayerLora* lora = lora_.empty() ? nullptr : &lora_[index];
   const LayerParameters parameters{&layers_[index], lora, prefix, autograd::grad_enabled()};
-  if (!options_.gradient_checkpointing || cache != nullptr || !autograd::grad_enabled())
+  const ModuleRef module{ModuleKind::kLayer, layer};
+  const bool recompute = cache == nullptr && autograd::grad_enabled() &&
+                         (options_.gradient_checkpointing || gatherer_ != nullptr);
+  if (!recompute) {
+    GatheredModule gathered(gatherer_, module);  // ZeRO-3 without gradients: gather, run, release
     return decoder_layer(*config_, layer, parameters, x, tokens, cache);
+  }
   const LayerWeights& weights = layers_[index];
   std::vector<Variable> inputs{x};
   std::vector<int> slots;
@@ -109,6 +134,8 @@ Variable CausalLM::run_layer(std::int64_t layer, const Variable& x, const TokenL
     // Both runs train, though the first records nothing: dropout masks must match.
     return std::vector<Variable>{decoder_layer(*config, layer, {&w, l, p, true}, in[0], tokens)};
   };
+  // ZeRO-3: the layer's weights exist only inside the gathered forward and recompute.
+  if (gatherer_ != nullptr) return gathered_checkpoint(*gatherer_, module, fn, inputs)[0];
   return autograd::checkpoint(fn, inputs)[0];
 }
 
@@ -118,17 +145,28 @@ Variable CausalLM::forward_hidden(const Tensor& input_ids, const Tensor& positio
   if (cache != nullptr) no_grad.emplace();
   TokenLayout tokens = token_layout(input_ids, positions, cu_seqlens, cache);
   Tensor ids = input_ids.to(options_.device);
-  Variable x = token_embedding(embedding_, ids, config_->pad_token_id, options_.deterministic);
+  Variable x;
+  {
+    GatheredModule gathered(gatherer_, {ModuleKind::kEmbedding});
+    x = token_embedding(embedding_, ids, config_->pad_token_id, options_.deterministic);
+  }
   std::vector<PrefixKv> prefixes;
-  if (prefix_source_ && cache == nullptr) prefixes = prefix_source_(tokens.cu_seqlens.numel() - 1);
+  if (prefix_source_ && cache == nullptr) {
+    GatheredModule gathered(gatherer_, {ModuleKind::kPrefixEncoder});
+    prefixes = prefix_source_(tokens.cu_seqlens.numel() - 1);
+  }
   for (std::int64_t layer = 0; layer < config_->num_layers; ++layer)
     x = run_layer(layer, x, tokens, prefixes.empty() ? nullptr : &prefixes[static_cast<std::size_t>(layer)], cache);
   if (cache != nullptr) cache->advance(ids.numel());
   if (!final_norm_.defined()) return x;
+  GatheredModule gathered(gatherer_, {ModuleKind::kFinalNorm});
   return autograd::rmsnorm(x, final_norm_, static_cast<float>(config_->norm_eps), config_->norm_style);
 }
 
-Variable CausalLM::lm_head(const Variable& hidden) const { return autograd::linear(hidden, head_); }
+Variable CausalLM::lm_head(const Variable& hidden) const {
+  GatheredModule gathered(gatherer_, lm_head_module());
+  return autograd::linear(hidden, head_);
+}
 
 const Variable& CausalLM::lm_head_weight() const { return head_; }
 

@@ -15,6 +15,7 @@
 #include "models/config.h"
 #include "models/decoder.h"
 #include "models/kv_cache.h"
+#include "models/parameter_gatherer.h"
 #include "tensor/safetensors.h"
 
 namespace zt::models {
@@ -30,6 +31,13 @@ struct ModelOptions {
 struct NamedParameter {
   std::string name;
   Variable variable;
+};
+
+// The parameters one module reads (models/parameter_gatherer.h): a layer's weights with its
+// LoRA matrices, the embedding, the final norm, the untied LM head.
+struct ModuleParameters {
+  ModuleRef module;
+  std::vector<NamedParameter> parameters;
 };
 
 class CausalLM {
@@ -49,8 +57,20 @@ class CausalLM {
   bool has_parameter(const std::string& name) const { return index_.count(name) != 0; }
   // Throws zt::Error naming `name` and some of the real names when there is no such parameter.
   const Variable& parameter(const std::string& name) const;
-  std::int64_t num_parameters() const;
+  // Counted from the shapes at construction, so it holds while ZeRO-3 has the values partitioned.
+  std::int64_t num_parameters() const { return num_parameters_; }
   void zero_grad() const;
+
+  // ZeRO stage 3 (models/parameter_gatherer.h): with a gatherer set, every forward gathers
+  // each module's parameters just before it computes and releases them right after, and a
+  // decoder layer that records gradients runs as gathered_checkpoint (one recompute per
+  // layer in backward). The gatherer must outlive every forward and backward that uses it.
+  void set_parameter_gatherer(ParameterGatherer* gatherer) { gatherer_ = gatherer; }
+  ParameterGatherer* parameter_gatherer() const { return gatherer_; }
+  // Embedding, layers in order (with their LoRA), final norm, untied LM head.
+  std::vector<ModuleParameters> modules() const;
+  // What to gather around a use of lm_head_weight(): the embedding when tied.
+  ModuleRef lm_head_module() const;
 
   // Parameter-efficient fine-tuning (models/adapters.h); both empty for the plain model.
   // LoRA: one LayerLora per layer, applied beside the (usually frozen) projections.
@@ -78,7 +98,9 @@ class CausalLM {
   Variable forward_hidden(const Tensor& input_ids, const Tensor& positions, const Tensor& cu_seqlens,
                           KvCache* cache = nullptr) const;
   Variable lm_head(const Variable& hidden) const;
-  const Variable& lm_head_weight() const;  // the embedding table when tied
+  // The embedding table when tied. Under ZeRO-3, read it inside a GatheredModule of
+  // lm_head_module().
+  const Variable& lm_head_weight() const;
 
   // Mean cross-entropy of logits [tokens, vocab] against labels [tokens] aligned with them
   // (labels[t] is the token that should follow token t), skipping labels of -100.
@@ -93,6 +115,8 @@ class CausalLM {
   std::shared_ptr<const ModelConfig> config_;
   ModelOptions options_;
   std::vector<NamedParameter> parameters_;
+  std::int64_t num_parameters_ = 0;
+  ParameterGatherer* gatherer_ = nullptr;
   std::unordered_map<std::string, std::size_t> index_;
   Variable embedding_, final_norm_, head_;
   std::vector<LayerWeights> layers_;

@@ -34,6 +34,35 @@ ZeroLayout make_zero_layout(const std::vector<std::int64_t>& numels, int world_s
   return layout;
 }
 
+ZeroBucket make_flat_bucket(const std::vector<std::size_t>& parameters, const std::vector<std::int64_t>& numels,
+                            int world_size, std::int64_t alignment) {
+  ZT_REQUIRE(world_size >= 1 && alignment >= 1 && parameters.size() == numels.size(),
+             "ZeRO flat bucket: world size and alignment must be >= 1, one size per parameter");
+  ZeroBucket bucket;
+  bucket.world_size = world_size;
+  std::int64_t filled = 0;
+  for (std::size_t k = 0; k < parameters.size(); ++k) {
+    bucket.parameters.push_back(parameters[k]);
+    bucket.offsets.push_back(filled);
+    bucket.numels.push_back(numels[k]);
+    filled += numels[k];
+  }
+  const std::int64_t unit = alignment * world_size;
+  bucket.padded_numel = std::max<std::int64_t>(1, (filled + unit - 1) / unit) * unit;
+  return bucket;
+}
+
+ZeroLayout layout_of(std::vector<ZeroBucket> buckets, int world_size) {
+  ZeroLayout layout;
+  layout.world_size = world_size;
+  for (const ZeroBucket& bucket : buckets) {
+    ZT_REQUIRE(bucket.world_size == world_size, "ZeRO layout: a bucket split for another world size");
+    layout.partition_numel += bucket.chunk();
+  }
+  layout.buckets = std::move(buckets);
+  return layout;
+}
+
 std::int64_t ZeroLayout::partition_offset(std::size_t bucket) const {
   std::int64_t offset = 0;
   for (std::size_t b = 0; b < bucket; ++b) offset += buckets[b].chunk();

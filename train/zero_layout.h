@@ -44,4 +44,13 @@ struct ZeroLayout {
 ZeroLayout make_zero_layout(const std::vector<std::int64_t>& parameter_numels, int world_size,
                             std::int64_t bucket_numel);
 
+// ZeRO-3's flat buffer of one module: `parameters` (indices, with their `numels`) back to
+// back in the order given, padded so that world_size equal chunks of a multiple of
+// `alignment` elements each cover it, whatever the tensor sizes.
+ZeroBucket make_flat_bucket(const std::vector<std::size_t>& parameters, const std::vector<std::int64_t>& numels,
+                            int world_size, std::int64_t alignment);
+
+// A layout of buckets built elsewhere (make_flat_bucket's, or some of make_zero_layout's).
+ZeroLayout layout_of(std::vector<ZeroBucket> buckets, int world_size);
+
 }  // namespace zt::train

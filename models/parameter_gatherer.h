@@ -1,0 +1,78 @@
+// The hook ZeRO stage 3 uses to partition a model's parameters over ranks while models/
+// stays free of distributed code. Between uses a partitioned parameter's Variable holds an
+// empty tensor; the whole value exists only while the module that reads it is computing.
+// The model brackets every use of a module's parameters with gather() and release():
+//
+//   embedding      around the token lookup (its backward needs no weight values)
+//   layer i        around its forward, and again around its recompute in backward
+//                  (gathered_checkpoint below)
+//   final norm     around the RMSNorm (its tape keeps the gathered weight until backward)
+//   LM head        around the head's matmul; the trainer brackets the fused head + loss
+//   prefix encoder around the P-Tuning prefix computation (the tape keeps what it saved)
+//
+// train/zero3_partitioner.h implements the gatherer with all-gathers of each module's flat
+// shards. Without a gatherer set on the model, none of this runs.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "autograd/checkpoint.h"
+#include "autograd/variable.h"
+
+namespace zt::models {
+
+using autograd::Variable;
+
+enum class ModuleKind { kEmbedding, kLayer, kFinalNorm, kLmHead, kPrefixEncoder };
+
+// One unit of gathering: a kind, and for kLayer the layer index.
+struct ModuleRef {
+  ModuleKind kind = ModuleKind::kEmbedding;
+  std::int64_t layer = 0;
+  bool operator==(const ModuleRef& other) const {
+    return kind == other.kind && (kind != ModuleKind::kLayer || layer == other.layer);
+  }
+};
+
+std::string module_name(const ModuleRef& module);  // "embedding", "layer 3", "LM head", ...
+
+class ParameterGatherer {
+ public:
+  virtual ~ParameterGatherer() = default;
+  // Afterwards every parameter of `module` holds its whole value. Collective across ranks.
+  virtual void gather(const ModuleRef& module) = 0;
+  // The module's partitioned parameters may hold nothing again (memory the autograd tape
+  // still references is freed when the tape lets go of it).
+  virtual void release(const ModuleRef& module) = 0;
+};
+
+// gather() now, release() at the end of the scope; nothing when `gatherer` is null.
+class GatheredModule {
+ public:
+  GatheredModule(ParameterGatherer* gatherer, const ModuleRef& module);
+  ~GatheredModule();
+  GatheredModule(const GatheredModule&) = delete;
+  GatheredModule& operator=(const GatheredModule&) = delete;
+
+ private:
+  ParameterGatherer* gatherer_;
+  ModuleRef module_;
+};
+
+// Activation checkpointing (autograd/checkpoint.h) for a module whose parameters are
+// partitioned. A plain checkpoint saves its inputs' values, and a linear's tape saves its
+// weight, so neither can free a gathered weight after the forward. Here:
+//   forward:  gather(module) -> fn(inputs) without recording -> release(module)
+//   backward: gather(module) -> fn again, recording, on the saved activations and the
+//             freshly gathered parameters -> backward through it -> release(module)
+// and the parameters' gradients go on to their leaves, whose hooks reduce-scatter them.
+// Inputs that are leaves (parameters) are read again when the recompute runs; the others
+// (activations) are saved by value, as checkpoint does. The random stream is restored for
+// the recompute, so dropout masks repeat. One recompute per module: the cost of
+// --gradient_checkpointing.
+std::vector<Variable> gathered_checkpoint(ParameterGatherer& gatherer, const ModuleRef& module,
+                                          const autograd::CheckpointFn& fn, const std::vector<Variable>& inputs);
+
+}  // namespace zt::models

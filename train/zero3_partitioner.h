@@ -1,0 +1,115 @@
+// ZeRO stage 3, the parameter side: the model's weights themselves are partitioned over
+// ranks. Read with models/parameter_gatherer.h (when the model asks for a module) and
+// train/zero3_optimizer.h (the gradients and the update).
+//
+// Each module (the embedding, every decoder layer with its LoRA matrices, the final norm,
+// the untied LM head, the P-Tuning prefix encoder) lays its partitioned parameters back to
+// back in a flat buffer, one for the trainable ones and one for the frozen ones, padded so
+// that every rank owns an equal chunk of a multiple of 16 elements whatever the tensor
+// sizes (train/zero_layout.h, make_flat_bucket). A rank keeps only its chunk, the shard, in
+// the working dtype; the parameters' Variables hold an empty tensor.
+//
+//   gather(module)   all_gather of the module's shards into one whole flat buffer; each
+//                    Variable's data becomes a view of its part (shape restored).
+//   release(module)  each Variable's data is the empty tensor again; the whole buffer
+//                    goes back to the allocator as soon as nothing (the autograd tape) else
+//                    holds a view of it.
+//
+// Parameters of at most stage3_param_persistence_threshold elements (norm weights, biases)
+// stay whole on every rank: gathering them would cost a collective for a few bytes.
+// Frozen weights (freeze, LoRA, P-Tuning) are partitioned like trainable ones; they only
+// have no optimizer state.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "distributed/communicator.h"
+#include "models/model.h"
+#include "train/optimizer.h"
+#include "train/zero_layout.h"
+
+namespace zt::train {
+
+class Zero3Partitioner : public models::ParameterGatherer {
+ public:
+  static constexpr std::int64_t kAlignment = 16;  // elements per chunk are a multiple of this
+  static constexpr std::size_t kWhole = static_cast<std::size_t>(-1);
+
+  struct Parameter {
+    std::string name;
+    autograd::Variable variable;
+    Shape shape;
+    models::ModuleRef module;
+    bool trainable = false;
+    bool weight_decay = false;
+    bool persistent = false;  // kept whole on every rank
+    std::size_t group = kWhole;  // its flat group when partitioned
+  };
+
+  // One flat buffer: a module's partitioned parameters, all trainable or all frozen.
+  struct Group {
+    models::ModuleRef module;
+    bool trainable = false;
+    DType dtype = DType::kF32;
+    int users = 0;  // gathers not yet released
+  };
+
+  // Partitions every parameter of `model` and the `trainable` ones it does not list (a
+  // P-Tuning prefix encoder's), then hooks itself into the model. The values must be the
+  // same on every rank (they are: loaded from the same files, drawn from the same seed).
+  Zero3Partitioner(models::CausalLM& model, const std::vector<TrainableParameter>& trainable,
+                   distributed::Communicator& communicator, std::int64_t persistence_threshold);
+  ~Zero3Partitioner() override;  // unhooks from the model; its partitioned weights stay empty
+  Zero3Partitioner(const Zero3Partitioner&) = delete;
+  Zero3Partitioner& operator=(const Zero3Partitioner&) = delete;
+
+  // models::ParameterGatherer. Nested gathers of one module are counted.
+  void gather(const models::ModuleRef& module) override;
+  void release(const models::ModuleRef& module) override;
+
+  const std::vector<Parameter>& parameters() const { return parameters_; }
+  const std::vector<Group>& groups() const { return groups_; }
+  // The flat layout of every group (bucket g is group g): offsets, padding, chunks.
+  const ZeroLayout& layout() const { return layout_; }
+  // This rank's chunk of group g, in the working dtype (the optimizer writes updates here).
+  const Tensor& shard(std::size_t group) const { return shards_[group]; }
+  distributed::Communicator& communicator() const { return comm_; }
+
+  // Saving without a whole copy on any GPU. Collective: module by module the selected
+  // partitioned parameters (all, or only the trainable ones) are gathered, copied into
+  // rank `root`'s host memory and released; on `root`, `use` then runs with those
+  // Variables holding the host copies (persistent ones are whole anyway), after which they
+  // are released again. Other ranks do not run `use`.
+  void with_whole_parameters_on_host(int root, bool only_trainable, const std::function<void()>& use);
+  // Loading. Not collective: every rank points the selected partitioned Variables at whole
+  // zero-filled host tensors, runs `fill` (which loads values into them), keeps its own
+  // chunk of each and releases them.
+  void load_through_host(bool only_trainable, const std::function<void()>& fill);
+
+  // Elements this rank holds in the working dtype: its shards and the persistent parameters.
+  std::int64_t held_numel() const;
+  // The largest module, whole: what one gather adds for a while.
+  std::int64_t largest_module_numel() const;
+
+ private:
+  const std::vector<std::size_t>& groups_of(const models::ModuleRef& module) const;
+  std::pair<int, std::int64_t> key(const models::ModuleRef& module) const;
+  void set_empty(Parameter& p);
+
+  models::CausalLM& model_;
+  distributed::Communicator& comm_;
+  Device device_;
+  std::vector<Parameter> parameters_;
+  std::vector<Group> groups_;
+  ZeroLayout layout_;
+  std::vector<Tensor> shards_;
+  std::vector<models::ModuleRef> modules_;  // in forward order
+  std::map<std::pair<int, std::int64_t>, std::vector<std::size_t>> module_groups_;
+  std::map<DType, Tensor> empty_;  // what a released parameter holds, per dtype
+};
+
+}  // namespace zt::train
