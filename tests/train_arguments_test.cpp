@@ -109,6 +109,21 @@ TEST(TrainingArguments, ConflictsAndMissingAreReportedTogether) {
     EXPECT_NE(msg.find(part), std::string::npos) << part << "\n" << msg;
 }
 
+TEST(TrainingArguments, DataFlags) {
+  TrainingArguments args = parse_training_arguments(base());
+  EXPECT_EQ(args.overlong_samples, "truncate");
+  EXPECT_EQ(args.padding, "none");
+  args = parse_training_arguments(with({"--overlong_samples", "skip", "--padding", "longest"}));
+  EXPECT_EQ(args.overlong_samples, "skip");
+  EXPECT_EQ(args.padding, "longest");
+  std::string msg = error_for(with({"--padding", "max_length"}));
+  EXPECT_NE(msg.find("none, longest"), std::string::npos) << msg;
+  msg = error_for(with({"--overlong_samples", "drop"}));
+  EXPECT_NE(msg.find("truncate, skip"), std::string::npos) << msg;
+  msg = error_for(with({"--packing", "--padding", "longest"}));
+  EXPECT_NE(msg.find("--packing and --padding longest both given"), std::string::npos) << msg;
+}
+
 TEST(TrainingArguments, RangesAreChecked) {
   std::string msg = error_for(with({"--per_device_train_batch_size", "0", "--warmup_ratio", "1.5",
                                     "--lora_dropout", "1"}));

@@ -1,5 +1,6 @@
 // Micro-batch plans and packing: labels shifted within each sample, positions restarting,
-// cu_seqlens at the boundaries, rows never over max_length, epochs reproducible by seed.
+// cu_seqlens at the boundaries, rows never over max_length, epochs reproducible by seed;
+// padding to the longest sample of a micro-batch.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -26,6 +27,19 @@ TEST(Batching, PackShiftsLabelsWithinEachSample) {
   // Position 1 predicts 12 (the first answer token); a sample's last token predicts nothing.
   EXPECT_EQ(batch.labels, (std::vector<std::int32_t>{-100, 12, 13, -100, 21, 22, -100}));
   EXPECT_EQ(batch.label_tokens, 4);
+}
+
+TEST(Batching, PaddingFillsEachSampleToTheLongestWithUnlabelledPadTokens) {
+  std::vector<TokenizedSample> samples = {sample({10, 11}, 1), sample({20, 21, 22, 23}, 2), sample({30, 31, 32}, 0)};
+  const PackedBatch packed = pack(samples, {0, 1, 2});
+  const PackedBatch batch = pack(samples, {0, 1, 2}, {.pad_to_longest = true, .pad_id = 99});
+  EXPECT_EQ(batch.input_ids, (std::vector<std::int32_t>{10, 11, 99, 99, 20, 21, 22, 23, 30, 31, 32, 99}));
+  EXPECT_EQ(batch.positions, (std::vector<std::int32_t>{0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3}));
+  // The pad tokens sit in their sample's segment, after it.
+  EXPECT_EQ(batch.cu_seqlens, (std::vector<std::int32_t>{0, 4, 8, 12}));
+  EXPECT_EQ(batch.labels, (std::vector<std::int32_t>{11, -100, -100, -100, -100, 22, 23, -100, 31, 32, -100, -100}));
+  EXPECT_EQ(batch.label_tokens, packed.label_tokens);
+  EXPECT_EQ(batch.label_tokens, 5);
 }
 
 std::vector<TokenizedSample> of_lengths(const std::vector<int>& lengths) {

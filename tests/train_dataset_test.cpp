@@ -1,5 +1,5 @@
-// alpaca and ShareGPT data in JSON arrays and JSON Lines, and errors that point at the
-// sample (and line) that is wrong.
+// alpaca, ShareGPT and plain-text data in JSON arrays and JSON Lines, and errors that point
+// at the sample (and line) that is wrong, a sample of another format included.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -56,6 +56,42 @@ TEST_F(DatasetFile, ShareGptBothSpellingsAsJsonLines) {
   EXPECT_EQ(data.samples[0].messages[0].role, "system");
   EXPECT_EQ(data.samples[0].messages[2].content, "a");
   EXPECT_EQ(data.samples[1].messages[1].role, "assistant");
+}
+
+TEST_F(DatasetFile, PlainTextAsJsonArrayAndJsonLines) {
+  Dataset data = load_dataset(write("t.json", R"([{"text": "Once upon a time"}, {"text": "猫"}])"));
+  EXPECT_EQ(data.format, DataFormat::kText);
+  EXPECT_EQ(data.texts, (std::vector<std::string>{"Once upon a time", "猫"}));
+  EXPECT_TRUE(data.samples.empty());
+  EXPECT_EQ(data.size(), 2u);
+
+  data = load_dataset(write("t.jsonl", "{\"text\": \"a\"}\n\n{\"text\": \"b\", \"meta\": 1}\n"));
+  EXPECT_EQ(data.format, DataFormat::kText);
+  EXPECT_EQ(data.texts, (std::vector<std::string>{"a", "b"}));
+
+  std::string path = write("n.jsonl", "{\"text\": \"a\"}\n{\"text\": 7}\n");
+  std::string msg = testing::error_of([&] { load_dataset(path); });
+  EXPECT_NE(msg.find(path + ": sample 1 (line 2): \"text\" must be a string"), std::string::npos) << msg;
+}
+
+TEST_F(DatasetFile, MixedFormatsAreRefusedAtTheFirstOddSample) {
+  std::string path = write("mixed.jsonl",
+                           "{\"instruction\": \"x\", \"output\": \"y\"}\n"
+                           "{\"instruction\": \"x2\", \"output\": \"y2\"}\n\n"
+                           "{\"text\": \"plain\"}\n");
+  std::string msg = testing::error_of([&] { load_dataset(path); });
+  EXPECT_NE(msg.find(path + ": sample 2 (line 4) is plain text (\"text\") but the file's first sample is alpaca"),
+            std::string::npos) << msg;
+
+  path = write("mixed.json", R"([{"text": "a"}, {"messages": [{"role": "user", "content": "q"}]}])");
+  msg = testing::error_of([&] { load_dataset(path); });
+  EXPECT_NE(msg.find(path + ": sample 1 is ShareGPT"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("first sample is plain text"), std::string::npos) << msg;
+
+  path = write("unknown.json", R"([{"conversations": [{"from": "human", "value": "q"}, {"from": "gpt", "value": "a"}]},
+                                   {"prompt": "p"}])");
+  msg = testing::error_of([&] { load_dataset(path); });
+  EXPECT_NE(msg.find(path + ": sample 1 has none of the keys that name a format"), std::string::npos) << msg;
 }
 
 TEST_F(DatasetFile, ErrorsNameTheFileSampleAndLine) {

@@ -61,6 +61,9 @@ void check_ranges(const TrainingArguments& args, std::vector<std::string>& error
 
 void check_combinations(const TrainingArguments& args, std::vector<std::string>& errors) {
   require(!(args.bf16 && args.fp16), errors, "--bf16 and --fp16 both given: choose one");
+  require(!(args.packing && args.padding == "longest"), errors,
+          "--packing and --padding longest both given: packed rows hold several samples and are never padded; "
+          "choose one");
   require(args.eval_strategy == "no" || !args.validation_file.empty(), errors,
           "--eval_strategy " + args.eval_strategy + " needs --validation_file");
   require(!(args.save_only_model && !args.resume_from_checkpoint.empty()), errors,

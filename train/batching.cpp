@@ -1,5 +1,6 @@
 #include "train/batching.h"
 
+#include <algorithm>
 #include <numeric>
 #include <random>
 
@@ -62,7 +63,10 @@ std::vector<std::vector<std::size_t>> plan_epoch(const std::vector<TokenizedSamp
   return batches;
 }
 
-PackedBatch pack(const std::vector<TokenizedSample>& samples, const std::vector<std::size_t>& indices) {
+PackedBatch pack(const std::vector<TokenizedSample>& samples, const std::vector<std::size_t>& indices,
+                 const BatchLayout& layout) {
+  std::size_t longest = 0;
+  for (std::size_t index : indices) longest = std::max(longest, samples.at(index).ids.size());
   PackedBatch batch;
   batch.cu_seqlens.push_back(0);
   for (std::size_t index : indices) {
@@ -78,7 +82,13 @@ PackedBatch pack(const std::vector<TokenizedSample>& samples, const std::vector<
       batch.labels.push_back(target);
       if (target != kIgnoreIndex) ++batch.label_tokens;
     }
-    batch.cu_seqlens.push_back(batch.cu_seqlens.back() + length);
+    const auto padded = static_cast<std::int32_t>(layout.pad_to_longest ? longest : sample.ids.size());
+    for (std::int32_t t = length; t < padded; ++t) {
+      batch.input_ids.push_back(layout.pad_id);
+      batch.positions.push_back(t);
+      batch.labels.push_back(kIgnoreIndex);
+    }
+    batch.cu_seqlens.push_back(batch.cu_seqlens.back() + padded);
   }
   return batch;
 }

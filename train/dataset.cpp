@@ -2,6 +2,7 @@
 
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
 #include "runtime/error.h"
@@ -86,12 +87,38 @@ Conversation from_sharegpt(const json& sample, const SampleSource& where) {
   return conversation;
 }
 
+std::optional<DataFormat> format_of(const json& sample) {
+  if (!sample.is_object()) return std::nullopt;
+  if (sample.contains("instruction")) return DataFormat::kAlpaca;
+  if (sample.contains("conversations") || sample.contains("messages")) return DataFormat::kShareGpt;
+  if (sample.contains("text")) return DataFormat::kText;
+  return std::nullopt;
+}
+
+std::string format_name(DataFormat format) {
+  switch (format) {
+    case DataFormat::kAlpaca: return "alpaca (\"instruction\")";
+    case DataFormat::kShareGpt: return "ShareGPT (\"conversations\" or \"messages\")";
+    case DataFormat::kText: return "plain text (\"text\")";
+  }
+  return "";
+}
+
 DataFormat detect(const json& sample, const std::string& path) {
-  if (sample.is_object() && sample.contains("instruction")) return DataFormat::kAlpaca;
-  if (sample.is_object() && (sample.contains("conversations") || sample.contains("messages")))
-    return DataFormat::kShareGpt;
+  if (std::optional<DataFormat> format = format_of(sample)) return *format;
   fail(path + ": cannot tell the data format from the first sample " + sample.dump().substr(0, 200) +
-       "; expected alpaca (\"instruction\", \"input\", \"output\") or ShareGPT (\"conversations\" or \"messages\")");
+       "; expected alpaca (\"instruction\", \"input\", \"output\"), ShareGPT (\"conversations\" or "
+       "\"messages\") or plain text (\"text\")");
+}
+
+// A file mixing formats is refused: the first odd sample would otherwise be read as the
+// first sample's format and fail with a message about a missing field.
+void require_format(const json& sample, DataFormat format, const SampleSource& where) {
+  const std::optional<DataFormat> own = format_of(sample);
+  if (own == format) return;
+  fail(where.str() + (own ? " is " + format_name(*own) : std::string(" has none of the keys that name a format")) +
+       " but the file's first sample is " + format_name(format) +
+       "; a file holds one format: split it into one file per format");
 }
 
 // JSON Lines: one object per non-blank line.
@@ -126,13 +153,16 @@ Dataset load_dataset(const std::string& path) {
   ZT_REQUIRE(!samples.empty(), path + " holds no samples");
   Dataset dataset;
   dataset.format = detect(samples.front().first, path);
-  dataset.samples.reserve(samples.size());
   for (std::size_t i = 0; i < samples.size(); ++i) {
     SampleSource where{path, i, samples[i].second};
     const json& sample = samples[i].first;
     ZT_REQUIRE(sample.is_object(), where.str() + " is not a JSON object");
-    dataset.samples.push_back(dataset.format == DataFormat::kAlpaca ? from_alpaca(sample, where)
-                                                                    : from_sharegpt(sample, where));
+    require_format(sample, dataset.format, where);
+    if (dataset.format == DataFormat::kText)
+      dataset.texts.push_back(text_field(sample, "text", where, true));
+    else
+      dataset.samples.push_back(dataset.format == DataFormat::kAlpaca ? from_alpaca(sample, where)
+                                                                      : from_sharegpt(sample, where));
   }
   return dataset;
 }

@@ -62,8 +62,10 @@ struct TrainingArguments {
   std::string validation_file;
   std::string template_name;  // --template; empty picks the model's own
   std::int64_t max_length = 1024;
+  std::string overlong_samples = "truncate";  // truncate | skip
   bool train_on_prompt = false;
   bool packing = false;
+  std::string padding = "none";  // none | longest
 
   // Fine-tuning method.
   std::string finetuning_type = "lora";  // full | freeze | lora | ptuning
