@@ -15,6 +15,7 @@
 #include "runtime/log.h"
 #include "train/checkpoint.h"
 #include "train/loss_curve.h"
+#include "train/zero3_optimizer.h"
 #include "train/zero_optimizer.h"
 
 namespace zt::train {
@@ -59,11 +60,15 @@ std::optional<double> peak_flops_of(Device device) {
 
 std::unique_ptr<OptimizerEngine> make_optimizer(const TrainerModel& model, const TrainingPlan& plan,
                                                 distributed::Communicator* comm) {
-  if (comm == nullptr) return std::make_unique<Optimizer>(model.trainable, plan.optimizer);
-  ZT_REQUIRE(plan.zero.stage <= 2, "ZeRO stage 3 is not available yet; use stage 0, 1 or 2");
-  ZT_REQUIRE(!plan.zero.offload_optimizer, "optimizer offload is not available yet; remove offload_optimizer");
+  ZT_REQUIRE(!plan.zero.offload_optimizer || plan.zero.stage <= 2,
+             "zero_optimization.offload_optimizer: optimizer offload is not available with ZeRO stage 3 yet; use "
+             "stage 1 or 2 with offload, or remove offload_optimizer");
+  const OffloadOptions offload{.enabled = plan.zero.offload_optimizer, .pin_memory = plan.zero.offload_pin_memory};
+  if (comm == nullptr) return std::make_unique<Optimizer>(model.trainable, plan.optimizer, offload);
+  if (plan.zero.stage == 3)
+    return std::make_unique<Zero3Optimizer>(*model.model, model.trainable, plan.optimizer, *comm, plan.zero);
   return std::make_unique<ZeroOptimizer>(model.trainable, plan.optimizer, *comm, plan.zero.stage,
-                                         plan.zero.reduce_bucket_size);
+                                         plan.zero.reduce_bucket_size, offload);
 }
 
 }  // namespace
@@ -89,6 +94,20 @@ Trainer::Trainer(TrainerModel model, TrainerData data, TrainingPlan plan, Traini
   state_.train_batch_size = plan_.micro_batch;
   state_.num_train_epochs = plan_.num_train_epochs;
   for (const std::string& warning : plan_.warnings) ZT_LOG(kWarn, warning);
+  zero3_ = dynamic_cast<Zero3Optimizer*>(optimizer_.get());
+}
+
+// LoRA and P-Tuning write only the trained parameters; the other methods the whole model.
+bool Trainer::saves_only_trainable() const {
+  return args_.finetuning_type == "lora" || args_.finetuning_type == "ptuning";
+}
+
+// Runs `write` on the main rank with the model's weights readable. Under ZeRO-3 every rank
+// takes part: the weights are gathered module by module into the main rank's host memory,
+// never whole on one GPU.
+void Trainer::on_main_rank_with_weights(const std::function<void()>& write) {
+  if (zero3_ != nullptr) return zero3_->partitioner().with_whole_parameters_on_host(0, saves_only_trainable(), write);
+  if (is_main_rank()) write();
 }
 
 double Trainer::epoch_progress() const {
@@ -119,7 +138,7 @@ std::vector<PackedBatch> Trainer::next_window() {
   }
   std::vector<PackedBatch> window;
   while (static_cast<std::int64_t>(window.size()) < plan_.accumulation && position_.batch < local_batch_count())
-    window.push_back(pack(data_.train, local_batch(position_.batch++)));
+    window.push_back(pack(data_.train, local_batch(position_.batch++), data_.layout));
   return window;
 }
 
@@ -140,8 +159,13 @@ double Trainer::forward_backward(const PackedBatch& batch, double loss_factor) {
   Tensor labels = index_tensor(batch.labels, DType::kI64, device);
   const ops::LinearCrossEntropyOptions options{.reduction = ops::Reduction::kSum, .ignore_index = kIgnoreIndex,
                                                .grad_scale = fused_grad_scale(loss_factor)};
-  autograd::Variable loss_sum = autograd::linear_cross_entropy(model.forward_hidden(ids, positions, cu_seqlens),
-                                                               model.lm_head_weight(), labels, options);
+  autograd::Variable hidden = model.forward_hidden(ids, positions, cu_seqlens);
+  autograd::Variable loss_sum;
+  {
+    // ZeRO-3: the head is whole only for the fused head + loss, which forms its gradients here.
+    models::GatheredModule head(model.parameter_gatherer(), model.lm_head_module());
+    loss_sum = autograd::linear_cross_entropy(hidden, model.lm_head_weight(), labels, options);
+  }
   const double value = loss_sum.data().to_vector().at(0);
   autograd::scale(loss_sum, loss_factor).backward();
   state_.num_input_tokens_seen += static_cast<std::int64_t>(batch.input_ids.size());
@@ -244,11 +268,12 @@ double Trainer::evaluate() {
   double loss_sum = 0.0;
   std::int64_t tokens = 0;
   for (const auto& indices : plan_epoch(data_.eval, args_.per_device_eval_batch_size, args_.max_length, false, 0, 0, false)) {
-    PackedBatch batch = pack(data_.eval, indices);
+    PackedBatch batch = pack(data_.eval, indices, data_.layout);
     const Device device = model.device();
     autograd::Variable hidden = model.forward_hidden(index_tensor(batch.input_ids, DType::kI64, device),
                                                      index_tensor(batch.positions, DType::kI64, device),
                                                      index_tensor(batch.cu_seqlens, DType::kI32, device));
+    models::GatheredModule head(model.parameter_gatherer(), model.lm_head_module());
     loss_sum += autograd::linear_cross_entropy(hidden, model.lm_head_weight(), index_tensor(batch.labels, DType::kI64, device),
                                                {.reduction = ops::Reduction::kSum, .ignore_index = kIgnoreIndex})
                     .data()
@@ -285,18 +310,23 @@ void Trainer::save_checkpoint_now() {
                         {"loss_scaler", to_json(scaler_.state())},
                         {"rng", {{"seed", rng.seed}, {"offset", rng.offset}}}};
   contents.training_args = nlohmann::json::parse(training_arguments_json(args_));
-  if (!is_main_rank()) return;  // the optimizer state above was a collective; rank 0 writes
-  std::string path = save_checkpoint(args_.output_dir, state_.global_step, contents);
-  progress_.clear();
-  ZT_LOG(kInfo, "saved " << path);
-  if (args_.save_total_limit) rotate_checkpoints(args_.output_dir, *args_.save_total_limit);
+  // The optimizer state above was a collective, and so is gathering ZeRO-3's weights; rank 0 writes.
+  on_main_rank_with_weights([&] {
+    std::string path = save_checkpoint(args_.output_dir, state_.global_step, contents);
+    progress_.clear();
+    ZT_LOG(kInfo, "saved " << path);
+    if (args_.save_total_limit) rotate_checkpoints(args_.output_dir, *args_.save_total_limit);
+  });
 }
 
 void Trainer::resume(const std::string& directory) {
   LoadedCheckpoint checkpoint = load_checkpoint(directory);
   ZT_REQUIRE(!checkpoint.optimizer_state.empty(),
              directory + " holds no optimizer state (saved with --save_only_model): it cannot be resumed from");
-  model_.load(directory);
+  if (zero3_ != nullptr)  // each rank reads the files into host memory and keeps its shards
+    zero3_->partitioner().load_through_host(saves_only_trainable(), [&] { model_.load(directory); });
+  else
+    model_.load(directory);
   optimizer_->load_state_dict(checkpoint.optimizer_state);
   state_.log_history = checkpoint.trainer_state.value("log_history", nlohmann::json::array());
   state_.num_input_tokens_seen = checkpoint.trainer_state.value("num_input_tokens_seen", std::int64_t{0});
@@ -337,12 +367,13 @@ TrainerState Trainer::train() {
                             {"step", state_.global_step}};
   record(summary);
   if (comm_) comm_->barrier();  // no rank reads the output before it is complete
-  if (!is_main_rank()) return state_;
-  std::filesystem::create_directories(args_.output_dir);
-  model_.save(args_.output_dir);
-  write_file_atomically((std::filesystem::path(args_.output_dir) / "trainer_state.json").string(),
-                        to_json(state_).dump(2) + "\n");
-  write_loss_curves(args_.output_dir, state_.log_history);
+  on_main_rank_with_weights([&] {
+    std::filesystem::create_directories(args_.output_dir);
+    model_.save(args_.output_dir);
+    write_file_atomically((std::filesystem::path(args_.output_dir) / "trainer_state.json").string(),
+                          to_json(state_).dump(2) + "\n");
+    write_loss_curves(args_.output_dir, state_.log_history);
+  });
   return state_;
 }
 

@@ -26,6 +26,8 @@
 
 namespace zt::train {
 
+class Zero3Optimizer;
+
 // What is trained, and how a checkpoint stores and restores it (the full model's files, or
 // only an adapter's).
 struct TrainerModel {
@@ -38,6 +40,7 @@ struct TrainerModel {
 struct TrainerData {
   std::vector<TokenizedSample> train;
   std::vector<TokenizedSample> eval;
+  BatchLayout layout = {};  // --padding
 };
 
 class Trainer {
@@ -55,6 +58,7 @@ class Trainer {
   double evaluate();
 
   const TrainerState& state() const { return state_; }
+  const OptimizerEngine& optimizer() const { return *optimizer_; }
 
  private:
   struct Position {
@@ -77,6 +81,8 @@ class Trainer {
   double epoch_progress() const;
   double sum_over_ranks(double value) const;
   bool is_main_rank() const { return comm_ == nullptr || comm_->rank() == 0; }
+  bool saves_only_trainable() const;
+  void on_main_rank_with_weights(const std::function<void()>& write);
 
   TrainerModel model_;
   TrainerData data_;
@@ -84,6 +90,7 @@ class Trainer {
   TrainingArguments args_;
   distributed::Communicator* comm_;
   std::unique_ptr<OptimizerEngine> optimizer_;
+  Zero3Optimizer* zero3_ = nullptr;  // the optimizer under ZeRO stage 3, which partitions the weights
   LossScaler scaler_;
   LrSchedule schedule_;
   TrainerState state_;

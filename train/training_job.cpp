@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <memory>
 
+#include "distributed/gloo_communicator.h"
 #include "distributed/inprocess_communicator.h"
 #include "distributed/nccl_communicator.h"
 #include "models/chat_template.h"
@@ -17,6 +18,7 @@
 #include "train/checkpoint.h"
 #include "train/finetuning.h"
 #include "train/sample_encoding.h"
+#include "train/startup_report.h"
 #include "train/trainer.h"
 
 namespace zt::train {
@@ -24,8 +26,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
+bool runs_on_cpu(const TrainingArguments& args) {
+  return args.device == "cpu" || (args.device == "auto" && !cuda_available());
+}
+
 Device resolve_device(const TrainingArguments& args, int local_rank) {
-  if (args.device == "cpu" || (args.device == "auto" && !cuda_available())) return Device::cpu();
+  if (runs_on_cpu(args)) return Device::cpu();
   if (!cuda_available()) throw NoGpuError("--device " + args.device + ": " + cuda_unavailable_reason());
   int index = local_rank;
   if (args.device.rfind("cuda:", 0) == 0) index = std::stoi(args.device.substr(5));
@@ -45,11 +51,15 @@ void check_output_dir(const TrainingArguments& args) {
 
 EncodedDataset load_samples(const std::string& path, const models::ChatTemplate& chat_template,
                             const models::Tokenizer& tokenizer, const TrainingArguments& args) {
-  EncodedDataset encoded = encode_dataset(load_dataset(path), chat_template, tokenizer, args.max_length,
-                                          args.train_on_prompt, static_cast<int>(args.dataloader_num_workers));
+  const EncodeOptions options{.max_length = args.max_length,
+                              .train_on_prompt = args.train_on_prompt,
+                              .overlong = args.overlong_samples == "skip" ? Overlong::kSkip : Overlong::kTruncate,
+                              .workers = static_cast<int>(args.dataloader_num_workers)};
+  EncodedDataset encoded = encode_dataset(load_dataset(path), chat_template, tokenizer, options);
   if (encoded.truncated) ZT_LOG(kWarn, path << ": " << encoded.truncated << " sample(s) truncated to --max_length " << args.max_length);
-  if (encoded.dropped) ZT_LOG(kWarn, path << ": " << encoded.dropped << " sample(s) dropped: no answer token left after truncation");
-  ZT_REQUIRE(!encoded.samples.empty(), path + ": no sample has an answer to learn from (check --max_length)");
+  if (encoded.skipped) ZT_LOG(kWarn, path << ": " << encoded.skipped << " sample(s) skipped: longer than --max_length " << args.max_length << " (--overlong_samples skip)");
+  if (encoded.dropped) ZT_LOG(kWarn, path << ": " << encoded.dropped << " sample(s) dropped: no token left to learn from");
+  ZT_REQUIRE(!encoded.samples.empty(), path + ": no sample is left to learn from (check --max_length and --overlong_samples)");
   return encoded;
 }
 
@@ -80,6 +90,14 @@ void set_save_and_load(TrainerModel& trained, const std::shared_ptr<models::Caus
   trained.load = [model](const std::string& dir) { models::load_weights(*model, model_weights_path(dir)); };
 }
 
+// The model's weights and the adapters trained beside it, in the working dtype.
+std::int64_t working_weight_bytes(const models::CausalLM& model, const TrainerModel& trained) {
+  std::int64_t numel = model.num_parameters();
+  for (const TrainableParameter& p : trained.trainable)
+    if (!model.has_parameter(p.name)) numel += p.variable.data().numel();
+  return numel * static_cast<std::int64_t>(dtype_size(model.dtype()));
+}
+
 // One rank's whole run.
 void train_one_rank(const TrainingArguments& args, distributed::Communicator* comm, int local_rank) {
   const Device device = resolve_device(args, local_rank);
@@ -100,6 +118,7 @@ void train_one_rank(const TrainingArguments& args, distributed::Communicator* co
   TrainerData data;
   data.train = load_samples(args.train_file, *chat_template, *tokenizer, args).samples;
   if (!args.validation_file.empty()) data.eval = load_samples(args.validation_file, *chat_template, *tokenizer, args).samples;
+  data.layout = {.pad_to_longest = args.padding == "longest", .pad_id = padding_token(*tokenizer)};
   const models::ModelConfig config = models::load_config(args.model_name_or_path);
   auto count = [&](std::int64_t micro) {
     const std::int64_t batches = static_cast<std::int64_t>(
@@ -121,6 +140,8 @@ void train_one_rank(const TrainingArguments& args, distributed::Communicator* co
   ZT_LOG(kInfo, trainable_summary(*model, trained.trainable));
   set_save_and_load(trained, model, args);
   Trainer trainer(trained, std::move(data), plan, args, comm);
+  report_model_states(comm, held_model_states(trainer.optimizer(), plan.zero.stage, working_weight_bytes(*model, trained)),
+                      device);
   trainer.train();
   ZT_LOG(kInfo, "saved the model to " << args.output_dir);
 }
@@ -138,9 +159,12 @@ void run_training_job(const TrainingArguments& args) {
     return;
   }
   if (!rank.distributed || rank.world_size == 1) return train_one_rank(args, nullptr, rank.local_rank);
-  ZT_REQUIRE(cuda_available(), "rank " + std::to_string(rank.rank) + ": multi-process training needs a GPU per "
-                               "process (NCCL); on the CPU use --inprocess_ranks N instead");
-  set_cuda_device(rank.local_rank);
+  // Processes on GPUs reduce over NCCL; on the CPU, over Gloo's TCP transport.
+  const bool on_cpu = runs_on_cpu(args);
+  if (!on_cpu && !cuda_available())
+    throw NoGpuError("rank " + std::to_string(rank.rank) + ": --device " + args.device + ": " +
+                     cuda_unavailable_reason() + "; --device cpu trains the processes on the CPU over Gloo");
+  if (!on_cpu) set_cuda_device(rank.local_rank);
   distributed::RendezvousConfig rendezvous;
   const char* addr = std::getenv("MASTER_ADDR");
   const char* port = std::getenv("MASTER_PORT");
@@ -149,8 +173,13 @@ void run_training_job(const TrainingArguments& args) {
   rendezvous.token = distributed::job_token_from_environment();
   rendezvous.world_size = rank.world_size;
   rendezvous.timeout = timeout;
+  if (on_cpu) {
+    std::unique_ptr<distributed::Communicator> comm = distributed::connect_gloo(rank.rank, rendezvous, timeout);
+    if (rank.rank == 0) ZT_LOG(kInfo, "world size " << rank.world_size << " (" << rank.launcher << "), Gloo on the CPU");
+    return train_one_rank(args, comm.get(), rank.local_rank);
+  }
   distributed::NcclCommunicator comm(rank.rank, rendezvous, timeout);
-  if (rank.rank == 0) ZT_LOG(kInfo, "world size " << rank.world_size << " (" << rank.launcher << ")");
+  report_world(comm, rank.local_rank, rank.launcher);
   train_one_rank(args, &comm, rank.local_rank);
 }
 

@@ -1,0 +1,197 @@
+// `zerotune estimate`: the memory a training run needs per GPU and per node's host memory for
+// every ZeRO stage with and without optimizer offload (train/memory_estimate.h), which of them
+// fit the GPU, and the fastest one that does. It reads only config.json: no weights needed.
+#include <cstdio>
+#include <iostream>
+#include <map>
+
+#include "cli/command.h"
+#include "cli/flags.h"
+#include "models/config.h"
+#include "runtime/device.h"
+#include "runtime/error.h"
+#include "train/memory_estimate.h"
+
+namespace zt::cli {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: zerotune estimate (--model_name_or_path DIR | --config config.json) --num_gpus N [--num_nodes M]\n"
+    "                         [--micro_batch B] [--max_length S] [--gradient_checkpointing]\n"
+    "                         [--dtype bfloat16|float16|float32] [--gpu_memory GIB] [--reduce_bucket_size N]\n"
+    "                         [--finetuning_type full|lora [--lora_rank R] [--lora_target MODULES]]\n\n"
+    "Prints, for ZeRO stages 0-3 without and with optimizer offload, the GiB each GPU needs (model\n"
+    "states; stage 3's gathered modules; activations of a packed micro-batch of B x S tokens; the fused\n"
+    "loss; a 1 GiB reserve) and the GiB of host memory each node needs, marks the rows that fit\n"
+    "--gpu_memory and recommends the fastest that fits (stages 0, 1, 2, then 0-2 with offload, then 3,\n"
+    "then 3 with offload). The model states are zerotune's own buffers; docs/TRAINING.md (Memory) says\n"
+    "how they differ from DeepSpeed's.\n"
+    "  --num_gpus             GPUs per node (also --num_gpus_per_node); the world is N x M ranks\n"
+    "  --micro_batch          sequences per micro-batch (also --per_device_train_batch_size), default 1\n"
+    "  --max_length           tokens per sequence, default 1024\n"
+    "  --gpu_memory           GiB per GPU; default: the memory of the first visible GPU\n"
+    "  --reduce_bucket_size   ZeRO bucket in elements, default 500000000 (DeepSpeed's)\n"
+    "  --finetuning_type      full (default) or lora: only the LoRA matrices train\n";
+
+const FlagSpec kFlagSpec{
+    .command = "estimate",
+    .value_flags = {"--model_name_or_path", "--config", "--num_gpus", "--num_nodes", "--micro_batch", "--max_length",
+                    "--dtype", "--gpu_memory", "--reduce_bucket_size", "--finetuning_type", "--lora_rank",
+                    "--lora_target"},
+    .bool_flags = {"--gradient_checkpointing"},
+    .required = {"--num_gpus"},
+    .aliases = {{"--num_gpus_per_node", "--num_gpus"}, {"--per_device_train_batch_size", "--micro_batch"}}};
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+struct Row {
+  int stage;
+  bool offload;
+};
+
+// Fastest first: offload trades GPU memory for PCIe copies and a CPU Adam step, and stage 3
+// gathers every layer's weights twice a step, slower again than offloading stages 0-2.
+constexpr Row kFastestFirst[] = {{0, false}, {1, false}, {2, false}, {0, true},
+                                 {1, true},  {2, true},  {3, false}, {3, true}};
+
+// What the trainer runs today: offload with stages 1 and 2 (or on one GPU), not with stage 3,
+// nor with stage 0 over several ranks (train/trainer.cpp, train/zero_optimizer.cpp).
+bool trainer_runs(const Row& row, int world) {
+  return !row.offload || row.stage == 1 || row.stage == 2 || (world == 1 && row.stage == 0);
+}
+
+std::int64_t positive_integer(const Flags& flags, const std::string& name, std::int64_t fallback) {
+  if (!flags.count(name)) return fallback;
+  const std::string& text = flags.at(name);
+  std::size_t used = 0;
+  std::int64_t value = 0;
+  try {
+    value = std::stoll(text, &used);
+  } catch (const std::exception&) {
+  }
+  ZT_REQUIRE(used == text.size() && value >= 1, name + " takes a positive integer, got '" + text + "'");
+  return value;
+}
+
+models::ModelConfig config_from_flags(const Flags& flags) {
+  if (flags.count("--model_name_or_path")) return models::load_config(flags.at("--model_name_or_path"));
+  return models::parse_config(models::read_json_file(flags.at("--config")), flags.at("--config"));
+}
+
+double gpu_memory_gib(const Flags& flags) {
+  if (flags.count("--gpu_memory")) {
+    const std::string& text = flags.at("--gpu_memory");
+    std::size_t used = 0;
+    double value = 0.0;
+    try {
+      value = std::stod(text, &used);
+    } catch (const std::exception&) {
+    }
+    ZT_REQUIRE(used == text.size() && value > 0.0, "--gpu_memory takes GiB per GPU (e.g. 80), got '" + text + "'");
+    return value;
+  }
+  ZT_REQUIRE(cuda_available(), "--gpu_memory is needed: no GPU is visible to read its memory from (" +
+                                   cuda_unavailable_reason() + ")");
+  return static_cast<double>(device_properties(0).total_memory) / kGiB;
+}
+
+train::MemorySettings settings_from_flags(const Flags& flags, const models::ModelConfig& config) {
+  train::MemorySettings s;
+  s.gpus_per_node = static_cast<int>(positive_integer(flags, "--num_gpus", 1));
+  s.nodes = static_cast<int>(positive_integer(flags, "--num_nodes", 1));
+  s.micro_batch = positive_integer(flags, "--micro_batch", 1);
+  s.max_length = positive_integer(flags, "--max_length", 1024);
+  s.reduce_bucket_size = positive_integer(flags, "--reduce_bucket_size", s.reduce_bucket_size);
+  s.gradient_checkpointing = flags.count("--gradient_checkpointing") && flags.at("--gradient_checkpointing") == "true";
+  if (flags.count("--dtype")) s.dtype = parse_dtype(flags.at("--dtype"));
+  ZT_REQUIRE(s.dtype == DType::kBF16 || s.dtype == DType::kF16 || s.dtype == DType::kF32,
+             std::string("--dtype ") + dtype_name(s.dtype) + ": training runs in bfloat16, float16 or float32");
+  const std::string method = flags.count("--finetuning_type") ? flags.at("--finetuning_type") : "full";
+  ZT_REQUIRE(method == "full" || method == "lora", "--finetuning_type " + method + ": estimate knows full and lora");
+  if (method == "lora")
+    s.trainable_numels = train::lora_trainable_numels(config, positive_integer(flags, "--lora_rank", 8),
+                                                      flags.count("--lora_target") ? flags.at("--lora_target") : "all");
+  return s;
+}
+
+bool fits(std::int64_t bytes, double budget_gib) { return static_cast<double>(bytes) <= budget_gib * kGiB; }
+
+std::string gib(std::int64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f", static_cast<double>(bytes) / kGiB);
+  return text;
+}
+
+std::string millions(std::int64_t count) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1fM", static_cast<double>(count) / 1e6);
+  return text;
+}
+
+std::string cell(const std::string& text, std::size_t width) {
+  return std::string(width > text.size() ? width - text.size() : 0, ' ') + text;
+}
+
+void print_header(const models::ModelConfig& config, const train::MemorySettings& s, const train::MemoryEstimate& e) {
+  std::cout << architecture_name(config.arch) << " model, " << millions(e.model_parameters) << " parameters"
+            << (s.full_finetuning() ? "" : ", " + millions(e.trainable_parameters) + " trainable (LoRA)") << ", "
+            << dtype_name(s.dtype) << "; " << s.nodes << " node(s) x " << s.gpus_per_node << " GPU(s); micro-batch "
+            << s.micro_batch << " x " << s.max_length << " tokens"
+            << (s.gradient_checkpointing ? ", gradient checkpointing" : "") << "\n";
+  std::cout << "per GPU in every row: fused loss " << gib(e.loss) << " GiB, reserve " << gib(e.reserve) << " GiB\n\n";
+}
+
+int estimate(Flags& flags) {
+  const models::ModelConfig config = config_from_flags(flags);
+  train::MemorySettings settings = settings_from_flags(flags, config);
+  const double budget = gpu_memory_gib(flags);
+  std::map<std::pair<int, bool>, std::int64_t> per_gpu;
+  for (int stage = 0; stage <= 3; ++stage)
+    for (bool offload : {false, true}) {
+      settings.stage = stage;
+      settings.offload = offload;
+      const train::MemoryEstimate e = train::estimate_memory(config, settings);
+      if (per_gpu.empty()) {
+        print_header(config, settings, e);
+        std::cout << "stage  offload  params  gradients  optimizer  gathered  activations  per GPU  host per node  fits "
+                  << budget << " GiB\n";
+      }
+      per_gpu[{stage, offload}] = e.gpu_total();
+      std::cout << cell(std::to_string(stage), 5) << cell(offload ? "cpu" : "none", 9) << cell(gib(e.gpu.parameters), 8)
+                << cell(gib(e.gpu.gradients), 11) << cell(gib(e.gpu.optimizer_state), 11) << cell(gib(e.transient), 10)
+                << cell(gib(e.activations), 13) << cell(gib(e.gpu_total()), 9) << cell(gib(e.host_per_node()), 15) << "  "
+                << (fits(e.gpu_total(), budget) ? "yes" : "no")
+                << (trainer_runs({stage, offload}, settings.world_size()) ? "" : " (not in the trainer yet)") << "\n";
+    }
+  std::cout << "\n";
+  // What the trainer runs first; a configuration it does not run only when nothing else fits.
+  for (bool runnable_only : {true, false})
+    for (const Row& row : kFastestFirst) {
+      const std::int64_t bytes = per_gpu.at({row.stage, row.offload});
+      const bool runs = trainer_runs(row, settings.world_size());
+      if (!fits(bytes, budget) || (runnable_only && !runs)) continue;
+      std::cout << "recommended: ZeRO stage " << row.stage << (row.offload ? " with" : " without")
+                << " optimizer offload, " << gib(bytes) << " of " << budget << " GiB per GPU"
+                << (runs ? "" : " (not in the trainer yet)") << "\n";
+      return 0;
+    }
+  std::cout << "nothing fits " << budget << " GiB per GPU: add --gradient_checkpointing, lower --micro_batch or "
+            << "--max_length, use more GPUs, or train LoRA (--finetuning_type lora)\n";
+  return 0;
+}
+
+int run_estimate(const std::vector<std::string>& args) {
+  return run_with_flags(args, kFlagSpec, kUsage, [](Flags& flags) {
+    if (flags.count("--model_name_or_path") == flags.count("--config")) {
+      std::cerr << "zerotune estimate: error: give the model as exactly one of --model_name_or_path DIR or "
+                   "--config config.json\n";
+      return kExitUsage;
+    }
+    return estimate(flags);
+  });
+}
+
+const Registration registration{{"estimate", "memory per GPU and per node for each ZeRO stage and offload", run_estimate}};
+
+}  // namespace
+}  // namespace zt::cli

@@ -1,0 +1,216 @@
+#include "train/memory_estimate.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "models/hf_names.h"
+#include "models/lora.h"
+#include "runtime/error.h"
+#include "train/optimizer_offload.h"
+#include "train/zero_layout.h"
+#include "train/zero3_optimizer.h"
+#include "train/zero_optimizer.h"
+
+namespace zt::train {
+namespace {
+
+constexpr std::int64_t kGiB = std::int64_t{1} << 30;
+constexpr std::int64_t kFp32 = 4;
+constexpr std::int64_t kLossChunkBytes = kGiB;  // the fused loss's default chunk of fp32 logits
+constexpr std::int64_t kRuntimeReserve = kGiB;  // CUDA context, cuBLAS workspaces, fragmentation
+
+std::int64_t sum(const std::vector<std::int64_t>& values) {
+  return std::accumulate(values.begin(), values.end(), std::int64_t{0});
+}
+
+std::vector<std::int64_t> model_numels(const models::ModelConfig& config) {
+  std::vector<std::int64_t> numels;
+  for (const models::ParamSpec& spec : models::parameter_layout(config).all()) numels.push_back(shape_numel(spec.shape));
+  return numels;
+}
+
+// The largest set of weights stage 3 gathers at once: a decoder layer, the embedding or the
+// LM head.
+std::int64_t largest_gathered_unit(const models::ModelConfig& config) {
+  const models::ParameterLayout layout = models::parameter_layout(config);
+  std::int64_t largest = shape_numel(layout.embedding.shape);
+  if (layout.lm_head) largest = std::max(largest, shape_numel(layout.lm_head->shape));
+  for (const models::LayerSpecs& layer : layout.layers) {
+    std::int64_t numel = 0;
+    for (const auto& spec : layer)
+      if (spec) numel += shape_numel(spec->shape);
+    largest = std::max(largest, numel);
+  }
+  return largest;
+}
+
+std::int64_t padded_numel(const ZeroLayout& layout) {
+  std::int64_t total = 0;
+  for (const ZeroBucket& bucket : layout.buckets) total += bucket.padded_numel;
+  return total;
+}
+
+// fp32 elements backward accumulates into besides the owned gradient partition (stage 3's
+// buckets are transient).
+std::int64_t accumulation_numel(const MemorySettings& s, const ZeroLayout& layout, std::int64_t trainable) {
+  if (s.world_size() == 1 || s.stage == 3) return 0;  // one rank: the owned gradient is the buffer
+  return s.stage == 1 ? trainable : padded_numel(layout);
+}
+
+// Stage 3 keeps a shard of every parameter above the persistence threshold and the rest whole.
+std::int64_t stage3_resident_numel(const std::vector<std::int64_t>& numels, const MemorySettings& s) {
+  std::int64_t resident = 0;
+  for (std::int64_t n : numels) resident += n > s.persistence_threshold ? (n + s.world_size() - 1) / s.world_size() : n;
+  return resident;
+}
+
+// Saved per token by one decoder layer's forward (models/decoder.cpp): the layer input, the
+// norm outputs and the residual sum that linear and rmsnorm keep, rotated q and k and v and
+// the attention output, gate and up and their SwiGLU product; fp32 norm statistics and the
+// attention's log-sum-exp per head.
+std::int64_t layer_bytes_per_token(const models::ModelConfig& c, std::int64_t width) {
+  std::int64_t elements = 4 * c.hidden_size + 2 * c.q_size() + 2 * c.kv_size() + 3 * c.intermediate_size;
+  std::int64_t fp32 = 2 + c.num_heads;
+  if (c.fused_qkv) elements += c.q_size() + c.kv_size();  // v is a view: the whole qkv output stays
+  if (c.qk_norm) elements += c.q_size() + c.kv_size(), fp32 += c.num_heads + c.num_kv_heads;
+  if (c.sandwich_norms) elements += 2 * c.hidden_size, fp32 += 2;
+  return elements * width + fp32 * kFp32;
+}
+
+std::int64_t activation_bytes(const models::ModelConfig& c, const MemorySettings& s) {
+  const std::int64_t tokens = s.micro_batch * s.max_length;
+  const std::int64_t width = static_cast<std::int64_t>(dtype_size(s.dtype));
+  const std::int64_t layer = tokens * layer_bytes_per_token(c, width);
+  const std::int64_t top = tokens * (2 * c.hidden_size * width + kFp32);  // the final norm's input and output
+  const bool recomputes = s.gradient_checkpointing || (s.stage == 3 && s.world_size() > 1);
+  if (!recomputes) return c.num_layers * layer + top + layer;
+  // Each layer's input, then during backward one layer recomputed and its gradients.
+  return c.num_layers * tokens * c.hidden_size * width + top + 2 * layer;
+}
+
+// One chunk of fp32 logits, the hidden gradient computed in the forward, and an fp32 LM-head
+// gradient when the head (or the embedding tied to it) trains.
+std::int64_t loss_bytes(const models::ModelConfig& c, const MemorySettings& s) {
+  const std::int64_t tokens = s.micro_batch * s.max_length;
+  const std::int64_t width = static_cast<std::int64_t>(dtype_size(s.dtype));
+  const std::int64_t chunk = std::min(tokens * c.vocab_size * kFp32, kLossChunkBytes);
+  const std::int64_t head_gradient = s.full_finetuning() ? c.vocab_size * c.hidden_size * kFp32 : 0;
+  return chunk + tokens * c.hidden_size * width + head_gradient;
+}
+
+void check_settings(const MemorySettings& s) {
+  ZT_REQUIRE(s.stage >= 0 && s.stage <= 3, "ZeRO stage " + std::to_string(s.stage) + " does not exist (0-3)");
+  ZT_REQUIRE(s.gpus_per_node >= 1 && s.nodes >= 1, "memory estimate: GPUs per node and nodes must be >= 1");
+  ZT_REQUIRE(s.micro_batch >= 1 && s.max_length >= 1, "memory estimate: micro batch and max length must be >= 1");
+}
+
+}  // namespace
+
+MemoryEstimate estimate_model_states(const models::ModelConfig& config, const MemorySettings& s) {
+  check_settings(s);
+  const std::vector<std::int64_t> all = model_numels(config);
+  const std::vector<std::int64_t>& trainable = s.full_finetuning() ? all : s.trainable_numels;
+  const std::int64_t psi = sum(all), psi_trainable = sum(trainable);
+  const std::int64_t width = static_cast<std::int64_t>(dtype_size(s.dtype));
+  const int world = s.world_size();
+  const bool stage3 = s.stage == 3 && world > 1;
+  // One rank runs the single-device optimizer; stage 0 replicates the optimizer (one owner).
+  const int owners = world == 1 || s.stage == 0 ? 1 : world;
+  const ZeroLayout layout = make_zero_layout(trainable, owners, s.reduce_bucket_size);
+  const std::int64_t owned = world == 1 ? psi_trainable : layout.partition_numel;
+
+  MemoryEstimate e;
+  e.ranks_per_node = s.gpus_per_node;
+  e.model_parameters = psi;
+  e.trainable_parameters = psi_trainable;
+  // Adapters (LoRA) are working weights beside the frozen model.
+  std::int64_t weights = psi + (s.full_finetuning() ? 0 : psi_trainable);
+  if (stage3) weights = stage3_resident_numel(all, s) + (s.full_finetuning() ? 0 : stage3_resident_numel(trainable, s));
+  e.gpu.parameters = width * weights;
+  e.gpu.gradients = kFp32 * (owned + accumulation_numel(s, layout, psi_trainable));
+  ModelStateBytes& optimizer_home = s.offload ? e.host : e.gpu;
+  optimizer_home.optimizer_state = 3 * kFp32 * owned;
+  if (s.offload) {  // the host's copies of the owned gradient and of the updated weights
+    e.host.gradients = kFp32 * owned;
+    e.host.parameters = width * owned;
+  }
+  if (stage3) {
+    const std::int64_t unit = largest_gathered_unit(config);
+    e.transient = 2 * width * unit + kFp32 * std::min(unit, psi_trainable);
+  }
+  return e;
+}
+
+MemoryEstimate estimate_memory(const models::ModelConfig& config, const MemorySettings& settings) {
+  MemoryEstimate e = estimate_model_states(config, settings);
+  e.activations = activation_bytes(config, settings);
+  e.loss = loss_bytes(config, settings);
+  e.reserve = kRuntimeReserve;
+  return e;
+}
+
+std::vector<std::int64_t> lora_trainable_numels(const models::ModelConfig& config, std::int64_t rank,
+                                                const std::string& target) {
+  ZT_REQUIRE(rank > 0, "--lora_rank must be > 0, got " + std::to_string(rank));
+  const std::vector<std::string> names = models::parse_lora_target(target, config);
+  // PEFT's rule: a module is targeted when its path is a name or ends with "." + name.
+  auto targeted = [&](const std::string& weight_name) {
+    const std::string path = weight_name.substr(0, weight_name.rfind(".weight"));
+    return std::any_of(names.begin(), names.end(), [&](const std::string& name) {
+      return path == name || (path.size() > name.size() && path.ends_with("." + name));
+    });
+  };
+  std::vector<std::int64_t> numels;
+  for (const models::LayerSpecs& layer : models::parameter_layout(config).layers)
+    for (const auto& spec : layer)
+      if (spec && spec->kind == models::ParamKind::kMatrix && targeted(spec->name)) {
+        numels.push_back(rank * spec->shape[1]);  // A [rank, in]
+        numels.push_back(spec->shape[0] * rank);  // B [out, rank]
+      }
+  return numels;
+}
+
+// The buffers the optimizers allocate: the owned master, moments and gradient (numel,
+// state_numel), the offload's host block, the fp32 staging buffer of every bucket that
+// stages 0 and 2 reduce from, and stage 3's shards and whole (persistent) parameters.
+HeldModelStates held_model_states(const OptimizerEngine& engine, int stage, std::int64_t parameter_bytes) {
+  HeldModelStates held;
+  held.gpu.parameters = parameter_bytes;
+  if (const auto* single = dynamic_cast<const Optimizer*>(&engine)) {
+    held.gpu.gradients = kFp32 * single->numel();
+    if (const OptimizerOffload* offload = single->offload()) {
+      held.host.optimizer_state = 3 * kFp32 * single->numel();
+      held.host.gradients = kFp32 * single->numel();
+      held.host.parameters = offload->host_bytes() - held.host.optimizer_state - held.host.gradients;
+    } else {
+      held.gpu.optimizer_state = 3 * kFp32 * single->numel();
+    }
+    return held;
+  }
+  if (const auto* zero3 = dynamic_cast<const Zero3Optimizer*>(&engine)) {
+    const Zero3Partitioner& partitioner = zero3->partitioner();
+    held.gpu.parameters = 0;
+    for (std::size_t g = 0; g < partitioner.groups().size(); ++g)
+      held.gpu.parameters += static_cast<std::int64_t>(partitioner.shard(g).nbytes());
+    for (const Zero3Partitioner::Parameter& p : partitioner.parameters())
+      if (p.persistent) held.gpu.parameters += static_cast<std::int64_t>(p.variable.data().nbytes());
+    held.gpu.optimizer_state = 3 * kFp32 * zero3->layout().partition_numel;
+    held.gpu.gradients = kFp32 * zero3->layout().partition_numel;
+    return held;
+  }
+  const auto* zero = dynamic_cast<const ZeroOptimizer*>(&engine);
+  ZT_REQUIRE(zero != nullptr, "held_model_states: an optimizer engine this report does not know");
+  const std::int64_t owned = zero->layout().partition_numel;
+  held.gpu.gradients = kFp32 * (zero->state_numel() - 3 * owned);
+  if (stage != 1) held.gpu.gradients += kFp32 * padded_numel(zero->layout());
+  if (const OptimizerOffload* offload = zero->offload()) {
+    held.host.optimizer_state = 3 * kFp32 * owned;
+    held.host.gradients = kFp32 * owned;
+    held.host.parameters = offload->host_bytes() - held.host.optimizer_state - held.host.gradients;
+  } else {
+    held.gpu.optimizer_state = 3 * kFp32 * owned;
+  }
+  return held;
+}
+
+}  // namespace zt::train

@@ -1,0 +1,103 @@
+// How much memory a training run needs, per GPU and in each node's host memory, for every
+// ZeRO stage with and without optimizer offload: what `zerotune estimate` prints, and what
+// the trainer's start-up report measures on the real buffers.
+//
+// Model states are zerotune's own buffers, not DeepSpeed's constants. Per trainable
+// parameter a rank holds an fp32 master weight, two fp32 Adam moments and an fp32 gradient
+// (16 bytes) for the part it owns, and the working weights (2 bytes in bf16/fp16) of the
+// model. Beside the owned fp32 gradient, backward writes into an accumulation buffer: stages
+// 0 and 2 keep an fp32 staging buffer for every bucket (train/zero_optimizer.cpp), stage 1 an
+// fp32 gradient per parameter. So with Ψ parameters, Ψt trainable and N ranks (bf16,
+// padding aside):
+//   one rank     2Ψ + 16Ψt             (the single-device optimizer, whatever the stage)
+//   stage 0      2Ψ + 20Ψt             (staging + the replicated optimizer)
+//   stage 1      2Ψ + 4Ψt + 16Ψt/N
+//   stage 2      2Ψ + 4Ψt + 16Ψt/N     (DeepSpeed: 2Ψ + 14Ψ/N; our staging is not yet bounded)
+//   stage 3      2Ψ/N + 16Ψt/N         (train/zero3_optimizer.h; parameters of at most
+//                                       stage3_param_persistence_threshold elements stay whole)
+// plus, for stage 3 only, a transient: two gathered modules in the working dtype and one
+// module's fp32 gradient bucket. Optimizer offload (train/optimizer_offload.h) moves master
+// and moments to host memory, which also holds a copy of the owned fp32 gradient and of the
+// new working weights (18 bytes per owned parameter in bf16); the GPU keeps the rest.
+//
+// Activations are the tensors autograd saves in the packed (varlen) forward of
+// models/decoder.cpp, per token and layer, plus one layer's worth of gradients in flight
+// during backward; with gradient checkpointing (and always under stage 3, which recomputes
+// each layer in backward) only each layer's input is kept, plus one layer recomputed. The
+// fused loss adds one chunk of fp32 logits (at most 1 GiB), the hidden gradient it computes
+// in the forward, and an fp32 LM-head gradient when the head trains. Not counted: the CUDA
+// context, library workspaces and allocator fragmentation (a fixed reserve stands in for
+// them), and host memory for data loading.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/config.h"
+#include "runtime/dtype.h"
+#include "train/optimizer.h"
+
+namespace zt::train {
+
+struct MemorySettings {
+  int stage = 0;
+  bool offload = false;
+  int gpus_per_node = 1;
+  int nodes = 1;
+  std::int64_t micro_batch = 1;
+  std::int64_t max_length = 1024;  // tokens per sequence: a micro-batch packs micro_batch of them
+  bool gradient_checkpointing = false;
+  DType dtype = DType::kBF16;  // working weights and activations
+  // The trainable parameters' sizes in the trainer's order; empty: every model parameter.
+  std::vector<std::int64_t> trainable_numels = {};
+  std::int64_t reduce_bucket_size = 500'000'000;  // DeepSpeed's default, in elements
+  std::int64_t persistence_threshold = 100'000;   // stage3_param_persistence_threshold
+
+  int world_size() const { return gpus_per_node * nodes; }
+  bool full_finetuning() const { return trainable_numels.empty(); }
+};
+
+// Bytes of model state, by what they are.
+struct ModelStateBytes {
+  std::int64_t parameters = 0;       // working weights
+  std::int64_t gradients = 0;        // fp32 gradients: owned partition + accumulation buffers
+  std::int64_t optimizer_state = 0;  // fp32 master weights and Adam moments
+  std::int64_t total() const { return parameters + gradients + optimizer_state; }
+};
+
+struct MemoryEstimate {
+  ModelStateBytes gpu;             // per GPU
+  ModelStateBytes host;            // per rank, in host memory (offload; parameters: the host working copy)
+  std::int64_t transient = 0;      // per GPU, stage 3: gathered modules and a gradient bucket
+  std::int64_t activations = 0;    // per GPU: saved tensors + gradients in flight
+  std::int64_t loss = 0;           // per GPU: the fused loss's working set
+  std::int64_t reserve = 0;        // per GPU: CUDA context, workspaces, fragmentation
+  int ranks_per_node = 1;
+  std::int64_t model_parameters = 0;      // Ψ: the model's own (not the adapters')
+  std::int64_t trainable_parameters = 0;  // Ψt
+
+  std::int64_t gpu_total() const { return gpu.total() + transient + activations + loss + reserve; }
+  std::int64_t host_per_node() const { return host.total() * ranks_per_node; }
+};
+
+MemoryEstimate estimate_memory(const models::ModelConfig& config, const MemorySettings& settings);
+
+// The model states alone (what the trainer's start-up report is compared with).
+MemoryEstimate estimate_model_states(const models::ModelConfig& config, const MemorySettings& settings);
+
+// The sizes of the LoRA matrices --lora_rank and --lora_target attach, in the trainer's order.
+std::vector<std::int64_t> lora_trainable_numels(const models::ModelConfig& config, std::int64_t rank,
+                                                const std::string& target);
+
+struct HeldModelStates {
+  ModelStateBytes gpu;   // on the device the model trains on
+  ModelStateBytes host;  // offloaded
+};
+
+// What an optimizer engine has allocated on this rank, from its buffers; `stage` is the ZeRO
+// stage it runs (ignored for the single-device optimizer) and `parameter_bytes` the model's
+// working weights.
+HeldModelStates held_model_states(const OptimizerEngine& engine, int stage, std::int64_t parameter_bytes);
+
+}  // namespace zt::train
