@@ -2,10 +2,10 @@
 
 #include <cmath>
 #include <filesystem>
-#include <map>
 
 #include "autograd/grad_mode.h"
 #include "models/config_json.h"
+#include "models/tensor_mismatches.h"
 #include "runtime/atomic_file.h"
 #include "runtime/error.h"
 #include "tensor/safetensors.h"
@@ -81,27 +81,6 @@ nlohmann::ordered_json config_json(const LoraConfig& config) {
                                 {"use_rslora", config.use_rslora}};
 }
 
-// Every way the file and the attached LoRA disagree, one line each.
-std::vector<std::string> mismatches(const std::vector<NamedParameter>& expected, const SafetensorsFile& file) {
-  std::vector<std::string> problems;
-  std::map<std::string, bool> wanted;
-  for (const NamedParameter& p : expected) {
-    wanted[p.name] = true;
-    const Shape& shape = p.variable.data().shape();
-    if (!file.contains(p.name))
-      problems.push_back("missing: " + p.name + " " + shape_str(shape));
-    else if (file.info(p.name).shape != shape)
-      problems.push_back("wrong shape: " + p.name + " is " + shape_str(file.info(p.name).shape) + ", expected " +
-                         shape_str(shape));
-    else if (!is_floating(file.info(p.name).dtype))
-      problems.push_back("wrong dtype: " + p.name + " is " + dtype_name(file.info(p.name).dtype) +
-                         ", expected floating point");
-  }
-  for (const std::string& name : file.names())
-    if (!wanted.count(name)) problems.push_back("unexpected: " + name + " " + shape_str(file.info(name).shape));
-  return problems;
-}
-
 }  // namespace
 
 LoraConfig read_lora_config(const std::string& dir) {
@@ -137,7 +116,7 @@ void load_lora_weights(CausalLM& model, const std::string& dir) {
                                             "' (zerotune reads safetensors adapters only; PEFT writes them by default)");
   const SafetensorsFile file = SafetensorsFile::open(path);
   const std::vector<NamedParameter> expected = lora_parameters(model);
-  std::vector<std::string> problems = mismatches(expected, file);
+  std::vector<std::string> problems = tensor_mismatches(expected, file);
   if (!problems.empty()) {
     std::string message = "the LoRA adapter '" + path + "' does not match the model and " + kAdapterConfigFile +
                           ": " + std::to_string(problems.size()) + " problem(s)";

@@ -1,10 +1,10 @@
 #include "models/prefix_encoder_files.h"
 
 #include <filesystem>
-#include <set>
 
 #include "autograd/grad_mode.h"
 #include "models/config_json.h"
+#include "models/tensor_mismatches.h"
 #include "models/weights.h"
 #include "runtime/atomic_file.h"
 #include "runtime/error.h"
@@ -16,26 +16,6 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string path_in(const std::string& dir, const char* file) { return (fs::path(dir) / file).string(); }
-
-// Every way the file and the encoder disagree, one line each.
-std::vector<std::string> mismatches(const std::vector<NamedParameter>& expected, const SafetensorsFile& file) {
-  std::vector<std::string> problems;
-  std::set<std::string> wanted;
-  for (const NamedParameter& p : expected) {
-    wanted.insert(p.name);
-    const Shape& shape = p.variable.data().shape();
-    if (!file.contains(p.name))
-      problems.push_back("missing: " + p.name + " " + shape_str(shape));
-    else if (file.info(p.name).shape != shape)
-      problems.push_back("wrong shape: " + p.name + " is " + shape_str(file.info(p.name).shape) + ", expected " +
-                         shape_str(shape));
-    else if (!is_floating(file.info(p.name).dtype))
-      problems.push_back("wrong dtype: " + p.name + " is " + dtype_name(file.info(p.name).dtype));
-  }
-  for (const std::string& name : file.names())
-    if (!wanted.count(name)) problems.push_back("unexpected: " + name + " " + shape_str(file.info(name).shape));
-  return problems;
-}
 
 }  // namespace
 
@@ -76,7 +56,7 @@ void load_prefix_weights(const std::vector<NamedParameter>& parameters, const st
                                             "': zerotune reads the prefix encoder from safetensors only (ChatGLM's "
                                             "recipe writes pytorch_model.bin with older transformers: convert it)");
   const SafetensorsFile file = SafetensorsFile::open(path);
-  std::vector<std::string> problems = mismatches(parameters, file);
+  std::vector<std::string> problems = tensor_mismatches(parameters, file);
   if (!problems.empty()) {
     std::string message = "the P-Tuning checkpoint '" + path + "' does not match the model and its " +
                           kPrefixConfigFile + ": " + std::to_string(problems.size()) + " problem(s)";

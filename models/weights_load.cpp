@@ -4,6 +4,7 @@
 
 #include "autograd/grad_mode.h"
 #include "models/hf_names.h"
+#include "models/tensor_mismatches.h"
 #include "models/weights.h"
 #include "runtime/error.h"
 #include "tensor/safetensors_index.h"
@@ -40,35 +41,15 @@ std::string describe(const ModelConfig& config) {
          std::to_string(config.hidden_size);
 }
 
-// Every way the checkpoint and the config disagree, one line each.
-std::vector<std::string> mismatches(const CausalLM& model, const SafetensorsCheckpoint& checkpoint) {
-  std::vector<std::string> problems;
-  for (const NamedParameter& p : model.named_parameters()) {
-    const Shape& expected = p.variable.data().shape();
-    if (!checkpoint.contains(p.name)) {
-      problems.push_back("missing: " + p.name + " " + shape_str(expected));
-      continue;
-    }
-    const SafetensorsInfo& info = checkpoint.info(p.name);
-    if (info.shape != expected)
-      problems.push_back("wrong shape: " + p.name + " is " + shape_str(info.shape) + " in " +
-                         checkpoint.shard(p.name).path() + ", expected " + shape_str(expected));
-    else if (!is_floating(info.dtype))
-      problems.push_back("wrong dtype: " + p.name + " is " + dtype_name(info.dtype) + ", expected floating point");
-  }
-  for (const std::string& name : checkpoint.names()) {
-    if (model.has_parameter(name) || is_carried_buffer(name) || is_tied_head_copy(model.config(), name)) continue;
-    problems.push_back("unexpected: " + name + " " + shape_str(checkpoint.info(name).shape));
-  }
-  return problems;
-}
-
 }  // namespace
 
 void load_weights(CausalLM& model, const std::string& path) {
   require_safetensors(path);
   SafetensorsCheckpoint checkpoint = SafetensorsCheckpoint::open(weights_file(path));
-  std::vector<std::string> problems = mismatches(model, checkpoint);
+  std::vector<std::string> problems =
+      tensor_mismatches(model.named_parameters(), checkpoint, [&](const std::string& name) {
+        return is_carried_buffer(name) || is_tied_head_copy(model.config(), name);
+      });
   if (!problems.empty()) {
     std::string message = "the weights in '" + path + "' do not match " + model.config().source + " (" +
                           describe(model.config()) + "): " + std::to_string(problems.size()) + " problem(s)";
