@@ -46,24 +46,56 @@ std::vector<Tensor> recompute_gradients(const CheckpointFn& fn, const std::vecto
   return grads;
 }
 
-}  // namespace
+// Runs scope.enter now and scope.leave at the end of the C++ scope (both optional).
+class ScopeGuard {
+ public:
+  explicit ScopeGuard(const CheckpointScope& scope) : scope_(scope) {
+    if (scope_.enter) scope_.enter();
+  }
+  ~ScopeGuard() {
+    if (scope_.leave) scope_.leave();
+  }
+  ScopeGuard(const ScopeGuard&) = delete;
+  ScopeGuard& operator=(const ScopeGuard&) = delete;
 
-std::vector<Variable> checkpoint(const CheckpointFn& fn, const std::vector<Variable>& inputs) {
+ private:
+  const CheckpointScope& scope_;
+};
+
+std::vector<Variable> record_checkpoint(const CheckpointFn& fn, const std::vector<Variable>& inputs,
+                                        const CheckpointScope& scope, bool reread_leaves) {
   GeneratorState forward_rng = default_generator().state();
   std::vector<Tensor> outputs;
   {
+    ScopeGuard entered(scope);
     NoGradGuard no_recording;
     for (const Variable& out : fn(inputs)) outputs.push_back(out.data());
   }
-  // The closure keeps the inputs' values (not their history): that is all a checkpoint saves.
+  // The closure keeps the inputs' values (not their history): that is all a checkpoint saves;
+  // with reread_leaves, parameters are kept by identity, their values read at recompute.
   std::vector<Variable> saved_inputs;
   saved_inputs.reserve(inputs.size());
-  for (const Variable& input : inputs)
-    saved_inputs.push_back(input.defined() ? Variable(input.data(), input.requires_grad(), input.name()) : Variable());
-  return record("checkpoint", std::move(outputs), inputs,
-                [fn, saved_inputs, forward_rng](const std::vector<Tensor>& grad_outputs, const std::vector<bool>&) {
+  for (const Variable& input : inputs) {
+    if (!input.defined()) saved_inputs.emplace_back();
+    else if (reread_leaves && input.is_leaf()) saved_inputs.push_back(input);
+    else saved_inputs.emplace_back(input.data(), input.requires_grad(), input.name());
+  }
+  return record(scope.name, std::move(outputs), inputs,
+                [fn, saved_inputs, forward_rng, scope](const std::vector<Tensor>& grad_outputs, const std::vector<bool>&) {
+                  ScopeGuard entered(scope);
                   return recompute_gradients(fn, saved_inputs, forward_rng, grad_outputs);
                 });
+}
+
+}  // namespace
+
+std::vector<Variable> checkpoint(const CheckpointFn& fn, const std::vector<Variable>& inputs) {
+  return record_checkpoint(fn, inputs, {.name = "checkpoint", .enter = {}, .leave = {}}, false);
+}
+
+std::vector<Variable> checkpoint(const CheckpointFn& fn, const std::vector<Variable>& inputs,
+                                 const CheckpointScope& scope) {
+  return record_checkpoint(fn, inputs, scope, true);
 }
 
 }  // namespace zt::autograd
