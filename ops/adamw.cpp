@@ -3,7 +3,7 @@
 #include <cmath>
 #include <string>
 
-#include "cuda/adamw.cuh"
+#include "ops/adamw_scalars.h"
 #include "ops/elementwise_host.h"
 #include "ops/op_checks.h"
 #include "runtime/check.h"
@@ -57,25 +57,7 @@ void check_param(const Namer& name, const AdamWParam& p) {
   }
 }
 
-void check_config(const char* op, const AdamWConfig& config) {
-  ZT_REQUIRE(config.step >= 1, std::string(op) + ": step counts from 1, got " + std::to_string(config.step));
-  ZT_REQUIRE(config.grad_scale > 0.0 && std::isfinite(config.grad_scale),
-             std::string(op) + ": grad_scale must be positive and finite, got " + std::to_string(config.grad_scale));
-}
 
-cuda::AdamWScalars scalars_of(const AdamWConfig& c) {
-  auto step = static_cast<double>(c.step);
-  cuda::AdamWScalars s;
-  s.beta1 = static_cast<float>(c.beta1);
-  s.one_minus_beta1 = static_cast<float>(1.0 - c.beta1);
-  s.beta2 = static_cast<float>(c.beta2);
-  s.one_minus_beta2 = static_cast<float>(1.0 - c.beta2);
-  s.step_size = static_cast<float>(c.lr / (1.0 - std::pow(c.beta1, step)));
-  s.bias_correction2_sqrt = static_cast<float>(std::sqrt(1.0 - std::pow(c.beta2, step)));
-  s.eps = static_cast<float>(c.eps);
-  s.grad_scale = static_cast<float>(c.grad_scale);
-  return s;
-}
 
 float decay_factor_of(const AdamWParam& p, const AdamWConfig& c) {
   return static_cast<float>(1.0 - c.lr * p.weight_decay.value_or(c.weight_decay));
@@ -120,7 +102,7 @@ Tensor step_cpu(const char* op, const std::vector<AdamWParam>& params, const std
     bool bad = host::dispatch_float(grad.dtype(), op, [&]<typename G>() { return any_non_finite(grad.data<G>(), grad.numel()); });
     if (bad) return Tensor::full({}, 1.0, DType::kBool);
   }
-  cuda::AdamWScalars scalars = scalars_of(config);
+  cuda::AdamWScalars scalars = adamw_scalars(config);
   for (std::size_t i = 0; i < params.size(); ++i) {
     const AdamWParam& p = params[i];
     host::dispatch_float(grads[i].dtype(), op, [&]<typename G>() {
@@ -151,12 +133,12 @@ Tensor step_cuda(const std::vector<AdamWParam>& params, const std::vector<Tensor
     tensors.push_back(t);
   }
   Tensor found = Tensor::empty({}, DType::kBool, params[0].master.device());
-  cuda::adamw_step_multi(tensors.data(), tensors.size(), scalars_of(config), found.data<bool>(), nullptr);
+  cuda::adamw_step_multi(tensors.data(), tensors.size(), adamw_scalars(config), found.data<bool>(), nullptr);
   return found;
 }
 
 Tensor step(const char* op, const std::vector<AdamWParam>& params, const AdamWConfig& config, bool name_by_index) {
-  check_config(op, config);
+  check_adamw_config(op, config);
   if (params.empty()) return Tensor::full({}, 0.0, DType::kBool);
   std::vector<Tensor> grads;
   for (std::size_t i = 0; i < params.size(); ++i) {
@@ -179,6 +161,26 @@ Tensor adamw_step(const Tensor& master, const Tensor& exp_avg, const Tensor& exp
 
 Tensor adamw_step_multi(const std::vector<AdamWParam>& params, const AdamWConfig& config) {
   return step("adamw_step_multi", params, config, true);
+}
+
+cuda::AdamWScalars adamw_scalars(const AdamWConfig& c) {
+  auto step = static_cast<double>(c.step);
+  cuda::AdamWScalars s;
+  s.beta1 = static_cast<float>(c.beta1);
+  s.one_minus_beta1 = static_cast<float>(1.0 - c.beta1);
+  s.beta2 = static_cast<float>(c.beta2);
+  s.one_minus_beta2 = static_cast<float>(1.0 - c.beta2);
+  s.step_size = static_cast<float>(c.lr / (1.0 - std::pow(c.beta1, step)));
+  s.bias_correction2_sqrt = static_cast<float>(std::sqrt(1.0 - std::pow(c.beta2, step)));
+  s.eps = static_cast<float>(c.eps);
+  s.grad_scale = static_cast<float>(c.grad_scale);
+  return s;
+}
+
+void check_adamw_config(const char* op, const AdamWConfig& config) {
+  ZT_REQUIRE(config.step >= 1, std::string(op) + ": step counts from 1, got " + std::to_string(config.step));
+  ZT_REQUIRE(config.grad_scale > 0.0 && std::isfinite(config.grad_scale),
+             std::string(op) + ": grad_scale must be positive and finite, got " + std::to_string(config.grad_scale));
 }
 
 }  // namespace zt::ops

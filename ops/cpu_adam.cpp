@@ -7,6 +7,7 @@
 #include <string>
 #include <thread>
 
+#include "ops/adamw_scalars.h"
 #include "ops/cpu_adam_kernels.h"
 #include "runtime/error.h"
 
@@ -18,26 +19,8 @@ constexpr std::int64_t kMinElementsPerThread = 1 << 15;
 // Thread shares start on whole cache lines, so no two threads write one line.
 constexpr std::int64_t kShareAlignment = 16;
 
-// As ops::adamw_step computes them (in double, rounded once to float), so the CPU Adam
-// reproduces it bit for bit.
-cuda::AdamWScalars scalars_of(const AdamWConfig& c) {
-  const auto step = static_cast<double>(c.step);
-  cuda::AdamWScalars s;
-  s.beta1 = static_cast<float>(c.beta1);
-  s.one_minus_beta1 = static_cast<float>(1.0 - c.beta1);
-  s.beta2 = static_cast<float>(c.beta2);
-  s.one_minus_beta2 = static_cast<float>(1.0 - c.beta2);
-  s.step_size = static_cast<float>(c.lr / (1.0 - std::pow(c.beta1, step)));
-  s.bias_correction2_sqrt = static_cast<float>(std::sqrt(1.0 - std::pow(c.beta2, step)));
-  s.eps = static_cast<float>(c.eps);
-  s.grad_scale = static_cast<float>(c.grad_scale);
-  return s;
-}
-
 void check_step(const std::vector<CpuAdamSpan>& spans, const AdamWConfig& config) {
-  ZT_REQUIRE(config.step >= 1, "cpu adam: step counts from 1, got " + std::to_string(config.step));
-  ZT_REQUIRE(config.grad_scale > 0.0 && std::isfinite(config.grad_scale),
-             "cpu adam: grad_scale must be positive and finite, got " + std::to_string(config.grad_scale));
+  check_adamw_config("cpu adam", config);
   for (std::size_t i = 0; i < spans.size(); ++i) {
     const CpuAdamSpan& s = spans[i];
     const std::string where = "cpu adam: spans[" + std::to_string(i) + "]";
@@ -131,7 +114,7 @@ bool CpuAdam::step(const std::vector<CpuAdamSpan>& spans, const AdamWConfig& con
   check_step(spans, config);
   std::int64_t total = 0;
   for (const CpuAdamSpan& s : spans) total += s.numel;
-  const cuda::AdamWScalars scalars = scalars_of(config);
+  const cuda::AdamWScalars scalars = adamw_scalars(config);
   const Kernels kernels = kernels_of(isa_);
   const auto shares = static_cast<int>(std::clamp<std::int64_t>(total / kMinElementsPerThread, 1, threads()));
   const std::int64_t per_share = (total + shares - 1) / shares;
