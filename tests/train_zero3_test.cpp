@@ -472,8 +472,9 @@ TEST(Zero3Partitioner, EqualAlignedChunksCoverEveryElementOnce) {
           for (const models::NamedParameter& p : module.parameters)
             EXPECT_EQ(max_abs_diff(p.variable.data(), original.parameter(p.name).data()), 0.0) << p.name;
         }
-        for (const auto& p : partitioner.parameters())
+        for (const auto& p : partitioner.parameters()) {
           if (!p.persistent) EXPECT_EQ(p.variable.data().numel(), 0) << p.name << " after release";
+        }
       });
       ASSERT_FALSE(covered.empty());
       for (std::size_t i = 0; i < covered.size(); ++i)

@@ -64,6 +64,8 @@ const std::vector<ArgumentSpec>& argument_table() {
       {"prefix_projection", &A::prefix_projection, {}, "P-Tuning v2 with the MLP reparameterisation"},
       {"ddp_timeout", &A::ddp_timeout, {}, "seconds a collective may take before every rank stops"},
       {"inprocess_ranks", &A::inprocess_ranks, {}, "run N data-parallel ranks as threads of this process"},
+      {"zero_trace", &A::zero_trace, {},
+       "trace every collective (op, label, bytes, start, duration) to output_dir/zero_trace_rank{R}.jsonl and the log"},
   };
   return table;
 }

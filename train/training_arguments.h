@@ -81,6 +81,7 @@ struct TrainingArguments {
   // Distributed.
   std::int64_t ddp_timeout = 1800;
   std::int64_t inprocess_ranks = 0;  // > 1: ranks as threads of one process (CPU or one shared GPU)
+  bool zero_trace = false;  // every collective traced per rank (distributed/tracing_communicator.h)
 
   // The flags the user gave (names without dashes), for conflict checks and messages.
   std::set<std::string> given;

@@ -6,6 +6,7 @@
 #include "distributed/gloo_communicator.h"
 #include "distributed/inprocess_communicator.h"
 #include "distributed/nccl_communicator.h"
+#include "distributed/tracing_communicator.h"
 #include "models/chat_template.h"
 #include "models/lora_files.h"
 #include "models/prefix_encoder_files.h"
@@ -146,19 +147,34 @@ void train_one_rank(const TrainingArguments& args, distributed::Communicator* co
   ZT_LOG(kInfo, "saved the model to " << args.output_dir);
 }
 
+// A rank of several; under --zero_trace its collectives pass through a TracingCommunicator
+// writing output_dir/zero_trace_rank{R}.jsonl, timed from `run_start` (one for all in-process ranks).
+void train_rank_of_many(const TrainingArguments& args, distributed::Communicator& comm, int local_rank,
+                        std::chrono::steady_clock::time_point run_start) {
+  if (!args.zero_trace) return train_one_rank(args, &comm, local_rank);
+  const fs::path trace_path = fs::path(args.output_dir) / distributed::trace_file_name(comm.rank());
+  distributed::TracingCommunicator traced(comm, trace_path.string(), run_start);
+  train_one_rank(args, &traced, local_rank);
+}
+
 }  // namespace
 
 void run_training_job(const TrainingArguments& args) {
   check_output_dir(args);
   const ProcessRank rank = rank_from_environment();
   const auto timeout = std::chrono::seconds(args.ddp_timeout);
+  const auto run_start = std::chrono::steady_clock::now();
   if (args.inprocess_ranks > 1) {
     ZT_REQUIRE(!rank.distributed, "--inprocess_ranks cannot be combined with a launcher's ranks (" + rank.launcher + ")");
-    distributed::run_inprocess_ranks(static_cast<int>(args.inprocess_ranks), timeout,
-                                     [&](distributed::Communicator& comm) { train_one_rank(args, &comm, 0); });
+    auto one_rank = [&](distributed::Communicator& comm) { train_rank_of_many(args, comm, 0, run_start); };
+    distributed::run_inprocess_ranks(static_cast<int>(args.inprocess_ranks), timeout, one_rank);
     return;
   }
-  if (!rank.distributed || rank.world_size == 1) return train_one_rank(args, nullptr, rank.local_rank);
+  if (!rank.distributed || rank.world_size == 1) {
+    ZT_REQUIRE(!args.zero_trace, "--zero_trace traces the collectives between ranks, and this run has one rank; add "
+                                 "--inprocess_ranks 2 to watch them on one machine");
+    return train_one_rank(args, nullptr, rank.local_rank);
+  }
   // Processes on GPUs reduce over NCCL; on the CPU, over Gloo's TCP transport.
   const bool on_cpu = runs_on_cpu(args);
   if (!on_cpu && !cuda_available())
@@ -176,11 +192,11 @@ void run_training_job(const TrainingArguments& args) {
   if (on_cpu) {
     std::unique_ptr<distributed::Communicator> comm = distributed::connect_gloo(rank.rank, rendezvous, timeout);
     if (rank.rank == 0) ZT_LOG(kInfo, "world size " << rank.world_size << " (" << rank.launcher << "), Gloo on the CPU");
-    return train_one_rank(args, comm.get(), rank.local_rank);
+    return train_rank_of_many(args, *comm, rank.local_rank, run_start);
   }
   distributed::NcclCommunicator comm(rank.rank, rendezvous, timeout);
   report_world(comm, rank.local_rank, rank.launcher);
-  train_one_rank(args, &comm, rank.local_rank);
+  train_rank_of_many(args, comm, rank.local_rank, run_start);
 }
 
 }  // namespace zt::train

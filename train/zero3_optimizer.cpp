@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "autograd/grad_mode.h"
+#include "distributed/collective_label.h"
 #include "ops/accumulate.h"
 #include "ops/adamw.h"
 #include "ops/l2norm.h"
@@ -16,6 +17,11 @@ namespace {
 
 Tensor zeros_f32(std::int64_t n, Device device) { return Tensor::zeros({n}, DType::kF32, device); }
 Tensor flat(const Tensor& t) { return t.view({t.numel()}); }
+
+// "stage 3 reduce-scatter gradients, bucket 3": a collective's label in the --zero_trace trace.
+std::string bucket_label(const std::string& what, std::size_t bucket) {
+  return "stage 3 " + what + ", bucket " + std::to_string(bucket);
+}
 
 }  // namespace
 
@@ -121,6 +127,7 @@ void Zero3Optimizer::on_gradient(std::size_t i, const Tensor& grad) {
 // the gradient it owns (accumulating over micro-batches), and the staging buffer is freed.
 void Zero3Optimizer::reduce_bucket(std::size_t b) {
   Tensor chunk = zeros_f32(layout_.buckets[b].chunk(), device_);
+  distributed::CollectiveLabel label([&] { return bucket_label("reduce-scatter gradients", b); });
   comm_.reduce_scatter(staging_[b], chunk);
   ops::accumulate_(owned(grads_, b), chunk);
   staging_[b] = Tensor();
@@ -141,6 +148,7 @@ void Zero3Optimizer::write_working_weights(std::size_t b) {
   Tensor chunk = Tensor::empty({bucket.chunk()}, working, device_);
   chunk.copy_from(owned(master_, b));
   Tensor full = Tensor::empty({bucket.padded_numel}, working, device_);
+  distributed::CollectiveLabel label([&] { return bucket_label("all-gather persistent weights", b); });
   comm_.all_gather(chunk, full);
   for (std::size_t k = 0; k < bucket.parameters.size(); ++k)
     flat(parameter(bucket.parameters[k]).variable.data()).copy_from(full.narrow(0, bucket.offsets[k], bucket.numels[k]));
@@ -155,6 +163,7 @@ StepResult Zero3Optimizer::step(double lr, double loss_scale, double max_grad_no
   const bool local_overflow = !std::isfinite(local_norm);
   Tensor agreed = Tensor::from_values({local_overflow ? 0.0 : local_norm * local_norm, local_overflow ? 1.0 : 0.0},
                                       {2}, DType::kF64).to(device_);
+  distributed::CollectiveLabel label([] { return "stage 3 all-reduce gradient norm and overflow"; });
   comm_.all_reduce(agreed, distributed::ReduceOp::kSum);
   const std::vector<double> totals = agreed.to(Device::cpu()).to_vector();
   StepResult result;
@@ -194,6 +203,8 @@ std::map<std::string, Tensor> Zero3Optimizer::state_dict() const {
                                      std::pair{".exp_avg_sq", &exp_avg_sq_}}) {
       // One bucket whole on the device at a time; each parameter's part goes to host memory.
       Tensor full = Tensor::empty({bucket.padded_numel}, DType::kF32, device_);
+      distributed::CollectiveLabel label(
+          [&] { return bucket_label("all-gather optimizer state " + std::string(suffix), b); });
       comm_.all_gather(owned(*partition, b).contiguous(), full);
       for (std::size_t k = 0; k < bucket.parameters.size(); ++k) {
         const Zero3Partitioner::Parameter& p = parameter(bucket.parameters[k]);

@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "autograd/grad_mode.h"
+#include "distributed/collective_label.h"
 #include "runtime/error.h"
 
 namespace zt::train {
@@ -122,6 +123,8 @@ void Zero3Partitioner::gather(const ModuleRef& module) {
     if (groups_[g].users++ > 0) continue;  // already whole
     const ZeroBucket& bucket = layout_.buckets[g];
     Tensor whole = Tensor::empty({bucket.padded_numel}, groups_[g].dtype, device_);
+    distributed::CollectiveLabel label(
+        [&] { return "stage 3 gather " + models::module_name(module) + (groups_[g].trainable ? "" : " (frozen)"); });
     comm_.all_gather(shards_[g], whole);
     for (std::size_t k = 0; k < bucket.parameters.size(); ++k) {
       Parameter& p = parameters_[bucket.parameters[k]];

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <utility>
 
+#include "distributed/collective_label.h"
 #include "ops/accumulate.h"
 #include "ops/adamw.h"
 #include "ops/l2norm.h"
@@ -13,6 +14,11 @@ namespace zt::train {
 namespace {
 
 Tensor zeros_f32(std::int64_t n, Device device) { return Tensor::zeros({n}, DType::kF32, device); }
+
+// "stage 2 reduce-scatter gradients, bucket 3": a collective's label in the --zero_trace trace.
+std::string zero_label(int stage, const std::string& what, std::size_t bucket) {
+  return "stage " + std::to_string(stage) + " " + what + ", bucket " + std::to_string(bucket);
+}
 
 }  // namespace
 
@@ -102,10 +108,12 @@ void ZeroOptimizer::on_gradient(std::size_t parameter, const Tensor& grad) {
 void ZeroOptimizer::reduce_bucket(std::size_t b) {
   Tensor& staging = staging_[b];
   if (stage_ == 0) {
+    distributed::CollectiveLabel label([&] { return zero_label(stage_, "all-reduce gradients", b); });
     comm_.all_reduce(staging, distributed::ReduceOp::kSum);
     ops::accumulate_(owned(grads_, b), staging);
   } else {
     Tensor chunk = zeros_f32(layout_.buckets[b].chunk(), staging.device());
+    distributed::CollectiveLabel label([&] { return zero_label(stage_, "reduce-scatter gradients", b); });
     comm_.reduce_scatter(staging, chunk);
     ops::accumulate_(owned(grads_, b), chunk);
   }
@@ -120,6 +128,7 @@ void ZeroOptimizer::reduce_accumulated_gradients() {
     Tensor packed = zeros_f32(bucket.padded_numel, device_);
     for (std::size_t k = 0; k < bucket.parameters.size(); ++k)
       packed.narrow(0, bucket.offsets[k], bucket.numels[k]).copy_from(full_grads_[bucket.parameters[k]]);
+    distributed::CollectiveLabel label([&] { return zero_label(stage_, "reduce-scatter accumulated gradients", b); });
     comm_.reduce_scatter(packed, owned(grads_, b));
   }
 }
@@ -129,6 +138,7 @@ double ZeroOptimizer::global_grad_norm() const {
   if (stage_ == 0) return local;  // every rank holds every gradient
   Tensor squares = Tensor::full({1}, local * local, DType::kF64).to(grads_.device());
   if (squares.device().is_cuda()) squares = squares.to(DType::kF32);
+  distributed::CollectiveLabel label([&] { return "stage " + std::to_string(stage_) + " all-reduce gradient norm"; });
   comm_.all_reduce(squares, distributed::ReduceOp::kSum);
   return std::sqrt(squares.to(Device::cpu()).to_vector().at(0));
 }
@@ -145,6 +155,7 @@ void ZeroOptimizer::gather_working_weights(std::size_t b, const Tensor& chunk) {
   Tensor full = chunk;
   if (layout_.world_size > 1) {
     full = Tensor::empty({bucket.padded_numel}, chunk.dtype(), device_);
+    distributed::CollectiveLabel label([&] { return zero_label(stage_, "all-gather updated weights", b); });
     comm_.all_gather(chunk, full);
   }
   for (std::size_t k = 0; k < bucket.parameters.size(); ++k)
@@ -218,6 +229,8 @@ std::map<std::string, Tensor> ZeroOptimizer::state_dict() const {
       Tensor full = chunk;
       if (layout_.world_size > 1) {
         full = Tensor::empty({bucket.padded_numel}, DType::kF32, device_);
+        distributed::CollectiveLabel label(
+            [&] { return zero_label(stage_, "all-gather optimizer state " + std::string(suffix), b); });
         comm_.all_gather(chunk, full);
       }
       for (std::size_t k = 0; k < bucket.parameters.size(); ++k)
