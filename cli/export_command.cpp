@@ -1,14 +1,17 @@
 // `zerotune export`: a model folder written anew, with a LoRA adapter merged into its weights
 // (LLaMA-Factory's export / PEFT's merge_and_unload + save_pretrained), so tools that know
-// nothing of adapters can load the fine-tuned model.
+// nothing of adapters can load the fine-tuned model; or a training checkpoint written out from
+// its float32 master weights (train/checkpoint_export.h).
 #include <filesystem>
 #include <iostream>
+#include <optional>
 
 #include "cli/command.h"
 #include "cli/flags.h"
 #include "models/lora_files.h"
 #include "models/weights.h"
 #include "runtime/error.h"
+#include "train/checkpoint_export.h"
 
 namespace zt::cli {
 namespace {
@@ -17,29 +20,72 @@ namespace fs = std::filesystem;
 
 constexpr const char* kUsage =
     "usage: zerotune export --model_name_or_path DIR --output_dir OUT\n"
-    "                       [--adapter_name_or_path ADAPTER --merge_lora] [--dtype float32|bfloat16|float16]\n\n"
+    "                       [--adapter_name_or_path ADAPTER --merge_lora] [--dtype float32|bfloat16|float16]\n"
+    "       zerotune export --checkpoint CKPT --output_dir OUT [--merge_lora] [--weights master|working]\n"
+    "                       [--model_name_or_path DIR] [--dtype float32|bfloat16|float16]\n\n"
     "Writes OUT as a Hugging Face model folder (config.json, safetensors weights, generation config,\n"
     "the tokenizer files of DIR). With an adapter, W + (lora_alpha / r) * B A is computed in float32\n"
     "for every adapted weight and stored instead of W; --merge_lora is then required, since an\n"
     "adapter folder already is PEFT's format and is exported only merged. Without an adapter the\n"
     "model is written as it is (to change its dtype).\n"
+    "With --checkpoint (an output_dir/checkpoint-N folder of zerotune train), the weights are the\n"
+    "float32 master weights of its optimizer.safetensors for the trained parameters and DIR's for\n"
+    "the others, as DeepSpeed's zero_to_fp32 recovers them; DIR is the model_name_or_path of the\n"
+    "checkpoint's training_args.json unless --model_name_or_path is given. A LoRA checkpoint is\n"
+    "written as a PEFT adapter folder, or merged into DIR's weights with --merge_lora; a P-Tuning\n"
+    "checkpoint is refused (its prefix folder already is the exported form).\n"
     "  --output_dir   also accepted as --export_dir (LLaMA-Factory's name)\n"
-    "  --dtype        default the torch_dtype of DIR/config.json, else float32\n";
+    "  --weights      master (default): the optimizer's float32 masters; working: the checkpoint's\n"
+    "                 model files (what a checkpoint saved with --save_only_model always gives)\n"
+    "  --dtype        default the torch_dtype of DIR/config.json, else float32; with --checkpoint,\n"
+    "                 float32 for the masters and the stored dtype for --weights working\n";
 
 const FlagSpec kFlagSpec{.command = "export",
-                         .value_flags = {"--model_name_or_path", "--adapter_name_or_path", "--output_dir", "--dtype"},
+                         .value_flags = {"--model_name_or_path", "--adapter_name_or_path", "--output_dir", "--dtype",
+                                         "--checkpoint", "--weights"},
                          .bool_flags = {"--merge_lora"},
-                         .required = {"--model_name_or_path", "--output_dir"},
+                         .required = {"--output_dir"},
                          .aliases = {{"--export_dir", "--output_dir"}}};
 
-// What export refuses beyond the flag grammar: an adapter it would not merge, or the reverse.
-void check_merge_flags(const Flags& flags) {
+bool is_set(const Flags& flags, const char* flag) { return flags.count(flag) && flags.at(flag) == "true"; }
+
+// What export refuses beyond the flag grammar: an adapter it would not merge, the reverse, and
+// flags of one source (a model folder or a checkpoint) given with the other.
+void check_flag_combinations(const Flags& flags) {
   const bool adapter = flags.count("--adapter_name_or_path") != 0;
-  const bool merge = flags.count("--merge_lora") && flags.at("--merge_lora") == "true";
+  const bool merge = is_set(flags, "--merge_lora");
+  if (flags.count("--checkpoint")) {
+    if (adapter)
+      fail("--adapter_name_or_path with --checkpoint: a LoRA checkpoint carries its adapter; drop "
+           "--adapter_name_or_path");
+    if (flags.count("--weights") && flags.at("--weights") != "master" && flags.at("--weights") != "working")
+      fail("--weights " + flags.at("--weights") + ": expected master or working");
+    return;
+  }
+  if (!flags.count("--model_name_or_path")) fail("export needs --model_name_or_path DIR or --checkpoint CKPT");
+  if (flags.count("--weights")) fail("--weights chooses among a checkpoint's weights: it needs --checkpoint");
   if (adapter && !merge)
     fail("--adapter_name_or_path without --merge_lora: an adapter is exported merged into the model; add "
          "--merge_lora (the adapter folder itself already is PEFT's format)");
   if (merge && !adapter) fail("--merge_lora needs the adapter to merge: add --adapter_name_or_path");
+}
+
+std::optional<DType> dtype_flag(Flags& flags) {
+  if (!flags.count("--dtype")) return std::nullopt;
+  const DType dtype = parse_dtype(flags["--dtype"]);
+  ZT_REQUIRE(is_floating(dtype), "--dtype " + flags["--dtype"] + ": the weights need a floating-point dtype");
+  return dtype;
+}
+
+int export_checkpoint(Flags& flags) {
+  train::CheckpointExport request{.checkpoint = flags["--checkpoint"],
+                                  .output_dir = flags["--output_dir"],
+                                  .base_model = flags.count("--model_name_or_path") ? flags["--model_name_or_path"] : "",
+                                  .working_weights = flags.count("--weights") && flags["--weights"] == "working",
+                                  .merge_lora = is_set(flags, "--merge_lora"),
+                                  .dtype = dtype_flag(flags)};
+  std::cerr << train::export_checkpoint(request) << "\n";
+  return 0;
 }
 
 int export_model(Flags& flags) {
@@ -69,16 +115,16 @@ int export_model(Flags& flags) {
 int run_export(const std::vector<std::string>& args) {
   return run_with_flags(args, kFlagSpec, kUsage, [](Flags& flags) {
     try {
-      check_merge_flags(flags);
+      check_flag_combinations(flags);
     } catch (const Error& e) {
       std::cerr << "zerotune export: error: " << e.what() << "\n";
       return kExitUsage;
     }
-    return export_model(flags);
+    return flags.count("--checkpoint") ? export_checkpoint(flags) : export_model(flags);
   });
 }
 
-const Registration registration{{"export", "write a model folder, with a LoRA adapter merged into it", run_export}};
+const Registration registration{{"export", "write a model folder, with a LoRA adapter merged into it, or from a checkpoint", run_export}};
 
 }  // namespace
 }  // namespace zt::cli
