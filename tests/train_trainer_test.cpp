@@ -1,6 +1,6 @@
 // The training loop end to end on a tiny random Qwen2 on the CPU: the loss falls, gradient
-// accumulation equals a larger micro-batch, a resumed run continues exactly where the
-// uninterrupted one went, logging, checkpoints and the final files follow HF, and the fused
+// accumulation equals a larger micro-batch and more ranks, a resumed run continues exactly
+// where the uninterrupted one went (also on another number of ranks), logging, checkpoints and the final files follow HF, and the fused
 // loss is the full-logit cross-entropy.
 #include <gtest/gtest.h>
 
@@ -149,32 +149,116 @@ TEST_F(TrainerRun, ResumingContinuesExactlyAsTheUninterruptedRun) {
         << straight->named_parameters()[i].name;
 }
 
-// Step 1 sees identical gradients (summed over ranks in another order, so equal to rounding);
-// later steps agree to Adam's amplification of that rounding.
+std::vector<Tensor> weights_of(const models::CausalLM& model) {
+  std::vector<Tensor> weights;
+  for (const auto& parameter : model.named_parameters()) weights.push_back(parameter.variable.data().clone());
+  return weights;
+}
+
+void expect_same_weights(const std::vector<Tensor>& a, const std::vector<Tensor>& b, double tolerance,
+                         const std::string& what) {
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) EXPECT_LE(relative_error(a[i], b[i]), tolerance) << what << " parameter " << i;
+}
+
+std::string write_zero_config(int stage) {
+  const fs::path ds = fs::temp_directory_path() / ("zt_trainer_ds" + std::to_string(stage) + ".json");
+  std::ofstream(ds) << R"({"train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": "auto",
+                           "zero_optimization": {"reduce_bucket_size": 300, "stage": )" << stage << "}}";
+  return ds.string();
+}
+
+// Two ranks on micro-batches of 2, against one device on the same global batch of 4. With
+// accumulation 2 the device sums the gradients of the very micro-batches the ranks run, so
+// losses and weights agree to float32 rounding; clipping is off, as its norm is summed in
+// another order under ZeRO and Adam would amplify that. As one micro-batch of 4, step 1 sees
+// equal gradients up to rounding and later steps agree to Adam's amplification of it. 13
+// samples: each epoch ends in a global batch of one sample, where rank 1 makes a filler pass.
 TEST_F(TrainerRun, ZeroOnTwoRanksFollowsTheSingleDeviceRunOnTheGlobalBatch) {
-  auto [single, single_state] =
-      run(arguments({"--max_steps", "4", "--per_device_train_batch_size", "4", "--logging_steps", "1"}));
+  const std::vector<std::string> steps = {"--max_steps", "8", "--logging_steps", "1", "--max_grad_norm", "0"};
+  auto with = [&](std::vector<std::string> extra) {
+    extra.insert(extra.end(), steps.begin(), steps.end());
+    return arguments(extra);
+  };
+  auto [single, single_state] = run(with({"--per_device_train_batch_size", "4"}), 13);
+  fs::remove_all(dir_);
+  auto [accumulated, accumulated_state] =
+      run(with({"--per_device_train_batch_size", "2", "--gradient_accumulation_steps", "2"}), 13);
   fs::remove_all(dir_);
   for (int stage : {0, 1, 2}) {
-    const fs::path ds = fs::temp_directory_path() / ("zt_trainer_ds" + std::to_string(stage) + ".json");
-    std::ofstream(ds) << R"({"train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": "auto",
-                             "zero_optimization": {"reduce_bucket_size": 300, "stage": )" << stage << "}}";
+    const std::string ds = write_zero_config(stage);
     std::mutex mutex;
     TrainerState rank0;
+    std::vector<Tensor> rank0_weights;
     distributed::run_inprocess_ranks(2, std::chrono::seconds(30), [&](distributed::Communicator& comm) {
-      auto [model, state] = run(arguments({"--max_steps", "4", "--per_device_train_batch_size", "2", "--logging_steps",
-                                           "1", "--deepspeed", ds.string()}), 12, &comm);
+      auto [model, state] = run(with({"--per_device_train_batch_size", "2", "--deepspeed", ds}), 13, &comm);
       std::lock_guard<std::mutex> lock(mutex);
-      if (comm.rank() == 0) rank0 = state;
+      if (comm.rank() == 0) rank0 = state, rank0_weights = weights_of(*model);
     });
     fs::remove(ds);
-    ASSERT_EQ(rank0.global_step, 4);
+    const std::string what = "stage " + std::to_string(stage);
+    ASSERT_EQ(rank0.global_step, 8);
     EXPECT_NEAR(rank0.log_history[0]["grad_norm"].get<double>(), single_state.log_history[0]["grad_norm"].get<double>(),
-                1e-6) << "stage " << stage;
-    for (int step = 0; step < 4; ++step)
-      EXPECT_NEAR(rank0.log_history[step]["loss"].get<double>(), single_state.log_history[step]["loss"].get<double>(),
-                  2e-3) << "stage " << stage << " step " << step + 1;
+                1e-6) << what;
+    for (int step = 0; step < 8; ++step) {
+      const nlohmann::json& expected = accumulated_state.log_history[step];
+      const nlohmann::json& got = rank0.log_history[step];
+      EXPECT_NEAR(got["loss"].get<double>(), single_state.log_history[step]["loss"].get<double>(), 2e-3)
+          << what << " step " << step + 1;
+      EXPECT_EQ(got["loss"], expected["loss"]) << what << " step " << step + 1;
+      EXPECT_NEAR(got["grad_norm"].get<double>(), expected["grad_norm"].get<double>(),
+                  1e-6 * expected["grad_norm"].get<double>()) << what << " step " << step + 1;
+    }
+    const double train_loss = accumulated_state.log_history.back()["train_loss"].get<double>();
+    EXPECT_NEAR(rank0.log_history.back()["train_loss"].get<double>(), train_loss, 1e-6 * train_loss) << what;
+    expect_same_weights(rank0_weights, weights_of(*accumulated), 1e-6, what);
   }
+}
+
+// The data position is stored in samples, so a checkpoint of two ranks resumes on one device
+// with twice the accumulation (the same global batch), and the run ends where the
+// uninterrupted two-rank run did. Checkpoint 3 is mid-epoch, before the epoch's short last
+// global batch. Clipping is off for the reason given above.
+TEST_F(TrainerRun, ACheckpointFromTwoRanksResumesOnOneWithTwiceTheAccumulation) {
+  const std::string ds = write_zero_config(1);
+  std::mutex mutex;
+  std::vector<Tensor> straight;
+  distributed::run_inprocess_ranks(2, std::chrono::seconds(30), [&](distributed::Communicator& comm) {
+    auto [model, state] = run(arguments({"--max_steps", "8", "--per_device_train_batch_size", "2", "--max_grad_norm", "0",
+                                         "--save_strategy", "steps", "--save_steps", "3", "--deepspeed", ds}), 13, &comm);
+    std::lock_guard<std::mutex> lock(mutex);
+    if (comm.rank() == 0) straight = weights_of(*model);
+  });
+  fs::remove(ds);
+  const nlohmann::json position = load_checkpoint((dir_ / "checkpoint-3").string()).run_state;
+  EXPECT_EQ(position["samples_in_epoch"], 12);
+  EXPECT_FALSE(position.contains("batch_in_epoch"));
+  auto [resumed, state] = run(arguments({"--max_steps", "8", "--per_device_train_batch_size", "2", "--max_grad_norm", "0",
+                                         "--gradient_accumulation_steps", "2", "--resume_from_checkpoint",
+                                         (dir_ / "checkpoint-3").string()}), 13);
+  EXPECT_EQ(state.global_step, 8);
+  expect_same_weights(weights_of(*resumed), straight, 1e-6, "resumed on one device");
+}
+
+// Checkpoints written before the position was stored in samples count micro-batches per rank.
+TEST_F(TrainerRun, ACheckpointThatCountsMicroBatchesStillResumes) {
+  const std::vector<std::string> args = {"--max_steps", "5", "--per_device_train_batch_size", "2"};
+  auto [straight, straight_state] = run(arguments(args));
+  fs::remove_all(dir_);
+  std::vector<std::string> saving = args;
+  saving.insert(saving.end(), {"--save_strategy", "steps", "--save_steps", "2"});
+  run(arguments(saving));
+  const fs::path state_file = dir_ / "checkpoint-2" / "zerotune_state.json";
+  nlohmann::json run_state = nlohmann::json::parse(std::ifstream(state_file));
+  ASSERT_EQ(run_state["samples_in_epoch"], 4);
+  run_state.erase("samples_in_epoch");
+  run_state["batch_in_epoch"] = 2;
+  std::ofstream(state_file) << run_state.dump();
+  std::vector<std::string> resuming = args;
+  resuming.insert(resuming.end(), {"--resume_from_checkpoint", (dir_ / "checkpoint-2").string()});
+  auto [resumed, resumed_state] = run(arguments(resuming));
+  EXPECT_EQ(resumed_state.global_step, 5);
+  expect_same_weights(weights_of(*resumed), weights_of(*straight), 0.0, "resumed from the older position");
 }
 
 TEST_F(TrainerRun, EvaluationIsLoggedAsHfDoes) {

@@ -37,10 +37,8 @@ std::vector<std::vector<std::size_t>> fill_rows(const std::vector<TokenizedSampl
 
 }  // namespace
 
-std::vector<std::vector<std::size_t>> plan_epoch(const std::vector<TokenizedSample>& samples, std::int64_t batch_size,
-                                                 std::int64_t max_length, bool packing, std::uint64_t seed,
-                                                 std::int64_t epoch, bool shuffle) {
-  ZT_REQUIRE(batch_size > 0, "batch size must be > 0");
+std::vector<BatchUnit> epoch_units(const std::vector<TokenizedSample>& samples, std::int64_t max_length, bool packing,
+                                   std::uint64_t seed, std::int64_t epoch, bool shuffle) {
   for (std::size_t i = 0; i < samples.size(); ++i) {
     ZT_REQUIRE(!samples[i].ids.empty(), "sample " + std::to_string(i) + " has no tokens");
     ZT_REQUIRE(static_cast<std::int64_t>(samples[i].ids.size()) <= max_length,
@@ -48,19 +46,33 @@ std::vector<std::vector<std::size_t>> plan_epoch(const std::vector<TokenizedSamp
                    " tokens, more than max_length " + std::to_string(max_length));
   }
   std::vector<std::size_t> order = epoch_order(samples.size(), seed, epoch, shuffle);
-  std::vector<std::vector<std::size_t>> units;
-  if (packing) {
-    units = fill_rows(samples, order, max_length);
-  } else {
-    for (std::size_t index : order) units.push_back({index});
+  if (packing) return fill_rows(samples, order, max_length);
+  std::vector<BatchUnit> units;
+  for (std::size_t index : order) units.push_back({index});
+  return units;
+}
+
+std::vector<std::vector<std::size_t>> plan_epoch(const std::vector<TokenizedSample>& samples, std::int64_t batch_size,
+                                                 std::int64_t max_length, bool packing, std::uint64_t seed,
+                                                 std::int64_t epoch, bool shuffle) {
+  return deal_global_batch(epoch_units(samples, max_length, packing, seed, epoch, shuffle), batch_size, 1, 0);
+}
+
+std::vector<std::vector<std::size_t>> deal_global_batch(std::span<const BatchUnit> global_batch,
+                                                        std::int64_t micro_batch, int world, int rank) {
+  ZT_REQUIRE(micro_batch > 0, "batch size must be > 0");
+  ZT_REQUIRE(world > 0 && rank >= 0 && rank < world,
+             "rank " + std::to_string(rank) + " is outside a world of " + std::to_string(world));
+  const auto micro = static_cast<std::size_t>(micro_batch);
+  const auto ranks = static_cast<std::size_t>(world);
+  const std::size_t micro_batches = (global_batch.size() + micro - 1) / micro;
+  std::vector<std::vector<std::size_t>> mine((micro_batches + ranks - 1) / ranks);
+  for (std::size_t slot = 0; slot < mine.size(); ++slot) {
+    const std::size_t first = (slot * ranks + static_cast<std::size_t>(rank)) * micro;
+    for (std::size_t u = first; u < std::min(global_batch.size(), first + micro); ++u)
+      mine[slot].insert(mine[slot].end(), global_batch[u].begin(), global_batch[u].end());
   }
-  std::vector<std::vector<std::size_t>> batches;
-  for (std::size_t i = 0; i < units.size(); i += static_cast<std::size_t>(batch_size)) {
-    std::vector<std::size_t>& batch = batches.emplace_back();
-    for (std::size_t j = i; j < std::min(units.size(), i + static_cast<std::size_t>(batch_size)); ++j)
-      batch.insert(batch.end(), units[j].begin(), units[j].end());
-  }
-  return batches;
+  return mine;
 }
 
 PackedBatch pack(const std::vector<TokenizedSample>& samples, const std::vector<std::size_t>& indices,
@@ -90,6 +102,14 @@ PackedBatch pack(const std::vector<TokenizedSample>& samples, const std::vector<
     }
     batch.cu_seqlens.push_back(batch.cu_seqlens.back() + padded);
   }
+  return batch;
+}
+
+PackedBatch filler_batch(const std::vector<TokenizedSample>& samples, std::size_t index, const BatchLayout& layout) {
+  PackedBatch batch = pack(samples, {index}, layout);
+  std::fill(batch.labels.begin(), batch.labels.end(), kIgnoreIndex);
+  batch.label_tokens = 0;
+  batch.filler = true;
   return batch;
 }
 

@@ -4,9 +4,14 @@
 // with --padding longest each sequence is padded to the longest of its micro-batch. Without
 // --packing a micro-batch holds per_device_train_batch_size samples; with it, that many rows
 // of up to max_length tokens, each filled with whole samples.
+//
+// Data parallel runs take each optimizer step's global batch (micro × accumulation × world
+// units) from the epoch's units in order, and only then deal it out to the ranks, so a run
+// sees the same samples in the same steps on any number of ranks with the same global batch.
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 namespace zt::train {
@@ -26,13 +31,32 @@ struct PackedBatch {
   std::vector<std::int32_t> positions;   // [T]
   std::vector<std::int32_t> cu_seqlens;  // [sequences + 1]
   std::int64_t label_tokens = 0;         // labels that are not kIgnoreIndex
+  bool filler = false;                   // no data: see filler_batch()
 };
 
-// The sample indices of each micro-batch of one epoch, shuffled by (seed, epoch) unless
-// `shuffle` is false. Samples longer than max_length must have been truncated already.
+// What batch sizes count, as sample indices: one sample, or with packing one row of whole
+// samples holding up to max_length tokens.
+using BatchUnit = std::vector<std::size_t>;
+
+// The units of one epoch in training order: the samples shuffled by (seed, epoch) unless
+// `shuffle` is false, then with packing filled into rows in that order. Nothing here depends
+// on the world size. Samples longer than max_length must have been truncated already.
+std::vector<BatchUnit> epoch_units(const std::vector<TokenizedSample>& samples, std::int64_t max_length, bool packing,
+                                   std::uint64_t seed, std::int64_t epoch, bool shuffle = true);
+
+// The sample indices of each micro-batch of one epoch on one device: the epoch's units,
+// batch_size at a time.
 std::vector<std::vector<std::size_t>> plan_epoch(const std::vector<TokenizedSample>& samples, std::int64_t batch_size,
                                                  std::int64_t max_length, bool packing, std::uint64_t seed,
                                                  std::int64_t epoch, bool shuffle = true);
+
+// Rank `rank`'s micro-batches (sample indices, in the order it runs them) of one optimizer
+// step. The global batch is cut in order into micro-batches of micro_batch units; the i-th
+// goes to rank i % world as its (i / world)-th. Every rank gets as many as rank 0: where a
+// short last global batch of an epoch runs out, a rank's micro-batch is empty, and it must
+// still make that forward and backward pass (with filler_batch) for ZeRO's collectives.
+std::vector<std::vector<std::size_t>> deal_global_batch(std::span<const BatchUnit> global_batch,
+                                                        std::int64_t micro_batch, int world, int rank);
 
 // How pack() lays out a micro-batch. Padding-free by default. With pad_to_longest, every
 // sequence is followed by pad_id up to the longest sequence of the micro-batch, inside its
@@ -48,5 +72,9 @@ struct BatchLayout {
 // last token of a sample never predicts the first of the next.
 PackedBatch pack(const std::vector<TokenizedSample>& samples, const std::vector<std::size_t>& indices,
                  const BatchLayout& layout = {});
+
+// A micro-batch that adds nothing to the loss or the gradients: sample `index` with no label,
+// marked as a filler so that it counts as no data seen.
+PackedBatch filler_batch(const std::vector<TokenizedSample>& samples, std::size_t index, const BatchLayout& layout = {});
 
 }  // namespace zt::train

@@ -110,36 +110,70 @@ void Trainer::on_main_rank_with_weights(const std::function<void()>& write) {
   if (is_main_rank()) write();
 }
 
+// As HF counts it: the micro-batches this rank has run over those it runs in the epoch.
 double Trainer::epoch_progress() const {
-  const auto batches = static_cast<double>(std::max<std::size_t>(1, local_batch_count()));
-  return static_cast<double>(position_.epoch) + static_cast<double>(position_.batch) / batches;
+  const auto batches = static_cast<double>(std::max<std::size_t>(1, local_batch_count(epoch_units_.size())));
+  return static_cast<double>(position_.epoch) + static_cast<double>(local_batch_count(position_.units)) / batches;
 }
 
-// The micro-batches of the next optimizer step: up to `accumulation` of the current epoch
-// (the last window of an epoch may be shorter, as in HF).
-std::size_t Trainer::local_batch_count() const {
-  const std::size_t world = comm_ ? static_cast<std::size_t>(comm_->world_size()) : 1;
-  return (epoch_plan_.size() + world - 1) / world;
+std::size_t Trainer::global_batch_units() const {
+  return static_cast<std::size_t>(plan_.micro_batch * plan_.accumulation * world_size());
 }
 
-// Rank r's j-th micro-batch is the epoch's (j * world + r)-th, wrapping around at the end so
-// every rank has as many as the others (DistributedSampler pads the same way).
-const std::vector<std::size_t>& Trainer::local_batch(std::size_t j) const {
-  const std::size_t world = comm_ ? static_cast<std::size_t>(comm_->world_size()) : 1;
-  const std::size_t rank = comm_ ? static_cast<std::size_t>(comm_->rank()) : 0;
-  return epoch_plan_[(j * world + rank) % epoch_plan_.size()];
+// The micro-batches each rank runs for the first `units` units of an epoch, dealt step by step.
+std::size_t Trainer::local_batch_count(std::size_t units) const {
+  const auto micro = static_cast<std::size_t>(plan_.micro_batch);
+  const auto world = static_cast<std::size_t>(world_size());
+  return ((units + micro - 1) / micro + world - 1) / world;
 }
 
+void Trainer::start_epoch(std::int64_t epoch) {
+  position_ = {.epoch = epoch, .units = 0};
+  epoch_units_ = epoch_units(data_.train, args_.max_length, args_.packing, static_cast<std::uint64_t>(args_.seed), epoch);
+}
+
+// This rank's share of the next global batch: up to `accumulation` micro-batches (the last
+// global batch of an epoch may be short, as HF's last window is). Where a rank's share of a
+// short one runs out, it makes filler passes on the batch's first sample.
 std::vector<PackedBatch> Trainer::next_window() {
-  if (epoch_plan_.empty() || position_.batch >= local_batch_count()) {
-    if (!epoch_plan_.empty()) ++position_.epoch, position_.batch = 0;
-    epoch_plan_ = plan_epoch(data_.train, plan_.micro_batch, args_.max_length, args_.packing,
-                             static_cast<std::uint64_t>(args_.seed), position_.epoch);
-  }
+  if (epoch_units_.empty())
+    start_epoch(position_.epoch);
+  else if (epoch_ended())
+    start_epoch(position_.epoch + 1);
+  const std::size_t count = std::min(global_batch_units(), epoch_units_.size() - position_.units);
+  const std::span<const BatchUnit> global_batch(epoch_units_.data() + position_.units, count);
+  position_.units += count;
+  const int rank = comm_ ? comm_->rank() : 0;
   std::vector<PackedBatch> window;
-  while (static_cast<std::int64_t>(window.size()) < plan_.accumulation && position_.batch < local_batch_count())
-    window.push_back(pack(data_.train, local_batch(position_.batch++), data_.layout));
+  for (const auto& indices : deal_global_batch(global_batch, plan_.micro_batch, world_size(), rank))
+    window.push_back(indices.empty() ? filler_batch(data_.train, global_batch.front().front(), data_.layout)
+                                     : pack(data_.train, indices, data_.layout));
   return window;
+}
+
+// Samples, not micro-batches: the position then means the same on any number of ranks.
+std::size_t Trainer::samples_in_epoch() const {
+  std::size_t samples = 0;
+  for (std::size_t u = 0; u < position_.units; ++u) samples += epoch_units_[u].size();
+  return samples;
+}
+
+void Trainer::restore_data_position(const nlohmann::json& run_state) {
+  start_epoch(run_state.at("epoch").get<std::int64_t>());
+  if (!run_state.contains("samples_in_epoch")) {
+    // Older checkpoints counted each rank's micro-batches; they resumed rightly only on the
+    // world size that saved them, which is taken to be this one.
+    const std::size_t micro_batches = run_state.at("batch_in_epoch").get<std::size_t>() * world_size();
+    position_.units = std::min(epoch_units_.size(), micro_batches * static_cast<std::size_t>(plan_.micro_batch));
+    return;
+  }
+  const auto samples = run_state.at("samples_in_epoch").get<std::size_t>();
+  std::size_t seen = 0;
+  while (seen < samples && position_.units < epoch_units_.size()) seen += epoch_units_[position_.units++].size();
+  ZT_REQUIRE(seen == samples, "resuming: the checkpoint stopped " + std::to_string(samples) + " samples into epoch " +
+                                  std::to_string(position_.epoch) +
+                                  ", which falls inside a packed row or past the end of this data; resume with the "
+                                  "--train_file, --max_length, --packing and --seed it was trained with");
 }
 
 double Trainer::sum_over_ranks(double value) const {
@@ -168,8 +202,10 @@ double Trainer::forward_backward(const PackedBatch& batch, double loss_factor) {
   }
   const double value = loss_sum.data().to_vector().at(0);
   autograd::scale(loss_sum, loss_factor).backward();
-  state_.num_input_tokens_seen += static_cast<std::int64_t>(batch.input_ids.size());
-  throughput_.add_batch(batch.cu_seqlens);
+  if (!batch.filler) {
+    state_.num_input_tokens_seen += static_cast<std::int64_t>(batch.input_ids.size());
+    throughput_.add_batch(batch.cu_seqlens);
+  }
   return value;
 }
 
@@ -306,7 +342,7 @@ void Trainer::save_checkpoint_now() {
   contents.run_state = {{"global_step", state_.global_step},
                         {"scheduler_step", scheduler_step_},
                         {"epoch", position_.epoch},
-                        {"batch_in_epoch", position_.batch},
+                        {"samples_in_epoch", samples_in_epoch()},
                         {"loss_scaler", to_json(scaler_.state())},
                         {"rng", {{"seed", rng.seed}, {"offset", rng.offset}}}};
   contents.training_args = nlohmann::json::parse(training_arguments_json(args_));
@@ -333,12 +369,9 @@ void Trainer::resume(const std::string& directory) {
   const nlohmann::json& run = checkpoint.run_state;
   state_.global_step = run.at("global_step").get<std::int64_t>();
   scheduler_step_ = run.at("scheduler_step").get<std::int64_t>();
-  position_.epoch = run.at("epoch").get<std::int64_t>();
-  position_.batch = run.at("batch_in_epoch").get<std::size_t>();
+  restore_data_position(run);
   scaler_.restore(loss_scaler_state_from_json(run.at("loss_scaler")));
   default_generator().set_state({run.at("rng").at("seed").get<std::uint64_t>(), run.at("rng").at("offset").get<std::uint64_t>()});
-  epoch_plan_ = plan_epoch(data_.train, plan_.micro_batch, args_.max_length, args_.packing,
-                           static_cast<std::uint64_t>(args_.seed), position_.epoch);
   state_.epoch = epoch_progress();
   ZT_LOG(kInfo, "resumed from " << directory << " at step " << state_.global_step);
 }
@@ -354,8 +387,7 @@ TrainerState Trainer::train() {
   const std::int64_t first_step = state_.global_step;
   while (state_.global_step < plan_.max_steps) {
     run_optimizer_step();
-    const bool epoch_ended = position_.batch >= local_batch_count();
-    maybe_evaluate_and_save(epoch_ended);
+    maybe_evaluate_and_save(epoch_ended());
   }
   progress_.finish();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -45,9 +45,10 @@ struct TrainerData {
 
 class Trainer {
  public:
-  // With a communicator the run is data parallel under ZeRO (plan.zero.stage): each rank
-  // takes every world_size-th micro-batch, and the loss is normalised by the label tokens
-  // of the whole global batch. Every rank constructs and runs its own Trainer.
+  // With a communicator the run is data parallel under ZeRO (plan.zero.stage): each step's
+  // global batch is dealt out to the ranks (deal_global_batch), and the loss is normalised
+  // by the label tokens of the whole global batch. Every rank constructs and runs its own
+  // Trainer.
   Trainer(TrainerModel model, TrainerData data, TrainingPlan plan, TrainingArguments args,
           distributed::Communicator* communicator = nullptr);
 
@@ -61,16 +62,22 @@ class Trainer {
   const OptimizerEngine& optimizer() const { return *optimizer_; }
 
  private:
+  // Where the data stands, the same on every rank and for every world size.
   struct Position {
     std::int64_t epoch = 0;
-    std::size_t batch = 0;  // next micro-batch within the epoch
+    std::size_t units = 0;  // of the epoch's units (epoch_units), those already trained on
   };
 
   double run_optimizer_step();
   double forward_backward(const PackedBatch& batch, double loss_factor);
   std::vector<PackedBatch> next_window();
-  std::size_t local_batch_count() const;
-  const std::vector<std::size_t>& local_batch(std::size_t j) const;
+  void start_epoch(std::int64_t epoch);
+  bool epoch_ended() const { return position_.units >= epoch_units_.size(); }
+  std::size_t global_batch_units() const;
+  std::size_t local_batch_count(std::size_t units) const;
+  std::size_t samples_in_epoch() const;
+  void restore_data_position(const nlohmann::json& run_state);
+  int world_size() const { return comm_ ? comm_->world_size() : 1; }
   void maybe_log(double step_loss, const StepResult& result, double lr);
   void add_throughput(nlohmann::json& entry);
   void add_memory(nlohmann::json& entry) const;
@@ -95,7 +102,7 @@ class Trainer {
   LrSchedule schedule_;
   TrainerState state_;
   Position position_;
-  std::vector<std::vector<std::size_t>> epoch_plan_;
+  std::vector<BatchUnit> epoch_units_;
   std::int64_t scheduler_step_ = 0;  // DeepSpeed does not advance the schedule on a skipped step
   double loss_since_log_ = 0.0;
   std::int64_t steps_since_log_ = 0;
