@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "autograd/functions.h"
+#include "distributed/collective_label.h"
 #include "autograd/grad_mode.h"
 #include "runtime/atomic_file.h"
 #include "runtime/caching_allocator.h"
@@ -176,8 +177,9 @@ void Trainer::restore_data_position(const nlohmann::json& run_state) {
                                   "--train_file, --max_length, --packing and --seed it was trained with");
 }
 
-double Trainer::sum_over_ranks(double value) const {
+double Trainer::sum_over_ranks(double value, const char* what) const {
   if (!comm_) return value;
+  distributed::CollectiveLabel label([what] { return std::string("trainer: sum of ") + what; });
   Tensor buffer = Tensor::full({1}, value, DType::kF64).to(model_.model->device());
   comm_->all_reduce(buffer, distributed::ReduceOp::kSum);
   return buffer.to_vector().at(0);
@@ -215,10 +217,10 @@ double Trainer::run_optimizer_step() {
   std::int64_t label_tokens = 0;
   for (const PackedBatch& batch : window) label_tokens += batch.label_tokens;
   // The mean over every label token of the global batch; ZeRO sums gradients over ranks.
-  const double normaliser = std::max(1.0, sum_over_ranks(static_cast<double>(label_tokens)));
+  const double normaliser = std::max(1.0, sum_over_ranks(static_cast<double>(label_tokens), "the global batch's label tokens"));
   double loss_sum = 0.0;
   for (const PackedBatch& batch : window) loss_sum += forward_backward(batch, scaler_.scale() / normaliser);
-  loss_sum = sum_over_ranks(loss_sum);
+  loss_sum = sum_over_ranks(loss_sum, "the global batch's token losses");
 
   const double lr = schedule_.rate(scheduler_step_);
   StepResult result = optimizer_->step(lr, scaler_.scale(), plan_.max_grad_norm, scheduler_step_ + 1);
@@ -271,8 +273,8 @@ void Trainer::maybe_log(double step_loss, const StepResult& result, double lr) {
 // Tokens of every rank over rank 0's wall time of the steps since the last entry; mfu is the
 // FLOPs they needed over what the GPUs could have done meanwhile.
 void Trainer::add_throughput(nlohmann::json& entry) {
-  const double tokens = sum_over_ranks(throughput_.tokens);
-  const double squared_lengths = sum_over_ranks(throughput_.squared_lengths);
+  const double tokens = sum_over_ranks(throughput_.tokens, "tokens since the last log");
+  const double squared_lengths = sum_over_ranks(throughput_.squared_lengths, "squared sequence lengths (MFU)");
   const double seconds = std::max(throughput_.seconds, 1e-9);
   throughput_ = {};
   entry["tokens_per_second"] = round_to(tokens / seconds, 1);
@@ -398,7 +400,10 @@ TrainerState Trainer::train() {
                             {"epoch", round_to(state_.epoch, 4)},
                             {"step", state_.global_step}};
   record(summary);
-  if (comm_) comm_->barrier();  // no rank reads the output before it is complete
+  if (comm_) {  // no rank reads the output before it is complete
+    distributed::CollectiveLabel label([] { return std::string("trainer: barrier before the final save"); });
+    comm_->barrier();
+  }
   on_main_rank_with_weights([&] {
     std::filesystem::create_directories(args_.output_dir);
     model_.save(args_.output_dir);

@@ -86,7 +86,8 @@ class Trainer {
   void save_checkpoint_now();
   void resume(const std::string& directory);
   double epoch_progress() const;
-  double sum_over_ranks(double value) const;
+  // `what` labels the all-reduce in --zero_trace.
+  double sum_over_ranks(double value, const char* what) const;
   bool is_main_rank() const { return comm_ == nullptr || comm_->rank() == 0; }
   bool saves_only_trainable() const;
   void on_main_rank_with_weights(const std::function<void()>& write);
