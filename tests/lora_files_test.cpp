@@ -11,6 +11,7 @@
 #include "autograd/grad_mode.h"
 #include "models/lora_files.h"
 #include "models/weights.h"
+#include "tests/model_fixture_util.h"
 #include "tests/op_test_util.h"
 
 namespace zt::models {
@@ -18,28 +19,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string fixture(const std::string& arch) { return (fs::path(ZT_SOURCE_DIR) / "tests/data/models" / arch).string(); }
-
-struct Batch {
-  Tensor ids, positions, cu_seqlens;
-};
-
-Tensor int_tensor(const nlohmann::ordered_json& list, DType dtype) {
-  std::vector<double> values;
-  for (const auto& v : list) values.push_back(v.get<double>());
-  return Tensor::from_values(values, {static_cast<std::int64_t>(values.size())}, dtype);
-}
-
-Batch fixture_batch(const std::string& arch) {
-  const auto json = read_json_file(fixture(arch) + "/fixture.json");
-  return {int_tensor(json["input_ids"], DType::kI64), int_tensor(json["position_ids"], DType::kI64),
-          int_tensor(json["cu_seqlens"], DType::kI32)};
-}
-
-Tensor logits_of(const CausalLM& model, const Batch& batch) {
-  autograd::NoGradGuard no_recording;
-  return model.forward(batch.ids, batch.positions, batch.cu_seqlens).data();
-}
+using testing::fixture_batch;
+using testing::logits_of;
+using Batch = testing::FixtureBatch;
+std::string fixture(const std::string& arch) { return testing::fixture_dir(arch); }
 
 std::string fresh_dir(const std::string& name) {
   fs::path dir = fs::path(ZT_BINARY_DIR) / "lora_files_test" / name;
