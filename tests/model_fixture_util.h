@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "autograd/grad_mode.h"
-#include "models/config_json.h"
+#include "models/config.h"
 #include "models/model.h"
 
 namespace zt::testing {
