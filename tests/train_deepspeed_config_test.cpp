@@ -165,3 +165,17 @@ TEST(DeepSpeedConfig, UnfilledAutoIsAnError) {
 
 }  // namespace
 }  // namespace zt::train
+
+namespace zt::train {
+namespace {
+
+TEST(DeepSpeedConfig, CommunicationDataTypeIsReadAndGradientsStayFp32) {
+  EXPECT_FALSE(has_warning(filled(json::parse(R"({"train_batch_size": "auto", "communication_data_type": "fp32"})")), "communication_data_type"));
+  EXPECT_FALSE(has_warning(filled(json::parse(R"({"train_batch_size": "auto", "communication_data_type": "fp32"})")), "not used"));
+  EXPECT_TRUE(has_warning(filled(json::parse(R"({"train_batch_size": "auto", "communication_data_type": "bf16"})")), "reduces gradients in fp32"));
+  testing::expect_mentions(testing::error_of([] { filled(json::parse(R"({"train_batch_size": "auto", "communication_data_type": "int8"})")); }),
+                           {"communication_data_type", "int8", "fp32, fp16, bf16"});
+}
+
+}  // namespace
+}  // namespace zt::train
