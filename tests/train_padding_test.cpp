@@ -9,6 +9,7 @@
 #include "models/config.h"
 #include "models/init.h"
 #include "tests/op_test_util.h"
+#include "tests/tiny_trainer_model.h"
 #include "train/trainer.h"
 
 namespace zt::train {
@@ -17,13 +18,7 @@ namespace fs = std::filesystem;
 
 constexpr BatchLayout kPadded{.pad_to_longest = true, .pad_id = 31};
 
-models::ModelConfig tiny_config() {
-  return models::parse_config(nlohmann::ordered_json::parse(R"({
-    "model_type": "qwen2", "vocab_size": 32, "hidden_size": 16, "intermediate_size": 32,
-    "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
-    "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "tie_word_embeddings": false,
-    "max_position_embeddings": 64})"), "tiny config");
-}
+models::ModelConfig tiny_config() { return testing::tiny_trainer_config(); }
 
 // Samples of lengths 3 to 12 whose next token follows from the current one; the first two
 // tokens are the prompt.

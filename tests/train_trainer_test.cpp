@@ -16,6 +16,7 @@
 #include "models/init.h"
 #include "models/weights.h"
 #include "tests/op_test_util.h"
+#include "tests/tiny_trainer_model.h"
 #include "train/checkpoint.h"
 #include "train/trainer.h"
 
@@ -23,13 +24,7 @@ namespace zt::train {
 namespace {
 namespace fs = std::filesystem;
 
-models::ModelConfig tiny_config() {
-  return models::parse_config(nlohmann::ordered_json::parse(R"({
-    "model_type": "qwen2", "vocab_size": 32, "hidden_size": 16, "intermediate_size": 32,
-    "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
-    "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "tie_word_embeddings": false,
-    "max_position_embeddings": 64})"), "tiny config");
-}
+models::ModelConfig tiny_config() { return testing::tiny_trainer_config(); }
 
 // Sequences whose next token follows from the current one; the first two are the "prompt".
 std::vector<TokenizedSample> samples(int count) {
