@@ -35,6 +35,9 @@ Qkv project_qkv(const ModelConfig& c, const LayerParameters& p, const Variable& 
     k = project(p, h, kK, kKBias);
     v = project(p, h, kV, kVBias);
   }
+  p.record("self_attn.q_proj", q);
+  p.record("self_attn.k_proj", k);
+  p.record("self_attn.v_proj", v);
   return {reshape(q, {tokens, c.num_heads, c.head_dim}), reshape(k, {tokens, c.num_kv_heads, c.head_dim}),
           reshape(v, {tokens, c.num_kv_heads, c.head_dim})};
 }
@@ -50,32 +53,39 @@ Variable self_attention(const ModelConfig& c, std::int64_t layer, const LayerPar
   if (c.qk_norm) {
     p.q = norm(c, p.q, w[kQNorm]);
     p.k = norm(c, p.k, w[kKNorm]);
+    parameters.record("self_attn.q_norm", p.q);
+    parameters.record("self_attn.k_norm", p.k);
   }
   Variable q = rope(p.q, tokens.positions, c.rope);
   Variable k = rope(p.k, tokens.positions, c.rope);
+  parameters.record("self_attn.rope_q", q);
+  parameters.record("self_attn.rope_k", k);
   ops::AttentionConfig attention_config{1.0 / std::sqrt(static_cast<double>(c.head_dim)), true};
   Variable attended;
-  if (cache != nullptr && cache->length() > 0) {
-    attended = attention(q, k, p.v, tokens.cu_seqlens, attention_config, Variable(cache->keys(layer)),
-                         Variable(cache->values(layer)));
+  if (cache != nullptr) {
+    attended = Variable(cache->attend(layer, q.data(), k.data(), p.v.data(), tokens.cu_seqlens,
+                                      attention_config.softmax_scale));
   } else if (parameters.prefix != nullptr) {
     attended = attention(q, k, p.v, tokens.cu_seqlens, attention_config, parameters.prefix->keys,
                          parameters.prefix->values);
   } else {
     attended = attention(q, k, p.v, tokens.cu_seqlens, attention_config, Variable(), Variable(), tokens.attn_impl);
   }
-  if (cache != nullptr) cache->write(layer, k.data(), p.v.data());
   const std::int64_t count = h.data().size(0);
-  Variable out = project(parameters, reshape(attended, {count, c.q_size()}), kO, kOBias);
-  return c.sandwich_norms ? norm(c, out, w[kPostSelfAttnNorm]) : out;
+  Variable out = project(parameters, parameters.record("self_attn.attn_out", reshape(attended, {count, c.q_size()})),
+                         kO, kOBias);
+  parameters.record("self_attn", out);
+  return c.sandwich_norms ? parameters.record("post_self_attn_layernorm", norm(c, out, w[kPostSelfAttnNorm])) : out;
 }
 
 Variable mlp(const ModelConfig& c, const LayerParameters& p, const Variable& h) {
   const LayerWeights& w = *p.weights;
   Variable activated = c.fused_gate_up ? swiglu_fused(project(p, h, kGateUp, kGateUpBias))
                                        : swiglu(project(p, h, kGate, -1), project(p, h, kUp, -1));
+  p.record("mlp.act", activated);
   Variable out = project(p, activated, kDown, kDownBias);
-  return c.sandwich_norms ? norm(c, out, w[kPostMlpNorm]) : out;
+  p.record("mlp", out);
+  return c.sandwich_norms ? p.record("post_mlp_layernorm", norm(c, out, w[kPostMlpNorm])) : out;
 }
 
 }  // namespace
@@ -83,10 +93,15 @@ Variable mlp(const ModelConfig& c, const LayerParameters& p, const Variable& h) 
 Variable decoder_layer(const ModelConfig& config, std::int64_t layer, const LayerParameters& parameters,
                        const Variable& x, const TokenLayout& tokens, KvCache* cache) {
   const LayerWeights& weights = *parameters.weights;
-  Variable attended = self_attention(config, layer, parameters, norm(config, x, weights[kInputNorm]), tokens, cache);
+  const LayerRecording& record = parameters.record;
+  Variable attended =
+      self_attention(config, layer, parameters, record("input_layernorm", norm(config, x, weights[kInputNorm])), tokens,
+                     cache);
   Variable after_attention = residual_add(attended, x);
-  return residual_add(mlp(config, parameters, norm(config, after_attention, weights[kPostAttentionNorm])),
-                      after_attention);
+  return record("", residual_add(mlp(config, parameters,
+                                     record("post_attention_layernorm",
+                                            norm(config, after_attention, weights[kPostAttentionNorm]))),
+                                 after_attention));
 }
 
 }  // namespace zt::models

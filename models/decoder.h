@@ -10,6 +10,7 @@
 
 #include "autograd/variable.h"
 #include "ops/attention_backend.h"
+#include "models/activation_dump.h"
 #include "models/adapters.h"
 #include "models/config.h"
 #include "models/hf_names.h"
@@ -32,11 +33,12 @@ struct LayerParameters {
   const LayerLora* lora = nullptr;
   const PrefixKv* prefix = nullptr;
   bool training = false;  // adapter dropout on: this forward will be differentiated
+  LayerRecording record;  // the layer's activations, when a recorder is set
 };
 
-// x [tokens, hidden] -> [tokens, hidden]. With a cache (one sequence, no gradient), the
-// layer's cached keys and values are attended to first and the new ones written after them
-// (a P-Tuning prefix is then expected in the cache, written there before the prompt).
+// x [tokens, hidden] -> [tokens, hidden]. With a cache (no gradient), the cache computes the
+// attention over its sequences' cached keys and values and the new ones, and keeps the new
+// ones (a P-Tuning prefix is then expected in the cache, put there before the prompt).
 Variable decoder_layer(const ModelConfig& config, std::int64_t layer, const LayerParameters& parameters,
                        const Variable& x, const TokenLayout& tokens, KvCache* cache = nullptr);
 

@@ -18,8 +18,8 @@ Tensor id_tensor(const std::vector<std::int64_t>& values, DType dtype) {
 
 // Logits of the last token of `tokens`, which continue the cached ones; the first of them
 // sits at `first_position` (a P-Tuning prefix in the cache takes no positions).
-std::vector<double> next_logits(const CausalLM& model, const std::vector<std::int64_t>& tokens, KvCache& cache,
-                                std::int64_t first_position) {
+std::vector<double> next_logits(const CausalLM& model, const std::vector<std::int64_t>& tokens,
+                                SequenceKvCache& cache, std::int64_t first_position) {
   std::vector<std::int64_t> positions(tokens.size());
   for (std::size_t i = 0; i < tokens.size(); ++i) positions[i] = first_position + static_cast<std::int64_t>(i);
   std::vector<std::int64_t> cu{0, static_cast<std::int64_t>(tokens.size())};
@@ -32,12 +32,14 @@ std::vector<double> next_logits(const CausalLM& model, const std::vector<std::in
 
 // P-Tuning v2's prefix (a single sequence's) goes into the cache ahead of the prompt, as
 // ChatGLM passes it in as past_key_values: every later token attends to it.
-void write_prefix(const std::vector<PrefixKv>& prefix, KvCache& cache) {
+void write_prefix(const std::vector<PrefixKv>& prefix, SequenceKvCache& cache) {
   if (prefix.empty()) return;
-  for (std::size_t layer = 0; layer < prefix.size(); ++layer)
-    cache.write(static_cast<std::int64_t>(layer), prefix[layer].keys.data().squeeze(0),
-                prefix[layer].values.data().squeeze(0));
-  cache.advance(prefix.front().keys.data().size(1));
+  std::vector<Tensor> keys, values;
+  for (const PrefixKv& layer : prefix) {
+    keys.push_back(layer.keys.data().squeeze(0));
+    values.push_back(layer.values.data().squeeze(0));
+  }
+  cache.prepend(keys, values);
 }
 
 }  // namespace
@@ -52,7 +54,7 @@ std::vector<std::int64_t> generate(const CausalLM& model, const std::vector<std:
   std::vector<PrefixKv> prefix;
   if (model.prefix_source()) prefix = model.prefix_source()(1);
   const std::int64_t prefix_length = prefix.empty() ? 0 : prefix.front().keys.data().size(1);
-  KvCache cache(model.config(), prefix_length + static_cast<std::int64_t>(prompt.size()) + options.max_new_tokens,
+  SequenceKvCache cache(model.config(), prefix_length + static_cast<std::int64_t>(prompt.size()) + options.max_new_tokens,
                 model.dtype(), model.device());
   write_prefix(prefix, cache);
   std::vector<std::int64_t> step_input = prompt;

@@ -82,14 +82,12 @@ ModuleRef CausalLM::lm_head_module() const {
 }
 
 TokenLayout CausalLM::token_layout(const Tensor& input_ids, const Tensor& positions, const Tensor& cu_seqlens,
-                                   const KvCache* cache) const {
+                                   KvCache* cache) const {
   PackedShape shape = check_packed_inputs(input_ids, positions, cu_seqlens);
-  check_sliding_window(*config_, shape, cache ? cache->length() : 0);
-  if (cache != nullptr) {
-    ZT_REQUIRE(shape.sequences == 1, "forward with a KV cache takes one sequence, got " +
-                                         std::to_string(shape.sequences));
-    cache->require_room(shape.tokens);
-  }
+  if (cache != nullptr)
+    cache->begin_forward(*config_, shape);
+  else
+    check_sliding_window(*config_, shape, 0);
   return {positions.to(options_.device, DType::kI64), cu_seqlens.to(options_.device, DType::kI32), options_.attn_impl};
 }
 
@@ -104,7 +102,7 @@ Variable CausalLM::run_layer(std::int64_t layer, const Variable& x, const TokenL
                              KvCache* cache) const {
   const auto index = static_cast<std::size_t>(layer);
   const LayerLora* lora = lora_.empty() ? nullptr : &lora_[index];
-  const LayerParameters parameters{&layers_[index], lora, prefix, autograd::grad_enabled()};
+  const LayerParameters parameters{&layers_[index], lora, prefix, autograd::grad_enabled(), {recorder_, layer}};
   const ModuleRef module{ModuleKind::kLayer, layer};
   const bool recompute = cache == nullptr && autograd::grad_enabled() &&
                          (options_.gradient_checkpointing || gatherer_ != nullptr);
@@ -125,14 +123,17 @@ Variable CausalLM::run_layer(std::int64_t layer, const Variable& x, const TokenL
   // The recompute runs during backward, after this call returns: it owns what it reads.
   std::optional<LayerLora> lora_copy = lora ? std::optional<LayerLora>(*lora) : std::nullopt;
   std::optional<PrefixKv> prefix_copy = prefix ? std::optional<PrefixKv>(*prefix) : std::nullopt;
-  auto fn = [config = config_, layer, slots, tokens, lora_copy, prefix_copy](const std::vector<Variable>& in) mutable {
+  auto fn = [config = config_, layer, slots, tokens, lora_copy, prefix_copy,
+             recorder = recorder_](const std::vector<Variable>& in) mutable {
     LayerWeights w;
     for (std::size_t i = 0; i < slots.size(); ++i) w[slots[i]] = in[i + 1];
     LayerLora* l = lora_copy ? &*lora_copy : nullptr;
     PrefixKv* p = prefix_copy ? &*prefix_copy : nullptr;
     rebind_adapter_inputs(in, slots.size() + 1, l, p);
-    // Both runs train, though the first records nothing: dropout masks must match.
-    return std::vector<Variable>{decoder_layer(*config, layer, {&w, l, p, true}, in[0], tokens)};
+    // Both runs train, though the first records nothing: dropout masks must match. Activations
+    // are recorded by the first run (gradients off), not again by the recompute (gradients on).
+    const LayerRecording record{autograd::grad_enabled() ? nullptr : recorder, layer};
+    return std::vector<Variable>{decoder_layer(*config, layer, {&w, l, p, true, record}, in[0], tokens)};
   };
   // ZeRO-3: the layer's weights exist only inside the gathered forward and recompute.
   if (gatherer_ != nullptr) return gathered_checkpoint(*gatherer_, module, fn, inputs)[0];
@@ -149,6 +150,7 @@ Variable CausalLM::forward_hidden(const Tensor& input_ids, const Tensor& positio
   {
     GatheredModule gathered(gatherer_, {ModuleKind::kEmbedding});
     x = token_embedding(embedding_, ids, config_->pad_token_id, options_.deterministic);
+    record_activation(recorder_, "model.embed_tokens", x);
   }
   std::vector<PrefixKv> prefixes;
   if (prefix_source_ && cache == nullptr) {
@@ -157,15 +159,16 @@ Variable CausalLM::forward_hidden(const Tensor& input_ids, const Tensor& positio
   }
   for (std::int64_t layer = 0; layer < config_->num_layers; ++layer)
     x = run_layer(layer, x, tokens, prefixes.empty() ? nullptr : &prefixes[static_cast<std::size_t>(layer)], cache);
-  if (cache != nullptr) cache->advance(ids.numel());
+  if (cache != nullptr) cache->end_forward();
   if (!final_norm_.defined()) return x;
   GatheredModule gathered(gatherer_, {ModuleKind::kFinalNorm});
-  return autograd::rmsnorm(x, final_norm_, static_cast<float>(config_->norm_eps), config_->norm_style);
+  const float eps = static_cast<float>(config_->norm_eps);
+  return record_activation(recorder_, "model.norm", autograd::rmsnorm(x, final_norm_, eps, config_->norm_style));
 }
 
 Variable CausalLM::lm_head(const Variable& hidden) const {
   GatheredModule gathered(gatherer_, lm_head_module());
-  return autograd::linear(hidden, head_);
+  return record_activation(recorder_, "lm_head", autograd::linear(hidden, head_));
 }
 
 const Variable& CausalLM::lm_head_weight() const { return head_; }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "autograd/variable.h"
+#include "models/activation_dump.h"
 #include "models/config.h"
 #include "models/decoder.h"
 #include "models/kv_cache.h"
@@ -67,6 +68,10 @@ class CausalLM {
   // layer in backward). The gatherer must outlive every forward and backward that uses it.
   void set_parameter_gatherer(ParameterGatherer* gatherer) { gatherer_ = gatherer; }
   ParameterGatherer* parameter_gatherer() const { return gatherer_; }
+  // Activations by name (models/activation_dump.h): with a recorder set, every forward hands
+  // it each point's output; it must outlive those forwards. nullptr (the default) records nothing.
+  void set_activation_recorder(ActivationRecorder* recorder) { recorder_ = recorder; }
+  ActivationRecorder* activation_recorder() const { return recorder_; }
   // Embedding, layers in order (with their LoRA), final norm, untied LM head.
   std::vector<ModuleParameters> modules() const;
   // What to gather around a use of lm_head_weight(): the embedding when tied.
@@ -94,7 +99,8 @@ class CausalLM {
   // l1 + l2, ..., tokens), on any device (moved to the model's). -> logits [tokens, vocab].
   Variable forward(const Tensor& input_ids, const Tensor& positions, const Tensor& cu_seqlens) const;
   // The final hidden states [tokens, hidden] (after the final norm), for a fused head + loss.
-  // With a cache: one sequence, whose positions continue the cached ones, run without gradient.
+  // With a cache (models/kv_cache.h), run without gradient: the tokens continue the
+  // sequences the cache holds, and their keys and values join it.
   Variable forward_hidden(const Tensor& input_ids, const Tensor& positions, const Tensor& cu_seqlens,
                           KvCache* cache = nullptr) const;
   Variable lm_head(const Variable& hidden) const;
@@ -108,7 +114,7 @@ class CausalLM {
 
  private:
   TokenLayout token_layout(const Tensor& input_ids, const Tensor& positions, const Tensor& cu_seqlens,
-                           const KvCache* cache) const;
+                           KvCache* cache) const;
   Variable run_layer(std::int64_t layer, const Variable& x, const TokenLayout& tokens, const PrefixKv* prefix,
                      KvCache* cache) const;
 
@@ -117,6 +123,7 @@ class CausalLM {
   std::vector<NamedParameter> parameters_;
   std::int64_t num_parameters_ = 0;
   ParameterGatherer* gatherer_ = nullptr;
+  ActivationRecorder* recorder_ = nullptr;
   std::unordered_map<std::string, std::size_t> index_;
   Variable embedding_, final_norm_, head_;
   std::vector<LayerWeights> layers_;

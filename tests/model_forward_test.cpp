@@ -113,7 +113,7 @@ TEST_P(ModelArch, CachedStepsEqualFullRecomputation) {
   EXPECT_EQ(cached, recomputed);
 
   // Logits, not only choices: the prompt through the cache, then one cached step.
-  KvCache cache(model.config(), 8, DType::kF64, Device::cpu());
+  SequenceKvCache cache(model.config(), 8, DType::kF64, Device::cpu());
   PackedBatch head = pack_sequences({prompt});
   model.forward_hidden(head.input_ids, head.positions, head.cu_seqlens, &cache);
   Tensor step_ids = Tensor::from_values({42 % 37}, {1}, DType::kI64);
@@ -181,7 +181,7 @@ TEST(ModelForward, MalformedBatchesAreNamed) {
                                   Tensor::from_values({0, 3}, {2}, DType::kI32));
                   }),
                   {"99"});
-  KvCache cache(model.config(), 8, DType::kF64, Device::cpu());
+  SequenceKvCache cache(model.config(), 8, DType::kF64, Device::cpu());
   expect_mentions(error_of([&] {
                     model.forward_hidden(ids, positions, Tensor::from_values({0, 1, 3}, {3}, DType::kI32), &cache);
                   }),

@@ -126,7 +126,7 @@ TEST_P(ModelGpu, CachedStepMatchesFullRecomputation) {
   ASSERT_EQ(tokens.size(), 4u);
 
   autograd::NoGradGuard no_recording;
-  KvCache cache(model.config(), static_cast<std::int64_t>(prompt.size()) + 1, DType::kBF16, Device::cuda());
+  SequenceKvCache cache(model.config(), static_cast<std::int64_t>(prompt.size()) + 1, DType::kBF16, Device::cuda());
   PackedBatch head = pack_sequences({prompt}, {}, Device::cuda());
   model.forward_hidden(head.input_ids, head.positions, head.cu_seqlens, &cache);
   const auto p = static_cast<std::int64_t>(prompt.size());

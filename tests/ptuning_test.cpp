@@ -84,7 +84,7 @@ Variable logits_of(const CausalLM& model, const Packed& batch) {
 std::vector<PrefixKv> cached_keys_values(const CausalLM& model, const std::vector<std::int64_t>& tokens) {
   autograd::NoGradGuard no_recording;
   const auto length = static_cast<std::int64_t>(tokens.size());
-  KvCache cache(model.config(), length, model.dtype(), model.device());
+  SequenceKvCache cache(model.config(), length, model.dtype(), model.device());
   Packed batch = pack({tokens});
   model.forward_hidden(batch.ids, batch.positions, batch.cu_seqlens, &cache);
   std::vector<PrefixKv> layers;
