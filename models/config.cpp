@@ -89,6 +89,14 @@ ModelConfig parse_config(const nlohmann::ordered_json& json, const std::string& 
   return config;
 }
 
+std::int64_t context_length(const ModelConfig& config) {
+  for (const char* key : {"max_position_embeddings", "seq_length"}) {
+    auto found = config.raw.find(key);
+    if (found != config.raw.end() && found->is_number_integer()) return found->get<std::int64_t>();
+  }
+  return 0;
+}
+
 ModelConfig load_config(const std::string& model_dir) {
   std::string path = (std::filesystem::path(model_dir) / "config.json").string();
   if (!std::filesystem::is_regular_file(path))

@@ -69,6 +69,10 @@ struct ModelConfig {
 // (listing the supported ones) or a feature zerotune does not implement.
 ModelConfig parse_config(const nlohmann::ordered_json& json, const std::string& source);
 
+// Positions the model was trained for: max_position_embeddings (Qwen, GLM) or seq_length
+// (ChatGLM) of config.json; 0 when the file states neither.
+std::int64_t context_length(const ModelConfig& config);
+
 // Reads <model_dir>/config.json; a missing file is an error naming its path.
 ModelConfig load_config(const std::string& model_dir);
 

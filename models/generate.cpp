@@ -61,6 +61,7 @@ std::vector<std::int64_t> generate(const CausalLM& model, const std::vector<std:
   for (std::int64_t step = 0; step < options.max_new_tokens; ++step) {
     double uniform = philox::uniform(options.seed, static_cast<std::uint64_t>(step), 0);
     std::vector<double> logits = next_logits(model, step_input, cache, cache.length() - prefix_length);
+    apply_min_new_tokens(logits, step, options);
     std::int64_t token = choose_token(logits, seen, options, uniform);
     generated.push_back(token);
     seen.push_back(token);

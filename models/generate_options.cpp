@@ -15,6 +15,7 @@ GenerationOptions load_generation_options(const std::string& model_dir, const Mo
   nlohmann::ordered_json json = read_json_file(path);
   detail::ConfigKeys keys(json, path);
   options.max_new_tokens = keys.integer("max_new_tokens", options.max_new_tokens);
+  options.min_new_tokens = keys.integer("min_new_tokens", options.min_new_tokens);
   options.do_sample = keys.boolean("do_sample", options.do_sample);
   options.temperature = keys.number("temperature", options.temperature);
   options.top_k = keys.integer("top_k", options.top_k);
@@ -31,6 +32,9 @@ GenerationOptions load_generation_options(const std::string& model_dir, const Mo
 
 void check_generation_options(const GenerationOptions& o) {
   ZT_REQUIRE(o.max_new_tokens >= 0, "max_new_tokens must not be negative, got " + std::to_string(o.max_new_tokens));
+  ZT_REQUIRE(o.min_new_tokens >= 0 && o.min_new_tokens <= o.max_new_tokens,
+             "min_new_tokens must be between 0 and max_new_tokens (" + std::to_string(o.max_new_tokens) + "), got " +
+                 std::to_string(o.min_new_tokens));
   ZT_REQUIRE(o.repetition_penalty > 0.0,
              "repetition_penalty must be positive, got " + std::to_string(o.repetition_penalty));
   if (!o.do_sample) return;

@@ -12,6 +12,7 @@ namespace zt::models {
 
 struct GenerationOptions {
   std::int64_t max_new_tokens = 20;
+  std::int64_t min_new_tokens = 0;  // eos ids are barred until this many tokens are out
   bool do_sample = false;          // false: greedy
   double temperature = 1.0;        // sampling only
   std::int64_t top_k = 50;         // sampling only; 0 keeps every token

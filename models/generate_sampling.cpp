@@ -60,6 +60,13 @@ std::int64_t argmax(const std::vector<double>& logits) {
   return static_cast<std::int64_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
 }
 
+void apply_min_new_tokens(std::vector<double>& logits, std::int64_t generated, const GenerationOptions& options) {
+  if (generated >= options.min_new_tokens) return;
+  for (std::int64_t id : options.eos_token_ids)
+    if (id >= 0 && id < static_cast<std::int64_t>(logits.size()))
+      logits[static_cast<std::size_t>(id)] = -std::numeric_limits<double>::infinity();
+}
+
 std::int64_t choose_token(std::vector<double> logits, const std::vector<std::int64_t>& seen,
                           const GenerationOptions& options, double uniform) {
   apply_repetition_penalty(logits, seen, options.repetition_penalty);

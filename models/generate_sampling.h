@@ -13,6 +13,10 @@ namespace zt::models {
 // when positive and multiplied by it when negative (RepetitionPenaltyLogitsProcessor).
 void apply_repetition_penalty(std::vector<double>& logits, const std::vector<std::int64_t>& seen, double penalty);
 
+// Before `generated` reaches options.min_new_tokens, every eos id's logit becomes -inf
+// (MinNewTokensLengthLogitsProcessor).
+void apply_min_new_tokens(std::vector<double>& logits, std::int64_t generated, const GenerationOptions& options);
+
 // Logits of tokens outside the k largest become -inf; ties with the k-th stay.
 void apply_top_k(std::vector<double>& logits, std::int64_t k);
 

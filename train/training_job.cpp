@@ -170,7 +170,9 @@ void run_training_job(const TrainingArguments& args) {
     distributed::run_inprocess_ranks(static_cast<int>(args.inprocess_ranks), timeout, one_rank);
     return;
   }
-  if (!rank.distributed || rank.world_size == 1) {
+  // A launcher's single GPU rank still runs NCCL (as torchrun + DeepSpeed do): the whole
+  // collective path is exercised; one CPU process has nobody to talk to.
+  if (!rank.distributed || (rank.world_size == 1 && runs_on_cpu(args))) {
     ZT_REQUIRE(!args.zero_trace, "--zero_trace traces the collectives between ranks, and this run has one rank; add "
                                  "--inprocess_ranks 2 to watch them on one machine");
     return train_one_rank(args, nullptr, rank.local_rank);
