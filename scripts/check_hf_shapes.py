@@ -68,8 +68,9 @@ SHAPES = {
 }
 
 
-def config_for(name, layers, workdir):
-    values = dict(SHAPES[name])
+def config_for(name, layers, workdir, values=None):
+    """SHAPES[name] (or `values`) as a transformers config, keeping the first `layers` layers."""
+    values = dict(values or SHAPES[name])
     if layers:
         values["num_hidden_layers"] = layers
         if "max_window_layers" in values:
@@ -83,7 +84,7 @@ def config_for(name, layers, workdir):
 def spread_weights(model, seed):
     """transformers' init (std 0.02, unit norms, zero biases) gives near-uniform logits and
     leaves biases and norm weights untested: draw every parameter with a real spread instead."""
-    g = torch.Generator(device="cuda").manual_seed(seed)
+    g = torch.Generator(device=next(model.parameters()).device).manual_seed(seed)
     with torch.no_grad():
         for name, p in model.named_parameters():
             if name.endswith("norm.weight") or "layernorm" in name:
@@ -94,26 +95,27 @@ def spread_weights(model, seed):
                 p.normal_(0.0, p.shape[-1] ** -0.5, generator=g)
 
 
-def build(config, seed):
+def build(config, seed, device="cuda"):
     torch.manual_seed(seed)
-    with torch.device("cuda"):
+    with torch.device(device):
         model = AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16, attn_implementation="sdpa")
-    model = model.to("cuda", torch.bfloat16)  # a no-op unless this transformers ignored the context or dtype
+    model = model.to(device, torch.bfloat16)  # a no-op unless this transformers ignored the context or dtype
     spread_weights(model, seed)
     return model
 
 
-def make_batch(vocab, seed):
+def make_batch(vocab, seed, sequences=SEQUENCES, seq_len=SEQ_LEN):
     g = torch.Generator().manual_seed(seed)
-    ids = torch.randint(0, vocab, (SEQUENCES, SEQ_LEN), generator=g)
+    ids = torch.randint(0, vocab, (sequences, seq_len), generator=g)
     labels = ids.roll(-1, dims=1)
     labels[:, -1] = -100
     return ids, labels
 
 
 def write_packed_inputs(ids, labels, path):
-    positions = torch.arange(SEQ_LEN).repeat(SEQUENCES)
-    cu_seqlens = torch.arange(0, SEQUENCES * SEQ_LEN + 1, SEQ_LEN, dtype=torch.int32)
+    sequences, seq_len = ids.shape
+    positions = torch.arange(seq_len).repeat(sequences)
+    cu_seqlens = torch.arange(0, sequences * seq_len + 1, seq_len, dtype=torch.int32)
     save_file({"input_ids": ids.reshape(-1).contiguous(), "positions": positions, "cu_seqlens": cu_seqlens,
                "labels": labels.reshape(-1).contiguous()}, str(path))
 
