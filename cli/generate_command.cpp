@@ -1,83 +1,161 @@
-// `zerotune generate`: continue a prompt with a model folder's weights and tokenizer, with
-// the sampling settings of its generation_config.json unless a flag overrides them.
+// `zerotune generate`: continue one prompt (--prompt) or a file of them (--input_file) with a
+// model folder's weights and tokenizer, many at once with continuous batching, with the
+// sampling settings of its generation_config.json unless a flag overrides them.
+#include <algorithm>
 #include <iostream>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
 
 #include "cli/command.h"
-#include "cli/flags.h"
-#include "models/generate.h"
-#include "models/tokenizer.h"
+#include "cli/generation_flags.h"
+#include "cli/prompt_file.h"
+#include "infer/engine.h"
+#include "models/stream_decoder.h"
+#include "runtime/atomic_file.h"
 #include "runtime/error.h"
+#include "train/progress_bar.h"
 
 namespace zt::cli {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: zerotune generate --model_name_or_path DIR --prompt TEXT [--max_new_tokens N]\n"
-    "                         [--do_sample [true|false]] [--temperature T] [--top_k K] [--top_p P]\n"
-    "                         [--repetition_penalty R] [--seed S] [--adapter_name_or_path ADAPTER]\n"
+    "usage: zerotune generate --model_name_or_path DIR (--prompt TEXT | --input_file FILE)\n"
+    "                         [--output_file FILE] [--output_format text|ids|jsonl]\n"
+    "                         [sampling and batching flags below] [--adapter_name_or_path ADAPTER]\n"
     "                         [--ptuning_checkpoint DIR] [--device cpu|cuda|cuda:N] [--dtype D]\n\n"
-    "Prints the new text after the prompt (tokenized with the model's special tokens). Unset\n"
-    "options come from DIR/generation_config.json, else transformers' defaults (greedy,\n"
-    "max_new_tokens 20); generation stops after an eos token.\n"
+    "Continues each prompt and prints the new text (tokenized with the model's special tokens;\n"
+    "generation stops after an eos token). Prompts of --input_file (JSON Lines or a JSON array)\n"
+    "are plain strings, {\"prompt\": ...}, alpaca {\"instruction\", \"input\"} or conversations\n"
+    "({\"messages\": ...} / {\"conversations\": ...}); conversations go through the chat template.\n"
+    "  --output_file    writes one JSON line per prompt, in input order (prompt, output,\n"
+    "                   output_ids, finish_reason), atomically; a progress bar shows on a terminal\n"
+    "  --output_format  text (default; one prompt streams as it is generated), ids (a JSON array\n"
+    "                   of the new token ids per prompt) or jsonl (as --output_file writes)\n"
     "  --adapter_name_or_path  a LoRA adapter folder (PEFT's layout) applied to the model\n"
     "  --ptuning_checkpoint    a P-Tuning v2 prefix (zerotune train --finetuning_type ptuning)\n"
     "  --device   default cuda when a GPU is usable, else cpu\n"
     "  --dtype    default bfloat16 on a GPU, float32 on the CPU\n";
 
 FlagSpec flag_spec() {
-  FlagSpec spec{.command = "generate", .value_flags = kModelFlags, .bool_flags = {"--do_sample"},
-                .required = {"--model_name_or_path", "--prompt"}};
-  spec.value_flags.insert({"--prompt", "--max_new_tokens", "--temperature", "--top_k", "--top_p",
-                           "--repetition_penalty", "--seed"});
+  FlagSpec spec{.command = "generate", .value_flags = kModelFlags, .bool_flags = kGenerationBoolFlags,
+                .required = {"--model_name_or_path"}};
+  spec.value_flags.insert(kGenerationFlags.begin(), kGenerationFlags.end());
+  spec.value_flags.insert({"--prompt", "--input_file", "--output_file", "--output_format"});
   return spec;
 }
 
-template <typename T>
-T parse_number(const std::string& name, const std::string& text) {
-  try {
-    std::size_t used = 0;
-    T value = std::is_floating_point_v<T> ? static_cast<T>(std::stod(text, &used)) : static_cast<T>(std::stoll(text, &used));
-    if (used == text.size()) return value;
-  } catch (const std::exception&) {
+struct Prompts {
+  std::vector<std::string> shown;  // what the output files call the prompt
+  std::vector<std::vector<std::int64_t>> ids;
+};
+
+Prompts encode_prompts(const Flags& flags, const models::Tokenizer& tokenizer, const models::ChatTemplate& chat) {
+  ZT_REQUIRE(flags.count("--prompt") != flags.count("--input_file"), "give either --prompt or --input_file");
+  std::vector<PromptInput> inputs;
+  if (flags.count("--prompt"))
+    inputs.push_back({false, flags.at("--prompt"), {}});
+  else
+    inputs = read_prompt_file(flags.at("--input_file"));
+  Prompts prompts;
+  for (const PromptInput& input : inputs) {
+    std::vector<models::TokenId> ids =
+        input.is_chat ? chat.encode(tokenizer, input.messages, /*add_generation_prompt=*/true).ids : tokenizer.encode(input.text);
+    prompts.shown.push_back(input.is_chat ? chat.render(input.messages, true) : input.text);
+    prompts.ids.emplace_back(ids.begin(), ids.end());
   }
-  fail(name + " must be a number, got '" + text + "'");
+  return prompts;
 }
 
-models::GenerationOptions options_from(const std::map<std::string, std::string>& flags, const std::string& dir,
-                                       const models::CausalLM& model, const models::Tokenizer& tokenizer) {
-  models::GenerationOptions options = models::load_generation_options(dir, model.config());
-  auto flag = [&](const char* name) { return flags.count(name) ? &flags.at(name) : nullptr; };
-  if (auto v = flag("--max_new_tokens")) options.max_new_tokens = parse_number<std::int64_t>("--max_new_tokens", *v);
-  if (auto v = flag("--do_sample")) options.do_sample = *v == "true";
-  if (auto v = flag("--temperature")) options.temperature = parse_number<double>("--temperature", *v);
-  if (auto v = flag("--top_k")) options.top_k = parse_number<std::int64_t>("--top_k", *v);
-  if (auto v = flag("--top_p")) options.top_p = parse_number<double>("--top_p", *v);
-  if (auto v = flag("--repetition_penalty"))
-    options.repetition_penalty = parse_number<double>("--repetition_penalty", *v);
-  if (auto v = flag("--seed")) options.seed = parse_number<std::uint64_t>("--seed", *v);
-  if (options.eos_token_ids.empty() && tokenizer.special_ids().eos)
-    options.eos_token_ids.push_back(*tokenizer.special_ids().eos);
-  models::check_generation_options(options);
-  return options;
+std::string decoded(const models::Tokenizer& tokenizer, const std::vector<std::int64_t>& ids) {
+  const std::vector<models::TokenId> narrowed(ids.begin(), ids.end());
+  return tokenizer.decode(narrowed, /*skip_special_tokens=*/true);
+}
+
+nlohmann::ordered_json result_line(const std::string& prompt, const std::vector<std::int64_t>& ids,
+                           const models::Tokenizer& tokenizer, const models::GenerationOptions& options) {
+  const auto& eos = options.eos_token_ids;
+  const bool stopped = !ids.empty() && std::find(eos.begin(), eos.end(), ids.back()) != eos.end();
+  return {{"prompt", prompt},
+          {"output", decoded(tokenizer, ids)},
+          {"output_ids", ids},
+          {"finish_reason", stopped ? "stop" : "length"}};
+}
+
+void write_output_file(const std::string& path, const Prompts& prompts,
+                       const std::vector<std::vector<std::int64_t>>& results, const models::Tokenizer& tokenizer,
+                       const models::GenerationOptions& options) {
+  AtomicFile file(path);
+  for (std::size_t i = 0; i < results.size(); ++i)
+    file.write(result_line(prompts.shown[i], results[i], tokenizer, options).dump() + "\n");
+  file.commit();
+}
+
+void print_results(const std::string& format, const Prompts& prompts,
+                   const std::vector<std::vector<std::int64_t>>& results, const models::Tokenizer& tokenizer,
+                   const models::GenerationOptions& options) {
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    if (format == "ids")
+      std::cout << nlohmann::json(results[i]).dump() << "\n";
+    else if (format == "jsonl")
+      std::cout << result_line(prompts.shown[i], results[i], tokenizer, options).dump() << "\n";
+    else
+      std::cout << decoded(tokenizer, results[i]) << "\n";
+  }
+}
+
+// Counts finished prompts for the progress bar: a prompt is done at an eos id or its limit.
+infer::TokenSink progress_sink(train::ProgressBar& bar, const models::GenerationOptions& options,
+                               std::vector<std::int64_t>& produced, std::int64_t& finished) {
+  return [&bar, &options, &produced, &finished](std::size_t request, std::int64_t token) {
+    const auto& eos = options.eos_token_ids;
+    if (++produced[request] == options.max_new_tokens || std::find(eos.begin(), eos.end(), token) != eos.end())
+      bar.update(++finished, 0.0);
+  };
 }
 
 int generate_text(Flags& flags) {
   const std::string dir = flags["--model_name_or_path"];
+  const std::string format = flags.count("--output_format") ? flags["--output_format"] : "text";
+  ZT_REQUIRE(format == "text" || format == "ids" || format == "jsonl",
+             "--output_format must be text, ids or jsonl, got '" + format + "'");
   std::unique_ptr<models::Tokenizer> tokenizer = models::load_tokenizer(dir);
+  std::unique_ptr<models::ChatTemplate> chat = chat_template_from(flags, dir);
+  Prompts prompts = encode_prompts(flags, *tokenizer, *chat);
   models::CausalLM model = load_model_from_flags(flags);
-  models::GenerationOptions options = options_from(flags, dir, model, *tokenizer);
-  std::vector<models::TokenId> prompt = tokenizer->encode(flags["--prompt"]);
-  std::vector<std::int64_t> new_ids = models::generate(model, {prompt.begin(), prompt.end()}, options);
-  std::vector<models::TokenId> ids(new_ids.begin(), new_ids.end());
-  std::cout << tokenizer->decode(ids, /*skip_special_tokens=*/true) << "\n";
+  models::GenerationOptions options = generation_options_from(flags, dir, model, *tokenizer, chat.get());
+  std::vector<infer::GenerationRequest> requests;
+  for (const auto& ids : prompts.ids) requests.push_back({ids, options});
+  infer::Engine engine(model, engine_options_from(flags));
+
+  const bool to_file = flags.count("--output_file") != 0;
+  const bool streamed = !to_file && format == "text" && requests.size() == 1;
+  models::StreamDecoder stream(*tokenizer, /*skip_special_tokens=*/true);
+  train::ProgressBar bar(0, static_cast<std::int64_t>(requests.size()), to_file && isatty(STDERR_FILENO));
+  std::vector<std::int64_t> produced(requests.size(), 0);
+  std::int64_t finished = 0;
+  infer::TokenSink sink = progress_sink(bar, options, produced, finished);
+  if (streamed) sink = [&stream](std::size_t, std::int64_t token) { std::cout << stream.put(token) << std::flush; };
+
+  std::vector<std::vector<std::int64_t>> results = engine.run(requests, sink);
+  if (streamed) {
+    std::cout << stream.finish() << "\n";
+  } else if (to_file) {
+    bar.finish();
+    write_output_file(flags["--output_file"], prompts, results, *tokenizer, options);
+    std::cerr << "wrote " << results.size() << " results to " << flags["--output_file"] << "\n";
+  } else {
+    print_results(format, prompts, results, *tokenizer, options);
+  }
   return 0;
 }
 
 int run_generate(const std::vector<std::string>& args) {
-  return run_with_flags(args, flag_spec(), kUsage, generate_text);
+  static const std::string usage = std::string(kUsage) + kGenerationUsage;
+  return run_with_flags(args, flag_spec(), usage.c_str(), generate_text);
 }
 
-const Registration registration{{"generate", "continue a prompt with a model (greedy or sampled)", run_generate}};
+const Registration registration{{"generate", "continue prompts with a model (greedy or sampled, batched)", run_generate}};
 
 }  // namespace
 }  // namespace zt::cli

@@ -68,9 +68,9 @@ void ByteLevelBpeTokenizer::append_token_bytes(TokenId id, bool skip_special_tok
     if (!(skip_special_tokens && added->special)) out += added->content;
     return;
   }
-  if (static_cast<std::size_t>(id) >= vocab_.bytes.size() || vocab_.spellings[id].empty())
-    zt::fail("token id " + std::to_string(id) + " is not in the vocabulary of " + source() +
-             " (an unused id below the vocabulary size)");
+  // An id the model's padded vocabulary has and the tokenizer does not (an untrained model
+  // can produce one) decodes to nothing, as in transformers' tokenizers.
+  if (static_cast<std::size_t>(id) >= vocab_.bytes.size() || vocab_.spellings[id].empty()) return;
   out += vocab_.bytes[id];
 }
 

@@ -50,6 +50,10 @@ class ChatTemplate {
   EncodedConversation encode(const Tokenizer& tokenizer, const std::vector<ChatMessage>& messages,
                              bool add_generation_prompt) const;
 
+  // Tokens that end the assistant's turn when the model produces them (ChatML's <|im_end|>,
+  // GLM's <|user|> and <|observation|>): generation stops there as at an eos id.
+  virtual std::vector<std::string> end_of_turn_tokens() const { return {}; }
+
   // The conversation as parts. Throws for an empty conversation or a role the template has
   // no place for.
   virtual std::vector<ChatPart> parts(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const = 0;

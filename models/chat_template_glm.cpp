@@ -38,6 +38,8 @@ class RoleTokenTemplate : public ChatTemplate {
     return out;
   }
 
+  std::vector<std::string> end_of_turn_tokens() const override { return {"<|user|>", "<|observation|>"}; }
+
  protected:
   virtual std::string start_token() const = 0;
   virtual std::string eos_token() const = 0;

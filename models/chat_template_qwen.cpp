@@ -48,6 +48,7 @@ std::size_t last_query_index(const std::vector<ChatMessage>& messages) {
 class QwenChatTemplate final : public ChatTemplate {
  public:
   std::string_view name() const override { return "qwen"; }
+  std::vector<std::string> end_of_turn_tokens() const override { return {"<|im_end|>"}; }
 
   std::vector<ChatPart> parts(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const override {
     require_roles(messages, name(), {"system", "user", "assistant"});

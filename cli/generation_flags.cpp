@@ -1,0 +1,74 @@
+#include "cli/generation_flags.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "runtime/error.h"
+
+namespace zt::cli {
+
+const char* const kGenerationUsage =
+    "  --max_new_tokens N, --min_new_tokens N   new tokens per answer (defaults from\n"
+    "                           generation_config.json, else 20 and 0)\n"
+    "  --do_sample [true|false] --temperature T --top_k K --top_p P --repetition_penalty R --seed S\n"
+    "                           transformers' sampling settings; unset ones come from\n"
+    "                           generation_config.json (greedy when it has none)\n"
+    "  --template NAME          chat template: qwen, chatglm3, glm4, chatglm2 or none (default: the model's)\n"
+    "  --max_batch N            sequences decoding together (default 32)\n"
+    "  --block_size N           tokens per KV-cache block (default 16)\n";
+
+double number_flag(const std::string& flag, const std::string& text) {
+  try {
+    std::size_t used = 0;
+    const double value = std::stod(text, &used);
+    if (used == text.size() && std::isfinite(value)) return value;
+  } catch (const std::exception&) {
+  }
+  fail(flag + " must be a number, got '" + text + "'");
+}
+
+std::int64_t integer_flag(const std::string& flag, const std::string& text) {
+  const double value = number_flag(flag, text);
+  ZT_REQUIRE(value == std::floor(value), flag + " must be a whole number, got '" + text + "'");
+  return static_cast<std::int64_t>(value);
+}
+
+models::GenerationOptions generation_options_from(const Flags& flags, const std::string& model_dir,
+                                                  const models::CausalLM& model, const models::Tokenizer& tokenizer,
+                                                  const models::ChatTemplate* chat_template) {
+  models::GenerationOptions options = models::load_generation_options(model_dir, model.config());
+  auto flag = [&](const char* name) { return flags.count(name) ? &flags.at(name) : nullptr; };
+  if (auto v = flag("--max_new_tokens")) options.max_new_tokens = integer_flag("--max_new_tokens", *v);
+  if (auto v = flag("--min_new_tokens")) options.min_new_tokens = integer_flag("--min_new_tokens", *v);
+  if (auto v = flag("--do_sample")) options.do_sample = *v == "true";
+  if (auto v = flag("--temperature")) options.temperature = number_flag("--temperature", *v);
+  if (auto v = flag("--top_k")) options.top_k = integer_flag("--top_k", *v);
+  if (auto v = flag("--top_p")) options.top_p = number_flag("--top_p", *v);
+  if (auto v = flag("--repetition_penalty")) options.repetition_penalty = number_flag("--repetition_penalty", *v);
+  if (auto v = flag("--seed")) options.seed = static_cast<std::uint64_t>(integer_flag("--seed", *v));
+  std::vector<std::int64_t>& stops = options.eos_token_ids;
+  auto add_stop = [&](std::optional<models::TokenId> id) {
+    if (id && std::find(stops.begin(), stops.end(), *id) == stops.end()) stops.push_back(*id);
+  };
+  if (stops.empty()) add_stop(tokenizer.special_ids().eos);
+  if (chat_template != nullptr)
+    for (const std::string& token : chat_template->end_of_turn_tokens()) add_stop(tokenizer.token_to_id(token));
+  models::check_generation_options(options);
+  return options;
+}
+
+infer::EngineOptions engine_options_from(const Flags& flags) {
+  infer::EngineOptions options;
+  if (flags.count("--max_batch")) options.max_batch = integer_flag("--max_batch", flags.at("--max_batch"));
+  if (flags.count("--block_size")) options.block_size = integer_flag("--block_size", flags.at("--block_size"));
+  ZT_REQUIRE(options.max_batch > 0, "--max_batch must be positive");
+  ZT_REQUIRE(options.block_size > 0, "--block_size must be positive");
+  return options;
+}
+
+std::unique_ptr<models::ChatTemplate> chat_template_from(const Flags& flags, const std::string& model_dir) {
+  if (flags.count("--template")) return models::make_chat_template(flags.at("--template"));
+  return models::make_chat_template(models::chat_template_name_for_model(model_dir));
+}
+
+}  // namespace zt::cli

@@ -1,0 +1,116 @@
+#include "cli/prompt_file.h"
+
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/error.h"
+
+namespace zt::cli {
+namespace {
+
+using nlohmann::json;
+
+std::string string_field(const json& entry, const char* key, const std::string& where, bool required) {
+  if (!entry.contains(key) || entry[key].is_null()) {
+    ZT_REQUIRE(!required, where + " has no \"" + key + "\"");
+    return "";
+  }
+  ZT_REQUIRE(entry[key].is_string(), where + ": \"" + key + "\" must be a string, got " + entry[key].dump());
+  return entry[key].get<std::string>();
+}
+
+std::string role_of(const std::string& speaker, const std::string& where) {
+  if (speaker == "human" || speaker == "user") return "user";
+  if (speaker == "gpt" || speaker == "assistant" || speaker == "model") return "assistant";
+  if (speaker == "system" || speaker == "observation") return speaker;
+  fail(where + ": unknown role \"" + speaker + "\"; accepted: system, user/human, assistant/gpt/model, observation");
+}
+
+std::vector<models::ChatMessage> turns(const json& list, const char* role_key, const char* content_key,
+                                       const std::string& where) {
+  ZT_REQUIRE(list.is_array() && !list.empty(), where + ": the conversation must be a non-empty list");
+  std::vector<models::ChatMessage> messages;
+  for (const json& turn : list) {
+    ZT_REQUIRE(turn.is_object(), where + ": every turn must be an object with \"" + role_key + "\" and \"" +
+                                     content_key + "\"");
+    messages.push_back({role_of(string_field(turn, role_key, where, true), where),
+                        string_field(turn, content_key, where, true)});
+  }
+  return messages;
+}
+
+std::vector<models::ChatMessage> alpaca(const json& entry, const std::string& where) {
+  std::vector<models::ChatMessage> messages;
+  if (std::string system = string_field(entry, "system", where, false); !system.empty())
+    messages.push_back({"system", system});
+  if (entry.contains("history") && !entry["history"].is_null())
+    for (const json& pair : entry["history"]) {
+      ZT_REQUIRE(pair.is_array() && pair.size() == 2 && pair[0].is_string() && pair[1].is_string(),
+                 where + ": every \"history\" entry must be a [prompt, answer] pair of strings");
+      messages.push_back({"user", pair[0].get<std::string>()});
+      messages.push_back({"assistant", pair[1].get<std::string>()});
+    }
+  std::string prompt = string_field(entry, "instruction", where, true);
+  if (std::string input = string_field(entry, "input", where, false); !input.empty()) prompt += "\n" + input;
+  messages.push_back({"user", prompt});
+  return messages;
+}
+
+PromptInput prompt_of(const json& entry, const std::string& where) {
+  if (entry.is_string()) return {false, entry.get<std::string>(), {}};
+  ZT_REQUIRE(entry.is_object(), where + ": expected a string or an object, got " + entry.dump().substr(0, 80));
+  PromptInput prompt{.is_chat = true};
+  if (entry.contains("prompt")) return {false, string_field(entry, "prompt", where, true), {}};
+  if (entry.contains("instruction"))
+    prompt.messages = alpaca(entry, where);
+  else if (entry.contains("messages"))
+    prompt.messages = turns(entry["messages"], "role", "content", where);
+  else if (entry.contains("conversations"))
+    prompt.messages = turns(entry["conversations"], "from", "value", where);
+  else
+    fail(where + " has none of \"prompt\", \"instruction\", \"messages\", \"conversations\"");
+  while (!prompt.messages.empty() && prompt.messages.back().role == "assistant") prompt.messages.pop_back();
+  ZT_REQUIRE(!prompt.messages.empty(), where + ": the conversation has no turn to answer");
+  return prompt;
+}
+
+}  // namespace
+
+std::vector<PromptInput> read_prompt_file(const std::string& path) {
+  std::ifstream in(path);
+  ZT_REQUIRE(in.good(), "cannot read the prompts file '" + path + "'");
+  std::stringstream whole;
+  whole << in.rdbuf();
+  const std::string text = whole.str();
+  std::vector<PromptInput> prompts;
+  const std::size_t first = text.find_first_not_of(" \t\r\n");
+  if (first != std::string::npos && text[first] == '[') {
+    json array;
+    try {
+      array = json::parse(text);
+    } catch (const json::parse_error& e) {
+      fail(path + ": not valid JSON: " + e.what());
+    }
+    for (std::size_t i = 0; i < array.size(); ++i) prompts.push_back(prompt_of(array[i], path + " entry " + std::to_string(i + 1)));
+    return prompts;
+  }
+  std::istringstream lines(text);
+  std::string line;
+  for (std::size_t number = 1; std::getline(lines, line); ++number) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const std::string where = path + " line " + std::to_string(number);
+    json entry;
+    try {
+      entry = json::parse(line);
+    } catch (const json::parse_error& e) {
+      fail(where + ": not valid JSON: " + e.what());
+    }
+    prompts.push_back(prompt_of(entry, where));
+  }
+  ZT_REQUIRE(!prompts.empty(), path + " holds no prompts");
+  return prompts;
+}
+
+}  // namespace zt::cli

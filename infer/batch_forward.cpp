@@ -1,0 +1,57 @@
+#include "infer/batch_forward.h"
+
+#include "autograd/grad_mode.h"
+#include "ops/embedding.h"
+
+namespace zt::infer {
+namespace {
+
+Tensor int_tensor(const std::vector<double>& values, DType dtype) {
+  return Tensor::from_values(values, {static_cast<std::int64_t>(values.size())}, dtype);
+}
+
+Tensor logits_of(const models::CausalLM& model, PagedKvCache& cache, const std::vector<double>& ids,
+                 const std::vector<double>& positions, const std::vector<double>& cu_seqlens) {
+  autograd::NoGradGuard no_recording;
+  Tensor hidden = model.forward_hidden(int_tensor(ids, DType::kI64), int_tensor(positions, DType::kI64),
+                                       int_tensor(cu_seqlens, DType::kI32), &cache)
+                      .data();
+  if (static_cast<std::size_t>(hidden.size(0)) + 1 != cu_seqlens.size()) {  // keep each sequence's last token
+    std::vector<double> last(cu_seqlens.begin() + 1, cu_seqlens.end());
+    for (double& end : last) end -= 1;
+    hidden = ops::embedding_forward(hidden, int_tensor(last, DType::kI64).to(hidden.device()));
+  }
+  return model.lm_head(autograd::Variable(hidden)).data();
+}
+
+}  // namespace
+
+Tensor prefill_logits(const models::CausalLM& model, PagedKvCache& cache, const std::vector<SequenceId>& sequences,
+                      const std::vector<const std::vector<std::int64_t>*>& prompts) {
+  std::vector<double> ids, positions, cu_seqlens{0};
+  std::vector<std::int64_t> lengths;
+  for (const std::vector<std::int64_t>* prompt : prompts) {
+    for (std::size_t i = 0; i < prompt->size(); ++i) {
+      ids.push_back(static_cast<double>((*prompt)[i]));
+      positions.push_back(static_cast<double>(i));
+    }
+    cu_seqlens.push_back(static_cast<double>(ids.size()));
+    lengths.push_back(static_cast<std::int64_t>(prompt->size()));
+  }
+  cache.set_batch(sequences, lengths);
+  return logits_of(model, cache, ids, positions, cu_seqlens);
+}
+
+Tensor decode_logits(const models::CausalLM& model, PagedKvCache& cache, const std::vector<SequenceId>& sequences,
+                     const std::vector<std::int64_t>& tokens) {
+  std::vector<double> ids, positions, cu_seqlens{0};
+  for (std::size_t i = 0; i < sequences.size(); ++i) {
+    ids.push_back(static_cast<double>(tokens[i]));
+    positions.push_back(static_cast<double>(cache.length(sequences[i]) - cache.prefix_length()));
+    cu_seqlens.push_back(static_cast<double>(i + 1));
+  }
+  cache.set_batch(sequences, std::vector<std::int64_t>(sequences.size(), 1));
+  return logits_of(model, cache, ids, positions, cu_seqlens);
+}
+
+}  // namespace zt::infer

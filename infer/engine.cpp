@@ -1,0 +1,208 @@
+#include "infer/engine.h"
+
+#include <algorithm>
+#include <deque>
+
+#include "autograd/grad_mode.h"
+#include "infer/batch_forward.h"
+#include "infer/token_choice.h"
+#include "runtime/device.h"
+#include "runtime/error.h"
+
+namespace zt::infer {
+namespace {
+
+struct Plan {
+  std::int64_t prefix_length = 0;
+  std::int64_t blocks = 0;
+};
+
+std::int64_t tokens_needed(const GenerationRequest& r, std::int64_t prefix_length) {
+  return prefix_length + static_cast<std::int64_t>(r.prompt.size()) + r.options.max_new_tokens;
+}
+
+void check_requests(const models::ModelConfig& config, const std::vector<GenerationRequest>& requests) {
+  const std::int64_t context = models::context_length(config);
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    const GenerationRequest& r = requests[i];
+    const std::string which = "prompt " + std::to_string(i + 1);
+    ZT_REQUIRE(!r.prompt.empty(), which + " has no tokens");
+    models::check_generation_options(r.options);
+    const auto total = static_cast<std::int64_t>(r.prompt.size()) + r.options.max_new_tokens;
+    ZT_REQUIRE(context == 0 || total <= context,
+               which + " has " + std::to_string(r.prompt.size()) + " tokens; with max_new_tokens " +
+                   std::to_string(r.options.max_new_tokens) + " it needs " + std::to_string(total) +
+                   " positions, more than the model's context of " + std::to_string(context) + " (" + config.source +
+                   "): shorten the prompt or lower max_new_tokens");
+  }
+}
+
+// Blocks for max_batch of the longest requests (or options.cache_blocks), no more than 90%
+// of the device memory that is free.
+std::int64_t cache_blocks(const models::CausalLM& model, const EngineOptions& options,
+                          const std::vector<GenerationRequest>& requests, std::int64_t prefix_length) {
+  const models::ModelConfig& c = model.config();
+  auto blocks_of = [&](const GenerationRequest& r) {
+    return (tokens_needed(r, prefix_length) + options.block_size - 1) / options.block_size;
+  };
+  std::vector<std::int64_t> needs;
+  for (const GenerationRequest& r : requests) needs.push_back(blocks_of(r));
+  std::sort(needs.rbegin(), needs.rend());
+  const std::int64_t largest = needs.empty() ? 1 : std::max<std::int64_t>(needs.front(), 1);
+  std::int64_t blocks = options.cache_blocks;
+  if (blocks == 0)
+    for (std::size_t i = 0; i < needs.size() && static_cast<std::int64_t>(i) < options.max_batch; ++i)
+      blocks += needs[i];
+  blocks = std::max(blocks, largest);
+  const std::int64_t block_bytes = 2 * c.num_layers * options.block_size * c.num_kv_heads * c.head_dim *
+                                   static_cast<std::int64_t>(dtype_size(model.dtype()));
+  if (model.device().is_cuda()) {
+    const auto free_bytes = static_cast<std::int64_t>(device_memory_info(model.device().index).free);
+    blocks = std::min(blocks, free_bytes / 10 * 9 / block_bytes);
+  }
+  ZT_REQUIRE(blocks >= largest, "the longest request needs " + std::to_string(largest * options.block_size) +
+                                    " tokens of KV cache (" + std::to_string(largest * block_bytes >> 20) +
+                                    " MiB); the free device memory holds " +
+                                    std::to_string(blocks * options.block_size) +
+                                    " tokens: shorten prompts or max_new_tokens");
+  return blocks;
+}
+
+// The scheduler's state over one run: who waits, who decodes, what came out.
+class Run {
+ public:
+  Run(const models::CausalLM& model, const EngineOptions& options, const std::vector<GenerationRequest>& requests,
+      PagedKvCache& cache, const TokenSink& sink)
+      : model_(model), options_(options), requests_(requests), cache_(cache), sink_(sink), results_(requests.size()) {
+    for (std::size_t i = 0; i < requests.size(); ++i)
+      if (requests[i].options.max_new_tokens > 0) waiting_.push_back(i);
+  }
+
+  bool done() const { return waiting_.empty() && running_.empty(); }
+  std::vector<std::vector<std::int64_t>> results() { return std::move(results_); }
+
+  void step() {
+    prefill(admit());
+    if (!running_.empty()) decode();
+  }
+
+  // Cancellation: what each unfinished request has so far becomes its result.
+  void stop() {
+    for (SequenceState& s : running_) results_[s.request] = std::move(s.generated);
+    running_.clear();
+    waiting_.clear();
+  }
+
+ private:
+  std::vector<SequenceState> admit() {
+    std::vector<SequenceState> admitted;
+    std::int64_t budget = options_.max_prefill_tokens;
+    while (!waiting_.empty() && static_cast<std::int64_t>(running_.size() + admitted.size()) < options_.max_batch) {
+      const GenerationRequest& r = requests_[waiting_.front()];
+      const auto length = static_cast<std::int64_t>(r.prompt.size());
+      if (!admitted.empty() && length > budget) break;
+      if (!cache_.try_add(static_cast<SequenceId>(waiting_.front()), tokens_needed(r, cache_.prefix_length()))) break;
+      admitted.push_back({waiting_.front(), &r.options, r.prompt, {}});
+      budget -= length;
+      waiting_.pop_front();
+    }
+    ZT_REQUIRE(!admitted.empty() || !running_.empty() || waiting_.empty(),
+               "generation: the KV cache cannot hold the next prompt even with nothing else running");
+    return admitted;
+  }
+
+  void prefill(std::vector<SequenceState> admitted) {
+    if (admitted.empty()) return;
+    std::vector<SequenceId> ids;
+    std::vector<const std::vector<std::int64_t>*> prompts;
+    for (const SequenceState& s : admitted) {
+      ids.push_back(static_cast<SequenceId>(s.request));
+      prompts.push_back(&requests_[s.request].prompt);
+    }
+    Tensor logits = prefill_logits(model_, cache_, ids, prompts);
+    take(std::move(admitted), logits);
+  }
+
+  void decode() {
+    std::vector<SequenceId> ids;
+    std::vector<std::int64_t> tokens;
+    for (const SequenceState& s : running_) {
+      ids.push_back(static_cast<SequenceId>(s.request));
+      tokens.push_back(s.generated.back());
+    }
+    Tensor logits = decode_logits(model_, cache_, ids, tokens);
+    take(std::move(running_), logits);
+  }
+
+  // Chooses each sequence's next token; the unfinished ones go on running.
+  void take(std::vector<SequenceState> sequences, const Tensor& logits) {
+    std::vector<const SequenceState*> rows;
+    for (const SequenceState& s : sequences) rows.push_back(&s);
+    std::vector<std::int64_t> chosen = choose_next_tokens(logits, rows);
+    for (std::size_t i = 0; i < sequences.size(); ++i) {
+      SequenceState& s = sequences[i];
+      s.generated.push_back(chosen[i]);
+      s.seen.push_back(chosen[i]);
+      if (sink_) sink_(s.request, chosen[i]);
+      if (finished(s)) {
+        cache_.remove(static_cast<SequenceId>(s.request));
+        results_[s.request] = std::move(s.generated);
+      } else {
+        running_.push_back(std::move(s));
+      }
+    }
+  }
+
+  static bool finished(const SequenceState& s) {
+    const std::vector<std::int64_t>& eos = s.options->eos_token_ids;
+    return static_cast<std::int64_t>(s.generated.size()) >= s.options->max_new_tokens ||
+           std::find(eos.begin(), eos.end(), s.generated.back()) != eos.end();
+  }
+
+  const models::CausalLM& model_;
+  const EngineOptions& options_;
+  const std::vector<GenerationRequest>& requests_;
+  PagedKvCache& cache_;
+  const TokenSink& sink_;
+  std::deque<std::size_t> waiting_;
+  std::vector<SequenceState> running_;
+  std::vector<std::vector<std::int64_t>> results_;
+};
+
+}  // namespace
+
+Engine::Engine(const models::CausalLM& model, EngineOptions options) : model_(model), options_(options) {
+  ZT_REQUIRE(options_.max_batch > 0 && options_.block_size > 0 && options_.max_prefill_tokens > 0,
+             "generation: max_batch, block_size and max_prefill_tokens must be positive");
+}
+
+std::vector<std::vector<std::int64_t>> Engine::run(const std::vector<GenerationRequest>& requests,
+                                                   const TokenSink& sink,
+                                                   const std::function<bool()>& cancelled) const {
+  check_requests(model_.config(), requests);
+  autograd::NoGradGuard no_recording;
+  std::vector<models::PrefixKv> prefix;
+  if (model_.prefix_source()) prefix = model_.prefix_source()(1);
+  const std::int64_t prefix_length = prefix.empty() ? 0 : prefix.front().keys.data().size(1);
+  PagedKvCache cache(model_.config(), cache_blocks(model_, options_, requests, prefix_length), options_.block_size,
+                     model_.dtype(), model_.device());
+  if (!prefix.empty()) {
+    std::vector<Tensor> keys, values;
+    for (const models::PrefixKv& layer : prefix) {
+      keys.push_back(layer.keys.data().squeeze(0));
+      values.push_back(layer.values.data().squeeze(0));
+    }
+    cache.set_shared_prefix(std::move(keys), std::move(values));
+  }
+  Run run(model_, options_, requests, cache, sink);
+  while (!run.done()) {
+    if (cancelled && cancelled()) {
+      run.stop();
+      break;
+    }
+    run.step();
+  }
+  return run.results();
+}
+
+}  // namespace zt::infer

@@ -1,0 +1,52 @@
+// Generation for many prompts at once with continuous batching: up to max_batch sequences
+// decode together, one token each per step; a sequence leaves the batch as soon as it ends
+// (eos or max_new_tokens) and the next waiting prompt is prefilled into its place, so the
+// GPU never waits for the longest answer of a fixed batch. Results come back in input order.
+//
+// Each request's tokens are exactly what models::generate (one sequence, contiguous cache)
+// chooses for it alone: sampling draws from the request's own seeded stream, step by step.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "models/generate_options.h"
+#include "models/model.h"
+
+namespace zt::infer {
+
+struct EngineOptions {
+  std::int64_t max_batch = 32;            // sequences decoding together
+  std::int64_t block_size = 16;           // tokens per KV-cache block
+  std::int64_t max_prefill_tokens = 8192; // prompt tokens prefilled in one forward (one prompt may exceed it)
+  // KV-cache blocks; 0 sizes the cache for max_batch of the longest requests, capped by the
+  // device memory that is free.
+  std::int64_t cache_blocks = 0;
+};
+
+struct GenerationRequest {
+  std::vector<std::int64_t> prompt;
+  models::GenerationOptions options;
+};
+
+// Called with each new token as it is chosen: which request (its index) and the token.
+using TokenSink = std::function<void(std::size_t request, std::int64_t token)>;
+
+class Engine {
+ public:
+  explicit Engine(const models::CausalLM& model, EngineOptions options = {});
+
+  // The new tokens of every request, in input order. `cancelled`, checked between steps,
+  // ends every unfinished request where it stands (chat's Ctrl-C). Throws zt::Error before
+  // any work for a request that cannot run (empty prompt, longer than the model's context).
+  std::vector<std::vector<std::int64_t>> run(const std::vector<GenerationRequest>& requests,
+                                             const TokenSink& sink = {},
+                                             const std::function<bool()>& cancelled = {}) const;
+
+ private:
+  const models::CausalLM& model_;
+  EngineOptions options_;
+};
+
+}  // namespace zt::infer

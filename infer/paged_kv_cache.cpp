@@ -1,0 +1,171 @@
+#include "infer/paged_kv_cache.h"
+
+#include <algorithm>
+
+#include "ops/attention.h"
+#include "ops/decode_attention.h"
+#include "ops/kv_cache_write.h"
+#include "runtime/error.h"
+
+namespace zt::infer {
+namespace {
+
+// [length, ...] -> [sequences, length, ...], one copy per sequence, as attention reads it.
+Tensor repeated(const Tensor& one, std::int64_t sequences) {
+  Shape shape = one.shape();
+  shape.insert(shape.begin(), sequences);
+  return one.unsqueeze(0).expand(shape).contiguous();
+}
+
+}  // namespace
+
+PagedKvCache::PagedKvCache(const models::ModelConfig& config, std::int64_t num_blocks, std::int64_t block_size,
+                           DType dtype, Device device)
+    : block_size_(block_size), device_(device) {
+  ZT_REQUIRE(num_blocks > 0 && block_size > 0, "paged KV cache: needs a positive number of blocks and block size, got " +
+                                                   std::to_string(num_blocks) + " blocks of " +
+                                                   std::to_string(block_size) + " tokens");
+  const Shape shape{num_blocks, block_size, config.num_kv_heads, config.head_dim};
+  for (std::int64_t layer = 0; layer < config.num_layers; ++layer) {
+    key_pools_.push_back(Tensor::empty(shape, dtype, device));
+    value_pools_.push_back(Tensor::empty(shape, dtype, device));
+  }
+  for (std::int64_t block = num_blocks - 1; block >= 0; --block) free_.push_back(static_cast<std::int32_t>(block));
+}
+
+void PagedKvCache::set_shared_prefix(std::vector<Tensor> keys, std::vector<Tensor> values) {
+  ZT_REQUIRE(keys.size() == key_pools_.size() && values.size() == key_pools_.size(),
+             "paged KV cache: a prefix needs keys and values for each of the " + std::to_string(key_pools_.size()) +
+                 " layers");
+  prefix_keys_ = std::move(keys);
+  prefix_values_ = std::move(values);
+  prefix_length_ = prefix_keys_.empty() ? 0 : prefix_keys_.front().size(0);
+}
+
+PagedKvCache::Sequence& PagedKvCache::sequence(SequenceId id) {
+  auto found = sequences_.find(id);
+  ZT_REQUIRE(found != sequences_.end(), "paged KV cache: no sequence " + std::to_string(id));
+  return found->second;
+}
+
+const PagedKvCache::Sequence& PagedKvCache::sequence(SequenceId id) const {
+  return const_cast<PagedKvCache*>(this)->sequence(id);
+}
+
+bool PagedKvCache::try_add(SequenceId id, std::int64_t max_tokens) {
+  ZT_REQUIRE(sequences_.count(id) == 0, "paged KV cache: sequence " + std::to_string(id) + " is already cached");
+  const std::int64_t needed = blocks_for(max_tokens);
+  if (needed > free_blocks()) return false;
+  Sequence added;
+  added.capacity = needed * block_size_;
+  added.blocks.assign(free_.end() - needed, free_.end());
+  free_.resize(free_.size() - static_cast<std::size_t>(needed));
+  write_prefix(added);
+  added.length = prefix_length_;
+  sequences_.emplace(id, std::move(added));
+  return true;
+}
+
+void PagedKvCache::write_prefix(const Sequence& added) {
+  if (prefix_length_ == 0) return;
+  std::vector<double> slots;
+  for (std::int64_t t = 0; t < prefix_length_; ++t)
+    slots.push_back(static_cast<double>(added.blocks[static_cast<std::size_t>(t / block_size_)]) * block_size_ +
+                    static_cast<double>(t % block_size_));
+  Tensor slot_tensor = Tensor::from_values(slots, {prefix_length_}, DType::kI64).to(device_);
+  for (std::size_t layer = 0; layer < key_pools_.size(); ++layer)
+    ops::write_kv_slots(key_pools_[layer], value_pools_[layer], prefix_keys_[layer], prefix_values_[layer],
+                        slot_tensor);
+}
+
+void PagedKvCache::remove(SequenceId id) {
+  Sequence& gone = sequence(id);
+  free_.insert(free_.end(), gone.blocks.begin(), gone.blocks.end());
+  sequences_.erase(id);
+}
+
+std::int64_t PagedKvCache::length(SequenceId id) const { return sequence(id).length; }
+
+void PagedKvCache::set_batch(std::vector<SequenceId> sequences, std::vector<std::int64_t> new_tokens) {
+  ZT_REQUIRE(sequences.size() == new_tokens.size() && !sequences.empty(),
+             "paged KV cache: a batch names each of its sequences with its count of new tokens");
+  for (std::size_t i = 0; i < sequences.size(); ++i) {
+    const Sequence& s = sequence(sequences[i]);
+    ZT_REQUIRE(s.length + new_tokens[i] <= s.capacity,
+               "paged KV cache: sequence " + std::to_string(sequences[i]) + " reserved room for " +
+                   std::to_string(s.capacity) + " tokens; " + std::to_string(new_tokens[i]) +
+                   " more do not fit after " + std::to_string(s.length));
+  }
+  batch_ = std::move(sequences);
+  new_tokens_ = std::move(new_tokens);
+}
+
+Tensor PagedKvCache::slots_of_batch() const {
+  std::vector<double> slots;
+  for (std::size_t i = 0; i < batch_.size(); ++i) {
+    const Sequence& s = sequence(batch_[i]);
+    for (std::int64_t t = s.length; t < s.length + new_tokens_[i]; ++t)
+      slots.push_back(static_cast<double>(s.blocks[static_cast<std::size_t>(t / block_size_)]) * block_size_ +
+                      static_cast<double>(t % block_size_));
+  }
+  return Tensor::from_values(slots, {static_cast<std::int64_t>(slots.size())}, DType::kI64).to(device_);
+}
+
+void PagedKvCache::upload_block_tables() {
+  std::size_t widest = 0;
+  for (SequenceId id : batch_) widest = std::max(widest, sequence(id).blocks.size());
+  const auto rows = static_cast<std::int64_t>(batch_.size());
+  std::vector<double> table(batch_.size() * widest, -1.0), lengths;
+  for (std::size_t i = 0; i < batch_.size(); ++i) {
+    const Sequence& s = sequence(batch_[i]);
+    std::copy(s.blocks.begin(), s.blocks.end(), table.begin() + static_cast<std::ptrdiff_t>(i * widest));
+    lengths.push_back(static_cast<double>(s.length + 1));
+  }
+  block_table_ = Tensor::from_values(table, {rows, static_cast<std::int64_t>(widest)}, DType::kI32).to(device_);
+  seq_lens_ = Tensor::from_values(lengths, {rows}, DType::kI32).to(device_);
+}
+
+void PagedKvCache::begin_forward(const models::ModelConfig& config, const models::PackedShape& shape) {
+  std::int64_t tokens = 0, longest = 0;
+  for (std::size_t i = 0; i < batch_.size(); ++i) {
+    tokens += new_tokens_[i];
+    longest = std::max(longest, sequence(batch_[i]).length + new_tokens_[i]);
+  }
+  ZT_REQUIRE(shape.sequences == static_cast<std::int64_t>(batch_.size()) && shape.tokens == tokens,
+             "paged KV cache: the forward brings " + std::to_string(shape.sequences) + " sequences of " +
+                 std::to_string(shape.tokens) + " tokens, the batch set for it " + std::to_string(batch_.size()) +
+                 " of " + std::to_string(tokens));
+  models::check_sliding_window(config, {tokens, shape.sequences, longest}, 0);
+  decoding_ = tokens == shape.sequences;
+  for (SequenceId id : batch_) {
+    const bool fresh = sequence(id).length == prefix_length_;
+    ZT_REQUIRE(decoding_ || fresh, "paged KV cache: a prefill takes sequences with nothing cached beyond the "
+                                   "prefix; sequence " + std::to_string(id) + " has " +
+                                       std::to_string(sequence(id).length) + " tokens");
+  }
+  slots_ = slots_of_batch();
+  if (decoding_) upload_block_tables();
+}
+
+Tensor PagedKvCache::attend(std::int64_t layer, const Tensor& q, const Tensor& k, const Tensor& v,
+                            const Tensor& cu_seqlens, double softmax_scale) {
+  const auto index = static_cast<std::size_t>(layer);
+  ZT_REQUIRE(index < key_pools_.size(), "paged KV cache: layer " + std::to_string(layer) + " out of range");
+  ops::write_kv_slots(key_pools_[index], value_pools_[index], k, v, slots_);
+  if (decoding_)
+    return ops::decode_attention(q, key_pools_[index], value_pools_[index], block_table_, seq_lens_, softmax_scale);
+  ops::AttentionPrefix prefix;
+  if (prefix_length_ > 0) {
+    const std::int64_t sequences = cu_seqlens.numel() - 1;
+    prefix = {repeated(prefix_keys_[index], sequences), repeated(prefix_values_[index], sequences)};
+  }
+  return ops::attention_forward(q, k, v, cu_seqlens, {.softmax_scale = softmax_scale, .causal = true}, prefix).out;
+}
+
+void PagedKvCache::end_forward() {
+  for (std::size_t i = 0; i < batch_.size(); ++i) sequence(batch_[i]).length += new_tokens_[i];
+  batch_.clear();
+  new_tokens_.clear();
+}
+
+}  // namespace zt::infer

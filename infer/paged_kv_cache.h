@@ -1,0 +1,79 @@
+// The KV cache of many sequences generating at once, in fixed-size blocks of one shared pool
+// per layer (vLLM's paging): a sequence holds the blocks its tokens need, listed in its block
+// table, so sequences of any lengths share memory without copying, leave when they finish
+// and free their blocks for the next ones.
+//
+// A forward is either a prefill of newly added sequences (each sees its prompt and, with
+// P-Tuning, the shared prefix) or a decode step of one token per sequence (each sees all its
+// cached tokens, through ops::decode_attention's paged kernel).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "models/kv_cache.h"
+
+namespace zt::infer {
+
+using SequenceId = std::int64_t;
+
+class PagedKvCache : public models::KvCache {
+ public:
+  PagedKvCache(const models::ModelConfig& config, std::int64_t num_blocks, std::int64_t block_size, DType dtype,
+               Device device);
+
+  std::int64_t block_size() const { return block_size_; }
+  std::int64_t free_blocks() const { return static_cast<std::int64_t>(free_.size()); }
+  std::int64_t blocks_for(std::int64_t tokens) const { return (tokens + block_size_ - 1) / block_size_; }
+
+  // Keys and values per layer [prefix_len, kv_heads, head_dim] that every sequence added
+  // from now on starts with (a P-Tuning v2 prefix); they take no positions.
+  void set_shared_prefix(std::vector<Tensor> keys, std::vector<Tensor> values);
+  std::int64_t prefix_length() const { return prefix_length_; }
+
+  // Reserves the blocks of a sequence that will hold up to `max_tokens` tokens (prefix
+  // included); false, reserving nothing, when too few blocks are free.
+  bool try_add(SequenceId id, std::int64_t max_tokens);
+  void remove(SequenceId id);
+  // Tokens cached for `id`, the prefix included.
+  std::int64_t length(SequenceId id) const;
+
+  // The sequences of the next forward in packed order, and how many new tokens each brings.
+  void set_batch(std::vector<SequenceId> sequences, std::vector<std::int64_t> new_tokens);
+
+  void begin_forward(const models::ModelConfig& config, const models::PackedShape& shape) override;
+  Tensor attend(std::int64_t layer, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& cu_seqlens,
+                double softmax_scale) override;
+  void end_forward() override;
+
+ private:
+  struct Sequence {
+    std::vector<std::int32_t> blocks;
+    std::int64_t length = 0;
+    std::int64_t capacity = 0;
+  };
+  Sequence& sequence(SequenceId id);
+  const Sequence& sequence(SequenceId id) const;
+  void write_prefix(const Sequence& sequence);
+  Tensor slots_of_batch() const;
+  void upload_block_tables();
+
+  std::int64_t block_size_;
+  Device device_;
+  std::vector<Tensor> key_pools_, value_pools_;  // per layer [num_blocks, block_size, kv_heads, head_dim]
+  std::vector<std::int32_t> free_;
+  std::map<SequenceId, Sequence> sequences_;
+  std::vector<Tensor> prefix_keys_, prefix_values_;
+  std::int64_t prefix_length_ = 0;
+
+  // The forward in flight.
+  std::vector<SequenceId> batch_;
+  std::vector<std::int64_t> new_tokens_;
+  bool decoding_ = false;
+  Tensor slots_;        // int64 [tokens]: where each new token's k and v go
+  Tensor block_table_;  // int32 [sequences, max blocks], decode only
+  Tensor seq_lens_;     // int32 [sequences]: cached tokens after this step, decode only
+};
+
+}  // namespace zt::infer

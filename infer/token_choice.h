@@ -1,0 +1,24 @@
+// The next token of every sequence of a batch from its row of logits. Greedy rows without a
+// repetition penalty take the argmax on the device and only their ids cross to the host;
+// the others run transformers' logits processors on the host (models/generate_sampling.h).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "models/generate_options.h"
+#include "tensor/tensor.h"
+
+namespace zt::infer {
+
+struct SequenceState {
+  std::size_t request = 0;
+  const models::GenerationOptions* options = nullptr;
+  std::vector<std::int64_t> seen;       // prompt and generated so far (repetition penalty)
+  std::vector<std::int64_t> generated;  // new tokens so far
+};
+
+// logits [rows, vocab], row i belonging to rows[i].
+std::vector<std::int64_t> choose_next_tokens(const Tensor& logits, const std::vector<const SequenceState*>& rows);
+
+}  // namespace zt::infer
