@@ -1,12 +1,15 @@
 #include "ops/reduce.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <string>
 
 #include "cuda/reduce.cuh"
 #include "ops/elementwise.h"
 #include "ops/elementwise_host.h"
 #include "ops/op_checks.h"
+#include "runtime/device.h"
 #include "runtime/error.h"
 
 namespace zt::ops {
@@ -113,6 +116,22 @@ Tensor backward_dim(const char* op, const Tensor& grad_out, const Shape& input_s
   return broadcast_back(grad_out, input_shape, reduced_shape(input_shape, dim, true), multiplier);
 }
 
+// The first maximum of each row in argmax_rows' order: a NaN beats any number, ties keep the
+// earlier column.
+template <typename T>
+void argmax_cpu(const T* x, std::int64_t* out, std::int64_t rows, std::int64_t cols, std::int64_t row_stride) {
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const T* row = x + r * row_stride;
+    std::int64_t best = 0;
+    double best_value = to_double(row[0]);
+    for (std::int64_t c = 1; c < cols && !std::isnan(best_value); ++c) {
+      const double value = to_double(row[c]);
+      if (std::isnan(value) || value > best_value) best = c, best_value = value;
+    }
+    out[r] = best;
+  }
+}
+
 }  // namespace
 
 Tensor sum_forward(const Tensor& x) { return reduce_all("sum_forward", x, false); }
@@ -150,6 +169,33 @@ Tensor sum_to_trailing(const Tensor& x, const Shape& trailing_shape) {
   if (lead == 0) return x;
   Split s{1, shape_numel(Shape(x.shape().begin(), x.shape().begin() + lead)), shape_numel(trailing_shape)};
   return reduce(op, x, s, trailing_shape, 1.0, false);
+}
+
+Tensor argmax_rows(const Tensor& x_in) {
+  const char* op = "argmax_rows";
+  ZT_REQUIRE(x_in.defined(), std::string(op) + ": x is an undefined tensor");
+  check_floating(op, {"x", &x_in});
+  check_dim(op, {"x", &x_in}, 2);
+  ZT_REQUIRE(x_in.size(1) >= 1 || x_in.size(0) == 0,
+             std::string(op) + ": x has shape " + shape_str(x_in.shape()) +
+                 "; a row needs at least one column to have a largest value");
+  ZT_REQUIRE(x_in.size(1) < std::numeric_limits<int>::max(),
+             std::string(op) + ": x has shape " + shape_str(x_in.shape()) + "; at most " +
+                 std::to_string(std::numeric_limits<int>::max() - 1) + " columns");
+  const Tensor x = x_in.size(1) <= 1 || x_in.stride(1) == 1 ? x_in : x_in.contiguous();
+  const std::int64_t rows = x.size(0), cols = x.size(1);
+  Tensor out = Tensor::empty({rows}, DType::kI64, x.device());
+  if (rows == 0) return out;
+  const std::int64_t row_stride = rows == 1 ? cols : x.stride(0);
+  if (x.device().is_cuda()) {
+    DeviceGuard guard(x.device().index);
+    cuda::argmax_rows(x.data_ptr(), out.data<std::int64_t>(), x.dtype(), rows, cols, row_stride, nullptr);
+    return out;
+  }
+  host::dispatch_float(x.dtype(), op, [&]<typename T>() {
+    argmax_cpu<T>(x.data<T>(), out.data<std::int64_t>(), rows, cols, row_stride);
+  });
+  return out;
 }
 
 }  // namespace zt::ops

@@ -27,4 +27,11 @@ Tensor mean_dim_backward(const Tensor& grad_out, const Shape& input_shape, std::
 // of an operand broadcast over leading dims, like a bias).
 Tensor sum_to_trailing(const Tensor& x, const Shape& trailing_shape);
 
+// x [rows, cols] (float64, float32, bfloat16 or float16; cols >= 1; rows may be strided, as
+// at the last position of [batch, positions, vocab] logits) -> int64 [rows] on x's device:
+// the column of each row's largest value, the first of equal maxima (-0 equals +0), as
+// greedy decoding picks a token. A NaN counts as larger than any number, as in torch.argmax:
+// a row with NaNs gives its first NaN.
+Tensor argmax_rows(const Tensor& x);
+
 }  // namespace zt::ops
