@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "runtime/check.h"
+#include "runtime/current_stream.h"
 #include "runtime/error.h"
 
 namespace zt::distributed {
@@ -106,7 +107,7 @@ void NcclCommunicator::wait_for_nccl(const std::string& what, Clock::time_point 
 template <typename Launch>
 void NcclCommunicator::run(const std::string& what, Launch&& launch) {
   ZT_REQUIRE(comm_, "rank " + std::to_string(rank_) + ": the NCCL communicator was aborted by an earlier failure");
-  ZT_CUDA_CHECK(cudaEventRecord(ready_, nullptr));
+  ZT_CUDA_CHECK(cudaEventRecord(ready_, current_stream()));
   ZT_CUDA_CHECK(cudaStreamWaitEvent(stream_, ready_, 0));
   const auto start = Clock::now();
   ncclResult_t status = launch();
@@ -114,7 +115,7 @@ void NcclCommunicator::run(const std::string& what, Launch&& launch) {
              "rank " + std::to_string(rank_) + ": " + what + ": " + ncclGetErrorString(status));
   ZT_CUDA_CHECK(cudaEventRecord(done_, stream_));
   wait_for_nccl(what, start);
-  ZT_CUDA_CHECK(cudaStreamWaitEvent(nullptr, done_, 0));
+  ZT_CUDA_CHECK(cudaStreamWaitEvent(current_stream(), done_, 0));
 }
 
 void NcclCommunicator::all_reduce(const Tensor& buffer, ReduceOp op) {

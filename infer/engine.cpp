@@ -5,6 +5,7 @@
 
 #include "autograd/grad_mode.h"
 #include "infer/batch_forward.h"
+#include "infer/decode_graph.h"
 #include "infer/token_choice.h"
 #include "runtime/device.h"
 #include "runtime/error.h"
@@ -74,8 +75,13 @@ class Run {
   Run(const models::CausalLM& model, const EngineOptions& options, const std::vector<GenerationRequest>& requests,
       PagedKvCache& cache, const TokenSink& sink)
       : model_(model), options_(options), requests_(requests), cache_(cache), sink_(sink), results_(requests.size()) {
-    for (std::size_t i = 0; i < requests.size(); ++i)
+    std::int64_t widest = 1;
+    for (std::size_t i = 0; i < requests.size(); ++i) {
       if (requests[i].options.max_new_tokens > 0) waiting_.push_back(i);
+      widest = std::max(widest, cache.blocks_for(tokens_needed(requests[i], cache.prefix_length())));
+    }
+    if (options.cuda_graphs && model.device().is_cuda())
+      graphs_ = std::make_unique<DecodeGraphs>(model, cache, options.max_batch, widest);
   }
 
   bool done() const { return waiting_.empty() && running_.empty(); }
@@ -130,15 +136,19 @@ class Run {
       ids.push_back(static_cast<SequenceId>(s.request));
       tokens.push_back(s.generated.back());
     }
-    Tensor logits = decode_logits(model_, cache_, ids, tokens);
-    take(std::move(running_), logits);
+    if (graphs_) {
+      DecodeGraphs::Step step = graphs_->run(ids, tokens);
+      take(std::move(running_), step.logits, step.argmax);
+      return;
+    }
+    take(std::move(running_), decode_logits(model_, cache_, ids, tokens));
   }
 
   // Chooses each sequence's next token; the unfinished ones go on running.
-  void take(std::vector<SequenceState> sequences, const Tensor& logits) {
+  void take(std::vector<SequenceState> sequences, const Tensor& logits, const Tensor& argmax = Tensor()) {
     std::vector<const SequenceState*> rows;
     for (const SequenceState& s : sequences) rows.push_back(&s);
-    std::vector<std::int64_t> chosen = choose_next_tokens(logits, rows);
+    std::vector<std::int64_t> chosen = choose_next_tokens(logits, rows, argmax);
     for (std::size_t i = 0; i < sequences.size(); ++i) {
       SequenceState& s = sequences[i];
       s.generated.push_back(chosen[i]);
@@ -167,6 +177,7 @@ class Run {
   std::deque<std::size_t> waiting_;
   std::vector<SequenceState> running_;
   std::vector<std::vector<std::int64_t>> results_;
+  std::unique_ptr<DecodeGraphs> graphs_;
 };
 
 }  // namespace

@@ -23,6 +23,9 @@ struct EngineOptions {
   // KV-cache blocks; 0 sizes the cache for max_batch of the longest requests, capped by the
   // device memory that is free.
   std::int64_t cache_blocks = 0;
+  // On a GPU, decode steps replay CUDA graphs (infer/decode_graph.h) instead of launching
+  // every kernel; the tokens are the same either way.
+  bool cuda_graphs = true;
 };
 
 struct GenerationRequest {

@@ -125,7 +125,63 @@ void PagedKvCache::upload_block_tables() {
   seq_lens_ = Tensor::from_values(lengths, {rows}, DType::kI32).to(device_);
 }
 
+DecodeStepBuffers::DecodeStepBuffers(std::int64_t rows, std::int64_t max_blocks, Device device)
+    : rows(rows),
+      ids(Tensor::zeros({rows}, DType::kI64, device)),
+      positions(Tensor::zeros({rows}, DType::kI64, device)),
+      cu_seqlens(Tensor::arange(0.0, static_cast<double>(rows + 1), 1.0, DType::kI32, device)),
+      slots(Tensor::empty({rows}, DType::kI64, device)),
+      block_table(Tensor::empty({rows, max_blocks}, DType::kI32, device)),
+      seq_lens(Tensor::empty({rows}, DType::kI32, device)),
+      host_ids(Tensor::empty_pinned({rows}, DType::kI64)),
+      host_positions(Tensor::empty_pinned({rows}, DType::kI64)),
+      host_slots(Tensor::empty_pinned({rows}, DType::kI64)),
+      host_block_table(Tensor::empty_pinned({rows, max_blocks}, DType::kI32)),
+      host_seq_lens(Tensor::empty_pinned({rows}, DType::kI32)) {}
+
+void PagedKvCache::fill_step(const std::vector<SequenceId>& sequences, const std::vector<std::int64_t>& tokens,
+                             DecodeStepBuffers& b, cudaStream_t stream) const {
+  const std::int64_t rows = b.rows, width = b.block_table.size(1);
+  ZT_REQUIRE(static_cast<std::int64_t>(sequences.size()) <= rows, "decode step: more sequences than buffer rows");
+  auto* ids = b.host_ids.data<std::int64_t>();
+  auto* positions = b.host_positions.data<std::int64_t>();
+  auto* slots = b.host_slots.data<std::int64_t>();
+  auto* table = b.host_block_table.data<std::int32_t>();
+  auto* lengths = b.host_seq_lens.data<std::int32_t>();
+  std::fill(ids, ids + rows, 0);
+  std::fill(positions, positions + rows, 0);
+  std::fill(slots, slots + rows, -1);
+  std::fill(lengths, lengths + rows, 1);
+  std::fill(table, table + rows * width, -1);
+  for (std::size_t i = 0; i < sequences.size(); ++i) {
+    const Sequence& s = sequence(sequences[i]);
+    ZT_REQUIRE(s.length < s.capacity && static_cast<std::int64_t>(s.blocks.size()) <= width,
+               "decode step: sequence " + std::to_string(sequences[i]) + " has no room left");
+    ids[i] = tokens[i];
+    positions[i] = s.length - prefix_length_;
+    slots[i] = s.blocks[static_cast<std::size_t>(s.length / block_size_)] * block_size_ + s.length % block_size_;
+    lengths[i] = static_cast<std::int32_t>(s.length + 1);
+    std::copy(s.blocks.begin(), s.blocks.end(), table + static_cast<std::int64_t>(i) * width);
+  }
+  b.ids.copy_from_async(b.host_ids, stream);
+  b.positions.copy_from_async(b.host_positions, stream);
+  b.slots.copy_from_async(b.host_slots, stream);
+  b.block_table.copy_from_async(b.host_block_table, stream);
+  b.seq_lens.copy_from_async(b.host_seq_lens, stream);
+}
+
+void PagedKvCache::advance(const std::vector<SequenceId>& sequences) {
+  for (SequenceId id : sequences) ++sequence(id).length;
+}
+
 void PagedKvCache::begin_forward(const models::ModelConfig& config, const models::PackedShape& shape) {
+  if (step_ != nullptr) {
+    ZT_REQUIRE(shape.tokens == step_->rows && shape.sequences == step_->rows,
+               "paged KV cache: a bound decode step takes one token for each of its " + std::to_string(step_->rows) +
+                   " rows");
+    decoding_ = true;
+    return;
+  }
   std::int64_t tokens = 0, longest = 0;
   for (std::size_t i = 0; i < batch_.size(); ++i) {
     tokens += new_tokens_[i];
@@ -151,6 +207,11 @@ Tensor PagedKvCache::attend(std::int64_t layer, const Tensor& q, const Tensor& k
                             const Tensor& cu_seqlens, double softmax_scale) {
   const auto index = static_cast<std::size_t>(layer);
   ZT_REQUIRE(index < key_pools_.size(), "paged KV cache: layer " + std::to_string(layer) + " out of range");
+  if (step_ != nullptr) {
+    ops::write_kv_slots(key_pools_[index], value_pools_[index], k, v, step_->slots);
+    return ops::decode_attention(q, key_pools_[index], value_pools_[index], step_->block_table, step_->seq_lens,
+                                 softmax_scale);
+  }
   ops::write_kv_slots(key_pools_[index], value_pools_[index], k, v, slots_);
   if (decoding_)
     return ops::decode_attention(q, key_pools_[index], value_pools_[index], block_table_, seq_lens_, softmax_scale);
@@ -163,6 +224,7 @@ Tensor PagedKvCache::attend(std::int64_t layer, const Tensor& q, const Tensor& k
 }
 
 void PagedKvCache::end_forward() {
+  if (step_ != nullptr) return;  // the caller advances a bound step's sequences
   for (std::size_t i = 0; i < batch_.size(); ++i) sequence(batch_[i]).length += new_tokens_[i];
   batch_.clear();
   new_tokens_.clear();

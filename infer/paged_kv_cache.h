@@ -12,11 +12,28 @@
 #include <map>
 #include <vector>
 
+#include <cuda_runtime_api.h>
+
 #include "models/kv_cache.h"
 
 namespace zt::infer {
 
 using SequenceId = std::int64_t;
+
+// The device inputs of one decode step of up to `rows` sequences, kept from step to step so
+// that a CUDA graph captured over them replays with new contents (infer/decode_graph.h).
+// Rows past the batch are padding: their keys and values are not stored, their output unused.
+struct DecodeStepBuffers {
+  DecodeStepBuffers(std::int64_t rows, std::int64_t max_blocks, Device device);
+  std::int64_t rows;
+  Tensor ids, positions;  // int64 [rows]
+  Tensor cu_seqlens;      // int32 [rows + 1]: one token per row
+  Tensor slots;           // int64 [rows]: -1 for padding
+  Tensor block_table;     // int32 [rows, max_blocks]
+  Tensor seq_lens;        // int32 [rows]
+  // Pinned host twins of ids, positions, slots, block_table and seq_lens: filled, then copied.
+  Tensor host_ids, host_positions, host_slots, host_block_table, host_seq_lens;
+};
 
 class PagedKvCache : public models::KvCache {
  public:
@@ -42,6 +59,14 @@ class PagedKvCache : public models::KvCache {
   // The sequences of the next forward in packed order, and how many new tokens each brings.
   void set_batch(std::vector<SequenceId> sequences, std::vector<std::int64_t> new_tokens);
 
+  // Decode steps through fixed buffers: fills `buffers` for `tokens[i]` continuing
+  // sequences[i] (queued on `stream`), then binds them so the next forwards read them in place
+  // and leave lengths alone; advance() counts the step once it ran. bind(nullptr) unbinds.
+  void fill_step(const std::vector<SequenceId>& sequences, const std::vector<std::int64_t>& tokens,
+                 DecodeStepBuffers& buffers, cudaStream_t stream) const;
+  void bind_step(const DecodeStepBuffers* buffers) { step_ = buffers; }
+  void advance(const std::vector<SequenceId>& sequences);
+
   void begin_forward(const models::ModelConfig& config, const models::PackedShape& shape) override;
   Tensor attend(std::int64_t layer, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& cu_seqlens,
                 double softmax_scale) override;
@@ -66,6 +91,8 @@ class PagedKvCache : public models::KvCache {
   std::map<SequenceId, Sequence> sequences_;
   std::vector<Tensor> prefix_keys_, prefix_values_;
   std::int64_t prefix_length_ = 0;
+
+  const DecodeStepBuffers* step_ = nullptr;
 
   // The forward in flight.
   std::vector<SequenceId> batch_;

@@ -24,11 +24,12 @@ std::int64_t processed_choice(std::vector<double> row, const SequenceState& s) {
 
 }  // namespace
 
-std::vector<std::int64_t> choose_next_tokens(const Tensor& logits, const std::vector<const SequenceState*>& rows) {
+std::vector<std::int64_t> choose_next_tokens(const Tensor& logits, const std::vector<const SequenceState*>& rows,
+                                             const Tensor& argmax) {
   bool any_argmax = false, any_processed = false;
   for (const SequenceState* s : rows) (plain_argmax(*s) ? any_argmax : any_processed) = true;
   std::vector<double> argmax_ids;
-  if (any_argmax) argmax_ids = ops::argmax_rows(logits).to_vector();
+  if (any_argmax) argmax_ids = (argmax.defined() ? argmax : ops::argmax_rows(logits)).to_vector();
   Tensor host;
   if (any_processed) host = logits.to(Device::cpu(), DType::kF64);
   std::vector<std::int64_t> chosen;

@@ -18,7 +18,9 @@ struct SequenceState {
   std::vector<std::int64_t> generated;  // new tokens so far
 };
 
-// logits [rows, vocab], row i belonging to rows[i].
-std::vector<std::int64_t> choose_next_tokens(const Tensor& logits, const std::vector<const SequenceState*>& rows);
+// logits [rows, vocab], row i belonging to rows[i]; `argmax` int64 [rows] when the caller
+// already has each row's argmax on the device (else it is computed when needed).
+std::vector<std::int64_t> choose_next_tokens(const Tensor& logits, const std::vector<const SequenceState*>& rows,
+                                             const Tensor& argmax = Tensor());
 
 }  // namespace zt::infer

@@ -3,6 +3,8 @@
 #include <cmath>
 
 #include "autograd/functions.h"
+#include "autograd/grad_mode.h"
+#include "runtime/error.h"
 
 namespace zt::models {
 namespace {
@@ -20,6 +22,15 @@ Variable project(const LayerParameters& p, const Variable& h, int slot, int bias
   Variable out = linear(h, w[slot], bias_slot >= 0 ? w[bias_slot] : Variable());
   if (p.lora == nullptr || !(*p.lora)[slot]) return out;
   return add(out, lora_delta(h, *(*p.lora)[slot], p.training));
+}
+
+// A row-parallel projection's partial output summed over the tensor-parallel ranks, before any
+// norm or residual reads it. The in-place sum is not differentiated: inference only.
+Variable summed_over_ranks(const LayerParameters& p, const Variable& partial) {
+  if (p.reduce_partial_sums == nullptr) return partial;
+  ZT_REQUIRE(!grad_enabled(), "a tensor-parallel shard runs without gradients (inference only)");
+  (*p.reduce_partial_sums)(partial.data());
+  return partial;
 }
 
 Qkv project_qkv(const ModelConfig& c, const LayerParameters& p, const Variable& h) {
@@ -72,8 +83,9 @@ Variable self_attention(const ModelConfig& c, std::int64_t layer, const LayerPar
     attended = attention(q, k, p.v, tokens.cu_seqlens, attention_config, Variable(), Variable(), tokens.attn_impl);
   }
   const std::int64_t count = h.data().size(0);
-  Variable out = project(parameters, parameters.record("self_attn.attn_out", reshape(attended, {count, c.q_size()})),
-                         kO, kOBias);
+  Variable out = summed_over_ranks(
+      parameters,
+      project(parameters, parameters.record("self_attn.attn_out", reshape(attended, {count, c.q_size()})), kO, kOBias));
   parameters.record("self_attn", out);
   return c.sandwich_norms ? parameters.record("post_self_attn_layernorm", norm(c, out, w[kPostSelfAttnNorm])) : out;
 }
@@ -83,7 +95,7 @@ Variable mlp(const ModelConfig& c, const LayerParameters& p, const Variable& h) 
   Variable activated = c.fused_gate_up ? swiglu_fused(project(p, h, kGateUp, kGateUpBias))
                                        : swiglu(project(p, h, kGate, -1), project(p, h, kUp, -1));
   p.record("mlp.act", activated);
-  Variable out = project(p, activated, kDown, kDownBias);
+  Variable out = summed_over_ranks(p, project(p, activated, kDown, kDownBias));
   p.record("mlp", out);
   return c.sandwich_norms ? p.record("post_mlp_layernorm", norm(c, out, w[kPostMlpNorm])) : out;
 }

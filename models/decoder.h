@@ -7,6 +7,7 @@
 #pragma once
 
 #include <array>
+#include <functional>
 
 #include "autograd/variable.h"
 #include "ops/attention_backend.h"
@@ -27,6 +28,10 @@ struct TokenLayout {
   ops::AttentionImpl attn_impl = ops::AttentionImpl::kZerotune;  // for uncached attention
 };
 
+// Tensor parallelism (models/tensor_parallel.h): a rank's attention output projection and MLP
+// down projection each compute one term of a sum over the ranks; this sums them, in place.
+using PartialSumReducer = std::function<void(const Tensor& partial)>;
+
 // The layer's weights and what an adapter adds to them (either pointer may be null).
 struct LayerParameters {
   const LayerWeights* weights = nullptr;
@@ -34,6 +39,7 @@ struct LayerParameters {
   const PrefixKv* prefix = nullptr;
   bool training = false;  // adapter dropout on: this forward will be differentiated
   LayerRecording record;  // the layer's activations, when a recorder is set
+  const PartialSumReducer* reduce_partial_sums = nullptr;  // null: the layer is whole on this device
 };
 
 // x [tokens, hidden] -> [tokens, hidden]. With a cache (no gradient), the cache computes the

@@ -81,9 +81,8 @@ ModuleRef CausalLM::lm_head_module() const {
   return {head_.impl() == embedding_.impl() ? ModuleKind::kEmbedding : ModuleKind::kLmHead};
 }
 
-TokenLayout CausalLM::token_layout(const Tensor& input_ids, const Tensor& positions, const Tensor& cu_seqlens,
+TokenLayout CausalLM::token_layout(const PackedShape& shape, const Tensor& positions, const Tensor& cu_seqlens,
                                    KvCache* cache) const {
-  PackedShape shape = check_packed_inputs(input_ids, positions, cu_seqlens);
   if (cache != nullptr)
     cache->begin_forward(*config_, shape);
   else
@@ -102,7 +101,8 @@ Variable CausalLM::run_layer(std::int64_t layer, const Variable& x, const TokenL
                              KvCache* cache) const {
   const auto index = static_cast<std::size_t>(layer);
   const LayerLora* lora = lora_.empty() ? nullptr : &lora_[index];
-  const LayerParameters parameters{&layers_[index], lora, prefix, autograd::grad_enabled(), {recorder_, layer}};
+  const PartialSumReducer* reducer = partial_sum_reducer_ ? &partial_sum_reducer_ : nullptr;
+  const LayerParameters parameters{&layers_[index], lora, prefix, autograd::grad_enabled(), {recorder_, layer}, reducer};
   const ModuleRef module{ModuleKind::kLayer, layer};
   const bool recompute = cache == nullptr && autograd::grad_enabled() &&
                          (options_.gradient_checkpointing || gatherer_ != nullptr);
@@ -142,9 +142,24 @@ Variable CausalLM::run_layer(std::int64_t layer, const Variable& x, const TokenL
 
 Variable CausalLM::forward_hidden(const Tensor& input_ids, const Tensor& positions, const Tensor& cu_seqlens,
                                   KvCache* cache) const {
+  return forward_packed(input_ids, positions, cu_seqlens, check_packed_inputs(input_ids, positions, cu_seqlens), cache);
+}
+
+Variable CausalLM::forward_hidden_on_device(const Tensor& input_ids, const Tensor& positions,
+                                            const Tensor& cu_seqlens, const PackedShape& shape, KvCache* cache) const {
+  for (const Tensor* t : {&input_ids, &positions, &cu_seqlens})
+    ZT_REQUIRE(t->device() == options_.device, "forward_hidden_on_device: inputs must already be on " +
+                                                   options_.device.str() + ", got one on " + t->device().str());
+  ZT_REQUIRE(input_ids.numel() == shape.tokens && cu_seqlens.numel() == shape.sequences + 1,
+             "forward_hidden_on_device: the inputs do not have the stated shape");
+  return forward_packed(input_ids, positions, cu_seqlens, shape, cache);
+}
+
+Variable CausalLM::forward_packed(const Tensor& input_ids, const Tensor& positions, const Tensor& cu_seqlens,
+                                  const PackedShape& shape, KvCache* cache) const {
   std::optional<autograd::NoGradGuard> no_grad;
   if (cache != nullptr) no_grad.emplace();
-  TokenLayout tokens = token_layout(input_ids, positions, cu_seqlens, cache);
+  TokenLayout tokens = token_layout(shape, positions, cu_seqlens, cache);
   Tensor ids = input_ids.to(options_.device);
   Variable x;
   {

@@ -72,6 +72,11 @@ class CausalLM {
   // it each point's output; it must outlive those forwards. nullptr (the default) records nothing.
   void set_activation_recorder(ActivationRecorder* recorder) { recorder_ = recorder; }
   ActivationRecorder* activation_recorder() const { return recorder_; }
+  // Tensor parallelism (models/tensor_parallel.h): on a shard, sums each layer's attention
+  // output and MLP output over the ranks (an all-reduce), before norms and residuals read
+  // them. Inference only. Empty (the default): the model is whole and nothing is summed.
+  void set_partial_sum_reducer(PartialSumReducer reducer) { partial_sum_reducer_ = std::move(reducer); }
+  const PartialSumReducer& partial_sum_reducer() const { return partial_sum_reducer_; }
   // Embedding, layers in order (with their LoRA), final norm, untied LM head.
   std::vector<ModuleParameters> modules() const;
   // What to gather around a use of lm_head_weight(): the embedding when tied.
@@ -103,6 +108,10 @@ class CausalLM {
   // sequences the cache holds, and their keys and values join it.
   Variable forward_hidden(const Tensor& input_ids, const Tensor& positions, const Tensor& cu_seqlens,
                           KvCache* cache = nullptr) const;
+  // The same for inputs already on the model's device whose packed shape the caller knows:
+  // nothing is read back to the host, so a CUDA graph can capture it (infer/decode_graph.h).
+  Variable forward_hidden_on_device(const Tensor& input_ids, const Tensor& positions, const Tensor& cu_seqlens,
+                                    const PackedShape& shape, KvCache* cache) const;
   Variable lm_head(const Variable& hidden) const;
   // The embedding table when tied. Under ZeRO-3, read it inside a GatheredModule of
   // lm_head_module().
@@ -113,8 +122,10 @@ class CausalLM {
   Variable loss(const Variable& logits, const Tensor& labels) const;
 
  private:
-  TokenLayout token_layout(const Tensor& input_ids, const Tensor& positions, const Tensor& cu_seqlens,
+  TokenLayout token_layout(const PackedShape& shape, const Tensor& positions, const Tensor& cu_seqlens,
                            KvCache* cache) const;
+  Variable forward_packed(const Tensor& input_ids, const Tensor& positions, const Tensor& cu_seqlens,
+                          const PackedShape& shape, KvCache* cache) const;
   Variable run_layer(std::int64_t layer, const Variable& x, const TokenLayout& tokens, const PrefixKv* prefix,
                      KvCache* cache) const;
 
@@ -124,6 +135,7 @@ class CausalLM {
   std::int64_t num_parameters_ = 0;
   ParameterGatherer* gatherer_ = nullptr;
   ActivationRecorder* recorder_ = nullptr;
+  PartialSumReducer partial_sum_reducer_;
   std::unordered_map<std::string, std::size_t> index_;
   Variable embedding_, final_norm_, head_;
   std::vector<LayerWeights> layers_;

@@ -3,6 +3,7 @@
 #include "cuda/accumulate.cuh"
 #include "ops/elementwise_host.h"
 #include "ops/op_checks.h"
+#include "runtime/current_stream.h"
 
 namespace zt::ops {
 
@@ -19,7 +20,7 @@ void accumulate_(const Tensor& dst, const Tensor& src_in, double factor) {
   const auto f = static_cast<float>(factor);
   if (dst.device().is_cuda()) {
     check_cuda_float(op, {"src", &src});
-    cuda::accumulate_float32(dst.data<float>(), src.data_ptr(), src.dtype(), n, f, nullptr);
+    cuda::accumulate_float32(dst.data<float>(), src.data_ptr(), src.dtype(), n, f, current_stream());
     return;
   }
   float* out = dst.data<float>();

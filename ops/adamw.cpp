@@ -8,6 +8,7 @@
 #include "ops/op_checks.h"
 #include "runtime/check.h"
 #include "runtime/error.h"
+#include "runtime/current_stream.h"
 
 namespace zt::ops {
 namespace {
@@ -133,7 +134,7 @@ Tensor step_cuda(const std::vector<AdamWParam>& params, const std::vector<Tensor
     tensors.push_back(t);
   }
   Tensor found = Tensor::empty({}, DType::kBool, params[0].master.device());
-  cuda::adamw_step_multi(tensors.data(), tensors.size(), adamw_scalars(config), found.data<bool>(), nullptr);
+  cuda::adamw_step_multi(tensors.data(), tensors.size(), adamw_scalars(config), found.data<bool>(), current_stream());
   return found;
 }
 

@@ -5,6 +5,7 @@
 #include "ops/attention_cpu.h"
 #include "ops/attention_layout.h"
 #include "runtime/device.h"
+#include "runtime/current_stream.h"
 
 namespace zt::ops {
 namespace {
@@ -54,9 +55,9 @@ AttentionOutput forward_cuda(const AttentionLayout& layout, const Tensor& q, con
   const cuda::AttentionInputs pointers = inputs.pointers();
   if (cuda::flash_attention_supported(dims, q.dtype(), {pointers.q, pointers.k, pointers.v, pointers.prefix_k,
                                                         pointers.prefix_v, result.out.data_ptr()}))
-    cuda::flash_attention_forward(dims, pointers, q.dtype(), result.out.data_ptr(), result.lse.data<float>(), nullptr);
+    cuda::flash_attention_forward(dims, pointers, q.dtype(), result.out.data_ptr(), result.lse.data<float>(), current_stream());
   else
-    cuda::attention_forward(dims, pointers, q.dtype(), result.out.data_ptr(), result.lse.data<float>(), nullptr);
+    cuda::attention_forward(dims, pointers, q.dtype(), result.out.data_ptr(), result.lse.data<float>(), current_stream());
   return result;
 }
 
@@ -82,7 +83,7 @@ AttentionGrads backward_cuda(const AttentionLayout& layout, const Tensor& grad_o
   if (!cuda::flash_attention_supported(dims, q.dtype(), {pointers.q, pointers.k, pointers.v, pointers.prefix_k,
                                                          pointers.prefix_v, saved_out.data_ptr(), dout.data_ptr()})) {
     cuda::attention_backward(dims, pointers, q.dtype(), saved_out.data_ptr(), dout.data_ptr(), saved_lse.data<float>(),
-                             delta.data<float>(), outputs, nullptr);
+                             delta.data<float>(), outputs, current_stream());
     return grads;
   }
   // The atomic dQ path sums into fp32 [total_tokens, num_heads, head_dim] before rounding.
@@ -90,7 +91,7 @@ AttentionGrads backward_cuda(const AttentionLayout& layout, const Tensor& grad_o
   cuda::FlashBackwardScratch scratch{delta.data<float>(),
                                      config.deterministic ? nullptr : dq_accum.data<float>()};
   cuda::flash_attention_backward(dims, pointers, q.dtype(), saved_out.data_ptr(), dout.data_ptr(),
-                                 saved_lse.data<float>(), scratch, outputs, config.deterministic, nullptr);
+                                 saved_lse.data<float>(), scratch, outputs, config.deterministic, current_stream());
   return grads;
 }
 

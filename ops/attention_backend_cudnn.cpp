@@ -9,6 +9,7 @@
 #include "ops/attention_layout.h"
 #include "runtime/device.h"
 #include "runtime/error.h"
+#include "runtime/current_stream.h"
 
 namespace zt::ops::detail {
 namespace {
@@ -119,7 +120,7 @@ AttentionOutput cudnn_attention_forward(const Tensor& q, const Tensor& k, const 
   args.stats = stats.data<float>();
   args.softmax_scale = static_cast<float>(config.softmax_scale);
   args.ragged = ragged.pointers();
-  cuda::cudnn_attention_forward(s, args, nullptr);
+  cuda::cudnn_attention_forward(s, args, current_stream());
   if (!s.ragged) result.lse.view({s.batch, s.max_seqlen, s.num_heads}).copy_from(stats.permute({0, 2, 1}));
   return result;
 }
@@ -154,7 +155,7 @@ AttentionGrads cudnn_attention_backward(const Tensor& grad_out, const Tensor& q,
   args.grad_v = grads.grad_v.data_ptr();
   args.softmax_scale = static_cast<float>(config.softmax_scale);
   args.ragged = ragged.pointers();
-  cuda::cudnn_attention_backward(s, args, nullptr);
+  cuda::cudnn_attention_backward(s, args, current_stream());
   return grads;
 }
 

@@ -8,6 +8,7 @@
 #include "cuda/index_bounds.cuh"
 #include "ops/op_checks.h"
 #include "runtime/error.h"
+#include "runtime/current_stream.h"
 
 namespace zt::ops {
 namespace {
@@ -32,7 +33,7 @@ void check_labels(const char* op, const Tensor& labels, std::int64_t vocab, std:
   if (labels.device().is_cuda()) {
     DeviceGuard guard(labels.device().index);
     bad = cuda::first_index_out_of_range(labels.data_ptr(), labels.dtype(), labels.numel(), vocab, true, ignore_index,
-                                         nullptr);
+                                         current_stream());
   } else {
     std::vector<double> values = labels.to_vector();
     for (std::size_t t = 0; t < values.size() && bad < 0; ++t) {
@@ -104,7 +105,7 @@ CrossEntropyOutput cross_entropy_forward(const Tensor& logits, const Tensor& lab
                          Tensor::empty({}, DType::kI64, x.device())};
   DeviceGuard guard(x.device().index);
   cuda::cross_entropy_forward(problem(x, y, options), out.logsumexp.data<float>(), out.loss.data<float>(),
-                              out.valid_count.data<std::int64_t>(), nullptr);
+                              out.valid_count.data<std::int64_t>(), current_stream());
   return out;
 }
 
@@ -134,7 +135,7 @@ Tensor cross_entropy_backward(const Tensor& grad_loss, const Tensor& logits, con
   Tensor scale = grad_loss.contiguous();
   DeviceGuard guard(x.device().index);
   cuda::cross_entropy_backward(problem(x, y, options), scale.data<float>(), lse.data<float>(),
-                               valid_count.data<std::int64_t>(), grad.data_ptr(), nullptr);
+                               valid_count.data<std::int64_t>(), grad.data_ptr(), current_stream());
   return grad;
 }
 

@@ -12,6 +12,7 @@
 #include "ops/op_checks.h"
 #include "runtime/device.h"
 #include "runtime/error.h"
+#include "runtime/current_stream.h"
 
 namespace zt::ops {
 namespace {
@@ -220,7 +221,7 @@ Tensor forward_cuda(const DecodeLayout& layout, const Tensor& q_in, const Tensor
   }
   cuda::DecodeAttentionInputs inputs{q.data_ptr(), key_pool.data_ptr(), value_pool.data_ptr(),
                                      table.data<std::int32_t>(), lens.data<std::int32_t>()};
-  cuda::decode_attention(dims, inputs, q.dtype(), out.data_ptr(), splits, workspace, nullptr);
+  cuda::decode_attention(dims, inputs, q.dtype(), out.data_ptr(), splits, workspace, current_stream());
   return out;
 }
 

@@ -7,6 +7,7 @@
 #include "ops/op_checks.h"
 #include "runtime/error.h"
 #include "runtime/philox.h"
+#include "runtime/current_stream.h"
 
 namespace zt::ops {
 namespace {
@@ -31,7 +32,7 @@ Tensor apply(const char* op, const char* name, const Tensor& x_in, const Dropout
   double scale = config.p < 1.0 ? 1.0 / (1.0 - config.p) : 0.0;
   if (x.device().is_cuda()) {
     cuda::dropout_apply(x.data_ptr(), out.data_ptr(), x.dtype(), x.numel(), p, static_cast<float>(scale), config.seed,
-                        config.offset, nullptr);
+                        config.offset, current_stream());
     return out;
   }
   host::dispatch_float(x.dtype(), op, [&]<typename T>() {

@@ -8,6 +8,7 @@
 #include "ops/op_checks.h"
 #include "ops/reduce.h"
 #include "runtime/error.h"
+#include "runtime/current_stream.h"
 
 namespace zt::ops {
 namespace {
@@ -46,7 +47,7 @@ Tensor binary(const char* op, cuda::BinaryOp kind, const Tensor& a_in, const Ten
   std::int64_t n = a.numel(), b_numel = b.numel();
   if (n == 0) return out;
   if (a.device().is_cuda()) {
-    cuda::binary_elementwise(kind, a.data_ptr(), b.data_ptr(), out.data_ptr(), a.dtype(), n, b_numel, nullptr);
+    cuda::binary_elementwise(kind, a.data_ptr(), b.data_ptr(), out.data_ptr(), a.dtype(), n, b_numel, current_stream());
     return out;
   }
   host::dispatch_float(a.dtype(), op, [&]<typename T>() {
@@ -86,7 +87,7 @@ Tensor scale_forward(const Tensor& x_in, double factor) {
   Tensor x = x_in.contiguous();
   Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
   if (x.device().is_cuda()) {
-    cuda::scale_elementwise(x.data_ptr(), out.data_ptr(), x.dtype(), x.numel(), static_cast<float>(factor), nullptr);
+    cuda::scale_elementwise(x.data_ptr(), out.data_ptr(), x.dtype(), x.numel(), static_cast<float>(factor), current_stream());
     return out;
   }
   host::dispatch_float(x.dtype(), op, [&]<typename T>() {

@@ -7,6 +7,7 @@
 #include "ops/op_checks.h"
 #include "runtime/error.h"
 #include "tensor/dispatch.h"
+#include "runtime/current_stream.h"
 
 namespace zt::ops {
 namespace {
@@ -36,9 +37,12 @@ void check_ids(const char* op, const Tensor& ids) {
 // Throws when an id lies outside [0, vocab). `ids` is contiguous.
 void check_ids_in_range(const char* op, const Tensor& ids, std::int64_t vocab) {
   std::int64_t bad = -1;
+  // Inside a CUDA graph capture nothing can be read back; the ids there are the model's own
+  // choices, already within the vocabulary.
+  if (ids.device().is_cuda() && stream_is_capturing(current_stream())) return;
   if (ids.device().is_cuda()) {
     DeviceGuard guard(ids.device().index);
-    bad = cuda::first_index_out_of_range(ids.data_ptr(), ids.dtype(), ids.numel(), vocab, false, 0, nullptr);
+    bad = cuda::first_index_out_of_range(ids.data_ptr(), ids.dtype(), ids.numel(), vocab, false, 0, current_stream());
   } else {
     dispatch_index(ids.dtype(), [&]<typename Id>() {
       const Id* data = ids.data<Id>();
@@ -105,7 +109,7 @@ Tensor embedding_forward(const Tensor& weight, const Tensor& ids) {
   if (device.is_cuda()) {
     DeviceGuard guard(device.index);
     cuda::embedding_forward(table.data_ptr(), index.data_ptr(), index.dtype(), out.data_ptr(), table.dtype(),
-                            index.numel(), table.size(1), nullptr);
+                            index.numel(), table.size(1), current_stream());
     return out;
   }
   dispatch_dtype(table.dtype(), [&]<typename T>() {
@@ -132,12 +136,12 @@ Tensor embedding_backward(const Tensor& grad_out, const Tensor& ids, std::int64_
   if (deterministic) {
     Tensor dweight = Tensor::empty({vocab_size, hidden}, grad.dtype(), device);
     cuda::embedding_backward_deterministic(grad.data_ptr(), grad.dtype(), index.data_ptr(), index.dtype(),
-                                           dweight.data_ptr(), index.numel(), vocab_size, hidden, nullptr);
+                                           dweight.data_ptr(), index.numel(), vocab_size, hidden, current_stream());
     return dweight;
   }
   Tensor sums = Tensor::zeros({vocab_size, hidden}, DType::kF32, device);
   cuda::embedding_backward_atomic(grad.data_ptr(), grad.dtype(), index.data_ptr(), index.dtype(), sums.data<float>(),
-                                  index.numel(), hidden, nullptr);
+                                  index.numel(), hidden, current_stream());
   return sums.to(grad.dtype());
 }
 

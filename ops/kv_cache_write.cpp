@@ -8,6 +8,7 @@
 #include "ops/op_checks.h"
 #include "runtime/device.h"
 #include "runtime/error.h"
+#include "runtime/current_stream.h"
 
 namespace zt::ops {
 namespace {
@@ -81,7 +82,7 @@ void write_cuda(Tensor& key_pool, Tensor& value_pool, const Tensor& k, const Ten
   dims.v_token_stride = v.stride(0);
   dims.v_head_stride = v.stride(1);
   cuda::write_kv_slots(dims, k.data_ptr(), v.data_ptr(), slots.data<std::int64_t>(), key_pool.data_ptr(),
-                       value_pool.data_ptr(), dtype_size(k.dtype()), nullptr);
+                       value_pool.data_ptr(), dtype_size(k.dtype()), current_stream());
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include "ops/elementwise_host.h"
 #include "ops/op_checks.h"
 #include "runtime/error.h"
+#include "runtime/current_stream.h"
 
 namespace zt::ops {
 namespace {
@@ -34,7 +35,7 @@ Tensor l2_norm_cuda(const std::vector<Tensor>& tensors) {
     args.push_back({packed.back().data_ptr(), t.dtype(), t.numel()});
   }
   Tensor out = Tensor::empty({}, DType::kF32, tensors[0].device());
-  cuda::l2_norm_multi(args.data(), args.size(), out.data<float>(), nullptr);
+  cuda::l2_norm_multi(args.data(), args.size(), out.data<float>(), current_stream());
   return out;
 }
 

@@ -12,6 +12,7 @@
 #include "ops/op_checks.h"
 #include "runtime/device.h"
 #include "runtime/error.h"
+#include "runtime/current_stream.h"
 
 namespace zt::ops {
 namespace {
@@ -48,7 +49,7 @@ void check_labels(const Tensor& labels, std::int64_t vocab, std::int64_t ignore_
   if (labels.device().is_cuda()) {
     DeviceGuard guard(labels.device().index);
     bad = cuda::first_index_out_of_range(labels.data_ptr(), labels.dtype(), labels.numel(), vocab, true, ignore_index,
-                                         nullptr);
+                                         current_stream());
   } else {
     std::vector<double> values = labels.to_vector();
     for (std::size_t t = 0; t < values.size() && bad < 0; ++t) {
@@ -132,7 +133,7 @@ LinearCrossEntropyOutput cuda_forward(const Tensor& hidden, const Tensor& weight
   cuda::LinearCrossEntropyResult r{out.loss.data<float>(), out.valid_count.data<std::int64_t>(),
                                    needed.hidden ? out.grad_hidden.data_ptr() : nullptr,
                                    needed.weight ? out.grad_weight.data<float>() : nullptr};
-  cuda::linear_cross_entropy(p, r, nullptr);
+  cuda::linear_cross_entropy(p, r, current_stream());
   return out;
 }
 
@@ -148,7 +149,7 @@ Tensor scaled(const Tensor& grad, const Tensor& grad_loss, double grad_scale, DT
   DeviceGuard guard(grad.device().index);
   Tensor out = Tensor::empty(grad.shape(), dtype, grad.device());
   cuda::scale_gradient(grad.data_ptr(), grad.dtype(), out.data_ptr(), dtype, grad.numel(), grad_loss.data<float>(),
-                       static_cast<float>(1.0 / grad_scale), nullptr);
+                       static_cast<float>(1.0 / grad_scale), current_stream());
   return out;
 }
 

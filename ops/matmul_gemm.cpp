@@ -2,6 +2,7 @@
 
 #include "cuda/cublaslt_gemm.h"
 #include "runtime/device.h"
+#include "runtime/current_stream.h"
 
 namespace zt::ops::detail {
 namespace {
@@ -95,7 +96,7 @@ Tensor cuda_gemm(const Tensor& a, bool transpose_a, const Tensor& b, bool transp
   cuda::GemmResult result{out.data_ptr(), s.m, s.n, s.n, s.batch > 1 ? s.m * s.n : 0};
   Tensor packed_bias = bias.defined() ? bias.contiguous() : Tensor();
   cuda::gemm(a.dtype(), lhs, rhs, result, s.batch, packed_bias.defined() ? packed_bias.data_ptr() : nullptr,
-             nullptr);
+             current_stream());
   return out;
 }
 

@@ -11,6 +11,7 @@
 #include "ops/op_checks.h"
 #include "runtime/device.h"
 #include "runtime/error.h"
+#include "runtime/current_stream.h"
 
 namespace zt::ops {
 namespace {
@@ -67,8 +68,8 @@ Tensor reduce(const char* op, const Tensor& x_in, const Split& s, const Shape& o
   Tensor out = Tensor::empty(out_shape, x.dtype(), x.device());
   if (x.device().is_cuda()) {
     auto factor = static_cast<float>(multiplier);
-    if (whole_tensor) cuda::sum_all(x.data_ptr(), out.data_ptr(), x.dtype(), x.numel(), factor, nullptr);
-    else cuda::sum_dim(x.data_ptr(), out.data_ptr(), x.dtype(), s.outer, s.extent, s.inner, factor, nullptr);
+    if (whole_tensor) cuda::sum_all(x.data_ptr(), out.data_ptr(), x.dtype(), x.numel(), factor, current_stream());
+    else cuda::sum_dim(x.data_ptr(), out.data_ptr(), x.dtype(), s.outer, s.extent, s.inner, factor, current_stream());
     return out;
   }
   host::dispatch_float(x.dtype(), op, [&]<typename T>() { sum_cpu<T>(x.data<T>(), out.data<T>(), s, multiplier); });
@@ -189,7 +190,7 @@ Tensor argmax_rows(const Tensor& x_in) {
   const std::int64_t row_stride = rows == 1 ? cols : x.stride(0);
   if (x.device().is_cuda()) {
     DeviceGuard guard(x.device().index);
-    cuda::argmax_rows(x.data_ptr(), out.data<std::int64_t>(), x.dtype(), rows, cols, row_stride, nullptr);
+    cuda::argmax_rows(x.data_ptr(), out.data<std::int64_t>(), x.dtype(), rows, cols, row_stride, current_stream());
     return out;
   }
   host::dispatch_float(x.dtype(), op, [&]<typename T>() {

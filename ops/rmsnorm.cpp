@@ -8,6 +8,7 @@
 #include "ops/elementwise_host.h"
 #include "ops/op_checks.h"
 #include "runtime/error.h"
+#include "runtime/current_stream.h"
 
 namespace zt::ops {
 namespace {
@@ -100,7 +101,7 @@ ForwardResult forward(const char* op, const Tensor& x_in, const Tensor& residual
     args.y = out.y.data_ptr();
     args.sum = out.sum.defined() ? out.sum.data_ptr() : nullptr;
     args.rstd = out.rstd.data<float>();
-    cuda::rmsnorm_forward(args, x.dtype(), rows, hidden, eps, style == RmsNormStyle::kQwen, nullptr);
+    cuda::rmsnorm_forward(args, x.dtype(), rows, hidden, eps, style == RmsNormStyle::kQwen, current_stream());
     return out;
   }
   host::dispatch_float(x.dtype(), op, [&]<typename T>() {
@@ -150,7 +151,7 @@ RmsNormGrads backward(const char* op, const Tensor& grad_y_in, const Tensor& gra
     args.rstd = rstd.data<float>();
     args.grad_x = grads.grad_x.data_ptr();
     args.grad_weight = grads.grad_weight.data_ptr();
-    cuda::rmsnorm_backward(args, x.dtype(), rows, hidden, style == RmsNormStyle::kQwen, nullptr);
+    cuda::rmsnorm_backward(args, x.dtype(), rows, hidden, style == RmsNormStyle::kQwen, current_stream());
     return grads;
   }
   host::dispatch_float(x.dtype(), op, [&]<typename T>() {

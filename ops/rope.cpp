@@ -8,6 +8,7 @@
 #include "ops/elementwise_host.h"
 #include "ops/op_checks.h"
 #include "runtime/error.h"
+#include "runtime/current_stream.h"
 
 namespace zt::ops {
 namespace {
@@ -84,7 +85,7 @@ void rotate_operands(const char* op, const cuda::RopeOperand& q, const cuda::Rop
                      const Tensor& positions, const cuda::RopeShape& shape, const RopeConfig& config, bool inverse) {
   if (x.device().is_cuda()) {
     cuda::rope_rotate(q, k, x.dtype(), positions.data_ptr(), positions.dtype(), shape,
-                      gpu_frequencies(shape, config.base), inverse, nullptr);
+                      gpu_frequencies(shape, config.base), inverse, current_stream());
     return;
   }
   std::vector<double> position_values = positions.to_vector();

@@ -7,6 +7,7 @@
 #include "cuda/softmax.cuh"
 #include "ops/op_checks.h"
 #include "runtime/error.h"
+#include "runtime/current_stream.h"
 
 namespace zt::ops {
 namespace {
@@ -58,7 +59,7 @@ Tensor softmax_forward(const Tensor& x) {
   Tensor y = Tensor::empty(x.shape(), x.dtype(), device);
   std::int64_t cols = x.size(-1), rows = cols == 0 ? 0 : x.numel() / cols;
   DeviceGuard guard(device.index);
-  cuda::softmax_forward(in.data_ptr(), y.data_ptr(), x.dtype(), rows, cols, nullptr);
+  cuda::softmax_forward(in.data_ptr(), y.data_ptr(), x.dtype(), rows, cols, current_stream());
   return y;
 }
 
@@ -73,7 +74,7 @@ Tensor softmax_backward(const Tensor& grad_y, const Tensor& y) {
   Tensor dx = Tensor::empty(y.shape(), y.dtype(), device);
   std::int64_t cols = y.size(-1), rows = cols == 0 ? 0 : y.numel() / cols;
   DeviceGuard guard(device.index);
-  cuda::softmax_backward(dy.data_ptr(), out.data_ptr(), dx.data_ptr(), y.dtype(), rows, cols, nullptr);
+  cuda::softmax_backward(dy.data_ptr(), out.data_ptr(), dx.data_ptr(), y.dtype(), rows, cols, current_stream());
   return dx;
 }
 

@@ -7,6 +7,7 @@
 #include "ops/elementwise_host.h"
 #include "ops/op_checks.h"
 #include "runtime/error.h"
+#include "runtime/current_stream.h"
 
 namespace zt::ops {
 namespace {
@@ -61,7 +62,7 @@ Tensor forward(const char* op, const Tensor& source, const void* gate, const voi
   Tensor out = Tensor::empty(out_shape, source.dtype(), source.device());
   cuda::SwigluLayout layout = layout_of(out_shape, in_row_stride);
   if (source.device().is_cuda()) {
-    cuda::swiglu_forward(gate, up, out.data_ptr(), source.dtype(), layout, nullptr);
+    cuda::swiglu_forward(gate, up, out.data_ptr(), source.dtype(), layout, current_stream());
     return out;
   }
   host::dispatch_float(source.dtype(), op, [&]<typename T>() {
@@ -74,7 +75,7 @@ void backward(const char* op, const Tensor& grad_out, const void* gate, const vo
               void* grad_up, std::int64_t in_row_stride) {
   cuda::SwigluLayout layout = layout_of(grad_out.shape(), in_row_stride);
   if (grad_out.device().is_cuda()) {
-    cuda::swiglu_backward(grad_out.data_ptr(), gate, up, grad_gate, grad_up, grad_out.dtype(), layout, nullptr);
+    cuda::swiglu_backward(grad_out.data_ptr(), gate, up, grad_gate, grad_up, grad_out.dtype(), layout, current_stream());
     return;
   }
   host::dispatch_float(grad_out.dtype(), op, [&]<typename T>() {

@@ -7,6 +7,7 @@
 #include "ops/elementwise_host.h"
 #include "ops/op_checks.h"
 #include "runtime/error.h"
+#include "runtime/current_stream.h"
 
 namespace zt::ops {
 namespace {
@@ -25,7 +26,7 @@ Tensor tanh_forward(const Tensor& x_in) {
   Tensor x = x_in.contiguous();
   Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
   if (x.device().is_cuda()) {
-    cuda::tanh_forward(x.data_ptr(), out.data_ptr(), x.dtype(), x.numel(), nullptr);
+    cuda::tanh_forward(x.data_ptr(), out.data_ptr(), x.dtype(), x.numel(), current_stream());
     return out;
   }
   host::dispatch_float(x.dtype(), op, [&]<typename T>() {
@@ -46,7 +47,7 @@ Tensor tanh_backward(const Tensor& grad_in, const Tensor& out_in) {
   Tensor grad = grad_in.contiguous(), out = out_in.contiguous();
   Tensor result = Tensor::empty(out.shape(), out.dtype(), out.device());
   if (out.device().is_cuda()) {
-    cuda::tanh_backward(grad.data_ptr(), out.data_ptr(), result.data_ptr(), out.dtype(), out.numel(), nullptr);
+    cuda::tanh_backward(grad.data_ptr(), out.data_ptr(), result.data_ptr(), out.dtype(), out.numel(), current_stream());
     return result;
   }
   host::dispatch_float(out.dtype(), op, [&]<typename T>() {

@@ -8,6 +8,7 @@
 #include "tensor/device_kernels.h"
 #include "tensor/dispatch.h"
 #include "tensor/tensor.h"
+#include "runtime/current_stream.h"
 
 namespace zt {
 namespace {
@@ -114,9 +115,13 @@ void Tensor::copy_from_async(const Tensor& src, cudaStream_t stream) {
   if (copy_across_devices(*this, src, stream)) ZT_CUDA_CHECK(cudaStreamSynchronize(stream));
 }
 
+// A copy within one device is ordered on the stream like any kernel and needs no wait (and
+// must not wait while the stream is captured into a CUDA graph); a copy to or from the host
+// is complete when this returns.
 void Tensor::copy_from(const Tensor& src) {
-  copy_from_async(src, nullptr);
-  if (!device().is_cpu() || !src.device().is_cpu()) ZT_CUDA_CHECK(cudaStreamSynchronize(nullptr));
+  copy_from_async(src, current_stream());
+  if (device() == src.device()) return;
+  ZT_CUDA_CHECK(cudaStreamSynchronize(current_stream()));
 }
 
 Tensor Tensor::contiguous() const {

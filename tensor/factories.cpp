@@ -5,6 +5,7 @@
 #include "tensor/device_kernels.h"
 #include "tensor/dispatch.h"
 #include "tensor/tensor.h"
+#include "runtime/current_stream.h"
 
 namespace zt {
 namespace {
@@ -15,7 +16,7 @@ Tensor random_tensor(const Shape& shape, std::uint64_t seed, std::uint64_t offse
   Tensor out = Tensor::empty(shape, dtype, device);
   std::int64_t n = out.numel();
   if (device.is_cuda()) {
-    kernels::philox_fill(out.data_ptr(), dtype, n, seed, offset, distribution, scale, shift, nullptr);
+    kernels::philox_fill(out.data_ptr(), dtype, n, seed, offset, distribution, scale, shift, current_stream());
     return out;
   }
   bool normal = distribution == kernels::Distribution::kNormal;
@@ -50,7 +51,7 @@ Tensor Tensor::arange(double start, double end, double step, DType dtype, Device
   std::int64_t n = count > 0 ? static_cast<std::int64_t>(count) : 0;
   Tensor out = empty({n}, dtype, device);
   if (device.is_cuda()) {
-    kernels::arange(out.data_ptr(), dtype, start, step, n, nullptr);
+    kernels::arange(out.data_ptr(), dtype, start, step, n, current_stream());
     return out;
   }
   dispatch_dtype(dtype, [&]<typename T>() {

@@ -5,6 +5,7 @@
 
 #include "runtime/pinned_allocator.h"
 #include "runtime/error.h"
+#include "runtime/current_stream.h"
 
 namespace zt {
 
@@ -39,7 +40,9 @@ Tensor Tensor::make_view(Shape shape, Shape strides, std::int64_t offset) const 
   return Tensor(storage_, std::move(shape), std::move(strides), offset, dtype_);
 }
 
-Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) { return empty(shape, dtype, device, nullptr); }
+Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
+  return empty(shape, dtype, device, current_stream());
+}
 
 Tensor Tensor::empty(const Shape& shape, DType dtype, Device device, cudaStream_t stream) {
   for (std::int64_t extent : shape)

@@ -1,0 +1,57 @@
+// Decode steps replayed as CUDA graphs. A step of a small batch launches a few hundred short
+// kernels, and launching them costs more than running them; captured once per batch-size
+// bucket (1, 2, 4, 8, 16, 32, ...; a batch runs in the smallest bucket that holds it, the
+// spare rows padding) and replayed, the step is one launch. Everything a replay reads comes
+// from fixed buffers (infer/paged_kv_cache.h's DecodeStepBuffers) refilled before it.
+//
+// The first step of a bucket runs eagerly on the graph's stream (which also warms the
+// allocator's blocks for that stream) and is then captured; a bucket whose capture fails
+// logs why and keeps running eagerly, so graphs only ever change the speed.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "infer/paged_kv_cache.h"
+#include "models/model.h"
+#include "runtime/cuda_graph.h"
+#include "runtime/stream.h"
+
+namespace zt::infer {
+
+class DecodeGraphs {
+ public:
+  // Buckets up to max_batch rows; block tables max_blocks wide.
+  DecodeGraphs(const models::CausalLM& model, PagedKvCache& cache, std::int64_t max_batch, std::int64_t max_blocks);
+  ~DecodeGraphs();
+
+  struct Step {
+    Tensor logits;  // [sequences, vocab] on the device
+    Tensor argmax;  // int64 [sequences]: each row's first largest logit
+  };
+  // One decode step: tokens[i] continues sequences[i]. The cache counts it.
+  Step run(const std::vector<SequenceId>& sequences, const std::vector<std::int64_t>& tokens);
+
+ private:
+  struct Bucket {
+    Bucket(std::int64_t rows, std::int64_t max_blocks, Device device) : buffers(rows, max_blocks, device) {}
+    DecodeStepBuffers buffers;
+    Tensor logits, argmax;
+    std::unique_ptr<CudaGraph> graph;
+    bool eager_only = false;
+  };
+  Bucket& bucket_for(std::int64_t sequences);
+  void forward(Bucket& bucket);
+  void capture(Bucket& bucket);
+
+  const models::CausalLM& model_;
+  PagedKvCache& cache_;
+  std::int64_t max_batch_;
+  std::int64_t max_blocks_;
+  cudaStream_t stream_ = nullptr;  // blocking: ordered after the legacy stream's work
+  std::map<std::int64_t, std::unique_ptr<Bucket>> buckets_;
+};
+
+}  // namespace zt::infer
