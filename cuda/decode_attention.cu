@@ -52,7 +52,7 @@ constexpr int kGroupRows = 16;  // query heads one block serves: one mma row sla
 constexpr int kMaxHeadDim = 256;
 constexpr int kMinSplitTokens = 128;
 constexpr int kMaxAutoSplits = 128;
-constexpr int kBlocksPerMultiprocessor = 4;
+constexpr int kResidentBlocks = 3;  // blocks of the tensor-core kernel at head_dim 128 one SM holds
 constexpr int kSplitAlign = 16;  // split boundaries fall on tensor-core tile boundaries
 constexpr unsigned kMaxGridYZ = 65535;
 constexpr float kLog2e = 1.4426950408889634f;
@@ -517,8 +517,9 @@ void launch_fast(const DecodeAttentionDims& dims, const DecodeAttentionInputs& i
 int decode_attention_num_splits(const DecodeAttentionDims& dims, int multiprocessors) {
   const std::int64_t blocks = static_cast<std::int64_t>(dims.batch) * dims.num_kv_heads * head_groups_of(dims);
   if (blocks <= 0 || dims.capacity() <= 0) return 1;
-  const std::int64_t target = static_cast<std::int64_t>(kBlocksPerMultiprocessor) * std::max(multiprocessors, 1);
-  const std::int64_t wanted = (target + blocks - 1) / blocks;
+  // As many splits as keep every block in one wave: more would queue a second, partial wave.
+  const std::int64_t resident = static_cast<std::int64_t>(kResidentBlocks) * std::max(multiprocessors, 1);
+  const std::int64_t wanted = resident / blocks;
   const std::int64_t by_length = std::max<std::int64_t>(1, dims.capacity() / kMinSplitTokens);
   return static_cast<int>(std::max<std::int64_t>(1, std::min({wanted, by_length, std::int64_t{kMaxAutoSplits}})));
 }

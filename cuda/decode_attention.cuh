@@ -55,11 +55,11 @@ struct DecodeAttentionInputs {
 // The largest num_splits decode_attention takes.
 inline constexpr int kDecodeAttentionMaxSplits = 4096;
 
-// The split count decode_attention uses when the caller names none: enough blocks
-// (batch × kv_heads × head groups of 16 × splits) to give every multiprocessor about four,
-// but no split shorter than 128 tokens of the capacity and at most 128 splits; 1 when batch
-// alone fills the device. It depends only on dims and the SM count, so it stays fixed while
-// the lengths change.
+// The split count decode_attention uses when the caller names none: as many as keep all
+// blocks (batch × kv_heads × head groups of 16 × splits) in one wave of three per
+// multiprocessor, but no split shorter than 128 tokens of the capacity and at most 128
+// splits; 1 when the batch alone fills a wave. It depends only on dims and the SM count, so
+// it stays fixed while the lengths change.
 int decode_attention_num_splits(const DecodeAttentionDims& dims, int multiprocessors);
 // The same for the current device.
 int decode_attention_num_splits(const DecodeAttentionDims& dims);

@@ -143,32 +143,32 @@ TEST(DecodeAttention, SplitHelpersOnTheCpu) {
 }
 
 TEST(DecodeAttention, GpuSplitCountDependsOnSizesOnly) {
-  // The host-side choice of the CUDA path, for an H200's 132 multiprocessors: about four
-  // blocks per multiprocessor, no split under 128 tokens of capacity, at most 128 splits.
+  // The host-side choice of the CUDA path for an H200's 132 multiprocessors: every block in
+  // one wave of 3 per multiprocessor (396), no split under 128 tokens of capacity, at most 128.
   cuda::DecodeAttentionDims dims;
   dims.num_heads = 28;
   dims.num_kv_heads = 4;
   dims.head_dim = 128;
   dims.block_size = 16;
-  auto splits = [&](int batch, int max_blocks) {
+  auto splits = [&](int batch, int max_blocks, int multiprocessors = 132) {
     dims.batch = batch;
     dims.max_blocks_per_seq = max_blocks;
-    return cuda::decode_attention_num_splits(dims, 132);
+    return cuda::decode_attention_num_splits(dims, multiprocessors);
   };
-  EXPECT_EQ(splits(1, 512), 64);     // capacity 8192: 64 splits of 128 tokens
-  EXPECT_EQ(splits(32, 512), 5);     // 128 blocks without splitting: 5 per (sequence, kv head)
-  EXPECT_EQ(splits(64, 512), 3);
-  EXPECT_EQ(splits(1, 16), 2);       // capacity 256
-  EXPECT_EQ(splits(1, 7), 1);        // capacity 112: one split
-  EXPECT_EQ(splits(1, 65536), 128);  // the cap
-  EXPECT_EQ(splits(200, 512), 1);    // the batch alone fills the device
-  dims.num_heads = 40;               // groups of 20 heads: two blocks per kv head
+  EXPECT_EQ(splits(1, 512), 64);          // capacity 8192: 64 splits of 128 tokens (99 would fit)
+  EXPECT_EQ(splits(32, 512), 3);          // 128 blocks without splitting: 384 with 3
+  EXPECT_EQ(splits(64, 512), 1);          // 256 blocks: a second split would start a second wave
+  EXPECT_EQ(splits(1, 16), 2);            // capacity 256
+  EXPECT_EQ(splits(1, 7), 1);             // capacity 112: one split
+  EXPECT_EQ(splits(1, 65536, 200), 128);  // the cap
+  EXPECT_EQ(splits(200, 512), 1);         // the batch alone fills the device
+  dims.num_heads = 40;                    // groups of 20 heads: two blocks per kv head
   dims.num_kv_heads = 2;
-  EXPECT_EQ(splits(8, 512), 17);     // 32 blocks before splitting
-  dims.num_heads = 32;               // groups of 16: one block per kv head
-  EXPECT_EQ(splits(8, 512), 33);
+  EXPECT_EQ(splits(8, 512), 12);          // 32 blocks before splitting
+  dims.num_heads = 32;                    // groups of 16: one block per kv head
+  EXPECT_EQ(splits(8, 512), 24);
   EXPECT_EQ(cuda::decode_attention_workspace_bytes(dims, 1), 0u);
-  EXPECT_EQ(cuda::decode_attention_workspace_bytes(dims, 33), std::size_t{8 * 32 * 33 * 129 * 4});
+  EXPECT_EQ(cuda::decode_attention_workspace_bytes(dims, 24), std::size_t{8 * 32 * 24 * 129 * 4});
 }
 
 TEST(DecodeAttentionErrors, NameTheArgumentAndTheFix) {
