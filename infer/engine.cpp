@@ -80,6 +80,7 @@ class Run {
       if (requests[i].options.max_new_tokens > 0) waiting_.push_back(i);
       widest = std::max(widest, cache.blocks_for(tokens_needed(requests[i], cache.prefix_length())));
     }
+    cache.set_table_width(widest);
     if (options.cuda_graphs && model.device().is_cuda())
       graphs_ = std::make_unique<DecodeGraphs>(model, cache, options.max_batch, widest);
   }

@@ -112,7 +112,7 @@ Tensor PagedKvCache::slots_of_batch() const {
 }
 
 void PagedKvCache::upload_block_tables() {
-  std::size_t widest = 0;
+  auto widest = static_cast<std::size_t>(table_width_);
   for (SequenceId id : batch_) widest = std::max(widest, sequence(id).blocks.size());
   const auto rows = static_cast<std::int64_t>(batch_.size());
   std::vector<double> table(batch_.size() * widest, -1.0), lengths;

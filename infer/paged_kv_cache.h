@@ -56,6 +56,10 @@ class PagedKvCache : public models::KvCache {
   // Tokens cached for `id`, the prefix included.
   std::int64_t length(SequenceId id) const;
 
+  // Block tables at least this wide: decode attention cuts work by the table's capacity, so a
+  // fixed width keeps eager steps and graph replays (infer/decode_graph.h) cut alike.
+  void set_table_width(std::int64_t blocks) { table_width_ = blocks; }
+
   // The sequences of the next forward in packed order, and how many new tokens each brings.
   void set_batch(std::vector<SequenceId> sequences, std::vector<std::int64_t> new_tokens);
 
@@ -93,6 +97,7 @@ class PagedKvCache : public models::KvCache {
   std::int64_t prefix_length_ = 0;
 
   const DecodeStepBuffers* step_ = nullptr;
+  std::int64_t table_width_ = 0;
 
   // The forward in flight.
   std::vector<SequenceId> batch_;

@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""Inference speed side by side: zerotune's engine (tools/generate_bench) against transformers'
+generate with its static cache, same GPU, same run.
+
+    python3 bench/generate_throughput.py [--bench build-gpu/bin/generate_bench] [--shapes 1.5b,7b]
+                                         [--batches 1,32] [--out results.json]
+
+For each shape a model with the released config (random weights, bf16) is built by
+transformers on the GPU and saved for zerotune. Both generate exactly 128 new tokens after
+128-token random prompts, greedy, at batch 1 and 32. transformers: prefill is timed as
+generate with max_new_tokens=1, decode as (full run - prefill) over the 127 later tokens,
+after a warm-up of both. zerotune: generate_bench's steady decode rate (CUDA graphs on, and
+once off at batch 1) and prefill. The copy bandwidth of the GPU is measured in the same run;
+batch-1 decode is also stated as the weight bytes it moves per second against it.
+"""
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+from check_hf_shapes import QWEN2, SHAPES, build, config_for  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+PROMPT, NEW = 128, 128
+SHAPE_NAMES = {"1.5b": "Qwen2.5-1.5B",
+               "7b": "Qwen2.5-7B"}
+SEVEN_B = dict(QWEN2, hidden_size=3584, intermediate_size=18944, num_hidden_layers=28, num_attention_heads=28,
+               num_key_value_heads=4, max_window_layers=28, tie_word_embeddings=False, vocab_size=152064)
+
+
+def copy_bandwidth():
+    x = torch.empty(2 * 1024**3 // 2, dtype=torch.bfloat16, device="cuda")
+    y = torch.empty_like(x)
+    for _ in range(3):
+        y.copy_(x)
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(10):
+        y.copy_(x)
+    torch.cuda.synchronize()
+    return 2 * x.numel() * 2 * 10 / (time.perf_counter() - start)
+
+
+def hf_generate(model, batch, new_tokens):
+    ids = torch.randint(100, model.config.vocab_size, (batch, PROMPT), device="cuda")
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=new_tokens,
+                   min_new_tokens=new_tokens, do_sample=False, cache_implementation="static", pad_token_id=0)
+    torch.cuda.synchronize()
+    return time.perf_counter() - start
+
+
+def hf_numbers(model, batch):
+    hf_generate(model, batch, NEW)  # warm-up (static cache allocation, kernels)
+    prefill = min(hf_generate(model, batch, 1) for _ in range(2))
+    full = hf_generate(model, batch, NEW)
+    return {"prefill_s": prefill, "decode_tokens_per_s": batch * (NEW - 1) / (full - prefill)}
+
+
+def ours(bench, folder, batch, graphs=True):
+    out = subprocess.run([str(bench), str(folder), "--batch", str(batch), "--prompt_tokens", str(PROMPT),
+                          "--new_tokens", str(NEW), "--cuda_graphs", "true" if graphs else "false"],
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        return {"error": out.stderr[-2000:]}
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def run_shape(key, args, bandwidth):
+    name = SHAPE_NAMES[key]
+    values = SEVEN_B if key == "7b" else SHAPES[name]
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / "model"
+        model = build(config_for(name, 0, Path(tmp), values), seed=1).eval()
+        model.save_pretrained(folder)
+        weight_bytes = sum(p.numel() for p in model.parameters()) * 2
+        for batch in args.batches:
+            theirs = hf_numbers(model, batch)
+            rows.append({"shape": name, "batch": batch, "transformers": theirs,
+                         "zerotune": ours(args.bench, folder, batch),
+                         "weight_bytes": weight_bytes, "copy_bytes_per_s": bandwidth})
+        del model
+        torch.cuda.empty_cache()
+        rows.append({"shape": name, "batch": 1, "zerotune_no_graphs": ours(args.bench, folder, 1, graphs=False)})
+    return rows
+
+
+def print_table(rows):
+    print("| shape | batch | zerotune decode tok/s | transformers tok/s | ratio | batch-1 weight bandwidth "
+          "| zerotune prefill TFLOP/s |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for r in rows:
+        if "transformers" not in r:
+            print(f"| {r['shape']} | 1 | without CUDA graphs: {r['zerotune_no_graphs']} | | | | |")
+            continue
+        z, t = r["zerotune"], r["transformers"]
+        if "error" in z:
+            print(f"| {r['shape']} | {r['batch']} | error: {z['error'][-300:]} | | | | |")
+            continue
+        share = ""
+        if r["batch"] == 1:
+            share = f"{r['weight_bytes'] * z['decode_tokens_per_s'] / r['copy_bytes_per_s']:.0%} of copy"
+        print(f"| {r['shape']} | {r['batch']} | {z['decode_tokens_per_s']:.0f} | {t['decode_tokens_per_s']:.0f} | "
+              f"{z['decode_tokens_per_s'] / t['decode_tokens_per_s']:.2f}x | {share} | {z['prefill_tflops']:.0f} |")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--bench", type=Path, default=ROOT / "build-gpu" / "bin" / "generate_bench")
+    parser.add_argument("--shapes", default="1.5b,7b")
+    parser.add_argument("--batches", default="1,32", type=lambda s: [int(b) for b in s.split(",")])
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    bandwidth = copy_bandwidth()
+    print(f"device-to-device copy: {bandwidth / 1e12:.2f} TB/s")
+    rows = []
+    for key in args.shapes.split(","):
+        rows += run_shape(key, args, bandwidth)
+        print_table(rows)
+    if args.out:
+        args.out.write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()
