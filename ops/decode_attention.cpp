@@ -198,7 +198,10 @@ Tensor forward_cuda(const DecodeLayout& layout, const Tensor& q_in, const Tensor
                     const DecodeAttentionOptions& options, Tensor out) {
   DeviceGuard guard(q_in.device().index);
   check_cuda_limits(q_in, layout);
-  const Tensor q = q_in.stride(2) == 1 ? q_in : q_in.contiguous();
+  // Rows of head_dim contiguous, and no broadcast (zero-stride) batch or head dimension.
+  const bool rows = q_in.stride(2) == 1 && (q_in.size(0) <= 1 || q_in.stride(0) != 0) &&
+                    (q_in.size(1) <= 1 || q_in.stride(1) != 0);
+  const Tensor q = rows ? q_in : q_in.contiguous();
   const Tensor table = block_table.contiguous(), lens = seq_lens.contiguous();
   cuda::DecodeAttentionDims dims = kernel_dims(layout, softmax_scale);
   dims.q_batch_stride = q.stride(0);

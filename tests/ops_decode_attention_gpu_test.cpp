@@ -158,7 +158,7 @@ TEST_F(DecodeAttentionGpu, PreallocatedWorkspaceAndOutput) {
                            {"options.workspace holds", "decode_attention_workspace_bytes"});
 }
 
-TEST_F(DecodeAttentionGpu, StridedAndMisalignedQueries) {
+TEST_F(DecodeAttentionGpu, StridedMisalignedAndBroadcastQueries) {
   ZT_SKIP_WITHOUT_GPU();
   const DecodeCase c{{90, 7}, 4, 2, 128, 16};
   for (DType dtype : {DType::kBF16, DType::kF32}) {
@@ -177,6 +177,13 @@ TEST_F(DecodeAttentionGpu, StridedAndMisalignedQueries) {
                                           c.softmax_scale(), with_splits(3));
       expect_attention_matches(have, want, gpu_tolerance(dtype), std::string(dtype_name(dtype)) + " strided q");
     }
+    // One query broadcast over the batch (stride 0): both sequences ask the same question.
+    auto broadcast = [](const Tensor& q) { return q.narrow(0, 0, 1).expand({2, 4, 128}); };
+    expect_attention_matches(ops::decode_attention(broadcast(gpu.q), gpu.key_pool, gpu.value_pool, gpu.block_table,
+                                                   gpu.seq_lens, c.softmax_scale()),
+                             ops::decode_attention(broadcast(cpu.q), cpu.key_pool, cpu.value_pool, cpu.block_table,
+                                                   cpu.seq_lens, c.softmax_scale()),
+                             gpu_tolerance(dtype), std::string(dtype_name(dtype)) + " broadcast q");
   }
 }
 
