@@ -153,24 +153,38 @@ std::map<std::string, Tensor> Optimizer::state_dict() const {
   return state;
 }
 
-void Optimizer::load_state_dict(const std::map<std::string, Tensor>& state) {
+std::vector<StateSlice> Optimizer::held_state() const {
+  std::vector<StateSlice> slices;
   for (std::size_t i = 0; i < parameters_.size(); ++i) {
-    const std::string& name = parameters_[i].name;
-    for (auto [suffix, target] : {std::pair{".master", &master_[i]}, std::pair{".exp_avg", &exp_avg_[i]},
-                                  std::pair{".exp_avg_sq", &exp_avg_sq_[i]}}) {
-      auto it = state.find(name + suffix);
-      ZT_REQUIRE(it != state.end(), "optimizer state has no '" + name + suffix + "': the checkpoint was saved for "
-                                    "other trainable parameters (another --finetuning_type or model?)");
-      ZT_REQUIRE(it->second.shape() == target->shape(), "optimizer state '" + name + suffix + "' has shape " +
-                                                            shape_str(it->second.shape()) + " but the parameter has " +
-                                                            shape_str(target->shape()));
-      target->copy_from(it->second);
-    }
+    const std::int64_t n = master_[i].numel();
+    slices.push_back({parameters_[i].name, master_[i].shape(), 0, n, master_[i].reshape({n}),
+                      exp_avg_[i].reshape({n}), exp_avg_sq_[i].reshape({n})});
   }
+  return slices;
+}
+
+void Optimizer::refresh_working_weights() {
   for (std::size_t i = 0; i < parameters_.size(); ++i) {
     Tensor working = parameters_[i].variable.data();  // a handle: the copy writes the parameter
     working.copy_from(master_[i]);
   }
+}
+
+void OptimizerEngine::load_state_dict(const std::map<std::string, Tensor>& state) {
+  for (const StateSlice& slice : held_state()) {
+    for (auto [suffix, target] : {std::pair{".master", &slice.master}, std::pair{".exp_avg", &slice.exp_avg},
+                                  std::pair{".exp_avg_sq", &slice.exp_avg_sq}}) {
+      auto it = state.find(slice.name + suffix);
+      ZT_REQUIRE(it != state.end(), "optimizer state has no '" + slice.name + suffix + "': the checkpoint was saved "
+                                    "for other trainable parameters (another --finetuning_type or model?)");
+      ZT_REQUIRE(it->second.numel() == shape_numel(slice.shape),
+                 "optimizer state '" + slice.name + suffix + "' has shape " + shape_str(it->second.shape()) +
+                     " but the parameter has " + shape_str(slice.shape));
+      Tensor view = *target;  // a handle: the copy writes the optimizer's state
+      view.copy_from(it->second.reshape({it->second.numel()}).narrow(0, slice.begin, slice.end - slice.begin));
+    }
+  }
+  refresh_working_weights();
 }
 
 }  // namespace zt::train

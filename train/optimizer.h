@@ -29,6 +29,18 @@ struct StepResult {
   double grad_norm = 0.0;  // global L2 norm of the unscaled gradients, before clipping
 };
 
+// The part of one parameter's optimizer state that a rank holds: elements [begin, end) of
+// the flattened parameter, with 1-D views of end - begin elements into the rank's fp32 master
+// weights and Adam moments (on the device, or in host memory with offload). Checkpoints are
+// written and read through these views, so each rank saves and loads only what it holds.
+struct StateSlice {
+  std::string name;  // the parameter's
+  Shape shape;       // the whole parameter's
+  std::int64_t begin = 0;
+  std::int64_t end = 0;
+  Tensor master, exp_avg, exp_avg_sq;
+};
+
 // What the trainer steps: this single-device optimizer, or ZeRO's partitioned one
 // (train/zero_optimizer.h) with the same contract.
 class OptimizerEngine {
@@ -40,10 +52,21 @@ class OptimizerEngine {
   // Clears the accumulated gradients for the next accumulation window.
   virtual void zero_grad() = 0;
   // Optimizer state per parameter name ("<name>.exp_avg", "<name>.exp_avg_sq",
-  // "<name>.master"), independent of how parameters are laid out or partitioned, so a
-  // checkpoint resumes on any number of ranks and any ZeRO stage.
+  // "<name>.master"), whole, independent of how parameters are laid out or partitioned.
+  // Collective under ZeRO; checkpoints use held_state() instead, which gathers nothing.
   virtual std::map<std::string, Tensor> state_dict() const = 0;
-  virtual void load_state_dict(const std::map<std::string, Tensor>& state) = 0;
+
+  // The state this rank holds: at most one slice per parameter, none for padding.
+  virtual std::vector<StateSlice> held_state() const = 0;
+  // True when every rank holds the same whole state (ZeRO stage 0): one rank saves it.
+  virtual bool replicated_state() const { return false; }
+  // After new values were written into held_state()'s views: the working weights take the
+  // new masters. Collective under ZeRO.
+  virtual void refresh_working_weights() = 0;
+
+  // Sets the held state from whole tensors by name (state_dict()'s form; extra names are
+  // ignored), then refreshes the working weights. Collective under ZeRO.
+  void load_state_dict(const std::map<std::string, Tensor>& state);
 };
 
 // With offload, master weights and moments live in host memory (train/optimizer_offload.h)
@@ -64,7 +87,8 @@ class Optimizer : public OptimizerEngine {
   std::int64_t numel() const;
 
   std::map<std::string, Tensor> state_dict() const override;
-  void load_state_dict(const std::map<std::string, Tensor>& state) override;
+  std::vector<StateSlice> held_state() const override;
+  void refresh_working_weights() override;
 
   // Null without offload.
   const OptimizerOffload* offload() const { return offload_.get(); }

@@ -217,25 +217,21 @@ std::map<std::string, Tensor> Zero3Optimizer::state_dict() const {
   return state;
 }
 
-void Zero3Optimizer::load_state_dict(const std::map<std::string, Tensor>& state) {
-  autograd::NoGradGuard no_recording;
-  for (std::size_t b = 0; b < layout_.buckets.size(); ++b) {
+std::vector<StateSlice> Zero3Optimizer::held_state() const {
+  std::vector<StateSlice> slices;
+  for (std::size_t b = 0; b < layout_.buckets.size(); ++b)
     for (const OwnedPiece& piece : layout_.owned_pieces(b, rank_)) {
+      auto part = [&](const Tensor& t) { return owned(t, b).narrow(0, piece.chunk_offset, piece.numel); };
       const Zero3Partitioner::Parameter& p = parameter(piece.parameter);
-      for (auto [suffix, partition] : {std::pair{".master", &master_}, std::pair{".exp_avg", &exp_avg_},
-                                       std::pair{".exp_avg_sq", &exp_avg_sq_}}) {
-        auto it = state.find(p.name + suffix);
-        ZT_REQUIRE(it != state.end(), "optimizer state has no '" + p.name + suffix +
-                                          "': the checkpoint was saved for other trainable parameters");
-        ZT_REQUIRE(it->second.numel() == shape_numel(p.shape),
-                   "optimizer state '" + p.name + suffix + "' has shape " + shape_str(it->second.shape()) +
-                       " but the parameter has " + shape_str(p.shape));
-        owned(*partition, b).narrow(0, piece.chunk_offset, piece.numel)
-            .copy_from(it->second.reshape({it->second.numel()}).narrow(0, piece.parameter_offset, piece.numel));
-      }
+      slices.push_back({p.name, p.shape, piece.parameter_offset, piece.parameter_offset + piece.numel, part(master_),
+                        part(exp_avg_), part(exp_avg_sq_)});
     }
-    write_working_weights(b);
-  }
+  return slices;
+}
+
+void Zero3Optimizer::refresh_working_weights() {
+  autograd::NoGradGuard no_recording;
+  for (std::size_t b = 0; b < layout_.buckets.size(); ++b) write_working_weights(b);
 }
 
 }  // namespace zt::train

@@ -18,8 +18,9 @@
 // reduce_bucket_size over the trainable parameters kept whole (persistent): those are
 // all-gathered after the update, as stages 1 and 2 do for everything.
 //
-// Optimizer state is saved per parameter name, bucket by bucket through host memory, so a
-// checkpoint resumes on any number of ranks and any stage.
+// Checkpoints hold the optimizer state per parameter name: each rank writes the slices it
+// holds (held_state) and reads back those it needs, so a checkpoint resumes on any number of
+// ranks and any stage (train/optimizer_state_files.h).
 #pragma once
 
 #include <memory>
@@ -45,9 +46,13 @@ class Zero3Optimizer : public OptimizerEngine {
 
   StepResult step(double lr, double loss_scale, double max_grad_norm, std::int64_t step) override;
   void zero_grad() override;
-  // Collective: every rank must call them together. The tensors are in host memory.
+  // Collective: every rank must call it. The tensors are in host memory.
   std::map<std::string, Tensor> state_dict() const override;
-  void load_state_dict(const std::map<std::string, Tensor>& state) override;
+  // This rank's pieces of each bucket: its shard of every trainable flat group, and its
+  // chunks of the persistent buckets.
+  std::vector<StateSlice> held_state() const override;
+  // Collective: the shards take the new masters, the persistent buckets are all-gathered.
+  void refresh_working_weights() override;
 
   Zero3Partitioner& partitioner() { return *partitioner_; }
   const Zero3Partitioner& partitioner() const { return *partitioner_; }

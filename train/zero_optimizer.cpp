@@ -243,24 +243,20 @@ std::map<std::string, Tensor> ZeroOptimizer::state_dict() const {
   return state;
 }
 
-void ZeroOptimizer::load_state_dict(const std::map<std::string, Tensor>& state) {
-  for (std::size_t b = 0; b < layout_.buckets.size(); ++b) {
+std::vector<StateSlice> ZeroOptimizer::held_state() const {
+  std::vector<StateSlice> slices;
+  for (std::size_t b = 0; b < layout_.buckets.size(); ++b)
     for (const OwnedPiece& piece : layout_.owned_pieces(b, rank_)) {
+      auto part = [&](const Tensor& t) { return owned(t, b).narrow(0, piece.chunk_offset, piece.numel); };
       const TrainableParameter& p = parameters_[piece.parameter];
-      for (auto [suffix, partition] : {std::pair{".master", &master_}, std::pair{".exp_avg", &exp_avg_},
-                                       std::pair{".exp_avg_sq", &exp_avg_sq_}}) {
-        auto it = state.find(p.name + suffix);
-        ZT_REQUIRE(it != state.end(), "optimizer state has no '" + p.name + suffix +
-                                          "': the checkpoint was saved for other trainable parameters");
-        ZT_REQUIRE(it->second.numel() == p.variable.data().numel(),
-                   "optimizer state '" + p.name + suffix + "' has shape " + shape_str(it->second.shape()) +
-                       " but the parameter has " + shape_str(p.variable.data().shape()));
-        owned(*partition, b).narrow(0, piece.chunk_offset, piece.numel)
-            .copy_from(it->second.reshape({it->second.numel()}).narrow(0, piece.parameter_offset, piece.numel));
-      }
+      slices.push_back({p.name, p.variable.data().shape(), piece.parameter_offset, piece.parameter_offset + piece.numel,
+                        part(master_), part(exp_avg_), part(exp_avg_sq_)});
     }
-    gather_working_weights(b, working_chunk(b));
-  }
+  return slices;
+}
+
+void ZeroOptimizer::refresh_working_weights() {
+  for (std::size_t b = 0; b < layout_.buckets.size(); ++b) gather_working_weights(b, working_chunk(b));
 }
 
 }  // namespace zt::train

@@ -33,9 +33,13 @@ class ZeroOptimizer : public OptimizerEngine {
 
   StepResult step(double lr, double loss_scale, double max_grad_norm, std::int64_t step) override;
   void zero_grad() override;
-  // Collective: every rank must call them together.
+  // Collective: every rank must call it.
   std::map<std::string, Tensor> state_dict() const override;
-  void load_state_dict(const std::map<std::string, Tensor>& state) override;
+  // This rank's pieces of each bucket; stage 0: everything, on every rank.
+  std::vector<StateSlice> held_state() const override;
+  bool replicated_state() const override { return stage_ == 0; }
+  // Collective: every bucket's chunks all-gathered into the working weights.
+  void refresh_working_weights() override;
 
   const ZeroLayout& layout() const { return layout_; }
   // fp32 elements of optimizer state this rank holds (master + moments + gradients).
