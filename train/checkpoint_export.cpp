@@ -16,6 +16,8 @@
 #include "runtime/log.h"
 #include "tensor/safetensors_index.h"
 #include "train/checkpoint.h"
+#include "train/optimizer_state_files.h"
+#include "train/streamed_safetensors.h"
 
 namespace zt::train {
 namespace {
@@ -24,33 +26,12 @@ namespace fs = std::filesystem;
 
 constexpr const char* kMasterSuffix = ".master";
 
-// The float32 master weights of optimizer.safetensors, addressed by parameter name.
-class Masters {
- public:
-  explicit Masters(const std::string& path) : file_(SafetensorsFile::open(path)) {}
-  const std::string& path() const { return file_.path(); }
-  bool contains(const std::string& name) const { return file_.contains(name + kMasterSuffix); }
-  const SafetensorsInfo& info(const std::string& name) const { return file_.info(name + kMasterSuffix); }
-  Tensor get(const std::string& name) const { return file_.get(name + kMasterSuffix); }
-  std::vector<std::string> names() const {
-    std::vector<std::string> names;
-    const std::size_t suffix = std::string(kMasterSuffix).size();
-    for (const std::string& name : file_.names())
-      if (name.size() > suffix && name.compare(name.size() - suffix, suffix, kMasterSuffix) == 0)
-        names.push_back(name.substr(0, name.size() - suffix));
-    return names;
-  }
-
- private:
-  SafetensorsFile file_;
-};
-
 // What export needs to know of a checkpoint folder.
 struct Checkpoint {
   std::string dir;
   std::string finetuning_type;
   std::string base;                // the model folder it was trained from
-  std::optional<Masters> masters;  // absent when saved with --save_only_model
+  std::optional<OptimizerStateFiles> masters;  // absent when saved with --save_only_model
 };
 
 std::string json_string(const nlohmann::ordered_json& json, const char* key, const std::string& file) {
@@ -74,8 +55,7 @@ Checkpoint open_checkpoint(const CheckpointExport& request) {
              "the base model folder " + checkpoint.base + " does not exist" +
                  (request.base_model.empty() ? " (training_args.json's model_name_or_path); pass --model_name_or_path"
                                              : ""));
-  const fs::path optimizer = dir / "optimizer.safetensors";
-  if (fs::exists(optimizer)) checkpoint.masters.emplace(optimizer.string());
+  checkpoint.masters = OptimizerStateFiles::open(request.checkpoint);
   return checkpoint;
 }
 
@@ -92,7 +72,7 @@ struct Expected {
 // Every way the masters disagree with the parameters, in models/tensor_mismatches.h's format.
 // `all_trained`: each parameter must have a master (full, LoRA); otherwise (freeze) those
 // without one were not trained.
-std::vector<std::string> master_mismatches(const std::vector<Expected>& parameters, const Masters& masters,
+std::vector<std::string> master_mismatches(const std::vector<Expected>& parameters, const OptimizerStateFiles& masters,
                                            bool all_trained) {
   std::vector<std::string> problems;
   std::set<std::string> known;
@@ -100,23 +80,22 @@ std::vector<std::string> master_mismatches(const std::vector<Expected>& paramete
     known.insert(p.name);
     if (!masters.contains(p.name)) {
       if (all_trained) problems.push_back("missing: " + p.name + kMasterSuffix + " " + shape_str(p.shape));
-    } else if (masters.info(p.name).shape != p.shape) {
-      problems.push_back("wrong shape: " + p.name + kMasterSuffix + " is " + shape_str(masters.info(p.name).shape) +
+    } else if (masters.shape(p.name) != p.shape) {
+      problems.push_back("wrong shape: " + p.name + kMasterSuffix + " is " + shape_str(masters.shape(p.name)) +
                          ", expected " + shape_str(p.shape));
-    } else if (!is_floating(masters.info(p.name).dtype)) {
-      problems.push_back("wrong dtype: " + p.name + kMasterSuffix + " is " + dtype_name(masters.info(p.name).dtype) +
-                         ", expected floating point");
+    } else if (const std::optional<std::string> damage = masters.damage(p.name)) {
+      problems.push_back("unreadable: " + *damage);
     }
   }
   for (const std::string& name : masters.names())
-    if (!known.count(name)) problems.push_back("unexpected: " + name + kMasterSuffix + " " + shape_str(masters.info(name).shape));
+    if (!known.count(name)) problems.push_back("unexpected: " + name + kMasterSuffix + " " + shape_str(masters.shape(name)));
   return problems;
 }
 
 void require_matching_masters(const Checkpoint& checkpoint, const std::vector<Expected>& parameters, bool all_trained) {
   const std::vector<std::string> problems = master_mismatches(parameters, *checkpoint.masters, all_trained);
   if (problems.empty()) return;
-  std::string message = "the master weights of " + checkpoint.masters->path() + " do not match the " +
+  std::string message = "the master weights of " + checkpoint.masters->source() + " do not match the " +
                         checkpoint.finetuning_type + " parameters of " + checkpoint.base + ": " +
                         std::to_string(problems.size()) + " problem(s)";
   for (const std::string& line : problems) message += "\n  " + line;
@@ -133,6 +112,32 @@ void copy_file_atomically(const fs::path& from, const fs::path& to) {
   write_file_atomically(to.string(), bytes.str());
 }
 
+// Every parameter of `specs` from its master (those the masters hold, unless `working` is
+// given), the checkpoint's working copy (`working`) or the base, then the base's carried
+// buffers; every shape is checked here, before a byte is written, and each tensor is read when
+// its turn to be written comes.
+TensorPlan model_tensor_plan(const Checkpoint& checkpoint, const std::vector<models::ParamSpec>& specs,
+                             const SafetensorsCheckpoint* working, const SafetensorsCheckpoint& base,
+                             std::optional<DType> dtype) {
+  const SafetensorsCheckpoint& source = working ? *working : base;
+  TensorPlan plan;
+  for (const models::ParamSpec& spec : specs) {
+    const bool trained = !working && checkpoint.masters->contains(spec.name);
+    const Shape& shape = trained ? checkpoint.masters->shape(spec.name) : source.info(spec.name).shape;
+    ZT_REQUIRE(shape == spec.shape, "'" + spec.name + "' of " + (trained ? checkpoint.masters->source() : checkpoint.dir) +
+                                        " is " + shape_str(shape) + " but config.json of " + checkpoint.base +
+                                        " makes it " + shape_str(spec.shape));
+    const DType stored = trained ? DType::kF32 : source.info(spec.name).dtype;
+    plan.add({spec.name, dtype.value_or(stored), spec.shape}, [&checkpoint, &source, trained, dtype, name = spec.name] {
+      return converted(trained ? checkpoint.masters->master(name) : source.get(name), dtype);
+    });
+  }
+  for (const std::string& name : base.names())
+    if (models::is_carried_buffer(name))
+      plan.add({name, base.info(name).dtype, base.info(name).shape}, [&base, name] { return base.get(name); });
+  return plan;
+}
+
 // full / freeze: each parameter of the base's config from its master, the working copy or
 // the base, then the base's carried buffers; the files around the weights from the base.
 void export_model_folder(const Checkpoint& checkpoint, const CheckpointExport& request, bool from_masters,
@@ -147,19 +152,9 @@ void export_model_folder(const Checkpoint& checkpoint, const CheckpointExport& r
   const SafetensorsCheckpoint base = SafetensorsCheckpoint::open(model_weights_path(checkpoint.base));
   const SafetensorsCheckpoint source =
       from_masters ? base : SafetensorsCheckpoint::open(model_weights_path(checkpoint.dir));
-  NamedTensors tensors;
-  for (const models::ParamSpec& spec : specs) {
-    const bool trained = from_masters && checkpoint.masters->contains(spec.name);
-    const Tensor value = trained ? checkpoint.masters->get(spec.name) : source.get(spec.name);
-    ZT_REQUIRE(value.shape() == spec.shape, "'" + spec.name + "' of " + (trained ? checkpoint.masters->path() : checkpoint.dir) +
-                                                " is " + shape_str(value.shape()) + " but config.json of " +
-                                                checkpoint.base + " makes it " + shape_str(spec.shape));
-    tensors.emplace_back(spec.name, converted(value, dtype));
-  }
-  for (const std::string& name : base.names())
-    if (models::is_carried_buffer(name)) tensors.emplace_back(name, base.get(name));
+  const TensorPlan plan = model_tensor_plan(checkpoint, specs, from_masters ? nullptr : &source, base, dtype);
   // transformers refuses safetensors files whose metadata does not say format "pt".
-  save_sharded_safetensors(request.output_dir, tensors, request.max_shard_bytes, {{"format", "pt"}});
+  save_sharded_safetensors_streamed(request.output_dir, plan, request.max_shard_bytes, {{"format", "pt"}});
   write_file_atomically((fs::path(request.output_dir) / "config.json").string(), config.raw.dump(2) + "\n");
   const fs::path generation = fs::path(checkpoint.base) / "generation_config.json";
   if (fs::is_regular_file(generation)) copy_file_atomically(generation, fs::path(request.output_dir) / generation.filename());
@@ -176,11 +171,14 @@ void export_adapter_folder(const Checkpoint& checkpoint, const CheckpointExport&
     for (const std::string& name : adapter.names()) parameters.push_back({name, adapter.info(name).shape});
     require_matching_masters(checkpoint, parameters, true);
   }
-  NamedTensors tensors;
+  TensorPlan plan;
   for (const std::string& name : adapter.names())
-    tensors.emplace_back(name, converted(from_masters ? checkpoint.masters->get(name) : adapter.get(name), dtype));
+    plan.add({name, dtype.value_or(adapter.info(name).dtype), adapter.info(name).shape}, [&, name] {
+      return converted(from_masters ? checkpoint.masters->master(name) : adapter.get(name), dtype);
+    });
   fs::create_directories(request.output_dir);
-  save_safetensors((fs::path(request.output_dir) / models::kAdapterWeightsFile).string(), tensors, {{"format", "pt"}});
+  save_safetensors_streamed((fs::path(request.output_dir) / models::kAdapterWeightsFile).string(), plan,
+                            {{"format", "pt"}});
   copy_file_atomically(adapter_dir / models::kAdapterConfigFile, fs::path(request.output_dir) / models::kAdapterConfigFile);
   models::copy_companion_files(checkpoint.base, request.output_dir);
 }
@@ -199,7 +197,7 @@ void export_merged_lora(const Checkpoint& checkpoint, const CheckpointExport& re
     autograd::NoGradGuard no_recording;
     for (const models::NamedParameter& p : lora) {
       Tensor target = p.variable.data();  // a handle: the copy writes the parameter
-      target.copy_from(checkpoint.masters->get(p.name));
+      target.copy_from(checkpoint.masters->master(p.name));
     }
   }
   models::merge_lora(model);

@@ -1,9 +1,10 @@
 // A training checkpoint (train/checkpoint.h) written out as a Hugging Face folder, as
 // DeepSpeed's zero_to_fp32 recovers a model from its optimizer state: by default every trained
-// parameter comes from its float32 master weight in optimizer.safetensors (not the working
-// copy, which may be bf16), every untrained one from the base model folder that
-// training_args.json names, and config.json, generation_config.json and the tokenizer files
-// from that base folder too.
+// parameter comes from its float32 master weight in the checkpoint's optimizer state (the
+// ranks' slices through optimizer_index.json, or an old checkpoint's optimizer.safetensors;
+// train/optimizer_state_files.h), not the working copy, which may be bf16; every untrained
+// one from the base model folder that training_args.json names, and config.json,
+// generation_config.json and the tokenizer files from that base folder too.
 //
 // full / freeze: a model folder. The masters of a full run must cover every parameter; a freeze
 // run's masters are the parameters it trained, the others are the base's.
@@ -11,10 +12,11 @@
 // the base with W + scale · B A merged in float32 (models/lora.h).
 // ptuning: refused: the checkpoint's prefix encoder already is the exported form.
 //
-// Host memory: weights are read through memory maps (tensor/safetensors.h), and a tensor
-// already stored in the output dtype is written straight from its map; only tensors that need
-// converting are held, so at most one copy of the model in the output dtype is in memory.
-// A merged LoRA needs the base model in float32 (as `zerotune export --merge_lora` does).
+// Host memory: every file is read through memory maps and the output is written tensor by
+// tensor (train/streamed_safetensors.h): each parameter is read (assembled from the ranks'
+// slices when a ZeRO run split it), converted if asked and written before the next is read,
+// so the export holds one parameter at a time whatever the model's size. A merged LoRA needs
+// the base model in float32 (as `zerotune export --merge_lora` does).
 #pragma once
 
 #include <cstddef>
