@@ -10,6 +10,8 @@
 #include "models/weights.h"
 #include "tensor/safetensors.h"
 #include "tests/process_test_util.h"
+#include "tests/optimizer_state_test_util.h"
+#include "train/optimizer_state_files.h"
 
 namespace zt::models {
 namespace {
@@ -26,17 +28,26 @@ Tensor logits_of(const CausalLM& model) {
   return model.forward(batch.input_ids, batch.positions, batch.cu_seqlens).data();
 }
 
+train::OptimizerStateFiles masters_of(const fs::path& checkpoint) {
+  std::optional<train::OptimizerStateFiles> masters = train::OptimizerStateFiles::open(checkpoint.string());
+  EXPECT_TRUE(masters.has_value()) << checkpoint;
+  return std::move(*masters);
+}
+
 // On a GPU the working copy is bf16 and the masters differ from it; shifting every master
-// stands in for that here, so the two sources can be told apart.
+// stands in for that here, so the two sources can be told apart. The one rank's file is
+// rewritten with its description (metadata) kept.
 void shift_masters(const fs::path& checkpoint) {
-  const SafetensorsFile original = SafetensorsFile::open((checkpoint / "optimizer.safetensors").string());
+  const std::string path = (checkpoint / train::state_file_name(0, 1)).string();
+  const SafetensorsFile original = SafetensorsFile::open(path);
   NamedTensors shifted;
   for (const std::string& name : original.names()) {
     Tensor value = original.get(name).clone();
-    for (std::int64_t i = 0; i < value.numel(); ++i) value.data<float>()[i] += 0.5f;
+    if (name.ends_with(".master"))
+      for (std::int64_t i = 0; i < value.numel(); ++i) value.data<float>()[i] += 0.5f;
     shifted.emplace_back(name, value);
   }
-  save_safetensors((checkpoint / "optimizer.safetensors").string(), shifted);
+  save_safetensors(path, shifted, original.metadata());
 }
 
 class ExportCheckpoint : public ::testing::Test {
@@ -67,13 +78,13 @@ TEST_F(ExportCheckpoint, FullRunExportsTheMastersAsALoadableFloat32Model) {
   const CliRun run = export_checkpoint(checkpoint, root_ / "out");
   ASSERT_EQ(run.exit_code, 0) << run.output;
   const SafetensorsFile exported = SafetensorsFile::open((root_ / "out/model.safetensors").string());
-  const SafetensorsFile optimizer = SafetensorsFile::open((checkpoint / "optimizer.safetensors").string());
+  const train::OptimizerStateFiles masters = masters_of(checkpoint);
   const CausalLM working = load_model(checkpoint.string());
   ASSERT_EQ(exported.names().size(), working.named_parameters().size());
   for (const NamedParameter& p : working.named_parameters()) {
     ASSERT_TRUE(exported.contains(p.name)) << p.name;
     EXPECT_EQ(exported.info(p.name).dtype, DType::kF32) << p.name;
-    EXPECT_EQ(max_abs_diff(exported.get(p.name), optimizer.get(p.name + ".master")), 0.0) << p.name;
+    EXPECT_EQ(max_abs_diff(exported.get(p.name), masters.master(p.name)), 0.0) << p.name;
   }
   for (const char* file : {"config.json", "tokenizer.json", "generation_config.json"})
     EXPECT_TRUE(fs::is_regular_file(root_ / "out" / file)) << file;
@@ -88,12 +99,12 @@ TEST_F(ExportCheckpoint, MastersAreExportedNotTheWorkingCopyUnlessAsked) {
   shift_masters(checkpoint);
   ASSERT_EQ(export_checkpoint(checkpoint, root_ / "masters").exit_code, 0);
   ASSERT_EQ(export_checkpoint(checkpoint, root_ / "working", "--weights working").exit_code, 0);
-  const SafetensorsFile masters = SafetensorsFile::open((checkpoint / "optimizer.safetensors").string());
+  const train::OptimizerStateFiles masters = masters_of(checkpoint);
   const SafetensorsFile working = SafetensorsFile::open((checkpoint / "model.safetensors").string());
   const SafetensorsFile from_masters = SafetensorsFile::open((root_ / "masters/model.safetensors").string());
   const SafetensorsFile from_working = SafetensorsFile::open((root_ / "working/model.safetensors").string());
   for (const std::string& name : from_masters.names()) {
-    EXPECT_EQ(max_abs_diff(from_masters.get(name), masters.get(name + ".master")), 0.0) << name;
+    EXPECT_EQ(max_abs_diff(from_masters.get(name), masters.master(name)), 0.0) << name;
     EXPECT_EQ(max_abs_diff(from_working.get(name), working.get(name)), 0.0) << name;
   }
 }
@@ -102,10 +113,10 @@ TEST_F(ExportCheckpoint, DtypeRoundsTheMastersOnce) {
   const fs::path checkpoint = train("--finetuning_type full");
   ASSERT_EQ(export_checkpoint(checkpoint, root_ / "bf16", "--dtype bfloat16").exit_code, 0);
   const SafetensorsFile exported = SafetensorsFile::open((root_ / "bf16/model.safetensors").string());
-  const SafetensorsFile optimizer = SafetensorsFile::open((checkpoint / "optimizer.safetensors").string());
+  const train::OptimizerStateFiles masters = masters_of(checkpoint);
   for (const std::string& name : exported.names()) {
     EXPECT_EQ(exported.info(name).dtype, DType::kBF16) << name;
-    const Tensor master = optimizer.get(name + ".master");
+    const Tensor master = masters.master(name);
     EXPECT_EQ(max_abs_diff(exported.get(name).to(DType::kF32), master.to(DType::kBF16).to(DType::kF32)), 0.0) << name;
   }
 }
@@ -114,13 +125,13 @@ TEST_F(ExportCheckpoint, FreezeTakesUntrainedParametersFromTheBase) {
   const fs::path checkpoint = train("--finetuning_type freeze --freeze_trainable_layers 1");
   ASSERT_EQ(export_checkpoint(checkpoint, root_ / "out").exit_code, 0);
   const SafetensorsFile exported = SafetensorsFile::open((root_ / "out/model.safetensors").string());
-  const SafetensorsFile optimizer = SafetensorsFile::open((checkpoint / "optimizer.safetensors").string());
+  const train::OptimizerStateFiles masters = masters_of(checkpoint);
   const SafetensorsFile base = SafetensorsFile::open(kModel + "/model.safetensors");
   int trained = 0, untrained = 0;
   for (const std::string& name : exported.names()) {
-    const bool has_master = optimizer.contains(name + ".master");
+    const bool has_master = masters.contains(name);
     (has_master ? trained : untrained) += 1;
-    const Tensor expected = has_master ? optimizer.get(name + ".master") : base.get(name);
+    const Tensor expected = has_master ? masters.master(name) : base.get(name);
     EXPECT_EQ(max_abs_diff(exported.get(name), expected), 0.0) << name;
     if (has_master) {
       EXPECT_GT(max_abs_diff(exported.get(name), base.get(name)), 0.0) << name << " was not trained";
@@ -160,17 +171,17 @@ TEST_F(ExportCheckpoint, LoraUnmergedIsAnAdapterFolderOfTheMasters) {
   EXPECT_TRUE(fs::is_regular_file(root_ / "adapter/adapter_config.json"));
   EXPECT_FALSE(fs::exists(root_ / "adapter/model.safetensors"));
   const SafetensorsFile adapter = SafetensorsFile::open((root_ / "adapter/adapter_model.safetensors").string());
-  const SafetensorsFile optimizer = SafetensorsFile::open((checkpoint / "optimizer.safetensors").string());
+  const train::OptimizerStateFiles masters = masters_of(checkpoint);
   ASSERT_FALSE(adapter.names().empty());
   for (const std::string& name : adapter.names()) {
     EXPECT_EQ(adapter.info(name).dtype, DType::kF32) << name;
-    EXPECT_EQ(max_abs_diff(adapter.get(name), optimizer.get(name + ".master")), 0.0) << name;
+    EXPECT_EQ(max_abs_diff(adapter.get(name), masters.master(name)), 0.0) << name;
   }
 }
 
 TEST_F(ExportCheckpoint, WithoutOptimizerStateTheModelFilesAreExportedWithANote) {
   const fs::path checkpoint = train("--finetuning_type full --save_only_model");
-  ASSERT_FALSE(fs::exists(checkpoint / "optimizer.safetensors"));
+  ASSERT_FALSE(fs::exists(checkpoint / train::kOptimizerIndexFile));
   const CliRun run = export_checkpoint(checkpoint, root_ / "out");
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_NE(run.output.find("--save_only_model"), std::string::npos) << run.output;
@@ -180,8 +191,17 @@ TEST_F(ExportCheckpoint, WithoutOptimizerStateTheModelFilesAreExportedWithANote)
     EXPECT_EQ(max_abs_diff(exported.get(name), working.get(name)), 0.0) << name;
 }
 
+// In a checkpoint's single optimizer.safetensors as older checkpoints hold it, which export
+// still reads.
 TEST_F(ExportCheckpoint, MismatchedMastersAreAllReported) {
   const fs::path checkpoint = train("--finetuning_type full");
+  ASSERT_EQ(export_checkpoint(checkpoint, root_ / "new").exit_code, 0);
+  train::state_test::to_single_optimizer_file(checkpoint);
+  ASSERT_EQ(export_checkpoint(checkpoint, root_ / "old").exit_code, 0);
+  const SafetensorsFile from_new = SafetensorsFile::open((root_ / "new/model.safetensors").string());
+  const SafetensorsFile from_old = SafetensorsFile::open((root_ / "old/model.safetensors").string());
+  for (const std::string& name : from_new.names())
+    EXPECT_EQ(max_abs_diff(from_old.get(name), from_new.get(name)), 0.0) << name << ": the old single file exports alike";
   const SafetensorsFile optimizer = SafetensorsFile::open((checkpoint / "optimizer.safetensors").string());
   NamedTensors damaged;
   for (const std::string& name : optimizer.names())
@@ -206,7 +226,7 @@ TEST_F(ExportCheckpoint, RefusesToOverwriteTheCheckpointOrTheBase) {
     EXPECT_NE(run.exit_code, 0) << out;
     EXPECT_NE(run.output.find("export into another folder"), std::string::npos) << run.output;
   }
-  EXPECT_TRUE(fs::exists(checkpoint / "optimizer.safetensors"));
+  EXPECT_TRUE(fs::exists(checkpoint / train::kOptimizerIndexFile));
 }
 
 TEST_F(ExportCheckpoint, RefusesAPTuningCheckpoint) {

@@ -59,7 +59,7 @@ TEST_F(PtuningTraining, WritesThePrefixAloneAndResumesExactly) {
     EXPECT_EQ(config["prefix_projection"], true) << dir;
     EXPECT_EQ(sorted_names(SafetensorsFile::open((dir / "model.safetensors").string())), expected_names) << dir;
   }
-  EXPECT_TRUE(fs::is_regular_file(whole / "checkpoint-2" / "optimizer.safetensors"));
+  EXPECT_TRUE(fs::is_regular_file(whole / "checkpoint-2" / "optimizer_index.json"));
 
   train(resumed, {"--resume_from_checkpoint", (whole / "checkpoint-2").string()});
   const SafetensorsFile a = SafetensorsFile::open((whole / "model.safetensors").string());

@@ -7,6 +7,7 @@
 
 #include "tests/op_test_util.h"
 #include "train/checkpoint.h"
+#include "train/optimizer_state_files.h"
 #include "train/trainer_state.h"
 
 namespace zt::train {
@@ -28,7 +29,11 @@ class CheckpointDir : public ::testing::Test {
     state.log_history.push_back({{"loss", 1.5}, {"step", step}});
     CheckpointContents c;
     c.write_model = [](const std::string& d) { std::ofstream(fs::path(d) / "config.json") << "{}"; };
-    c.optimizer_state["w.exp_avg"] = Tensor::full({2, 2}, static_cast<double>(step), DType::kF32);
+    c.write_optimizer = [step](const std::string& d) {
+      const Tensor value = Tensor::full({4}, static_cast<double>(step), DType::kF32);
+      write_state_slices(d, 0, 1, {StateSlice{"w", {2, 2}, 0, 4, value, value, value}});
+      write_state_index(d, {0}, {.step = step});
+    };
     c.trainer_state = to_json(state);
     c.run_state = {{"data_position", step * 2}};
     c.training_args = {{"learning_rate", 1e-4}};
@@ -40,8 +45,8 @@ class CheckpointDir : public ::testing::Test {
 TEST_F(CheckpointDir, WritesHfLayoutAndLoadsBack) {
   std::string path = save_checkpoint(dir_.string(), 10, contents(10));
   EXPECT_EQ(fs::path(path).filename(), "checkpoint-10");
-  for (const char* file : {"config.json", "trainer_state.json", "optimizer.safetensors", "zerotune_state.json",
-                           "training_args.json"})
+  for (const char* file : {"config.json", "trainer_state.json", "optimizer_index.json",
+                           "optimizer/rank-00000-of-00001.safetensors", "zerotune_state.json", "training_args.json"})
     EXPECT_TRUE(fs::exists(fs::path(path) / file)) << file;
   LoadedCheckpoint loaded = load_checkpoint(path);
   TrainerState state = trainer_state_from_json(loaded.trainer_state);
@@ -50,7 +55,11 @@ TEST_F(CheckpointDir, WritesHfLayoutAndLoadsBack) {
   EXPECT_TRUE(loaded.trainer_state.contains("best_model_checkpoint"));
   EXPECT_TRUE(loaded.trainer_state["best_model_checkpoint"].is_null());
   EXPECT_EQ(loaded.run_state["data_position"], 20);
-  EXPECT_EQ(loaded.optimizer_state.at("w.exp_avg").to_vector(), (std::vector<double>{10, 10, 10, 10}));
+  const std::optional<OptimizerStateFiles> optimizer = OptimizerStateFiles::open(path);
+  ASSERT_TRUE(optimizer.has_value());
+  EXPECT_EQ(optimizer->step(), 10);
+  EXPECT_EQ(optimizer->master("w").to_vector(), (std::vector<double>{10, 10, 10, 10}));
+  EXPECT_EQ(optimizer->master("w").shape(), (Shape{2, 2}));
 }
 
 TEST_F(CheckpointDir, AFailedSaveLeavesNoFolderAndKeepsTheOthers) {

@@ -134,7 +134,8 @@ TEST_F(TrainerRun, ResumingContinuesExactlyAsTheUninterruptedRun) {
   run(arguments({"--max_steps", "12", "--per_device_train_batch_size", "3", "--save_strategy", "steps",
                  "--save_steps", "5", "--save_total_limit", "1"}));
   ASSERT_EQ(list_checkpoints(dir_.string()).size(), 1u);  // checkpoint-5 rotated away by checkpoint-10
-  EXPECT_TRUE(fs::exists(dir_ / "checkpoint-10" / "optimizer.safetensors"));
+  EXPECT_TRUE(fs::exists(dir_ / "checkpoint-10" / "optimizer_index.json"));
+  EXPECT_TRUE(fs::exists(dir_ / "checkpoint-10" / "optimizer" / "rank-00000-of-00001.safetensors"));
   auto [resumed, resumed_state] = run(arguments({"--max_steps", "12", "--per_device_train_batch_size", "3",
                                                  "--resume_from_checkpoint", "true"}));
   EXPECT_EQ(resumed_state.global_step, 12);

@@ -24,6 +24,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <set>
 
 #include "autograd/functions.h"
 #include "distributed/inprocess_communicator.h"
@@ -36,6 +37,7 @@
 #include "tensor/safetensors.h"
 #include "train/checkpoint.h"
 #include "train/finetuning.h"
+#include "train/optimizer_state_files.h"
 #include "train/trainer.h"
 #include "train/training_job.h"
 #include "train/zero3_optimizer.h"
@@ -80,6 +82,7 @@ struct Spec {
   std::string adam_epsilon = "1e-3";  // see the top of the file
   double prefix_dropout = 0.0;        // P-Tuning's (ChatGLM uses 0.1)
   int fp16_scale_power = 0;           // > 0: fp16 loss scaling from 2^this (hysteresis 1)
+  bool offload = false;               // offload_optimizer to the CPU (stages 1 and 2)
   std::vector<std::string> extra;     // more flags
 
   // The single device on the same global batch: every rank's micro-batches of a step in one
@@ -110,14 +113,16 @@ class Zero3 : public ::testing::Test {
 
   fs::path deepspeed_config(const Spec& run) const {
     return root_ / ("ds_" + std::to_string(run.stage) + "_" + std::to_string(run.persistence_threshold) + "_" +
-                    std::to_string(run.fp16_scale_power) + ".json");
+                    std::to_string(run.fp16_scale_power) + (run.offload ? "_offload" : "") + ".json");
   }
   // The single device reads it too (its stage then does not matter).
   void write_deepspeed_config(const Spec& run) const {
     std::ofstream out(deepspeed_config(run));
     out << R"({"train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": "auto",
         "gradient_clipping": "auto", "zero_optimization": {"stage": )" << run.stage << R"(, "reduce_bucket_size": 3000,
-        "stage3_param_persistence_threshold": )" << run.persistence_threshold << "}";
+        "stage3_param_persistence_threshold": )" << run.persistence_threshold;
+    if (run.offload) out << R"(, "offload_optimizer": {"device": "cpu"})";
+    out << "}";
     if (run.fp16_scale_power > 0)
       out << R"(, "fp16": {"enabled": "auto", "hysteresis": 1, "initial_scale_power": )" << run.fp16_scale_power << "}";
     out << "}";
@@ -359,34 +364,82 @@ TEST_F(Zero3, Fp16OverflowsSkipTheSameStepsOnEveryRank) {
   }
 }
 
-// Checkpoints hold optimizer state per parameter name and whole model files, so a run moves
-// between stages and world sizes: stage 2 on 4 ranks -> stage 3 on 2, stage 3 on 2 -> stage 3
-// on 4, stage 3 on 3 -> stage 3 on 1, with LoRA too. The global batch (ranks x micro-batch)
-// stays the same, so the resumed run continues on the same samples.
+// The optimizer state of a checkpoint that `run` wrote: one file per rank (one in all under
+// stage 0, where every rank holds the same state), together holding every element of every
+// trained parameter once, and an index describing each of them (those of the model or adapter
+// files beside it) with its shape.
+void expect_state_files_of_every_rank(const fs::path& checkpoint, const Spec& run) {
+  const std::string what = checkpoint.string() + " of " + run.label();
+  std::int64_t stored = 0;
+  for (int rank = 0; rank < run.world; ++rank) {
+    const fs::path file = checkpoint / state_file_name(rank, run.world);
+    ASSERT_EQ(fs::exists(file), run.stage > 0 || rank == 0) << what << " rank " << rank;
+    if (!fs::exists(file)) continue;
+    const SafetensorsFile slices = SafetensorsFile::open(file.string());
+    for (const std::string& tensor : slices.names())
+      if (tensor.ends_with(".master")) stored += shape_numel(slices.info(tensor).shape);
+  }
+  const std::optional<OptimizerStateFiles> state = OptimizerStateFiles::open(checkpoint.string());
+  ASSERT_TRUE(state.has_value()) << what;
+  EXPECT_EQ(state->source(), (checkpoint / kOptimizerIndexFile).string());
+  std::int64_t trained = 0;
+  std::set<std::string> weight_names;
+  for (const auto& entry : fs::directory_iterator(checkpoint)) {
+    if (entry.path().extension() != ".safetensors") continue;
+    const SafetensorsFile weights = SafetensorsFile::open(entry.path().string());
+    for (const std::string& name : weights.names()) {
+      weight_names.insert(name);
+      ASSERT_TRUE(state->contains(name)) << what << ": the index does not describe " << name;
+      EXPECT_EQ(state->shape(name), weights.info(name).shape) << name;
+      EXPECT_EQ(state->damage(name), std::nullopt) << name;
+      trained += shape_numel(weights.info(name).shape);
+    }
+  }
+  const std::vector<std::string> names = state->names();
+  EXPECT_EQ(std::set<std::string>(names.begin(), names.end()), weight_names) << what;
+  EXPECT_EQ(stored, trained) << what << ": the rank files hold each element once and no padding";
+}
+
+// Checkpoints hold the optimizer state per parameter name (each rank's slices in its own file,
+// an index describing them) and whole model files, so a run moves between stages, world sizes
+// and offload: stage 2 on 4 ranks -> stage 3 on 2 and stage 1 on 3, stage 3 on 2 -> stage 3
+// on 4, offloaded stage 1 on 2 -> stage 3 on 3, stage 0 on 2 -> stage 2 on 4 (with offload),
+// stage 3 on 3 -> one device, with LoRA too. The global batch (ranks x micro-batch) stays the
+// same, so the resumed run continues on the same samples and ends where one device does
+// without interruption.
 TEST_F(Zero3, CheckpointsResumeAtAnotherWorldSizeAndStage) {
   struct Move {
     std::string method;
-    int from_stage, from_world, to_world;
+    int from_stage, from_world, to_stage, to_world;
+    bool from_offload = false, to_offload = false;
   };
-  for (const Move& move : {Move{"full", 2, 4, 2}, Move{"full", 3, 2, 4}, Move{"lora", 3, 3, 1}}) {
+  for (const Move& move : {Move{"full", 2, 4, 3, 2}, Move{"full", 2, 4, 1, 3}, Move{"full", 3, 2, 3, 4},
+                           Move{"full", 1, 2, 3, 3, true}, Move{"full", 0, 2, 2, 4, false, true},
+                           Move{"lora", 3, 3, 3, 0}}) {
     Spec writer;
     writer.method = move.method;
     writer.stage = move.from_stage;
     writer.world = move.from_world;
+    writer.offload = move.from_offload;
     writer.micro = 12 / move.from_world;
     writer.max_grad_norm = 0.5;
     writer.extra = {"--save_strategy", "steps", "--save_steps", "2"};
     const std::string name = "writer_" + move.method + std::to_string(move.from_stage) + std::to_string(move.from_world);
-    const Weights uninterrupted = train(writer, name);
-    ASSERT_TRUE(fs::exists(root_ / name / "checkpoint-2" / "optimizer.safetensors"));
+    train(writer, name);
+    const fs::path checkpoint = root_ / name / "checkpoint-2";
+    expect_state_files_of_every_rank(checkpoint, writer);
     Spec reader = writer;
-    reader.stage = 3;
+    reader.stage = move.to_stage;
     reader.world = move.to_world;
-    reader.micro = 12 / move.to_world;
-    reader.extra = {"--resume_from_checkpoint", (root_ / name / "checkpoint-2").string()};
+    reader.offload = move.to_offload;
+    reader.micro = 12 / std::max(move.to_world, 1);
+    reader.extra = {"--resume_from_checkpoint", checkpoint.string()};
     TrainerState state;
     const Weights resumed = train(reader, name + "_resumed", &state);
     EXPECT_EQ(state.global_step, 5);
+    Spec single = writer.single();
+    single.offload = false;
+    const Weights uninterrupted = train(single, name + "_single");
     expect_same_weights(resumed, uninterrupted, "resumed " + reader.label() + " from " + writer.label());
   }
 }

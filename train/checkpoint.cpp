@@ -6,7 +6,6 @@
 
 #include "runtime/atomic_file.h"
 #include "runtime/error.h"
-#include "tensor/safetensors.h"
 
 namespace zt::train {
 namespace fs = std::filesystem;
@@ -14,7 +13,6 @@ namespace {
 
 constexpr const char* kTrainerState = "trainer_state.json";
 constexpr const char* kRunState = "zerotune_state.json";
-constexpr const char* kOptimizer = "optimizer.safetensors";
 
 std::optional<std::int64_t> checkpoint_step(const fs::path& path) {
   const std::string name = path.filename().string();
@@ -42,35 +40,50 @@ void remove_quietly(const fs::path& path) {
 
 }  // namespace
 
-std::string save_checkpoint(const std::string& output_dir, std::int64_t step, const CheckpointContents& contents) {
-  const fs::path final_dir = fs::path(output_dir) / ("checkpoint-" + std::to_string(step));
-  const fs::path partial = fs::path(output_dir) / (".checkpoint-" + std::to_string(step) + ".partial");
-  const fs::path previous = fs::path(output_dir) / (".checkpoint-" + std::to_string(step) + ".old");
+PartialCheckpoint partial_checkpoint(const std::string& output_dir, std::int64_t step) {
+  const std::string name = "checkpoint-" + std::to_string(step);
+  return {(fs::path(output_dir) / ("." + name + ".partial")).string(), (fs::path(output_dir) / name).string()};
+}
+
+void begin_checkpoint(const PartialCheckpoint& partial) {
   std::error_code error;
-  fs::create_directories(output_dir, error);
-  ZT_REQUIRE(!error, "cannot create the output directory " + output_dir + ": " + error.message());
-  remove_quietly(partial);  // left by a crash during an earlier save
-  fs::create_directories(partial, error);
-  ZT_REQUIRE(!error, "cannot create " + partial.string() + ": " + error.message());
+  fs::create_directories(fs::path(partial.folder).parent_path(), error);
+  ZT_REQUIRE(!error, "cannot create the output directory " + fs::path(partial.folder).parent_path().string() + ": " +
+                         error.message());
+  remove_quietly(partial.folder);  // left by a crash during an earlier save
+  fs::create_directories(partial.folder, error);
+  ZT_REQUIRE(!error, "cannot create " + partial.folder + ": " + error.message());
+}
+
+std::string complete_checkpoint(const PartialCheckpoint& partial, const CheckpointContents& contents) {
+  const fs::path folder = partial.folder;
   try {
-    if (contents.write_model) contents.write_model(partial.string());
-    if (!contents.optimizer_state.empty()) {
-      NamedTensors tensors(contents.optimizer_state.begin(), contents.optimizer_state.end());
-      save_safetensors((partial / kOptimizer).string(), tensors);
-    }
-    write_json(partial / kRunState, contents.run_state);
-    write_json(partial / "training_args.json", contents.training_args);
-    write_json(partial / kTrainerState, contents.trainer_state);  // last: marks the folder complete
+    if (contents.write_model) contents.write_model(folder.string());
+    if (contents.write_optimizer) contents.write_optimizer(folder.string());
+    write_json(folder / kRunState, contents.run_state);
+    write_json(folder / "training_args.json", contents.training_args);
+    write_json(folder / kTrainerState, contents.trainer_state);  // last: marks the folder complete
   } catch (...) {
-    remove_quietly(partial);
+    abandon_checkpoint(partial);
     throw;
   }
+  const fs::path final_dir = partial.final_folder;
+  const fs::path previous = fs::path(partial.final_folder).parent_path() / ("." + final_dir.filename().string() + ".old");
+  std::error_code error;
   if (fs::exists(final_dir)) fs::rename(final_dir, previous, error);
   ZT_REQUIRE(!error, "cannot move the old " + final_dir.string() + " aside: " + error.message());
-  fs::rename(partial, final_dir, error);
-  ZT_REQUIRE(!error, "cannot rename " + partial.string() + " to " + final_dir.string() + ": " + error.message());
+  fs::rename(folder, final_dir, error);
+  ZT_REQUIRE(!error, "cannot rename " + folder.string() + " to " + final_dir.string() + ": " + error.message());
   remove_quietly(previous);
   return final_dir.string();
+}
+
+void abandon_checkpoint(const PartialCheckpoint& partial) { remove_quietly(partial.folder); }
+
+std::string save_checkpoint(const std::string& output_dir, std::int64_t step, const CheckpointContents& contents) {
+  const PartialCheckpoint partial = partial_checkpoint(output_dir, step);
+  begin_checkpoint(partial);
+  return complete_checkpoint(partial, contents);
 }
 
 std::vector<std::string> list_checkpoints(const std::string& output_dir) {
@@ -117,11 +130,6 @@ LoadedCheckpoint load_checkpoint(const std::string& directory) {
   loaded.directory = directory;
   loaded.trainer_state = read_json(fs::path(directory) / kTrainerState);
   loaded.run_state = read_json(fs::path(directory) / kRunState);
-  const fs::path optimizer = fs::path(directory) / kOptimizer;
-  if (fs::exists(optimizer)) {
-    SafetensorsFile file = SafetensorsFile::open(optimizer.string());
-    for (const std::string& name : file.names()) loaded.optimizer_state[name] = file.get(name);
-  }
   return loaded;
 }
 

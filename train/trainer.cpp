@@ -12,7 +12,6 @@
 #include "runtime/caching_allocator.h"
 #include "runtime/device_clock.h"
 #include "runtime/error.h"
-#include "runtime/generator.h"
 #include "runtime/log.h"
 #include "train/checkpoint.h"
 #include "train/loss_curve.h"
@@ -333,49 +332,6 @@ void Trainer::maybe_evaluate_and_save(bool epoch_ended) {
   const bool save_now = (args_.save_strategy == "steps" && step % args_.save_steps == 0) ||
                         (args_.save_strategy == "epoch" && epoch_ended);
   if (save_now) save_checkpoint_now();
-}
-
-void Trainer::save_checkpoint_now() {
-  CheckpointContents contents;
-  contents.write_model = model_.save;
-  if (!args_.save_only_model) contents.optimizer_state = optimizer_->state_dict();
-  contents.trainer_state = to_json(state_);
-  const GeneratorState rng = default_generator().state();
-  contents.run_state = {{"global_step", state_.global_step},
-                        {"scheduler_step", scheduler_step_},
-                        {"epoch", position_.epoch},
-                        {"samples_in_epoch", samples_in_epoch()},
-                        {"loss_scaler", to_json(scaler_.state())},
-                        {"rng", {{"seed", rng.seed}, {"offset", rng.offset}}}};
-  contents.training_args = nlohmann::json::parse(training_arguments_json(args_));
-  // The optimizer state above was a collective, and so is gathering ZeRO-3's weights; rank 0 writes.
-  on_main_rank_with_weights([&] {
-    std::string path = save_checkpoint(args_.output_dir, state_.global_step, contents);
-    progress_.clear();
-    ZT_LOG(kInfo, "saved " << path);
-    if (args_.save_total_limit) rotate_checkpoints(args_.output_dir, *args_.save_total_limit);
-  });
-}
-
-void Trainer::resume(const std::string& directory) {
-  LoadedCheckpoint checkpoint = load_checkpoint(directory);
-  ZT_REQUIRE(!checkpoint.optimizer_state.empty(),
-             directory + " holds no optimizer state (saved with --save_only_model): it cannot be resumed from");
-  if (zero3_ != nullptr)  // each rank reads the files into host memory and keeps its shards
-    zero3_->partitioner().load_through_host(saves_only_trainable(), [&] { model_.load(directory); });
-  else
-    model_.load(directory);
-  optimizer_->load_state_dict(checkpoint.optimizer_state);
-  state_.log_history = checkpoint.trainer_state.value("log_history", nlohmann::json::array());
-  state_.num_input_tokens_seen = checkpoint.trainer_state.value("num_input_tokens_seen", std::int64_t{0});
-  const nlohmann::json& run = checkpoint.run_state;
-  state_.global_step = run.at("global_step").get<std::int64_t>();
-  scheduler_step_ = run.at("scheduler_step").get<std::int64_t>();
-  restore_data_position(run);
-  scaler_.restore(loss_scaler_state_from_json(run.at("loss_scaler")));
-  default_generator().set_state({run.at("rng").at("seed").get<std::uint64_t>(), run.at("rng").at("offset").get<std::uint64_t>()});
-  state_.epoch = epoch_progress();
-  ZT_LOG(kInfo, "resumed from " << directory << " at step " << state_.global_step);
 }
 
 TrainerState Trainer::train() {

@@ -27,6 +27,7 @@
 namespace zt::train {
 
 class Zero3Optimizer;
+struct CheckpointRanks;
 
 // What is trained, and how a checkpoint stores and restores it (the full model's files, or
 // only an adapter's).
@@ -83,6 +84,8 @@ class Trainer {
   void add_memory(nlohmann::json& entry) const;
   void record(const nlohmann::json& entry);
   void maybe_evaluate_and_save(bool epoch_ended);
+  // train/trainer_checkpoint.cpp
+  CheckpointRanks checkpoint_ranks() const;
   void save_checkpoint_now();
   void resume(const std::string& directory);
   double epoch_progress() const;

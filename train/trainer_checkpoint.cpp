@@ -1,0 +1,60 @@
+// The trainer's checkpoints: what a save holds and how a resume restores it. Every rank takes
+// part in both (train/checkpoint_ranks.h): each writes and reads only the optimizer state it
+// holds.
+
+#include "runtime/generator.h"
+#include "runtime/log.h"
+#include "train/checkpoint_ranks.h"
+#include "train/trainer.h"
+#include "train/zero3_optimizer.h"
+
+namespace zt::train {
+
+CheckpointRanks Trainer::checkpoint_ranks() const {
+  return {.comm = comm_, .device = model_.model->device(), .zero_stage = comm_ ? plan_.zero.stage : 0};
+}
+
+void Trainer::save_checkpoint_now() {
+  CheckpointSave save;
+  save.output_dir = args_.output_dir;
+  save.step = state_.global_step;
+  save.contents.write_model = model_.save;
+  save.contents.trainer_state = to_json(state_);
+  const GeneratorState rng = default_generator().state();
+  save.contents.run_state = {{"global_step", state_.global_step},
+                             {"scheduler_step", scheduler_step_},
+                             {"epoch", position_.epoch},
+                             {"samples_in_epoch", samples_in_epoch()},
+                             {"loss_scaler", to_json(scaler_.state())},
+                             {"rng", {{"seed", rng.seed}, {"offset", rng.offset}}}};
+  save.contents.training_args = nlohmann::json::parse(training_arguments_json(args_));
+  if (!args_.save_only_model) save.optimizer = optimizer_.get();
+  save.optimizer_step = scheduler_step_;  // the updates applied: DeepSpeed does not count skipped steps
+  save.on_main_rank_with_weights = [this](const std::function<void()>& write) { on_main_rank_with_weights(write); };
+  const std::string path = save_checkpoint_on_ranks(checkpoint_ranks(), save);
+  if (!is_main_rank()) return;
+  progress_.clear();
+  ZT_LOG(kInfo, "saved " << path);
+  if (args_.save_total_limit) rotate_checkpoints(args_.output_dir, *args_.save_total_limit);
+}
+
+void Trainer::resume(const std::string& directory) {
+  LoadedCheckpoint checkpoint = load_checkpoint(directory);
+  const nlohmann::json& run = checkpoint.run_state;
+  if (zero3_ != nullptr)  // each rank reads the files into host memory and keeps its shards
+    zero3_->partitioner().load_through_host(saves_only_trainable(), [&] { model_.load(directory); });
+  else
+    model_.load(directory);
+  scheduler_step_ = run.at("scheduler_step").get<std::int64_t>();
+  load_optimizer_state_on_ranks(checkpoint_ranks(), directory, *optimizer_, scheduler_step_);
+  state_.log_history = checkpoint.trainer_state.value("log_history", nlohmann::json::array());
+  state_.num_input_tokens_seen = checkpoint.trainer_state.value("num_input_tokens_seen", std::int64_t{0});
+  state_.global_step = run.at("global_step").get<std::int64_t>();
+  restore_data_position(run);
+  scaler_.restore(loss_scaler_state_from_json(run.at("loss_scaler")));
+  default_generator().set_state({run.at("rng").at("seed").get<std::uint64_t>(), run.at("rng").at("offset").get<std::uint64_t>()});
+  state_.epoch = epoch_progress();
+  ZT_LOG(kInfo, "resumed from " << directory << " at step " << state_.global_step);
+}
+
+}  // namespace zt::train
