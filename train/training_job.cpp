@@ -3,9 +3,8 @@
 #include <filesystem>
 #include <memory>
 
-#include "distributed/gloo_communicator.h"
 #include "distributed/inprocess_communicator.h"
-#include "distributed/nccl_communicator.h"
+#include "distributed/launched_job.h"
 #include "distributed/tracing_communicator.h"
 #include "models/chat_template.h"
 #include "models/lora_files.h"
@@ -183,22 +182,13 @@ void run_training_job(const TrainingArguments& args) {
     throw NoGpuError("rank " + std::to_string(rank.rank) + ": --device " + args.device + ": " +
                      cuda_unavailable_reason() + "; --device cpu trains the processes on the CPU over Gloo");
   if (!on_cpu) set_cuda_device(rank.local_rank);
-  distributed::RendezvousConfig rendezvous;
-  const char* addr = std::getenv("MASTER_ADDR");
-  const char* port = std::getenv("MASTER_PORT");
-  rendezvous.address = addr ? addr : "127.0.0.1";
-  rendezvous.port = port ? std::stoi(port) : 29500;
-  rendezvous.token = distributed::job_token_from_environment();
-  rendezvous.world_size = rank.world_size;
-  rendezvous.timeout = timeout;
+  std::unique_ptr<distributed::Communicator> comm = distributed::connect_launched_rank(rank, on_cpu, timeout);
   if (on_cpu) {
-    std::unique_ptr<distributed::Communicator> comm = distributed::connect_gloo(rank.rank, rendezvous, timeout);
     if (rank.rank == 0) ZT_LOG(kInfo, "world size " << rank.world_size << " (" << rank.launcher << "), Gloo on the CPU");
-    return train_rank_of_many(args, *comm, rank.local_rank, run_start);
+  } else {
+    report_world(*comm, rank.local_rank, rank.launcher);
   }
-  distributed::NcclCommunicator comm(rank.rank, rendezvous, timeout);
-  report_world(comm, rank.local_rank, rank.launcher);
-  train_rank_of_many(args, comm, rank.local_rank, run_start);
+  train_rank_of_many(args, *comm, rank.local_rank, run_start);
 }
 
 }  // namespace zt::train
