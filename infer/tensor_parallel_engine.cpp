@@ -1,0 +1,111 @@
+#include "infer/tensor_parallel_engine.h"
+
+#include <algorithm>
+
+#include "autograd/grad_mode.h"
+#include "distributed/integer_collectives.h"
+#include "runtime/device.h"
+#include "runtime/error.h"
+
+namespace zt::infer {
+namespace {
+
+using distributed::max_over_ranks;
+using distributed::min_over_ranks;
+using distributed::ReduceOp;
+
+std::int64_t prefix_length(const models::CausalLM& model) {
+  if (!model.prefix_source()) return 0;
+  autograd::NoGradGuard no_recording;
+  return model.prefix_source()(1).front().keys.data().size(1);
+}
+
+// A fingerprint of every request's tokens, small enough to pass exactly through any
+// communicator (the in-process one sums in double).
+std::int64_t fingerprint(const std::vector<std::vector<std::int64_t>>& results) {
+  constexpr std::int64_t kModulus = 2147483647;  // 2^31 - 1
+  std::int64_t hash = 17;
+  auto mix = [&](std::int64_t value) { hash = (hash * 31 + (value % kModulus + kModulus)) % kModulus; };
+  for (const auto& tokens : results) {
+    mix(static_cast<std::int64_t>(tokens.size()));
+    for (std::int64_t token : tokens) mix(token);
+  }
+  return hash;
+}
+
+}  // namespace
+
+TensorParallelEngine::TensorParallelEngine(models::CausalLM& shard, distributed::Communicator& comm,
+                                           TensorParallelOptions options)
+    : shard_(shard), comm_(comm), options_(options) {
+  ZT_REQUIRE(options_.ranks_per_device >= 1, "tensor parallelism: ranks_per_device must be at least 1");
+  shard_.set_partial_sum_reducer([&comm](const Tensor& partial) { comm.all_reduce(partial, ReduceOp::kSum); });
+}
+
+TensorParallelEngine::~TensorParallelEngine() { shard_.set_partial_sum_reducer({}); }
+
+std::vector<std::vector<std::int64_t>> TensorParallelEngine::run(const std::vector<GenerationRequest>& requests,
+                                                                 const TokenSink& sink,
+                                                                 const std::function<bool()>& cancelled) {
+  EngineOptions options = options_.engine;
+  options.cache_blocks = agreed_cache_blocks(requests);
+  // The all-reduces inside each step wait on the host (the in-process meeting, NCCL's
+  // watchdog), which a CUDA graph cannot capture.
+  options.cuda_graphs = false;
+  const bool rank0 = comm_.rank() == 0;
+  const TokenSink rank0_sink = rank0 ? sink : TokenSink{};
+  std::vector<std::vector<std::int64_t>> results =
+      Engine(shard_, options).run(requests, rank0_sink, [&] { return cancelled_on_rank0(cancelled); });
+  check_ranks_agree(results);
+  return results;
+}
+
+// Engine's own rule (blocks for max_batch of the longest requests, or options.cache_blocks),
+// within this rank's part of the free device memory, and then the smallest over the ranks:
+// ranks with caches of different sizes could admit different sequences into a step and stop
+// meeting in the same collectives.
+std::int64_t TensorParallelEngine::agreed_cache_blocks(const std::vector<GenerationRequest>& requests) {
+  const EngineOptions& o = options_.engine;
+  const models::ModelConfig& c = shard_.config();
+  const std::int64_t prefix = prefix_length(shard_);
+  std::vector<std::int64_t> needs;
+  for (const GenerationRequest& r : requests) {
+    const std::int64_t tokens = prefix + static_cast<std::int64_t>(r.prompt.size()) + r.options.max_new_tokens;
+    needs.push_back((tokens + o.block_size - 1) / o.block_size);
+  }
+  std::sort(needs.rbegin(), needs.rend());
+  const std::int64_t largest = needs.empty() ? 1 : std::max<std::int64_t>(needs.front(), 1);
+  std::int64_t blocks = o.cache_blocks;
+  if (blocks == 0)
+    for (std::size_t i = 0; i < needs.size() && static_cast<std::int64_t>(i) < o.max_batch; ++i) blocks += needs[i];
+  blocks = std::max(blocks, largest);
+  const std::int64_t block_bytes = 2 * c.num_layers * o.block_size * c.num_kv_heads * c.head_dim *
+                                   static_cast<std::int64_t>(dtype_size(shard_.dtype()));
+  if (shard_.device().is_cuda()) {
+    // Below the Engine's own 90% cap, so that its later look at free memory keeps this count.
+    const auto free_bytes = static_cast<std::int64_t>(device_memory_info(shard_.device().index).free);
+    blocks = std::min(blocks, free_bytes / 100 * 85 / options_.ranks_per_device / block_bytes);
+  }
+  blocks = min_over_ranks(comm_, blocks, shard_.device());
+  ZT_REQUIRE(blocks >= largest, "tensor parallelism: the longest request needs " +
+                                    std::to_string(largest * o.block_size) + " tokens of KV cache per rank; the free "
+                                    "memory of some rank holds " + std::to_string(blocks * o.block_size) +
+                                    ": shorten prompts or max_new_tokens, or use more ranks");
+  return blocks;
+}
+
+bool TensorParallelEngine::cancelled_on_rank0(const std::function<bool()>& cancelled) {
+  const bool stop = comm_.rank() == 0 && cancelled && cancelled();
+  return distributed::broadcast_integer(comm_, stop ? 1 : 0, 0, shard_.device()) != 0;
+}
+
+void TensorParallelEngine::check_ranks_agree(const std::vector<std::vector<std::int64_t>>& results) {
+  const std::int64_t mine = fingerprint(results);
+  const std::int64_t largest = max_over_ranks(comm_, mine, shard_.device());
+  const std::int64_t smallest = min_over_ranks(comm_, mine, shard_.device());
+  ZT_REQUIRE(largest == smallest, "tensor parallelism: the ranks generated different tokens (rank " +
+                                      std::to_string(comm_.rank()) + "'s differ from another's); every rank must see "
+                                      "the same all-reduced activations — please report this as a bug");
+}
+
+}  // namespace zt::infer
