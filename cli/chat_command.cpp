@@ -1,14 +1,18 @@
 // `zerotune chat`: an interactive conversation with a model on the terminal. Each answer
 // streams as it is generated; the history goes back in with every turn through the model's
 // chat template. /reset forgets the history, /exit (or end of input) leaves, and Ctrl-C
-// stops the answer being written, not the program.
+// stops the answer being written, not the program. With --tp N the model is split over N
+// ranks: rank 0 talks with the terminal and sends every turn to the others (cli/chat_ranks.h).
 #include <atomic>
 #include <csignal>
 #include <iostream>
+#include <unistd.h>
 
+#include "cli/chat_ranks.h"
 #include "cli/command.h"
 #include "cli/generation_flags.h"
 #include "infer/engine.h"
+#include "infer/tensor_parallel_engine.h"
 #include "models/stream_decoder.h"
 #include "runtime/error.h"
 
@@ -18,10 +22,13 @@ namespace {
 constexpr const char* kUsage =
     "usage: zerotune chat --model_name_or_path DIR [--system TEXT] [--template NAME]\n"
     "                     [sampling flags below] [--adapter_name_or_path ADAPTER] [--ptuning_checkpoint DIR]\n"
-    "                     [--device cpu|cuda|cuda:N] [--dtype D]\n\n"
+    "                     [--device cpu|cuda|cuda:N] [--dtype D] [--tp N]\n\n"
     "Reads your turns from stdin and streams the model's answers. /reset starts a new\n"
     "conversation, /exit leaves; Ctrl-C stops the current answer.\n"
     "  --system   a system prompt put ahead of every conversation\n";
+
+// While rank 0 waits for the user, the other ranks wait in a collective: well inside its timeout.
+constexpr std::chrono::seconds kKeepAliveInterval{60};
 
 FlagSpec flag_spec() {
   FlagSpec spec{.command = "chat", .value_flags = kModelFlags, .bool_flags = kGenerationBoolFlags,
@@ -48,17 +55,23 @@ class InterruptScope {
   void (*previous_)(int);
 };
 
-class Chat {
+// One prompt's answer: its new tokens, each streamed through `sink`, stopping early once
+// `cancelled` says so.
+using Answer = std::function<std::vector<std::int64_t>(
+    const std::vector<std::int64_t>& prompt, const infer::TokenSink& sink, const std::function<bool()>& cancelled)>;
+
+// The terminal's side of the chat: tokenizer, template and history.
+class Conversation {
  public:
-  Chat(Flags& flags, const std::string& dir)
+  Conversation(const Flags& flags, const std::string& dir)
       : tokenizer_(models::load_tokenizer(dir)),
         template_(chat_template_from(flags, dir)),
-        model_(load_model_from_flags(flags)),
-        options_(generation_options_from(flags, dir, model_, *tokenizer_, template_.get())),
-        engine_(model_, engine_options_from(flags)),
-        system_(flags.count("--system") ? flags["--system"] : "") {
+        system_(flags.count("--system") ? flags.at("--system") : "") {
     reset();
   }
+
+  const models::Tokenizer& tokenizer() const { return *tokenizer_; }
+  const models::ChatTemplate* chat_template() const { return template_.get(); }
 
   void reset() {
     history_.clear();
@@ -66,7 +79,7 @@ class Chat {
   }
 
   // Streams the answer to `question` and keeps both in the history.
-  void answer(const std::string& question) {
+  void answer(const std::string& question, const Answer& generate) {
     history_.push_back({"user", question});
     models::EncodedConversation prompt = template_->encode(*tokenizer_, history_, /*add_generation_prompt=*/true);
     models::StreamDecoder stream(*tokenizer_, /*skip_special_tokens=*/true);
@@ -78,7 +91,7 @@ class Chat {
     };
     {
       InterruptScope scope;
-      engine_.run({{{prompt.ids.begin(), prompt.ids.end()}, options_}}, print, [] { return interrupted.load(); });
+      generate({prompt.ids.begin(), prompt.ids.end()}, print, [] { return interrupted.load(); });
       if (interrupted) std::cout << " [stopped]";
     }
     text += stream.finish();
@@ -89,29 +102,78 @@ class Chat {
  private:
   std::unique_ptr<models::Tokenizer> tokenizer_;
   std::unique_ptr<models::ChatTemplate> template_;
-  models::CausalLM model_;
-  models::GenerationOptions options_;
-  infer::Engine engine_;
   std::string system_;
   std::vector<models::ChatMessage> history_;
 };
 
-int chat(Flags& flags) {
-  Chat session(flags, flags["--model_name_or_path"]);
+// Turns from `read_line` until /exit or the end of input.
+void converse(Conversation& conversation, const std::function<std::optional<std::string>()>& read_line,
+              const Answer& generate) {
   std::cerr << "chat: /reset starts over, /exit leaves, Ctrl-C stops an answer\n";
-  std::string line;
   while (true) {
     std::cout << "user> " << std::flush;
-    if (!std::getline(std::cin, line) || line == "/exit") break;
-    if (line == "/reset") {
-      session.reset();
+    const std::optional<std::string> line = read_line();
+    if (!line || *line == "/exit") break;
+    if (*line == "/reset") {
+      conversation.reset();
       std::cout << "(history cleared)\n";
       continue;
     }
-    if (line.empty()) continue;
+    if (line->empty()) continue;
     std::cout << "assistant> " << std::flush;
-    session.answer(line);
+    conversation.answer(*line, generate);
   }
+}
+
+int chat_on_one_device(Flags& flags) {
+  const std::string dir = flags["--model_name_or_path"];
+  Conversation conversation(flags, dir);
+  const models::CausalLM model = load_model_from_flags(flags);
+  const models::GenerationOptions options =
+      generation_options_from(flags, dir, model, conversation.tokenizer(), conversation.chat_template());
+  const infer::Engine engine(model, engine_options_from(flags));
+  auto read_line = []() -> std::optional<std::string> {
+    std::string line;
+    if (!std::getline(std::cin, line)) return std::nullopt;
+    return line;
+  };
+  converse(conversation, read_line, [&](const auto& prompt, const auto& sink, const auto& cancelled) {
+    return engine.run({{prompt, options}}, sink, cancelled)[0];
+  });
+  return 0;
+}
+
+// Rank 0 talks with the terminal; every other rank generates what rank 0 sends it.
+void chat_on_rank(const Flags& flags, Conversation& conversation, infer::TensorParallelRank& rank) {
+  const models::GenerationOptions options = generation_options_from(
+      flags, flags.at("--model_name_or_path"), rank.shard, conversation.tokenizer(), conversation.chat_template());
+  infer::TensorParallelEngine engine(rank.shard, rank.comm, tensor_parallel_options_from(flags, rank));
+  TurnBroadcast turns(rank.comm, rank.shard.device());
+  if (rank.comm.rank() != 0) {
+    // Rank 0 acts on Ctrl-C for all (a launcher forwards it to every process).
+    if (infer::launched_as_ranks()) std::signal(SIGINT, SIG_IGN);
+    while (std::optional<std::vector<std::int64_t>> prompt = turns.receive()) engine.run({{*prompt, options}});
+    return;
+  }
+  // A rank of `zerotune launch` runs in a process group of its own, which the terminal stops
+  // when it reads: say so rather than hang.
+  ZT_REQUIRE(!isatty(STDIN_FILENO) || tcgetpgrp(STDIN_FILENO) == getpgrp(),
+             "chat --tp under this launcher cannot read the terminal (rank 0 is not in its foreground process "
+             "group): pipe the turns in (zerotune launch ... zerotune chat ... < turns.txt), start the ranks with "
+             "torchrun, or leave out the launcher to run the ranks in-process");
+  StdinLines lines;
+  auto read_line = [&] { return lines.next(kKeepAliveInterval, [&] { turns.send_keep_alive(); }); };
+  converse(conversation, read_line, [&](const auto& prompt, const auto& sink, const auto& cancelled) {
+    turns.send_turn(prompt);
+    return engine.run({{prompt, options}}, sink, cancelled)[0];
+  });
+  turns.send_end();
+}
+
+int chat(Flags& flags) {
+  if (tensor_parallel_size(flags) == 1) return chat_on_one_device(flags);
+  Conversation conversation(flags, flags["--model_name_or_path"]);
+  run_tensor_parallel_from_flags(flags, [&](infer::TensorParallelRank& rank) { chat_on_rank(flags, conversation, rank); });
   return 0;
 }
 

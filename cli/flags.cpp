@@ -59,14 +59,24 @@ int run_with_flags(const std::vector<std::string>& args, const FlagSpec& spec, c
   return body(flags);
 }
 
-models::CausalLM load_model_from_flags(Flags& flags) {
-  const Device device = flags.count("--device") ? parse_device(flags["--device"])
+Device device_from_flags(const Flags& flags) {
+  const Device device = flags.count("--device") ? parse_device(flags.at("--device"))
                         : cuda_available()      ? Device::cuda()
                                                 : Device::cpu();
   if (device.is_cuda()) require_gpu("--device " + device.str());
-  const DType dtype = flags.count("--dtype") ? parse_dtype(flags["--dtype"])
-                      : device.is_cuda()     ? DType::kBF16
-                                             : DType::kF32;
+  return device;
+}
+
+DType dtype_from_flags(const Flags& flags, Device device) {
+  return flags.count("--dtype") ? parse_dtype(flags.at("--dtype")) : device.is_cuda() ? DType::kBF16 : DType::kF32;
+}
+
+models::CausalLM load_model_from_flags(Flags& flags) {
+  const Device device = device_from_flags(flags);
+  return load_model_from_flags(flags, device, dtype_from_flags(flags, device));
+}
+
+models::CausalLM load_model_from_flags(Flags& flags, Device device, DType dtype) {
   models::CausalLM model = models::load_model(flags["--model_name_or_path"], {.device = device, .dtype = dtype});
   if (flags.count("--adapter_name_or_path")) models::load_lora_adapter(model, flags["--adapter_name_or_path"]);
   if (flags.count("--ptuning_checkpoint")) models::load_prefix_checkpoint(model, flags["--ptuning_checkpoint"]);

@@ -41,5 +41,12 @@ inline const std::set<std::string> kModelFlags{"--model_name_or_path", "--device
 // --dtype (default bfloat16 on a GPU, float32 on the CPU), with --adapter_name_or_path's LoRA
 // and --ptuning_checkpoint's prefix applied.
 models::CausalLM load_model_from_flags(Flags& flags);
+// The same model on `device` in `dtype` (tensor parallelism loads it on the CPU to split it).
+models::CausalLM load_model_from_flags(Flags& flags, Device device, DType dtype);
+
+// --device, else the GPU when one is usable; a GPU that is not usable is an error.
+Device device_from_flags(const Flags& flags);
+// --dtype, else bfloat16 on a GPU and float32 on the CPU.
+DType dtype_from_flags(const Flags& flags, Device device);
 
 }  // namespace zt::cli

@@ -11,6 +11,7 @@
 #include "cli/generation_flags.h"
 #include "cli/prompt_file.h"
 #include "infer/engine.h"
+#include "infer/tensor_parallel_engine.h"
 #include "models/stream_decoder.h"
 #include "runtime/atomic_file.h"
 #include "runtime/error.h"
@@ -23,7 +24,7 @@ constexpr const char* kUsage =
     "usage: zerotune generate --model_name_or_path DIR (--prompt TEXT | --input_file FILE)\n"
     "                         [--output_file FILE] [--output_format text|ids|jsonl]\n"
     "                         [sampling and batching flags below] [--adapter_name_or_path ADAPTER]\n"
-    "                         [--ptuning_checkpoint DIR] [--device cpu|cuda|cuda:N] [--dtype D]\n\n"
+    "                         [--ptuning_checkpoint DIR] [--device cpu|cuda|cuda:N] [--dtype D] [--tp N]\n\n"
     "Continues each prompt and prints the new text (tokenized with the model's special tokens;\n"
     "generation stops after an eos token). Prompts of --input_file (JSON Lines or a JSON array)\n"
     "are plain strings, {\"prompt\": ...}, alpaca {\"instruction\", \"input\"} or conversations\n"
@@ -114,39 +115,75 @@ infer::TokenSink progress_sink(train::ProgressBar& bar, const models::Generation
   };
 }
 
-int generate_text(Flags& flags) {
-  const std::string dir = flags["--model_name_or_path"];
-  const std::string format = flags.count("--output_format") ? flags["--output_format"] : "text";
-  ZT_REQUIRE(format == "text" || format == "ids" || format == "jsonl",
-             "--output_format must be text, ids or jsonl, got '" + format + "'");
-  std::unique_ptr<models::Tokenizer> tokenizer = models::load_tokenizer(dir);
-  std::unique_ptr<models::ChatTemplate> chat = chat_template_from(flags, dir);
-  Prompts prompts = encode_prompts(flags, *tokenizer, *chat);
-  models::CausalLM model = load_model_from_flags(flags);
-  models::GenerationOptions options = generation_options_from(flags, dir, model, *tokenizer, chat.get());
-  std::vector<infer::GenerationRequest> requests;
-  for (const auto& ids : prompts.ids) requests.push_back({ids, options});
-  infer::Engine engine(model, engine_options_from(flags));
+// What every rank needs before it generates: the prompts, tokenized.
+struct Inputs {
+  std::string dir, format;
+  std::unique_ptr<models::Tokenizer> tokenizer;
+  std::unique_ptr<models::ChatTemplate> chat;
+  Prompts prompts;
+};
 
+Inputs read_inputs(const Flags& flags) {
+  Inputs in;
+  in.dir = flags.at("--model_name_or_path");
+  in.format = flags.count("--output_format") ? flags.at("--output_format") : "text";
+  ZT_REQUIRE(in.format == "text" || in.format == "ids" || in.format == "jsonl",
+             "--output_format must be text, ids or jsonl, got '" + in.format + "'");
+  in.tokenizer = models::load_tokenizer(in.dir);
+  in.chat = chat_template_from(flags, in.dir);
+  in.prompts = encode_prompts(flags, *in.tokenizer, *in.chat);
+  return in;
+}
+
+// An Engine's run, or a tensor-parallel rank's.
+using RunRequests = std::function<std::vector<std::vector<std::int64_t>>(
+    const std::vector<infer::GenerationRequest>& requests, const infer::TokenSink& sink)>;
+
+// Generates for every prompt with the model's generation settings through `run`. Only when
+// `shows` (one device, or rank 0 of tensor parallelism) are the results streamed, printed or written.
+void generate(const Flags& flags, const Inputs& in, const models::CausalLM& model, const RunRequests& run,
+              bool shows) {
+  models::GenerationOptions options = generation_options_from(flags, in.dir, model, *in.tokenizer, in.chat.get());
+  std::vector<infer::GenerationRequest> requests;
+  for (const auto& ids : in.prompts.ids) requests.push_back({ids, options});
+  if (!shows) {
+    run(requests, {});
+    return;
+  }
   const bool to_file = flags.count("--output_file") != 0;
-  const bool streamed = !to_file && format == "text" && requests.size() == 1;
-  models::StreamDecoder stream(*tokenizer, /*skip_special_tokens=*/true);
+  const bool streamed = !to_file && in.format == "text" && requests.size() == 1;
+  models::StreamDecoder stream(*in.tokenizer, /*skip_special_tokens=*/true);
   train::ProgressBar bar(0, static_cast<std::int64_t>(requests.size()), to_file && isatty(STDERR_FILENO));
   std::vector<std::int64_t> produced(requests.size(), 0);
   std::int64_t finished = 0;
   infer::TokenSink sink = progress_sink(bar, options, produced, finished);
   if (streamed) sink = [&stream](std::size_t, std::int64_t token) { std::cout << stream.put(token) << std::flush; };
 
-  std::vector<std::vector<std::int64_t>> results = engine.run(requests, sink);
+  std::vector<std::vector<std::int64_t>> results = run(requests, sink);
   if (streamed) {
     std::cout << stream.finish() << "\n";
   } else if (to_file) {
     bar.finish();
-    write_output_file(flags["--output_file"], prompts, results, *tokenizer, options);
-    std::cerr << "wrote " << results.size() << " results to " << flags["--output_file"] << "\n";
+    write_output_file(flags.at("--output_file"), in.prompts, results, *in.tokenizer, options);
+    std::cerr << "wrote " << results.size() << " results to " << flags.at("--output_file") << "\n";
   } else {
-    print_results(format, prompts, results, *tokenizer, options);
+    print_results(in.format, in.prompts, results, *in.tokenizer, options);
   }
+}
+
+int generate_text(Flags& flags) {
+  const Inputs in = read_inputs(flags);
+  if (tensor_parallel_size(flags) > 1) {
+    run_tensor_parallel_from_flags(flags, [&](infer::TensorParallelRank& rank) {
+      infer::TensorParallelEngine engine(rank.shard, rank.comm, tensor_parallel_options_from(flags, rank));
+      auto run = [&](const auto& requests, const auto& sink) { return engine.run(requests, sink); };
+      generate(flags, in, rank.shard, run, rank.comm.rank() == 0);
+    });
+    return 0;
+  }
+  models::CausalLM model = load_model_from_flags(flags);
+  infer::Engine engine(model, engine_options_from(flags));
+  generate(flags, in, model, [&](const auto& requests, const auto& sink) { return engine.run(requests, sink); }, true);
   return 0;
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "models/tensor_parallel.h"
 #include "runtime/error.h"
 
 namespace zt::cli {
@@ -15,7 +16,11 @@ const char* const kGenerationUsage =
     "                           generation_config.json (greedy when it has none)\n"
     "  --template NAME          chat template: qwen, chatglm3, glm4, chatglm2 or none (default: the model's)\n"
     "  --max_batch N            sequences decoding together (default 32)\n"
-    "  --block_size N           tokens per KV-cache block (default 16)\n";
+    "  --block_size N           tokens per KV-cache block (default 16)\n"
+    "  --tp N                   tensor parallelism: heads and MLP split over N ranks (Megatron's scheme).\n"
+    "                           Under a launcher (zerotune launch --nproc_per_node N, torchrun, mpirun,\n"
+    "                           srun) one rank per process and GPU; without one, N in-process ranks on\n"
+    "                           --device: the same tokens as --tp 1, no faster (for tests and learning)\n";
 
 double number_flag(const std::string& flag, const std::string& text) {
   try {
@@ -64,6 +69,31 @@ infer::EngineOptions engine_options_from(const Flags& flags) {
   ZT_REQUIRE(options.max_batch > 0, "--max_batch must be positive");
   ZT_REQUIRE(options.block_size > 0, "--block_size must be positive");
   return options;
+}
+
+int tensor_parallel_size(const Flags& flags) {
+  if (!flags.count("--tp")) return 1;
+  const std::int64_t size = integer_flag("--tp", flags.at("--tp"));
+  ZT_REQUIRE(size >= 1 && size <= 1024, "--tp must be a number of ranks from 1 up, got " + flags.at("--tp"));
+  return static_cast<int>(size);
+}
+
+void run_tensor_parallel_from_flags(Flags& flags, const std::function<void(infer::TensorParallelRank&)>& body) {
+  const int size = tensor_parallel_size(flags);
+  models::check_tensor_parallel_size(models::load_config(flags.at("--model_name_or_path")), size);
+  const std::string device_flag = flags.count("--device") ? flags.at("--device") : "";
+  ZT_REQUIRE(!infer::launched_as_ranks() || device_flag.rfind("cuda:", 0) != 0,
+             "--device " + device_flag + " under a launcher: each tensor-parallel rank uses the GPU of its "
+             "LOCAL_RANK; give --device cuda or leave it out");
+  const Device device = device_from_flags(flags);
+  const DType dtype = dtype_from_flags(flags, device);
+  // The whole model goes to the host, not the GPU: only the shards need the device's memory.
+  auto load_full = [&] { return load_model_from_flags(flags, Device::cpu(), dtype); };
+  infer::run_tensor_parallel({.size = size, .device = device}, load_full, body);
+}
+
+infer::TensorParallelOptions tensor_parallel_options_from(const Flags& flags, const infer::TensorParallelRank& rank) {
+  return {.engine = engine_options_from(flags), .ranks_per_device = rank.ranks_per_device};
 }
 
 std::unique_ptr<models::ChatTemplate> chat_template_from(const Flags& flags, const std::string& model_dir) {

@@ -1,13 +1,17 @@
 // What `zerotune generate` and `zerotune chat` share: the sampling flags (transformers'
 // GenerationConfig names, defaults from the model's generation_config.json), the engine's
-// batching flags, and the stop ids (the model's eos ids and the chat template's end of turn).
+// batching flags, the stop ids (the model's eos ids and the chat template's end of turn), and
+// --tp N, tensor parallelism over N ranks (infer/tensor_parallel_ranks.h).
 #pragma once
 
+#include <functional>
 #include <set>
 #include <string>
 
 #include "cli/flags.h"
 #include "infer/engine.h"
+#include "infer/tensor_parallel_engine.h"
+#include "infer/tensor_parallel_ranks.h"
 #include "models/chat_template.h"
 #include "models/generate_options.h"
 #include "models/tokenizer.h"
@@ -16,7 +20,7 @@ namespace zt::cli {
 
 inline const std::set<std::string> kGenerationFlags{
     "--max_new_tokens", "--min_new_tokens", "--temperature", "--top_k",      "--top_p",
-    "--repetition_penalty", "--seed",    "--max_batch",      "--block_size", "--template"};
+    "--repetition_penalty", "--seed",    "--max_batch",      "--block_size", "--template", "--tp"};
 inline const std::set<std::string> kGenerationBoolFlags{"--do_sample"};
 
 // Usage lines for the flags above.
@@ -32,6 +36,17 @@ infer::EngineOptions engine_options_from(const Flags& flags);
 
 // --template NAME, else the model's own (models::chat_template_name_for_model).
 std::unique_ptr<models::ChatTemplate> chat_template_from(const Flags& flags, const std::string& model_dir);
+
+// --tp N: the ranks the model is split over (default 1, the whole model on one device).
+int tensor_parallel_size(const Flags& flags);
+
+// Runs `body` on every rank of --tp N: the model of the flags (adapters included) split N
+// ways, on --device's GPU (or the CPU) as N in-process ranks, or under a launcher as this
+// process's rank on its local GPU. A model that does not split N ways is refused first.
+void run_tensor_parallel_from_flags(Flags& flags, const std::function<void(infer::TensorParallelRank&)>& body);
+
+// A rank's engine options: the batching flags, and how many ranks share its device.
+infer::TensorParallelOptions tensor_parallel_options_from(const Flags& flags, const infer::TensorParallelRank& rank);
 
 // `text` as a number for `flag`; anything else is an error naming both.
 double number_flag(const std::string& flag, const std::string& text);
