@@ -398,6 +398,7 @@ __global__ void __launch_bounds__(kThreads)
       const float e = exp2f(s - new_max);
       const float sum = warp_sum(e);
       scores[r * kGenericTileN + lane] = e;
+      __syncwarp();  // every lane has read run_max[r] before lane 0 replaces it
       if (lane == 0) {
         const float factor = exp2f(old_max - new_max);
         rescale[r] = factor;

@@ -1,5 +1,7 @@
 #include "infer/token_choice.h"
 
+#include <limits>
+
 #include "models/generate_sampling.h"
 #include "ops/reduce.h"
 #include "runtime/philox.h"
@@ -7,10 +9,22 @@
 namespace zt::infer {
 namespace {
 
+// Greedy rows without a repetition penalty take their argmax on the device; min_new_tokens
+// only bars the eos ids, which suppress_eos does there too.
 bool plain_argmax(const SequenceState& s) {
   const models::GenerationOptions& o = *s.options;
-  return !o.do_sample && o.repetition_penalty == 1.0 &&
-         static_cast<std::int64_t>(s.generated.size()) >= o.min_new_tokens;
+  return !o.do_sample && o.repetition_penalty == 1.0;
+}
+
+bool bars_eos(const SequenceState& s) {
+  return static_cast<std::int64_t>(s.generated.size()) < s.options->min_new_tokens && !s.options->eos_token_ids.empty();
+}
+
+// Sets row `row`'s eos logits to -inf in place (the logits are this step's scratch).
+void suppress_eos(const Tensor& logits, std::int64_t row, const std::vector<std::int64_t>& eos) {
+  Tensor line = logits.select(0, row);
+  for (std::int64_t id : eos)
+    if (id >= 0 && id < line.size(0)) line.narrow(0, id, 1).fill_(-std::numeric_limits<double>::infinity());
 }
 
 // What models::generate chooses for the sequence from this row: the same processors and the
@@ -28,8 +42,14 @@ std::vector<std::int64_t> choose_next_tokens(const Tensor& logits, const std::ve
                                              const Tensor& argmax) {
   bool any_argmax = false, any_processed = false;
   for (const SequenceState* s : rows) (plain_argmax(*s) ? any_argmax : any_processed) = true;
+  bool any_barred = false;
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    if (plain_argmax(*rows[i]) && bars_eos(*rows[i])) {
+      suppress_eos(logits, static_cast<std::int64_t>(i), rows[i]->options->eos_token_ids);
+      any_barred = true;
+    }
   std::vector<double> argmax_ids;
-  if (any_argmax) argmax_ids = (argmax.defined() ? argmax : ops::argmax_rows(logits)).to_vector();
+  if (any_argmax) argmax_ids = (argmax.defined() && !any_barred ? argmax : ops::argmax_rows(logits)).to_vector();
   Tensor host;
   if (any_processed) host = logits.to(Device::cpu(), DType::kF64);
   std::vector<std::int64_t> chosen;

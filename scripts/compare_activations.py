@@ -276,7 +276,35 @@ def run(args, workdir):
     ours = run_zerotune(args, folder, workdir)
     rows = compare(graph, reference, theirs, ours, args.jump)
     print_table(rows, args.dtype)
+    if args.detail:
+        print_detail(args.detail, reference, theirs, ours, config)
     return rows
+
+
+def print_detail(name, reference, theirs, ours, config):
+    """Where one point's error lies: its worst tokens, and (for per-head points) the error by
+    position within a head, each for zerotune and transformers against fp32."""
+    if name not in reference or name not in ours:
+        print(f"\n--detail {name}: not recorded")
+        return
+    ref = reference[name].double()
+    print(f"\n{name}: worst tokens (index: ours, theirs)")
+    for label, x in (("ours", ours[name]), ("theirs", theirs.get(name) if theirs else None)):
+        if x is None:
+            continue
+        per_token = (x.double() - ref).norm(dim=1) / ref.norm(dim=1).clamp_min(1e-30)
+        worst = per_token.topk(min(8, per_token.numel()))
+        print(f"  {label:6}: " + ", ".join(f"{i}: {e:.2e}" for e, i in zip(worst.values.tolist(), worst.indices.tolist())))
+        print(f"  {label:6}: median token error {per_token.median():.2e}")
+    head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+    if ref.shape[1] % head_dim == 0:
+        for label, x in (("ours", ours[name]), ("theirs", theirs.get(name) if theirs else None)):
+            if x is None:
+                continue
+            diff = (x.double() - ref).reshape(ref.shape[0], -1, head_dim)
+            scale = ref.reshape(ref.shape[0], -1, head_dim)
+            by_dim = diff.pow(2).sum(dim=(0, 1)).sqrt() / scale.pow(2).sum(dim=(0, 1)).sqrt()
+            print(f"  {label:6} by dim: " + " ".join(f"{e:.1e}" for e in by_dim.tolist()))
 
 
 def check_plumbing(rows, dtype):
@@ -301,6 +329,7 @@ def parse_args():
     parser.add_argument("--dtype", choices=["bf16", "fp32"], default="bf16", help="the compared runs' dtype")
     parser.add_argument("--seq_len", type=int, default=hf.SEQ_LEN, help=f"tokens per sequence (default {hf.SEQ_LEN})")
     parser.add_argument("--jump", type=float, default=1.3, help="growth of the ratio that flags a point")
+    parser.add_argument("--detail", help="a point whose error to break down by token and by position in a head")
     parser.add_argument("--workdir", type=Path, default=None,
                         help="keep the model, inputs and every activation file here (default: a temporary folder)")
     return parser.parse_args()
