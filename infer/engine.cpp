@@ -13,11 +13,6 @@
 namespace zt::infer {
 namespace {
 
-struct Plan {
-  std::int64_t prefix_length = 0;
-  std::int64_t blocks = 0;
-};
-
 std::int64_t tokens_needed(const GenerationRequest& r, std::int64_t prefix_length) {
   return prefix_length + static_cast<std::int64_t>(r.prompt.size()) + r.options.max_new_tokens;
 }
@@ -36,37 +31,6 @@ void check_requests(const models::ModelConfig& config, const std::vector<Generat
                    " positions, more than the model's context of " + std::to_string(context) + " (" + config.source +
                    "): shorten the prompt or lower max_new_tokens");
   }
-}
-
-// Blocks for max_batch of the longest requests (or options.cache_blocks), no more than 90%
-// of the device memory that is free.
-std::int64_t cache_blocks(const models::CausalLM& model, const EngineOptions& options,
-                          const std::vector<GenerationRequest>& requests, std::int64_t prefix_length) {
-  const models::ModelConfig& c = model.config();
-  auto blocks_of = [&](const GenerationRequest& r) {
-    return (tokens_needed(r, prefix_length) + options.block_size - 1) / options.block_size;
-  };
-  std::vector<std::int64_t> needs;
-  for (const GenerationRequest& r : requests) needs.push_back(blocks_of(r));
-  std::sort(needs.rbegin(), needs.rend());
-  const std::int64_t largest = needs.empty() ? 1 : std::max<std::int64_t>(needs.front(), 1);
-  std::int64_t blocks = options.cache_blocks;
-  if (blocks == 0)
-    for (std::size_t i = 0; i < needs.size() && static_cast<std::int64_t>(i) < options.max_batch; ++i)
-      blocks += needs[i];
-  blocks = std::max(blocks, largest);
-  const std::int64_t block_bytes = 2 * c.num_layers * options.block_size * c.num_kv_heads * c.head_dim *
-                                   static_cast<std::int64_t>(dtype_size(model.dtype()));
-  if (model.device().is_cuda()) {
-    const auto free_bytes = static_cast<std::int64_t>(device_memory_info(model.device().index).free);
-    blocks = std::min(blocks, free_bytes / 10 * 9 / block_bytes);
-  }
-  ZT_REQUIRE(blocks >= largest, "the longest request needs " + std::to_string(largest * options.block_size) +
-                                    " tokens of KV cache (" + std::to_string(largest * block_bytes >> 20) +
-                                    " MiB); the free device memory holds " +
-                                    std::to_string(blocks * options.block_size) +
-                                    " tokens: shorten prompts or max_new_tokens");
-  return blocks;
 }
 
 // The scheduler's state over one run: who waits, who decodes, what came out.
@@ -181,7 +145,37 @@ class Run {
   std::unique_ptr<DecodeGraphs> graphs_;
 };
 
+std::int64_t prefix_length_of(const models::CausalLM& model) {
+  if (!model.prefix_source()) return 0;
+  autograd::NoGradGuard no_recording;
+  return model.prefix_source()(1).front().keys.data().size(1);
+}
+
 }  // namespace
+
+KvCachePlan plan_kv_cache(const models::CausalLM& model, const EngineOptions& options,
+                          const std::vector<GenerationRequest>& requests, double memory_share) {
+  const models::ModelConfig& c = model.config();
+  const std::int64_t prefix_length = prefix_length_of(model);
+  std::vector<std::int64_t> needs;
+  for (const GenerationRequest& r : requests)
+    needs.push_back((tokens_needed(r, prefix_length) + options.block_size - 1) / options.block_size);
+  std::sort(needs.rbegin(), needs.rend());
+  KvCachePlan plan;
+  plan.largest = needs.empty() ? 1 : std::max<std::int64_t>(needs.front(), 1);
+  plan.blocks = options.cache_blocks;
+  if (plan.blocks == 0)
+    for (std::size_t i = 0; i < needs.size() && static_cast<std::int64_t>(i) < options.max_batch; ++i)
+      plan.blocks += needs[i];
+  plan.blocks = std::max(plan.blocks, plan.largest);
+  plan.block_bytes = 2 * c.num_layers * options.block_size * c.num_kv_heads * c.head_dim *
+                     static_cast<std::int64_t>(dtype_size(model.dtype()));
+  if (model.device().is_cuda()) {
+    const auto free_bytes = static_cast<double>(device_memory_info(model.device().index).free);
+    plan.blocks = std::min(plan.blocks, static_cast<std::int64_t>(free_bytes * memory_share) / plan.block_bytes);
+  }
+  return plan;
+}
 
 Engine::Engine(const models::CausalLM& model, EngineOptions options) : model_(model), options_(options) {
   ZT_REQUIRE(options_.max_batch > 0 && options_.block_size > 0 && options_.max_prefill_tokens > 0,
@@ -195,9 +189,13 @@ std::vector<std::vector<std::int64_t>> Engine::run(const std::vector<GenerationR
   autograd::NoGradGuard no_recording;
   std::vector<models::PrefixKv> prefix;
   if (model_.prefix_source()) prefix = model_.prefix_source()(1);
-  const std::int64_t prefix_length = prefix.empty() ? 0 : prefix.front().keys.data().size(1);
-  PagedKvCache cache(model_.config(), cache_blocks(model_, options_, requests, prefix_length), options_.block_size,
-                     model_.dtype(), model_.device());
+  const KvCachePlan plan = plan_kv_cache(model_, options_, requests);
+  ZT_REQUIRE(plan.blocks >= plan.largest,
+             "the longest request needs " + std::to_string(plan.largest * options_.block_size) +
+                 " tokens of KV cache (" + std::to_string(plan.largest * plan.block_bytes >> 20) +
+                 " MiB); the free device memory holds " + std::to_string(plan.blocks * options_.block_size) +
+                 " tokens: shorten prompts or max_new_tokens");
+  PagedKvCache cache(model_.config(), plan.blocks, options_.block_size, model_.dtype(), model_.device());
   if (!prefix.empty()) {
     std::vector<Tensor> keys, values;
     for (const models::PrefixKv& layer : prefix) {

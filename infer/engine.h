@@ -36,6 +36,18 @@ struct GenerationRequest {
 // Called with each new token as it is chosen: which request (its index) and the token.
 using TokenSink = std::function<void(std::size_t request, std::int64_t token)>;
 
+// How many KV-cache blocks a run of `requests` takes: options.cache_blocks, else enough for
+// max_batch of the longest requests; on a GPU no more than `memory_share` of the free device
+// memory. `largest` is what the longest request alone needs: fewer blocks than that cannot
+// run it. Decided before any work, so a run never fails halfway for want of cache.
+struct KvCachePlan {
+  std::int64_t blocks = 0;
+  std::int64_t largest = 0;
+  std::int64_t block_bytes = 0;
+};
+KvCachePlan plan_kv_cache(const models::CausalLM& model, const EngineOptions& options,
+                          const std::vector<GenerationRequest>& requests, double memory_share = 0.9);
+
 class Engine {
  public:
   explicit Engine(const models::CausalLM& model, EngineOptions options = {});

@@ -14,12 +14,6 @@ using distributed::max_over_ranks;
 using distributed::min_over_ranks;
 using distributed::ReduceOp;
 
-std::int64_t prefix_length(const models::CausalLM& model) {
-  if (!model.prefix_source()) return 0;
-  autograd::NoGradGuard no_recording;
-  return model.prefix_source()(1).front().keys.data().size(1);
-}
-
 // A fingerprint of every request's tokens, small enough to pass exactly through any
 // communicator (the in-process one sums in double).
 std::int64_t fingerprint(const std::vector<std::vector<std::int64_t>>& results) {
@@ -65,32 +59,15 @@ std::vector<std::vector<std::int64_t>> TensorParallelEngine::run(const std::vect
 // ranks with caches of different sizes could admit different sequences into a step and stop
 // meeting in the same collectives.
 std::int64_t TensorParallelEngine::agreed_cache_blocks(const std::vector<GenerationRequest>& requests) {
-  const EngineOptions& o = options_.engine;
-  const models::ModelConfig& c = shard_.config();
-  const std::int64_t prefix = prefix_length(shard_);
-  std::vector<std::int64_t> needs;
-  for (const GenerationRequest& r : requests) {
-    const std::int64_t tokens = prefix + static_cast<std::int64_t>(r.prompt.size()) + r.options.max_new_tokens;
-    needs.push_back((tokens + o.block_size - 1) / o.block_size);
-  }
-  std::sort(needs.rbegin(), needs.rend());
-  const std::int64_t largest = needs.empty() ? 1 : std::max<std::int64_t>(needs.front(), 1);
-  std::int64_t blocks = o.cache_blocks;
-  if (blocks == 0)
-    for (std::size_t i = 0; i < needs.size() && static_cast<std::int64_t>(i) < o.max_batch; ++i) blocks += needs[i];
-  blocks = std::max(blocks, largest);
-  const std::int64_t block_bytes = 2 * c.num_layers * o.block_size * c.num_kv_heads * c.head_dim *
-                                   static_cast<std::int64_t>(dtype_size(shard_.dtype()));
-  if (shard_.device().is_cuda()) {
-    // Below the Engine's own 90% cap, so that its later look at free memory keeps this count.
-    const auto free_bytes = static_cast<std::int64_t>(device_memory_info(shard_.device().index).free);
-    blocks = std::min(blocks, free_bytes / 100 * 85 / options_.ranks_per_device / block_bytes);
-  }
-  blocks = min_over_ranks(comm_, blocks, shard_.device());
-  ZT_REQUIRE(blocks >= largest, "tensor parallelism: the longest request needs " +
-                                    std::to_string(largest * o.block_size) + " tokens of KV cache per rank; the free "
-                                    "memory of some rank holds " + std::to_string(blocks * o.block_size) +
-                                    ": shorten prompts or max_new_tokens, or use more ranks");
+  // Below the Engine's own 90% cap, so that its later look at free memory keeps this count.
+  const double share = 0.85 / static_cast<double>(options_.ranks_per_device);
+  const KvCachePlan plan = plan_kv_cache(shard_, options_.engine, requests, share);
+  const std::int64_t blocks = min_over_ranks(comm_, plan.blocks, shard_.device());
+  const std::int64_t block_size = options_.engine.block_size;
+  ZT_REQUIRE(blocks >= plan.largest, "tensor parallelism: the longest request needs " +
+                                         std::to_string(plan.largest * block_size) + " tokens of KV cache per rank; "
+                                         "the free memory of some rank holds " + std::to_string(blocks * block_size) +
+                                         ": shorten prompts or max_new_tokens, or use more ranks");
   return blocks;
 }
 
