@@ -34,6 +34,19 @@ void check_int32(const char* name, const Tensor& t) {
   ZT_REQUIRE(t.dtype() == DType::kI32, head() + name + " must be int32, got " + dtype_name(t.dtype()));
 }
 
+// The sizes a decode reads off q [batch, heads, head_dim], the pools and the block table.
+DecodeLayout layout_of(const Tensor& q, const Tensor& key_pool, const Tensor& block_table) {
+  DecodeLayout layout;
+  layout.batch = q.size(0);
+  layout.num_heads = q.size(1);
+  layout.head_dim = q.size(2);
+  layout.num_blocks = key_pool.size(0);
+  layout.block_size = key_pool.size(1);
+  layout.num_kv_heads = key_pool.size(2);
+  layout.max_blocks = block_table.size(1);
+  return layout;
+}
+
 // Shapes, dtypes and devices of every argument; the values of seq_lens and block_table are
 // checked separately (on the CPU only).
 DecodeLayout check_inputs(const Tensor& q, const Tensor& key_pool, const Tensor& value_pool, const Tensor& block_table,
@@ -72,15 +85,7 @@ DecodeLayout check_inputs(const Tensor& q, const Tensor& key_pool, const Tensor&
   ZT_REQUIRE(std::isfinite(softmax_scale),
              head() + "softmax_scale is " + std::to_string(softmax_scale) + "; it must be finite");
 
-  DecodeLayout layout;
-  layout.batch = q.size(0);
-  layout.num_heads = q.size(1);
-  layout.head_dim = q.size(2);
-  layout.num_blocks = key_pool.size(0);
-  layout.block_size = key_pool.size(1);
-  layout.num_kv_heads = key_pool.size(2);
-  layout.max_blocks = block_table.size(1);
-  return layout;
+  return layout_of(q, key_pool, block_table);
 }
 
 void check_cuda_limits(const Tensor& q, const DecodeLayout& layout) {
@@ -257,14 +262,7 @@ int decode_attention_num_splits(const Tensor& q, const Tensor& key_pool, const T
   check_dim(op, {"key_pool", &key_pool}, 4);
   check_dim(op, {"block_table", &block_table}, 2);
   if (!q.device().is_cuda()) return 1;
-  DecodeLayout layout;
-  layout.batch = q.size(0);
-  layout.num_heads = q.size(1);
-  layout.head_dim = q.size(2);
-  layout.num_blocks = key_pool.size(0);
-  layout.block_size = key_pool.size(1);
-  layout.num_kv_heads = key_pool.size(2);
-  layout.max_blocks = block_table.size(1);
+  const DecodeLayout layout = layout_of(q, key_pool, block_table);
   ZT_REQUIRE(layout.num_kv_heads >= 1 && layout.num_heads % layout.num_kv_heads == 0,
              std::string(op) + ": q has " + std::to_string(layout.num_heads) + " heads but key_pool has " +
                  std::to_string(layout.num_kv_heads) + " kv heads; num_heads must be a positive multiple of num_kv_heads");
