@@ -4,6 +4,7 @@
 
 #include "autograd/functions.h"
 #include "autograd/grad_mode.h"
+#include "ops/rmsnorm.h"
 #include "runtime/error.h"
 
 namespace zt::models {
@@ -55,6 +56,23 @@ Qkv project_qkv(const ModelConfig& c, const LayerParameters& p, const Variable& 
 
 Variable norm(const ModelConfig& c, const Variable& x, const Variable& weight) {
   return rmsnorm(x, weight, static_cast<float>(c.norm_eps), c.norm_style);
+}
+
+struct NormedSum {
+  Variable sum;     // x + residual: the next residual
+  Variable normed;  // rmsnorm(sum)
+};
+
+// The residual add and the norm that reads it. Without gradients (generation) one fused
+// kernel does both, bit for bit as the pair: a decode step is bound by its kernel count.
+NormedSum add_then_norm(const ModelConfig& c, const Variable& x, const Variable& residual, const Variable& weight) {
+  if (!grad_enabled()) {
+    ops::RmsNormResidualOutput fused = ops::rmsnorm_residual_forward(x.data(), residual.data(), weight.data(),
+                                                                     static_cast<float>(c.norm_eps), c.norm_style);
+    return {Variable(fused.sum), Variable(fused.y)};
+  }
+  Variable sum = residual_add(x, residual);
+  return {sum, norm(c, sum, weight)};
 }
 
 Variable self_attention(const ModelConfig& c, std::int64_t layer, const LayerParameters& parameters,
@@ -109,11 +127,9 @@ Variable decoder_layer(const ModelConfig& config, std::int64_t layer, const Laye
   Variable attended =
       self_attention(config, layer, parameters, record("input_layernorm", norm(config, x, weights[kInputNorm])), tokens,
                      cache);
-  Variable after_attention = residual_add(attended, x);
-  return record("", residual_add(mlp(config, parameters,
-                                     record("post_attention_layernorm",
-                                            norm(config, after_attention, weights[kPostAttentionNorm]))),
-                                 after_attention));
+  const NormedSum after_attention = add_then_norm(config, attended, x, weights[kPostAttentionNorm]);
+  return record("", residual_add(mlp(config, parameters, record("post_attention_layernorm", after_attention.normed)),
+                                 after_attention.sum));
 }
 
 }  // namespace zt::models
