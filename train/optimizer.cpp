@@ -128,14 +128,12 @@ StepResult Optimizer::step(double lr, double loss_scale, double max_grad_norm, s
 }
 
 void Optimizer::step_offloaded(const ops::AdamWConfig& adam) {
-  const Tensor& first = parameters_[0].variable.data();
-  Tensor working = Tensor::empty({flat_grads_.numel()}, first.dtype(), first.device());
-  offload_->step(flat_grads_, working, adam);
+  const Tensor working = offload_->step(flat_grads_, adam);
   for (std::size_t i = 0; i < parameters_.size(); ++i) {
     Tensor value = parameters_[i].variable.data();  // a handle: the copy writes the parameter
     value.copy_from(working.narrow(0, offsets_[i], value.numel()).view(value.shape()));
   }
-  if (!std::exchange(reported_, true)) ZT_LOG(kInfo, offload_->report());
+  offload_->log_report_once();
 }
 
 void Optimizer::zero_grad() {

@@ -104,7 +104,6 @@ class Optimizer : public OptimizerEngine {
   std::vector<std::int64_t> offsets_;
   Tensor flat_grads_;
   std::unique_ptr<OptimizerOffload> offload_;
-  bool reported_ = false;
 };
 
 // HF's grouping: no weight decay for biases and for norm weights (1-D parameters).

@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <chrono>
 #include <sstream>
+#include <utility>
 
 #include "ops/accumulate.h"
 #include "runtime/byte_format.h"
 #include "runtime/error.h"
+#include "runtime/log.h"
 
 namespace zt::train {
 namespace {
@@ -110,6 +112,12 @@ void OptimizerOffload::step(const Tensor& grads, const Tensor& working, const op
   last_.step_seconds = seconds_since(start);
 }
 
+Tensor OptimizerOffload::step(const Tensor& grads, const ops::AdamWConfig& adam) {
+  Tensor working = Tensor::empty({master_.numel()}, working_.dtype(), device_);
+  step(grads, working, adam);
+  return working;
+}
+
 void OptimizerOffload::step_on_host(const Tensor& grads, const Tensor& working, const ops::AdamWConfig& adam) {
   for (const Tile& tile : tiles_) {
     const std::int64_t n = tile.end - tile.begin;
@@ -164,6 +172,20 @@ std::string OptimizerOffload::report() const {
        << 100.0 * last_.overlap() << "% of their time overlapped with the update; host memory "
        << format_bytes(static_cast<std::size_t>(host_bytes_)) << (pinned_ ? " pinned" : " pageable");
   return line.str();
+}
+
+void OptimizerOffload::log_report_once() {
+  if (!std::exchange(reported_, true)) ZT_LOG(kInfo, report());
+}
+
+std::vector<OffloadSegment> owned_segments(const ZeroLayout& layout, int rank, double weight_decay,
+                                           const std::function<bool(std::size_t parameter)>& decays) {
+  std::vector<OffloadSegment> segments;
+  for (std::size_t b = 0; b < layout.buckets.size(); ++b)
+    for (const OwnedPiece& piece : layout.owned_pieces(b, rank))
+      segments.push_back({layout.partition_offset(b) + piece.chunk_offset, piece.numel,
+                          decays(piece.parameter) ? weight_decay : 0.0});
+  return segments;
 }
 
 }  // namespace zt::train

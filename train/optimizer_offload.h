@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -18,6 +19,7 @@
 #include "runtime/stream.h"
 #include "tensor/tensor.h"
 #include "train/deepspeed_config.h"
+#include "train/zero_layout.h"
 
 namespace zt::train {
 
@@ -64,11 +66,18 @@ class OptimizerOffload {
   // weights rounded to the working dtype into `working` (the partition, on the device).
   // The caller has already skipped a step with a non-finite gradient norm.
   void step(const Tensor& grads, const Tensor& working, const ops::AdamWConfig& adam);
+  // The same, into a new device tensor of the working dtype, which it returns: what ZeRO
+  // then writes into the rank's shards or all-gathers.
+  Tensor step(const Tensor& grads, const ops::AdamWConfig& adam);
+
+  DType working_dtype() const { return working_.dtype(); }
 
   std::int64_t host_bytes() const { return host_bytes_; }
   const OffloadStepStats& last_step() const { return last_; }
   // One line for the log: CPU Adam throughput, copy rate and overlap, host memory held.
   std::string report() const;
+  // report() at info level, after the first update only (later ones say the same).
+  void log_report_once();
 
  private:
   struct Tile {
@@ -90,6 +99,13 @@ class OptimizerOffload {
   std::optional<Stream> to_host_, to_device_;  // GPU runs only
   std::vector<Event> copy_marks_;              // per tile: d2h start, d2h end, h2d start, h2d end
   OffloadStepStats last_;
+  bool reported_ = false;
 };
+
+// The segments of a ZeRO rank's partition (stages 1-3): every piece of a parameter the rank
+// owns, at its place in the partition, with `weight_decay` where `decays(parameter)` says
+// so (the parameter is an index into the layout's parameter list).
+std::vector<OffloadSegment> owned_segments(const ZeroLayout& layout, int rank, double weight_decay,
+                                           const std::function<bool(std::size_t parameter)>& decays);
 
 }  // namespace zt::train

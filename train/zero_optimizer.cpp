@@ -74,11 +74,8 @@ ZeroOptimizer::ZeroOptimizer(std::vector<TrainableParameter> parameters, const O
 }
 
 void ZeroOptimizer::offload_state(const OffloadOptions& options) {
-  std::vector<OffloadSegment> segments;
-  for (std::size_t b = 0; b < layout_.buckets.size(); ++b)
-    for (const OwnedPiece& piece : layout_.owned_pieces(b, rank_))
-      segments.push_back({layout_.partition_offset(b) + piece.chunk_offset, piece.numel,
-                          parameters_[piece.parameter].weight_decay ? config_.weight_decay : 0.0});
+  const std::vector<OffloadSegment> segments = owned_segments(
+      layout_, rank_, config_.weight_decay, [&](std::size_t parameter) { return parameters_[parameter].weight_decay; });
   offload_ = std::make_unique<OptimizerOffload>(master_, segments, offload_working_dtype(parameters_), device_,
                                                 config_, options);
   master_ = offload_->master();
@@ -199,10 +196,9 @@ StepResult ZeroOptimizer::step(double lr, double loss_scale, double max_grad_nor
 }
 
 void ZeroOptimizer::step_offloaded(const ops::AdamWConfig& adam) {
-  Tensor working = Tensor::empty({layout_.partition_numel}, offload_working_dtype(parameters_), device_);
-  offload_->step(grads_, working, adam);
+  const Tensor working = offload_->step(grads_, adam);
   for (std::size_t b = 0; b < layout_.buckets.size(); ++b) gather_working_weights(b, owned(working, b));
-  if (comm_.rank() == 0 && !std::exchange(reported_, true)) ZT_LOG(kInfo, offload_->report());
+  if (comm_.rank() == 0) offload_->log_report_once();
 }
 
 void ZeroOptimizer::zero_grad() {

@@ -73,7 +73,6 @@ class ZeroOptimizer : public OptimizerEngine {
   std::vector<Tensor> full_grads_;       // stage 1: fp32 gradient of every parameter
   Tensor master_, exp_avg_, exp_avg_sq_, grads_;  // this rank's partition, fp32
   std::unique_ptr<OptimizerOffload> offload_;
-  bool reported_ = false;
 };
 
 }  // namespace zt::train
