@@ -54,11 +54,9 @@ struct Row {
 constexpr Row kFastestFirst[] = {{0, false}, {1, false}, {2, false}, {0, true},
                                  {1, true},  {2, true},  {3, false}, {3, true}};
 
-// What the trainer runs today: offload with stages 1 and 2 (or on one GPU), not with stage 3,
-// nor with stage 0 over several ranks (train/trainer.cpp, train/zero_optimizer.cpp).
-bool trainer_runs(const Row& row, int world) {
-  return !row.offload || row.stage == 1 || row.stage == 2 || (world == 1 && row.stage == 0);
-}
+// What the trainer runs today: offload with stages 1-3 (or on one GPU), not with stage 0 over
+// several ranks (train/zero_optimizer.cpp).
+bool trainer_runs(const Row& row, int world) { return !row.offload || row.stage >= 1 || world == 1; }
 
 std::int64_t positive_integer(const Flags& flags, const std::string& name, std::int64_t fallback) {
   if (!flags.count(name)) return fallback;

@@ -192,19 +192,27 @@ TEST_P(HeldByTheOptimizer, Stage3AndOffloadMatchTheEstimateOnRanks) {
   MemorySettings settings{.stage = 3, .gpus_per_node = kWorld, .dtype = DType::kF32, .reduce_bucket_size = 700,
                           .persistence_threshold = 30};
   const MemoryEstimate stage3 = estimate_model_states(config, settings);
+  settings.offload = true;
+  const MemoryEstimate stage3_offloaded = estimate_model_states(config, settings);
   settings.stage = 2;
   settings.offload = true;
   const MemoryEstimate offloaded = estimate_model_states(config, settings);
   std::mutex mutex;
-  std::vector<HeldModelStates> held3(kWorld), held_offload(kWorld);
+  std::vector<HeldModelStates> held3(kWorld), held_offload(kWorld), held3_offload(kWorld);
   distributed::run_inprocess_ranks(kWorld, 10s, [&](distributed::Communicator& comm) {
     models::CausalLM model(config, {.dtype = DType::kF32});
     const HeldModelStates offload = [&] {
       ZeroOptimizer optimizer(trainable_of(model), OptimizerConfig{}, comm, 2, 700, {.enabled = true});
       return held_model_states(optimizer, 2, model.num_parameters() * 4);
     }();
+    const HeldModelStates offload3 = [&] {
+      models::CausalLM partitioned(config, {.dtype = DType::kF32});
+      Zero3Optimizer optimizer(partitioned, trainable_of(partitioned), OptimizerConfig{}, comm, zero, {.enabled = true});
+      return held_model_states(optimizer, 3, partitioned.num_parameters() * 4);
+    }();
     Zero3Optimizer optimizer(model, trainable_of(model), OptimizerConfig{}, comm, zero);
     std::lock_guard<std::mutex> lock(mutex);
+    held3_offload[comm.rank()] = offload3;
     held3[comm.rank()] = held_model_states(optimizer, 3, model.num_parameters() * 4);
     held_offload[comm.rank()] = offload;
   });
@@ -216,6 +224,9 @@ TEST_P(HeldByTheOptimizer, Stage3AndOffloadMatchTheEstimateOnRanks) {
     expect_within_5_percent(offloaded.gpu.total(), held_offload[rank].gpu.total(), what + " offload device");
     expect_within_5_percent(offloaded.host.total(), held_offload[rank].host.total(), what + " offload host");
     EXPECT_EQ(held_offload[rank].gpu.optimizer_state, 0) << what;
+    expect_within_5_percent(stage3_offloaded.gpu.total(), held3_offload[rank].gpu.total(), what + " stage 3 offload device");
+    expect_within_5_percent(stage3_offloaded.host.total(), held3_offload[rank].host.total(), what + " stage 3 offload host");
+    EXPECT_EQ(held3_offload[rank].gpu.optimizer_state, 0) << what;
   }
 }
 

@@ -5,7 +5,8 @@
 // rank skips the steps one device skips; the flat buffers give every rank an equal aligned
 // chunk whatever the tensor sizes; weights are whole only while their module computes; a
 // non-finite gradient on one rank skips the step on all; checkpoints move between stages and
-// world sizes; `zerotune train --inprocess_ranks` writes whole model files.
+// world sizes; stage 3 with optimizer offload ends where it does without; `zerotune train
+// --inprocess_ranks` writes whole model files.
 //
 // How close is "the same"? Ranks sum gradients in another order than one device
 // accumulates them, so they differ in the last bits; Adam divides each gradient by its own
@@ -82,7 +83,7 @@ struct Spec {
   std::string adam_epsilon = "1e-3";  // see the top of the file
   double prefix_dropout = 0.0;        // P-Tuning's (ChatGLM uses 0.1)
   int fp16_scale_power = 0;           // > 0: fp16 loss scaling from 2^this (hysteresis 1)
-  bool offload = false;               // offload_optimizer to the CPU (stages 1 and 2)
+  bool offload = false;               // offload_optimizer to the CPU (stages 1-3)
   std::vector<std::string> extra;     // more flags
 
   // The single device on the same global batch: every rank's micro-batches of a step in one
@@ -364,6 +365,50 @@ TEST_F(Zero3, Fp16OverflowsSkipTheSameStepsOnEveryRank) {
   }
 }
 
+// Optimizer offload under stage 3: each rank's master chunks and moments in host memory,
+// updated by the CPU Adam, end on the weights of stage 3 without offload, at world sizes 1-3
+// with accumulation and clipping, for full fine-tuning and LoRA.
+TEST_F(Zero3, OffloadEndsOnTheWeightsWithoutOffload) {
+  for (const std::string method : {"full", "lora"}) {
+    for (int world : {1, 2, 3}) {
+      Spec run;
+      run.method = method;
+      run.world = world;
+      run.accumulation = 2;
+      run.max_grad_norm = 0.5;
+      run.persistence_threshold = 50;  // LoRA matrices partitioned too; norms and biases whole
+      const std::string name = method + "_" + std::to_string(world);
+      const Weights expected = train(run, name + "_plain");
+      run.offload = true;
+      expect_same_weights(train(run, name + "_offload"), expected, run.label() + " offload");
+    }
+  }
+}
+
+// Under fp16 with offload, every rank skips the steps stage 3 without offload skips (the
+// overflow verdict is agreed before the offloaded update starts).
+TEST_F(Zero3, OffloadSkipsTheSameFp16Overflows) {
+  Spec run;
+  run.fp16_scale_power = 126;
+  run.steps = 8;
+  run.accumulation = 2;
+  run.max_grad_norm = 0.5;
+  run.world = 3;
+  auto skipped = [](const TrainerState& state) {
+    std::vector<std::int64_t> out;
+    for (const nlohmann::json& entry : state.log_history)
+      if (entry.contains("skipped_steps")) out.push_back(entry["skipped_steps"].get<std::int64_t>());
+    return out;
+  };
+  TrainerState plain_state, offload_state;
+  const Weights expected = train(run, "plain", &plain_state);
+  run.offload = true;
+  const Weights got = train(run, "offload", &offload_state);
+  ASSERT_GT(skipped(plain_state).back(), 0) << "the test needs some overflowed steps";
+  EXPECT_EQ(skipped(offload_state), skipped(plain_state));
+  expect_same_weights(got, expected, run.label() + " offload");
+}
+
 // The optimizer state of a checkpoint that `run` wrote: one file per rank (one in all under
 // stage 0, where every rank holds the same state), together holding every element of every
 // trained parameter once, and an index describing each of them (those of the model or adapter
@@ -404,7 +449,8 @@ void expect_state_files_of_every_rank(const fs::path& checkpoint, const Spec& ru
 // an index describing them) and whole model files, so a run moves between stages, world sizes
 // and offload: stage 2 on 4 ranks -> stage 3 on 2 and stage 1 on 3, stage 3 on 2 -> stage 3
 // on 4, offloaded stage 1 on 2 -> stage 3 on 3, stage 0 on 2 -> stage 2 on 4 (with offload),
-// stage 3 on 3 -> one device, with LoRA too. The global batch (ranks x micro-batch) stays the
+// stage 3 on 3 -> one device, with LoRA too; offloaded stage 3 on 2 -> stage 2 on 3 and
+// stage 2 on 3 -> offloaded stage 3 on 2. The global batch (ranks x micro-batch) stays the
 // same, so the resumed run continues on the same samples and ends where one device does
 // without interruption.
 TEST_F(Zero3, CheckpointsResumeAtAnotherWorldSizeAndStage) {
@@ -415,7 +461,8 @@ TEST_F(Zero3, CheckpointsResumeAtAnotherWorldSizeAndStage) {
   };
   for (const Move& move : {Move{"full", 2, 4, 3, 2}, Move{"full", 2, 4, 1, 3}, Move{"full", 3, 2, 3, 4},
                            Move{"full", 1, 2, 3, 3, true}, Move{"full", 0, 2, 2, 4, false, true},
-                           Move{"lora", 3, 3, 3, 0}}) {
+                           Move{"lora", 3, 3, 3, 0}, Move{"full", 3, 2, 2, 3, true, false},
+                           Move{"full", 2, 3, 3, 2, false, true}, Move{"lora", 3, 3, 2, 2, true, false}}) {
     Spec writer;
     writer.method = move.method;
     writer.stage = move.from_stage;
@@ -424,7 +471,8 @@ TEST_F(Zero3, CheckpointsResumeAtAnotherWorldSizeAndStage) {
     writer.micro = 12 / move.from_world;
     writer.max_grad_norm = 0.5;
     writer.extra = {"--save_strategy", "steps", "--save_steps", "2"};
-    const std::string name = "writer_" + move.method + std::to_string(move.from_stage) + std::to_string(move.from_world);
+    const std::string name = "writer_" + move.method + std::to_string(move.from_stage) +
+                             std::to_string(move.from_world) + (move.from_offload ? "_offload" : "");
     train(writer, name);
     const fs::path checkpoint = root_ / name / "checkpoint-2";
     expect_state_files_of_every_rank(checkpoint, writer);

@@ -98,6 +98,18 @@ std::int64_t loss_bytes(const models::ModelConfig& c, const MemorySettings& s) {
   return chunk + tokens * c.hidden_size * width + head_gradient;
 }
 
+// Master weights and moments of `owned` elements: on the device, or (offload) in the host
+// block, which also holds a copy of the owned gradient and the updated working weights.
+void place_optimizer_state(HeldModelStates& held, const OptimizerOffload* offload, std::int64_t owned) {
+  if (offload == nullptr) {
+    held.gpu.optimizer_state = 3 * kFp32 * owned;
+    return;
+  }
+  held.host.optimizer_state = 3 * kFp32 * owned;
+  held.host.gradients = kFp32 * owned;
+  held.host.parameters = offload->host_bytes() - held.host.optimizer_state - held.host.gradients;
+}
+
 void check_settings(const MemorySettings& s) {
   ZT_REQUIRE(s.stage >= 0 && s.stage <= 3, "ZeRO stage " + std::to_string(s.stage) + " does not exist (0-3)");
   ZT_REQUIRE(s.gpus_per_node >= 1 && s.nodes >= 1, "memory estimate: GPUs per node and nodes must be >= 1");
@@ -178,13 +190,7 @@ HeldModelStates held_model_states(const OptimizerEngine& engine, int stage, std:
   held.gpu.parameters = parameter_bytes;
   if (const auto* single = dynamic_cast<const Optimizer*>(&engine)) {
     held.gpu.gradients = kFp32 * single->numel();
-    if (const OptimizerOffload* offload = single->offload()) {
-      held.host.optimizer_state = 3 * kFp32 * single->numel();
-      held.host.gradients = kFp32 * single->numel();
-      held.host.parameters = offload->host_bytes() - held.host.optimizer_state - held.host.gradients;
-    } else {
-      held.gpu.optimizer_state = 3 * kFp32 * single->numel();
-    }
+    place_optimizer_state(held, single->offload(), single->numel());
     return held;
   }
   if (const auto* zero3 = dynamic_cast<const Zero3Optimizer*>(&engine)) {
@@ -194,8 +200,9 @@ HeldModelStates held_model_states(const OptimizerEngine& engine, int stage, std:
       held.gpu.parameters += static_cast<std::int64_t>(partitioner.shard(g).nbytes());
     for (const Zero3Partitioner::Parameter& p : partitioner.parameters())
       if (p.persistent) held.gpu.parameters += static_cast<std::int64_t>(p.variable.data().nbytes());
-    held.gpu.optimizer_state = 3 * kFp32 * zero3->layout().partition_numel;
-    held.gpu.gradients = kFp32 * zero3->layout().partition_numel;
+    const std::int64_t owned = zero3->layout().partition_numel;
+    held.gpu.gradients = kFp32 * owned;
+    place_optimizer_state(held, zero3->offload(), owned);
     return held;
   }
   const auto* zero = dynamic_cast<const ZeroOptimizer*>(&engine);
@@ -203,13 +210,7 @@ HeldModelStates held_model_states(const OptimizerEngine& engine, int stage, std:
   const std::int64_t owned = zero->layout().partition_numel;
   held.gpu.gradients = kFp32 * (zero->state_numel() - 3 * owned);
   if (stage != 1) held.gpu.gradients += kFp32 * padded_numel(zero->layout());
-  if (const OptimizerOffload* offload = zero->offload()) {
-    held.host.optimizer_state = 3 * kFp32 * owned;
-    held.host.gradients = kFp32 * owned;
-    held.host.parameters = offload->host_bytes() - held.host.optimizer_state - held.host.gradients;
-  } else {
-    held.gpu.optimizer_state = 3 * kFp32 * owned;
-  }
+  place_optimizer_state(held, zero->offload(), owned);
   return held;
 }
 

@@ -16,9 +16,10 @@
 //   stage 3      2Ψ/N + 16Ψt/N         (train/zero3_optimizer.h; parameters of at most
 //                                       stage3_param_persistence_threshold elements stay whole)
 // plus, for stage 3 only, a transient: two gathered modules in the working dtype and one
-// module's fp32 gradient bucket. Optimizer offload (train/optimizer_offload.h) moves master
-// and moments to host memory, which also holds a copy of the owned fp32 gradient and of the
-// new working weights (18 bytes per owned parameter in bf16); the GPU keeps the rest.
+// module's fp32 gradient bucket. Optimizer offload (train/optimizer_offload.h; stages 1-3)
+// moves master and moments to host memory, which also holds a copy of the owned fp32
+// gradient and of the new working weights (18 bytes per owned parameter in bf16); the GPU
+// keeps the rest.
 //
 // Activations are the tensors autograd saves in the packed (varlen) forward of
 // models/decoder.cpp, per token and layer, plus one layer's worth of gradients in flight

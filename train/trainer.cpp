@@ -60,13 +60,10 @@ std::optional<double> peak_flops_of(Device device) {
 
 std::unique_ptr<OptimizerEngine> make_optimizer(const TrainerModel& model, const TrainingPlan& plan,
                                                 distributed::Communicator* comm) {
-  ZT_REQUIRE(!plan.zero.offload_optimizer || plan.zero.stage <= 2,
-             "zero_optimization.offload_optimizer: optimizer offload is not available with ZeRO stage 3 yet; use "
-             "stage 1 or 2 with offload, or remove offload_optimizer");
   const OffloadOptions offload{.enabled = plan.zero.offload_optimizer, .pin_memory = plan.zero.offload_pin_memory};
   if (comm == nullptr) return std::make_unique<Optimizer>(model.trainable, plan.optimizer, offload);
   if (plan.zero.stage == 3)
-    return std::make_unique<Zero3Optimizer>(*model.model, model.trainable, plan.optimizer, *comm, plan.zero);
+    return std::make_unique<Zero3Optimizer>(*model.model, model.trainable, plan.optimizer, *comm, plan.zero, offload);
   return std::make_unique<ZeroOptimizer>(model.trainable, plan.optimizer, *comm, plan.zero.stage,
                                          plan.zero.reduce_bucket_size, offload);
 }

@@ -27,7 +27,7 @@ std::string bucket_label(const std::string& what, std::size_t bucket) {
 
 Zero3Optimizer::Zero3Optimizer(models::CausalLM& model, const std::vector<TrainableParameter>& trainable,
                                const OptimizerConfig& config, distributed::Communicator& communicator,
-                               const ZeroConfig& zero)
+                               const ZeroConfig& zero, const OffloadOptions& offload)
     : partitioner_(std::make_unique<Zero3Partitioner>(model, trainable, communicator,
                                                       zero.stage3_param_persistence_threshold)),
       config_(config),
@@ -71,9 +71,8 @@ Zero3Optimizer::Zero3Optimizer(models::CausalLM& model, const std::vector<Traina
     }
   staging_.resize(layout_.buckets.size());
   ready_.assign(layout_.buckets.size(), 0);
-  master_ = zeros_f32(layout_.partition_numel, device_);
-  exp_avg_ = zeros_f32(layout_.partition_numel, device_);
-  exp_avg_sq_ = zeros_f32(layout_.partition_numel, device_);
+  // With offload the initial master is built on the host and handed over.
+  master_ = zeros_f32(layout_.partition_numel, offload.enabled ? Device::cpu() : device_);
   grads_ = zeros_f32(layout_.partition_numel, device_);
   // fp32 master weights: the rank's shard of each flat group (the same elements), and its
   // pieces of the persistent parameters.
@@ -85,6 +84,12 @@ Zero3Optimizer::Zero3Optimizer(models::CausalLM& model, const std::vector<Traina
     for (const OwnedPiece& piece : layout_.owned_pieces(b, rank_))
       owned(master_, b).narrow(0, piece.chunk_offset, piece.numel)
           .copy_from(flat(parameter(piece.parameter).variable.data()).narrow(0, piece.parameter_offset, piece.numel));
+  }
+  if (offload.enabled) {
+    offload_state(trainable, offload);
+  } else {
+    exp_avg_ = zeros_f32(layout_.partition_numel, device_);
+    exp_avg_sq_ = zeros_f32(layout_.partition_numel, device_);
   }
   if (rank_ == 0) {
     std::size_t kept_whole = 0;
@@ -106,6 +111,17 @@ Zero3Optimizer::Zero3Optimizer(models::CausalLM& model, const std::vector<Traina
         on_gradient(i, contribution);
         parameter(i).variable.zero_grad();
       });
+}
+
+// Master and moments move into the offload's host block; `trainable` gives the working dtype.
+void Zero3Optimizer::offload_state(const std::vector<TrainableParameter>& trainable, const OffloadOptions& options) {
+  const std::vector<OffloadSegment> segments = owned_segments(
+      layout_, rank_, config_.weight_decay, [&](std::size_t i) { return parameter(i).weight_decay; });
+  offload_ = std::make_unique<OptimizerOffload>(master_, segments, offload_working_dtype(trainable), device_, config_,
+                                                options);
+  master_ = offload_->master();
+  exp_avg_ = offload_->exp_avg();
+  exp_avg_sq_ = offload_->exp_avg_sq();
 }
 
 Tensor Zero3Optimizer::owned(const Tensor& partition, std::size_t bucket) const {
@@ -134,22 +150,28 @@ void Zero3Optimizer::reduce_bucket(std::size_t b) {
   ready_[b] = 0;
 }
 
-// After the update: a flat group's shard is this rank's master chunk in the working dtype,
-// written in place (no communication); a persistent bucket is all-gathered into the whole
-// parameters every rank keeps.
-void Zero3Optimizer::write_working_weights(std::size_t b) {
+Tensor Zero3Optimizer::working_chunk(std::size_t b) const {
+  const ZeroBucket& bucket = layout_.buckets[b];
+  const DType working = group_of_[b] != Zero3Partitioner::kWhole ? partitioner_->shard(group_of_[b]).dtype()
+                                                                 : parameter(bucket.parameters[0]).variable.data().dtype();
+  Tensor chunk = Tensor::empty({bucket.chunk()}, working, device_);
+  chunk.copy_from(owned(master_, b));
+  return chunk;
+}
+
+// After the update, `chunk` is this rank's new chunk of bucket b in the working dtype, on the
+// device. A flat group's shard takes it in place (no communication); a persistent bucket is
+// all-gathered into the whole parameters every rank keeps.
+void Zero3Optimizer::write_working_weights(std::size_t b, const Tensor& chunk) {
   if (group_of_[b] != Zero3Partitioner::kWhole) {
     Tensor shard = partitioner_->shard(group_of_[b]);  // a handle: the copy writes the shard
-    shard.copy_from(owned(master_, b));
+    shard.copy_from(chunk);
     return;
   }
   const ZeroBucket& bucket = layout_.buckets[b];
-  const DType working = parameter(bucket.parameters[0]).variable.data().dtype();
-  Tensor chunk = Tensor::empty({bucket.chunk()}, working, device_);
-  chunk.copy_from(owned(master_, b));
-  Tensor full = Tensor::empty({bucket.padded_numel}, working, device_);
+  Tensor full = Tensor::empty({bucket.padded_numel}, chunk.dtype(), device_);
   distributed::CollectiveLabel label([&] { return bucket_label("all-gather persistent weights", b); });
-  comm_.all_gather(chunk, full);
+  comm_.all_gather(chunk.contiguous(), full);
   for (std::size_t k = 0; k < bucket.parameters.size(); ++k)
     flat(parameter(bucket.parameters[k]).variable.data()).copy_from(full.narrow(0, bucket.offsets[k], bucket.numels[k]));
 }
@@ -175,6 +197,14 @@ StepResult Zero3Optimizer::step(double lr, double loss_scale, double max_grad_no
   result.grad_norm = std::sqrt(totals[0]) / loss_scale;
   double divisor = loss_scale;
   if (max_grad_norm > 0.0) divisor *= std::max(1.0, (result.grad_norm + 1e-6) / max_grad_norm);
+  const ops::AdamWConfig adam{.lr = lr, .beta1 = config_.beta1, .beta2 = config_.beta2, .eps = config_.eps,
+                              .step = step, .grad_scale = divisor};
+  if (offload_) {
+    const Tensor working = offload_->step(grads_, adam);
+    for (std::size_t b = 0; b < layout_.buckets.size(); ++b) write_working_weights(b, owned(working, b));
+    if (rank_ == 0) offload_->log_report_once();
+    return result;
+  }
   std::vector<ops::AdamWParam> pieces;
   for (std::size_t b = 0; b < layout_.buckets.size(); ++b) {
     for (const OwnedPiece& piece : layout_.owned_pieces(b, rank_)) {
@@ -187,9 +217,8 @@ StepResult Zero3Optimizer::step(double lr, double loss_scale, double max_grad_no
       pieces.push_back({part(master_), part(exp_avg_), part(exp_avg_sq_), part(grads_), Tensor(), decay});
     }
   }
-  ops::adamw_step_multi(pieces, {.lr = lr, .beta1 = config_.beta1, .beta2 = config_.beta2, .eps = config_.eps,
-                                 .step = step, .grad_scale = divisor});
-  for (std::size_t b = 0; b < layout_.buckets.size(); ++b) write_working_weights(b);
+  ops::adamw_step_multi(pieces, adam);
+  for (std::size_t b = 0; b < layout_.buckets.size(); ++b) write_working_weights(b, working_chunk(b));
   return result;
 }
 
@@ -205,7 +234,7 @@ std::map<std::string, Tensor> Zero3Optimizer::state_dict() const {
       Tensor full = Tensor::empty({bucket.padded_numel}, DType::kF32, device_);
       distributed::CollectiveLabel label(
           [&] { return bucket_label("all-gather optimizer state " + std::string(suffix), b); });
-      comm_.all_gather(owned(*partition, b).contiguous(), full);
+      comm_.all_gather(owned(*partition, b).to(device_).contiguous(), full);  // host chunks with offload
       for (std::size_t k = 0; k < bucket.parameters.size(); ++k) {
         const Zero3Partitioner::Parameter& p = parameter(bucket.parameters[k]);
         Tensor host = Tensor::empty(p.shape, DType::kF32, Device::cpu());
@@ -231,7 +260,7 @@ std::vector<StateSlice> Zero3Optimizer::held_state() const {
 
 void Zero3Optimizer::refresh_working_weights() {
   autograd::NoGradGuard no_recording;
-  for (std::size_t b = 0; b < layout_.buckets.size(); ++b) write_working_weights(b);
+  for (std::size_t b = 0; b < layout_.buckets.size(); ++b) write_working_weights(b, working_chunk(b));
 }
 
 }  // namespace zt::train

@@ -18,6 +18,11 @@
 // reduce_bucket_size over the trainable parameters kept whole (persistent): those are
 // all-gathered after the update, as stages 1 and 2 do for everything.
 //
+// With optimizer offload (offload_optimizer {device: cpu}) the rank's fp32 master chunks and
+// Adam moments live in host memory and the CPU Adam updates them (train/optimizer_offload.h,
+// as stages 1 and 2 use it): the fp32 gradient chunks go to the host in tiles, and the new
+// working-dtype chunks come back into the shards; the rest of the step is unchanged.
+//
 // Checkpoints hold the optimizer state per parameter name: each rank writes the slices it
 // holds (held_state) and reads back those it needs, so a checkpoint resumes on any number of
 // ranks and any stage (train/optimizer_state_files.h).
@@ -38,9 +43,11 @@ namespace zt::train {
 class Zero3Optimizer : public OptimizerEngine {
  public:
   // Partitions `model` (its trainable parameters are `trainable`) and keeps fp32 state for
-  // this rank's chunks. zero.stage3_param_persistence_threshold and reduce_bucket_size apply.
+  // this rank's chunks (in host memory with `offload`). zero.stage3_param_persistence_threshold
+  // and reduce_bucket_size apply.
   Zero3Optimizer(models::CausalLM& model, const std::vector<TrainableParameter>& trainable,
-                 const OptimizerConfig& config, distributed::Communicator& communicator, const ZeroConfig& zero);
+                 const OptimizerConfig& config, distributed::Communicator& communicator, const ZeroConfig& zero,
+                 const OffloadOptions& offload = {});
   Zero3Optimizer(const Zero3Optimizer&) = delete;
   Zero3Optimizer& operator=(const Zero3Optimizer&) = delete;
 
@@ -60,11 +67,15 @@ class Zero3Optimizer : public OptimizerEngine {
   const ZeroLayout& layout() const { return layout_; }
   // fp32 elements of optimizer state this rank holds (master + moments + gradients).
   std::int64_t state_numel() const { return 4 * layout_.partition_numel; }
+  // Null without offload.
+  const OptimizerOffload* offload() const { return offload_.get(); }
 
  private:
   void on_gradient(std::size_t parameter, const Tensor& grad);
   void reduce_bucket(std::size_t bucket);
-  void write_working_weights(std::size_t bucket);
+  void offload_state(const std::vector<TrainableParameter>& trainable, const OffloadOptions& options);
+  Tensor working_chunk(std::size_t bucket) const;  // this rank's master chunk, in the working dtype
+  void write_working_weights(std::size_t bucket, const Tensor& chunk);
   Tensor owned(const Tensor& partition, std::size_t bucket) const;  // this rank's chunk of bucket b
   const Zero3Partitioner::Parameter& parameter(std::size_t i) const { return partitioner_->parameters()[i]; }
 
@@ -79,7 +90,8 @@ class Zero3Optimizer : public OptimizerEngine {
   std::vector<std::size_t> slot_of_;     // and its position in it
   std::vector<Tensor> staging_;          // per bucket: fp32 gradients of this backward, only until reduced
   std::vector<std::size_t> ready_;       // per bucket: gradients arrived
-  Tensor master_, exp_avg_, exp_avg_sq_, grads_;  // this rank's chunks, fp32
+  Tensor master_, exp_avg_, exp_avg_sq_, grads_;  // this rank's chunks, fp32 (the first three on the host with offload)
+  std::unique_ptr<OptimizerOffload> offload_;
 };
 
 }  // namespace zt::train
