@@ -7,6 +7,7 @@
 #pragma once
 
 #include <chrono>
+#include <memory>
 #include <string>
 
 #include "tensor/tensor.h"
@@ -14,6 +15,17 @@
 namespace zt::distributed {
 
 enum class ReduceOp { kSum, kMax };
+
+// A collective that has been started and may still be running (ZeRO-3's prefetch): its
+// output may be read only after wait(), which also fails, as a collective does, when it
+// stalled or a peer died.
+class PendingCollective {
+ public:
+  virtual ~PendingCollective() = default;
+  // On the CPU: returns once the output is written. Under NCCL: orders the caller's current
+  // stream after the collective (the host waits only as long as the watchdog must look).
+  virtual void wait() = 0;
+};
 
 class Communicator {
  public:
@@ -27,6 +39,11 @@ class Communicator {
   virtual void reduce_scatter(const Tensor& input, const Tensor& output) = 0;
   // output (world_size * n elements) = the ranks' inputs (n elements each), in rank order.
   virtual void all_gather(const Tensor& input, const Tensor& output) = 0;
+  // all_gather, started now and finished by the handle's wait(); the input must not change
+  // and the output not be read before then. NCCL runs it on its own stream while the caller's
+  // stream computes; the default (in-process ranks, Gloo) runs the all_gather at once, so
+  // there a prefetch simply happens earlier in order.
+  virtual std::unique_ptr<PendingCollective> start_all_gather(const Tensor& input, const Tensor& output);
   virtual void broadcast(const Tensor& buffer, int root) = 0;
   virtual void barrier() = 0;
 };

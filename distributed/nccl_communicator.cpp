@@ -3,6 +3,7 @@
 #include <cstring>
 #include <future>
 #include <thread>
+#include <utility>
 
 #include "runtime/check.h"
 #include "runtime/current_stream.h"
@@ -77,13 +78,13 @@ NcclCommunicator::~NcclCommunicator() {
 
 // Polls NCCL's asynchronous state until the pending work is done; past the timeout the
 // communicator is aborted so no rank stays blocked in NCCL.
-void NcclCommunicator::wait_for_nccl(const std::string& what, Clock::time_point start) {
+void NcclCommunicator::wait_for_nccl(const std::string& what, Clock::time_point start, cudaEvent_t done) {
   while (true) {
     ncclResult_t state = ncclSuccess;
     ZT_NCCL_CHECK(ncclCommGetAsyncError(comm_, &state));
     bool finished = state == ncclSuccess;
-    if (finished && done_) {
-      cudaError_t query = cudaEventQuery(done_);
+    if (finished && done) {
+      cudaError_t query = cudaEventQuery(done);
       finished = query == cudaSuccess;
       if (query != cudaSuccess && query != cudaErrorNotReady) ZT_CUDA_CHECK(query);
     }
@@ -105,7 +106,8 @@ void NcclCommunicator::wait_for_nccl(const std::string& what, Clock::time_point 
 }
 
 template <typename Launch>
-void NcclCommunicator::run(const std::string& what, Launch&& launch) {
+NcclCommunicator::Clock::time_point NcclCommunicator::launch(const std::string& what, Launch&& launch,
+                                                             cudaEvent_t done) {
   ZT_REQUIRE(comm_, "rank " + std::to_string(rank_) + ": the NCCL communicator was aborted by an earlier failure");
   ZT_CUDA_CHECK(cudaEventRecord(ready_, current_stream()));
   ZT_CUDA_CHECK(cudaStreamWaitEvent(stream_, ready_, 0));
@@ -113,10 +115,44 @@ void NcclCommunicator::run(const std::string& what, Launch&& launch) {
   ncclResult_t status = launch();
   ZT_REQUIRE(status == ncclSuccess || status == ncclInProgress,
              "rank " + std::to_string(rank_) + ": " + what + ": " + ncclGetErrorString(status));
-  ZT_CUDA_CHECK(cudaEventRecord(done_, stream_));
-  wait_for_nccl(what, start);
-  ZT_CUDA_CHECK(cudaStreamWaitEvent(current_stream(), done_, 0));
+  ZT_CUDA_CHECK(cudaEventRecord(done, stream_));
+  return start;
 }
+
+void NcclCommunicator::finish(const std::string& what, Clock::time_point start, cudaEvent_t done) {
+  wait_for_nccl(what, start, done);
+  ZT_CUDA_CHECK(cudaStreamWaitEvent(current_stream(), done, 0));
+}
+
+template <typename Launch>
+void NcclCommunicator::run(const std::string& what, Launch&& launch_collective) {
+  finish(what, launch(what, launch_collective, done_), done_);
+}
+
+// A started all-gather: its own event marks the end of the gather on the communicator's
+// stream, so later collectives (and their done_) do not disturb it.
+class NcclCommunicator::PendingGather : public PendingCollective {
+ public:
+  PendingGather(NcclCommunicator& comm, std::string what) : comm_(comm), what_(std::move(what)) {
+    ZT_CUDA_CHECK(cudaEventCreateWithFlags(&done_, cudaEventDisableTiming));
+  }
+  ~PendingGather() override { cudaEventDestroy(done_); }  // CUDA frees it once the gather has passed it
+  PendingGather(const PendingGather&) = delete;
+  PendingGather& operator=(const PendingGather&) = delete;
+
+  template <typename Launch>
+  void start(Launch&& launch) { start_ = comm_.launch(what_, launch, done_); }
+  void wait() override {
+    if (!std::exchange(waited_, true)) comm_.finish(what_, start_, done_);
+  }
+
+ private:
+  NcclCommunicator& comm_;
+  std::string what_;
+  cudaEvent_t done_ = nullptr;
+  Clock::time_point start_;
+  bool waited_ = false;
+};
 
 void NcclCommunicator::all_reduce(const Tensor& buffer, ReduceOp op) {
   require_cuda_contiguous("all_reduce", buffer, "buffer");
@@ -145,6 +181,18 @@ void NcclCommunicator::all_gather(const Tensor& input, const Tensor& output) {
   run(describe_collective("all_gather", input), [&] {
     return ncclAllGather(input.data_ptr(), output.data_ptr(), input.numel(), nccl_dtype(input.dtype()), comm_, stream_);
   });
+}
+
+std::unique_ptr<PendingCollective> NcclCommunicator::start_all_gather(const Tensor& input, const Tensor& output) {
+  require_cuda_contiguous("all_gather", input, "input");
+  require_cuda_contiguous("all_gather", output, "output");
+  ZT_REQUIRE(output.numel() == input.numel() * world_size_ && input.dtype() == output.dtype(),
+             "all_gather: the output must hold world_size times the input's elements, in its dtype");
+  auto pending = std::make_unique<PendingGather>(*this, describe_collective("all_gather", input));
+  pending->start([&] {
+    return ncclAllGather(input.data_ptr(), output.data_ptr(), input.numel(), nccl_dtype(input.dtype()), comm_, stream_);
+  });
+  return pending;
 }
 
 void NcclCommunicator::broadcast(const Tensor& buffer, int root) {

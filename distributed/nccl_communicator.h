@@ -32,15 +32,25 @@ class NcclCommunicator : public Communicator {
   void all_reduce(const Tensor& buffer, ReduceOp op) override;
   void reduce_scatter(const Tensor& input, const Tensor& output) override;
   void all_gather(const Tensor& input, const Tensor& output) override;
+  // The gather is queued on this communicator's stream behind the caller's work so far; the
+  // caller's stream carries on computing and waits for it only in wait().
+  std::unique_ptr<PendingCollective> start_all_gather(const Tensor& input, const Tensor& output) override;
   void broadcast(const Tensor& buffer, int root) override;
   void barrier() override;
 
   cudaStream_t stream() const { return stream_; }
 
  private:
+  class PendingGather;
+  using Clock = std::chrono::steady_clock;
+  // run() = launch() then finish(): start_all_gather does the first half now, the second in
+  // its handle's wait().
   template <typename Launch>
   void run(const std::string& what, Launch&& launch);
-  void wait_for_nccl(const std::string& what, std::chrono::steady_clock::time_point start);
+  template <typename Launch>
+  Clock::time_point launch(const std::string& what, Launch&& launch, cudaEvent_t done);
+  void finish(const std::string& what, Clock::time_point start, cudaEvent_t done);
+  void wait_for_nccl(const std::string& what, Clock::time_point start, cudaEvent_t done = nullptr);
 
   int rank_ = 0;
   int world_size_ = 1;

@@ -58,6 +58,12 @@ void TracingCommunicator::all_gather(const Tensor& input, const Tensor& output) 
   traced("all_gather", input, [&] { inner_.all_gather(input, output); });
 }
 
+std::unique_ptr<PendingCollective> TracingCommunicator::start_all_gather(const Tensor& input, const Tensor& output) {
+  std::unique_ptr<PendingCollective> pending;
+  traced("all_gather", input, [&] { pending = inner_.start_all_gather(input, output); });
+  return pending;
+}
+
 void TracingCommunicator::broadcast(const Tensor& buffer, int root) {
   traced("broadcast", buffer, [&] { inner_.broadcast(buffer, root); });
 }

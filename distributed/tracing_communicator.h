@@ -38,6 +38,8 @@ class TracingCommunicator : public Communicator {
   void all_reduce(const Tensor& buffer, ReduceOp op) override;
   void reduce_scatter(const Tensor& input, const Tensor& output) override;
   void all_gather(const Tensor& input, const Tensor& output) override;
+  // Traced as an all_gather when it starts; host_us is the cost of starting it.
+  std::unique_ptr<PendingCollective> start_all_gather(const Tensor& input, const Tensor& output) override;
   void broadcast(const Tensor& buffer, int root) override;
   void barrier() override;
 
