@@ -11,7 +11,9 @@
 //   prefix encoder around the P-Tuning prefix computation (the tape keeps what it saved)
 //
 // train/zero3_partitioner.h implements the gatherer with all-gathers of each module's flat
-// shards. Without a gatherer set on the model, none of this runs.
+// shards, and may start gathering the modules it expects next while one computes (its
+// prefetch); gather() of such a module then only waits for it. Without a gatherer set on the
+// model, none of this runs.
 #pragma once
 
 #include <cstdint>

@@ -191,6 +191,8 @@ double Trainer::forward_backward(const PackedBatch& batch, double loss_factor) {
   Tensor labels = index_tensor(batch.labels, DType::kI64, device);
   const ops::LinearCrossEntropyOptions options{.reduction = ops::Reduction::kSum, .ignore_index = kIgnoreIndex,
                                                .grad_scale = fused_grad_scale(loss_factor)};
+  // ZeRO-3 learns the order a micro-batch gathers modules in and prefetches along it.
+  if (zero3_ != nullptr) zero3_->partitioner().begin_pass();
   autograd::Variable hidden = model.forward_hidden(ids, positions, cu_seqlens);
   autograd::Variable loss_sum;
   {
@@ -200,6 +202,7 @@ double Trainer::forward_backward(const PackedBatch& batch, double loss_factor) {
   }
   const double value = loss_sum.data().to_vector().at(0);
   autograd::scale(loss_sum, loss_factor).backward();
+  if (zero3_ != nullptr) zero3_->partitioner().end_pass();
   if (!batch.filler) {
     state_.num_input_tokens_seen += static_cast<std::int64_t>(batch.input_ids.size());
     throughput_.add_batch(batch.cu_seqlens);

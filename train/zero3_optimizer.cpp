@@ -23,13 +23,26 @@ std::string bucket_label(const std::string& what, std::size_t bucket) {
   return "stage 3 " + what + ", bucket " + std::to_string(bucket);
 }
 
+// How far ahead the next modules are gathered, in words.
+std::string prefetch_summary(const ZeroConfig& zero, std::int64_t largest_module) {
+  if (zero.stage3_prefetch_bucket_size <= 0) return "off (stage3_prefetch_bucket_size is 0)";
+  std::string line = "the next module, and more while up to " + std::to_string(zero.stage3_prefetch_bucket_size) +
+                     " elements are gathered ahead of use (stage3_prefetch_bucket_size); at most " +
+                     std::to_string(zero.stage3_max_live_parameters) + " whole at once (stage3_max_live_parameters)";
+  if (zero.stage3_max_live_parameters < 2 * largest_module)
+    line += ", which leaves too little room to prefetch while the largest module is in use";
+  return line;
+}
+
 }  // namespace
 
 Zero3Optimizer::Zero3Optimizer(models::CausalLM& model, const std::vector<TrainableParameter>& trainable,
                                const OptimizerConfig& config, distributed::Communicator& communicator,
                                const ZeroConfig& zero, const OffloadOptions& offload)
-    : partitioner_(std::make_unique<Zero3Partitioner>(model, trainable, communicator,
-                                                      zero.stage3_param_persistence_threshold)),
+    : partitioner_(std::make_unique<Zero3Partitioner>(
+          model, trainable, communicator, zero.stage3_param_persistence_threshold,
+          PrefetchLimits{.bucket_numel = zero.stage3_prefetch_bucket_size,
+                         .max_live_numel = zero.stage3_max_live_parameters})),
       config_(config),
       comm_(communicator),
       rank_(communicator.rank()),
@@ -100,9 +113,9 @@ Zero3Optimizer::Zero3Optimizer(models::CausalLM& model, const std::vector<Traina
                              << zero.stage3_param_persistence_threshold
                              << " elements kept whole; the largest module is "
                              << partitioner_->largest_module_numel()
-                             << " elements when gathered. Each layer is recomputed in backward; no prefetch "
-                                "(stage3_prefetch_bucket_size, stage3_max_live_parameters and "
-                                "stage3_max_reuse_distance do not apply: one module is whole at a time)");
+                             << " elements when gathered. Each layer is recomputed in backward. Prefetch: "
+                             << prefetch_summary(zero, partitioner_->largest_module_numel())
+                             << " (stage3_max_reuse_distance does not apply: a module is released after each use)");
   }
   for (std::size_t i = 0; i < params.size(); ++i)
     if (params[i].trainable)
@@ -178,6 +191,7 @@ void Zero3Optimizer::write_working_weights(std::size_t b, const Tensor& chunk) {
 
 StepResult Zero3Optimizer::step(double lr, double loss_scale, double max_grad_norm, std::int64_t step) {
   autograd::NoGradGuard no_recording;
+  partitioner_->drop_prefetches();  // a gather still reading a shard must finish before it is rewritten
   for (std::size_t b = 0; b < layout_.buckets.size(); ++b)
     if (ready_[b] > 0) reduce_bucket(b);  // a bucket with a parameter that got no gradient
   // The global norm and the overflow verdict, agreed in one all-reduce: [Σ squares, overflowed].
@@ -260,6 +274,7 @@ std::vector<StateSlice> Zero3Optimizer::held_state() const {
 
 void Zero3Optimizer::refresh_working_weights() {
   autograd::NoGradGuard no_recording;
+  partitioner_->drop_prefetches();
   for (std::size_t b = 0; b < layout_.buckets.size(); ++b) write_working_weights(b, working_chunk(b));
 }
 

@@ -3,7 +3,9 @@
 //
 // One step of one rank, with Ψ parameters over N ranks:
 //   forward   each module is all-gathered just before it computes and released right after
-//             (models/parameter_gatherer.h); a decoder layer runs without recording.
+//             (models/parameter_gatherer.h); a decoder layer runs without recording. From
+//             the second micro-batch on, the next modules' gathers start ahead
+//             (train/zero3_partitioner.h, Prefetch).
 //   backward  each layer is gathered again, recomputed with recording, differentiated and
 //             released. As soon as every trainable parameter of a bucket has its gradient,
 //             the bucket's fp32 gradients are reduce-scattered: the rank adds its chunk of

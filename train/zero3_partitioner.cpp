@@ -19,8 +19,9 @@ Tensor flat(const Tensor& t) { return t.view({t.numel()}); }
 }  // namespace
 
 Zero3Partitioner::Zero3Partitioner(models::CausalLM& model, const std::vector<TrainableParameter>& trainable,
-                                   distributed::Communicator& communicator, std::int64_t persistence_threshold)
-    : model_(model), comm_(communicator), device_(model.device()) {
+                                   distributed::Communicator& communicator, std::int64_t persistence_threshold,
+                                   const PrefetchLimits& prefetch)
+    : model_(model), comm_(communicator), device_(model.device()), limits_(prefetch) {
   ZT_REQUIRE(model_.parameter_gatherer() == nullptr, "ZeRO-3: the model is already partitioned by another partitioner");
   autograd::NoGradGuard no_recording;
   // Which parameters train, and with which weight decay.
@@ -97,6 +98,10 @@ Zero3Partitioner::Zero3Partitioner(models::CausalLM& model, const std::vector<Tr
 
 Zero3Partitioner::~Zero3Partitioner() {
   if (model_.parameter_gatherer() == this) model_.set_parameter_gatherer(nullptr);
+  try {
+    drop_prefetches();  // no gather may still write into memory that is about to be freed
+  } catch (...) {       // a failed collective has already failed the rank
+  }
 }
 
 std::pair<int, std::int64_t> Zero3Partitioner::key(const ModuleRef& module) const {
@@ -116,21 +121,31 @@ void Zero3Partitioner::set_empty(Parameter& p) {
   p.variable.impl()->data = it->second;
 }
 
-// The all-gather that makes a module whole: every rank contributes its shard, and every
-// rank receives the whole flat buffer (padding included) in rank order.
+// Makes a module whole: each group takes its prefetched buffer, or is all-gathered now (every
+// rank contributes its shard and receives the whole flat buffer, padding included, in rank
+// order); each Variable then views its part. Inside a pass, the next modules are prefetched.
 void Zero3Partitioner::gather(const ModuleRef& module) {
+  const std::optional<std::size_t> position = schedule_.observe(module);
   for (std::size_t g : groups_of(module)) {
     if (groups_[g].users++ > 0) continue;  // already whole
+    Tensor whole = take_prefetched(g);
+    if (!whole.defined()) whole = all_gather_now(g, module);
     const ZeroBucket& bucket = layout_.buckets[g];
-    Tensor whole = Tensor::empty({bucket.padded_numel}, groups_[g].dtype, device_);
-    distributed::CollectiveLabel label(
-        [&] { return "stage 3 gather " + models::module_name(module) + (groups_[g].trainable ? "" : " (frozen)"); });
-    comm_.all_gather(shards_[g], whole);
     for (std::size_t k = 0; k < bucket.parameters.size(); ++k) {
       Parameter& p = parameters_[bucket.parameters[k]];
       p.variable.impl()->data = whole.narrow(0, bucket.offsets[k], bucket.numels[k]).view(p.shape);
     }
   }
+  if (position) prefetch_after(*position);
+}
+
+Tensor Zero3Partitioner::all_gather_now(std::size_t g, const ModuleRef& module) {
+  Tensor whole = Tensor::empty({layout_.buckets[g].padded_numel}, groups_[g].dtype, device_);
+  distributed::CollectiveLabel label(
+      [&] { return "stage 3 gather " + models::module_name(module) + (groups_[g].trainable ? "" : " (frozen)"); });
+  comm_.all_gather(shards_[g], whole);
+  count_live(layout_.buckets[g].padded_numel);
+  return whole;
 }
 
 void Zero3Partitioner::release(const ModuleRef& module) {
@@ -138,6 +153,7 @@ void Zero3Partitioner::release(const ModuleRef& module) {
     ZT_REQUIRE(groups_[g].users > 0, "ZeRO-3: the " + models::module_name(module) + " was released more often than gathered");
     if (--groups_[g].users > 0) continue;
     for (std::size_t i : layout_.buckets[g].parameters) set_empty(parameters_[i]);
+    count_live(-layout_.buckets[g].padded_numel);
   }
 }
 
@@ -174,6 +190,7 @@ void Zero3Partitioner::with_whole_parameters_on_host(int root, bool only_trainab
 
 void Zero3Partitioner::load_through_host(bool only_trainable, const std::function<void()>& fill) {
   autograd::NoGradGuard no_recording;
+  drop_prefetches();  // the shards are about to change
   auto selected = [&](const Parameter& p) { return !p.persistent && (p.trainable || !only_trainable); };
   for (Parameter& p : parameters_)
     if (selected(p)) p.variable.impl()->data = Tensor::zeros(p.shape, p.variable.data().dtype(), Device::cpu());

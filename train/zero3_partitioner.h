@@ -15,6 +15,17 @@
 //                    goes back to the allocator as soon as nothing (the autograd tape) else
 //                    holds a view of it.
 //
+// Prefetch (train/zero3_prefetch.cpp): inside a pass (begin_pass .. end_pass: one
+// micro-batch's forward and backward) the partitioner follows the gather order of the previous
+// pass (train/zero3_module_schedule.h). Right after gather(module i) it starts the all-gathers
+// of the modules that come next, while module i computes, as far as two DeepSpeed limits
+// allow: stage3_prefetch_bucket_size elements fetched ahead and not yet in use (the next
+// module is fetched even when it alone is larger), and stage3_max_live_parameters elements
+// whole at once (in use plus fetched ahead, never exceeded by a prefetch). gather() of a
+// prefetched module then only waits for its gather. Under NCCL the prefetch runs on the
+// communicator's stream beside the compute stream; on the CPU it just runs earlier in order.
+// The values gathered are the same either way, so results are bit for bit those without.
+//
 // Parameters of at most stage3_param_persistence_threshold elements (norm weights, biases)
 // stay whole on every rank: gathering them would cost a collective for a few bytes.
 // Frozen weights (freeze, LoRA, P-Tuning) are partitioned like trainable ones; they only
@@ -23,6 +34,7 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -30,9 +42,23 @@
 #include "distributed/communicator.h"
 #include "models/model.h"
 #include "train/optimizer.h"
+#include "train/zero3_module_schedule.h"
 #include "train/zero_layout.h"
 
 namespace zt::train {
+
+// DeepSpeed's stage3_prefetch_bucket_size and stage3_max_live_parameters, in elements.
+struct PrefetchLimits {
+  std::int64_t bucket_numel = 0;  // fetched ahead and not yet in use, beyond the next module; 0: no prefetch
+  std::int64_t max_live_numel = 0;  // whole at once; a prefetch never takes the total past it
+};
+
+// What prefetching did, for the log and the tests.
+struct PrefetchCounters {
+  std::int64_t prefetched_groups = 0;  // all-gathers started ahead
+  std::int64_t used_groups = 0;        // of those, the ones a gather() took
+  std::int64_t most_live_numel = 0;    // the most elements whole at once, prefetched ones included
+};
 
 class Zero3Partitioner : public models::ParameterGatherer {
  public:
@@ -56,13 +82,16 @@ class Zero3Partitioner : public models::ParameterGatherer {
     bool trainable = false;
     DType dtype = DType::kF32;
     int users = 0;  // gathers not yet released
+    Tensor prefetched;  // whole buffer gathered ahead, not yet in use (undefined when none)
+    std::shared_ptr<distributed::PendingCollective> pending;  // its all-gather, until waited for
   };
 
   // Partitions every parameter of `model` and the `trainable` ones it does not list (a
   // P-Tuning prefix encoder's), then hooks itself into the model. The values must be the
   // same on every rank (they are: loaded from the same files, drawn from the same seed).
   Zero3Partitioner(models::CausalLM& model, const std::vector<TrainableParameter>& trainable,
-                   distributed::Communicator& communicator, std::int64_t persistence_threshold);
+                   distributed::Communicator& communicator, std::int64_t persistence_threshold,
+                   const PrefetchLimits& prefetch = {});
   ~Zero3Partitioner() override;  // unhooks from the model; its partitioned weights stay empty
   Zero3Partitioner(const Zero3Partitioner&) = delete;
   Zero3Partitioner& operator=(const Zero3Partitioner&) = delete;
@@ -70,6 +99,15 @@ class Zero3Partitioner : public models::ParameterGatherer {
   // models::ParameterGatherer. Nested gathers of one module are counted.
   void gather(const models::ModuleRef& module) override;
   void release(const models::ModuleRef& module) override;
+
+  // One micro-batch's forward and backward: gathers inside are recorded, and followed with
+  // prefetches once a pass has been recorded. end_pass drops what was fetched and not used.
+  void begin_pass();
+  void end_pass();
+  // Waits for and frees every prefetched buffer (before the shards change, and at pass ends).
+  void drop_prefetches();
+  const PrefetchLimits& prefetch_limits() const { return limits_; }
+  const PrefetchCounters& prefetch_counters() const { return counters_; }
 
   const std::vector<Parameter>& parameters() const { return parameters_; }
   const std::vector<Group>& groups() const { return groups_; }
@@ -99,6 +137,12 @@ class Zero3Partitioner : public models::ParameterGatherer {
   const std::vector<std::size_t>& groups_of(const models::ModuleRef& module) const;
   std::pair<int, std::int64_t> key(const models::ModuleRef& module) const;
   void set_empty(Parameter& p);
+  bool is_whole(std::size_t group) const { return groups_[group].users > 0 || groups_[group].prefetched.defined(); }
+  Tensor all_gather_now(std::size_t group, const models::ModuleRef& module);
+  Tensor take_prefetched(std::size_t group);
+  void prefetch_after(std::size_t position);
+  void start_prefetch(std::size_t group, const models::ModuleRef& module);
+  void count_live(std::int64_t change);
 
   models::CausalLM& model_;
   distributed::Communicator& comm_;
@@ -110,6 +154,10 @@ class Zero3Partitioner : public models::ParameterGatherer {
   std::vector<models::ModuleRef> modules_;  // in forward order
   std::map<std::pair<int, std::int64_t>, std::vector<std::size_t>> module_groups_;
   std::map<DType, Tensor> empty_;  // what a released parameter holds, per dtype
+  PrefetchLimits limits_;
+  ModuleSchedule schedule_;
+  std::int64_t live_numel_ = 0;  // elements of the groups now whole (in use or prefetched)
+  PrefetchCounters counters_;
 };
 
 }  // namespace zt::train
