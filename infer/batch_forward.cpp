@@ -33,7 +33,7 @@ Tensor prefill_logits(const models::CausalLM& model, PagedKvCache& cache, const 
   for (const std::vector<std::int64_t>* prompt : prompts) {
     for (std::size_t i = 0; i < prompt->size(); ++i) {
       ids.push_back(static_cast<double>((*prompt)[i]));
-      positions.push_back(static_cast<double>(i));
+      positions.push_back(static_cast<double>(cache.first_position() + static_cast<std::int64_t>(i)));
     }
     cu_seqlens.push_back(static_cast<double>(ids.size()));
     lengths.push_back(static_cast<std::int64_t>(prompt->size()));
@@ -47,7 +47,7 @@ Tensor decode_logits(const models::CausalLM& model, PagedKvCache& cache, const s
   std::vector<double> ids, positions, cu_seqlens{0};
   for (std::size_t i = 0; i < sequences.size(); ++i) {
     ids.push_back(static_cast<double>(tokens[i]));
-    positions.push_back(static_cast<double>(cache.length(sequences[i]) - cache.prefix_length()));
+    positions.push_back(static_cast<double>(cache.next_position(sequences[i])));
     cu_seqlens.push_back(static_cast<double>(i + 1));
   }
   cache.set_batch(sequences, std::vector<std::int64_t>(sequences.size(), 1));

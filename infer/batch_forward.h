@@ -11,7 +11,7 @@
 
 namespace zt::infer {
 
-// Prompts of sequences just added to `cache`; positions start at 0 after any prefix.
+// Prompts of sequences just added to `cache`; positions start at the cache's first_position().
 Tensor prefill_logits(const models::CausalLM& model, PagedKvCache& cache, const std::vector<SequenceId>& sequences,
                       const std::vector<const std::vector<std::int64_t>*>& prompts);
 

@@ -17,18 +17,21 @@ std::int64_t tokens_needed(const GenerationRequest& r, std::int64_t prefix_lengt
   return prefix_length + static_cast<std::int64_t>(r.prompt.size()) + r.options.max_new_tokens;
 }
 
-void check_requests(const models::ModelConfig& config, const std::vector<GenerationRequest>& requests) {
+// `first_position`: where the prompts' positions start (after a PEFT prefix, its length).
+void check_requests(const models::ModelConfig& config, const std::vector<GenerationRequest>& requests,
+                    std::int64_t first_position) {
   const std::int64_t context = models::context_length(config);
   for (std::size_t i = 0; i < requests.size(); ++i) {
     const GenerationRequest& r = requests[i];
     const std::string which = "prompt " + std::to_string(i + 1);
     ZT_REQUIRE(!r.prompt.empty(), which + " has no tokens");
     models::check_generation_options(r.options);
-    const auto total = static_cast<std::int64_t>(r.prompt.size()) + r.options.max_new_tokens;
+    const auto total = first_position + static_cast<std::int64_t>(r.prompt.size()) + r.options.max_new_tokens;
     ZT_REQUIRE(context == 0 || total <= context,
                which + " has " + std::to_string(r.prompt.size()) + " tokens; with max_new_tokens " +
-                   std::to_string(r.options.max_new_tokens) + " it needs " + std::to_string(total) +
-                   " positions, more than the model's context of " + std::to_string(context) + " (" + config.source +
+                   std::to_string(r.options.max_new_tokens) + " it needs " + std::to_string(total) + " positions" +
+                   (first_position > 0 ? " (counted after the prefix's " + std::to_string(first_position) + ")" : "") +
+                   ", more than the model's context of " + std::to_string(context) + " (" + config.source +
                    "): shorten the prompt or lower max_new_tokens");
   }
 }
@@ -185,10 +188,12 @@ Engine::Engine(const models::CausalLM& model, EngineOptions options) : model_(mo
 std::vector<std::vector<std::int64_t>> Engine::run(const std::vector<GenerationRequest>& requests,
                                                    const TokenSink& sink,
                                                    const std::function<bool()>& cancelled) const {
-  check_requests(model_.config(), requests);
   autograd::NoGradGuard no_recording;
   std::vector<models::PrefixKv> prefix;
   if (model_.prefix_source()) prefix = model_.prefix_source()(1);
+  const std::int64_t prefix_length = prefix.empty() ? 0 : prefix.front().keys.data().size(1);
+  const std::int64_t first_position = models::first_position_after(model_.prefix_positions(), prefix_length);
+  check_requests(model_.config(), requests, first_position);
   const KvCachePlan plan = plan_kv_cache(model_, options_, requests);
   ZT_REQUIRE(plan.blocks >= plan.largest,
              "the longest request needs " + std::to_string(plan.largest * options_.block_size) +
@@ -202,7 +207,7 @@ std::vector<std::vector<std::int64_t>> Engine::run(const std::vector<GenerationR
       keys.push_back(layer.keys.data().squeeze(0));
       values.push_back(layer.values.data().squeeze(0));
     }
-    cache.set_shared_prefix(std::move(keys), std::move(values));
+    cache.set_shared_prefix(std::move(keys), std::move(values), first_position);
   }
   Run run(model_, options_, requests, cache, sink);
   while (!run.done()) {

@@ -33,13 +33,15 @@ PagedKvCache::PagedKvCache(const models::ModelConfig& config, std::int64_t num_b
   for (std::int64_t block = num_blocks - 1; block >= 0; --block) free_.push_back(static_cast<std::int32_t>(block));
 }
 
-void PagedKvCache::set_shared_prefix(std::vector<Tensor> keys, std::vector<Tensor> values) {
+void PagedKvCache::set_shared_prefix(std::vector<Tensor> keys, std::vector<Tensor> values,
+                                     std::int64_t first_position) {
   ZT_REQUIRE(keys.size() == key_pools_.size() && values.size() == key_pools_.size(),
              "paged KV cache: a prefix needs keys and values for each of the " + std::to_string(key_pools_.size()) +
                  " layers");
   prefix_keys_ = std::move(keys);
   prefix_values_ = std::move(values);
   prefix_length_ = prefix_keys_.empty() ? 0 : prefix_keys_.front().size(0);
+  first_position_ = first_position;
 }
 
 PagedKvCache::Sequence& PagedKvCache::sequence(SequenceId id) {
@@ -158,7 +160,7 @@ void PagedKvCache::fill_step(const std::vector<SequenceId>& sequences, const std
     ZT_REQUIRE(s.length < s.capacity && static_cast<std::int64_t>(s.blocks.size()) <= width,
                "decode step: sequence " + std::to_string(sequences[i]) + " has no room left");
     ids[i] = tokens[i];
-    positions[i] = s.length - prefix_length_;
+    positions[i] = s.length - prefix_length_ + first_position_;
     slots[i] = s.blocks[static_cast<std::size_t>(s.length / block_size_)] * block_size_ + s.length % block_size_;
     lengths[i] = static_cast<std::int32_t>(s.length + 1);
     std::copy(s.blocks.begin(), s.blocks.end(), table + static_cast<std::int64_t>(i) * width);

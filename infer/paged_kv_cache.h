@@ -45,9 +45,14 @@ class PagedKvCache : public models::KvCache {
   std::int64_t blocks_for(std::int64_t tokens) const { return (tokens + block_size_ - 1) / block_size_; }
 
   // Keys and values per layer [prefix_len, kv_heads, head_dim] that every sequence added
-  // from now on starts with (a P-Tuning v2 prefix); they take no positions.
-  void set_shared_prefix(std::vector<Tensor> keys, std::vector<Tensor> values);
+  // from now on starts with (a P-Tuning v2 prefix). `first_position` is the position of each
+  // sequence's first own token: 0 when the prefix takes no positions (ChatGLM's P-Tuning),
+  // prefix_len when it counts as tokens already seen (PEFT's prefix tuning).
+  void set_shared_prefix(std::vector<Tensor> keys, std::vector<Tensor> values, std::int64_t first_position = 0);
   std::int64_t prefix_length() const { return prefix_length_; }
+  std::int64_t first_position() const { return first_position_; }
+  // The position of the next token of `id`.
+  std::int64_t next_position(SequenceId id) const { return length(id) - prefix_length_ + first_position_; }
 
   // Reserves the blocks of a sequence that will hold up to `max_tokens` tokens (prefix
   // included); false, reserving nothing, when too few blocks are free.
@@ -95,6 +100,7 @@ class PagedKvCache : public models::KvCache {
   std::map<SequenceId, Sequence> sequences_;
   std::vector<Tensor> prefix_keys_, prefix_values_;
   std::int64_t prefix_length_ = 0;
+  std::int64_t first_position_ = 0;
 
   const DecodeStepBuffers* step_ = nullptr;
   std::int64_t table_width_ = 0;

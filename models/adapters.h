@@ -5,6 +5,7 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <optional>
 #include <vector>
 
@@ -32,6 +33,17 @@ struct PrefixKv {
   Variable keys;
   Variable values;
 };
+
+// Where the positions of a sequence's own tokens start behind a prefix. ChatGLM's P-Tuning v2
+// counts them from 0: the prefix takes no positions. PEFT's prefix tuning hands the prefix to
+// transformers as a filled cache, whose length the model counts as positions already seen,
+// so the first token after it sits at the prefix length (models/peft_prefix_files.h).
+enum class PrefixPositions { kFromZero, kAfterPrefix };
+
+// The position of the first token after a prefix of `prefix_length` tokens.
+inline std::int64_t first_position_after(PrefixPositions positions, std::int64_t prefix_length) {
+  return positions == PrefixPositions::kAfterPrefix ? prefix_length : 0;
+}
 
 // The Variables an adapter adds to one layer, in a fixed order (for activation
 // checkpointing, which must know every input that needs a gradient).

@@ -17,7 +17,7 @@ Tensor id_tensor(const std::vector<std::int64_t>& values, DType dtype) {
 }
 
 // Logits of the last token of `tokens`, which continue the cached ones; the first of them
-// sits at `first_position` (a P-Tuning prefix in the cache takes no positions).
+// sits at `first_position` (behind a prefix: 0 or the prefix length, PrefixPositions).
 std::vector<double> next_logits(const CausalLM& model, const std::vector<std::int64_t>& tokens,
                                 SequenceKvCache& cache, std::int64_t first_position) {
   std::vector<std::int64_t> positions(tokens.size());
@@ -57,10 +57,11 @@ std::vector<std::int64_t> generate(const CausalLM& model, const std::vector<std:
   SequenceKvCache cache(model.config(), prefix_length + static_cast<std::int64_t>(prompt.size()) + options.max_new_tokens,
                 model.dtype(), model.device());
   write_prefix(prefix, cache);
+  const std::int64_t first_position = first_position_after(model.prefix_positions(), prefix_length);
   std::vector<std::int64_t> step_input = prompt;
   for (std::int64_t step = 0; step < options.max_new_tokens; ++step) {
     double uniform = philox::uniform(options.seed, static_cast<std::uint64_t>(step), 0);
-    std::vector<double> logits = next_logits(model, step_input, cache, cache.length() - prefix_length);
+    std::vector<double> logits = next_logits(model, step_input, cache, cache.length() - prefix_length + first_position);
     apply_min_new_tokens(logits, step, options);
     std::int64_t token = choose_token(logits, seen, options, uniform);
     generated.push_back(token);

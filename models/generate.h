@@ -12,7 +12,8 @@ namespace zt::models {
 
 // The new token ids after `prompt` (not the prompt itself): at most options.max_new_tokens,
 // ending with an eos id when one is produced. Runs without gradient. A model with a P-Tuning
-// prefix (models/prefix_encoder.h) caches the prefix first; the prompt's positions start at 0.
+// prefix (models/prefix_encoder.h) caches the prefix first; the prompt's positions start at 0,
+// or after the prefix for a PEFT prefix (PrefixPositions::kAfterPrefix).
 std::vector<std::int64_t> generate(const CausalLM& model, const std::vector<std::int64_t>& prompt,
                                    const GenerationOptions& options);
 

@@ -12,6 +12,18 @@
 
 namespace zt::models {
 
+namespace {
+
+// Positions moved `offset` further (a PEFT prefix counts as tokens already seen). Read back
+// on the host: only a forward without a cache takes this path, never a decode step.
+Tensor shifted_positions(const Tensor& positions, std::int64_t offset) {
+  std::vector<double> values = positions.to(Device::cpu()).to_vector();
+  for (double& v : values) v += static_cast<double>(offset);
+  return Tensor::from_values(values, positions.shape(), positions.dtype()).to(positions.device());
+}
+
+}  // namespace
+
 CausalLM::CausalLM(ModelConfig config, ModelOptions options)
     : config_(std::make_shared<const ModelConfig>(std::move(config))), options_(options) {
   ZT_REQUIRE(is_floating(options_.dtype),
@@ -172,6 +184,8 @@ Variable CausalLM::forward_packed(const Tensor& input_ids, const Tensor& positio
     GatheredModule gathered(gatherer_, {ModuleKind::kPrefixEncoder});
     prefixes = prefix_source_(tokens.cu_seqlens.numel() - 1);
   }
+  if (!prefixes.empty() && prefix_positions_ == PrefixPositions::kAfterPrefix)
+    tokens.positions = shifted_positions(tokens.positions, prefixes.front().keys.data().size(1));
   for (std::int64_t layer = 0; layer < config_->num_layers; ++layer)
     x = run_layer(layer, x, tokens, prefixes.empty() ? nullptr : &prefixes[static_cast<std::size_t>(layer)], cache);
   if (cache != nullptr) cache->end_forward();

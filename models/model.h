@@ -87,10 +87,16 @@ class CausalLM {
   void set_lora(std::vector<LayerLora> lora);
   const std::vector<LayerLora>& lora() const { return lora_; }
   // P-Tuning v2: each layer's prefix for a batch of `sequences`, computed once per forward
-  // without a cache (a generation puts the prefix into its cache itself).
+  // without a cache (a generation puts the prefix into its cache itself). `positions` says
+  // where the tokens after it count from; a forward without a cache shifts the positions it
+  // is given (which start at 0 per sequence) by the prefix length for kAfterPrefix.
   using PrefixSource = std::function<std::vector<PrefixKv>(std::int64_t sequences)>;
-  void set_prefix_source(PrefixSource source) { prefix_source_ = std::move(source); }
+  void set_prefix_source(PrefixSource source, PrefixPositions positions = PrefixPositions::kFromZero) {
+    prefix_source_ = std::move(source);
+    prefix_positions_ = positions;
+  }
   const PrefixSource& prefix_source() const { return prefix_source_; }
+  PrefixPositions prefix_positions() const { return prefix_positions_; }
 
   // Non-parameter tensors of the checkpoint (RoPE buffers), carried from load to save.
   const NamedTensors& buffers() const { return buffers_; }
@@ -141,6 +147,7 @@ class CausalLM {
   std::vector<LayerWeights> layers_;
   std::vector<LayerLora> lora_;
   PrefixSource prefix_source_;
+  PrefixPositions prefix_positions_ = PrefixPositions::kFromZero;
   NamedTensors buffers_;
   std::string source_dir_;
 };

@@ -170,7 +170,7 @@ CausalLM shard_model(const CausalLM& full, ShardPlace place, Device device) {
       if (layer[slot]) fill(layer[slot]->name, share_of_slot(slot, full.parameter(layer[slot]->name).data(), config, ranges));
   if (layout.final_norm) replicate(layout.final_norm->name);
   if (layout.lm_head) replicate(layout.lm_head->name);
-  if (full.prefix_source()) shard.set_prefix_source(prefix_share(full, ranges, device));
+  if (full.prefix_source()) shard.set_prefix_source(prefix_share(full, ranges, device), full.prefix_positions());
   shard.set_source_dir(full.source_dir());
   return shard;
 }
