@@ -22,8 +22,9 @@ constexpr const char* kUsage =
     "Prints {\"eval_loss\", \"perplexity\", \"eval_tokens\", \"eval_samples\"} as JSON for the texts of F\n"
     "(one JSON object with a \"text\" string per line), each tokenized as the model's tokenizer does\n"
     "with its special tokens and cut to --max_length tokens (default 2048).\n"
-    "  --adapter_name_or_path  a LoRA adapter folder (PEFT's layout) applied to the model\n"
-    "  --ptuning_checkpoint    a P-Tuning v2 prefix (zerotune train --finetuning_type ptuning)\n"
+    "  --adapter_name_or_path  a PEFT adapter folder applied to the model: LoRA or prefix tuning\n"
+    "  --ptuning_checkpoint    a P-Tuning v2 prefix (zerotune train --finetuning_type ptuning);\n"
+    "                          a PEFT prefix-tuning folder is also taken here\n"
     "  --device   default cuda when a GPU is usable, else cpu\n"
     "  --dtype    default bfloat16 on a GPU, float32 on the CPU\n";
 

@@ -3,7 +3,8 @@
 #include <iostream>
 
 #include "cli/command.h"
-#include "models/lora_files.h"
+#include "models/peft_adapter.h"
+#include "models/peft_prefix_files.h"
 #include "models/prefix_encoder_files.h"
 #include "models/weights.h"
 #include "runtime/device.h"
@@ -76,10 +77,28 @@ models::CausalLM load_model_from_flags(Flags& flags) {
   return load_model_from_flags(flags, device, dtype_from_flags(flags, device));
 }
 
+namespace {
+
+// --ptuning_checkpoint takes zerotune's (ChatGLM-style) checkpoints and, for convenience, a
+// PEFT prefix-tuning folder too, which --adapter_name_or_path is the usual way to pass.
+void load_ptuning_checkpoint(models::CausalLM& model, const std::string& dir) {
+  if (model.prefix_source())
+    fail("--ptuning_checkpoint " + dir + ": --adapter_name_or_path already gave the model a prefix; pass one of them");
+  if (!models::is_peft_adapter_folder(dir)) {
+    models::load_prefix_checkpoint(model, dir);
+    return;
+  }
+  if (models::peft_adapter_kind(dir) != models::PeftAdapterKind::kPrefix)
+    fail("--ptuning_checkpoint " + dir + " is a LoRA adapter: pass it as --adapter_name_or_path");
+  models::load_peft_prefix(model, dir);
+}
+
+}  // namespace
+
 models::CausalLM load_model_from_flags(Flags& flags, Device device, DType dtype) {
   models::CausalLM model = models::load_model(flags["--model_name_or_path"], {.device = device, .dtype = dtype});
-  if (flags.count("--adapter_name_or_path")) models::load_lora_adapter(model, flags["--adapter_name_or_path"]);
-  if (flags.count("--ptuning_checkpoint")) models::load_prefix_checkpoint(model, flags["--ptuning_checkpoint"]);
+  if (flags.count("--adapter_name_or_path")) models::load_peft_adapter(model, flags["--adapter_name_or_path"]);
+  if (flags.count("--ptuning_checkpoint")) load_ptuning_checkpoint(model, flags["--ptuning_checkpoint"]);
   return model;
 }
 

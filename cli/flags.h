@@ -38,8 +38,8 @@ inline const std::set<std::string> kModelFlags{"--model_name_or_path", "--device
                                                "--ptuning_checkpoint"};
 
 // The model of --model_name_or_path on --device (default: the GPU when one is usable) in
-// --dtype (default bfloat16 on a GPU, float32 on the CPU), with --adapter_name_or_path's LoRA
-// and --ptuning_checkpoint's prefix applied.
+// --dtype (default bfloat16 on a GPU, float32 on the CPU), with --adapter_name_or_path's PEFT
+// adapter (LoRA or prefix tuning) and --ptuning_checkpoint's prefix applied.
 models::CausalLM load_model_from_flags(Flags& flags);
 // The same model on `device` in `dtype` (tensor parallelism loads it on the CPU to split it).
 models::CausalLM load_model_from_flags(Flags& flags, Device device, DType dtype);

@@ -33,8 +33,9 @@ constexpr const char* kUsage =
     "                   output_ids, finish_reason), atomically; a progress bar shows on a terminal\n"
     "  --output_format  text (default; one prompt streams as it is generated), ids (a JSON array\n"
     "                   of the new token ids per prompt) or jsonl (as --output_file writes)\n"
-    "  --adapter_name_or_path  a LoRA adapter folder (PEFT's layout) applied to the model\n"
-    "  --ptuning_checkpoint    a P-Tuning v2 prefix (zerotune train --finetuning_type ptuning)\n"
+    "  --adapter_name_or_path  a PEFT adapter folder applied to the model: LoRA or prefix tuning\n"
+    "  --ptuning_checkpoint    a P-Tuning v2 prefix (zerotune train --finetuning_type ptuning);\n"
+    "                          a PEFT prefix-tuning folder is also taken here\n"
     "  --device   default cuda when a GPU is usable, else cpu\n"
     "  --dtype    default bfloat16 on a GPU, float32 on the CPU\n";
 

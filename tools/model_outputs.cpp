@@ -12,6 +12,7 @@
 // --dump_activations writes the warm-up forward's activations (models/activation_dump.h) as
 // float32 [tokens, features] by transformers' module names (scripts/compare_activations.py
 // reads them). --device cpu --dtype f32 runs a tiny model on a machine without GPU.
+// --adapter_name_or_path applies a PEFT adapter first (scripts/check_peft_prefix.py uses it).
 #include <chrono>
 #include <cstdio>
 #include <exception>
@@ -23,6 +24,7 @@
 #include <cuda_runtime_api.h>
 
 #include "models/activation_dump.h"
+#include "models/peft_adapter.h"
 #include "models/weights.h"
 #include "runtime/check.h"
 #include "runtime/device.h"
@@ -40,6 +42,7 @@ constexpr int kTimedPasses = 3;
 constexpr const char* kUsage =
     "usage: model_outputs MODEL_DIR INPUTS.safetensors OUTPUTS.safetensors [PARAMETER_NAME...]\n"
     "                     [--dump_activations FILE.safetensors] [--device cuda|cpu] [--dtype bf16|f32]\n"
+    "                     [--adapter_name_or_path PEFT_ADAPTER]\n"
     "runs forward + loss + backward (bf16 on the GPU by default) and writes logits, loss and the named "
     "parameters' gradients; --dump_activations also writes the forward's activations\n";
 
@@ -47,6 +50,7 @@ struct Options {
   std::string model_dir, inputs, outputs;
   std::vector<std::string> gradient_names;
   std::string activations_path;  // empty: no activations recorded
+  std::string adapter_dir;       // a PEFT adapter (LoRA or prefix tuning) applied to the model
   zt::Device device = zt::Device::cuda();
   zt::DType dtype = zt::DType::kBF16;
 };
@@ -64,6 +68,7 @@ Options parse_options(const std::vector<std::string>& args) {
     ZT_REQUIRE(i + 1 < args.size(), arg + " needs a value\n" + kUsage);
     const std::string& value = args[++i];
     if (arg == "--dump_activations") options.activations_path = value;
+    else if (arg == "--adapter_name_or_path") options.adapter_dir = value;
     else if (arg == "--device") options.device = zt::parse_device(value);
     else if (arg == "--dtype") options.dtype = zt::parse_dtype(value);
     else zt::fail("unknown flag " + arg + "\n" + kUsage);
@@ -137,6 +142,7 @@ void warm_up(CausalLM& model, const Inputs& inputs, const std::string& activatio
 int run(const Options& options) {
   if (options.device.is_cuda()) zt::require_gpu("model_outputs");
   CausalLM model = zt::models::load_model(options.model_dir, {.device = options.device, .dtype = options.dtype});
+  if (!options.adapter_dir.empty()) zt::models::load_peft_adapter(model, options.adapter_dir);
   const std::vector<std::string>& gradient_names = options.gradient_names;
   for (const std::string& name : gradient_names) model.parameter(name);  // a wrong name fails before the work
   const Inputs inputs = read_inputs(options.inputs, options.device);
