@@ -14,6 +14,8 @@ const char* const kGenerationUsage =
     "  --do_sample [true|false] --temperature T --top_k K --top_p P --repetition_penalty R --seed S\n"
     "                           transformers' sampling settings; unset ones come from\n"
     "                           generation_config.json (greedy when it has none)\n"
+    "  --merge_lora [true|false]  merge --adapter_name_or_path's LoRA into the weights at load\n"
+    "                           (the same tokens up to rounding, no extra work per token)\n"
     "  --template NAME          chat template: qwen, chatglm3, glm4, chatglm2 or none (default: the model's)\n"
     "  --max_batch N            sequences decoding together (default 32)\n"
     "  --block_size N           tokens per KV-cache block (default 16)\n"

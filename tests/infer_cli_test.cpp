@@ -130,6 +130,21 @@ TEST_F(GenerateCli, BadRequestsAreClearErrors) {
   EXPECT_NE(format.output.find("text, ids or jsonl"), std::string::npos) << format.output;
 }
 
+TEST_F(GenerateCli, MergedLoraGivesTheTokensOfTheUnmergedOne) {
+  const std::string adapter =
+      " --adapter_name_or_path " + (fs::path(ZT_SOURCE_DIR) / "tests/data/models/qwen2_lora").string();
+  const CliRun unmerged = zerotune(generate("--prompt \"a b c\" --output_format ids" + adapter));
+  const CliRun merged = zerotune(generate("--prompt \"a b c\" --output_format ids --merge_lora" + adapter));
+  const CliRun plain = zerotune(generate("--prompt \"a b c\" --output_format ids"));
+  ASSERT_EQ(id_lines(unmerged.output).size(), 1u) << unmerged.output;
+  ASSERT_EQ(id_lines(merged.output).size(), 1u) << merged.output;
+  EXPECT_EQ(id_lines(merged.output)[0], id_lines(unmerged.output)[0]);
+  EXPECT_NE(id_lines(plain.output)[0], id_lines(unmerged.output)[0]) << "the adapter changed nothing";
+  const CliRun nothing = zerotune(generate("--prompt hi --merge_lora"));
+  EXPECT_NE(nothing.exit_code, 0);
+  EXPECT_NE(nothing.output.find("--adapter_name_or_path"), std::string::npos) << nothing.output;
+}
+
 TEST_F(GenerateCli, ChatKeepsHistoryAndResets) {
   const fs::path turns = write("turns.txt", "hello\n/reset\nhello\n/exit\nnever read\n");
   const CliRun chat = zerotune("chat --model_name_or_path " + kModel + " --device cpu --max_new_tokens 4 < " +
