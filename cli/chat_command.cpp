@@ -128,7 +128,7 @@ void converse(Conversation& conversation, const std::function<std::optional<std:
 int chat_on_one_device(Flags& flags) {
   const std::string dir = flags["--model_name_or_path"];
   Conversation conversation(flags, dir);
-  const models::CausalLM model = load_model_from_flags(flags);
+  const models::CausalLM model = load_generation_model(flags);
   const models::GenerationOptions options =
       generation_options_from(flags, dir, model, conversation.tokenizer(), conversation.chat_template());
   const infer::Engine engine(model, engine_options_from(flags));

@@ -3,7 +3,6 @@
 #include <iostream>
 
 #include "cli/command.h"
-#include "models/lora.h"
 #include "models/peft_adapter.h"
 #include "models/peft_prefix_files.h"
 #include "models/prefix_encoder_files.h"
@@ -100,11 +99,6 @@ models::CausalLM load_model_from_flags(Flags& flags, Device device, DType dtype)
   models::CausalLM model = models::load_model(flags["--model_name_or_path"], {.device = device, .dtype = dtype});
   if (flags.count("--adapter_name_or_path")) models::load_peft_adapter(model, flags["--adapter_name_or_path"]);
   if (flags.count("--ptuning_checkpoint")) load_ptuning_checkpoint(model, flags["--ptuning_checkpoint"]);
-  if (flags.count("--merge_lora") && flags["--merge_lora"] == "true") {
-    if (model.lora().empty())
-      fail("--merge_lora merges a LoRA adapter into the weights: add --adapter_name_or_path with a LoRA adapter");
-    models::merge_lora(model);
-  }
   return model;
 }
 

@@ -182,7 +182,7 @@ int generate_text(Flags& flags) {
     });
     return 0;
   }
-  models::CausalLM model = load_model_from_flags(flags);
+  models::CausalLM model = load_generation_model(flags);
   infer::Engine engine(model, engine_options_from(flags));
   generate(flags, in, model, [&](const auto& requests, const auto& sink) { return engine.run(requests, sink); }, true);
   return 0;

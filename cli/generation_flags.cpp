@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "models/tensor_parallel.h"
+#include "models/lora.h"
 #include "runtime/error.h"
 
 namespace zt::cli {
@@ -64,6 +65,24 @@ models::GenerationOptions generation_options_from(const Flags& flags, const std:
   return options;
 }
 
+namespace {
+
+models::CausalLM merged_if_asked(const Flags& flags, models::CausalLM model) {
+  if (!flags.count("--merge_lora") || flags.at("--merge_lora") != "true") return model;
+  if (model.lora().empty())
+    fail("--merge_lora merges a LoRA adapter into the weights: add --adapter_name_or_path with a LoRA adapter");
+  models::merge_lora(model);
+  return model;
+}
+
+}  // namespace
+
+models::CausalLM load_generation_model(Flags& flags) { return merged_if_asked(flags, load_model_from_flags(flags)); }
+
+models::CausalLM load_generation_model(Flags& flags, Device device, DType dtype) {
+  return merged_if_asked(flags, load_model_from_flags(flags, device, dtype));
+}
+
 infer::EngineOptions engine_options_from(const Flags& flags) {
   infer::EngineOptions options;
   if (flags.count("--max_batch")) options.max_batch = integer_flag("--max_batch", flags.at("--max_batch"));
@@ -90,7 +109,7 @@ void run_tensor_parallel_from_flags(Flags& flags, const std::function<void(infer
   const Device device = device_from_flags(flags);
   const DType dtype = dtype_from_flags(flags, device);
   // The whole model goes to the host, not the GPU: only the shards need the device's memory.
-  auto load_full = [&] { return load_model_from_flags(flags, Device::cpu(), dtype); };
+  auto load_full = [&] { return load_generation_model(flags, Device::cpu(), dtype); };
   infer::run_tensor_parallel({.size = size, .device = device}, load_full, body);
 }
 

@@ -34,6 +34,10 @@ models::GenerationOptions generation_options_from(const Flags& flags, const std:
 
 infer::EngineOptions engine_options_from(const Flags& flags);
 
+// load_model_from_flags, with the LoRA adapter merged into the weights under --merge_lora.
+models::CausalLM load_generation_model(Flags& flags);
+models::CausalLM load_generation_model(Flags& flags, Device device, DType dtype);
+
 // --template NAME, else the model's own (models::chat_template_name_for_model).
 std::unique_ptr<models::ChatTemplate> chat_template_from(const Flags& flags, const std::string& model_dir);
 
