@@ -7,6 +7,7 @@
 
 #include "ops/accumulate.h"
 #include "runtime/byte_format.h"
+#include "runtime/current_stream.h"
 #include "runtime/error.h"
 #include "runtime/log.h"
 
@@ -138,7 +139,7 @@ void OptimizerOffload::step_on_host(const Tensor& grads, const Tensor& working, 
 void OptimizerOffload::step_pipelined(const Tensor& grads, const Tensor& working, const ops::AdamWConfig& adam) {
   const cudaStream_t to_host = to_host_->get(), to_device = to_device_->get();
   Event compute_done;
-  compute_done.record(nullptr);
+  compute_done.record(current_stream());
   compute_done.wait_on(to_host);
   compute_done.wait_on(to_device);
   for (std::size_t i = 0; i < tiles_.size(); ++i) {
