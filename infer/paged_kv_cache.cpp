@@ -68,12 +68,15 @@ bool PagedKvCache::try_add(SequenceId id, std::int64_t max_tokens) {
   return true;
 }
 
+std::int64_t PagedKvCache::slot_of(const Sequence& sequence, std::int64_t token) const {
+  return sequence.blocks[static_cast<std::size_t>(token / block_size_)] * block_size_ + token % block_size_;
+}
+
 void PagedKvCache::write_prefix(const Sequence& added) {
   if (prefix_length_ == 0) return;
   std::vector<double> slots;
   for (std::int64_t t = 0; t < prefix_length_; ++t)
-    slots.push_back(static_cast<double>(added.blocks[static_cast<std::size_t>(t / block_size_)]) * block_size_ +
-                    static_cast<double>(t % block_size_));
+    slots.push_back(static_cast<double>(slot_of(added, t)));
   Tensor slot_tensor = Tensor::from_values(slots, {prefix_length_}, DType::kI64).to(device_);
   for (std::size_t layer = 0; layer < key_pools_.size(); ++layer)
     ops::write_kv_slots(key_pools_[layer], value_pools_[layer], prefix_keys_[layer], prefix_values_[layer],
@@ -107,8 +110,7 @@ Tensor PagedKvCache::slots_of_batch() const {
   for (std::size_t i = 0; i < batch_.size(); ++i) {
     const Sequence& s = sequence(batch_[i]);
     for (std::int64_t t = s.length; t < s.length + new_tokens_[i]; ++t)
-      slots.push_back(static_cast<double>(s.blocks[static_cast<std::size_t>(t / block_size_)]) * block_size_ +
-                      static_cast<double>(t % block_size_));
+      slots.push_back(static_cast<double>(slot_of(s, t)));
   }
   return Tensor::from_values(slots, {static_cast<std::int64_t>(slots.size())}, DType::kI64).to(device_);
 }
@@ -161,7 +163,7 @@ void PagedKvCache::fill_step(const std::vector<SequenceId>& sequences, const std
                "decode step: sequence " + std::to_string(sequences[i]) + " has no room left");
     ids[i] = tokens[i];
     positions[i] = s.length - prefix_length_ + first_position_;
-    slots[i] = s.blocks[static_cast<std::size_t>(s.length / block_size_)] * block_size_ + s.length % block_size_;
+    slots[i] = slot_of(s, s.length);
     lengths[i] = static_cast<std::int32_t>(s.length + 1);
     std::copy(s.blocks.begin(), s.blocks.end(), table + static_cast<std::int64_t>(i) * width);
   }

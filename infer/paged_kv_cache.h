@@ -89,6 +89,8 @@ class PagedKvCache : public models::KvCache {
   };
   Sequence& sequence(SequenceId id);
   const Sequence& sequence(SequenceId id) const;
+  // Where token `token` of `sequence` lies in the pools: block * block_size + offset.
+  std::int64_t slot_of(const Sequence& sequence, std::int64_t token) const;
   void write_prefix(const Sequence& sequence);
   Tensor slots_of_batch() const;
   void upload_block_tables();
