@@ -4,7 +4,7 @@
 
 #include "autograd/grad_mode.h"
 #include "autograd/node.h"
-#include "ops/elementwise.h"
+#include "ops/elementwise/elementwise.h"
 #include "runtime/error.h"
 
 namespace zt::autograd {

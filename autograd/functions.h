@@ -4,11 +4,11 @@
 #pragma once
 
 #include "autograd/variable.h"
-#include "ops/attention.h"
-#include "ops/attention_backend.h"
-#include "ops/cross_entropy.h"
-#include "ops/rmsnorm.h"
-#include "ops/rope.h"
+#include "ops/attention/attention.h"
+#include "ops/attention/attention_backend.h"
+#include "ops/loss/cross_entropy.h"
+#include "ops/norm/rmsnorm.h"
+#include "ops/rope/rope.h"
 
 namespace zt::autograd {
 
@@ -55,11 +55,11 @@ Variable cross_entropy(const Variable& logits, const Tensor& labels, const ops::
 
 }  // namespace zt::autograd
 
-// Fused lm_head + cross-entropy (ops/linear_cross_entropy.h): the loss of
+// Fused lm_head + cross-entropy (ops/loss/linear_cross_entropy.h): the loss of
 // cross_entropy(hidden · weightᵀ, labels) without the [tokens, vocab] logits. While
 // recording, the forward also computes the gradients of the inputs that need one and keeps
 // them until backward. A tied lm_head is the embedding's Variable passed as weight.
-#include "ops/linear_cross_entropy.h"
+#include "ops/loss/linear_cross_entropy.h"
 
 namespace zt::autograd {
 

@@ -1,7 +1,7 @@
 #include "autograd/functions.h"
 #include "autograd/node.h"
-#include "ops/dropout.h"
-#include "ops/elementwise.h"
+#include "ops/elementwise/dropout.h"
+#include "ops/elementwise/elementwise.h"
 #include "runtime/generator.h"
 
 namespace zt::autograd {

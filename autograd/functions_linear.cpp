@@ -1,8 +1,8 @@
 #include "autograd/functions.h"
 #include "autograd/node.h"
-#include "ops/embedding.h"
-#include "ops/linear.h"
-#include "ops/matmul.h"
+#include "ops/embedding/embedding.h"
+#include "ops/gemm/linear.h"
+#include "ops/gemm/matmul.h"
 
 namespace zt::autograd {
 

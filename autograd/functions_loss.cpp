@@ -1,6 +1,6 @@
 #include "autograd/functions.h"
 #include "autograd/node.h"
-#include "ops/softmax.h"
+#include "ops/reduce/softmax.h"
 
 namespace zt::autograd {
 

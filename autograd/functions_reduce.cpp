@@ -1,6 +1,6 @@
 #include "autograd/functions.h"
 #include "autograd/node.h"
-#include "ops/reduce.h"
+#include "ops/reduce/reduce.h"
 
 namespace zt::autograd {
 

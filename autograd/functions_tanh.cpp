@@ -1,6 +1,6 @@
 #include "autograd/functions.h"
 #include "autograd/node.h"
-#include "ops/tanh.h"
+#include "ops/elementwise/tanh.h"
 
 namespace zt::autograd {
 

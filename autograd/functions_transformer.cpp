@@ -1,6 +1,6 @@
 #include "autograd/functions.h"
 #include "autograd/node.h"
-#include "ops/swiglu.h"
+#include "ops/swiglu/swiglu.h"
 #include "runtime/error.h"
 
 namespace zt::autograd {

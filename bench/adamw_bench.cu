@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "bench/gpu_bench.h"
-#include "ops/adamw.h"
-#include "ops/l2norm.h"
+#include "ops/optim/adamw.h"
+#include "ops/optim/l2norm.h"
 
 namespace zt::bench {
 namespace {

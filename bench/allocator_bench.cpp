@@ -8,11 +8,11 @@
 #include <string>
 #include <vector>
 
-#include "runtime/caching_allocator.h"
+#include "runtime/memory/caching_allocator.h"
 #include "runtime/check.h"
 #include "runtime/device.h"
-#include "runtime/host_allocator_backend.h"
-#include "runtime/pinned_allocator.h"
+#include "runtime/memory/host_allocator_backend.h"
+#include "runtime/memory/pinned_allocator.h"
 
 namespace zt {
 namespace {

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "bench/gpu_bench.h"
-#include "cuda/attention.cuh"
-#include "cuda/flash_attention.cuh"
+#include "cuda/attention/simple/attention.cuh"
+#include "cuda/attention/flash/flash_attention.cuh"
 #include "runtime/device.h"
 #include "tensor/tensor.h"
 

@@ -8,7 +8,7 @@
 
 #include <string>
 
-#include "ops/cpu_adam.h"
+#include "ops/optim/cpu_adam.h"
 
 namespace zt::ops {
 namespace {

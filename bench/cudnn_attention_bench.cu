@@ -10,7 +10,7 @@
 #include <cstdint>
 
 #include "bench/gpu_bench.h"
-#include "cuda/cudnn_attention.h"
+#include "cuda/attention/cudnn/cudnn_attention.h"
 #include "runtime/device.h"
 #include "tensor/tensor.h"
 

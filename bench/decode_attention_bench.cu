@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "bench/gpu_bench.h"
-#include "cuda/decode_attention.cuh"
-#include "cuda/reduce.cuh"
+#include "cuda/attention/decode/decode_attention.cuh"
+#include "cuda/reduce/reduce.cuh"
 #include "runtime/device.h"
 #include "tensor/tensor.h"
 

@@ -10,9 +10,9 @@
 #include <benchmark/benchmark.h>
 
 #include "bench/gpu_bench.h"
-#include "cuda/cublaslt_gemm.h"
-#include "ops/linear_cross_entropy.h"
-#include "runtime/caching_allocator.h"
+#include "cuda/gemm/cublaslt_gemm.h"
+#include "ops/loss/linear_cross_entropy.h"
+#include "runtime/memory/caching_allocator.h"
 #include "runtime/check.h"
 #include "runtime/device.h"
 #include "runtime/stream.h"

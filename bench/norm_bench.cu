@@ -2,7 +2,7 @@
 // both, and the same with the residual add fused in front. Bytes are everything each op
 // reads and writes once (inputs, outputs, the weight, rstd), not its scratch.
 #include "bench/gpu_bench.h"
-#include "ops/rmsnorm.h"
+#include "ops/norm/rmsnorm.h"
 
 namespace zt::bench {
 namespace {

@@ -3,7 +3,7 @@
 // direction) and out of place one tensor at a time (two launches a direction). Bytes: q and
 // k read and written once per direction.
 #include "bench/gpu_bench.h"
-#include "ops/rope.h"
+#include "ops/rope/rope.h"
 
 namespace zt::bench {
 namespace {

@@ -2,7 +2,7 @@
 // forward + backward, and GLM's fused [gate | up] layout. Bytes: every input read and every
 // output written once (forward 3, backward 5 tensors of [tokens, ffn]).
 #include "bench/gpu_bench.h"
-#include "ops/swiglu.h"
+#include "ops/swiglu/swiglu.h"
 
 namespace zt::bench {
 namespace {

@@ -11,8 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "models/stream_decoder.h"
-#include "models/tokenizer.h"
+#include "text/stream_decoder.h"
+#include "text/tokenizer/tokenizer.h"
 
 namespace {
 

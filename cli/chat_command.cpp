@@ -13,7 +13,7 @@
 #include "cli/generation_flags.h"
 #include "infer/engine.h"
 #include "infer/tensor_parallel_engine.h"
-#include "models/stream_decoder.h"
+#include "text/stream_decoder.h"
 #include "runtime/error.h"
 
 namespace zt::cli {

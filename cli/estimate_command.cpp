@@ -7,7 +7,7 @@
 
 #include "cli/command.h"
 #include "cli/flags.h"
-#include "models/config.h"
+#include "models/config/config.h"
 #include "runtime/device.h"
 #include "runtime/error.h"
 #include "train/memory_estimate.h"
@@ -55,7 +55,7 @@ constexpr Row kFastestFirst[] = {{0, false}, {1, false}, {2, false}, {0, true},
                                  {1, true},  {2, true},  {3, false}, {3, true}};
 
 // What the trainer runs today: offload with stages 1-3 (or on one GPU), not with stage 0 over
-// several ranks (train/zero_optimizer.cpp).
+// several ranks (train/zero/zero_optimizer.cpp).
 bool trainer_runs(const Row& row, int world) { return !row.offload || row.stage >= 1 || world == 1; }
 
 std::int64_t positive_integer(const Flags& flags, const std::string& name, std::int64_t fallback) {

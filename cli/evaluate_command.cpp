@@ -9,7 +9,7 @@
 #include "cli/command.h"
 #include "cli/flags.h"
 #include "models/batch.h"
-#include "models/tokenizer.h"
+#include "text/tokenizer/tokenizer.h"
 #include "runtime/error.h"
 
 namespace zt::cli {

@@ -1,17 +1,17 @@
 // `zerotune export`: a model folder written anew, with a LoRA adapter merged into its weights
 // (LLaMA-Factory's export / PEFT's merge_and_unload + save_pretrained), so tools that know
 // nothing of adapters can load the fine-tuned model; or a training checkpoint written out from
-// its float32 master weights (train/checkpoint_export.h).
+// its float32 master weights (train/checkpoint/checkpoint_export.h).
 #include <filesystem>
 #include <iostream>
 #include <optional>
 
 #include "cli/command.h"
 #include "cli/flags.h"
-#include "models/lora_files.h"
-#include "models/weights.h"
+#include "models/peft/lora_files.h"
+#include "models/weights/weights.h"
 #include "runtime/error.h"
-#include "train/checkpoint_export.h"
+#include "train/checkpoint/checkpoint_export.h"
 
 namespace zt::cli {
 namespace {

@@ -3,10 +3,10 @@
 #include <iostream>
 
 #include "cli/command.h"
-#include "models/peft_adapter.h"
-#include "models/peft_prefix_files.h"
-#include "models/prefix_encoder_files.h"
-#include "models/weights.h"
+#include "models/peft/peft_adapter.h"
+#include "models/peft/peft_prefix_files.h"
+#include "models/peft/prefix_encoder_files.h"
+#include "models/weights/weights.h"
 #include "runtime/device.h"
 #include "runtime/error.h"
 

@@ -12,10 +12,10 @@
 #include "cli/prompt_file.h"
 #include "infer/engine.h"
 #include "infer/tensor_parallel_engine.h"
-#include "models/stream_decoder.h"
+#include "text/stream_decoder.h"
 #include "runtime/atomic_file.h"
 #include "runtime/error.h"
-#include "train/progress_bar.h"
+#include "runtime/terminal/progress_bar.h"
 
 namespace zt::cli {
 namespace {

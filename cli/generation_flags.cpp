@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "models/tensor_parallel.h"
-#include "models/lora.h"
+#include "models/peft/lora.h"
 #include "runtime/error.h"
 
 namespace zt::cli {

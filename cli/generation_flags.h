@@ -12,9 +12,9 @@
 #include "infer/engine.h"
 #include "infer/tensor_parallel_engine.h"
 #include "infer/tensor_parallel_ranks.h"
-#include "models/chat_template.h"
-#include "models/generate_options.h"
-#include "models/tokenizer.h"
+#include "text/chat_template/chat_template.h"
+#include "models/generation/generate_options.h"
+#include "text/tokenizer/tokenizer.h"
 
 namespace zt::cli {
 

@@ -1,8 +1,8 @@
-// `zerotune launch`: one process per GPU, torchrun's flags (distributed/launcher.h).
+// `zerotune launch`: one process per GPU, torchrun's flags (distributed/launch/launcher.h).
 #include <iostream>
 
 #include "cli/command.h"
-#include "distributed/launcher.h"
+#include "distributed/launch/launcher.h"
 
 namespace zt::cli {
 namespace {

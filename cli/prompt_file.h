@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "models/chat_template.h"
+#include "text/chat_template/chat_template.h"
 
 namespace zt::cli {
 

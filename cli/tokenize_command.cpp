@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
-#include "models/tokenizer.h"
+#include "text/tokenizer/tokenizer.h"
 #include "runtime/error.h"
 
 namespace zt::cli {

@@ -1,9 +1,9 @@
 # zt_add_layer(name DEPS ...): one static library per top-level folder, built from
-# every .cpp/.cu file in it, so adding a file needs no CMake edit. A layer that has only
-# headers so far becomes an interface library.
+# every .cpp/.cu file in it and its mechanism subfolders, so adding a file needs no CMake
+# edit. A layer that has only headers so far becomes an interface library.
 function(zt_add_layer name)
   cmake_parse_arguments(ARG "" "" "DEPS" ${ARGN})
-  file(GLOB _sources CONFIGURE_DEPENDS
+  file(GLOB_RECURSE _sources CONFIGURE_DEPENDS
        ${CMAKE_CURRENT_SOURCE_DIR}/*.cpp ${CMAKE_CURRENT_SOURCE_DIR}/*.cu)
   if(_sources)
     add_library(zt_${name} STATIC ${_sources})

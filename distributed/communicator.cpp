@@ -1,6 +1,6 @@
 #include "distributed/communicator.h"
 
-#include "runtime/byte_format.h"
+#include "runtime/terminal/byte_format.h"
 
 namespace zt::distributed {
 

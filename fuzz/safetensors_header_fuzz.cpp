@@ -7,7 +7,7 @@
 #include <string_view>
 
 #include "runtime/error.h"
-#include "tensor/safetensors_format.h"
+#include "tensor/safetensors/safetensors_format.h"
 
 namespace st = zt::safetensors;
 

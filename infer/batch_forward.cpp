@@ -1,7 +1,7 @@
 #include "infer/batch_forward.h"
 
 #include "autograd/grad_mode.h"
-#include "ops/embedding.h"
+#include "ops/embedding/embedding.h"
 
 namespace zt::infer {
 namespace {

@@ -1,7 +1,7 @@
 #include "infer/decode_graph.h"
 
 #include "autograd/grad_mode.h"
-#include "ops/reduce.h"
+#include "ops/reduce/reduce.h"
 #include "runtime/check.h"
 #include "runtime/current_stream.h"
 #include "runtime/device.h"

@@ -11,7 +11,7 @@
 #include <functional>
 #include <vector>
 
-#include "models/generate_options.h"
+#include "models/generation/generate_options.h"
 #include "models/model.h"
 
 namespace zt::infer {

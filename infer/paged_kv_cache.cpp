@@ -2,9 +2,9 @@
 
 #include <algorithm>
 
-#include "ops/attention.h"
-#include "ops/decode_attention.h"
-#include "ops/kv_cache_write.h"
+#include "ops/attention/attention.h"
+#include "ops/attention/decode_attention.h"
+#include "ops/attention/kv_cache_write.h"
 #include "runtime/error.h"
 
 namespace zt::infer {

@@ -14,7 +14,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include "models/kv_cache.h"
+#include "models/generation/kv_cache.h"
 
 namespace zt::infer {
 

@@ -2,9 +2,9 @@
 
 #include <memory>
 
-#include "distributed/inprocess_communicator.h"
-#include "distributed/launched_job.h"
-#include "models/lora.h"
+#include "distributed/communicators/inprocess_communicator.h"
+#include "distributed/launch/launched_job.h"
+#include "models/peft/lora.h"
 #include "models/tensor_parallel.h"
 #include "runtime/device.h"
 #include "runtime/error.h"

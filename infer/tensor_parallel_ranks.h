@@ -3,7 +3,7 @@
 // tokens as one rank and no speed-up: for tests, and for watching the scheme work. Under a
 // launcher (zerotune launch --nproc_per_node N, torchrun, mpirun, srun), this process is one
 // rank of N: its shard on the GPU of its local rank, collectives over NCCL (Gloo with --device
-// cpu), joined as training joins (distributed/launched_job.h).
+// cpu), joined as training joins (distributed/launch/launched_job.h).
 #pragma once
 
 #include <chrono>

@@ -2,8 +2,8 @@
 
 #include <limits>
 
-#include "models/generate_sampling.h"
-#include "ops/reduce.h"
+#include "models/generation/generate_sampling.h"
+#include "ops/reduce/reduce.h"
 #include "runtime/philox.h"
 
 namespace zt::infer {

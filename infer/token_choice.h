@@ -1,12 +1,12 @@
 // The next token of every sequence of a batch from its row of logits. Greedy rows without a
 // repetition penalty take the argmax on the device and only their ids cross to the host;
-// the others run transformers' logits processors on the host (models/generate_sampling.h).
+// the others run transformers' logits processors on the host (models/generation/generate_sampling.h).
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
-#include "models/generate_options.h"
+#include "models/generation/generate_options.h"
 #include "tensor/tensor.h"
 
 namespace zt::infer {

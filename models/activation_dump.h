@@ -10,7 +10,7 @@
 #include <unordered_map>
 
 #include "autograd/variable.h"
-#include "tensor/safetensors.h"
+#include "tensor/safetensors/safetensors.h"
 
 namespace zt::models {
 

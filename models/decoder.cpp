@@ -4,7 +4,7 @@
 
 #include "autograd/functions.h"
 #include "autograd/grad_mode.h"
-#include "ops/rmsnorm.h"
+#include "ops/norm/rmsnorm.h"
 #include "runtime/error.h"
 
 namespace zt::models {

@@ -10,12 +10,12 @@
 #include <functional>
 
 #include "autograd/variable.h"
-#include "ops/attention_backend.h"
+#include "ops/attention/attention_backend.h"
 #include "models/activation_dump.h"
-#include "models/adapters.h"
-#include "models/config.h"
-#include "models/hf_names.h"
-#include "models/kv_cache.h"
+#include "models/peft/adapters.h"
+#include "models/config/config.h"
+#include "models/weights/hf_names.h"
+#include "models/generation/kv_cache.h"
 
 namespace zt::models {
 

@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "autograd/grad_mode.h"
-#include "models/hf_names.h"
+#include "models/weights/hf_names.h"
 #include "runtime/philox.h"
 
 namespace zt::models {

@@ -5,7 +5,7 @@
 #include "autograd/checkpoint.h"
 #include "autograd/functions.h"
 #include "autograd/grad_mode.h"
-#include "models/hf_names.h"
+#include "models/weights/hf_names.h"
 #include "models/model_embedding.h"
 #include "models/model_inputs.h"
 #include "runtime/error.h"

@@ -1,8 +1,8 @@
-// A causal language model of any supported architecture (models/config.h): parameters are
+// A causal language model of any supported architecture (models/config/config.h): parameters are
 // autograd leaves named as in the checkpoint, and the forward takes a packed batch in
 // FlashAttention's varlen layout (every sequence's tokens back to back, positions restarting
 // per sequence, cu_seqlens marking the starts), so no padding is ever computed.
-// models/weights.h loads and saves them, models/init.h fills them at random.
+// models/weights/weights.h loads and saves them, models/init.h fills them at random.
 #pragma once
 
 #include <functional>
@@ -13,11 +13,11 @@
 
 #include "autograd/variable.h"
 #include "models/activation_dump.h"
-#include "models/config.h"
+#include "models/config/config.h"
 #include "models/decoder.h"
-#include "models/kv_cache.h"
+#include "models/generation/kv_cache.h"
 #include "models/parameter_gatherer.h"
-#include "tensor/safetensors.h"
+#include "tensor/safetensors/safetensors.h"
 
 namespace zt::models {
 
@@ -82,7 +82,7 @@ class CausalLM {
   // What to gather around a use of lm_head_weight(): the embedding when tied.
   ModuleRef lm_head_module() const;
 
-  // Parameter-efficient fine-tuning (models/adapters.h); both empty for the plain model.
+  // Parameter-efficient fine-tuning (models/peft/adapters.h); both empty for the plain model.
   // LoRA: one LayerLora per layer, applied beside the (usually frozen) projections.
   void set_lora(std::vector<LayerLora> lora);
   const std::vector<LayerLora>& lora() const { return lora_; }
@@ -110,7 +110,7 @@ class CausalLM {
   // l1 + l2, ..., tokens), on any device (moved to the model's). -> logits [tokens, vocab].
   Variable forward(const Tensor& input_ids, const Tensor& positions, const Tensor& cu_seqlens) const;
   // The final hidden states [tokens, hidden] (after the final norm), for a fused head + loss.
-  // With a cache (models/kv_cache.h), run without gradient: the tokens continue the
+  // With a cache (models/generation/kv_cache.h), run without gradient: the tokens continue the
   // sequences the cache holds, and their keys and values join it.
   Variable forward_hidden(const Tensor& input_ids, const Tensor& positions, const Tensor& cu_seqlens,
                           KvCache* cache = nullptr) const;

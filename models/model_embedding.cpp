@@ -5,7 +5,7 @@
 #include "autograd/functions.h"
 #include "autograd/grad_mode.h"
 #include "autograd/node.h"
-#include "ops/embedding.h"
+#include "ops/embedding/embedding.h"
 
 namespace zt::models {
 namespace {

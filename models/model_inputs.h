@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "models/config.h"
+#include "models/config/config.h"
 #include "tensor/tensor.h"
 
 namespace zt::models {

@@ -10,7 +10,7 @@
 //   LM head        around the head's matmul; the trainer brackets the fused head + loss
 //   prefix encoder around the P-Tuning prefix computation (the tape keeps what it saved)
 //
-// train/zero3_partitioner.h implements the gatherer with all-gathers of each module's flat
+// train/zero/zero3_partitioner.h implements the gatherer with all-gathers of each module's flat
 // shards, and may start gathering the modules it expects next while one computes (its
 // prefetch); gather() of such a module then only waits for it. Without a gatherer set on the
 // model, none of this runs.

@@ -3,9 +3,9 @@
 #include <algorithm>
 
 #include "autograd/grad_mode.h"
-#include "models/hf_names.h"
+#include "models/weights/hf_names.h"
 #include "runtime/error.h"
-#include "runtime/text_list.h"
+#include "runtime/terminal/text_list.h"
 
 namespace zt::models {
 namespace {

@@ -5,14 +5,14 @@ Needs python3 with torch, safetensors, transformers (5.x) and peft. Everything r
 float32 on the CPU. Two modes:
 
   python3 scripts/check_peft.py check BASE ADAPTER [ADAPTER ...]
-      For each ADAPTER folder written by zerotune (tests/lora_files_test writes them under
+      For each ADAPTER folder written by zerotune (tests/models/peft/lora_files_test writes them under
       <build>/lora_peft_check/<arch>/ for the fixture models), loads the base model folder
       BASE with transformers and the adapter with PeftModel.from_pretrained, runs the batch
       of ADAPTER/logits.safetensors and asserts that PEFT's logits equal zerotune's within a
       relative error of 1e-5. BASE may contain "{arch}", replaced by the adapter folder's name.
 
   python3 scripts/check_peft.py fixture [--out tests/data/models/qwen2_lora]
-      Writes the fixture of tests/lora_files_test.cpp: a LoRA adapter on every linear module of
+      Writes the fixture of tests/models/peft/lora_files_test.cpp: a LoRA adapter on every linear module of
       tests/data/models/qwen2 made and saved by PEFT itself (rank 4, alpha 8, lora_B random so
       that the adapter matters), and expected.safetensors with the logits PEFT computes on the
       batch of tests/data/models/qwen2/fixture.json.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the P-Tuning v2 fixture of tests/ptuning_reference_test.cpp.
+"""Writes the P-Tuning v2 fixture of tests/models/peft/prefix_encoder_reference_test.cpp.
 
 An independent PyTorch statement of P-Tuning v2 as THUDM's ChatGLM2/3 define it, run on the
 tiny Qwen2 fixture (tests/data/models/qwen2, written by scripts/make_model_fixtures.py) with

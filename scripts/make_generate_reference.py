@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes tests/data/models/generate_reference.json: transformers' greedy tokens for the
-inference engine's tests (tests/infer_engine_test.cpp).
+inference engine's tests (tests/infer/engine_test.cpp).
 
 For each tiny fixture model (written by scripts/make_model_fixtures.py) -- qwen2, qwen3, glm,
 glm4, and qwen2 with the PEFT LoRA adapter of tests/data/models/qwen2_lora and with the

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the model fixtures of tests/model_fixture_test.cpp and tests/model_gpu_test.cpp.
+"""Writes the model fixtures of tests/models/hf_fixtures_test.cpp and tests/models/model_gpu_test.cpp.
 
 Hugging Face transformers is the oracle: for each architecture a tiny random model with
 awkward sizes is built by transformers itself, saved as transformers saves it, and run on a

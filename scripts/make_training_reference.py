@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes tests/data/training/qwen2_adamw.json, the oracle of tests/train_reference_test.cpp.
+"""Writes tests/data/training/qwen2_adamw.json, the oracle of tests/train/hf_reference_test.cpp.
 
 PyTorch trains the tiny Qwen2 fixture (tests/data/models/qwen2, from make_model_fixtures.py)
 in float32 on the CPU for 10 optimizer steps of 2 micro-batches each, as zerotune's trainer

@@ -1,9 +1,9 @@
 #include <atomic>
 #include <cstdlib>
 
-#include "runtime/caching_allocator.h"
+#include "runtime/memory/caching_allocator.h"
 #include "runtime/check.h"
-#include "runtime/pinned_allocator.h"
+#include "runtime/memory/pinned_allocator.h"
 #include "runtime/device.h"
 #include "runtime/error.h"
 #include "tensor/tensor.h"

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
-#include "runtime/pinned_allocator.h"
+#include "runtime/memory/pinned_allocator.h"
 #include "runtime/error.h"
 #include "runtime/current_stream.h"
 

@@ -19,8 +19,8 @@
 #include <nlohmann/json.hpp>
 
 #include "infer/engine.h"
-#include "models/weights.h"
-#include "runtime/caching_allocator.h"
+#include "models/weights/weights.h"
+#include "runtime/memory/caching_allocator.h"
 #include "runtime/error.h"
 
 namespace {

@@ -24,12 +24,12 @@
 #include <cuda_runtime_api.h>
 
 #include "models/activation_dump.h"
-#include "models/peft_adapter.h"
-#include "models/weights.h"
+#include "models/peft/peft_adapter.h"
+#include "models/weights/weights.h"
 #include "runtime/check.h"
 #include "runtime/device.h"
 #include "runtime/error.h"
-#include "tensor/safetensors.h"
+#include "tensor/safetensors/safetensors.h"
 
 namespace {
 

@@ -2,7 +2,7 @@
 """Checks zerotune's safetensors reader and writer against the Python `safetensors` package.
 
 Needs python3 with torch, numpy and safetensors (the GPU machine has them) and a build of
-tests/safetensors_interop_test. The whole round trip, in one command:
+tests/tensor/safetensors/safetensors_interop_test. The whole round trip, in one command:
 
     python3 tools/safetensors_roundtrip.py --dir /tmp/st-interop \
         --test-binary build/tests/safetensors_interop_test
@@ -18,7 +18,7 @@ which runs, in order:
      zerotune reads them and checks them bit-exactly.
 Without --test-binary only steps 2 (if DIR/ours exists) and 3 run. Exits non-zero on any mismatch.
 
-The catalogue (names, shapes, value formula) mirrors tests/safetensors_interop_test.cpp.
+The catalogue (names, shapes, value formula) mirrors tests/tensor/safetensors/safetensors_interop_test.cpp.
 """
 import argparse
 import json

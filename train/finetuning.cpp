@@ -4,7 +4,7 @@
 #include <memory>
 
 #include "runtime/error.h"
-#include "runtime/text_list.h"
+#include "runtime/terminal/text_list.h"
 
 namespace zt::train {
 namespace {

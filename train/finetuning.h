@@ -2,9 +2,9 @@
 // decoder layers (or the first N for a negative --freeze_trainable_layers), optionally only
 // the named modules inside them (--freeze_trainable_modules mlp,self_attn), as
 // ChatGLM-Finetuning and LLaMA-Factory freeze by layer name. lora: every base parameter is
-// frozen and LoRA matrices are attached beside the --lora_target projections (models/lora.h);
+// frozen and LoRA matrices are attached beside the --lora_target projections (models/peft/lora.h);
 // they are what is trained. ptuning: every base parameter is frozen and a P-Tuning v2 prefix
-// encoder (--pre_seq_len, --prefix_projection; models/prefix_encoder.h), initialised from
+// encoder (--pre_seq_len, --prefix_projection; models/peft/prefix_encoder.h), initialised from
 // --seed, is attached; its parameters are what is trained. Parameters not trained have
 // requires_grad turned off so backward neither computes nor stores their gradients.
 #pragma once
@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
-#include "models/lora.h"
+#include "models/peft/lora.h"
 #include "models/model.h"
-#include "models/prefix_encoder.h"
-#include "train/optimizer.h"
-#include "train/training_arguments.h"
+#include "models/peft/prefix_encoder.h"
+#include "train/optim/optimizer.h"
+#include "train/args/training_arguments.h"
 
 namespace zt::train {
 

@@ -3,13 +3,13 @@
 #include <algorithm>
 #include <numeric>
 
-#include "models/hf_names.h"
-#include "models/lora.h"
+#include "models/weights/hf_names.h"
+#include "models/peft/lora.h"
 #include "runtime/error.h"
-#include "train/optimizer_offload.h"
-#include "train/zero_layout.h"
-#include "train/zero3_optimizer.h"
-#include "train/zero_optimizer.h"
+#include "train/optim/optimizer_offload.h"
+#include "train/zero/zero_layout.h"
+#include "train/zero/zero3_optimizer.h"
+#include "train/zero/zero_optimizer.h"
 
 namespace zt::train {
 namespace {

@@ -6,17 +6,17 @@
 // parameter a rank holds an fp32 master weight, two fp32 Adam moments and an fp32 gradient
 // (16 bytes) for the part it owns, and the working weights (2 bytes in bf16/fp16) of the
 // model. Beside the owned fp32 gradient, backward writes into an accumulation buffer: stages
-// 0 and 2 keep an fp32 staging buffer for every bucket (train/zero_optimizer.cpp), stage 1 an
+// 0 and 2 keep an fp32 staging buffer for every bucket (train/zero/zero_optimizer.cpp), stage 1 an
 // fp32 gradient per parameter. So with Ψ parameters, Ψt trainable and N ranks (bf16,
 // padding aside):
 //   one rank     2Ψ + 16Ψt             (the single-device optimizer, whatever the stage)
 //   stage 0      2Ψ + 20Ψt             (staging + the replicated optimizer)
 //   stage 1      2Ψ + 4Ψt + 16Ψt/N
 //   stage 2      2Ψ + 4Ψt + 16Ψt/N     (DeepSpeed: 2Ψ + 14Ψ/N; our staging is not yet bounded)
-//   stage 3      2Ψ/N + 16Ψt/N         (train/zero3_optimizer.h; parameters of at most
+//   stage 3      2Ψ/N + 16Ψt/N         (train/zero/zero3_optimizer.h; parameters of at most
 //                                       stage3_param_persistence_threshold elements stay whole)
 // plus, for stage 3 only, a transient: two gathered modules in the working dtype and one
-// module's fp32 gradient bucket. Optimizer offload (train/optimizer_offload.h; stages 1-3)
+// module's fp32 gradient bucket. Optimizer offload (train/optim/optimizer_offload.h; stages 1-3)
 // moves master and moments to host memory, which also holds a copy of the owned fp32
 // gradient and of the new working weights (18 bytes per owned parameter in bf16); the GPU
 // keeps the rest.
@@ -35,9 +35,9 @@
 #include <string>
 #include <vector>
 
-#include "models/config.h"
+#include "models/config/config.h"
 #include "runtime/dtype.h"
-#include "train/optimizer.h"
+#include "train/optim/optimizer.h"
 
 namespace zt::train {
 

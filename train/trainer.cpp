@@ -6,17 +6,17 @@
 #include <optional>
 
 #include "autograd/functions.h"
-#include "distributed/collective_label.h"
+#include "distributed/communicators/collective_label.h"
 #include "autograd/grad_mode.h"
 #include "runtime/atomic_file.h"
-#include "runtime/caching_allocator.h"
+#include "runtime/memory/caching_allocator.h"
 #include "runtime/device_clock.h"
 #include "runtime/error.h"
 #include "runtime/log.h"
-#include "train/checkpoint.h"
-#include "train/loss_curve.h"
-#include "train/zero3_optimizer.h"
-#include "train/zero_optimizer.h"
+#include "train/checkpoint/checkpoint.h"
+#include "train/report/loss_curve.h"
+#include "train/zero/zero3_optimizer.h"
+#include "train/zero/zero_optimizer.h"
 
 namespace zt::train {
 namespace {

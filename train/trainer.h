@@ -15,14 +15,14 @@
 
 #include "distributed/communicator.h"
 #include "models/model.h"
-#include "train/batching.h"
-#include "train/loss_scaler.h"
-#include "train/optimizer.h"
-#include "train/progress_bar.h"
-#include "train/train_log.h"
-#include "train/train_metrics.h"
-#include "train/trainer_state.h"
-#include "train/training_plan.h"
+#include "train/data/batching.h"
+#include "train/optim/loss_scaler.h"
+#include "train/optim/optimizer.h"
+#include "runtime/terminal/progress_bar.h"
+#include "train/report/train_log.h"
+#include "train/report/train_metrics.h"
+#include "train/checkpoint/trainer_state.h"
+#include "train/args/training_plan.h"
 
 namespace zt::train {
 

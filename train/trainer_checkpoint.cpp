@@ -1,12 +1,12 @@
 // The trainer's checkpoints: what a save holds and how a resume restores it. Every rank takes
-// part in both (train/checkpoint_ranks.h): each writes and reads only the optimizer state it
+// part in both (train/checkpoint/checkpoint_ranks.h): each writes and reads only the optimizer state it
 // holds.
 
 #include "runtime/generator.h"
 #include "runtime/log.h"
-#include "train/checkpoint_ranks.h"
+#include "train/checkpoint/checkpoint_ranks.h"
 #include "train/trainer.h"
-#include "train/zero3_optimizer.h"
+#include "train/zero/zero3_optimizer.h"
 
 namespace zt::train {
 

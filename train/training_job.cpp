@@ -3,22 +3,22 @@
 #include <filesystem>
 #include <memory>
 
-#include "distributed/inprocess_communicator.h"
-#include "distributed/launched_job.h"
-#include "distributed/tracing_communicator.h"
-#include "models/chat_template.h"
-#include "models/lora_files.h"
-#include "models/prefix_encoder_files.h"
-#include "models/tokenizer.h"
-#include "models/weights.h"
+#include "distributed/communicators/inprocess_communicator.h"
+#include "distributed/launch/launched_job.h"
+#include "distributed/communicators/tracing_communicator.h"
+#include "text/chat_template/chat_template.h"
+#include "models/peft/lora_files.h"
+#include "models/peft/prefix_encoder_files.h"
+#include "text/tokenizer/tokenizer.h"
+#include "models/weights/weights.h"
 #include "runtime/device.h"
 #include "runtime/error.h"
 #include "runtime/log.h"
 #include "runtime/rank.h"
-#include "train/checkpoint.h"
+#include "train/checkpoint/checkpoint.h"
 #include "train/finetuning.h"
-#include "train/sample_encoding.h"
-#include "train/startup_report.h"
+#include "train/data/sample_encoding.h"
+#include "train/report/startup_report.h"
 #include "train/trainer.h"
 
 namespace zt::train {
@@ -65,7 +65,7 @@ EncodedDataset load_samples(const std::string& path, const models::ChatTemplate&
 
 // What checkpoints and output_dir hold: the adapter in PEFT's layout with the tokenizer files
 // (as HF Trainer saves a PEFT model) for LoRA, the prefix encoder as ChatGLM's recipe saves it
-// for P-Tuning (models/prefix_encoder_files.h), else the whole model.
+// for P-Tuning (models/peft/prefix_encoder_files.h), else the whole model.
 void set_save_and_load(TrainerModel& trained, const std::shared_ptr<models::CausalLM>& model,
                        const TrainingArguments& args) {
   if (args.finetuning_type == "lora") {

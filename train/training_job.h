@@ -5,7 +5,7 @@
 // a job started by zerotune launch / torchrun / mpirun / srun.
 #pragma once
 
-#include "train/training_arguments.h"
+#include "train/args/training_arguments.h"
 
 namespace zt::train {
 

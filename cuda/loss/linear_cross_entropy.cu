@@ -1,0 +1,109 @@
+#include "cuda/loss/linear_cross_entropy.cuh"
+
+#include <algorithm>
+#include <string>
+
+#include "cuda/gemm/cublaslt_gemm.h"
+#include "cuda/loss/linear_cross_entropy_kernels.cuh"
+#include "cuda/common/scratch_buffer.h"
+#include "runtime/check.h"
+#include "runtime/error.h"
+
+namespace zt::cuda {
+namespace {
+
+constexpr std::size_t kDefaultChunkBytes = std::size_t{1} << 30;
+constexpr std::int64_t kChunkMultiple = 128;  // whole GEMM tiles of tokens
+
+// Rows padded to 8 elements keep every row 16-byte aligned for the row kernel's loads.
+std::int64_t padded_vocab(std::int64_t vocab) { return (vocab + 7) / 8 * 8; }
+
+DType logits_dtype(bool float32_logits, DType dtype) { return float32_logits ? DType::kF32 : dtype; }
+
+void check_problem(const LinearCrossEntropyProblem& p) {
+  const std::string sizes = "tokens " + std::to_string(p.tokens) + ", hidden_size " + std::to_string(p.hidden_size) +
+                            ", vocab " + std::to_string(p.vocab) + ", chunk_tokens " + std::to_string(p.chunk_tokens);
+  ZT_REQUIRE(p.tokens >= 0 && p.hidden_size >= 1 && p.vocab >= 1 && p.chunk_tokens >= 1,
+             "linear_cross_entropy: " + sizes + "; tokens must be >= 0 and the others >= 1");
+  ZT_REQUIRE(p.dtype == DType::kF32 || p.dtype == DType::kBF16 || p.dtype == DType::kF16,
+             std::string("linear_cross_entropy: dtype ") + dtype_name(p.dtype) +
+                 " is not supported on the GPU; use float32, bfloat16 or float16");
+}
+
+// Operand views of one chunk, as stored row-major.
+struct ChunkViews {
+  GemmOperand hidden;       // [rows, H]
+  GemmOperand grad_logits;  // [rows, V], leading dimension in the gradient dtype
+  GemmResult logits;        // [rows, V]
+};
+
+ChunkViews chunk_views(const LinearCrossEntropyProblem& p, void* logits, std::int64_t start, std::int64_t rows) {
+  std::int64_t ld = padded_vocab(p.vocab);
+  std::int64_t grad_ld = ld * static_cast<std::int64_t>(dtype_size(logits_dtype(p.float32_logits, p.dtype)) /
+                                                        dtype_size(p.dtype));
+  const char* h = static_cast<const char*>(p.hidden) + start * p.hidden_size * dtype_size(p.dtype);
+  return {{h, rows, p.hidden_size, p.hidden_size, 0, false},
+          {logits, rows, p.vocab, grad_ld, 0, false},
+          {logits, rows, p.vocab, ld, 0}};
+}
+
+void run_chunk(const LinearCrossEntropyProblem& p, const LinearCrossEntropyResult& r, void* logits,
+               float* token_loss, std::int64_t start, std::int64_t rows, cudaStream_t stream) {
+  DType ldt = logits_dtype(p.float32_logits, p.dtype);
+  ChunkViews v = chunk_views(p, logits, start, rows);
+  GemmOperand weight{p.weight, p.vocab, p.hidden_size, p.hidden_size, 0, false};
+  GemmOperand weight_t = weight;
+  weight_t.transpose = true;
+  gemm_accumulate(p.dtype, ldt, v.hidden, weight_t, v.logits, 0.0f, "linear_cross_entropy logits = hidden * weight^T",
+                  stream);
+  bool grads = r.grad_hidden != nullptr || r.grad_weight != nullptr;
+  const char* labels = static_cast<const char*>(p.labels) + start * dtype_size(p.label_dtype);
+  chunk_loss_and_grad({logits, ldt, padded_vocab(p.vocab), p.dtype, labels, p.label_dtype, rows, p.vocab,
+                       p.ignore_index, p.mean, p.grad_scale, r.valid_count, token_loss + start, grads},
+                      stream);
+  if (r.grad_hidden != nullptr) {
+    char* gh = static_cast<char*>(r.grad_hidden) + start * p.hidden_size * dtype_size(p.dtype);
+    gemm_accumulate(p.dtype, p.dtype, v.grad_logits, weight, {gh, rows, p.hidden_size, p.hidden_size, 0}, 0.0f,
+                    "linear_cross_entropy grad_hidden = dlogits * weight", stream);
+  }
+  if (r.grad_weight != nullptr) {
+    GemmOperand dlogits_t = v.grad_logits;
+    dlogits_t.transpose = true;
+    // The first chunk overwrites (beta 0 never reads the output), later ones add.
+    gemm_accumulate(p.dtype, DType::kF32, dlogits_t, v.hidden,
+                    {r.grad_weight, p.vocab, p.hidden_size, p.hidden_size, 0}, start == 0 ? 0.0f : 1.0f,
+                    "linear_cross_entropy grad_weight += dlogits^T * hidden", stream);
+  }
+}
+
+}  // namespace
+
+std::size_t chunk_logits_bytes(std::int64_t chunk_tokens, std::int64_t vocab, bool float32_logits, DType dtype) {
+  return static_cast<std::size_t>(chunk_tokens) * static_cast<std::size_t>(padded_vocab(vocab)) *
+         dtype_size(logits_dtype(float32_logits, dtype));
+}
+
+std::int64_t default_chunk_tokens(std::int64_t tokens, std::int64_t vocab, bool float32_logits, DType dtype) {
+  auto fit = static_cast<std::int64_t>(kDefaultChunkBytes / chunk_logits_bytes(1, vocab, float32_logits, dtype));
+  if (fit >= kChunkMultiple) fit = fit / kChunkMultiple * kChunkMultiple;
+  return std::max<std::int64_t>(1, std::min(fit, tokens));
+}
+
+void linear_cross_entropy(const LinearCrossEntropyProblem& p, const LinearCrossEntropyResult& r,
+                          cudaStream_t stream) {
+  check_problem(p);
+  count_valid_labels(p.labels, p.label_dtype, p.tokens, p.ignore_index, r.valid_count, stream);
+  ScratchBuffer token_loss(static_cast<std::size_t>(p.tokens) * sizeof(float), stream);
+  if (p.tokens == 0 && r.grad_weight != nullptr)
+    ZT_CUDA_CHECK(cudaMemsetAsync(r.grad_weight, 0, static_cast<std::size_t>(p.vocab * p.hidden_size) * sizeof(float),
+                                  stream));
+  if (p.tokens > 0) {
+    std::int64_t chunk = std::min(p.chunk_tokens, p.tokens);
+    ScratchBuffer logits(chunk_logits_bytes(chunk, p.vocab, p.float32_logits, p.dtype), stream);
+    for (std::int64_t start = 0; start < p.tokens; start += chunk)
+      run_chunk(p, r, logits.data(), token_loss.as<float>(), start, std::min(chunk, p.tokens - start), stream);
+  }
+  reduce_token_loss(token_loss.as<float>(), p.tokens, p.mean, r.valid_count, r.loss, stream);
+}
+
+}  // namespace zt::cuda

@@ -1,0 +1,194 @@
+#include "cuda/reduce/reduce.cuh"
+
+#include <climits>
+#include <string>
+
+#include "cuda/common/cuda_common.cuh"
+#include "cuda/elementwise/elementwise_dispatch.cuh"
+#include "cuda/common/reduce_block.cuh"
+#include "cuda/common/scratch_buffer.h"
+#include "cuda/common/vector_io.cuh"
+#include "runtime/check.h"
+#include "runtime/error.h"
+
+namespace zt::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr std::int64_t kMaxPartials = 1024;
+
+// Pass 1 of sum_all: block b sums a grid-strided share of x into partial[b].
+template <typename T>
+__global__ void partial_sums_kernel(const T* x, std::int64_t n, float* partial) {
+  float sum = 0.0f;
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
+    sum += load_float(x + i);
+  sum = block_sum(sum);
+  if (threadIdx.x == 0) partial[blockIdx.x] = sum;
+}
+
+// Pass 2: one block adds the partials.
+template <typename T>
+__global__ void finish_sum_kernel(const float* partial, std::int64_t count, T* out, float multiplier) {
+  float sum = 0.0f;
+  for (std::int64_t i = threadIdx.x; i < count; i += blockDim.x) sum += partial[i];
+  sum = block_sum(sum);
+  if (threadIdx.x == 0) store_float(out, sum * multiplier);
+}
+
+// Reducing the innermost dim: one block per output, the row read contiguously.
+template <typename T>
+__global__ void row_sums_kernel(const T* x, T* out, std::int64_t rows, std::int64_t extent, float multiplier) {
+  for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    float sum = 0.0f;
+    for (std::int64_t e = threadIdx.x; e < extent; e += blockDim.x) sum += load_float(x + row * extent + e);
+    sum = block_sum(sum);
+    if (threadIdx.x == 0) store_float(out + row, sum * multiplier);
+  }
+}
+
+// Reducing a middle or leading dim: one thread per output; neighbouring threads read
+// neighbouring elements of each slice.
+template <typename T>
+__global__ void strided_sums_kernel(const T* x, T* out, std::int64_t outer, std::int64_t extent, std::int64_t inner,
+                                    float multiplier) {
+  std::int64_t outputs = outer * inner;
+  for (std::int64_t j = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; j < outputs;
+       j += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const T* base = x + (j / inner) * extent * inner + j % inner;
+    float sum = 0.0f;
+    for (std::int64_t e = 0; e < extent; ++e) sum += load_float(base + e * inner);
+    store_float(out + j, sum * multiplier);
+  }
+}
+
+// ---- argmax over rows ----
+
+// The order argmax follows: a NaN before any number (the first NaN among NaNs), then the
+// larger value, then the smaller column. It is total, so the block's result does not depend
+// on the order candidates meet in. A thread that saw no element holds (-inf, INT_MAX), which
+// every real element precedes.
+template <typename V>
+__device__ __forceinline__ bool precedes(V a, int a_index, V b, int b_index) {
+  const bool a_nan = isnan(a), b_nan = isnan(b);
+  if (a_nan || b_nan) return a_nan && (!b_nan || a_index < b_index);
+  if (a != b) return a > b;
+  return a_index < b_index;
+}
+
+template <typename V>
+__device__ __forceinline__ void keep_first(V& value, int& index, V other, int other_index) {
+  if (precedes(other, other_index, value, index)) value = other, index = other_index;
+}
+
+template <typename V>
+__device__ __forceinline__ void warp_argmax(V& value, int& index) {
+  for (int offset = 16; offset > 0; offset >>= 1) {
+    const V other = __shfl_xor_sync(0xffffffffu, value, offset);
+    const int other_index = __shfl_xor_sync(0xffffffffu, index, offset);
+    keep_first(value, index, other, other_index);
+  }
+}
+
+// Every thread of the block calls it; thread 0 gets the block's first maximum. blockDim.x is
+// a multiple of 32; the trailing barrier lets the next row reuse the shared slots.
+template <typename V>
+__device__ int block_argmax(V value, int index) {
+  __shared__ V warp_values[32];
+  __shared__ int warp_indices[32];
+  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  warp_argmax(value, index);
+  if (lane == 0) warp_values[warp] = value, warp_indices[warp] = index;
+  __syncthreads();
+  if (warp == 0) {
+    const bool filled = lane < blockDim.x / 32;
+    value = filled ? warp_values[lane] : V(-INFINITY);
+    index = filled ? warp_indices[lane] : INT_MAX;
+    warp_argmax(value, index);
+  }
+  __syncthreads();
+  return index;
+}
+
+// V: the comparison type (double for float64, float otherwise); kW elements per load (16
+// bytes, or 1 where rows are not 16-byte aligned).
+template <typename T, typename V, int kW>
+__global__ void argmax_rows_kernel(const T* x, std::int64_t* out, std::int64_t rows, std::int64_t cols,
+                                   std::int64_t row_stride) {
+  for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const T* p = x + row * row_stride;
+    V best = V(-INFINITY);
+    int best_index = INT_MAX;
+    for (std::int64_t c = static_cast<std::int64_t>(threadIdx.x) * kW; c < cols;
+         c += static_cast<std::int64_t>(blockDim.x) * kW) {
+      const Packed<T, kW> packed = *reinterpret_cast<const Packed<T, kW>*>(p + c);
+#pragma unroll
+      for (int e = 0; e < kW; ++e) keep_first(best, best_index, static_cast<V>(packed.v[e]), static_cast<int>(c) + e);
+    }
+    const int index = block_argmax(best, best_index);
+    if (threadIdx.x == 0) out[row] = index;
+  }
+}
+
+template <typename T, typename V>
+void launch_argmax(const void* x, std::int64_t* out, std::int64_t rows, std::int64_t cols, std::int64_t row_stride,
+                   cudaStream_t stream) {
+  constexpr int kW = kVectorWidth<T>;
+  const int threads = cols >= 8192 ? 512 : row_block_threads(cols);
+  const unsigned blocks = grid_size(rows, 1);
+  const T* data = static_cast<const T*>(x);
+  if (is_aligned(x, 16) && cols % kW == 0 && row_stride % kW == 0)
+    argmax_rows_kernel<T, V, kW><<<blocks, threads, 0, stream>>>(data, out, rows, cols, row_stride);
+  else
+    argmax_rows_kernel<T, V, 1><<<blocks, threads, 0, stream>>>(data, out, rows, cols, row_stride);
+}
+
+}  // namespace
+
+void sum_all(const void* x, void* out, DType dtype, std::int64_t n, float multiplier, cudaStream_t stream) {
+  std::int64_t blocks = (n + kThreads * 8 - 1) / (kThreads * 8);
+  blocks = blocks < 1 ? 1 : (blocks > kMaxPartials ? kMaxPartials : blocks);
+  ScratchBuffer partial(static_cast<std::size_t>(blocks) * sizeof(float), stream);
+  dispatch_float_type(dtype, "sum_all", [&]<typename T>() {
+    partial_sums_kernel<T><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(static_cast<const T*>(x), n,
+                                                                                    partial.as<float>());
+    ZT_CUDA_CHECK(cudaGetLastError());
+    finish_sum_kernel<T><<<1, kThreads, 0, stream>>>(partial.as<float>(), blocks, static_cast<T*>(out), multiplier);
+  });
+  ZT_CUDA_CHECK(cudaGetLastError());
+}
+
+void sum_dim(const void* x, void* out, DType dtype, std::int64_t outer, std::int64_t extent, std::int64_t inner,
+             float multiplier, cudaStream_t stream) {
+  std::int64_t outputs = outer * inner;
+  if (outputs == 0) return;
+  dispatch_float_type(dtype, "sum_dim", [&]<typename T>() {
+    if (inner == 1)
+      row_sums_kernel<T><<<grid_size(outer, 1), row_block_threads(extent), 0, stream>>>(
+          static_cast<const T*>(x), static_cast<T*>(out), outer, extent, multiplier);
+    else
+      strided_sums_kernel<T><<<grid_size(outputs, kThreads), kThreads, 0, stream>>>(
+          static_cast<const T*>(x), static_cast<T*>(out), outer, extent, inner, multiplier);
+  });
+  ZT_CUDA_CHECK(cudaGetLastError());
+}
+
+void argmax_rows(const void* x, std::int64_t* out, DType dtype, std::int64_t rows, std::int64_t cols,
+                 std::int64_t row_stride, cudaStream_t stream) {
+  if (rows == 0) return;
+  ZT_REQUIRE(cols >= 1 && cols < INT_MAX, "argmax_rows kernel: cols " + std::to_string(cols) +
+                                              " must be in 1 .. " + std::to_string(INT_MAX - 1));
+  switch (dtype) {
+    case DType::kF64: launch_argmax<double, double>(x, out, rows, cols, row_stride, stream); break;
+    case DType::kF32: launch_argmax<float, float>(x, out, rows, cols, row_stride, stream); break;
+    case DType::kBF16: launch_argmax<__nv_bfloat16, float>(x, out, rows, cols, row_stride, stream); break;
+    case DType::kF16: launch_argmax<__half, float>(x, out, rows, cols, row_stride, stream); break;
+    default:
+      throw Error(std::string("argmax_rows kernel: takes float64, float32, bfloat16 or float16, got ") +
+                  dtype_name(dtype));
+  }
+  ZT_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace zt::cuda

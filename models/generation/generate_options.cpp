@@ -1,0 +1,47 @@
+#include "models/generation/generate_options.h"
+
+#include <filesystem>
+
+#include "models/config/config_json.h"
+#include "runtime/error.h"
+
+namespace zt::models {
+
+GenerationOptions load_generation_options(const std::string& model_dir, const ModelConfig& config) {
+  GenerationOptions options;
+  options.eos_token_ids = config.eos_token_ids;
+  std::string path = (std::filesystem::path(model_dir) / "generation_config.json").string();
+  if (!std::filesystem::is_regular_file(path)) return options;
+  nlohmann::ordered_json json = read_json_file(path);
+  detail::ConfigKeys keys(json, path);
+  options.max_new_tokens = keys.integer("max_new_tokens", options.max_new_tokens);
+  options.min_new_tokens = keys.integer("min_new_tokens", options.min_new_tokens);
+  options.do_sample = keys.boolean("do_sample", options.do_sample);
+  options.temperature = keys.number("temperature", options.temperature);
+  options.top_k = keys.integer("top_k", options.top_k);
+  options.top_p = keys.number("top_p", options.top_p);
+  options.repetition_penalty = keys.number("repetition_penalty", options.repetition_penalty);
+  if (keys.has("eos_token_id")) options.eos_token_ids = keys.integer_list("eos_token_id");
+  try {
+    check_generation_options(options);
+  } catch (const Error& e) {
+    fail(path + ": " + e.what());
+  }
+  return options;
+}
+
+void check_generation_options(const GenerationOptions& o) {
+  ZT_REQUIRE(o.max_new_tokens >= 0, "max_new_tokens must not be negative, got " + std::to_string(o.max_new_tokens));
+  ZT_REQUIRE(o.min_new_tokens >= 0 && o.min_new_tokens <= o.max_new_tokens,
+             "min_new_tokens must be between 0 and max_new_tokens (" + std::to_string(o.max_new_tokens) + "), got " +
+                 std::to_string(o.min_new_tokens));
+  ZT_REQUIRE(o.repetition_penalty > 0.0,
+             "repetition_penalty must be positive, got " + std::to_string(o.repetition_penalty));
+  if (!o.do_sample) return;
+  ZT_REQUIRE(o.temperature > 0.0, "temperature must be positive when sampling, got " + std::to_string(o.temperature) +
+                                      " (use greedy decoding instead of temperature 0)");
+  ZT_REQUIRE(o.top_k >= 0, "top_k must not be negative, got " + std::to_string(o.top_k));
+  ZT_REQUIRE(o.top_p > 0.0 && o.top_p <= 1.0, "top_p must be in (0, 1], got " + std::to_string(o.top_p));
+}
+
+}  // namespace zt::models

@@ -1,0 +1,33 @@
+#include "ops/attention/attention_backend.h"
+
+#include "ops/attention/attention_backend_cudnn.h"
+#include "runtime/error.h"
+
+namespace zt::ops {
+
+AttentionImpl attention_impl_from_name(const std::string& name) {
+  if (name == "zerotune") return AttentionImpl::kZerotune;
+  if (name == "cudnn") return AttentionImpl::kCudnn;
+  fail("attn_impl is \"" + name + "\"; use \"zerotune\" (zerotune's own kernels, every case) or \"cudnn\" "
+       "(cuDNN's fused flash attention: bfloat16/float16 on the GPU, no prefix)");
+}
+
+const char* attention_impl_name(AttentionImpl impl) { return impl == AttentionImpl::kCudnn ? "cudnn" : "zerotune"; }
+
+AttentionOutput attention_forward_with(AttentionImpl impl, const Tensor& q, const Tensor& k, const Tensor& v,
+                                       const Tensor& cu_seqlens, const AttentionConfig& config,
+                                       const AttentionPrefix& prefix) {
+  if (impl == AttentionImpl::kCudnn) return detail::cudnn_attention_forward(q, k, v, cu_seqlens, config, prefix);
+  return attention_forward(q, k, v, cu_seqlens, config, prefix);
+}
+
+AttentionGrads attention_backward_with(AttentionImpl impl, const Tensor& grad_out, const Tensor& q, const Tensor& k,
+                                       const Tensor& v, const Tensor& out, const Tensor& lse,
+                                       const Tensor& cu_seqlens, const AttentionConfig& config,
+                                       const AttentionPrefix& prefix) {
+  if (impl == AttentionImpl::kCudnn)
+    return detail::cudnn_attention_backward(grad_out, q, k, v, out, lse, cu_seqlens, config, prefix);
+  return attention_backward(grad_out, q, k, v, out, lse, cu_seqlens, config, prefix);
+}
+
+}  // namespace zt::ops

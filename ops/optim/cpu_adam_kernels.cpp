@@ -1,0 +1,201 @@
+#include "ops/optim/cpu_adam_kernels.h"
+
+// GCC 12's AVX-512 intrinsics start from a self-initialised "undefined" vector, which
+// -Wmaybe-uninitialized reports at every inlined use.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+// AVX-512F brings fused multiply-add, which GCC would otherwise form from the separate
+// multiplies and adds below and so round differently from the reference.
+#pragma GCC optimize("fp-contract=off")
+#include <immintrin.h>
+
+#include <bit>
+#include <cmath>
+
+namespace zt::ops::cpu_adam {
+namespace {
+
+void write_working_scalar(const float* master, void* working, DType dtype, std::int64_t n) {
+  if (working == nullptr) return;
+  if (dtype == DType::kF32) {
+    auto* out = static_cast<float*>(working);
+    for (std::int64_t i = 0; i < n; ++i) out[i] = master[i];
+  } else {
+    auto* out = static_cast<std::uint16_t*>(working);
+    const bool bf16 = dtype == DType::kBF16;
+    for (std::int64_t i = 0; i < n; ++i) out[i] = bf16 ? float_to_bf16_bits(master[i]) : float_to_half_bits(master[i]);
+  }
+}
+
+// The vector loops handle whole vectors; what is left goes through the scalar loop.
+Range tail_of(const Range& r, std::int64_t done) {
+  Range tail = r;
+  tail.master += done;
+  tail.exp_avg += done;
+  tail.exp_avg_sq += done;
+  tail.grad += done;
+  if (r.working != nullptr) tail.working = static_cast<char*>(r.working) + done * static_cast<std::int64_t>(dtype_size(r.working_dtype));
+  tail.n = r.n - done;
+  return tail;
+}
+
+#define ZT_AVX2 __attribute__((target("avx2,f16c")))
+#define ZT_AVX512 __attribute__((target("avx512f")))
+
+// float32 -> bfloat16 bits, round to nearest even, NaN kept quiet: float_to_bf16_bits on 8 lanes.
+ZT_AVX2 inline __m128i bf16_bits_avx2(__m256 p) {
+  const __m256i u = _mm256_castps_si256(p);
+  const __m256i high = _mm256_srli_epi32(u, 16);
+  const __m256i lsb = _mm256_and_si256(high, _mm256_set1_epi32(1));
+  const __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7FFF))), 16);
+  const __m256i quiet_nan = _mm256_or_si256(high, _mm256_set1_epi32(0x40));
+  const __m256i is_nan = _mm256_castps_si256(_mm256_cmp_ps(p, p, _CMP_UNORD_Q));
+  const __m256i bits = _mm256_blendv_epi8(rounded, quiet_nan, is_nan);
+  return _mm_packus_epi32(_mm256_castsi256_si128(bits), _mm256_extracti128_si256(bits, 1));
+}
+
+// F16C rounds to nearest even like float_to_half_bits; a NaN becomes sign | 0x7E00 as there.
+ZT_AVX2 inline __m128i half_bits_avx2(__m256 p) {
+  const __m256 sign_nan = _mm256_or_ps(_mm256_and_ps(p, _mm256_castsi256_ps(_mm256_set1_epi32(INT32_MIN))),
+                                       _mm256_castsi256_ps(_mm256_set1_epi32(0x7FC00000)));
+  const __m256 fixed = _mm256_blendv_ps(p, sign_nan, _mm256_cmp_ps(p, p, _CMP_UNORD_Q));
+  return _mm256_cvtps_ph(fixed, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+
+template <DType W>
+ZT_AVX2 void update_avx2_as(const Range& r, const cuda::AdamWScalars& s) {
+  const __m256 grad_scale = _mm256_set1_ps(s.grad_scale), decay = _mm256_set1_ps(r.decay_factor);
+  const __m256 beta1 = _mm256_set1_ps(s.beta1), one_minus_beta1 = _mm256_set1_ps(s.one_minus_beta1);
+  const __m256 beta2 = _mm256_set1_ps(s.beta2), one_minus_beta2 = _mm256_set1_ps(s.one_minus_beta2);
+  const __m256 bias2 = _mm256_set1_ps(s.bias_correction2_sqrt), eps = _mm256_set1_ps(s.eps);
+  const __m256 step_size = _mm256_set1_ps(s.step_size);
+  std::int64_t i = 0;
+  for (; i + 8 <= r.n; i += 8) {
+    const __m256 g = _mm256_div_ps(_mm256_loadu_ps(r.grad + i), grad_scale);
+    __m256 p = _mm256_mul_ps(_mm256_loadu_ps(r.master + i), decay);
+    const __m256 m = _mm256_add_ps(_mm256_mul_ps(beta1, _mm256_loadu_ps(r.exp_avg + i)), _mm256_mul_ps(one_minus_beta1, g));
+    const __m256 v = _mm256_add_ps(_mm256_mul_ps(beta2, _mm256_loadu_ps(r.exp_avg_sq + i)),
+                                   _mm256_mul_ps(one_minus_beta2, _mm256_mul_ps(g, g)));
+    const __m256 denom = _mm256_add_ps(_mm256_div_ps(_mm256_sqrt_ps(v), bias2), eps);
+    p = _mm256_sub_ps(p, _mm256_mul_ps(step_size, _mm256_div_ps(m, denom)));
+    _mm256_storeu_ps(r.master + i, p);
+    _mm256_storeu_ps(r.exp_avg + i, m);
+    _mm256_storeu_ps(r.exp_avg_sq + i, v);
+    if constexpr (W == DType::kF32) _mm256_storeu_ps(static_cast<float*>(r.working) + i, p);
+    if constexpr (W == DType::kBF16) _mm_storeu_si128(reinterpret_cast<__m128i*>(static_cast<std::uint16_t*>(r.working) + i), bf16_bits_avx2(p));
+    if constexpr (W == DType::kF16) _mm_storeu_si128(reinterpret_cast<__m128i*>(static_cast<std::uint16_t*>(r.working) + i), half_bits_avx2(p));
+  }
+  update_scalar(tail_of(r, i), s);
+}
+
+ZT_AVX512 inline __m256i bf16_bits_avx512(__m512 p) {
+  const __m512i u = _mm512_castps_si512(p);
+  const __m512i high = _mm512_srli_epi32(u, 16);
+  const __m512i lsb = _mm512_and_si512(high, _mm512_set1_epi32(1));
+  const __m512i rounded = _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFF))), 16);
+  const __m512i quiet_nan = _mm512_or_si512(high, _mm512_set1_epi32(0x40));
+  const __mmask16 is_nan = _mm512_cmp_ps_mask(p, p, _CMP_UNORD_Q);
+  return _mm512_cvtepi32_epi16(_mm512_mask_blend_epi32(is_nan, rounded, quiet_nan));
+}
+
+ZT_AVX512 inline __m256i half_bits_avx512(__m512 p) {
+  const __m512i sign = _mm512_and_si512(_mm512_castps_si512(p), _mm512_set1_epi32(INT32_MIN));
+  const __m512 sign_nan = _mm512_castsi512_ps(_mm512_or_si512(sign, _mm512_set1_epi32(0x7FC00000)));
+  const __m512 fixed = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(p, p, _CMP_UNORD_Q), p, sign_nan);
+  return _mm512_cvtps_ph(fixed, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+
+template <DType W>
+ZT_AVX512 void update_avx512_as(const Range& r, const cuda::AdamWScalars& s) {
+  const __m512 grad_scale = _mm512_set1_ps(s.grad_scale), decay = _mm512_set1_ps(r.decay_factor);
+  const __m512 beta1 = _mm512_set1_ps(s.beta1), one_minus_beta1 = _mm512_set1_ps(s.one_minus_beta1);
+  const __m512 beta2 = _mm512_set1_ps(s.beta2), one_minus_beta2 = _mm512_set1_ps(s.one_minus_beta2);
+  const __m512 bias2 = _mm512_set1_ps(s.bias_correction2_sqrt), eps = _mm512_set1_ps(s.eps);
+  const __m512 step_size = _mm512_set1_ps(s.step_size);
+  std::int64_t i = 0;
+  for (; i + 16 <= r.n; i += 16) {
+    const __m512 g = _mm512_div_ps(_mm512_loadu_ps(r.grad + i), grad_scale);
+    __m512 p = _mm512_mul_ps(_mm512_loadu_ps(r.master + i), decay);
+    const __m512 m = _mm512_add_ps(_mm512_mul_ps(beta1, _mm512_loadu_ps(r.exp_avg + i)), _mm512_mul_ps(one_minus_beta1, g));
+    const __m512 v = _mm512_add_ps(_mm512_mul_ps(beta2, _mm512_loadu_ps(r.exp_avg_sq + i)),
+                                   _mm512_mul_ps(one_minus_beta2, _mm512_mul_ps(g, g)));
+    const __m512 denom = _mm512_add_ps(_mm512_div_ps(_mm512_sqrt_ps(v), bias2), eps);
+    p = _mm512_sub_ps(p, _mm512_mul_ps(step_size, _mm512_div_ps(m, denom)));
+    _mm512_storeu_ps(r.master + i, p);
+    _mm512_storeu_ps(r.exp_avg + i, m);
+    _mm512_storeu_ps(r.exp_avg_sq + i, v);
+    if constexpr (W == DType::kF32) _mm512_storeu_ps(static_cast<float*>(r.working) + i, p);
+    if constexpr (W == DType::kBF16) _mm256_storeu_si256(reinterpret_cast<__m256i*>(static_cast<std::uint16_t*>(r.working) + i), bf16_bits_avx512(p));
+    if constexpr (W == DType::kF16) _mm256_storeu_si256(reinterpret_cast<__m256i*>(static_cast<std::uint16_t*>(r.working) + i), half_bits_avx512(p));
+  }
+  update_scalar(tail_of(r, i), s);
+}
+
+// Picks the loop for the working dtype; kBool stands for "no working copy".
+template <template <DType> class Loop>
+void dispatch_working(const Range& r, const cuda::AdamWScalars& s) {
+  if (r.working == nullptr) return Loop<DType::kBool>::run(r, s);
+  switch (r.working_dtype) {
+    case DType::kBF16: return Loop<DType::kBF16>::run(r, s);
+    case DType::kF16: return Loop<DType::kF16>::run(r, s);
+    default: return Loop<DType::kF32>::run(r, s);
+  }
+}
+
+template <DType W>
+struct Avx2Loop {
+  static void run(const Range& r, const cuda::AdamWScalars& s) { update_avx2_as<W>(r, s); }
+};
+template <DType W>
+struct Avx512Loop {
+  static void run(const Range& r, const cuda::AdamWScalars& s) { update_avx512_as<W>(r, s); }
+};
+
+constexpr std::uint32_t kExponentMask = 0x7F800000;  // all ones: inf or NaN
+
+}  // namespace
+
+void update_scalar(const Range& r, const cuda::AdamWScalars& s) {
+  for (std::int64_t i = 0; i < r.n; ++i) {
+    const float g = r.grad[i] / s.grad_scale;
+    float p = r.master[i] * r.decay_factor;
+    const float m = s.beta1 * r.exp_avg[i] + s.one_minus_beta1 * g;
+    const float v = s.beta2 * r.exp_avg_sq[i] + s.one_minus_beta2 * (g * g);
+    const float denom = std::sqrt(v) / s.bias_correction2_sqrt + s.eps;
+    p = p - s.step_size * (m / denom);
+    r.master[i] = p;
+    r.exp_avg[i] = m;
+    r.exp_avg_sq[i] = v;
+  }
+  write_working_scalar(r.master, r.working, r.working_dtype, r.n);
+}
+
+bool any_non_finite_scalar(const float* values, std::int64_t n) {
+  bool found = false;
+  for (std::int64_t i = 0; i < n; ++i) found |= (std::bit_cast<std::uint32_t>(values[i]) & kExponentMask) == kExponentMask;
+  return found;
+}
+
+void update_avx2(const Range& r, const cuda::AdamWScalars& s) { dispatch_working<Avx2Loop>(r, s); }
+void update_avx512(const Range& r, const cuda::AdamWScalars& s) { dispatch_working<Avx512Loop>(r, s); }
+
+ZT_AVX2 bool any_non_finite_avx2(const float* values, std::int64_t n) {
+  const __m256i mask = _mm256_set1_epi32(static_cast<int>(kExponentMask));
+  __m256i found = _mm256_setzero_si256();
+  std::int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256i bits = _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(values + i)), mask);
+    found = _mm256_or_si256(found, _mm256_cmpeq_epi32(bits, mask));
+  }
+  return !_mm256_testz_si256(found, found) || any_non_finite_scalar(values + i, n - i);
+}
+
+ZT_AVX512 bool any_non_finite_avx512(const float* values, std::int64_t n) {
+  const __m512i mask = _mm512_set1_epi32(static_cast<int>(kExponentMask));
+  __mmask16 found = 0;
+  std::int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    found |= _mm512_cmpeq_epi32_mask(_mm512_and_si512(_mm512_loadu_si512(values + i), mask), mask);
+  return found != 0 || any_non_finite_scalar(values + i, n - i);
+}
+
+}  // namespace zt::ops::cpu_adam

@@ -1,0 +1,165 @@
+// Every differentiable op, checked through the tape: gradients that autograd delivers to
+// the leaves equal central finite differences in float64, and the tape keeps and frees
+// only what it should.
+#include <gtest/gtest.h>
+
+#include "autograd/functions.h"
+#include "autograd/grad_mode.h"
+#include "autograd/node.h"
+#include "tests/common/gradcheck.h"
+#include "tests/common/op_test_util.h"
+#include "runtime/generator.h"
+
+namespace zt::autograd {
+namespace {
+
+using testing::error_of;
+using testing::expect_mentions;
+using testing::random_tensor;
+using VariableFn = std::function<Variable(const std::vector<Variable>&)>;
+
+// Runs `fn` as the forward (without recording) and as autograd's backward: each
+// differentiable input becomes a leaf, and its .grad after backward(probe) is the analytic
+// gradient the finite differences are compared with.
+void expect_tape_gradients(const std::string& what, const VariableFn& fn, std::vector<Tensor> inputs,
+                           std::vector<bool> differentiable) {
+  auto forward = [&](const std::vector<Tensor>& values) {
+    NoGradGuard plain;
+    std::vector<Variable> vars(values.begin(), values.end());
+    return fn(vars).data();
+  };
+  auto backward = [&](const std::vector<Tensor>& values, const Tensor& probe) {
+    std::vector<Variable> vars;
+    for (std::size_t k = 0; k < values.size(); ++k) vars.emplace_back(values[k], differentiable[k], "in" + std::to_string(k));
+    fn(vars).backward(probe);
+    std::vector<Tensor> grads;
+    for (const Variable& v : vars) grads.push_back(v.grad());
+    return grads;
+  };
+  testing::expect_gradients_match(what, forward, backward, std::move(inputs), differentiable);
+}
+
+Tensor ids(std::vector<double> values, DType dtype = DType::kI64) {
+  return Tensor::from_values(values, {static_cast<std::int64_t>(values.size())}, dtype);
+}
+
+TEST(AutogradFunctions, Elementwise) {
+  Tensor a = random_tensor({3, 5}, 1), b = random_tensor({5}, 2), c = random_tensor({3, 5}, 3);
+  expect_tape_gradients("add", [](auto& in) { return add(in[0], in[1]); }, {a, b}, {true, true});
+  expect_tape_gradients("sub", [](auto& in) { return sub(in[0], in[1]); }, {a, b}, {true, true});
+  expect_tape_gradients("mul", [](auto& in) { return mul(in[0], in[1]); }, {a, b}, {true, true});
+  expect_tape_gradients("mul, one side", [](auto& in) { return mul(in[0], in[1]); }, {a, c}, {false, true});
+  expect_tape_gradients("scale", [](auto& in) { return scale(in[0], -1.75); }, {a}, {true});
+  expect_tape_gradients("residual_add", [](auto& in) { return residual_add(in[0], in[1]); }, {a, c}, {true, true});
+}
+
+TEST(AutogradFunctions, DropoutRepeatsItsMaskInBackward) {
+  auto fn = [](const std::vector<Variable>& in) {
+    default_generator().set_state({11, 4});
+    return dropout(in[0], 0.4);
+  };
+  expect_tape_gradients("dropout", fn, {random_tensor({7, 3}, 4)}, {true});
+  Variable x(random_tensor({4}, 5), true, "x");
+  EXPECT_EQ(dropout(x, 0.5, /*training=*/false).impl(), x.impl());
+}
+
+TEST(AutogradFunctions, CastReturnsGradientsInTheInputDtype) {
+  Variable x(random_tensor({2, 3}, 6, DType::kF32), true, "x");
+  Variable y = cast(x, DType::kBF16);
+  EXPECT_EQ(y.data().dtype(), DType::kBF16);
+  sum(cast(y, DType::kF32)).backward();
+  EXPECT_EQ(x.grad().dtype(), DType::kF32);
+  EXPECT_EQ(x.grad().to_vector(), std::vector<double>(6, 1.0));
+  EXPECT_EQ(cast(x, DType::kF32).impl(), x.impl());
+}
+
+TEST(AutogradFunctions, ReductionsAndShapes) {
+  Tensor x = random_tensor({3, 4, 5}, 7);
+  expect_tape_gradients("sum", [](auto& in) { return sum(in[0]); }, {x}, {true});
+  expect_tape_gradients("mean", [](auto& in) { return mean(in[0]); }, {x}, {true});
+  expect_tape_gradients("sum dim", [](auto& in) { return sum(in[0], 1); }, {x}, {true});
+  expect_tape_gradients("mean dim keepdim", [](auto& in) { return mean(in[0], -1, true); }, {x}, {true});
+  expect_tape_gradients("reshape", [](auto& in) { return reshape(in[0], {12, 5}); }, {x}, {true});
+  expect_tape_gradients("narrow", [](auto& in) { return narrow(in[0], 2, 1, 3); }, {x}, {true});
+}
+
+TEST(AutogradFunctions, LinearMatmulEmbedding) {
+  Tensor x = random_tensor({2, 3, 5}, 8), w = random_tensor({4, 5}, 9), b = random_tensor({4}, 10);
+  expect_tape_gradients("linear", [](auto& in) { return linear(in[0], in[1], in[2]); }, {x, w, b}, {true, true, true});
+  expect_tape_gradients("linear, no bias", [](auto& in) { return linear(in[0], in[1]); }, {x, w}, {true, true});
+  expect_tape_gradients("linear, frozen weight", [](auto& in) { return linear(in[0], in[1], in[2]); }, {x, w, b},
+                        {true, false, false});
+  expect_tape_gradients("linear, input needs none", [](auto& in) { return linear(in[0], in[1]); }, {x, w},
+                        {false, true});
+  Tensor a = random_tensor({2, 5, 3}, 11), m = random_tensor({4, 5}, 12);
+  expect_tape_gradients("matmul aᵀ bᵀ", [](auto& in) { return matmul(in[0], in[1], true, true); }, {a, m},
+                        {true, true});
+  Tensor table = random_tensor({6, 3}, 13), tokens = ids({5, 0, 5, 2});
+  expect_tape_gradients("embedding", [&](auto& in) { return embedding(in[0], tokens); }, {table}, {true});
+}
+
+TEST(AutogradFunctions, TransformerPieces) {
+  Tensor x = random_tensor({5, 7}, 14), w = random_tensor({7}, 15, DType::kF64, 1.0);
+  for (auto style : {ops::RmsNormStyle::kQwen, ops::RmsNormStyle::kGlm})
+    expect_tape_gradients("rmsnorm", [style](auto& in) { return rmsnorm(in[0], in[1], 1e-6f, style); }, {x, w},
+                          {true, true});
+  Tensor heads = random_tensor({4, 3, 8}, 16), positions = ids({0, 1, 2, 0});
+  ops::RopeConfig qwen{ops::RopeStyle::kRotateHalf, 10000.0, 1.0}, glm{ops::RopeStyle::kInterleaved, 10000.0, 0.5};
+  for (const ops::RopeConfig& config : {qwen, glm})
+    expect_tape_gradients("rope", [&](auto& in) { return rope(in[0], positions, config); }, {heads}, {true});
+  Tensor gate = random_tensor({3, 5}, 17), up = random_tensor({3, 5}, 18);
+  expect_tape_gradients("swiglu", [](auto& in) { return swiglu(in[0], in[1]); }, {gate, up}, {true, true});
+  expect_tape_gradients("swiglu fused", [](auto& in) { return swiglu_fused(in[0]); }, {random_tensor({3, 10}, 19)},
+                        {true});
+}
+
+TEST(AutogradFunctions, AttentionWithGroupedHeadsPackedSequencesAndPrefix) {
+  Tensor q = random_tensor({5, 4, 3}, 20), k = random_tensor({5, 2, 3}, 21), v = random_tensor({5, 2, 3}, 22);
+  Tensor cu_seqlens = ids({0, 3, 5}, DType::kI32);
+  Tensor prefix_k = random_tensor({2, 2, 2, 3}, 23), prefix_v = random_tensor({2, 2, 2, 3}, 24);
+  ops::AttentionConfig config{0.6, true};
+  expect_tape_gradients("attention", [&](auto& in) { return attention(in[0], in[1], in[2], cu_seqlens, config); },
+                        {q, k, v}, {true, true, true});
+  expect_tape_gradients("attention with prefix",
+                        [&](auto& in) { return attention(in[0], in[1], in[2], cu_seqlens, config, in[3], in[4]); },
+                        {q, k, v, prefix_k, prefix_v}, {false, false, false, true, true});
+  Variable only_keys(prefix_k, true, "prefix_k");
+  expect_mentions(error_of([&] { attention(Variable(q), Variable(k), Variable(v), cu_seqlens, config, only_keys); }),
+                  {"attention", "prefix"});
+}
+
+TEST(AutogradFunctions, SoftmaxAndCrossEntropy) {
+  Tensor logits = random_tensor({4, 9}, 25);
+  expect_tape_gradients("softmax", [](auto& in) { return softmax(in[0]); }, {logits}, {true});
+  Tensor labels = ids({3, -100, 8, 0});
+  expect_tape_gradients("cross_entropy", [&](auto& in) { return cross_entropy(in[0], labels); }, {logits}, {true});
+  ops::CrossEntropyOptions summed{ops::Reduction::kSum, -100};
+  expect_tape_gradients("cross_entropy sum", [&](auto& in) { return cross_entropy(in[0], labels, summed); }, {logits},
+                        {true});
+}
+
+TEST(AutogradFunctions, AFrozenWeightLinearKeepsNoActivation) {
+  Variable x(random_tensor({3, 5}, 26), true, "x");
+  Variable w(random_tensor({4, 5}, 27), false, "frozen_weight");
+  long before = x.data().storage().use_count();
+  Variable y = linear(x, w);
+  EXPECT_EQ(x.data().storage().use_count(), before) << "grad_x needs only the weight";
+  Variable z = linear(y, Variable(random_tensor({2, 4}, 28), true, "trained"));
+  EXPECT_GT(y.data().storage().use_count(), 1) << "grad_weight needs the input";
+  sum(z).backward();
+  EXPECT_EQ(y.data().storage().use_count(), 1) << "released after its backward step";
+  EXPECT_FALSE(w.grad().defined());
+}
+
+TEST(AutogradFunctions, BadUseNamesTheOpAndBothValues) {
+  Variable a(random_tensor({3, 4}, 29), true, "a"), b(random_tensor({5}, 30), true, "b");
+  expect_mentions(error_of([&] { add(a, b); }), {"add", "[3, 4]", "[5]"});
+  Variable w32(random_tensor({2, 4}, 31, DType::kF32), true, "w");
+  expect_mentions(error_of([&] { linear(a, w32); }), {"linear", "float64", "float32"});
+  expect_mentions(error_of([&] { matmul(a, Variable(random_tensor({3, 2}, 32), true)); }), {"matmul", "[3, 4]", "[3, 2]"});
+  Variable y = linear(a, Variable(random_tensor({2, 4}, 33), true, "w"));
+  expect_mentions(error_of([&] { y.backward(); }), {"scalar", "[3, 2]"});
+}
+
+}  // namespace
+}  // namespace zt::autograd

@@ -1,0 +1,88 @@
+// `zerotune estimate` run as a user runs it: from a config.json alone or a model folder, the
+// table and its recommendation, and the refusals with their exit codes.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "runtime/device.h"
+#include "tests/common/process_test_util.h"
+
+namespace zt {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path test_root() { return zt::testing::test_folder("estimate_cli_test"); }
+
+zt::testing::CliRun zerotune(const std::string& arguments) { return zt::testing::run_zerotune(arguments, test_root()); }
+using zt::testing::CliRun;
+
+// Qwen2.5-0.5B's config.json alone: no weights.
+std::string qwen25_config() {
+  const fs::path path = test_root() / "config.json";
+  fs::create_directories(test_root());
+  std::ofstream(path) << R"({"model_type": "qwen2", "hidden_size": 896, "intermediate_size": 4864,
+    "num_hidden_layers": 24, "num_attention_heads": 14, "num_key_value_heads": 2, "vocab_size": 151936,
+    "rms_norm_eps": 1e-06, "rope_theta": 1000000.0, "tie_word_embeddings": true, "torch_dtype": "bfloat16"})";
+  return path.string();
+}
+
+const std::string kTinyModel = (fs::path(ZT_SOURCE_DIR) / "examples/tiny-qwen").string();
+
+TEST(EstimateCli, ConfigAloneGivesEveryStageAndARecommendation) {
+  const CliRun run = zerotune("estimate --config " + qwen25_config() + " --num_gpus 8 --gpu_memory 80");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("494.0M parameters"), std::string::npos) << run.output;
+  for (const char* row : {"    0     none", "    3      cpu"}) EXPECT_NE(run.output.find(row), std::string::npos) << row;
+  EXPECT_NE(run.output.find("recommended: ZeRO stage 0 without optimizer offload"), std::string::npos) << run.output;
+}
+
+TEST(EstimateCli, ASmallerGpuGetsAHigherStage) {
+  // Stage 0 needs 22Ψ of model states (10 GiB), stages 1-2 about 8Ψ (3.7 GiB), plus 3 GiB of
+  // activations, loss and reserve.
+  const CliRun run = zerotune("estimate --config " + qwen25_config() + " --num_gpus 8 --gpu_memory 8");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("recommended: ZeRO stage 1 without optimizer offload"), std::string::npos) << run.output;
+  const CliRun none = zerotune("estimate --config " + qwen25_config() + " --num_gpus 8 --gpu_memory 1");
+  ASSERT_EQ(none.exit_code, 0) << none.output;
+  EXPECT_NE(none.output.find("nothing fits 1 GiB per GPU"), std::string::npos) << none.output;
+}
+
+TEST(EstimateCli, ReadsTheModelFolderAndLoraFlags) {
+  const CliRun run = zerotune("estimate --model_name_or_path " + kTinyModel +
+                              " --num_gpus 2 --num_nodes 2 --gpu_memory 16 --finetuning_type lora --lora_rank 4 "
+                              "--gradient_checkpointing --max_length 256");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("trainable (LoRA)"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("2 node(s) x 2 GPU(s)"), std::string::npos) << run.output;
+}
+
+TEST(EstimateCli, RefusesBadUsageByName) {
+  const CliRun unknown = zerotune("estimate --config " + qwen25_config() + " --num_gpus 8 --gpu_memory 80 --stage 2");
+  EXPECT_EQ(unknown.exit_code, 2) << unknown.output;
+  EXPECT_NE(unknown.output.find("unknown option '--stage'"), std::string::npos) << unknown.output;
+  const CliRun no_gpus = zerotune("estimate --config " + qwen25_config() + " --gpu_memory 80");
+  EXPECT_EQ(no_gpus.exit_code, 2) << no_gpus.output;
+  EXPECT_NE(no_gpus.output.find("missing --num_gpus"), std::string::npos) << no_gpus.output;
+  const CliRun both = zerotune("estimate --config " + qwen25_config() + " --model_name_or_path " + kTinyModel +
+                               " --num_gpus 1 --gpu_memory 80");
+  EXPECT_EQ(both.exit_code, 2) << both.output;
+  const CliRun zero = zerotune("estimate --config " + qwen25_config() + " --num_gpus 0 --gpu_memory 80");
+  EXPECT_EQ(zero.exit_code, 1) << zero.output;
+  EXPECT_NE(zero.output.find("--num_gpus takes a positive integer, got '0'"), std::string::npos) << zero.output;
+  const CliRun missing = zerotune("estimate --config " + (test_root() / "absent.json").string() + " --num_gpus 1 --gpu_memory 80");
+  EXPECT_EQ(missing.exit_code, 1) << missing.output;
+  EXPECT_NE(missing.output.find("absent.json"), std::string::npos) << missing.output;
+  EXPECT_EQ(zerotune("estimate --help").exit_code, 0);
+}
+
+TEST(EstimateCli, GpuMemoryIsRequiredWithoutAGpu) {
+  if (cuda_available()) GTEST_SKIP() << "a GPU is visible: its memory is the default";
+  const CliRun run = zerotune("estimate --config " + qwen25_config() + " --num_gpus 1");
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_NE(run.output.find("--gpu_memory is needed"), std::string::npos) << run.output;
+}
+
+}  // namespace
+}  // namespace zt

@@ -1,0 +1,164 @@
+// zerotune generate and chat as a user runs them on the shipped tiny model (CPU): prompt files
+// in every shape, results in input order, ids equal across output formats and batch sizes,
+// and the clear errors of bad requests.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "tensor/safetensors/safetensors.h"
+#include "tests/common/process_test_util.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using zt::testing::CliRun;
+
+const std::string kModel = (fs::path(ZT_SOURCE_DIR) / "examples/tiny-qwen").string();
+
+class GenerateCli : public ::testing::Test {
+ protected:
+  void SetUp() override { folder_ = zt::testing::test_folder("infer_cli_test", /*fresh=*/true); }
+
+  CliRun zerotune(const std::string& arguments) { return zt::testing::run_zerotune(arguments, folder_); }
+  std::string generate(const std::string& arguments) {
+    return "generate --model_name_or_path " + kModel + " --device cpu --max_new_tokens 6 " + arguments;
+  }
+  fs::path write(const std::string& name, const std::string& text) {
+    std::ofstream(folder_ / name) << text;
+    return folder_ / name;
+  }
+
+  // A PEFT adapter made for a model of hidden size 64: every A matrix has 64 columns where
+  // the tiny model's projections take 96 inputs.
+  std::string adapter_of_a_narrower_model() {
+    const fs::path source = fs::path(ZT_SOURCE_DIR) / "tests/data/models/qwen2_lora", target = folder_ / "other_lora";
+    fs::create_directories(target);
+    fs::copy_file(source / "adapter_config.json", target / "adapter_config.json");
+    const zt::SafetensorsFile file = zt::SafetensorsFile::open((source / "adapter_model.safetensors").string());
+    zt::NamedTensors narrowed;
+    for (const std::string& name : file.names()) {
+      zt::Tensor t = file.get(name);
+      if (name.find("lora_A") != std::string::npos && t.size(1) == 96) t = t.narrow(1, 0, 64);
+      narrowed.emplace_back(name, t);
+    }
+    zt::save_safetensors((target / "adapter_model.safetensors").string(), narrowed);
+    return target.string();
+  }
+
+  fs::path folder_;
+};
+
+// The lines of `output` that are JSON arrays (the log lines around them are not).
+std::vector<nlohmann::json> id_lines(const std::string& output) {
+  std::vector<nlohmann::json> lines;
+  std::istringstream in(output);
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line.front() != '[') continue;
+    nlohmann::json parsed = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (parsed.is_array()) lines.push_back(parsed);
+  }
+  return lines;
+}
+
+constexpr const char* kPrompts =
+    "\"plain text\"\n"
+    "{\"prompt\": \"a b c\"}\n"
+    "\n"
+    "{\"instruction\": \"Spell out the digits.\", \"input\": \"0 4\"}\n"
+    "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}, {\"role\": \"assistant\", \"content\": \"ref\"}]}\n"
+    "{\"conversations\": [{\"from\": \"human\", \"value\": \"one\"}]}\n";
+
+TEST_F(GenerateCli, PromptFileResultsInInputOrderEqualTheIdsFormatAndOneByOne) {
+  const fs::path prompts = write("prompts.jsonl", kPrompts);
+  const fs::path out = folder_ / "out.jsonl";
+  const CliRun to_file = zerotune(generate("--input_file " + prompts.string() + " --output_file " + out.string()));
+  ASSERT_EQ(to_file.exit_code, 0) << to_file.output;
+  std::vector<nlohmann::json> results;
+  std::ifstream in(out);
+  for (std::string line; std::getline(in, line);) results.push_back(nlohmann::json::parse(line));
+  ASSERT_EQ(results.size(), 5u);
+  EXPECT_EQ(results[0]["prompt"], "plain text");
+  EXPECT_EQ(results[1]["prompt"], "a b c");
+  EXPECT_NE(results[2]["prompt"].get<std::string>().find("Spell out the digits.\n0 4"), std::string::npos);
+  EXPECT_EQ(results[3]["prompt"].get<std::string>().find("ref"), std::string::npos) << "the reference answer is dropped";
+  for (const auto& r : results) {
+    EXPECT_EQ(r["output_ids"].size(), 6u);
+    EXPECT_EQ(r["finish_reason"], "length");
+  }
+
+  const CliRun ids = zerotune(generate("--input_file " + prompts.string() + " --output_format ids --max_batch 2"));
+  ASSERT_EQ(ids.exit_code, 0) << ids.output;
+  const std::vector<nlohmann::json> lines = id_lines(ids.output);
+  ASSERT_EQ(lines.size(), 5u) << ids.output;
+  for (std::size_t i = 0; i < lines.size(); ++i) EXPECT_EQ(lines[i], results[i]["output_ids"]) << "prompt " << i;
+
+  const CliRun alone = zerotune(generate("--prompt \"a b c\" --output_format ids"));
+  ASSERT_EQ(id_lines(alone.output).size(), 1u) << alone.output;
+  EXPECT_EQ(id_lines(alone.output)[0], results[1]["output_ids"]);
+}
+
+TEST_F(GenerateCli, BadRequestsAreClearErrors) {
+  const CliRun long_prompt =
+      zerotune(generate("--prompt \"$(printf 'word %.0s' $(seq 300))\" --max_new_tokens 10"));
+  EXPECT_NE(long_prompt.exit_code, 0);
+  EXPECT_NE(long_prompt.output.find("context of 256"), std::string::npos) << long_prompt.output;
+
+  const CliRun missing = zerotune(generate("--prompt hi --adapter_name_or_path " + (folder_ / "nope").string()));
+  EXPECT_NE(missing.exit_code, 0);
+  EXPECT_NE(missing.output.find("nope"), std::string::npos) << missing.output;
+
+  const CliRun mismatched = zerotune(generate("--prompt hi --adapter_name_or_path " + adapter_of_a_narrower_model()));
+  EXPECT_NE(mismatched.exit_code, 0);
+  EXPECT_NE(mismatched.output.find("lora_A"), std::string::npos) << mismatched.output;
+  EXPECT_NE(mismatched.output.find("64"), std::string::npos) << mismatched.output;
+
+  const fs::path bad = write("bad.jsonl", "{\"prompt\": \"ok\"}\n{\"question\": 1}\n");
+  const CliRun bad_file = zerotune(generate("--input_file " + bad.string()));
+  EXPECT_NE(bad_file.exit_code, 0);
+  EXPECT_NE(bad_file.output.find("line 2"), std::string::npos) << bad_file.output;
+
+  const CliRun both = zerotune(generate("--prompt hi --input_file " + bad.string()));
+  EXPECT_NE(both.exit_code, 0);
+  EXPECT_NE(both.output.find("either --prompt or --input_file"), std::string::npos) << both.output;
+
+  const CliRun format = zerotune(generate("--prompt hi --output_format xml"));
+  EXPECT_NE(format.exit_code, 0);
+  EXPECT_NE(format.output.find("text, ids or jsonl"), std::string::npos) << format.output;
+}
+
+TEST_F(GenerateCli, MergedLoraGivesTheTokensOfTheUnmergedOne) {
+  const std::string adapter =
+      " --adapter_name_or_path " + (fs::path(ZT_SOURCE_DIR) / "tests/data/models/qwen2_lora").string();
+  const CliRun unmerged = zerotune(generate("--prompt \"a b c\" --output_format ids" + adapter));
+  const CliRun merged = zerotune(generate("--prompt \"a b c\" --output_format ids --merge_lora" + adapter));
+  const CliRun plain = zerotune(generate("--prompt \"a b c\" --output_format ids"));
+  ASSERT_EQ(id_lines(unmerged.output).size(), 1u) << unmerged.output;
+  ASSERT_EQ(id_lines(merged.output).size(), 1u) << merged.output;
+  EXPECT_EQ(id_lines(merged.output)[0], id_lines(unmerged.output)[0]);
+  EXPECT_NE(id_lines(plain.output)[0], id_lines(unmerged.output)[0]) << "the adapter changed nothing";
+  const CliRun nothing = zerotune(generate("--prompt hi --merge_lora"));
+  EXPECT_NE(nothing.exit_code, 0);
+  EXPECT_NE(nothing.output.find("--adapter_name_or_path"), std::string::npos) << nothing.output;
+}
+
+TEST_F(GenerateCli, ChatKeepsHistoryAndResets) {
+  const fs::path turns = write("turns.txt", "hello\n/reset\nhello\n/exit\nnever read\n");
+  const CliRun chat = zerotune("chat --model_name_or_path " + kModel + " --device cpu --max_new_tokens 4 < " +
+                               turns.string());
+  ASSERT_EQ(chat.exit_code, 0) << chat.output;
+  EXPECT_NE(chat.output.find("(history cleared)"), std::string::npos) << chat.output;
+  // After /reset the same question in the same state gets the same answer.
+  std::vector<std::string> answers;
+  std::istringstream in(chat.output);
+  for (std::string line; std::getline(in, line);)
+    for (std::size_t at = line.find("assistant> "); at != std::string::npos; at = line.find("assistant> ", at + 1))
+      answers.push_back(line.substr(at + 11, line.find("user>", at) - at - 11));
+  ASSERT_EQ(answers.size(), 2u) << chat.output;
+  EXPECT_EQ(answers[0], answers[1]);
+}
+
+}  // namespace

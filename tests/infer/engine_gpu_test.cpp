@@ -1,0 +1,59 @@
+// The inference engine on the GPU: transformers' greedy tokens from the float32 fixtures
+// (tests/data/models/generate_reference.json) with decode steps replayed as CUDA graphs,
+// the same tokens without graphs, batched equal to alone, and bfloat16 models that run.
+#include <gtest/gtest.h>
+
+#include "infer/engine.h"
+#include "models/weights/weights.h"
+#include "tests/common/model_fixture_util.h"
+#include "tests/common/test_util.h"
+
+namespace zt::infer {
+namespace {
+
+using Tokens = std::vector<std::int64_t>;
+
+std::vector<GenerationRequest> reference_requests(const std::string& arch, std::vector<Tokens>& expected) {
+  const auto json = models::read_json_file(testing::fixture_dir("generate_reference.json"));
+  const auto& cases = json[arch];
+  models::GenerationOptions options;
+  options.max_new_tokens = json["max_new_tokens"].get<std::int64_t>();
+  options.eos_token_ids = cases["eos_token_id"].get<Tokens>();
+  std::vector<GenerationRequest> requests;
+  for (std::size_t i = 0; i < cases["prompts"].size(); ++i) {
+    requests.push_back({cases["prompts"][i].get<Tokens>(), options});
+    expected.push_back(cases["new_tokens"][i].get<Tokens>());
+  }
+  return requests;
+}
+
+TEST(EngineGpu, GraphsGiveTransformersGreedyTokens) {
+  ZT_SKIP_WITHOUT_GPU();
+  for (const char* arch : {"qwen2", "qwen3", "glm", "glm4", "chatglm"}) {
+    models::CausalLM model = models::load_model(testing::fixture_dir(arch), {Device::cuda(), DType::kF32});
+    std::vector<Tokens> expected;
+    const std::vector<GenerationRequest> requests = reference_requests(arch, expected);
+    EXPECT_EQ(Engine(model, {.block_size = 16}).run(requests), expected) << arch << " batched, graphs";
+    EXPECT_EQ(Engine(model, {.block_size = 16, .cuda_graphs = false}).run(requests), expected) << arch << " eager";
+    for (std::size_t i = 0; i < requests.size(); ++i)
+      EXPECT_EQ(Engine(model, {.max_batch = 1}).run({requests[i]})[0], expected[i]) << arch << " prompt " << i;
+  }
+}
+
+// Four sequences that never stop early keep every decode step at four rows, so graph
+// replays and eager steps run the very same kernels and must agree bit for bit.
+TEST(EngineGpu, Bf16GraphsMatchBf16EagerSteps) {
+  ZT_SKIP_WITHOUT_GPU();
+  models::CausalLM model = models::load_model(testing::fixture_dir("qwen3"), {Device::cuda(), DType::kBF16});
+  std::vector<Tokens> expected;
+  std::vector<GenerationRequest> requests = reference_requests("qwen3", expected);
+  requests.push_back(requests.front());
+  for (GenerationRequest& r : requests) r.options.eos_token_ids.clear();
+  const std::vector<Tokens> eager = Engine(model, {.max_batch = 4, .cuda_graphs = false}).run(requests);
+  const std::vector<Tokens> graphs = Engine(model, {.max_batch = 4}).run(requests);
+  EXPECT_EQ(graphs, eager);
+  EXPECT_EQ(graphs[0].size(), static_cast<std::size_t>(requests[0].options.max_new_tokens));
+}
+
+}  // namespace
+}  // namespace zt::infer

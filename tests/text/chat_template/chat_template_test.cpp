@@ -1,0 +1,166 @@
+// The built-in chat templates: rendered text worked out from each model's own template, and
+// the encoding for training (which tokens are answers), checked with a tokenizer that makes
+// every encode call visible.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "text/chat_template/chat_template.h"
+
+namespace zt::models {
+namespace {
+
+constexpr TokenId kPieceStart = 999;  // FakeTokenizer opens every encode call's output with it
+
+// encode(text) = [999, bytes of text...]; template tokens have ids from a fixed table.
+class FakeTokenizer final : public Tokenizer {
+ public:
+  FakeTokenizer() : Tokenizer("fake tokenizer") {}
+  std::vector<TokenId> encode(std::string_view text, bool) const override {
+    std::vector<TokenId> ids = {kPieceStart};
+    for (char c : text) ids.push_back(static_cast<unsigned char>(c));
+    return ids;
+  }
+  void append_token_bytes(TokenId, bool, DecodeState&, std::string&) const override {}
+  std::optional<TokenId> token_to_id(std::string_view token) const override {
+    auto it = tokens.find(std::string(token));
+    if (it == tokens.end()) return std::nullopt;
+    return it->second;
+  }
+  std::string id_to_token(TokenId) const override { return {}; }
+  std::int64_t vocab_size() const override { return 2000; }
+  bool is_special(TokenId) const override { return false; }
+  std::string_view format() const override { return "fake"; }
+
+  std::map<std::string, TokenId> tokens = {
+      {"<|im_start|>", 1001}, {"<|im_end|>", 1002}, {"[gMASK]", 1003}, {"sop", 1004}, {"<sop>", 1005},
+      {"<|system|>", 1006},   {"<|user|>", 1007},   {"<|assistant|>", 1008}, {"</s>", 1009},
+      {"<|endoftext|>", 1010}, {"<|observation|>", 1011}};
+};
+
+// What one encode call of `text` gives, with every id marked as answer or not.
+struct Expected {
+  std::vector<TokenId> ids;
+  std::vector<bool> answer;
+  Expected& piece(const std::string& text, bool is_answer = false) {
+    ids.push_back(kPieceStart);
+    for (char c : text) ids.push_back(static_cast<unsigned char>(c));
+    answer.resize(ids.size(), is_answer);
+    return *this;
+  }
+  Expected& token(TokenId id, bool is_answer = false) {
+    ids.push_back(id);
+    answer.push_back(is_answer);
+    return *this;
+  }
+};
+
+void expect_encoding(std::string_view template_name, const std::vector<ChatMessage>& messages, bool generation_prompt,
+                     const Expected& expected) {
+  FakeTokenizer tok;
+  const EncodedConversation got = make_chat_template(template_name)->encode(tok, messages, generation_prompt);
+  EXPECT_EQ(got.ids, expected.ids) << template_name;
+  EXPECT_EQ(got.answer, expected.answer) << template_name;
+  const std::vector<std::int64_t> labels = got.labels();
+  for (std::size_t i = 0; i < labels.size(); ++i) EXPECT_EQ(labels[i], got.answer[i] ? got.ids[i] : -100);
+}
+
+std::string render(std::string_view name, const std::vector<ChatMessage>& messages, bool generation_prompt) {
+  return make_chat_template(name)->render(messages, generation_prompt);
+}
+
+std::string error_of(auto&& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(ChatTemplate, QwenRendersChatMlAsQwen3Does) {
+  EXPECT_EQ(render("qwen", {{"user", "Hi"}}, true), "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+  EXPECT_EQ(render("qwen", {{"user", "Hi"}}, false), "<|im_start|>user\nHi<|im_end|>\n");
+  // No default system prompt; the answer after the last question gets an empty think block.
+  EXPECT_EQ(render("qwen", {{"system", "S"}, {"user", "U"}, {"assistant", "A"}}, false),
+            "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nU<|im_end|>\n"
+            "<|im_start|>assistant\n<think>\n\n</think>\n\nA<|im_end|>\n");
+  // Reasoning in an earlier turn is dropped.
+  EXPECT_EQ(render("qwen", {{"user", "Q1"}, {"assistant", "<think>r1</think>A1"}, {"user", "Q2"}}, true),
+            "<|im_start|>user\nQ1<|im_end|>\n<|im_start|>assistant\nA1<|im_end|>\n"
+            "<|im_start|>user\nQ2<|im_end|>\n<|im_start|>assistant\n");
+  EXPECT_EQ(render("qwen", {{"user", "Why"}, {"assistant", "<think>\nbecause\n\n</think>\n\nSo."}}, false),
+            "<|im_start|>user\nWhy<|im_end|>\n<|im_start|>assistant\n<think>\nbecause\n</think>\n\nSo.<|im_end|>\n");
+  EXPECT_EQ(render("qwen", {{"user", "a"}, {"system", "b"}}, false),
+            "<|im_start|>user\na<|im_end|>\n<|im_start|>system\nb<|im_end|>\n");
+}
+
+TEST(ChatTemplate, GlmFamilyRendersTheirLayouts) {
+  EXPECT_EQ(render("chatglm3", {{"system", "S"}, {"user", "U"}}, true), "[gMASK]sop<|system|>\n S<|user|>\n U<|assistant|>");
+  EXPECT_EQ(render("glm4", {{"user", "U"}, {"assistant", "A"}}, false), "[gMASK]<sop><|user|>\nU<|assistant|>\nA");
+  EXPECT_EQ(render("glm4", {{"user", "U"}}, true), "[gMASK]<sop><|user|>\nU<|assistant|>");
+  EXPECT_EQ(render("chatglm2", {{"user", "q1"}, {"assistant", "a1"}, {"user", "q2"}}, true),
+            "[Round 1]\n\n问：q1\n\n答：a1\n\n[Round 2]\n\n问：q2\n\n答：");
+  EXPECT_EQ(render("none", {{"user", "a"}, {"assistant", "b"}}, true), "ab");
+}
+
+TEST(ChatTemplate, QwenTrainsTheAnswerAndItsEndToken) {
+  expect_encoding("qwen", {{"user", "U"}, {"assistant", "A"}}, false,
+                  Expected()
+                      .token(1001).piece("user\nU").token(1002).piece("\n")
+                      .token(1001).piece("assistant\n").piece("<think>\n\n</think>\n\nA", true).token(1002, true)
+                      .piece("\n"));
+}
+
+TEST(ChatTemplate, Chatglm3EncodesEachTextApartAndTrainsWhatFollowsTheAssistantToken) {
+  expect_encoding("chatglm3", {{"user", "U"}, {"assistant", "A"}}, false,
+                  Expected().token(1003).token(1004).token(1007).piece("\n").piece("U")
+                      .token(1008).piece("\n", true).piece("A", true).token(1009, true));
+}
+
+TEST(ChatTemplate, Glm4TrainsTheNextRoleTokenAfterAnAnswer) {
+  expect_encoding("glm4", {{"user", "U"}, {"assistant", "A"}, {"user", "V"}}, true,
+                  Expected().token(1003).token(1005).token(1007).piece("\nU")
+                      .token(1008).piece("\nA", true).token(1007, true).piece("\nV").token(1008));
+  expect_encoding("glm4", {{"user", "U"}, {"assistant", "A"}}, false,
+                  Expected().token(1003).token(1005).token(1007).piece("\nU")
+                      .token(1008).piece("\nA", true).token(1010, true));
+}
+
+TEST(ChatTemplate, Chatglm2TrainsTheLastAnswerAndEos) {
+  expect_encoding("chatglm2", {{"user", "q1"}, {"assistant", "a1"}, {"user", "q2"}, {"assistant", "a2"}}, false,
+                  Expected().token(1003).token(1004).piece("[Round 1]\n\n问：q1\n\n答：a1\n\n[Round 2]\n\n问：q2\n\n答：")
+                      .piece("a2", true).token(1009, true));
+}
+
+TEST(ChatTemplate, RefusalsSayWhatIsAccepted) {
+  EXPECT_NE(error_of([] { make_chat_template("llama3"); }).find("accepted: qwen, chatglm3, glm4, chatglm2, none"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { render("qwen", {{"tool", "x"}}, false); })
+                .find("message 0 has role 'tool'; this template accepts system, user, assistant"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { render("qwen", {}, true); }).find("the conversation is empty"), std::string::npos);
+  EXPECT_NE(error_of([] { render("chatglm2", {{"system", "s"}, {"user", "u"}}, true); }).find("role 'system'"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { render("chatglm2", {{"user", "u"}, {"user", "v"}}, true); }).find("alternate"),
+            std::string::npos);
+  FakeTokenizer tok;
+  tok.tokens.erase("<|im_start|>");
+  EXPECT_NE(error_of([&] { make_chat_template("qwen")->encode(tok, {{"user", "u"}}, true); })
+                .find("chat template 'qwen' needs the token '<|im_start|>'"),
+            std::string::npos);
+}
+
+TEST(ChatTemplate, ChosenFromTheModelType) {
+  EXPECT_EQ(chat_template_name_for("qwen2", 151936, ""), "qwen");
+  EXPECT_EQ(chat_template_name_for("qwen3", 151936, ""), "qwen");
+  EXPECT_EQ(chat_template_name_for("glm4", 151552, ""), "glm4");
+  EXPECT_EQ(chat_template_name_for("chatglm", 151552, ""), "glm4");
+  EXPECT_EQ(chat_template_name_for("chatglm", 65024, "{% for m in messages %}[Round {{ loop.index }}]"), "chatglm2");
+  EXPECT_EQ(chat_template_name_for("chatglm", 65024, ""), "chatglm3");
+  EXPECT_NE(error_of([] { chat_template_name_for("llama", 32000, ""); }).find("no built-in chat template"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace zt::models

@@ -1,0 +1,97 @@
+// The resolved training plan: HF's step arithmetic, precision and schedule from the flags,
+// and the DeepSpeed config taking over its blocks.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "tests/common/op_test_util.h"
+#include "train/args/training_plan.h"
+
+namespace zt::train {
+namespace {
+
+TrainingArguments args_with(std::vector<std::string> extra) {
+  std::vector<std::string> all = {"--model_name_or_path", "m", "--output_dir", "o", "--train_file", "t"};
+  all.insert(all.end(), extra.begin(), extra.end());
+  return parse_training_arguments(all);
+}
+
+// 10 samples: micro-batches of b give ceil(10 / b).
+std::int64_t ten_samples(std::int64_t micro) { return (10 + micro - 1) / micro; }
+
+TEST(TrainingPlan, StepsFromEpochsRoundPartialWindowsUp) {
+  TrainingPlan plan = plan_training(args_with({"--per_device_train_batch_size", "2", "--gradient_accumulation_steps",
+                                               "2", "--num_train_epochs", "2", "--warmup_ratio", "0.1"}),
+                                    ten_samples);
+  EXPECT_EQ(plan.steps_per_epoch, 3);  // 5 micro-batches / 2, rounded up
+  EXPECT_EQ(plan.max_steps, 6);
+  EXPECT_EQ(plan.schedule.warmup_steps, 1);  // ceil(0.6)
+  EXPECT_EQ(plan.schedule.total_steps, 6);
+  EXPECT_EQ(plan.precision, Precision::kFloat32);
+  EXPECT_FALSE(plan.loss_scaler);
+}
+
+TEST(TrainingPlan, MaxStepsOverridesEpochsAndFp16BringsAScaler) {
+  TrainingPlan plan = plan_training(args_with({"--max_steps", "7", "--fp16", "--per_device_train_batch_size", "5"}),
+                                    ten_samples);
+  EXPECT_EQ(plan.max_steps, 7);
+  EXPECT_EQ(plan.num_train_epochs, 4.0);  // ceil(7 / 2 steps per epoch)
+  EXPECT_EQ(plan.working_dtype(), DType::kF16);
+  ASSERT_TRUE(plan.loss_scaler);
+  EXPECT_EQ(plan.loss_scaler->initial_scale_power, 16);
+}
+
+TEST(TrainingPlan, CosineWithMinLrNeedsItsKwargs) {
+  testing::expect_mentions(
+      testing::error_of([] { plan_training(args_with({"--lr_scheduler_type", "cosine_with_min_lr"}), ten_samples); }),
+      {"--lr_scheduler_kwargs", "min_lr_rate"});
+  TrainingPlan plan = plan_training(args_with({"--lr_scheduler_type", "cosine_with_min_lr", "--lr_scheduler_kwargs",
+                                               "{\"min_lr\": 5e-6}", "--learning_rate", "5e-5"}),
+                                    ten_samples);
+  EXPECT_DOUBLE_EQ(plan.schedule.min_lr_rate, 0.1);
+}
+
+class DeepSpeedPlan : public ::testing::Test {
+ protected:
+  std::string write(const std::string& text) {
+    path_ = std::filesystem::temp_directory_path() / "zt_plan_ds.json";
+    std::ofstream(path_) << text;
+    return path_.string();
+  }
+  void TearDown() override { std::filesystem::remove(path_); }
+  std::filesystem::path path_;
+};
+
+TEST_F(DeepSpeedPlan, ConfigBlocksTakeOver) {
+  std::string ds = write(R"({"train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": "auto",
+      "gradient_clipping": "auto", "fp16": {"enabled": true, "hysteresis": 1},
+      "optimizer": {"type": "AdamW", "params": {"lr": "auto", "weight_decay": 0.0}},
+      "scheduler": {"type": "WarmupCosineLR", "params": {"total_num_steps": "auto", "warmup_num_steps": "auto"}},
+      "zero_optimization": {"stage": 2}})");
+  TrainingPlan plan = plan_training(args_with({"--deepspeed", ds, "--fp16", "--learning_rate", "3e-4",
+                                               "--per_device_train_batch_size", "2"}),
+                                    ten_samples);
+  EXPECT_EQ(plan.precision, Precision::kFloat16);
+  ASSERT_TRUE(plan.loss_scaler);
+  EXPECT_EQ(plan.loss_scaler->hysteresis, 1);
+  EXPECT_EQ(plan.schedule.kind, ScheduleKind::kWarmupCosineLR);
+  EXPECT_EQ(plan.schedule.peak_lr, 3e-4);
+  EXPECT_EQ(plan.schedule.total_steps, plan.max_steps);
+  EXPECT_EQ(plan.zero.stage, 2);
+}
+
+TEST_F(DeepSpeedPlan, ABatchThatContradictsTheFlagsIsAnErrorElseTheConfigDecides) {
+  std::string ds = write(R"({"train_batch_size": 8})");
+  testing::expect_mentions(
+      testing::error_of([&] {
+        plan_training(args_with({"--deepspeed", ds, "--per_device_train_batch_size", "2"}), ten_samples);
+      }),
+      {"ds train_batch_size=8 vs hf train_batch_size", "=2", "\"auto\""});
+  TrainingPlan plan = plan_training(args_with({"--deepspeed", ds}), ten_samples);
+  EXPECT_EQ(plan.micro_batch, 8);
+  EXPECT_EQ(plan.steps_per_epoch, 2);
+}
+
+}  // namespace
+}  // namespace zt::train

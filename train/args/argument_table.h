@@ -1,0 +1,34 @@
+// The table behind parse_training_arguments: each flag's name, the member it sets, the
+// values it accepts and a line of help. Kept apart so the parser stays generic.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "train/args/training_arguments.h"
+
+namespace zt::train {
+
+using ArgumentMember =
+    std::variant<bool TrainingArguments::*, std::int64_t TrainingArguments::*, double TrainingArguments::*,
+                 std::string TrainingArguments::*, std::optional<std::int64_t> TrainingArguments::*,
+                 std::optional<double> TrainingArguments::*>;
+
+struct ArgumentSpec {
+  const char* name;
+  ArgumentMember member;
+  std::vector<std::string> choices;  // empty: any value of the member's type
+  const char* help;
+};
+
+const std::vector<ArgumentSpec>& argument_table();
+// Appends one line per missing, out-of-range or conflicting argument.
+void validate_training_arguments(const TrainingArguments& args, std::vector<std::string>& errors);
+
+// Older HF names that still work, mapped to today's.
+const std::vector<std::pair<std::string, std::string>>& argument_aliases();
+
+}  // namespace zt::train

@@ -1,0 +1,108 @@
+#include "train/args/training_plan.h"
+
+#include <cmath>
+#include <tuple>
+#include <nlohmann/json.hpp>
+
+#include "runtime/error.h"
+
+namespace zt::train {
+namespace {
+
+// HF: optimizer steps per epoch round a partial accumulation window up.
+std::int64_t steps_per_epoch(std::int64_t micro_batches, std::int64_t accumulation) {
+  return std::max<std::int64_t>(1, (micro_batches + accumulation - 1) / accumulation);
+}
+
+LrScheduleConfig hf_schedule(const TrainingArguments& args, std::int64_t total, std::int64_t warmup) {
+  LrScheduleConfig schedule;
+  schedule.kind = hf_schedule_kind(args.lr_scheduler_type);
+  schedule.peak_lr = args.learning_rate;
+  schedule.total_steps = total;
+  schedule.warmup_steps = warmup;
+  if (schedule.kind == ScheduleKind::kCosineWithMinLr) {
+    nlohmann::json kwargs = nlohmann::json::parse(args.lr_scheduler_kwargs.empty() ? "{}" : args.lr_scheduler_kwargs);
+    if (kwargs.contains("min_lr_rate")) {
+      schedule.min_lr_rate = kwargs["min_lr_rate"].get<double>();
+    } else {
+      ZT_REQUIRE(kwargs.contains("min_lr"), "--lr_scheduler_type cosine_with_min_lr needs --lr_scheduler_kwargs "
+                                            "'{\"min_lr_rate\": 0.1}' or '{\"min_lr\": 1e-6}'");
+      schedule.min_lr_rate = kwargs["min_lr"].get<double>() / args.learning_rate;
+    }
+  }
+  return schedule;
+}
+
+}  // namespace
+
+DType TrainingPlan::working_dtype() const {
+  switch (precision) {
+    case Precision::kBFloat16: return DType::kBF16;
+    case Precision::kFloat16: return DType::kF16;
+    default: return DType::kF32;
+  }
+}
+
+const char* precision_name(Precision precision) {
+  switch (precision) {
+    case Precision::kBFloat16: return "bf16";
+    case Precision::kFloat16: return "fp16";
+    default: return "fp32";
+  }
+}
+
+TrainingPlan plan_training(const TrainingArguments& args, const MicroBatchCounter& count_micro_batches,
+                           int world_size, std::int64_t hidden_size) {
+  const std::int64_t micro_batches_per_epoch = count_micro_batches(args.per_device_train_batch_size);
+  ZT_REQUIRE(micro_batches_per_epoch > 0, "the training data gives no batch: check --train_file and --max_length");
+  TrainingPlan plan;
+  plan.world_size = world_size;
+  plan.micro_batch = args.per_device_train_batch_size;
+  plan.accumulation = args.gradient_accumulation_steps;
+  plan.steps_per_epoch = steps_per_epoch(micro_batches_per_epoch, plan.accumulation);
+  plan.max_steps = args.max_steps > 0 ? args.max_steps
+                                      : static_cast<std::int64_t>(std::ceil(args.num_train_epochs * plan.steps_per_epoch));
+  plan.num_train_epochs = args.max_steps > 0 ? std::ceil(static_cast<double>(plan.max_steps) / plan.steps_per_epoch)
+                                             : args.num_train_epochs;
+  const std::int64_t warmup = args.warmup_steps_for(plan.max_steps);
+  plan.precision = args.bf16 ? Precision::kBFloat16 : args.fp16 ? Precision::kFloat16 : Precision::kFloat32;
+  plan.optimizer = {args.learning_rate, args.adam_beta1, args.adam_beta2, args.adam_epsilon, args.weight_decay, true};
+  plan.schedule = hf_schedule(args, plan.max_steps, warmup);
+  plan.max_grad_norm = args.max_grad_norm;
+  plan.logging_steps = args.logging_steps;
+  if (plan.precision == Precision::kFloat16) plan.loss_scaler = LossScalerConfig{};
+  if (args.deepspeed.empty()) return plan;
+
+  DeepSpeedConfig ds = load_deepspeed_config(args.deepspeed, {args, world_size, hidden_size, plan.max_steps, warmup});
+  for (auto [flag, flag_value, ds_value] :
+       {std::tuple{"per_device_train_batch_size", args.per_device_train_batch_size, ds.micro_batch_per_gpu},
+        std::tuple{"gradient_accumulation_steps", args.gradient_accumulation_steps, ds.gradient_accumulation_steps}})
+    ZT_REQUIRE(!args.was_given(flag) || flag_value == ds_value,
+               args.deepspeed + ": the batch rules give " + (std::string(flag) == "per_device_train_batch_size"
+                                                                 ? "train_micro_batch_size_per_gpu "
+                                                                 : "gradient_accumulation_steps ") +
+                   std::to_string(ds_value) + " but --" + flag + " is " + std::to_string(flag_value) +
+                   "; set it to \"auto\" in the config or change the flag");
+  if (ds.micro_batch_per_gpu != plan.micro_batch || ds.gradient_accumulation_steps != plan.accumulation) {
+    plan.micro_batch = ds.micro_batch_per_gpu;
+    plan.accumulation = ds.gradient_accumulation_steps;
+    plan.steps_per_epoch = steps_per_epoch(count_micro_batches(plan.micro_batch), plan.accumulation);
+    if (args.max_steps <= 0)
+      plan.max_steps = static_cast<std::int64_t>(std::ceil(args.num_train_epochs * plan.steps_per_epoch));
+    plan.schedule = hf_schedule(args, plan.max_steps, args.warmup_steps_for(plan.max_steps));
+  }
+  plan.max_grad_norm = ds.gradient_clipping;
+  if (ds.optimizer) plan.optimizer = *ds.optimizer;
+  if (ds.scheduler) {
+    plan.schedule = *ds.scheduler;
+    if (plan.schedule.kind == ScheduleKind::kWarmupCosineLR) plan.schedule.peak_lr = plan.optimizer.lr;
+  }
+  if (ds.fp16 || ds.bf16) plan.precision = ds.fp16 ? Precision::kFloat16 : Precision::kBFloat16;
+  plan.loss_scaler.reset();
+  if (ds.fp16) plan.loss_scaler = ds.loss_scaler;
+  plan.zero = ds.zero;
+  plan.warnings = ds.warnings;
+  return plan;
+}
+
+}  // namespace zt::train

@@ -1,0 +1,51 @@
+// Everything the training loop needs to know, resolved once from the flags and the optional
+// DeepSpeed config: batch geometry, length of training, precision, optimizer, schedule,
+// clipping and the loss scaler. Where both name a value, they have already been checked to
+// agree (train/deepspeed/deepspeed_config.h); the DeepSpeed blocks win where only they say something.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/dtype.h"
+#include "train/deepspeed/deepspeed_config.h"
+#include "train/args/training_arguments.h"
+
+namespace zt::train {
+
+enum class Precision { kFloat32, kBFloat16, kFloat16 };
+
+struct TrainingPlan {
+  std::int64_t micro_batch = 1;
+  std::int64_t accumulation = 1;
+  int world_size = 1;
+  std::int64_t steps_per_epoch = 1;  // optimizer steps
+  std::int64_t max_steps = 1;
+  double num_train_epochs = 1.0;
+  Precision precision = Precision::kFloat32;
+  OptimizerConfig optimizer;
+  LrScheduleConfig schedule;
+  double max_grad_norm = 0.0;
+  std::optional<LossScalerConfig> loss_scaler;  // fp16 only
+  ZeroConfig zero;
+  std::int64_t logging_steps = 500;
+  std::vector<std::string> warnings;
+
+  DType working_dtype() const;
+};
+
+// One rank's data-loader length for a micro-batch size (the DeepSpeed config may settle the
+// micro-batch, inferring it from train_batch_size).
+using MicroBatchCounter = std::function<std::int64_t(std::int64_t micro_batch)>;
+
+// Reads and fills the DeepSpeed config when --deepspeed is given. A micro-batch or
+// accumulation that the config infers differently from a flag the user gave is an error.
+TrainingPlan plan_training(const TrainingArguments& args, const MicroBatchCounter& count_micro_batches,
+                           int world_size = 1, std::int64_t hidden_size = 0);
+
+const char* precision_name(Precision precision);
+
+}  // namespace zt::train

@@ -1,0 +1,51 @@
+// Datasets to training samples. A conversation goes through the chat template: ids, and
+// labels that are the ids on the assistant's replies (their end-of-turn token included;
+// every token with --train_on_prompt) and -100 elsewhere. A plain text is tokenized as
+// run_clm does, then ends with eos, and every token is trained. Samples longer than
+// --max_length are cut keeping the last reply (train/data/sample_truncation.h) or skipped. With
+// workers > 0 (--dataloader_num_workers) the samples are encoded on that many threads; the
+// result is the same, in the same order.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "text/chat_template/chat_template.h"
+#include "train/data/batching.h"
+#include "train/data/dataset.h"
+
+namespace zt::train {
+
+// What happens to a sample longer than max_length (--overlong_samples).
+enum class Overlong { kTruncate, kSkip };
+
+struct EncodeOptions {
+  std::int64_t max_length = 1024;
+  bool train_on_prompt = false;
+  Overlong overlong = Overlong::kTruncate;
+  int workers = 0;
+};
+
+struct EncodedDataset {
+  std::vector<TokenizedSample> samples;
+  std::size_t truncated = 0;  // samples cut to max_length
+  std::size_t skipped = 0;    // samples over max_length left out (Overlong::kSkip)
+  std::size_t dropped = 0;    // samples left with no label to learn from
+};
+
+// Tokenizers and chat templates are immutable once loaded (a byte-level BPE's cache of
+// merged pieces is locked, regex match data is per thread), so the workers share them.
+EncodedDataset encode_dataset(const Dataset& dataset, const models::ChatTemplate& chat_template,
+                              const models::Tokenizer& tokenizer, const EncodeOptions& options);
+
+// A plain-text document: the tokenizer's own special tokens (GLM's [gMASK] sop; none for
+// Qwen), as run_clm and `zerotune evaluate` encode it, then eos (when the tokenizer has one
+// and did not end with it already) so the model learns where a document ends. Labels are the
+// ids. Not truncated.
+TokenizedSample encode_text(const std::string& text, const models::Tokenizer& tokenizer);
+
+// The id that --padding longest pads with: the tokenizer's pad token, else its eos (as
+// LLaMA-Factory sets pad = eos), else 0. It never reaches a real token or the loss.
+std::int32_t padding_token(const models::Tokenizer& tokenizer);
+
+}  // namespace zt::train

@@ -1,0 +1,82 @@
+// A DeepSpeed ds_config.json read as DeepSpeed reads it, after HF Trainer's "auto" filling:
+// the batch triple inferred and checked, the optimizer, scheduler, fp16/bf16 and
+// zero_optimization blocks typed and validated with DeepSpeed's defaults, and one warning
+// for every key DeepSpeed ignores or zerotune does not use.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "train/optim/loss_scaler.h"
+#include "train/optim/lr_scheduler.h"
+#include "train/args/training_arguments.h"
+
+namespace zt::train {
+
+struct ZeroConfig {
+  int stage = 0;
+  bool contiguous_gradients = true;
+  bool reduce_scatter = true;
+  std::int64_t reduce_bucket_size = 500'000'000;
+  bool overlap_comm = false;  // DeepSpeed: true by default for stage 3 only
+  std::int64_t sub_group_size = 1'000'000'000;
+  std::int64_t stage3_prefetch_bucket_size = 50'000'000;
+  std::int64_t stage3_param_persistence_threshold = 100'000;
+  std::int64_t stage3_max_live_parameters = 1'000'000'000;
+  std::int64_t stage3_max_reuse_distance = 1'000'000'000;
+  bool stage3_gather_16bit_weights_on_model_save = false;
+  bool offload_optimizer = false;  // offload_optimizer.device "cpu"
+  bool offload_pin_memory = false;
+};
+
+struct OptimizerConfig {
+  double lr = 1e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 0.0;
+  bool decoupled_weight_decay = true;  // AdamW; DeepSpeed's "Adam" with adam_w_mode false is L2
+};
+
+struct DeepSpeedConfig {
+  std::int64_t train_batch_size = 0;
+  std::int64_t micro_batch_per_gpu = 0;
+  std::int64_t gradient_accumulation_steps = 0;
+  std::vector<std::string> inferred;  // which of the batch triple DeepSpeed's rules filled in
+  double gradient_clipping = 0.0;
+  std::optional<OptimizerConfig> optimizer;  // absent: the Trainer's AdamW from the flags
+  std::optional<LrScheduleConfig> scheduler;  // absent: --lr_scheduler_type
+  bool fp16 = false;
+  LossScalerConfig loss_scaler;
+  bool bf16 = false;
+  ZeroConfig zero;
+  std::optional<std::int64_t> steps_per_print;
+  std::vector<std::string> warnings;
+};
+
+// What the Trainer knows when it fills "auto": the flags, the data-parallel size, the
+// model's hidden size, and the schedule's length.
+struct AutoFillContext {
+  const TrainingArguments& args;
+  int world_size = 1;
+  std::int64_t hidden_size = 0;
+  std::int64_t total_steps = 0;
+  std::int64_t warmup_steps = 0;
+};
+
+// HF's trainer_config_process + trainer_config_finalize on `ds` in place: every "auto" gets
+// its flag's value; a set value that differs from its flag is collected, and all of them
+// are reported in one error suggesting "auto".
+void fill_hf_auto(nlohmann::json& ds, const AutoFillContext& context, const std::string& source);
+
+// Types and validates a filled config (`source` names the file in messages).
+DeepSpeedConfig parse_deepspeed_config(const nlohmann::json& ds, int world_size, const std::string& source);
+
+// Reads the file, fills "auto" and parses it.
+DeepSpeedConfig load_deepspeed_config(const std::string& path, const AutoFillContext& context);
+
+}  // namespace zt::train

@@ -1,0 +1,111 @@
+// Optimizer offload (DeepSpeed's zero_optimization.offload_optimizer {device: cpu}): the fp32
+// master weights and Adam moments of one flat partition live in host memory, page-locked
+// with pin_memory on a GPU run, and the CPU Adam (ops/optim/cpu_adam.h) updates them. Each step
+// the device's fp32 gradients come to the host and the new weights, in the working dtype,
+// go back, tile by tile: on a GPU every gradient tile is queued on one copy stream at once,
+// the CPU updates tile i as soon as it has landed (while later tiles are still copying) and
+// queues tile i's weights back on a second stream. On a CPU run the same tiles are copied
+// host to host, one after the other.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ops/optim/cpu_adam.h"
+#include "runtime/stream.h"
+#include "tensor/tensor.h"
+#include "train/deepspeed/deepspeed_config.h"
+#include "train/zero/zero_layout.h"
+
+namespace zt::train {
+
+struct OffloadOptions {
+  bool enabled = false;
+  bool pin_memory = false;            // page-locked host memory; applies on a GPU run only
+  std::int64_t tile_numel = 1 << 22;  // elements copied and updated at a time
+  int threads = 0;                    // CPU Adam threads; 0: ops::default_cpu_adam_threads()
+};
+
+// A run of the partition that belongs to one parameter, with that parameter's weight decay.
+struct OffloadSegment {
+  std::int64_t offset = 0;
+  std::int64_t numel = 0;
+  double weight_decay = 0.0;
+};
+
+// What one offloaded update measured.
+struct OffloadStepStats {
+  std::int64_t parameters = 0;  // elements the CPU Adam updated
+  double adam_seconds = 0.0;    // the CPU Adam's own time
+  double copy_seconds = 0.0;    // both directions, as the copies themselves took
+  double step_seconds = 0.0;    // wall time of the whole update, copies included
+  std::int64_t copied_bytes = 0;
+  // The share of the copy time hidden behind the CPU Adam (0 when the copies ran alone).
+  double overlap() const;
+};
+
+class OptimizerOffload {
+ public:
+  // `master`: the partition's initial fp32 master weights (any device). Gradients and
+  // working weights passed to step() live on `device`.
+  OptimizerOffload(const Tensor& master, std::vector<OffloadSegment> segments, DType working_dtype, Device device,
+                   const OptimizerConfig& config, const OffloadOptions& options);
+  OptimizerOffload(const OptimizerOffload&) = delete;
+  OptimizerOffload& operator=(const OptimizerOffload&) = delete;
+
+  // Host fp32 tensors of the partition's numel; views into them stay valid.
+  const Tensor& master() const { return master_; }
+  const Tensor& exp_avg() const { return exp_avg_; }
+  const Tensor& exp_avg_sq() const { return exp_avg_sq_; }
+
+  // One AdamW update from `grads` (fp32, the partition, on the device), writing the new
+  // weights rounded to the working dtype into `working` (the partition, on the device).
+  // The caller has already skipped a step with a non-finite gradient norm.
+  void step(const Tensor& grads, const Tensor& working, const ops::AdamWConfig& adam);
+  // The same, into a new device tensor of the working dtype, which it returns: what ZeRO
+  // then writes into the rank's shards or all-gathers.
+  Tensor step(const Tensor& grads, const ops::AdamWConfig& adam);
+
+  DType working_dtype() const { return working_.dtype(); }
+
+  std::int64_t host_bytes() const { return host_bytes_; }
+  const OffloadStepStats& last_step() const { return last_; }
+  // One line for the log: CPU Adam throughput, copy rate and overlap, host memory held.
+  std::string report() const;
+  // report() at info level, after the first update only (later ones say the same).
+  void log_report_once();
+
+ private:
+  struct Tile {
+    std::int64_t begin = 0, end = 0;
+    std::vector<OffloadSegment> segments;  // the parts of segments inside [begin, end)
+  };
+  void allocate_host(std::int64_t numel, DType working_dtype, bool pinned);
+  double update_tile(const Tile& tile, const ops::AdamWConfig& adam);
+  void step_on_host(const Tensor& grads, const Tensor& working, const ops::AdamWConfig& adam);
+  void step_pipelined(const Tensor& grads, const Tensor& working, const ops::AdamWConfig& adam);
+
+  OptimizerConfig config_;
+  Device device_;
+  std::vector<Tile> tiles_;
+  ops::CpuAdam adam_;
+  Tensor master_, exp_avg_, exp_avg_sq_, grads_, working_;  // host
+  std::int64_t host_bytes_ = 0;
+  bool pinned_ = false;
+  std::optional<Stream> to_host_, to_device_;  // GPU runs only
+  std::vector<Event> copy_marks_;              // per tile: d2h start, d2h end, h2d start, h2d end
+  OffloadStepStats last_;
+  bool reported_ = false;
+};
+
+// The segments of a ZeRO rank's partition (stages 1-3): every piece of a parameter the rank
+// owns, at its place in the partition, with `weight_decay` where `decays(parameter)` says
+// so (the parameter is an index into the layout's parameter list).
+std::vector<OffloadSegment> owned_segments(const ZeroLayout& layout, int rank, double weight_decay,
+                                           const std::function<bool(std::size_t parameter)>& decays);
+
+}  // namespace zt::train
