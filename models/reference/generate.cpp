@@ -5,6 +5,7 @@
 #include "autograd/functions.h"
 #include "autograd/grad_mode.h"
 #include "models/generation/generate_sampling.h"
+#include "models/reference/sequence_kv_cache.h"
 #include "runtime/error.h"
 #include "runtime/philox.h"
 

@@ -1,5 +1,9 @@
-// Text generation from a prompt of token ids with a KV cache: the prompt runs once, then one
-// token per step attends to everything cached, as transformers' generate does with its cache.
+// The reference generation path: text from a prompt of token ids with a one-sequence KV
+// cache: the prompt runs once, then one token per step attends to everything cached, as
+// transformers' generate does with its cache. Tests use it as the oracle of infer/'s engine
+// (continuous batching, paged cache, CUDA graphs), which is what `zerotune generate`, `chat`
+// and every user-facing path run: change generation behaviour there, and here only to keep
+// the oracle in step.
 #pragma once
 
 #include <cstdint>

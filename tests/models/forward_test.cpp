@@ -12,6 +12,7 @@
 #include "models/batch.h"
 #include "models/config/config_presets.h"
 #include "models/reference/generate.h"
+#include "models/reference/sequence_kv_cache.h"
 #include "models/init.h"
 #include "tests/common/op_test_util.h"
 

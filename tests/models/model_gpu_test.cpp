@@ -11,8 +11,10 @@
 #include "autograd/grad_mode.h"
 #include "models/batch.h"
 #include "models/reference/generate.h"
+#include "models/reference/sequence_kv_cache.h"
 #include "models/weights/weights.h"
 #include "tensor/safetensors/safetensors.h"
+#include "tests/common/model_fixture_util.h"
 #include "tests/common/test_util.h"
 
 namespace zt::models {
@@ -23,7 +25,7 @@ constexpr double kTolerance = 2e-2;
 // to 3.5% relative on the H200 for these tiny models (every matmul input rounded to bf16).
 constexpr double kGradientTolerance = 5e-2;
 
-std::string fixture_dir(const std::string& arch) { return std::string(ZT_SOURCE_DIR) + "/tests/data/models/" + arch; }
+using testing::fixture_dir;
 
 std::vector<std::int64_t> ints(const nlohmann::ordered_json& json, const char* key) {
   return json.at(key).get<std::vector<std::int64_t>>();

@@ -14,6 +14,7 @@
 #include "models/reference/generate.h"
 #include "models/peft/peft_adapter.h"
 #include "models/peft/peft_prefix_files.h"
+#include "models/reference/sequence_kv_cache.h"
 #include "models/weights/weights.h"
 #include "tests/common/op_test_util.h"
 #include "tensor/safetensors/safetensors.h"

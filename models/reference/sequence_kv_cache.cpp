@@ -1,4 +1,4 @@
-#include "models/generation/kv_cache.h"
+#include "models/reference/sequence_kv_cache.h"
 
 #include "ops/attention/attention.h"
 #include "runtime/error.h"
