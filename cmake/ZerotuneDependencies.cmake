@@ -52,3 +52,18 @@ else()
   message(WARNING "Gloo not found: building without multi-process training on the CPU. "
                   "Install libgloo-dev (scripts/setup.sh does).")
 endif()
+
+# libpng (with zlib) encodes the loss-curve images. Linked statically, like zerotune's own
+# libraries, so the binary needs no shared library beyond the CUDA ones and the C/C++
+# runtime. scripts/setup.sh installs libpng-dev and zlib1g-dev.
+find_path(PNG_INCLUDE_DIR png.h)
+find_library(PNG_STATIC_LIBRARY NAMES libpng16.a libpng.a)
+find_library(ZLIB_STATIC_LIBRARY NAMES libz.a)
+if(NOT PNG_INCLUDE_DIR OR NOT PNG_STATIC_LIBRARY OR NOT ZLIB_STATIC_LIBRARY)
+  message(FATAL_ERROR "libpng or zlib (static libraries) not found: install libpng-dev and zlib1g-dev "
+                      "(scripts/setup.sh does), or point PNG_INCLUDE_DIR, PNG_STATIC_LIBRARY and "
+                      "ZLIB_STATIC_LIBRARY at them.")
+endif()
+add_library(zt_png INTERFACE)
+target_include_directories(zt_png INTERFACE ${PNG_INCLUDE_DIR})
+target_link_libraries(zt_png INTERFACE ${PNG_STATIC_LIBRARY} ${ZLIB_STATIC_LIBRARY} m)

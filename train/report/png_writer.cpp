@@ -1,45 +1,16 @@
 #include "train/report/png_writer.h"
 
+#include <png.h>
+
 #include <algorithm>
-#include <array>
+#include <csetjmp>
+#include <cstdio>
 
 #include "runtime/atomic_file.h"
 #include "runtime/error.h"
 
 namespace zt::train {
 namespace {
-
-void put_u32_be(std::string& out, std::uint32_t value) {
-  for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<char>((value >> shift) & 0xFF));
-}
-
-void put_chunk(std::string& out, std::string_view type, std::string_view data) {
-  put_u32_be(out, static_cast<std::uint32_t>(data.size()));
-  const std::size_t checked_from = out.size();
-  out.append(type);
-  out.append(data);
-  put_u32_be(out, crc32(std::string_view(out).substr(checked_from)));  // over type and data
-}
-
-// A zlib stream of `raw` in stored deflate blocks (at most 65535 bytes each).
-std::string zlib_stored(std::string_view raw) {
-  std::string out = {'\x78', '\x01'};  // deflate, 32K window, no dictionary; (0x7801 % 31 == 0)
-  constexpr std::size_t kMaxBlock = 65535;
-  std::size_t offset = 0;
-  do {
-    const std::size_t size = std::min(kMaxBlock, raw.size() - offset);
-    const bool last = offset + size == raw.size();
-    out.push_back(last ? '\x01' : '\x00');  // BFINAL, BTYPE 00 (stored)
-    const auto len = static_cast<std::uint16_t>(size);
-    const auto nlen = static_cast<std::uint16_t>(~len);
-    out.push_back(static_cast<char>(len & 0xFF)), out.push_back(static_cast<char>(len >> 8));
-    out.push_back(static_cast<char>(nlen & 0xFF)), out.push_back(static_cast<char>(nlen >> 8));
-    out.append(raw.substr(offset, size));
-    offset += size;
-  } while (offset < raw.size());
-  put_u32_be(out, adler32(raw));
-  return out;
-}
 
 // The image's distinct colours in order of first appearance, and each pixel's index into them.
 struct IndexedPixels {
@@ -71,26 +42,52 @@ int bit_depth(std::size_t colours) {
   return bits;
 }
 
-std::string palette_chunk_data(const std::vector<Rgb>& palette) {
-  std::string data;
-  for (const Rgb& colour : palette)
-    data += {static_cast<char>(colour.r), static_cast<char>(colour.g), static_cast<char>(colour.b)};
-  return data;
+// libpng reports failures by calling this and never returning: it jumps back to the
+// setjmp in encode_indexed(), which throws with the message kept here.
+struct WriteState {
+  std::string* out;
+  char message[256];
+};
+
+void on_error(png_structp png, png_const_charp message) {
+  auto* state = static_cast<WriteState*>(png_get_error_ptr(png));
+  std::snprintf(state->message, sizeof state->message, "%s", message);
+  png_longjmp(png, 1);
 }
 
-// Each row: filter type None, then the indices packed high bits first.
-std::string packed_rows(const std::vector<std::uint8_t>& indices, int width, int height, int bits) {
-  const std::size_t row_bytes = (static_cast<std::size_t>(width) * bits + 7) / 8;
-  std::string raw((row_bytes + 1) * static_cast<std::size_t>(height), '\0');
-  for (int y = 0; y < height; ++y) {
-    char* row = raw.data() + static_cast<std::size_t>(y) * (row_bytes + 1) + 1;
-    for (int x = 0; x < width; ++x) {
-      const int bit = x * bits;
-      const std::uint8_t index = indices[static_cast<std::size_t>(y) * static_cast<std::size_t>(width) + x];
-      row[bit / 8] = static_cast<char>(static_cast<unsigned char>(row[bit / 8]) | index << (8 - bits - bit % 8));
-    }
+void on_warning(png_structp, png_const_charp) {}
+
+void on_write(png_structp png, png_bytep data, png_size_t size) {
+  static_cast<WriteState*>(png_get_io_ptr(png))->out->append(reinterpret_cast<const char*>(data), size);
+}
+
+void on_flush(png_structp) {}
+
+// Only plain data lives across the setjmp, so the jump back skips no destructor. Returns
+// false, with state.message set, when libpng failed.
+bool encode_indexed(WriteState& state, int width, int height, int bits, const png_color* palette, int colours,
+                    const std::uint8_t* indices) {
+  png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &state, on_error, on_warning);
+  if (png == nullptr) return false;
+  png_infop info = png_create_info_struct(png);
+  if (info == nullptr || setjmp(png_jmpbuf(png))) {
+    png_destroy_write_struct(&png, &info);
+    return false;
   }
-  return raw;
+  png_set_write_fn(png, &state, on_write, on_flush);
+  png_set_IHDR(png, info, static_cast<png_uint_32>(width), static_cast<png_uint_32>(height), bits,
+               PNG_COLOR_TYPE_PALETTE, PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+  png_set_PLTE(png, info, palette, colours);
+  // Row filters predict from neighbouring bytes, which says nothing about palette indices.
+  png_set_filter(png, PNG_FILTER_TYPE_BASE, PNG_FILTER_NONE);
+  png_set_compression_level(png, 9);
+  png_write_info(png, info);
+  png_set_packing(png);  // one index a byte in, packed to `bits` a pixel in the file
+  for (int y = 0; y < height; ++y)
+    png_write_row(png, indices + static_cast<std::size_t>(y) * static_cast<std::size_t>(width));
+  png_write_end(png, info);
+  png_destroy_write_struct(&png, &info);
+  return true;
 }
 
 }  // namespace
@@ -117,43 +114,16 @@ Rgb RgbImage::at(int x, int y) const {
   return {bytes_[i], bytes_[i + 1], bytes_[i + 2]};
 }
 
-std::uint32_t crc32(std::string_view bytes) {
-  static const std::array<std::uint32_t, 256> table = [] {
-    std::array<std::uint32_t, 256> t{};
-    for (std::uint32_t n = 0; n < 256; ++n) {
-      std::uint32_t c = n;
-      for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-      t[n] = c;
-    }
-    return t;
-  }();
-  std::uint32_t c = 0xFFFFFFFFu;
-  for (unsigned char byte : bytes) c = table[(c ^ byte) & 0xFF] ^ (c >> 8);
-  return c ^ 0xFFFFFFFFu;
-}
-
-std::uint32_t adler32(std::string_view bytes) {
-  constexpr std::uint32_t kModulus = 65521;
-  std::uint32_t a = 1, b = 0;
-  for (unsigned char byte : bytes) {
-    a = (a + byte) % kModulus;
-    b = (b + a) % kModulus;
-  }
-  return (b << 16) | a;
-}
-
 std::string encode_png(const RgbImage& image) {
   const IndexedPixels pixels = index_colours(image);
-  const int bits = bit_depth(pixels.palette.size());
-  std::string png = "\x89PNG\r\n\x1a\n";
-  std::string header;
-  put_u32_be(header, static_cast<std::uint32_t>(image.width()));
-  put_u32_be(header, static_cast<std::uint32_t>(image.height()));
-  header += {static_cast<char>(bits), '\x03', '\x00', '\x00', '\x00'};  // palette, deflate, no filter set, no interlace
-  put_chunk(png, "IHDR", header);
-  put_chunk(png, "PLTE", palette_chunk_data(pixels.palette));
-  put_chunk(png, "IDAT", zlib_stored(packed_rows(pixels.indices, image.width(), image.height(), bits)));
-  put_chunk(png, "IEND", "");
+  std::vector<png_color> palette;
+  for (const Rgb& colour : pixels.palette) palette.push_back({colour.r, colour.g, colour.b});
+  std::string png;
+  WriteState state{&png, "out of memory"};
+  const bool written = encode_indexed(state, image.width(), image.height(), bit_depth(pixels.palette.size()),
+                                      palette.data(), static_cast<int>(palette.size()), pixels.indices.data());
+  ZT_REQUIRE(written, std::string("PNG: libpng could not encode the ") + std::to_string(image.width()) + "x" +
+                          std::to_string(image.height()) + " image: " + state.message);
   return png;
 }
 

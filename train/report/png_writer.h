@@ -1,13 +1,11 @@
-// A minimal PNG encoder for the loss-curve images: indexed colour, the palette being the
+// PNG images of the loss curves, encoded by libpng: indexed colour, the palette being the
 // image's distinct colours (at most 256) at the smallest bit depth that holds them, which
-// keeps a few-colour chart at a quarter of RGB's size or less; no interlacing; the image data
-// in stored (uncompressed) deflate blocks, so it needs no compression library. CRC-32 and
-// Adler-32 are computed here.
+// keeps a few-colour chart at a quarter of RGB's size or less before deflate compresses it;
+// no interlacing, no row filters (they do not help palette indices).
 #pragma once
 
 #include <cstdint>
 #include <string>
-#include <string_view>
 #include <vector>
 
 namespace zt::train {
@@ -32,9 +30,6 @@ class RgbImage {
   int width_, height_;
   std::vector<std::uint8_t> bytes_;
 };
-
-std::uint32_t crc32(std::string_view bytes);  // ISO-HDLC, as PNG and zlib use
-std::uint32_t adler32(std::string_view bytes);
 
 // The PNG file's bytes; throws zt::Error when the image has more than 256 colours.
 std::string encode_png(const RgbImage& image);
