@@ -54,11 +54,11 @@ fi
 # test program : gtest filter of its small shapes
 RACECHECK_TESTS=(
   "flash_attention_gpu_test:*Tiny*"
-  "kernels_bw_swiglu_gpu_test:*Misaligned*"
-  "ops_norm_gpu_test:*RmsNormMatchesCpuOnEveryKernelVariant*:*RopeInPlaceOnQAndKMatchesCpu*"
-  "ops_optim_gpu_test:*Multi*:*L2NormMatchesCpuOverManyTensors*"
-  "ops_linear_cross_entropy_gpu_test:*AllIgnored*:*Int32Labels*"
-  "ops_decode_attention_gpu_test:*StridedAndMisaligned*:*LengthZero*:*WriteKvSlotsGpu.MatchesCpuExactly*"
+  "swiglu_gpu_test:*Misaligned*"
+  "norm_gpu_test:*RmsNormMatchesCpuOnEveryKernelVariant*:*RopeInPlaceOnQAndKMatchesCpu*"
+  "adamw_gpu_test:*Multi*:*L2NormMatchesCpuOverManyTensors*"
+  "linear_cross_entropy_gpu_test:*AllIgnored*:*Int32Labels*"
+  "decode_attention_gpu_test:*StridedAndMisaligned*:*LengthZero*:*WriteKvSlotsGpu.MatchesCpuExactly*"
 )
 if wants racecheck && command -v compute-sanitizer >/dev/null; then
   for entry in "${RACECHECK_TESTS[@]}"; do
