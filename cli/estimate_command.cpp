@@ -10,6 +10,7 @@
 #include "models/config/config.h"
 #include "runtime/device.h"
 #include "runtime/error.h"
+#include "train/args/training_arguments.h"
 #include "train/memory_estimate.h"
 
 namespace zt::cli {
@@ -104,9 +105,11 @@ train::MemorySettings settings_from_flags(const Flags& flags, const models::Mode
   if (flags.count("--dtype")) s.dtype = parse_dtype(flags.at("--dtype"));
   ZT_REQUIRE(s.dtype == DType::kBF16 || s.dtype == DType::kF16 || s.dtype == DType::kF32,
              std::string("--dtype ") + dtype_name(s.dtype) + ": training runs in bfloat16, float16 or float32");
-  const std::string method = flags.count("--finetuning_type") ? flags.at("--finetuning_type") : "full";
-  ZT_REQUIRE(method == "full" || method == "lora", "--finetuning_type " + method + ": estimate knows full and lora");
-  if (method == "lora")
+  const std::string name = flags.count("--finetuning_type") ? flags.at("--finetuning_type") : "full";
+  const std::optional<train::FinetuningType> method = train::enum_from_name<train::FinetuningType>(name);
+  ZT_REQUIRE(method == train::FinetuningType::kFull || method == train::FinetuningType::kLora,
+             "--finetuning_type " + name + ": estimate knows full and lora");
+  if (method == train::FinetuningType::kLora)
     s.trainable_numels = train::lora_trainable_numels(config, positive_integer(flags, "--lora_rank", 8),
                                                       flags.count("--lora_target") ? flags.at("--lora_target") : "all");
   return s;

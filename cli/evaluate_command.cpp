@@ -9,6 +9,7 @@
 #include "cli/command.h"
 #include "cli/flags.h"
 #include "models/batch.h"
+#include "models/token_loss.h"
 #include "text/tokenizer/tokenizer.h"
 #include "runtime/error.h"
 
@@ -84,8 +85,7 @@ void evaluate_batch(const models::CausalLM& model, const std::vector<std::vector
   for (const auto& sequence : sequences) predicted += static_cast<std::int64_t>(sequence.size()) - 1;
   if (predicted == 0) return;
   models::PackedBatch batch = models::pack_sequences(sequences, labels, model.device());
-  autograd::Variable logits = model.forward(batch.input_ids, batch.positions, batch.cu_seqlens);
-  totals.loss_sum += model.loss(logits, batch.labels).data().item() * static_cast<double>(predicted);
+  totals.loss_sum += models::summed_token_loss(model, batch).data().item();
   totals.tokens += predicted;
 }
 

@@ -98,20 +98,18 @@ std::string trainable_summary(const models::CausalLM& model, const std::vector<T
 }
 
 std::vector<TrainableParameter> select_trainable(models::CausalLM& model, const TrainingArguments& args) {
-  const std::string& method = args.finetuning_type;
-  if (method == "lora") return select_lora(model, args);
-  if (method == "ptuning") return select_ptuning(model, args);
-  ZT_REQUIRE(method == "full" || method == "freeze",
-             "--finetuning_type " + method + " selects its trainable parameters elsewhere");
+  const FinetuningType method = args.finetuning_type;
+  if (method == FinetuningType::kLora) return select_lora(model, args);
+  if (method == FinetuningType::kPtuning) return select_ptuning(model, args);
   const std::int64_t num_layers = model.config().num_layers;
-  ZT_REQUIRE(method != "freeze" || std::abs(args.freeze_trainable_layers) <= num_layers,
+  ZT_REQUIRE(method != FinetuningType::kFreeze || std::abs(args.freeze_trainable_layers) <= num_layers,
              "--freeze_trainable_layers " + std::to_string(args.freeze_trainable_layers) + " but the model has " +
                  std::to_string(num_layers) + " layers");
   std::vector<std::string> modules;
   if (args.freeze_trainable_modules != "all") modules = split_comma_list(args.freeze_trainable_modules);
   std::vector<TrainableParameter> trainable;
   for (const auto& [name, variable] : model.named_parameters()) {
-    const bool trains = method == "full" || freeze_trains(name, args, num_layers, modules);
+    const bool trains = method == FinetuningType::kFull || freeze_trains(name, args, num_layers, modules);
     variable.set_requires_grad(trains);
     if (trains) trainable.push_back({name, variable, decays(name, variable.data())});
   }

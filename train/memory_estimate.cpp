@@ -8,8 +8,6 @@
 #include "runtime/error.h"
 #include "train/optim/optimizer_offload.h"
 #include "train/zero/zero_layout.h"
-#include "train/zero/zero3_optimizer.h"
-#include "train/zero/zero_optimizer.h"
 
 namespace zt::train {
 namespace {
@@ -182,35 +180,15 @@ std::vector<std::int64_t> lora_trainable_numels(const models::ModelConfig& confi
   return numels;
 }
 
-// The buffers the optimizers allocate: the owned master, moments and gradient (numel,
-// state_numel), the offload's host block, the fp32 staging buffer of every bucket that
-// stages 0 and 2 reduce from, and stage 3's shards and whole (persistent) parameters.
-HeldModelStates held_model_states(const OptimizerEngine& engine, int stage, std::int64_t parameter_bytes) {
+// The buffers the optimizer allocated (HeldBuffers): the owned master, moments and gradient,
+// the offload's host block, the fp32 accumulation and staging buffers, and stage 3's shards
+// and whole (persistent) parameters.
+HeldModelStates held_model_states(const OptimizerEngine& engine, std::int64_t parameter_bytes) {
+  const HeldBuffers buffers = engine.held_buffers();
   HeldModelStates held;
-  held.gpu.parameters = parameter_bytes;
-  if (const auto* single = dynamic_cast<const Optimizer*>(&engine)) {
-    held.gpu.gradients = kFp32 * single->numel();
-    place_optimizer_state(held, single->offload(), single->numel());
-    return held;
-  }
-  if (const auto* zero3 = dynamic_cast<const Zero3Optimizer*>(&engine)) {
-    const Zero3Partitioner& partitioner = zero3->partitioner();
-    held.gpu.parameters = 0;
-    for (std::size_t g = 0; g < partitioner.groups().size(); ++g)
-      held.gpu.parameters += static_cast<std::int64_t>(partitioner.shard(g).nbytes());
-    for (const Zero3Partitioner::Parameter& p : partitioner.parameters())
-      if (p.persistent) held.gpu.parameters += static_cast<std::int64_t>(p.variable.data().nbytes());
-    const std::int64_t owned = zero3->layout().partition_numel;
-    held.gpu.gradients = kFp32 * owned;
-    place_optimizer_state(held, zero3->offload(), owned);
-    return held;
-  }
-  const auto* zero = dynamic_cast<const ZeroOptimizer*>(&engine);
-  ZT_REQUIRE(zero != nullptr, "held_model_states: an optimizer engine this report does not know");
-  const std::int64_t owned = zero->layout().partition_numel;
-  held.gpu.gradients = kFp32 * (zero->state_numel() - 3 * owned);
-  if (stage != 1) held.gpu.gradients += kFp32 * padded_numel(zero->layout());
-  place_optimizer_state(held, zero->offload(), owned);
+  held.gpu.parameters = buffers.working_bytes.value_or(parameter_bytes);
+  held.gpu.gradients = kFp32 * buffers.gradient_numel;
+  place_optimizer_state(held, buffers.offload, buffers.state_numel);
   return held;
 }
 

@@ -96,9 +96,8 @@ struct HeldModelStates {
   ModelStateBytes host;  // offloaded
 };
 
-// What an optimizer engine has allocated on this rank, from its buffers; `stage` is the ZeRO
-// stage it runs (ignored for the single-device optimizer) and `parameter_bytes` the model's
-// working weights.
-HeldModelStates held_model_states(const OptimizerEngine& engine, int stage, std::int64_t parameter_bytes);
+// What an optimizer engine has allocated on this rank, from its buffers; `parameter_bytes`
+// are the model's working weights.
+HeldModelStates held_model_states(const OptimizerEngine& engine, std::int64_t parameter_bytes);
 
 }  // namespace zt::train

@@ -8,6 +8,7 @@
 #include "autograd/functions.h"
 #include "distributed/communicators/collective_label.h"
 #include "autograd/grad_mode.h"
+#include "models/token_loss.h"
 #include "runtime/atomic_file.h"
 #include "runtime/memory/caching_allocator.h"
 #include "runtime/device_clock.h"
@@ -24,6 +25,14 @@ namespace {
 Tensor index_tensor(const std::vector<std::int32_t>& values, DType dtype, Device device) {
   std::vector<double> as_double(values.begin(), values.end());
   return Tensor::from_values(as_double, {static_cast<std::int64_t>(values.size())}, dtype).to(device);
+}
+
+// A micro-batch's tensors on the model's device, as the token loss takes them.
+models::PackedBatch device_batch(const PackedBatch& batch, Device device) {
+  return {.input_ids = index_tensor(batch.input_ids, DType::kI64, device),
+          .positions = index_tensor(batch.positions, DType::kI64, device),
+          .cu_seqlens = index_tensor(batch.cu_seqlens, DType::kI32, device),
+          .labels = index_tensor(batch.labels, DType::kI64, device)};
 }
 
 // HF prints each log entry as a Python dict; the same look keeps users' log parsers working.
@@ -91,20 +100,20 @@ Trainer::Trainer(TrainerModel model, TrainerData data, TrainingPlan plan, Traini
   state_.train_batch_size = plan_.micro_batch;
   state_.num_train_epochs = plan_.num_train_epochs;
   for (const std::string& warning : plan_.warnings) ZT_LOG(kWarn, warning);
-  zero3_ = dynamic_cast<Zero3Optimizer*>(optimizer_.get());
 }
 
 // LoRA and P-Tuning write only the trained parameters; the other methods the whole model.
 bool Trainer::saves_only_trainable() const {
-  return args_.finetuning_type == "lora" || args_.finetuning_type == "ptuning";
+  return args_.finetuning_type == FinetuningType::kLora || args_.finetuning_type == FinetuningType::kPtuning;
 }
 
 // Runs `write` on the main rank with the model's weights readable. Under ZeRO-3 every rank
 // takes part: the weights are gathered module by module into the main rank's host memory,
 // never whole on one GPU.
 void Trainer::on_main_rank_with_weights(const std::function<void()>& write) {
-  if (zero3_ != nullptr) return zero3_->partitioner().with_whole_parameters_on_host(0, saves_only_trainable(), write);
-  if (is_main_rank()) write();
+  optimizer_->with_whole_weights(saves_only_trainable(), [&] {
+    if (is_main_rank()) write();
+  });
 }
 
 // As HF counts it: the micro-batches this rank has run over those it runs in the epoch.
@@ -183,26 +192,13 @@ double Trainer::sum_over_ranks(double value, const char* what) const {
 
 // Forward and backward of one micro-batch; returns its summed token loss.
 double Trainer::forward_backward(const PackedBatch& batch, double loss_factor) {
-  const models::CausalLM& model = *model_.model;
-  const Device device = model.device();
-  Tensor ids = index_tensor(batch.input_ids, DType::kI64, device);
-  Tensor positions = index_tensor(batch.positions, DType::kI64, device);
-  Tensor cu_seqlens = index_tensor(batch.cu_seqlens, DType::kI32, device);
-  Tensor labels = index_tensor(batch.labels, DType::kI64, device);
-  const ops::LinearCrossEntropyOptions options{.reduction = ops::Reduction::kSum, .ignore_index = kIgnoreIndex,
-                                               .grad_scale = fused_grad_scale(loss_factor)};
+  const models::PackedBatch tensors = device_batch(batch, model_.model->device());
   // ZeRO-3 learns the order a micro-batch gathers modules in and prefetches along it.
-  if (zero3_ != nullptr) zero3_->partitioner().begin_pass();
-  autograd::Variable hidden = model.forward_hidden(ids, positions, cu_seqlens);
-  autograd::Variable loss_sum;
-  {
-    // ZeRO-3: the head is whole only for the fused head + loss, which forms its gradients here.
-    models::GatheredModule head(model.parameter_gatherer(), model.lm_head_module());
-    loss_sum = autograd::linear_cross_entropy(hidden, model.lm_head_weight(), labels, options);
-  }
+  optimizer_->begin_micro_batch();
+  autograd::Variable loss_sum = models::summed_token_loss(*model_.model, tensors, fused_grad_scale(loss_factor));
   const double value = loss_sum.data().to_vector().at(0);
   autograd::scale(loss_sum, loss_factor).backward();
-  if (zero3_ != nullptr) zero3_->partitioner().end_pass();
+  optimizer_->end_micro_batch();
   if (!batch.filler) {
     state_.num_input_tokens_seen += static_cast<std::int64_t>(batch.input_ids.size());
     throughput_.add_batch(batch.cu_seqlens);
@@ -305,17 +301,8 @@ double Trainer::evaluate() {
   double loss_sum = 0.0;
   std::int64_t tokens = 0;
   for (const auto& indices : plan_epoch(data_.eval, args_.per_device_eval_batch_size, args_.max_length, false, 0, 0, false)) {
-    PackedBatch batch = pack(data_.eval, indices, data_.layout);
-    const Device device = model.device();
-    autograd::Variable hidden = model.forward_hidden(index_tensor(batch.input_ids, DType::kI64, device),
-                                                     index_tensor(batch.positions, DType::kI64, device),
-                                                     index_tensor(batch.cu_seqlens, DType::kI32, device));
-    models::GatheredModule head(model.parameter_gatherer(), model.lm_head_module());
-    loss_sum += autograd::linear_cross_entropy(hidden, model.lm_head_weight(), index_tensor(batch.labels, DType::kI64, device),
-                                               {.reduction = ops::Reduction::kSum, .ignore_index = kIgnoreIndex})
-                    .data()
-                    .to_vector()
-                    .at(0);
+    const PackedBatch batch = pack(data_.eval, indices, data_.layout);
+    loss_sum += models::summed_token_loss(model, device_batch(batch, model.device())).data().to_vector().at(0);
     tokens += batch.label_tokens;
   }
   return loss_sum / static_cast<double>(std::max<std::int64_t>(1, tokens));
@@ -323,14 +310,14 @@ double Trainer::evaluate() {
 
 void Trainer::maybe_evaluate_and_save(bool epoch_ended) {
   const std::int64_t step = state_.global_step;
-  const bool eval_now = (args_.eval_strategy == "steps" && step % state_.eval_steps == 0) ||
-                        (args_.eval_strategy == "epoch" && epoch_ended);
+  const bool eval_now = (args_.eval_strategy == IntervalStrategy::kSteps && step % state_.eval_steps == 0) ||
+                        (args_.eval_strategy == IntervalStrategy::kEpoch && epoch_ended);
   if (eval_now) {
     const double eval_loss = evaluate();
     record({{"eval_loss", round_to(eval_loss, 4)}, {"epoch", round_to(state_.epoch, 4)}, {"step", step}});
   }
-  const bool save_now = (args_.save_strategy == "steps" && step % args_.save_steps == 0) ||
-                        (args_.save_strategy == "epoch" && epoch_ended);
+  const bool save_now = (args_.save_strategy == IntervalStrategy::kSteps && step % args_.save_steps == 0) ||
+                        (args_.save_strategy == IntervalStrategy::kEpoch && epoch_ended);
   if (save_now) save_checkpoint_now();
 }
 

@@ -26,7 +26,6 @@
 
 namespace zt::train {
 
-class Zero3Optimizer;
 struct CheckpointRanks;
 
 // What is trained, and how a checkpoint stores and restores it (the full model's files, or
@@ -101,7 +100,6 @@ class Trainer {
   TrainingArguments args_;
   distributed::Communicator* comm_;
   std::unique_ptr<OptimizerEngine> optimizer_;
-  Zero3Optimizer* zero3_ = nullptr;  // the optimizer under ZeRO stage 3, which partitions the weights
   LossScaler scaler_;
   LrSchedule schedule_;
   TrainerState state_;

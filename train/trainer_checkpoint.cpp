@@ -6,7 +6,6 @@
 #include "runtime/log.h"
 #include "train/checkpoint/checkpoint_ranks.h"
 #include "train/trainer.h"
-#include "train/zero/zero3_optimizer.h"
 
 namespace zt::train {
 
@@ -41,10 +40,7 @@ void Trainer::save_checkpoint_now() {
 void Trainer::resume(const std::string& directory) {
   LoadedCheckpoint checkpoint = load_checkpoint(directory);
   const nlohmann::json& run = checkpoint.run_state;
-  if (zero3_ != nullptr)  // each rank reads the files into host memory and keeps its shards
-    zero3_->partitioner().load_through_host(saves_only_trainable(), [&] { model_.load(directory); });
-  else
-    model_.load(directory);
+  optimizer_->load_weights(saves_only_trainable(), [&] { model_.load(directory); });
   scheduler_step_ = run.at("scheduler_step").get<std::int64_t>();
   load_optimizer_state_on_ranks(checkpoint_ranks(), directory, *optimizer_, scheduler_step_);
   state_.log_history = checkpoint.trainer_state.value("log_history", nlohmann::json::array());

@@ -53,7 +53,7 @@ EncodedDataset load_samples(const std::string& path, const models::ChatTemplate&
                             const models::Tokenizer& tokenizer, const TrainingArguments& args) {
   const EncodeOptions options{.max_length = args.max_length,
                               .train_on_prompt = args.train_on_prompt,
-                              .overlong = args.overlong_samples == "skip" ? Overlong::kSkip : Overlong::kTruncate,
+                              .overlong = args.overlong_samples,
                               .workers = static_cast<int>(args.dataloader_num_workers)};
   EncodedDataset encoded = encode_dataset(load_dataset(path), chat_template, tokenizer, options);
   if (encoded.truncated) ZT_LOG(kWarn, path << ": " << encoded.truncated << " sample(s) truncated to --max_length " << args.max_length);
@@ -68,7 +68,7 @@ EncodedDataset load_samples(const std::string& path, const models::ChatTemplate&
 // for P-Tuning (models/peft/prefix_encoder_files.h), else the whole model.
 void set_save_and_load(TrainerModel& trained, const std::shared_ptr<models::CausalLM>& model,
                        const TrainingArguments& args) {
-  if (args.finetuning_type == "lora") {
+  if (args.finetuning_type == FinetuningType::kLora) {
     const models::LoraConfig lora = lora_config(args, model->config());
     trained.save = [model, lora](const std::string& dir) {
       models::save_lora_adapter(*model, lora, dir);
@@ -77,7 +77,7 @@ void set_save_and_load(TrainerModel& trained, const std::shared_ptr<models::Caus
     trained.load = [model](const std::string& dir) { models::load_lora_weights(*model, dir); };
     return;
   }
-  if (args.finetuning_type == "ptuning") {
+  if (args.finetuning_type == FinetuningType::kPtuning) {
     std::vector<models::NamedParameter> prefix;
     for (const TrainableParameter& p : trained.trainable) prefix.push_back({p.name, p.variable});
     trained.save = [model, config = prefix_config(args), prefix](const std::string& dir) {
@@ -118,7 +118,7 @@ void train_one_rank(const TrainingArguments& args, distributed::Communicator* co
   TrainerData data;
   data.train = load_samples(args.train_file, *chat_template, *tokenizer, args).samples;
   if (!args.validation_file.empty()) data.eval = load_samples(args.validation_file, *chat_template, *tokenizer, args).samples;
-  data.layout = {.pad_to_longest = args.padding == "longest", .pad_id = padding_token(*tokenizer)};
+  data.layout = {.pad_to_longest = args.padding == Padding::kLongest, .pad_id = padding_token(*tokenizer)};
   const models::ModelConfig config = models::load_config(args.model_name_or_path);
   auto count = [&](std::int64_t micro) {
     const std::int64_t batches = static_cast<std::int64_t>(
@@ -140,7 +140,7 @@ void train_one_rank(const TrainingArguments& args, distributed::Communicator* co
   ZT_LOG(kInfo, trainable_summary(*model, trained.trainable));
   set_save_and_load(trained, model, args);
   Trainer trainer(trained, std::move(data), plan, args, comm);
-  report_model_states(comm, held_model_states(trainer.optimizer(), plan.zero.stage, working_weight_bytes(*model, trained)),
+  report_model_states(comm, held_model_states(trainer.optimizer(), working_weight_bytes(*model, trained)),
                       device);
   trainer.train();
   ZT_LOG(kInfo, "saved the model to " << args.output_dir);

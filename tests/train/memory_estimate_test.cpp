@@ -158,7 +158,7 @@ TEST_P(HeldByTheOptimizer, MatchesTheEstimateOnEveryStage) {
       models::CausalLM model(config, {.dtype = DType::kF32});
       ZeroOptimizer optimizer(trainable_of(model), OptimizerConfig{}, comm, stage, kBucket);
       std::lock_guard<std::mutex> lock(mutex);
-      held[comm.rank()] = held_model_states(optimizer, stage, model.num_parameters() * 4).gpu;
+      held[comm.rank()] = held_model_states(optimizer, model.num_parameters() * 4).gpu;
       state_numel[comm.rank()] = optimizer.state_numel();
     });
     for (int rank = 0; rank < kWorld; ++rank) {
@@ -175,7 +175,7 @@ TEST_P(HeldByTheOptimizer, MatchesTheEstimateOnEveryStage) {
   }
   models::CausalLM model(config, {.dtype = DType::kF32});
   Optimizer single(trainable_of(model), OptimizerConfig{});
-  const HeldModelStates one = held_model_states(single, 0, model.num_parameters() * 4);
+  const HeldModelStates one = held_model_states(single, model.num_parameters() * 4);
   const MemoryEstimate estimated = estimate_model_states(config, {.gpus_per_node = 1, .dtype = DType::kF32});
   EXPECT_EQ(estimated.gpu.total(), one.gpu.total());
   EXPECT_EQ(one.host.total(), 0);
@@ -203,17 +203,17 @@ TEST_P(HeldByTheOptimizer, Stage3AndOffloadMatchTheEstimateOnRanks) {
     models::CausalLM model(config, {.dtype = DType::kF32});
     const HeldModelStates offload = [&] {
       ZeroOptimizer optimizer(trainable_of(model), OptimizerConfig{}, comm, 2, 700, {.enabled = true});
-      return held_model_states(optimizer, 2, model.num_parameters() * 4);
+      return held_model_states(optimizer, model.num_parameters() * 4);
     }();
     const HeldModelStates offload3 = [&] {
       models::CausalLM partitioned(config, {.dtype = DType::kF32});
       Zero3Optimizer optimizer(partitioned, trainable_of(partitioned), OptimizerConfig{}, comm, zero, {.enabled = true});
-      return held_model_states(optimizer, 3, partitioned.num_parameters() * 4);
+      return held_model_states(optimizer, partitioned.num_parameters() * 4);
     }();
     Zero3Optimizer optimizer(model, trainable_of(model), OptimizerConfig{}, comm, zero);
     std::lock_guard<std::mutex> lock(mutex);
     held3_offload[comm.rank()] = offload3;
-    held3[comm.rank()] = held_model_states(optimizer, 3, model.num_parameters() * 4);
+    held3[comm.rank()] = held_model_states(optimizer, model.num_parameters() * 4);
     held_offload[comm.rank()] = offload;
   });
   for (int rank = 0; rank < kWorld; ++rank) {
@@ -234,7 +234,7 @@ TEST_P(HeldByTheOptimizer, OffloadMatchesTheEstimateOnOneDevice) {
   const models::ModelConfig config = models::parse_config(models::tiny_config_json(GetParam()), "tiny config.json");
   models::CausalLM model(config, {.dtype = DType::kF32});
   Optimizer offloaded(trainable_of(model), OptimizerConfig{}, {.enabled = true});
-  const HeldModelStates held = held_model_states(offloaded, 0, model.num_parameters() * 4);
+  const HeldModelStates held = held_model_states(offloaded, model.num_parameters() * 4);
   const MemoryEstimate estimated =
       estimate_model_states(config, {.offload = true, .gpus_per_node = 1, .dtype = DType::kF32});
   expect_within_5_percent(estimated.gpu.total(), held.gpu.total(), "device");

@@ -9,6 +9,7 @@
 
 #include "models/config/config.h"
 #include "tensor/safetensors/safetensors.h"
+#include "tests/common/process_test_util.h"
 #include "train/training_job.h"
 
 namespace zt::train {
@@ -16,14 +17,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class PtuningTraining : public ::testing::Test {
+class PtuningTraining : public testing::FolderTest {
  protected:
-  void SetUp() override {
-    root_ = fs::temp_directory_path() / "zt_ptuning_training";
-    fs::remove_all(root_);
-  }
-  void TearDown() override { fs::remove_all(root_); }
-
   void train(const fs::path& output_dir, std::vector<std::string> extra = {}) {
     std::vector<std::string> args = {
         "--model_name_or_path", std::string(ZT_SOURCE_DIR) + "/examples/tiny-qwen", "--train_file",
@@ -34,8 +29,6 @@ class PtuningTraining : public ::testing::Test {
     args.insert(args.end(), extra.begin(), extra.end());
     run_training_job(parse_training_arguments(args));
   }
-
-  fs::path root_;
 };
 
 std::vector<std::string> sorted_names(const SafetensorsFile& file) {
@@ -45,7 +38,7 @@ std::vector<std::string> sorted_names(const SafetensorsFile& file) {
 }
 
 TEST_F(PtuningTraining, WritesThePrefixAloneAndResumesExactly) {
-  const fs::path whole = root_ / "whole", resumed = root_ / "resumed";
+  const fs::path whole = dir_ / "whole", resumed = dir_ / "resumed";
   train(whole);
   const std::vector<std::string> expected_names{
       "transformer.prefix_encoder.embedding.weight", "transformer.prefix_encoder.trans.0.bias",

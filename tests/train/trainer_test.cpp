@@ -16,7 +16,9 @@
 #include "models/init.h"
 #include "models/weights/weights.h"
 #include "tests/common/op_test_util.h"
+#include "tests/common/process_test_util.h"
 #include "tests/common/tiny_trainer_model.h"
+#include "tests/common/train_log_test_util.h"
 #include "train/checkpoint/checkpoint.h"
 #include "train/trainer.h"
 
@@ -42,15 +44,8 @@ std::vector<TokenizedSample> samples(int count) {
   return out;
 }
 
-class TrainerRun : public ::testing::Test {
+class TrainerRun : public testing::FolderTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("zt_trainer_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    fs::remove_all(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
   TrainingArguments arguments(std::vector<std::string> extra) {
     std::vector<std::string> all = {"--model_name_or_path", "tiny", "--output_dir", dir_.string(), "--train_file",
                                     "x", "--learning_rate", "3e-3", "--logging_steps", "5", "--save_strategy", "no",
@@ -86,15 +81,6 @@ class TrainerRun : public ::testing::Test {
     TrainerState state = built->train();
     return {model, state};
   }
-
-  std::vector<nlohmann::json> log_file_lines() const {
-    std::vector<nlohmann::json> lines;
-    std::ifstream in(dir_ / "train_log.jsonl");
-    for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
-    return lines;
-  }
-
-  fs::path dir_;
 };
 
 double first_logged_loss(const TrainerState& state) { return state.log_history.front()["loss"].get<double>(); }
@@ -268,7 +254,7 @@ TEST_F(TrainerRun, EvaluationIsLoggedAsHfDoes) {
 TEST_F(TrainerRun, EveryLogEntryGoesToTheJsonlFileAndTheCurvesAreDrawn) {
   auto [model, state] = run(arguments({"--max_steps", "6", "--logging_steps", "2", "--eval_strategy", "steps",
                                        "--eval_steps", "3", "--validation_file", "v"}));
-  const std::vector<nlohmann::json> lines = log_file_lines();
+  const std::vector<nlohmann::json> lines = testing::train_log_entries(dir_);
   ASSERT_EQ(lines.size(), state.log_history.size());
   for (std::size_t i = 0; i < lines.size(); ++i) EXPECT_EQ(lines[i], state.log_history[i]) << "entry " << i;
   const nlohmann::json& first = state.log_history.front();
@@ -285,7 +271,7 @@ TEST_F(TrainerRun, AResumedRunAppendsToTheJsonlFileWithoutRepeatingSteps) {
   auto [model, resumed] = run(arguments({"--max_steps", "7", "--logging_steps", "1", "--resume_from_checkpoint",
                                          (dir_ / "checkpoint-4").string()}));
   // Steps 5-7 and the summary of the first run were dropped and logged again by the second.
-  const std::vector<nlohmann::json> lines = log_file_lines();
+  const std::vector<nlohmann::json> lines = testing::train_log_entries(dir_);
   ASSERT_EQ(lines.size(), resumed.log_history.size());
   for (std::size_t i = 0; i < lines.size(); ++i) EXPECT_EQ(lines[i], resumed.log_history[i]) << "entry " << i;
   EXPECT_EQ(lines.size(), 8u);  // 7 steps and the summary

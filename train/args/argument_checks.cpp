@@ -14,17 +14,17 @@ void require(bool ok, std::vector<std::string>& errors, const std::string& messa
 
 // Method flags that mean nothing for other methods: giving one is a contradiction.
 void check_method_flags(const TrainingArguments& args, std::vector<std::string>& errors) {
-  static const std::vector<std::pair<std::string, std::vector<std::string>>> owned = {
-      {"freeze", {"freeze_trainable_layers", "freeze_trainable_modules"}},
-      {"lora", {"lora_rank", "lora_alpha", "lora_dropout", "lora_target"}},
-      {"ptuning", {"pre_seq_len", "prefix_projection"}},
+  static const std::vector<std::pair<FinetuningType, std::vector<std::string>>> owned = {
+      {FinetuningType::kFreeze, {"freeze_trainable_layers", "freeze_trainable_modules"}},
+      {FinetuningType::kLora, {"lora_rank", "lora_alpha", "lora_dropout", "lora_target"}},
+      {FinetuningType::kPtuning, {"pre_seq_len", "prefix_projection"}},
   };
   for (const auto& [method, flags] : owned) {
     if (args.finetuning_type == method) continue;
     for (const std::string& flag : flags)
       require(!args.was_given(flag), errors,
-              "--" + flag + " applies to --finetuning_type " + method + " only, but the type is " +
-                  args.finetuning_type);
+              "--" + flag + " applies to --finetuning_type " + name_of(method) + " only, but the type is " +
+                  name_of(args.finetuning_type));
   }
 }
 
@@ -43,7 +43,7 @@ void check_ranges(const TrainingArguments& args, std::vector<std::string>& error
   require(args.warmup_ratio >= 0 && args.warmup_ratio <= 1, errors, "--warmup_ratio must be in [0, 1]");
   require(args.warmup_steps >= 0, errors, "--warmup_steps must be >= 0");
   require(args.logging_steps > 0, errors, "--logging_steps must be > 0");
-  require(args.save_strategy != "steps" || args.save_steps > 0, errors,
+  require(args.save_strategy != IntervalStrategy::kSteps || args.save_steps > 0, errors,
           "--save_steps must be > 0 with --save_strategy steps");
   require(!args.save_total_limit || *args.save_total_limit > 0, errors, "--save_total_limit must be > 0");
   require(!args.eval_steps || *args.eval_steps > 0, errors, "--eval_steps must be > 0");
@@ -61,11 +61,11 @@ void check_ranges(const TrainingArguments& args, std::vector<std::string>& error
 
 void check_combinations(const TrainingArguments& args, std::vector<std::string>& errors) {
   require(!(args.bf16 && args.fp16), errors, "--bf16 and --fp16 both given: choose one");
-  require(!(args.packing && args.padding == "longest"), errors,
+  require(!(args.packing && args.padding == Padding::kLongest), errors,
           "--packing and --padding longest both given: packed rows hold several samples and are never padded; "
           "choose one");
-  require(args.eval_strategy == "no" || !args.validation_file.empty(), errors,
-          "--eval_strategy " + args.eval_strategy + " needs --validation_file");
+  require(args.eval_strategy == IntervalStrategy::kNo || !args.validation_file.empty(), errors,
+          std::string("--eval_strategy ") + name_of(args.eval_strategy) + " needs --validation_file");
   require(!(args.save_only_model && !args.resume_from_checkpoint.empty()), errors,
           "--save_only_model checkpoints cannot be resumed from; drop --resume_from_checkpoint or --save_only_model");
   static const std::regex device("auto|cpu|cuda|cuda:[0-9]+");

@@ -1,5 +1,7 @@
 #include "train/args/argument_table.h"
 
+#include "train/optim/lr_scheduler.h"
+
 namespace zt::train {
 
 const std::vector<ArgumentSpec>& argument_table() {
@@ -20,17 +22,16 @@ const std::vector<ArgumentSpec>& argument_table() {
       {"adam_beta2", &A::adam_beta2, {}, "AdamW beta2"},
       {"adam_epsilon", &A::adam_epsilon, {}, "AdamW epsilon"},
       {"max_grad_norm", &A::max_grad_norm, {}, "gradient clipping norm; 0 disables"},
-      {"lr_scheduler_type", &A::lr_scheduler_type,
-       {"linear", "cosine", "cosine_with_min_lr", "constant", "constant_with_warmup"}, "learning-rate schedule"},
+      {"lr_scheduler_type", &A::lr_scheduler_type, hf_schedule_names(), "learning-rate schedule"},
       {"lr_scheduler_kwargs", &A::lr_scheduler_kwargs, {}, "JSON object of schedule options, e.g. {\"min_lr_rate\": 0.1}"},
       {"warmup_ratio", &A::warmup_ratio, {}, "share of the steps spent warming up"},
       {"warmup_steps", &A::warmup_steps, {}, "warmup steps (overrides warmup_ratio when > 0)"},
       {"logging_steps", &A::logging_steps, {}, "log every N optimizer steps"},
-      {"save_strategy", &A::save_strategy, {"no", "steps", "epoch"}, "when to save checkpoints"},
+      {"save_strategy", &A::save_strategy, {}, "when to save checkpoints"},
       {"save_steps", &A::save_steps, {}, "save every N steps (save_strategy steps)"},
       {"save_total_limit", &A::save_total_limit, {}, "keep at most N checkpoints"},
       {"save_only_model", &A::save_only_model, {}, "checkpoints without optimizer state (cannot resume)"},
-      {"eval_strategy", &A::eval_strategy, {"no", "steps", "epoch"}, "when to evaluate"},
+      {"eval_strategy", &A::eval_strategy, {}, "when to evaluate"},
       {"eval_steps", &A::eval_steps, {}, "evaluate every N steps (default: logging_steps)"},
       {"report_to", &A::report_to, {"none"},
        "integrations: none (no tensorboard or wandb); metrics go to train_log.jsonl, trainer_state.json and the log"},
@@ -46,14 +47,14 @@ const std::vector<ArgumentSpec>& argument_table() {
       {"validation_file", &A::validation_file, {}, "evaluation data, same formats"},
       {"template", &A::template_name, {}, "chat template: qwen, chatglm3, glm4, chatglm2, none"},
       {"max_length", &A::max_length, {}, "longest sample in tokens; see --overlong_samples"},
-      {"overlong_samples", &A::overlong_samples, {"truncate", "skip"},
+      {"overlong_samples", &A::overlong_samples, {},
        "samples over max_length: truncate (cut the prompt first, keeping the last reply) or skip; both counted in the log"},
       {"train_on_prompt", &A::train_on_prompt, {}, "compute the loss on prompt tokens too"},
       {"packing", &A::packing, {}, "pack samples into full-length rows (no cross-attention)"},
-      {"padding", &A::padding, {"none", "longest"},
+      {"padding", &A::padding, {},
        "none: a micro-batch's samples back to back, nothing padded; longest: each padded with the pad token to the "
        "longest of its micro-batch (attention stays inside each sample either way)"},
-      {"finetuning_type", &A::finetuning_type, {"full", "freeze", "lora", "ptuning"}, "what is trained"},
+      {"finetuning_type", &A::finetuning_type, {}, "what is trained"},
       {"freeze_trainable_layers", &A::freeze_trainable_layers, {}, "freeze: train the last N layers"},
       {"freeze_trainable_modules", &A::freeze_trainable_modules, {}, "freeze: module names to train, or all"},
       {"lora_rank", &A::lora_rank, {}, "LoRA rank r"},

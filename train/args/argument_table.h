@@ -15,12 +15,13 @@ namespace zt::train {
 using ArgumentMember =
     std::variant<bool TrainingArguments::*, std::int64_t TrainingArguments::*, double TrainingArguments::*,
                  std::string TrainingArguments::*, std::optional<std::int64_t> TrainingArguments::*,
-                 std::optional<double> TrainingArguments::*>;
+                 std::optional<double> TrainingArguments::*, IntervalStrategy TrainingArguments::*,
+                 FinetuningType TrainingArguments::*, Overlong TrainingArguments::*, Padding TrainingArguments::*>;
 
 struct ArgumentSpec {
   const char* name;
   ArgumentMember member;
-  std::vector<std::string> choices;  // empty: any value of the member's type
+  std::vector<std::string> choices;  // empty: any value of the member's type (an enum's: its names)
   const char* help;
 };
 

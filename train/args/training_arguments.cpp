@@ -74,18 +74,25 @@ std::optional<double> parse_double(const std::string& value) {
   return std::nullopt;
 }
 
+std::string not_accepted(const std::string& flag, const std::string& value, const std::vector<std::string>& choices) {
+  std::string accepted;
+  for (const std::string& choice : choices) accepted += (accepted.empty() ? "" : ", ") + choice;
+  return flag + " '" + value + "' is not accepted; choose one of: " + accepted;
+}
+
 // Sets one argument from its text; returns an error line, empty on success.
 std::string assign(TrainingArguments& args, const ArgumentSpec& spec, const std::string& value) {
   const std::string flag = std::string("--") + spec.name;
-  if (!spec.choices.empty() && std::find(spec.choices.begin(), spec.choices.end(), value) == spec.choices.end()) {
-    std::string accepted;
-    for (const std::string& choice : spec.choices) accepted += (accepted.empty() ? "" : ", ") + choice;
-    return flag + " '" + value + "' is not accepted; choose one of: " + accepted;
-  }
+  if (!spec.choices.empty() && std::find(spec.choices.begin(), spec.choices.end(), value) == spec.choices.end())
+    return not_accepted(flag, value, spec.choices);
   return std::visit(
       [&](auto member) -> std::string {
         using Field = std::remove_reference_t<decltype(args.*member)>;
-        if constexpr (std::is_same_v<Field, bool>) {
+        if constexpr (std::is_enum_v<Field>) {
+          auto parsed = enum_from_name<Field>(value);
+          if (!parsed) return not_accepted(flag, value, enum_name_list<Field>());
+          args.*member = *parsed;
+        } else if constexpr (std::is_same_v<Field, bool>) {
           auto parsed = parse_bool(value);
           if (!parsed) return flag + " takes true or false, got '" + value + "'";
           args.*member = *parsed;
@@ -197,6 +204,7 @@ std::string training_arguments_json(const TrainingArguments& args) {
           using Field = std::remove_cvref_t<decltype(field)>;
           if constexpr (std::is_same_v<Field, std::optional<std::int64_t>> || std::is_same_v<Field, std::optional<double>>)
             return field ? nlohmann::ordered_json(*field) : nlohmann::ordered_json(nullptr);
+          else if constexpr (std::is_enum_v<Field>) return nlohmann::ordered_json(name_of(field));
           else return nlohmann::ordered_json(field);
         },
         spec.member);
@@ -214,6 +222,7 @@ std::string training_arguments_help() {
           using Field = std::remove_cvref_t<decltype(field)>;
           if constexpr (std::is_same_v<Field, bool>) return field ? "true" : "false";
           else if constexpr (std::is_same_v<Field, std::string>) return field.empty() ? "" : field;
+          else if constexpr (std::is_enum_v<Field>) return name_of(field);
           else if constexpr (std::is_same_v<Field, std::optional<std::int64_t>> ||
                              std::is_same_v<Field, std::optional<double>>)
             return field ? nlohmann::json(*field).dump() : "";

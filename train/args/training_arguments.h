@@ -3,13 +3,45 @@
 // HfArgumentParser reads `train.py args.json`).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "train/args/enum_names.h"
+#include "train/data/sample_encoding.h"
+
 namespace zt::train {
+
+// When checkpoints are saved (--save_strategy) and the model evaluated (--eval_strategy):
+// HF's IntervalStrategy.
+enum class IntervalStrategy { kNo, kSteps, kEpoch };
+constexpr std::array<EnumName<IntervalStrategy>, 3> enum_names(IntervalStrategy) {
+  return {{{IntervalStrategy::kNo, "no"}, {IntervalStrategy::kSteps, "steps"}, {IntervalStrategy::kEpoch, "epoch"}}};
+}
+
+// What is trained (--finetuning_type): every parameter, some layers, LoRA matrices beside the
+// frozen model, or a P-Tuning v2 prefix (train/finetuning.h).
+enum class FinetuningType { kFull, kFreeze, kLora, kPtuning };
+constexpr std::array<EnumName<FinetuningType>, 4> enum_names(FinetuningType) {
+  return {{{FinetuningType::kFull, "full"},
+           {FinetuningType::kFreeze, "freeze"},
+           {FinetuningType::kLora, "lora"},
+           {FinetuningType::kPtuning, "ptuning"}}};
+}
+
+// --overlong_samples names train/data/sample_encoding.h's Overlong.
+constexpr std::array<EnumName<Overlong>, 2> enum_names(Overlong) {
+  return {{{Overlong::kTruncate, "truncate"}, {Overlong::kSkip, "skip"}}};
+}
+
+// --padding: a micro-batch's samples back to back, or each padded to the longest of them.
+enum class Padding { kNone, kLongest };
+constexpr std::array<EnumName<Padding>, 2> enum_names(Padding) {
+  return {{{Padding::kNone, "none"}, {Padding::kLongest, "longest"}}};
+}
 
 struct TrainingArguments {
   // Model and output.
@@ -39,11 +71,11 @@ struct TrainingArguments {
 
   // Logging, saving, evaluating.
   std::int64_t logging_steps = 500;
-  std::string save_strategy = "steps";
+  IntervalStrategy save_strategy = IntervalStrategy::kSteps;
   std::int64_t save_steps = 500;
   std::optional<std::int64_t> save_total_limit;
   bool save_only_model = false;
-  std::string eval_strategy = "no";
+  IntervalStrategy eval_strategy = IntervalStrategy::kNo;
   std::optional<std::int64_t> eval_steps;  // defaults to logging_steps, as in HF
   std::string report_to = "none";
 
@@ -62,13 +94,13 @@ struct TrainingArguments {
   std::string validation_file;
   std::string template_name;  // --template; empty picks the model's own
   std::int64_t max_length = 1024;
-  std::string overlong_samples = "truncate";  // truncate | skip
+  Overlong overlong_samples = Overlong::kTruncate;
   bool train_on_prompt = false;
   bool packing = false;
-  std::string padding = "none";  // none | longest
+  Padding padding = Padding::kNone;
 
   // Fine-tuning method.
-  std::string finetuning_type = "lora";  // full | freeze | lora | ptuning
+  FinetuningType finetuning_type = FinetuningType::kLora;
   std::int64_t freeze_trainable_layers = 2;
   std::string freeze_trainable_modules = "all";
   std::int64_t lora_rank = 8;

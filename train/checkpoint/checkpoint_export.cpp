@@ -15,6 +15,7 @@
 #include "runtime/error.h"
 #include "runtime/log.h"
 #include "tensor/safetensors/safetensors_index.h"
+#include "train/args/training_arguments.h"
 #include "train/checkpoint/checkpoint.h"
 #include "train/checkpoint/optimizer_state_files.h"
 #include "train/checkpoint/streamed_safetensors.h"
@@ -29,7 +30,7 @@ constexpr const char* kMasterSuffix = ".master";
 // What export needs to know of a checkpoint folder.
 struct Checkpoint {
   std::string dir;
-  std::string finetuning_type;
+  FinetuningType finetuning_type = FinetuningType::kFull;  // as training_args.json names it
   std::string base;                // the model folder it was trained from
   std::optional<OptimizerStateFiles> masters;  // absent when saved with --save_only_model
 };
@@ -46,8 +47,8 @@ Checkpoint open_checkpoint(const CheckpointExport& request) {
                                                  ": not a checkpoint folder (no training_args.json); pass an "
                                                  "output_dir/checkpoint-N folder written by zerotune train");
   const nlohmann::ordered_json args = models::read_json_file(args_path.string());
+  const std::string type = json_string(args, "finetuning_type", args_path.string());
   Checkpoint checkpoint{.dir = request.checkpoint,
-                        .finetuning_type = json_string(args, "finetuning_type", args_path.string()),
                         .base = request.base_model.empty() ? json_string(args, "model_name_or_path", args_path.string())
                                                            : request.base_model,
                         .masters = std::nullopt};
@@ -56,6 +57,9 @@ Checkpoint open_checkpoint(const CheckpointExport& request) {
                  (request.base_model.empty() ? " (training_args.json's model_name_or_path); pass --model_name_or_path"
                                              : ""));
   checkpoint.masters = OptimizerStateFiles::open(request.checkpoint);
+  const std::optional<FinetuningType> method = enum_from_name<FinetuningType>(type);
+  ZT_REQUIRE(method, "--checkpoint " + checkpoint.dir + ": unknown finetuning_type '" + type + "' in training_args.json");
+  checkpoint.finetuning_type = *method;
   return checkpoint;
 }
 
@@ -96,7 +100,7 @@ void require_matching_masters(const Checkpoint& checkpoint, const std::vector<Ex
   const std::vector<std::string> problems = master_mismatches(parameters, *checkpoint.masters, all_trained);
   if (problems.empty()) return;
   std::string message = "the master weights of " + checkpoint.masters->source() + " do not match the " +
-                        checkpoint.finetuning_type + " parameters of " + checkpoint.base + ": " +
+                        name_of(checkpoint.finetuning_type) + " parameters of " + checkpoint.base + ": " +
                         std::to_string(problems.size()) + " problem(s)";
   for (const std::string& line : problems) message += "\n  " + line;
   fail(message + "\ncheck that the base model (--model_name_or_path) is the one the checkpoint was trained from");
@@ -147,7 +151,7 @@ void export_model_folder(const Checkpoint& checkpoint, const CheckpointExport& r
   if (from_masters) {
     std::vector<Expected> parameters;
     for (const models::ParamSpec& spec : specs) parameters.push_back({spec.name, spec.shape});
-    require_matching_masters(checkpoint, parameters, checkpoint.finetuning_type == "full");
+    require_matching_masters(checkpoint, parameters, checkpoint.finetuning_type == FinetuningType::kFull);
   }
   const SafetensorsCheckpoint base = SafetensorsCheckpoint::open(model_weights_path(checkpoint.base));
   const SafetensorsCheckpoint source =
@@ -210,15 +214,13 @@ std::string export_checkpoint(const CheckpointExport& request) {
   const Checkpoint checkpoint = open_checkpoint(request);
   require_not_folder(request.output_dir, checkpoint.dir, "checkpoint folder");
   require_not_folder(request.output_dir, checkpoint.base, "base model folder");
-  const std::string& type = checkpoint.finetuning_type;
-  ZT_REQUIRE(type != "ptuning", "--checkpoint " + checkpoint.dir +
+  const FinetuningType type = checkpoint.finetuning_type;
+  ZT_REQUIRE(type != FinetuningType::kPtuning, "--checkpoint " + checkpoint.dir +
                                     " is a P-Tuning checkpoint: its prefix encoder (config.json and model.safetensors "
                                     "there) already is the exported form; use the folder as it is, with "
                                     "--ptuning_checkpoint beside the base model");
-  ZT_REQUIRE(type == "full" || type == "freeze" || type == "lora",
-             "--checkpoint " + checkpoint.dir + ": unknown finetuning_type '" + type + "' in training_args.json");
-  ZT_REQUIRE(!request.merge_lora || type == "lora",
-             "--merge_lora: " + checkpoint.dir + " is a " + type + " checkpoint, not a LoRA one; drop --merge_lora");
+  ZT_REQUIRE(!request.merge_lora || type == FinetuningType::kLora,
+             "--merge_lora: " + checkpoint.dir + " is a " + name_of(type) + " checkpoint, not a LoRA one; drop --merge_lora");
   bool from_masters = !request.working_weights;
   if (from_masters && !checkpoint.masters) {
     ZT_LOG(kWarn, checkpoint.dir << " holds no optimizer state (saved with --save_only_model): exporting its model "
@@ -226,13 +228,13 @@ std::string export_checkpoint(const CheckpointExport& request) {
     from_masters = false;
   }
   const std::optional<DType> dtype = request.dtype ? request.dtype : from_masters ? std::optional(DType::kF32) : std::nullopt;
-  if (type != "lora")
+  if (type != FinetuningType::kLora)
     export_model_folder(checkpoint, request, from_masters, dtype);
   else if (request.merge_lora)
     export_merged_lora(checkpoint, request, from_masters, dtype);
   else
     export_adapter_folder(checkpoint, request, from_masters, dtype);
-  const std::string what = type == "lora" && !request.merge_lora ? "LoRA adapter" : "model";
+  const std::string what = type == FinetuningType::kLora && !request.merge_lora ? "LoRA adapter" : "model";
   return "exported the " + what + " of " + checkpoint.dir + " (" +
          (from_masters ? "float32 master weights" : "working weights") + ", base " + checkpoint.base + ") to " +
          request.output_dir + (dtype ? std::string(" as ") + dtype_name(*dtype) : std::string());

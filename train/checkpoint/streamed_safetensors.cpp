@@ -8,6 +8,7 @@
 #include "runtime/atomic_file.h"
 #include "runtime/error.h"
 #include "tensor/safetensors/safetensors_format.h"
+#include "tensor/safetensors/safetensors_index.h"
 
 namespace zt::train {
 namespace {
@@ -21,22 +22,6 @@ std::string five_digits(std::size_t n) {
 
 std::uint64_t planned_bytes(const PlannedTensor& tensor) {
   return safetensors::tensor_nbytes(tensor.dtype, tensor.shape, tensor.name, "the planned export");
-}
-
-std::vector<std::vector<PlannedTensor>> split_into_shards(const std::vector<PlannedTensor>& tensors,
-                                                          std::size_t max_shard_bytes) {
-  std::vector<std::vector<PlannedTensor>> shards;
-  std::uint64_t filled = 0;
-  for (const PlannedTensor& tensor : tensors) {
-    const std::uint64_t bytes = planned_bytes(tensor);
-    if (shards.empty() || (filled > 0 && filled + bytes > max_shard_bytes)) {
-      shards.emplace_back();
-      filled = 0;
-    }
-    shards.back().push_back(tensor);
-    filled += bytes;
-  }
-  return shards;
 }
 
 // <prefix>-NNNNN-of-MMMMM.safetensors, <prefix>.safetensors or its index: files a save owns.
@@ -106,7 +91,8 @@ std::vector<std::string> save_sharded_safetensors_streamed(const std::string& di
   std::error_code error;
   fs::create_directories(directory, error);
   ZT_REQUIRE(!error, "cannot create '" + directory + "': " + error.message());
-  const std::vector<std::vector<PlannedTensor>> shards = split_into_shards(plan.tensors(), max_shard_bytes);
+  const std::vector<std::vector<PlannedTensor>> shards =
+      split_into_shards(plan.tensors(), max_shard_bytes, planned_bytes);
   std::vector<std::string> paths;
   std::set<std::string> written;
   safetensors::ShardIndex index{0, {}};

@@ -1,14 +1,17 @@
 // The single-device optimizer under the trainer: fp32 master weights, fp32 Adam moments and
-// fp32 gradient buffers for the trainable parameters; gradients are added into those
-// buffers by gradient-ready hooks as backward produces them (the working-dtype gradient is
-// dropped at once), then one step unscales, measures the global norm, clips, skips on a
-// non-finite gradient, runs AdamW and writes the working weights. The ZeRO partitioner
-// replaces this class with one that owns a slice of each buffer per rank.
+// fp32 gradient buffers for the trainable parameters, laid end to end; gradients are added
+// into those buffers by gradient-ready hooks as backward produces them (the working-dtype
+// gradient is dropped at once), then one step unscales, measures the global norm, clips,
+// skips on a non-finite gradient, runs AdamW and writes the working weights (the step itself
+// is train/optim/adamw_step_core.h, shared with ZeRO's engines, which own a slice of each
+// buffer per rank).
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,8 +44,16 @@ struct StateSlice {
   Tensor master, exp_avg, exp_avg_sq;
 };
 
-// What the trainer steps: this single-device optimizer, or ZeRO's partitioned one
-// (train/zero/zero_optimizer.h) with the same contract.
+// The buffers an optimizer engine has allocated on this rank, for the start-up memory report.
+struct HeldBuffers {
+  std::int64_t state_numel = 0;     // fp32 master weights; each Adam moment has as many
+  std::int64_t gradient_numel = 0;  // fp32 gradients on the device: the owned ones and accumulation buffers
+  std::optional<std::int64_t> working_bytes;  // working weights the engine holds itself (ZeRO-3); none: the model's
+  const OptimizerOffload* offload = nullptr;  // where master and moments are, with offload
+};
+
+// What the trainer steps: this single-device optimizer, or ZeRO's partitioned ones
+// (train/zero/zero_optimizer.h, train/zero/zero3_optimizer.h) with the same contract.
 class OptimizerEngine {
  public:
   virtual ~OptimizerEngine() = default;
@@ -67,14 +78,33 @@ class OptimizerEngine {
   // Sets the held state from whole tensors by name (state_dict()'s form; extra names are
   // ignored), then refreshes the working weights. Collective under ZeRO.
   void load_state_dict(const std::map<std::string, Tensor>& state);
+
+  virtual HeldBuffers held_buffers() const = 0;
+
+  // The training loop's hooks into an engine that partitions the model's weights (ZeRO-3);
+  // the others hold them whole and need nothing.
+  // One micro-batch's forward and backward run between these.
+  virtual void begin_micro_batch() {}
+  virtual void end_micro_batch() {}
+  // Runs `use` where the model's weights are whole and readable: on every rank, or under
+  // ZeRO-3 (collective) on rank 0 only, into whose host memory they are gathered module by
+  // module; only the trainable ones when `only_trainable`.
+  virtual void with_whole_weights(bool only_trainable, const std::function<void()>& use);
+  // Runs `load`, which writes values into the model's weights (only the trainable ones when
+  // `only_trainable`): in place, or under ZeRO-3 into whole host tensors of which each rank
+  // then keeps its shards.
+  virtual void load_weights(bool only_trainable, const std::function<void()>& load);
 };
 
+class AdamWStepCore;
+
 // With offload, master weights and moments live in host memory (train/optim/optimizer_offload.h)
-// and the gradients, laid end to end in one device buffer, go there to be applied.
+// and the gradients go there to be applied.
 class Optimizer : public OptimizerEngine {
  public:
   Optimizer(std::vector<TrainableParameter> parameters, const OptimizerConfig& config,
             const OffloadOptions& offload = {});
+  ~Optimizer() override;
   Optimizer(const Optimizer&) = delete;
   Optimizer& operator=(const Optimizer&) = delete;
 
@@ -89,21 +119,17 @@ class Optimizer : public OptimizerEngine {
   std::map<std::string, Tensor> state_dict() const override;
   std::vector<StateSlice> held_state() const override;
   void refresh_working_weights() override;
+  HeldBuffers held_buffers() const override;
 
   // Null without offload.
-  const OptimizerOffload* offload() const { return offload_.get(); }
+  const OptimizerOffload* offload() const;
 
  private:
-  void offload_state(const OffloadOptions& options);
-  void step_offloaded(const ops::AdamWConfig& adam);
+  void write_parameters(const Tensor& partition);
 
   std::vector<TrainableParameter> parameters_;
-  OptimizerConfig config_;
-  std::vector<Tensor> master_, exp_avg_, exp_avg_sq_, grads_;
-  // Offload only: where each parameter starts in the flat buffers, and the gradients'.
-  std::vector<std::int64_t> offsets_;
-  Tensor flat_grads_;
-  std::unique_ptr<OptimizerOffload> offload_;
+  std::unique_ptr<AdamWStepCore> core_;
+  std::vector<Tensor> grads_;  // per parameter, a view of the core's gradients
 };
 
 // HF's grouping: no weight decay for biases and for norm weights (1-D parameters).

@@ -5,11 +5,11 @@
 #include <sstream>
 #include <utility>
 
-#include "ops/elementwise/accumulate.h"
 #include "runtime/terminal/byte_format.h"
-#include "runtime/current_stream.h"
+#include "runtime/streams/current_stream.h"
 #include "runtime/error.h"
 #include "runtime/log.h"
+#include "train/optim/adamw_step_core.h"
 
 namespace zt::train {
 namespace {
@@ -31,7 +31,7 @@ double OffloadStepStats::overlap() const {
 
 OptimizerOffload::OptimizerOffload(const Tensor& master, std::vector<OffloadSegment> segments, DType working_dtype,
                                    Device device, const OptimizerConfig& config, const OffloadOptions& options)
-    : config_(config), device_(device), adam_(options.threads) {
+    : config_(config), device_(device), adam_(options.threads), log_report_(options.log_report) {
   const std::int64_t numel = master.numel();
   ZT_REQUIRE(options.tile_numel > 0, "optimizer offload: tile_numel must be > 0, got " +
                                          std::to_string(options.tile_numel));
@@ -82,12 +82,8 @@ double OptimizerOffload::update_tile(const Tile& tile, const ops::AdamWConfig& a
   const std::int64_t working_size = static_cast<std::int64_t>(dtype_size(working_.dtype()));
   std::vector<ops::CpuAdamSpan> spans;
   for (const OffloadSegment& s : tile.segments) {
-    double decay = s.weight_decay;
-    if (!config_.decoupled_weight_decay && decay != 0.0) {
-      // Adam with L2 regularisation: the decay joins the (scaled) gradient instead.
-      ops::accumulate_(grads_.narrow(0, s.offset, s.numel), master_.narrow(0, s.offset, s.numel), decay * adam.grad_scale);
-      decay = 0.0;
-    }
+    const double decay = update_weight_decay(grads_.narrow(0, s.offset, s.numel), master_.narrow(0, s.offset, s.numel),
+                                             s.weight_decay, config_, adam.grad_scale);
     spans.push_back({master_.data<float>() + s.offset, exp_avg_.data<float>() + s.offset,
                      exp_avg_sq_.data<float>() + s.offset, grads_.data<float>() + s.offset,
                      static_cast<char*>(working_.data_ptr()) + s.offset * working_size, working_.dtype(), s.numel,
@@ -176,17 +172,7 @@ std::string OptimizerOffload::report() const {
 }
 
 void OptimizerOffload::log_report_once() {
-  if (!std::exchange(reported_, true)) ZT_LOG(kInfo, report());
-}
-
-std::vector<OffloadSegment> owned_segments(const ZeroLayout& layout, int rank, double weight_decay,
-                                           const std::function<bool(std::size_t parameter)>& decays) {
-  std::vector<OffloadSegment> segments;
-  for (std::size_t b = 0; b < layout.buckets.size(); ++b)
-    for (const OwnedPiece& piece : layout.owned_pieces(b, rank))
-      segments.push_back({layout.partition_offset(b) + piece.chunk_offset, piece.numel,
-                          decays(piece.parameter) ? weight_decay : 0.0});
-  return segments;
+  if (log_report_ && !std::exchange(reported_, true)) ZT_LOG(kInfo, report());
 }
 
 }  // namespace zt::train

@@ -9,17 +9,15 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "ops/optim/cpu_adam.h"
-#include "runtime/stream.h"
+#include "runtime/streams/stream.h"
 #include "tensor/tensor.h"
 #include "train/deepspeed/deepspeed_config.h"
-#include "train/zero/zero_layout.h"
 
 namespace zt::train {
 
@@ -28,6 +26,7 @@ struct OffloadOptions {
   bool pin_memory = false;            // page-locked host memory; applies on a GPU run only
   std::int64_t tile_numel = 1 << 22;  // elements copied and updated at a time
   int threads = 0;                    // CPU Adam threads; 0: ops::default_cpu_adam_threads()
+  bool log_report = true;             // log the first update's figures (under ZeRO, rank 0 only)
 };
 
 // A run of the partition that belongs to one parameter, with that parameter's weight decay.
@@ -76,7 +75,8 @@ class OptimizerOffload {
   const OffloadStepStats& last_step() const { return last_; }
   // One line for the log: CPU Adam throughput, copy rate and overlap, host memory held.
   std::string report() const;
-  // report() at info level, after the first update only (later ones say the same).
+  // report() at info level, after the first update only (later ones say the same), unless
+  // the options turned it off.
   void log_report_once();
 
  private:
@@ -99,13 +99,8 @@ class OptimizerOffload {
   std::optional<Stream> to_host_, to_device_;  // GPU runs only
   std::vector<Event> copy_marks_;              // per tile: d2h start, d2h end, h2d start, h2d end
   OffloadStepStats last_;
+  bool log_report_;
   bool reported_ = false;
 };
-
-// The segments of a ZeRO rank's partition (stages 1-3): every piece of a parameter the rank
-// owns, at its place in the partition, with `weight_decay` where `decays(parameter)` says
-// so (the parameter is an index into the layout's parameter list).
-std::vector<OffloadSegment> owned_segments(const ZeroLayout& layout, int rank, double weight_decay,
-                                           const std::function<bool(std::size_t parameter)>& decays);
 
 }  // namespace zt::train

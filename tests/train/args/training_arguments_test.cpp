@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "tests/common/op_test_util.h"
 #include "train/args/training_arguments.h"
@@ -111,17 +112,34 @@ TEST(TrainingArguments, ConflictsAndMissingAreReportedTogether) {
 
 TEST(TrainingArguments, DataFlags) {
   TrainingArguments args = parse_training_arguments(base());
-  EXPECT_EQ(args.overlong_samples, "truncate");
-  EXPECT_EQ(args.padding, "none");
+  EXPECT_EQ(args.overlong_samples, Overlong::kTruncate);
+  EXPECT_EQ(args.padding, Padding::kNone);
   args = parse_training_arguments(with({"--overlong_samples", "skip", "--padding", "longest"}));
-  EXPECT_EQ(args.overlong_samples, "skip");
-  EXPECT_EQ(args.padding, "longest");
+  EXPECT_EQ(args.overlong_samples, Overlong::kSkip);
+  EXPECT_EQ(args.padding, Padding::kLongest);
   std::string msg = error_for(with({"--padding", "max_length"}));
   EXPECT_NE(msg.find("none, longest"), std::string::npos) << msg;
   msg = error_for(with({"--overlong_samples", "drop"}));
   EXPECT_NE(msg.find("truncate, skip"), std::string::npos) << msg;
   msg = error_for(with({"--packing", "--padding", "longest"}));
   EXPECT_NE(msg.find("--packing and --padding longest both given"), std::string::npos) << msg;
+}
+
+TEST(TrainingArguments, NamedValuesAreReadAndWrittenByName) {
+  TrainingArguments args = parse_training_arguments(
+      with({"--eval_strategy", "epoch", "--validation_file", "v.json", "--finetuning_type", "full"}));
+  EXPECT_EQ(args.eval_strategy, IntervalStrategy::kEpoch);
+  EXPECT_EQ(args.save_strategy, IntervalStrategy::kSteps);
+  EXPECT_EQ(args.finetuning_type, FinetuningType::kFull);
+  const nlohmann::json json = nlohmann::json::parse(training_arguments_json(args));
+  EXPECT_EQ(json["eval_strategy"], "epoch");
+  EXPECT_EQ(json["save_strategy"], "steps");
+  EXPECT_EQ(json["finetuning_type"], "full");
+  EXPECT_EQ(json["overlong_samples"], "truncate");
+  EXPECT_EQ(json["padding"], "none");
+  EXPECT_NE(training_arguments_help().find("[lora]"), std::string::npos);
+  EXPECT_EQ(error_for(with({"--save_strategy", "often"})),
+            "--save_strategy 'often' is not accepted; choose one of: no, steps, epoch");
 }
 
 TEST(TrainingArguments, RangesAreChecked) {

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "tests/common/op_test_util.h"
+#include "tests/common/process_test_util.h"
 #include "train/checkpoint/checkpoint.h"
 #include "train/checkpoint/optimizer_state_files.h"
 #include "train/checkpoint/trainer_state.h"
@@ -14,15 +15,8 @@ namespace zt::train {
 namespace {
 namespace fs = std::filesystem;
 
-class CheckpointDir : public ::testing::Test {
+class CheckpointDir : public testing::FolderTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("zt_ckpt_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    fs::remove_all(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
   CheckpointContents contents(std::int64_t step) {
     TrainerState state;
     state.global_step = step;
@@ -39,7 +33,6 @@ class CheckpointDir : public ::testing::Test {
     c.training_args = {{"learning_rate", 1e-4}};
     return c;
   }
-  fs::path dir_;
 };
 
 TEST_F(CheckpointDir, WritesHfLayoutAndLoadsBack) {

@@ -10,6 +10,7 @@
 
 #include "distributed/communicators/inprocess_communicator.h"
 #include "tests/common/optimizer_state_test_util.h"
+#include "tests/common/process_test_util.h"
 #include "train/checkpoint/optimizer_state_files.h"
 
 namespace zt::train {
@@ -30,20 +31,14 @@ class GivenState : public OptimizerEngine {
   std::map<std::string, Tensor> state_dict() const override { return {}; }
   std::vector<StateSlice> held_state() const override { return slices_; }
   void refresh_working_weights() override {}
+  HeldBuffers held_buffers() const override { return {}; }
 
  private:
   std::vector<StateSlice> slices_;
 };
 
-class OptimizerStateErrors : public ::testing::Test {
+class OptimizerStateErrors : public testing::FolderTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("zt_optstate_errors_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    fs::remove_all(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
   // Saves one step of training at `world` ranks, ZeRO stage 2.
   void train_and_save(int world) {
     distributed::run_inprocess_ranks(world, 10s, [&](distributed::Communicator& comm) {
@@ -72,7 +67,6 @@ class OptimizerStateErrors : public ::testing::Test {
   }
 
   fs::path checkpoint() const { return dir_ / "checkpoint-5"; }
-  fs::path dir_;
 };
 
 TEST_F(OptimizerStateErrors, AFailedWriteOnOneRankFailsTheSaveOnEveryRank) {

@@ -13,6 +13,7 @@
 #include "autograd/functions.h"
 #include "distributed/communicators/inprocess_communicator.h"
 #include "tests/common/optimizer_state_test_util.h"
+#include "tests/common/process_test_util.h"
 #include "train/checkpoint/optimizer_state_files.h"
 
 namespace zt::train {
@@ -26,15 +27,8 @@ using state_test::Model;
 using state_test::save;
 using state_test::State;
 
-class OptimizerStateFilesTest : public ::testing::Test {
+class OptimizerStateFilesTest : public testing::FolderTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("zt_optstate_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    fs::remove_all(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
   // Trains one step at `world` ranks and `stage`, saves into dir_, and returns the whole
   // state (state_dict, gathered) it saved.
   State train_and_save(int world, int stage) {
@@ -76,7 +70,6 @@ class OptimizerStateFilesTest : public ::testing::Test {
     return loaded;
   }
 
-  fs::path dir_;
   std::map<int, std::vector<StateSlice>> held_;
 };
 

@@ -6,25 +6,19 @@
 #include <fstream>
 
 #include "tests/common/op_test_util.h"
+#include "tests/common/process_test_util.h"
 #include "train/data/dataset.h"
 
 namespace zt::train {
 namespace {
 
-class DatasetFile : public ::testing::Test {
+class DatasetFile : public testing::FolderTest {
  protected:
   std::string write(const std::string& name, const std::string& text) {
     auto path = dir_ / name;
     std::ofstream(path) << text;
     return path.string();
   }
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("zt_dataset_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  std::filesystem::path dir_;
 };
 
 TEST_F(DatasetFile, AlpacaWithInputSystemAndHistory) {

@@ -9,6 +9,7 @@
 #include "models/config/config.h"
 #include "models/init.h"
 #include "tests/common/op_test_util.h"
+#include "tests/common/process_test_util.h"
 #include "tests/common/tiny_trainer_model.h"
 #include "train/trainer.h"
 
@@ -72,15 +73,8 @@ TEST(Padding, LossAndGradientsEqualThePaddingFreeLayout) {
   }
 }
 
-class PaddedTraining : public ::testing::Test {
+class PaddedTraining : public testing::FolderTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("zt_padding_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    fs::remove_all(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
   // Two optimizer steps of four samples each on a fresh model (seed 7).
   std::pair<std::shared_ptr<models::CausalLM>, TrainerState> run(const BatchLayout& layout) {
     const TrainingArguments args = parse_training_arguments(
@@ -98,8 +92,6 @@ class PaddedTraining : public ::testing::Test {
     Trainer trainer(trained, std::move(data), plan, args);
     return {model, trainer.train()};
   }
-
-  fs::path dir_;
 };
 
 TEST_F(PaddedTraining, ReachesTheWeightsOfThePaddingFreeRunAndCountsPadTokensAsSeen) {

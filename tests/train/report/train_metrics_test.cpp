@@ -10,6 +10,8 @@
 #include "models/config/config.h"
 #include "runtime/error.h"
 #include "runtime/terminal/progress_bar.h"
+#include "tests/common/process_test_util.h"
+#include "tests/common/train_log_test_util.h"
 #include "train/report/train_log.h"
 #include "train/report/train_metrics.h"
 
@@ -90,29 +92,15 @@ TEST(ProgressLine, ShowsStepPercentElapsedEtaSpeedAndLoss) {
   EXPECT_EQ(progress_line({.step = 0, .max_steps = 10, .steps_this_run = 0, .elapsed_seconds = 0, .loss = {}}), "0/10 0% [00:00<?]");
 }
 
-class TrainLog : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / "zt_train_log_test";
-    fs::remove_all(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::vector<nlohmann::json> lines() const {
-    std::vector<nlohmann::json> out;
-    std::ifstream in(dir_ / TrainLogFile::kFileName);
-    for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line));
-    return out;
-  }
-  fs::path dir_;
-};
+class TrainLog : public testing::FolderTest {};
 
 TEST_F(TrainLog, EachEntryIsALineAtOnce) {
   TrainLogFile log(dir_.string(), std::nullopt);
   log.append({{"loss", 1.5}, {"step", 1}});
-  ASSERT_EQ(lines().size(), 1u);  // flushed while the file is still open
+  ASSERT_EQ(testing::train_log_entries(dir_).size(), 1u);  // flushed while the file is still open
   log.append({{"eval_loss", 1.25}, {"step", 1}});
-  ASSERT_EQ(lines().size(), 2u);
-  EXPECT_EQ(lines()[1]["eval_loss"], 1.25);
+  ASSERT_EQ(testing::train_log_entries(dir_).size(), 2u);
+  EXPECT_EQ(testing::train_log_entries(dir_)[1]["eval_loss"], 1.25);
 }
 
 TEST_F(TrainLog, AFreshRunStartsOverAndAResumedOneDropsWhatItWillRepeat) {
@@ -125,13 +113,13 @@ TEST_F(TrainLog, AFreshRunStartsOverAndAResumedOneDropsWhatItWillRepeat) {
     TrainLogFile log(dir_.string(), 2);  // resumed from checkpoint-2
     log.append({{"loss", 30}, {"step", 3}});
   }
-  std::vector<nlohmann::json> kept = lines();
+  std::vector<nlohmann::json> kept = testing::train_log_entries(dir_);
   ASSERT_EQ(kept.size(), 3u);
   EXPECT_EQ(kept[0]["step"], 1);
   EXPECT_EQ(kept[1]["step"], 2);
   EXPECT_EQ(kept[2]["loss"], 30);
   TrainLogFile fresh(dir_.string(), std::nullopt);
-  EXPECT_TRUE(lines().empty());
+  EXPECT_TRUE(testing::train_log_entries(dir_).empty());
 }
 
 }  // namespace

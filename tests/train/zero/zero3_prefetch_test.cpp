@@ -16,7 +16,10 @@
 #include "distributed/communicators/tracing_communicator.h"
 #include "models/weights/weights.h"
 #include "tensor/safetensors/safetensors.h"
+#include "tests/common/model_fixture_util.h"
 #include "tests/common/op_test_util.h"
+#include "tests/common/process_test_util.h"
+#include "tests/common/train_log_test_util.h"
 #include "train/data/batching.h"
 #include "train/finetuning.h"
 #include "train/training_job.h"
@@ -29,23 +32,16 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using models::ModuleKind;
 using models::ModuleRef;
+using testing::trainable_of;
 
 std::string source(const std::string& path) { return std::string(ZT_SOURCE_DIR) + "/" + path; }
 
-class Zero3Prefetch : public ::testing::Test {
+class Zero3Prefetch : public testing::FolderTest {
  protected:
-  void SetUp() override {
-    root_ = fs::temp_directory_path() /
-            ("zt_prefetch_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    fs::remove_all(root_);
-    fs::create_directories(root_);
-  }
-  void TearDown() override { fs::remove_all(root_); }
-
   // `zerotune train` on `ranks` in-process ranks under stage 3 with the given prefetch bucket
   // (0: no prefetch); returns the output folder.
   fs::path train(int ranks, std::int64_t prefetch_bucket, const std::string& name, bool trace = false) const {
-    const fs::path out = root_ / name, ds = root_ / (name + ".json");
+    const fs::path out = dir_ / name, ds = dir_ / (name + ".json");
     std::ofstream(ds) << R"({"train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": "auto",
         "gradient_clipping": "auto", "zero_optimization": {"stage": 3, "stage3_param_persistence_threshold": 100,
         "stage3_prefetch_bucket_size": )" << prefetch_bucket << "}}";
@@ -59,19 +55,7 @@ class Zero3Prefetch : public ::testing::Test {
     run_training_job(parse_training_arguments(flags));
     return out;
   }
-
-  fs::path root_;
 };
-
-std::vector<double> losses(const fs::path& out) {
-  std::vector<double> values;
-  std::ifstream in(out / "train_log.jsonl");
-  for (std::string line; std::getline(in, line);) {
-    const nlohmann::json entry = nlohmann::json::parse(line);
-    if (entry.contains("loss")) values.push_back(entry["loss"].get<double>());
-  }
-  return values;
-}
 
 TEST_F(Zero3Prefetch, EndsOnTheSameBitsAsWithoutPrefetch) {
   for (int ranks : {2, 3}) {
@@ -85,8 +69,8 @@ TEST_F(Zero3Prefetch, EndsOnTheSameBitsAsWithoutPrefetch) {
       ASSERT_EQ(got.names(), expected.names());
       for (const std::string& name : expected.names())
         EXPECT_EQ(max_abs_diff(got.get(name), expected.get(name)), 0.0) << name << " ranks " << ranks << " bucket " << bucket;
-      EXPECT_EQ(losses(prefetched), losses(plain)) << "ranks " << ranks;
-      EXPECT_EQ(losses(plain).size(), 3u);
+      EXPECT_EQ(testing::logged_values(prefetched, "loss"), testing::logged_values(plain, "loss")) << "ranks " << ranks;
+      EXPECT_EQ(testing::logged_values(plain, "loss").size(), 3u);
     }
   }
 }
@@ -127,12 +111,6 @@ void train_pass(models::CausalLM& model, Zero3Partitioner& partitioner, const Pa
   partitioner.end_pass();
 }
 
-std::vector<TrainableParameter> trainable_of(models::CausalLM& model) {
-  std::vector<TrainableParameter> trainable;
-  for (const auto& [n, v] : model.named_parameters()) trainable.push_back({n, v, decays(n, v.data())});
-  return trainable;
-}
-
 std::vector<TokenizedSample> samples(std::int32_t vocab) {
   std::vector<TokenizedSample> out;
   for (int s = 0; s < 4; ++s) {
@@ -155,8 +133,7 @@ TEST(Zero3PrefetchLimits, TheLiveParameterBoundHolds) {
     const PackedBatch batch = pack(samples(503), {static_cast<std::size_t>(comm.rank()), 2});
     for (const std::int64_t factor : {1, 2, 3, 1 << 20}) {
       auto model = models::load_model(source("tests/data/models/glm"));
-      std::vector<TrainableParameter> trainable;
-      for (const auto& [n, v] : model.named_parameters()) trainable.push_back({n, v, decays(n, v.data())});
+      const std::vector<TrainableParameter> trainable = trainable_of(model);
       if (largest == 0) {  // the largest module, measured by a partitioner of another copy
         auto probe = models::load_model(source("tests/data/models/glm"));
         largest = Zero3Partitioner(probe, trainable_of(probe), comm, 0).largest_module_numel();

@@ -36,6 +36,9 @@
 #include "models/weights/weights.h"
 #include "runtime/generator.h"
 #include "tensor/safetensors/safetensors.h"
+#include "tests/common/model_fixture_util.h"
+#include "tests/common/process_test_util.h"
+#include "tests/common/train_log_test_util.h"
 #include "train/checkpoint/checkpoint.h"
 #include "train/finetuning.h"
 #include "train/checkpoint/optimizer_state_files.h"
@@ -49,7 +52,8 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-std::string fixture(const std::string& name) { return std::string(ZT_SOURCE_DIR) + "/tests/data/models/" + name; }
+using testing::fixture_dir;
+using testing::trainable_of;
 
 // Pseudo-random token sequences of 5-12 tokens; the first two are the unlabelled prompt.
 std::vector<TokenizedSample> samples(int count, std::int32_t vocab) {
@@ -102,18 +106,10 @@ struct Spec {
 
 using Weights = std::map<std::string, Tensor>;
 
-class Zero3 : public ::testing::Test {
+class Zero3 : public testing::FolderTest {
  protected:
-  void SetUp() override {
-    root_ = fs::temp_directory_path() /
-            ("zt_zero3_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    fs::remove_all(root_);
-    fs::create_directories(root_);
-  }
-  void TearDown() override { fs::remove_all(root_); }
-
   fs::path deepspeed_config(const Spec& run) const {
-    return root_ / ("ds_" + std::to_string(run.stage) + "_" + std::to_string(run.persistence_threshold) + "_" +
+    return dir_ / ("ds_" + std::to_string(run.stage) + "_" + std::to_string(run.persistence_threshold) + "_" +
                     std::to_string(run.fp16_scale_power) + (run.offload ? "_offload" : "") + ".json");
   }
   // The single device reads it too (its stage then does not matter).
@@ -131,7 +127,7 @@ class Zero3 : public ::testing::Test {
 
   TrainingArguments arguments(const Spec& run, const fs::path& out) const {
     std::vector<std::string> all = {
-        "--model_name_or_path", fixture(run.model), "--output_dir", out.string(), "--train_file", "x",
+        "--model_name_or_path", fixture_dir(run.model), "--output_dir", out.string(), "--train_file", "x",
         "--learning_rate", "2e-3", "--weight_decay", "0.01", "--adam_epsilon", run.adam_epsilon,
         "--logging_steps", "1", "--save_strategy", "no", "--finetuning_type", run.method, "--max_length", "32",
         "--max_steps", std::to_string(run.steps), "--per_device_train_batch_size", std::to_string(run.micro),
@@ -152,7 +148,7 @@ class Zero3 : public ::testing::Test {
                                     const Spec& run) {
     TrainerModel trained;
     trained.model = model.get();
-    if (args.finetuning_type == "ptuning") {
+    if (args.finetuning_type == FinetuningType::kPtuning) {
       for (const auto& p : model->named_parameters()) p.variable.set_requires_grad(false);
       models::PrefixConfig config = prefix_config(args);
       config.dropout = run.prefix_dropout;
@@ -170,7 +166,7 @@ class Zero3 : public ::testing::Test {
       return trained;
     }
     trained.trainable = select_trainable(*model, args);
-    if (args.finetuning_type == "lora") {
+    if (args.finetuning_type == FinetuningType::kLora) {
       const models::LoraConfig lora = lora_config(args, model->config());
       trained.save = [model, lora](const std::string& d) { models::save_lora_adapter(*model, lora, d); };
       trained.load = [model](const std::string& d) { models::load_lora_weights(*model, d); };
@@ -185,7 +181,7 @@ class Zero3 : public ::testing::Test {
   TrainerState train_rank(const Spec& run, const fs::path& out, distributed::Communicator* comm) const {
     const TrainingArguments args = arguments(run, out);
     default_generator().manual_seed(99);  // every rank's (thread's) random stream starts alike
-    auto model = std::make_shared<models::CausalLM>(models::load_model(fixture(run.model)));
+    auto model = std::make_shared<models::CausalLM>(models::load_model(fixture_dir(run.model)));
     TrainerModel trained = trainer_model(model, args, run);
     TrainerData data{samples(96, static_cast<std::int32_t>(model->config().vocab_size)), {}};
     const std::int64_t world = comm ? comm->world_size() : 1;
@@ -199,7 +195,7 @@ class Zero3 : public ::testing::Test {
   // Trains into root/name and returns every tensor of the .safetensors files written there
   // (the model, the LoRA adapter or the prefix encoder).
   Weights train(const Spec& run, const std::string& name, TrainerState* state = nullptr) const {
-    const fs::path out = root_ / name;
+    const fs::path out = dir_ / name;
     write_deepspeed_config(run);
     if (run.world == 0) {
       TrainerState s = train_rank(run, out, nullptr);
@@ -224,8 +220,6 @@ class Zero3 : public ::testing::Test {
     }
     return weights;
   }
-
-  fs::path root_;
 };
 
 // Of every tensor, the relative error ‖got − expected‖ / ‖expected‖ (2-norms); the worst of
@@ -339,14 +333,19 @@ TEST_F(Zero3, DropoutMasksRepeatInTheRecompute) {
 }
 
 // fp16 with the loss scale starting at 2^126, at the edge of float32's range (the CPU model
-// is float32): the scaled gradients overflow in some steps and not in others, and every
-// rank must skip exactly the steps one device skips, halving the scale alike.
-TEST_F(Zero3, Fp16OverflowsSkipTheSameStepsOnEveryRank) {
+// is float32): the scaled gradients overflow in some steps and not in others.
+Spec fp16_at_the_edge() {
   Spec run;
   run.fp16_scale_power = 126;
   run.steps = 8;
   run.accumulation = 2;
   run.max_grad_norm = 0.5;
+  return run;
+}
+
+// Every rank must skip exactly the steps one device skips, halving the scale alike.
+TEST_F(Zero3, Fp16OverflowsSkipTheSameStepsOnEveryRank) {
+  Spec run = fp16_at_the_edge();
   auto scales = [](const TrainerState& state) {
     std::vector<std::pair<double, std::int64_t>> out;
     for (const nlohmann::json& entry : state.log_history)
@@ -388,11 +387,7 @@ TEST_F(Zero3, OffloadEndsOnTheWeightsWithoutOffload) {
 // Under fp16 with offload, every rank skips the steps stage 3 without offload skips (the
 // overflow verdict is agreed before the offloaded update starts).
 TEST_F(Zero3, OffloadSkipsTheSameFp16Overflows) {
-  Spec run;
-  run.fp16_scale_power = 126;
-  run.steps = 8;
-  run.accumulation = 2;
-  run.max_grad_norm = 0.5;
+  Spec run = fp16_at_the_edge();
   run.world = 3;
   auto skipped = [](const TrainerState& state) {
     std::vector<std::int64_t> out;
@@ -474,7 +469,7 @@ TEST_F(Zero3, CheckpointsResumeAtAnotherWorldSizeAndStage) {
     const std::string name = "writer_" + move.method + std::to_string(move.from_stage) +
                              std::to_string(move.from_world) + (move.from_offload ? "_offload" : "");
     train(writer, name);
-    const fs::path checkpoint = root_ / name / "checkpoint-2";
+    const fs::path checkpoint = dir_ / name / "checkpoint-2";
     expect_state_files_of_every_rank(checkpoint, writer);
     Spec reader = writer;
     reader.stage = move.to_stage;
@@ -495,7 +490,7 @@ TEST_F(Zero3, CheckpointsResumeAtAnotherWorldSizeAndStage) {
 // `zerotune train --inprocess_ranks 2` under the ZeRO-3 config users copy (every size
 // "auto"): the model files are whole, and equal those of a stage-2 run.
 TEST_F(Zero3, TheTrainingJobWritesWholeModelFiles) {
-  const fs::path ds = root_ / "ds.json";
+  const fs::path ds = dir_ / "ds.json";
   auto job = [&](int stage, const fs::path& out) {
     std::ofstream(ds) << R"({"train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": "auto",
         "gradient_clipping": "auto", "zero_optimization": {"stage": )" << stage << R"(, "overlap_comm": true,
@@ -511,21 +506,12 @@ TEST_F(Zero3, TheTrainingJobWritesWholeModelFiles) {
          "steps", "--eval_steps", "2",
          "--adam_epsilon", "1e-3", "--inprocess_ranks", "2", "--deepspeed", ds.string(), "--output_dir", out.string()}));
   };
-  job(3, root_ / "stage3");
-  job(2, root_ / "stage2");
-  const Weights stage3 = read_weights(root_ / "stage3"), stage2 = read_weights(root_ / "stage2");
+  job(3, dir_ / "stage3");
+  job(2, dir_ / "stage2");
+  const Weights stage3 = read_weights(dir_ / "stage3"), stage2 = read_weights(dir_ / "stage2");
   // Evaluation under stage 3 gathers the modules as training does, and logs the same loss.
-  auto eval_losses = [](const fs::path& dir) {
-    std::vector<double> losses;
-    std::ifstream in(dir / "train_log.jsonl");
-    for (std::string line; std::getline(in, line);) {
-      const nlohmann::json entry = nlohmann::json::parse(line);
-      if (entry.contains("eval_loss")) losses.push_back(entry["eval_loss"].get<double>());
-    }
-    return losses;
-  };
-  EXPECT_EQ(eval_losses(root_ / "stage3").size(), 2u);
-  EXPECT_EQ(eval_losses(root_ / "stage3"), eval_losses(root_ / "stage2"));
+  EXPECT_EQ(testing::logged_values(dir_ / "stage3", "eval_loss").size(), 2u);
+  EXPECT_EQ(testing::logged_values(dir_ / "stage3", "eval_loss"), testing::logged_values(dir_ / "stage2", "eval_loss"));
   const auto model = models::load_model(std::string(ZT_SOURCE_DIR) + "/examples/tiny-qwen");
   for (const auto& p : model.named_parameters()) {
     ASSERT_TRUE(stage3.count(p.name)) << p.name;
@@ -539,16 +525,14 @@ TEST_F(Zero3, TheTrainingJobWritesWholeModelFiles) {
 // holds nothing until gathered, and a gather rebuilds exactly the loaded value.
 TEST(Zero3Partitioner, EqualAlignedChunksCoverEveryElementOnce) {
   for (const std::string name : {"qwen2", "glm", "chatglm"}) {
-    const auto original = models::load_model(fixture(name));
+    const auto original = models::load_model(fixture_dir(name));
     for (int world : {1, 2, 3, 4}) {
       std::mutex mutex;
       std::vector<std::vector<int>> covered;  // per partitioner parameter, per element
       std::vector<bool> persistent;
       distributed::run_inprocess_ranks(world, 60s, [&](distributed::Communicator& comm) {
-        auto model = models::load_model(fixture(name));
-        std::vector<TrainableParameter> trainable;
-        for (const auto& [n, v] : model.named_parameters()) trainable.push_back({n, v, decays(n, v.data())});
-        Zero3Partitioner partitioner(model, trainable, comm, 100);
+        auto model = models::load_model(fixture_dir(name));
+        Zero3Partitioner partitioner(model, trainable_of(model), comm, 100);
         const ZeroLayout& layout = partitioner.layout();
         {
           std::lock_guard<std::mutex> lock(mutex);
@@ -640,13 +624,9 @@ void forward_backward(models::CausalLM& model, const PackedBatch& batch, double 
 // one module is ever whole at a time, and between steps every partitioned weight is empty.
 TEST(Zero3Partitioner, OneModuleWholeAtATime) {
   distributed::run_inprocess_ranks(2, 60s, [&](distributed::Communicator& comm) {
-    auto model = models::load_model(fixture("glm"));
-    std::vector<TrainableParameter> trainable;
-    for (const auto& [n, v] : model.named_parameters()) trainable.push_back({n, v, decays(n, v.data())});
-    ZeroConfig zero;
-    zero.stage = 3;
-    zero.stage3_param_persistence_threshold = 0;
-    Zero3Optimizer optimizer(model, trainable, OptimizerConfig{}, comm, zero);
+    auto model = models::load_model(fixture_dir("glm"));
+    Zero3Optimizer optimizer(model, trainable_of(model), OptimizerConfig{}, comm,
+                             {.stage = 3, .stage3_param_persistence_threshold = 0});
     CountingGatherer counting(optimizer.partitioner());
     model.set_parameter_gatherer(&counting);
     const std::vector<TokenizedSample> data = samples(8, 503);
@@ -670,13 +650,9 @@ TEST(Zero3Partitioner, OneModuleWholeAtATime) {
 // the next clean step goes through everywhere.
 TEST(Zero3Optimizer, AnOverflowOnOneRankSkipsTheStepOnAll) {
   distributed::run_inprocess_ranks(3, 60s, [&](distributed::Communicator& comm) {
-    auto model = models::load_model(fixture("qwen2"));
-    std::vector<TrainableParameter> trainable;
-    for (const auto& [n, v] : model.named_parameters()) trainable.push_back({n, v, decays(n, v.data())});
-    ZeroConfig zero;
-    zero.stage = 3;
-    zero.stage3_param_persistence_threshold = 100;
-    Zero3Optimizer optimizer(model, trainable, OptimizerConfig{}, comm, zero);
+    auto model = models::load_model(fixture_dir("qwen2"));
+    Zero3Optimizer optimizer(model, trainable_of(model), OptimizerConfig{}, comm,
+                             {.stage = 3, .stage3_param_persistence_threshold = 100});
     const Zero3Partitioner& partitioner = optimizer.partitioner();
     // An element of the first flat group that rank 2 owns.
     const OwnedPiece target = partitioner.layout().owned_pieces(0, 2).front();

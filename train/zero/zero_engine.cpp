@@ -1,0 +1,191 @@
+#include "train/zero/zero_engine.h"
+
+#include <utility>
+
+#include "distributed/communicators/collective_label.h"
+#include "ops/elementwise/accumulate.h"
+
+namespace zt::train {
+namespace {
+
+constexpr std::size_t kNone = static_cast<std::size_t>(-1);
+
+Tensor zeros_f32(std::int64_t n, Device device) { return Tensor::zeros({n}, DType::kF32, device); }
+Tensor flat(const Tensor& t) { return t.view({t.numel()}); }
+
+}  // namespace
+
+ZeroEngine::ZeroEngine(distributed::Communicator& communicator, int stage, Device device)
+    : comm_(communicator), stage_(stage), rank_(stage == 0 ? 0 : communicator.rank()), device_(device) {}
+
+void ZeroEngine::hold_state(ZeroLayout layout, std::vector<Parameter> parameters, const OptimizerConfig& config,
+                            const std::vector<TrainableParameter>& trainable, const OffloadOptions& offload) {
+  layout_ = std::move(layout);
+  parameters_ = std::move(parameters);
+  place_gradients();
+  OffloadOptions options = offload;
+  options.log_report = comm_.rank() == 0;
+  core_ = std::make_unique<AdamWStepCore>(config, owned_partition(), device_, options, trainable);
+  for (std::size_t i = 0; i < parameters_.size(); ++i)
+    if (bucket_of_[i] != kNone)
+      parameters_[i].variable.add_grad_ready_hook([this, i](const Tensor& grad) {
+        Tensor contribution = grad;  // the hook's argument is the leaf's slot, cleared next
+        on_gradient(i, contribution);
+        parameters_[i].variable.zero_grad();
+      });
+}
+
+// Each parameter's bucket and slot, and the staging buffers that stages 0 and 2 keep.
+void ZeroEngine::place_gradients() {
+  bucket_of_.assign(parameters_.size(), kNone);
+  slot_of_.assign(parameters_.size(), 0);
+  const bool keeps_staging = stage_ == 0 || stage_ == 2;
+  for (std::size_t b = 0; b < layout_.buckets.size(); ++b) {
+    for (std::size_t k = 0; k < layout_.buckets[b].parameters.size(); ++k) {
+      bucket_of_[layout_.buckets[b].parameters[k]] = b;
+      slot_of_[layout_.buckets[b].parameters[k]] = k;
+    }
+    staging_.push_back(keeps_staging ? zeros_f32(layout_.buckets[b].padded_numel, device_) : Tensor());
+  }
+  ready_.assign(layout_.buckets.size(), 0);
+}
+
+// This rank's pieces of every bucket, where its chunks lie in its partition.
+OwnedPartition ZeroEngine::owned_partition() const {
+  OwnedPartition owned;
+  owned.numel = layout_.partition_numel;
+  for (std::size_t b = 0; b < layout_.buckets.size(); ++b)
+    for (const OwnedPiece& piece : layout_.owned_pieces(b, rank_)) {
+      const Parameter& p = parameters_[piece.parameter];
+      owned.spans.push_back({p.name, p.shape, piece.parameter_offset, layout_.partition_offset(b) + piece.chunk_offset,
+                             piece.numel, p.decays});
+      owned.initial.push_back(initial_values(b, piece));
+    }
+  return owned;
+}
+
+Tensor ZeroEngine::initial_values(std::size_t /*bucket*/, const OwnedPiece& piece) const {
+  return flat(parameters_[piece.parameter].variable.data()).narrow(0, piece.parameter_offset, piece.numel);
+}
+
+Tensor ZeroEngine::owned(const Tensor& partition, std::size_t bucket) const {
+  return partition.narrow(0, layout_.partition_offset(bucket), layout_.buckets[bucket].chunk());
+}
+
+std::string ZeroEngine::label(const std::string& what, std::size_t bucket) const {
+  return "stage " + std::to_string(stage_) + " " + what + ", bucket " + std::to_string(bucket);
+}
+
+void ZeroEngine::on_gradient(std::size_t parameter, const Tensor& grad) {
+  const std::size_t b = bucket_of_[parameter];
+  const ZeroBucket& bucket = layout_.buckets[b];
+  const std::size_t k = slot_of_[parameter];
+  if (!staging_[b].defined()) staging_[b] = zeros_f32(bucket.padded_numel, device_);
+  ops::accumulate_(staging_[b].narrow(0, bucket.offsets[k], bucket.numels[k]), grad.reshape({bucket.numels[k]}));
+  if (++ready_[b] == bucket.parameters.size()) reduce_bucket(b);
+}
+
+// Stage 0: all-reduce the bucket and keep all of it; later stages: reduce-scatter it and keep
+// this rank's chunk of the sum, added to the gradient it owns (accumulating over
+// micro-batches). The staging buffer is cleared for the next backward, or freed (stage 3).
+void ZeroEngine::reduce_bucket(std::size_t b) {
+  Tensor& staging = staging_[b];
+  if (stage_ == 0) {
+    distributed::CollectiveLabel collective([&] { return label("all-reduce gradients", b); });
+    comm_.all_reduce(staging, distributed::ReduceOp::kSum);
+    ops::accumulate_(owned(core_->grads(), b), staging);
+  } else {
+    Tensor chunk = zeros_f32(layout_.buckets[b].chunk(), device_);
+    distributed::CollectiveLabel collective([&] { return label("reduce-scatter gradients", b); });
+    comm_.reduce_scatter(staging, chunk);
+    ops::accumulate_(owned(core_->grads(), b), chunk);
+  }
+  if (stage_ == 3) staging = Tensor();
+  else staging.zero_();
+  ready_[b] = 0;
+}
+
+StepResult ZeroEngine::finish_step(const StepRequest& request) {
+  for (std::size_t b = 0; b < layout_.buckets.size(); ++b)
+    if (ready_[b] > 0) reduce_bucket(b);
+  return core_->step(request, gradient_norm(),
+                     [this](const Tensor& offloaded) { write_all_working_weights(offloaded); });
+}
+
+// Stage 0: every rank holds every gradient and measures the same norm. Later stages agree on
+// it; on a GPU stages 1 and 2 sum the squares in float32 and stage 3 in float64, each as it
+// always has, so that results stay the same bit for bit.
+GradientNorm ZeroEngine::gradient_norm() const {
+  if (stage_ == 0) return local_gradient_norm({core_->grads()});
+  return agreed_gradient_norm(comm_, core_->grads(), "stage " + std::to_string(stage_) + " all-reduce gradient norm",
+                              stage_ == 3 ? DType::kF64 : DType::kF32);
+}
+
+DType ZeroEngine::working_dtype(std::size_t b) const {
+  return parameters_[layout_.buckets[b].parameters[0]].variable.data().dtype();
+}
+
+void ZeroEngine::write_all_working_weights(const Tensor& offloaded) {
+  for (std::size_t b = 0; b < layout_.buckets.size(); ++b)
+    write_working_weights(b, offloaded.defined() ? owned(offloaded, b)
+                                                 : core_->working_from_masters(layout_.partition_offset(b),
+                                                                               layout_.buckets[b].chunk(),
+                                                                               working_dtype(b)));
+}
+
+void ZeroEngine::write_working_weights(std::size_t b, const Tensor& chunk) {
+  const ZeroBucket& bucket = layout_.buckets[b];
+  Tensor full = chunk;
+  if (layout_.world_size > 1) {
+    full = Tensor::empty({bucket.padded_numel}, chunk.dtype(), device_);
+    distributed::CollectiveLabel collective([&] { return label("all-gather updated weights", b); });
+    comm_.all_gather(chunk, full);
+  }
+  for (std::size_t k = 0; k < bucket.parameters.size(); ++k)
+    flat(parameters_[bucket.parameters[k]].variable.data()).copy_from(full.narrow(0, bucket.offsets[k], bucket.numels[k]));
+}
+
+void ZeroEngine::zero_grad() { core_->zero_grad(); }
+
+// One bucket whole on the device at a time; each parameter's part goes to host memory.
+std::map<std::string, Tensor> ZeroEngine::state_dict() const {
+  std::map<std::string, Tensor> state;
+  for (std::size_t b = 0; b < layout_.buckets.size(); ++b) {
+    const ZeroBucket& bucket = layout_.buckets[b];
+    for (auto [suffix, partition] : {std::pair{".master", &core_->master()}, std::pair{".exp_avg", &core_->exp_avg()},
+                                     std::pair{".exp_avg_sq", &core_->exp_avg_sq()}}) {
+      Tensor chunk = owned(*partition, b).to(device_);  // the collective runs where the gradients are
+      Tensor full = chunk;
+      if (layout_.world_size > 1) {
+        full = Tensor::empty({bucket.padded_numel}, DType::kF32, device_);
+        distributed::CollectiveLabel collective(
+            [&] { return label("all-gather optimizer state " + std::string(suffix), b); });
+        comm_.all_gather(chunk, full);
+      }
+      for (std::size_t k = 0; k < bucket.parameters.size(); ++k) {
+        const Parameter& p = parameters_[bucket.parameters[k]];
+        Tensor host = Tensor::empty(p.shape, DType::kF32, Device::cpu());
+        flat(host).copy_from(full.narrow(0, bucket.offsets[k], bucket.numels[k]));
+        state[p.name + suffix] = host;
+      }
+    }
+  }
+  return state;
+}
+
+std::vector<StateSlice> ZeroEngine::held_state() const { return core_->held_state(); }
+
+std::int64_t ZeroEngine::staging_numel() const {
+  std::int64_t n = 0;
+  for (const Tensor& staging : staging_) n += staging.defined() ? staging.numel() : 0;
+  return n;
+}
+
+HeldBuffers ZeroEngine::held_buffers() const {
+  return {.state_numel = layout_.partition_numel,
+          .gradient_numel = layout_.partition_numel + staging_numel(),
+          .working_bytes = std::nullopt,
+          .offload = core_->offload()};
+}
+
+}  // namespace zt::train
