@@ -7,8 +7,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 
+#include "tests/common/process_test_util.h"
 #include "text/tokenizer/tokenizer.h"
 
 namespace zt::models {
@@ -23,11 +23,6 @@ struct CommandResult {
   int exit_code = -1;
   std::string out, err;
 };
-
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
 
 class TokenizeCommand : public ::testing::Test {
  protected:
@@ -44,7 +39,8 @@ class TokenizeCommand : public ::testing::Test {
     const std::string command = kBinary.string() + " tokenize " + args + " < " + (dir_ / "in").string() + " > " +
                                 (dir_ / "out").string() + " 2> " + (dir_ / "err").string();
     const int status = std::system(command.c_str());
-    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(dir_ / "out"), slurp(dir_ / "err")};
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, testing::read_text(dir_ / "out"),
+            testing::read_text(dir_ / "err")};
   }
   fs::path dir_;
 };

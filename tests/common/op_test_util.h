@@ -1,5 +1,6 @@
-// Helpers shared by the op and autograd tests: random inputs, error capture, and the
-// GPU-against-CPU comparison every CUDA test makes (poisoned outputs, no NaN, relative error).
+// Helpers shared by the op and autograd tests: random inputs, error capture, the stored shape
+// of a matmul operand, and the GPU-against-CPU comparison every CUDA test makes (poisoned
+// outputs, no NaN, relative error).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -14,8 +15,9 @@
 
 namespace zt::testing {
 
-inline Tensor random_tensor(const Shape& shape, std::uint64_t seed, DType dtype = DType::kF64, double mean = 0.0) {
-  return Tensor::normal(shape, seed, 0, mean, 1.0, dtype);
+inline Tensor random_tensor(const Shape& shape, std::uint64_t seed, DType dtype = DType::kF64, double mean = 0.0,
+                            double std_dev = 1.0) {
+  return Tensor::normal(shape, seed, 0, mean, std_dev, dtype);
 }
 
 // The message of the zt::Error that f throws, or "no error".
@@ -27,6 +29,14 @@ std::string error_of(F&& f) {
     return e.what();
   }
   return "no error";
+}
+
+// The stored shape of a matmul operand [rows, cols] used transposed or not, batched when
+// batch > 0.
+inline Shape stored_operand_shape(std::int64_t batch, std::int64_t rows, std::int64_t cols, bool transpose) {
+  Shape shape = transpose ? Shape{cols, rows} : Shape{rows, cols};
+  if (batch > 0) shape.insert(shape.begin(), batch);
+  return shape;
 }
 
 inline void expect_mentions(const std::string& message, std::initializer_list<const char*> parts) {
@@ -49,8 +59,9 @@ inline double gpu_tolerance(DType dtype) { return dtype == DType::kF32 ? 1e-5 : 
 struct CpuGpuPair {
   Tensor cpu, gpu;
 };
-inline CpuGpuPair random_pair(const Shape& shape, std::uint64_t seed, DType dtype, double mean = 0.0) {
-  Tensor cpu = random_tensor(shape, seed, dtype, mean);
+inline CpuGpuPair random_pair(const Shape& shape, std::uint64_t seed, DType dtype, double mean = 0.0,
+                              double std_dev = 1.0) {
+  Tensor cpu = random_tensor(shape, seed, dtype, mean, std_dev);
   return {cpu, cpu.to(Device::cuda())};
 }
 
@@ -59,11 +70,16 @@ inline void expect_no_nan(const Tensor& t, const std::string& what) {
   for (std::size_t i = 0; i < values.size(); ++i) ASSERT_FALSE(std::isnan(values[i])) << what << ": NaN at " << i;
 }
 
-inline void expect_gpu_matches(const Tensor& gpu, const Tensor& cpu, double tolerance, const std::string& what) {
+// What a GPU result must be before its values can be compared with the CPU reference's.
+inline void assert_gpu_result_like(const Tensor& gpu, const Tensor& cpu, const std::string& what) {
   ASSERT_TRUE(gpu.defined()) << what;
   ASSERT_TRUE(gpu.device().is_cuda()) << what;
   ASSERT_EQ(gpu.shape(), cpu.shape()) << what;
   ASSERT_EQ(gpu.dtype(), cpu.dtype()) << what;
+}
+
+inline void expect_gpu_matches(const Tensor& gpu, const Tensor& cpu, double tolerance, const std::string& what) {
+  ASSERT_NO_FATAL_FAILURE(assert_gpu_result_like(gpu, cpu, what));
   expect_no_nan(gpu, what);
   EXPECT_LE(relative_error(gpu, cpu), tolerance) << what;
 }
@@ -71,10 +87,7 @@ inline void expect_gpu_matches(const Tensor& gpu, const Tensor& cpu, double tole
 // expect_gpu_matches with the largest absolute difference bounded instead of the relative
 // error: for a reference with no scale to be relative to, such as one of all zeros.
 inline void expect_gpu_near(const Tensor& gpu, const Tensor& cpu, double abs_tolerance, const std::string& what) {
-  ASSERT_TRUE(gpu.defined()) << what;
-  ASSERT_TRUE(gpu.device().is_cuda()) << what;
-  ASSERT_EQ(gpu.shape(), cpu.shape()) << what;
-  ASSERT_EQ(gpu.dtype(), cpu.dtype()) << what;
+  ASSERT_NO_FATAL_FAILURE(assert_gpu_result_like(gpu, cpu, what));
   expect_no_nan(gpu, what);
   EXPECT_LE(max_abs_diff(gpu, cpu), abs_tolerance) << what;
 }

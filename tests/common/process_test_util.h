@@ -1,6 +1,7 @@
 // What the tests that start processes or open sockets share: a folder of their own per test
-// (ctest runs tests as separate processes, several at once), a free loopback port, and the
-// built `zerotune` binary run as a user runs it.
+// (ctest runs tests as separate processes, several at once), and a fixture that gives each of
+// its tests one, empty, and removes it afterwards; a free loopback port; and the built
+// `zerotune` binary run as a user runs it.
 #pragma once
 
 #include <arpa/inet.h>
@@ -27,6 +28,18 @@ inline std::filesystem::path test_folder(const std::string& suite, bool fresh = 
   std::filesystem::create_directories(folder);
   return folder;
 }
+
+// Each test of a fixture derived from this one starts with dir_, an empty folder of its own
+// (test_folder of the fixture's name), and leaves nothing there when it ends.
+class FolderTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = test_folder(::testing::UnitTest::GetInstance()->current_test_info()->test_suite_name(), /*fresh=*/true);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  std::filesystem::path dir_;
+};
 
 // A port nobody listens on right now (the kernel's pick for an ephemeral bind).
 inline int free_loopback_port() {

@@ -5,7 +5,7 @@
 #include "runtime/device.h"
 #include "runtime/env_report.h"
 #include "runtime/error.h"
-#include "runtime/stream.h"
+#include "runtime/streams/stream.h"
 #include "tests/common/test_util.h"
 
 namespace zt {

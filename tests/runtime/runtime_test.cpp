@@ -7,21 +7,15 @@
 #include "runtime/error.h"
 #include "runtime/log.h"
 #include "runtime/rank.h"
+#include "tests/common/op_test_util.h"
 
 namespace zt {
 namespace {
 
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing::error_of;
 
 TEST(Check, CudaFailureNamesCallLocationAndReason) {
-  std::string m = message_of([] { ZT_CUDA_CHECK(cudaErrorInvalidValue); });
+  std::string m = error_of([] { ZT_CUDA_CHECK(cudaErrorInvalidValue); });
   EXPECT_NE(m.find("CUDA call `cudaErrorInvalidValue` failed at"), std::string::npos) << m;
   EXPECT_NE(m.find("runtime_test.cpp:"), std::string::npos) << m;
   EXPECT_NE(m.find("cudaErrorInvalidValue"), std::string::npos) << m;
@@ -38,14 +32,14 @@ TEST(Check, LibraryFailuresNameTheLibraryAndTheRank) {
   rank.world_size = 4;
   rank.distributed = true;
   set_thread_rank(rank);
-  std::string cublas = message_of([] { ZT_CUBLAS_CHECK(CUBLAS_STATUS_NOT_INITIALIZED); });
+  std::string cublas = error_of([] { ZT_CUBLAS_CHECK(CUBLAS_STATUS_NOT_INITIALIZED); });
   EXPECT_NE(cublas.find("cuBLAS call"), std::string::npos) << cublas;
   EXPECT_NE(cublas.find("on rank 3"), std::string::npos) << cublas;
   EXPECT_NE(cublas.find("CUBLAS_STATUS_NOT_INITIALIZED"), std::string::npos) << cublas;
-  std::string nccl = message_of([] { ZT_NCCL_CHECK(ncclInvalidArgument); });
+  std::string nccl = error_of([] { ZT_NCCL_CHECK(ncclInvalidArgument); });
   EXPECT_NE(nccl.find("NCCL call"), std::string::npos) << nccl;
   EXPECT_NE(nccl.find("NCCL_DEBUG=INFO"), std::string::npos) << nccl;
-  std::string cudnn = message_of([] { ZT_CUDNN_CHECK(CUDNN_STATUS_BAD_PARAM); });
+  std::string cudnn = error_of([] { ZT_CUDNN_CHECK(CUDNN_STATUS_BAD_PARAM); });
   EXPECT_NE(cudnn.find("cuDNN call"), std::string::npos) << cudnn;
   EXPECT_NE(cudnn.find("BAD_PARAM"), std::string::npos) << cudnn;
   set_thread_rank(rank_from_environment());
@@ -115,7 +109,7 @@ TEST(Device, AbsenceOfAGpuIsReportedNotThrown) {
   } else {
     EXPECT_EQ(cuda_device_count(), 0);
     EXPECT_FALSE(cuda_unavailable_reason().empty());
-    std::string m = message_of([] { require_gpu("training on cuda:0"); });
+    std::string m = error_of([] { require_gpu("training on cuda:0"); });
     EXPECT_NE(m.find("training on cuda:0 needs an NVIDIA GPU"), std::string::npos) << m;
     EXPECT_THROW(require_gpu("x"), NoGpuError);
     EXPECT_THROW(device_properties(0), Error);

@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "runtime/stream.h"
+#include "runtime/streams/stream.h"
 #include "tensor/tensor.h"
 #include "tests/common/test_util.h"
 

@@ -1,4 +1,4 @@
-// The tensor-core attention kernels (cuda/flash_attention*.cu, reached through ops for
+// The tensor-core attention kernels (cuda/attention/flash/flash_attention*.cu, reached through ops for
 // bfloat16/float16 with head_dim 64, 96 or 128) against the CPU reference on fresh random
 // inputs: forward out and lse, every gradient of both backward modes (atomic and deterministic
 // dQ), on single sequences of 1 to 2049 tokens, packed batches of uneven lengths, MQA and GQA

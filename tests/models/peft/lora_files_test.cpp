@@ -8,7 +8,6 @@
 #include <filesystem>
 #include <fstream>
 
-#include "autograd/grad_mode.h"
 #include "models/peft/lora_files.h"
 #include "models/weights/weights.h"
 #include "tests/common/model_fixture_util.h"
@@ -20,9 +19,9 @@ namespace {
 namespace fs = std::filesystem;
 
 using testing::fixture_batch;
+using testing::fixture_dir;
 using testing::logits_of;
 using Batch = testing::FixtureBatch;
-std::string fixture(const std::string& arch) { return testing::fixture_dir(arch); }
 
 std::string fresh_dir(const std::string& name) {
   fs::path dir = fs::path(ZT_BINARY_DIR) / "lora_files_test" / name;
@@ -39,20 +38,14 @@ LoraConfig attach_trained_looking_lora(CausalLM& model, std::vector<std::string>
   config.target_modules = std::move(targets);
   config.base_model_name_or_path = model.source_dir();
   attach_lora(model, config, seed);
-  autograd::NoGradGuard no_recording;
-  std::uint64_t offset = 0;
-  for (const auto& p : lora_parameters(model))
-    if (p.name.find("lora_B") != std::string::npos) {
-      Tensor b = p.variable.data();
-      b.copy_from(Tensor::normal(b.shape(), seed, offset++ * 1000, 0.0, 0.2, DType::kF32));
-    }
+  testing::randomize_lora_b(model, seed);
   return config;
 }
 
 void write_json(const std::string& path, const nlohmann::ordered_json& json) { std::ofstream(path) << json.dump(2); }
 
 TEST(LoraFiles, SaveWritesPeftsLayout) {
-  CausalLM model = load_model(fixture("qwen2"));
+  CausalLM model = load_model(fixture_dir("qwen2"));
   const LoraConfig config = attach_trained_looking_lora(model, {"q_proj", "v_proj"}, 1);
   const std::string dir = fresh_dir("layout");
   save_lora_adapter(model, config, dir);
@@ -64,7 +57,7 @@ TEST(LoraFiles, SaveWritesPeftsLayout) {
   EXPECT_EQ(json["bias"], "none");
   EXPECT_EQ(json["fan_in_fan_out"], false);
   EXPECT_EQ(json["target_modules"], (nlohmann::ordered_json{"q_proj", "v_proj"}));
-  EXPECT_EQ(json["base_model_name_or_path"], fixture("qwen2"));
+  EXPECT_EQ(json["base_model_name_or_path"], fixture_dir("qwen2"));
   const SafetensorsFile file = SafetensorsFile::open(dir + "/adapter_model.safetensors");
   EXPECT_EQ(file.names().size(), 12u);
   EXPECT_TRUE(file.contains("base_model.model.model.layers.2.self_attn.v_proj.lora_B.weight"));
@@ -75,14 +68,14 @@ TEST(LoraFiles, SaveWritesPeftsLayout) {
 
 TEST(LoraFiles, SaveThenLoadGivesTheSameLogits) {
   for (const char* arch : {"qwen2", "chatglm"}) {
-    CausalLM model = load_model(fixture(arch));
+    CausalLM model = load_model(fixture_dir(arch));
     const LoraConfig config = attach_trained_looking_lora(model, lora_module_names(model.config()), 2);
     const Batch batch = fixture_batch(arch);
     const Tensor adapted = logits_of(model, batch);
     const std::string dir = fresh_dir(std::string("round_trip_") + arch);
     save_lora_adapter(model, config, dir);
 
-    CausalLM reloaded = load_model(fixture(arch));
+    CausalLM reloaded = load_model(fixture_dir(arch));
     const LoraConfig read = load_lora_adapter(reloaded, dir);
     EXPECT_EQ(read.target_modules, config.target_modules);
     EXPECT_DOUBLE_EQ(read.scale(), config.scale());
@@ -91,11 +84,11 @@ TEST(LoraFiles, SaveThenLoadGivesTheSameLogits) {
 }
 
 TEST(LoraFiles, MismatchedAdapterIsReportedWhole) {
-  CausalLM model = load_model(fixture("qwen2"));
+  CausalLM model = load_model(fixture_dir("qwen2"));
   const LoraConfig config = attach_trained_looking_lora(model, {"q_proj", "v_proj"}, 3);
   const std::string dir = fresh_dir("mismatch");
   save_lora_adapter(model, config, dir);
-  CausalLM other = load_model(fixture("qwen2"));
+  CausalLM other = load_model(fixture_dir("qwen2"));
   LoraConfig wider = config;
   wider.target_modules = {"q_proj", "k_proj"};
   wider.rank = 2;
@@ -107,7 +100,7 @@ TEST(LoraFiles, MismatchedAdapterIsReportedWhole) {
 }
 
 TEST(LoraFiles, UnsupportedPeftSettingsAreNamed) {
-  CausalLM model = load_model(fixture("qwen2"));
+  CausalLM model = load_model(fixture_dir("qwen2"));
   const LoraConfig config = attach_trained_looking_lora(model, {"q_proj"}, 4);
   const std::string dir = fresh_dir("unsupported");
   save_lora_adapter(model, config, dir);
@@ -138,7 +131,7 @@ TEST(LoraFiles, UnsupportedPeftSettingsAreNamed) {
 // fixture and compute these logits.
 TEST(LoraFiles, WritesAdaptersForPeftToCheck) {
   for (const char* arch : {"qwen2", "qwen3", "glm", "glm4"}) {
-    CausalLM model = load_model(fixture(arch));
+    CausalLM model = load_model(fixture_dir(arch));
     const LoraConfig config = attach_trained_looking_lora(model, lora_module_names(model.config()), 5);
     const Batch batch = fixture_batch(arch);
     const std::string dir = (fs::path(ZT_BINARY_DIR) / "lora_peft_check" / arch).string();
@@ -153,17 +146,17 @@ TEST(LoraFiles, WritesAdaptersForPeftToCheck) {
 
 // PEFT's own adapter for the qwen2 fixture, with the logits PEFT computed on its batch.
 TEST(LoraFiles, LoadsPeftsAdapterAndMatchesPeftsLogits) {
-  const std::string dir = fixture("qwen2_lora");
+  const std::string dir = fixture_dir("qwen2_lora");
   ASSERT_TRUE(fs::is_regular_file(dir + "/adapter_model.safetensors") && fs::is_regular_file(dir + "/expected.safetensors"))
       << "no PEFT adapter fixture in " << dir << ": run `python3 scripts/check_peft.py fixture` (needs torch, "
       << "transformers and peft) to write it";
-  CausalLM model = load_model(fixture("qwen2"));
+  CausalLM model = load_model(fixture_dir("qwen2"));
   load_lora_adapter(model, dir);
   const Tensor expected = SafetensorsFile::open(dir + "/expected.safetensors").get("logits");
   const Tensor logits = logits_of(model, fixture_batch("qwen2"));
   ASSERT_EQ(logits.shape(), expected.shape());
   EXPECT_LE(relative_error(logits, expected), 1e-5);
-  CausalLM base = load_model(fixture("qwen2"));
+  CausalLM base = load_model(fixture_dir("qwen2"));
   EXPECT_GT(max_abs_diff(logits_of(base, fixture_batch("qwen2")), expected), 1e-3) << "the adapter changes nothing";
 }
 

@@ -6,7 +6,6 @@
 #include <filesystem>
 
 #include "autograd/functions.h"
-#include "autograd/grad_mode.h"
 #include "models/peft/adapters.h"
 #include "models/peft/lora.h"
 #include "models/weights/weights.h"
@@ -23,9 +22,10 @@ namespace {
 namespace fs = std::filesystem;
 
 using testing::fixture_batch;
+using testing::fixture_dir;
 using testing::logits_of;
+using testing::randomize_lora_b;
 using Batch = testing::FixtureBatch;
-std::string fixture(const std::string& arch) { return testing::fixture_dir(arch); }
 
 LoraConfig config_for(std::vector<std::string> targets, std::int64_t rank = 4, double alpha = 8.0) {
   LoraConfig config;
@@ -35,25 +35,14 @@ LoraConfig config_for(std::vector<std::string> targets, std::int64_t rank = 4, d
   return config;
 }
 
-// B drawn at random, so the update changes the model.
-void randomize_b(const CausalLM& model, std::uint64_t seed) {
-  autograd::NoGradGuard no_recording;
-  std::uint64_t offset = 0;
-  for (const auto& p : lora_parameters(model))
-    if (p.name.find("lora_B") != std::string::npos) {
-      Tensor b = p.variable.data();
-      b.copy_from(Tensor::normal(b.shape(), seed, offset++ * 1000, 0.0, 0.2, DType::kF32));
-    }
-}
-
 TEST(LoraTarget, NamesFollowEachArchitecturesModules) {
-  const ModelConfig qwen = load_config(fixture("qwen2"));
+  const ModelConfig qwen = load_config(fixture_dir("qwen2"));
   EXPECT_EQ(parse_lora_target("q_proj, v_proj", qwen), (std::vector<std::string>{"q_proj", "v_proj"}));
   EXPECT_EQ(parse_lora_target("all", qwen), (std::vector<std::string>{"q_proj", "k_proj", "v_proj", "o_proj",
                                                                        "gate_proj", "up_proj", "down_proj"}));
-  EXPECT_EQ(parse_lora_target("all", load_config(fixture("glm"))),
+  EXPECT_EQ(parse_lora_target("all", load_config(fixture_dir("glm"))),
             (std::vector<std::string>{"q_proj", "k_proj", "v_proj", "o_proj", "gate_up_proj", "down_proj"}));
-  const ModelConfig chatglm = load_config(fixture("chatglm"));
+  const ModelConfig chatglm = load_config(fixture_dir("chatglm"));
   EXPECT_EQ(parse_lora_target("query_key_value", chatglm), (std::vector<std::string>{"query_key_value"}));
   EXPECT_EQ(parse_lora_target("all", chatglm),
             (std::vector<std::string>{"query_key_value", "dense", "dense_h_to_4h", "dense_4h_to_h"}));
@@ -61,16 +50,17 @@ TEST(LoraTarget, NamesFollowEachArchitecturesModules) {
 }
 
 TEST(LoraTarget, UnknownNamesListTheModelsModules) {
-  testing::expect_mentions(testing::error_of([] { parse_lora_target("q_proj,qkv", load_config(fixture("qwen2"))); }),
-                           {"'qkv'", "q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj"});
-  testing::expect_mentions(testing::error_of([] { parse_lora_target("q_proj", load_config(fixture("chatglm"))); }),
+  testing::expect_mentions(
+      testing::error_of([] { parse_lora_target("q_proj,qkv", load_config(fixture_dir("qwen2"))); }),
+      {"'qkv'", "q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj"});
+  testing::expect_mentions(testing::error_of([] { parse_lora_target("q_proj", load_config(fixture_dir("chatglm"))); }),
                            {"'q_proj'", "query_key_value, dense"});
-  testing::expect_mentions(testing::error_of([] { parse_lora_target("lm_head", load_config(fixture("qwen2"))); }),
+  testing::expect_mentions(testing::error_of([] { parse_lora_target("lm_head", load_config(fixture_dir("qwen2"))); }),
                            {"'lm_head'"});
 }
 
 TEST(Lora, AttachesPeftNamedMatricesWithPeftsInit) {
-  CausalLM model = load_model(fixture("qwen2"));
+  CausalLM model = load_model(fixture_dir("qwen2"));
   attach_lora(model, config_for({"q_proj", "down_proj"}, 4, 8.0), 7);
   const auto params = lora_parameters(model);
   ASSERT_EQ(params.size(), 3u * 2u * 2u);  // 3 layers, 2 modules, A and B
@@ -92,7 +82,7 @@ TEST(Lora, AttachesPeftNamedMatricesWithPeftsInit) {
 
 TEST(Lora, AtStepZeroTheModelIsTheBaseModel) {
   for (const char* arch : {"qwen2", "chatglm", "glm4"}) {
-    CausalLM model = load_model(fixture(arch));
+    CausalLM model = load_model(fixture_dir(arch));
     const Batch batch = fixture_batch(arch);
     const Tensor base = logits_of(model, batch);
     attach_lora(model, config_for(parse_lora_target("all", model.config())), 3);
@@ -136,11 +126,11 @@ TEST(Lora, GradientsOfAAndBMatchFiniteDifferences) {
 
 TEST(Lora, MergedModelComputesTheAdaptedOne) {
   for (const char* arch : {"qwen2", "chatglm", "glm"}) {
-    CausalLM model = load_model(fixture(arch));
+    CausalLM model = load_model(fixture_dir(arch));
     const Batch batch = fixture_batch(arch);
     const Tensor base = logits_of(model, batch);
     attach_lora(model, config_for(parse_lora_target("all", model.config())), 5);
-    randomize_b(model, 9);
+    randomize_lora_b(model, 9);
     const Tensor adapted = logits_of(model, batch);
     EXPECT_GT(max_abs_diff(adapted, base), 1e-2) << arch << ": B should change the logits";
     merge_lora(model);
@@ -150,15 +140,15 @@ TEST(Lora, MergedModelComputesTheAdaptedOne) {
 }
 
 TEST(Lora, DropoutOnlyWhileTraining) {
-  CausalLM model = load_model(fixture("qwen2"));
+  CausalLM model = load_model(fixture_dir("qwen2"));
   LoraConfig config = config_for(parse_lora_target("all", model.config()));
   attach_lora(model, config, 5);
-  randomize_b(model, 9);
+  randomize_lora_b(model, 9);
   const Batch batch = fixture_batch("qwen2");
   const Tensor without = logits_of(model, batch);
   config.dropout = 0.5;
   attach_lora(model, config, 5);
-  randomize_b(model, 9);
+  randomize_lora_b(model, 9);
   EXPECT_EQ(max_abs_diff(logits_of(model, batch), without), 0.0) << "dropout in evaluation";
   const Tensor trained = model.forward(batch.ids, batch.positions, batch.cu_seqlens).data();
   EXPECT_GT(max_abs_diff(trained, without), 1e-3) << "no dropout in training";
@@ -166,13 +156,13 @@ TEST(Lora, DropoutOnlyWhileTraining) {
 
 // The loss's gradient for every LoRA matrix, with dropout on, from one backward.
 std::vector<std::vector<double>> lora_gradients(bool checkpointing) {
-  CausalLM model = load_model(fixture("qwen2"));
+  CausalLM model = load_model(fixture_dir("qwen2"));
   model.set_gradient_checkpointing(checkpointing);
   for (const auto& p : model.named_parameters()) p.variable.set_requires_grad(false);
   LoraConfig config = config_for(parse_lora_target("all", model.config()));
   config.dropout = 0.1;
   attach_lora(model, config, 5);
-  randomize_b(model, 9);
+  randomize_lora_b(model, 9);
   const Batch batch = fixture_batch("qwen2");
   default_generator().manual_seed(77);
   model.loss(model.forward(batch.ids, batch.positions, batch.cu_seqlens), batch.labels).backward();
@@ -196,14 +186,14 @@ TEST(Lora, GradientCheckpointingGivesTheSameGradients) {
 }
 
 train::TrainingArguments lora_arguments(std::vector<std::string> extra) {
-  std::vector<std::string> all = {"--model_name_or_path", fixture("qwen2"), "--output_dir", "o", "--train_file", "t",
-                                  "--finetuning_type", "lora"};
+  std::vector<std::string> all = {"--model_name_or_path", fixture_dir("qwen2"), "--output_dir", "o",
+                                  "--train_file", "t", "--finetuning_type", "lora"};
   all.insert(all.end(), extra.begin(), extra.end());
   return train::parse_training_arguments(all);
 }
 
 TEST(LoraTraining, SelectsOnlyTheLoraMatricesAndReportsTheirShare) {
-  CausalLM model = load_model(fixture("qwen2"));
+  CausalLM model = load_model(fixture_dir("qwen2"));
   auto trainable = train::select_trainable(model, lora_arguments({"--lora_rank", "2", "--lora_target", "q_proj,v_proj"}));
   ASSERT_EQ(trainable.size(), 3u * 2u * 2u);
   std::int64_t count = 0;
@@ -222,7 +212,7 @@ TEST(LoraTraining, SelectsOnlyTheLoraMatricesAndReportsTheirShare) {
 }
 
 TEST(LoraTraining, StepsChangeOnlyTheLoraMatrices) {
-  CausalLM model = load_model(fixture("qwen2"));
+  CausalLM model = load_model(fixture_dir("qwen2"));
   std::vector<Tensor> before;
   for (const auto& p : model.named_parameters()) before.push_back(p.variable.data().clone());
   auto trainable = train::select_trainable(model, lora_arguments({"--lora_dropout", "0.1"}));

@@ -4,19 +4,17 @@
 // without activation checkpointing, and cached generation continues as on the CPU.
 #include <gtest/gtest.h>
 
-#include <filesystem>
-
 #include "autograd/functions.h"
 #include "autograd/grad_mode.h"
 #include "models/reference/generate.h"
 #include "models/peft/prefix_encoder.h"
 #include "models/weights/weights.h"
+#include "tests/common/model_fixture_util.h"
 #include "tests/common/test_util.h"
 
 namespace zt::models {
 namespace {
 
-namespace fs = std::filesystem;
 using autograd::Variable;
 
 struct Outcome {
@@ -31,8 +29,8 @@ Tensor ids(const std::vector<double>& values, DType dtype, Device device) {
 // Two sequences (5 and 3 tokens) after a prefix of 4 with the projection; dropout off so the
 // CPU and GPU runs compute the same function.
 Outcome run(const std::string& arch, Device device, bool checkpointing) {
-  const std::string dir = (fs::path(ZT_SOURCE_DIR) / "tests/data/models" / arch).string();
-  CausalLM model = load_model(dir, {.device = device, .dtype = DType::kF32, .gradient_checkpointing = checkpointing});
+  CausalLM model = load_model(testing::fixture_dir(arch),
+                              {.device = device, .dtype = DType::kF32, .gradient_checkpointing = checkpointing});
   for (const Variable& p : model.parameters()) p.set_requires_grad(false);
   auto encoder = std::make_shared<PrefixEncoder>(
       model.config(), PrefixConfig{.pre_seq_len = 4, .prefix_projection = true, .dropout = 0.0}, device, DType::kF32);
@@ -65,8 +63,7 @@ TEST_P(PtuningGpu, LogitsAndPrefixGradientsMatchTheCpu) {
 TEST_P(PtuningGpu, GenerationWithThePrefixMatchesTheCpu) {
   ZT_SKIP_WITHOUT_GPU();
   auto tokens = [&](Device device) {
-    const std::string dir = (fs::path(ZT_SOURCE_DIR) / "tests/data/models" / GetParam()).string();
-    CausalLM model = load_model(dir, {.device = device, .dtype = DType::kF32});
+    CausalLM model = load_model(testing::fixture_dir(GetParam()), {.device = device, .dtype = DType::kF32});
     auto encoder = std::make_shared<PrefixEncoder>(model.config(), PrefixConfig{.pre_seq_len = 4}, device,
                                                    DType::kF32);
     Generator generator(5);

@@ -32,6 +32,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using autograd::Variable;
+using testing::fixture_dir;
 using Sequences = std::vector<std::vector<std::int64_t>>;
 
 const Architecture kArchitectures[] = {Architecture::kQwen2, Architecture::kQwen3, Architecture::kGlm,
@@ -390,7 +391,7 @@ class PrefixFiles : public ::testing::TestWithParam<const char*> {
 };
 
 TEST_P(PrefixFiles, SaveThenLoadGivesIdenticalLogitsUnderChatGlmsNames) {
-  CausalLM trained = load_model(testing::fixture_dir(GetParam()));
+  CausalLM trained = load_model(fixture_dir(GetParam()));
   auto encoder = random_encoder(trained, {.pre_seq_len = 3, .prefix_projection = true}, 12);
   attach_prefix_encoder(trained, encoder);
   const Packed batch = pack({{5, 9, 2, 4}, {8, 1}});
@@ -409,15 +410,15 @@ TEST_P(PrefixFiles, SaveThenLoadGivesIdenticalLogitsUnderChatGlmsNames) {
                        "transformer.prefix_encoder.trans.0.weight", "transformer.prefix_encoder.trans.2.bias",
                        "transformer.prefix_encoder.trans.2.weight"}));
 
-  CausalLM loaded = load_model(testing::fixture_dir(GetParam()));
+  CausalLM loaded = load_model(fixture_dir(GetParam()));
   auto reloaded = load_prefix_checkpoint(loaded, dir_.string());
   EXPECT_EQ(reloaded->config().pre_seq_len, 3);
   EXPECT_EQ(logits_of(loaded, batch).data().to_vector(), expected);
 }
 
 TEST_P(PrefixFiles, AnotherModelsPrefixOrAPlainModelFolderIsRefusedByName) {
-  CausalLM model = load_model(testing::fixture_dir(GetParam()));
-  testing::expect_mentions(testing::error_of([&] { load_prefix_checkpoint(model, testing::fixture_dir(GetParam())); }),
+  CausalLM model = load_model(fixture_dir(GetParam()));
+  testing::expect_mentions(testing::error_of([&] { load_prefix_checkpoint(model, fixture_dir(GetParam())); }),
                            {"pre_seq_len", "config.json", "--ptuning_checkpoint"});
   CausalLM other = random_model(Architecture::kQwen2, 1);
   auto encoder = random_encoder(other, {.pre_seq_len = 2}, 1);

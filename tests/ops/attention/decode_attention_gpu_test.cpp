@@ -19,7 +19,7 @@
 #include "ops/reduce/reduce.h"
 #include "runtime/check.h"
 #include "runtime/error.h"
-#include "runtime/stream.h"
+#include "runtime/streams/stream.h"
 #include "tests/common/op_test_util.h"
 #include "tests/ops/attention/attention_test_util.h"
 #include "tests/ops/attention/decode_attention_test_util.h"

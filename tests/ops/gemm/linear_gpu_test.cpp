@@ -3,48 +3,24 @@
 // bias epilogue and in backward. New GPU tensors start as NaN, so unwritten outputs fail.
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <string>
 
 #include "ops/gemm/linear.h"
 #include "ops/gemm/matmul.h"
 #include "runtime/error.h"
+#include "tests/common/op_test_util.h"
 #include "tests/common/test_util.h"
 
 namespace zt {
 namespace {
 
-class LinearGpu : public ::testing::Test {
- protected:
-  void SetUp() override { set_poison_new_device_tensors(true); }
-  void TearDown() override { set_poison_new_device_tensors(false); }
-};
+using Pair = testing::CpuGpuPair;
+using testing::expect_gpu_matches;
+using testing::gpu_tolerance;
+using testing::random_pair;
+using testing::stored_operand_shape;
 
-double tolerance(DType dtype) { return dtype == DType::kF32 ? 1e-5 : 1e-2; }
-
-// A CPU tensor of `dtype` and its GPU copy, so both paths start from identical values.
-struct Pair {
-  Tensor cpu, gpu;
-};
-Pair random_pair(const Shape& shape, std::uint64_t seed, DType dtype) {
-  Tensor cpu = Tensor::normal(shape, seed, 0, 0.0, 1.0, dtype);
-  return {cpu, cpu.to(Device::cuda())};
-}
-
-Shape stored(std::int64_t batch, std::int64_t rows, std::int64_t cols, bool transpose) {
-  Shape shape = transpose ? Shape{cols, rows} : Shape{rows, cols};
-  if (batch > 0) shape.insert(shape.begin(), batch);
-  return shape;
-}
-
-void expect_matches(const Tensor& gpu, const Tensor& cpu, double tol, const std::string& what) {
-  ASSERT_TRUE(gpu.device().is_cuda()) << what;
-  ASSERT_EQ(gpu.shape(), cpu.shape()) << what;
-  ASSERT_EQ(gpu.dtype(), cpu.dtype()) << what;
-  std::vector<double> values = gpu.to_vector();
-  for (std::size_t i = 0; i < values.size(); ++i) ASSERT_FALSE(std::isnan(values[i])) << what << ": NaN at " << i;
-  EXPECT_LE(relative_error(gpu, cpu), tol) << what;
-}
+class LinearGpu : public testing::PoisonedGpuTest {};
 
 void check_linear(const Shape& x_shape, std::int64_t out, DType dtype, std::uint64_t seed) {
   std::int64_t in = x_shape.back();
@@ -54,15 +30,15 @@ void check_linear(const Shape& x_shape, std::int64_t out, DType dtype, std::uint
   y_shape.back() = out;
   Pair gy = random_pair(y_shape, seed + 3, dtype);
   std::string what = std::string(dtype_name(dtype)) + " x " + shape_str(x_shape) + " out " + std::to_string(out);
-  double tol = tolerance(dtype);
-  expect_matches(ops::linear_forward(x.gpu, w.gpu, b.gpu), ops::linear_forward(x.cpu, w.cpu, b.cpu), tol,
-                 what + " forward with bias");
-  expect_matches(ops::linear_forward(x.gpu, w.gpu), ops::linear_forward(x.cpu, w.cpu), tol, what + " forward");
+  double tol = gpu_tolerance(dtype);
+  expect_gpu_matches(ops::linear_forward(x.gpu, w.gpu, b.gpu), ops::linear_forward(x.cpu, w.cpu, b.cpu), tol,
+                     what + " forward with bias");
+  expect_gpu_matches(ops::linear_forward(x.gpu, w.gpu), ops::linear_forward(x.cpu, w.cpu), tol, what + " forward");
   ops::LinearGrads g = ops::linear_backward(gy.gpu, x.gpu, w.gpu, {.bias = true});
   ops::LinearGrads c = ops::linear_backward(gy.cpu, x.cpu, w.cpu, {.bias = true});
-  expect_matches(g.grad_x, c.grad_x, tol, what + " grad_x");
-  expect_matches(g.grad_weight, c.grad_weight, tol, what + " grad_weight");
-  expect_matches(g.grad_bias, c.grad_bias, tol, what + " grad_bias");
+  expect_gpu_matches(g.grad_x, c.grad_x, tol, what + " grad_x");
+  expect_gpu_matches(g.grad_weight, c.grad_weight, tol, what + " grad_weight");
+  expect_gpu_matches(g.grad_bias, c.grad_bias, tol, what + " grad_bias");
 }
 
 TEST_F(LinearGpu, MatchesCpuOnAwkwardAndLargeShapes) {
@@ -88,15 +64,15 @@ TEST_F(LinearGpu, BatchedMatmulEveryTransposeAndBroadcast) {
           std::string what = std::string(dtype_name(dtype)) + " batch " + std::to_string(s.batch_a) + "/" +
                              std::to_string(s.batch_b) + " m" + std::to_string(s.m) + " ta " + std::to_string(ta) +
                              " tb " + std::to_string(tb);
-          Pair a = random_pair(stored(s.batch_a, s.m, s.k, ta), 50, dtype);
-          Pair b = random_pair(stored(s.batch_b, s.k, s.n, tb), 51, dtype);
+          Pair a = random_pair(stored_operand_shape(s.batch_a, s.m, s.k, ta), 50, dtype);
+          Pair b = random_pair(stored_operand_shape(s.batch_b, s.k, s.n, tb), 51, dtype);
           Tensor cpu = ops::matmul_forward(a.cpu, b.cpu, ta, tb);
-          expect_matches(ops::matmul_forward(a.gpu, b.gpu, ta, tb), cpu, tolerance(dtype), what + " forward");
+          expect_gpu_matches(ops::matmul_forward(a.gpu, b.gpu, ta, tb), cpu, gpu_tolerance(dtype), what + " forward");
           Pair g = random_pair(cpu.shape(), 52, dtype);
           ops::MatmulGrads gg = ops::matmul_backward(g.gpu, a.gpu, b.gpu, ta, tb);
           ops::MatmulGrads cg = ops::matmul_backward(g.cpu, a.cpu, b.cpu, ta, tb);
-          expect_matches(gg.grad_a, cg.grad_a, tolerance(dtype), what + " grad_a");
-          expect_matches(gg.grad_b, cg.grad_b, tolerance(dtype), what + " grad_b");
+          expect_gpu_matches(gg.grad_a, cg.grad_a, gpu_tolerance(dtype), what + " grad_a");
+          expect_gpu_matches(gg.grad_b, cg.grad_b, gpu_tolerance(dtype), what + " grad_b");
         }
 }
 
@@ -109,26 +85,26 @@ TEST_F(LinearGpu, TransposedStridedAndMisalignedViewsMatchContiguousCopies) {
     Tensor a = a_storage.gpu.narrow(1, 1, 7).narrow(2, 1, 5).transpose(1, 2);  // [3, 5, 7]
     Tensor b = b_storage.gpu.narrow(1, 3, 7).narrow(2, 1, 33);                  // [3, 7, 33]
     Tensor expected = ops::matmul_forward(a.contiguous(), b.contiguous());
-    expect_matches(ops::matmul_forward(a, b), expected, 1e-6, std::string(dtype_name(dtype)) + " views");
+    expect_gpu_matches(ops::matmul_forward(a, b), expected, 1e-6, std::string(dtype_name(dtype)) + " views");
     // Neither dim of unit stride: the one layout that must be copied.
     Tensor a_gappy = a_storage.gpu.slice(1, 0, 9, 2).slice(2, 0, 12, 2);                  // [3, 5, 6]
     Tensor b_gappy = b_storage.gpu.narrow(1, 0, 6).slice(2, 0, 40, 3).narrow(2, 0, 4);  // [3, 6, 4]
-    expect_matches(ops::matmul_forward(a_gappy, b_gappy),
-                   ops::matmul_forward(a_gappy.contiguous(), b_gappy.contiguous()), 1e-6,
-                   std::string(dtype_name(dtype)) + " copied views");
+    expect_gpu_matches(ops::matmul_forward(a_gappy, b_gappy),
+                       ops::matmul_forward(a_gappy.contiguous(), b_gappy.contiguous()), 1e-6,
+                       std::string(dtype_name(dtype)) + " copied views");
     // A transposed weight view and a strided x in linear, backward included.
     Tensor w = b_storage.gpu.select(0, 0).narrow(1, 0, 7).transpose(0, 1);  // [7, 10] column-major
     Tensor x = a_storage.gpu.select(0, 2).narrow(1, 2, 10);                  // [9, 10] row stride 12
     Tensor bias = b_storage.gpu.select(0, 1).select(0, 0).narrow(0, 1, 7);   // misaligned bias
-    expect_matches(ops::linear_forward(x, w, bias),
-                   ops::linear_forward(x.contiguous(), w.contiguous(), bias.contiguous()), 1e-6,
-                   std::string(dtype_name(dtype)) + " linear views");
+    expect_gpu_matches(ops::linear_forward(x, w, bias),
+                       ops::linear_forward(x.contiguous(), w.contiguous(), bias.contiguous()), 1e-6,
+                       std::string(dtype_name(dtype)) + " linear views");
     Pair gy = random_pair({9, 7}, 62, dtype);
     ops::LinearGrads views = ops::linear_backward(gy.gpu.transpose(0, 1).contiguous().transpose(0, 1), x, w, {.bias = true});
     ops::LinearGrads copies = ops::linear_backward(gy.gpu, x.contiguous(), w.contiguous(), {.bias = true});
-    expect_matches(views.grad_x, copies.grad_x, 1e-6, "grad_x of views");
-    expect_matches(views.grad_weight, copies.grad_weight, 1e-6, "grad_weight of views");
-    expect_matches(views.grad_bias, copies.grad_bias, 1e-6, "grad_bias of views");
+    expect_gpu_matches(views.grad_x, copies.grad_x, 1e-6, "grad_x of views");
+    expect_gpu_matches(views.grad_weight, copies.grad_weight, 1e-6, "grad_weight of views");
+    expect_gpu_matches(views.grad_bias, copies.grad_bias, 1e-6, "grad_bias of views");
   }
 }
 

@@ -8,33 +8,16 @@
 #include "ops/gemm/matmul.h"
 #include "runtime/error.h"
 #include "tests/common/gradcheck.h"
+#include "tests/common/op_test_util.h"
 
 namespace zt {
 namespace {
 
 using Values = std::vector<double>;
+using testing::error_of;
 using testing::expect_gradients_match;
-
-Tensor random(const Shape& shape, std::uint64_t seed, DType dtype = DType::kF64) {
-  return Tensor::normal(shape, seed, 0, 0.0, 1.0, dtype);
-}
-
-// Stored shape of an operand [rows, cols] used transposed or not, optionally batched.
-Shape stored(std::int64_t batch, std::int64_t rows, std::int64_t cols, bool transpose) {
-  Shape shape = transpose ? Shape{cols, rows} : Shape{rows, cols};
-  if (batch > 0) shape.insert(shape.begin(), batch);
-  return shape;
-}
-
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using testing::random_tensor;
+using testing::stored_operand_shape;
 
 TEST(Linear, HandComputedValuesWithAndWithoutBias) {
   Tensor x = Tensor::from_values({1, 2, 3, 4}, {2, 2}, DType::kF32);
@@ -58,7 +41,8 @@ TEST(Matmul, HandComputedValues) {
 }
 
 TEST(Linear, Bf16RoundsOnceFromFloat32Accumulation) {
-  Tensor x = random({5, 9}, 1, DType::kBF16), w = random({4, 9}, 2, DType::kBF16), b = random({4}, 3, DType::kBF16);
+  Tensor x = random_tensor({5, 9}, 1, DType::kBF16), w = random_tensor({4, 9}, 2, DType::kBF16);
+  Tensor b = random_tensor({4}, 3, DType::kBF16);
   Tensor y = ops::linear_forward(x, w, b);
   ASSERT_EQ(y.dtype(), DType::kBF16);
   Values xs = x.to_vector(), ws = w.to_vector(), bs = b.to_vector(), ys = y.to_vector();
@@ -78,7 +62,8 @@ TEST(Linear, GradientsWithBiasOn3dInput) {
     return std::vector<Tensor>{grads.grad_x, grads.grad_weight, grads.grad_bias};
   };
   expect_gradients_match("linear 3-D with bias", forward, backward,
-                         {random({2, 3, 5}, 1), random({4, 5}, 2), random({4}, 3)}, {true, true, true});
+                         {random_tensor({2, 3, 5}, 1), random_tensor({4, 5}, 2), random_tensor({4}, 3)},
+                         {true, true, true});
 }
 
 TEST(Linear, GradientsWithoutBias) {
@@ -88,8 +73,10 @@ TEST(Linear, GradientsWithoutBias) {
     EXPECT_FALSE(grads.grad_bias.defined());
     return std::vector<Tensor>{grads.grad_x, grads.grad_weight};
   };
-  expect_gradients_match("linear 2-D", forward, backward, {random({3, 7}, 4), random({5, 7}, 5)}, {true, true});
-  expect_gradients_match("linear 1-D", forward, backward, {random({7}, 6), random({1, 7}, 7)}, {true, true});
+  expect_gradients_match("linear 2-D", forward, backward, {random_tensor({3, 7}, 4), random_tensor({5, 7}, 5)},
+                         {true, true});
+  expect_gradients_match("linear 1-D", forward, backward, {random_tensor({7}, 6), random_tensor({1, 7}, 7)},
+                         {true, true});
 }
 
 struct Layout {
@@ -110,25 +97,27 @@ TEST(Matmul, GradientsForEveryTransposeAndBatchLayout) {
                            " ta " + std::to_string(ta) + " tb " + std::to_string(tb);
         expect_gradients_match(
             what, forward, backward,
-            {random(stored(layout.batch_a, m, k, ta), 10), random(stored(layout.batch_b, k, n, tb), 11)}, {true, true});
+            {random_tensor(stored_operand_shape(layout.batch_a, m, k, ta), 10),
+             random_tensor(stored_operand_shape(layout.batch_b, k, n, tb), 11)},
+            {true, true});
       }
 }
 
 TEST(Matmul, TransposedAndStridedViewsMatchContiguousCopies) {
-  Tensor a_storage = random({2, 6, 9}, 20, DType::kF32), b_storage = random({2, 8, 11}, 21, DType::kF32);
+  Tensor a_storage = random_tensor({2, 6, 9}, 20, DType::kF32), b_storage = random_tensor({2, 8, 11}, 21, DType::kF32);
   Tensor a = a_storage.narrow(1, 1, 4).narrow(2, 2, 5).transpose(1, 2);  // [2, 5, 4], neither dim unit-stride-free
   Tensor b = b_storage.narrow(1, 0, 4).narrow(2, 3, 7);                    // [2, 4, 7], row stride 11
   EXPECT_EQ(ops::matmul_forward(a, b).to_vector(), ops::matmul_forward(a.contiguous(), b.contiguous()).to_vector());
   Tensor a2 = a.select(0, 1), b2 = b.select(0, 0);
   EXPECT_EQ(ops::matmul_forward(a2.transpose(0, 1), b2, true, false).to_vector(),
             ops::matmul_forward(a2.contiguous(), b2.contiguous()).to_vector());
-  Tensor w = random({7, 5}, 22, DType::kF32).transpose(0, 1);  // weight [5, 7] as a transposed view
-  Tensor x = random({3, 7}, 23, DType::kF32);
+  Tensor w = random_tensor({7, 5}, 22, DType::kF32).transpose(0, 1);  // weight [5, 7] as a transposed view
+  Tensor x = random_tensor({3, 7}, 23, DType::kF32);
   EXPECT_EQ(ops::linear_forward(x, w).to_vector(), ops::linear_forward(x, w.contiguous()).to_vector());
 }
 
 TEST(Linear, EmptyInputsAndEmptyInnerDimension) {
-  Tensor w = random({4, 3}, 30), b = random({4}, 31);
+  Tensor w = random_tensor({4, 3}, 30), b = random_tensor({4}, 31);
   EXPECT_EQ(ops::linear_forward(Tensor::zeros({0, 3}, DType::kF64), w, b).shape(), (Shape{0, 4}));
   Tensor y = ops::linear_forward(Tensor::zeros({2, 0}, DType::kF64), Tensor::zeros({4, 0}, DType::kF64), b);
   Values expected = b.to_vector();
@@ -141,32 +130,35 @@ TEST(Linear, EmptyInputsAndEmptyInnerDimension) {
 }
 
 TEST(Linear, ErrorsNameBothShapesOrDtypes) {
-  std::string msg = error_of([] { ops::linear_forward(random({2, 5}, 1), random({3, 4}, 2)); });
+  std::string msg = error_of([] { ops::linear_forward(random_tensor({2, 5}, 1), random_tensor({3, 4}, 2)); });
   EXPECT_NE(msg.find("[2, 5]"), std::string::npos) << msg;
   EXPECT_NE(msg.find("[3, 4]"), std::string::npos) << msg;
-  msg = error_of([] { ops::linear_forward(random({2, 4}, 1, DType::kF32), random({3, 4}, 2, DType::kBF16)); });
+  msg = error_of(
+      [] { ops::linear_forward(random_tensor({2, 4}, 1, DType::kF32), random_tensor({3, 4}, 2, DType::kBF16)); });
   EXPECT_NE(msg.find("float32"), std::string::npos) << msg;
   EXPECT_NE(msg.find("bfloat16"), std::string::npos) << msg;
-  msg = error_of([] { ops::linear_forward(random({2, 4}, 1), random({3, 4}, 2), random({4}, 3)); });
+  msg = error_of(
+      [] { ops::linear_forward(random_tensor({2, 4}, 1), random_tensor({3, 4}, 2), random_tensor({4}, 3)); });
   EXPECT_NE(msg.find("bias"), std::string::npos) << msg;
   EXPECT_NE(msg.find("[4]"), std::string::npos) << msg;
-  msg = error_of([] { ops::linear_backward(random({2, 2}, 1), random({2, 4}, 1), random({3, 4}, 2), {}); });
+  msg = error_of(
+      [] { ops::linear_backward(random_tensor({2, 2}, 1), random_tensor({2, 4}, 1), random_tensor({3, 4}, 2), {}); });
   EXPECT_NE(msg.find("[2, 2]"), std::string::npos) << msg;
   EXPECT_NE(msg.find("[2, 3]"), std::string::npos) << msg;
 }
 
 TEST(Matmul, ErrorsNameBothShapes) {
-  std::string msg = error_of([] { ops::matmul_forward(random({2, 3, 5}, 1), random({4, 6}, 2)); });
+  std::string msg = error_of([] { ops::matmul_forward(random_tensor({2, 3, 5}, 1), random_tensor({4, 6}, 2)); });
   EXPECT_NE(msg.find("[2, 3, 5]"), std::string::npos) << msg;
   EXPECT_NE(msg.find("[4, 6]"), std::string::npos) << msg;
-  msg = error_of([] { ops::matmul_forward(random({3, 5}, 1), random({4, 5}, 2), false, false); });
+  msg = error_of([] { ops::matmul_forward(random_tensor({3, 5}, 1), random_tensor({4, 5}, 2), false, false); });
   EXPECT_NE(msg.find("inner"), std::string::npos) << msg;
-  msg = error_of([] { ops::matmul_forward(random({2, 3, 4}, 1), random({3, 4, 2}, 2)); });
+  msg = error_of([] { ops::matmul_forward(random_tensor({2, 3, 4}, 1), random_tensor({3, 4, 2}, 2)); });
   EXPECT_NE(msg.find("batch"), std::string::npos) << msg;
-  msg = error_of([] { ops::matmul_forward(random({3, 4}, 1), random({4, 2}, 2, DType::kF32)); });
+  msg = error_of([] { ops::matmul_forward(random_tensor({3, 4}, 1), random_tensor({4, 2}, 2, DType::kF32)); });
   EXPECT_NE(msg.find("float64"), std::string::npos) << msg;
   EXPECT_NE(msg.find("float32"), std::string::npos) << msg;
-  msg = error_of([] { ops::matmul_forward(random({2, 2, 3, 4}, 1), random({4, 2}, 2)); });
+  msg = error_of([] { ops::matmul_forward(random_tensor({2, 2, 3, 4}, 1), random_tensor({4, 2}, 2)); });
   EXPECT_NE(msg.find("2-D or 3-D"), std::string::npos) << msg;
 }
 

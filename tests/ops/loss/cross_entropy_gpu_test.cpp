@@ -4,35 +4,28 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <functional>
 #include <string>
 
 #include "ops/loss/cross_entropy.h"
 #include "ops/embedding/embedding.h"
 #include "ops/reduce/softmax.h"
 #include "runtime/error.h"
+#include "tests/common/op_test_util.h"
 #include "tests/common/test_util.h"
 
 namespace zt {
 namespace {
 
 using Values = std::vector<double>;
+using Pair = testing::CpuGpuPair;
+using testing::error_of;
+using testing::expect_gpu_matches;
+using testing::expect_no_nan;
+using testing::gpu_tolerance;
+using testing::random_pair;
 
-class LossGpu : public ::testing::Test {
- protected:
-  void SetUp() override { set_poison_new_device_tensors(true); }
-  void TearDown() override { set_poison_new_device_tensors(false); }
-};
+class LossGpu : public testing::PoisonedGpuTest {};
 
-double tolerance(DType dtype) { return dtype == DType::kF32 ? 1e-5 : 1e-2; }
-
-struct Pair {
-  Tensor cpu, gpu;
-};
-Pair random_pair(const Shape& shape, std::uint64_t seed, DType dtype, double std = 1.0) {
-  Tensor cpu = Tensor::normal(shape, seed, 0, 0.0, std, dtype);
-  return {cpu, cpu.to(Device::cuda())};
-}
 // Integers uniform in [0, limit); with ignore_every > 0, every ignore_every-th is -100
 // (ignore_every 1: all of them).
 Pair random_indices(const Shape& shape, std::uint64_t seed, std::int64_t limit, DType dtype, int ignore_every = 0) {
@@ -43,28 +36,6 @@ Pair random_indices(const Shape& shape, std::uint64_t seed, std::int64_t limit, 
   }
   Tensor cpu = Tensor::from_values(v, shape, dtype);
   return {cpu, cpu.to(Device::cuda())};
-}
-
-void expect_no_nan(const Tensor& t, const std::string& what) {
-  Values values = t.to_vector();
-  for (std::size_t i = 0; i < values.size(); ++i) ASSERT_FALSE(std::isnan(values[i])) << what << ": NaN at " << i;
-}
-
-void expect_matches(const Tensor& gpu, const Tensor& cpu, double tol, const std::string& what) {
-  ASSERT_TRUE(gpu.device().is_cuda()) << what;
-  ASSERT_EQ(gpu.shape(), cpu.shape()) << what;
-  ASSERT_EQ(gpu.dtype(), cpu.dtype()) << what;
-  expect_no_nan(gpu, what);
-  EXPECT_LE(relative_error(gpu, cpu), tol) << what;
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
 }
 
 TEST_F(LossGpu, EmbeddingForwardAndBothBackwardModesMatchCpu) {
@@ -80,10 +51,11 @@ TEST_F(LossGpu, EmbeddingForwardAndBothBackwardModesMatchCpu) {
       expect_no_nan(out, what);
       EXPECT_EQ(out.to_vector(), ops::embedding_forward(weight.cpu, ids.cpu).to_vector()) << what;
       Tensor expected = ops::embedding_backward(grad.cpu, ids.cpu, vocab);
-      expect_matches(ops::embedding_backward(grad.gpu, ids.gpu, vocab), expected, tolerance(dtype), what + " atomic");
+      expect_gpu_matches(ops::embedding_backward(grad.gpu, ids.gpu, vocab), expected, gpu_tolerance(dtype),
+                         what + " atomic");
       Tensor first = ops::embedding_backward(grad.gpu, ids.gpu, vocab, true);
       Tensor second = ops::embedding_backward(grad.gpu, ids.gpu, vocab, true);
-      expect_matches(first, expected, tolerance(dtype), what + " deterministic");
+      expect_gpu_matches(first, expected, gpu_tolerance(dtype), what + " deterministic");
       EXPECT_EQ(first.to_vector(), second.to_vector()) << what << ": deterministic runs differ";
     }
 }
@@ -94,8 +66,8 @@ TEST_F(LossGpu, EmbeddingEdgeShapes) {
   Pair ids = random_indices({5}, 5, 1, DType::kI64);
   EXPECT_EQ(ops::embedding_forward(weight.gpu, ids.gpu).to_vector(), Values(5, weight.cpu.item()));
   Pair grad = random_pair({5, 1}, 6, DType::kF32);
-  expect_matches(ops::embedding_backward(grad.gpu, ids.gpu, 3, true), ops::embedding_backward(grad.cpu, ids.cpu, 3),
-                 1e-5, "vocab 3, one id");
+  expect_gpu_matches(ops::embedding_backward(grad.gpu, ids.gpu, 3, true), ops::embedding_backward(grad.cpu, ids.cpu, 3),
+                     1e-5, "vocab 3, one id");
   Tensor none = Tensor::zeros({0}, DType::kI64, Device::cuda());
   EXPECT_EQ(ops::embedding_backward(Tensor::zeros({0, 4}, DType::kF32, Device::cuda()), none, 2, true).to_vector(),
             Values(8, 0.0));
@@ -122,16 +94,16 @@ TEST_F(LossGpu, SoftmaxForwardAndBackwardMatchCpu) {
   for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16})
     for (const Shape& shape : {Shape{5, 1}, Shape{3, 7, 33}, Shape{2, 300}, Shape{3, 152064}, Shape{1}}) {
       std::string what = std::string(dtype_name(dtype)) + " " + shape_str(shape);
-      Pair x = random_pair(shape, 8, dtype, 3.0), gy = random_pair(shape, 9, dtype);
+      Pair x = random_pair(shape, 8, dtype, /*mean=*/0.0, /*std_dev=*/3.0), gy = random_pair(shape, 9, dtype);
       Tensor y = ops::softmax_forward(x.gpu), y_cpu = ops::softmax_forward(x.cpu);
-      expect_matches(y, y_cpu, tolerance(dtype), what + " forward");
+      expect_gpu_matches(y, y_cpu, gpu_tolerance(dtype), what + " forward");
       // Backward from the same y on both sides.
-      expect_matches(ops::softmax_backward(gy.gpu, y_cpu.to(Device::cuda())), ops::softmax_backward(gy.cpu, y_cpu),
-                     tolerance(dtype), what + " backward");
+      expect_gpu_matches(ops::softmax_backward(gy.gpu, y_cpu.to(Device::cuda())), ops::softmax_backward(gy.cpu, y_cpu),
+                         gpu_tolerance(dtype), what + " backward");
     }
   Pair x = random_pair({40, 6}, 10, DType::kF32);
-  expect_matches(ops::softmax_forward(x.gpu.transpose(0, 1)), ops::softmax_forward(x.cpu.transpose(0, 1)), 1e-5,
-                 "transposed view");
+  expect_gpu_matches(ops::softmax_forward(x.gpu.transpose(0, 1)), ops::softmax_forward(x.cpu.transpose(0, 1)), 1e-5,
+                     "transposed view");
 }
 
 void check_cross_entropy(DType dtype, DType label_dtype, ops::Reduction reduction, int ignore_every) {
@@ -139,12 +111,12 @@ void check_cross_entropy(DType dtype, DType label_dtype, ops::Reduction reductio
   std::string what = std::string(dtype_name(dtype)) + " labels " + dtype_name(label_dtype) +
                      (reduction == ops::Reduction::kMean ? " mean" : " sum") + " ignore every " +
                      std::to_string(ignore_every);
-  Pair logits = random_pair({tokens, vocab}, 11, dtype, 4.0);
+  Pair logits = random_pair({tokens, vocab}, 11, dtype, /*mean=*/0.0, /*std_dev=*/4.0);
   Pair labels = random_indices({tokens}, 12, vocab, label_dtype, ignore_every);
   ops::CrossEntropyOptions options{reduction, -100};
   ops::CrossEntropyOutput gpu = ops::cross_entropy_forward(logits.gpu, labels.gpu, options);
   ops::CrossEntropyOutput cpu = ops::cross_entropy_forward(logits.cpu, labels.cpu, options);
-  expect_matches(gpu.logsumexp, cpu.logsumexp, 1e-5, what + " logsumexp");
+  expect_gpu_matches(gpu.logsumexp, cpu.logsumexp, 1e-5, what + " logsumexp");
   EXPECT_EQ(gpu.valid_count.item(), cpu.valid_count.item()) << what;
   expect_no_nan(gpu.loss, what + " loss");
   if (ignore_every == 1) {
@@ -157,7 +129,7 @@ void check_cross_entropy(DType dtype, DType label_dtype, ops::Reduction reductio
                                             gpu.valid_count, options);
   Tensor expected =
       ops::cross_entropy_backward(grad_loss, logits.cpu, labels.cpu, cpu.logsumexp, cpu.valid_count, options);
-  expect_matches(grad, expected, tolerance(dtype), what + " grad");
+  expect_gpu_matches(grad, expected, gpu_tolerance(dtype), what + " grad");
   if (ignore_every == 1) {
     EXPECT_EQ(grad.to_vector(), Values(tokens * vocab, 0.0)) << what;
   }

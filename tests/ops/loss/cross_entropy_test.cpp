@@ -10,30 +10,16 @@
 #include "ops/reduce/softmax.h"
 #include "runtime/error.h"
 #include "tests/common/gradcheck.h"
+#include "tests/common/op_test_util.h"
 
 namespace zt {
 namespace {
 
 using Values = std::vector<double>;
+using testing::error_of;
 using testing::expect_gradients_match;
-
-Tensor random(const Shape& shape, std::uint64_t seed, DType dtype = DType::kF64) {
-  return Tensor::normal(shape, seed, 0, 0.0, 1.0, dtype);
-}
-
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
-
-void expect_mentions(const std::string& message, std::initializer_list<const char*> parts) {
-  for (const char* part : parts) EXPECT_NE(message.find(part), std::string::npos) << "'" << part << "' in: " << message;
-}
+using testing::expect_mentions;
+using testing::random_tensor;
 
 // ---- embedding ----
 
@@ -55,21 +41,21 @@ TEST(Embedding, GradientWithRepeatedIdsOfAnyShape) {
   auto backward = [](const std::vector<Tensor>& in, const Tensor& g) {
     return std::vector<Tensor>{ops::embedding_backward(g, in[1], in[0].size(0)), Tensor()};
   };
-  expect_gradients_match("embedding", forward, backward, {random({5, 4}, 1), ids}, {true, false});
+  expect_gradients_match("embedding", forward, backward, {random_tensor({5, 4}, 1), ids}, {true, false});
 }
 
 TEST(Embedding, StridedIdsAndWeightMatchContiguousCopies) {
-  Tensor weight = random({6, 9}, 2, DType::kF32).narrow(1, 1, 5);  // row stride 9
+  Tensor weight = random_tensor({6, 9}, 2, DType::kF32).narrow(1, 1, 5);  // row stride 9
   Tensor ids = Tensor::from_values({0, 5, 1, 4, 2, 3}, {2, 3}, DType::kI32).transpose(0, 1);
   EXPECT_EQ(ops::embedding_forward(weight, ids).to_vector(),
             ops::embedding_forward(weight.contiguous(), ids.contiguous()).to_vector());
-  Tensor grad = random({3, 2, 5}, 3, DType::kF32).transpose(0, 1).contiguous().transpose(0, 1);
+  Tensor grad = random_tensor({3, 2, 5}, 3, DType::kF32).transpose(0, 1).contiguous().transpose(0, 1);
   EXPECT_EQ(ops::embedding_backward(grad, ids, 6).to_vector(),
             ops::embedding_backward(grad.contiguous(), ids.contiguous(), 6).to_vector());
 }
 
 TEST(Embedding, OutOfRangeIdsNameTheIdPositionAndVocabulary) {
-  Tensor weight = random({10, 3}, 4);
+  Tensor weight = random_tensor({10, 3}, 4);
   std::string msg = error_of([&] {
     ops::embedding_forward(weight, Tensor::from_values({1, 2, 3, 17}, {2, 2}, DType::kI64));
   });
@@ -77,13 +63,13 @@ TEST(Embedding, OutOfRangeIdsNameTheIdPositionAndVocabulary) {
   msg = error_of([&] { ops::embedding_forward(weight, Tensor::from_values({-1, 2}, {2}, DType::kI32)); });
   expect_mentions(msg, {"-1", "[0]", "10"});
   msg = error_of([&] {
-    ops::embedding_backward(random({2, 3}, 5), Tensor::from_values({1, 10}, {2}, DType::kI64), 10);
+    ops::embedding_backward(random_tensor({2, 3}, 5), Tensor::from_values({1, 10}, {2}, DType::kI64), 10);
   });
   expect_mentions(msg, {"id 10", "[1]", "10 rows"});
   msg = error_of([&] { ops::embedding_forward(weight, Tensor::from_values({1.0}, {1}, DType::kF32)); });
   expect_mentions(msg, {"int32 or int64", "float32"});
   msg = error_of([&] {
-    ops::embedding_backward(random({2, 4}, 5), Tensor::from_values({1, 2, 3}, {3}, DType::kI64), 10);
+    ops::embedding_backward(random_tensor({2, 4}, 5), Tensor::from_values({1, 2, 3}, {3}, DType::kI64), 10);
   });
   expect_mentions(msg, {"[2, 4]", "[3]"});
 }
@@ -105,17 +91,17 @@ TEST(Softmax, Gradients) {
   auto backward = [](const std::vector<Tensor>& in, const Tensor& g) {
     return std::vector<Tensor>{ops::softmax_backward(g, ops::softmax_forward(in[0]))};
   };
-  expect_gradients_match("softmax [3, 7]", forward, backward, {random({3, 7}, 6)}, {true});
-  expect_gradients_match("softmax [2, 3, 1]", forward, backward, {random({2, 3, 1}, 7)}, {true});
-  expect_gradients_match("softmax [5]", forward, backward, {random({5}, 8)}, {true});
+  expect_gradients_match("softmax [3, 7]", forward, backward, {random_tensor({3, 7}, 6)}, {true});
+  expect_gradients_match("softmax [2, 3, 1]", forward, backward, {random_tensor({2, 3, 1}, 7)}, {true});
+  expect_gradients_match("softmax [5]", forward, backward, {random_tensor({5}, 8)}, {true});
 }
 
 TEST(Softmax, TransposedInputMatchesContiguousCopyAndBf16RoundsOnce) {
-  Tensor x = random({7, 4}, 9, DType::kF32).transpose(0, 1);
+  Tensor x = random_tensor({7, 4}, 9, DType::kF32).transpose(0, 1);
   EXPECT_EQ(ops::softmax_forward(x).to_vector(), ops::softmax_forward(x.contiguous()).to_vector());
-  Tensor h = random({3, 5}, 10, DType::kBF16);
+  Tensor h = random_tensor({3, 5}, 10, DType::kBF16);
   EXPECT_EQ(ops::softmax_forward(h).to_vector(), ops::softmax_forward(h.to(DType::kF64)).to(DType::kBF16).to_vector());
-  std::string msg = error_of([] { ops::softmax_backward(random({2, 3}, 1), random({3, 2}, 2)); });
+  std::string msg = error_of([] { ops::softmax_backward(random_tensor({2, 3}, 1), random_tensor({3, 2}, 2)); });
   expect_mentions(msg, {"[2, 3]", "[3, 2]"});
 }
 
@@ -150,7 +136,7 @@ void check_gradients(const std::string& what, const Tensor& labels, ops::CrossEn
     return std::vector<Tensor>{ops::cross_entropy_backward(g, in[0], in[1], out.logsumexp, out.valid_count, opts),
                                Tensor()};
   };
-  expect_gradients_match(what, forward, backward, {random({labels.size(0), 7}, seed), labels}, {true, false});
+  expect_gradients_match(what, forward, backward, {random_tensor({labels.size(0), 7}, seed), labels}, {true, false});
 }
 
 TEST(CrossEntropy, GradientsMeanAndSumWithIgnoredTokens) {
@@ -163,7 +149,7 @@ TEST(CrossEntropy, GradientsMeanAndSumWithIgnoredTokens) {
 
 TEST(CrossEntropy, AllIgnoredGivesZeroLossAndZeroGradientNotNan) {
   Tensor labels = Tensor::from_values({-100, -100, -100}, {3}, DType::kI64);
-  Tensor logits = random({3, 5}, 14);
+  Tensor logits = random_tensor({3, 5}, 14);
   for (ops::Reduction reduction : {ops::Reduction::kMean, ops::Reduction::kSum}) {
     ops::CrossEntropyOutput out = ops::cross_entropy_forward(logits, labels, options(reduction));
     EXPECT_EQ(out.loss.item(), 0.0);
@@ -176,7 +162,7 @@ TEST(CrossEntropy, AllIgnoredGivesZeroLossAndZeroGradientNotNan) {
 }
 
 TEST(CrossEntropy, StridedLogitsMatchContiguousCopy) {
-  Tensor logits = random({9, 4}, 16, DType::kF32).transpose(0, 1);  // [4, 9]
+  Tensor logits = random_tensor({9, 4}, 16, DType::kF32).transpose(0, 1);  // [4, 9]
   Tensor labels = Tensor::from_values({8, 5, 0, 5, -100, 5, 3, 5}, {8}, DType::kI64).slice(0, 0, 8, 2);
   ops::CrossEntropyOutput view = ops::cross_entropy_forward(logits, labels);
   ops::CrossEntropyOutput copy = ops::cross_entropy_forward(logits.contiguous(), labels);
@@ -187,7 +173,7 @@ TEST(CrossEntropy, StridedLogitsMatchContiguousCopy) {
 }
 
 TEST(CrossEntropy, BadLabelsNameTheTokenAndValue) {
-  Tensor logits = random({4, 6}, 17);
+  Tensor logits = random_tensor({4, 6}, 17);
   std::string msg =
       error_of([&] { ops::cross_entropy_forward(logits, Tensor::from_values({1, -100, 6, 2}, {4}, DType::kI64)); });
   expect_mentions(msg, {"token 2", "label 6", "[0, 6)", "-100"});

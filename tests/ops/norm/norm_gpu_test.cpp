@@ -6,7 +6,6 @@
 // unwritten outputs fail.
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <string>
 
 #include "ops/norm/rmsnorm.h"
@@ -22,30 +21,12 @@ using ops::RmsNormStyle;
 using ops::RopeConfig;
 using ops::RopeStyle;
 
-class NormGpu : public ::testing::Test {
- protected:
-  void SetUp() override { set_poison_new_device_tensors(true); }
-  void TearDown() override { set_poison_new_device_tensors(false); }
-};
+using Pair = testing::CpuGpuPair;
+using testing::expect_gpu_matches;
+using testing::gpu_tolerance;
+using testing::random_pair;
 
-double tolerance(DType dtype) { return dtype == DType::kF32 ? 1e-5 : 1e-2; }
-
-struct Pair {
-  Tensor cpu, gpu;
-};
-Pair random_pair(const Shape& shape, std::uint64_t seed, DType dtype, double mean = 0.0) {
-  Tensor cpu = Tensor::normal(shape, seed, 0, mean, 1.0, dtype);
-  return {cpu, cpu.to(Device::cuda())};
-}
-
-void expect_matches(const Tensor& gpu, const Tensor& cpu, double tol, const std::string& what) {
-  ASSERT_TRUE(gpu.device().is_cuda()) << what;
-  ASSERT_EQ(gpu.shape(), cpu.shape()) << what;
-  ASSERT_EQ(gpu.dtype(), cpu.dtype()) << what;
-  std::vector<double> values = gpu.to_vector();
-  for (std::size_t i = 0; i < values.size(); ++i) ASSERT_FALSE(std::isnan(values[i])) << what << ": NaN at " << i;
-  EXPECT_LE(relative_error(gpu, cpu), tol) << what;
-}
+class NormGpu : public testing::PoisonedGpuTest {};
 
 const DType kDtypes[] = {DType::kF32, DType::kBF16, DType::kF16};
 
@@ -57,18 +38,18 @@ void check_rmsnorm(const Shape& shape, DType dtype, RmsNormStyle style, std::uin
   Pair gy = random_pair(shape, seed + 2, dtype);
   std::string what = std::string(dtype_name(dtype)) + (style == RmsNormStyle::kQwen ? " qwen " : " glm ") +
                      shape_str(shape);
-  double tol = tolerance(dtype);
+  double tol = gpu_tolerance(dtype);
   // With hidden 1 and a tiny eps, y is sign(x) and grad_x is pure cancellation noise; a
   // large eps keeps that case meaningful.
   float eps = hidden == 1 ? 0.5f : 1e-6f;
   ops::RmsNormOutput out_gpu = ops::rmsnorm_forward(x.gpu, w.gpu, eps, style);
   ops::RmsNormOutput out_cpu = ops::rmsnorm_forward(x.cpu, w.cpu, eps, style);
-  expect_matches(out_gpu.y, out_cpu.y, tol, what + " y");
-  expect_matches(out_gpu.rstd, out_cpu.rstd, 1e-5, what + " rstd");
+  expect_gpu_matches(out_gpu.y, out_cpu.y, tol, what + " y");
+  expect_gpu_matches(out_gpu.rstd, out_cpu.rstd, 1e-5, what + " rstd");
   ops::RmsNormGrads g_gpu = ops::rmsnorm_backward(gy.gpu, x.gpu, w.gpu, out_gpu.rstd, style);
   ops::RmsNormGrads g_cpu = ops::rmsnorm_backward(gy.cpu, x.cpu, w.cpu, out_cpu.rstd, style);
-  expect_matches(g_gpu.grad_x, g_cpu.grad_x, tol, what + " grad_x");
-  expect_matches(g_gpu.grad_weight, g_cpu.grad_weight, tol, what + " grad_weight");
+  expect_gpu_matches(g_gpu.grad_x, g_cpu.grad_x, tol, what + " grad_x");
+  expect_gpu_matches(g_gpu.grad_weight, g_cpu.grad_weight, tol, what + " grad_weight");
 }
 
 TEST_F(NormGpu, RmsNormMatchesCpuOnAwkwardSizes) {
@@ -117,17 +98,17 @@ void check_rmsnorm_case(const RmsNormCase& c, std::uint64_t seed) {
     x.gpu = misaligned(x.gpu);
     gy.gpu = misaligned(gy.gpu);
   }
-  double tol = tolerance(c.dtype);
+  double tol = gpu_tolerance(c.dtype);
   float eps = c.hidden == 1 ? 0.5f : 1e-6f;
   ops::RmsNormOutput cpu = ops::rmsnorm_forward(x.cpu, w.cpu, eps, c.style);
   ops::RmsNormOutput gpu = ops::rmsnorm_forward(x.gpu, w.gpu, eps, c.style);
-  expect_matches(gpu.y, cpu.y, tol, what + " y");
-  expect_matches(gpu.rstd, cpu.rstd, 1e-5, what + " rstd");
+  expect_gpu_matches(gpu.y, cpu.y, tol, what + " y");
+  expect_gpu_matches(gpu.rstd, cpu.rstd, 1e-5, what + " rstd");
   expect_same_bits(ops::rmsnorm_forward(x.gpu, w.gpu, eps, c.style).y, gpu.y, what + " y");
   ops::RmsNormGrads g_cpu = ops::rmsnorm_backward(gy.cpu, x.cpu, w.cpu, cpu.rstd, c.style);
   ops::RmsNormGrads g_gpu = ops::rmsnorm_backward(gy.gpu, x.gpu, w.gpu, gpu.rstd, c.style);
-  expect_matches(g_gpu.grad_x, g_cpu.grad_x, tol, what + " grad_x");
-  expect_matches(g_gpu.grad_weight, g_cpu.grad_weight, tol, what + " grad_weight");
+  expect_gpu_matches(g_gpu.grad_x, g_cpu.grad_x, tol, what + " grad_x");
+  expect_gpu_matches(g_gpu.grad_weight, g_cpu.grad_weight, tol, what + " grad_weight");
   ops::RmsNormGrads again = ops::rmsnorm_backward(gy.gpu, x.gpu, w.gpu, gpu.rstd, c.style);
   expect_same_bits(again.grad_x, g_gpu.grad_x, what + " grad_x");
   expect_same_bits(again.grad_weight, g_gpu.grad_weight, what + " grad_weight");
@@ -157,19 +138,19 @@ void check_residual_case(const RmsNormCase& c, bool with_grad_sum, std::uint64_t
   Pair w = random_pair({c.hidden}, seed + 2, c.dtype, 1.0), gy = random_pair({c.rows, c.hidden}, seed + 3, c.dtype);
   Pair gs = random_pair({c.rows, c.hidden}, seed + 4, c.dtype);
   if (c.misaligned) r.gpu = misaligned(r.gpu);
-  double tol = tolerance(c.dtype);
+  double tol = gpu_tolerance(c.dtype);
   ops::RmsNormResidualOutput cpu = ops::rmsnorm_residual_forward(x.cpu, r.cpu, w.cpu, 1e-6f, c.style);
   ops::RmsNormResidualOutput gpu = ops::rmsnorm_residual_forward(x.gpu, r.gpu, w.gpu, 1e-6f, c.style);
   EXPECT_EQ(gpu.sum.to_vector(), cpu.sum.to_vector()) << what << ": sum rounds once, as on the CPU";
-  expect_matches(gpu.y, cpu.y, tol, what + " y");
-  expect_matches(gpu.rstd, cpu.rstd, 1e-5, what + " rstd");
+  expect_gpu_matches(gpu.y, cpu.y, tol, what + " y");
+  expect_gpu_matches(gpu.rstd, cpu.rstd, 1e-5, what + " rstd");
   Tensor grad_sum_cpu = with_grad_sum ? gs.cpu : Tensor(), grad_sum_gpu = with_grad_sum ? gs.gpu : Tensor();
   ops::RmsNormResidualGrads g_cpu =
       ops::rmsnorm_residual_backward(gy.cpu, grad_sum_cpu, cpu.sum, w.cpu, cpu.rstd, c.style);
   ops::RmsNormResidualGrads g_gpu =
       ops::rmsnorm_residual_backward(gy.gpu, grad_sum_gpu, gpu.sum, w.gpu, gpu.rstd, c.style);
-  expect_matches(g_gpu.grad_input, g_cpu.grad_input, tol, what + " grad_input");
-  expect_matches(g_gpu.grad_weight, g_cpu.grad_weight, tol, what + " grad_weight");
+  expect_gpu_matches(g_gpu.grad_input, g_cpu.grad_input, tol, what + " grad_input");
+  expect_gpu_matches(g_gpu.grad_weight, g_cpu.grad_weight, tol, what + " grad_weight");
   ops::RmsNormResidualGrads again =
       ops::rmsnorm_residual_backward(gy.gpu, grad_sum_gpu, gpu.sum, w.gpu, gpu.rstd, c.style);
   expect_same_bits(again.grad_input, g_gpu.grad_input, what + " grad_input");
@@ -197,11 +178,11 @@ TEST_F(NormGpu, RmsNormTakesNonContiguousViews) {
   Tensor w_gpu = w.gpu.slice(0, 0, 48, 2), w_cpu = w.cpu.slice(0, 0, 48, 2);
   ops::RmsNormOutput out_gpu = ops::rmsnorm_forward(x_gpu, w_gpu, 1e-6f, RmsNormStyle::kQwen);
   ops::RmsNormOutput out_cpu = ops::rmsnorm_forward(x_cpu, w_cpu, 1e-6f, RmsNormStyle::kQwen);
-  expect_matches(out_gpu.y, out_cpu.y, 1e-5, "views y");
+  expect_gpu_matches(out_gpu.y, out_cpu.y, 1e-5, "views y");
   ops::RmsNormGrads g_gpu = ops::rmsnorm_backward(gy.gpu, x_gpu, w_gpu, out_gpu.rstd, RmsNormStyle::kQwen);
   ops::RmsNormGrads g_cpu = ops::rmsnorm_backward(gy.cpu, x_cpu, w_cpu, out_cpu.rstd, RmsNormStyle::kQwen);
-  expect_matches(g_gpu.grad_x, g_cpu.grad_x, 1e-5, "views grad_x");
-  expect_matches(g_gpu.grad_weight, g_cpu.grad_weight, 1e-5, "views grad_weight");
+  expect_gpu_matches(g_gpu.grad_x, g_cpu.grad_x, 1e-5, "views grad_x");
+  expect_gpu_matches(g_gpu.grad_weight, g_cpu.grad_weight, 1e-5, "views grad_weight");
 }
 
 TEST_F(NormGpu, RmsNormWeightGradientIsDeterministicAndZeroForNoRows) {
@@ -270,10 +251,10 @@ TEST_F(NormGpu, RopeMatchesCpuForBothStylesForwardAndBackward) {
           Pair x = random_pair({tokens, c.heads, c.head_dim}, seed++, dtype);
           Tensor pos_cpu = packed_positions(tokens, position_dtype, tokens == 300 ? 32000 : 3);
           Tensor pos_gpu = pos_cpu.to(Device::cuda());
-          expect_matches(ops::rope_forward(x.gpu, pos_gpu, c.config), ops::rope_forward(x.cpu, pos_cpu, c.config),
-                         tolerance(dtype), what + " forward");
-          expect_matches(ops::rope_backward(x.gpu, pos_gpu, c.config), ops::rope_backward(x.cpu, pos_cpu, c.config),
-                         tolerance(dtype), what + " backward");
+          expect_gpu_matches(ops::rope_forward(x.gpu, pos_gpu, c.config), ops::rope_forward(x.cpu, pos_cpu, c.config),
+                             gpu_tolerance(dtype), what + " forward");
+          expect_gpu_matches(ops::rope_backward(x.gpu, pos_gpu, c.config), ops::rope_backward(x.cpu, pos_cpu, c.config),
+                             gpu_tolerance(dtype), what + " backward");
         }
 }
 
@@ -283,8 +264,8 @@ TEST_F(NormGpu, RopeTakesAHeadSliceOfAFusedProjection) {
   Pair qkv = random_pair({9, 6, 64}, 200, DType::kBF16);
   Tensor pos_cpu = packed_positions(9, DType::kI64, 0), pos_gpu = pos_cpu.to(Device::cuda());
   RopeConfig config{RopeStyle::kInterleaved, 10000.0, 0.5};
-  expect_matches(ops::rope_forward(qkv.gpu.narrow(1, 0, 4), pos_gpu, config),
-                 ops::rope_forward(qkv.cpu.narrow(1, 0, 4), pos_cpu, config), 1e-2, "sliced q");
+  expect_gpu_matches(ops::rope_forward(qkv.gpu.narrow(1, 0, 4), pos_gpu, config),
+                     ops::rope_forward(qkv.cpu.narrow(1, 0, 4), pos_cpu, config), 1e-2, "sliced q");
 }
 
 TEST_F(NormGpu, RopeBackwardUndoesForwardAndPositionZeroIsIdentity) {
@@ -320,8 +301,8 @@ void check_rope_inplace(const RopeInPlaceCase& c, DType dtype, std::int64_t toke
   Tensor k_gpu = fused ? qkv.gpu.narrow(1, c.q_heads, c.k_heads) : k_cpu.contiguous().to(Device::cuda());
   Tensor q_twice = q_gpu.clone(), k_twice = k_gpu.clone();
   ops::rope_forward_inplace(q_gpu, k_gpu, pos_gpu, c.config);
-  expect_matches(q_gpu.contiguous(), q_ref, tolerance(dtype), what + " q");
-  expect_matches(k_gpu.contiguous(), k_ref, tolerance(dtype), what + " k");
+  expect_gpu_matches(q_gpu.contiguous(), q_ref, gpu_tolerance(dtype), what + " q");
+  expect_gpu_matches(k_gpu.contiguous(), k_ref, gpu_tolerance(dtype), what + " k");
   ops::rope_forward_inplace(q_twice, k_twice, pos_gpu, c.config);
   EXPECT_EQ(q_twice.to_vector(), q_gpu.to_vector()) << what << ": two runs differ";
   EXPECT_EQ(k_twice.to_vector(), k_gpu.to_vector()) << what << ": two runs differ";
@@ -333,8 +314,8 @@ void check_rope_inplace(const RopeInPlaceCase& c, DType dtype, std::int64_t toke
   Tensor q_back_ref = ops::rope_backward(q_ref, pos_cpu, c.config);
   Tensor k_back_ref = ops::rope_backward(k_ref, pos_cpu, c.config);
   ops::rope_backward_inplace(q_gpu, k_gpu, pos_gpu, c.config);
-  expect_matches(q_gpu.contiguous(), q_back_ref, tolerance(dtype), what + " q backward");
-  expect_matches(k_gpu.contiguous(), k_back_ref, tolerance(dtype), what + " k backward");
+  expect_gpu_matches(q_gpu.contiguous(), q_back_ref, gpu_tolerance(dtype), what + " q backward");
+  expect_gpu_matches(k_gpu.contiguous(), k_back_ref, gpu_tolerance(dtype), what + " k backward");
 }
 
 TEST_F(NormGpu, RopeInPlaceOnQAndKMatchesCpu) {
@@ -358,7 +339,7 @@ TEST_F(NormGpu, RopeRepeatsBitForBitOnTheVectorPath) {
   Tensor pos_cpu = packed_positions(257, DType::kI32, 100), pos_gpu = pos_cpu.to(Device::cuda());
   RopeConfig config{RopeStyle::kInterleaved, 10000.0, 0.5};
   Tensor first = ops::rope_forward(x.gpu, pos_gpu, config);
-  expect_matches(first, ops::rope_forward(x.cpu, pos_cpu, config), 1e-2, "GLM bf16 out of place");
+  expect_gpu_matches(first, ops::rope_forward(x.cpu, pos_cpu, config), 1e-2, "GLM bf16 out of place");
   EXPECT_EQ(ops::rope_forward(x.gpu, pos_gpu, config).to_vector(), first.to_vector());
   Tensor alone = x.gpu.clone();
   ops::rope_forward_inplace(alone, Tensor(), pos_gpu, config);

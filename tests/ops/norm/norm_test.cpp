@@ -10,6 +10,7 @@
 #include "ops/rope/rope.h"
 #include "runtime/error.h"
 #include "tests/common/gradcheck.h"
+#include "tests/common/op_test_util.h"
 
 namespace zt {
 namespace {
@@ -18,21 +19,9 @@ using Values = std::vector<double>;
 using ops::RmsNormStyle;
 using ops::RopeConfig;
 using ops::RopeStyle;
+using testing::error_of;
 using testing::expect_gradients_match;
-
-Tensor random(const Shape& shape, std::uint64_t seed, DType dtype = DType::kF64) {
-  return Tensor::normal(shape, seed, 0, 0.0, 1.0, dtype);
-}
-
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using testing::random_tensor;
 
 const char* style_name(RmsNormStyle style) { return style == RmsNormStyle::kQwen ? "qwen" : "glm"; }
 
@@ -73,15 +62,15 @@ TEST(RmsNorm, GradientsMatchFiniteDifferencesInBothStyles) {
         return std::vector<Tensor>{g.grad_x, g.grad_weight};
       };
       expect_gradients_match(std::string("rmsnorm ") + style_name(style) + " " + shape_str(shape), forward, backward,
-                             {random(shape, 1), random({hidden}, 2)}, {true, true});
+                             {random_tensor(shape, 1), random_tensor({hidden}, 2)}, {true, true});
     }
   }
 }
 
 TEST(RmsNorm, NonContiguousInputsEqualContiguousOnes) {
-  Tensor x = random({6, 4}, 3).transpose(0, 1);  // [4, 6] view
-  Tensor w = random({12}, 4).slice(0, 0, 12, 2);
-  Tensor g = random({4, 6}, 5);
+  Tensor x = random_tensor({6, 4}, 3).transpose(0, 1);  // [4, 6] view
+  Tensor w = random_tensor({12}, 4).slice(0, 0, 12, 2);
+  Tensor g = random_tensor({4, 6}, 5);
   for (RmsNormStyle style : {RmsNormStyle::kQwen, RmsNormStyle::kGlm}) {
     ops::RmsNormOutput view = ops::rmsnorm_forward(x, w, 1e-6f, style);
     ops::RmsNormOutput copy = ops::rmsnorm_forward(x.contiguous(), w.contiguous(), 1e-6f, style);
@@ -98,7 +87,7 @@ TEST(RmsNorm, NonContiguousInputsEqualContiguousOnes) {
 //   Qwen: weight * n.to(bf16)           (a bf16 product: float product, rounded once)
 //   GLM:  (weight * n).to(bf16)         (a float32 product, rounded once)
 TEST(RmsNorm, Bf16RoundsAsEachStyleRecipe) {
-  Tensor x = random({64, 129}, 6, DType::kBF16);
+  Tensor x = random_tensor({64, 129}, 6, DType::kBF16);
   Tensor w = Tensor::normal({129}, 7, 0, 1.0, 0.5, DType::kBF16);
   float eps = 1e-6f;
   Tensor n = ops::rmsnorm_forward(x.to(DType::kF32), Tensor::ones({129}, DType::kF32), eps, RmsNormStyle::kGlm).y;
@@ -116,7 +105,8 @@ TEST(RmsNorm, Bf16RoundsAsEachStyleRecipe) {
 }
 
 TEST(RmsNorm, Bf16BackwardIsCloseToFloat32) {
-  Tensor x = random({5, 33}, 8, DType::kBF16), w = random({33}, 9, DType::kBF16), g = random({5, 33}, 10, DType::kBF16);
+  Tensor x = random_tensor({5, 33}, 8, DType::kBF16), w = random_tensor({33}, 9, DType::kBF16);
+  Tensor g = random_tensor({5, 33}, 10, DType::kBF16);
   ops::RmsNormOutput out16 = ops::rmsnorm_forward(x, w, 1e-6f, RmsNormStyle::kQwen);
   ops::RmsNormGrads g16 = ops::rmsnorm_backward(g, x, w, out16.rstd, RmsNormStyle::kQwen);
   Tensor x32 = x.to(DType::kF32), w32 = w.to(DType::kF32), g32 = g.to(DType::kF32);
@@ -127,23 +117,24 @@ TEST(RmsNorm, Bf16BackwardIsCloseToFloat32) {
 }
 
 TEST(RmsNorm, BadArgumentsNameShapesAndDtypes) {
-  Tensor x = random({2, 8}, 11, DType::kF32);
+  Tensor x = random_tensor({2, 8}, 11, DType::kF32);
   std::string msg =
-      error_of([&] { ops::rmsnorm_forward(x, random({7}, 12, DType::kF32), 1e-6f, RmsNormStyle::kQwen); });
+      error_of([&] { ops::rmsnorm_forward(x, random_tensor({7}, 12, DType::kF32), 1e-6f, RmsNormStyle::kQwen); });
   EXPECT_NE(msg.find("[7]"), std::string::npos) << msg;
   EXPECT_NE(msg.find("8"), std::string::npos) << msg;
-  msg = error_of([&] { ops::rmsnorm_forward(x, random({8}, 12, DType::kBF16), 1e-6f, RmsNormStyle::kQwen); });
+  msg = error_of([&] { ops::rmsnorm_forward(x, random_tensor({8}, 12, DType::kBF16), 1e-6f, RmsNormStyle::kQwen); });
   EXPECT_NE(msg.find("float32"), std::string::npos) << msg;
   EXPECT_NE(msg.find("bfloat16"), std::string::npos) << msg;
-  ops::RmsNormOutput out = ops::rmsnorm_forward(x, random({8}, 12, DType::kF32), 1e-6f, RmsNormStyle::kQwen);
+  ops::RmsNormOutput out = ops::rmsnorm_forward(x, random_tensor({8}, 12, DType::kF32), 1e-6f, RmsNormStyle::kQwen);
   msg = error_of([&] {
-    ops::rmsnorm_backward(random({2, 9}, 13, DType::kF32), x, random({8}, 12, DType::kF32), out.rstd,
+    ops::rmsnorm_backward(random_tensor({2, 9}, 13, DType::kF32), x, random_tensor({8}, 12, DType::kF32), out.rstd,
                           RmsNormStyle::kQwen);
   });
   EXPECT_NE(msg.find("[2, 9]"), std::string::npos) << msg;
   EXPECT_NE(msg.find("[2, 8]"), std::string::npos) << msg;
   msg = error_of([&] {
-    ops::rmsnorm_backward(x, x, random({8}, 12, DType::kF32), Tensor::ones({3}, DType::kF32), RmsNormStyle::kQwen);
+    ops::rmsnorm_backward(x, x, random_tensor({8}, 12, DType::kF32), Tensor::ones({3}, DType::kF32),
+                          RmsNormStyle::kQwen);
   });
   EXPECT_NE(msg.find("saved_rstd"), std::string::npos) << msg;
   EXPECT_NE(msg.find("[3]"), std::string::npos) << msg;
@@ -201,7 +192,7 @@ TEST(Rope, GradientsMatchFiniteDifferencesWithOddPositions) {
       auto backward = [&](const std::vector<Tensor>&, const Tensor& grad) {
         return std::vector<Tensor>{ops::rope_backward(grad, positions, c.config)};
       };
-      expect_gradients_match("rope " + rope_name(c), forward, backward, {random({5, c.heads, c.head_dim}, 20)},
+      expect_gradients_match("rope " + rope_name(c), forward, backward, {random_tensor({5, c.heads, c.head_dim}, 20)},
                              {true});
     }
   }
@@ -210,7 +201,7 @@ TEST(Rope, GradientsMatchFiniteDifferencesWithOddPositions) {
 TEST(Rope, BackwardUndoesForward) {
   Tensor positions = positions_of({0, 5, 9, 2, 2, 1000, 31});
   for (const RopeCase& c : rope_cases()) {
-    Tensor x = random({7, c.heads, c.head_dim}, 21);
+    Tensor x = random_tensor({7, c.heads, c.head_dim}, 21);
     Tensor back = ops::rope_backward(ops::rope_forward(x, positions, c.config), positions, c.config);
     EXPECT_LE(max_abs_diff(back, x), 1e-12) << rope_name(c);
   }
@@ -219,7 +210,7 @@ TEST(Rope, BackwardUndoesForward) {
 TEST(Rope, PositionZeroIsIdentity) {
   for (const RopeCase& c : rope_cases())
     for (DType dtype : {DType::kF64, DType::kF32, DType::kBF16, DType::kF16}) {
-      Tensor x = random({4, c.heads, c.head_dim}, 22, dtype);
+      Tensor x = random_tensor({4, c.heads, c.head_dim}, 22, dtype);
       Tensor y = ops::rope_forward(x, positions_of({0, 0, 0, 0}), c.config);
       EXPECT_EQ(y.dtype(), dtype);
       EXPECT_EQ(y.to_vector(), x.to_vector()) << rope_name(c) << " " << dtype_name(dtype);
@@ -228,14 +219,14 @@ TEST(Rope, PositionZeroIsIdentity) {
 
 TEST(Rope, PackedSequencesRotateByTheirOwnPositions) {
   // Two sequences packed back to back: positions restart, so equal positions rotate equally.
-  Tensor x = random({1, 2, 8}, 23).expand({4, 2, 8}).contiguous();
+  Tensor x = random_tensor({1, 2, 8}, 23).expand({4, 2, 8}).contiguous();
   Values y = ops::rope_forward(x, positions_of({0, 1, 0, 1}), {}).to_vector();
   Values first(y.begin(), y.begin() + 32), second(y.begin() + 32, y.end());
   EXPECT_EQ(first, second);
 }
 
 TEST(Rope, Bf16RoundsCosSinAndProductsLikeHf) {
-  Tensor x = random({6, 3, 16}, 24, DType::kBF16);
+  Tensor x = random_tensor({6, 3, 16}, 24, DType::kBF16);
   Tensor positions = positions_of({1, 17, 300, 4095, 5, 77});
   for (const RopeCase& c : rope_cases()) {
     if (16 * c.config.rotary_fraction != std::floor(16 * c.config.rotary_fraction)) continue;
@@ -254,11 +245,11 @@ TEST(Rope, Bf16RoundsCosSinAndProductsLikeHf) {
 }
 
 TEST(Rope, BadArgumentsNameShapesAndDtypes) {
-  Tensor x = random({4, 2, 8}, 25, DType::kF32);
+  Tensor x = random_tensor({4, 2, 8}, 25, DType::kF32);
   std::string msg = error_of([&] { ops::rope_forward(x, positions_of({0, 1, 2}), {}); });
   EXPECT_NE(msg.find("[3]"), std::string::npos) << msg;
   EXPECT_NE(msg.find("4"), std::string::npos) << msg;
-  msg = error_of([&] { ops::rope_forward(random({4, 16}, 25, DType::kF32), positions_of({0, 1, 2, 3}), {}); });
+  msg = error_of([&] { ops::rope_forward(random_tensor({4, 16}, 25, DType::kF32), positions_of({0, 1, 2, 3}), {}); });
   EXPECT_NE(msg.find("[4, 16]"), std::string::npos) << msg;
   msg = error_of([&] { ops::rope_forward(x, positions_of({0, 1, 2, 3}, DType::kF32), {}); });
   EXPECT_NE(msg.find("float32"), std::string::npos) << msg;

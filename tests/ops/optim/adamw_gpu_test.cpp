@@ -17,24 +17,9 @@
 namespace zt {
 namespace {
 
-class OptimGpu : public ::testing::Test {
- protected:
-  void SetUp() override { set_poison_new_device_tensors(true); }
-  void TearDown() override { set_poison_new_device_tensors(false); }
-};
+using testing::expect_gpu_matches;
 
-void expect_no_nan(const Tensor& gpu, const std::string& what) {
-  std::vector<double> values = gpu.to_vector();
-  for (std::size_t i = 0; i < values.size(); ++i) ASSERT_FALSE(std::isnan(values[i])) << what << ": NaN at " << i;
-}
-
-void expect_matches(const Tensor& gpu, const Tensor& cpu, double tol, const std::string& what) {
-  ASSERT_TRUE(gpu.device().is_cuda()) << what;
-  ASSERT_EQ(gpu.shape(), cpu.shape()) << what;
-  ASSERT_EQ(gpu.dtype(), cpu.dtype()) << what;
-  expect_no_nan(gpu, what);
-  EXPECT_LE(relative_error(gpu, cpu), tol) << what;
-}
+class OptimGpu : public testing::PoisonedGpuTest {};
 
 // Master weights, moments and working copy on both devices, starting equal.
 struct Copies {
@@ -69,10 +54,10 @@ TEST_F(OptimGpu, AdamWMatchesCpuOverSeveralSteps) {
           EXPECT_FALSE(found_cpu.item()) << what;
         }
         ++seed;
-        expect_matches(gpu.master, cpu.master, 1e-6, what + " master");
-        expect_matches(gpu.exp_avg, cpu.exp_avg, 1e-6, what + " exp_avg");
-        expect_matches(gpu.exp_avg_sq, cpu.exp_avg_sq, 1e-6, what + " exp_avg_sq");
-        expect_matches(gpu.working, cpu.working, 1e-2, what + " working");
+        expect_gpu_matches(gpu.master, cpu.master, 1e-6, what + " master");
+        expect_gpu_matches(gpu.exp_avg, cpu.exp_avg, 1e-6, what + " exp_avg");
+        expect_gpu_matches(gpu.exp_avg_sq, cpu.exp_avg_sq, 1e-6, what + " exp_avg_sq");
+        expect_gpu_matches(gpu.working, cpu.working, 1e-2, what + " working");
         EXPECT_EQ(gpu.working.to_vector(), gpu.master.to(working_dtype).to_vector()) << what << " working rounding";
       }
 }
@@ -112,10 +97,10 @@ TEST_F(OptimGpu, L2NormMatchesCpuOverManyTensors) {
   Tensor norm_gpu = ops::l2_norm(gpu);
   EXPECT_EQ(norm_gpu.shape(), Shape{});
   EXPECT_EQ(norm_gpu.dtype(), DType::kF32);
-  expect_matches(norm_gpu, ops::l2_norm(cpu), 1e-6, "l2_norm");
+  expect_gpu_matches(norm_gpu, ops::l2_norm(cpu), 1e-6, "l2_norm");
   double first = norm_gpu.item();
   for (int run = 0; run < 3; ++run) EXPECT_EQ(ops::l2_norm(gpu).item(), first) << "l2_norm is deterministic";
-  expect_matches(ops::l2_norm({gpu[2]}), ops::l2_norm({cpu[2]}), 1e-6, "l2_norm of one element");
+  expect_gpu_matches(ops::l2_norm({gpu[2]}), ops::l2_norm({cpu[2]}), 1e-6, "l2_norm of one element");
 }
 
 TEST_F(OptimGpu, L2NormOfANonFiniteTensorIsNonFinite) {
@@ -254,7 +239,7 @@ TEST_F(OptimGpu, L2NormOverManyTensorsMatchesCpuAndRepeats) {
     gpu.push_back(placed(cpu.back(), i % 6 == 1 ? 3 : 0));
   }
   Tensor norm = ops::l2_norm(gpu);
-  expect_matches(norm, ops::l2_norm(cpu), 1e-6, "l2_norm over 70 tensors");
+  expect_gpu_matches(norm, ops::l2_norm(cpu), 1e-6, "l2_norm over 70 tensors");
   for (int run = 0; run < 3; ++run) EXPECT_EQ(ops::l2_norm(gpu).item(), norm.item()) << "run " << run;
 }
 

@@ -9,36 +9,23 @@
 #include "ops/optim/adamw.h"
 #include "ops/optim/l2norm.h"
 #include "runtime/error.h"
+#include "tests/common/op_test_util.h"
 
 namespace zt {
 namespace {
 
 using Values = std::vector<double>;
-
-Tensor random(const Shape& shape, std::uint64_t seed, DType dtype = DType::kF32) {
-  return Tensor::normal(shape, seed, 0, 0.0, 1.0, dtype);
-}
-
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
-
-void expect_mentions(const std::string& msg, std::initializer_list<const char*> parts) {
-  for (const char* part : parts) EXPECT_NE(msg.find(part), std::string::npos) << "'" << part << "' not in: " << msg;
-}
+using testing::error_of;
+using testing::expect_mentions;
+using testing::random_tensor;
 
 struct State {
   Tensor master, exp_avg, exp_avg_sq;
 };
 
 State fresh_state(const Shape& shape, std::uint64_t seed) {
-  return {random(shape, seed), Tensor::zeros(shape, DType::kF32), Tensor::zeros(shape, DType::kF32)};
+  return {random_tensor(shape, seed, DType::kF32), Tensor::zeros(shape, DType::kF32),
+          Tensor::zeros(shape, DType::kF32)};
 }
 
 // The formula of ops/optim/adamw.h, one element at a time in float64.
@@ -104,13 +91,13 @@ TEST(AdamW, MatchesAFloat64LoopOverSeveralSteps) {
 TEST(AdamW, WritesTheRoundedWorkingCopy) {
   State s = fresh_state({50}, 2);
   Tensor working = Tensor::zeros({50}, DType::kBF16);
-  ops::adamw_step(s.master, s.exp_avg, s.exp_avg_sq, random({50}, 3, DType::kBF16), {}, working);
+  ops::adamw_step(s.master, s.exp_avg, s.exp_avg_sq, random_tensor({50}, 3, DType::kBF16), {}, working);
   EXPECT_EQ(working.to_vector(), s.master.to(DType::kBF16).to_vector());
 }
 
 TEST(AdamW, GradScaleDividesTheGradient) {
   State a = fresh_state({20}, 4), b = fresh_state({20}, 4);
-  Tensor grad = random({20}, 5);
+  Tensor grad = random_tensor({20}, 5, DType::kF32);
   ops::AdamWConfig c{1e-2, 0.9, 0.999, 1e-8, 0.0, 1, 1.0};
   ops::adamw_step(a.master, a.exp_avg, a.exp_avg_sq, grad, c);
   c.grad_scale = 1024.0;  // a power of two: the scaled gradient divides back exactly
@@ -126,10 +113,10 @@ TEST(AdamW, GradScaleDividesTheGradient) {
 TEST(AdamW, NonFiniteGradientChangesNothing) {
   for (double bad : {std::numeric_limits<double>::infinity(), std::numeric_limits<double>::quiet_NaN()}) {
     State s = fresh_state({9}, 6);
-    s.exp_avg.copy_from(random({9}, 7));
+    s.exp_avg.copy_from(random_tensor({9}, 7, DType::kF32));
     Tensor working = Tensor::full({9}, 3.0, DType::kF16);
     Values before_p = s.master.to_vector(), before_m = s.exp_avg.to_vector();
-    Values g = random({9}, 8).to_vector();
+    Values g = random_tensor({9}, 8, DType::kF32).to_vector();
     g[4] = bad;
     Tensor found = ops::adamw_step(s.master, s.exp_avg, s.exp_avg_sq, Tensor::from_values(g, {9}, DType::kF16), {},
                                    working);
@@ -144,8 +131,10 @@ TEST(AdamW, NonFiniteGradientChangesNothing) {
 
 TEST(AdamW, BadArgumentsNameShapesAndDtypes) {
   State s = fresh_state({4, 2}, 9);
-  Tensor grad = random({4, 2}, 10);
-  expect_mentions(error_of([&] { ops::adamw_step(s.master, s.exp_avg, s.exp_avg_sq, random({8}, 10), {}); }),
+  Tensor grad = random_tensor({4, 2}, 10, DType::kF32);
+  expect_mentions(error_of([&] {
+                    ops::adamw_step(s.master, s.exp_avg, s.exp_avg_sq, random_tensor({8}, 10, DType::kF32), {});
+                  }),
                   {"[8]", "[4, 2]"});
   expect_mentions(error_of([&] { ops::adamw_step(s.master.to(DType::kBF16), s.exp_avg, s.exp_avg_sq, grad, {}); }),
                   {"master", "bfloat16"});
@@ -173,8 +162,9 @@ TEST(L2Norm, HandComputedValues) {
 }
 
 TEST(L2Norm, MatchesAFloat64LoopOverManyTensors) {
-  std::vector<Tensor> tensors{random({1000}, 11), random({7, 13}, 12, DType::kBF16), random({1}, 13, DType::kF16),
-                              random({30, 3}, 14).transpose(0, 1), Tensor::zeros({0}, DType::kF32)};
+  std::vector<Tensor> tensors{random_tensor({1000}, 11, DType::kF32), random_tensor({7, 13}, 12, DType::kBF16),
+                              random_tensor({1}, 13, DType::kF16),
+                              random_tensor({30, 3}, 14, DType::kF32).transpose(0, 1), Tensor::zeros({0}, DType::kF32)};
   double sum = 0;
   for (const Tensor& t : tensors)
     for (double x : t.to_vector()) sum += x * x;
@@ -189,7 +179,8 @@ TEST(L2Norm, NonFiniteElementsGiveANonFiniteNorm) {
 }
 
 TEST(L2Norm, RejectsIntegerTensors) {
-  expect_mentions(error_of([&] { ops::l2_norm({random({2}, 15), Tensor::arange(3)}); }), {"tensors[1]", "int64"});
+  expect_mentions(error_of([&] { ops::l2_norm({random_tensor({2}, 15, DType::kF32), Tensor::arange(3)}); }),
+                  {"tensors[1]", "int64"});
 }
 
 }  // namespace

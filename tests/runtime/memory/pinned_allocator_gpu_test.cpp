@@ -9,7 +9,7 @@
 
 #include "runtime/check.h"
 #include "runtime/error.h"
-#include "runtime/stream.h"
+#include "runtime/streams/stream.h"
 #include "tests/common/test_util.h"
 
 namespace zt {

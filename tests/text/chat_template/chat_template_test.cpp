@@ -5,10 +5,13 @@
 
 #include <map>
 
+#include "tests/common/op_test_util.h"
 #include "text/chat_template/chat_template.h"
 
 namespace zt::models {
 namespace {
+
+using testing::error_of;
 
 constexpr TokenId kPieceStart = 999;  // FakeTokenizer opens every encode call's output with it
 
@@ -67,15 +70,6 @@ void expect_encoding(std::string_view template_name, const std::vector<ChatMessa
 
 std::string render(std::string_view name, const std::vector<ChatMessage>& messages, bool generation_prompt) {
   return make_chat_template(name)->render(messages, generation_prompt);
-}
-
-std::string error_of(auto&& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 TEST(ChatTemplate, QwenRendersChatMlAsQwen3Does) {
