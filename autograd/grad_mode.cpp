@@ -9,10 +9,17 @@ thread_local bool recording = true;
 
 bool grad_enabled() { return recording; }
 
-NoGradGuard::NoGradGuard() : previous_(recording) { recording = false; }
-NoGradGuard::~NoGradGuard() { recording = previous_; }
+template <bool kRecording>
+GradModeGuard<kRecording>::GradModeGuard() : previous_(recording) {
+  recording = kRecording;
+}
 
-EnableGradGuard::EnableGradGuard() : previous_(recording) { recording = true; }
-EnableGradGuard::~EnableGradGuard() { recording = previous_; }
+template <bool kRecording>
+GradModeGuard<kRecording>::~GradModeGuard() {
+  recording = previous_;
+}
+
+template class GradModeGuard<false>;
+template class GradModeGuard<true>;
 
 }  // namespace zt::autograd

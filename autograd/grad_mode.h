@@ -6,27 +6,21 @@ namespace zt::autograd {
 
 bool grad_enabled();
 
-class NoGradGuard {
+// Sets recording to kRecording for a scope and restores the previous setting after.
+template <bool kRecording>
+class GradModeGuard {
  public:
-  NoGradGuard();
-  ~NoGradGuard();
-  NoGradGuard(const NoGradGuard&) = delete;
-  NoGradGuard& operator=(const NoGradGuard&) = delete;
+  GradModeGuard();
+  ~GradModeGuard();
+  GradModeGuard(const GradModeGuard&) = delete;
+  GradModeGuard& operator=(const GradModeGuard&) = delete;
 
  private:
   bool previous_;
 };
 
+using NoGradGuard = GradModeGuard<false>;
 // Turns recording back on inside a no-grad scope (the recompute of a checkpoint).
-class EnableGradGuard {
- public:
-  EnableGradGuard();
-  ~EnableGradGuard();
-  EnableGradGuard(const EnableGradGuard&) = delete;
-  EnableGradGuard& operator=(const EnableGradGuard&) = delete;
-
- private:
-  bool previous_;
-};
+using EnableGradGuard = GradModeGuard<true>;
 
 }  // namespace zt::autograd

@@ -33,14 +33,35 @@ void pair_sizes(benchmark::internal::Benchmark* bench) {
   for (std::int64_t bytes : {512 + 3, 65536 + 7, 1 << 20, (3 << 20) + 5, (64 << 20) + 11}) bench->Arg(bytes);
 }
 
-void allocate_free_pairs(benchmark::State& state, CachingDeviceAllocator& allocator) {
+// Pairs of allocate(bytes) and free(ptr) at state.range(0) bytes.
+template <typename Allocate, typename Free>
+void allocate_free_pairs(benchmark::State& state, Allocate&& allocate, Free&& free) {
   const auto bytes = static_cast<std::size_t>(state.range(0));
   for (auto _ : state) {
-    void* ptr = allocator.allocate(bytes, nullptr);
+    void* ptr = allocate(bytes);
     benchmark::DoNotOptimize(ptr);
-    allocator.free(ptr);
+    free(ptr);
   }
   state.SetItemsProcessed(state.iterations());
+}
+
+// The same through a CUDA runtime call pair: allocate(&ptr, bytes) and free(ptr).
+template <typename Allocate, typename Free>
+void cuda_allocate_free_pairs(benchmark::State& state, Allocate&& allocate, Free&& free) {
+  allocate_free_pairs(
+      state,
+      [&](std::size_t bytes) {
+        void* ptr = nullptr;
+        ZT_CUDA_CHECK(allocate(&ptr, bytes));
+        return ptr;
+      },
+      [&](void* ptr) { ZT_CUDA_CHECK(free(ptr)); });
+}
+
+void allocate_free_pairs(benchmark::State& state, CachingDeviceAllocator& allocator) {
+  allocate_free_pairs(
+      state, [&](std::size_t bytes) { return allocator.allocate(bytes, nullptr); },
+      [&](void* ptr) { allocator.free(ptr); });
 }
 
 void BM_CachingAllocatorHostBackend(benchmark::State& state) {
@@ -71,39 +92,22 @@ BENCHMARK(BM_CachingAllocatorDevice)->Apply(pair_sizes);
 
 void BM_CudaMallocFree(benchmark::State& state) {
   if (skip_without_gpu(state)) return;
-  const auto bytes = static_cast<std::size_t>(state.range(0));
-  for (auto _ : state) {
-    void* ptr = nullptr;
-    ZT_CUDA_CHECK(cudaMalloc(&ptr, bytes));
-    benchmark::DoNotOptimize(ptr);
-    ZT_CUDA_CHECK(cudaFree(ptr));
-  }
-  state.SetItemsProcessed(state.iterations());
+  cuda_allocate_free_pairs(
+      state, [](void** ptr, std::size_t bytes) { return cudaMalloc(ptr, bytes); }, cudaFree);
 }
 BENCHMARK(BM_CudaMallocFree)->Apply(pair_sizes);
 
 void BM_PinnedHostAllocator(benchmark::State& state) {
   if (skip_without_gpu(state)) return;
-  const auto bytes = static_cast<std::size_t>(state.range(0));
-  for (auto _ : state) {
-    void* ptr = pinned_host_allocate(bytes);
-    benchmark::DoNotOptimize(ptr);
-    pinned_host_free(ptr);
-  }
-  state.SetItemsProcessed(state.iterations());
+  allocate_free_pairs(state, pinned_host_allocate, pinned_host_free);
 }
 BENCHMARK(BM_PinnedHostAllocator)->Apply(pair_sizes);
 
 void BM_CudaHostAllocFree(benchmark::State& state) {
   if (skip_without_gpu(state)) return;
-  const auto bytes = static_cast<std::size_t>(state.range(0));
-  for (auto _ : state) {
-    void* ptr = nullptr;
-    ZT_CUDA_CHECK(cudaHostAlloc(&ptr, bytes, cudaHostAllocPortable));
-    benchmark::DoNotOptimize(ptr);
-    ZT_CUDA_CHECK(cudaFreeHost(ptr));
-  }
-  state.SetItemsProcessed(state.iterations());
+  cuda_allocate_free_pairs(
+      state, [](void** ptr, std::size_t bytes) { return cudaHostAlloc(ptr, bytes, cudaHostAllocPortable); },
+      cudaFreeHost);
 }
 BENCHMARK(BM_CudaHostAllocFree)->Apply(pair_sizes);
 

@@ -20,15 +20,21 @@ void BM_RecordOp(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 
+// x through a chain of 64 recorded ops that pass the gradient through.
+Variable record_chain_of_64(const Variable& x, const Tensor& value) {
+  Variable y = x;
+  for (int i = 0; i < 64; ++i)
+    y = record_one("op", value, {y}, [](const std::vector<Tensor>& g, const std::vector<bool>&) {
+      return std::vector<Tensor>{g[0]};
+    });
+  return y;
+}
+
 void BM_RecordChainOf64(benchmark::State& state) {
   Variable x(Tensor::zeros({1}, DType::kF32), true, "x");
   Tensor value = Tensor::zeros({1}, DType::kF32);
   for (auto _ : state) {
-    Variable y = x;
-    for (int i = 0; i < 64; ++i)
-      y = record_one("op", value, {y}, [](const std::vector<Tensor>& g, const std::vector<bool>&) {
-        return std::vector<Tensor>{g[0]};
-      });
+    Variable y = record_chain_of_64(x, value);
     benchmark::DoNotOptimize(y);
   }
   state.SetItemsProcessed(state.iterations() * 64);
@@ -39,12 +45,7 @@ void BM_RecordAndBackwardChainOf64(benchmark::State& state) {
   Variable x(Tensor::zeros({1}, DType::kF32), true, "x");
   Tensor value = Tensor::zeros({1}, DType::kF32);
   for (auto _ : state) {
-    Variable y = x;
-    for (int i = 0; i < 64; ++i)
-      y = record_one("op", value, {y}, [](const std::vector<Tensor>& g, const std::vector<bool>&) {
-        return std::vector<Tensor>{g[0]};
-      });
-    y.backward();
+    record_chain_of_64(x, value).backward();
     x.zero_grad();
   }
   state.SetItemsProcessed(state.iterations() * 64);

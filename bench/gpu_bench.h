@@ -14,7 +14,7 @@
 
 #include "runtime/check.h"
 #include "runtime/device.h"
-#include "runtime/stream.h"
+#include "runtime/streams/stream.h"
 #include "tensor/tensor.h"
 
 namespace zt::bench {

@@ -15,7 +15,7 @@
 #include "runtime/memory/caching_allocator.h"
 #include "runtime/check.h"
 #include "runtime/device.h"
-#include "runtime/stream.h"
+#include "runtime/streams/stream.h"
 #include "tensor/tensor.h"
 
 namespace zt {

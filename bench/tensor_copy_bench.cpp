@@ -5,7 +5,7 @@
 #include "bench/gpu_bench.h"
 #include "runtime/check.h"
 #include "runtime/device.h"
-#include "runtime/stream.h"
+#include "runtime/streams/stream.h"
 #include "tensor/tensor.h"
 
 namespace zt {

@@ -30,14 +30,6 @@ constexpr const char* kUsage =
 // While rank 0 waits for the user, the other ranks wait in a collective: well inside its timeout.
 constexpr std::chrono::seconds kKeepAliveInterval{60};
 
-FlagSpec flag_spec() {
-  FlagSpec spec{.command = "chat", .value_flags = kModelFlags, .bool_flags = kGenerationBoolFlags,
-                .required = {"--model_name_or_path"}};
-  spec.value_flags.insert(kGenerationFlags.begin(), kGenerationFlags.end());
-  spec.value_flags.insert("--system");
-  return spec;
-}
-
 std::atomic<bool> interrupted{false};
 
 extern "C" void on_interrupt(int) { interrupted = true; }
@@ -178,8 +170,7 @@ int chat(Flags& flags) {
 }
 
 int run_chat(const std::vector<std::string>& args) {
-  static const std::string usage = std::string(kUsage) + kGenerationUsage;
-  return run_with_flags(args, flag_spec(), usage.c_str(), chat);
+  return run_generation_command(args, "chat", {"--system"}, kUsage, chat);
 }
 
 const Registration registration{{"chat", "talk with a model on the terminal (streaming, multi-turn)", run_chat}};

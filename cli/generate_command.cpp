@@ -39,14 +39,6 @@ constexpr const char* kUsage =
     "  --device   default cuda when a GPU is usable, else cpu\n"
     "  --dtype    default bfloat16 on a GPU, float32 on the CPU\n";
 
-FlagSpec flag_spec() {
-  FlagSpec spec{.command = "generate", .value_flags = kModelFlags, .bool_flags = kGenerationBoolFlags,
-                .required = {"--model_name_or_path"}};
-  spec.value_flags.insert(kGenerationFlags.begin(), kGenerationFlags.end());
-  spec.value_flags.insert({"--prompt", "--input_file", "--output_file", "--output_format"});
-  return spec;
-}
-
 struct Prompts {
   std::vector<std::string> shown;  // what the output files call the prompt
   std::vector<std::vector<std::int64_t>> ids;
@@ -189,8 +181,8 @@ int generate_text(Flags& flags) {
 }
 
 int run_generate(const std::vector<std::string>& args) {
-  static const std::string usage = std::string(kUsage) + kGenerationUsage;
-  return run_with_flags(args, flag_spec(), usage.c_str(), generate_text);
+  return run_generation_command(args, "generate", {"--prompt", "--input_file", "--output_file", "--output_format"},
+                                kUsage, generate_text);
 }
 
 const Registration registration{{"generate", "continue prompts with a model (greedy or sampled, batched)", run_generate}};

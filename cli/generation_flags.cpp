@@ -25,6 +25,17 @@ const char* const kGenerationUsage =
     "                           srun) one rank per process and GPU; without one, N in-process ranks on\n"
     "                           --device: the same tokens as --tp 1, no faster (for tests and learning)\n";
 
+int run_generation_command(const std::vector<std::string>& args, const std::string& command,
+                           const std::set<std::string>& extra, const char* usage,
+                           const std::function<int(Flags&)>& body) {
+  FlagSpec spec{.command = command, .value_flags = kModelFlags, .bool_flags = kGenerationBoolFlags,
+                .required = {"--model_name_or_path"}};
+  spec.value_flags.insert(kGenerationFlags.begin(), kGenerationFlags.end());
+  spec.value_flags.insert(extra.begin(), extra.end());
+  const std::string full_usage = std::string(usage) + kGenerationUsage;
+  return run_with_flags(args, spec, full_usage.c_str(), body);
+}
+
 double number_flag(const std::string& flag, const std::string& text) {
   try {
     std::size_t used = 0;

@@ -26,6 +26,12 @@ inline const std::set<std::string> kGenerationBoolFlags{"--do_sample", "--merge_
 // Usage lines for the flags above.
 extern const char* const kGenerationUsage;
 
+// run_with_flags for a generating command: its flags are the model's, the ones above and its
+// own `extra` value flags; its usage is `usage` followed by kGenerationUsage.
+int run_generation_command(const std::vector<std::string>& args, const std::string& command,
+                           const std::set<std::string>& extra, const char* usage,
+                           const std::function<int(Flags&)>& body);
+
 // generation_config.json of `model_dir` overridden by the flags; stops also at the
 // tokenizer's eos and at `chat_template`'s end-of-turn tokens when one is given.
 models::GenerationOptions generation_options_from(const Flags& flags, const std::string& model_dir,

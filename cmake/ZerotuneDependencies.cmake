@@ -4,6 +4,25 @@ find_package(CUDAToolkit REQUIRED)
 find_package(nlohmann_json 3.9 REQUIRED)
 find_package(Threads REQUIRED)
 
+# zt_optional_dependency(<target> <HAVE variable> FOUND <found variables...> LIBS <libraries...>
+#                        WARNING <text>): an interface target that links the libraries and
+# defines HAVE=1 when every found variable is true; otherwise an empty one, HAVE off, and the
+# warning.
+function(zt_optional_dependency target have)
+  cmake_parse_arguments(PARSE_ARGV 2 arg "" "WARNING" "FOUND;LIBS")
+  add_library(${target} INTERFACE)
+  foreach(found IN LISTS arg_FOUND)
+    if(NOT ${found})
+      set(${have} OFF PARENT_SCOPE)
+      message(WARNING "${arg_WARNING}")
+      return()
+    endif()
+  endforeach()
+  set(${have} ON PARENT_SCOPE)
+  target_link_libraries(${target} INTERFACE ${arg_LIBS})
+  target_compile_definitions(${target} INTERFACE ${have}=1)
+endfunction()
+
 set(_zt_lib_hints ${CUDAToolkit_LIBRARY_DIR} /usr/lib/x86_64-linux-gnu /usr/local/cuda/lib64)
 set(_zt_inc_hints ${CUDAToolkit_INCLUDE_DIRS} /usr/include /usr/local/cuda/include)
 
@@ -26,32 +45,20 @@ find_package(PkgConfig REQUIRED)
 pkg_check_modules(PCRE2 IMPORTED_TARGET libpcre2-8)
 pkg_check_modules(UTF8PROC IMPORTED_TARGET libutf8proc)
 pkg_check_modules(SENTENCEPIECE IMPORTED_TARGET sentencepiece)
-add_library(zt_text_deps INTERFACE)
-if(PCRE2_FOUND AND UTF8PROC_FOUND AND SENTENCEPIECE_FOUND)
-  set(ZT_HAVE_TEXT ON)
-  target_link_libraries(zt_text_deps INTERFACE PkgConfig::PCRE2 PkgConfig::UTF8PROC PkgConfig::SENTENCEPIECE)
-  target_compile_definitions(zt_text_deps INTERFACE ZT_HAVE_TEXT=1)
-else()
-  set(ZT_HAVE_TEXT OFF)
-  message(WARNING "PCRE2, utf8proc or sentencepiece not found: building without the tokenizers. "
-                  "Install libpcre2-dev libutf8proc-dev libsentencepiece-dev (scripts/setup.sh does).")
-endif()
+zt_optional_dependency(zt_text_deps ZT_HAVE_TEXT
+  FOUND PCRE2_FOUND UTF8PROC_FOUND SENTENCEPIECE_FOUND
+  LIBS PkgConfig::PCRE2 PkgConfig::UTF8PROC PkgConfig::SENTENCEPIECE
+  WARNING "PCRE2, utf8proc or sentencepiece not found: building without the tokenizers. Install libpcre2-dev libutf8proc-dev libsentencepiece-dev (scripts/setup.sh does).")
 
 # Gloo runs the collectives of multi-process training on the CPU, where NCCL cannot, so the
 # launchers and ZeRO across processes are tested on machines without a GPU. scripts/setup.sh
 # installs Debian's libgloo-dev; a machine without it still builds everything else, and
 # multi-process training on the CPU then says it needs Gloo.
 find_package(Gloo CONFIG QUIET)
-add_library(zt_gloo INTERFACE)
-if(Gloo_FOUND)
-  set(ZT_HAVE_GLOO ON)
-  target_link_libraries(zt_gloo INTERFACE gloo)
-  target_compile_definitions(zt_gloo INTERFACE ZT_HAVE_GLOO=1)
-else()
-  set(ZT_HAVE_GLOO OFF)
-  message(WARNING "Gloo not found: building without multi-process training on the CPU. "
-                  "Install libgloo-dev (scripts/setup.sh does).")
-endif()
+zt_optional_dependency(zt_gloo ZT_HAVE_GLOO
+  FOUND Gloo_FOUND
+  LIBS gloo
+  WARNING "Gloo not found: building without multi-process training on the CPU. Install libgloo-dev (scripts/setup.sh does).")
 
 # libpng (with zlib) encodes the loss-curve images. Linked statically, like zerotune's own
 # libraries, so the binary needs no shared library beyond the CUDA ones and the C/C++

@@ -51,4 +51,9 @@ class Communicator {
 // "all_reduce of 1048576 bfloat16 elements (2.0 MiB)": how collectives are named in errors.
 std::string describe_collective(const char* name, const Tensor& tensor);
 
+// Throws unless `whole` (reduce_scatter's input, all_gather's output) holds world_size times
+// the elements of `part` (the other one) and, with same_dtype, has its dtype.
+void require_world_multiple(const char* op, const Tensor& whole, const char* whole_role, const Tensor& part,
+                            const char* part_role, int world_size, bool same_dtype);
+
 }  // namespace zt::distributed

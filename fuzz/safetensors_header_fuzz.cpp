@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "runtime/error.h"
+#include "fuzz/fuzz_input.h"
 #include "tensor/safetensors/safetensors_format.h"
 
 namespace st = zt::safetensors;
@@ -50,15 +50,11 @@ void check_layout(const st::Header& header) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  std::string_view file(reinterpret_cast<const char*>(data), size);
-  st::Header header;
-  try {
-    header = st::parse_header(file, "fuzz");
-  } catch (const zt::Error&) {
-    return 0;
-  }
-  check_invariants(header, file);
-  check_round_trip(header, file);
-  check_layout(header);
+  const std::string_view file = zt::fuzz::as_text(data, size);
+  const auto header = zt::fuzz::accepted([&] { return st::parse_header(file, "fuzz"); });
+  if (!header) return 0;
+  check_invariants(*header, file);
+  check_round_trip(*header, file);
+  check_layout(*header);
   return 0;
 }

@@ -5,22 +5,18 @@
 #include <cstdint>
 #include <string_view>
 
-#include "runtime/error.h"
+#include "fuzz/fuzz_input.h"
 #include "tensor/safetensors/safetensors_format.h"
 
 namespace st = zt::safetensors;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  std::string_view text(reinterpret_cast<const char*>(data), size);
-  st::ShardIndex index;
-  try {
-    index = st::parse_index(text, "fuzz");
-  } catch (const zt::Error&) {
-    return 0;
-  }
-  for (const auto& [name, shard] : index.weight_map)
+  const std::string_view text = zt::fuzz::as_text(data, size);
+  const auto index = zt::fuzz::accepted([&] { return st::parse_index(text, "fuzz"); });
+  if (!index) return 0;
+  for (const auto& [name, shard] : index->weight_map)
     if (shard.empty() || shard.find('/') != std::string::npos) __builtin_trap();
-  st::ShardIndex again = st::parse_index(st::serialize_index(index), "fuzz");
-  if (again.weight_map != index.weight_map || again.total_size != index.total_size) __builtin_trap();
+  st::ShardIndex again = st::parse_index(st::serialize_index(*index), "fuzz");
+  if (again.weight_map != index->weight_map || again.total_size != index->total_size) __builtin_trap();
   return 0;
 }

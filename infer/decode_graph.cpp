@@ -3,7 +3,7 @@
 #include "autograd/grad_mode.h"
 #include "ops/reduce/reduce.h"
 #include "runtime/check.h"
-#include "runtime/current_stream.h"
+#include "runtime/streams/current_stream.h"
 #include "runtime/device.h"
 #include "runtime/error.h"
 #include "runtime/log.h"

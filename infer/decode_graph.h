@@ -16,8 +16,8 @@
 
 #include "infer/paged_kv_cache.h"
 #include "models/model.h"
-#include "runtime/cuda_graph.h"
-#include "runtime/stream.h"
+#include "runtime/streams/cuda_graph.h"
+#include "runtime/streams/stream.h"
 
 namespace zt::infer {
 

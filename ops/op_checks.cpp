@@ -61,4 +61,9 @@ void check_cuda_float(const char* op, NamedTensor t) {
                  "; on the GPU this op takes float32, bfloat16 or float16 (float64 is for CPU gradient checks)");
 }
 
+void check_float_on_device(const char* op, NamedTensor t) {
+  check_floating(op, t);
+  if (t.second->device().is_cuda()) check_cuda_float(op, t);
+}
+
 }  // namespace zt::ops

@@ -22,5 +22,7 @@ void check_size(const char* op, NamedTensor t, std::int64_t dim, std::int64_t ex
 void check_floating(const char* op, NamedTensor t);
 // The dtypes a CUDA kernel of this op supports (f32, bf16, f16); f64 is CPU-only.
 void check_cuda_float(const char* op, NamedTensor t);
+// check_floating, and check_cuda_float on a GPU: a dtype this op's kernels on t's device take.
+void check_float_on_device(const char* op, NamedTensor t);
 
 }  // namespace zt::ops

@@ -25,6 +25,8 @@ import torch.nn.functional as F
 import transformers
 from transformers import AutoModelForCausalLM, get_linear_schedule_with_warmup
 
+from make_model_fixtures import packed_forward
+
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = ROOT / "tests" / "data" / "models" / "qwen2"
 SEED = 2024
@@ -57,16 +59,6 @@ def make_micro_batch(g, vocab):
         labels += [-100 if m else t for t, m in zip(targets, masked)]
         cu.append(cu[-1] + length)
     return {"input_ids": ids, "positions": positions, "cu_seqlens": cu, "labels": labels}
-
-
-def packed_forward(model, batch):
-    ids = torch.tensor(batch["input_ids"])
-    cu = batch["cu_seqlens"]
-    pieces = []
-    for b in range(len(cu) - 1):
-        seq = ids[cu[b]:cu[b + 1]][None]
-        pieces.append(model(input_ids=seq, position_ids=torch.arange(seq.shape[1])[None]).logits[0])
-    return torch.cat(pieces)
 
 
 def make_optimizer(model, hp):

@@ -8,24 +8,10 @@
 #include "runtime/check.h"
 #include "runtime/error.h"
 #include "runtime/philox.h"
+#include "tensor/dispatch.h"
 
 namespace zt::kernels {
 namespace {
-
-template <typename F>
-void dispatch_device_type(DType dtype, F&& f) {
-  switch (dtype) {
-    case DType::kF32: return f.template operator()<float>();
-    case DType::kF64: return f.template operator()<double>();
-    case DType::kF16: return f.template operator()<__half>();
-    case DType::kBF16: return f.template operator()<__nv_bfloat16>();
-    case DType::kI32: return f.template operator()<std::int32_t>();
-    case DType::kI64: return f.template operator()<std::int64_t>();
-    case DType::kU8: return f.template operator()<std::uint8_t>();
-    case DType::kBool: return f.template operator()<bool>();
-  }
-  throw Error("unknown dtype in a device kernel");
-}
 
 template <typename T>
 constexpr bool kIsHalfLike = std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>;
@@ -97,8 +83,8 @@ unsigned grid_for(std::int64_t n) {
 void strided_copy(const void* src, DType src_dtype, const StridedLayout& src_layout, void* dst, DType dst_dtype,
                   const StridedLayout& dst_layout, std::int64_t numel, cudaStream_t stream) {
   if (numel == 0) return;
-  dispatch_device_type(src_dtype, [&]<typename S>() {
-    dispatch_device_type(dst_dtype, [&]<typename D>() {
+  dispatch_dtype_as<__half, __nv_bfloat16>(src_dtype, [&]<typename S>() {
+    dispatch_dtype_as<__half, __nv_bfloat16>(dst_dtype, [&]<typename D>() {
       strided_copy_kernel<S, D><<<grid_for(numel), kThreads, 0, stream>>>(static_cast<const S*>(src), src_layout,
                                                                            static_cast<D*>(dst), dst_layout, numel);
     });
@@ -108,7 +94,7 @@ void strided_copy(const void* src, DType src_dtype, const StridedLayout& src_lay
 
 void arange(void* dst, DType dtype, double start, double step, std::int64_t n, cudaStream_t stream) {
   if (n == 0) return;
-  dispatch_device_type(dtype, [&]<typename T>() {
+  dispatch_dtype_as<__half, __nv_bfloat16>(dtype, [&]<typename T>() {
     arange_kernel<T><<<grid_for(n), kThreads, 0, stream>>>(static_cast<T*>(dst), start, step, n);
   });
   ZT_CUDA_CHECK(cudaGetLastError());
@@ -118,7 +104,7 @@ void philox_fill(void* dst, DType dtype, std::int64_t n, std::uint64_t seed, std
                  Distribution distribution, float scale, float shift, cudaStream_t stream) {
   if (n == 0) return;
   bool normal = distribution == Distribution::kNormal;
-  dispatch_device_type(dtype, [&]<typename T>() {
+  dispatch_dtype_as<__half, __nv_bfloat16>(dtype, [&]<typename T>() {
     philox_fill_kernel<T><<<grid_for(n), kThreads, 0, stream>>>(static_cast<T*>(dst), n, seed, offset, normal, scale,
                                                                  shift);
   });

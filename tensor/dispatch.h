@@ -10,19 +10,26 @@
 
 namespace zt {
 
-template <typename F>
-decltype(auto) dispatch_dtype(DType dtype, F&& f) {
+// The same with the 16-bit floats as Half16 and BFloat16T: device code passes CUDA's __half
+// and __nv_bfloat16.
+template <typename Half16, typename BFloat16T, typename F>
+decltype(auto) dispatch_dtype_as(DType dtype, F&& f) {
   switch (dtype) {
     case DType::kF32: return f.template operator()<float>();
     case DType::kF64: return f.template operator()<double>();
-    case DType::kF16: return f.template operator()<Half>();
-    case DType::kBF16: return f.template operator()<BFloat16>();
+    case DType::kF16: return f.template operator()<Half16>();
+    case DType::kBF16: return f.template operator()<BFloat16T>();
     case DType::kI32: return f.template operator()<std::int32_t>();
     case DType::kI64: return f.template operator()<std::int64_t>();
     case DType::kU8: return f.template operator()<std::uint8_t>();
     case DType::kBool: return f.template operator()<bool>();
   }
   throw Error("unknown dtype code " + std::to_string(static_cast<int>(dtype)));
+}
+
+template <typename F>
+decltype(auto) dispatch_dtype(DType dtype, F&& f) {
+  return dispatch_dtype_as<Half, BFloat16>(dtype, f);
 }
 
 template <typename T>

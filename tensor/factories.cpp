@@ -5,7 +5,7 @@
 #include "tensor/device_kernels.h"
 #include "tensor/dispatch.h"
 #include "tensor/tensor.h"
-#include "runtime/current_stream.h"
+#include "runtime/streams/current_stream.h"
 
 namespace zt {
 namespace {

@@ -5,7 +5,7 @@
 
 #include "runtime/memory/pinned_allocator.h"
 #include "runtime/error.h"
-#include "runtime/current_stream.h"
+#include "runtime/streams/current_stream.h"
 
 namespace zt {
 

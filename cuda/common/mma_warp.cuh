@@ -36,43 +36,43 @@ __device__ __forceinline__ FragA load_a_trans(std::uint32_t tile, int m0, int kk
   return a;
 }
 
-// acc[16 x 8·kN8] += A[16 x 16·kK16] · Bᵀ, B stored [n][k] from row n0 and column 0.
-template <typename T, typename Tile, int kK16, int kN8, typename AOf>
-__device__ __forceinline__ void gemm_abt(FragC (&acc)[kN8], AOf&& a_of, std::uint32_t tile, int n0) {
+// acc[16 x 8·kN8] += A · B over kK16 k-steps of 16, A's fragment of step kk from a_of(kk) and
+// B's two n-blocks 2·np and 2·np + 1 of step kk loaded by load_b(b, kk, np).
+template <typename T, int kK16, int kN8, typename AOf, typename LoadB>
+__device__ __forceinline__ void gemm(FragC (&acc)[kN8], AOf&& a_of, LoadB&& load_b) {
   static_assert(kN8 % 2 == 0, "B is read two n-blocks at a time");
-  const LdmatrixLane l;
-  const int row = n0 + l.row + (l.matrix >> 1) * 8;
 #pragma unroll
   for (int kk = 0; kk < kK16; ++kk) {
     const FragA a = a_of(kk);
 #pragma unroll
     for (int np = 0; np < kN8 / 2; ++np) {
       std::uint32_t b[4];
-      ldmatrix_x4(b, tile + Tile::offset(row + 16 * np, 2 * kk + (l.matrix & 1)));
+      load_b(b, kk, np);
       mma_16816<T>(acc[2 * np], a, b[0], b[1]);
       mma_16816<T>(acc[2 * np + 1], a, b[2], b[3]);
     }
   }
 }
 
+// acc[16 x 8·kN8] += A[16 x 16·kK16] · Bᵀ, B stored [n][k] from row n0 and column 0.
+template <typename T, typename Tile, int kK16, int kN8, typename AOf>
+__device__ __forceinline__ void gemm_abt(FragC (&acc)[kN8], AOf&& a_of, std::uint32_t tile, int n0) {
+  const LdmatrixLane l;
+  const int row = n0 + l.row + (l.matrix >> 1) * 8;
+  gemm<T, kK16>(acc, a_of, [&](std::uint32_t (&b)[4], int kk, int np) {
+    ldmatrix_x4(b, tile + Tile::offset(row + 16 * np, 2 * kk + (l.matrix & 1)));
+  });
+}
+
 // acc[16 x 8·kN8] += A[16 x 16·kK16] · B, B stored [k][n] from row k0 and column n0 (a
 // multiple of 8).
 template <typename T, typename Tile, int kK16, int kN8, typename AOf>
 __device__ __forceinline__ void gemm_ab(FragC (&acc)[kN8], AOf&& a_of, std::uint32_t tile, int k0, int n0) {
-  static_assert(kN8 % 2 == 0, "B is read two n-blocks at a time");
   const LdmatrixLane l;
   const int row = k0 + l.row + (l.matrix & 1) * 8, chunk = n0 / 8 + (l.matrix >> 1);
-#pragma unroll
-  for (int kk = 0; kk < kK16; ++kk) {
-    const FragA a = a_of(kk);
-#pragma unroll
-    for (int np = 0; np < kN8 / 2; ++np) {
-      std::uint32_t b[4];
-      ldmatrix_x4_trans(b, tile + Tile::offset(row + 16 * kk, chunk + 2 * np));
-      mma_16816<T>(acc[2 * np], a, b[0], b[1]);
-      mma_16816<T>(acc[2 * np + 1], a, b[2], b[3]);
-    }
-  }
+  gemm<T, kK16>(acc, a_of, [&](std::uint32_t (&b)[4], int kk, int np) {
+    ldmatrix_x4_trans(b, tile + Tile::offset(row + 16 * kk, chunk + 2 * np));
+  });
 }
 
 // The accumulators of a 16 x 8·kN8 product as the A operand (16 x 8·kN8, k-steps of 16) of the next.

@@ -4,8 +4,12 @@
 // the device precedes the launch), and a block finds its tensor by binary search.
 #pragma once
 
+#include <cuda_runtime_api.h>
+
 #include <cstdint>
 #include <vector>
+
+#include "runtime/check.h"
 
 namespace zt::cuda {
 
@@ -53,6 +57,23 @@ void for_each_launch(const std::vector<std::size_t>& members, Chunks&& chunks_of
     batch.push_back(member);
   }
   flush();
+}
+
+// for_each_launch over the caller's slots (its per-tensor launch descriptors): for each batch,
+// a copy of `args` (the kernel's argument struct, with tensors[] and index) gets the batch's
+// slots and index, and launch(args, blocks) runs with one block per chunk.
+template <typename Args, typename Slot, typename ChunksOf, typename Launch>
+void launch_slots(const std::vector<std::size_t>& members, const std::vector<Slot>& slots, const Args& args,
+                  ChunksOf&& chunks_of, Launch&& launch) {
+  for_each_launch(
+      members, [&](std::size_t i) { return chunks_of(slots[i]); },
+      [&](const std::vector<std::size_t>& batch, const ChunkIndex& index) {
+        Args filled = args;
+        for (std::size_t k = 0; k < batch.size(); ++k) filled.tensors[k] = slots[batch[k]];
+        filled.index = index;
+        launch(filled, static_cast<unsigned>(index.begin[index.count]));
+        ZT_CUDA_CHECK(cudaGetLastError());
+      });
 }
 
 // Leading elements to handle one by one so that p + head is aligned to `vector` elements of

@@ -48,6 +48,28 @@ __device__ __forceinline__ void store_vector(T* p, const float (&in)[N]) {
   *reinterpret_cast<Packed<T, N>*>(p) = packed;
 }
 
+// N consecutive elements as one vector access when kVector (p aligned to N elements), else
+// one element at a time: the two paths of a kernel instantiated for both layouts.
+template <typename T, int N, bool kVector>
+__device__ __forceinline__ void load_elements(const T* p, float (&v)[N]) {
+  if constexpr (kVector) {
+    load_vector<T, N>(p, v);
+  } else {
+#pragma unroll
+    for (int i = 0; i < N; ++i) v[i] = load_float(p + i);
+  }
+}
+
+template <typename T, int N, bool kVector>
+__device__ __forceinline__ void store_elements(T* p, const float (&v)[N]) {
+  if constexpr (kVector) {
+    store_vector<T, N>(p, v);
+  } else {
+#pragma unroll
+    for (int i = 0; i < N; ++i) store_float(p + i, v[i]);
+  }
+}
+
 // Whether p can be accessed `bytes` at a time.
 inline bool is_aligned(const void* p, std::size_t bytes) {
   return reinterpret_cast<std::uintptr_t>(p) % bytes == 0;

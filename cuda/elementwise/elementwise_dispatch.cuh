@@ -26,6 +26,24 @@ void dispatch_float_type(DType dtype, const char* kernel, F&& f) {
   }
 }
 
+// Calls f.template operator()<I>() for int32 or int64 indices (ids, labels, positions);
+// `what` names them in the error ("cross_entropy: labels").
+template <typename F>
+void dispatch_index_type(DType dtype, const std::string& what, F&& f) {
+  if (dtype == DType::kI32) return f.template operator()<std::int32_t>();
+  if (dtype == DType::kI64) return f.template operator()<std::int64_t>();
+  throw Error(what + " must be int32 or int64, got " + dtype_name(dtype));
+}
+
+// Calls f.template operator()<T, I>() for a kernel over float data indexed by int32 or int64.
+template <typename F>
+void dispatch_float_and_index_types(DType dtype, DType index_dtype, const char* kernel, const char* indices, F&& f) {
+  dispatch_float_type(dtype, kernel, [&]<typename T>() {
+    dispatch_index_type(index_dtype, std::string(kernel) + ": " + indices,
+                        [&]<typename I>() { f.template operator()<T, I>(); });
+  });
+}
+
 // Threads for one block working along a row: a multiple of the warp size, 32 to 256.
 inline int row_block_threads(std::int64_t row_length) {
   if (row_length >= 256) return 256;

@@ -8,27 +8,12 @@
 
 #include "cuda/common/cuda_common.cuh"
 #include "cuda/common/scratch_buffer.h"
+#include "cuda/elementwise/elementwise_dispatch.cuh"
 #include "runtime/check.h"
 #include "runtime/error.h"
 
 namespace zt::cuda {
 namespace {
-
-template <typename F>
-void dispatch_types(DType dtype, DType id_dtype, F&& f) {
-  auto with_id = [&]<typename T>() {
-    if (id_dtype == DType::kI32) return f.template operator()<T, std::int32_t>();
-    if (id_dtype == DType::kI64) return f.template operator()<T, std::int64_t>();
-    throw Error(std::string("embedding: ids must be int32 or int64, got ") + dtype_name(id_dtype));
-  };
-  switch (dtype) {
-    case DType::kF32: return with_id.template operator()<float>();
-    case DType::kBF16: return with_id.template operator()<__nv_bfloat16>();
-    case DType::kF16: return with_id.template operator()<__half>();
-    default: throw Error(std::string("embedding: the GPU kernels take float32, bfloat16 or float16, got ") +
-                         dtype_name(dtype));
-  }
-}
 
 // One block per row (grid-striding over rows), threads across the hidden dim: row reads and
 // writes are contiguous and coalesced.
@@ -110,7 +95,7 @@ void sort_by_id(const Id* ids, Id* sorted_ids, std::int32_t* sorted_tokens, std:
 void embedding_forward(const void* weight, const void* ids, DType id_dtype, void* out, DType dtype,
                        std::int64_t tokens, std::int64_t hidden, cudaStream_t stream) {
   if (tokens == 0 || hidden == 0) return;
-  dispatch_types(dtype, id_dtype, [&]<typename T, typename Id>() {
+  dispatch_float_and_index_types(dtype, id_dtype, "embedding", "ids", [&]<typename T, typename Id>() {
     gather_rows_kernel<<<grid_size(tokens, 1), threads_for(hidden), 0, stream>>>(
         static_cast<const T*>(weight), static_cast<const Id*>(ids), static_cast<T*>(out), tokens, hidden);
   });
@@ -120,7 +105,7 @@ void embedding_forward(const void* weight, const void* ids, DType id_dtype, void
 void embedding_backward_atomic(const void* grad, DType dtype, const void* ids, DType id_dtype, float* accumulator,
                                std::int64_t tokens, std::int64_t hidden, cudaStream_t stream) {
   if (tokens == 0 || hidden == 0) return;
-  dispatch_types(dtype, id_dtype, [&]<typename T, typename Id>() {
+  dispatch_float_and_index_types(dtype, id_dtype, "embedding", "ids", [&]<typename T, typename Id>() {
     scatter_add_kernel<<<grid_size(tokens, 1), threads_for(hidden), 0, stream>>>(
         static_cast<const T*>(grad), static_cast<const Id*>(ids), accumulator, tokens, hidden);
   });
@@ -133,7 +118,7 @@ void embedding_backward_deterministic(const void* grad, DType dtype, const void*
   if (vocab == 0 || hidden == 0) return;
   ZT_REQUIRE(tokens <= std::numeric_limits<std::int32_t>::max(),
              "embedding backward: " + std::to_string(tokens) + " tokens is more than the 2^31 the sort supports");
-  dispatch_types(dtype, id_dtype, [&]<typename T, typename Id>() {
+  dispatch_float_and_index_types(dtype, id_dtype, "embedding", "ids", [&]<typename T, typename Id>() {
     ScratchBuffer sorted_ids(static_cast<std::size_t>(tokens) * sizeof(Id), stream);
     ScratchBuffer sorted_tokens(static_cast<std::size_t>(tokens) * sizeof(std::int32_t), stream);
     if (tokens > 0)

@@ -5,8 +5,8 @@
 #include <limits>
 #include <memory>
 #include <string>
-#include <unordered_map>
 
+#include "cuda/common/device_handle.h"
 #include "cuda/common/scratch_buffer.h"
 #include "runtime/check.h"
 #include "runtime/error.h"
@@ -39,24 +39,12 @@ cudaDataType_t cuda_data_type(DType dtype) {
               " is not supported; use float32, bfloat16 or float16");
 }
 
-// One handle per device and thread: a handle is bound to the device current at creation.
-cublasLtHandle_t handle_for_current_device() {
-  struct Handles {
-    std::unordered_map<int, cublasLtHandle_t> by_device;
-    ~Handles() {
-      // At process exit the driver may already be gone; nothing useful can be done on failure.
-      for (auto& entry : by_device) cublasLtDestroy(entry.second);
-    }
-  };
-  thread_local Handles handles;
-  int device = 0;
-  ZT_CUDA_CHECK(cudaGetDevice(&device));
-  auto found = handles.by_device.find(device);
-  if (found != handles.by_device.end()) return found->second;
-  cublasLtHandle_t handle = nullptr;
-  ZT_CUBLAS_CHECK(cublasLtCreate(&handle));
-  handles.by_device.emplace(device, handle);
-  return handle;
+cublasLtHandle_t cublaslt_handle() {
+  return handle_for_current_device<cublasLtHandle_t, cublasLtDestroy>([](int) {
+    cublasLtHandle_t handle = nullptr;
+    ZT_CUBLAS_CHECK(cublasLtCreate(&handle));
+    return handle;
+  });
 }
 
 struct DescDeleter {
@@ -155,7 +143,7 @@ void gemm_any(DType dtype, DType out_dtype, const GemmOperand& a, const GemmOper
   ZT_REQUIRE(out_dtype == dtype || out_dtype == DType::kF32,
              what + ": output dtype " + dtype_name(out_dtype) + " must be float32 or the inputs' " + dtype_name(dtype));
   cudaDataType_t type = cuda_data_type(dtype), out_type = cuda_data_type(out_dtype);
-  cublasLtHandle_t handle = handle_for_current_device();
+  cublasLtHandle_t handle = cublaslt_handle();
   MatmulDesc desc = matmul_desc(a, b, bias);
   MatrixLayout layout_a = column_major_layout(type, b.cols, b.rows, b.ld, batch, b.batch_stride);
   MatrixLayout layout_b = column_major_layout(type, a.cols, a.rows, a.ld, batch, a.batch_stride);

@@ -6,27 +6,12 @@
 #include "cuda/common/cuda_common.cuh"
 #include "cuda/common/scratch_buffer.h"
 #include "cuda/common/softmax_reduce.cuh"
+#include "cuda/elementwise/elementwise_dispatch.cuh"
 #include "runtime/check.h"
 #include "runtime/error.h"
 
 namespace zt::cuda {
 namespace {
-
-template <typename F>
-void dispatch_types(DType dtype, DType label_dtype, F&& f) {
-  auto with_label = [&]<typename T>() {
-    if (label_dtype == DType::kI32) return f.template operator()<T, std::int32_t>();
-    if (label_dtype == DType::kI64) return f.template operator()<T, std::int64_t>();
-    throw Error(std::string("cross_entropy: labels must be int32 or int64, got ") + dtype_name(label_dtype));
-  };
-  switch (dtype) {
-    case DType::kF32: return with_label.template operator()<float>();
-    case DType::kBF16: return with_label.template operator()<__nv_bfloat16>();
-    case DType::kF16: return with_label.template operator()<__half>();
-    default: throw Error(std::string("cross_entropy: the GPU kernels take float32, bfloat16 or float16, got ") +
-                         dtype_name(dtype));
-  }
-}
 
 // Two passes over the row (max, then sum of exponentials): simple and exact for any vocab.
 template <typename T, typename Label>
@@ -100,7 +85,7 @@ __global__ void cross_entropy_backward_kernel(const T* logits, const Label* labe
 void cross_entropy_forward(const CrossEntropyProblem& p, float* logsumexp, float* loss, std::int64_t* valid_count,
                            cudaStream_t stream) {
   ZT_REQUIRE(p.vocab >= 1, "cross_entropy: the vocabulary must have at least one entry");
-  dispatch_types(p.dtype, p.label_dtype, [&]<typename T, typename Label>() {
+  dispatch_float_and_index_types(p.dtype, p.label_dtype, "cross_entropy", "labels", [&]<typename T, typename Label>() {
     ScratchBuffer token_loss(static_cast<std::size_t>(p.tokens) * sizeof(float), stream);
     const auto* labels = static_cast<const Label*>(p.labels);
     if (p.tokens > 0) {
@@ -119,7 +104,7 @@ void cross_entropy_backward(const CrossEntropyProblem& p, const float* grad_loss
                             const std::int64_t* valid_count, void* grad_logits, cudaStream_t stream) {
   if (p.tokens == 0) return;
   ZT_REQUIRE(p.vocab >= 1, "cross_entropy_backward: the vocabulary must have at least one entry");
-  dispatch_types(p.dtype, p.label_dtype, [&]<typename T, typename Label>() {
+  dispatch_float_and_index_types(p.dtype, p.label_dtype, "cross_entropy", "labels", [&]<typename T, typename Label>() {
     cross_entropy_backward_kernel<<<grid_size(p.tokens, 1), row_threads(p.vocab), 0, stream>>>(
         static_cast<const T*>(p.logits), static_cast<const Label*>(p.labels), p.tokens, p.vocab, p.ignore_index,
         p.mean, grad_loss, logsumexp, valid_count, static_cast<T*>(grad_logits));

@@ -5,39 +5,13 @@
 
 #include "cuda/common/cuda_common.cuh"
 #include "cuda/common/softmax_reduce.cuh"
+#include "cuda/common/vector_io.cuh"
+#include "cuda/elementwise/elementwise_dispatch.cuh"
 #include "runtime/check.h"
 #include "runtime/error.h"
 
 namespace zt::cuda {
 namespace {
-
-// N consecutive elements moved as one 16-byte (or narrower) access.
-template <typename T, int N>
-struct alignas(sizeof(T) * N) Pack {
-  T v[N];
-};
-
-// Elements of type L per 16-byte load.
-template <typename L>
-constexpr int kPack = 16 / static_cast<int>(sizeof(L));
-
-template <typename F>
-void dispatch_float(DType dtype, const char* what, F&& f) {
-  switch (dtype) {
-    case DType::kF32: return f.template operator()<float>();
-    case DType::kBF16: return f.template operator()<__nv_bfloat16>();
-    case DType::kF16: return f.template operator()<__half>();
-    default: break;
-  }
-  throw Error(std::string(what) + ": dtype " + dtype_name(dtype) + " is not supported; use float32, bfloat16 or float16");
-}
-
-template <typename F>
-void dispatch_label(DType dtype, const char* what, F&& f) {
-  if (dtype == DType::kI32) return f.template operator()<std::int32_t>();
-  if (dtype == DType::kI64) return f.template operator()<std::int64_t>();
-  throw Error(std::string(what) + ": labels must be int32 or int64, got " + dtype_name(dtype));
-}
 
 // A (source, destination) pair of float types where the destination is the source or
 // narrower than a float32 source: the only conversions the fused loss makes.
@@ -45,8 +19,8 @@ template <typename F>
 void dispatch_pair(DType from, DType to, const char* what, F&& f) {
   ZT_REQUIRE(from == to || from == DType::kF32, std::string(what) + ": cannot convert " + dtype_name(from) + " to " +
                                                     dtype_name(to) + "; the source must be float32 or the same dtype");
-  dispatch_float(from, what, [&]<typename S>() {
-    dispatch_float(to, what, [&]<typename D>() {
+  dispatch_float_type(from, what, [&]<typename S>() {
+    dispatch_float_type(to, what, [&]<typename D>() {
       if constexpr (std::is_same_v<S, D> || std::is_same_v<S, float>) f.template operator()<S, D>();
     });
   });
@@ -80,26 +54,16 @@ __device__ Lse block_merge(Lse value, Lse* scratch) {
 
 // Elements j0 .. j0 + N of a row as floats; past the row's end, `fill`.
 template <typename L, int N>
-__device__ __forceinline__ void load_pack(const L* row, std::int64_t j0, std::int64_t vocab, float fill, float* v) {
-  if (j0 + N <= vocab) {
-    Pack<L, N> p = *reinterpret_cast<const Pack<L, N>*>(row + j0);
-#pragma unroll
-    for (int i = 0; i < N; ++i) v[i] = load_float(&p.v[i]);
-    return;
-  }
+__device__ __forceinline__ void load_pack(const L* row, std::int64_t j0, std::int64_t vocab, float fill,
+                                          float (&v)[N]) {
+  if (j0 + N <= vocab) return load_vector<L, N>(row + j0, v);
 #pragma unroll
   for (int i = 0; i < N; ++i) v[i] = j0 + i < vocab ? load_float(row + j0 + i) : fill;
 }
 
 template <typename G, int N>
-__device__ __forceinline__ void store_pack(G* row, std::int64_t j0, std::int64_t vocab, const float* v) {
-  if (j0 + N <= vocab) {
-    Pack<G, N> p;
-#pragma unroll
-    for (int i = 0; i < N; ++i) store_float(&p.v[i], v[i]);
-    *reinterpret_cast<Pack<G, N>*>(row + j0) = p;
-    return;
-  }
+__device__ __forceinline__ void store_pack(G* row, std::int64_t j0, std::int64_t vocab, const float (&v)[N]) {
+  if (j0 + N <= vocab) return store_vector<G, N>(row + j0, v);
 #pragma unroll
   for (int i = 0; i < N; ++i)
     if (j0 + i < vocab) store_float(row + j0 + i, v[i]);
@@ -115,7 +79,7 @@ __global__ void __launch_bounds__(1024) chunk_loss_kernel(L* logits, std::int64_
                                                           std::int64_t vocab, std::int64_t ignore_index, bool mean,
                                                           float grad_scale, const std::int64_t* valid_count,
                                                           float* token_loss, bool write_grad) {
-  constexpr int N = kPack<L>;
+  constexpr int N = kVectorWidth<L>;
   __shared__ Lse scratch[32];
   const std::int64_t row_index = blockIdx.x;
   const L* row = logits + row_index * ld;
@@ -211,8 +175,8 @@ void chunk_loss_and_grad(const ChunkLossArgs& a, cudaStream_t stream) {
              std::string(what) + ": the logits buffer must be 16-byte aligned");
   ZT_REQUIRE(a.rows <= 0x7fffffff, std::string(what) + ": a chunk has more than 2^31 - 1 rows");
   dispatch_pair(a.logits_dtype, a.grad_dtype, what, [&]<typename L, typename G>() {
-    dispatch_label(a.label_dtype, what, [&]<typename Label>() {
-      chunk_loss_kernel<L, G, Label><<<static_cast<unsigned>(a.rows), threads_for_row(a.vocab, kPack<L>), 0, stream>>>(
+    dispatch_index_type(a.label_dtype, std::string(what) + ": labels", [&]<typename Label>() {
+      chunk_loss_kernel<L, G, Label><<<static_cast<unsigned>(a.rows), threads_for_row(a.vocab, kVectorWidth<L>), 0, stream>>>(
           static_cast<L*>(a.logits), a.ld_logits, static_cast<const Label*>(a.labels), a.vocab, a.ignore_index,
           a.mean, a.grad_scale, a.valid_count, a.token_loss, a.write_grad);
     });
@@ -222,7 +186,7 @@ void chunk_loss_and_grad(const ChunkLossArgs& a, cudaStream_t stream) {
 
 void count_valid_labels(const void* labels, DType label_dtype, std::int64_t tokens, std::int64_t ignore_index,
                         std::int64_t* valid_count, cudaStream_t stream) {
-  dispatch_label(label_dtype, "linear_cross_entropy", [&]<typename Label>() {
+  dispatch_index_type(label_dtype, "linear_cross_entropy: labels", [&]<typename Label>() {
     count_valid_kernel<<<1, 1024, 0, stream>>>(static_cast<const Label*>(labels), tokens, ignore_index, valid_count);
   });
   ZT_CUDA_CHECK(cudaGetLastError());

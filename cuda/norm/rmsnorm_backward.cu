@@ -43,25 +43,25 @@ __device__ __forceinline__ void forget_conversions(Raw<T, W>& raw) {
 
 // One row's dx, stored, and its dweight contribution added to this thread's columns.
 template <typename T, int W, bool kGradSum>
-__device__ __forceinline__ void finish_vector(const Args& a, std::int64_t at, std::int64_t column,
+__device__ __forceinline__ void finish_vector(const BackwardArgs& a, std::int64_t at, std::int64_t column,
                                               const Raw<T, W>& g, const Raw<T, W>& x, float rstd, float coefficient,
                                               float* dw) {
   float w[W], gs[W] = {}, out[W];
-  load_vector_ro<T, W>(static_cast<const T*>(a.weight) + column, w);
-  if constexpr (kGradSum) load_vector<T, W>(static_cast<const T*>(a.grad_sum) + at, gs);
+  load_vector_ro<T, W>(static_cast<const T*>(a.io.weight) + column, w);
+  if constexpr (kGradSum) load_vector<T, W>(static_cast<const T*>(a.io.grad_sum) + at, gs);
 #pragma unroll
   for (int i = 0; i < W; ++i) {
     float gv = element(g, i), xv = element(x, i);
     out[i] = grad_input<T, kGradSum>(gv, w[i], xv, rstd, coefficient, gs[i]);
     dw[column + i] += __fmul_rn(gv, normalized<T>(xv, rstd, a.round_normalized));
   }
-  store_vector<T, W>(static_cast<T*>(a.grad_x) + at, out);
+  store_vector<T, W>(static_cast<T*>(a.io.grad_x) + at, out);
 }
 
 // Each row group accumulates dweight for its own columns in its own shared row; at the end
 // the block adds its groups' rows in order into partial row blockIdx.x.
 template <typename T, int W, int kVectors, bool kGradSum>
-__global__ void __launch_bounds__(512) backward_registers_kernel(Args a) {
+__global__ void __launch_bounds__(512) backward_registers_kernel(BackwardArgs a) {
   extern __shared__ float dw_rows[];  // [groups, hidden]
   __shared__ float scratch[32];
   const RowGroup g = row_group(a.group_threads);
@@ -84,10 +84,10 @@ __global__ void __launch_bounds__(512) backward_registers_kernel(Args a) {
       const std::int64_t j = g.lane + static_cast<std::int64_t>(k) * g.threads;
       if (active && j < vectors) {
         const std::int64_t at = row * a.hidden + j * W;
-        gy[k] = *reinterpret_cast<const Raw<T, W>*>(static_cast<const T*>(a.grad_y) + at);
-        xs[k] = *reinterpret_cast<const Raw<T, W>*>(static_cast<const T*>(a.x) + at);
+        gy[k] = *reinterpret_cast<const Raw<T, W>*>(static_cast<const T*>(a.io.grad_y) + at);
+        xs[k] = *reinterpret_cast<const Raw<T, W>*>(static_cast<const T*>(a.io.x) + at);
         float w[W];
-        load_vector_ro<T, W>(static_cast<const T*>(a.weight) + j * W, w);
+        load_vector_ro<T, W>(static_cast<const T*>(a.io.weight) + j * W, w);
 #pragma unroll
         for (int i = 0; i < W; ++i) dot += __fmul_rn(__fmul_rn(element(gy[k], i), w[i]), element(xs[k], i));
       }
@@ -99,7 +99,7 @@ __global__ void __launch_bounds__(512) backward_registers_kernel(Args a) {
       forget_conversions(gy[k]);
       forget_conversions(xs[k]);
     }
-    const float rstd = a.saved_rstd[row];
+    const float rstd = a.io.rstd[row];
     const float coefficient = dx_coefficient(total, rstd, a.hidden);
 #pragma unroll
     for (int k = 0; k < kVectors; ++k) {
@@ -119,21 +119,21 @@ __global__ void __launch_bounds__(512) backward_registers_kernel(Args a) {
 // Rows too long for registers: each row read twice; a thread keeps the same columns in
 // every row, so its read-modify-writes of the block's partial row never race.
 template <typename T, bool kGradSum>
-__global__ void __launch_bounds__(512) backward_wide_kernel(Args a) {
+__global__ void __launch_bounds__(512) backward_wide_kernel(BackwardArgs a) {
   __shared__ float scratch[32];
   float* dw = a.partial + blockIdx.x * a.hidden;
   for (std::int64_t h = threadIdx.x; h < a.hidden; h += blockDim.x) dw[h] = 0.0f;
   const std::int64_t begin = blockIdx.x * a.rows_per_block;
   const std::int64_t end = std::min(a.rows, begin + a.rows_per_block);
-  const T* grad_y = static_cast<const T*>(a.grad_y);
-  const T* x = static_cast<const T*>(a.x);
+  const T* grad_y = static_cast<const T*>(a.io.grad_y);
+  const T* x = static_cast<const T*>(a.io.x);
   for (std::int64_t row = begin; row < end; ++row) {
     const std::int64_t base = row * a.hidden;
     float dot = 0.0f;
     for (std::int64_t h = threadIdx.x; h < a.hidden; h += blockDim.x)
-      dot += __fmul_rn(__fmul_rn(load_float(grad_y + base + h), load_float(static_cast<const T*>(a.weight) + h)),
+      dot += __fmul_rn(__fmul_rn(load_float(grad_y + base + h), load_float(static_cast<const T*>(a.io.weight) + h)),
                        load_float(x + base + h));
-    const float rstd = a.saved_rstd[row];
+    const float rstd = a.io.rstd[row];
     const float coefficient = dx_coefficient(group_sum(dot, blockDim.x, scratch), rstd, a.hidden);
     for (std::int64_t h = threadIdx.x; h < a.hidden; h += blockDim.x) {
       Raw<T, 1> g{{grad_y[base + h]}}, xv{{x[base + h]}};
@@ -159,31 +159,19 @@ __global__ void sum_partials_kernel(const float* partial, T* grad_weight, std::i
   store_float(grad_weight + column, total);
 }
 
-bool vectorizable(const RmsNormBackwardArgs& b, std::int64_t hidden, DType dtype) {
-  std::size_t bytes = 16;
-  bool aligned = is_aligned(b.grad_y, bytes) && is_aligned(b.x, bytes) && is_aligned(b.weight, bytes) &&
-                 is_aligned(b.grad_x, bytes) && (b.grad_sum == nullptr || is_aligned(b.grad_sum, bytes));
-  return aligned && (hidden * static_cast<std::int64_t>(dtype_size(dtype))) % 16 == 0;
-}
-
 template <typename T, bool kGradSum>
-void launch(const Plan& plan, const Args& a, unsigned blocks, cudaStream_t stream) {
+void launch(const Plan& plan, const BackwardArgs& a, unsigned blocks, cudaStream_t stream) {
   if (!plan.registers) {
     backward_wide_kernel<T, kGradSum><<<blocks, plan.block_threads(), 0, stream>>>(a);
     return;
   }
   std::size_t shared = static_cast<std::size_t>(plan.groups) * a.hidden * sizeof(float);
-  auto with_width = [&]<int W>() {
-    dispatch_vectors_per_thread(plan.vectors_per_thread, [&]<int kVectors>() {
-      auto kernel = backward_registers_kernel<T, W, kVectors, kGradSum>;
-      if (shared > 48 * 1024)
-        ZT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           static_cast<int>(shared)));
-      kernel<<<blocks, plan.block_threads(), shared, stream>>>(a);
-    });
-  };
-  if (plan.width == 1) with_width.template operator()<1>();
-  else with_width.template operator()<kVectorWidth<T>>();
+  dispatch_register_shape<T>(plan, [&]<int W, int kVectors>() {
+    auto kernel = backward_registers_kernel<T, W, kVectors, kGradSum>;
+    if (shared > 48 * 1024)
+      ZT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared)));
+    kernel<<<blocks, plan.block_threads(), shared, stream>>>(a);
+  });
 }
 
 }  // namespace
@@ -191,24 +179,14 @@ void launch(const Plan& plan, const Args& a, unsigned blocks, cudaStream_t strea
 void rmsnorm_backward(const RmsNormBackwardArgs& b, DType dtype, std::int64_t rows, std::int64_t hidden,
                       bool round_normalized, cudaStream_t stream) {
   if (hidden == 0) return;
-  Plan plan = make_plan(dtype, hidden, vectorizable(b, hidden, dtype));
+  const Plan plan = make_plan(dtype, hidden, {b.grad_y, b.grad_sum, b.x, b.weight, b.grad_x});
   std::int64_t rows_per_group = (rows + kMaxBlocks * plan.groups - 1) / (kMaxBlocks * plan.groups);
   std::int64_t rows_per_block = std::max<std::int64_t>(1, rows_per_group) * plan.groups;
   std::int64_t blocks = (rows + rows_per_block - 1) / rows_per_block;
   ScratchBuffer partial(static_cast<std::size_t>(std::max<std::int64_t>(blocks, 1)) * hidden * sizeof(float), stream);
-  Args a;
-  a.grad_y = b.grad_y;
-  a.grad_sum = b.grad_sum;
-  a.x = b.x;
-  a.weight = b.weight;
-  a.saved_rstd = b.rstd;
-  a.grad_x = b.grad_x;
+  BackwardArgs a(b, rows, hidden, round_normalized, plan);
   a.partial = partial.as<float>();
-  a.rows = rows;
-  a.hidden = hidden;
   a.rows_per_block = rows_per_block;
-  a.round_normalized = round_normalized;
-  a.group_threads = plan.group_threads;
   dispatch_float_type(dtype, "rmsnorm_backward", [&]<typename T>() {
     if (blocks > 0) {
       if (b.grad_sum != nullptr) launch<T, true>(plan, a, static_cast<unsigned>(blocks), stream);

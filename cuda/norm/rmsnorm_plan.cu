@@ -17,7 +17,9 @@ int round_up_to_warp(std::int64_t threads) { return static_cast<int>((threads + 
 
 }  // namespace
 
-Plan make_plan(DType dtype, std::int64_t hidden, bool vectorizable) {
+Plan make_plan(DType dtype, std::int64_t hidden, std::initializer_list<const void*> pointers) {
+  bool vectorizable = (hidden * static_cast<std::int64_t>(dtype_size(dtype))) % 16 == 0;
+  for (const void* p : pointers) vectorizable = vectorizable && is_aligned(p, 16);
   Plan plan;
   plan.width = vectorizable ? static_cast<int>(16 / dtype_size(dtype)) : 1;
   std::int64_t vectors = hidden / plan.width;

@@ -13,9 +13,12 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <initializer_list>
 
 #include "cuda/common/cuda_common.cuh"
 #include "cuda/common/reduce_block.cuh"
+#include "cuda/common/vector_io.cuh"
+#include "cuda/norm/rmsnorm.cuh"
 #include "runtime/dtype.h"
 
 namespace zt::cuda::rmsnorm_detail {
@@ -29,29 +32,29 @@ struct Plan {
   int block_threads() const { return group_threads * groups; }
 };
 
-// vectorizable: every pointer is 16-byte aligned and hidden is a multiple of 16 bytes' worth.
-Plan make_plan(DType dtype, std::int64_t hidden, bool vectorizable);
+// 16-byte vectors are used when every one of `pointers` (null ones aside) is 16-byte aligned
+// and hidden is a multiple of 16 bytes' worth.
+Plan make_plan(DType dtype, std::int64_t hidden, std::initializer_list<const void*> pointers);
 
-// Both directions' arguments; each kernel reads the fields it needs.
+// A kernel's arguments: the caller's tensors (Io: RmsNormForwardArgs or RmsNormBackwardArgs)
+// and the shape of the work; each direction reads the fields it needs.
+template <typename Io>
 struct Args {
-  const void* x = nullptr;
-  const void* residual = nullptr;
-  const void* weight = nullptr;
-  void* y = nullptr;
-  void* sum = nullptr;
-  float* rstd = nullptr;
-  const void* grad_y = nullptr;
-  const void* grad_sum = nullptr;
-  const float* saved_rstd = nullptr;
-  void* grad_x = nullptr;
-  float* partial = nullptr;  // [blocks, hidden] dweight partial sums
+  Args(const Io& tensors, std::int64_t rows_, std::int64_t hidden_, bool round_normalized_, const Plan& plan)
+      : io(tensors), rows(rows_), hidden(hidden_), round_normalized(round_normalized_),
+        group_threads(plan.group_threads) {}
+
+  Io io;
+  float* partial = nullptr;  // backward: [blocks, hidden] dweight partial sums
   std::int64_t rows = 0;
   std::int64_t hidden = 0;
   std::int64_t rows_per_block = 0;  // backward
-  float eps = 0.0f;
+  float eps = 0.0f;                 // forward
   bool round_normalized = false;
   int group_threads = 32;
 };
+using ForwardArgs = Args<RmsNormForwardArgs>;
+using BackwardArgs = Args<RmsNormBackwardArgs>;
 
 // A thread's place in its row group.
 struct RowGroup {
@@ -104,12 +107,17 @@ __device__ __forceinline__ float grad_input(float g, float w, float x, float rst
   else return dx;
 }
 
-// Calls f.template operator()<kVectors>() for the register counts the plans use.
-template <typename F>
-void dispatch_vectors_per_thread(int vectors, F&& f) {
-  if (vectors == 1) f.template operator()<1>();
-  else if (vectors == 4) f.template operator()<4>();
-  else f.template operator()<8>();
+// Calls f.template operator()<W, kVectors>() for a registers plan: W elements of T per
+// access (the plan's width), kVectors accesses per thread (the register counts plans use).
+template <typename T, typename F>
+void dispatch_register_shape(const Plan& plan, F&& f) {
+  auto with_width = [&]<int W>() {
+    if (plan.vectors_per_thread == 1) f.template operator()<W, 1>();
+    else if (plan.vectors_per_thread == 4) f.template operator()<W, 4>();
+    else f.template operator()<W, 8>();
+  };
+  if (plan.width == 1) with_width.template operator()<1>();
+  else with_width.template operator()<kVectorWidth<T>>();
 }
 
 }  // namespace zt::cuda::rmsnorm_detail

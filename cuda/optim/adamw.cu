@@ -151,16 +151,9 @@ GroupKey key_of(const AdamWTensor& t) {
 template <typename Kernel>
 void launch_group(const std::vector<std::size_t>& members, const std::vector<Slot>& slots, const AdamWScalars& s,
                   Kernel&& kernel) {
-  for_each_launch(
-      members, [&](std::size_t i) { return chunks_of(slots[i]); },
-      [&](const std::vector<std::size_t>& batch, const ChunkIndex& index) {
-        Launch launch{};
-        for (std::size_t k = 0; k < batch.size(); ++k) launch.tensors[k] = slots[batch[k]];
-        launch.index = index;
-        launch.s = s;
-        kernel(launch, static_cast<unsigned>(index.begin[index.count]));
-        ZT_CUDA_CHECK(cudaGetLastError());
-      });
+  Launch args{};
+  args.s = s;
+  launch_slots(members, slots, args, chunks_of, kernel);
 }
 
 }  // namespace

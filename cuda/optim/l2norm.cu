@@ -89,18 +89,13 @@ void l2_norm_multi(const L2NormTensor* tensors, std::size_t count, float* out, c
     groups[t.dtype].push_back(i);
   }
   ScratchBuffer buffer(static_cast<std::size_t>(std::max<std::int64_t>(partials, 1)) * sizeof(float), stream);
+  Launch args{};
+  args.partials = buffer.as<float>();
   for (const auto& [dtype, members] : groups)
     dispatch_float_type(dtype, "l2_norm_multi", [&]<typename T>() {
-      for_each_launch(
-          members, [&](std::size_t i) { return chunks_of(slots[i]); },
-          [&](const std::vector<std::size_t>& batch, const ChunkIndex& index) {
-            Launch launch{};
-            for (std::size_t k = 0; k < batch.size(); ++k) launch.tensors[k] = slots[batch[k]];
-            launch.index = index;
-            launch.partials = buffer.as<float>();
-            sum_squares_kernel<T><<<static_cast<unsigned>(index.begin[index.count]), kThreads, 0, stream>>>(launch);
-            ZT_CUDA_CHECK(cudaGetLastError());
-          });
+      launch_slots(members, slots, args, chunks_of, [&](const Launch& launch, unsigned blocks) {
+        sum_squares_kernel<T><<<blocks, kThreads, 0, stream>>>(launch);
+      });
     });
   sqrt_of_sum_kernel<<<1, 256, 0, stream>>>(buffer.as<float>(), partials, out);
   ZT_CUDA_CHECK(cudaGetLastError());

@@ -5,22 +5,12 @@
 
 #include "cuda/common/cuda_common.cuh"
 #include "cuda/common/softmax_reduce.cuh"
+#include "cuda/elementwise/elementwise_dispatch.cuh"
 #include "runtime/check.h"
 #include "runtime/error.h"
 
 namespace zt::cuda {
 namespace {
-
-template <typename F>
-void dispatch_float(DType dtype, F&& f) {
-  switch (dtype) {
-    case DType::kF32: return f.template operator()<float>();
-    case DType::kBF16: return f.template operator()<__nv_bfloat16>();
-    case DType::kF16: return f.template operator()<__half>();
-    default: throw Error(std::string("softmax: the GPU kernels take float32, bfloat16 or float16, got ") +
-                         dtype_name(dtype));
-  }
-}
 
 template <typename T>
 __global__ void softmax_forward_kernel(const T* x, T* y, std::int64_t rows, std::int64_t cols) {
@@ -58,7 +48,7 @@ __global__ void softmax_backward_kernel(const T* grad_y, const T* y, T* grad_x, 
 
 void softmax_forward(const void* x, void* y, DType dtype, std::int64_t rows, std::int64_t cols, cudaStream_t stream) {
   if (rows == 0 || cols == 0) return;
-  dispatch_float(dtype, [&]<typename T>() {
+  dispatch_float_type(dtype, "softmax", [&]<typename T>() {
     softmax_forward_kernel<<<grid_size(rows, 1), row_threads(cols), 0, stream>>>(static_cast<const T*>(x),
                                                                                 static_cast<T*>(y), rows, cols);
   });
@@ -68,7 +58,7 @@ void softmax_forward(const void* x, void* y, DType dtype, std::int64_t rows, std
 void softmax_backward(const void* grad_y, const void* y, void* grad_x, DType dtype, std::int64_t rows,
                       std::int64_t cols, cudaStream_t stream) {
   if (rows == 0 || cols == 0) return;
-  dispatch_float(dtype, [&]<typename T>() {
+  dispatch_float_type(dtype, "softmax", [&]<typename T>() {
     softmax_backward_kernel<<<grid_size(rows, 1), row_threads(cols), 0, stream>>>(
         static_cast<const T*>(grad_y), static_cast<const T*>(y), static_cast<T*>(grad_x), rows, cols);
   });

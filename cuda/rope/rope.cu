@@ -35,26 +35,6 @@ struct RopeArgs {
   RopeFrequencies frequencies;
 };
 
-template <typename T, int N, bool kVector>
-__device__ __forceinline__ void load_elements(const T* p, float (&v)[N]) {
-  if constexpr (kVector) {
-    load_vector<T, N>(p, v);
-  } else {
-#pragma unroll
-    for (int i = 0; i < N; ++i) v[i] = load_float(p + i);
-  }
-}
-
-template <typename T, int N, bool kVector>
-__device__ __forceinline__ void store_elements(T* p, const float (&v)[N]) {
-  if constexpr (kVector) {
-    store_vector<T, N>(p, v);
-  } else {
-#pragma unroll
-    for (int i = 0; i < N; ++i) store_float(p + i, v[i]);
-  }
-}
-
 // The pair (lo, hi) rotated by (c, s), each product and the result rounded to T.
 template <typename T>
 __device__ __forceinline__ void rotate(float& lo, float& hi, float c, float s) {
@@ -203,9 +183,8 @@ void rope_rotate(const RopeOperand& q, const RopeOperand& k, DType dtype, const 
   RopeArgs a{q, k, positions, shape, 0, 0, inverse, frequencies};
   dispatch_float_type(dtype, "rope_rotate", [&]<typename T>() {
     bool vector = vectorizable(q, k, shape, kVectorWidth<T>);
-    if (position_dtype == DType::kI32) launch<T, std::int32_t>(a, vector, stream);
-    else if (position_dtype == DType::kI64) launch<T, std::int64_t>(a, vector, stream);
-    else throw Error(std::string("rope_rotate: positions must be int32 or int64, got ") + dtype_name(position_dtype));
+    dispatch_index_type(position_dtype, "rope_rotate: positions",
+                        [&]<typename Position>() { launch<T, Position>(a, vector, stream); });
   });
   ZT_CUDA_CHECK(cudaGetLastError());
 }

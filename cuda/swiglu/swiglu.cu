@@ -14,26 +14,6 @@ namespace {
 constexpr int kThreads = 128;
 constexpr unsigned kMaxGridRows = 65535;
 
-template <typename T, int N, bool kVector>
-__device__ __forceinline__ void load_elements(const T* p, float (&v)[N]) {
-  if constexpr (kVector) {
-    load_vector<T, N>(p, v);
-  } else {
-#pragma unroll
-    for (int i = 0; i < N; ++i) v[i] = load_float(p + i);
-  }
-}
-
-template <typename T, int N, bool kVector>
-__device__ __forceinline__ void store_elements(T* p, const float (&v)[N]) {
-  if constexpr (kVector) {
-    store_vector<T, N>(p, v);
-  } else {
-#pragma unroll
-    for (int i = 0; i < N; ++i) store_float(p + i, v[i]);
-  }
-}
-
 // One exp serves both silu(g) = g / (1 + e^-g) and sigmoid(g) = 1 / (1 + e^-g); the
 // expressions are those of the CPU reference, so sharing it changes no bit.
 __device__ __forceinline__ float exp_neg(float g) { return expf(-g); }

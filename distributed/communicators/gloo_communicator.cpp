@@ -173,10 +173,7 @@ class GlooCommunicator final : public Communicator {
     require_cpu_contiguous("reduce_scatter", input, "input");
     require_cpu_contiguous("reduce_scatter", output, "output");
     require_reducible("reduce_scatter", input);
-    ZT_REQUIRE(input.numel() == output.numel() * world_size() && input.dtype() == output.dtype(),
-               "reduce_scatter: the input has " + std::to_string(input.numel()) + " elements, not world_size " +
-                   std::to_string(world_size()) + " times the output's " + std::to_string(output.numel()) +
-                   ", or the dtypes differ");
+    require_world_multiple("reduce_scatter", input, "input", output, "output", world_size(), true);
     run(describe_collective("reduce_scatter", input), [&](auto tag) {
       Tensor reduced = reduction_buffer(input, true);
       reduce(reduced, ReduceOp::kSum, tag);
@@ -188,10 +185,7 @@ class GlooCommunicator final : public Communicator {
   void all_gather(const Tensor& input, const Tensor& output) override {
     require_cpu_contiguous("all_gather", input, "input");
     require_cpu_contiguous("all_gather", output, "output");
-    ZT_REQUIRE(output.numel() == input.numel() * world_size() && input.dtype() == output.dtype(),
-               "all_gather: the output has " + std::to_string(output.numel()) + " elements, not world_size " +
-                   std::to_string(world_size()) + " times the input's " + std::to_string(input.numel()) +
-                   ", or the dtypes differ");
+    require_world_multiple("all_gather", output, "output", input, "input", world_size(), true);
     run(describe_collective("all_gather", input), [&](auto tag) {
       if (input.numel() == 0) return;
       gloo::AllgatherOptions options(context_);

@@ -25,6 +25,24 @@ std::vector<double> slice(const std::vector<double>& values, std::size_t start, 
   return {values.begin() + static_cast<std::ptrdiff_t>(start), values.begin() + static_cast<std::ptrdiff_t>(start + count)};
 }
 
+// reduce_scatter and all_gather: checks the tensors (the output holds world_size times the
+// input's elements when `gathers`, the input world_size times the output's otherwise), meets
+// the group, and stores combine(every rank's input as doubles, in rank order) in the output.
+template <typename Combine>
+void combine_inputs(InProcessGroup& group, int rank, const char* op, const Tensor& input, const Tensor& output,
+                    bool gathers, Combine&& combine) {
+  require_contiguous(op, input, "input");
+  require_contiguous(op, output, "output");
+  if (gathers) require_world_multiple(op, output, "output", input, "input", group.world_size(), false);
+  else require_world_multiple(op, input, "input", output, "output", group.world_size(), false);
+  group.meet(rank, describe_collective(op, input), input, output,
+             [&](const std::vector<Tensor>& inputs, const std::vector<Tensor>&) {
+               std::vector<std::vector<double>> values;
+               for (const Tensor& in : inputs) values.push_back(in.to_vector());
+               store(output, combine(values));
+             });
+}
+
 }  // namespace
 
 InProcessCommunicator::InProcessCommunicator(std::shared_ptr<InProcessGroup> group, int rank)
@@ -48,38 +66,23 @@ void InProcessCommunicator::all_reduce(const Tensor& buffer, ReduceOp op) {
 }
 
 void InProcessCommunicator::reduce_scatter(const Tensor& input, const Tensor& output) {
-  require_contiguous("reduce_scatter", input, "input");
-  require_contiguous("reduce_scatter", output, "output");
-  ZT_REQUIRE(input.numel() == output.numel() * world_size(),
-             "reduce_scatter: the input has " + std::to_string(input.numel()) + " elements, not world_size " +
-                 std::to_string(world_size()) + " times the output's " + std::to_string(output.numel()));
-  group_->meet(rank_, describe_collective("reduce_scatter", input), input, output,
-               [&](const std::vector<Tensor>& inputs, const std::vector<Tensor>&) {
-                 const auto n = static_cast<std::size_t>(output.numel());
-                 std::vector<double> result(n, 0.0);
-                 for (const Tensor& in : inputs) {
-                   std::vector<double> part = slice(in.to_vector(), static_cast<std::size_t>(rank_) * n, n);
-                   for (std::size_t i = 0; i < n; ++i) result[i] += part[i];
-                 }
-                 store(output, result);
-               });
+  combine_inputs(*group_, rank_, "reduce_scatter", input, output, false, [&](const auto& inputs) {
+    const auto n = static_cast<std::size_t>(output.numel());
+    std::vector<double> result(n, 0.0);
+    for (const std::vector<double>& in : inputs) {
+      std::vector<double> part = slice(in, static_cast<std::size_t>(rank_) * n, n);
+      for (std::size_t i = 0; i < n; ++i) result[i] += part[i];
+    }
+    return result;
+  });
 }
 
 void InProcessCommunicator::all_gather(const Tensor& input, const Tensor& output) {
-  require_contiguous("all_gather", input, "input");
-  require_contiguous("all_gather", output, "output");
-  ZT_REQUIRE(output.numel() == input.numel() * world_size(),
-             "all_gather: the output has " + std::to_string(output.numel()) + " elements, not world_size " +
-                 std::to_string(world_size()) + " times the input's " + std::to_string(input.numel()));
-  group_->meet(rank_, describe_collective("all_gather", input), input, output,
-               [&](const std::vector<Tensor>& inputs, const std::vector<Tensor>&) {
-                 std::vector<double> result;
-                 for (const Tensor& in : inputs) {
-                   std::vector<double> part = in.to_vector();
-                   result.insert(result.end(), part.begin(), part.end());
-                 }
-                 store(output, result);
-               });
+  combine_inputs(*group_, rank_, "all_gather", input, output, true, [](const auto& inputs) {
+    std::vector<double> result;
+    for (const std::vector<double>& in : inputs) result.insert(result.end(), in.begin(), in.end());
+    return result;
+  });
 }
 
 void InProcessCommunicator::broadcast(const Tensor& buffer, int root) {

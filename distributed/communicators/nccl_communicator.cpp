@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "runtime/check.h"
-#include "runtime/current_stream.h"
+#include "runtime/streams/current_stream.h"
 #include "runtime/error.h"
 
 namespace zt::distributed {
@@ -17,6 +17,13 @@ using Clock = std::chrono::steady_clock;
 void require_cuda_contiguous(const char* op, const Tensor& t, const char* role) {
   ZT_REQUIRE(t.defined() && t.is_contiguous() && t.device().is_cuda(),
              std::string(op) + ": the " + role + " must be a contiguous CUDA tensor");
+}
+
+// An all_gather's (started or not) tensors: both on the GPU, the output world_size inputs.
+void require_gather(const Tensor& input, const Tensor& output, int world_size) {
+  require_cuda_contiguous("all_gather", input, "input");
+  require_cuda_contiguous("all_gather", output, "output");
+  require_world_multiple("all_gather", output, "output", input, "input", world_size, true);
 }
 
 ncclUniqueId unique_id(int rank, const RendezvousConfig& config, std::future<void>& server) {
@@ -165,8 +172,7 @@ void NcclCommunicator::all_reduce(const Tensor& buffer, ReduceOp op) {
 void NcclCommunicator::reduce_scatter(const Tensor& input, const Tensor& output) {
   require_cuda_contiguous("reduce_scatter", input, "input");
   require_cuda_contiguous("reduce_scatter", output, "output");
-  ZT_REQUIRE(input.numel() == output.numel() * world_size_ && input.dtype() == output.dtype(),
-             "reduce_scatter: the input must hold world_size times the output's elements, in its dtype");
+  require_world_multiple("reduce_scatter", input, "input", output, "output", world_size_, true);
   run(describe_collective("reduce_scatter", input), [&] {
     return ncclReduceScatter(input.data_ptr(), output.data_ptr(), output.numel(), nccl_dtype(input.dtype()), ncclSum,
                              comm_, stream_);
@@ -174,20 +180,14 @@ void NcclCommunicator::reduce_scatter(const Tensor& input, const Tensor& output)
 }
 
 void NcclCommunicator::all_gather(const Tensor& input, const Tensor& output) {
-  require_cuda_contiguous("all_gather", input, "input");
-  require_cuda_contiguous("all_gather", output, "output");
-  ZT_REQUIRE(output.numel() == input.numel() * world_size_ && input.dtype() == output.dtype(),
-             "all_gather: the output must hold world_size times the input's elements, in its dtype");
+  require_gather(input, output, world_size_);
   run(describe_collective("all_gather", input), [&] {
     return ncclAllGather(input.data_ptr(), output.data_ptr(), input.numel(), nccl_dtype(input.dtype()), comm_, stream_);
   });
 }
 
 std::unique_ptr<PendingCollective> NcclCommunicator::start_all_gather(const Tensor& input, const Tensor& output) {
-  require_cuda_contiguous("all_gather", input, "input");
-  require_cuda_contiguous("all_gather", output, "output");
-  ZT_REQUIRE(output.numel() == input.numel() * world_size_ && input.dtype() == output.dtype(),
-             "all_gather: the output must hold world_size times the input's elements, in its dtype");
+  require_gather(input, output, world_size_);
   auto pending = std::make_unique<PendingGather>(*this, describe_collective("all_gather", input));
   pending->start([&] {
     return ncclAllGather(input.data_ptr(), output.data_ptr(), input.numel(), nccl_dtype(input.dtype()), comm_, stream_);

@@ -3,16 +3,12 @@
 //   answer: "ZTOK" | table length u32 | table, the table being (length u32 | blob) for ranks 0 .. world_size - 1.
 #include "distributed/launch/rank_exchange.h"
 
-#include <poll.h>
-#include <sys/socket.h>
-
-#include <cerrno>
 #include <cstring>
-#include <deque>
 #include <map>
 #include <optional>
 #include <thread>
 
+#include "distributed/launch/peer_server.h"
 #include "distributed/launch/rendezvous_wire.h"
 #include "distributed/launch/socket.h"
 #include "runtime/error.h"
@@ -26,7 +22,6 @@ using Blobs = std::vector<std::vector<std::uint8_t>>;
 
 constexpr std::uint32_t kVersion = 1;
 constexpr std::size_t kPostHeaderBytes = 24;
-constexpr std::size_t kMaxPendingPeers = 64;
 
 struct Post {
   int rank = 0;
@@ -34,17 +29,6 @@ struct Post {
   std::string token;
   std::vector<std::uint8_t> blob;
 };
-
-// One connection being read by rank 0.
-struct Peer {
-  Socket socket;
-  std::vector<std::uint8_t> received;
-  Clock::time_point deadline;
-};
-
-std::string where(const RendezvousConfig& config) { return config.address + ":" + std::to_string(config.port); }
-
-std::string seconds(std::chrono::milliseconds duration) { return std::to_string(duration.count() / 1000.0) + " s"; }
 
 std::vector<std::uint8_t> encode_post(const RendezvousConfig& config, int rank, const std::vector<std::uint8_t>& blob) {
   std::vector<std::uint8_t> out = {'Z', 'T', 'G', 'X'};
@@ -101,20 +85,9 @@ std::optional<Blobs> decode_table(const std::vector<std::uint8_t>& table, int wo
   return blobs;
 }
 
-bool same_token(const std::string& a, const std::string& b) {
-  // Compares every byte whatever the first difference, so timing does not leak the token.
-  unsigned difference = a.size() == b.size() ? 0u : 1u;
-  for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) difference |= static_cast<unsigned>(a[i] ^ b[i]);
-  return difference == 0;
-}
-
-// Reads what has arrived; returns true when rank 0 is finished with the peer: dropped, or
+// Parses what the peer has sent; returns true when rank 0 is finished with it: dropped, or
 // its post accepted (its socket then waits in `posted` for the answer).
 bool read_post(Peer& peer, const RendezvousConfig& config, Blobs& blobs, std::map<int, Socket>& posted) {
-  std::uint8_t chunk[4096];
-  ssize_t n = recv(peer.socket.fd(), chunk, sizeof(chunk), 0);
-  if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) return true;
-  if (n > 0) peer.received.insert(peer.received.end(), chunk, chunk + n);
   if (peer.received.size() < kPostHeaderBytes) return false;
   const std::string name = peer_name(peer.socket.fd());
   const auto total = announced_post_bytes(peer.received.data());
@@ -146,41 +119,23 @@ bool read_post(Peer& peer, const RendezvousConfig& config, Blobs& blobs, std::ma
   return true;
 }
 
-std::string missing_ranks(const std::map<int, Socket>& posted, int world_size) {
-  std::string missing;
-  for (int r = 1; r < world_size; ++r)
-    if (!posted.count(r)) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
-  return missing;
-}
-
 Blobs serve_exchange(const RendezvousConfig& config, const std::vector<std::uint8_t>& blob) {
   Socket listener = listen_on(config.address, config.port);
   const auto deadline = Clock::now() + config.timeout;
   Blobs blobs(static_cast<std::size_t>(config.world_size));
   blobs[0] = blob;
   std::map<int, Socket> posted;
-  std::deque<Peer> peers;
-  while (static_cast<int>(posted.size()) < config.world_size - 1) {
-    ZT_REQUIRE(Clock::now() < deadline, "rank 0: the rank exchange at " + where(config) + " timed out after " +
-                                            seconds(config.timeout) + "; rank(s) " +
-                                            missing_ranks(posted, config.world_size) +
-                                            " never joined. Check that they were started, reach MASTER_ADDR:MASTER_PORT, "
-                                            "share this job's token (ZT_JOB_TOKEN) and run on the CPU too");
-    std::vector<pollfd> fds = {{listener.fd(), POLLIN, 0}};
-    for (const Peer& peer : peers) fds.push_back({peer.socket.fd(), POLLIN, 0});
-    poll(fds.data(), fds.size(), 100);
-    for (std::size_t i = peers.size(); i > 0; --i) {
-      Peer& peer = peers[i - 1];
-      const bool finished = (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) && read_post(peer, config, blobs, posted);
-      if (finished || Clock::now() > peer.deadline) peers.erase(peers.begin() + static_cast<std::ptrdiff_t>(i - 1));
-    }
-    if (fds[0].revents & POLLIN) {
-      for (int fd; (fd = accept4(listener.fd(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0;) {
-        if (peers.size() >= kMaxPendingPeers) peers.pop_front();  // a flood must not starve the real ranks
-        peers.push_back({Socket(fd), {}, Clock::now() + config.peer_timeout});
-      }
-    }
-  }
+  serve_peers(
+      listener, config.peer_timeout, [&] { return static_cast<int>(posted.size()) >= config.world_size - 1; },
+      [&] {
+        ZT_REQUIRE(Clock::now() < deadline,
+                   "rank 0: the rank exchange at " + where(config) + " timed out after " + seconds(config.timeout) +
+                       "; rank(s) " +
+                       missing_ranks(config.world_size, [&](int rank) { return posted.count(rank) > 0; }) +
+                       " never joined. Check that they were started, reach MASTER_ADDR:MASTER_PORT, "
+                       "share this job's token (ZT_JOB_TOKEN) and run on the CPU too");
+      },
+      [&](Peer& peer) { return read_post(peer, config, blobs, posted); });
   // A rank that left since posting fails on its own side; the others go on.
   const std::vector<std::uint8_t> answer = encode_answer(blobs);
   for (auto& [rank, socket] : posted) send_all(socket.fd(), answer, config.peer_timeout);

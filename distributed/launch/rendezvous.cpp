@@ -1,14 +1,10 @@
 #include "distributed/launch/rendezvous.h"
 
-#include <poll.h>
-#include <sys/socket.h>
-
-#include <cerrno>
 #include <cstdlib>
-#include <deque>
 #include <set>
 #include <thread>
 
+#include "distributed/launch/peer_server.h"
 #include "distributed/launch/rendezvous_wire.h"
 #include "distributed/launch/socket.h"
 #include "runtime/error.h"
@@ -18,31 +14,10 @@ namespace zt::distributed {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr std::size_t kMaxPendingPeers = 64;
 
-// One connection being read by rank 0.
-struct Peer {
-  Socket socket;
-  std::vector<std::uint8_t> received;
-  Clock::time_point deadline;
-};
-
-bool same_token(const std::string& a, const std::string& b) {
-  // Compares every byte whatever the first difference, so timing does not leak the token.
-  unsigned difference = a.size() == b.size() ? 0u : 1u;
-  for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) difference |= static_cast<unsigned>(a[i] ^ b[i]);
-  return difference == 0;
-}
-
-std::string where(const RendezvousConfig& config) { return config.address + ":" + std::to_string(config.port); }
-
-// Reads what has arrived; returns true when the peer is finished with (served or dropped).
+// Parses what the peer has sent; returns true when it is finished with (served or dropped).
 bool serve_peer(Peer& peer, const RendezvousConfig& config, const std::vector<std::uint8_t>& reply,
                 std::set<int>& served) {
-  std::uint8_t chunk[512];
-  ssize_t n = recv(peer.socket.fd(), chunk, sizeof(chunk), 0);
-  if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) return true;
-  if (n > 0) peer.received.insert(peer.received.end(), chunk, chunk + n);
   if (peer.received.size() < wire::kRequestHeaderBytes) return false;
   auto token_length = wire::announced_token_length(peer.received.data(), kMaxTokenBytes);
   const std::string name = peer_name(peer.socket.fd());
@@ -71,13 +46,6 @@ bool serve_peer(Peer& peer, const RendezvousConfig& config, const std::vector<st
   return true;
 }
 
-std::string missing_ranks(const std::set<int>& served, int world_size) {
-  std::string missing;
-  for (int r = 1; r < world_size; ++r)
-    if (!served.count(r)) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
-  return missing;
-}
-
 }  // namespace
 
 void serve_rendezvous(const RendezvousConfig& config, const std::vector<std::uint8_t>& payload) {
@@ -89,29 +57,17 @@ void serve_rendezvous(const RendezvousConfig& config, const std::vector<std::uin
   const std::vector<std::uint8_t> reply = wire::encode_reply(payload);
   const auto deadline = Clock::now() + config.timeout;
   std::set<int> served;
-  std::deque<Peer> peers;
-  while (static_cast<int>(served.size()) < config.world_size - 1) {
-    const auto now = Clock::now();
-    ZT_REQUIRE(now < deadline, "rank 0: rendezvous at " + where(config) + " timed out after " +
-                                   std::to_string(config.timeout.count() / 1000.0) + " s; rank(s) " +
-                                   missing_ranks(served, config.world_size) +
-                                   " never joined. Check that they were started, reach MASTER_ADDR:MASTER_PORT, "
-                                   "and share this job's token (ZT_JOB_TOKEN)");
-    std::vector<pollfd> fds = {{listener.fd(), POLLIN, 0}};
-    for (const Peer& peer : peers) fds.push_back({peer.socket.fd(), POLLIN, 0});
-    poll(fds.data(), fds.size(), 100);
-    for (std::size_t i = peers.size(); i > 0; --i) {
-      Peer& peer = peers[i - 1];
-      const bool finished = (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) && serve_peer(peer, config, reply, served);
-      if (finished || Clock::now() > peer.deadline) peers.erase(peers.begin() + static_cast<std::ptrdiff_t>(i - 1));
-    }
-    if (fds[0].revents & POLLIN) {
-      for (int fd; (fd = accept4(listener.fd(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0;) {
-        if (peers.size() >= kMaxPendingPeers) peers.pop_front();  // a flood must not starve the real ranks
-        peers.push_back({Socket(fd), {}, Clock::now() + config.peer_timeout});
-      }
-    }
-  }
+  serve_peers(
+      listener, config.peer_timeout, [&] { return static_cast<int>(served.size()) >= config.world_size - 1; },
+      [&] {
+        ZT_REQUIRE(Clock::now() < deadline,
+                   "rank 0: rendezvous at " + where(config) + " timed out after " +
+                       seconds(config.timeout) + "; rank(s) " +
+                       missing_ranks(config.world_size, [&](int rank) { return served.count(rank) > 0; }) +
+                       " never joined. Check that they were started, reach MASTER_ADDR:MASTER_PORT, "
+                       "and share this job's token (ZT_JOB_TOKEN)");
+      },
+      [&](Peer& peer) { return serve_peer(peer, config, reply, served); });
 }
 
 std::vector<std::uint8_t> join_rendezvous(const RendezvousConfig& config, int rank) {
@@ -120,9 +76,8 @@ std::vector<std::uint8_t> join_rendezvous(const RendezvousConfig& config, int ra
       wire::encode_request({static_cast<std::uint32_t>(rank), static_cast<std::uint32_t>(config.world_size), config.token});
   while (true) {
     ZT_REQUIRE(Clock::now() < deadline, "rank " + std::to_string(rank) + ": no rendezvous with rank 0 at " +
-                                            where(config) + " within " +
-                                            std::to_string(config.timeout.count() / 1000.0) +
-                                            " s; check MASTER_ADDR/MASTER_PORT and that rank 0 started");
+                                            where(config) + " within " + seconds(config.timeout) +
+                                            "; check MASTER_ADDR/MASTER_PORT and that rank 0 started");
     Socket socket = connect_to(config.address, config.port, config.peer_timeout);
     if (!socket.valid()) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));

@@ -41,6 +41,26 @@ bool wait_for(int fd, short events, std::chrono::steady_clock::time_point deadli
   return poll(&p, 1, static_cast<int>(left.count())) == 1 && (p.revents & events);
 }
 
+// Moves `count` bytes with transfer(done), which sends or receives from byte `done` on and
+// returns what send/recv return, waiting for `events` while the non-blocking socket would
+// block. False on a closed connection, an error, or the timeout.
+template <typename Transfer>
+bool transfer_all(int fd, std::size_t count, short events, std::chrono::milliseconds timeout, Transfer&& transfer) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::size_t done = 0;
+  while (done < count) {
+    ssize_t n = transfer(done);
+    if (n > 0) {
+      done += static_cast<std::size_t>(n);
+    } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      if (!wait_for(fd, events, deadline)) return false;
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 Socket::~Socket() {
@@ -97,35 +117,14 @@ Socket connect_to(const std::string& address, int port, std::chrono::millisecond
 }
 
 bool send_all(int fd, const std::vector<std::uint8_t>& bytes, std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  std::size_t sent = 0;
-  while (sent < bytes.size()) {
-    ssize_t n = send(fd, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
-    if (n > 0) {
-      sent += static_cast<std::size_t>(n);
-    } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      if (!wait_for(fd, POLLOUT, deadline)) return false;
-    } else {
-      return false;
-    }
-  }
-  return true;
+  return transfer_all(fd, bytes.size(), POLLOUT, timeout, [&](std::size_t sent) {
+    return send(fd, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
+  });
 }
 
 bool receive_exactly(int fd, std::uint8_t* out, std::size_t count, std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  std::size_t got = 0;
-  while (got < count) {
-    ssize_t n = recv(fd, out + got, count - got, 0);
-    if (n > 0) {
-      got += static_cast<std::size_t>(n);
-    } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      if (!wait_for(fd, POLLIN, deadline)) return false;
-    } else {
-      return false;
-    }
-  }
-  return true;
+  return transfer_all(fd, count, POLLIN, timeout,
+                      [&](std::size_t got) { return recv(fd, out + got, count - got, 0); });
 }
 
 std::string peer_name(int fd) {

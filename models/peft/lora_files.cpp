@@ -5,6 +5,7 @@
 
 #include "autograd/grad_mode.h"
 #include "models/config/config_json.h"
+#include "models/peft/adapter_paths.h"
 #include "models/weights/tensor_mismatches.h"
 #include "runtime/atomic_file.h"
 #include "runtime/error.h"
@@ -14,8 +15,6 @@ namespace zt::models {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string path_in(const std::string& dir, const char* file) { return (fs::path(dir) / file).string(); }
 
 // PEFT reads a string as a regular expression over full module paths, which zerotune's
 // per-name matching cannot reproduce; a list of names it can.
@@ -84,19 +83,16 @@ nlohmann::ordered_json config_json(const LoraConfig& config) {
 }  // namespace
 
 LoraConfig read_lora_config(const std::string& dir) {
-  const std::string path = path_in(dir, kAdapterConfigFile);
-  ZT_REQUIRE(fs::is_regular_file(path), "no " + std::string(kAdapterConfigFile) + " in '" + dir +
-                                            "': expected a LoRA adapter folder as PEFT or zerotune train writes it");
-  const nlohmann::ordered_json json = read_json_file(path);
-  const detail::ConfigKeys keys(json, path);
-  require_plain_lora(json, keys);
+  const FolderJson file(dir, kAdapterConfigFile, ": expected a LoRA adapter folder as PEFT or zerotune train writes it");
+  const detail::ConfigKeys& keys = file.keys;
+  require_plain_lora(file.json, keys);
   LoraConfig config;
   config.rank = keys.integer("r", 8);  // PEFT's defaults for absent keys
   keys.require_positive("r", config.rank);
   config.alpha = keys.number("lora_alpha", 8.0);
   config.dropout = keys.number("lora_dropout", 0.0);
   config.use_rslora = keys.boolean("use_rslora", false);
-  config.target_modules = target_modules_of(json, keys);
+  config.target_modules = target_modules_of(file.json, keys);
   config.base_model_name_or_path = keys.string("base_model_name_or_path", "");
   return config;
 }
@@ -111,9 +107,8 @@ void save_lora_adapter(const CausalLM& model, const LoraConfig& config, const st
 }
 
 void load_lora_weights(CausalLM& model, const std::string& dir) {
-  const std::string path = path_in(dir, kAdapterWeightsFile);
-  ZT_REQUIRE(fs::is_regular_file(path), "no " + std::string(kAdapterWeightsFile) + " in '" + dir +
-                                            "' (zerotune reads safetensors adapters only; PEFT writes them by default)");
+  const std::string path = existing_file_in(dir, kAdapterWeightsFile,
+                                            " (zerotune reads safetensors adapters only; PEFT writes them by default)");
   const SafetensorsFile file = SafetensorsFile::open(path);
   const std::vector<NamedParameter> expected = lora_parameters(model);
   std::vector<std::string> problems = tensor_mismatches(expected, file);

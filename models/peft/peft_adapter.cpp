@@ -3,27 +3,20 @@
 #include <filesystem>
 
 #include "models/config/config_json.h"
+#include "models/peft/adapter_paths.h"
 #include "models/peft/lora_files.h"
 #include "models/peft/peft_prefix_files.h"
 #include "runtime/error.h"
 
 namespace zt::models {
-namespace {
 
-namespace fs = std::filesystem;
-
-std::string config_path(const std::string& dir) { return (fs::path(dir) / kAdapterConfigFile).string(); }
-
-}  // namespace
-
-bool is_peft_adapter_folder(const std::string& dir) { return fs::is_regular_file(config_path(dir)); }
+bool is_peft_adapter_folder(const std::string& dir) {
+  return std::filesystem::is_regular_file(path_in(dir, kAdapterConfigFile));
+}
 
 PeftAdapterKind peft_adapter_kind(const std::string& dir) {
-  const std::string path = config_path(dir);
-  ZT_REQUIRE(fs::is_regular_file(path), "no " + std::string(kAdapterConfigFile) + " in '" + dir +
-                                            "': expected an adapter folder as PEFT or zerotune train writes it");
-  const nlohmann::ordered_json json = read_json_file(path);
-  const detail::ConfigKeys keys(json, path);
+  const FolderJson file(dir, kAdapterConfigFile, ": expected an adapter folder as PEFT or zerotune train writes it");
+  const detail::ConfigKeys& keys = file.keys;
   const std::string type = keys.string("peft_type", "");
   if (type == "LORA") return PeftAdapterKind::kLora;
   if (type == "PREFIX_TUNING") return PeftAdapterKind::kPrefix;

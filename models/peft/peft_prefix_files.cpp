@@ -1,18 +1,13 @@
 #include "models/peft/peft_prefix_files.h"
 
-#include <filesystem>
-
 #include "models/config/config_json.h"
+#include "models/peft/adapter_paths.h"
 #include "models/peft/lora_files.h"
 #include "runtime/error.h"
 #include "tensor/safetensors/safetensors.h"
 
 namespace zt::models {
 namespace {
-
-namespace fs = std::filesystem;
-
-std::string path_in(const std::string& dir, const char* file) { return (fs::path(dir) / file).string(); }
 
 std::string likely_cause(const PeftPrefixConfig& config, const ModelConfig& model) {
   const std::string base = config.base_model_name_or_path.empty() ? "another model"
@@ -66,12 +61,9 @@ CausalLM::PrefixSource fixed_prefix_source(std::vector<PrefixKv> prefix) {
 }
 
 PeftPrefixConfig read_peft_prefix_config(const std::string& dir) {
-  const std::string path = path_in(dir, kAdapterConfigFile);
-  ZT_REQUIRE(fs::is_regular_file(path), "no " + std::string(kAdapterConfigFile) + " in '" + dir +
-                                            "': expected a prefix-tuning adapter folder as PEFT's save_pretrained "
-                                            "writes it");
-  const nlohmann::ordered_json json = read_json_file(path);
-  const detail::ConfigKeys keys(json, path);
+  const FolderJson file(dir, kAdapterConfigFile,
+                        ": expected a prefix-tuning adapter folder as PEFT's save_pretrained writes it");
+  const detail::ConfigKeys& keys = file.keys;
   const std::string peft_type = keys.string("peft_type", "");
   if (peft_type != "PREFIX_TUNING") keys.fail("peft_type is '" + peft_type + "', not \"PREFIX_TUNING\"");
   const std::string task = keys.string("task_type", "CAUSAL_LM");
@@ -100,9 +92,8 @@ std::vector<PrefixKv> read_peft_prefix(const CausalLM& model, const std::string&
     for (const std::string& line : problems) message += "\n  " + line;
     fail(message + "\n" + likely_cause(config, m));
   }
-  const std::string path = path_in(dir, kAdapterWeightsFile);
-  ZT_REQUIRE(fs::is_regular_file(path), "no " + std::string(kAdapterWeightsFile) + " in '" + dir +
-                                            "' (zerotune reads safetensors adapters only; PEFT writes them by default)");
+  const std::string path = existing_file_in(dir, kAdapterWeightsFile,
+                                            " (zerotune reads safetensors adapters only; PEFT writes them by default)");
   const SafetensorsFile file = SafetensorsFile::open(path);
   ZT_REQUIRE(file.contains(kPeftPrefixTensor), path + " has no tensor '" + kPeftPrefixTensor +
                                                    "', which PEFT saves a prefix-tuning adapter's prefix as");

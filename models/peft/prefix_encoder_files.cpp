@@ -4,6 +4,7 @@
 
 #include "autograd/grad_mode.h"
 #include "models/config/config_json.h"
+#include "models/peft/adapter_paths.h"
 #include "models/weights/tensor_mismatches.h"
 #include "models/weights/weights.h"
 #include "runtime/atomic_file.h"
@@ -11,21 +12,12 @@
 #include "tensor/safetensors/safetensors.h"
 
 namespace zt::models {
-namespace {
-
-namespace fs = std::filesystem;
-
-std::string path_in(const std::string& dir, const char* file) { return (fs::path(dir) / file).string(); }
-
-}  // namespace
 
 PrefixConfig read_prefix_config(const std::string& dir) {
-  const std::string path = path_in(dir, kPrefixConfigFile);
-  ZT_REQUIRE(fs::is_regular_file(path), "no " + std::string(kPrefixConfigFile) + " in '" + dir +
-                                            "': expected a P-Tuning checkpoint folder as zerotune train "
-                                            "--finetuning_type ptuning or ChatGLM's recipe writes it");
-  const nlohmann::ordered_json json = read_json_file(path);
-  const detail::ConfigKeys keys(json, path);
+  const FolderJson file(dir, kPrefixConfigFile,
+                        ": expected a P-Tuning checkpoint folder as zerotune train --finetuning_type ptuning or "
+                        "ChatGLM's recipe writes it");
+  const detail::ConfigKeys& keys = file.keys;
   if (!keys.has("pre_seq_len"))
     keys.fail("pre_seq_len is missing or null: this is not a P-Tuning checkpoint (pass the folder that "
               "zerotune train --finetuning_type ptuning wrote as --ptuning_checkpoint)");
@@ -38,7 +30,7 @@ PrefixConfig read_prefix_config(const std::string& dir) {
 
 void save_prefix_checkpoint(const CausalLM& model, const PrefixConfig& prefix,
                             const std::vector<NamedParameter>& parameters, const std::string& dir) {
-  fs::create_directories(dir);
+  std::filesystem::create_directories(dir);
   NamedTensors tensors;
   for (const NamedParameter& p : parameters)
     tensors.emplace_back(p.name, p.variable.data().to(Device::cpu(), DType::kF32));
@@ -51,9 +43,8 @@ void save_prefix_checkpoint(const CausalLM& model, const PrefixConfig& prefix,
 }
 
 void load_prefix_weights(const std::vector<NamedParameter>& parameters, const std::string& dir) {
-  const std::string path = path_in(dir, kPrefixWeightsFile);
-  ZT_REQUIRE(fs::is_regular_file(path), "no " + std::string(kPrefixWeightsFile) + " in '" + dir +
-                                            "': zerotune reads the prefix encoder from safetensors only (ChatGLM's "
+  const std::string path = existing_file_in(dir, kPrefixWeightsFile,
+                                            ": zerotune reads the prefix encoder from safetensors only (ChatGLM's "
                                             "recipe writes pytorch_model.bin with older transformers: convert it)");
   const SafetensorsFile file = SafetensorsFile::open(path);
   std::vector<std::string> problems = tensor_mismatches(parameters, file);

@@ -5,7 +5,7 @@
 #include "ops/attention/attention_cpu.h"
 #include "ops/attention/attention_layout.h"
 #include "runtime/device.h"
-#include "runtime/current_stream.h"
+#include "runtime/streams/current_stream.h"
 
 namespace zt::ops {
 namespace {

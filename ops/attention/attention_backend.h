@@ -2,7 +2,7 @@
 // (ops/attention/attention.h: every device, dtype, prefix and layout) or cuDNN's fused flash attention
 // (bfloat16/float16 on the GPU, causal or full, GQA, packed variable lengths; no prefix).
 // Both take and return the same tensors, lse included, so a forward from one and a backward
-// from the other agree. See docs/FUSED_LOSS.md for when cuDNN is the better choice.
+// from the other agree. See docs/ATTENTION.md for when cuDNN is the better choice.
 #pragma once
 
 #include <string>

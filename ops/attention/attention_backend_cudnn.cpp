@@ -9,7 +9,7 @@
 #include "ops/attention/attention_layout.h"
 #include "runtime/device.h"
 #include "runtime/error.h"
-#include "runtime/current_stream.h"
+#include "runtime/streams/current_stream.h"
 
 namespace zt::ops::detail {
 namespace {

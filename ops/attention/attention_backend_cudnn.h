@@ -1,4 +1,4 @@
-// attn_impl=cudnn: the checks, the batch layout and the tensors around cuda/cudnn_attention.
+// attn_impl=cudnn: the checks, the batch layout and the tensors around cuda/attention/cudnn/cudnn_attention.h.
 // Empty sequences are left out of what cuDNN sees; a batch whose sequences all have one
 // length runs cuDNN's dense layout, any other its ragged (variable-length) layout.
 #pragma once

@@ -18,10 +18,9 @@ constexpr std::int64_t kCudaMaxGridYZ = 65535;
 std::string head(const char* op) { return std::string(op) + ": "; }
 
 void check_qkv(const char* op, const Tensor& q, const Tensor& k, const Tensor& v) {
-  Device device = check_same_device(op, {{"q", &q}, {"k", &k}, {"v", &v}});
+  check_same_device(op, {{"q", &q}, {"k", &k}, {"v", &v}});
   check_same_dtype(op, {{"q", &q}, {"k", &k}, {"v", &v}});
-  check_floating(op, {"q", &q});
-  if (device.is_cuda()) check_cuda_float(op, {"q", &q});
+  check_float_on_device(op, {"q", &q});
   check_dim(op, {"q", &q}, 3);
   check_dim(op, {"k", &k}, 3);
   check_same_shape(op, {"k", &k}, {"v", &v});

@@ -12,7 +12,7 @@
 #include "ops/op_checks.h"
 #include "runtime/device.h"
 #include "runtime/error.h"
-#include "runtime/current_stream.h"
+#include "runtime/streams/current_stream.h"
 
 namespace zt::ops {
 namespace {
@@ -52,14 +52,13 @@ DecodeLayout layout_of(const Tensor& q, const Tensor& key_pool, const Tensor& bl
 DecodeLayout check_inputs(const Tensor& q, const Tensor& key_pool, const Tensor& value_pool, const Tensor& block_table,
                           const Tensor& seq_lens, double softmax_scale) {
   const char* op = kOp;
-  Device device = check_same_device(op, {{"q", &q},
-                                         {"key_pool", &key_pool},
-                                         {"value_pool", &value_pool},
-                                         {"block_table", &block_table},
-                                         {"seq_lens", &seq_lens}});
+  check_same_device(op, {{"q", &q},
+                         {"key_pool", &key_pool},
+                         {"value_pool", &value_pool},
+                         {"block_table", &block_table},
+                         {"seq_lens", &seq_lens}});
   check_same_dtype(op, {{"q", &q}, {"key_pool", &key_pool}, {"value_pool", &value_pool}});
-  check_floating(op, {"q", &q});
-  if (device.is_cuda()) check_cuda_float(op, {"q", &q});
+  check_float_on_device(op, {"q", &q});
   check_dim(op, {"q", &q}, 3);
   check_dim(op, {"key_pool", &key_pool}, 4);
   check_same_shape(op, {"key_pool", &key_pool}, {"value_pool", &value_pool});

@@ -3,7 +3,7 @@
 #include "cuda/elementwise/accumulate.cuh"
 #include "ops/elementwise/elementwise_host.h"
 #include "ops/op_checks.h"
-#include "runtime/current_stream.h"
+#include "runtime/streams/current_stream.h"
 
 namespace zt::ops {
 

@@ -7,7 +7,7 @@
 #include "ops/op_checks.h"
 #include "runtime/error.h"
 #include "runtime/philox.h"
-#include "runtime/current_stream.h"
+#include "runtime/streams/current_stream.h"
 
 namespace zt::ops {
 namespace {
@@ -22,8 +22,7 @@ void dropout_cpu(const T* x, T* out, std::int64_t n, float p, host::Acc<T> scale
 
 Tensor apply(const char* op, const char* name, const Tensor& x_in, const DropoutConfig& config) {
   ZT_REQUIRE(x_in.defined(), std::string(op) + ": " + name + " is an undefined tensor");
-  check_floating(op, {name, &x_in});
-  if (x_in.device().is_cuda()) check_cuda_float(op, {name, &x_in});
+  check_float_on_device(op, {name, &x_in});
   ZT_REQUIRE(config.p >= 0.0 && config.p <= 1.0,
              std::string(op) + ": p must lie in [0, 1], got " + std::to_string(config.p));
   Tensor x = x_in.contiguous();

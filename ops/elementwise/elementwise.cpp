@@ -8,15 +8,10 @@
 #include "ops/op_checks.h"
 #include "ops/reduce/reduce.h"
 #include "runtime/error.h"
-#include "runtime/current_stream.h"
+#include "runtime/streams/current_stream.h"
 
 namespace zt::ops {
 namespace {
-
-void check_float_on_device(const char* op, NamedTensor t) {
-  check_floating(op, t);
-  if (t.second->device().is_cuda()) check_cuda_float(op, t);
-}
 
 bool is_trailing_part(const Shape& part, const Shape& whole) {
   return part.size() <= whole.size() && std::equal(part.begin(), part.end(), whole.end() - part.size());

@@ -7,15 +7,14 @@
 #include "ops/elementwise/elementwise_host.h"
 #include "ops/op_checks.h"
 #include "runtime/error.h"
-#include "runtime/current_stream.h"
+#include "runtime/streams/current_stream.h"
 
 namespace zt::ops {
 namespace {
 
 void check_input(const char* op, NamedTensor t) {
   ZT_REQUIRE(t.second->defined(), std::string(op) + ": " + t.first + " is an undefined tensor");
-  check_floating(op, t);
-  if (t.second->device().is_cuda()) check_cuda_float(op, t);
+  check_float_on_device(op, t);
 }
 
 }  // namespace

@@ -7,7 +7,7 @@
 #include "ops/op_checks.h"
 #include "runtime/error.h"
 #include "tensor/dispatch.h"
-#include "runtime/current_stream.h"
+#include "runtime/streams/current_stream.h"
 
 namespace zt::ops {
 namespace {
@@ -100,8 +100,7 @@ Tensor embedding_forward(const Tensor& weight, const Tensor& ids) {
   const char* op = "embedding";
   Device device = check_same_device(op, {{"weight", &weight}, {"ids", &ids}});
   check_dim(op, {"weight", &weight}, 2);
-  check_floating(op, {"weight", &weight});
-  if (device.is_cuda()) check_cuda_float(op, {"weight", &weight});
+  check_float_on_device(op, {"weight", &weight});
   check_ids(op, ids);
   Tensor index = ids.contiguous(), table = weight.contiguous();
   check_ids_in_range(op, index, weight.size(0));
@@ -121,8 +120,7 @@ Tensor embedding_forward(const Tensor& weight, const Tensor& ids) {
 Tensor embedding_backward(const Tensor& grad_out, const Tensor& ids, std::int64_t vocab_size, bool deterministic) {
   const char* op = "embedding_backward";
   Device device = check_same_device(op, {{"grad_out", &grad_out}, {"ids", &ids}});
-  check_floating(op, {"grad_out", &grad_out});
-  if (device.is_cuda()) check_cuda_float(op, {"grad_out", &grad_out});
+  check_float_on_device(op, {"grad_out", &grad_out});
   check_ids(op, ids);
   ZT_REQUIRE(vocab_size >= 1, std::string(op) + ": vocab_size must be at least 1, got " + std::to_string(vocab_size));
   ZT_REQUIRE(grad_out.dim() == ids.dim() + 1 && grad_out.shape() == with_hidden(ids, grad_out.shape().back()),

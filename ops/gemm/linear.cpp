@@ -10,10 +10,9 @@ namespace zt::ops {
 namespace {
 
 void check_arguments(const char* op, const Tensor& x, const Tensor& weight, const Tensor& bias) {
-  Device device = check_same_device(op, {{"x", &x}, {"weight", &weight}});
+  check_same_device(op, {{"x", &x}, {"weight", &weight}});
   check_same_dtype(op, {{"x", &x}, {"weight", &weight}});
-  check_floating(op, {"x", &x});
-  if (device.is_cuda()) check_cuda_float(op, {"x", &x});
+  check_float_on_device(op, {"x", &x});
   check_dim(op, {"weight", &weight}, 2);
   ZT_REQUIRE(x.dim() >= 1, std::string(op) + ": x must have at least one dimension, got shape " + shape_str(x.shape()));
   ZT_REQUIRE(x.size(-1) == weight.size(1), std::string(op) + ": x has shape " + shape_str(x.shape()) +

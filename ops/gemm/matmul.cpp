@@ -14,10 +14,9 @@ std::string operand_str(const Tensor& x, bool transposed) {
 }
 
 void check_operands(const char* op, const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b) {
-  Device device = check_same_device(op, {{"a", &a}, {"b", &b}});
+  check_same_device(op, {{"a", &a}, {"b", &b}});
   check_same_dtype(op, {{"a", &a}, {"b", &b}});
-  check_floating(op, {"a", &a});
-  if (device.is_cuda()) check_cuda_float(op, {"a", &a});
+  check_float_on_device(op, {"a", &a});
   for (const NamedTensor& x : {NamedTensor{"a", &a}, NamedTensor{"b", &b}})
     ZT_REQUIRE(x.second->dim() == 2 || x.second->dim() == 3, std::string(op) + ": " + x.first +
                                                                  " must be 2-D or 3-D (batched), got shape " +

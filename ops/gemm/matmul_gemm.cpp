@@ -2,7 +2,7 @@
 
 #include "cuda/gemm/cublaslt_gemm.h"
 #include "runtime/device.h"
-#include "runtime/current_stream.h"
+#include "runtime/streams/current_stream.h"
 
 namespace zt::ops::detail {
 namespace {

@@ -5,10 +5,10 @@
 #include <string>
 
 #include "cuda/loss/cross_entropy.cuh"
-#include "cuda/common/index_bounds.cuh"
+#include "ops/loss/loss_labels.h"
 #include "ops/op_checks.h"
 #include "runtime/error.h"
-#include "runtime/current_stream.h"
+#include "runtime/streams/current_stream.h"
 
 namespace zt::ops {
 namespace {
@@ -16,35 +16,11 @@ namespace {
 DType loss_dtype(const Tensor& logits) { return logits.dtype() == DType::kF64 ? DType::kF64 : DType::kF32; }
 
 void check_inputs(const char* op, const Tensor& logits, const Tensor& labels) {
-  Device device = check_same_device(op, {{"logits", &logits}, {"labels", &labels}});
-  check_floating(op, {"logits", &logits});
-  if (device.is_cuda()) check_cuda_float(op, {"logits", &logits});
+  check_same_device(op, {{"logits", &logits}, {"labels", &labels}});
+  check_float_on_device(op, {"logits", &logits});
   check_dim(op, {"logits", &logits}, 2);
-  ZT_REQUIRE(labels.dtype() == DType::kI32 || labels.dtype() == DType::kI64,
-             std::string(op) + ": labels must be int32 or int64, got " + dtype_name(labels.dtype()));
-  check_dim(op, {"labels", &labels}, 1);
-  check_size(op, {"labels", &labels}, 0, logits.size(0), "one label per row of logits " + shape_str(logits.shape()));
+  check_label_shape(op, labels, {"logits", &logits});
   ZT_REQUIRE(logits.size(1) >= 1, std::string(op) + ": logits " + shape_str(logits.shape()) + " have no classes");
-}
-
-// Throws for a label that is neither ignore_index nor a class. `labels` is contiguous.
-void check_labels(const char* op, const Tensor& labels, std::int64_t vocab, std::int64_t ignore_index) {
-  std::int64_t bad = -1;
-  if (labels.device().is_cuda()) {
-    DeviceGuard guard(labels.device().index);
-    bad = cuda::first_index_out_of_range(labels.data_ptr(), labels.dtype(), labels.numel(), vocab, true, ignore_index,
-                                         current_stream());
-  } else {
-    std::vector<double> values = labels.to_vector();
-    for (std::size_t t = 0; t < values.size() && bad < 0; ++t) {
-      auto label = static_cast<std::int64_t>(values[t]);
-      if (label != ignore_index && (label < 0 || label >= vocab)) bad = static_cast<std::int64_t>(t);
-    }
-  }
-  if (bad < 0) return;
-  auto label = static_cast<std::int64_t>(labels.select(0, bad).item());
-  fail(std::string(op) + ": token " + std::to_string(bad) + " has label " + std::to_string(label) +
-       ", outside the classes [0, " + std::to_string(vocab) + ") and not ignore_index " + std::to_string(ignore_index));
 }
 
 cuda::CrossEntropyProblem problem(const Tensor& logits, const Tensor& labels, const CrossEntropyOptions& options) {
@@ -98,7 +74,7 @@ CrossEntropyOutput cross_entropy_forward(const Tensor& logits, const Tensor& lab
   const char* op = "cross_entropy";
   check_inputs(op, logits, labels);
   Tensor x = logits.contiguous(), y = labels.contiguous();
-  check_labels(op, y, x.size(1), options.ignore_index);
+  check_label_values(op, y, x.size(1), options.ignore_index, "");
   if (!x.device().is_cuda()) return cpu_forward(x, y.to_vector(), options);
   CrossEntropyOutput out{Tensor::empty({}, DType::kF32, x.device()),
                          Tensor::empty({x.size(0)}, DType::kF32, x.device()),
@@ -127,7 +103,7 @@ Tensor cross_entropy_backward(const Tensor& grad_loss, const Tensor& logits, con
                  ") must be single values, valid_count int64 as the forward returns it");
   check_size(op, {"saved_logsumexp", &saved_logsumexp}, 0, logits.size(0), "one value per row of logits");
   Tensor x = logits.contiguous(), y = labels.contiguous(), lse = saved_logsumexp.contiguous();
-  check_labels(op, y, x.size(1), options.ignore_index);
+  check_label_values(op, y, x.size(1), options.ignore_index, "");
   if (!x.device().is_cuda())
     return cpu_backward(grad_loss.item(), x, y.to_vector(), lse.to_vector(),
                         static_cast<std::int64_t>(valid_count.item()), options);

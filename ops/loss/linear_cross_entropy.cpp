@@ -6,13 +6,13 @@
 #include <string>
 #include <vector>
 
-#include "cuda/common/index_bounds.cuh"
 #include "cuda/loss/linear_cross_entropy.cuh"
 #include "cuda/loss/linear_cross_entropy_kernels.cuh"
+#include "ops/loss/loss_labels.h"
 #include "ops/op_checks.h"
 #include "runtime/device.h"
 #include "runtime/error.h"
-#include "runtime/current_stream.h"
+#include "runtime/streams/current_stream.h"
 
 namespace zt::ops {
 namespace {
@@ -23,45 +23,20 @@ DType loss_dtype(DType dtype) { return dtype == DType::kF64 ? DType::kF64 : DTyp
 
 void check_inputs(const Tensor& hidden, const Tensor& weight, const Tensor& labels,
                   const LinearCrossEntropyOptions& options) {
-  Device device = check_same_device(kOp, {{"hidden", &hidden}, {"weight", &weight}, {"labels", &labels}});
+  check_same_device(kOp, {{"hidden", &hidden}, {"weight", &weight}, {"labels", &labels}});
   check_same_dtype(kOp, {{"hidden", &hidden}, {"weight", &weight}});
-  check_floating(kOp, {"hidden", &hidden});
-  if (device.is_cuda()) check_cuda_float(kOp, {"hidden", &hidden});
+  check_float_on_device(kOp, {"hidden", &hidden});
   check_dim(kOp, {"hidden", &hidden}, 2);
   check_dim(kOp, {"weight", &weight}, 2);
   check_size(kOp, {"weight", &weight}, 1, hidden.size(1), "hidden_size, as hidden " + shape_str(hidden.shape()) + " has");
   ZT_REQUIRE(weight.size(0) >= 1 && weight.size(1) >= 1,
              std::string(kOp) + ": weight has shape " + shape_str(weight.shape()) +
                  "; it needs at least one class (dimension 0) and one hidden feature (dimension 1)");
-  ZT_REQUIRE(labels.dtype() == DType::kI32 || labels.dtype() == DType::kI64,
-             std::string(kOp) + ": labels must be int32 or int64, got " + dtype_name(labels.dtype()));
-  check_dim(kOp, {"labels", &labels}, 1);
-  check_size(kOp, {"labels", &labels}, 0, hidden.size(0), "one label per row of hidden " + shape_str(hidden.shape()));
+  check_label_shape(kOp, labels, {"hidden", &hidden});
   ZT_REQUIRE(options.chunk_tokens >= 0, std::string(kOp) + ": chunk_tokens is " +
                                             std::to_string(options.chunk_tokens) + "; use 0 (automatic) or a positive count");
   ZT_REQUIRE(std::isfinite(options.grad_scale) && options.grad_scale > 0.0,
              std::string(kOp) + ": grad_scale is " + std::to_string(options.grad_scale) + "; it must be finite and > 0");
-}
-
-// Throws for a label that is neither ignore_index nor a class. `labels` is contiguous.
-void check_labels(const Tensor& labels, std::int64_t vocab, std::int64_t ignore_index) {
-  std::int64_t bad = -1;
-  if (labels.device().is_cuda()) {
-    DeviceGuard guard(labels.device().index);
-    bad = cuda::first_index_out_of_range(labels.data_ptr(), labels.dtype(), labels.numel(), vocab, true, ignore_index,
-                                         current_stream());
-  } else {
-    std::vector<double> values = labels.to_vector();
-    for (std::size_t t = 0; t < values.size() && bad < 0; ++t) {
-      auto label = static_cast<std::int64_t>(values[t]);
-      if (label != ignore_index && (label < 0 || label >= vocab)) bad = static_cast<std::int64_t>(t);
-    }
-  }
-  if (bad < 0) return;
-  auto label = static_cast<std::int64_t>(labels.select(0, bad).item());
-  fail(std::string(kOp) + ": token " + std::to_string(bad) + " has label " + std::to_string(label) +
-       ", outside the classes [0, " + std::to_string(vocab) + ") of weight and not ignore_index " +
-       std::to_string(ignore_index));
 }
 
 // CPU reference in float64, one token at a time (so it holds one row of logits), rounded
@@ -160,7 +135,7 @@ LinearCrossEntropyOutput linear_cross_entropy_forward(const Tensor& hidden, cons
                                                       const LinearCrossEntropyGradsNeeded& needed) {
   check_inputs(hidden, weight, labels, options);
   Tensor h = hidden.contiguous(), w = weight.contiguous(), y = labels.contiguous();
-  check_labels(y, w.size(0), options.ignore_index);
+  check_label_values(kOp, y, w.size(0), options.ignore_index, " of weight");
   if (h.device().is_cuda()) return cuda_forward(h, w, y, options, needed);
   return cpu_forward(h, w, y, options, needed);
 }

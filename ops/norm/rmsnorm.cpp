@@ -8,7 +8,7 @@
 #include "ops/elementwise/elementwise_host.h"
 #include "ops/op_checks.h"
 #include "runtime/error.h"
-#include "runtime/current_stream.h"
+#include "runtime/streams/current_stream.h"
 
 namespace zt::ops {
 namespace {
@@ -18,10 +18,9 @@ DType rstd_dtype(DType x_dtype) { return x_dtype == DType::kF64 ? DType::kF64 : 
 Shape row_shape(const Tensor& x) { return Shape(x.shape().begin(), x.shape().end() - 1); }
 
 void check_inputs(const char* op, const Tensor& x, const Tensor& weight) {
-  Device device = check_same_device(op, {{"x", &x}, {"weight", &weight}});
+  check_same_device(op, {{"x", &x}, {"weight", &weight}});
   check_same_dtype(op, {{"x", &x}, {"weight", &weight}});
-  check_floating(op, {"x", &x});
-  if (device.is_cuda()) check_cuda_float(op, {"x", &x});
+  check_float_on_device(op, {"x", &x});
   ZT_REQUIRE(x.dim() >= 1, std::string(op) + ": x must have at least one dimension, got shape " +
                                shape_str(x.shape()));
   check_dim(op, {"weight", &weight}, 1);

@@ -8,7 +8,7 @@
 #include "ops/op_checks.h"
 #include "runtime/check.h"
 #include "runtime/error.h"
-#include "runtime/current_stream.h"
+#include "runtime/streams/current_stream.h"
 
 namespace zt::ops {
 namespace {

@@ -3,6 +3,10 @@
 // GCC 12's AVX-512 intrinsics start from a self-initialised "undefined" vector, which
 // -Wmaybe-uninitialized reports at every inlined use.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+// The update loop below is written once for both vector widths and inlined into each
+// instruction set's function; GCC notes that its vector arguments would change the ABI were
+// it ever called out of line, which it never is.
+#pragma GCC diagnostic ignored "-Wpsabi"
 // AVX-512F brings fused multiply-add, which GCC would otherwise form from the separate
 // multiplies and adds below and so round differently from the reference.
 #pragma GCC optimize("fp-contract=off")
@@ -10,6 +14,7 @@
 
 #include <bit>
 #include <cmath>
+#include <cstring>
 
 namespace zt::ops::cpu_adam {
 namespace {
@@ -42,7 +47,7 @@ Range tail_of(const Range& r, std::int64_t done) {
 #define ZT_AVX512 __attribute__((target("avx512f")))
 
 // float32 -> bfloat16 bits, round to nearest even, NaN kept quiet: float_to_bf16_bits on 8 lanes.
-ZT_AVX2 inline __m128i bf16_bits_avx2(__m256 p) {
+ZT_AVX2 inline __m128i bf16_bits(__m256 p) {
   const __m256i u = _mm256_castps_si256(p);
   const __m256i high = _mm256_srli_epi32(u, 16);
   const __m256i lsb = _mm256_and_si256(high, _mm256_set1_epi32(1));
@@ -54,40 +59,14 @@ ZT_AVX2 inline __m128i bf16_bits_avx2(__m256 p) {
 }
 
 // F16C rounds to nearest even like float_to_half_bits; a NaN becomes sign | 0x7E00 as there.
-ZT_AVX2 inline __m128i half_bits_avx2(__m256 p) {
+ZT_AVX2 inline __m128i half_bits(__m256 p) {
   const __m256 sign_nan = _mm256_or_ps(_mm256_and_ps(p, _mm256_castsi256_ps(_mm256_set1_epi32(INT32_MIN))),
                                        _mm256_castsi256_ps(_mm256_set1_epi32(0x7FC00000)));
   const __m256 fixed = _mm256_blendv_ps(p, sign_nan, _mm256_cmp_ps(p, p, _CMP_UNORD_Q));
   return _mm256_cvtps_ph(fixed, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
 }
 
-template <DType W>
-ZT_AVX2 void update_avx2_as(const Range& r, const cuda::AdamWScalars& s) {
-  const __m256 grad_scale = _mm256_set1_ps(s.grad_scale), decay = _mm256_set1_ps(r.decay_factor);
-  const __m256 beta1 = _mm256_set1_ps(s.beta1), one_minus_beta1 = _mm256_set1_ps(s.one_minus_beta1);
-  const __m256 beta2 = _mm256_set1_ps(s.beta2), one_minus_beta2 = _mm256_set1_ps(s.one_minus_beta2);
-  const __m256 bias2 = _mm256_set1_ps(s.bias_correction2_sqrt), eps = _mm256_set1_ps(s.eps);
-  const __m256 step_size = _mm256_set1_ps(s.step_size);
-  std::int64_t i = 0;
-  for (; i + 8 <= r.n; i += 8) {
-    const __m256 g = _mm256_div_ps(_mm256_loadu_ps(r.grad + i), grad_scale);
-    __m256 p = _mm256_mul_ps(_mm256_loadu_ps(r.master + i), decay);
-    const __m256 m = _mm256_add_ps(_mm256_mul_ps(beta1, _mm256_loadu_ps(r.exp_avg + i)), _mm256_mul_ps(one_minus_beta1, g));
-    const __m256 v = _mm256_add_ps(_mm256_mul_ps(beta2, _mm256_loadu_ps(r.exp_avg_sq + i)),
-                                   _mm256_mul_ps(one_minus_beta2, _mm256_mul_ps(g, g)));
-    const __m256 denom = _mm256_add_ps(_mm256_div_ps(_mm256_sqrt_ps(v), bias2), eps);
-    p = _mm256_sub_ps(p, _mm256_mul_ps(step_size, _mm256_div_ps(m, denom)));
-    _mm256_storeu_ps(r.master + i, p);
-    _mm256_storeu_ps(r.exp_avg + i, m);
-    _mm256_storeu_ps(r.exp_avg_sq + i, v);
-    if constexpr (W == DType::kF32) _mm256_storeu_ps(static_cast<float*>(r.working) + i, p);
-    if constexpr (W == DType::kBF16) _mm_storeu_si128(reinterpret_cast<__m128i*>(static_cast<std::uint16_t*>(r.working) + i), bf16_bits_avx2(p));
-    if constexpr (W == DType::kF16) _mm_storeu_si128(reinterpret_cast<__m128i*>(static_cast<std::uint16_t*>(r.working) + i), half_bits_avx2(p));
-  }
-  update_scalar(tail_of(r, i), s);
-}
-
-ZT_AVX512 inline __m256i bf16_bits_avx512(__m512 p) {
+ZT_AVX512 inline __m256i bf16_bits(__m512 p) {
   const __m512i u = _mm512_castps_si512(p);
   const __m512i high = _mm512_srli_epi32(u, 16);
   const __m512i lsb = _mm512_and_si512(high, _mm512_set1_epi32(1));
@@ -97,35 +76,52 @@ ZT_AVX512 inline __m256i bf16_bits_avx512(__m512 p) {
   return _mm512_cvtepi32_epi16(_mm512_mask_blend_epi32(is_nan, rounded, quiet_nan));
 }
 
-ZT_AVX512 inline __m256i half_bits_avx512(__m512 p) {
+ZT_AVX512 inline __m256i half_bits(__m512 p) {
   const __m512i sign = _mm512_and_si512(_mm512_castps_si512(p), _mm512_set1_epi32(INT32_MIN));
   const __m512 sign_nan = _mm512_castsi512_ps(_mm512_or_si512(sign, _mm512_set1_epi32(0x7FC00000)));
   const __m512 fixed = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(p, p, _CMP_UNORD_Q), p, sign_nan);
   return _mm512_cvtps_ph(fixed, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
 }
 
-template <DType W>
-ZT_AVX512 void update_avx512_as(const Range& r, const cuda::AdamWScalars& s) {
-  const __m512 grad_scale = _mm512_set1_ps(s.grad_scale), decay = _mm512_set1_ps(r.decay_factor);
-  const __m512 beta1 = _mm512_set1_ps(s.beta1), one_minus_beta1 = _mm512_set1_ps(s.one_minus_beta1);
-  const __m512 beta2 = _mm512_set1_ps(s.beta2), one_minus_beta2 = _mm512_set1_ps(s.one_minus_beta2);
-  const __m512 bias2 = _mm512_set1_ps(s.bias_correction2_sqrt), eps = _mm512_set1_ps(s.eps);
-  const __m512 step_size = _mm512_set1_ps(s.step_size);
+ZT_AVX2 inline __m256 square_root(__m256 v) { return _mm256_sqrt_ps(v); }
+ZT_AVX512 inline __m512 square_root(__m512 v) { return _mm512_sqrt_ps(v); }
+
+// Unaligned vector loads and stores, whatever the vector type.
+template <typename V>
+[[gnu::always_inline]] inline V load(const float* p) {
+  V v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+template <typename V>
+[[gnu::always_inline]] inline void store(void* p, const V& v) {
+  std::memcpy(p, &v, sizeof(v));
+}
+
+// update_scalar on whole vectors V (__m256 for AVX2, __m512 for AVX-512F), with the same
+// operations in the same order: GCC's vector operators (a scalar operand stands for a
+// vector of it) compile to the instruction set of the function this is inlined into. The
+// rest of the range goes through update_scalar.
+template <typename V, DType W>
+[[gnu::always_inline]] inline void update_vectors(const Range& r, const cuda::AdamWScalars& scalars) {
+  constexpr std::int64_t kLanes = sizeof(V) / sizeof(float);
+  // Copies no store in the loop can alias, so their broadcasts are made once, before it.
+  const cuda::AdamWScalars s = scalars;
+  const float decay = r.decay_factor;
   std::int64_t i = 0;
-  for (; i + 16 <= r.n; i += 16) {
-    const __m512 g = _mm512_div_ps(_mm512_loadu_ps(r.grad + i), grad_scale);
-    __m512 p = _mm512_mul_ps(_mm512_loadu_ps(r.master + i), decay);
-    const __m512 m = _mm512_add_ps(_mm512_mul_ps(beta1, _mm512_loadu_ps(r.exp_avg + i)), _mm512_mul_ps(one_minus_beta1, g));
-    const __m512 v = _mm512_add_ps(_mm512_mul_ps(beta2, _mm512_loadu_ps(r.exp_avg_sq + i)),
-                                   _mm512_mul_ps(one_minus_beta2, _mm512_mul_ps(g, g)));
-    const __m512 denom = _mm512_add_ps(_mm512_div_ps(_mm512_sqrt_ps(v), bias2), eps);
-    p = _mm512_sub_ps(p, _mm512_mul_ps(step_size, _mm512_div_ps(m, denom)));
-    _mm512_storeu_ps(r.master + i, p);
-    _mm512_storeu_ps(r.exp_avg + i, m);
-    _mm512_storeu_ps(r.exp_avg_sq + i, v);
-    if constexpr (W == DType::kF32) _mm512_storeu_ps(static_cast<float*>(r.working) + i, p);
-    if constexpr (W == DType::kBF16) _mm256_storeu_si256(reinterpret_cast<__m256i*>(static_cast<std::uint16_t*>(r.working) + i), bf16_bits_avx512(p));
-    if constexpr (W == DType::kF16) _mm256_storeu_si256(reinterpret_cast<__m256i*>(static_cast<std::uint16_t*>(r.working) + i), half_bits_avx512(p));
+  for (; i + kLanes <= r.n; i += kLanes) {
+    const V g = load<V>(r.grad + i) / s.grad_scale;
+    V p = load<V>(r.master + i) * decay;
+    const V m = s.beta1 * load<V>(r.exp_avg + i) + s.one_minus_beta1 * g;
+    const V v = s.beta2 * load<V>(r.exp_avg_sq + i) + s.one_minus_beta2 * (g * g);
+    const V denom = square_root(v) / s.bias_correction2_sqrt + s.eps;
+    p = p - s.step_size * (m / denom);
+    store(r.master + i, p);
+    store(r.exp_avg + i, m);
+    store(r.exp_avg_sq + i, v);
+    if constexpr (W == DType::kF32) store(static_cast<float*>(r.working) + i, p);
+    if constexpr (W == DType::kBF16) store(static_cast<std::uint16_t*>(r.working) + i, bf16_bits(p));
+    if constexpr (W == DType::kF16) store(static_cast<std::uint16_t*>(r.working) + i, half_bits(p));
   }
   update_scalar(tail_of(r, i), s);
 }
@@ -143,11 +139,11 @@ void dispatch_working(const Range& r, const cuda::AdamWScalars& s) {
 
 template <DType W>
 struct Avx2Loop {
-  static void run(const Range& r, const cuda::AdamWScalars& s) { update_avx2_as<W>(r, s); }
+  ZT_AVX2 static void run(const Range& r, const cuda::AdamWScalars& s) { update_vectors<__m256, W>(r, s); }
 };
 template <DType W>
 struct Avx512Loop {
-  static void run(const Range& r, const cuda::AdamWScalars& s) { update_avx512_as<W>(r, s); }
+  ZT_AVX512 static void run(const Range& r, const cuda::AdamWScalars& s) { update_vectors<__m512, W>(r, s); }
 };
 
 constexpr std::uint32_t kExponentMask = 0x7F800000;  // all ones: inf or NaN

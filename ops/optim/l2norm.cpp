@@ -7,7 +7,7 @@
 #include "ops/elementwise/elementwise_host.h"
 #include "ops/op_checks.h"
 #include "runtime/error.h"
-#include "runtime/current_stream.h"
+#include "runtime/streams/current_stream.h"
 
 namespace zt::ops {
 namespace {
@@ -20,8 +20,7 @@ void check_tensors(const std::vector<Tensor>& tensors) {
   for (std::size_t i = 0; i < tensors.size(); ++i) {
     std::string name = name_of(i);
     check_same_device(kOp, {{"tensors[0]", &tensors[0]}, {name.c_str(), &tensors[i]}});
-    check_floating(kOp, {name.c_str(), &tensors[i]});
-    if (tensors[i].device().is_cuda()) check_cuda_float(kOp, {name.c_str(), &tensors[i]});
+    check_float_on_device(kOp, {name.c_str(), &tensors[i]});
   }
 }
 

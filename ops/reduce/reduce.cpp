@@ -11,15 +11,14 @@
 #include "ops/op_checks.h"
 #include "runtime/device.h"
 #include "runtime/error.h"
-#include "runtime/current_stream.h"
+#include "runtime/streams/current_stream.h"
 
 namespace zt::ops {
 namespace {
 
 void check_input(const char* op, const Tensor& x) {
   ZT_REQUIRE(x.defined(), std::string(op) + ": x is an undefined tensor");
-  check_floating(op, {"x", &x});
-  if (x.device().is_cuda()) check_cuda_float(op, {"x", &x});
+  check_float_on_device(op, {"x", &x});
 }
 
 std::int64_t wrap_dim(const char* op, const Shape& shape, std::int64_t dim) {

@@ -7,14 +7,13 @@
 #include "cuda/reduce/softmax.cuh"
 #include "ops/op_checks.h"
 #include "runtime/error.h"
-#include "runtime/current_stream.h"
+#include "runtime/streams/current_stream.h"
 
 namespace zt::ops {
 namespace {
 
 void check_input(const char* op, NamedTensor x) {
-  check_floating(op, x);
-  if (x.second->device().is_cuda()) check_cuda_float(op, x);
+  check_float_on_device(op, x);
   ZT_REQUIRE(x.second->dim() >= 1, std::string(op) + ": " + x.first + " must have at least one dimension, got shape " +
                                        shape_str(x.second->shape()));
 }

@@ -8,7 +8,7 @@
 #include "ops/elementwise/elementwise_host.h"
 #include "ops/op_checks.h"
 #include "runtime/error.h"
-#include "runtime/current_stream.h"
+#include "runtime/streams/current_stream.h"
 
 namespace zt::ops {
 namespace {
@@ -29,9 +29,8 @@ cuda::RopeShape rope_shape(const char* op, const Tensor& x, const RopeConfig& co
 }
 
 void check_inputs(const char* op, const Tensor& x, const Tensor& positions) {
-  Device device = check_same_device(op, {{"x", &x}, {"positions", &positions}});
-  check_floating(op, {"x", &x});
-  if (device.is_cuda()) check_cuda_float(op, {"x", &x});
+  check_same_device(op, {{"x", &x}, {"positions", &positions}});
+  check_float_on_device(op, {"x", &x});
   check_dim(op, {"x", &x}, 3);
   check_dim(op, {"positions", &positions}, 1);
   check_size(op, {"positions", &positions}, 0, x.size(0), "one position per token of x [tokens, heads, head_dim]");

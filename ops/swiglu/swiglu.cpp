@@ -7,15 +7,10 @@
 #include "ops/elementwise/elementwise_host.h"
 #include "ops/op_checks.h"
 #include "runtime/error.h"
-#include "runtime/current_stream.h"
+#include "runtime/streams/current_stream.h"
 
 namespace zt::ops {
 namespace {
-
-void check_float_on_device(const char* op, NamedTensor t) {
-  check_floating(op, t);
-  if (t.second->device().is_cuda()) check_cuda_float(op, t);
-}
 
 void check_has_last_dim(const char* op, NamedTensor t) {
   ZT_REQUIRE(t.second->dim() >= 1, std::string(op) + ": " + t.first + " must have at least one dimension, got shape " +

@@ -86,21 +86,6 @@ bool is_shard_file_name(const std::string& name, const std::string& prefix) {
          digits(middle.substr(separator + 4));
 }
 
-std::vector<NamedTensors> split_into_shards(const NamedTensors& tensors, std::size_t max_shard_bytes) {
-  std::vector<NamedTensors> shards;
-  std::size_t filled = 0;
-  for (const auto& named : tensors) {
-    std::size_t bytes = named.second.nbytes();
-    if (shards.empty() || (filled > 0 && filled + bytes > max_shard_bytes)) {
-      shards.emplace_back();
-      filled = 0;
-    }
-    shards.back().push_back(named);
-    filled += bytes;
-  }
-  return shards;
-}
-
 // Everything a save could refuse is checked before the first file is written.
 void check_savable(const std::string& directory, const NamedTensors& tensors, std::size_t max_shard_bytes,
                    const std::string& prefix) {
@@ -191,7 +176,8 @@ std::vector<std::string> save_sharded_safetensors(const std::string& directory, 
   std::error_code error;
   fs::create_directories(directory, error);
   if (error) fail("cannot create checkpoint directory '" + directory + "': " + error.message());
-  auto shards = split_into_shards(tensors, max_shard_bytes);
+  auto shards = split_into_shards(tensors, max_shard_bytes,
+                                  [](const std::pair<std::string, Tensor>& named) { return named.second.nbytes(); });
   std::vector<std::string> paths;
   std::set<std::string> written;
   auto save_shard = [&](const std::string& name, const NamedTensors& shard_tensors) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <string>
 #include <unordered_map>
@@ -50,5 +51,25 @@ std::vector<std::string> save_sharded_safetensors(const std::string& directory, 
                                                   std::size_t max_shard_bytes,
                                                   const std::map<std::string, std::string>& metadata = {},
                                                   const std::string& prefix = "model");
+
+// `items` cut, in order, into shards of at most max_shard_bytes as bytes_of(item) counts them,
+// an item larger than that getting a shard of its own: how save_sharded_safetensors fills
+// its files.
+template <typename Item, typename BytesOf>
+std::vector<std::vector<Item>> split_into_shards(const std::vector<Item>& items, std::size_t max_shard_bytes,
+                                                 BytesOf&& bytes_of) {
+  std::vector<std::vector<Item>> shards;
+  std::uint64_t filled = 0;
+  for (const Item& item : items) {
+    const std::uint64_t bytes = bytes_of(item);
+    if (shards.empty() || (filled > 0 && filled + bytes > max_shard_bytes)) {
+      shards.emplace_back();
+      filled = 0;
+    }
+    shards.back().push_back(item);
+    filled += bytes;
+  }
+  return shards;
+}
 
 }  // namespace zt

@@ -6,9 +6,9 @@
 #include <map>
 #include <memory>
 #include <string>
-#include <unordered_map>
 
 #include "cuda/attention/cudnn/cudnn_attention_graphs.h"
+#include "cuda/common/device_handle.h"
 #include "cuda/common/scratch_buffer.h"
 #include "runtime/check.h"
 #include "runtime/error.h"
@@ -19,24 +19,12 @@ namespace {
 using cudnn_attention::describe;
 using Pointers = std::vector<std::pair<std::int64_t, void*>>;
 
-// One cuDNN handle per device and thread: a handle is bound to the device current at creation.
-cudnnHandle_t handle_for_current_device() {
-  struct Handles {
-    std::unordered_map<int, cudnnHandle_t> by_device;
-    ~Handles() {
-      // At process exit the driver may already be gone; nothing useful can be done on failure.
-      for (auto& entry : by_device) cudnnDestroy(entry.second);
-    }
-  };
-  thread_local Handles handles;
-  int device = 0;
-  ZT_CUDA_CHECK(cudaGetDevice(&device));
-  auto found = handles.by_device.find(device);
-  if (found != handles.by_device.end()) return found->second;
-  cudnnHandle_t handle = nullptr;
-  cudnn_graph::check(cudnnCreate(&handle), "cuDNN attention", "cudnnCreate on device " + std::to_string(device));
-  handles.by_device.emplace(device, handle);
-  return handle;
+cudnnHandle_t cudnn_handle() {
+  return handle_for_current_device<cudnnHandle_t, cudnnDestroy>([](int device) {
+    cudnnHandle_t handle = nullptr;
+    cudnn_graph::check(cudnnCreate(&handle), "cuDNN attention", "cudnnCreate on device " + std::to_string(device));
+    return handle;
+  });
 }
 
 void require(bool ok, const CudnnAttentionShape& s, const std::string& why) {
@@ -110,7 +98,7 @@ void cudnn_attention_forward(const CudnnAttentionShape& s, const CudnnAttentionF
                          std::pair<const void*, const char*>{a.out, "out"},
                          std::pair<const void*, const char*>{a.stats, "stats"}})
     check_aligned(s, p, name);
-  cudnnHandle_t handle = handle_for_current_device();
+  cudnnHandle_t handle = cudnn_handle();
   const cudnn_graph::Plan& plan = cached_plan(s, false, handle);
   float scale = a.softmax_scale, masked = masked_value();
   using namespace cudnn_attention;
@@ -130,7 +118,7 @@ void cudnn_attention_backward(const CudnnAttentionShape& s, const CudnnAttention
                          std::pair<const void*, const char*>{a.grad_k, "grad_k"},
                          std::pair<const void*, const char*>{a.grad_v, "grad_v"}})
     check_aligned(s, p, name);
-  cudnnHandle_t handle = handle_for_current_device();
+  cudnnHandle_t handle = cudnn_handle();
   const cudnn_graph::Plan& plan = cached_plan(s, true, handle);
   const auto rows = static_cast<std::size_t>(s.batch * s.num_heads * s.max_seqlen);
   ScratchBuffer softmax_sum(rows * sizeof(float), stream);

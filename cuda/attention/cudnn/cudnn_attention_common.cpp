@@ -111,38 +111,55 @@ std::int64_t scaled(GraphBuilder& graph, const CudnnAttentionShape& s, std::int6
   return out;
 }
 
+namespace {
+
+// Index tensors of the score matrix's rows (axis 2) and columns (axis 3), computed in
+// `compute` type, named "<what> row index" and "<what> column index".
+std::pair<std::int64_t, std::int64_t> score_indices(GraphBuilder& graph, const CudnnAttentionShape& s,
+                                                    std::int64_t score, cudnnDataType_t compute,
+                                                    const std::string& what) {
+  const auto dims = score_dims(s), strides = score_strides(s);
+  std::int64_t row = graph.virtual_tensor(dims, strides, CUDNN_DATA_INT32, what + " row index");
+  std::int64_t col = graph.virtual_tensor(dims, strides, CUDNN_DATA_INT32, what + " column index");
+  graph.pointwise(CUDNN_POINTWISE_GEN_INDEX, compute, score, -1, -1, row, what + " row index", 2);
+  graph.pointwise(CUDNN_POINTWISE_GEN_INDEX, compute, score, -1, -1, col, what + " column index", 3);
+  return {row, col};
+}
+
+// A boolean tensor of the score matrix's shape, `name`d.
+std::int64_t score_mask(GraphBuilder& graph, const CudnnAttentionShape& s, const std::string& name) {
+  return graph.virtual_tensor(score_dims(s), score_strides(s), CUDNN_DATA_BOOLEAN, name);
+}
+
+// The scores where `keep`, -inf elsewhere.
+std::int64_t select_kept(GraphBuilder& graph, const CudnnAttentionShape& s, std::int64_t score, std::int64_t keep,
+                         const std::string& what) {
+  std::int64_t out = graph.virtual_tensor(score_dims(s), score_strides(s), CUDNN_DATA_FLOAT, what + "-masked scores");
+  graph.pointwise(CUDNN_POINTWISE_BINARY_SELECT, CUDNN_DATA_FLOAT, score, kNegativeInfinity, keep, out,
+                  what + " select");
+  return out;
+}
+
+}  // namespace
+
 std::int64_t padding_mask(GraphBuilder& graph, const CudnnAttentionShape& s, std::int64_t score) {
   if (!s.ragged) return score;
-  const auto dims = score_dims(s), strides = score_strides(s);
-  std::int64_t row = graph.virtual_tensor(dims, strides, CUDNN_DATA_INT32, "padding row index");
-  std::int64_t col = graph.virtual_tensor(dims, strides, CUDNN_DATA_INT32, "padding column index");
-  graph.pointwise(CUDNN_POINTWISE_GEN_INDEX, CUDNN_DATA_INT32, score, -1, -1, row, "padding row index", 2);
-  graph.pointwise(CUDNN_POINTWISE_GEN_INDEX, CUDNN_DATA_INT32, score, -1, -1, col, "padding column index", 3);
-  std::int64_t row_in = graph.virtual_tensor(dims, strides, CUDNN_DATA_BOOLEAN, "row < seq_len_q");
-  std::int64_t col_in = graph.virtual_tensor(dims, strides, CUDNN_DATA_BOOLEAN, "column < seq_len_kv");
+  const auto [row, col] = score_indices(graph, s, score, CUDNN_DATA_INT32, "padding");
+  std::int64_t row_in = score_mask(graph, s, "row < seq_len_q");
+  std::int64_t col_in = score_mask(graph, s, "column < seq_len_kv");
   graph.pointwise(CUDNN_POINTWISE_CMP_LT, CUDNN_DATA_BOOLEAN, row, kSeqLenQ, -1, row_in, "row < seq_len_q");
   graph.pointwise(CUDNN_POINTWISE_CMP_LT, CUDNN_DATA_BOOLEAN, col, kSeqLenKv, -1, col_in, "column < seq_len_kv");
-  std::int64_t keep = graph.virtual_tensor(dims, strides, CUDNN_DATA_BOOLEAN, "padding mask");
+  std::int64_t keep = score_mask(graph, s, "padding mask");
   graph.pointwise(CUDNN_POINTWISE_LOGICAL_AND, CUDNN_DATA_BOOLEAN, row_in, col_in, -1, keep, "padding mask");
-  std::int64_t out = graph.virtual_tensor(dims, strides, CUDNN_DATA_FLOAT, "padding-masked scores");
-  graph.pointwise(CUDNN_POINTWISE_BINARY_SELECT, CUDNN_DATA_FLOAT, score, kNegativeInfinity, keep, out,
-                  "padding select");
-  return out;
+  return select_kept(graph, s, score, keep, "padding");
 }
 
 std::int64_t causal_mask(GraphBuilder& graph, const CudnnAttentionShape& s, std::int64_t score) {
   if (!s.causal) return score;
-  const auto dims = score_dims(s), strides = score_strides(s);
-  std::int64_t row = graph.virtual_tensor(dims, strides, CUDNN_DATA_INT32, "causal row index");
-  std::int64_t col = graph.virtual_tensor(dims, strides, CUDNN_DATA_INT32, "causal column index");
-  graph.pointwise(CUDNN_POINTWISE_GEN_INDEX, CUDNN_DATA_FLOAT, score, -1, -1, row, "causal row index", 2);
-  graph.pointwise(CUDNN_POINTWISE_GEN_INDEX, CUDNN_DATA_FLOAT, score, -1, -1, col, "causal column index", 3);
-  std::int64_t keep = graph.virtual_tensor(dims, strides, CUDNN_DATA_BOOLEAN, "row >= column");
+  const auto [row, col] = score_indices(graph, s, score, CUDNN_DATA_FLOAT, "causal");
+  std::int64_t keep = score_mask(graph, s, "row >= column");
   graph.pointwise(CUDNN_POINTWISE_CMP_GE, CUDNN_DATA_BOOLEAN, row, col, -1, keep, "row >= column");
-  std::int64_t out = graph.virtual_tensor(dims, strides, CUDNN_DATA_FLOAT, "causal-masked scores");
-  graph.pointwise(CUDNN_POINTWISE_BINARY_SELECT, CUDNN_DATA_FLOAT, score, kNegativeInfinity, keep, out,
-                  "causal select");
-  return out;
+  return select_kept(graph, s, score, keep, "causal");
 }
 
 }  // namespace zt::cuda::cudnn_attention

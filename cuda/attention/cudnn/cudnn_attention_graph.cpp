@@ -56,6 +56,11 @@ void Descriptor::set(cudnnBackendAttributeName_t name, cudnnBackendAttributeType
         std::string("setting ") + name_text + " on " + what_);
 }
 
+void Descriptor::set_descriptor(cudnnBackendAttributeName_t name, const Descriptor& value, const char* name_text) {
+  cudnnBackendDescriptor_t raw = value.get();
+  set(name, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &raw, name_text);
+}
+
 void Descriptor::finalize() { check(cudnnBackendFinalize(desc_), graph_, "finalizing " + what_); }
 
 Plan::Plan(std::vector<Descriptor> keep_alive, Descriptor plan, std::int64_t workspace_bytes, std::string graph)
@@ -97,10 +102,8 @@ std::int64_t GraphBuilder::tensor(std::int64_t uid, const TensorSpec& spec, cons
     bool by_value = true;
     ZT_CUDNN_SET(desc, CUDNN_ATTR_TENSOR_IS_BY_VALUE, CUDNN_TYPE_BOOLEAN, 1, &by_value);
   }
-  if (spec.ragged_offset >= 0) {
-    cudnnBackendDescriptor_t offsets = tensor_desc(spec.ragged_offset).get();
-    ZT_CUDNN_SET(desc, CUDNN_ATTR_TENSOR_RAGGED_OFFSET_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &offsets);
-  }
+  if (spec.ragged_offset >= 0)
+    ZT_CUDNN_SET_DESCRIPTOR(desc, CUDNN_ATTR_TENSOR_RAGGED_OFFSET_DESC, tensor_desc(spec.ragged_offset));
   desc.finalize();
   tensors_.emplace(uid, std::make_pair(spec, std::move(desc)));
   return uid;
@@ -142,20 +145,11 @@ void GraphBuilder::pointwise(cudnnPointwiseMode_t mode, cudnnDataType_t math, st
   settings.finalize();
 
   Descriptor op(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, name_, "pointwise operation " + what);
-  cudnnBackendDescriptor_t raw = settings.get();
-  ZT_CUDNN_SET(op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &raw);
-  raw = tensor_desc(x).get();
-  ZT_CUDNN_SET(op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &raw);
-  if (b >= 0) {
-    raw = tensor_desc(b).get();
-    ZT_CUDNN_SET(op, CUDNN_ATTR_OPERATION_POINTWISE_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &raw);
-  }
-  if (t >= 0) {
-    raw = tensor_desc(t).get();
-    ZT_CUDNN_SET(op, CUDNN_ATTR_OPERATION_POINTWISE_TDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &raw);
-  }
-  raw = tensor_desc(y).get();
-  ZT_CUDNN_SET(op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &raw);
+  ZT_CUDNN_SET_DESCRIPTOR(op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, settings);
+  ZT_CUDNN_SET_DESCRIPTOR(op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, tensor_desc(x));
+  if (b >= 0) ZT_CUDNN_SET_DESCRIPTOR(op, CUDNN_ATTR_OPERATION_POINTWISE_BDESC, tensor_desc(b));
+  if (t >= 0) ZT_CUDNN_SET_DESCRIPTOR(op, CUDNN_ATTR_OPERATION_POINTWISE_TDESC, tensor_desc(t));
+  ZT_CUDNN_SET_DESCRIPTOR(op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, tensor_desc(y));
   op.finalize();
   op_settings_.push_back(std::move(settings));
   ops_.push_back(std::move(op));
@@ -169,26 +163,16 @@ void GraphBuilder::matmul(std::int64_t a, std::int64_t b, std::int64_t c, std::i
   settings.finalize();
 
   Descriptor op(CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR, name_, "matmul operation " + what);
-  cudnnBackendDescriptor_t raw = tensor_desc(a).get();
-  ZT_CUDNN_SET(op, CUDNN_ATTR_OPERATION_MATMUL_ADESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &raw);
-  raw = tensor_desc(b).get();
-  ZT_CUDNN_SET(op, CUDNN_ATTR_OPERATION_MATMUL_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &raw);
-  raw = tensor_desc(c).get();
-  ZT_CUDNN_SET(op, CUDNN_ATTR_OPERATION_MATMUL_CDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &raw);
-  raw = settings.get();
-  ZT_CUDNN_SET(op, CUDNN_ATTR_OPERATION_MATMUL_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &raw);
-  if (m_override >= 0) {
-    raw = tensor_desc(m_override).get();
-    ZT_CUDNN_SET(op, CUDNN_ATTR_OPERATION_MATMUL_GEMM_M_OVERRIDE_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &raw);
-  }
-  if (n_override >= 0) {
-    raw = tensor_desc(n_override).get();
-    ZT_CUDNN_SET(op, CUDNN_ATTR_OPERATION_MATMUL_GEMM_N_OVERRIDE_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &raw);
-  }
-  if (k_override >= 0) {
-    raw = tensor_desc(k_override).get();
-    ZT_CUDNN_SET(op, CUDNN_ATTR_OPERATION_MATMUL_GEMM_K_OVERRIDE_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &raw);
-  }
+  ZT_CUDNN_SET_DESCRIPTOR(op, CUDNN_ATTR_OPERATION_MATMUL_ADESC, tensor_desc(a));
+  ZT_CUDNN_SET_DESCRIPTOR(op, CUDNN_ATTR_OPERATION_MATMUL_BDESC, tensor_desc(b));
+  ZT_CUDNN_SET_DESCRIPTOR(op, CUDNN_ATTR_OPERATION_MATMUL_CDESC, tensor_desc(c));
+  ZT_CUDNN_SET_DESCRIPTOR(op, CUDNN_ATTR_OPERATION_MATMUL_DESC, settings);
+  if (m_override >= 0)
+    ZT_CUDNN_SET_DESCRIPTOR(op, CUDNN_ATTR_OPERATION_MATMUL_GEMM_M_OVERRIDE_DESC, tensor_desc(m_override));
+  if (n_override >= 0)
+    ZT_CUDNN_SET_DESCRIPTOR(op, CUDNN_ATTR_OPERATION_MATMUL_GEMM_N_OVERRIDE_DESC, tensor_desc(n_override));
+  if (k_override >= 0)
+    ZT_CUDNN_SET_DESCRIPTOR(op, CUDNN_ATTR_OPERATION_MATMUL_GEMM_K_OVERRIDE_DESC, tensor_desc(k_override));
   op.finalize();
   op_settings_.push_back(std::move(settings));
   ops_.push_back(std::move(op));
@@ -202,12 +186,9 @@ void GraphBuilder::reduction(cudnnReduceTensorOp_t reduce, std::int64_t x, std::
   settings.finalize();
 
   Descriptor op(CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR, name_, "reduction operation " + what);
-  cudnnBackendDescriptor_t raw = tensor_desc(x).get();
-  ZT_CUDNN_SET(op, CUDNN_ATTR_OPERATION_REDUCTION_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &raw);
-  raw = tensor_desc(y).get();
-  ZT_CUDNN_SET(op, CUDNN_ATTR_OPERATION_REDUCTION_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &raw);
-  raw = settings.get();
-  ZT_CUDNN_SET(op, CUDNN_ATTR_OPERATION_REDUCTION_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &raw);
+  ZT_CUDNN_SET_DESCRIPTOR(op, CUDNN_ATTR_OPERATION_REDUCTION_XDESC, tensor_desc(x));
+  ZT_CUDNN_SET_DESCRIPTOR(op, CUDNN_ATTR_OPERATION_REDUCTION_YDESC, tensor_desc(y));
+  ZT_CUDNN_SET_DESCRIPTOR(op, CUDNN_ATTR_OPERATION_REDUCTION_DESC, settings);
   op.finalize();
   op_settings_.push_back(std::move(settings));
   ops_.push_back(std::move(op));
@@ -215,10 +196,8 @@ void GraphBuilder::reduction(cudnnReduceTensorOp_t reduce, std::int64_t x, std::
 
 void GraphBuilder::reshape(std::int64_t x, std::int64_t y, const std::string& what) {
   Descriptor op(CUDNN_BACKEND_OPERATION_RESHAPE_DESCRIPTOR, name_, "reshape operation " + what);
-  cudnnBackendDescriptor_t raw = tensor_desc(x).get();
-  ZT_CUDNN_SET(op, CUDNN_ATTR_OPERATION_RESHAPE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &raw);
-  raw = tensor_desc(y).get();
-  ZT_CUDNN_SET(op, CUDNN_ATTR_OPERATION_RESHAPE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &raw);
+  ZT_CUDNN_SET_DESCRIPTOR(op, CUDNN_ATTR_OPERATION_RESHAPE_XDESC, tensor_desc(x));
+  ZT_CUDNN_SET_DESCRIPTOR(op, CUDNN_ATTR_OPERATION_RESHAPE_YDESC, tensor_desc(y));
   op.finalize();
   ops_.push_back(std::move(op));
 }

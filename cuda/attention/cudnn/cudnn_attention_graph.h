@@ -31,6 +31,7 @@ class Descriptor {
   cudnnBackendDescriptor_t get() const { return desc_; }
   void set(cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type, std::int64_t count, const void* values,
            const char* name_text);
+  void set_descriptor(cudnnBackendAttributeName_t name, const Descriptor& value, const char* name_text);
   void finalize();
   std::string label() const { return graph_ + " " + what_; }
 
@@ -41,6 +42,8 @@ class Descriptor {
 
 // Sets attribute NAME with its name in any error message.
 #define ZT_CUDNN_SET(desc, name, type, count, values) (desc).set(name, type, count, values, #name)
+// Sets attribute NAME to the descriptor `value`.
+#define ZT_CUDNN_SET_DESCRIPTOR(desc, name, value) (desc).set_descriptor(name, value, #name)
 
 struct TensorSpec {
   std::vector<std::int64_t> dims;

@@ -12,8 +12,7 @@ namespace {
 std::vector<Descriptor> engine_configs(const Descriptor& graph, cudnnBackendHeurMode_t mode, const std::string& name) {
   const char* mode_name = mode == CUDNN_HEUR_MODE_A ? "heuristics mode A" : "heuristics fallback";
   Descriptor heuristics(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, name, mode_name);
-  cudnnBackendDescriptor_t raw = graph.get();
-  ZT_CUDNN_SET(heuristics, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &raw);
+  ZT_CUDNN_SET_DESCRIPTOR(heuristics, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, graph);
   ZT_CUDNN_SET(heuristics, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode);
   heuristics.finalize();
 
@@ -60,8 +59,7 @@ Plan GraphBuilder::build(cudnnHandle_t handle) {
       ++tried;
       Descriptor plan(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, name_, "execution plan");
       ZT_CUDNN_SET(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle);
-      cudnnBackendDescriptor_t raw = config.get();
-      ZT_CUDNN_SET(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &raw);
+      ZT_CUDNN_SET_DESCRIPTOR(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, config);
       cudnnStatus_t status = cudnnBackendFinalize(plan.get());
       if (status != CUDNN_STATUS_SUCCESS) {
         if (tried <= 4) rejected += std::string("; ") + config.label() + ": " + cudnnGetErrorString(status) + " " +

@@ -1,6 +1,7 @@
 // Pieces the tensor-core attention kernels share: the packed layout's addressing (from
-// attention_tiles.cuh), where a lane's accumulator entries lie, masking, and the host-side
-// dispatch over dtype and head_dim.
+// attention_tiles.cuh), where a lane's accumulator entries lie, masking, the block of the
+// query-tile kernels (the forward and the deterministic dQ), and the host-side dispatch over
+// dtype and head_dim.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -11,12 +12,15 @@
 #include "cuda/attention/simple/attention_tiles.cuh"
 #include "cuda/common/mma_warp.cuh"
 #include "cuda/common/tile_smem.cuh"
+#include "runtime/check.h"
 #include "runtime/error.h"
 
 namespace zt::cuda::flash_detail {
 
 using attention_detail::allow_shared_bytes;
 using attention_detail::key_row;
+using attention_detail::kv_head;
+using attention_detail::Operands;
 using attention_detail::Sequence;
 using attention_detail::sequence;
 using attention_detail::token_row;
@@ -49,16 +53,127 @@ __device__ __forceinline__ void mask_accumulators(FragC (&c)[kN8], int row0, int
       if (!keep(row0 + lane.row(e), col0 + lane.col(n, e))) c[n].x[e] = value;
 }
 
-template <typename T>
-struct Operands {
-  const T *q, *k, *v, *prefix_k, *prefix_v;
-  __device__ explicit Operands(const AttentionInputs& in)
-      : q(static_cast<const T*>(in.q)),
-        k(static_cast<const T*>(in.k)),
-        v(static_cast<const T*>(in.v)),
-        prefix_k(static_cast<const T*>(in.prefix_k)),
-        prefix_v(static_cast<const T*>(in.prefix_v)) {}
+// The block shape of the query-tile kernels (the forward, the deterministic dQ): 16 query rows
+// per warp, key tiles of kBlockN. Shared memory holds kQueryTiles query-side tiles (Q, reused
+// to stage the output, then dO where the kernel reads it), then K and V, each double-buffered.
+template <int kD, int kWarps, int kBlockNT, int kQueryTiles>
+struct QueryTileShape {
+  static constexpr int kThreads = 32 * kWarps;
+  static constexpr int kBlockM = 16 * kWarps;
+  static constexpr int kBlockN = kBlockNT;
+  using QTile = tile::SmemTile<kBlockM, kD>;
+  using KvTile = tile::SmemTile<kBlockN, kD>;
+  static constexpr int kSharedBytes = kQueryTiles * QTile::kBytes + 4 * KvTile::kBytes;
 };
+
+// A query-tile kernel's block: query tile q0 of head h in sequence b, and the key tiles its
+// queries see, streamed through the double-buffered K and V tiles at sk and sv. Query tiles
+// are launched last-first: under causal masking they have the most keys, so the long blocks
+// start before the short ones.
+template <typename T, typename Shape>
+struct QueryBlock {
+  using QTile = typename Shape::QTile;
+  using KvTile = typename Shape::KvTile;
+  static constexpr int kBlockM = Shape::kBlockM, kBlockN = Shape::kBlockN, kD = QTile::kCols;
+
+  const AttentionDims& dims;
+  const Operands<T> x;
+  const int h, b, q0;
+  const Sequence seq;
+  const int prefix, keys, g;
+  const int tiles;  // key tiles, none past the causal diagonal
+  const std::uint32_t sk, sv;
+
+  __device__ __forceinline__ QueryBlock(const AttentionDims& dims_, const AttentionInputs& in, std::uint32_t sk_,
+                                        std::uint32_t sv_)
+      : dims(dims_),
+        x(in),
+        h(blockIdx.y),
+        b(blockIdx.z),
+        q0((gridDim.x - 1 - blockIdx.x) * kBlockM),
+        seq(sequence(in.cu_seqlens, b)),
+        prefix(dims.prefix_len),
+        keys(prefix + seq.len),
+        g(kv_head(dims, h)),
+        tiles(tiles_of(dims.causal ? prefix + min(seq.len, q0 + kBlockM) : keys, kBlockN)),
+        sk(sk_),
+        sv(sv_) {}
+
+  // The grid covers the longest sequence; shorter ones leave blocks without queries.
+  __device__ __forceinline__ bool empty() const { return q0 >= seq.len; }
+
+  // Row r of the tile in a [total_tokens, num_heads, head_dim] array (queries, dO, outputs).
+  template <typename P>
+  __device__ __forceinline__ P row(P base, int r) const {
+    return token_row(base, seq.start + q0 + r, dims.num_heads, h, kD);
+  }
+
+  // Starts copying the tile's rows of `base` into the query-side tile at `dst`.
+  __device__ __forceinline__ void load_rows_async(std::uint32_t dst, const T* base) const {
+    tile::load_tile_async<QTile, Shape::kThreads>(
+        dst, min(kBlockM, seq.len - q0), [&](int r) { return row(base, r); }, base);
+  }
+
+  // Where key tile n lands: buffer n & 1 of the K and V tiles.
+  __device__ __forceinline__ std::uint32_t k_tile(int n) const { return sk + (n & 1) * KvTile::kBytes; }
+  __device__ __forceinline__ std::uint32_t v_tile(int n) const { return sv + (n & 1) * KvTile::kBytes; }
+
+  // Starts copying key tile n (the prefix's keys first) to where it lands.
+  __device__ __forceinline__ void load_key_tile_async(int n) const {
+    const int k0 = n * kBlockN, valid = min(kBlockN, keys - k0);
+    tile::load_tile_async<KvTile, Shape::kThreads>(
+        k_tile(n), valid, [&](int r) { return key_row(x.k, x.prefix_k, dims, seq, b, k0 + r, g); }, x.k);
+    tile::load_tile_async<KvTile, Shape::kThreads>(
+        v_tile(n), valid, [&](int r) { return key_row(x.v, x.prefix_v, dims, seq, b, k0 + r, g); }, x.v);
+  }
+
+  // S = Q·Kᵀ of the warp's 16 query rows (row0 on) and key tile n, once that tile has landed.
+  // Starts tile n + 1's copies first; on the first tile, moves the warp's rows of the Q tile
+  // at sq into q_frag.
+  __device__ __forceinline__ void scores(FragC (&s)[kBlockN / 8], FragA (&q_frag)[kD / 16], int n, std::uint32_t sq,
+                                         int row0) const {
+    tile::cp_async_wait<0>();
+    __syncthreads();  // tile n has landed, and every warp is done with tile n - 1's buffer
+    if (n + 1 < tiles) load_key_tile_async(n + 1);
+    tile::cp_async_commit();
+    if (n == 0)
+#pragma unroll
+      for (int kk = 0; kk < kD / 16; ++kk) q_frag[kk] = mma::load_a<QTile>(sq, row0, kk);
+    mma::zero(s);
+    mma::gemm_abt<T, KvTile, kD / 16, kBlockN / 8>(s, [&](int kk) { return q_frag[kk]; }, k_tile(n), 0);
+  }
+
+  // Sets the scores of key tile n that the mask hides to `value`; only tiles that cross the
+  // causal diagonal or the sequence's end hold any.
+  __device__ __forceinline__ void mask(FragC (&s)[kBlockN / 8], int n, int row0, float value) const {
+    const int k0 = n * kBlockN;
+    if (k0 + kBlockN > keys || (dims.causal && k0 + kBlockN - 1 > prefix + q0))
+      mask_accumulators(
+          s, q0 + row0, k0, [&](int i, int j) { return visible(dims, seq.len, i, j); }, value);
+  }
+
+  // Writes the warp's accumulators (its 16 rows, scaled by factor) to `out` in 16-byte
+  // stores, staged in the warp's own rows of the Q tile at `shared`, which no lane may still
+  // be reading.
+  template <int kN8>
+  __device__ __forceinline__ void store_rows(unsigned char* shared, int row0, const FragC (&acc)[kN8],
+                                             const float (&factor)[2], T* out) const {
+    __syncwarp();  // every lane is past its ldmatrix reads of the rows the result is staged in
+    tile::store_accumulators<QTile, T>(shared, row0, acc, factor);
+    __syncwarp();
+    tile::store_warp_rows<QTile, T>(shared, row0,
+                                    [&](int r) -> T* { return q0 + r < seq.len ? row(out, r) : nullptr; });
+  }
+};
+
+// Launches a query-tile kernel: a block per (query tile, head, sequence).
+template <typename Shape, typename Kernel, typename... Args>
+void launch_query_tiles(Kernel kernel, const AttentionDims& dims, cudaStream_t stream, Args... args) {
+  allow_shared_bytes(kernel, Shape::kSharedBytes);
+  const dim3 grid(tiles_of(dims.max_seqlen, Shape::kBlockM), dims.num_heads, dims.batch);
+  kernel<<<grid, Shape::kThreads, Shape::kSharedBytes, stream>>>(dims, args...);
+  ZT_CUDA_CHECK(cudaGetLastError());
+}
 
 inline bool flash_head_dim(int head_dim) { return head_dim == 64 || head_dim == 96 || head_dim == 128; }
 

@@ -16,21 +16,18 @@ std::size_t forward_shared_bytes(int head_dim) {
 template <typename T, int kChunks>
 __global__ void __launch_bounds__(kThreads)
     attention_forward_kernel(AttentionDims dims, AttentionInputs in, T* out, float* lse) {
-  const int b = blockIdx.z, h = blockIdx.y, q0 = blockIdx.x * kBlockRows;
-  const Sequence seq = sequence(in.cu_seqlens, b);
+  const auto [b, h, q0, seq] = query_tile(in.cu_seqlens);
   if (q0 >= seq.len) return;
-  const int dim = dims.head_dim, key_pitch = dim + 1;
-  const int g = h / (dims.num_heads / dims.num_kv_heads);
-  const int warp = threadIdx.x / kLanes, lane = threadIdx.x % kLanes, row0 = warp * kRowsPerWarp;
-  const T *q = static_cast<const T*>(in.q), *k = static_cast<const T*>(in.k), *v = static_cast<const T*>(in.v);
-  const T *prefix_k = static_cast<const T*>(in.prefix_k), *prefix_v = static_cast<const T*>(in.prefix_v);
+  const int dim = dims.head_dim, key_pitch = dim + 1, g = kv_head(dims, h);
+  const auto [lane, row0] = warp_rows();
+  const Operands<T> x(in);
 
   extern __shared__ float shared[];
   float* q_tile = shared;                              // [kBlockRows][dim]
   float* k_tile = q_tile + kBlockRows * dim;           // [kStreamRows][dim + 1]: lanes read across rows
   float* v_tile = k_tile + kStreamRows * key_pitch;    // [kStreamRows][dim]
   load_tile<T>(q_tile, dim, kBlockRows, min(kBlockRows, seq.len - q0), dim,
-               [&](int r) { return token_row(q, seq.start + q0 + r, dims.num_heads, h, dim); });
+               [&](int r) { return token_row(x.q, seq.start + q0 + r, dims.num_heads, h, dim); });
 
   float m[kRowsPerWarp], l[kRowsPerWarp], o[kRowsPerWarp][kChunks];
 #pragma unroll
@@ -45,10 +42,7 @@ __global__ void __launch_bounds__(kThreads)
   for (int k0 = 0; k0 < keys; k0 += kStreamRows) {
     __syncthreads();  // the previous tile is consumed
     const int valid = min(kStreamRows, keys - k0);
-    load_tile<T>(k_tile, key_pitch, kStreamRows, valid, dim,
-                 [&](int r) { return key_row(k, prefix_k, dims, seq, b, k0 + r, g); });
-    load_tile<T>(v_tile, dim, kStreamRows, valid, dim,
-                 [&](int r) { return key_row(v, prefix_v, dims, seq, b, k0 + r, g); });
+    load_keys(k_tile, key_pitch, v_tile, dim, kStreamRows, valid, x, dims, seq, b, k0, g);
     __syncthreads();
 
     float s[kRowsPerWarp] = {};
@@ -71,13 +65,7 @@ __global__ void __launch_bounds__(kThreads)
       const float p_stored = round_through<T>(p);
 #pragma unroll
       for (int c = 0; c < kChunks; ++c) o[r][c] *= rescale;
-      for (int j = 0; j < kStreamRows; ++j) {
-        const float pj = __shfl_sync(kFullMask, p_stored, j);
-        const float* value = v_tile + j * dim;
-#pragma unroll
-        for (int c = 0; c < kChunks; ++c)
-          if (c * kLanes + lane < dim) o[r][c] += pj * value[c * kLanes + lane];
-      }
+      accumulate_rows(o[r], p_stored, v_tile, dim, lane, dim);
     }
   }
 #pragma unroll
@@ -85,11 +73,7 @@ __global__ void __launch_bounds__(kThreads)
     const int i = q0 + row0 + r;
     if (i >= seq.len) continue;
     const std::int64_t token = seq.start + i;
-    T* out_row = token_row(out, token, dims.num_heads, h, dim);
-    const float inverse = 1.0f / l[r];
-#pragma unroll
-    for (int c = 0; c < kChunks; ++c)
-      if (c * kLanes + lane < dim) store_float(out_row + c * kLanes + lane, o[r][c] * inverse);
+    store_lane_columns(token_row(out, token, dims.num_heads, h, dim), o[r], 1.0f / l[r], lane, dim);
     if (lane == 0) lse[token * dims.num_heads + h] = m[r] + logf(l[r]);
   }
 }
@@ -101,12 +85,8 @@ void attention_forward(const AttentionDims& dims, const AttentionInputs& inputs,
   check_dims(dims);
   if (dims.max_seqlen == 0) return;
   dispatch_attention(dtype, dims.head_dim, [&]<typename T, int kChunks>() {
-    auto kernel = attention_forward_kernel<T, kChunks>;
-    const std::size_t bytes = forward_shared_bytes(dims.head_dim);
-    allow_shared_bytes(kernel, bytes);
-    const dim3 grid(ceil_div(dims.max_seqlen, kBlockRows), dims.num_heads, dims.batch);
-    kernel<<<grid, kThreads, bytes, stream>>>(dims, inputs, static_cast<T*>(out), lse);
-    ZT_CUDA_CHECK(cudaGetLastError());
+    launch_tiles(attention_forward_kernel<T, kChunks>, forward_shared_bytes(dims.head_dim), dims.max_seqlen,
+                 dims.num_heads, dims.batch, stream, dims, inputs, static_cast<T*>(out), lse);
   });
 }
 

@@ -33,14 +33,11 @@ template <typename T, int kChunks>
 __global__ void __launch_bounds__(kThreads)
     attention_query_grad_kernel(AttentionDims dims, AttentionInputs in, const T* grad_out, const float* lse,
                                 const float* delta, T* grad_q) {
-  const int b = blockIdx.z, h = blockIdx.y, q0 = blockIdx.x * kBlockRows;
-  const Sequence seq = sequence(in.cu_seqlens, b);
+  const auto [b, h, q0, seq] = query_tile(in.cu_seqlens);
   if (q0 >= seq.len) return;
-  const int dim = dims.head_dim, pitch = dim + 1;
-  const int g = h / (dims.num_heads / dims.num_kv_heads);
-  const int warp = threadIdx.x / kLanes, lane = threadIdx.x % kLanes, row0 = warp * kRowsPerWarp;
-  const T *q = static_cast<const T*>(in.q), *k = static_cast<const T*>(in.k), *v = static_cast<const T*>(in.v);
-  const T *prefix_k = static_cast<const T*>(in.prefix_k), *prefix_v = static_cast<const T*>(in.prefix_v);
+  const int dim = dims.head_dim, pitch = dim + 1, g = kv_head(dims, h);
+  const auto [lane, row0] = warp_rows();
+  const Operands<T> x(in);
 
   extern __shared__ float shared[];
   float* q_tile = shared;                          // [kBlockRows][dim]
@@ -49,7 +46,7 @@ __global__ void __launch_bounds__(kThreads)
   float* v_tile = k_tile + kStreamRows * pitch;    // [kStreamRows][dim + 1]
   const int own_rows = min(kBlockRows, seq.len - q0);
   load_tile<T>(q_tile, dim, kBlockRows, own_rows, dim,
-               [&](int r) { return token_row(q, seq.start + q0 + r, dims.num_heads, h, dim); });
+               [&](int r) { return token_row(x.q, seq.start + q0 + r, dims.num_heads, h, dim); });
   load_tile<T>(dout_tile, dim, kBlockRows, own_rows, dim,
                [&](int r) { return token_row(grad_out, seq.start + q0 + r, dims.num_heads, h, dim); });
 
@@ -67,10 +64,7 @@ __global__ void __launch_bounds__(kThreads)
   for (int k0 = 0; k0 < keys; k0 += kStreamRows) {
     __syncthreads();
     const int valid = min(kStreamRows, keys - k0);
-    load_tile<T>(k_tile, pitch, kStreamRows, valid, dim,
-                 [&](int r) { return key_row(k, prefix_k, dims, seq, b, k0 + r, g); });
-    load_tile<T>(v_tile, pitch, kStreamRows, valid, dim,
-                 [&](int r) { return key_row(v, prefix_v, dims, seq, b, k0 + r, g); });
+    load_keys(k_tile, pitch, v_tile, pitch, kStreamRows, valid, x, dims, seq, b, k0, g);
     __syncthreads();
 
     float s[kRowsPerWarp] = {}, dp[kRowsPerWarp] = {};
@@ -88,22 +82,14 @@ __global__ void __launch_bounds__(kThreads)
       const bool seen = visible(dims, seq.len, q0 + row0 + r, k0 + lane);
       const float p = seen ? expf(s[r] * dims.softmax_scale - row_lse[r]) : 0.0f;
       const float ds = p * (dp[r] - row_delta[r]);
-      for (int j = 0; j < kStreamRows; ++j) {
-        const float ds_j = __shfl_sync(kFullMask, ds, j);
-        const float* key = k_tile + j * pitch;
-#pragma unroll
-        for (int c = 0; c < kChunks; ++c)
-          if (c * kLanes + lane < dim) acc[r][c] += ds_j * key[c * kLanes + lane];
-      }
+      accumulate_rows(acc[r], ds, k_tile, pitch, lane, dim);
     }
   }
 #pragma unroll
   for (int r = 0; r < kRowsPerWarp; ++r) {
     if (q0 + row0 + r >= seq.len) continue;
-    T* row = token_row(grad_q, seq.start + q0 + row0 + r, dims.num_heads, h, dim);
-#pragma unroll
-    for (int c = 0; c < kChunks; ++c)
-      if (c * kLanes + lane < dim) store_float(row + c * kLanes + lane, acc[r][c] * dims.softmax_scale);
+    store_lane_columns(token_row(grad_q, seq.start + q0 + row0 + r, dims.num_heads, h, dim), acc[r],
+                       dims.softmax_scale, lane, dim);
   }
 }
 
@@ -120,9 +106,8 @@ __global__ void __launch_bounds__(kThreads)
   const int keys = dims.prefix_len + seq.len;
   if (k0 >= keys) return;
   const int dim = dims.head_dim, pitch = dim + 1, group = dims.num_heads / dims.num_kv_heads;
-  const int warp = threadIdx.x / kLanes, lane = threadIdx.x % kLanes, row0 = warp * kRowsPerWarp;
-  const T *q = static_cast<const T*>(in.q), *k = static_cast<const T*>(in.k), *v = static_cast<const T*>(in.v);
-  const T *prefix_k = static_cast<const T*>(in.prefix_k), *prefix_v = static_cast<const T*>(in.prefix_v);
+  const auto [lane, row0] = warp_rows();
+  const Operands<T> x(in);
 
   extern __shared__ float shared[];
   float* k_tile = shared;                            // [kBlockRows][dim]
@@ -132,10 +117,7 @@ __global__ void __launch_bounds__(kThreads)
   float* lse_tile = dout_tile + kStreamRows * pitch;  // [kStreamRows]
   float* delta_tile = lse_tile + kStreamRows;        // [kStreamRows]
   const int own_rows = min(kBlockRows, keys - k0);
-  load_tile<T>(k_tile, dim, kBlockRows, own_rows, dim,
-               [&](int r) { return key_row(k, prefix_k, dims, seq, b, k0 + r, g); });
-  load_tile<T>(v_tile, dim, kBlockRows, own_rows, dim,
-               [&](int r) { return key_row(v, prefix_v, dims, seq, b, k0 + r, g); });
+  load_keys(k_tile, dim, v_tile, dim, kBlockRows, own_rows, x, dims, seq, b, k0, g);
 
   float dk[kRowsPerWarp][kChunks] = {}, dv[kRowsPerWarp][kChunks] = {};
   // Causal queries before this tile's first own key see none of its keys.
@@ -145,7 +127,7 @@ __global__ void __launch_bounds__(kThreads)
       __syncthreads();
       const int valid = min(kStreamRows, seq.len - i0);
       load_tile<T>(q_tile, pitch, kStreamRows, valid, dim,
-                   [&](int r) { return token_row(q, seq.start + i0 + r, dims.num_heads, h, dim); });
+                   [&](int r) { return token_row(x.q, seq.start + i0 + r, dims.num_heads, h, dim); });
       load_tile<T>(dout_tile, pitch, kStreamRows, valid, dim,
                    [&](int r) { return token_row(grad_out, seq.start + i0 + r, dims.num_heads, h, dim); });
       if (threadIdx.x < kStreamRows) {
@@ -218,23 +200,13 @@ void attention_backward(const AttentionDims& dims, const AttentionInputs& inputs
   dispatch_attention(dtype, dims.head_dim, [&]<typename T, int kChunks>() {
     launch_delta<T>(dims, out, grad_out, delta, stream);
     const T* dout = static_cast<const T*>(grad_out);
-    if (dims.max_seqlen > 0) {
-      auto kernel = attention_query_grad_kernel<T, kChunks>;
-      const std::size_t bytes = query_grad_shared_bytes(dims.head_dim);
-      allow_shared_bytes(kernel, bytes);
-      const dim3 grid(ceil_div(dims.max_seqlen, kBlockRows), dims.num_heads, dims.batch);
-      kernel<<<grid, kThreads, bytes, stream>>>(dims, inputs, dout, lse, delta, static_cast<T*>(grads.grad_q));
-      ZT_CUDA_CHECK(cudaGetLastError());
-    }
+    if (dims.max_seqlen > 0)
+      launch_tiles(attention_query_grad_kernel<T, kChunks>, query_grad_shared_bytes(dims.head_dim), dims.max_seqlen,
+                   dims.num_heads, dims.batch, stream, dims, inputs, dout, lse, delta, static_cast<T*>(grads.grad_q));
     const std::int64_t keys = static_cast<std::int64_t>(dims.prefix_len) + dims.max_seqlen;
-    if (keys > 0) {
-      auto kernel = attention_key_value_grad_kernel<T, kChunks>;
-      const std::size_t bytes = key_value_grad_shared_bytes(dims.head_dim);
-      allow_shared_bytes(kernel, bytes);
-      const dim3 grid(ceil_div(keys, kBlockRows), dims.num_kv_heads, dims.batch);
-      kernel<<<grid, kThreads, bytes, stream>>>(dims, inputs, dout, lse, delta, grads);
-      ZT_CUDA_CHECK(cudaGetLastError());
-    }
+    if (keys > 0)
+      launch_tiles(attention_key_value_grad_kernel<T, kChunks>, key_value_grad_shared_bytes(dims.head_dim), keys,
+                   dims.num_kv_heads, dims.batch, stream, dims, inputs, dout, lse, delta, grads);
   });
 }
 

@@ -1,5 +1,6 @@
 // Pieces the attention kernels share: the block shape, warp reductions, the packed layout's
-// addressing, shared-memory tile loads and the host-side dispatch over dtype and head_dim.
+// addressing, shared-memory tile loads, the shuffled row accumulation and lane-wise row
+// stores, and the host-side launch and dispatch over dtype and head_dim.
 //
 // Every kernel runs 4 warps. A block owns kBlockRows rows (4 per warp: queries in the forward
 // and dQ kernels, keys in the dK/dV kernel) and streams the other side through shared memory
@@ -51,6 +52,44 @@ __device__ __forceinline__ Sequence sequence(const std::int32_t* cu_seqlens, int
   return {cu_seqlens[b], cu_seqlens[b + 1] - cu_seqlens[b]};
 }
 
+// The inputs as T.
+template <typename T>
+struct Operands {
+  const T *q, *k, *v, *prefix_k, *prefix_v;
+  __device__ explicit Operands(const AttentionInputs& in)
+      : q(static_cast<const T*>(in.q)),
+        k(static_cast<const T*>(in.k)),
+        v(static_cast<const T*>(in.v)),
+        prefix_k(static_cast<const T*>(in.prefix_k)),
+        prefix_v(static_cast<const T*>(in.prefix_v)) {}
+};
+
+// The query tile of a forward or dQ block: kBlockRows queries from q0 of head h in sequence b.
+struct QueryTile {
+  int b, h, q0;
+  Sequence seq;
+};
+
+__device__ __forceinline__ QueryTile query_tile(const std::int32_t* cu_seqlens) {
+  const int b = blockIdx.z;
+  return {b, static_cast<int>(blockIdx.y), static_cast<int>(blockIdx.x * kBlockRows), sequence(cu_seqlens, b)};
+}
+
+// The kv head query head h reads (grouped-query attention).
+__device__ __forceinline__ int kv_head(const AttentionDims& dims, int h) {
+  return h / (dims.num_heads / dims.num_kv_heads);
+}
+
+// A thread's lane and the first of the kRowsPerWarp rows its warp owns.
+struct WarpRows {
+  int lane, row0;
+};
+
+__device__ __forceinline__ WarpRows warp_rows() {
+  const int warp = threadIdx.x / kLanes;
+  return {static_cast<int>(threadIdx.x % kLanes), warp * kRowsPerWarp};
+}
+
 // Row (token, head) of a [total_tokens, heads, head_dim] array.
 template <typename P>
 __device__ __forceinline__ P token_row(P base, std::int64_t token, int heads, int head, int head_dim) {
@@ -80,6 +119,42 @@ __device__ void load_tile(float* tile, int pitch, int rows, int valid, int head_
   }
 }
 
+// Copies keys k0 .. k0 + valid of kv head g (K into k_tile, V into v_tile, rows k_pitch and
+// v_pitch floats apart) and zeroes rows valid .. rows of both.
+template <typename T>
+__device__ __forceinline__ void load_keys(float* k_tile, int k_pitch, float* v_tile, int v_pitch, int rows, int valid,
+                                          const Operands<T>& x, const AttentionDims& dims, Sequence seq, int b, int k0,
+                                          int g) {
+  load_tile<T>(k_tile, k_pitch, rows, valid, dims.head_dim,
+               [&](int r) { return key_row(x.k, x.prefix_k, dims, seq, b, k0 + r, g); });
+  load_tile<T>(v_tile, v_pitch, rows, valid, dims.head_dim,
+               [&](int r) { return key_row(x.v, x.prefix_v, dims, seq, b, k0 + r, g); });
+}
+
+// acc (a lane's columns of one owned row) += Σ_j weight_j · tile row j over the kStreamRows
+// streamed rows, weight_j being lane j's `weight`, shared by shuffle.
+template <int kChunks>
+__device__ __forceinline__ void accumulate_rows(float (&acc)[kChunks], float weight, const float* tile, int pitch,
+                                                int lane, int dim) {
+  for (int j = 0; j < kStreamRows; ++j) {
+    const float weight_j = __shfl_sync(kFullMask, weight, j);
+    const float* row = tile + j * pitch;
+#pragma unroll
+    for (int c = 0; c < kChunks; ++c)
+      if (c * kLanes + lane < dim) acc[c] += weight_j * row[c * kLanes + lane];
+  }
+}
+
+// Stores a lane's columns (lane, lane + 32, ...) of one head_dim-wide row, each accumulator
+// times `factor`.
+template <int kChunks, typename T>
+__device__ __forceinline__ void store_lane_columns(T* row, const float (&acc)[kChunks], float factor, int lane,
+                                                   int dim) {
+#pragma unroll
+  for (int c = 0; c < kChunks; ++c)
+    if (c * kLanes + lane < dim) store_float(row + c * kLanes + lane, acc[c] * factor);
+}
+
 // Allows a kernel more than the default 48 KiB of dynamic shared memory when it needs it.
 template <typename Kernel>
 void allow_shared_bytes(Kernel kernel, std::size_t bytes) {
@@ -88,6 +163,17 @@ void allow_shared_bytes(Kernel kernel, std::size_t bytes) {
 }
 
 inline int ceil_div(std::int64_t a, int b) { return static_cast<int>((a + b - 1) / b); }
+
+// Launches a grid of (tile of kBlockRows of `rows`, head, sequence) blocks with `bytes` of
+// dynamic shared memory.
+template <typename Kernel, typename... Args>
+void launch_tiles(Kernel kernel, std::size_t bytes, std::int64_t rows, int heads, int batch, cudaStream_t stream,
+                  Args... args) {
+  allow_shared_bytes(kernel, bytes);
+  const dim3 grid(ceil_div(rows, kBlockRows), heads, batch);
+  kernel<<<grid, kThreads, bytes, stream>>>(args...);
+  ZT_CUDA_CHECK(cudaGetLastError());
+}
 
 // Calls f.template operator()<T, kChunks>() with T the device element type and kChunks the
 // number of 32-column chunks a lane keeps in registers (head_dim up to 64, 128 or 256).

@@ -1,7 +1,6 @@
-#include "runtime/cuda_graph.h"
+#include "runtime/streams/cuda_graph.h"
 
 #include <string>
-#include <utility>
 
 #include "runtime/check.h"
 #include "runtime/error.h"
@@ -37,27 +36,6 @@ CudaGraph CudaGraph::capture(cudaStream_t stream, const std::function<void()>& b
   return CudaGraph(graph, exec);
 }
 
-CudaGraph::CudaGraph(CudaGraph&& other) noexcept
-    : graph_(std::exchange(other.graph_, nullptr)), exec_(std::exchange(other.exec_, nullptr)) {}
-
-CudaGraph& CudaGraph::operator=(CudaGraph&& other) noexcept {
-  if (this != &other) {
-    release();
-    graph_ = std::exchange(other.graph_, nullptr);
-    exec_ = std::exchange(other.exec_, nullptr);
-  }
-  return *this;
-}
-
-CudaGraph::~CudaGraph() { release(); }
-
-void CudaGraph::release() noexcept {
-  if (exec_ != nullptr) cudaGraphExecDestroy(exec_);
-  if (graph_ != nullptr) cudaGraphDestroy(graph_);
-  exec_ = nullptr;
-  graph_ = nullptr;
-}
-
-void CudaGraph::replay(cudaStream_t stream) const { ZT_CUDA_CHECK(cudaGraphLaunch(exec_, stream)); }
+void CudaGraph::replay(cudaStream_t stream) const { ZT_CUDA_CHECK(cudaGraphLaunch(exec_.get(), stream)); }
 
 }  // namespace zt

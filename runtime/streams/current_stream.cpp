@@ -1,4 +1,4 @@
-#include "runtime/current_stream.h"
+#include "runtime/streams/current_stream.h"
 
 #include "runtime/device.h"
 

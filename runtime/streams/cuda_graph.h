@@ -9,6 +9,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include "runtime/streams/cuda_handle.h"
+
 namespace zt {
 
 class CudaGraph {
@@ -17,19 +19,13 @@ class CudaGraph {
   // executed. Throws zt::Error, with the capture ended, when the work cannot be captured.
   static CudaGraph capture(cudaStream_t stream, const std::function<void()>& body);
 
-  CudaGraph(CudaGraph&& other) noexcept;
-  CudaGraph& operator=(CudaGraph&& other) noexcept;
-  CudaGraph(const CudaGraph&) = delete;
-  CudaGraph& operator=(const CudaGraph&) = delete;
-  ~CudaGraph();
-
   void replay(cudaStream_t stream) const;
 
  private:
   CudaGraph(cudaGraph_t graph, cudaGraphExec_t exec) : graph_(graph), exec_(exec) {}
-  void release() noexcept;
-  cudaGraph_t graph_ = nullptr;
-  cudaGraphExec_t exec_ = nullptr;
+  // Declared in this order, the executable graph is destroyed before the graph.
+  CudaHandle<cudaGraph_t, cudaGraphDestroy> graph_;
+  CudaHandle<cudaGraphExec_t, cudaGraphExecDestroy> exec_;
 };
 
 }  // namespace zt
