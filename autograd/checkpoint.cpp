@@ -76,15 +76,19 @@ std::vector<Variable> record_checkpoint(const CheckpointFn& fn, const std::vecto
   std::vector<Variable> saved_inputs;
   saved_inputs.reserve(inputs.size());
   for (const Variable& input : inputs) {
-    if (!input.defined()) saved_inputs.emplace_back();
-    else if (reread_leaves && input.is_leaf()) saved_inputs.push_back(input);
-    else saved_inputs.emplace_back(input.data(), input.requires_grad(), input.name());
+    if (!input.defined())
+      saved_inputs.emplace_back();
+    else if (reread_leaves && input.is_leaf())
+      saved_inputs.push_back(input);
+    else
+      saved_inputs.emplace_back(input.data(), input.requires_grad(), input.name());
   }
-  return record(scope.name, std::move(outputs), inputs,
-                [fn, saved_inputs, forward_rng, scope](const std::vector<Tensor>& grad_outputs, const std::vector<bool>&) {
-                  ScopeGuard entered(scope);
-                  return recompute_gradients(fn, saved_inputs, forward_rng, grad_outputs);
-                });
+  return record(
+      scope.name, std::move(outputs), inputs,
+      [fn, saved_inputs, forward_rng, scope](const std::vector<Tensor>& grad_outputs, const std::vector<bool>&) {
+        ScopeGuard entered(scope);
+        return recompute_gradients(fn, saved_inputs, forward_rng, grad_outputs);
+      });
 }
 
 }  // namespace

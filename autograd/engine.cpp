@@ -16,8 +16,8 @@ thread_local const std::unordered_set<const VariableImpl*>* allowed_leaves = nul
 void accumulate(Tensor& slot, const Tensor& grad) { slot = slot.defined() ? ops::add_forward(slot, grad) : grad; }
 
 struct GraphCounts {
-  std::unordered_map<Node*, int> pending_inputs;           // edges into each node not yet delivered
-  std::unordered_map<VariableImpl*, int> pending_leaves;   // edges into each leaf not yet delivered
+  std::unordered_map<Node*, int> pending_inputs;          // edges into each node not yet delivered
+  std::unordered_map<VariableImpl*, int> pending_leaves;  // edges into each leaf not yet delivered
 };
 
 GraphCounts count_dependencies(const std::vector<Node*>& starts) {

@@ -38,17 +38,15 @@ Variable mul(const Variable& a, const Variable& b) {
 }
 
 Variable scale(const Variable& x, double factor) {
-  return record_one("scale", ops::scale_forward(x.data(), factor), {x},
-                    [factor](const TensorList& g, const NeedsList&) {
-                      return TensorList{ops::scale_backward(g[0], factor)};
-                    });
+  return record_one(
+      "scale", ops::scale_forward(x.data(), factor), {x},
+      [factor](const TensorList& g, const NeedsList&) { return TensorList{ops::scale_backward(g[0], factor)}; });
 }
 
 Variable residual_add(const Variable& x, const Variable& residual) {
-  return record_one("residual_add", ops::residual_add_forward(x.data(), residual.data()), {x, residual},
-                    [](const TensorList& g, const NeedsList& needs) {
-                      return pair_of(ops::residual_add_backward(g[0]), needs);
-                    });
+  return record_one(
+      "residual_add", ops::residual_add_forward(x.data(), residual.data()), {x, residual},
+      [](const TensorList& g, const NeedsList& needs) { return pair_of(ops::residual_add_backward(g[0]), needs); });
 }
 
 Variable cast(const Variable& x, DType dtype) {
@@ -64,10 +62,9 @@ Variable dropout(const Variable& x, double p, bool training) {
   if (!training || p == 0.0) return x;
   GeneratorState draw = default_generator().reserve(static_cast<std::uint64_t>(x.data().numel()));
   ops::DropoutConfig config{p, draw.seed, draw.offset};
-  return record_one("dropout", ops::dropout_forward(x.data(), config), {x},
-                    [config](const TensorList& g, const NeedsList&) {
-                      return TensorList{ops::dropout_backward(g[0], config)};
-                    });
+  return record_one(
+      "dropout", ops::dropout_forward(x.data(), config), {x},
+      [config](const TensorList& g, const NeedsList&) { return TensorList{ops::dropout_backward(g[0], config)}; });
 }
 
 }  // namespace zt::autograd

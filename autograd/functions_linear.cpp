@@ -13,15 +13,15 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias)
   // Only what the needed gradients read is kept: a frozen weight's layer keeps no input.
   Tensor saved_x = weight.requires_grad() ? x.data() : Tensor();
   Tensor saved_weight = x.requires_grad() ? weight.data() : Tensor();
-  return record_one("linear", std::move(y), inputs,
-                    [saved_x, saved_weight](const TensorList& g, const NeedsList& needs) {
-                      bool with_bias = needs.size() > 2;
-                      ops::LinearGrads grads =
-                          ops::linear_backward(g[0], saved_x, saved_weight, {needs[0], needs[1], with_bias && needs[2]});
-                      TensorList out{grads.grad_x, grads.grad_weight};
-                      if (with_bias) out.push_back(grads.grad_bias);
-                      return out;
-                    });
+  return record_one(
+      "linear", std::move(y), inputs, [saved_x, saved_weight](const TensorList& g, const NeedsList& needs) {
+        bool with_bias = needs.size() > 2;
+        ops::LinearGrads grads =
+            ops::linear_backward(g[0], saved_x, saved_weight, {needs[0], needs[1], with_bias && needs[2]});
+        TensorList out{grads.grad_x, grads.grad_weight};
+        if (with_bias) out.push_back(grads.grad_bias);
+        return out;
+      });
 }
 
 Variable matmul(const Variable& a, const Variable& b, bool transpose_a, bool transpose_b) {

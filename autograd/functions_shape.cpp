@@ -16,12 +16,11 @@ Variable narrow(const Variable& x, std::int64_t dim, std::int64_t start, std::in
   Shape input_shape = input.shape();
   DType dtype = input.dtype();
   Device device = input.device();
-  return record_one("narrow", input.narrow(dim, start, length), {x},
-                    [=](const TensorList& g, const NeedsList&) {
-                      Tensor grad = Tensor::zeros(input_shape, dtype, device);
-                      grad.narrow(dim, start, length).copy_from(g[0]);
-                      return TensorList{grad};
-                    });
+  return record_one("narrow", input.narrow(dim, start, length), {x}, [=](const TensorList& g, const NeedsList&) {
+    Tensor grad = Tensor::zeros(input_shape, dtype, device);
+    grad.narrow(dim, start, length).copy_from(g[0]);
+    return TensorList{grad};
+  });
 }
 
 }  // namespace zt::autograd

@@ -7,9 +7,8 @@ namespace zt::autograd {
 // The backward needs only the output (1 − tanh²), which the forward keeps anyway.
 Variable tanh(const Variable& x) {
   Tensor out = ops::tanh_forward(x.data());
-  return record_one("tanh", out, {x}, [out](const TensorList& g, const NeedsList&) {
-    return TensorList{ops::tanh_backward(g[0], out)};
-  });
+  return record_one("tanh", out, {x},
+                    [out](const TensorList& g, const NeedsList&) { return TensorList{ops::tanh_backward(g[0], out)}; });
 }
 
 }  // namespace zt::autograd

@@ -43,9 +43,8 @@ Variable swiglu_fused(const Variable& gate_up) {
 Variable attention(const Variable& q, const Variable& k, const Variable& v, const Tensor& cu_seqlens,
                    const ops::AttentionConfig& config, const Variable& prefix_k, const Variable& prefix_v,
                    ops::AttentionImpl impl) {
-  ZT_REQUIRE(prefix_k.defined() == prefix_v.defined(),
-             "attention: prefix keys and values go together; got only the " +
-                 std::string(prefix_k.defined() ? "keys" : "values"));
+  ZT_REQUIRE(prefix_k.defined() == prefix_v.defined(), "attention: prefix keys and values go together; got only the " +
+                                                           std::string(prefix_k.defined() ? "keys" : "values"));
   ops::AttentionPrefix prefix;
   std::vector<Variable> inputs{q, k, v};
   if (prefix_k.defined()) {
@@ -57,18 +56,16 @@ Variable attention(const Variable& q, const Variable& k, const Variable& v, cons
   ops::AttentionOutput forward =
       ops::attention_forward_with(impl, q_value, k_value, v_value, cu_seqlens, config, prefix);
   Tensor out = forward.out, lse = forward.lse;
-  return record_one("attention", std::move(forward.out), inputs,
-                    [=](const TensorList& g, const NeedsList&) {
-                      ops::AttentionGrads grads =
-                          ops::attention_backward_with(impl, g[0], q_value, k_value, v_value, out, lse, cu_seqlens,
-                                                       config, prefix);
-                      TensorList result{grads.grad_q, grads.grad_k, grads.grad_v};
-                      if (prefix.k.defined()) {
-                        result.push_back(grads.grad_prefix_k);
-                        result.push_back(grads.grad_prefix_v);
-                      }
-                      return result;
-                    });
+  return record_one("attention", std::move(forward.out), inputs, [=](const TensorList& g, const NeedsList&) {
+    ops::AttentionGrads grads =
+        ops::attention_backward_with(impl, g[0], q_value, k_value, v_value, out, lse, cu_seqlens, config, prefix);
+    TensorList result{grads.grad_q, grads.grad_k, grads.grad_v};
+    if (prefix.k.defined()) {
+      result.push_back(grads.grad_prefix_k);
+      result.push_back(grads.grad_prefix_v);
+    }
+    return result;
+  });
 }
 
 }  // namespace zt::autograd

@@ -6,7 +6,10 @@
 namespace zt::autograd {
 
 Node::Node(std::string name, std::vector<Edge> inputs, std::vector<OutputMeta> outputs, BackwardFn backward)
-    : name_(std::move(name)), inputs_(std::move(inputs)), outputs_(std::move(outputs)), backward_(std::move(backward)) {}
+    : name_(std::move(name)),
+      inputs_(std::move(inputs)),
+      outputs_(std::move(outputs)),
+      backward_(std::move(backward)) {}
 
 std::vector<Tensor> Node::apply(std::vector<Tensor> grad_outputs) {
   ZT_REQUIRE(backward_ != nullptr, "backward through '" + name_ +
@@ -34,8 +37,8 @@ Edge edge_to(const Variable& input) {
 
 }  // namespace
 
-std::vector<Variable> record(const std::string& name, std::vector<Tensor> outputs,
-                             const std::vector<Variable>& inputs, BackwardFn backward) {
+std::vector<Variable> record(const std::string& name, std::vector<Tensor> outputs, const std::vector<Variable>& inputs,
+                             BackwardFn backward) {
   bool any_requires_grad = false;
   for (const Variable& input : inputs) any_requires_grad |= input.requires_grad();
   std::vector<Variable> results;

@@ -51,8 +51,8 @@ class Node {
 
 // Wraps forward results as Variables. When recording is on and an input requires grad, the
 // outputs get a Node that runs `backward`; otherwise they are plain Variables.
-std::vector<Variable> record(const std::string& name, std::vector<Tensor> outputs,
-                             const std::vector<Variable>& inputs, BackwardFn backward);
+std::vector<Variable> record(const std::string& name, std::vector<Tensor> outputs, const std::vector<Variable>& inputs,
+                             BackwardFn backward);
 Variable record_one(const std::string& name, Tensor output, const std::vector<Variable>& inputs, BackwardFn backward);
 
 }  // namespace zt::autograd

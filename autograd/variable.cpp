@@ -42,7 +42,8 @@ Variable Variable::detach() const { return Variable(data(), false, name()); }
 
 void Variable::set_requires_grad(bool requires_grad) const {
   VariableImpl& impl = checked_impl();
-  ZT_REQUIRE(impl.grad_fn == nullptr, "set_requires_grad on '" + impl.name + "', which is the output of an op, not a leaf");
+  ZT_REQUIRE(impl.grad_fn == nullptr,
+             "set_requires_grad on '" + impl.name + "', which is the output of an op, not a leaf");
   ZT_REQUIRE(!requires_grad || is_floating(impl.data.dtype()),
              "set_requires_grad on '" + impl.name + "': only floating-point tensors can require grad, it is " +
                  dtype_name(impl.data.dtype()));

@@ -37,9 +37,11 @@ struct Model {
     std::uint64_t seed = 1;
     for (const Shape& s : qwen_0_5b_shapes()) {
       Param p{Tensor::normal(s, seed, 0, 0.0, 0.02, DType::kF32, Device::cuda()),
-              Tensor::zeros(s, DType::kF32, Device::cuda()), Tensor::zeros(s, DType::kF32, Device::cuda()),
+              Tensor::zeros(s, DType::kF32, Device::cuda()),
+              Tensor::zeros(s, DType::kF32, Device::cuda()),
               Tensor::normal(s, seed, 1, 0.0, 1e-3, DType::kBF16, Device::cuda()),
-              Tensor::empty(s, DType::kBF16, Device::cuda()), s.size() == 2};
+              Tensor::empty(s, DType::kBF16, Device::cuda()),
+              s.size() == 2};
       count += static_cast<double>(p.master.numel());
       params.push_back(p);
       ++seed;

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "runtime/memory/caching_allocator.h"
 #include "runtime/check.h"
 #include "runtime/device.h"
+#include "runtime/memory/caching_allocator.h"
 #include "runtime/memory/host_allocator_backend.h"
 #include "runtime/memory/pinned_allocator.h"
 

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "bench/attention_problem.h"
-#include "cuda/attention/simple/attention.cuh"
 #include "cuda/attention/flash/flash_attention.cuh"
+#include "cuda/attention/simple/attention.cuh"
 #include "tensor/tensor.h"
 
 namespace zt {
@@ -51,9 +51,8 @@ struct Buffers : bench::RandomAttentionInputs {
     cuda::flash_attention_forward(dims, inputs(), DType::kBF16, out.data_ptr(), lse.data<float>(), nullptr);
   }
   void flash_backward(bool deterministic) const {
-    cuda::flash_attention_backward(dims, inputs(), DType::kBF16, out.data_ptr(), grad_out.data_ptr(),
-                                   lse.data<float>(), {delta.data<float>(), dq_accum.data<float>()}, grads(),
-                                   deterministic, nullptr);
+    cuda::flash_attention_backward(dims, inputs(), DType::kBF16, out.data_ptr(), grad_out.data_ptr(), lse.data<float>(),
+                                   {delta.data<float>(), dq_accum.data<float>()}, grads(), deterministic, nullptr);
   }
   void simple_forward() const {
     cuda::attention_forward(dims, inputs(), DType::kBF16, out.data_ptr(), lse.data<float>(), nullptr);
@@ -66,7 +65,8 @@ struct Buffers : bench::RandomAttentionInputs {
 
 template <typename Run>
 void time_buffers(benchmark::State& state, const AttentionProblem& p, double flops, Run&& run) {
-  bench::time_attention(state, flops, [&] { return Buffers(p); }, run);
+  bench::time_attention(
+      state, flops, [&] { return Buffers(p); }, run);
 }
 
 void BM_AttentionFwd(benchmark::State& state, AttentionProblem p) {

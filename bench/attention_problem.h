@@ -49,16 +49,16 @@ void time_attention(benchmark::State& state, double flops, Make&& make, Run&& ru
 }  // namespace zt::bench
 
 // Registers benchmark function `fn` (taking an AttentionProblem) at every measured shape.
-#define ZT_ATTENTION_SHAPES(fn)                                                                           \
-  BENCHMARK_CAPTURE(fn, B4_H16_S2048_D128, zt::bench::AttentionProblem{4, 16, 16, 2048, 128})          \
-      ->UseManualTime()                                                                                   \
-      ->Unit(benchmark::kMillisecond);                                                                    \
-  BENCHMARK_CAPTURE(fn, B4_H32_S4096_D128, zt::bench::AttentionProblem{4, 32, 32, 4096, 128})          \
-      ->UseManualTime()                                                                                   \
-      ->Unit(benchmark::kMillisecond);                                                                    \
-  BENCHMARK_CAPTURE(fn, B8_H16_S2048_D64, zt::bench::AttentionProblem{8, 16, 16, 2048, 64})            \
-      ->UseManualTime()                                                                                   \
-      ->Unit(benchmark::kMillisecond);                                                                    \
-  BENCHMARK_CAPTURE(fn, B4_H16_KV2_S2048_D128, zt::bench::AttentionProblem{4, 16, 2, 2048, 128})       \
-      ->UseManualTime()                                                                                   \
+#define ZT_ATTENTION_SHAPES(fn)                                                                  \
+  BENCHMARK_CAPTURE(fn, B4_H16_S2048_D128, zt::bench::AttentionProblem{4, 16, 16, 2048, 128})    \
+      ->UseManualTime()                                                                          \
+      ->Unit(benchmark::kMillisecond);                                                           \
+  BENCHMARK_CAPTURE(fn, B4_H32_S4096_D128, zt::bench::AttentionProblem{4, 32, 32, 4096, 128})    \
+      ->UseManualTime()                                                                          \
+      ->Unit(benchmark::kMillisecond);                                                           \
+  BENCHMARK_CAPTURE(fn, B8_H16_S2048_D64, zt::bench::AttentionProblem{8, 16, 16, 2048, 64})      \
+      ->UseManualTime()                                                                          \
+      ->Unit(benchmark::kMillisecond);                                                           \
+  BENCHMARK_CAPTURE(fn, B4_H16_KV2_S2048_D128, zt::bench::AttentionProblem{4, 16, 2, 2048, 128}) \
+      ->UseManualTime()                                                                          \
       ->Unit(benchmark::kMillisecond)

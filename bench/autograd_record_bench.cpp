@@ -24,9 +24,8 @@ void BM_RecordOp(benchmark::State& state) {
 Variable record_chain_of_64(const Variable& x, const Tensor& value) {
   Variable y = x;
   for (int i = 0; i < 64; ++i)
-    y = record_one("op", value, {y}, [](const std::vector<Tensor>& g, const std::vector<bool>&) {
-      return std::vector<Tensor>{g[0]};
-    });
+    y = record_one("op", value, {y},
+                   [](const std::vector<Tensor>& g, const std::vector<bool>&) { return std::vector<Tensor>{g[0]}; });
   return y;
 }
 

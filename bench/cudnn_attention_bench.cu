@@ -60,16 +60,17 @@ struct Buffers : bench::RandomAttentionInputs {
 };
 
 void BM_CudnnAttentionFwd(benchmark::State& state, AttentionProblem p) {
-  bench::time_attention(state, p.forward_flops(), [&] { return Buffers(p, false); },
-                        [](const Buffers& b) { b.forward(); });
+  bench::time_attention(
+      state, p.forward_flops(), [&] { return Buffers(p, false); }, [](const Buffers& b) { b.forward(); });
 }
 
 void fwd_bwd(benchmark::State& state, AttentionProblem p, bool deterministic) {
-  bench::time_attention(state, p.forward_backward_flops(), [&] { return Buffers(p, deterministic); },
-                        [](const Buffers& b) {
-                          b.forward();
-                          b.backward();
-                        });
+  bench::time_attention(
+      state, p.forward_backward_flops(), [&] { return Buffers(p, deterministic); },
+      [](const Buffers& b) {
+        b.forward();
+        b.backward();
+      });
 }
 
 void BM_CudnnAttentionFwdBwd(benchmark::State& state, AttentionProblem p) { fwd_bwd(state, p, false); }

@@ -98,9 +98,9 @@ void BM_ArgmaxRows(benchmark::State& state) {
   report_bandwidth(state, bytes);
 }
 
-#define ZT_DECODE_SHAPE(name, batch, context, one_split)                                \
+#define ZT_DECODE_SHAPE(name, batch, context, one_split)                          \
   BENCHMARK_CAPTURE(BM_DecodeAttention, name, Problem{batch, context}, one_split) \
-      ->UseManualTime()                                                             \
+      ->UseManualTime()                                                           \
       ->Unit(benchmark::kMicrosecond)
 
 ZT_DECODE_SHAPE(B1_ctx256, 1, 256, false);

@@ -58,9 +58,9 @@ inline double copy_ceiling_bytes_per_second() {
 // Reports bytes/s and the share of the copy ceiling for `bytes_per_iteration` moved.
 inline void report_bandwidth(benchmark::State& state, double bytes_per_iteration) {
   state.SetBytesProcessed(static_cast<std::int64_t>(bytes_per_iteration * static_cast<double>(state.iterations())));
-  state.counters["of_copy_ceiling"] =
-      benchmark::Counter(bytes_per_iteration * static_cast<double>(state.iterations()) / copy_ceiling_bytes_per_second(),
-                         benchmark::Counter::kIsRate);
+  state.counters["of_copy_ceiling"] = benchmark::Counter(
+      bytes_per_iteration * static_cast<double>(state.iterations()) / copy_ceiling_bytes_per_second(),
+      benchmark::Counter::kIsRate);
 }
 
 // Reports TFLOP/s for `flops_per_iteration`.

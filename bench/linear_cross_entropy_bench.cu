@@ -12,9 +12,9 @@
 #include "bench/gpu_bench.h"
 #include "cuda/gemm/cublaslt_gemm.h"
 #include "ops/loss/linear_cross_entropy.h"
-#include "runtime/memory/caching_allocator.h"
 #include "runtime/check.h"
 #include "runtime/device.h"
+#include "runtime/memory/caching_allocator.h"
 #include "runtime/streams/stream.h"
 #include "tensor/tensor.h"
 
@@ -44,8 +44,9 @@ struct Inputs {
 };
 
 Inputs make_inputs(const Shape3& s) {
-  Tensor labels = Tensor::uniform({s.tokens}, 3, 0, 0.0, static_cast<double>(s.vocab) - 1.0, DType::kF32,
-                                  Device::cuda()).to(DType::kI64);
+  Tensor labels =
+      Tensor::uniform({s.tokens}, 3, 0, 0.0, static_cast<double>(s.vocab) - 1.0, DType::kF32, Device::cuda())
+          .to(DType::kI64);
   return {Tensor::normal({s.tokens, s.hidden}, 1, 0, 0.0, 1.0, DType::kBF16, Device::cuda()),
           Tensor::normal({s.vocab, s.hidden}, 2, 0, 0.0, 0.05, DType::kBF16, Device::cuda()), labels};
 }

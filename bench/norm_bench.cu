@@ -44,9 +44,8 @@ void BM_RmsNormForwardBackward(benchmark::State& state) {
 
 void BM_RmsNormResidualForward(benchmark::State& state) {
   Inputs in;
-  time_on_gpu(state, [&] {
-    ops::rmsnorm_residual_forward(in.x, in.residual, in.weight, 1e-6f, ops::RmsNormStyle::kQwen);
-  });
+  time_on_gpu(state,
+              [&] { ops::rmsnorm_residual_forward(in.x, in.residual, in.weight, 1e-6f, ops::RmsNormStyle::kQwen); });
   report_bandwidth(state, 4 * kRow + kSmall);
 }
 

@@ -3,18 +3,18 @@
 // chat template. /reset forgets the history, /exit (or end of input) leaves, and Ctrl-C
 // stops the answer being written, not the program. With --tp N the model is split over N
 // ranks: rank 0 talks with the terminal and sends every turn to the others (cli/chat_ranks.h).
+#include <unistd.h>
 #include <atomic>
 #include <csignal>
 #include <iostream>
-#include <unistd.h>
 
 #include "cli/chat_ranks.h"
 #include "cli/command.h"
 #include "cli/generation_flags.h"
 #include "infer/engine.h"
 #include "infer/tensor_parallel_engine.h"
-#include "text/stream_decoder.h"
 #include "runtime/error.h"
+#include "text/stream_decoder.h"
 
 namespace zt::cli {
 namespace {
@@ -165,7 +165,8 @@ void chat_on_rank(const Flags& flags, Conversation& conversation, infer::TensorP
 int chat(Flags& flags) {
   if (tensor_parallel_size(flags) == 1) return chat_on_one_device(flags);
   Conversation conversation(flags, flags["--model_name_or_path"]);
-  run_tensor_parallel_from_flags(flags, [&](infer::TensorParallelRank& rank) { chat_on_rank(flags, conversation, rank); });
+  run_tensor_parallel_from_flags(flags,
+                                 [&](infer::TensorParallelRank& rank) { chat_on_rank(flags, conversation, rank); });
   return 0;
 }
 

@@ -89,8 +89,8 @@ double gpu_memory_gib(const Flags& flags) {
     ZT_REQUIRE(used == text.size() && value > 0.0, "--gpu_memory takes GiB per GPU (e.g. 80), got '" + text + "'");
     return value;
   }
-  ZT_REQUIRE(cuda_available(), "--gpu_memory is needed: no GPU is visible to read its memory from (" +
-                                   cuda_unavailable_reason() + ")");
+  ZT_REQUIRE(cuda_available(),
+             "--gpu_memory is needed: no GPU is visible to read its memory from (" + cuda_unavailable_reason() + ")");
   return static_cast<double>(device_properties(0).total_memory) / kGiB;
 }
 
@@ -154,14 +154,15 @@ int estimate(Flags& flags) {
       const train::MemoryEstimate e = train::estimate_memory(config, settings);
       if (per_gpu.empty()) {
         print_header(config, settings, e);
-        std::cout << "stage  offload  params  gradients  optimizer  gathered  activations  per GPU  host per node  fits "
-                  << budget << " GiB\n";
+        std::cout
+            << "stage  offload  params  gradients  optimizer  gathered  activations  per GPU  host per node  fits "
+            << budget << " GiB\n";
       }
       per_gpu[{stage, offload}] = e.gpu_total();
       std::cout << cell(std::to_string(stage), 5) << cell(offload ? "cpu" : "none", 9) << cell(gib(e.gpu.parameters), 8)
                 << cell(gib(e.gpu.gradients), 11) << cell(gib(e.gpu.optimizer_state), 11) << cell(gib(e.transient), 10)
-                << cell(gib(e.activations), 13) << cell(gib(e.gpu_total()), 9) << cell(gib(e.host_per_node()), 15) << "  "
-                << (fits(e.gpu_total(), budget) ? "yes" : "no")
+                << cell(gib(e.activations), 13) << cell(gib(e.gpu_total()), 9) << cell(gib(e.host_per_node()), 15)
+                << "  " << (fits(e.gpu_total(), budget) ? "yes" : "no")
                 << (trainer_runs({stage, offload}, settings.world_size()) ? "" : " (not in the trainer yet)") << "\n";
     }
   std::cout << "\n";
@@ -192,7 +193,8 @@ int run_estimate(const std::vector<std::string>& args) {
   });
 }
 
-const Registration registration{{"estimate", "memory per GPU and per node for each ZeRO stage and offload", run_estimate}};
+const Registration registration{
+    {"estimate", "memory per GPU and per node for each ZeRO stage and offload", run_estimate}};
 
 }  // namespace
 }  // namespace zt::cli

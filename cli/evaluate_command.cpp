@@ -10,8 +10,8 @@
 #include "cli/flags.h"
 #include "models/batch.h"
 #include "models/token_loss.h"
-#include "text/tokenizer/tokenizer.h"
 #include "runtime/error.h"
+#include "text/tokenizer/tokenizer.h"
 
 namespace zt::cli {
 namespace {
@@ -32,8 +32,8 @@ constexpr const char* kUsage =
 constexpr std::int64_t kBatchTokens = 8192;
 
 FlagSpec flag_spec() {
-  FlagSpec spec{.command = "evaluate", .value_flags = kModelFlags,
-                .required = {"--model_name_or_path", "--validation_file"}};
+  FlagSpec spec{
+      .command = "evaluate", .value_flags = kModelFlags, .required = {"--model_name_or_path", "--validation_file"}};
   spec.value_flags.insert({"--validation_file", "--max_length"});
   return spec;
 }
@@ -90,7 +90,8 @@ void evaluate_batch(const models::CausalLM& model, const std::vector<std::vector
 }
 
 int evaluate_model(Flags& flags) {
-  const std::int64_t max_length = flags.count("--max_length") ? parse_count("--max_length", flags["--max_length"]) : 2048;
+  const std::int64_t max_length =
+      flags.count("--max_length") ? parse_count("--max_length", flags["--max_length"]) : 2048;
   std::unique_ptr<models::Tokenizer> tokenizer = models::load_tokenizer(flags["--model_name_or_path"]);
   models::CausalLM model = load_model_from_flags(flags);
   auto sequences = read_texts(flags["--validation_file"], *tokenizer, max_length);

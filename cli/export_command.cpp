@@ -57,8 +57,9 @@ void check_flag_combinations(const Flags& flags) {
   const bool merge = is_set(flags, "--merge_lora");
   if (flags.count("--checkpoint")) {
     if (adapter)
-      fail("--adapter_name_or_path with --checkpoint: a LoRA checkpoint carries its adapter; drop "
-           "--adapter_name_or_path");
+      fail(
+          "--adapter_name_or_path with --checkpoint: a LoRA checkpoint carries its adapter; drop "
+          "--adapter_name_or_path");
     if (flags.count("--weights") && flags.at("--weights") != "master" && flags.at("--weights") != "working")
       fail("--weights " + flags.at("--weights") + ": expected master or working");
     return;
@@ -66,8 +67,9 @@ void check_flag_combinations(const Flags& flags) {
   if (!flags.count("--model_name_or_path")) fail("export needs --model_name_or_path DIR or --checkpoint CKPT");
   if (flags.count("--weights")) fail("--weights chooses among a checkpoint's weights: it needs --checkpoint");
   if (adapter && !merge)
-    fail("--adapter_name_or_path without --merge_lora: an adapter is exported merged into the model; add "
-         "--merge_lora (the adapter folder itself already is PEFT's format)");
+    fail(
+        "--adapter_name_or_path without --merge_lora: an adapter is exported merged into the model; add "
+        "--merge_lora (the adapter folder itself already is PEFT's format)");
   if (merge && !adapter) fail("--merge_lora needs the adapter to merge: add --adapter_name_or_path");
 }
 
@@ -79,12 +81,13 @@ std::optional<DType> dtype_flag(Flags& flags) {
 }
 
 int export_checkpoint(Flags& flags) {
-  train::CheckpointExport request{.checkpoint = flags["--checkpoint"],
-                                  .output_dir = flags["--output_dir"],
-                                  .base_model = flags.count("--model_name_or_path") ? flags["--model_name_or_path"] : "",
-                                  .working_weights = flags.count("--weights") && flags["--weights"] == "working",
-                                  .merge_lora = is_set(flags, "--merge_lora"),
-                                  .dtype = dtype_flag(flags)};
+  train::CheckpointExport request{
+      .checkpoint = flags["--checkpoint"],
+      .output_dir = flags["--output_dir"],
+      .base_model = flags.count("--model_name_or_path") ? flags["--model_name_or_path"] : "",
+      .working_weights = flags.count("--weights") && flags["--weights"] == "working",
+      .merge_lora = is_set(flags, "--merge_lora"),
+      .dtype = dtype_flag(flags)};
   std::cerr << train::export_checkpoint(request) << "\n";
   return 0;
 }
@@ -94,7 +97,7 @@ int export_model(Flags& flags) {
   ZT_REQUIRE(!fs::exists(out) || !fs::equivalent(dir, out),
              "--output_dir " + out + " is the model folder itself; export into another folder");
   const models::ModelConfig config = models::load_config(dir);
-  const std::string dtype_text = flags.count("--dtype")         ? flags["--dtype"]
+  const std::string dtype_text = flags.count("--dtype")       ? flags["--dtype"]
                                  : config.torch_dtype.empty() ? std::string("float32")
                                                               : config.torch_dtype;
   const DType dtype = parse_dtype(dtype_text);
@@ -125,7 +128,8 @@ int run_export(const std::vector<std::string>& args) {
   });
 }
 
-const Registration registration{{"export", "write a model folder, with a LoRA adapter merged into it, or from a checkpoint", run_export}};
+const Registration registration{
+    {"export", "write a model folder, with a LoRA adapter merged into it, or from a checkpoint", run_export}};
 
 }  // namespace
 }  // namespace zt::cli

@@ -1,9 +1,9 @@
 // `zerotune generate`: continue one prompt (--prompt) or a file of them (--input_file) with a
 // model folder's weights and tokenizer, many at once with continuous batching, with the
 // sampling settings of its generation_config.json unless a flag overrides them.
+#include <unistd.h>
 #include <algorithm>
 #include <iostream>
-#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -12,10 +12,10 @@
 #include "cli/prompt_file.h"
 #include "infer/engine.h"
 #include "infer/tensor_parallel_engine.h"
-#include "text/stream_decoder.h"
 #include "runtime/atomic_file.h"
 #include "runtime/error.h"
 #include "runtime/terminal/progress_bar.h"
+#include "text/stream_decoder.h"
 
 namespace zt::cli {
 namespace {
@@ -53,8 +53,9 @@ Prompts encode_prompts(const Flags& flags, const models::Tokenizer& tokenizer, c
     inputs = read_prompt_file(flags.at("--input_file"));
   Prompts prompts;
   for (const PromptInput& input : inputs) {
-    std::vector<models::TokenId> ids =
-        input.is_chat ? chat.encode(tokenizer, input.messages, /*add_generation_prompt=*/true).ids : tokenizer.encode(input.text);
+    std::vector<models::TokenId> ids = input.is_chat
+                                           ? chat.encode(tokenizer, input.messages, /*add_generation_prompt=*/true).ids
+                                           : tokenizer.encode(input.text);
     prompts.shown.push_back(input.is_chat ? chat.render(input.messages, true) : input.text);
     prompts.ids.emplace_back(ids.begin(), ids.end());
   }
@@ -67,7 +68,7 @@ std::string decoded(const models::Tokenizer& tokenizer, const std::vector<std::i
 }
 
 nlohmann::ordered_json result_line(const std::string& prompt, const std::vector<std::int64_t>& ids,
-                           const models::Tokenizer& tokenizer, const models::GenerationOptions& options) {
+                                   const models::Tokenizer& tokenizer, const models::GenerationOptions& options) {
   const auto& eos = options.eos_token_ids;
   const bool stopped = !ids.empty() && std::find(eos.begin(), eos.end(), ids.back()) != eos.end();
   return {{"prompt", prompt},
@@ -134,8 +135,7 @@ using RunRequests = std::function<std::vector<std::vector<std::int64_t>>(
 
 // Generates for every prompt with the model's generation settings through `run`. Only when
 // `shows` (one device, or rank 0 of tensor parallelism) are the results streamed, printed or written.
-void generate(const Flags& flags, const Inputs& in, const models::CausalLM& model, const RunRequests& run,
-              bool shows) {
+void generate(const Flags& flags, const Inputs& in, const models::CausalLM& model, const RunRequests& run, bool shows) {
   models::GenerationOptions options = generation_options_from(flags, in.dir, model, *in.tokenizer, in.chat.get());
   std::vector<infer::GenerationRequest> requests;
   for (const auto& ids : in.prompts.ids) requests.push_back({ids, options});
@@ -176,7 +176,8 @@ int generate_text(Flags& flags) {
   }
   models::CausalLM model = load_generation_model(flags);
   infer::Engine engine(model, engine_options_from(flags));
-  generate(flags, in, model, [&](const auto& requests, const auto& sink) { return engine.run(requests, sink); }, true);
+  generate(
+      flags, in, model, [&](const auto& requests, const auto& sink) { return engine.run(requests, sink); }, true);
   return 0;
 }
 
@@ -185,7 +186,8 @@ int run_generate(const std::vector<std::string>& args) {
                                 kUsage, generate_text);
 }
 
-const Registration registration{{"generate", "continue prompts with a model (greedy or sampled, batched)", run_generate}};
+const Registration registration{
+    {"generate", "continue prompts with a model (greedy or sampled, batched)", run_generate}};
 
 }  // namespace
 }  // namespace zt::cli

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "models/tensor_parallel.h"
 #include "models/peft/lora.h"
+#include "models/tensor_parallel.h"
 #include "runtime/error.h"
 
 namespace zt::cli {
@@ -28,7 +28,9 @@ const char* const kGenerationUsage =
 int run_generation_command(const std::vector<std::string>& args, const std::string& command,
                            const std::set<std::string>& extra, const char* usage,
                            const std::function<int(Flags&)>& body) {
-  FlagSpec spec{.command = command, .value_flags = kModelFlags, .bool_flags = kGenerationBoolFlags,
+  FlagSpec spec{.command = command,
+                .value_flags = kModelFlags,
+                .bool_flags = kGenerationBoolFlags,
                 .required = {"--model_name_or_path"}};
   spec.value_flags.insert(kGenerationFlags.begin(), kGenerationFlags.end());
   spec.value_flags.insert(extra.begin(), extra.end());
@@ -115,8 +117,9 @@ void run_tensor_parallel_from_flags(Flags& flags, const std::function<void(infer
   models::check_tensor_parallel_size(models::load_config(flags.at("--model_name_or_path")), size);
   const std::string device_flag = flags.count("--device") ? flags.at("--device") : "";
   ZT_REQUIRE(!infer::launched_as_ranks() || device_flag.rfind("cuda:", 0) != 0,
-             "--device " + device_flag + " under a launcher: each tensor-parallel rank uses the GPU of its "
-             "LOCAL_RANK; give --device cuda or leave it out");
+             "--device " + device_flag +
+                 " under a launcher: each tensor-parallel rank uses the GPU of its "
+                 "LOCAL_RANK; give --device cuda or leave it out");
   const Device device = device_from_flags(flags);
   const DType dtype = dtype_from_flags(flags, device);
   // The whole model goes to the host, not the GPU: only the shards need the device's memory.

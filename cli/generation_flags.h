@@ -12,15 +12,15 @@
 #include "infer/engine.h"
 #include "infer/tensor_parallel_engine.h"
 #include "infer/tensor_parallel_ranks.h"
-#include "text/chat_template/chat_template.h"
 #include "models/generation/generate_options.h"
+#include "text/chat_template/chat_template.h"
 #include "text/tokenizer/tokenizer.h"
 
 namespace zt::cli {
 
 inline const std::set<std::string> kGenerationFlags{
-    "--max_new_tokens", "--min_new_tokens", "--temperature", "--top_k",      "--top_p",
-    "--repetition_penalty", "--seed",    "--max_batch",      "--block_size", "--template", "--tp"};
+    "--max_new_tokens", "--min_new_tokens", "--temperature", "--top_k",    "--top_p", "--repetition_penalty",
+    "--seed",           "--max_batch",      "--block_size",  "--template", "--tp"};
 inline const std::set<std::string> kGenerationBoolFlags{"--do_sample", "--merge_lora"};
 
 // Usage lines for the flags above.

@@ -33,10 +33,10 @@ std::vector<models::ChatMessage> turns(const json& list, const char* role_key, c
   ZT_REQUIRE(list.is_array() && !list.empty(), where + ": the conversation must be a non-empty list");
   std::vector<models::ChatMessage> messages;
   for (const json& turn : list) {
-    ZT_REQUIRE(turn.is_object(), where + ": every turn must be an object with \"" + role_key + "\" and \"" +
-                                     content_key + "\"");
-    messages.push_back({role_of(string_field(turn, role_key, where, true), where),
-                        string_field(turn, content_key, where, true)});
+    ZT_REQUIRE(turn.is_object(),
+               where + ": every turn must be an object with \"" + role_key + "\" and \"" + content_key + "\"");
+    messages.push_back(
+        {role_of(string_field(turn, role_key, where, true), where), string_field(turn, content_key, where, true)});
   }
   return messages;
 }
@@ -93,7 +93,8 @@ std::vector<PromptInput> read_prompt_file(const std::string& path) {
     } catch (const json::parse_error& e) {
       fail(path + ": not valid JSON: " + e.what());
     }
-    for (std::size_t i = 0; i < array.size(); ++i) prompts.push_back(prompt_of(array[i], path + " entry " + std::to_string(i + 1)));
+    for (std::size_t i = 0; i < array.size(); ++i)
+      prompts.push_back(prompt_of(array[i], path + " entry " + std::to_string(i + 1)));
     return prompts;
   }
   std::istringstream lines(text);

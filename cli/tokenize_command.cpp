@@ -7,8 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
-#include "text/tokenizer/tokenizer.h"
 #include "runtime/error.h"
+#include "text/tokenizer/tokenizer.h"
 
 namespace zt::cli {
 namespace {
@@ -114,7 +114,8 @@ int run_tokenize(const std::vector<std::string>& args) {
   return 0;
 }
 
-const Registration registration{{"tokenize", "encode text to token ids (or --decode ids) with a model's tokenizer", run_tokenize}};
+const Registration registration{
+    {"tokenize", "encode text to token ids (or --decode ids) with a model's tokenizer", run_tokenize}};
 
 }  // namespace
 }  // namespace zt::cli

@@ -13,8 +13,9 @@ Tensor int_tensor(const std::vector<double>& values, DType dtype) {
 Tensor logits_of(const models::CausalLM& model, PagedKvCache& cache, const std::vector<double>& ids,
                  const std::vector<double>& positions, const std::vector<double>& cu_seqlens) {
   autograd::NoGradGuard no_recording;
-  Tensor hidden = model.forward_hidden(int_tensor(ids, DType::kI64), int_tensor(positions, DType::kI64),
-                                       int_tensor(cu_seqlens, DType::kI32), &cache)
+  Tensor hidden = model
+                      .forward_hidden(int_tensor(ids, DType::kI64), int_tensor(positions, DType::kI64),
+                                      int_tensor(cu_seqlens, DType::kI32), &cache)
                       .data();
   if (static_cast<std::size_t>(hidden.size(0)) + 1 != cu_seqlens.size()) {  // keep each sequence's last token
     std::vector<double> last(cu_seqlens.begin() + 1, cu_seqlens.end());

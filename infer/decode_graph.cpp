@@ -3,10 +3,10 @@
 #include "autograd/grad_mode.h"
 #include "ops/reduce/reduce.h"
 #include "runtime/check.h"
-#include "runtime/streams/current_stream.h"
 #include "runtime/device.h"
 #include "runtime/error.h"
 #include "runtime/log.h"
+#include "runtime/streams/current_stream.h"
 
 namespace zt::infer {
 namespace {
@@ -46,8 +46,8 @@ void DecodeGraphs::forward(Bucket& bucket) {
   const DecodeStepBuffers& b = bucket.buffers;
   cache_.bind_step(&b);
   try {
-    Tensor hidden = model_.forward_hidden_on_device(b.ids, b.positions, b.cu_seqlens, {b.rows, b.rows, 1}, &cache_)
-                        .data();
+    Tensor hidden =
+        model_.forward_hidden_on_device(b.ids, b.positions, b.cu_seqlens, {b.rows, b.rows, 1}, &cache_).data();
     bucket.logits = model_.lm_head(autograd::Variable(hidden)).data();
     bucket.argmax = ops::argmax_rows(bucket.logits);
   } catch (...) {
@@ -66,7 +66,8 @@ void DecodeGraphs::capture(Bucket& bucket) {
   }
 }
 
-DecodeGraphs::Step DecodeGraphs::run(const std::vector<SequenceId>& sequences, const std::vector<std::int64_t>& tokens) {
+DecodeGraphs::Step DecodeGraphs::run(const std::vector<SequenceId>& sequences,
+                                     const std::vector<std::int64_t>& tokens) {
   DeviceGuard guard(model_.device().index);
   Bucket& bucket = bucket_for(static_cast<std::int64_t>(sequences.size()));
   cache_.fill_step(sequences, tokens, bucket.buffers, stream_);

@@ -17,9 +17,9 @@
 namespace zt::infer {
 
 struct EngineOptions {
-  std::int64_t max_batch = 32;            // sequences decoding together
-  std::int64_t block_size = 16;           // tokens per KV-cache block
-  std::int64_t max_prefill_tokens = 8192; // prompt tokens prefilled in one forward (one prompt may exceed it)
+  std::int64_t max_batch = 32;             // sequences decoding together
+  std::int64_t block_size = 16;            // tokens per KV-cache block
+  std::int64_t max_prefill_tokens = 8192;  // prompt tokens prefilled in one forward (one prompt may exceed it)
   // KV-cache blocks; 0 sizes the cache for max_batch of the longest requests, capped by the
   // device memory that is free.
   std::int64_t cache_blocks = 0;
@@ -55,8 +55,7 @@ class Engine {
   // The new tokens of every request, in input order. `cancelled`, checked between steps,
   // ends every unfinished request where it stands (chat's Ctrl-C). Throws zt::Error before
   // any work for a request that cannot run (empty prompt, longer than the model's context).
-  std::vector<std::vector<std::int64_t>> run(const std::vector<GenerationRequest>& requests,
-                                             const TokenSink& sink = {},
+  std::vector<std::vector<std::int64_t>> run(const std::vector<GenerationRequest>& requests, const TokenSink& sink = {},
                                              const std::function<bool()>& cancelled = {}) const;
 
  private:

@@ -22,9 +22,9 @@ Tensor repeated(const Tensor& one, std::int64_t sequences) {
 PagedKvCache::PagedKvCache(const models::ModelConfig& config, std::int64_t num_blocks, std::int64_t block_size,
                            DType dtype, Device device)
     : block_size_(block_size), device_(device) {
-  ZT_REQUIRE(num_blocks > 0 && block_size > 0, "paged KV cache: needs a positive number of blocks and block size, got " +
-                                                   std::to_string(num_blocks) + " blocks of " +
-                                                   std::to_string(block_size) + " tokens");
+  ZT_REQUIRE(num_blocks > 0 && block_size > 0,
+             "paged KV cache: needs a positive number of blocks and block size, got " + std::to_string(num_blocks) +
+                 " blocks of " + std::to_string(block_size) + " tokens");
   const Shape shape{num_blocks, block_size, config.num_kv_heads, config.head_dim};
   for (std::int64_t layer = 0; layer < config.num_layers; ++layer) {
     key_pools_.push_back(Tensor::empty(shape, dtype, device));
@@ -75,8 +75,7 @@ std::int64_t PagedKvCache::slot_of(const Sequence& sequence, std::int64_t token)
 void PagedKvCache::write_prefix(const Sequence& added) {
   if (prefix_length_ == 0) return;
   std::vector<double> slots;
-  for (std::int64_t t = 0; t < prefix_length_; ++t)
-    slots.push_back(static_cast<double>(slot_of(added, t)));
+  for (std::int64_t t = 0; t < prefix_length_; ++t) slots.push_back(static_cast<double>(slot_of(added, t)));
   Tensor slot_tensor = Tensor::from_values(slots, {prefix_length_}, DType::kI64).to(device_);
   for (std::size_t layer = 0; layer < key_pools_.size(); ++layer)
     ops::write_kv_slots(key_pools_[layer], value_pools_[layer], prefix_keys_[layer], prefix_values_[layer],
@@ -96,10 +95,10 @@ void PagedKvCache::set_batch(std::vector<SequenceId> sequences, std::vector<std:
              "paged KV cache: a batch names each of its sequences with its count of new tokens");
   for (std::size_t i = 0; i < sequences.size(); ++i) {
     const Sequence& s = sequence(sequences[i]);
-    ZT_REQUIRE(s.length + new_tokens[i] <= s.capacity,
-               "paged KV cache: sequence " + std::to_string(sequences[i]) + " reserved room for " +
-                   std::to_string(s.capacity) + " tokens; " + std::to_string(new_tokens[i]) +
-                   " more do not fit after " + std::to_string(s.length));
+    ZT_REQUIRE(s.length + new_tokens[i] <= s.capacity, "paged KV cache: sequence " + std::to_string(sequences[i]) +
+                                                           " reserved room for " + std::to_string(s.capacity) +
+                                                           " tokens; " + std::to_string(new_tokens[i]) +
+                                                           " more do not fit after " + std::to_string(s.length));
   }
   batch_ = std::move(sequences);
   new_tokens_ = std::move(new_tokens);
@@ -180,9 +179,9 @@ void PagedKvCache::advance(const std::vector<SequenceId>& sequences) {
 
 void PagedKvCache::begin_forward(const models::ModelConfig& config, const models::PackedShape& shape) {
   if (step_ != nullptr) {
-    ZT_REQUIRE(shape.tokens == step_->rows && shape.sequences == step_->rows,
-               "paged KV cache: a bound decode step takes one token for each of its " + std::to_string(step_->rows) +
-                   " rows");
+    ZT_REQUIRE(
+        shape.tokens == step_->rows && shape.sequences == step_->rows,
+        "paged KV cache: a bound decode step takes one token for each of its " + std::to_string(step_->rows) + " rows");
     decoding_ = true;
     return;
   }
@@ -199,9 +198,10 @@ void PagedKvCache::begin_forward(const models::ModelConfig& config, const models
   decoding_ = tokens == shape.sequences;
   for (SequenceId id : batch_) {
     const bool fresh = sequence(id).length == prefix_length_;
-    ZT_REQUIRE(decoding_ || fresh, "paged KV cache: a prefill takes sequences with nothing cached beyond the "
-                                   "prefix; sequence " + std::to_string(id) + " has " +
-                                       std::to_string(sequence(id).length) + " tokens");
+    ZT_REQUIRE(decoding_ || fresh,
+               "paged KV cache: a prefill takes sequences with nothing cached beyond the "
+               "prefix; sequence " +
+                   std::to_string(id) + " has " + std::to_string(sequence(id).length) + " tokens");
   }
   slots_ = slots_of_batch();
   if (decoding_) upload_block_tables();

@@ -64,10 +64,11 @@ std::int64_t TensorParallelEngine::agreed_cache_blocks(const std::vector<Generat
   const KvCachePlan plan = plan_kv_cache(shard_, options_.engine, requests, share);
   const std::int64_t blocks = min_over_ranks(comm_, plan.blocks, shard_.device());
   const std::int64_t block_size = options_.engine.block_size;
-  ZT_REQUIRE(blocks >= plan.largest, "tensor parallelism: the longest request needs " +
-                                         std::to_string(plan.largest * block_size) + " tokens of KV cache per rank; "
-                                         "the free memory of some rank holds " + std::to_string(blocks * block_size) +
-                                         ": shorten prompts or max_new_tokens, or use more ranks");
+  ZT_REQUIRE(blocks >= plan.largest,
+             "tensor parallelism: the longest request needs " + std::to_string(plan.largest * block_size) +
+                 " tokens of KV cache per rank; "
+                 "the free memory of some rank holds " +
+                 std::to_string(blocks * block_size) + ": shorten prompts or max_new_tokens, or use more ranks");
   return blocks;
 }
 
@@ -81,7 +82,8 @@ void TensorParallelEngine::check_ranks_agree(const std::vector<std::vector<std::
   const std::int64_t largest = max_over_ranks(comm_, mine, shard_.device());
   const std::int64_t smallest = min_over_ranks(comm_, mine, shard_.device());
   ZT_REQUIRE(largest == smallest, "tensor parallelism: the ranks generated different tokens (rank " +
-                                      std::to_string(comm_.rank()) + "'s differ from another's); every rank must see "
+                                      std::to_string(comm_.rank()) +
+                                      "'s differ from another's); every rank must see "
                                       "the same all-reduced activations — please report this as a bug");
 }
 

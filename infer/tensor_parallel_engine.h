@@ -32,8 +32,7 @@ class TensorParallelEngine {
   // Engine::run, collectively: every rank calls it with the same requests and gets the same
   // results. `sink` is called on rank 0 only; `cancelled` is asked on rank 0 only, between
   // steps, and its answer reaches every rank. Throws zt::Error if the ranks' tokens differ.
-  std::vector<std::vector<std::int64_t>> run(const std::vector<GenerationRequest>& requests,
-                                             const TokenSink& sink = {},
+  std::vector<std::vector<std::int64_t>> run(const std::vector<GenerationRequest>& requests, const TokenSink& sink = {},
                                              const std::function<bool()>& cancelled = {});
 
  private:

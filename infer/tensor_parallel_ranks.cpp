@@ -39,10 +39,11 @@ void run_inprocess(const TensorParallelLaunch& launch, const std::function<model
 
 Device launched_rank_device(const TensorParallelLaunch& launch, const ProcessRank& process) {
   if (launch.device.is_cpu()) return Device::cpu();
-  ZT_REQUIRE(process.local_rank < cuda_device_count(),
-             "rank " + std::to_string(process.rank) + " has LOCAL_RANK " + std::to_string(process.local_rank) +
-                 " but " + std::to_string(cuda_device_count()) + " GPU(s) are visible: each rank needs its own GPU; "
-                 "check CUDA_VISIBLE_DEVICES and --nproc_per_node");
+  ZT_REQUIRE(process.local_rank < cuda_device_count(), "rank " + std::to_string(process.rank) + " has LOCAL_RANK " +
+                                                           std::to_string(process.local_rank) + " but " +
+                                                           std::to_string(cuda_device_count()) +
+                                                           " GPU(s) are visible: each rank needs its own GPU; "
+                                                           "check CUDA_VISIBLE_DEVICES and --nproc_per_node");
   set_cuda_device(process.local_rank);
   return Device::cuda(process.local_rank);
 }

@@ -14,9 +14,9 @@ Tensor index_tensor(const std::vector<double>& values, DType dtype, Device devic
 PackedBatch pack_sequences(const std::vector<std::vector<std::int64_t>>& sequences,
                            const std::vector<std::vector<std::int64_t>>& labels, Device device) {
   ZT_REQUIRE(!sequences.empty(), "pack_sequences: no sequences given");
-  ZT_REQUIRE(labels.empty() || labels.size() == sequences.size(),
-             "pack_sequences: " + std::to_string(labels.size()) + " label lists for " +
-                 std::to_string(sequences.size()) + " sequences");
+  ZT_REQUIRE(labels.empty() || labels.size() == sequences.size(), "pack_sequences: " + std::to_string(labels.size()) +
+                                                                      " label lists for " +
+                                                                      std::to_string(sequences.size()) + " sequences");
   std::vector<double> ids, positions, packed_labels, cu{0};
   for (std::size_t s = 0; s < sequences.size(); ++s) {
     const auto& sequence = sequences[s];

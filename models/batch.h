@@ -22,8 +22,7 @@ struct PackedBatch {
 // Packs `sequences` (none empty) on `device`. With `labels`, one list per sequence of its
 // length, aligned with the tokens (labels[t] is the token expected after token t).
 PackedBatch pack_sequences(const std::vector<std::vector<std::int64_t>>& sequences,
-                           const std::vector<std::vector<std::int64_t>>& labels = {},
-                           Device device = Device::cpu());
+                           const std::vector<std::vector<std::int64_t>>& labels = {}, Device device = Device::cpu());
 
 // Next-token labels for language modelling: each token is labelled with the one after it in
 // its sequence, and the last token of every sequence with kIgnoreIndex.

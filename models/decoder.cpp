@@ -75,8 +75,8 @@ NormedSum add_then_norm(const ModelConfig& c, const Variable& x, const Variable&
   return {sum, norm(c, sum, weight)};
 }
 
-Variable self_attention(const ModelConfig& c, std::int64_t layer, const LayerParameters& parameters,
-                        const Variable& h, const TokenLayout& tokens, KvCache* cache) {
+Variable self_attention(const ModelConfig& c, std::int64_t layer, const LayerParameters& parameters, const Variable& h,
+                        const TokenLayout& tokens, KvCache* cache) {
   const LayerWeights& w = *parameters.weights;
   Qkv p = project_qkv(c, parameters, h);
   if (c.qk_norm) {
@@ -92,11 +92,11 @@ Variable self_attention(const ModelConfig& c, std::int64_t layer, const LayerPar
   ops::AttentionConfig attention_config{1.0 / std::sqrt(static_cast<double>(c.head_dim)), true};
   Variable attended;
   if (cache != nullptr) {
-    attended = Variable(cache->attend(layer, q.data(), k.data(), p.v.data(), tokens.cu_seqlens,
-                                      attention_config.softmax_scale));
+    attended = Variable(
+        cache->attend(layer, q.data(), k.data(), p.v.data(), tokens.cu_seqlens, attention_config.softmax_scale));
   } else if (parameters.prefix != nullptr) {
-    attended = attention(q, k, p.v, tokens.cu_seqlens, attention_config, parameters.prefix->keys,
-                         parameters.prefix->values);
+    attended =
+        attention(q, k, p.v, tokens.cu_seqlens, attention_config, parameters.prefix->keys, parameters.prefix->values);
   } else {
     attended = attention(q, k, p.v, tokens.cu_seqlens, attention_config, Variable(), Variable(), tokens.attn_impl);
   }
@@ -124,9 +124,8 @@ Variable decoder_layer(const ModelConfig& config, std::int64_t layer, const Laye
                        const Variable& x, const TokenLayout& tokens, KvCache* cache) {
   const LayerWeights& weights = *parameters.weights;
   const LayerRecording& record = parameters.record;
-  Variable attended =
-      self_attention(config, layer, parameters, record("input_layernorm", norm(config, x, weights[kInputNorm])), tokens,
-                     cache);
+  Variable attended = self_attention(config, layer, parameters,
+                                     record("input_layernorm", norm(config, x, weights[kInputNorm])), tokens, cache);
   const NormedSum after_attention = add_then_norm(config, attended, x, weights[kPostAttentionNorm]);
   return record("", residual_add(mlp(config, parameters, record("post_attention_layernorm", after_attention.normed)),
                                  after_attention.sum));

@@ -10,12 +10,12 @@
 #include <functional>
 
 #include "autograd/variable.h"
-#include "ops/attention/attention_backend.h"
 #include "models/activation_dump.h"
-#include "models/peft/adapters.h"
 #include "models/config/config.h"
-#include "models/weights/hf_names.h"
 #include "models/generation/kv_cache.h"
+#include "models/peft/adapters.h"
+#include "models/weights/hf_names.h"
+#include "ops/attention/attention_backend.h"
 
 namespace zt::models {
 
@@ -23,8 +23,8 @@ using autograd::Variable;
 using LayerWeights = std::array<Variable, kLayerSlotCount>;  // undefined where unused
 
 struct TokenLayout {
-  Tensor positions;   // [tokens] int64, on the model's device
-  Tensor cu_seqlens;  // [sequences + 1] int32, on the model's device
+  Tensor positions;                                              // [tokens] int64, on the model's device
+  Tensor cu_seqlens;                                             // [sequences + 1] int32, on the model's device
   ops::AttentionImpl attn_impl = ops::AttentionImpl::kZerotune;  // for uncached attention
 };
 
@@ -37,8 +37,8 @@ struct LayerParameters {
   const LayerWeights* weights = nullptr;
   const LayerLora* lora = nullptr;
   const PrefixKv* prefix = nullptr;
-  bool training = false;  // adapter dropout on: this forward will be differentiated
-  LayerRecording record;  // the layer's activations, when a recorder is set
+  bool training = false;                                   // adapter dropout on: this forward will be differentiated
+  LayerRecording record;                                   // the layer's activations, when a recorder is set
   const PartialSumReducer* reduce_partial_sums = nullptr;  // null: the layer is whole on this device
 };
 

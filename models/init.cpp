@@ -30,8 +30,12 @@ void init_weights(CausalLM& model, std::uint64_t seed) {
   for (const ParamSpec& spec : parameter_layout(config).all()) {
     Tensor value;
     switch (spec.kind) {
-      case ParamKind::kNorm: value = Tensor::ones(spec.shape, DType::kF32); break;
-      case ParamKind::kBias: value = Tensor::zeros(spec.shape, DType::kF32); break;
+      case ParamKind::kNorm:
+        value = Tensor::ones(spec.shape, DType::kF32);
+        break;
+      case ParamKind::kBias:
+        value = Tensor::zeros(spec.shape, DType::kF32);
+        break;
       default:
         value = Tensor::normal(spec.shape, seed, offset, 0.0, config.initializer_range, DType::kF32);
         offset += philox::blocks_for(static_cast<std::uint64_t>(value.numel()));

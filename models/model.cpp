@@ -5,9 +5,9 @@
 #include "autograd/checkpoint.h"
 #include "autograd/functions.h"
 #include "autograd/grad_mode.h"
-#include "models/weights/hf_names.h"
 #include "models/model_embedding.h"
 #include "models/model_inputs.h"
+#include "models/weights/hf_names.h"
 #include "runtime/error.h"
 
 namespace zt::models {
@@ -103,9 +103,9 @@ TokenLayout CausalLM::token_layout(const PackedShape& shape, const Tensor& posit
 }
 
 void CausalLM::set_lora(std::vector<LayerLora> lora) {
-  ZT_REQUIRE(lora.empty() || static_cast<std::int64_t>(lora.size()) == config_->num_layers,
-             "LoRA for " + std::to_string(lora.size()) + " layers on a model of " +
-                 std::to_string(config_->num_layers));
+  ZT_REQUIRE(
+      lora.empty() || static_cast<std::int64_t>(lora.size()) == config_->num_layers,
+      "LoRA for " + std::to_string(lora.size()) + " layers on a model of " + std::to_string(config_->num_layers));
   lora_ = std::move(lora);
 }
 
@@ -114,10 +114,11 @@ Variable CausalLM::run_layer(std::int64_t layer, const Variable& x, const TokenL
   const auto index = static_cast<std::size_t>(layer);
   const LayerLora* lora = lora_.empty() ? nullptr : &lora_[index];
   const PartialSumReducer* reducer = partial_sum_reducer_ ? &partial_sum_reducer_ : nullptr;
-  const LayerParameters parameters{&layers_[index], lora, prefix, autograd::grad_enabled(), {recorder_, layer}, reducer};
+  const LayerParameters parameters{&layers_[index],    lora,   prefix, autograd::grad_enabled(),
+                                   {recorder_, layer}, reducer};
   const ModuleRef module{ModuleKind::kLayer, layer};
-  const bool recompute = cache == nullptr && autograd::grad_enabled() &&
-                         (options_.gradient_checkpointing || gatherer_ != nullptr);
+  const bool recompute =
+      cache == nullptr && autograd::grad_enabled() && (options_.gradient_checkpointing || gatherer_ != nullptr);
   if (!recompute) {
     GatheredModule gathered(gatherer_, module);  // ZeRO-3 without gradients: gather, run, release
     return decoder_layer(*config_, layer, parameters, x, tokens, cache);
@@ -157,8 +158,8 @@ Variable CausalLM::forward_hidden(const Tensor& input_ids, const Tensor& positio
   return forward_packed(input_ids, positions, cu_seqlens, check_packed_inputs(input_ids, positions, cu_seqlens), cache);
 }
 
-Variable CausalLM::forward_hidden_on_device(const Tensor& input_ids, const Tensor& positions,
-                                            const Tensor& cu_seqlens, const PackedShape& shape, KvCache* cache) const {
+Variable CausalLM::forward_hidden_on_device(const Tensor& input_ids, const Tensor& positions, const Tensor& cu_seqlens,
+                                            const PackedShape& shape, KvCache* cache) const {
   for (const Tensor* t : {&input_ids, &positions, &cu_seqlens})
     ZT_REQUIRE(t->device() == options_.device, "forward_hidden_on_device: inputs must already be on " +
                                                    options_.device.str() + ", got one on " + t->device().str());

@@ -23,7 +23,7 @@ namespace zt::models {
 
 struct ModelOptions {
   Device device = Device::cpu();
-  DType dtype = DType::kF32;  // parameters and activations; CUDA training uses bf16
+  DType dtype = DType::kF32;            // parameters and activations; CUDA training uses bf16
   bool gradient_checkpointing = false;  // recompute each layer in backward (autograd/checkpoint.h)
   bool deterministic = true;            // the embedding's GPU backward sums in a fixed order
   ops::AttentionImpl attn_impl = ops::AttentionImpl::kZerotune;  // zerotune's kernels or cuDNN's

@@ -27,11 +27,11 @@ PackedShape check_packed_inputs(const Tensor& input_ids, const Tensor& positions
                                                     " entries for " + std::to_string(shape.tokens) + " input_ids");
   std::vector<double> cu = cu_seqlens.to_vector();
   ZT_REQUIRE(cu.size() >= 2 && cu.front() == 0.0 && cu.back() == static_cast<double>(shape.tokens),
-             "model forward: cu_seqlens must run from 0 to the token count " + std::to_string(shape.tokens) +
-                 ", got " + cu_seqlens.str());
+             "model forward: cu_seqlens must run from 0 to the token count " + std::to_string(shape.tokens) + ", got " +
+                 cu_seqlens.str());
   for (std::size_t i = 1; i < cu.size(); ++i) {
-    ZT_REQUIRE(cu[i] >= cu[i - 1], "model forward: cu_seqlens decreases at entry " + std::to_string(i) + ": " +
-                                       cu_seqlens.str());
+    ZT_REQUIRE(cu[i] >= cu[i - 1],
+               "model forward: cu_seqlens decreases at entry " + std::to_string(i) + ": " + cu_seqlens.str());
     shape.max_seqlen = std::max(shape.max_seqlen, static_cast<std::int64_t>(cu[i] - cu[i - 1]));
   }
   shape.sequences = static_cast<std::int64_t>(cu.size()) - 1;

@@ -4,11 +4,16 @@ namespace zt::models {
 
 std::string module_name(const ModuleRef& module) {
   switch (module.kind) {
-    case ModuleKind::kEmbedding: return "embedding";
-    case ModuleKind::kLayer: return "layer " + std::to_string(module.layer);
-    case ModuleKind::kFinalNorm: return "final norm";
-    case ModuleKind::kLmHead: return "LM head";
-    case ModuleKind::kPrefixEncoder: return "prefix encoder";
+    case ModuleKind::kEmbedding:
+      return "embedding";
+    case ModuleKind::kLayer:
+      return "layer " + std::to_string(module.layer);
+    case ModuleKind::kFinalNorm:
+      return "final norm";
+    case ModuleKind::kLmHead:
+      return "LM head";
+    case ModuleKind::kPrefixEncoder:
+      return "prefix encoder";
   }
   return "module";
 }

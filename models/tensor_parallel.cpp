@@ -27,9 +27,12 @@ ShardRanges ranges_of(const ModelConfig& c, ShardPlace place) {
   const std::int64_t first_head = place.rank * heads;
   const std::int64_t group = c.num_heads / c.num_kv_heads;  // query heads that read one kv head
   const std::int64_t ffn = c.intermediate_size / place.size;
-  return {first_head * c.head_dim,           heads * c.head_dim,
-          first_head / group * c.head_dim,   kv_heads_per_rank(c, place.size) * c.head_dim,
-          place.rank * ffn,                  ffn,
+  return {first_head * c.head_dim,
+          heads * c.head_dim,
+          first_head / group * c.head_dim,
+          kv_heads_per_rank(c, place.size) * c.head_dim,
+          place.rank * ffn,
+          ffn,
           place.rank == 0};
 }
 
@@ -71,15 +74,32 @@ Tensor row_parallel_bias_share(const Tensor& t, const ShardRanges& r) {
 
 Tensor share_of_slot(int slot, const Tensor& full, const ModelConfig& c, const ShardRanges& r) {
   switch (slot) {
-    case kQ: case kQBias: return rows(full, r.q_start, r.q_size);
-    case kK: case kKBias: case kV: case kVBias: return rows(full, r.kv_start, r.kv_size);
-    case kQkv: case kQkvBias: return fused_qkv_share(full, c, r);
-    case kGate: case kUp: return rows(full, r.ffn_start, r.ffn_size);
-    case kGateUp: case kGateUpBias: return fused_gate_up_share(full, c, r);
-    case kO: return columns(full, r.q_start, r.q_size);
-    case kDown: return columns(full, r.ffn_start, r.ffn_size);
-    case kOBias: case kDownBias: return row_parallel_bias_share(full, r);
-    default: return full;  // norms, Qwen3's per-head q/k norms included: every rank needs them whole
+    case kQ:
+    case kQBias:
+      return rows(full, r.q_start, r.q_size);
+    case kK:
+    case kKBias:
+    case kV:
+    case kVBias:
+      return rows(full, r.kv_start, r.kv_size);
+    case kQkv:
+    case kQkvBias:
+      return fused_qkv_share(full, c, r);
+    case kGate:
+    case kUp:
+      return rows(full, r.ffn_start, r.ffn_size);
+    case kGateUp:
+    case kGateUpBias:
+      return fused_gate_up_share(full, c, r);
+    case kO:
+      return columns(full, r.q_start, r.q_size);
+    case kDown:
+      return columns(full, r.ffn_start, r.ffn_size);
+    case kOBias:
+    case kDownBias:
+      return row_parallel_bias_share(full, r);
+    default:
+      return full;  // norms, Qwen3's per-head q/k norms included: every rank needs them whole
   }
 }
 
@@ -109,7 +129,8 @@ CausalLM::PrefixSource prefix_share(const CausalLM& full, const ShardRanges& r, 
 std::vector<std::string> split_problems(const ModelConfig& c, int size) {
   const std::string n = std::to_string(size);
   std::vector<std::string> problems;
-  if (c.num_heads % size != 0) problems.push_back(std::to_string(c.num_heads) + " attention heads do not divide by " + n);
+  if (c.num_heads % size != 0)
+    problems.push_back(std::to_string(c.num_heads) + " attention heads do not divide by " + n);
   if (c.intermediate_size % size != 0)
     problems.push_back("intermediate_size " + std::to_string(c.intermediate_size) + " does not divide by " + n);
   if (c.num_kv_heads % size != 0 && size % c.num_kv_heads != 0)
@@ -151,8 +172,9 @@ CausalLM shard_model(const CausalLM& full, ShardPlace place, Device device) {
   const ModelConfig& config = full.config();
   ZT_REQUIRE(place.rank >= 0 && place.rank < place.size,
              "shard_model: rank " + std::to_string(place.rank) + " is not one of " + std::to_string(place.size));
-  ZT_REQUIRE(full.lora().empty(), "shard_model: the model carries a LoRA; merge it first (models::merge_lora), "
-                                  "tensor parallelism splits the merged weights");
+  ZT_REQUIRE(full.lora().empty(),
+             "shard_model: the model carries a LoRA; merge it first (models::merge_lora), "
+             "tensor parallelism splits the merged weights");
   ModelOptions options = full.options();
   options.device = device;
   CausalLM shard(shard_config(config, place.size), options);
@@ -167,7 +189,8 @@ CausalLM shard_model(const CausalLM& full, ShardPlace place, Device device) {
   replicate(layout.embedding.name);
   for (const LayerSpecs& layer : layout.layers)
     for (int slot = 0; slot < kLayerSlotCount; ++slot)
-      if (layer[slot]) fill(layer[slot]->name, share_of_slot(slot, full.parameter(layer[slot]->name).data(), config, ranges));
+      if (layer[slot])
+        fill(layer[slot]->name, share_of_slot(slot, full.parameter(layer[slot]->name).data(), config, ranges));
   if (layout.final_norm) replicate(layout.final_norm->name);
   if (layout.lm_head) replicate(layout.lm_head->name);
   if (full.prefix_source()) shard.set_prefix_source(prefix_share(full, ranges, device), full.prefix_positions());

@@ -53,8 +53,8 @@ AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
     if (fd_ < 0 && errno != EEXIST) break;
   }
   if (fd_ < 0)
-    fail("cannot write '" + path_ + "': creating the temporary file '" + temp_path_ + "' failed: " +
-         errno_text(errno) + "; check that the directory exists and is writable");
+    fail("cannot write '" + path_ + "': creating the temporary file '" + temp_path_ + "' failed: " + errno_text(errno) +
+         "; check that the directory exists and is writable");
 }
 
 AtomicFile::~AtomicFile() { abandon(); }
@@ -91,8 +91,8 @@ void AtomicFile::commit() {
 
 void AtomicFile::fail_abandoning(const std::string& what, int error_number) {
   abandon();
-  fail("cannot write '" + path_ + "': " + what + " the temporary file '" + temp_path_ + "' failed: " +
-       errno_text(error_number) + "; the previous file, if any, is unchanged");
+  fail("cannot write '" + path_ + "': " + what + " the temporary file '" + temp_path_ +
+       "' failed: " + errno_text(error_number) + "; the previous file, if any, is unchanged");
 }
 
 void AtomicFile::abandon() noexcept {

@@ -10,8 +10,8 @@ namespace {
 
 [[noreturn]] void throw_failed(const char* library, const char* call, const char* file, int line,
                                const std::string& reason) {
-  throw Error(std::string(library) + " call `" + call + "` failed at " + file + ":" +
-              std::to_string(line) + rank_suffix() + ": " + reason);
+  throw Error(std::string(library) + " call `" + call + "` failed at " + file + ":" + std::to_string(line) +
+              rank_suffix() + ": " + reason);
 }
 
 }  // namespace
@@ -21,8 +21,8 @@ void check_cuda(cudaError_t status, const char* call, const char* file, int line
   cudaGetLastError();  // clear the sticky-free error so later calls are not blamed
   std::string reason = std::string(cudaGetErrorString(status)) + " (" + cudaGetErrorName(status) + ")";
   if (status == cudaErrorNoDevice || status == cudaErrorInsufficientDriver)
-    throw NoGpuError("CUDA call `" + std::string(call) + "` failed at " + file + ":" +
-                     std::to_string(line) + rank_suffix() + ": " + reason +
+    throw NoGpuError("CUDA call `" + std::string(call) + "` failed at " + file + ":" + std::to_string(line) +
+                     rank_suffix() + ": " + reason +
                      "; this needs an NVIDIA GPU with a working driver (see `zerotune env`)");
   throw_failed("CUDA", call, file, line, reason);
 }
@@ -36,8 +36,7 @@ void check_cublas(cublasStatus_t status, const char* call, const char* file, int
 void check_nccl(ncclResult_t status, const char* call, const char* file, int line) {
   if (status == ncclSuccess) return;
   throw_failed("NCCL", call, file, line,
-               std::string(ncclGetErrorString(status)) +
-                   "; run with NCCL_DEBUG=INFO for NCCL's own account");
+               std::string(ncclGetErrorString(status)) + "; run with NCCL_DEBUG=INFO for NCCL's own account");
 }
 
 void check_cudnn(cudnnStatus_t status, const char* call, const char* file, int line) {

@@ -37,24 +37,20 @@ const CudaProbe& probe() {
 void require_valid_index(int index) {
   int count = cuda_device_count();
   if (index < 0 || index >= count)
-    throw Error("CUDA device " + std::to_string(index) + " does not exist: " +
-                std::to_string(count) + " device(s) are visible" +
-                (count == 0 ? " (" + cuda_unavailable_reason() + ")" : ""));
+    throw Error("CUDA device " + std::to_string(index) + " does not exist: " + std::to_string(count) +
+                " device(s) are visible" + (count == 0 ? " (" + cuda_unavailable_reason() + ")" : ""));
 }
 
 }  // namespace
 
-std::string Device::str() const {
-  return is_cpu() ? "cpu" : "cuda:" + std::to_string(index);
-}
+std::string Device::str() const { return is_cpu() ? "cpu" : "cuda:" + std::to_string(index); }
 
 Device parse_device(const std::string& text) {
   if (text == "cpu") return Device::cpu();
   if (text == "cuda" || text == "gpu") return Device::cuda(0);
   if (text.rfind("cuda:", 0) == 0 && text.size() > 5) {
     const std::string digits = text.substr(5);
-    if (digits.find_first_not_of("0123456789") == std::string::npos)
-      return Device::cuda(std::stoi(digits));
+    if (digits.find_first_not_of("0123456789") == std::string::npos) return Device::cuda(std::stoi(digits));
   }
   throw Error("unknown device '" + text + "'; use cpu, cuda or cuda:N");
 }

@@ -11,9 +11,8 @@
 namespace zt {
 
 int sm_clock_khz(int device) {
-  ZT_REQUIRE(device >= 0 && device < cuda_device_count(),
-             "sm_clock_khz: no CUDA device " + std::to_string(device) + " (" +
-                 std::to_string(cuda_device_count()) + " visible)");
+  ZT_REQUIRE(device >= 0 && device < cuda_device_count(), "sm_clock_khz: no CUDA device " + std::to_string(device) +
+                                                              " (" + std::to_string(cuda_device_count()) + " visible)");
   int khz = 0;
   ZT_CUDA_CHECK(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, device));
   return khz;

@@ -10,27 +10,39 @@ namespace zt {
 std::size_t dtype_size(DType dtype) {
   switch (dtype) {
     case DType::kF64:
-    case DType::kI64: return 8;
+    case DType::kI64:
+      return 8;
     case DType::kF32:
-    case DType::kI32: return 4;
+    case DType::kI32:
+      return 4;
     case DType::kF16:
-    case DType::kBF16: return 2;
+    case DType::kBF16:
+      return 2;
     case DType::kU8:
-    case DType::kBool: return 1;
+    case DType::kBool:
+      return 1;
   }
   return 0;
 }
 
 const char* dtype_name(DType dtype) {
   switch (dtype) {
-    case DType::kF32: return "float32";
-    case DType::kF64: return "float64";
-    case DType::kF16: return "float16";
-    case DType::kBF16: return "bfloat16";
-    case DType::kI32: return "int32";
-    case DType::kI64: return "int64";
-    case DType::kU8: return "uint8";
-    case DType::kBool: return "bool";
+    case DType::kF32:
+      return "float32";
+    case DType::kF64:
+      return "float64";
+    case DType::kF16:
+      return "float16";
+    case DType::kBF16:
+      return "bfloat16";
+    case DType::kI32:
+      return "int32";
+    case DType::kI64:
+      return "int64";
+    case DType::kU8:
+      return "uint8";
+    case DType::kBool:
+      return "bool";
   }
   return "unknown";
 }
@@ -52,9 +64,7 @@ DType parse_dtype(const std::string& text) {
               "'; use one of float32, float64, float16, bfloat16, int32, int64, uint8, bool");
 }
 
-float bf16_bits_to_float(std::uint16_t bits) {
-  return std::bit_cast<float>(static_cast<std::uint32_t>(bits) << 16);
-}
+float bf16_bits_to_float(std::uint16_t bits) { return std::bit_cast<float>(static_cast<std::uint32_t>(bits) << 16); }
 
 std::uint16_t float_to_bf16_bits(float value) {
   std::uint32_t u = std::bit_cast<std::uint32_t>(value);
@@ -79,9 +89,9 @@ std::uint16_t float_to_half_bits(float value) {
   std::uint32_t u = std::bit_cast<std::uint32_t>(value);
   std::uint16_t sign = static_cast<std::uint16_t>((u >> 16) & 0x8000);
   std::uint32_t magnitude = u & 0x7FFFFFFF;
-  if (magnitude > 0x7F800000) return sign | 0x7E00;            // NaN
-  if (magnitude >= 0x477FF000) return sign | 0x7C00;           // rounds past 65504: inf
-  if (magnitude < 0x38800000) {                                // below 2^-14: subnormal
+  if (magnitude > 0x7F800000) return sign | 0x7E00;   // NaN
+  if (magnitude >= 0x477FF000) return sign | 0x7C00;  // rounds past 65504: inf
+  if (magnitude < 0x38800000) {                       // below 2^-14: subnormal
     // Scale into the subnormal grid (units of 2^-24) and round to nearest even there.
     float scaled = std::bit_cast<float>(magnitude) * 16777216.0f;
     return sign | static_cast<std::uint16_t>(std::nearbyint(scaled));

@@ -89,8 +89,9 @@ json gpus() {
 }
 
 bool reported_variable(const std::string& name) {
-  static const char* const kExact[] = {"CUDA_VISIBLE_DEVICES", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
-                                       "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT", "ZT_LOG_LEVEL", "ZT_LOG_ALL_RANKS"};
+  static const char* const kExact[] = {
+      "CUDA_VISIBLE_DEVICES", "RANK",        "WORLD_SIZE",  "LOCAL_RANK",   "LOCAL_WORLD_SIZE",
+      "GROUP_RANK",           "MASTER_ADDR", "MASTER_PORT", "ZT_LOG_LEVEL", "ZT_LOG_ALL_RANKS"};
   static const char* const kPrefixes[] = {"OMPI_COMM_WORLD_", "SLURM_", "NCCL_", "TORCHELASTIC_"};
   for (const char* exact : kExact)
     if (name == exact) return true;
@@ -115,24 +116,18 @@ json host() {
   char name[256] = {};
   gethostname(name, sizeof(name) - 1);
   ProcessRank r = current_rank();
-  return {{"hostname", name},
-          {"cpu_threads", std::thread::hardware_concurrency()},
-          {"launcher", r.launcher},
-          {"rank", r.rank},
-          {"world_size", r.world_size},
-          {"local_rank", r.local_rank}};
+  return {{"hostname", name},           {"cpu_threads", std::thread::hardware_concurrency()},
+          {"launcher", r.launcher},     {"rank", r.rank},
+          {"world_size", r.world_size}, {"local_rank", r.local_rank}};
 }
 
 }  // namespace
 
 json collect_environment_report() {
   json report;
-  report["zerotune"] = {{"version", build::kVersion},
-                        {"git_revision", build::kGitRevision},
-                        {"build_type", build::kBuildType},
-                        {"cuda_architectures", build::kCudaArchitectures},
-                        {"cxx_compiler", build::kCxxCompiler},
-                        {"cuda_compiler", build::kCudaCompiler}};
+  report["zerotune"] = {{"version", build::kVersion},          {"git_revision", build::kGitRevision},
+                        {"build_type", build::kBuildType},     {"cuda_architectures", build::kCudaArchitectures},
+                        {"cxx_compiler", build::kCxxCompiler}, {"cuda_compiler", build::kCudaCompiler}};
   report["libraries"] = libraries();
   report["gpus"] = gpus();
   if (!cuda_available()) report["gpu_unavailable_reason"] = cuda_unavailable_reason();

@@ -23,7 +23,7 @@ class NoGpuError : public Error {
 }  // namespace zt
 
 // ZT_REQUIRE(cond, message): user-facing precondition; `message` is a std::string expression.
-#define ZT_REQUIRE(cond, message) \
-  do {                            \
+#define ZT_REQUIRE(cond, message)     \
+  do {                                \
     if (!(cond)) ::zt::fail(message); \
   } while (0)

@@ -34,10 +34,14 @@ bool all_ranks_print() {
 
 char level_letter(Level level) {
   switch (level) {
-    case Level::kDebug: return 'D';
-    case Level::kInfo: return 'I';
-    case Level::kWarn: return 'W';
-    case Level::kError: return 'E';
+    case Level::kDebug:
+      return 'D';
+    case Level::kInfo:
+      return 'I';
+    case Level::kWarn:
+      return 'W';
+    case Level::kError:
+      return 'E';
   }
   return '?';
 }
@@ -64,8 +68,7 @@ bool enabled(Level wanted) {
 std::string prefix(Level lvl) {
   const ProcessRank r = current_rank();
   std::string text = "[zerotune";
-  if (r.distributed || r.world_size > 1)
-    text += " rank " + std::to_string(r.rank) + "/" + std::to_string(r.world_size);
+  if (r.distributed || r.world_size > 1) text += " rank " + std::to_string(r.rank) + "/" + std::to_string(r.world_size);
   text += ' ';
   text += level_letter(lvl);
   text += "] ";

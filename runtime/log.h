@@ -21,13 +21,13 @@ std::string prefix(Level level);
 
 }  // namespace zt::log
 
-#define ZT_LOG(level_name, stream_expr)                                          \
-  do {                                                                           \
-    if (::zt::log::enabled(::zt::log::Level::level_name)) {                      \
-      std::ostringstream zt_log_stream;                                          \
-      zt_log_stream << stream_expr;                                              \
-      ::zt::log::write(::zt::log::Level::level_name, zt_log_stream.str());       \
-    }                                                                            \
+#define ZT_LOG(level_name, stream_expr)                                    \
+  do {                                                                     \
+    if (::zt::log::enabled(::zt::log::Level::level_name)) {                \
+      std::ostringstream zt_log_stream;                                    \
+      zt_log_stream << stream_expr;                                        \
+      ::zt::log::write(::zt::log::Level::level_name, zt_log_stream.str()); \
+    }                                                                      \
   } while (0)
 
 #define ZT_DEBUG(x) ZT_LOG(kDebug, x)

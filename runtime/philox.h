@@ -26,8 +26,8 @@ ZT_HOST_DEVICE void mul_hi_lo(std::uint32_t a, std::uint32_t b, std::uint32_t& h
 }
 
 // Ten rounds over counter (c0..c3) with key (k0, k1).
-ZT_HOST_DEVICE Block philox4x32_10(std::uint32_t c0, std::uint32_t c1, std::uint32_t c2,
-                                   std::uint32_t c3, std::uint32_t k0, std::uint32_t k1) {
+ZT_HOST_DEVICE Block philox4x32_10(std::uint32_t c0, std::uint32_t c1, std::uint32_t c2, std::uint32_t c3,
+                                   std::uint32_t k0, std::uint32_t k1) {
   constexpr std::uint32_t kMul0 = 0xD2511F53u, kMul1 = 0xCD9E8D57u;
   constexpr std::uint32_t kWeyl0 = 0x9E3779B9u, kWeyl1 = 0xBB67AE85u;
   for (int round = 0; round < 10; ++round) {
@@ -35,7 +35,10 @@ ZT_HOST_DEVICE Block philox4x32_10(std::uint32_t c0, std::uint32_t c1, std::uint
     mul_hi_lo(kMul0, c0, hi0, lo0);
     mul_hi_lo(kMul1, c2, hi1, lo1);
     std::uint32_t n0 = hi1 ^ c1 ^ k0, n1 = lo1, n2 = hi0 ^ c3 ^ k1, n3 = lo0;
-    c0 = n0; c1 = n1; c2 = n2; c3 = n3;
+    c0 = n0;
+    c1 = n1;
+    c2 = n2;
+    c3 = n3;
     k0 += kWeyl0;
     k1 += kWeyl1;
   }
@@ -45,14 +48,12 @@ ZT_HOST_DEVICE Block philox4x32_10(std::uint32_t c0, std::uint32_t c1, std::uint
 // The 4 words of block `block_index` of stream (seed, offset): counter = offset + block.
 ZT_HOST_DEVICE Block block(std::uint64_t seed, std::uint64_t offset, std::uint64_t block_index) {
   std::uint64_t counter = offset + block_index;
-  return philox4x32_10(static_cast<std::uint32_t>(counter), static_cast<std::uint32_t>(counter >> 32),
-                       0u, 0u, static_cast<std::uint32_t>(seed), static_cast<std::uint32_t>(seed >> 32));
+  return philox4x32_10(static_cast<std::uint32_t>(counter), static_cast<std::uint32_t>(counter >> 32), 0u, 0u,
+                       static_cast<std::uint32_t>(seed), static_cast<std::uint32_t>(seed >> 32));
 }
 
 // A uniform float in [0, 1) from the top 24 bits, exactly representable.
-ZT_HOST_DEVICE float to_unit_float(std::uint32_t bits) {
-  return static_cast<float>(bits >> 8) * (1.0f / 16777216.0f);
-}
+ZT_HOST_DEVICE float to_unit_float(std::uint32_t bits) { return static_cast<float>(bits >> 8) * (1.0f / 16777216.0f); }
 
 // Element i of the uniform [0,1) stream (seed, offset); offsets advance by ceil(n/4) blocks.
 ZT_HOST_DEVICE float uniform(std::uint64_t seed, std::uint64_t offset, std::uint64_t i) {

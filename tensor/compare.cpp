@@ -7,8 +7,8 @@ namespace zt {
 namespace {
 
 void require_same_shape(const Tensor& a, const Tensor& b, const char* what) {
-  ZT_REQUIRE(a.shape() == b.shape(), std::string(what) + ": shapes differ, " + shape_str(a.shape()) + " vs " +
-                                         shape_str(b.shape()));
+  ZT_REQUIRE(a.shape() == b.shape(),
+             std::string(what) + ": shapes differ, " + shape_str(a.shape()) + " vs " + shape_str(b.shape()));
 }
 
 }  // namespace

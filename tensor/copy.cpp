@@ -5,10 +5,10 @@
 
 #include "runtime/check.h"
 #include "runtime/error.h"
+#include "runtime/streams/current_stream.h"
 #include "tensor/device_kernels.h"
 #include "tensor/dispatch.h"
 #include "tensor/tensor.h"
-#include "runtime/streams/current_stream.h"
 
 namespace zt {
 namespace {
@@ -101,9 +101,9 @@ bool copy_across_devices(Tensor& dst, const Tensor& src, cudaStream_t stream) {
 
 void check_copy_shapes(const Tensor& dst, const Tensor& src) {
   ZT_REQUIRE(dst.defined() && src.defined(), "copy between undefined tensors");
-  ZT_REQUIRE(dst.shape() == src.shape(),
-             "copy from shape " + shape_str(src.shape()) + " into shape " + shape_str(dst.shape()) +
-                 ": shapes must be equal (use expand() to broadcast)");
+  ZT_REQUIRE(dst.shape() == src.shape(), "copy from shape " + shape_str(src.shape()) + " into shape " +
+                                             shape_str(dst.shape()) +
+                                             ": shapes must be equal (use expand() to broadcast)");
 }
 
 }  // namespace

@@ -86,7 +86,7 @@ void strided_copy(const void* src, DType src_dtype, const StridedLayout& src_lay
   dispatch_dtype_as<__half, __nv_bfloat16>(src_dtype, [&]<typename S>() {
     dispatch_dtype_as<__half, __nv_bfloat16>(dst_dtype, [&]<typename D>() {
       strided_copy_kernel<S, D><<<grid_for(numel), kThreads, 0, stream>>>(static_cast<const S*>(src), src_layout,
-                                                                           static_cast<D*>(dst), dst_layout, numel);
+                                                                          static_cast<D*>(dst), dst_layout, numel);
     });
   });
   ZT_CUDA_CHECK(cudaGetLastError());
@@ -105,8 +105,8 @@ void philox_fill(void* dst, DType dtype, std::int64_t n, std::uint64_t seed, std
   if (n == 0) return;
   bool normal = distribution == Distribution::kNormal;
   dispatch_dtype_as<__half, __nv_bfloat16>(dtype, [&]<typename T>() {
-    philox_fill_kernel<T><<<grid_for(n), kThreads, 0, stream>>>(static_cast<T*>(dst), n, seed, offset, normal, scale,
-                                                                 shift);
+    philox_fill_kernel<T>
+        <<<grid_for(n), kThreads, 0, stream>>>(static_cast<T*>(dst), n, seed, offset, normal, scale, shift);
   });
   ZT_CUDA_CHECK(cudaGetLastError());
 }

@@ -15,14 +15,22 @@ namespace zt {
 template <typename Half16, typename BFloat16T, typename F>
 decltype(auto) dispatch_dtype_as(DType dtype, F&& f) {
   switch (dtype) {
-    case DType::kF32: return f.template operator()<float>();
-    case DType::kF64: return f.template operator()<double>();
-    case DType::kF16: return f.template operator()<Half16>();
-    case DType::kBF16: return f.template operator()<BFloat16T>();
-    case DType::kI32: return f.template operator()<std::int32_t>();
-    case DType::kI64: return f.template operator()<std::int64_t>();
-    case DType::kU8: return f.template operator()<std::uint8_t>();
-    case DType::kBool: return f.template operator()<bool>();
+    case DType::kF32:
+      return f.template operator()<float>();
+    case DType::kF64:
+      return f.template operator()<double>();
+    case DType::kF16:
+      return f.template operator()<Half16>();
+    case DType::kBF16:
+      return f.template operator()<BFloat16T>();
+    case DType::kI32:
+      return f.template operator()<std::int32_t>();
+    case DType::kI64:
+      return f.template operator()<std::int64_t>();
+    case DType::kU8:
+      return f.template operator()<std::uint8_t>();
+    case DType::kBool:
+      return f.template operator()<bool>();
   }
   throw Error("unknown dtype code " + std::to_string(static_cast<int>(dtype)));
 }
@@ -34,33 +42,45 @@ decltype(auto) dispatch_dtype(DType dtype, F&& f) {
 
 template <typename T>
 double to_double(T value) {
-  if constexpr (std::is_same_v<T, Half>) return half_bits_to_float(value.bits);
-  else if constexpr (std::is_same_v<T, BFloat16>) return bf16_bits_to_float(value.bits);
-  else return static_cast<double>(value);
+  if constexpr (std::is_same_v<T, Half>)
+    return half_bits_to_float(value.bits);
+  else if constexpr (std::is_same_v<T, BFloat16>)
+    return bf16_bits_to_float(value.bits);
+  else
+    return static_cast<double>(value);
 }
 
 template <typename T>
 T from_double(double value) {
-  if constexpr (std::is_same_v<T, Half>) return Half{float_to_half_bits(static_cast<float>(value))};
-  else if constexpr (std::is_same_v<T, BFloat16>) return BFloat16{float_to_bf16_bits(static_cast<float>(value))};
-  else if constexpr (std::is_same_v<T, bool>) return value != 0.0;
-  else return static_cast<T>(value);
+  if constexpr (std::is_same_v<T, Half>)
+    return Half{float_to_half_bits(static_cast<float>(value))};
+  else if constexpr (std::is_same_v<T, BFloat16>)
+    return BFloat16{float_to_bf16_bits(static_cast<float>(value))};
+  else if constexpr (std::is_same_v<T, bool>)
+    return value != 0.0;
+  else
+    return static_cast<T>(value);
 }
 
 // Element conversion as torch's copy_ does it; integers to integers stay exact.
 template <typename D, typename S>
 D convert_element(S value) {
-  if constexpr (std::is_same_v<D, S>) return value;
+  if constexpr (std::is_same_v<D, S>)
+    return value;
   else if constexpr (std::is_integral_v<D> && std::is_integral_v<S> && !std::is_same_v<D, bool>)
     return static_cast<D>(value);
-  else if constexpr (std::is_same_v<D, bool> && std::is_integral_v<S>) return value != 0;
+  else if constexpr (std::is_same_v<D, bool> && std::is_integral_v<S>)
+    return value != 0;
   // Float to a narrower integer goes through int64, so out-of-range values wrap (as torch's
   // CPU copy does) instead of being undefined; the GPU kernel does the same.
   else if constexpr (std::is_integral_v<D> && !std::is_same_v<D, bool>)
     return static_cast<D>(static_cast<std::int64_t>(to_double(value)));
-  else if constexpr (std::is_same_v<D, BFloat16> && std::is_same_v<S, float>) return BFloat16{float_to_bf16_bits(value)};
-  else if constexpr (std::is_same_v<D, Half> && std::is_same_v<S, float>) return Half{float_to_half_bits(value)};
-  else return from_double<D>(to_double(value));
+  else if constexpr (std::is_same_v<D, BFloat16> && std::is_same_v<S, float>)
+    return BFloat16{float_to_bf16_bits(value)};
+  else if constexpr (std::is_same_v<D, Half> && std::is_same_v<S, float>)
+    return Half{float_to_half_bits(value)};
+  else
+    return from_double<D>(to_double(value));
 }
 
 }  // namespace zt

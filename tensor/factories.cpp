@@ -2,10 +2,10 @@
 
 #include "runtime/error.h"
 #include "runtime/philox.h"
+#include "runtime/streams/current_stream.h"
 #include "tensor/device_kernels.h"
 #include "tensor/dispatch.h"
 #include "tensor/tensor.h"
-#include "runtime/streams/current_stream.h"
 
 namespace zt {
 namespace {

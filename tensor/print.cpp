@@ -10,10 +10,14 @@ namespace {
 
 std::string format_value(double value, bool floating) {
   char buffer[32];
-  if (!floating) std::snprintf(buffer, sizeof(buffer), "%lld", static_cast<long long>(value));
-  else if (std::isnan(value)) std::snprintf(buffer, sizeof(buffer), "nan");
-  else if (std::isinf(value)) std::snprintf(buffer, sizeof(buffer), value > 0 ? "inf" : "-inf");
-  else std::snprintf(buffer, sizeof(buffer), "%.4f", value);
+  if (!floating)
+    std::snprintf(buffer, sizeof(buffer), "%lld", static_cast<long long>(value));
+  else if (std::isnan(value))
+    std::snprintf(buffer, sizeof(buffer), "nan");
+  else if (std::isinf(value))
+    std::snprintf(buffer, sizeof(buffer), value > 0 ? "inf" : "-inf");
+  else
+    std::snprintf(buffer, sizeof(buffer), "%.4f", value);
   return buffer;
 }
 

@@ -1,11 +1,11 @@
 #include <atomic>
 #include <cstdlib>
 
-#include "runtime/memory/caching_allocator.h"
 #include "runtime/check.h"
-#include "runtime/memory/pinned_allocator.h"
 #include "runtime/device.h"
 #include "runtime/error.h"
+#include "runtime/memory/caching_allocator.h"
+#include "runtime/memory/pinned_allocator.h"
 #include "tensor/tensor.h"
 
 namespace zt {
@@ -18,8 +18,7 @@ constexpr std::size_t kHostAlignment = 64;  // a cache line: lets SIMD loops use
 void* allocate_host(std::size_t nbytes) {
   std::size_t rounded = (nbytes + kHostAlignment - 1) / kHostAlignment * kHostAlignment;
   void* data = std::aligned_alloc(kHostAlignment, rounded == 0 ? kHostAlignment : rounded);
-  if (data == nullptr)
-    throw Error("out of host memory allocating " + std::to_string(nbytes) + " bytes");
+  if (data == nullptr) throw Error("out of host memory allocating " + std::to_string(nbytes) + " bytes");
   return data;
 }
 

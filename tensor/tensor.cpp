@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <numeric>
 
-#include "runtime/memory/pinned_allocator.h"
 #include "runtime/error.h"
+#include "runtime/memory/pinned_allocator.h"
 #include "runtime/streams/current_stream.h"
 
 namespace zt {
@@ -33,7 +33,10 @@ Shape contiguous_strides(const Shape& shape) {
 }
 
 Tensor::Tensor(std::shared_ptr<Storage> storage, Shape shape, Shape strides, std::int64_t offset, DType dtype)
-    : storage_(std::move(storage)), shape_(std::move(shape)), strides_(std::move(strides)), offset_(offset),
+    : storage_(std::move(storage)),
+      shape_(std::move(shape)),
+      strides_(std::move(strides)),
+      offset_(offset),
       dtype_(dtype) {}
 
 Tensor Tensor::make_view(Shape shape, Shape strides, std::int64_t offset) const {
@@ -56,11 +59,9 @@ Tensor Tensor::empty_pinned(const Shape& shape, DType dtype) {
   return Tensor(Storage::allocate_pinned(nbytes), shape, contiguous_strides(shape), 0, dtype);
 }
 
-Tensor Tensor::from_blob(void* data, const Shape& shape, DType dtype, Device device,
-                         std::shared_ptr<void> keep_alive) {
+Tensor Tensor::from_blob(void* data, const Shape& shape, DType dtype, Device device, std::shared_ptr<void> keep_alive) {
   std::size_t nbytes = static_cast<std::size_t>(shape_numel(shape)) * dtype_size(dtype);
-  return Tensor(Storage::wrap(data, nbytes, device, std::move(keep_alive)), shape, contiguous_strides(shape), 0,
-                dtype);
+  return Tensor(Storage::wrap(data, nbytes, device, std::move(keep_alive)), shape, contiguous_strides(shape), 0, dtype);
 }
 
 std::int64_t Tensor::wrap_dim(std::int64_t d, std::int64_t ndim_plus) const {
@@ -109,9 +110,9 @@ Tensor Tensor::slice(std::int64_t d, std::int64_t start, std::int64_t end, std::
   if (start < 0) start += extent;
   if (end < 0) end += extent;
   end = std::min(end, extent);
-  ZT_REQUIRE(start >= 0 && start <= end,
-             "slice [" + std::to_string(start) + ", " + std::to_string(end) + ") of dimension " + std::to_string(d) +
-                 " is out of range for shape " + shape_str(shape_));
+  ZT_REQUIRE(start >= 0 && start <= end, "slice [" + std::to_string(start) + ", " + std::to_string(end) +
+                                             ") of dimension " + std::to_string(d) + " is out of range for shape " +
+                                             shape_str(shape_));
   Shape shape = shape_, strides = strides_;
   shape[d] = (end - start + step - 1) / step;
   strides[d] = strides_[d] * step;
@@ -121,9 +122,8 @@ Tensor Tensor::slice(std::int64_t d, std::int64_t start, std::int64_t end, std::
 Tensor Tensor::select(std::int64_t d, std::int64_t index) const {
   d = wrap_dim(d);
   if (index < 0) index += shape_[d];
-  ZT_REQUIRE(index >= 0 && index < shape_[d],
-             "index " + std::to_string(index) + " is out of range for dimension " + std::to_string(d) +
-                 " of shape " + shape_str(shape_));
+  ZT_REQUIRE(index >= 0 && index < shape_[d], "index " + std::to_string(index) + " is out of range for dimension " +
+                                                  std::to_string(d) + " of shape " + shape_str(shape_));
   Shape shape = shape_, strides = strides_;
   shape.erase(shape.begin() + d);
   strides.erase(strides.begin() + d);
@@ -183,8 +183,8 @@ Tensor Tensor::view(const Shape& requested) const {
   Shape shape = infer_shape(requested, numel(), shape_);
   Shape strides;
   ZT_REQUIRE(view_strides(shape_, strides_, shape, strides),
-             "cannot view a tensor of shape " + shape_str(shape_) + " with strides " + shape_str(strides_) +
-                 " as " + shape_str(shape) + " without a copy; use reshape() or contiguous() first");
+             "cannot view a tensor of shape " + shape_str(shape_) + " with strides " + shape_str(strides_) + " as " +
+                 shape_str(shape) + " without a copy; use reshape() or contiguous() first");
   return make_view(shape, strides, offset_);
 }
 
@@ -205,9 +205,9 @@ Tensor Tensor::transpose(std::int64_t d0, std::int64_t d1) const {
 }
 
 Tensor Tensor::permute(const std::vector<std::int64_t>& order) const {
-  ZT_REQUIRE(static_cast<std::int64_t>(order.size()) == dim(),
-             "permute order has " + std::to_string(order.size()) + " entries for a " + std::to_string(dim()) +
-                 "-d tensor");
+  ZT_REQUIRE(
+      static_cast<std::int64_t>(order.size()) == dim(),
+      "permute order has " + std::to_string(order.size()) + " entries for a " + std::to_string(dim()) + "-d tensor");
   Shape shape(order.size()), strides(order.size());
   std::vector<bool> seen(order.size(), false);
   for (std::size_t i = 0; i < order.size(); ++i) {
@@ -229,9 +229,9 @@ Tensor Tensor::expand(const Shape& target) const {
     bool existing = i >= lead;
     std::int64_t current = existing ? shape_[i - lead] : 1;
     std::int64_t wanted = target[i] == -1 ? current : target[i];
-    ZT_REQUIRE(current == wanted || current == 1,
-               "cannot expand shape " + shape_str(shape_) + " to " + shape_str(target) + ": dimension " +
-                   std::to_string(i) + " has size " + std::to_string(current) + ", not 1");
+    ZT_REQUIRE(current == wanted || current == 1, "cannot expand shape " + shape_str(shape_) + " to " +
+                                                      shape_str(target) + ": dimension " + std::to_string(i) +
+                                                      " has size " + std::to_string(current) + ", not 1");
     shape[i] = wanted;
     strides[i] = existing && current == wanted ? strides_[i - lead] : 0;
   }

@@ -29,8 +29,7 @@ class Storage {
   // Page-locked host memory, so host<->device copies from it can run asynchronously.
   static std::shared_ptr<Storage> allocate_pinned(std::size_t nbytes);
   // Wraps memory owned elsewhere; `keep_alive` is released when the last view goes.
-  static std::shared_ptr<Storage> wrap(void* data, std::size_t nbytes, Device device,
-                                       std::shared_ptr<void> keep_alive);
+  static std::shared_ptr<Storage> wrap(void* data, std::size_t nbytes, Device device, std::shared_ptr<void> keep_alive);
   Storage(void* data, std::size_t nbytes, Device device, std::function<void(void*)> deleter);
   ~Storage();
   Storage(const Storage&) = delete;
@@ -69,8 +68,7 @@ class Tensor {
   // Copies host values into a new CPU tensor of `dtype` (cast from double).
   static Tensor from_values(const std::vector<double>& values, const Shape& shape, DType dtype);
   // A view of memory owned elsewhere (mmap'ed file, user buffer); no copy.
-  static Tensor from_blob(void* data, const Shape& shape, DType dtype, Device device,
-                          std::shared_ptr<void> keep_alive);
+  static Tensor from_blob(void* data, const Shape& shape, DType dtype, Device device, std::shared_ptr<void> keep_alive);
 
   // ---- metadata ----
   bool defined() const { return storage_ != nullptr; }
@@ -89,7 +87,9 @@ class Tensor {
   const std::shared_ptr<Storage>& storage() const { return storage_; }
   void* data_ptr() const;  // address of element 0 (after the storage offset)
   template <typename T>
-  T* data() const { return static_cast<T*>(data_ptr()); }
+  T* data() const {
+    return static_cast<T*>(data_ptr());
+  }
 
   // ---- views (share storage) ----
   Tensor narrow(std::int64_t dim, std::int64_t start, std::int64_t length) const;
@@ -120,7 +120,7 @@ class Tensor {
 
   // ---- host access (any device; copies to the host) ----
   std::vector<double> to_vector() const;
-  double item() const;  // the single element
+  double item() const;                                  // the single element
   std::string str(std::int64_t max_per_dim = 6) const;  // torch-like printing
 
  private:

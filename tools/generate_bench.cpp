@@ -20,19 +20,23 @@
 
 #include "infer/engine.h"
 #include "models/weights/weights.h"
-#include "runtime/memory/caching_allocator.h"
 #include "runtime/error.h"
+#include "runtime/memory/caching_allocator.h"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
 std::map<std::string, std::string> parse(int argc, char** argv) {
-  std::map<std::string, std::string> flags{{"--batch", "1"},          {"--prompt_tokens", "128"},
-                                           {"--new_tokens", "128"},   {"--cuda_graphs", "true"},
+  std::map<std::string, std::string> flags{{"--batch", "1"},
+                                           {"--prompt_tokens", "128"},
+                                           {"--new_tokens", "128"},
+                                           {"--cuda_graphs", "true"},
                                            {"--seed", "0"}};
-  if (argc < 2) zt::fail("usage: generate_bench MODEL_DIR [--batch B] [--prompt_tokens P] [--new_tokens N] "
-                         "[--cuda_graphs true|false] [--seed S]");
+  if (argc < 2)
+    zt::fail(
+        "usage: generate_bench MODEL_DIR [--batch B] [--prompt_tokens P] [--new_tokens N] "
+        "[--cuda_graphs true|false] [--seed S]");
   flags["model"] = argv[1];
   for (int i = 2; i + 1 < argc; i += 2) {
     ZT_REQUIRE(flags.count(argv[i]) && std::string(argv[i]) != "model", std::string("unknown flag ") + argv[i]);
@@ -44,7 +48,8 @@ std::map<std::string, std::string> parse(int argc, char** argv) {
 double prefill_flops(const zt::models::CausalLM& model, std::int64_t batch, std::int64_t prompt) {
   const auto& c = model.config();
   const double dense = 2.0 * static_cast<double>(model.num_parameters()) * static_cast<double>(batch * prompt);
-  const double attention = 2.0 * static_cast<double>(batch * prompt * prompt) * static_cast<double>(c.num_heads * c.head_dim) *
+  const double attention = 2.0 * static_cast<double>(batch * prompt * prompt) *
+                           static_cast<double>(c.num_heads * c.head_dim) *
                            static_cast<double>(c.num_layers);  // QK^T and PV over the causal half
   return dense + attention;
 }

@@ -67,11 +67,16 @@ Options parse_options(const std::vector<std::string>& args) {
     }
     ZT_REQUIRE(i + 1 < args.size(), arg + " needs a value\n" + kUsage);
     const std::string& value = args[++i];
-    if (arg == "--dump_activations") options.activations_path = value;
-    else if (arg == "--adapter_name_or_path") options.adapter_dir = value;
-    else if (arg == "--device") options.device = zt::parse_device(value);
-    else if (arg == "--dtype") options.dtype = zt::parse_dtype(value);
-    else zt::fail("unknown flag " + arg + "\n" + kUsage);
+    if (arg == "--dump_activations")
+      options.activations_path = value;
+    else if (arg == "--adapter_name_or_path")
+      options.adapter_dir = value;
+    else if (arg == "--device")
+      options.device = zt::parse_device(value);
+    else if (arg == "--dtype")
+      options.dtype = zt::parse_dtype(value);
+    else
+      zt::fail("unknown flag " + arg + "\n" + kUsage);
   }
   ZT_REQUIRE(positional.size() >= 3, std::string("MODEL_DIR, INPUTS and OUTPUTS are required\n") + kUsage);
   options.model_dir = positional[0];
@@ -88,8 +93,8 @@ struct Inputs {
 Inputs read_inputs(const std::string& path, zt::Device device) {
   zt::SafetensorsFile file = zt::SafetensorsFile::open(path);
   auto get = [&](const char* name) {
-    ZT_REQUIRE(file.contains(name), path + " has no tensor '" + name +
-                                        "': it needs input_ids, positions, cu_seqlens and labels");
+    ZT_REQUIRE(file.contains(name),
+               path + " has no tensor '" + name + "': it needs input_ids, positions, cu_seqlens and labels");
     return file.get(name).to(device);
   };
   return {get("input_ids"), get("positions"), get("cu_seqlens"), get("labels")};
@@ -119,9 +124,8 @@ Pass forward_backward(const CausalLM& model, const Inputs& in) {
 
 void write_outputs(const CausalLM& model, const Pass& pass, double mean_ms, const std::string& path,
                    const std::vector<std::string>& gradient_names) {
-  zt::NamedTensors tensors = {
-      {"logits", pass.logits.data()},
-      {"loss", zt::Tensor::from_values({pass.loss.data().item()}, {1}, zt::DType::kF32)}};
+  zt::NamedTensors tensors = {{"logits", pass.logits.data()},
+                              {"loss", zt::Tensor::from_values({pass.loss.data().item()}, {1}, zt::DType::kF32)}};
   for (const std::string& name : gradient_names) {
     const Variable& parameter = model.parameter(name);
     ZT_REQUIRE(parameter.grad().defined(), "parameter " + name + " got no gradient from the loss");
@@ -156,8 +160,8 @@ int run(const Options& options) {
   const double mean_ms = total_ms / kTimedPasses;
   write_outputs(model, pass, mean_ms, options.outputs, gradient_names);
   std::printf("%s: %lld parameters, loss %.6f, forward+backward %.2f ms (mean of %d after a warm-up)\n",
-              options.model_dir.c_str(), static_cast<long long>(model.num_parameters()), pass.loss.data().item(), mean_ms,
-              kTimedPasses);
+              options.model_dir.c_str(), static_cast<long long>(model.num_parameters()), pass.loss.data().item(),
+              mean_ms, kTimedPasses);
   return 0;
 }
 

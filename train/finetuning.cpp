@@ -46,8 +46,8 @@ std::vector<TrainableParameter> select_lora(models::CausalLM& model, const Train
 // every rank), attached to the model and trained.
 std::vector<TrainableParameter> select_ptuning(models::CausalLM& model, const TrainingArguments& args) {
   for (const auto& p : model.named_parameters()) p.variable.set_requires_grad(false);
-  auto encoder = std::make_shared<models::PrefixEncoder>(model.config(), prefix_config(args), model.device(),
-                                                         model.dtype());
+  auto encoder =
+      std::make_shared<models::PrefixEncoder>(model.config(), prefix_config(args), model.device(), model.dtype());
   Generator generator(static_cast<std::uint64_t>(args.seed));
   encoder->init_weights(generator);
   models::attach_prefix_encoder(model, encoder);
@@ -92,7 +92,8 @@ std::string trainable_summary(const models::CausalLM& model, const std::vector<T
   }
   const std::int64_t all = model.num_parameters() + added;
   char share[32];
-  std::snprintf(share, sizeof share, "%.4f", all > 0 ? 100.0 * static_cast<double>(trained) / static_cast<double>(all) : 0.0);
+  std::snprintf(share, sizeof share, "%.4f",
+                all > 0 ? 100.0 * static_cast<double>(trained) / static_cast<double>(all) : 0.0);
   return "trainable params: " + with_thousands(trained) + " || all params: " + with_thousands(all) +
          " || trainable%: " + share;
 }

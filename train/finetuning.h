@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
-#include "models/peft/lora.h"
 #include "models/model.h"
+#include "models/peft/lora.h"
 #include "models/peft/prefix_encoder.h"
-#include "train/optim/optimizer.h"
 #include "train/args/training_arguments.h"
+#include "train/optim/optimizer.h"
 
 namespace zt::train {
 

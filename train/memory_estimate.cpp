@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <numeric>
 
-#include "models/weights/hf_names.h"
 #include "models/peft/lora.h"
+#include "models/weights/hf_names.h"
 #include "runtime/error.h"
 #include "train/optim/optimizer_offload.h"
 #include "train/zero/zero_layout.h"
@@ -23,7 +23,8 @@ std::int64_t sum(const std::vector<std::int64_t>& values) {
 
 std::vector<std::int64_t> model_numels(const models::ModelConfig& config) {
   std::vector<std::int64_t> numels;
-  for (const models::ParamSpec& spec : models::parameter_layout(config).all()) numels.push_back(shape_numel(spec.shape));
+  for (const models::ParamSpec& spec : models::parameter_layout(config).all())
+    numels.push_back(shape_numel(spec.shape));
   return numels;
 }
 

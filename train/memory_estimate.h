@@ -68,12 +68,12 @@ struct ModelStateBytes {
 };
 
 struct MemoryEstimate {
-  ModelStateBytes gpu;             // per GPU
-  ModelStateBytes host;            // per rank, in host memory (offload; parameters: the host working copy)
-  std::int64_t transient = 0;      // per GPU, stage 3: gathered modules and a gradient bucket
-  std::int64_t activations = 0;    // per GPU: saved tensors + gradients in flight
-  std::int64_t loss = 0;           // per GPU: the fused loss's working set
-  std::int64_t reserve = 0;        // per GPU: CUDA context, workspaces, fragmentation
+  ModelStateBytes gpu;           // per GPU
+  ModelStateBytes host;          // per rank, in host memory (offload; parameters: the host working copy)
+  std::int64_t transient = 0;    // per GPU, stage 3: gathered modules and a gradient bucket
+  std::int64_t activations = 0;  // per GPU: saved tensors + gradients in flight
+  std::int64_t loss = 0;         // per GPU: the fused loss's working set
+  std::int64_t reserve = 0;      // per GPU: CUDA context, workspaces, fragmentation
   int ranks_per_node = 1;
   std::int64_t model_parameters = 0;      // Ψ: the model's own (not the adapters')
   std::int64_t trainable_parameters = 0;  // Ψt

@@ -6,14 +6,14 @@
 #include <optional>
 
 #include "autograd/functions.h"
-#include "distributed/communicators/collective_label.h"
 #include "autograd/grad_mode.h"
+#include "distributed/communicators/collective_label.h"
 #include "models/token_loss.h"
 #include "runtime/atomic_file.h"
-#include "runtime/memory/caching_allocator.h"
 #include "runtime/device_clock.h"
 #include "runtime/error.h"
 #include "runtime/log.h"
+#include "runtime/memory/caching_allocator.h"
 #include "train/checkpoint/checkpoint.h"
 #include "train/report/loss_curve.h"
 #include "train/zero/zero3_optimizer.h"
@@ -135,7 +135,8 @@ std::size_t Trainer::local_batch_count(std::size_t units) const {
 
 void Trainer::start_epoch(std::int64_t epoch) {
   position_ = {.epoch = epoch, .units = 0};
-  epoch_units_ = epoch_units(data_.train, args_.max_length, args_.packing, static_cast<std::uint64_t>(args_.seed), epoch);
+  epoch_units_ =
+      epoch_units(data_.train, args_.max_length, args_.packing, static_cast<std::uint64_t>(args_.seed), epoch);
 }
 
 // This rank's share of the next global batch: up to `accumulation` micro-batches (the last
@@ -212,7 +213,8 @@ double Trainer::run_optimizer_step() {
   std::int64_t label_tokens = 0;
   for (const PackedBatch& batch : window) label_tokens += batch.label_tokens;
   // The mean over every label token of the global batch; ZeRO sums gradients over ranks.
-  const double normaliser = std::max(1.0, sum_over_ranks(static_cast<double>(label_tokens), "the global batch's label tokens"));
+  const double normaliser =
+      std::max(1.0, sum_over_ranks(static_cast<double>(label_tokens), "the global batch's label tokens"));
   double loss_sum = 0.0;
   for (const PackedBatch& batch : window) loss_sum += forward_backward(batch, scaler_.scale() / normaliser);
   loss_sum = sum_over_ranks(loss_sum, "the global batch's token losses");
@@ -225,8 +227,8 @@ double Trainer::run_optimizer_step() {
     scaler_.update(result.skipped);
     if (result.skipped) {
       progress_.clear();
-      ZT_LOG(kWarn, "step " << state_.global_step + 1 << ": gradient overflow, step skipped; loss scale "
-                            << old_scale << " -> " << scaler_.scale());
+      ZT_LOG(kWarn, "step " << state_.global_step + 1 << ": gradient overflow, step skipped; loss scale " << old_scale
+                            << " -> " << scaler_.scale());
     }
   } else {
     ZT_REQUIRE(!result.skipped, "step " + std::to_string(state_.global_step + 1) +
@@ -300,7 +302,8 @@ double Trainer::evaluate() {
   const models::CausalLM& model = *model_.model;
   double loss_sum = 0.0;
   std::int64_t tokens = 0;
-  for (const auto& indices : plan_epoch(data_.eval, args_.per_device_eval_batch_size, args_.max_length, false, 0, 0, false)) {
+  for (const auto& indices :
+       plan_epoch(data_.eval, args_.per_device_eval_batch_size, args_.max_length, false, 0, 0, false)) {
     const PackedBatch batch = pack(data_.eval, indices, data_.layout);
     loss_sum += models::summed_token_loss(model, device_batch(batch, model.device())).data().to_vector().at(0);
     tokens += batch.label_tokens;
@@ -325,8 +328,8 @@ TrainerState Trainer::train() {
   const bool resuming = !args_.resume_from_checkpoint.empty();
   if (resuming) resume(resolve_resume_checkpoint(args_.resume_from_checkpoint, args_.output_dir));
   if (is_main_rank())
-    log_file_ = std::make_unique<TrainLogFile>(args_.output_dir,
-                                               resuming ? std::optional(state_.global_step) : std::nullopt);
+    log_file_ =
+        std::make_unique<TrainLogFile>(args_.output_dir, resuming ? std::optional(state_.global_step) : std::nullopt);
   progress_ = ProgressBar(state_.global_step, plan_.max_steps, is_main_rank() && ProgressBar::stderr_is_terminal());
   const auto start = std::chrono::steady_clock::now();
   const std::int64_t first_step = state_.global_step;

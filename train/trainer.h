@@ -15,14 +15,14 @@
 
 #include "distributed/communicator.h"
 #include "models/model.h"
+#include "runtime/terminal/progress_bar.h"
+#include "train/args/training_plan.h"
+#include "train/checkpoint/trainer_state.h"
 #include "train/data/batching.h"
 #include "train/optim/loss_scaler.h"
 #include "train/optim/optimizer.h"
-#include "runtime/terminal/progress_bar.h"
 #include "train/report/train_log.h"
 #include "train/report/train_metrics.h"
-#include "train/checkpoint/trainer_state.h"
-#include "train/args/training_plan.h"
 
 namespace zt::train {
 
@@ -111,8 +111,8 @@ class Trainer {
   double grad_norm_ = 0.0;
   double train_loss_sum_ = 0.0;
   FlopsModel flops_model_;
-  std::optional<double> peak_flops_;  // per GPU; none on the CPU or an unknown GPU
-  ThroughputWindow throughput_;       // this rank's, since the last log entry
+  std::optional<double> peak_flops_;        // per GPU; none on the CPU or an unknown GPU
+  ThroughputWindow throughput_;             // this rank's, since the last log entry
   std::unique_ptr<TrainLogFile> log_file_;  // rank 0 only
   ProgressBar progress_{0, 0, false};
 };

@@ -48,7 +48,8 @@ void Trainer::resume(const std::string& directory) {
   state_.global_step = run.at("global_step").get<std::int64_t>();
   restore_data_position(run);
   scaler_.restore(loss_scaler_state_from_json(run.at("loss_scaler")));
-  default_generator().set_state({run.at("rng").at("seed").get<std::uint64_t>(), run.at("rng").at("offset").get<std::uint64_t>()});
+  default_generator().set_state(
+      {run.at("rng").at("seed").get<std::uint64_t>(), run.at("rng").at("offset").get<std::uint64_t>()});
   state_.epoch = epoch_progress();
   ZT_LOG(kInfo, "resumed from " << directory << " at step " << state_.global_step);
 }

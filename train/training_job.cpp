@@ -4,20 +4,20 @@
 #include <memory>
 
 #include "distributed/communicators/inprocess_communicator.h"
-#include "distributed/launch/launched_job.h"
 #include "distributed/communicators/tracing_communicator.h"
-#include "text/chat_template/chat_template.h"
+#include "distributed/launch/launched_job.h"
 #include "models/peft/lora_files.h"
 #include "models/peft/prefix_encoder_files.h"
-#include "text/tokenizer/tokenizer.h"
 #include "models/weights/weights.h"
 #include "runtime/device.h"
 #include "runtime/error.h"
 #include "runtime/log.h"
 #include "runtime/rank.h"
+#include "text/chat_template/chat_template.h"
+#include "text/tokenizer/tokenizer.h"
 #include "train/checkpoint/checkpoint.h"
-#include "train/finetuning.h"
 #include "train/data/sample_encoding.h"
+#include "train/finetuning.h"
 #include "train/report/startup_report.h"
 #include "train/trainer.h"
 
@@ -45,8 +45,9 @@ void check_output_dir(const TrainingArguments& args) {
   const fs::path out(args.output_dir);
   const bool occupied = fs::exists(out) && fs::is_directory(out) && !fs::is_empty(out);
   ZT_REQUIRE(!occupied || args.overwrite_output_dir || !args.resume_from_checkpoint.empty(),
-             "output directory " + args.output_dir + " already exists and is not empty; use --overwrite_output_dir "
-             "to train into it anyway, or --resume_from_checkpoint to continue the run in it");
+             "output directory " + args.output_dir +
+                 " already exists and is not empty; use --overwrite_output_dir "
+                 "to train into it anyway, or --resume_from_checkpoint to continue the run in it");
 }
 
 EncodedDataset load_samples(const std::string& path, const models::ChatTemplate& chat_template,
@@ -56,10 +57,15 @@ EncodedDataset load_samples(const std::string& path, const models::ChatTemplate&
                               .overlong = args.overlong_samples,
                               .workers = static_cast<int>(args.dataloader_num_workers)};
   EncodedDataset encoded = encode_dataset(load_dataset(path), chat_template, tokenizer, options);
-  if (encoded.truncated) ZT_LOG(kWarn, path << ": " << encoded.truncated << " sample(s) truncated to --max_length " << args.max_length);
-  if (encoded.skipped) ZT_LOG(kWarn, path << ": " << encoded.skipped << " sample(s) skipped: longer than --max_length " << args.max_length << " (--overlong_samples skip)");
-  if (encoded.dropped) ZT_LOG(kWarn, path << ": " << encoded.dropped << " sample(s) dropped: no token left to learn from");
-  ZT_REQUIRE(!encoded.samples.empty(), path + ": no sample is left to learn from (check --max_length and --overlong_samples)");
+  if (encoded.truncated)
+    ZT_LOG(kWarn, path << ": " << encoded.truncated << " sample(s) truncated to --max_length " << args.max_length);
+  if (encoded.skipped)
+    ZT_LOG(kWarn, path << ": " << encoded.skipped << " sample(s) skipped: longer than --max_length " << args.max_length
+                       << " (--overlong_samples skip)");
+  if (encoded.dropped)
+    ZT_LOG(kWarn, path << ": " << encoded.dropped << " sample(s) dropped: no token left to learn from");
+  ZT_REQUIRE(!encoded.samples.empty(),
+             path + ": no sample is left to learn from (check --max_length and --overlong_samples)");
   return encoded;
 }
 
@@ -117,7 +123,8 @@ void train_one_rank(const TrainingArguments& args, distributed::Communicator* co
   auto chat_template = models::make_chat_template(template_name);
   TrainerData data;
   data.train = load_samples(args.train_file, *chat_template, *tokenizer, args).samples;
-  if (!args.validation_file.empty()) data.eval = load_samples(args.validation_file, *chat_template, *tokenizer, args).samples;
+  if (!args.validation_file.empty())
+    data.eval = load_samples(args.validation_file, *chat_template, *tokenizer, args).samples;
   data.layout = {.pad_to_longest = args.padding == Padding::kLongest, .pad_id = padding_token(*tokenizer)};
   const models::ModelConfig config = models::load_config(args.model_name_or_path);
   auto count = [&](std::int64_t micro) {
@@ -140,8 +147,7 @@ void train_one_rank(const TrainingArguments& args, distributed::Communicator* co
   ZT_LOG(kInfo, trainable_summary(*model, trained.trainable));
   set_save_and_load(trained, model, args);
   Trainer trainer(trained, std::move(data), plan, args, comm);
-  report_model_states(comm, held_model_states(trainer.optimizer(), working_weight_bytes(*model, trained)),
-                      device);
+  report_model_states(comm, held_model_states(trainer.optimizer(), working_weight_bytes(*model, trained)), device);
   trainer.train();
   ZT_LOG(kInfo, "saved the model to " << args.output_dir);
 }
@@ -164,7 +170,8 @@ void run_training_job(const TrainingArguments& args) {
   const auto timeout = std::chrono::seconds(args.ddp_timeout);
   const auto run_start = std::chrono::steady_clock::now();
   if (args.inprocess_ranks > 1) {
-    ZT_REQUIRE(!rank.distributed, "--inprocess_ranks cannot be combined with a launcher's ranks (" + rank.launcher + ")");
+    ZT_REQUIRE(!rank.distributed,
+               "--inprocess_ranks cannot be combined with a launcher's ranks (" + rank.launcher + ")");
     auto one_rank = [&](distributed::Communicator& comm) { train_rank_of_many(args, comm, 0, run_start); };
     distributed::run_inprocess_ranks(static_cast<int>(args.inprocess_ranks), timeout, one_rank);
     return;
@@ -172,8 +179,9 @@ void run_training_job(const TrainingArguments& args) {
   // A launcher's single GPU rank still runs NCCL (as torchrun + DeepSpeed do): the whole
   // collective path is exercised; one CPU process has nobody to talk to.
   if (!rank.distributed || (rank.world_size == 1 && runs_on_cpu(args))) {
-    ZT_REQUIRE(!args.zero_trace, "--zero_trace traces the collectives between ranks, and this run has one rank; add "
-                                 "--inprocess_ranks 2 to watch them on one machine");
+    ZT_REQUIRE(!args.zero_trace,
+               "--zero_trace traces the collectives between ranks, and this run has one rank; add "
+               "--inprocess_ranks 2 to watch them on one machine");
     return train_one_rank(args, nullptr, rank.local_rank);
   }
   // Processes on GPUs reduce over NCCL; on the CPU, over Gloo's TCP transport.
@@ -184,7 +192,8 @@ void run_training_job(const TrainingArguments& args) {
   if (!on_cpu) set_cuda_device(rank.local_rank);
   std::unique_ptr<distributed::Communicator> comm = distributed::connect_launched_rank(rank, on_cpu, timeout);
   if (on_cpu) {
-    if (rank.rank == 0) ZT_LOG(kInfo, "world size " << rank.world_size << " (" << rank.launcher << "), Gloo on the CPU");
+    if (rank.rank == 0)
+      ZT_LOG(kInfo, "world size " << rank.world_size << " (" << rank.launcher << "), Gloo on the CPU");
   } else {
     report_world(*comm, rank.local_rank, rank.launcher);
   }

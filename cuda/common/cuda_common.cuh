@@ -17,16 +17,21 @@ __device__ __forceinline__ float load_float(const T* p) {
 }
 template <typename T>
 __device__ __forceinline__ void store_float(T* p, float value) {
-  if constexpr (std::is_same_v<T, __nv_bfloat16>) *p = __float2bfloat16_rn(value);
-  else if constexpr (std::is_same_v<T, __half>) *p = __float2half_rn(value);
-  else *p = static_cast<T>(value);
+  if constexpr (std::is_same_v<T, __nv_bfloat16>)
+    *p = __float2bfloat16_rn(value);
+  else if constexpr (std::is_same_v<T, __half>)
+    *p = __float2half_rn(value);
+  else
+    *p = static_cast<T>(value);
 }
 // Rounds a float through T and back: reproduces the rounding torch applies when it stores
 // an intermediate in T.
 template <typename T>
 __device__ __forceinline__ float round_through(float value) {
-  if constexpr (std::is_same_v<T, float>) return value;
-  else return static_cast<float>(static_cast<T>(value));
+  if constexpr (std::is_same_v<T, float>)
+    return value;
+  else
+    return static_cast<float>(static_cast<T>(value));
 }
 
 inline unsigned grid_size(std::int64_t work_items, int threads_per_block, unsigned max_blocks = 65535u * 8u) {

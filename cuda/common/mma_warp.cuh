@@ -59,7 +59,7 @@ template <typename T, typename Tile, int kK16, int kN8, typename AOf>
 __device__ __forceinline__ void gemm_abt(FragC (&acc)[kN8], AOf&& a_of, std::uint32_t tile, int n0) {
   const LdmatrixLane l;
   const int row = n0 + l.row + (l.matrix >> 1) * 8;
-  gemm<T, kK16>(acc, a_of, [&](std::uint32_t (&b)[4], int kk, int np) {
+  gemm<T, kK16>(acc, a_of, [&](std::uint32_t(&b)[4], int kk, int np) {
     ldmatrix_x4(b, tile + Tile::offset(row + 16 * np, 2 * kk + (l.matrix & 1)));
   });
 }
@@ -70,7 +70,7 @@ template <typename T, typename Tile, int kK16, int kN8, typename AOf>
 __device__ __forceinline__ void gemm_ab(FragC (&acc)[kN8], AOf&& a_of, std::uint32_t tile, int k0, int n0) {
   const LdmatrixLane l;
   const int row = k0 + l.row + (l.matrix & 1) * 8, chunk = n0 / 8 + (l.matrix >> 1);
-  gemm<T, kK16>(acc, a_of, [&](std::uint32_t (&b)[4], int kk, int np) {
+  gemm<T, kK16>(acc, a_of, [&](std::uint32_t(&b)[4], int kk, int np) {
     ldmatrix_x4_trans(b, tile + Tile::offset(row + 16 * kk, chunk + 2 * np));
   });
 }

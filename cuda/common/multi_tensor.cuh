@@ -27,8 +27,10 @@ struct ChunkIndex {
     int lo = 0, hi = count - 1;
     while (lo < hi) {
       int mid = (lo + hi + 1) / 2;
-      if (begin[mid] <= chunk) lo = mid;
-      else hi = mid - 1;
+      if (begin[mid] <= chunk)
+        lo = mid;
+      else
+        hi = mid - 1;
     }
     return lo;
   }

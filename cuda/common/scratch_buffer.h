@@ -7,8 +7,8 @@
 
 #include <cstddef>
 
-#include "runtime/memory/caching_allocator.h"
 #include "runtime/check.h"
+#include "runtime/memory/caching_allocator.h"
 
 namespace zt::cuda {
 

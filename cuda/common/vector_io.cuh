@@ -71,8 +71,6 @@ __device__ __forceinline__ void store_elements(T* p, const float (&v)[N]) {
 }
 
 // Whether p can be accessed `bytes` at a time.
-inline bool is_aligned(const void* p, std::size_t bytes) {
-  return reinterpret_cast<std::uintptr_t>(p) % bytes == 0;
-}
+inline bool is_aligned(const void* p, std::size_t bytes) { return reinterpret_cast<std::uintptr_t>(p) % bytes == 0; }
 
 }  // namespace zt::cuda

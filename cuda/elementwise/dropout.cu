@@ -25,7 +25,7 @@ void dropout_apply(const void* x, void* out, DType dtype, std::int64_t n, float 
   if (n == 0) return;
   dispatch_float_type(dtype, "dropout_apply", [&]<typename T>() {
     dropout_kernel<T><<<grid_size(n, 256), 256, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(out), n, p,
-                                                              scale, seed, offset);
+                                                             scale, seed, offset);
   });
   ZT_CUDA_CHECK(cudaGetLastError());
 }

@@ -31,7 +31,7 @@ void binary_elementwise(BinaryOp op, const void* a, const void* b, void* out, DT
   if (n == 0) return;
   dispatch_float_type(dtype, "binary_elementwise", [&]<typename T>() {
     binary_kernel<T><<<grid_size(n, 256), 256, 0, stream>>>(op, static_cast<const T*>(a), static_cast<const T*>(b),
-                                                             static_cast<T*>(out), n, b_numel);
+                                                            static_cast<T*>(out), n, b_numel);
   });
   ZT_CUDA_CHECK(cudaGetLastError());
 }

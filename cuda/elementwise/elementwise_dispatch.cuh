@@ -17,9 +17,12 @@ namespace zt::cuda {
 template <typename F>
 void dispatch_float_type(DType dtype, const char* kernel, F&& f) {
   switch (dtype) {
-    case DType::kF32: return f.template operator()<float>();
-    case DType::kBF16: return f.template operator()<__nv_bfloat16>();
-    case DType::kF16: return f.template operator()<__half>();
+    case DType::kF32:
+      return f.template operator()<float>();
+    case DType::kBF16:
+      return f.template operator()<__nv_bfloat16>();
+    case DType::kF16:
+      return f.template operator()<__half>();
     default:
       throw Error(std::string(kernel) + ": the GPU kernel takes float32, bfloat16 or float16, got " +
                   dtype_name(dtype));

@@ -49,8 +49,10 @@ __device__ std::int64_t lower_bound(const Id* sorted, std::int64_t count, std::i
   std::int64_t lo = 0, hi = count;
   while (lo < hi) {
     std::int64_t mid = lo + (hi - lo) / 2;
-    if (static_cast<std::int64_t>(sorted[mid]) < value) lo = mid + 1;
-    else hi = mid;
+    if (static_cast<std::int64_t>(sorted[mid]) < value)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   return lo;
 }
@@ -92,8 +94,8 @@ void sort_by_id(const Id* ids, Id* sorted_ids, std::int32_t* sorted_tokens, std:
 
 }  // namespace
 
-void embedding_forward(const void* weight, const void* ids, DType id_dtype, void* out, DType dtype,
-                       std::int64_t tokens, std::int64_t hidden, cudaStream_t stream) {
+void embedding_forward(const void* weight, const void* ids, DType id_dtype, void* out, DType dtype, std::int64_t tokens,
+                       std::int64_t hidden, cudaStream_t stream) {
   if (tokens == 0 || hidden == 0) return;
   dispatch_float_and_index_types(dtype, id_dtype, "embedding", "ids", [&]<typename T, typename Id>() {
     gather_rows_kernel<<<grid_size(tokens, 1), threads_for(hidden), 0, stream>>>(

@@ -11,8 +11,8 @@
 namespace zt::cuda {
 
 // out[t, :] = weight[ids[t], :] for t < tokens. `dtype` is the float dtype of weight and out.
-void embedding_forward(const void* weight, const void* ids, DType id_dtype, void* out, DType dtype,
-                       std::int64_t tokens, std::int64_t hidden, cudaStream_t stream);
+void embedding_forward(const void* weight, const void* ids, DType id_dtype, void* out, DType dtype, std::int64_t tokens,
+                       std::int64_t hidden, cudaStream_t stream);
 
 // accumulator[ids[t], :] += grad[t, :] with float atomics: fast, but the summation order of
 // repeated ids varies from run to run. `accumulator` is float32 [vocab, hidden], zeroed by

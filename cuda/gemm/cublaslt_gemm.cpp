@@ -30,10 +30,14 @@ constexpr std::size_t kMaxWorkspaceBytes = 32u << 20;
 
 cudaDataType_t cuda_data_type(DType dtype) {
   switch (dtype) {
-    case DType::kF32: return CUDA_R_32F;
-    case DType::kBF16: return CUDA_R_16BF;
-    case DType::kF16: return CUDA_R_16F;
-    default: break;
+    case DType::kF32:
+      return CUDA_R_32F;
+    case DType::kBF16:
+      return CUDA_R_16BF;
+    case DType::kF16:
+      return CUDA_R_16F;
+    default:
+      break;
   }
   throw Error(std::string("cuBLASLt gemm: dtype ") + dtype_name(dtype) +
               " is not supported; use float32, bfloat16 or float16");
@@ -60,8 +64,8 @@ using Preference = std::unique_ptr<cublasLtMatmulPreferenceOpaque_t, DescDeleter
 MatrixLayout column_major_layout(cudaDataType_t type, std::int64_t rows, std::int64_t cols, std::int64_t ld,
                                  std::int64_t batch, std::int64_t batch_stride) {
   cublasLtMatrixLayout_t raw = nullptr;
-  ZT_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&raw, type, static_cast<std::uint64_t>(rows),
-                                             static_cast<std::uint64_t>(cols), ld));
+  ZT_CUBLAS_CHECK(
+      cublasLtMatrixLayoutCreate(&raw, type, static_cast<std::uint64_t>(rows), static_cast<std::uint64_t>(cols), ld));
   MatrixLayout layout(raw);
   auto count = static_cast<std::int32_t>(batch);
   ZT_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(raw, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)));
@@ -79,8 +83,8 @@ std::uint32_t alignment_bytes(const void* data, std::int64_t batch, std::int64_t
 }
 
 std::string describe(const GemmOperand& x) {
-  return std::to_string(x.rows) + "x" + std::to_string(x.cols) + (x.transpose ? " (transposed)" : "") +
-         " ld " + std::to_string(x.ld);
+  return std::to_string(x.rows) + "x" + std::to_string(x.cols) + (x.transpose ? " (transposed)" : "") + " ld " +
+         std::to_string(x.ld);
 }
 
 std::string describe(const char* what, const GemmOperand& a, const GemmOperand& b, const GemmResult& out) {
@@ -161,8 +165,8 @@ void gemm_any(DType dtype, DType out_dtype, const GemmOperand& a, const GemmOper
   const float alpha = 1.0f;
   // cuBLASLt's A is our b and its B our a (see the mapping above).
   ZT_CUBLAS_CHECK(cublasLtMatmul(handle, desc.get(), &alpha, b.data, layout_a.get(), a.data, layout_b.get(), &beta,
-                                 out.data, layout_d.get(), out.data, layout_d.get(), &heuristic.algo,
-                                 workspace.data(), heuristic.workspaceSize, stream));
+                                 out.data, layout_d.get(), out.data, layout_d.get(), &heuristic.algo, workspace.data(),
+                                 heuristic.workspaceSize, stream));
 }
 
 }  // namespace

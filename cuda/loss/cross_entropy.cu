@@ -106,8 +106,8 @@ void cross_entropy_backward(const CrossEntropyProblem& p, const float* grad_loss
   ZT_REQUIRE(p.vocab >= 1, "cross_entropy_backward: the vocabulary must have at least one entry");
   dispatch_float_and_index_types(p.dtype, p.label_dtype, "cross_entropy", "labels", [&]<typename T, typename Label>() {
     cross_entropy_backward_kernel<<<grid_size(p.tokens, 1), row_threads(p.vocab), 0, stream>>>(
-        static_cast<const T*>(p.logits), static_cast<const Label*>(p.labels), p.tokens, p.vocab, p.ignore_index,
-        p.mean, grad_loss, logsumexp, valid_count, static_cast<T*>(grad_logits));
+        static_cast<const T*>(p.logits), static_cast<const Label*>(p.labels), p.tokens, p.vocab, p.ignore_index, p.mean,
+        grad_loss, logsumexp, valid_count, static_cast<T*>(grad_logits));
   });
   ZT_CUDA_CHECK(cudaGetLastError());
 }

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <string>
 
+#include "cuda/common/scratch_buffer.h"
 #include "cuda/gemm/cublaslt_gemm.h"
 #include "cuda/loss/linear_cross_entropy_kernels.cuh"
-#include "cuda/common/scratch_buffer.h"
 #include "runtime/check.h"
 #include "runtime/error.h"
 
@@ -39,16 +39,16 @@ struct ChunkViews {
 
 ChunkViews chunk_views(const LinearCrossEntropyProblem& p, void* logits, std::int64_t start, std::int64_t rows) {
   std::int64_t ld = padded_vocab(p.vocab);
-  std::int64_t grad_ld = ld * static_cast<std::int64_t>(dtype_size(logits_dtype(p.float32_logits, p.dtype)) /
-                                                        dtype_size(p.dtype));
+  std::int64_t grad_ld =
+      ld * static_cast<std::int64_t>(dtype_size(logits_dtype(p.float32_logits, p.dtype)) / dtype_size(p.dtype));
   const char* h = static_cast<const char*>(p.hidden) + start * p.hidden_size * dtype_size(p.dtype);
   return {{h, rows, p.hidden_size, p.hidden_size, 0, false},
           {logits, rows, p.vocab, grad_ld, 0, false},
           {logits, rows, p.vocab, ld, 0}};
 }
 
-void run_chunk(const LinearCrossEntropyProblem& p, const LinearCrossEntropyResult& r, void* logits,
-               float* token_loss, std::int64_t start, std::int64_t rows, cudaStream_t stream) {
+void run_chunk(const LinearCrossEntropyProblem& p, const LinearCrossEntropyResult& r, void* logits, float* token_loss,
+               std::int64_t start, std::int64_t rows, cudaStream_t stream) {
   DType ldt = logits_dtype(p.float32_logits, p.dtype);
   ChunkViews v = chunk_views(p, logits, start, rows);
   GemmOperand weight{p.weight, p.vocab, p.hidden_size, p.hidden_size, 0, false};
@@ -89,14 +89,13 @@ std::int64_t default_chunk_tokens(std::int64_t tokens, std::int64_t vocab, bool 
   return std::max<std::int64_t>(1, std::min(fit, tokens));
 }
 
-void linear_cross_entropy(const LinearCrossEntropyProblem& p, const LinearCrossEntropyResult& r,
-                          cudaStream_t stream) {
+void linear_cross_entropy(const LinearCrossEntropyProblem& p, const LinearCrossEntropyResult& r, cudaStream_t stream) {
   check_problem(p);
   count_valid_labels(p.labels, p.label_dtype, p.tokens, p.ignore_index, r.valid_count, stream);
   ScratchBuffer token_loss(static_cast<std::size_t>(p.tokens) * sizeof(float), stream);
   if (p.tokens == 0 && r.grad_weight != nullptr)
-    ZT_CUDA_CHECK(cudaMemsetAsync(r.grad_weight, 0, static_cast<std::size_t>(p.vocab * p.hidden_size) * sizeof(float),
-                                  stream));
+    ZT_CUDA_CHECK(
+        cudaMemsetAsync(r.grad_weight, 0, static_cast<std::size_t>(p.vocab * p.hidden_size) * sizeof(float), stream));
   if (p.tokens > 0) {
     std::int64_t chunk = std::min(p.chunk_tokens, p.tokens);
     ScratchBuffer logits(chunk_logits_bytes(chunk, p.vocab, p.float32_logits, p.dtype), stream);

@@ -23,21 +23,20 @@ struct LinearCrossEntropyProblem {
   std::int64_t hidden_size = 0;
   std::int64_t vocab = 0;
   std::int64_t ignore_index = -100;
-  bool mean = true;  // else sum
-  float grad_scale = 1.0f;  // gradients are those of loss · grad_scale
+  bool mean = true;               // else sum
+  float grad_scale = 1.0f;        // gradients are those of loss · grad_scale
   std::int64_t chunk_tokens = 0;  // >= 1
   bool float32_logits = true;     // a chunk's logits in float32, else in dtype
 };
 
 struct LinearCrossEntropyResult {
-  float* loss = nullptr;                 // device scalar
-  std::int64_t* valid_count = nullptr;   // device scalar
-  void* grad_hidden = nullptr;           // [tokens, hidden_size] of dtype, or null when not wanted
-  float* grad_weight = nullptr;          // [vocab, hidden_size] float32, or null when not wanted
+  float* loss = nullptr;                // device scalar
+  std::int64_t* valid_count = nullptr;  // device scalar
+  void* grad_hidden = nullptr;          // [tokens, hidden_size] of dtype, or null when not wanted
+  float* grad_weight = nullptr;         // [vocab, hidden_size] float32, or null when not wanted
 };
 
-void linear_cross_entropy(const LinearCrossEntropyProblem& p, const LinearCrossEntropyResult& r,
-                          cudaStream_t stream);
+void linear_cross_entropy(const LinearCrossEntropyProblem& p, const LinearCrossEntropyResult& r, cudaStream_t stream);
 
 // The chunk the op uses when the caller names none: as many tokens as keep one chunk's
 // logits within 1 GiB (a multiple of 128 when that many fit), at most `tokens`.

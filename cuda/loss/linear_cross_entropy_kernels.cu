@@ -41,14 +41,14 @@ __device__ __forceinline__ Lse merge(Lse a, Lse b) {
 __device__ Lse block_merge(Lse value, Lse* scratch) {
   int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   for (int offset = 16; offset > 0; offset /= 2)
-    value = merge(value, {__shfl_xor_sync(0xffffffffu, value.max, offset),
-                          __shfl_xor_sync(0xffffffffu, value.sum, offset)});
+    value = merge(value,
+                  {__shfl_xor_sync(0xffffffffu, value.max, offset), __shfl_xor_sync(0xffffffffu, value.sum, offset)});
   if (lane == 0) scratch[warp] = value;
   __syncthreads();
   value = lane < static_cast<int>(blockDim.x / 32) ? scratch[lane] : Lse{-INFINITY, 0.0f};
   for (int offset = 16; offset > 0; offset /= 2)
-    value = merge(value, {__shfl_xor_sync(0xffffffffu, value.max, offset),
-                          __shfl_xor_sync(0xffffffffu, value.sum, offset)});
+    value = merge(value,
+                  {__shfl_xor_sync(0xffffffffu, value.max, offset), __shfl_xor_sync(0xffffffffu, value.sum, offset)});
   return value;
 }
 
@@ -75,10 +75,10 @@ __device__ __forceinline__ void store_pack(G* row, std::int64_t j0, std::int64_t
 // every thread loads before any thread stores: a store to element j lands on the bytes of
 // element j·sizeof(G)/sizeof(L) <= j, which this tile or an earlier one has already read.
 template <typename L, typename G, typename Label>
-__global__ void __launch_bounds__(1024) chunk_loss_kernel(L* logits, std::int64_t ld, const Label* labels,
-                                                          std::int64_t vocab, std::int64_t ignore_index, bool mean,
-                                                          float grad_scale, const std::int64_t* valid_count,
-                                                          float* token_loss, bool write_grad) {
+__global__ void __launch_bounds__(1024)
+    chunk_loss_kernel(L* logits, std::int64_t ld, const Label* labels, std::int64_t vocab, std::int64_t ignore_index,
+                      bool mean, float grad_scale, const std::int64_t* valid_count, float* token_loss,
+                      bool write_grad) {
   constexpr int N = kVectorWidth<L>;
   __shared__ Lse scratch[32];
   const std::int64_t row_index = blockIdx.x;
@@ -176,9 +176,10 @@ void chunk_loss_and_grad(const ChunkLossArgs& a, cudaStream_t stream) {
   ZT_REQUIRE(a.rows <= 0x7fffffff, std::string(what) + ": a chunk has more than 2^31 - 1 rows");
   dispatch_pair(a.logits_dtype, a.grad_dtype, what, [&]<typename L, typename G>() {
     dispatch_index_type(a.label_dtype, std::string(what) + ": labels", [&]<typename Label>() {
-      chunk_loss_kernel<L, G, Label><<<static_cast<unsigned>(a.rows), threads_for_row(a.vocab, kVectorWidth<L>), 0, stream>>>(
-          static_cast<L*>(a.logits), a.ld_logits, static_cast<const Label*>(a.labels), a.vocab, a.ignore_index,
-          a.mean, a.grad_scale, a.valid_count, a.token_loss, a.write_grad);
+      chunk_loss_kernel<L, G, Label>
+          <<<static_cast<unsigned>(a.rows), threads_for_row(a.vocab, kVectorWidth<L>), 0, stream>>>(
+              static_cast<L*>(a.logits), a.ld_logits, static_cast<const Label*>(a.labels), a.vocab, a.ignore_index,
+              a.mean, a.grad_scale, a.valid_count, a.token_loss, a.write_grad);
     });
   });
   ZT_CUDA_CHECK(cudaGetLastError());
@@ -203,7 +204,7 @@ void scale_gradient(const void* src, DType src_dtype, void* dst, DType dst_dtype
   if (n == 0) return;
   dispatch_pair(src_dtype, dst_dtype, "linear_cross_entropy_backward", [&]<typename S, typename D>() {
     scale_kernel<<<grid_size(n, 256), 256, 0, stream>>>(static_cast<const S*>(src), static_cast<D*>(dst), n, grad_loss,
-                                                       factor);
+                                                        factor);
   });
   ZT_CUDA_CHECK(cudaGetLastError());
 }

@@ -4,11 +4,11 @@
 #include <algorithm>
 
 #include "cuda/common/cuda_common.cuh"
+#include "cuda/common/scratch_buffer.h"
+#include "cuda/common/vector_io.cuh"
 #include "cuda/elementwise/elementwise_dispatch.cuh"
 #include "cuda/norm/rmsnorm.cuh"
 #include "cuda/norm/rmsnorm_row.cuh"
-#include "cuda/common/scratch_buffer.h"
-#include "cuda/common/vector_io.cuh"
 #include "runtime/check.h"
 
 namespace zt::cuda {
@@ -169,7 +169,8 @@ void launch(const Plan& plan, const BackwardArgs& a, unsigned blocks, cudaStream
   dispatch_register_shape<T>(plan, [&]<int W, int kVectors>() {
     auto kernel = backward_registers_kernel<T, W, kVectors, kGradSum>;
     if (shared > 48 * 1024)
-      ZT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared)));
+      ZT_CUDA_CHECK(
+          cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared)));
     kernel<<<blocks, plan.block_threads(), shared, stream>>>(a);
   });
 }
@@ -189,8 +190,10 @@ void rmsnorm_backward(const RmsNormBackwardArgs& b, DType dtype, std::int64_t ro
   a.rows_per_block = rows_per_block;
   dispatch_float_type(dtype, "rmsnorm_backward", [&]<typename T>() {
     if (blocks > 0) {
-      if (b.grad_sum != nullptr) launch<T, true>(plan, a, static_cast<unsigned>(blocks), stream);
-      else launch<T, false>(plan, a, static_cast<unsigned>(blocks), stream);
+      if (b.grad_sum != nullptr)
+        launch<T, true>(plan, a, static_cast<unsigned>(blocks), stream);
+      else
+        launch<T, false>(plan, a, static_cast<unsigned>(blocks), stream);
       ZT_CUDA_CHECK(cudaGetLastError());
     }
     sum_partials_kernel<T><<<static_cast<unsigned>((hidden + 31) / 32), dim3(32, 8), 0, stream>>>(

@@ -1,9 +1,9 @@
 // RMSNorm forward kernels (see rmsnorm_row.cuh for how rows map onto threads).
 #include "cuda/common/cuda_common.cuh"
+#include "cuda/common/vector_io.cuh"
 #include "cuda/elementwise/elementwise_dispatch.cuh"
 #include "cuda/norm/rmsnorm.cuh"
 #include "cuda/norm/rmsnorm_row.cuh"
-#include "cuda/common/vector_io.cuh"
 #include "runtime/check.h"
 
 namespace zt::cuda {
@@ -112,8 +112,10 @@ void rmsnorm_forward(const RmsNormForwardArgs& f, DType dtype, std::int64_t rows
   ForwardArgs a(f, rows, hidden, round_normalized, plan);
   a.eps = eps;
   dispatch_float_type(dtype, "rmsnorm_forward", [&]<typename T>() {
-    if (f.residual != nullptr) launch<T, true>(plan, a, stream);
-    else launch<T, false>(plan, a, stream);
+    if (f.residual != nullptr)
+      launch<T, true>(plan, a, stream);
+    else
+      launch<T, false>(plan, a, stream);
   });
   ZT_CUDA_CHECK(cudaGetLastError());
 }

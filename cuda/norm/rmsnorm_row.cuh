@@ -41,7 +41,10 @@ Plan make_plan(DType dtype, std::int64_t hidden, std::initializer_list<const voi
 template <typename Io>
 struct Args {
   Args(const Io& tensors, std::int64_t rows_, std::int64_t hidden_, bool round_normalized_, const Plan& plan)
-      : io(tensors), rows(rows_), hidden(hidden_), round_normalized(round_normalized_),
+      : io(tensors),
+        rows(rows_),
+        hidden(hidden_),
+        round_normalized(round_normalized_),
         group_threads(plan.group_threads) {}
 
   Io io;
@@ -100,11 +103,12 @@ __device__ __forceinline__ float dx_coefficient(float dot, float rstd, std::int6
 
 // One element of dx, then the gradient the sum received from elsewhere, if any.
 template <typename T, bool kGradSum>
-__device__ __forceinline__ float grad_input(float g, float w, float x, float rstd, float coefficient,
-                                            float grad_sum) {
+__device__ __forceinline__ float grad_input(float g, float w, float x, float rstd, float coefficient, float grad_sum) {
   float dx = __fsub_rn(__fmul_rn(__fmul_rn(rstd, g), w), __fmul_rn(coefficient, x));
-  if constexpr (kGradSum) return __fadd_rn(round_through<T>(dx), grad_sum);
-  else return dx;
+  if constexpr (kGradSum)
+    return __fadd_rn(round_through<T>(dx), grad_sum);
+  else
+    return dx;
 }
 
 // Calls f.template operator()<W, kVectors>() for a registers plan: W elements of T per
@@ -112,12 +116,17 @@ __device__ __forceinline__ float grad_input(float g, float w, float x, float rst
 template <typename T, typename F>
 void dispatch_register_shape(const Plan& plan, F&& f) {
   auto with_width = [&]<int W>() {
-    if (plan.vectors_per_thread == 1) f.template operator()<W, 1>();
-    else if (plan.vectors_per_thread == 4) f.template operator()<W, 4>();
-    else f.template operator()<W, 8>();
+    if (plan.vectors_per_thread == 1)
+      f.template operator()<W, 1>();
+    else if (plan.vectors_per_thread == 4)
+      f.template operator()<W, 4>();
+    else
+      f.template operator()<W, 8>();
   };
-  if (plan.width == 1) with_width.template operator()<1>();
-  else with_width.template operator()<kVectorWidth<T>>();
+  if (plan.width == 1)
+    with_width.template operator()<1>();
+  else
+    with_width.template operator()<kVectorWidth<T>>();
 }
 
 }  // namespace zt::cuda::rmsnorm_detail

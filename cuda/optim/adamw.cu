@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "cuda/common/cuda_common.cuh"
-#include "cuda/elementwise/elementwise_dispatch.cuh"
 #include "cuda/common/multi_tensor.cuh"
 #include "cuda/common/vector_io.cuh"
+#include "cuda/elementwise/elementwise_dispatch.cuh"
 #include "runtime/check.h"
 
 namespace zt::cuda {

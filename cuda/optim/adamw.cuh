@@ -25,7 +25,7 @@ struct AdamWScalars {
   float step_size = 0.0f;              // lr / (1 - beta1^step)
   float bias_correction2_sqrt = 1.0f;  // sqrt(1 - beta2^step)
   float eps = 1e-8f;
-  float grad_scale = 1.0f;             // the gradient is divided by it
+  float grad_scale = 1.0f;  // the gradient is divided by it
 };
 
 // One parameter: n contiguous elements in each buffer. working may be null.

@@ -6,11 +6,11 @@
 #include <vector>
 
 #include "cuda/common/cuda_common.cuh"
-#include "cuda/elementwise/elementwise_dispatch.cuh"
 #include "cuda/common/multi_tensor.cuh"
 #include "cuda/common/reduce_block.cuh"
 #include "cuda/common/scratch_buffer.h"
 #include "cuda/common/vector_io.cuh"
+#include "cuda/elementwise/elementwise_dispatch.cuh"
 #include "runtime/check.h"
 
 namespace zt::cuda {
@@ -62,7 +62,8 @@ __global__ void __launch_bounds__(kThreads) sum_squares_kernel(Launch launch) {
 #pragma unroll
     for (int k = 0; k < W; ++k) sum += v[k] * v[k];
   }
-  for (std::int64_t i = packed_end + threadIdx.x; i < end; i += blockDim.x) sum += load_float(x + i) * load_float(x + i);
+  for (std::int64_t i = packed_end + threadIdx.x; i < end; i += blockDim.x)
+    sum += load_float(x + i) * load_float(x + i);
   sum = block_sum(sum);
   if (threadIdx.x == 0) launch.partials[t.first_partial + local] = sum;
 }

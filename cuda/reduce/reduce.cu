@@ -4,10 +4,10 @@
 #include <string>
 
 #include "cuda/common/cuda_common.cuh"
-#include "cuda/elementwise/elementwise_dispatch.cuh"
 #include "cuda/common/reduce_block.cuh"
 #include "cuda/common/scratch_buffer.h"
 #include "cuda/common/vector_io.cuh"
+#include "cuda/elementwise/elementwise_dispatch.cuh"
 #include "runtime/check.h"
 #include "runtime/error.h"
 
@@ -151,8 +151,8 @@ void sum_all(const void* x, void* out, DType dtype, std::int64_t n, float multip
   blocks = blocks < 1 ? 1 : (blocks > kMaxPartials ? kMaxPartials : blocks);
   ScratchBuffer partial(static_cast<std::size_t>(blocks) * sizeof(float), stream);
   dispatch_float_type(dtype, "sum_all", [&]<typename T>() {
-    partial_sums_kernel<T><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(static_cast<const T*>(x), n,
-                                                                                    partial.as<float>());
+    partial_sums_kernel<T>
+        <<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(static_cast<const T*>(x), n, partial.as<float>());
     ZT_CUDA_CHECK(cudaGetLastError());
     finish_sum_kernel<T><<<1, kThreads, 0, stream>>>(partial.as<float>(), blocks, static_cast<T*>(out), multiplier);
   });
@@ -177,13 +177,21 @@ void sum_dim(const void* x, void* out, DType dtype, std::int64_t outer, std::int
 void argmax_rows(const void* x, std::int64_t* out, DType dtype, std::int64_t rows, std::int64_t cols,
                  std::int64_t row_stride, cudaStream_t stream) {
   if (rows == 0) return;
-  ZT_REQUIRE(cols >= 1 && cols < INT_MAX, "argmax_rows kernel: cols " + std::to_string(cols) +
-                                              " must be in 1 .. " + std::to_string(INT_MAX - 1));
+  ZT_REQUIRE(cols >= 1 && cols < INT_MAX,
+             "argmax_rows kernel: cols " + std::to_string(cols) + " must be in 1 .. " + std::to_string(INT_MAX - 1));
   switch (dtype) {
-    case DType::kF64: launch_argmax<double, double>(x, out, rows, cols, row_stride, stream); break;
-    case DType::kF32: launch_argmax<float, float>(x, out, rows, cols, row_stride, stream); break;
-    case DType::kBF16: launch_argmax<__nv_bfloat16, float>(x, out, rows, cols, row_stride, stream); break;
-    case DType::kF16: launch_argmax<__half, float>(x, out, rows, cols, row_stride, stream); break;
+    case DType::kF64:
+      launch_argmax<double, double>(x, out, rows, cols, row_stride, stream);
+      break;
+    case DType::kF32:
+      launch_argmax<float, float>(x, out, rows, cols, row_stride, stream);
+      break;
+    case DType::kBF16:
+      launch_argmax<__nv_bfloat16, float>(x, out, rows, cols, row_stride, stream);
+      break;
+    case DType::kF16:
+      launch_argmax<__half, float>(x, out, rows, cols, row_stride, stream);
+      break;
     default:
       throw Error(std::string("argmax_rows kernel: takes float64, float32, bfloat16 or float16, got ") +
                   dtype_name(dtype));

@@ -30,8 +30,7 @@ __global__ void softmax_forward_kernel(const T* x, T* y, std::int64_t rows, std:
 }
 
 template <typename T>
-__global__ void softmax_backward_kernel(const T* grad_y, const T* y, T* grad_x, std::int64_t rows,
-                                        std::int64_t cols) {
+__global__ void softmax_backward_kernel(const T* grad_y, const T* y, T* grad_x, std::int64_t rows, std::int64_t cols) {
   __shared__ float scratch[32];
   for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const T* dy = grad_y + row * cols;
@@ -50,7 +49,7 @@ void softmax_forward(const void* x, void* y, DType dtype, std::int64_t rows, std
   if (rows == 0 || cols == 0) return;
   dispatch_float_type(dtype, "softmax", [&]<typename T>() {
     softmax_forward_kernel<<<grid_size(rows, 1), row_threads(cols), 0, stream>>>(static_cast<const T*>(x),
-                                                                                static_cast<T*>(y), rows, cols);
+                                                                                 static_cast<T*>(y), rows, cols);
   });
   ZT_CUDA_CHECK(cudaGetLastError());
 }

@@ -9,8 +9,8 @@
 #include <string>
 
 #include "cuda/common/cuda_common.cuh"
-#include "cuda/elementwise/elementwise_dispatch.cuh"
 #include "cuda/common/vector_io.cuh"
+#include "cuda/elementwise/elementwise_dispatch.cuh"
 #include "runtime/check.h"
 #include "runtime/error.h"
 
@@ -95,8 +95,10 @@ __device__ void rotate_lane(const RopeArgs& a, std::int64_t token, int lane, std
       T* head = head_ref<T>(a, token, h0 + b).y;
 #pragma unroll
       for (int i = 0; i < P; ++i) {
-        if constexpr (kInterleaved) rotate<T>(lo[b][2 * i], lo[b][2 * i + 1], c[i], s[i]);
-        else rotate<T>(lo[b][i], hi[b][i], c[i], s[i]);
+        if constexpr (kInterleaved)
+          rotate<T>(lo[b][2 * i], lo[b][2 * i + 1], c[i], s[i]);
+        else
+          rotate<T>(lo[b][i], hi[b][i], c[i], s[i]);
       }
       store_elements<T, kInterleaved ? 2 * P : P, kVector>(head + lo_at, lo[b]);
       if constexpr (!kInterleaved) store_elements<T, P, kVector>(head + hi_at, hi[b]);
@@ -163,11 +165,15 @@ void launch(RopeArgs& a, bool vector, cudaStream_t stream) {
     rope_kernel<T, Position, P, kInterleaved, kVector><<<grid_size(items, kThreads), kThreads, 0, stream>>>(a);
   };
   if (a.shape.interleaved) {
-    if (vector) go.template operator()<W / 2, true, true>();
-    else go.template operator()<1, true, false>();
+    if (vector)
+      go.template operator()<W / 2, true, true>();
+    else
+      go.template operator()<1, true, false>();
   } else {
-    if (vector) go.template operator()<W / 2, false, true>();
-    else go.template operator()<1, false, false>();
+    if (vector)
+      go.template operator()<W / 2, false, true>();
+    else
+      go.template operator()<1, false, false>();
   }
 }
 
@@ -178,8 +184,9 @@ void rope_rotate(const RopeOperand& q, const RopeOperand& k, DType dtype, const 
   if (shape.tokens == 0 || q.heads + k.heads == 0) return;
   ZT_REQUIRE(shape.rotary_dim > 0 && shape.rotary_dim % 2 == 0 && shape.rotary_dim <= shape.head_dim &&
                  shape.rotary_dim / 2 <= kMaxRopePairs,
-             "rope_rotate: rotary_dim " + std::to_string(shape.rotary_dim) + " must be even, positive, at most head_dim " +
-                 std::to_string(shape.head_dim) + " and at most " + std::to_string(2 * kMaxRopePairs));
+             "rope_rotate: rotary_dim " + std::to_string(shape.rotary_dim) +
+                 " must be even, positive, at most head_dim " + std::to_string(shape.head_dim) + " and at most " +
+                 std::to_string(2 * kMaxRopePairs));
   RopeArgs a{q, k, positions, shape, 0, 0, inverse, frequencies};
   dispatch_float_type(dtype, "rope_rotate", [&]<typename T>() {
     bool vector = vectorizable(q, k, shape, kVectorWidth<T>);

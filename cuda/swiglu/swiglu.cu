@@ -4,8 +4,8 @@
 #include "cuda/swiglu/swiglu.cuh"
 
 #include "cuda/common/cuda_common.cuh"
-#include "cuda/elementwise/elementwise_dispatch.cuh"
 #include "cuda/common/vector_io.cuh"
+#include "cuda/elementwise/elementwise_dispatch.cuh"
 #include "runtime/check.h"
 
 namespace zt::cuda {
@@ -19,8 +19,7 @@ constexpr unsigned kMaxGridRows = 65535;
 __device__ __forceinline__ float exp_neg(float g) { return expf(-g); }
 
 template <typename T, int W, bool kVector>
-__global__ void __launch_bounds__(kThreads) swiglu_forward_kernel(const T* gate, const T* up, T* out,
-                                                                    SwigluLayout l) {
+__global__ void __launch_bounds__(kThreads) swiglu_forward_kernel(const T* gate, const T* up, T* out, SwigluLayout l) {
   const std::int64_t column = (static_cast<std::int64_t>(blockIdx.x) * kThreads + threadIdx.x) * W;
   if (column >= l.ffn) return;
   for (std::int64_t r = blockIdx.y; r < l.rows; r += gridDim.y) {
@@ -35,8 +34,8 @@ __global__ void __launch_bounds__(kThreads) swiglu_forward_kernel(const T* gate,
 }
 
 template <typename T, int W, bool kVector>
-__global__ void __launch_bounds__(kThreads) swiglu_backward_kernel(const T* grad_out, const T* gate, const T* up,
-                                                                     T* grad_gate, T* grad_up, SwigluLayout l) {
+__global__ void __launch_bounds__(kThreads)
+    swiglu_backward_kernel(const T* grad_out, const T* gate, const T* up, T* grad_gate, T* grad_up, SwigluLayout l) {
   const std::int64_t column = (static_cast<std::int64_t>(blockIdx.x) * kThreads + threadIdx.x) * W;
   if (column >= l.ffn) return;
   for (std::int64_t r = blockIdx.y; r < l.rows; r += gridDim.y) {
@@ -74,8 +73,10 @@ void with_width(bool vector, const SwigluLayout& l, F&& f) {
     std::int64_t columns = (l.ffn + static_cast<std::int64_t>(kThreads) * width - 1) / (kThreads * width);
     return dim3(static_cast<unsigned>(columns), static_cast<unsigned>(l.rows < kMaxGridRows ? l.rows : kMaxGridRows));
   };
-  if (vector) f.template operator()<kVectorWidth<T>, true>(grid(kVectorWidth<T>));
-  else f.template operator()<1, false>(grid(1));
+  if (vector)
+    f.template operator()<kVectorWidth<T>, true>(grid(kVectorWidth<T>));
+  else
+    f.template operator()<1, false>(grid(1));
 }
 
 }  // namespace

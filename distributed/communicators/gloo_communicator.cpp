@@ -87,8 +87,9 @@ std::vector<char> address_for(const std::vector<std::uint8_t>& blob, int sender,
     const std::size_t length = wire::get_u32(blob.data() + at);
     at += 4;
     if (length > blob.size() - at) break;
-    if (i == index) return std::vector<char>(blob.begin() + static_cast<std::ptrdiff_t>(at),
-                                             blob.begin() + static_cast<std::ptrdiff_t>(at + length));
+    if (i == index)
+      return std::vector<char>(blob.begin() + static_cast<std::ptrdiff_t>(at),
+                               blob.begin() + static_cast<std::ptrdiff_t>(at + length));
     at += length;
   }
   fail("rank " + std::to_string(receiver) + ": rank " + std::to_string(sender) +
@@ -253,10 +254,18 @@ class GlooCommunicator final : public Communicator {
     if (t.numel() == 0) return;
     gloo::AllreduceOptions options(context_);
     switch (t.dtype()) {
-      case DType::kF32: set_reduction<float>(options, t, op); break;
-      case DType::kF64: set_reduction<double>(options, t, op); break;
-      case DType::kI32: set_reduction<std::int32_t>(options, t, op); break;
-      default: set_reduction<std::int64_t>(options, t, op); break;
+      case DType::kF32:
+        set_reduction<float>(options, t, op);
+        break;
+      case DType::kF64:
+        set_reduction<double>(options, t, op);
+        break;
+      case DType::kI32:
+        set_reduction<std::int32_t>(options, t, op);
+        break;
+      default:
+        set_reduction<std::int64_t>(options, t, op);
+        break;
     }
     options.setTag(tag);
     options.setTimeout(timeout_);
@@ -266,7 +275,7 @@ class GlooCommunicator final : public Communicator {
   std::shared_ptr<gloo::Context> context_;
   std::chrono::milliseconds timeout_;
   std::uint32_t next_tag_ = 1;  // 0 was the barrier that ended connecting
-  std::string failure_;  // the first failure; every later collective refuses to run
+  std::string failure_;         // the first failure; every later collective refuses to run
 };
 
 }  // namespace
@@ -309,7 +318,8 @@ namespace zt::distributed {
 bool gloo_available() { return false; }
 
 std::unique_ptr<Communicator> connect_gloo(int rank, const RendezvousConfig&, std::chrono::milliseconds) {
-  fail("rank " + std::to_string(rank) + ": multi-process training on the CPU runs on Gloo, and this zerotune was "
+  fail("rank " + std::to_string(rank) +
+       ": multi-process training on the CPU runs on Gloo, and this zerotune was "
        "built without it. Install libgloo-dev (scripts/setup.sh does) and rebuild, or train with "
        "--inprocess_ranks N in one process");
 }

@@ -22,7 +22,8 @@ void store(const Tensor& output, const std::vector<double>& values) {
 }
 
 std::vector<double> slice(const std::vector<double>& values, std::size_t start, std::size_t count) {
-  return {values.begin() + static_cast<std::ptrdiff_t>(start), values.begin() + static_cast<std::ptrdiff_t>(start + count)};
+  return {values.begin() + static_cast<std::ptrdiff_t>(start),
+          values.begin() + static_cast<std::ptrdiff_t>(start + count)};
 }
 
 // reduce_scatter and all_gather: checks the tensors (the output holds world_size times the
@@ -33,8 +34,10 @@ void combine_inputs(InProcessGroup& group, int rank, const char* op, const Tenso
                     bool gathers, Combine&& combine) {
   require_contiguous(op, input, "input");
   require_contiguous(op, output, "output");
-  if (gathers) require_world_multiple(op, output, "output", input, "input", group.world_size(), false);
-  else require_world_multiple(op, input, "input", output, "output", group.world_size(), false);
+  if (gathers)
+    require_world_multiple(op, output, "output", input, "input", group.world_size(), false);
+  else
+    require_world_multiple(op, input, "input", output, "output", group.world_size(), false);
   group.meet(rank, describe_collective(op, input), input, output,
              [&](const std::vector<Tensor>& inputs, const std::vector<Tensor>&) {
                std::vector<std::vector<double>> values;

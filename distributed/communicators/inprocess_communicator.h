@@ -44,7 +44,7 @@ class InProcessGroup {
   std::vector<std::string> posted_what_;
   std::vector<Tensor> inputs_, outputs_;
   std::vector<Tensor> snapshot_inputs_, snapshot_outputs_;  // of the meeting just completed
-  std::string failure_;  // set once: every later meeting fails with it
+  std::string failure_;                                     // set once: every later meeting fails with it
 };
 
 class InProcessCommunicator : public Communicator {

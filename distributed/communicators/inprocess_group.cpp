@@ -24,11 +24,12 @@ void InProcessGroup::wait_for_all(std::unique_lock<std::mutex>& lock, int rank, 
     changed_.notify_all();
   } else {
     const auto start = std::chrono::steady_clock::now();
-    const bool done = changed_.wait_for(lock, timeout_, [&] { return generation_ != my_generation || !failure_.empty(); });
+    const bool done =
+        changed_.wait_for(lock, timeout_, [&] { return generation_ != my_generation || !failure_.empty(); });
     if (!done && failure_.empty()) {
       const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      failure_ = "rank " + std::to_string(rank) + ": " + what + " did not complete within " +
-                 std::to_string(seconds) + " s: " + std::to_string(world_size_ - arrived_) +
+      failure_ = "rank " + std::to_string(rank) + ": " + what + " did not complete within " + std::to_string(seconds) +
+                 " s: " + std::to_string(world_size_ - arrived_) +
                  " rank(s) never joined it (crashed, stuck, or running a different collective). Check the other "
                  "ranks' errors; for NCCL runs set NCCL_DEBUG=INFO; raise --ddp_timeout for slow steps";
       changed_.notify_all();

@@ -6,8 +6,8 @@
 #include <utility>
 
 #include "runtime/check.h"
-#include "runtime/streams/current_stream.h"
 #include "runtime/error.h"
+#include "runtime/streams/current_stream.h"
 
 namespace zt::distributed {
 namespace {
@@ -47,20 +47,27 @@ ncclUniqueId unique_id(int rank, const RendezvousConfig& config, std::future<voi
 
 ncclDataType_t nccl_dtype(DType dtype) {
   switch (dtype) {
-    case DType::kF32: return ncclFloat32;
-    case DType::kF64: return ncclFloat64;
-    case DType::kBF16: return ncclBfloat16;
-    case DType::kF16: return ncclFloat16;
-    case DType::kI64: return ncclInt64;
-    case DType::kI32: return ncclInt32;
-    default: return ncclUint8;
+    case DType::kF32:
+      return ncclFloat32;
+    case DType::kF64:
+      return ncclFloat64;
+    case DType::kBF16:
+      return ncclBfloat16;
+    case DType::kF16:
+      return ncclFloat16;
+    case DType::kI64:
+      return ncclInt64;
+    case DType::kI32:
+      return ncclInt32;
+    default:
+      return ncclUint8;
   }
 }
 
 NcclCommunicator::NcclCommunicator(int rank, const RendezvousConfig& rendezvous, std::chrono::milliseconds timeout)
     : rank_(rank), world_size_(rendezvous.world_size), timeout_(timeout) {
-  ZT_REQUIRE(rank >= 0 && rank < world_size_, "rank " + std::to_string(rank) + " is outside world size " +
-                                                   std::to_string(world_size_));
+  ZT_REQUIRE(rank >= 0 && rank < world_size_,
+             "rank " + std::to_string(rank) + " is outside world size " + std::to_string(world_size_));
   std::future<void> server;
   ncclUniqueId id = unique_id(rank, rendezvous, server);
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
@@ -102,9 +109,9 @@ void NcclCommunicator::wait_for_nccl(const std::string& what, Clock::time_point 
       aborted_ = true;
       ncclCommAbort(comm_);
       comm_ = nullptr;
-      fail("rank " + std::to_string(rank_) + ": " + what + (failed ? " failed: " + std::string(ncclGetErrorString(state))
-                                                                   : " did not finish") +
-           " after " + std::to_string(elapsed) + " s (world size " + std::to_string(world_size_) +
+      fail("rank " + std::to_string(rank_) + ": " + what +
+           (failed ? " failed: " + std::string(ncclGetErrorString(state)) : " did not finish") + " after " +
+           std::to_string(elapsed) + " s (world size " + std::to_string(world_size_) +
            "). Another rank probably failed or stopped first; see its error. Run with NCCL_DEBUG=INFO for "
            "NCCL's own account; raise --ddp_timeout if steps are legitimately this slow");
     }
@@ -148,7 +155,9 @@ class NcclCommunicator::PendingGather : public PendingCollective {
   PendingGather& operator=(const PendingGather&) = delete;
 
   template <typename Launch>
-  void start(Launch&& launch) { start_ = comm_.launch(what_, launch, done_); }
+  void start(Launch&& launch) {
+    start_ = comm_.launch(what_, launch, done_);
+  }
   void wait() override {
     if (!std::exchange(waited_, true)) comm_.finish(what_, start_, done_);
   }

@@ -42,8 +42,8 @@ void TracingCommunicator::traced(const char* op, const Tensor& tensor, const std
   trace_ << line.dump() << '\n' << std::flush;  // a run that dies keeps every line it traced
   ZT_REQUIRE(trace_.good(), "--zero_trace: writing " + trace_path_ + " failed (disk full?)");
   ZT_LOG(kInfo, "trace " << (tensor.defined() ? describe_collective(op, tensor) : std::string(op)) << " ["
-                         << (label.empty() ? "unlabelled" : label) << "] at " << start_us / 1000.0 << " ms, "
-                         << host_us << " us");
+                         << (label.empty() ? "unlabelled" : label) << "] at " << start_us / 1000.0 << " ms, " << host_us
+                         << " us");
 }
 
 void TracingCommunicator::all_reduce(const Tensor& buffer, ReduceOp op) {

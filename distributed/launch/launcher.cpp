@@ -146,17 +146,25 @@ LaunchOptions parse_launch_arguments(const std::vector<std::string>& args) {
       ZT_REQUIRE(i + 1 < args.size(), "zerotune launch: " + args[i] + " needs a value");
       value = args[++i];
     }
-    if (flag == "--nproc_per_node") options.nproc_per_node = parse_int(flag, value);
-    else if (flag == "--nnodes") options.nnodes = parse_int(flag, value);
-    else if (flag == "--node_rank") options.node_rank = parse_int(flag, value);
-    else if (flag == "--master_addr") options.master_addr = value;
-    else if (flag == "--master_port") options.master_port = parse_int(flag, value);
-    else fail("zerotune launch: unknown option " + flag + "; accepted: --nproc_per_node --nnodes --node_rank "
-              "--master_addr --master_port, then the command");
+    if (flag == "--nproc_per_node")
+      options.nproc_per_node = parse_int(flag, value);
+    else if (flag == "--nnodes")
+      options.nnodes = parse_int(flag, value);
+    else if (flag == "--node_rank")
+      options.node_rank = parse_int(flag, value);
+    else if (flag == "--master_addr")
+      options.master_addr = value;
+    else if (flag == "--master_port")
+      options.master_port = parse_int(flag, value);
+    else
+      fail("zerotune launch: unknown option " + flag +
+           "; accepted: --nproc_per_node --nnodes --node_rank "
+           "--master_addr --master_port, then the command");
   }
   options.command.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
-  ZT_REQUIRE(!options.command.empty(), "zerotune launch: no command given, e.g. `zerotune launch "
-                                       "--nproc_per_node 8 zerotune train ...`");
+  ZT_REQUIRE(!options.command.empty(),
+             "zerotune launch: no command given, e.g. `zerotune launch "
+             "--nproc_per_node 8 zerotune train ...`");
   ZT_REQUIRE(options.nproc_per_node >= 1 && options.nnodes >= 1 && options.node_rank >= 0 &&
                  options.node_rank < options.nnodes,
              "zerotune launch: need --nproc_per_node >= 1, --nnodes >= 1 and 0 <= --node_rank < --nnodes");

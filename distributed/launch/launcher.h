@@ -17,7 +17,7 @@ struct LaunchOptions {
   int node_rank = 0;
   std::string master_addr = "127.0.0.1";
   int master_port = 29500;
-  std::vector<std::string> command;  // the program and its arguments
+  std::vector<std::string> command;                           // the program and its arguments
   std::chrono::milliseconds grace{std::chrono::seconds(10)};  // SIGTERM to SIGKILL
 };
 

@@ -51,8 +51,7 @@ void serve_peers(const Socket& listener, std::chrono::milliseconds peer_timeout,
     poll(fds.data(), fds.size(), 100);
     for (std::size_t i = peers.size(); i > 0; --i) {
       Peer& peer = peers[i - 1];
-      const bool finished =
-          (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) && (!receive_more(peer) || parse(peer));
+      const bool finished = (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) && (!receive_more(peer) || parse(peer));
       if (finished || Clock::now() > peer.deadline) peers.erase(peers.begin() + static_cast<std::ptrdiff_t>(i - 1));
     }
     if (fds[0].revents & POLLIN) {

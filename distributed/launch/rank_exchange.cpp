@@ -56,7 +56,8 @@ Post decode_post(const std::vector<std::uint8_t>& bytes) {
   Post post;
   post.rank = static_cast<int>(wire::get_u32(bytes.data() + 8));
   post.world_size = static_cast<int>(wire::get_u32(bytes.data() + 12));
-  post.token.assign(bytes.begin() + kPostHeaderBytes, bytes.begin() + static_cast<std::ptrdiff_t>(kPostHeaderBytes + token));
+  post.token.assign(bytes.begin() + kPostHeaderBytes,
+                    bytes.begin() + static_cast<std::ptrdiff_t>(kPostHeaderBytes + token));
   post.blob.assign(bytes.begin() + static_cast<std::ptrdiff_t>(kPostHeaderBytes + token), bytes.end());
   return post;
 }
@@ -78,7 +79,8 @@ std::optional<Blobs> decode_table(const std::vector<std::uint8_t>& table, int wo
     const std::size_t length = wire::get_u32(table.data() + at);
     at += 4;
     if (table.size() - at < length) return std::nullopt;
-    blobs.emplace_back(table.begin() + static_cast<std::ptrdiff_t>(at), table.begin() + static_cast<std::ptrdiff_t>(at + length));
+    blobs.emplace_back(table.begin() + static_cast<std::ptrdiff_t>(at),
+                       table.begin() + static_cast<std::ptrdiff_t>(at + length));
     at += length;
   }
   if (at != table.size()) return std::nullopt;

@@ -61,8 +61,8 @@ void serve_rendezvous(const RendezvousConfig& config, const std::vector<std::uin
       listener, config.peer_timeout, [&] { return static_cast<int>(served.size()) >= config.world_size - 1; },
       [&] {
         ZT_REQUIRE(Clock::now() < deadline,
-                   "rank 0: rendezvous at " + where(config) + " timed out after " +
-                       seconds(config.timeout) + "; rank(s) " +
+                   "rank 0: rendezvous at " + where(config) + " timed out after " + seconds(config.timeout) +
+                       "; rank(s) " +
                        missing_ranks(config.world_size, [&](int rank) { return served.count(rank) > 0; }) +
                        " never joined. Check that they were started, reach MASTER_ADDR:MASTER_PORT, "
                        "and share this job's token (ZT_JOB_TOKEN)");
@@ -72,8 +72,8 @@ void serve_rendezvous(const RendezvousConfig& config, const std::vector<std::uin
 
 std::vector<std::uint8_t> join_rendezvous(const RendezvousConfig& config, int rank) {
   const auto deadline = Clock::now() + config.timeout;
-  const std::vector<std::uint8_t> request =
-      wire::encode_request({static_cast<std::uint32_t>(rank), static_cast<std::uint32_t>(config.world_size), config.token});
+  const std::vector<std::uint8_t> request = wire::encode_request(
+      {static_cast<std::uint32_t>(rank), static_cast<std::uint32_t>(config.world_size), config.token});
   while (true) {
     ZT_REQUIRE(Clock::now() < deadline, "rank " + std::to_string(rank) + ": no rendezvous with rank 0 at " +
                                             where(config) + " within " + seconds(config.timeout) +

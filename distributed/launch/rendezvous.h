@@ -18,7 +18,7 @@ struct RendezvousConfig {
   int port = 29500;                   // MASTER_PORT
   std::string token;                  // this job's secret, the same on every rank
   int world_size = 1;
-  std::chrono::milliseconds timeout{std::chrono::minutes(30)};  // the whole rendezvous
+  std::chrono::milliseconds timeout{std::chrono::minutes(30)};      // the whole rendezvous
   std::chrono::milliseconds peer_timeout{std::chrono::seconds(5)};  // one connection's request
 };
 

@@ -91,8 +91,8 @@ Socket listen_on(const std::string& address, int port) {
     }
     last_error = std::strerror(errno);
   }
-  fail("rank 0 cannot listen at " + address + ":" + std::to_string(port) + " (MASTER_ADDR:MASTER_PORT): " +
-       last_error + "; is the port in use by another job? Choose another --master_port");
+  fail("rank 0 cannot listen at " + address + ":" + std::to_string(port) + " (MASTER_ADDR:MASTER_PORT): " + last_error +
+       "; is the port in use by another job? Choose another --master_port");
 }
 
 Socket connect_to(const std::string& address, int port, std::chrono::milliseconds timeout) {
@@ -123,8 +123,7 @@ bool send_all(int fd, const std::vector<std::uint8_t>& bytes, std::chrono::milli
 }
 
 bool receive_exactly(int fd, std::uint8_t* out, std::size_t count, std::chrono::milliseconds timeout) {
-  return transfer_all(fd, count, POLLIN, timeout,
-                      [&](std::size_t got) { return recv(fd, out + got, count - got, 0); });
+  return transfer_all(fd, count, POLLIN, timeout, [&](std::size_t got) { return recv(fd, out + got, count - got, 0); });
 }
 
 std::string peer_name(int fd) {

@@ -37,15 +37,15 @@ struct ModelConfig {
   ops::RmsNormStyle norm_style = ops::RmsNormStyle::kQwen;
   ops::RopeConfig rope;  // style, base (rope_theta, or 10000 * rope_ratio), rotary fraction
 
-  bool qkv_bias = false;            // q/k/v (or the fused query_key_value) carry a bias
-  bool o_bias = false;              // the attention output projection carries a bias
-  bool mlp_bias = false;            // ChatGLM's add_bias_linear: MLP projections carry biases
-  bool qk_norm = false;             // Qwen3: RMSNorm over head_dim on q and k before RoPE
-  bool sandwich_norms = false;      // glm4: RMSNorm after attention and after the MLP
-  bool fused_qkv = false;           // ChatGLM: one query_key_value = [q; k; v]
-  bool fused_gate_up = false;       // GLM: one gate_up_proj / dense_h_to_4h = [gate; up]
-  bool final_norm = true;           // ChatGLM's post_layer_norm
-  bool tie_word_embeddings = false; // the LM head reuses the embedding table
+  bool qkv_bias = false;             // q/k/v (or the fused query_key_value) carry a bias
+  bool o_bias = false;               // the attention output projection carries a bias
+  bool mlp_bias = false;             // ChatGLM's add_bias_linear: MLP projections carry biases
+  bool qk_norm = false;              // Qwen3: RMSNorm over head_dim on q and k before RoPE
+  bool sandwich_norms = false;       // glm4: RMSNorm after attention and after the MLP
+  bool fused_qkv = false;            // ChatGLM: one query_key_value = [q; k; v]
+  bool fused_gate_up = false;        // GLM: one gate_up_proj / dense_h_to_4h = [gate; up]
+  bool final_norm = true;            // ChatGLM's post_layer_norm
+  bool tie_word_embeddings = false;  // the LM head reuses the embedding table
 
   // Layers whose attention uses a sliding window (Qwen's use_sliding_window), and its width.
   std::vector<bool> sliding_layers;
@@ -58,7 +58,7 @@ struct ModelConfig {
   std::string torch_dtype;  // as written ("bfloat16", ...); empty when absent
 
   nlohmann::ordered_json raw;  // the file as read, key order kept, written back unchanged on save
-  std::string source;  // the file it came from, for error messages
+  std::string source;          // the file it came from, for error messages
 
   std::int64_t q_size() const { return num_heads * head_dim; }
   std::int64_t kv_size() const { return num_kv_heads * head_dim; }

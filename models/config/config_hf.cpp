@@ -17,9 +17,12 @@ struct FamilyDefaults {
 
 FamilyDefaults defaults_for(Architecture arch) {
   switch (arch) {
-    case Architecture::kQwen2: return {151936, 4096, 22016, 32, 32, 32, 0, 1e-6, 1.0, std::nullopt};
-    case Architecture::kQwen3: return {151936, 4096, 22016, 32, 32, 32, 128, 1e-6, 1.0, std::nullopt};
-    default: return {151552, 4096, 13696, 40, 32, 2, 128, 1.5625e-7, 0.5, 151329};
+    case Architecture::kQwen2:
+      return {151936, 4096, 22016, 32, 32, 32, 0, 1e-6, 1.0, std::nullopt};
+    case Architecture::kQwen3:
+      return {151936, 4096, 22016, 32, 32, 32, 128, 1e-6, 1.0, std::nullopt};
+    default:
+      return {151552, 4096, 13696, 40, 32, 2, 128, 1.5625e-7, 0.5, 151329};
   }
 }
 
@@ -77,9 +80,9 @@ void parse_hf_config(const ConfigKeys& keys, ModelConfig& c) {
   c.num_heads = keys.integer("num_attention_heads", d.num_heads);
   for (const char* key : {"vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads"})
     keys.require_positive(key, keys.integer(key, 1));
-  c.num_kv_heads = keys.has("num_key_value_heads") ? keys.integer("num_key_value_heads", 0)
+  c.num_kv_heads = keys.has("num_key_value_heads")       ? keys.integer("num_key_value_heads", 0)
                    : keys.is_null("num_key_value_heads") ? c.num_heads
-                                                                   : d.num_kv_heads;
+                                                         : d.num_kv_heads;
   keys.require_positive("num_key_value_heads", c.num_kv_heads);
   if (keys.has("head_dim") || d.head_dim > 0) {
     c.head_dim = keys.integer("head_dim", d.head_dim);
@@ -115,8 +118,8 @@ void parse_hf_config(const ConfigKeys& keys, ModelConfig& c) {
   c.tie_word_embeddings = keys.boolean("tie_word_embeddings", false);
   c.initializer_range = keys.number("initializer_range", 0.02);
   c.pad_token_id = keys.is_null("pad_token_id") ? std::nullopt
-                   : keys.has("pad_token_id")              ? keys.optional_integer("pad_token_id")
-                                                           : d.pad_token_id;
+                   : keys.has("pad_token_id")   ? keys.optional_integer("pad_token_id")
+                                                : d.pad_token_id;
   c.sliding_layers.assign(static_cast<std::size_t>(c.num_layers), false);
   if (!is_glm) read_sliding_window(keys, c);
 }

@@ -12,13 +12,13 @@ namespace zt::models {
 
 struct GenerationOptions {
   std::int64_t max_new_tokens = 20;
-  std::int64_t min_new_tokens = 0;  // eos ids are barred until this many tokens are out
-  bool do_sample = false;          // false: greedy
-  double temperature = 1.0;        // sampling only
-  std::int64_t top_k = 50;         // sampling only; 0 keeps every token
-  double top_p = 1.0;              // sampling only; 1 keeps every token
-  double repetition_penalty = 1.0; // greedy and sampling; 1 changes nothing
-  std::uint64_t seed = 0;          // sampling draws from the Philox stream of this seed
+  std::int64_t min_new_tokens = 0;          // eos ids are barred until this many tokens are out
+  bool do_sample = false;                   // false: greedy
+  double temperature = 1.0;                 // sampling only
+  std::int64_t top_k = 50;                  // sampling only; 0 keeps every token
+  double top_p = 1.0;                       // sampling only; 1 keeps every token
+  double repetition_penalty = 1.0;          // greedy and sampling; 1 changes nothing
+  std::uint64_t seed = 0;                   // sampling draws from the Philox stream of this seed
   std::vector<std::int64_t> eos_token_ids;  // generation stops after emitting one of these
 };
 

@@ -23,8 +23,8 @@ class KvCache {
   // q [tokens, heads, head_dim] and k, v [tokens, kv_heads, head_dim] of `layer` (k after
   // RoPE): stores k and v and returns q's causal attention over each sequence's cached tokens
   // followed by its new ones, [tokens, heads, head_dim].
-  virtual Tensor attend(std::int64_t layer, const Tensor& q, const Tensor& k, const Tensor& v,
-                        const Tensor& cu_seqlens, double softmax_scale) = 0;
+  virtual Tensor attend(std::int64_t layer, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& cu_seqlens,
+                        double softmax_scale) = 0;
   // Called after every layer ran: the new tokens count as cached from now on.
   virtual void end_forward() = 0;
 };

@@ -18,8 +18,8 @@ using autograd::Variable;
 
 // y = W x (+ bias) + scale · B (A dropout(x)), as PEFT's LoRA Linear computes it.
 struct LoraUpdate {
-  Variable a;  // [rank, in_features]
-  Variable b;  // [out_features, rank]
+  Variable a;          // [rank, in_features]
+  Variable b;          // [out_features, rank]
   double scale = 1.0;  // lora_alpha / rank
   double dropout = 0.0;
 };

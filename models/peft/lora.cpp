@@ -61,9 +61,8 @@ std::vector<std::string> parse_lora_target(const std::string& text, const ModelC
     bool found = false;
     for (const LayerSpecs& layer : layout.layers)
       for (const auto& spec : layer) found = found || (is_linear(spec) && targets({name}, module_path(*spec)));
-    ZT_REQUIRE(found, "LoRA target '" + name + "' is not a linear module of the " +
-                          architecture_name(config.arch) + " model's layers; its modules are " + join_list(known) +
-                          " (or all for every one of them)");
+    ZT_REQUIRE(found, "LoRA target '" + name + "' is not a linear module of the " + architecture_name(config.arch) +
+                          " model's layers; its modules are " + join_list(known) + " (or all for every one of them)");
   }
   return names;
 }
@@ -84,15 +83,17 @@ void attach_lora(CausalLM& model, const LoraConfig& config, std::uint64_t seed) 
       offset += philox::blocks_for(static_cast<std::uint64_t>(a.numel()));
       LoraUpdate update;
       update.a = Variable(a.to(model.device(), model.dtype()), true, peft_name(*spec, "lora_A"));
-      update.b = Variable(Tensor::zeros({out, config.rank}, model.dtype(), model.device()), true,
-                          peft_name(*spec, "lora_B"));
+      update.b =
+          Variable(Tensor::zeros({out, config.rank}, model.dtype(), model.device()), true, peft_name(*spec, "lora_B"));
       update.scale = config.scale();
       update.dropout = config.dropout;
       lora[i][slot] = update;
       any = true;
     }
-  ZT_REQUIRE(any, "LoRA targets " + join_list(config.target_modules) + " match no linear module of the model; its "
-                  "modules are " + join_list(lora_module_names(model.config())));
+  ZT_REQUIRE(any, "LoRA targets " + join_list(config.target_modules) +
+                      " match no linear module of the model; its "
+                      "modules are " +
+                      join_list(lora_module_names(model.config())));
   model.set_lora(std::move(lora));
 }
 

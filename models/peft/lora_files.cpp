@@ -41,7 +41,8 @@ void require_plain_lora(const nlohmann::ordered_json& json, const detail::Config
   if (peft_type != "LORA") keys.fail("peft_type is '" + peft_type + "'; zerotune loads LoRA adapters (\"LORA\") only");
   for (const char* pattern : {"rank_pattern", "alpha_pattern"})
     if (keys.has(pattern) && !json[pattern].empty())
-      keys.fail(std::string(pattern) + " is set: per-module ranks and alphas are not supported; merge the adapter "
+      keys.fail(std::string(pattern) +
+                " is set: per-module ranks and alphas are not supported; merge the adapter "
                 "with PEFT (merge_and_unload) or train it with one rank and alpha");
   if (keys.boolean("use_dora", false)) keys.fail("use_dora is true: DoRA adapters are not supported");
   if (keys.boolean("lora_bias", false)) keys.fail("lora_bias is true: LoRA biases are not supported");
@@ -50,7 +51,8 @@ void require_plain_lora(const nlohmann::ordered_json& json, const detail::Config
   for (const char* key : {"modules_to_save", "layers_to_transform", "layer_replication", "exclude_modules",
                           "target_parameters", "trainable_token_indices", "alora_invocation_tokens"})
     if (keys.has(key) && !json[key].empty())
-      keys.fail(std::string(key) + " is set; zerotune applies LoRA to target_modules in every layer, without "
+      keys.fail(std::string(key) +
+                " is set; zerotune applies LoRA to target_modules in every layer, without "
                 "exclusions or extra trained modules");
 }
 
@@ -83,7 +85,8 @@ nlohmann::ordered_json config_json(const LoraConfig& config) {
 }  // namespace
 
 LoraConfig read_lora_config(const std::string& dir) {
-  const FolderJson file(dir, kAdapterConfigFile, ": expected a LoRA adapter folder as PEFT or zerotune train writes it");
+  const FolderJson file(dir, kAdapterConfigFile,
+                        ": expected a LoRA adapter folder as PEFT or zerotune train writes it");
   const detail::ConfigKeys& keys = file.keys;
   require_plain_lora(file.json, keys);
   LoraConfig config;
@@ -100,7 +103,8 @@ LoraConfig read_lora_config(const std::string& dir) {
 void save_lora_adapter(const CausalLM& model, const LoraConfig& config, const std::string& dir) {
   fs::create_directories(dir);
   NamedTensors tensors;
-  for (const NamedParameter& p : lora_parameters(model)) tensors.emplace_back(p.name, p.variable.data().to(Device::cpu(), DType::kF32));
+  for (const NamedParameter& p : lora_parameters(model))
+    tensors.emplace_back(p.name, p.variable.data().to(Device::cpu(), DType::kF32));
   ZT_REQUIRE(!tensors.empty(), "saving a LoRA adapter to '" + dir + "': the model has no LoRA attached");
   save_safetensors(path_in(dir, kAdapterWeightsFile), tensors, {{"format", "pt"}});
   write_file_atomically(path_in(dir, kAdapterConfigFile), config_json(config).dump(2) + "\n");
@@ -113,8 +117,8 @@ void load_lora_weights(CausalLM& model, const std::string& dir) {
   const std::vector<NamedParameter> expected = lora_parameters(model);
   std::vector<std::string> problems = tensor_mismatches(expected, file);
   if (!problems.empty()) {
-    std::string message = "the LoRA adapter '" + path + "' does not match the model and " + kAdapterConfigFile +
-                          ": " + std::to_string(problems.size()) + " problem(s)";
+    std::string message = "the LoRA adapter '" + path + "' does not match the model and " + kAdapterConfigFile + ": " +
+                          std::to_string(problems.size()) + " problem(s)";
     for (const std::string& line : problems) message += "\n  " + line;
     fail(message + "\ncheck that the adapter was trained on this base model (" + model.config().source + ")");
   }

@@ -21,7 +21,8 @@ PeftAdapterKind peft_adapter_kind(const std::string& dir) {
   if (type == "LORA") return PeftAdapterKind::kLora;
   if (type == "PREFIX_TUNING") return PeftAdapterKind::kPrefix;
   if (type == "P_TUNING" || type == "PROMPT_TUNING" || type == "MULTITASK_PROMPT_TUNING")
-    keys.fail("peft_type is '" + type + "': it learns virtual token embeddings put in front of the input, "
+    keys.fail("peft_type is '" + type +
+              "': it learns virtual token embeddings put in front of the input, "
               "which zerotune does not apply; it applies \"LORA\" and \"PREFIX_TUNING\" (P-Tuning v2) adapters");
   keys.fail("peft_type is '" + type + "'; zerotune applies \"LORA\" and \"PREFIX_TUNING\" adapters only");
 }

@@ -10,10 +10,10 @@ namespace zt::models {
 namespace {
 
 std::string likely_cause(const PeftPrefixConfig& config, const ModelConfig& model) {
-  const std::string base = config.base_model_name_or_path.empty() ? "another model"
-                                                                  : "'" + config.base_model_name_or_path + "'";
-  return "the adapter was probably trained on a different base model (its config names " + base +
-         "), not on " + model.source;
+  const std::string base =
+      config.base_model_name_or_path.empty() ? "another model" : "'" + config.base_model_name_or_path + "'";
+  return "the adapter was probably trained on a different base model (its config names " + base + "), not on " +
+         model.source;
 }
 
 // The keys of adapter_config.json that must agree with the model, one line per disagreement.
@@ -95,8 +95,8 @@ std::vector<PrefixKv> read_peft_prefix(const CausalLM& model, const std::string&
   const std::string path = existing_file_in(dir, kAdapterWeightsFile,
                                             " (zerotune reads safetensors adapters only; PEFT writes them by default)");
   const SafetensorsFile file = SafetensorsFile::open(path);
-  ZT_REQUIRE(file.contains(kPeftPrefixTensor), path + " has no tensor '" + kPeftPrefixTensor +
-                                                   "', which PEFT saves a prefix-tuning adapter's prefix as");
+  ZT_REQUIRE(file.contains(kPeftPrefixTensor),
+             path + " has no tensor '" + kPeftPrefixTensor + "', which PEFT saves a prefix-tuning adapter's prefix as");
   for (const std::string& name : file.names())
     ZT_REQUIRE(name == kPeftPrefixTensor, path + " has the tensor '" + name + "' beside " + kPeftPrefixTensor +
                                               " (modules_to_save?): zerotune applies the prefix alone");
@@ -104,8 +104,10 @@ std::vector<PrefixKv> read_peft_prefix(const CausalLM& model, const std::string&
   const SafetensorsInfo& info = file.info(kPeftPrefixTensor);
   ZT_REQUIRE(info.shape == expected && is_floating(info.dtype),
              path + ": " + kPeftPrefixTensor + " is " + shape_str(info.shape) + " " + dtype_name(info.dtype) +
-                 ", expected " + shape_str(expected) + " floating point ([num_virtual_tokens, layers · 2 · kv_heads · "
-                 "head_dim]); " + likely_cause(config, m));
+                 ", expected " + shape_str(expected) +
+                 " floating point ([num_virtual_tokens, layers · 2 · kv_heads · "
+                 "head_dim]); " +
+                 likely_cause(config, m));
   return split_by_layer(file.get(kPeftPrefixTensor).to(model.device(), model.dtype()), m);
 }
 

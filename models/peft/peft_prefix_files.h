@@ -24,7 +24,7 @@ inline constexpr const char* kPeftPrefixTensor = "prompt_embeddings";
 struct PeftPrefixConfig {
   std::int64_t num_virtual_tokens = 0;
   std::int64_t num_layers = 0;
-  std::int64_t token_dim = 0;           // kv_heads · head_dim
+  std::int64_t token_dim = 0;            // kv_heads · head_dim
   std::int64_t num_attention_heads = 0;  // the kv heads
   std::string base_model_name_or_path;   // for error messages
 };

@@ -38,8 +38,8 @@ void init_linear(const Variable& weight, const Variable& bias, Generator& genera
 
 PrefixEncoder::PrefixEncoder(const ModelConfig& model, PrefixConfig config, Device device, DType dtype)
     : config_(config), layers_(model.num_layers), kv_heads_(model.num_kv_heads), head_dim_(model.head_dim) {
-  ZT_REQUIRE(config_.pre_seq_len > 0, "P-Tuning: pre_seq_len must be positive, got " +
-                                          std::to_string(config_.pre_seq_len));
+  ZT_REQUIRE(config_.pre_seq_len > 0,
+             "P-Tuning: pre_seq_len must be positive, got " + std::to_string(config_.pre_seq_len));
   ZT_REQUIRE(config_.dropout >= 0.0 && config_.dropout < 1.0,
              "P-Tuning: the prefix dropout must be in [0, 1), got " + std::to_string(config_.dropout));
   embedding_ = add("embedding.weight", {config_.pre_seq_len, width()}, device, dtype);

@@ -11,8 +11,8 @@
 #include <memory>
 #include <vector>
 
-#include "models/peft/adapters.h"
 #include "models/model.h"
+#include "models/peft/adapters.h"
 #include "runtime/generator.h"
 
 namespace zt::models {

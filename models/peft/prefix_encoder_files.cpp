@@ -19,8 +19,9 @@ PrefixConfig read_prefix_config(const std::string& dir) {
                         "ChatGLM's recipe writes it");
   const detail::ConfigKeys& keys = file.keys;
   if (!keys.has("pre_seq_len"))
-    keys.fail("pre_seq_len is missing or null: this is not a P-Tuning checkpoint (pass the folder that "
-              "zerotune train --finetuning_type ptuning wrote as --ptuning_checkpoint)");
+    keys.fail(
+        "pre_seq_len is missing or null: this is not a P-Tuning checkpoint (pass the folder that "
+        "zerotune train --finetuning_type ptuning wrote as --ptuning_checkpoint)");
   PrefixConfig config;
   config.pre_seq_len = keys.integer("pre_seq_len", 0);
   keys.require_positive("pre_seq_len", config.pre_seq_len);
@@ -52,8 +53,9 @@ void load_prefix_weights(const std::vector<NamedParameter>& parameters, const st
     std::string message = "the P-Tuning checkpoint '" + path + "' does not match the model and its " +
                           kPrefixConfigFile + ": " + std::to_string(problems.size()) + " problem(s)";
     for (const std::string& line : problems) message += "\n  " + line;
-    fail(message + "\ncheck that the prefix was trained on this base model, with the pre_seq_len and "
-                   "prefix_projection of its config.json");
+    fail(message +
+         "\ncheck that the prefix was trained on this base model, with the pre_seq_len and "
+         "prefix_projection of its config.json");
   }
   autograd::NoGradGuard no_recording;
   for (const NamedParameter& p : parameters) {
@@ -63,7 +65,8 @@ void load_prefix_weights(const std::vector<NamedParameter>& parameters, const st
 }
 
 std::shared_ptr<PrefixEncoder> load_prefix_checkpoint(CausalLM& model, const std::string& dir) {
-  auto encoder = std::make_shared<PrefixEncoder>(model.config(), read_prefix_config(dir), model.device(), model.dtype());
+  auto encoder =
+      std::make_shared<PrefixEncoder>(model.config(), read_prefix_config(dir), model.device(), model.dtype());
   load_prefix_weights(encoder->named_parameters(), dir);
   attach_prefix_encoder(model, encoder);
   return encoder;

@@ -19,14 +19,13 @@ Tensor id_tensor(const std::vector<std::int64_t>& values, DType dtype) {
 
 // Logits of the last token of `tokens`, which continue the cached ones; the first of them
 // sits at `first_position` (behind a prefix: 0 or the prefix length, PrefixPositions).
-std::vector<double> next_logits(const CausalLM& model, const std::vector<std::int64_t>& tokens,
-                                SequenceKvCache& cache, std::int64_t first_position) {
+std::vector<double> next_logits(const CausalLM& model, const std::vector<std::int64_t>& tokens, SequenceKvCache& cache,
+                                std::int64_t first_position) {
   std::vector<std::int64_t> positions(tokens.size());
   for (std::size_t i = 0; i < tokens.size(); ++i) positions[i] = first_position + static_cast<std::int64_t>(i);
   std::vector<std::int64_t> cu{0, static_cast<std::int64_t>(tokens.size())};
-  autograd::Variable hidden =
-      model.forward_hidden(id_tensor(tokens, DType::kI64), id_tensor(positions, DType::kI64),
-                           id_tensor(cu, DType::kI32), &cache);
+  autograd::Variable hidden = model.forward_hidden(id_tensor(tokens, DType::kI64), id_tensor(positions, DType::kI64),
+                                                   id_tensor(cu, DType::kI32), &cache);
   autograd::Variable last = autograd::narrow(hidden, 0, static_cast<std::int64_t>(tokens.size()) - 1, 1);
   return model.lm_head(last).data().to_vector();
 }
@@ -55,8 +54,9 @@ std::vector<std::int64_t> generate(const CausalLM& model, const std::vector<std:
   std::vector<PrefixKv> prefix;
   if (model.prefix_source()) prefix = model.prefix_source()(1);
   const std::int64_t prefix_length = prefix.empty() ? 0 : prefix.front().keys.data().size(1);
-  SequenceKvCache cache(model.config(), prefix_length + static_cast<std::int64_t>(prompt.size()) + options.max_new_tokens,
-                model.dtype(), model.device());
+  SequenceKvCache cache(model.config(),
+                        prefix_length + static_cast<std::int64_t>(prompt.size()) + options.max_new_tokens,
+                        model.dtype(), model.device());
   write_prefix(prefix, cache);
   const std::int64_t first_position = first_position_after(model.prefix_positions(), prefix_length);
   std::vector<std::int64_t> step_input = prompt;

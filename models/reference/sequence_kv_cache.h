@@ -41,7 +41,7 @@ class SequenceKvCache : public KvCache {
 
   std::int64_t capacity_ = 0;
   std::int64_t length_ = 0;
-  std::int64_t pending_ = 0;  // tokens of the forward in flight
+  std::int64_t pending_ = 0;           // tokens of the forward in flight
   std::vector<Tensor> keys_, values_;  // per layer [capacity, kv_heads, head_dim]
 };
 

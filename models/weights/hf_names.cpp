@@ -89,8 +89,8 @@ ParameterLayout parameter_layout(const ModelConfig& c) {
                       ParamKind::kEmbedding};
   for (std::int64_t i = 0; i < c.num_layers; ++i) layout.layers.push_back(thudm ? chatglm_layer(c, i) : hf_layer(c, i));
   if (c.final_norm)
-    layout.final_norm = ParamSpec{thudm ? "transformer.encoder.final_layernorm.weight" : "model.norm.weight",
-                                  {c.hidden_size}, ParamKind::kNorm};
+    layout.final_norm = ParamSpec{
+        thudm ? "transformer.encoder.final_layernorm.weight" : "model.norm.weight", {c.hidden_size}, ParamKind::kNorm};
   if (!c.tie_word_embeddings)
     layout.lm_head = ParamSpec{thudm ? "transformer.output_layer.weight" : "lm_head.weight", table};
   return layout;

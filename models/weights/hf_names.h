@@ -26,16 +26,27 @@ struct ParamSpec {
 // The parameters a decoder layer may have; an architecture uses a subset.
 enum LayerSlot : int {
   kInputNorm,
-  kQkv, kQkvBias,  // fused [q; k; v] (ChatGLM)
-  kQ, kQBias, kK, kKBias, kV, kVBias,
-  kO, kOBias,
-  kQNorm, kKNorm,              // Qwen3
-  kPostSelfAttnNorm,           // glm4: after attention, before the residual
-  kPostAttentionNorm,          // before the MLP
-  kGateUp, kGateUpBias,        // fused [gate; up] (GLM)
-  kGate, kUp,
-  kDown, kDownBias,
-  kPostMlpNorm,                // glm4: after the MLP, before the residual
+  kQkv,
+  kQkvBias,  // fused [q; k; v] (ChatGLM)
+  kQ,
+  kQBias,
+  kK,
+  kKBias,
+  kV,
+  kVBias,
+  kO,
+  kOBias,
+  kQNorm,
+  kKNorm,              // Qwen3
+  kPostSelfAttnNorm,   // glm4: after attention, before the residual
+  kPostAttentionNorm,  // before the MLP
+  kGateUp,
+  kGateUpBias,  // fused [gate; up] (GLM)
+  kGate,
+  kUp,
+  kDown,
+  kDownBias,
+  kPostMlpNorm,  // glm4: after the MLP, before the residual
   kLayerSlotCount
 };
 

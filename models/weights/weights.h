@@ -23,7 +23,7 @@ void load_weights(CausalLM& model, const std::string& path);
 
 struct SaveOptions {
   std::size_t max_shard_bytes = 5'000'000'000;  // transformers' "5GB"
-  std::optional<DType> dtype = std::nullopt;     // default: the model's dtype
+  std::optional<DType> dtype = std::nullopt;    // default: the model's dtype
 };
 
 // Writes `dir` (created if missing) in the layout the model was loaded from: its config.json

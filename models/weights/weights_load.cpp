@@ -23,7 +23,8 @@ void require_safetensors(const std::string& path) {
     pickles = pickles || entry.path().extension() == ".bin" || entry.path().extension() == ".pt";
   }
   if (!safetensors && pickles)
-    fail("'" + path + "' holds PyTorch .bin weights but no .safetensors; zerotune reads safetensors only: "
+    fail("'" + path +
+         "' holds PyTorch .bin weights but no .safetensors; zerotune reads safetensors only: "
          "convert them once (transformers: model.save_pretrained(dir, safe_serialization=True))");
 }
 
@@ -46,10 +47,9 @@ std::string describe(const ModelConfig& config) {
 void load_weights(CausalLM& model, const std::string& path) {
   require_safetensors(path);
   SafetensorsCheckpoint checkpoint = SafetensorsCheckpoint::open(weights_file(path));
-  std::vector<std::string> problems =
-      tensor_mismatches(model.named_parameters(), checkpoint, [&](const std::string& name) {
-        return is_carried_buffer(name) || is_tied_head_copy(model.config(), name);
-      });
+  std::vector<std::string> problems = tensor_mismatches(
+      model.named_parameters(), checkpoint,
+      [&](const std::string& name) { return is_carried_buffer(name) || is_tied_head_copy(model.config(), name); });
   if (!problems.empty()) {
     std::string message = "the weights in '" + path + "' do not match " + model.config().source + " (" +
                           describe(model.config()) + "): " + std::to_string(problems.size()) + " problem(s)";

@@ -1,7 +1,7 @@
 #include "ops/attention/attention.h"
 
-#include "cuda/attention/simple/attention.cuh"
 #include "cuda/attention/flash/flash_attention.cuh"
+#include "cuda/attention/simple/attention.cuh"
 #include "ops/attention/attention_cpu.h"
 #include "ops/attention/attention_layout.h"
 #include "runtime/device.h"
@@ -34,15 +34,19 @@ cuda::AttentionDims kernel_dims(const AttentionLayout& layout, const AttentionCo
 struct KernelInputs {
   Tensor q, k, v, prefix_k, prefix_v, cu_seqlens;
   cuda::AttentionInputs pointers() const {
-    return {q.data_ptr(), k.data_ptr(), v.data_ptr(), data_or_null(prefix_k), data_or_null(prefix_v),
-            cu_seqlens.data<std::int32_t>()};
+    return {q.data_ptr(),           k.data_ptr(),           v.data_ptr(),
+            data_or_null(prefix_k), data_or_null(prefix_v), cu_seqlens.data<std::int32_t>()};
   }
 };
 
 KernelInputs kernel_inputs(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& cu_seqlens,
                            const AttentionPrefix& prefix) {
-  return {q.contiguous(), k.contiguous(), v.contiguous(), contiguous_or_undefined(prefix.k),
-          contiguous_or_undefined(prefix.v), cu_seqlens.contiguous()};
+  return {q.contiguous(),
+          k.contiguous(),
+          v.contiguous(),
+          contiguous_or_undefined(prefix.k),
+          contiguous_or_undefined(prefix.v),
+          cu_seqlens.contiguous()};
 }
 
 AttentionOutput forward_cuda(const AttentionLayout& layout, const Tensor& q, const Tensor& k, const Tensor& v,
@@ -53,11 +57,14 @@ AttentionOutput forward_cuda(const AttentionLayout& layout, const Tensor& q, con
                          Tensor::empty({layout.total_tokens, layout.num_heads}, DType::kF32, q.device())};
   const cuda::AttentionDims dims = kernel_dims(layout, config);
   const cuda::AttentionInputs pointers = inputs.pointers();
-  if (cuda::flash_attention_supported(dims, q.dtype(), {pointers.q, pointers.k, pointers.v, pointers.prefix_k,
-                                                        pointers.prefix_v, result.out.data_ptr()}))
-    cuda::flash_attention_forward(dims, pointers, q.dtype(), result.out.data_ptr(), result.lse.data<float>(), current_stream());
+  if (cuda::flash_attention_supported(
+          dims, q.dtype(),
+          {pointers.q, pointers.k, pointers.v, pointers.prefix_k, pointers.prefix_v, result.out.data_ptr()}))
+    cuda::flash_attention_forward(dims, pointers, q.dtype(), result.out.data_ptr(), result.lse.data<float>(),
+                                  current_stream());
   else
-    cuda::attention_forward(dims, pointers, q.dtype(), result.out.data_ptr(), result.lse.data<float>(), current_stream());
+    cuda::attention_forward(dims, pointers, q.dtype(), result.out.data_ptr(), result.lse.data<float>(),
+                            current_stream());
   return result;
 }
 
@@ -80,16 +87,16 @@ AttentionGrads backward_cuda(const AttentionLayout& layout, const Tensor& grad_o
                                      data_or_null(grads.grad_prefix_k), data_or_null(grads.grad_prefix_v)};
   const cuda::AttentionDims dims = kernel_dims(layout, config);
   const cuda::AttentionInputs pointers = inputs.pointers();
-  if (!cuda::flash_attention_supported(dims, q.dtype(), {pointers.q, pointers.k, pointers.v, pointers.prefix_k,
-                                                         pointers.prefix_v, saved_out.data_ptr(), dout.data_ptr()})) {
+  if (!cuda::flash_attention_supported(dims, q.dtype(),
+                                       {pointers.q, pointers.k, pointers.v, pointers.prefix_k, pointers.prefix_v,
+                                        saved_out.data_ptr(), dout.data_ptr()})) {
     cuda::attention_backward(dims, pointers, q.dtype(), saved_out.data_ptr(), dout.data_ptr(), saved_lse.data<float>(),
                              delta.data<float>(), outputs, current_stream());
     return grads;
   }
   // The atomic dQ path sums into fp32 [total_tokens, num_heads, head_dim] before rounding.
   Tensor dq_accum = config.deterministic ? Tensor() : Tensor::empty(q.shape(), DType::kF32, q.device());
-  cuda::FlashBackwardScratch scratch{delta.data<float>(),
-                                     config.deterministic ? nullptr : dq_accum.data<float>()};
+  cuda::FlashBackwardScratch scratch{delta.data<float>(), config.deterministic ? nullptr : dq_accum.data<float>()};
   cuda::flash_attention_backward(dims, pointers, q.dtype(), saved_out.data_ptr(), dout.data_ptr(),
                                  saved_lse.data<float>(), scratch, outputs, config.deterministic, current_stream());
   return grads;

@@ -8,7 +8,8 @@ namespace zt::ops {
 AttentionImpl attention_impl_from_name(const std::string& name) {
   if (name == "zerotune") return AttentionImpl::kZerotune;
   if (name == "cudnn") return AttentionImpl::kCudnn;
-  fail("attn_impl is \"" + name + "\"; use \"zerotune\" (zerotune's own kernels, every case) or \"cudnn\" "
+  fail("attn_impl is \"" + name +
+       "\"; use \"zerotune\" (zerotune's own kernels, every case) or \"cudnn\" "
        "(cuDNN's fused flash attention: bfloat16/float16 on the GPU, no prefix)");
 }
 
@@ -22,9 +23,8 @@ AttentionOutput attention_forward_with(AttentionImpl impl, const Tensor& q, cons
 }
 
 AttentionGrads attention_backward_with(AttentionImpl impl, const Tensor& grad_out, const Tensor& q, const Tensor& k,
-                                       const Tensor& v, const Tensor& out, const Tensor& lse,
-                                       const Tensor& cu_seqlens, const AttentionConfig& config,
-                                       const AttentionPrefix& prefix) {
+                                       const Tensor& v, const Tensor& out, const Tensor& lse, const Tensor& cu_seqlens,
+                                       const AttentionConfig& config, const AttentionPrefix& prefix) {
   if (impl == AttentionImpl::kCudnn)
     return detail::cudnn_attention_backward(grad_out, q, k, v, out, lse, cu_seqlens, config, prefix);
   return attention_backward(grad_out, q, k, v, out, lse, cu_seqlens, config, prefix);

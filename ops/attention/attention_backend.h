@@ -24,8 +24,7 @@ AttentionOutput attention_forward_with(AttentionImpl impl, const Tensor& q, cons
                                        const Tensor& cu_seqlens, const AttentionConfig& config,
                                        const AttentionPrefix& prefix = {});
 AttentionGrads attention_backward_with(AttentionImpl impl, const Tensor& grad_out, const Tensor& q, const Tensor& k,
-                                       const Tensor& v, const Tensor& out, const Tensor& lse,
-                                       const Tensor& cu_seqlens, const AttentionConfig& config,
-                                       const AttentionPrefix& prefix = {});
+                                       const Tensor& v, const Tensor& out, const Tensor& lse, const Tensor& cu_seqlens,
+                                       const AttentionConfig& config, const AttentionPrefix& prefix = {});
 
 }  // namespace zt::ops

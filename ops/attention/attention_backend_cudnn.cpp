@@ -33,8 +33,10 @@ void check_supported(const char* op, const Tensor& q, const AttentionLayout& lay
   ZT_REQUIRE(!prefix.k.defined(), head + "cuDNN's fused attention has no prefix keys/values (prefix_k " +
                                       shape_str(prefix.k.shape()) + "); use attn_impl=zerotune with a prefix");
   ZT_REQUIRE(layout.head_dim % 8 == 0 && layout.head_dim <= 256,
-             head + "q has shape " + shape_str(q.shape()) + "; cuDNN's fused attention needs head_dim a multiple "
-                    "of 8 up to 256, got " + std::to_string(layout.head_dim) + "; use attn_impl=zerotune");
+             head + "q has shape " + shape_str(q.shape()) +
+                 "; cuDNN's fused attention needs head_dim a multiple "
+                 "of 8 up to 256, got " +
+                 std::to_string(layout.head_dim) + "; use attn_impl=zerotune");
 }
 
 CudnnBatch cudnn_batch(const AttentionLayout& layout, const Tensor& q, const AttentionConfig& config) {
@@ -140,8 +142,8 @@ AttentionGrads cudnn_attention_backward(const Tensor& grad_out, const Tensor& q,
   if (batch.shape.batch == 0) return grads;
   const cuda::CudnnAttentionShape& s = batch.shape;
   Tensor qc = aligned(q), kc = aligned(k), vc = aligned(v), oc = aligned(out), dout = aligned(grad_out);
-  Tensor stats = s.ragged ? aligned(lse)
-                          : lse.reshape({s.batch, s.max_seqlen, s.num_heads}).permute({0, 2, 1}).contiguous();
+  Tensor stats =
+      s.ragged ? aligned(lse) : lse.reshape({s.batch, s.max_seqlen, s.num_heads}).permute({0, 2, 1}).contiguous();
   RaggedArrays ragged(batch, q.device());
   cuda::CudnnAttentionBackwardArgs args;
   args.q = qc.data_ptr();

@@ -81,8 +81,14 @@ struct HostAttention {
 template <typename Acc>
 HostAttention<Acc> host_attention(const AttentionLayout& layout, const Tensor& q, const Tensor& k, const Tensor& v,
                                   const AttentionConfig& config, const AttentionPrefix& prefix) {
-  return {layout,         static_cast<Acc>(config.softmax_scale), config.causal, host_values<Acc>(q),
-          host_values<Acc>(k), host_values<Acc>(v), host_values<Acc>(prefix.k), host_values<Acc>(prefix.v)};
+  return {layout,
+          static_cast<Acc>(config.softmax_scale),
+          config.causal,
+          host_values<Acc>(q),
+          host_values<Acc>(k),
+          host_values<Acc>(v),
+          host_values<Acc>(prefix.k),
+          host_values<Acc>(prefix.v)};
 }
 
 template <typename Acc>
@@ -97,7 +103,8 @@ Acc log_sum_exp(const std::vector<Acc>& s) {
 template <typename Acc>
 AttentionOutput forward(const HostAttention<Acc>& a, const Tensor& q) {
   const AttentionLayout& L = a.layout;
-  std::vector<Acc> out(static_cast<std::size_t>(q.numel())), lse(static_cast<std::size_t>(L.total_tokens * L.num_heads));
+  std::vector<Acc> out(static_cast<std::size_t>(q.numel())),
+      lse(static_cast<std::size_t>(L.total_tokens * L.num_heads));
   std::vector<Acc> s;
   for (std::int64_t b = 0; b < L.batch; ++b)
     for (std::int64_t i = 0; i < L.seq_len(b); ++i)
@@ -176,8 +183,8 @@ AttentionGrads backward(const HostAttention<Acc>& a, const Tensor& grad_out, con
 
 }  // namespace
 
-AttentionOutput attention_forward_cpu(const AttentionLayout& layout, const Tensor& q, const Tensor& k,
-                                      const Tensor& v, const AttentionConfig& config, const AttentionPrefix& prefix) {
+AttentionOutput attention_forward_cpu(const AttentionLayout& layout, const Tensor& q, const Tensor& k, const Tensor& v,
+                                      const AttentionConfig& config, const AttentionPrefix& prefix) {
   if (q.dtype() == DType::kF64) return forward(host_attention<double>(layout, q, k, v, config, prefix), q);
   return forward(host_attention<float>(layout, q, k, v, config, prefix), q);
 }

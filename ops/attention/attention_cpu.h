@@ -6,8 +6,8 @@
 
 namespace zt::ops::detail {
 
-AttentionOutput attention_forward_cpu(const AttentionLayout& layout, const Tensor& q, const Tensor& k,
-                                      const Tensor& v, const AttentionConfig& config, const AttentionPrefix& prefix);
+AttentionOutput attention_forward_cpu(const AttentionLayout& layout, const Tensor& q, const Tensor& k, const Tensor& v,
+                                      const AttentionConfig& config, const AttentionPrefix& prefix);
 
 AttentionGrads attention_backward_cpu(const AttentionLayout& layout, const Tensor& grad_out, const Tensor& q,
                                       const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse,

@@ -28,8 +28,8 @@ void check_qkv(const char* op, const Tensor& q, const Tensor& k, const Tensor& v
   check_size(op, {"k", &k}, 2, q.size(2), "head_dim, as q " + shape_str(q.shape()) + " has");
   ZT_REQUIRE(q.size(2) >= 1, head(op) + "q has shape " + shape_str(q.shape()) + "; head_dim must be at least 1");
   ZT_REQUIRE(k.size(1) >= 1 && q.size(1) % k.size(1) == 0,
-             head(op) + "q has " + std::to_string(q.size(1)) + " heads (shape " + shape_str(q.shape()) + ") but k has " +
-                 std::to_string(k.size(1)) + " kv heads (shape " + shape_str(k.shape()) +
+             head(op) + "q has " + std::to_string(q.size(1)) + " heads (shape " + shape_str(q.shape()) +
+                 ") but k has " + std::to_string(k.size(1)) + " kv heads (shape " + shape_str(k.shape()) +
                  "); num_heads must be a positive multiple of num_kv_heads");
 }
 
@@ -56,8 +56,7 @@ void check_offsets(const char* op, const std::vector<std::int32_t>& cu, const Te
                                          "); the last entry must be total_tokens");
 }
 
-void check_prefix(const char* op, const AttentionPrefix& prefix, const Tensor& q, const Tensor& k,
-                  std::int64_t batch) {
+void check_prefix(const char* op, const AttentionPrefix& prefix, const Tensor& q, const Tensor& k, std::int64_t batch) {
   ZT_REQUIRE(prefix.k.defined() == prefix.v.defined(),
              head(op) + "prefix_k is " + (prefix.k.defined() ? "defined" : "undefined") + " but prefix_v is " +
                  (prefix.v.defined() ? "defined" : "undefined") + "; pass both or neither");
@@ -76,9 +75,8 @@ void check_cuda_limits(const char* op, const Tensor& q, const AttentionLayout& l
                                                      std::to_string(layout.head_dim) + " exceeds the CUDA kernel's " +
                                                      std::to_string(kCudaMaxHeadDim));
   ZT_REQUIRE(layout.batch <= kCudaMaxGridYZ && layout.num_heads <= kCudaMaxGridYZ,
-             head(op) + "batch " + std::to_string(layout.batch) + " and num_heads " +
-                 std::to_string(layout.num_heads) + " must each be at most " + std::to_string(kCudaMaxGridYZ) +
-                 " on the GPU");
+             head(op) + "batch " + std::to_string(layout.batch) + " and num_heads " + std::to_string(layout.num_heads) +
+                 " must each be at most " + std::to_string(kCudaMaxGridYZ) + " on the GPU");
 }
 
 }  // namespace

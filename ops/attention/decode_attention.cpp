@@ -95,10 +95,10 @@ void check_cuda_limits(const Tensor& q, const DecodeLayout& layout) {
   ZT_REQUIRE(layout.batch <= 65535 && layout.num_kv_heads * head_groups <= 65535,
              head() + "batch " + std::to_string(layout.batch) + " and num_kv_heads × ceil(group / 16) " +
                  std::to_string(layout.num_kv_heads * head_groups) + " must each be at most 65535 on the GPU");
-  ZT_REQUIRE(layout.block_size <= std::numeric_limits<int>::max() &&
-                 layout.max_blocks <= std::numeric_limits<int>::max(),
-             head() + "block_size " + std::to_string(layout.block_size) + " and max_blocks_per_seq " +
-                 std::to_string(layout.max_blocks) + " must fit in int32 on the GPU");
+  ZT_REQUIRE(
+      layout.block_size <= std::numeric_limits<int>::max() && layout.max_blocks <= std::numeric_limits<int>::max(),
+      head() + "block_size " + std::to_string(layout.block_size) + " and max_blocks_per_seq " +
+          std::to_string(layout.max_blocks) + " must fit in int32 on the GPU");
 }
 
 // Every length in 1 .. capacity and every page a sequence uses inside the pools.
@@ -120,8 +120,8 @@ void check_values(const DecodeLayout& layout, const std::vector<std::int32_t>& l
       ZT_REQUIRE(page >= 0 && page < layout.num_blocks,
                  head() + "block_table[" + std::to_string(b) + "][" + std::to_string(i) + "] is " +
                      std::to_string(page) + " but the pools have " + std::to_string(layout.num_blocks) +
-                     " blocks; sequence " + std::to_string(b) + " of length " + std::to_string(len) + " uses its first " +
-                     std::to_string(used) + " entries, which must be block ids in 0 .. " +
+                     " blocks; sequence " + std::to_string(b) + " of length " + std::to_string(len) +
+                     " uses its first " + std::to_string(used) + " entries, which must be block ids in 0 .. " +
                      std::to_string(layout.num_blocks - 1));
     }
   }
@@ -192,8 +192,9 @@ Tensor output_for(const Tensor& q, const DecodeAttentionOptions& options) {
   check_same_device(kOp, {{"q", &q}, {"options.out", &out}});
   check_same_dtype(kOp, {{"q", &q}, {"options.out", &out}});
   ZT_REQUIRE(out.shape() == q.shape() && out.is_contiguous(),
-             head() + "options.out has shape " + shape_str(out.shape()) + (out.is_contiguous() ? "" : " (not contiguous)") +
-                 "; it must be a contiguous tensor of q's shape " + shape_str(q.shape()));
+             head() + "options.out has shape " + shape_str(out.shape()) +
+                 (out.is_contiguous() ? "" : " (not contiguous)") + "; it must be a contiguous tensor of q's shape " +
+                 shape_str(q.shape()));
   return out;
 }
 
@@ -203,16 +204,16 @@ Tensor forward_cuda(const DecodeLayout& layout, const Tensor& q_in, const Tensor
   DeviceGuard guard(q_in.device().index);
   check_cuda_limits(q_in, layout);
   // Rows of head_dim contiguous, and no broadcast (zero-stride) batch or head dimension.
-  const bool rows = q_in.stride(2) == 1 && (q_in.size(0) <= 1 || q_in.stride(0) != 0) &&
-                    (q_in.size(1) <= 1 || q_in.stride(1) != 0);
+  const bool rows =
+      q_in.stride(2) == 1 && (q_in.size(0) <= 1 || q_in.stride(0) != 0) && (q_in.size(1) <= 1 || q_in.stride(1) != 0);
   const Tensor q = rows ? q_in : q_in.contiguous();
   const Tensor table = block_table.contiguous(), lens = seq_lens.contiguous();
   cuda::DecodeAttentionDims dims = kernel_dims(layout, softmax_scale);
   dims.q_batch_stride = q.stride(0);
   dims.q_head_stride = q.stride(1);
   ZT_REQUIRE(options.num_splits >= 0 && options.num_splits <= cuda::kDecodeAttentionMaxSplits,
-             head() + "options.num_splits is " + std::to_string(options.num_splits) + "; it must be 0 (choose) or 1 .. " +
-                 std::to_string(cuda::kDecodeAttentionMaxSplits));
+             head() + "options.num_splits is " + std::to_string(options.num_splits) +
+                 "; it must be 0 (choose) or 1 .. " + std::to_string(cuda::kDecodeAttentionMaxSplits));
   const int splits = options.num_splits > 0 ? options.num_splits : cuda::decode_attention_num_splits(dims);
   void* workspace = nullptr;
   if (options.workspace.defined()) {
@@ -221,8 +222,8 @@ Tensor forward_cuda(const DecodeLayout& layout, const Tensor& q_in, const Tensor
     const std::size_t needed = cuda::decode_attention_workspace_bytes(dims, splits);
     ZT_REQUIRE(w.is_contiguous() && w.nbytes() >= needed && reinterpret_cast<std::uintptr_t>(w.data_ptr()) % 16 == 0,
                head() + "options.workspace holds " + std::to_string(w.nbytes()) + " bytes" +
-                   (w.is_contiguous() ? "" : " (not contiguous)") + " but " + std::to_string(splits) +
-                   " splits need " + std::to_string(needed) +
+                   (w.is_contiguous() ? "" : " (not contiguous)") + " but " + std::to_string(splits) + " splits need " +
+                   std::to_string(needed) +
                    " contiguous bytes starting on a 16-byte boundary; size it with decode_attention_workspace_bytes");
     workspace = w.data_ptr();
   }
@@ -264,7 +265,8 @@ int decode_attention_num_splits(const Tensor& q, const Tensor& key_pool, const T
   const DecodeLayout layout = layout_of(q, key_pool, block_table);
   ZT_REQUIRE(layout.num_kv_heads >= 1 && layout.num_heads % layout.num_kv_heads == 0,
              std::string(op) + ": q has " + std::to_string(layout.num_heads) + " heads but key_pool has " +
-                 std::to_string(layout.num_kv_heads) + " kv heads; num_heads must be a positive multiple of num_kv_heads");
+                 std::to_string(layout.num_kv_heads) +
+                 " kv heads; num_heads must be a positive multiple of num_kv_heads");
   DeviceGuard guard(q.device().index);
   return cuda::decode_attention_num_splits(kernel_dims(layout, 1.0));
 }

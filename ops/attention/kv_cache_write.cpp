@@ -20,7 +20,8 @@ std::string head() { return std::string(kOp) + ": "; }
 void check_inputs(const Tensor& key_pool, const Tensor& value_pool, const Tensor& k, const Tensor& v,
                   const Tensor& slots) {
   const char* op = kOp;
-  check_same_device(op, {{"key_pool", &key_pool}, {"value_pool", &value_pool}, {"k", &k}, {"v", &v}, {"slots", &slots}});
+  check_same_device(op,
+                    {{"key_pool", &key_pool}, {"value_pool", &value_pool}, {"k", &k}, {"v", &v}, {"slots", &slots}});
   check_same_dtype(op, {{"key_pool", &key_pool}, {"value_pool", &value_pool}, {"k", &k}, {"v", &v}});
   check_floating(op, {"key_pool", &key_pool});
   check_dim(op, {"key_pool", &key_pool}, 4);
@@ -91,8 +92,10 @@ void write_kv_slots(Tensor& key_pool, Tensor& value_pool, const Tensor& k_in, co
   check_inputs(key_pool, value_pool, k_in, v_in, slots);
   if (k_in.numel() == 0) return;
   const Tensor k = rows_contiguous(k_in), v = rows_contiguous(v_in);
-  if (key_pool.device().is_cuda()) write_cuda(key_pool, value_pool, k, v, slots);
-  else write_cpu(key_pool, value_pool, k, v, slots);
+  if (key_pool.device().is_cuda())
+    write_cuda(key_pool, value_pool, k, v, slots);
+  else
+    write_cpu(key_pool, value_pool, k, v, slots);
 }
 
 }  // namespace zt::ops

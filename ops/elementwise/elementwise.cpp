@@ -21,9 +21,9 @@ void check_binary(const char* op, const Tensor& a, const Tensor& b) {
   check_same_device(op, {{"a", &a}, {"b", &b}});
   check_same_dtype(op, {{"a", &a}, {"b", &b}});
   check_float_on_device(op, {"a", &a});
-  ZT_REQUIRE(is_trailing_part(b.shape(), a.shape()),
-             std::string(op) + ": a has shape " + shape_str(a.shape()) + " but b has shape " + shape_str(b.shape()) +
-                 "; b must equal a's shape or its trailing dimensions");
+  ZT_REQUIRE(is_trailing_part(b.shape(), a.shape()), std::string(op) + ": a has shape " + shape_str(a.shape()) +
+                                                         " but b has shape " + shape_str(b.shape()) +
+                                                         "; b must equal a's shape or its trailing dimensions");
 }
 
 template <typename T>
@@ -45,9 +45,8 @@ Tensor binary(const char* op, cuda::BinaryOp kind, const Tensor& a_in, const Ten
     cuda::binary_elementwise(kind, a.data_ptr(), b.data_ptr(), out.data_ptr(), a.dtype(), n, b_numel, current_stream());
     return out;
   }
-  host::dispatch_float(a.dtype(), op, [&]<typename T>() {
-    binary_cpu<T>(kind, a.data<T>(), b.data<T>(), out.data<T>(), n, b_numel);
-  });
+  host::dispatch_float(a.dtype(), op,
+                       [&]<typename T>() { binary_cpu<T>(kind, a.data<T>(), b.data<T>(), out.data<T>(), n, b_numel); });
   return out;
 }
 
@@ -82,7 +81,8 @@ Tensor scale_forward(const Tensor& x_in, double factor) {
   Tensor x = x_in.contiguous();
   Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
   if (x.device().is_cuda()) {
-    cuda::scale_elementwise(x.data_ptr(), out.data_ptr(), x.dtype(), x.numel(), static_cast<float>(factor), current_stream());
+    cuda::scale_elementwise(x.data_ptr(), out.data_ptr(), x.dtype(), x.numel(), static_cast<float>(factor),
+                            current_stream());
     return out;
   }
   host::dispatch_float(x.dtype(), op, [&]<typename T>() {
@@ -138,9 +138,9 @@ Tensor cast_backward(const Tensor& grad_out, DType input_dtype) {
   const char* op = "cast_backward";
   ZT_REQUIRE(grad_out.defined(), std::string(op) + ": grad_out is an undefined tensor");
   check_floating(op, {"grad_out", &grad_out});
-  ZT_REQUIRE(is_floating(input_dtype),
-             std::string(op) + ": the forward's input must be floating to have a gradient, got " +
-                 dtype_name(input_dtype));
+  ZT_REQUIRE(
+      is_floating(input_dtype),
+      std::string(op) + ": the forward's input must be floating to have a gradient, got " + dtype_name(input_dtype));
   return grad_out.to(input_dtype);
 }
 

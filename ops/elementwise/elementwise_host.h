@@ -6,8 +6,8 @@
 #include <string>
 #include <type_traits>
 
-#include "tensor/dispatch.h"
 #include "runtime/error.h"
+#include "tensor/dispatch.h"
 
 namespace zt::ops::host {
 
@@ -34,10 +34,14 @@ Acc<T> round(Acc<T> value) {
 template <typename F>
 decltype(auto) dispatch_float(DType dtype, const char* op, F&& f) {
   switch (dtype) {
-    case DType::kF64: return f.template operator()<double>();
-    case DType::kF32: return f.template operator()<float>();
-    case DType::kBF16: return f.template operator()<BFloat16>();
-    case DType::kF16: return f.template operator()<Half>();
+    case DType::kF64:
+      return f.template operator()<double>();
+    case DType::kF32:
+      return f.template operator()<float>();
+    case DType::kBF16:
+      return f.template operator()<BFloat16>();
+    case DType::kF16:
+      return f.template operator()<Half>();
     default:
       throw Error(std::string(op) + ": takes float64, float32, bfloat16 or float16, got " + dtype_name(dtype));
   }

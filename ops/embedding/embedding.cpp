@@ -2,12 +2,12 @@
 
 #include <string>
 
-#include "cuda/embedding/embedding.cuh"
 #include "cuda/common/index_bounds.cuh"
+#include "cuda/embedding/embedding.cuh"
 #include "ops/op_checks.h"
 #include "runtime/error.h"
-#include "tensor/dispatch.h"
 #include "runtime/streams/current_stream.h"
+#include "tensor/dispatch.h"
 
 namespace zt::ops {
 namespace {
@@ -25,8 +25,10 @@ std::string position_str(std::int64_t flat, const Shape& shape) {
 // Calls f.template operator()<Id>() with the index type of an int32 or int64 tensor.
 template <typename F>
 void dispatch_index(DType dtype, F&& f) {
-  if (dtype == DType::kI32) f.template operator()<std::int32_t>();
-  else f.template operator()<std::int64_t>();
+  if (dtype == DType::kI32)
+    f.template operator()<std::int32_t>();
+  else
+    f.template operator()<std::int64_t>();
 }
 
 void check_ids(const char* op, const Tensor& ids) {
@@ -52,8 +54,8 @@ void check_ids_in_range(const char* op, const Tensor& ids, std::int64_t vocab) {
   }
   if (bad < 0) return;
   auto id = static_cast<std::int64_t>(ids.reshape({ids.numel()}).select(0, bad).item());
-  fail(std::string(op) + ": id " + std::to_string(id) + " at position " + position_str(bad, ids.shape()) +
-       " of ids " + shape_str(ids.shape()) + " is outside the vocabulary of " + std::to_string(vocab) + " rows");
+  fail(std::string(op) + ": id " + std::to_string(id) + " at position " + position_str(bad, ids.shape()) + " of ids " +
+       shape_str(ids.shape()) + " is outside the vocabulary of " + std::to_string(vocab) + " rows");
 }
 
 Shape with_hidden(const Tensor& ids, std::int64_t hidden) {
@@ -88,8 +90,10 @@ Tensor cpu_scatter_add(const Tensor& grad, const Tensor& ids, std::int64_t vocab
         dst[static_cast<std::int64_t>(index[t]) * hidden + h] += src[t * hidden + h];
   };
   dispatch_index(ids.dtype(), [&]<typename Id>() {
-    if (accumulate == DType::kF64) add.template operator()<double, Id>();
-    else add.template operator()<float, Id>();
+    if (accumulate == DType::kF64)
+      add.template operator()<double, Id>();
+    else
+      add.template operator()<float, Id>();
   });
   return sums.to(grad.dtype());
 }

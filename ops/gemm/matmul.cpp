@@ -18,13 +18,13 @@ void check_operands(const char* op, const Tensor& a, const Tensor& b, bool trans
   check_same_dtype(op, {{"a", &a}, {"b", &b}});
   check_float_on_device(op, {"a", &a});
   for (const NamedTensor& x : {NamedTensor{"a", &a}, NamedTensor{"b", &b}})
-    ZT_REQUIRE(x.second->dim() == 2 || x.second->dim() == 3, std::string(op) + ": " + x.first +
-                                                                 " must be 2-D or 3-D (batched), got shape " +
-                                                                 shape_str(x.second->shape()));
+    ZT_REQUIRE(
+        x.second->dim() == 2 || x.second->dim() == 3,
+        std::string(op) + ": " + x.first + " must be 2-D or 3-D (batched), got shape " + shape_str(x.second->shape()));
   std::int64_t k_a = a.size(transpose_a ? -2 : -1), k_b = b.size(transpose_b ? -1 : -2);
-  ZT_REQUIRE(k_a == k_b, std::string(op) + ": inner dimensions differ: a has shape " +
-                             operand_str(a, transpose_a) + " (k = " + std::to_string(k_a) + ") but b has shape " +
-                             operand_str(b, transpose_b) + " (k = " + std::to_string(k_b) + ")");
+  ZT_REQUIRE(k_a == k_b, std::string(op) + ": inner dimensions differ: a has shape " + operand_str(a, transpose_a) +
+                             " (k = " + std::to_string(k_a) + ") but b has shape " + operand_str(b, transpose_b) +
+                             " (k = " + std::to_string(k_b) + ")");
   if (a.dim() == 3 && b.dim() == 3)
     ZT_REQUIRE(a.size(0) == b.size(0), std::string(op) + ": batch sizes differ: a has shape " + shape_str(a.shape()) +
                                            " but b has shape " + shape_str(b.shape()));

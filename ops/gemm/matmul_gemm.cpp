@@ -22,9 +22,7 @@ ProductSizes product_sizes(const Tensor& a, bool transpose_a, const Tensor& b, b
   return s;
 }
 
-Shape result_shape(const ProductSizes& s) {
-  return s.batched ? Shape{s.batch, s.m, s.n} : Shape{s.m, s.n};
-}
+Shape result_shape(const ProductSizes& s) { return s.batched ? Shape{s.batch, s.m, s.n} : Shape{s.m, s.n}; }
 
 // ---- CPU reference ----
 
@@ -64,8 +62,10 @@ Tensor cpu_gemm(const Tensor& a, bool transpose_a, const Tensor& b, bool transpo
   auto run = [&]<typename T>() {
     multiply<T>(lhs.data<T>(), rhs.data<T>(), bias_acc.defined() ? bias_acc.data<T>() : nullptr, out.data<T>(), s);
   };
-  if (accumulate == DType::kF64) run.template operator()<double>();
-  else run.template operator()<float>();
+  if (accumulate == DType::kF64)
+    run.template operator()<double>();
+  else
+    run.template operator()<float>();
   return out.to(a.dtype()).view(result_shape(s));
 }
 
@@ -103,8 +103,10 @@ Tensor cuda_gemm(const Tensor& a, bool transpose_a, const Tensor& b, bool transp
 // A sum over nothing: zeros, or the bias on every row.
 Tensor empty_sum(const Tensor& a, const Tensor& bias, const ProductSizes& s) {
   Tensor out = Tensor::empty(result_shape(s), a.dtype(), a.device());
-  if (bias.defined()) out.copy_from(bias.expand(out.shape()));
-  else out.zero_();
+  if (bias.defined())
+    out.copy_from(bias.expand(out.shape()));
+  else
+    out.zero_();
   return out;
 }
 

@@ -24,8 +24,8 @@ void check_inputs(const char* op, const Tensor& logits, const Tensor& labels) {
 }
 
 cuda::CrossEntropyProblem problem(const Tensor& logits, const Tensor& labels, const CrossEntropyOptions& options) {
-  return {logits.data_ptr(), logits.dtype(), labels.data_ptr(), labels.dtype(), logits.size(0), logits.size(1),
-          options.ignore_index, options.reduction == Reduction::kMean};
+  return {logits.data_ptr(), logits.dtype(), labels.data_ptr(),    labels.dtype(),
+          logits.size(0),    logits.size(1), options.ignore_index, options.reduction == Reduction::kMean};
 }
 
 // CPU reference in float64, outputs rounded once.
@@ -90,7 +90,9 @@ Tensor cross_entropy_backward(const Tensor& grad_loss, const Tensor& logits, con
                               const CrossEntropyOptions& options) {
   const char* op = "cross_entropy_backward";
   check_inputs(op, logits, labels);
-  check_same_device(op, {{"logits", &logits}, {"grad_loss", &grad_loss}, {"saved_logsumexp", &saved_logsumexp},
+  check_same_device(op, {{"logits", &logits},
+                         {"grad_loss", &grad_loss},
+                         {"saved_logsumexp", &saved_logsumexp},
                          {"valid_count", &valid_count}});
   DType dtype = loss_dtype(logits);
   for (const NamedTensor& t : {NamedTensor{"grad_loss", &grad_loss}, NamedTensor{"saved_logsumexp", &saved_logsumexp}})

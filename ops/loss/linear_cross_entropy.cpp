@@ -28,15 +28,17 @@ void check_inputs(const Tensor& hidden, const Tensor& weight, const Tensor& labe
   check_float_on_device(kOp, {"hidden", &hidden});
   check_dim(kOp, {"hidden", &hidden}, 2);
   check_dim(kOp, {"weight", &weight}, 2);
-  check_size(kOp, {"weight", &weight}, 1, hidden.size(1), "hidden_size, as hidden " + shape_str(hidden.shape()) + " has");
+  check_size(kOp, {"weight", &weight}, 1, hidden.size(1),
+             "hidden_size, as hidden " + shape_str(hidden.shape()) + " has");
   ZT_REQUIRE(weight.size(0) >= 1 && weight.size(1) >= 1,
              std::string(kOp) + ": weight has shape " + shape_str(weight.shape()) +
                  "; it needs at least one class (dimension 0) and one hidden feature (dimension 1)");
   check_label_shape(kOp, labels, {"hidden", &hidden});
-  ZT_REQUIRE(options.chunk_tokens >= 0, std::string(kOp) + ": chunk_tokens is " +
-                                            std::to_string(options.chunk_tokens) + "; use 0 (automatic) or a positive count");
-  ZT_REQUIRE(std::isfinite(options.grad_scale) && options.grad_scale > 0.0,
-             std::string(kOp) + ": grad_scale is " + std::to_string(options.grad_scale) + "; it must be finite and > 0");
+  ZT_REQUIRE(options.chunk_tokens >= 0, std::string(kOp) + ": chunk_tokens is " + std::to_string(options.chunk_tokens) +
+                                            "; use 0 (automatic) or a positive count");
+  ZT_REQUIRE(
+      std::isfinite(options.grad_scale) && options.grad_scale > 0.0,
+      std::string(kOp) + ": grad_scale is " + std::to_string(options.grad_scale) + "; it must be finite and > 0");
 }
 
 // CPU reference in float64, one token at a time (so it holds one row of logits), rounded
@@ -46,9 +48,8 @@ LinearCrossEntropyOutput cpu_forward(const Tensor& hidden, const Tensor& weight,
                                      const LinearCrossEntropyGradsNeeded& needed) {
   const std::int64_t tokens = hidden.size(0), size = hidden.size(1), vocab = weight.size(0);
   const std::vector<double> h = hidden.to_vector(), w = weight.to_vector(), y = labels.to_vector();
-  std::int64_t valid = std::count_if(y.begin(), y.end(), [&](double l) {
-    return static_cast<std::int64_t>(l) != options.ignore_index;
-  });
+  std::int64_t valid =
+      std::count_if(y.begin(), y.end(), [&](double l) { return static_cast<std::int64_t>(l) != options.ignore_index; });
   const bool mean = options.reduction == Reduction::kMean;
   const double scale = mean && valid > 0 ? options.grad_scale / static_cast<double>(valid) : options.grad_scale;
   std::vector<double> grad_h(needed.hidden ? h.size() : 0), grad_w(needed.weight ? w.size() : 0), z(vocab);
@@ -57,8 +58,7 @@ LinearCrossEntropyOutput cpu_forward(const Tensor& hidden, const Tensor& weight,
     auto label = static_cast<std::int64_t>(y[t]);
     if (label == options.ignore_index) continue;
     const double* ht = h.data() + t * size;
-    for (std::int64_t v = 0; v < vocab; ++v)
-      z[v] = std::inner_product(ht, ht + size, w.data() + v * size, 0.0);
+    for (std::int64_t v = 0; v < vocab; ++v) z[v] = std::inner_product(ht, ht + size, w.data() + v * size, 0.0);
     double max = *std::max_element(z.begin(), z.end()), sum = 0.0;
     for (double x : z) sum += std::exp(x - max);
     double lse = max + std::log(sum);
@@ -85,8 +85,8 @@ LinearCrossEntropyOutput cuda_forward(const Tensor& hidden, const Tensor& weight
   Device device = hidden.device();
   DeviceGuard guard(device.index);
   const std::int64_t tokens = hidden.size(0), vocab = weight.size(0);
-  LinearCrossEntropyOutput out{Tensor::empty({}, DType::kF32, device), Tensor::empty({}, DType::kI64, device),
-                               Tensor(), Tensor()};
+  LinearCrossEntropyOutput out{Tensor::empty({}, DType::kF32, device), Tensor::empty({}, DType::kI64, device), Tensor(),
+                               Tensor()};
   if (needed.hidden) out.grad_hidden = Tensor::empty(hidden.shape(), hidden.dtype(), device);
   if (needed.weight) out.grad_weight = Tensor::empty(weight.shape(), DType::kF32, device);
   cuda::LinearCrossEntropyProblem p;
@@ -130,8 +130,8 @@ Tensor scaled(const Tensor& grad, const Tensor& grad_loss, double grad_scale, DT
 
 }  // namespace
 
-LinearCrossEntropyOutput linear_cross_entropy_forward(const Tensor& hidden, const Tensor& weight,
-                                                      const Tensor& labels, const LinearCrossEntropyOptions& options,
+LinearCrossEntropyOutput linear_cross_entropy_forward(const Tensor& hidden, const Tensor& weight, const Tensor& labels,
+                                                      const LinearCrossEntropyOptions& options,
                                                       const LinearCrossEntropyGradsNeeded& needed) {
   check_inputs(hidden, weight, labels, options);
   Tensor h = hidden.contiguous(), w = weight.contiguous(), y = labels.contiguous();
@@ -143,8 +143,9 @@ LinearCrossEntropyOutput linear_cross_entropy_forward(const Tensor& hidden, cons
 LinearCrossEntropyGrads linear_cross_entropy_backward(const Tensor& grad_loss, const LinearCrossEntropyOutput& forward,
                                                       DType weight_dtype, const LinearCrossEntropyOptions& options) {
   const char* op = "linear_cross_entropy_backward";
-  ZT_REQUIRE(forward.loss.defined(), std::string(op) + ": the forward output has no loss; pass what "
-                                                       "linear_cross_entropy_forward returned");
+  ZT_REQUIRE(forward.loss.defined(), std::string(op) +
+                                         ": the forward output has no loss; pass what "
+                                         "linear_cross_entropy_forward returned");
   check_same_device(op, {{"grad_loss", &grad_loss}, {"loss", &forward.loss}});
   ZT_REQUIRE(grad_loss.numel() == 1 && grad_loss.dtype() == forward.loss.dtype(),
              std::string(op) + ": grad_loss has shape " + shape_str(grad_loss.shape()) + " and dtype " +
@@ -156,7 +157,8 @@ LinearCrossEntropyGrads linear_cross_entropy_backward(const Tensor& grad_loss, c
   LinearCrossEntropyGrads grads;
   if (forward.grad_hidden.defined())
     grads.grad_hidden = scaled(forward.grad_hidden, g, options.grad_scale, forward.grad_hidden.dtype());
-  if (forward.grad_weight.defined()) grads.grad_weight = scaled(forward.grad_weight, g, options.grad_scale, weight_dtype);
+  if (forward.grad_weight.defined())
+    grads.grad_weight = scaled(forward.grad_weight, g, options.grad_scale, weight_dtype);
   return grads;
 }
 

@@ -46,8 +46,7 @@ struct LinearCrossEntropyOutput {
 // same device. A label that is neither ignore_index nor in [0, vocab) throws zt::Error naming
 // the token. With every token ignored the loss is 0 and the gradients zero, as for
 // cross_entropy_forward.
-LinearCrossEntropyOutput linear_cross_entropy_forward(const Tensor& hidden, const Tensor& weight,
-                                                      const Tensor& labels,
+LinearCrossEntropyOutput linear_cross_entropy_forward(const Tensor& hidden, const Tensor& weight, const Tensor& labels,
                                                       const LinearCrossEntropyOptions& options = {},
                                                       const LinearCrossEntropyGradsNeeded& needed = {});
 

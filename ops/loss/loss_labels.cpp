@@ -3,9 +3,9 @@
 #include <vector>
 
 #include "cuda/common/index_bounds.cuh"
-#include "runtime/streams/current_stream.h"
 #include "runtime/device.h"
 #include "runtime/error.h"
+#include "runtime/streams/current_stream.h"
 
 namespace zt::ops {
 

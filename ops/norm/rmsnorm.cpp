@@ -21,8 +21,7 @@ void check_inputs(const char* op, const Tensor& x, const Tensor& weight) {
   check_same_device(op, {{"x", &x}, {"weight", &weight}});
   check_same_dtype(op, {{"x", &x}, {"weight", &weight}});
   check_float_on_device(op, {"x", &x});
-  ZT_REQUIRE(x.dim() >= 1, std::string(op) + ": x must have at least one dimension, got shape " +
-                               shape_str(x.shape()));
+  ZT_REQUIRE(x.dim() >= 1, std::string(op) + ": x must have at least one dimension, got shape " + shape_str(x.shape()));
   check_dim(op, {"weight", &weight}, 1);
   check_size(op, {"weight", &weight}, 0, x.size(-1), "the hidden size, x's last dimension");
 }
@@ -109,8 +108,7 @@ ForwardResult forward(const char* op, const Tensor& x_in, const Tensor& residual
       add_cpu<T>(x.data<T>(), residual.data<T>(), out.sum.data<T>(), x.numel());
       source = out.sum.data<T>();
     }
-    forward_cpu<T>(source, weight.data<T>(), out.y.data<T>(), out.rstd.data<host::Acc<T>>(), rows, hidden, eps,
-                   style);
+    forward_cpu<T>(source, weight.data<T>(), out.y.data<T>(), out.rstd.data<host::Acc<T>>(), rows, hidden, eps, style);
   });
   return out;
 }
@@ -118,8 +116,8 @@ ForwardResult forward(const char* op, const Tensor& x_in, const Tensor& residual
 void check_saved_rstd(const char* op, const Tensor& x, const Tensor& saved_rstd) {
   ZT_REQUIRE(saved_rstd.shape() == row_shape(x) && saved_rstd.dtype() == rstd_dtype(x.dtype()),
              std::string(op) + ": saved_rstd must be the forward's rstd, " + dtype_name(rstd_dtype(x.dtype())) +
-                 " of shape " + shape_str(row_shape(x)) + " for an input of shape " + shape_str(x.shape()) +
-                 ", got " + dtype_name(saved_rstd.dtype()) + " of shape " + shape_str(saved_rstd.shape()));
+                 " of shape " + shape_str(row_shape(x)) + " for an input of shape " + shape_str(x.shape()) + ", got " +
+                 dtype_name(saved_rstd.dtype()) + " of shape " + shape_str(saved_rstd.shape()));
 }
 
 // grad_sum undefined: plain RMSNorm backward; defined: added to dx (the fused residual).
@@ -154,8 +152,8 @@ RmsNormGrads backward(const char* op, const Tensor& grad_y_in, const Tensor& gra
     return grads;
   }
   host::dispatch_float(x.dtype(), op, [&]<typename T>() {
-    backward_cpu<T>(grad_y.data<T>(), x.data<T>(), weight.data<T>(), rstd.data<host::Acc<T>>(),
-                    grads.grad_x.data<T>(), grads.grad_weight.data<T>(), rows, hidden, style);
+    backward_cpu<T>(grad_y.data<T>(), x.data<T>(), weight.data<T>(), rstd.data<host::Acc<T>>(), grads.grad_x.data<T>(),
+                    grads.grad_weight.data<T>(), rows, hidden, style);
     if (grad_sum.defined()) add_cpu<T>(grads.grad_x.data<T>(), grad_sum.data<T>(), grads.grad_x.data<T>(), x.numel());
   });
   return grads;
@@ -175,7 +173,8 @@ RmsNormGrads rmsnorm_backward(const Tensor& grad_y, const Tensor& x, const Tenso
 
 RmsNormResidualOutput rmsnorm_residual_forward(const Tensor& x, const Tensor& residual, const Tensor& weight, float eps,
                                                RmsNormStyle style) {
-  ZT_REQUIRE(residual.defined(), "rmsnorm_residual_forward: residual is undefined; use rmsnorm_forward for no residual");
+  ZT_REQUIRE(residual.defined(),
+             "rmsnorm_residual_forward: residual is undefined; use rmsnorm_forward for no residual");
   ForwardResult out = forward("rmsnorm_residual_forward", x, residual, weight, eps, style);
   return {out.y, out.sum, out.rstd};
 }

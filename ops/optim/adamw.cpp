@@ -3,9 +3,9 @@
 #include <cmath>
 #include <string>
 
-#include "ops/optim/adamw_scalars.h"
 #include "ops/elementwise/elementwise_host.h"
 #include "ops/op_checks.h"
+#include "ops/optim/adamw_scalars.h"
 #include "runtime/check.h"
 #include "runtime/error.h"
 #include "runtime/streams/current_stream.h"
@@ -58,8 +58,6 @@ void check_param(const Namer& name, const AdamWParam& p) {
   }
 }
 
-
-
 float decay_factor_of(const AdamWParam& p, const AdamWConfig& c) {
   return static_cast<float>(1.0 - c.lr * p.weight_decay.value_or(c.weight_decay));
 }
@@ -100,7 +98,8 @@ void write_working_cpu(const char* op, const Tensor& master, const Tensor& worki
 Tensor step_cpu(const char* op, const std::vector<AdamWParam>& params, const std::vector<Tensor>& grads,
                 const AdamWConfig& config) {
   for (const Tensor& grad : grads) {
-    bool bad = host::dispatch_float(grad.dtype(), op, [&]<typename G>() { return any_non_finite(grad.data<G>(), grad.numel()); });
+    bool bad = host::dispatch_float(grad.dtype(), op,
+                                    [&]<typename G>() { return any_non_finite(grad.data<G>(), grad.numel()); });
     if (bad) return Tensor::full({}, 1.0, DType::kBool);
   }
   cuda::AdamWScalars scalars = adamw_scalars(config);

@@ -40,9 +40,12 @@ struct Kernels {
 
 Kernels kernels_of(CpuAdamIsa isa) {
   switch (isa) {
-    case CpuAdamIsa::kAvx512: return {cpu_adam::update_avx512, cpu_adam::any_non_finite_avx512};
-    case CpuAdamIsa::kAvx2: return {cpu_adam::update_avx2, cpu_adam::any_non_finite_avx2};
-    default: return {cpu_adam::update_scalar, cpu_adam::any_non_finite_scalar};
+    case CpuAdamIsa::kAvx512:
+      return {cpu_adam::update_avx512, cpu_adam::any_non_finite_avx512};
+    case CpuAdamIsa::kAvx2:
+      return {cpu_adam::update_avx2, cpu_adam::any_non_finite_avx2};
+    default:
+      return {cpu_adam::update_scalar, cpu_adam::any_non_finite_scalar};
   }
 }
 
@@ -61,7 +64,8 @@ std::vector<cpu_adam::Range> ranges_between(const std::vector<CpuAdamSpan>& span
     r.exp_avg_sq = s.exp_avg_sq + from;
     r.grad = s.grad + from;
     r.working_dtype = s.working_dtype;
-    if (s.working) r.working = static_cast<char*>(s.working) + from * static_cast<std::int64_t>(dtype_size(s.working_dtype));
+    if (s.working)
+      r.working = static_cast<char*>(s.working) + from * static_cast<std::int64_t>(dtype_size(s.working_dtype));
     r.n = to - from;
     r.decay_factor = static_cast<float>(1.0 - config.lr * s.weight_decay.value_or(config.weight_decay));
     ranges.push_back(r);
@@ -73,17 +77,23 @@ std::vector<cpu_adam::Range> ranges_between(const std::vector<CpuAdamSpan>& span
 
 const char* cpu_adam_isa_name(CpuAdamIsa isa) {
   switch (isa) {
-    case CpuAdamIsa::kAvx512: return "avx512";
-    case CpuAdamIsa::kAvx2: return "avx2";
-    default: return "scalar";
+    case CpuAdamIsa::kAvx512:
+      return "avx512";
+    case CpuAdamIsa::kAvx2:
+      return "avx2";
+    default:
+      return "scalar";
   }
 }
 
 bool cpu_supports(CpuAdamIsa isa) {
   switch (isa) {
-    case CpuAdamIsa::kAvx512: return __builtin_cpu_supports("avx512f");
-    case CpuAdamIsa::kAvx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
-    default: return true;
+    case CpuAdamIsa::kAvx512:
+      return __builtin_cpu_supports("avx512f");
+    case CpuAdamIsa::kAvx2:
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+    default:
+      return true;
   }
 }
 
@@ -105,8 +115,8 @@ int default_cpu_adam_threads() {
 }
 
 CpuAdam::CpuAdam(int threads, std::optional<CpuAdamIsa> isa) : isa_(isa.value_or(best_cpu_adam_isa())) {
-  ZT_REQUIRE(cpu_supports(isa_), std::string("cpu adam: this CPU has no ") + cpu_adam_isa_name(isa_) +
-                                     "; use " + cpu_adam_isa_name(best_cpu_adam_isa()));
+  ZT_REQUIRE(cpu_supports(isa_), std::string("cpu adam: this CPU has no ") + cpu_adam_isa_name(isa_) + "; use " +
+                                     cpu_adam_isa_name(best_cpu_adam_isa()));
   pool_ = std::make_unique<WorkerPool>(threads > 0 ? threads : default_cpu_adam_threads());
 }
 

@@ -27,7 +27,7 @@ struct CpuAdamSpan {
   float* exp_avg = nullptr;
   float* exp_avg_sq = nullptr;
   const float* grad = nullptr;
-  void* working = nullptr;            // bfloat16/float16/float32 copy of master; may be null
+  void* working = nullptr;  // bfloat16/float16/float32 copy of master; may be null
   DType working_dtype = DType::kF32;
   std::int64_t numel = 0;
   std::optional<double> weight_decay;  // instead of config.weight_decay

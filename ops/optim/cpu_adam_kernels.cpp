@@ -38,7 +38,8 @@ Range tail_of(const Range& r, std::int64_t done) {
   tail.exp_avg += done;
   tail.exp_avg_sq += done;
   tail.grad += done;
-  if (r.working != nullptr) tail.working = static_cast<char*>(r.working) + done * static_cast<std::int64_t>(dtype_size(r.working_dtype));
+  if (r.working != nullptr)
+    tail.working = static_cast<char*>(r.working) + done * static_cast<std::int64_t>(dtype_size(r.working_dtype));
   tail.n = r.n - done;
   return tail;
 }
@@ -131,9 +132,12 @@ template <template <DType> class Loop>
 void dispatch_working(const Range& r, const cuda::AdamWScalars& s) {
   if (r.working == nullptr) return Loop<DType::kBool>::run(r, s);
   switch (r.working_dtype) {
-    case DType::kBF16: return Loop<DType::kBF16>::run(r, s);
-    case DType::kF16: return Loop<DType::kF16>::run(r, s);
-    default: return Loop<DType::kF32>::run(r, s);
+    case DType::kBF16:
+      return Loop<DType::kBF16>::run(r, s);
+    case DType::kF16:
+      return Loop<DType::kF16>::run(r, s);
+    default:
+      return Loop<DType::kF32>::run(r, s);
   }
 }
 
@@ -167,7 +171,8 @@ void update_scalar(const Range& r, const cuda::AdamWScalars& s) {
 
 bool any_non_finite_scalar(const float* values, std::int64_t n) {
   bool found = false;
-  for (std::int64_t i = 0; i < n; ++i) found |= (std::bit_cast<std::uint32_t>(values[i]) & kExponentMask) == kExponentMask;
+  for (std::int64_t i = 0; i < n; ++i)
+    found |= (std::bit_cast<std::uint32_t>(values[i]) & kExponentMask) == kExponentMask;
   return found;
 }
 

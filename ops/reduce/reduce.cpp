@@ -23,8 +23,8 @@ void check_input(const char* op, const Tensor& x) {
 
 std::int64_t wrap_dim(const char* op, const Shape& shape, std::int64_t dim) {
   auto ndim = static_cast<std::int64_t>(shape.size());
-  ZT_REQUIRE(dim >= -ndim && dim < ndim, std::string(op) + ": dim " + std::to_string(dim) +
-                                             " is out of range for shape " + shape_str(shape));
+  ZT_REQUIRE(dim >= -ndim && dim < ndim,
+             std::string(op) + ": dim " + std::to_string(dim) + " is out of range for shape " + shape_str(shape));
   return dim < 0 ? dim + ndim : dim;
 }
 
@@ -36,17 +36,22 @@ struct Split {
 Split split_at(const Shape& shape, std::int64_t dim) {
   Split s;
   for (std::int64_t d = 0; d < static_cast<std::int64_t>(shape.size()); ++d) {
-    if (d < dim) s.outer *= shape[d];
-    else if (d == dim) s.extent = shape[d];
-    else s.inner *= shape[d];
+    if (d < dim)
+      s.outer *= shape[d];
+    else if (d == dim)
+      s.extent = shape[d];
+    else
+      s.inner *= shape[d];
   }
   return s;
 }
 
 Shape reduced_shape(const Shape& shape, std::int64_t dim, bool keepdim) {
   Shape out = shape;
-  if (keepdim) out[dim] = 1;
-  else out.erase(out.begin() + dim);
+  if (keepdim)
+    out[dim] = 1;
+  else
+    out.erase(out.begin() + dim);
   return out;
 }
 
@@ -67,8 +72,10 @@ Tensor reduce(const char* op, const Tensor& x_in, const Split& s, const Shape& o
   Tensor out = Tensor::empty(out_shape, x.dtype(), x.device());
   if (x.device().is_cuda()) {
     auto factor = static_cast<float>(multiplier);
-    if (whole_tensor) cuda::sum_all(x.data_ptr(), out.data_ptr(), x.dtype(), x.numel(), factor, current_stream());
-    else cuda::sum_dim(x.data_ptr(), out.data_ptr(), x.dtype(), s.outer, s.extent, s.inner, factor, current_stream());
+    if (whole_tensor)
+      cuda::sum_all(x.data_ptr(), out.data_ptr(), x.dtype(), x.numel(), factor, current_stream());
+    else
+      cuda::sum_dim(x.data_ptr(), out.data_ptr(), x.dtype(), s.outer, s.extent, s.inner, factor, current_stream());
     return out;
   }
   host::dispatch_float(x.dtype(), op, [&]<typename T>() { sum_cpu<T>(x.data<T>(), out.data<T>(), s, multiplier); });
@@ -97,9 +104,9 @@ Tensor broadcast_back(const Tensor& grad_out, const Shape& input_shape, const Sh
 
 Tensor backward_all(const char* op, const Tensor& grad_out, const Shape& input_shape, bool mean) {
   check_input(op, grad_out);
-  ZT_REQUIRE(grad_out.numel() == 1,
-             std::string(op) + ": grad_out must hold one element (the forward's output), got shape " +
-                 shape_str(grad_out.shape()));
+  ZT_REQUIRE(grad_out.numel() == 1, std::string(op) +
+                                        ": grad_out must hold one element (the forward's output), got shape " +
+                                        shape_str(grad_out.shape()));
   double multiplier = mean ? 1.0 / static_cast<double>(shape_numel(input_shape)) : 1.0;
   return broadcast_back(grad_out, input_shape, Shape(input_shape.size(), 1), multiplier);
 }
@@ -176,9 +183,8 @@ Tensor argmax_rows(const Tensor& x_in) {
   ZT_REQUIRE(x_in.defined(), std::string(op) + ": x is an undefined tensor");
   check_floating(op, {"x", &x_in});
   check_dim(op, {"x", &x_in}, 2);
-  ZT_REQUIRE(x_in.size(1) >= 1 || x_in.size(0) == 0,
-             std::string(op) + ": x has shape " + shape_str(x_in.shape()) +
-                 "; a row needs at least one column to have a largest value");
+  ZT_REQUIRE(x_in.size(1) >= 1 || x_in.size(0) == 0, std::string(op) + ": x has shape " + shape_str(x_in.shape()) +
+                                                         "; a row needs at least one column to have a largest value");
   ZT_REQUIRE(x_in.size(1) < std::numeric_limits<int>::max(),
              std::string(op) + ": x has shape " + shape_str(x_in.shape()) + "; at most " +
                  std::to_string(std::numeric_limits<int>::max() - 1) + " columns");

@@ -17,10 +17,10 @@ cuda::RopeShape rope_shape(const char* op, const Tensor& x, const RopeConfig& co
   std::int64_t head_dim = x.size(2);
   double rotary = static_cast<double>(head_dim) * config.rotary_fraction;
   auto rotary_dim = static_cast<std::int64_t>(std::llround(rotary));
-  ZT_REQUIRE(rotary == static_cast<double>(rotary_dim) && rotary_dim > 0 && rotary_dim <= head_dim &&
-                 rotary_dim % 2 == 0,
-             std::string(op) + ": head_dim " + std::to_string(head_dim) + " times rotary_fraction " +
-                 std::to_string(config.rotary_fraction) + " must be an even whole number of dims in [2, head_dim]");
+  ZT_REQUIRE(
+      rotary == static_cast<double>(rotary_dim) && rotary_dim > 0 && rotary_dim <= head_dim && rotary_dim % 2 == 0,
+      std::string(op) + ": head_dim " + std::to_string(head_dim) + " times rotary_fraction " +
+          std::to_string(config.rotary_fraction) + " must be an even whole number of dims in [2, head_dim]");
   ZT_REQUIRE(rotary_dim / 2 <= cuda::kMaxRopePairs, std::string(op) + ": rotary_dim " + std::to_string(rotary_dim) +
                                                         " exceeds the supported " +
                                                         std::to_string(2 * cuda::kMaxRopePairs));
@@ -90,7 +90,8 @@ void rotate_operands(const char* op, const cuda::RopeOperand& q, const cuda::Rop
   std::vector<double> position_values = positions.to_vector();
   host::dispatch_float(x.dtype(), op, [&]<typename T>() {
     auto inv_freq = inverse_frequencies<host::Acc<T>>(shape.rotary_dim, config.base);
-    for (const cuda::RopeOperand* operand : {&q, &k}) rotate_cpu<T>(*operand, position_values, shape, inv_freq, inverse);
+    for (const cuda::RopeOperand* operand : {&q, &k})
+      rotate_cpu<T>(*operand, position_values, shape, inv_freq, inverse);
   });
 }
 

@@ -66,11 +66,12 @@ Tensor forward(const char* op, const Tensor& source, const void* gate, const voi
   return out;
 }
 
-void backward(const char* op, const Tensor& grad_out, const void* gate, const void* up, void* grad_gate,
-              void* grad_up, std::int64_t in_row_stride) {
+void backward(const char* op, const Tensor& grad_out, const void* gate, const void* up, void* grad_gate, void* grad_up,
+              std::int64_t in_row_stride) {
   cuda::SwigluLayout layout = layout_of(grad_out.shape(), in_row_stride);
   if (grad_out.device().is_cuda()) {
-    cuda::swiglu_backward(grad_out.data_ptr(), gate, up, grad_gate, grad_up, grad_out.dtype(), layout, current_stream());
+    cuda::swiglu_backward(grad_out.data_ptr(), gate, up, grad_gate, grad_up, grad_out.dtype(), layout,
+                          current_stream());
     return;
   }
   host::dispatch_float(grad_out.dtype(), op, [&]<typename T>() {

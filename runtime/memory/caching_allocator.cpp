@@ -6,10 +6,10 @@
 #include <sstream>
 #include <string>
 
-#include "runtime/terminal/byte_format.h"
-#include "runtime/memory/cuda_allocator_backend.h"
 #include "runtime/log.h"
+#include "runtime/memory/cuda_allocator_backend.h"
 #include "runtime/rank.h"
+#include "runtime/terminal/byte_format.h"
 
 namespace zt {
 namespace {
@@ -31,9 +31,7 @@ constexpr std::size_t kLargestRequest = std::numeric_limits<std::size_t>::max() 
 // pool; keeping it inside the allocated block costs less than the fragmentation.
 constexpr std::size_t kLargeMinSplitRemainder = kSmallRequestLimit + kMinBlockSize;
 
-std::size_t round_up(std::size_t value, std::size_t multiple) {
-  return (value + multiple - 1) / multiple * multiple;
-}
+std::size_t round_up(std::size_t value, std::size_t multiple) { return (value + multiple - 1) / multiple * multiple; }
 
 std::size_t segment_size_for(std::size_t size) {
   if (size <= kSmallRequestLimit) return kSmallSegmentSize;
@@ -136,8 +134,7 @@ void CachingDeviceAllocator::record_stream(void* ptr, cudaStream_t stream) {
   if (ptr == nullptr) return;
   std::lock_guard lock(mutex_);
   Block* block = find_active(ptr, "record_stream");
-  if (stream == block->stream || std::ranges::find(block->also_used_on, stream) != block->also_used_on.end())
-    return;
+  if (stream == block->stream || std::ranges::find(block->also_used_on, stream) != block->also_used_on.end()) return;
   block->also_used_on.push_back(stream);
 }
 
@@ -243,11 +240,10 @@ std::vector<SegmentSnapshot> CachingDeviceAllocator::snapshot() const {
 Error CachingDeviceAllocator::out_of_memory_error(std::size_t bytes) const {
   const MemoryInfo device = backend_->memory_info();
   std::ostringstream message;
-  message << "CUDA out of memory on device " << backend_->device_index() << rank_suffix()
-          << ": tried to allocate " << format_bytes(bytes) << "; this process's allocator has "
-          << format_bytes(stats_.allocated_bytes) << " allocated and " << format_bytes(stats_.reserved_bytes)
-          << " reserved, and the device reports " << format_bytes(device.free) << " free of "
-          << format_bytes(device.total)
+  message << "CUDA out of memory on device " << backend_->device_index() << rank_suffix() << ": tried to allocate "
+          << format_bytes(bytes) << "; this process's allocator has " << format_bytes(stats_.allocated_bytes)
+          << " allocated and " << format_bytes(stats_.reserved_bytes) << " reserved, and the device reports "
+          << format_bytes(device.free) << " free of " << format_bytes(device.total)
           << " total. Try a smaller per_device_train_batch_size, --gradient_checkpointing, a higher "
              "ZeRO stage, or optimizer offload (offload_optimizer).";
   return Error(message.str());
@@ -260,9 +256,8 @@ CachingDeviceAllocator& device_allocator(int device) {
   static auto* allocators = new std::vector<std::unique_ptr<CachingDeviceAllocator>>(cuda_device_count());
   static auto* mutex = new std::mutex;
   const int count = static_cast<int>(allocators->size());
-  ZT_REQUIRE(device >= 0 && device < count,
-             "CUDA device " + std::to_string(device) + " does not exist: " + std::to_string(count) +
-                 " device(s) are visible");
+  ZT_REQUIRE(device >= 0 && device < count, "CUDA device " + std::to_string(device) +
+                                                " does not exist: " + std::to_string(count) + " device(s) are visible");
   std::lock_guard lock(*mutex);
   auto& slot = (*allocators)[device];
   if (!slot) slot = std::make_unique<CachingDeviceAllocator>(make_cuda_allocator_backend(device));

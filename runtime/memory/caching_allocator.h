@@ -14,10 +14,10 @@
 
 #include <cuda_runtime_api.h>
 
+#include "runtime/error.h"
 #include "runtime/memory/allocator_backend.h"
 #include "runtime/memory/allocator_stats.h"
 #include "runtime/memory/block_pool.h"
-#include "runtime/error.h"
 
 namespace zt {
 
@@ -51,7 +51,7 @@ class CachingDeviceAllocator {
   // Gives every cached segment no block of which is in use back to the device.
   void empty_cache();
   AllocatorStats stats() const;
-  void reset_peak_stats();  // peaks become the current values
+  void reset_peak_stats();                        // peaks become the current values
   std::vector<SegmentSnapshot> snapshot() const;  // by segment address
 
  private:

@@ -80,9 +80,7 @@ class CudaAllocatorBackend final : public AllocatorBackend {
     return true;
   }
 
-  void destroy_event(BackendEvent event) override {
-    ZT_CUDA_CHECK(cudaEventDestroy(static_cast<cudaEvent_t>(event)));
-  }
+  void destroy_event(BackendEvent event) override { ZT_CUDA_CHECK(cudaEventDestroy(static_cast<cudaEvent_t>(event))); }
 
  private:
   int device_;
@@ -93,9 +91,8 @@ class CudaAllocatorBackend final : public AllocatorBackend {
 std::unique_ptr<AllocatorBackend> make_cuda_allocator_backend(int device) {
   require_gpu("allocating CUDA device memory");
   int count = cuda_device_count();
-  ZT_REQUIRE(device >= 0 && device < count,
-             "CUDA device " + std::to_string(device) + " does not exist: " + std::to_string(count) +
-                 " device(s) are visible");
+  ZT_REQUIRE(device >= 0 && device < count, "CUDA device " + std::to_string(device) +
+                                                " does not exist: " + std::to_string(count) + " device(s) are visible");
   return std::make_unique<CudaAllocatorBackend>(device);
 }
 

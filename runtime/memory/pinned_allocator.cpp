@@ -13,10 +13,10 @@
 
 #include <cuda_runtime_api.h>
 
-#include "runtime/terminal/byte_format.h"
 #include "runtime/check.h"
 #include "runtime/device.h"
 #include "runtime/error.h"
+#include "runtime/terminal/byte_format.h"
 
 namespace zt {
 namespace {
@@ -126,13 +126,14 @@ class PinnedHostCache {
   [[noreturn]] void fail_out_of_memory(std::size_t bytes) {
     ++stats_.ooms;
     throw Error("could not allocate " + format_bytes(bytes) + " of pinned host memory, with " +
-                format_bytes(stats_.allocated_bytes) + " pinned and in use by this process: the "
+                format_bytes(stats_.allocated_bytes) +
+                " pinned and in use by this process: the "
                 "machine has no more memory to pin. Keep less staged in host memory, for example "
                 "with less optimizer offload or a smaller batch.");
   }
 
   mutable std::mutex mutex_;
-  std::map<std::uintptr_t, std::size_t> in_use_;  // base -> size class, ordered for interior lookups
+  std::map<std::uintptr_t, std::size_t> in_use_;                // base -> size class, ordered for interior lookups
   std::unordered_map<std::size_t, std::vector<void*>> cached_;  // size class -> free blocks
   AllocatorStats stats_;
 };

@@ -18,9 +18,8 @@ using nlohmann::json;
 
 constexpr std::uint64_t kMaxDim = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
 constexpr const char* kSupported = "F32, F64, F16, BF16, I64, I32, U8, BOOL";
-constexpr std::array kUnsupportedCodes = {"I8",      "I16",     "U16",     "U32",     "U64",
-                                          "F8_E4M3", "F8_E5M2", "F8_E8M0", "F4",      "F6_E2M3",
-                                          "F6_E3M2", "C64"};
+constexpr std::array kUnsupportedCodes = {"I8",      "I16",     "U16", "U32",     "U64",     "F8_E4M3",
+                                          "F8_E5M2", "F8_E8M0", "F4",  "F6_E2M3", "F6_E3M2", "C64"};
 
 // Names from a damaged file can be huge or binary; keep messages short and printable, and
 // cut only between UTF-8 characters.
@@ -109,10 +108,12 @@ DType parse_entry_dtype(const json& value, const std::string& source, const std:
   if (auto dtype = parse_dtype_code(code)) return *dtype;
   bool known = std::find(kUnsupportedCodes.begin(), kUnsupportedCodes.end(), code) != kUnsupportedCodes.end();
   if (known)
-    fail_tensor(source, name, "dtype " + printable(code) + " is not supported (zerotune reads " + kSupported +
-                                  "); convert the tensor to one of those first");
-  fail_tensor(source, name, "unknown dtype " + printable(code) + " (safetensors dtypes zerotune reads: " +
-                                kSupported + ")" + kCorrupt);
+    fail_tensor(source, name,
+                "dtype " + printable(code) + " is not supported (zerotune reads " + kSupported +
+                    "); convert the tensor to one of those first");
+  fail_tensor(
+      source, name,
+      "unknown dtype " + printable(code) + " (safetensors dtypes zerotune reads: " + kSupported + ")" + kCorrupt);
 }
 
 Dims parse_entry_shape(const json& value, const std::string& source, const std::string& name) {
@@ -123,8 +124,7 @@ Dims parse_entry_shape(const json& value, const std::string& source, const std::
     if (dim.is_number_integer() && !dim.is_number_unsigned())
       fail_tensor(source, name, "shape has the negative dimension " + dim.dump() + kCorrupt);
     auto size = as_count(dim, kMaxDim);
-    if (!size)
-      fail_tensor(source, name, "shape must hold integers below 2^63, got " + describe(dim) + kCorrupt);
+    if (!size) fail_tensor(source, name, "shape must hold integers below 2^63, got " + describe(dim) + kCorrupt);
     shape.push_back(static_cast<std::int64_t>(*size));
   }
   return shape;
@@ -139,16 +139,16 @@ std::pair<std::uint64_t, std::uint64_t> parse_entry_offsets(const json& value, c
     end = as_count(value[1], limit);
   }
   if (!begin || !end)
-    fail_tensor(source, name, "\"data_offsets\" must be [begin, end] with non-negative integers, got " +
-                                  describe(value) + kCorrupt);
+    fail_tensor(source, name,
+                "\"data_offsets\" must be [begin, end] with non-negative integers, got " + describe(value) + kCorrupt);
   return {*begin, *end};
 }
 
-TensorInfo parse_entry(const std::string& name, const json& entry, std::uint64_t data_size,
-                       const std::string& source) {
+TensorInfo parse_entry(const std::string& name, const json& entry, std::uint64_t data_size, const std::string& source) {
   if (!entry.is_object())
-    fail_tensor(source, name, "entry must be an object with dtype, shape and data_offsets, got " +
-                                  std::string(entry.type_name()) + kCorrupt);
+    fail_tensor(
+        source, name,
+        "entry must be an object with dtype, shape and data_offsets, got " + std::string(entry.type_name()) + kCorrupt);
   TensorInfo info{name, parse_entry_dtype(require_key(entry, "dtype", source, name), source, name),
                   parse_entry_shape(require_key(entry, "shape", source, name), source, name)};
   std::tie(info.data_begin, info.data_end) =
@@ -156,13 +156,15 @@ TensorInfo parse_entry(const std::string& name, const json& entry, std::uint64_t
   auto range = "data_offsets [" + std::to_string(info.data_begin) + ", " + std::to_string(info.data_end) + "]";
   if (info.data_begin > info.data_end) fail_tensor(source, name, range + " end before they begin" + kCorrupt);
   if (info.data_end > data_size)
-    fail_tensor(source, name, range + " reach past the end of the data section (" + std::to_string(data_size) +
-                                  " bytes); the file is truncated or damaged: re-download or re-export it");
+    fail_tensor(source, name,
+                range + " reach past the end of the data section (" + std::to_string(data_size) +
+                    " bytes); the file is truncated or damaged: re-download or re-export it");
   std::uint64_t expected = tensor_nbytes(info.dtype, info.shape, name, source);
   if (expected != info.nbytes())
-    fail_tensor(source, name, "shape " + dims_str(info.shape) + " of " + dtype_code(info.dtype) + " needs " +
-                                  std::to_string(expected) + " bytes but " + range + " span " +
-                                  std::to_string(info.nbytes()) + kCorrupt);
+    fail_tensor(source, name,
+                "shape " + dims_str(info.shape) + " of " + dtype_code(info.dtype) + " needs " +
+                    std::to_string(expected) + " bytes but " + range + " span " + std::to_string(info.nbytes()) +
+                    kCorrupt);
   return info;
 }
 
@@ -184,9 +186,9 @@ void check_no_overlap(const std::vector<TensorInfo>& tensors, const std::string&
   for (const TensorInfo& info : tensors) {
     if (info.nbytes() == 0) continue;
     if (furthest && info.data_begin < furthest->data_end)
-      fail_tensor(source, info.name, "bytes [" + std::to_string(info.data_begin) + ", " +
-                                         std::to_string(info.data_end) + ") overlap those of tensor " +
-                                         printable(furthest->name) + kCorrupt);
+      fail_tensor(source, info.name,
+                  "bytes [" + std::to_string(info.data_begin) + ", " + std::to_string(info.data_end) +
+                      ") overlap those of tensor " + printable(furthest->name) + kCorrupt);
     if (!furthest || info.data_end > furthest->data_end) furthest = &info;
   }
 }
@@ -200,14 +202,22 @@ std::uint64_t read_u64_le(std::string_view bytes) {
 int layout_rank(DType dtype) {
   // Position in the Python package's dtype enumeration: it writes higher positions first.
   switch (dtype) {
-    case DType::kBool: return 0;
-    case DType::kU8: return 1;
-    case DType::kF16: return 7;
-    case DType::kBF16: return 8;
-    case DType::kI32: return 9;
-    case DType::kF32: return 11;
-    case DType::kF64: return 12;
-    case DType::kI64: return 13;
+    case DType::kBool:
+      return 0;
+    case DType::kU8:
+      return 1;
+    case DType::kF16:
+      return 7;
+    case DType::kBF16:
+      return 8;
+    case DType::kI32:
+      return 9;
+    case DType::kF32:
+      return 11;
+    case DType::kF64:
+      return 12;
+    case DType::kI64:
+      return 13;
   }
   return 0;
 }
@@ -227,14 +237,22 @@ void check_names_writable(const std::vector<TensorInfo>& tensors, const std::str
 
 const char* dtype_code(DType dtype) {
   switch (dtype) {
-    case DType::kF32: return "F32";
-    case DType::kF64: return "F64";
-    case DType::kF16: return "F16";
-    case DType::kBF16: return "BF16";
-    case DType::kI32: return "I32";
-    case DType::kI64: return "I64";
-    case DType::kU8: return "U8";
-    case DType::kBool: return "BOOL";
+    case DType::kF32:
+      return "F32";
+    case DType::kF64:
+      return "F64";
+    case DType::kF16:
+      return "F16";
+    case DType::kBF16:
+      return "BF16";
+    case DType::kI32:
+      return "I32";
+    case DType::kI64:
+      return "I64";
+    case DType::kU8:
+      return "U8";
+    case DType::kBool:
+      return "BOOL";
   }
   return "?";
 }

@@ -52,8 +52,7 @@ Header parse_header(std::string_view file, const std::string& source);
 
 // Bytes a tensor of `dtype` and `shape` occupies; throws naming `tensor` and `source` when a
 // dimension is negative or the product overflows.
-std::uint64_t tensor_nbytes(DType dtype, const Dims& shape, const std::string& tensor,
-                            const std::string& source);
+std::uint64_t tensor_nbytes(DType dtype, const Dims& shape, const std::string& tensor, const std::string& source);
 
 // Orders tensors as the Python package writes them (larger dtypes first, then by name) and
 // assigns contiguous data offsets from 0; the offsets passed in are ignored. Refuses duplicate
@@ -63,8 +62,7 @@ std::vector<TensorInfo> plan_layout(std::vector<TensorInfo> tensors, const std::
 // The first 8 + N bytes of a file: length prefix and compact JSON, space-padded to a multiple
 // of 8 so the data section stays aligned. Tensors appear in the order given (that of
 // plan_layout for a file we write); metadata first, as the Python package puts it.
-std::string serialize_header(const std::vector<TensorInfo>& tensors,
-                             const std::map<std::string, std::string>& metadata,
+std::string serialize_header(const std::vector<TensorInfo>& tensors, const std::map<std::string, std::string>& metadata,
                              const std::string& destination);
 
 // model.safetensors.index.json: {"metadata": {"total_size": N, ...}, "weight_map": {name: shard}}.

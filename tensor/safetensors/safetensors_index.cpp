@@ -82,8 +82,7 @@ bool is_shard_file_name(const std::string& name, const std::string& prefix) {
     return text.size() >= 5 && std::all_of(text.begin(), text.end(), [](char c) { return std::isdigit(c); });
   };
   auto separator = middle.find("-of-");
-  return separator != std::string::npos && digits(middle.substr(0, separator)) &&
-         digits(middle.substr(separator + 4));
+  return separator != std::string::npos && digits(middle.substr(0, separator)) && digits(middle.substr(separator + 4));
 }
 
 // Everything a save could refuse is checked before the first file is written.
@@ -100,8 +99,7 @@ void check_savable(const std::string& directory, const NamedTensors& tensors, st
   safetensors::plan_layout(std::move(entries), directory);  // refuses duplicate names
 }
 
-void remove_stale_files(const std::string& directory, const std::string& prefix,
-                        const std::set<std::string>& written) {
+void remove_stale_files(const std::string& directory, const std::string& prefix, const std::set<std::string>& written) {
   std::error_code error;
   for (const auto& entry : fs::directory_iterator(directory, error)) {
     std::string name = entry.path().filename().string();
@@ -135,7 +133,8 @@ SafetensorsCheckpoint SafetensorsCheckpoint::open_index(const std::string& index
     std::string shard_path = (directory / shard_name).string();
     if (!fs::exists(shard_path))
       fail("safetensors index '" + index_path + "' puts " + std::to_string(names.size()) + " tensors (" +
-           sample_names(names) + ") in shard '" + shard_name + "', which does not exist; the checkpoint is "
+           sample_names(names) + ") in shard '" + shard_name +
+           "', which does not exist; the checkpoint is "
            "incomplete: download or copy the missing shard");
     SafetensorsFile file = SafetensorsFile::open(shard_path);
     for (const std::string& name : names)
@@ -163,8 +162,8 @@ void SafetensorsCheckpoint::add_shard(SafetensorsFile file, const std::vector<st
 const SafetensorsFile& SafetensorsCheckpoint::shard(const std::string& name) const {
   auto found = shard_of_.find(name);
   if (found == shard_of_.end())
-    fail("tensor '" + name + "' is not in checkpoint '" + source_ + "', which holds " +
-         std::to_string(names_.size()) + " tensors: " + sample_names(names_));
+    fail("tensor '" + name + "' is not in checkpoint '" + source_ + "', which holds " + std::to_string(names_.size()) +
+         " tensors: " + sample_names(names_));
   return shards_[found->second];
 }
 

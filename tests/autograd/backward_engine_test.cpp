@@ -32,9 +32,10 @@ Variable scale(const Variable& x, double c) {
 
 Variable mul(const Variable& a, const Variable& b) {
   Tensor av = a.data(), bv = b.data();
-  return record_one("mul", multiply(av, bv), {a, b}, [av, bv](const std::vector<Tensor>& g, const std::vector<bool>& needs) {
-    return std::vector<Tensor>{needs[0] ? multiply(g[0], bv) : Tensor(), needs[1] ? multiply(g[0], av) : Tensor()};
-  });
+  return record_one(
+      "mul", multiply(av, bv), {a, b}, [av, bv](const std::vector<Tensor>& g, const std::vector<bool>& needs) {
+        return std::vector<Tensor>{needs[0] ? multiply(g[0], bv) : Tensor(), needs[1] ? multiply(g[0], av) : Tensor()};
+      });
 }
 
 Variable sum(const Variable& x) {

@@ -6,9 +6,9 @@
 #include "autograd/functions.h"
 #include "autograd/grad_mode.h"
 #include "autograd/node.h"
+#include "runtime/generator.h"
 #include "tests/common/gradcheck.h"
 #include "tests/common/op_test_util.h"
-#include "runtime/generator.h"
 
 namespace zt::autograd {
 namespace {
@@ -30,7 +30,8 @@ void expect_tape_gradients(const std::string& what, const VariableFn& fn, std::v
   };
   auto backward = [&](const std::vector<Tensor>& values, const Tensor& probe) {
     std::vector<Variable> vars;
-    for (std::size_t k = 0; k < values.size(); ++k) vars.emplace_back(values[k], differentiable[k], "in" + std::to_string(k));
+    for (std::size_t k = 0; k < values.size(); ++k)
+      vars.emplace_back(values[k], differentiable[k], "in" + std::to_string(k));
     fn(vars).backward(probe);
     std::vector<Tensor> grads;
     for (const Variable& v : vars) grads.push_back(v.grad());
@@ -156,7 +157,10 @@ TEST(AutogradFunctions, BadUseNamesTheOpAndBothValues) {
   expect_mentions(error_of([&] { add(a, b); }), {"add", "[3, 4]", "[5]"});
   Variable w32(random_tensor({2, 4}, 31, DType::kF32), true, "w");
   expect_mentions(error_of([&] { linear(a, w32); }), {"linear", "float64", "float32"});
-  expect_mentions(error_of([&] { matmul(a, Variable(random_tensor({3, 2}, 32), true)); }), {"matmul", "[3, 4]", "[3, 2]"});
+  expect_mentions(error_of([&] {
+                    matmul(a, Variable(random_tensor({3, 2}, 32), true));
+                  }),
+                  {"matmul", "[3, 4]", "[3, 2]"});
   Variable y = linear(a, Variable(random_tensor({2, 4}, 33), true, "w"));
   expect_mentions(error_of([&] { y.backward(); }), {"scalar", "[3, 2]"});
 }

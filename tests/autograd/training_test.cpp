@@ -3,8 +3,8 @@
 // finite differences end to end.
 #include <gtest/gtest.h>
 
-#include "tests/common/gradcheck.h"
 #include "runtime/generator.h"
+#include "tests/common/gradcheck.h"
 #include "tests/common/tiny_models.h"
 
 namespace zt::testing {
@@ -26,7 +26,7 @@ TEST(AutogradTraining, TransformerBlockLossFallsOver50Steps) {
 
 TEST(AutogradTraining, CheckpointedBlockGivesIdenticalGradients) {
   std::vector<std::vector<double>> plain = block_gradients(Device::cpu(), false),
-                                    checkpointed = block_gradients(Device::cpu(), true);
+                                   checkpointed = block_gradients(Device::cpu(), true);
   ASSERT_EQ(plain.size(), checkpointed.size());
   for (std::size_t i = 0; i < plain.size(); ++i) EXPECT_EQ(plain[i], checkpointed[i]) << "parameter " << i;
 }

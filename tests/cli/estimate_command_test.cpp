@@ -34,7 +34,8 @@ TEST(EstimateCli, ConfigAloneGivesEveryStageAndARecommendation) {
   const CliRun run = zerotune("estimate --config " + qwen25_config() + " --num_gpus 8 --gpu_memory 80");
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_NE(run.output.find("494.0M parameters"), std::string::npos) << run.output;
-  for (const char* row : {"    0     none", "    3      cpu"}) EXPECT_NE(run.output.find(row), std::string::npos) << row;
+  for (const char* row : {"    0     none", "    3      cpu"})
+    EXPECT_NE(run.output.find(row), std::string::npos) << row;
   EXPECT_NE(run.output.find("recommended: ZeRO stage 0 without optimizer offload"), std::string::npos) << run.output;
 }
 
@@ -71,7 +72,8 @@ TEST(EstimateCli, RefusesBadUsageByName) {
   const CliRun zero = zerotune("estimate --config " + qwen25_config() + " --num_gpus 0 --gpu_memory 80");
   EXPECT_EQ(zero.exit_code, 1) << zero.output;
   EXPECT_NE(zero.output.find("--num_gpus takes a positive integer, got '0'"), std::string::npos) << zero.output;
-  const CliRun missing = zerotune("estimate --config " + (test_root() / "absent.json").string() + " --num_gpus 1 --gpu_memory 80");
+  const CliRun missing =
+      zerotune("estimate --config " + (test_root() / "absent.json").string() + " --num_gpus 1 --gpu_memory 80");
   EXPECT_EQ(missing.exit_code, 1) << missing.output;
   EXPECT_NE(missing.output.find("absent.json"), std::string::npos) << missing.output;
   EXPECT_EQ(zerotune("estimate --help").exit_code, 0);

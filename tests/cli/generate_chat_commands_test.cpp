@@ -84,7 +84,8 @@ TEST_F(GenerateCli, PromptFileResultsInInputOrderEqualTheIdsFormatAndOneByOne) {
   EXPECT_EQ(results[0]["prompt"], "plain text");
   EXPECT_EQ(results[1]["prompt"], "a b c");
   EXPECT_NE(results[2]["prompt"].get<std::string>().find("Spell out the digits.\n0 4"), std::string::npos);
-  EXPECT_EQ(results[3]["prompt"].get<std::string>().find("ref"), std::string::npos) << "the reference answer is dropped";
+  EXPECT_EQ(results[3]["prompt"].get<std::string>().find("ref"), std::string::npos)
+      << "the reference answer is dropped";
   for (const auto& r : results) {
     EXPECT_EQ(r["output_ids"].size(), 6u);
     EXPECT_EQ(r["finish_reason"], "length");
@@ -102,8 +103,7 @@ TEST_F(GenerateCli, PromptFileResultsInInputOrderEqualTheIdsFormatAndOneByOne) {
 }
 
 TEST_F(GenerateCli, BadRequestsAreClearErrors) {
-  const CliRun long_prompt =
-      zerotune(generate("--prompt \"$(printf 'word %.0s' $(seq 300))\" --max_new_tokens 10"));
+  const CliRun long_prompt = zerotune(generate("--prompt \"$(printf 'word %.0s' $(seq 300))\" --max_new_tokens 10"));
   EXPECT_NE(long_prompt.exit_code, 0);
   EXPECT_NE(long_prompt.output.find("context of 256"), std::string::npos) << long_prompt.output;
 
@@ -147,8 +147,8 @@ TEST_F(GenerateCli, MergedLoraGivesTheTokensOfTheUnmergedOne) {
 
 TEST_F(GenerateCli, ChatKeepsHistoryAndResets) {
   const fs::path turns = write("turns.txt", "hello\n/reset\nhello\n/exit\nnever read\n");
-  const CliRun chat = zerotune("chat --model_name_or_path " + kModel + " --device cpu --max_new_tokens 4 < " +
-                               turns.string());
+  const CliRun chat =
+      zerotune("chat --model_name_or_path " + kModel + " --device cpu --max_new_tokens 4 < " + turns.string());
   ASSERT_EQ(chat.exit_code, 0) << chat.output;
   EXPECT_NE(chat.output.find("(history cleared)"), std::string::npos) << chat.output;
   // After /reset the same question in the same state gets the same answer.

@@ -26,7 +26,8 @@ std::string train_arguments(const fs::path& output_dir) {
   return "train --model_name_or_path " + kModel + " --train_file " + ZT_SOURCE_DIR +
          "/examples/data/alpaca_demo.json --template qwen --device cpu --finetuning_type lora --lora_rank 4 "
          "--lora_target all --lora_dropout 0.1 --max_steps 30 --save_steps 15 --per_device_train_batch_size 2 "
-         "--learning_rate 2e-2 --logging_steps 10 --output_dir " + output_dir.string();
+         "--learning_rate 2e-2 --logging_steps 10 --output_dir " +
+         output_dir.string();
 }
 
 bool same_tensors(const std::string& a, const std::string& b) {
@@ -39,8 +40,8 @@ bool same_tensors(const std::string& a, const std::string& b) {
 
 Tensor logits_of(const CausalLM& model) {
   autograd::NoGradGuard no_recording;
-  PackedBatch batch = pack_sequences({{3, 17, 40, 41, 9, 12}, {7, 7, 300}}, next_token_labels({{3, 17, 40, 41, 9, 12}, {7, 7, 300}}),
-                                     model.device());
+  PackedBatch batch = pack_sequences({{3, 17, 40, 41, 9, 12}, {7, 7, 300}},
+                                     next_token_labels({{3, 17, 40, 41, 9, 12}, {7, 7, 300}}), model.device());
   return model.forward(batch.input_ids, batch.positions, batch.cu_seqlens).data();
 }
 
@@ -87,7 +88,7 @@ TEST_F(LoraCli, ExportMergesTheAdapterIntoAModelFolder) {
   ASSERT_EQ(trained_.exit_code, 0) << trained_.output;
   const fs::path adapter = root_ / "trained", merged = root_ / "merged";
   const CliRun run = zerotune("export --model_name_or_path " + kModel + " --adapter_name_or_path " + adapter.string() +
-                           " --export_dir " + merged.string() + " --merge_lora");
+                              " --export_dir " + merged.string() + " --merge_lora");
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_TRUE(fs::is_regular_file(merged / "tokenizer.json"));
   CausalLM adapted = load_model(kModel);
@@ -99,7 +100,7 @@ TEST_F(LoraCli, ExportMergesTheAdapterIntoAModelFolder) {
 
 TEST_F(LoraCli, ExportRefusesAnAdapterWithoutMergeLora) {
   const CliRun run = zerotune("export --model_name_or_path " + kModel + " --adapter_name_or_path " +
-                           (root_ / "trained").string() + " --output_dir " + (root_ / "unmerged").string());
+                              (root_ / "trained").string() + " --output_dir " + (root_ / "unmerged").string());
   EXPECT_EQ(run.exit_code, 2) << run.output;
   EXPECT_NE(run.output.find("--merge_lora"), std::string::npos) << run.output;
 }
@@ -108,13 +109,13 @@ TEST_F(LoraCli, GenerateAndEvaluateTakeAnAdapter) {
   ASSERT_EQ(trained_.exit_code, 0) << trained_.output;
   const std::string adapter = " --adapter_name_or_path " + (root_ / "trained").string();
   const CliRun generated = zerotune("generate --model_name_or_path " + kModel + adapter +
-                                 " --device cpu --max_new_tokens 4 --prompt 'Spell out the digits. 0 4'");
+                                    " --device cpu --max_new_tokens 4 --prompt 'Spell out the digits. 0 4'");
   EXPECT_EQ(generated.exit_code, 0) << generated.output;
   std::ofstream(root_ / "texts.jsonl") << "{\"text\": \"Spell out the digits. 0 4\"}\n";
   const CliRun plain = zerotune("evaluate --model_name_or_path " + kModel + " --device cpu --validation_file " +
-                             (root_ / "texts.jsonl").string());
-  const CliRun adapted = zerotune("evaluate --model_name_or_path " + kModel + adapter + " --device cpu --validation_file " +
-                               (root_ / "texts.jsonl").string());
+                                (root_ / "texts.jsonl").string());
+  const CliRun adapted = zerotune("evaluate --model_name_or_path " + kModel + adapter +
+                                  " --device cpu --validation_file " + (root_ / "texts.jsonl").string());
   ASSERT_EQ(plain.exit_code, 0) << plain.output;
   ASSERT_EQ(adapted.exit_code, 0) << adapted.output;
   EXPECT_NE(plain.output, adapted.output) << "the adapter did not change the evaluation";

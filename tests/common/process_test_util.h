@@ -22,8 +22,8 @@ namespace zt::testing {
 
 // ZT_BINARY_DIR/<suite>/<test name>, created (and emptied when `fresh`).
 inline std::filesystem::path test_folder(const std::string& suite, bool fresh = false) {
-  const std::filesystem::path folder = std::filesystem::path(ZT_BINARY_DIR) / suite /
-                                       ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  const std::filesystem::path folder =
+      std::filesystem::path(ZT_BINARY_DIR) / suite / ::testing::UnitTest::GetInstance()->current_test_info()->name();
   if (fresh) std::filesystem::remove_all(folder);
   std::filesystem::create_directories(folder);
   return folder;

@@ -17,9 +17,10 @@ namespace zt::testing {
 
 using autograd::Variable;
 
-inline Variable parameter(const std::string& name, const Shape& shape, std::uint64_t seed, DType dtype,
-                          Device device, double std_dev) {
-  Tensor value = std_dev == 0.0 ? Tensor::ones(shape, DType::kF64) : Tensor::normal(shape, seed, 0, 0.0, std_dev, DType::kF64);
+inline Variable parameter(const std::string& name, const Shape& shape, std::uint64_t seed, DType dtype, Device device,
+                          double std_dev) {
+  Tensor value =
+      std_dev == 0.0 ? Tensor::ones(shape, DType::kF64) : Tensor::normal(shape, seed, 0, 0.0, std_dev, DType::kF64);
   return Variable(value.to(dtype).to(device), true, name);
 }
 
@@ -57,10 +58,9 @@ struct TokenBatch {
 struct TinyMlp {
   std::vector<Variable> params;
   TinyMlp(DType dtype, Device device) {
-    params = {parameter("embed", {19, 12}, 1, dtype, device, 1.0),
-              parameter("fc1.weight", {26, 12}, 2, dtype, device, 0.3),
-              parameter("fc1.bias", {26}, 3, dtype, device, 0.1),
-              parameter("fc2.weight", {19, 13}, 4, dtype, device, 0.3)};
+    params = {
+        parameter("embed", {19, 12}, 1, dtype, device, 1.0), parameter("fc1.weight", {26, 12}, 2, dtype, device, 0.3),
+        parameter("fc1.bias", {26}, 3, dtype, device, 0.1), parameter("fc2.weight", {19, 13}, 4, dtype, device, 0.3)};
   }
   Variable loss(const TokenBatch& batch) const {
     using namespace autograd;

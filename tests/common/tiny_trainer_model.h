@@ -11,7 +11,8 @@ inline models::ModelConfig tiny_trainer_config() {
     "model_type": "qwen2", "vocab_size": 32, "hidden_size": 16, "intermediate_size": 32,
     "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
     "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "tie_word_embeddings": false,
-    "max_position_embeddings": 64})"), "tiny config");
+    "max_position_embeddings": 64})"),
+                              "tiny config");
 }
 
 }  // namespace zt::testing

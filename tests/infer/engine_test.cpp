@@ -9,13 +9,13 @@
 
 #include "infer/engine.h"
 #include "models/config/config_presets.h"
-#include "models/reference/generate.h"
 #include "models/init.h"
 #include "models/peft/lora_files.h"
 #include "models/peft/prefix_encoder_files.h"
+#include "models/reference/generate.h"
 #include "models/weights/weights.h"
-#include "tests/common/op_test_util.h"
 #include "tests/common/model_fixture_util.h"
+#include "tests/common/op_test_util.h"
 
 namespace zt::infer {
 namespace {
@@ -128,8 +128,8 @@ TEST(Engine, TokensStreamInOrderAndCancellingEndsEveryRequest) {
   EXPECT_EQ(streamed, results);
 
   int tokens = 0;
-  const std::vector<Tokens> cut =
-      Engine(model).run(requests, [&](std::size_t, std::int64_t) { ++tokens; }, [&] { return tokens >= 7; });
+  const std::vector<Tokens> cut = Engine(model).run(
+      requests, [&](std::size_t, std::int64_t) { ++tokens; }, [&] { return tokens >= 7; });
   std::size_t total = 0;
   for (std::size_t i = 0; i < cut.size(); ++i) {
     total += cut[i].size();
@@ -145,9 +145,13 @@ TEST(Engine, BadRequestsAreRefusedBeforeAnyWork) {
   const std::int64_t context = models::context_length(model.config());
   ASSERT_EQ(context, 40);
   const std::string context_text = std::to_string(context);
-  testing::expect_mentions(testing::error_of([&] { Engine(model).run({{Tokens(context, 3), greedy(1)}}); }),
+  testing::expect_mentions(testing::error_of([&] {
+                             Engine(model).run({{Tokens(context, 3), greedy(1)}});
+                           }),
                            {"prompt 1", "context", context_text.c_str(), "max_new_tokens"});
-  testing::expect_mentions(testing::error_of([&] { Engine(model).run({{{1}, greedy(1)}, {{}, greedy(1)}}); }),
+  testing::expect_mentions(testing::error_of([&] {
+                             Engine(model).run({{{1}, greedy(1)}, {{}, greedy(1)}});
+                           }),
                            {"prompt 2", "no tokens"});
   GenerationOptions bad = greedy(3);
   bad.min_new_tokens = 5;

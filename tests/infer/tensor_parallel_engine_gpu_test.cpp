@@ -25,13 +25,12 @@ constexpr double kBf16Tolerance = 0.03;  // of the largest logit; measured 1-2% 
 
 std::vector<double> rank0_logits(std::vector<models::CausalLM>& shards, const testing::FixtureBatch& batch) {
   std::vector<std::vector<double>> logits(shards.size());
-  distributed::run_inprocess_ranks(static_cast<int>(shards.size()), std::chrono::minutes(5),
-                                   [&](distributed::Communicator& comm) {
-                                     models::CausalLM& shard = shards[static_cast<std::size_t>(comm.rank())];
-                                     shard.set_partial_sum_reducer([&comm](const Tensor& t) { comm.all_reduce(t); });
-                                     logits[static_cast<std::size_t>(comm.rank())] =
-                                         testing::logits_of(shard, batch).to_vector();
-                                   });
+  distributed::run_inprocess_ranks(
+      static_cast<int>(shards.size()), std::chrono::minutes(5), [&](distributed::Communicator& comm) {
+        models::CausalLM& shard = shards[static_cast<std::size_t>(comm.rank())];
+        shard.set_partial_sum_reducer([&comm](const Tensor& t) { comm.all_reduce(t); });
+        logits[static_cast<std::size_t>(comm.rank())] = testing::logits_of(shard, batch).to_vector();
+      });
   for (std::size_t rank = 1; rank < logits.size(); ++rank) EXPECT_EQ(logits[rank], logits[0]) << "rank " << rank;
   return logits[0];
 }
@@ -47,9 +46,9 @@ std::vector<double> next_token_logits(const models::CausalLM& model, const Token
   std::vector<double> ids(sequence.begin(), sequence.end()), positions;
   for (std::size_t i = 0; i < sequence.size(); ++i) positions.push_back(static_cast<double>(i));
   const auto length = static_cast<std::int64_t>(sequence.size());
-  const testing::FixtureBatch batch{Tensor::from_values(ids, {length}, DType::kI64),
-                                    Tensor::from_values(positions, {length}, DType::kI64),
-                                    Tensor::from_values({0.0, static_cast<double>(length)}, {2}, DType::kI32), Tensor()};
+  const testing::FixtureBatch batch{
+      Tensor::from_values(ids, {length}, DType::kI64), Tensor::from_values(positions, {length}, DType::kI64),
+      Tensor::from_values({0.0, static_cast<double>(length)}, {2}, DType::kI32), Tensor()};
   return testing::logits_of(model, batch).select(0, length - 1).to_vector();
 }
 
@@ -98,13 +97,14 @@ TEST_P(OnTheGpu, Bf16GreedyTokensEqualOneRankUpToANearTie) {
   const std::vector<std::vector<Tokens>> by_rank = testing::generate_on_ranks(shards, requests, kSharedGpu);
   const Tokens& tokens = by_rank[0][0];
   ASSERT_EQ(tokens.size(), 32u);
-  const auto parted = static_cast<std::size_t>(std::mismatch(tokens.begin(), tokens.end(), one_rank.begin()).first -
-                                               tokens.begin());
+  const auto parted =
+      static_cast<std::size_t>(std::mismatch(tokens.begin(), tokens.end(), one_rank.begin()).first - tokens.begin());
   if (parted == tokens.size()) return;
   Tokens sequence = requests[0].prompt;
   sequence.insert(sequence.end(), one_rank.begin(), one_rank.begin() + static_cast<std::ptrdiff_t>(parted));
   const std::vector<double> logits = next_token_logits(whole, sequence);
-  const double gap = logits[static_cast<std::size_t>(one_rank[parted])] - logits[static_cast<std::size_t>(tokens[parted])];
+  const double gap =
+      logits[static_cast<std::size_t>(one_rank[parted])] - logits[static_cast<std::size_t>(tokens[parted])];
   EXPECT_LE(gap, kBf16Tolerance * largest_magnitude(logits))
       << "new token " << parted << ": --tp 2 chose " << tokens[parted] << ", --tp 1 chose " << one_rank[parted]
       << ", which the whole model scores higher by more than bf16 rounding";

@@ -10,8 +10,8 @@
 #include "infer/engine.h"
 #include "infer/tensor_parallel_ranks.h"
 #include "models/config/config_presets.h"
-#include "models/weights/hf_names.h"
 #include "models/init.h"
+#include "models/weights/hf_names.h"
 #include "tests/common/op_test_util.h"
 #include "tests/common/tensor_parallel_test_util.h"
 
@@ -122,7 +122,8 @@ TEST(TensorParallel, RowParallelBiasesCountOnce) {
     for (int size : {2, 4}) {
       std::vector<CausalLM> shards = testing::shards_of(tiny(arch), size, Device::cpu());
       for (const Tensor& logits : shard_logits(shards, batch))
-        EXPECT_LE(max_relative_difference(logits, expected), 1e-12) << models::architecture_name(arch) << ", tp " << size;
+        EXPECT_LE(max_relative_difference(logits, expected), 1e-12)
+            << models::architecture_name(arch) << ", tp " << size;
     }
   }
 }
@@ -175,7 +176,9 @@ TEST(TensorParallel, SizesThatCannotSplitAreRefusedByName) {
   testing::expect_mentions(testing::error_of([&] { models::shard_config(wide, 6); }),
                            {"intermediate_size 100 does not divide by 6", "1, 2"});
   const CausalLM with_lora = testing::tp_fixture_model("qwen2_lora");
-  testing::expect_mentions(testing::error_of([&] { models::shard_model(with_lora, {0, 2}, Device::cpu()); }),
+  testing::expect_mentions(testing::error_of([&] {
+                             models::shard_model(with_lora, {0, 2}, Device::cpu());
+                           }),
                            {"LoRA", "merge_lora"});
 }
 

@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "autograd/functions.h"
-#include "tests/common/model_fixture_util.h"
 #include "models/activation_dump.h"
 #include "models/weights/weights.h"
+#include "tests/common/model_fixture_util.h"
 #include "tests/common/op_test_util.h"
 #include "tests/common/safetensors_test_util.h"
 
@@ -20,9 +20,9 @@ namespace zt::models {
 namespace {
 
 using autograd::Variable;
-using testing::FixtureBatch;
 using testing::fixture_batch;
 using testing::fixture_dir;
+using testing::FixtureBatch;
 
 const char* const kArchitectures[] = {"qwen2", "qwen3", "glm", "glm4", "chatglm"};
 
@@ -143,10 +143,10 @@ Variable expect_layer_follows_its_input(const CausalLM& model, const ActivationR
   expect_identical(at("input_layernorm").data(), norm(c, input, weight(model, layer, kInputNorm)).data(),
                    "input_layernorm");
   expect_rope_follows_projection(model, r, layer, positions);
-  expect_identical(at("self_attn").data(),
-                   autograd::linear(at("self_attn.attn_out"), weight(model, layer, kO), weight(model, layer, kOBias))
-                       .data(),
-                   "self_attn from attn_out");
+  expect_identical(
+      at("self_attn").data(),
+      autograd::linear(at("self_attn.attn_out"), weight(model, layer, kO), weight(model, layer, kOBias)).data(),
+      "self_attn from attn_out");
   Variable attention = at("self_attn");
   if (c.sandwich_norms) {
     expect_identical(at("post_self_attn_layernorm").data(),

@@ -11,9 +11,9 @@
 #include "autograd/grad_mode.h"
 #include "models/batch.h"
 #include "models/config/config_presets.h"
+#include "models/init.h"
 #include "models/reference/generate.h"
 #include "models/reference/sequence_kv_cache.h"
-#include "models/init.h"
 #include "tests/common/op_test_util.h"
 
 namespace zt::models {
@@ -41,8 +41,7 @@ CausalLM random_model(Architecture arch, std::uint64_t seed, DType dtype = DType
 // Three sequences of 5, 1 and 4 tokens, with ignored labels and no padding id (whose
 // embedding row gets no gradient from its lookups, by design).
 PackedBatch test_batch() {
-  return pack_sequences({{3, 7, 13, 11, 30}, {5}, {36, 2, 9, 9}},
-                        {{7, -100, 11, 30, 4}, {-100}, {2, 9, 9, 14}});
+  return pack_sequences({{3, 7, 13, 11, 30}, {5}, {36, 2, 9, 9}}, {{7, -100, 11, 30, 4}, {-100}, {2, 9, 9, 14}});
 }
 
 double loss_value(const CausalLM& model, const PackedBatch& batch) {
@@ -86,8 +85,7 @@ TEST_P(ModelArch, PackedBatchEqualsSequencesOneByOne) {
   std::vector<double> apart;
   for (const auto& sequence : sequences) {
     PackedBatch one = pack_sequences({sequence});
-    for (double v : model.forward(one.input_ids, one.positions, one.cu_seqlens).data().to_vector())
-      apart.push_back(v);
+    for (double v : model.forward(one.input_ids, one.positions, one.cu_seqlens).data().to_vector()) apart.push_back(v);
   }
   ASSERT_EQ(together.size(), apart.size());
   for (std::size_t i = 0; i < apart.size(); ++i) ASSERT_NEAR(together[i], apart[i], 1e-12) << "logit " << i;
@@ -168,9 +166,13 @@ TEST(ModelForward, MalformedBatchesAreNamed) {
   CausalLM model = random_model(Architecture::kQwen2, 3);
   Tensor ids = Tensor::from_values({1, 2, 3}, {3}, DType::kI64);
   Tensor positions = Tensor::from_values({0, 1, 2}, {3}, DType::kI64);
-  expect_mentions(error_of([&] { model.forward(ids, positions, Tensor::from_values({0, 2}, {2}, DType::kI32)); }),
+  expect_mentions(error_of([&] {
+                    model.forward(ids, positions, Tensor::from_values({0, 2}, {2}, DType::kI32));
+                  }),
                   {"cu_seqlens", "3"});
-  expect_mentions(error_of([&] { model.forward(ids, positions, Tensor::from_values({0, 2, 1, 3}, {4}, DType::kI32)); }),
+  expect_mentions(error_of([&] {
+                    model.forward(ids, positions, Tensor::from_values({0, 2, 1, 3}, {4}, DType::kI32));
+                  }),
                   {"cu_seqlens", "decreases"});
   expect_mentions(error_of([&] {
                     model.forward(ids, Tensor::from_values({0, 1}, {2}, DType::kI64),

@@ -64,9 +64,9 @@ class ModelFixture : public ::testing::TestWithParam<const char*> {};
 TEST_P(ModelFixture, LogitsLossAndGradientsMatchTransformers) {
   Fixture f = load_fixture(GetParam());
   CausalLM model = load_model(f.dir, {Device::cpu(), DType::kF32});
-  Variable logits = model.forward(int_tensor(f.json["input_ids"], DType::kI64),
-                                  int_tensor(f.json["position_ids"], DType::kI64),
-                                  int_tensor(f.json["cu_seqlens"], DType::kI32));
+  Variable logits =
+      model.forward(int_tensor(f.json["input_ids"], DType::kI64), int_tensor(f.json["position_ids"], DType::kI64),
+                    int_tensor(f.json["cu_seqlens"], DType::kI32));
   Tensor expected_logits = f.expected.get("logits");
   ASSERT_EQ(logits.data().shape(), expected_logits.shape());
   EXPECT_LE(relative_error(logits.data(), expected_logits), 1e-5) << "logits of " << GetParam();

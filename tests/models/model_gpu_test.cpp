@@ -60,8 +60,7 @@ class ModelGpu : public ::testing::TestWithParam<std::string> {
     return SafetensorsFile::open(dir_ + "/expected.safetensors").get(name).to(DType::kF64);
   }
   CausalLM load(bool checkpointing = false) const {
-    return load_model(dir_, {.device = Device::cuda(), .dtype = DType::kBF16,
-                             .gradient_checkpointing = checkpointing});
+    return load_model(dir_, {.device = Device::cuda(), .dtype = DType::kBF16, .gradient_checkpointing = checkpointing});
   }
   autograd::Variable loss_after_backward(const CausalLM& model, autograd::Variable* logits_out = nullptr) const {
     autograd::Variable logits = model.forward(int_tensor(ints(fixture_, "input_ids"), DType::kI64),
@@ -132,9 +131,8 @@ TEST_P(ModelGpu, CachedStepMatchesFullRecomputation) {
   PackedBatch head = pack_sequences({prompt}, {}, Device::cuda());
   model.forward_hidden(head.input_ids, head.positions, head.cu_seqlens, &cache);
   const auto p = static_cast<std::int64_t>(prompt.size());
-  autograd::Variable step = model.lm_head(model.forward_hidden(int_tensor({tokens[0]}, DType::kI64),
-                                                               int_tensor({p}, DType::kI64),
-                                                               int_tensor({0, 1}, DType::kI32), &cache));
+  autograd::Variable step = model.lm_head(model.forward_hidden(
+      int_tensor({tokens[0]}, DType::kI64), int_tensor({p}, DType::kI64), int_tensor({0, 1}, DType::kI32), &cache));
   std::vector<std::int64_t> sequence = prompt;
   sequence.push_back(tokens[0]);
   PackedBatch full = pack_sequences({sequence}, {}, Device::cuda());

@@ -44,12 +44,13 @@ TEST(Half, EveryBitPatternRoundTrips) {
 }
 
 TEST(Half, RoundsToNearestEvenAndSaturatesToInfinity) {
-  EXPECT_EQ(half_bits_to_float(float_to_half_bits(1.0f + 1.0f / 2048)), 1.0f);  // tie to even (down)
+  EXPECT_EQ(half_bits_to_float(float_to_half_bits(1.0f + 1.0f / 2048)), 1.0f);                // tie to even (down)
   EXPECT_EQ(half_bits_to_float(float_to_half_bits(1.0f + 3.0f / 2048)), 1.0f + 4.0f / 2048);  // tie up to even
   EXPECT_EQ(half_bits_to_float(float_to_half_bits(65504.0f)), 65504.0f);
   EXPECT_TRUE(std::isinf(half_bits_to_float(float_to_half_bits(65520.0f))));
   EXPECT_EQ(half_bits_to_float(float_to_half_bits(65519.0f)), 65504.0f);
-  EXPECT_EQ(half_bits_to_float(float_to_half_bits(std::ldexp(1.0f, -24))), std::ldexp(1.0f, -24));  // smallest subnormal
+  EXPECT_EQ(half_bits_to_float(float_to_half_bits(std::ldexp(1.0f, -24))),
+            std::ldexp(1.0f, -24));  // smallest subnormal
   EXPECT_EQ(half_bits_to_float(float_to_half_bits(std::ldexp(1.0f, -26))), 0.0f);
   EXPECT_EQ(float_to_half_bits(-0.0f), 0x8000);
 }

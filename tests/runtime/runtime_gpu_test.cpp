@@ -41,8 +41,8 @@ TEST(RuntimeGpu, StreamsAndEventsOrderAndTimeWork) {
   ready.record(producer.get());
   ready.wait_on(consumer.get());
   unsigned char byte = 0;
-  ZT_CUDA_CHECK(cudaMemcpyAsync(&byte, static_cast<char*>(buffer) + (63 << 20), 1, cudaMemcpyDeviceToHost,
-                                consumer.get()));
+  ZT_CUDA_CHECK(
+      cudaMemcpyAsync(&byte, static_cast<char*>(buffer) + (63 << 20), 1, cudaMemcpyDeviceToHost, consumer.get()));
   consumer.synchronize();
   EXPECT_EQ(byte, 7);
   EXPECT_TRUE(stop.query());

@@ -22,9 +22,7 @@ TEST(Check, CudaFailureNamesCallLocationAndReason) {
   EXPECT_NO_THROW(ZT_CUDA_CHECK(cudaSuccess));
 }
 
-TEST(Check, NoDeviceBecomesNoGpuError) {
-  EXPECT_THROW(ZT_CUDA_CHECK(cudaErrorNoDevice), NoGpuError);
-}
+TEST(Check, NoDeviceBecomesNoGpuError) { EXPECT_THROW(ZT_CUDA_CHECK(cudaErrorNoDevice), NoGpuError); }
 
 TEST(Check, LibraryFailuresNameTheLibraryAndTheRank) {
   ProcessRank rank;

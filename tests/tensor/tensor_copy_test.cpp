@@ -69,8 +69,7 @@ TEST(TensorCopy, FactoriesFillArangeAndBroadcastCopy) {
 TEST(TensorCopy, RandomFactoriesDrawThePhiloxStream) {
   Tensor u = Tensor::uniform({5, 7}, 9, 3, -2.0, 2.0);
   std::vector<double> got = u.to_vector();
-  for (std::size_t i = 0; i < got.size(); ++i)
-    ASSERT_EQ(got[i], std::fmaf(philox::uniform(9, 3, i), 4.0f, -2.0f));
+  for (std::size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], std::fmaf(philox::uniform(9, 3, i), 4.0f, -2.0f));
   Tensor n = Tensor::normal({1000}, 1, 0, 3.0, 0.5, DType::kBF16);
   double mean = 0;
   for (double x : n.to_vector()) mean += x / 1000;

@@ -16,9 +16,7 @@ constexpr TokenId kSpecial = 256;
 class ByteTokenizer final : public Tokenizer {
  public:
   ByteTokenizer() : Tokenizer("byte tokenizer") {}
-  std::vector<TokenId> encode(std::string_view text, bool) const override {
-    return {text.begin(), text.end()};
-  }
+  std::vector<TokenId> encode(std::string_view text, bool) const override { return {text.begin(), text.end()}; }
   void append_token_bytes(TokenId id, bool skip_special_tokens, DecodeState&, std::string& out) const override {
     require_valid_id(id);
     if (id == kSpecial) {
@@ -59,7 +57,9 @@ TEST(StreamDecoder, IllFormedBytesBecomeReplacementCharactersAtOnce) {
   ByteTokenizer tok;
   StreamDecoder stream(tok);
   EXPECT_EQ(stream.put(0xE4), "");
-  EXPECT_EQ(stream.put('x'), "\xEF\xBF\xBD" "x");  // the 'x' shows E4 will never complete
+  EXPECT_EQ(stream.put('x'),
+            "\xEF\xBF\xBD"
+            "x");  // the 'x' shows E4 will never complete
   EXPECT_EQ(stream.put(0xFF), "\xEF\xBF\xBD");
   EXPECT_EQ(stream.put(0xF0), "");
   EXPECT_EQ(stream.finish(), "\xEF\xBF\xBD");  // cut off at the end
@@ -76,8 +76,8 @@ TEST(StreamDecoder, SkipsSpecialTokensWhenAsked) {
 TEST(StreamDecoder, PiecesConcatenateToTheWholeDecodeOnRandomBytes) {
   ByteTokenizer tok;
   std::mt19937 rng(42);
-  const std::vector<std::string> pool = {"a", " ", "\xC3\xA9", "\xE4\xB8\xAD", "\xF0\x9F\x98\x80", "\xE4\xB8",
-                                         "\xFF", "\x80", "\xF0\x9F", "\xED\xA0\x80"};
+  const std::vector<std::string> pool = {"a",        " ",    "\xC3\xA9", "\xE4\xB8\xAD", "\xF0\x9F\x98\x80",
+                                         "\xE4\xB8", "\xFF", "\x80",     "\xF0\x9F",     "\xED\xA0\x80"};
   for (int trial = 0; trial < 500; ++trial) {
     std::string text;
     const int parts = 1 + static_cast<int>(rng() % 20);

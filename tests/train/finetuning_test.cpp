@@ -12,7 +12,9 @@ namespace {
 models::CausalLM tiny_model() {
   return models::init_model(models::parse_config(nlohmann::ordered_json::parse(R"({
     "model_type": "qwen2", "vocab_size": 16, "hidden_size": 8, "intermediate_size": 16,
-    "num_hidden_layers": 4, "num_attention_heads": 2, "num_key_value_heads": 1})"), "tiny"), 1);
+    "num_hidden_layers": 4, "num_attention_heads": 2, "num_key_value_heads": 1})"),
+                                                 "tiny"),
+                            1);
 }
 
 TrainingArguments args_for(std::vector<std::string> extra) {
@@ -49,12 +51,16 @@ TEST(Finetuning, FreezeWithModulesAndFromTheFront) {
 
 TEST(Finetuning, BadSelectionsAreExplained) {
   models::CausalLM model = tiny_model();
-  testing::expect_mentions(testing::error_of([&] {
-    select_trainable(model, args_for({"--finetuning_type", "freeze", "--freeze_trainable_layers", "9"}));
-  }), {"has 4 layers"});
-  testing::expect_mentions(testing::error_of([&] {
-    select_trainable(model, args_for({"--finetuning_type", "freeze", "--freeze_trainable_modules", "attn_x"}));
-  }), {"matches no parameter", "self_attn"});
+  testing::expect_mentions(
+      testing::error_of([&] {
+        select_trainable(model, args_for({"--finetuning_type", "freeze", "--freeze_trainable_layers", "9"}));
+      }),
+      {"has 4 layers"});
+  testing::expect_mentions(
+      testing::error_of([&] {
+        select_trainable(model, args_for({"--finetuning_type", "freeze", "--freeze_trainable_modules", "attn_x"}));
+      }),
+      {"matches no parameter", "self_attn"});
 }
 
 }  // namespace

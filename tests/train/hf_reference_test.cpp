@@ -16,11 +16,11 @@
 #include "autograd/functions.h"
 #include "models/config/config.h"
 #include "models/weights/weights.h"
+#include "train/args/training_plan.h"
 #include "train/data/batching.h"
 #include "train/finetuning.h"
 #include "train/optim/lr_scheduler.h"
 #include "train/optim/optimizer.h"
-#include "train/args/training_plan.h"
 
 namespace zt::train {
 namespace {
@@ -33,8 +33,8 @@ constexpr double kTolerance = 1e-4;  // relative, on losses and gradient norms
 
 // The hyper-parameters as zerotune train flags, with the placeholders the plan does not read.
 TrainingArguments arguments_of(const ordered_json& hyper_parameters) {
-  std::vector<std::string> flags = {"--model_name_or_path", "fixture", "--output_dir", "unused", "--train_file",
-                                    "unused", "--finetuning_type", "full"};
+  std::vector<std::string> flags = {"--model_name_or_path", "fixture", "--output_dir",      "unused",
+                                    "--train_file",         "unused",  "--finetuning_type", "full"};
   for (const auto& [name, value] : hyper_parameters.items()) {
     flags.push_back("--" + name);
     flags.push_back(value.is_string() ? value.get<std::string>() : value.dump());
@@ -60,8 +60,8 @@ double forward_backward(const models::CausalLM& model, const ordered_json& micro
   autograd::Variable hidden = model.forward_hidden(index_tensor(micro_batch.at("input_ids"), DType::kI64),
                                                    index_tensor(micro_batch.at("positions"), DType::kI64),
                                                    index_tensor(micro_batch.at("cu_seqlens"), DType::kI32));
-  const ops::LinearCrossEntropyOptions options{.reduction = ops::Reduction::kSum, .ignore_index = kIgnoreIndex,
-                                               .grad_scale = static_cast<float>(loss_factor)};
+  const ops::LinearCrossEntropyOptions options{
+      .reduction = ops::Reduction::kSum, .ignore_index = kIgnoreIndex, .grad_scale = static_cast<float>(loss_factor)};
   autograd::Variable loss_sum = autograd::linear_cross_entropy(
       hidden, model.lm_head_weight(), index_tensor(micro_batch.at("labels"), DType::kI64), options);
   autograd::scale(loss_sum, loss_factor).backward();
@@ -84,8 +84,8 @@ TEST(TrainReference, AdamWStepsMatchPyTorch) {
   ASSERT_EQ(plan.max_steps, static_cast<std::int64_t>(steps.size())) << "max_steps vs the steps in the reference";
   ASSERT_EQ(plan.precision, Precision::kFloat32);
 
-  models::CausalLM model = models::load_model((fs::path(ZT_SOURCE_DIR) / reference.at("model").get<std::string>()).string(),
-                                              {Device::cpu(), DType::kF32});
+  models::CausalLM model = models::load_model(
+      (fs::path(ZT_SOURCE_DIR) / reference.at("model").get<std::string>()).string(), {Device::cpu(), DType::kF32});
   Optimizer optimizer(select_trainable(model, args), plan.optimizer);
   LrSchedule schedule(plan.schedule);
   for (std::size_t s = 0; s < steps.size(); ++s) {

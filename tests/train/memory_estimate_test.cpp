@@ -24,7 +24,8 @@ models::ModelConfig qwen25_05b() {
   return models::parse_config(nlohmann::ordered_json::parse(R"({"model_type": "qwen2", "hidden_size": 896,
     "intermediate_size": 4864, "num_hidden_layers": 24, "num_attention_heads": 14, "num_key_value_heads": 2,
     "vocab_size": 151936, "rms_norm_eps": 1e-06, "rope_theta": 1000000.0, "tie_word_embeddings": true,
-    "use_sliding_window": false, "torch_dtype": "bfloat16"})"), "Qwen2.5-0.5B config.json");
+    "use_sliding_window": false, "torch_dtype": "bfloat16"})"),
+                              "Qwen2.5-0.5B config.json");
 }
 
 // Ψ: embedding 151936·896 (tied to the head) + 24 layers of 14,912,384 + the final norm.
@@ -42,9 +43,9 @@ TEST(MemoryEstimate, Qwen25HalfBillionModelStatesByHand) {
   };
   // N = 8 divides Ψ, and the 5e8-element bucket holds the whole model: no padding.
   const Expected expected[] = {
-      {0, 2 * kPsi, 4 * kPsi + 4 * kPsi, 12 * kPsi},                   // owned gradient + staging
-      {1, 2 * kPsi, 4 * kPsi + 4 * kPsi / 8, 12 * kPsi / 8},           // full gradients + owned slice
-      {2, 2 * kPsi, 4 * kPsi + 4 * kPsi / 8, 12 * kPsi / 8},           // staging + owned slice
+      {0, 2 * kPsi, 4 * kPsi + 4 * kPsi, 12 * kPsi},          // owned gradient + staging
+      {1, 2 * kPsi, 4 * kPsi + 4 * kPsi / 8, 12 * kPsi / 8},  // full gradients + owned slice
+      {2, 2 * kPsi, 4 * kPsi + 4 * kPsi / 8, 12 * kPsi / 8},  // staging + owned slice
       // Shards of the matrices; biases and norms (71,552 elements, under 100,000 each) whole.
       {3, 2 * ((kPsi - 71'552) / 8 + 71'552), 4 * kPsi / 8, 12 * kPsi / 8},
   };
@@ -148,8 +149,8 @@ TEST_P(HeldByTheOptimizer, MatchesTheEstimateOnEveryStage) {
   constexpr int kWorld = 3;
   constexpr std::int64_t kBucket = 700;  // several buckets, each padded to a multiple of 3
   for (int stage = 0; stage <= 2; ++stage) {
-    const MemorySettings settings{.stage = stage, .gpus_per_node = kWorld, .dtype = DType::kF32,
-                                  .reduce_bucket_size = kBucket};
+    const MemorySettings settings{
+        .stage = stage, .gpus_per_node = kWorld, .dtype = DType::kF32, .reduce_bucket_size = kBucket};
     const ModelStateBytes estimated = estimate_model_states(config, settings).gpu;
     std::mutex mutex;
     std::vector<ModelStateBytes> held(kWorld);
@@ -168,8 +169,8 @@ TEST_P(HeldByTheOptimizer, MatchesTheEstimateOnEveryStage) {
       expect_within_5_percent(estimated.optimizer_state, held[rank].optimizer_state, what + " optimizer state");
       // The optimizer's own count: master, moments and owned gradient (16 bytes an owned
       // element), plus stage 1's full gradients.
-      const std::int64_t counted = stage == 1 ? estimated.optimizer_state + estimated.gradients
-                                              : estimated.optimizer_state / 3 * 4;
+      const std::int64_t counted =
+          stage == 1 ? estimated.optimizer_state + estimated.gradients : estimated.optimizer_state / 3 * 4;
       expect_within_5_percent(counted, 4 * state_numel[rank], what + " state_numel");
     }
   }
@@ -189,7 +190,10 @@ TEST_P(HeldByTheOptimizer, Stage3AndOffloadMatchTheEstimateOnRanks) {
   zero.stage = 3;
   zero.stage3_param_persistence_threshold = 30;  // the tiny model's norms and biases stay whole
   zero.reduce_bucket_size = 700;
-  MemorySettings settings{.stage = 3, .gpus_per_node = kWorld, .dtype = DType::kF32, .reduce_bucket_size = 700,
+  MemorySettings settings{.stage = 3,
+                          .gpus_per_node = kWorld,
+                          .dtype = DType::kF32,
+                          .reduce_bucket_size = 700,
                           .persistence_threshold = 30};
   const MemoryEstimate stage3 = estimate_model_states(config, settings);
   settings.offload = true;
@@ -207,7 +211,8 @@ TEST_P(HeldByTheOptimizer, Stage3AndOffloadMatchTheEstimateOnRanks) {
     }();
     const HeldModelStates offload3 = [&] {
       models::CausalLM partitioned(config, {.dtype = DType::kF32});
-      Zero3Optimizer optimizer(partitioned, trainable_of(partitioned), OptimizerConfig{}, comm, zero, {.enabled = true});
+      Zero3Optimizer optimizer(partitioned, trainable_of(partitioned), OptimizerConfig{}, comm, zero,
+                               {.enabled = true});
       return held_model_states(optimizer, partitioned.num_parameters() * 4);
     }();
     Zero3Optimizer optimizer(model, trainable_of(model), OptimizerConfig{}, comm, zero);
@@ -224,8 +229,10 @@ TEST_P(HeldByTheOptimizer, Stage3AndOffloadMatchTheEstimateOnRanks) {
     expect_within_5_percent(offloaded.gpu.total(), held_offload[rank].gpu.total(), what + " offload device");
     expect_within_5_percent(offloaded.host.total(), held_offload[rank].host.total(), what + " offload host");
     EXPECT_EQ(held_offload[rank].gpu.optimizer_state, 0) << what;
-    expect_within_5_percent(stage3_offloaded.gpu.total(), held3_offload[rank].gpu.total(), what + " stage 3 offload device");
-    expect_within_5_percent(stage3_offloaded.host.total(), held3_offload[rank].host.total(), what + " stage 3 offload host");
+    expect_within_5_percent(stage3_offloaded.gpu.total(), held3_offload[rank].gpu.total(),
+                            what + " stage 3 offload device");
+    expect_within_5_percent(stage3_offloaded.host.total(), held3_offload[rank].host.total(),
+                            what + " stage 3 offload host");
     EXPECT_EQ(held3_offload[rank].gpu.optimizer_state, 0) << what;
   }
 }
@@ -249,8 +256,8 @@ INSTANTIATE_TEST_SUITE_P(EveryArchitecture, HeldByTheOptimizer,
                          [](const auto& info) { return std::string(models::architecture_name(info.param)); });
 
 TEST(HeldByTheOptimizer, LoraMatricesMatchTheEstimate) {
-  const models::ModelConfig config = models::parse_config(models::tiny_config_json(models::Architecture::kQwen2),
-                                                          "tiny config.json");
+  const models::ModelConfig config =
+      models::parse_config(models::tiny_config_json(models::Architecture::kQwen2), "tiny config.json");
   models::CausalLM model(config, {.dtype = DType::kF32});
   models::LoraConfig lora;
   lora.rank = 4;

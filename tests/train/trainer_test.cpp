@@ -1,7 +1,7 @@
 // The training loop end to end on a tiny random Qwen2 on the CPU: the loss falls, gradient
 // accumulation equals a larger micro-batch and more ranks, a resumed run continues exactly
-// where the uninterrupted one went (also on another number of ranks), logging, checkpoints and the final files follow HF, and the fused
-// loss is the full-logit cross-entropy.
+// where the uninterrupted one went (also on another number of ranks), logging, checkpoints and the final files follow
+// HF, and the fused loss is the full-logit cross-entropy.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -47,9 +47,10 @@ std::vector<TokenizedSample> samples(int count) {
 class TrainerRun : public testing::FolderTest {
  protected:
   TrainingArguments arguments(std::vector<std::string> extra) {
-    std::vector<std::string> all = {"--model_name_or_path", "tiny", "--output_dir", dir_.string(), "--train_file",
-                                    "x", "--learning_rate", "3e-3", "--logging_steps", "5", "--save_strategy", "no",
-                                    "--finetuning_type", "full", "--max_length", "16"};
+    std::vector<std::string> all = {"--model_name_or_path", "tiny", "--output_dir",    dir_.string(),
+                                    "--train_file",         "x",    "--learning_rate", "3e-3",
+                                    "--logging_steps",      "5",    "--save_strategy", "no",
+                                    "--finetuning_type",    "full", "--max_length",    "16"};
     all.insert(all.end(), extra.begin(), extra.end());
     return parse_training_arguments(all);
   }
@@ -67,10 +68,13 @@ class TrainerRun : public testing::FolderTest {
     TrainerData data{samples(sample_count), samples(4)};
     const std::size_t train_count = data.train.size();
     const std::int64_t world = comm ? comm->world_size() : 1;
-    TrainingPlan plan = plan_training(args, [&](std::int64_t micro) {
-      const auto batches = static_cast<std::int64_t>((train_count + micro - 1) / micro);
-      return (batches + world - 1) / world;
-    }, static_cast<int>(world));
+    TrainingPlan plan = plan_training(
+        args,
+        [&](std::int64_t micro) {
+          const auto batches = static_cast<std::int64_t>((train_count + micro - 1) / micro);
+          return (batches + world - 1) / world;
+        },
+        static_cast<int>(world));
     return {model, std::make_unique<Trainer>(trained, std::move(data), plan, args, comm)};
   }
 
@@ -91,19 +95,21 @@ double last_logged_loss(const TrainerState& state) {
 }
 
 TEST_F(TrainerRun, LossFallsAndHfFilesAreWritten) {
-  auto [model, state] = run(arguments({"--max_steps", "60", "--per_device_train_batch_size", "2",
-                                       "--learning_rate", "1e-2", "--lr_scheduler_type", "constant"}));
+  auto [model, state] = run(arguments({"--max_steps", "60", "--per_device_train_batch_size", "2", "--learning_rate",
+                                       "1e-2", "--lr_scheduler_type", "constant"}));
   EXPECT_EQ(state.global_step, 60);
   EXPECT_LT(last_logged_loss(state), 0.6 * first_logged_loss(state));
   for (const char* file : {"config.json", "model.safetensors", "trainer_state.json"})
     EXPECT_TRUE(fs::exists(dir_ / file)) << file;
   const nlohmann::json& entry = state.log_history.front();
-  for (const char* key : {"loss", "grad_norm", "learning_rate", "epoch", "step"}) EXPECT_TRUE(entry.contains(key)) << key;
+  for (const char* key : {"loss", "grad_norm", "learning_rate", "epoch", "step"})
+    EXPECT_TRUE(entry.contains(key)) << key;
   EXPECT_TRUE(state.log_history.back().contains("train_runtime"));
 }
 
 TEST_F(TrainerRun, AccumulationEqualsALargerMicroBatch) {
-  auto [a, state_a] = run(arguments({"--max_steps", "3", "--per_device_train_batch_size", "4", "--weight_decay", "0.01"}));
+  auto [a, state_a] =
+      run(arguments({"--max_steps", "3", "--per_device_train_batch_size", "4", "--weight_decay", "0.01"}));
   fs::remove_all(dir_);
   auto [b, state_b] = run(arguments({"--max_steps", "3", "--per_device_train_batch_size", "1",
                                      "--gradient_accumulation_steps", "4", "--weight_decay", "0.01"}));
@@ -117,13 +123,13 @@ TEST_F(TrainerRun, AccumulationEqualsALargerMicroBatch) {
 TEST_F(TrainerRun, ResumingContinuesExactlyAsTheUninterruptedRun) {
   auto [straight, straight_state] = run(arguments({"--max_steps", "12", "--per_device_train_batch_size", "3"}));
   fs::remove_all(dir_);
-  run(arguments({"--max_steps", "12", "--per_device_train_batch_size", "3", "--save_strategy", "steps",
-                 "--save_steps", "5", "--save_total_limit", "1"}));
+  run(arguments({"--max_steps", "12", "--per_device_train_batch_size", "3", "--save_strategy", "steps", "--save_steps",
+                 "5", "--save_total_limit", "1"}));
   ASSERT_EQ(list_checkpoints(dir_.string()).size(), 1u);  // checkpoint-5 rotated away by checkpoint-10
   EXPECT_TRUE(fs::exists(dir_ / "checkpoint-10" / "optimizer_index.json"));
   EXPECT_TRUE(fs::exists(dir_ / "checkpoint-10" / "optimizer" / "rank-00000-of-00001.safetensors"));
-  auto [resumed, resumed_state] = run(arguments({"--max_steps", "12", "--per_device_train_batch_size", "3",
-                                                 "--resume_from_checkpoint", "true"}));
+  auto [resumed, resumed_state] =
+      run(arguments({"--max_steps", "12", "--per_device_train_batch_size", "3", "--resume_from_checkpoint", "true"}));
   EXPECT_EQ(resumed_state.global_step, 12);
   for (std::size_t i = 0; i < straight->named_parameters().size(); ++i)
     EXPECT_EQ(straight->named_parameters()[i].variable.data().to_vector(),
@@ -140,13 +146,15 @@ std::vector<Tensor> weights_of(const models::CausalLM& model) {
 void expect_same_weights(const std::vector<Tensor>& a, const std::vector<Tensor>& b, double tolerance,
                          const std::string& what) {
   ASSERT_EQ(a.size(), b.size());
-  for (std::size_t i = 0; i < a.size(); ++i) EXPECT_LE(relative_error(a[i], b[i]), tolerance) << what << " parameter " << i;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    EXPECT_LE(relative_error(a[i], b[i]), tolerance) << what << " parameter " << i;
 }
 
 std::string write_zero_config(int stage) {
   const fs::path ds = fs::temp_directory_path() / ("zt_trainer_ds" + std::to_string(stage) + ".json");
   std::ofstream(ds) << R"({"train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": "auto",
-                           "zero_optimization": {"reduce_bucket_size": 300, "stage": )" << stage << "}}";
+                           "zero_optimization": {"reduce_bucket_size": 300, "stage": )"
+                    << stage << "}}";
   return ds.string();
 }
 
@@ -181,7 +189,8 @@ TEST_F(TrainerRun, ZeroOnTwoRanksFollowsTheSingleDeviceRunOnTheGlobalBatch) {
     const std::string what = "stage " + std::to_string(stage);
     ASSERT_EQ(rank0.global_step, 8);
     EXPECT_NEAR(rank0.log_history[0]["grad_norm"].get<double>(), single_state.log_history[0]["grad_norm"].get<double>(),
-                1e-6) << what;
+                1e-6)
+        << what;
     for (int step = 0; step < 8; ++step) {
       const nlohmann::json& expected = accumulated_state.log_history[step];
       const nlohmann::json& got = rank0.log_history[step];
@@ -189,7 +198,8 @@ TEST_F(TrainerRun, ZeroOnTwoRanksFollowsTheSingleDeviceRunOnTheGlobalBatch) {
           << what << " step " << step + 1;
       EXPECT_EQ(got["loss"], expected["loss"]) << what << " step " << step + 1;
       EXPECT_NEAR(got["grad_norm"].get<double>(), expected["grad_norm"].get<double>(),
-                  1e-6 * expected["grad_norm"].get<double>()) << what << " step " << step + 1;
+                  1e-6 * expected["grad_norm"].get<double>())
+          << what << " step " << step + 1;
     }
     const double train_loss = accumulated_state.log_history.back()["train_loss"].get<double>();
     EXPECT_NEAR(rank0.log_history.back()["train_loss"].get<double>(), train_loss, 1e-6 * train_loss) << what;
@@ -206,8 +216,9 @@ TEST_F(TrainerRun, ACheckpointFromTwoRanksResumesOnOneWithTwiceTheAccumulation) 
   std::mutex mutex;
   std::vector<Tensor> straight;
   distributed::run_inprocess_ranks(2, std::chrono::seconds(30), [&](distributed::Communicator& comm) {
-    auto [model, state] = run(arguments({"--max_steps", "8", "--per_device_train_batch_size", "2", "--max_grad_norm", "0",
-                                         "--save_strategy", "steps", "--save_steps", "3", "--deepspeed", ds}), 13, &comm);
+    auto [model, state] = run(arguments({"--max_steps", "8", "--per_device_train_batch_size", "2", "--max_grad_norm",
+                                         "0", "--save_strategy", "steps", "--save_steps", "3", "--deepspeed", ds}),
+                              13, &comm);
     std::lock_guard<std::mutex> lock(mutex);
     if (comm.rank() == 0) straight = weights_of(*model);
   });
@@ -215,9 +226,10 @@ TEST_F(TrainerRun, ACheckpointFromTwoRanksResumesOnOneWithTwiceTheAccumulation) 
   const nlohmann::json position = load_checkpoint((dir_ / "checkpoint-3").string()).run_state;
   EXPECT_EQ(position["samples_in_epoch"], 12);
   EXPECT_FALSE(position.contains("batch_in_epoch"));
-  auto [resumed, state] = run(arguments({"--max_steps", "8", "--per_device_train_batch_size", "2", "--max_grad_norm", "0",
-                                         "--gradient_accumulation_steps", "2", "--resume_from_checkpoint",
-                                         (dir_ / "checkpoint-3").string()}), 13);
+  auto [resumed, state] = run(
+      arguments({"--max_steps", "8", "--per_device_train_batch_size", "2", "--max_grad_norm", "0",
+                 "--gradient_accumulation_steps", "2", "--resume_from_checkpoint", (dir_ / "checkpoint-3").string()}),
+      13);
   EXPECT_EQ(state.global_step, 8);
   expect_same_weights(weights_of(*resumed), straight, 1e-6, "resumed on one device");
 }
@@ -244,8 +256,8 @@ TEST_F(TrainerRun, ACheckpointThatCountsMicroBatchesStillResumes) {
 }
 
 TEST_F(TrainerRun, EvaluationIsLoggedAsHfDoes) {
-  auto [model, state] = run(arguments({"--max_steps", "6", "--eval_strategy", "steps", "--eval_steps", "3",
-                                       "--validation_file", "v"}));
+  auto [model, state] =
+      run(arguments({"--max_steps", "6", "--eval_strategy", "steps", "--eval_steps", "3", "--validation_file", "v"}));
   int evals = 0;
   for (const auto& entry : state.log_history) evals += entry.contains("eval_loss");
   EXPECT_EQ(evals, 2);
@@ -268,8 +280,8 @@ TEST_F(TrainerRun, EveryLogEntryGoesToTheJsonlFileAndTheCurvesAreDrawn) {
 
 TEST_F(TrainerRun, AResumedRunAppendsToTheJsonlFileWithoutRepeatingSteps) {
   run(arguments({"--max_steps", "7", "--logging_steps", "1", "--save_strategy", "steps", "--save_steps", "4"}));
-  auto [model, resumed] = run(arguments({"--max_steps", "7", "--logging_steps", "1", "--resume_from_checkpoint",
-                                         (dir_ / "checkpoint-4").string()}));
+  auto [model, resumed] = run(arguments(
+      {"--max_steps", "7", "--logging_steps", "1", "--resume_from_checkpoint", (dir_ / "checkpoint-4").string()}));
   // Steps 5-7 and the summary of the first run were dropped and logged again by the second.
   const std::vector<nlohmann::json> lines = testing::train_log_entries(dir_);
   ASSERT_EQ(lines.size(), resumed.log_history.size());
@@ -281,9 +293,10 @@ TEST_F(TrainerRun, Fp16LogsTheLossScaleAndCountsSkippedSteps) {
   // A scale far beyond float32's range overflows the gradients until it has been halved enough
   // (hysteresis 1: at every overflow).
   const fs::path ds = fs::temp_directory_path() / "zt_trainer_fp16.json";
-  std::ofstream(ds) << R"({"train_micro_batch_size_per_gpu": "auto", "fp16": {"enabled": "auto", "initial_scale_power": 140, "hysteresis": 1}})";
-  auto [model, state] = run(arguments({"--max_steps", "30", "--logging_steps", "1", "--fp16", "--deepspeed",
-                                       ds.string()}));
+  std::ofstream(ds)
+      << R"({"train_micro_batch_size_per_gpu": "auto", "fp16": {"enabled": "auto", "initial_scale_power": 140, "hysteresis": 1}})";
+  auto [model, state] =
+      run(arguments({"--max_steps", "30", "--logging_steps", "1", "--fp16", "--deepspeed", ds.string()}));
   fs::remove(ds);
   std::int64_t previous = 0;
   for (const nlohmann::json& entry : state.log_history) {
@@ -307,7 +320,8 @@ TEST_F(TrainerRun, EvaluationLossIsTheFullLogitCrossEntropy) {
     return Tensor::from_values(std::vector<double>(v.begin(), v.end()), {static_cast<std::int64_t>(v.size())}, dtype);
   };
   autograd::NoGradGuard no_grad;
-  autograd::Variable logits = model->forward(as_tensor(batch.input_ids), as_tensor(batch.positions), as_tensor(batch.cu_seqlens, DType::kI32));
+  autograd::Variable logits =
+      model->forward(as_tensor(batch.input_ids), as_tensor(batch.positions), as_tensor(batch.cu_seqlens, DType::kI32));
   const double full = autograd::cross_entropy(logits, as_tensor(batch.labels),
                                               {.reduction = ops::Reduction::kSum, .ignore_index = kIgnoreIndex})
                           .data()

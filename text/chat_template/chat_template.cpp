@@ -2,8 +2,8 @@
 
 #include <array>
 
-#include "text/tokenizer/tokenizer_files.h"
 #include "runtime/error.h"
+#include "text/tokenizer/tokenizer_files.h"
 
 namespace zt::models {
 namespace {
@@ -119,7 +119,8 @@ std::string chat_template_name_for_model(const std::string& model_dir) {
     zt::fail(config_path + ": no string 'model_type' to choose the chat template from");
   std::int64_t vocab = 0;
   for (const char* key : {"padded_vocab_size", "vocab_size"})
-    if (vocab == 0 && config.contains(key) && config.at(key).is_number_integer()) vocab = config.at(key).get<std::int64_t>();
+    if (vocab == 0 && config.contains(key) && config.at(key).is_number_integer())
+      vocab = config.at(key).get<std::int64_t>();
   std::string shipped;
   const std::string tokenizer_config = model_dir + "/tokenizer_config.json";
   if (tokenizer_file_exists(tokenizer_config)) {

@@ -68,8 +68,8 @@ class QwenChatTemplate final : public ChatTemplate {
       const bool last = i + 1 == messages.size();
       if (i > last_query && (last || !turn.reasoning.empty())) {
         std::string reasoning(strip_trailing_newlines(strip_leading_newlines(turn.reasoning)));
-        out.push_back(chat_text("<think>\n" + reasoning + "\n</think>\n\n" +
-                               std::string(strip_leading_newlines(turn.content)), true));
+        out.push_back(chat_text(
+            "<think>\n" + reasoning + "\n</think>\n\n" + std::string(strip_leading_newlines(turn.content)), true));
       } else {
         out.push_back(chat_text(turn.content, true));
       }

@@ -10,8 +10,7 @@ namespace {
 // Rust's char::is_whitespace over UTF-8 (White_Space), for lstrip/rstrip.
 bool is_whitespace(std::uint32_t cp) {
   return (cp >= 0x09 && cp <= 0x0D) || cp == 0x20 || cp == 0x85 || cp == 0xA0 || cp == 0x1680 ||
-         (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F || cp == 0x205F ||
-         cp == 0x3000;
+         (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F || cp == 0x205F || cp == 0x3000;
 }
 
 // What counts as a word character for single_word: letters, digits and '_' in ASCII; any
@@ -32,7 +31,8 @@ std::uint32_t last_codepoint(std::string_view text, std::size_t end, std::size_t
 }  // namespace
 
 void AddedTokens::add(AddedToken token) {
-  auto same = std::find_if(tokens_.begin(), tokens_.end(), [&](const AddedToken& t) { return t.content == token.content; });
+  auto same =
+      std::find_if(tokens_.begin(), tokens_.end(), [&](const AddedToken& t) { return t.content == token.content; });
   if (same != tokens_.end())
     *same = std::move(token);
   else
@@ -53,8 +53,9 @@ void AddedTokens::rebuild() {
     m.by_length.push_back(i);
   }
   for (Matcher* m : {&raw_, &normalized_})
-    std::stable_sort(m->by_length.begin(), m->by_length.end(),
-                     [&](std::size_t a, std::size_t b) { return tokens_[a].content.size() > tokens_[b].content.size(); });
+    std::stable_sort(m->by_length.begin(), m->by_length.end(), [&](std::size_t a, std::size_t b) {
+      return tokens_[a].content.size() > tokens_[b].content.size();
+    });
 }
 
 const AddedToken* AddedTokens::find_id(TokenId id) const {

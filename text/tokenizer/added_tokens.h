@@ -15,11 +15,11 @@ namespace zt::models {
 struct AddedToken {
   std::string content;
   TokenId id = -1;
-  bool special = true;       // skipped by decode(skip_special_tokens)
+  bool special = true;  // skipped by decode(skip_special_tokens)
   bool lstrip = false;
   bool rstrip = false;
   bool single_word = false;
-  bool normalized = false;   // matched after normalisation rather than on the raw text
+  bool normalized = false;  // matched after normalisation rather than on the raw text
 };
 
 // A stretch of text, or one matched token (id >= 0, text = what it covered).

@@ -23,9 +23,7 @@ struct Candidate {
   std::int32_t pos;  // index of the left part
   TokenId left, right, merged;
   // std::push_heap builds a max-heap: "less" means lower priority.
-  bool operator<(const Candidate& other) const {
-    return rank != other.rank ? rank > other.rank : pos > other.pos;
-  }
+  bool operator<(const Candidate& other) const { return rank != other.rank ? rank > other.rank : pos > other.pos; }
 };
 
 struct MergeScratch {
@@ -120,7 +118,8 @@ void BytePairEncoder::encode(std::string_view piece, std::vector<TokenId>& out) 
   if (cacheable) {
     std::lock_guard lock(cache_mutex_);
     if (cache_.size() < kMaxCacheEntries)
-      cache_.emplace(std::string(piece), std::vector<TokenId>(out.begin() + static_cast<std::ptrdiff_t>(first), out.end()));
+      cache_.emplace(std::string(piece),
+                     std::vector<TokenId>(out.begin() + static_cast<std::ptrdiff_t>(first), out.end()));
   }
 }
 

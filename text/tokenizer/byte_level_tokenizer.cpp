@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "text/tokenizer/tokenizer_utf8.h"
 #include "runtime/error.h"
+#include "text/tokenizer/tokenizer_utf8.h"
 
 namespace zt::models {
 

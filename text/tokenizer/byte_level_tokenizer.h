@@ -14,12 +14,12 @@
 namespace zt::models {
 
 struct ByteLevelBpeOptions {
-  std::string pattern;              // the pre-tokenizer regex, in Oniguruma syntax
-  bool nfc = false;                 // NFC-normalise text outside added tokens
-  bool add_prefix_space = false;    // prepend a space to text that does not start with one
-  std::vector<TokenId> prefix;      // added by encode(add_special_tokens = true) ...
-  std::vector<TokenId> suffix;      // ... before and after the text
-  std::string format;               // what Tokenizer::format() reports
+  std::string pattern;            // the pre-tokenizer regex, in Oniguruma syntax
+  bool nfc = false;               // NFC-normalise text outside added tokens
+  bool add_prefix_space = false;  // prepend a space to text that does not start with one
+  std::vector<TokenId> prefix;    // added by encode(add_special_tokens = true) ...
+  std::vector<TokenId> suffix;    // ... before and after the text
+  std::string format;             // what Tokenizer::format() reports
 };
 
 // The vocabulary of a byte-level tokenizer: for each id, its spelling in the byte-level
@@ -36,8 +36,7 @@ class ByteLevelBpeTokenizer final : public Tokenizer {
                         ByteLevelBpeOptions options, std::string source);
 
   std::vector<TokenId> encode(std::string_view text, bool add_special_tokens = true) const override;
-  void append_token_bytes(TokenId id, bool skip_special_tokens, DecodeState& state,
-                          std::string& out) const override;
+  void append_token_bytes(TokenId id, bool skip_special_tokens, DecodeState& state, std::string& out) const override;
   std::optional<TokenId> token_to_id(std::string_view token) const override;
   std::string id_to_token(TokenId id) const override;
   std::int64_t vocab_size() const override { return vocab_size_; }

@@ -3,11 +3,11 @@
 // (each stretch gets sentencepiece's dummy-prefix space), as ChatGLM's tokenizer does.
 #include <array>
 
+#include "runtime/error.h"
 #include "text/tokenizer/added_tokens.h"
 #include "text/tokenizer/tokenizer_files.h"
 #include "text/tokenizer/tokenizer_loaders.h"
 #include "text/tokenizer/tokenizer_utf8.h"
-#include "runtime/error.h"
 
 #if ZT_HAVE_TEXT
 #include <sentencepiece_processor.h>
@@ -70,8 +70,7 @@ class SentencePieceTokenizer final : public Tokenizer {
     return ids;
   }
 
-  void append_token_bytes(TokenId id, bool skip_special_tokens, DecodeState& state,
-                          std::string& out) const override {
+  void append_token_bytes(TokenId id, bool skip_special_tokens, DecodeState& state, std::string& out) const override {
     require_valid_id(id);
     if (id >= base_) {
       if (skip_special_tokens) return;
@@ -92,7 +91,8 @@ class SentencePieceTokenizer final : public Tokenizer {
       return;
     }
     std::string_view rest = piece;
-    if (state.at_segment_start && dummy_prefix_ && rest.starts_with(kSpaceSymbol)) rest.remove_prefix(kSpaceSymbol.size());
+    if (state.at_segment_start && dummy_prefix_ && rest.starts_with(kSpaceSymbol))
+      rest.remove_prefix(kSpaceSymbol.size());
     state.at_segment_start = false;
     for (std::size_t pos = 0; pos < rest.size();) {
       if (rest.compare(pos, kSpaceSymbol.size(), kSpaceSymbol) == 0) {

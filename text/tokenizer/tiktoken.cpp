@@ -3,18 +3,29 @@
 #include <array>
 #include <string_view>
 
+#include "runtime/error.h"
 #include "text/tokenizer/byte_level.h"
 #include "text/tokenizer/byte_level_tokenizer.h"
 #include "text/tokenizer/tokenizer_files.h"
 #include "text/tokenizer/tokenizer_loaders.h"
-#include "runtime/error.h"
 
 namespace zt::models {
 namespace {
 
-constexpr std::array<std::string_view, 14> kGlm4SpecialTokens = {
-    "<|endoftext|>", "[MASK]", "[gMASK]", "[sMASK]", "<sop>", "<eop>", "<|system|>", "<|user|>", "<|assistant|>",
-    "<|observation|>", "<|begin_of_image|>", "<|end_of_image|>", "<|begin_of_video|>", "<|end_of_video|>"};
+constexpr std::array<std::string_view, 14> kGlm4SpecialTokens = {"<|endoftext|>",
+                                                                 "[MASK]",
+                                                                 "[gMASK]",
+                                                                 "[sMASK]",
+                                                                 "<sop>",
+                                                                 "<eop>",
+                                                                 "<|system|>",
+                                                                 "<|user|>",
+                                                                 "<|assistant|>",
+                                                                 "<|observation|>",
+                                                                 "<|begin_of_image|>",
+                                                                 "<|end_of_image|>",
+                                                                 "<|begin_of_video|>",
+                                                                 "<|end_of_video|>"};
 
 int base64_value(char c) {
   if (c >= 'A' && c <= 'Z') return c - 'A';

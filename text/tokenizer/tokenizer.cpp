@@ -1,7 +1,7 @@
 #include "text/tokenizer/tokenizer.h"
 
-#include "text/tokenizer/tokenizer_utf8.h"
 #include "runtime/error.h"
+#include "text/tokenizer/tokenizer_utf8.h"
 
 namespace zt::models {
 

@@ -43,8 +43,7 @@ class Tokenizer {
   std::string decode(std::span<const TokenId> ids, bool skip_special_tokens = false) const;
 
   // Appends the raw bytes of one token (possibly part of a UTF-8 character).
-  virtual void append_token_bytes(TokenId id, bool skip_special_tokens, DecodeState& state,
-                                  std::string& out) const = 0;
+  virtual void append_token_bytes(TokenId id, bool skip_special_tokens, DecodeState& state, std::string& out) const = 0;
 
   // The vocabulary string of a token as HF spells it ("Ġhello" for byte-level BPE).
   virtual std::optional<TokenId> token_to_id(std::string_view token) const = 0;

@@ -1,7 +1,7 @@
 #include "text/tokenizer/tokenizer_config.h"
 
-#include "text/tokenizer/tokenizer_files.h"
 #include "runtime/error.h"
+#include "text/tokenizer/tokenizer_files.h"
 
 namespace zt::models {
 namespace {
@@ -17,8 +17,7 @@ NamedToken named_token(const nlohmann::json& json, const std::string& key, const
   } else if (value.is_object() && value.contains("content") && value.at("content").is_string()) {
     token.content = value.at("content").get<std::string>();
   } else {
-    zt::fail(source + ": key '" + key + "' must be a string, an object with \"content\", or null; got " +
-             value.dump());
+    zt::fail(source + ": key '" + key + "' must be a string, an object with \"content\", or null; got " + value.dump());
   }
   return token;
 }

@@ -3,11 +3,11 @@
 // approximated.
 #include <algorithm>
 
+#include "runtime/error.h"
 #include "text/tokenizer/byte_level.h"
 #include "text/tokenizer/byte_level_tokenizer.h"
 #include "text/tokenizer/tokenizer_files.h"
 #include "text/tokenizer/tokenizer_loaders.h"
-#include "runtime/error.h"
 
 namespace zt::models {
 namespace {

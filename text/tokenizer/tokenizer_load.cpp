@@ -3,10 +3,10 @@
 #include <filesystem>
 #include <fstream>
 
+#include "runtime/error.h"
 #include "text/tokenizer/tokenizer.h"
 #include "text/tokenizer/tokenizer_files.h"
 #include "text/tokenizer/tokenizer_loaders.h"
-#include "runtime/error.h"
 
 namespace zt::models {
 namespace {
@@ -44,10 +44,12 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& model_dir) {
   const bool has_vocab = tokenizer_file_exists(vocab), has_merges = tokenizer_file_exists(merges);
   if (has_vocab && has_merges) return load_vocab_and_merges(vocab, merges, config);
   if (has_vocab != has_merges)
-    zt::fail("'" + model_dir + "' has " + (has_vocab ? "vocab.json but no merges.txt" : "merges.txt but no vocab.json") +
+    zt::fail("'" + model_dir + "' has " +
+             (has_vocab ? "vocab.json but no merges.txt" : "merges.txt but no vocab.json") +
              "; a BPE tokenizer needs both (or a tokenizer.json)");
   if (tokenizer_file_exists(model)) return load_tokenizer_model(model, config);
-  zt::fail("'" + model_dir + "' has no tokenizer: expected tokenizer.json, vocab.json + merges.txt, or "
+  zt::fail("'" + model_dir +
+           "' has no tokenizer: expected tokenizer.json, vocab.json + merges.txt, or "
            "tokenizer.model (sentencepiece or tiktoken)");
 }
 

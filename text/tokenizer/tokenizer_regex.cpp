@@ -1,7 +1,7 @@
 #include "text/tokenizer/tokenizer_regex.h"
 
-#include "text/tokenizer/tokenizer.h"
 #include "runtime/error.h"
+#include "text/tokenizer/tokenizer.h"
 
 #if ZT_HAVE_TEXT
 #define PCRE2_CODE_UNIT_WIDTH 8
@@ -28,8 +28,9 @@ std::string PretokenizerRegex::translate(std::string_view pattern, const std::st
         out += in_class ? std::string(kWhiteSpaceMembers) : "[" + std::string(kWhiteSpaceMembers) + "]";
       } else if (e == 'S') {
         if (in_class)
-          zt::fail(source + ": the pre-tokenizer regex uses \\S inside a character class, which zerotune "
-                            "does not translate; write the class with \\s negated instead");
+          zt::fail(source +
+                   ": the pre-tokenizer regex uses \\S inside a character class, which zerotune "
+                   "does not translate; write the class with \\s negated instead");
         out += "[^" + std::string(kWhiteSpaceMembers) + "]";
       } else {
         out += c;
@@ -96,9 +97,9 @@ void PretokenizerRegex::split(std::string_view text, std::vector<std::string_vie
   const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
   std::size_t kept = 0, offset = 0;
   while (offset < text.size()) {
-    const int rc = jit_ ? pcre2_jit_match(code, subject, text.size(), offset, 0, scratch.data, scratch.context)
-                        : pcre2_match(code, subject, text.size(), offset, PCRE2_NO_UTF_CHECK, scratch.data,
-                                      scratch.context);
+    const int rc =
+        jit_ ? pcre2_jit_match(code, subject, text.size(), offset, 0, scratch.data, scratch.context)
+             : pcre2_match(code, subject, text.size(), offset, PCRE2_NO_UTF_CHECK, scratch.data, scratch.context);
     if (rc == PCRE2_ERROR_NOMATCH) break;
     if (rc < 0)
       zt::fail(source_ + ": the pre-tokenizer regex failed on a text of " + std::to_string(text.size()) +

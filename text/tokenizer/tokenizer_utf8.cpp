@@ -4,8 +4,8 @@
 #include <memory>
 #include <vector>
 
-#include "text/tokenizer/tokenizer.h"
 #include "runtime/error.h"
+#include "text/tokenizer/tokenizer.h"
 
 #if ZT_HAVE_TEXT
 #include <utf8proc.h>
@@ -188,9 +188,9 @@ bool nfc_stable(std::string_view text) {
 std::string nfc(std::string_view text) {
   if (nfc_stable(text)) return std::string(text);
   utf8proc_uint8_t* mapped = nullptr;
-  const utf8proc_ssize_t n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(text.data()),
-                                          static_cast<utf8proc_ssize_t>(text.size()), &mapped,
-                                          static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
+  const utf8proc_ssize_t n =
+      utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(text.data()), static_cast<utf8proc_ssize_t>(text.size()),
+                   &mapped, static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
   if (n < 0) zt::fail(std::string("NFC normalisation failed: ") + utf8proc_errmsg(n));
   std::unique_ptr<utf8proc_uint8_t, decltype(&std::free)> owner(mapped, &std::free);
   return std::string(reinterpret_cast<const char*>(mapped), static_cast<std::size_t>(n));

@@ -2,11 +2,11 @@
 // The pre-tokenizer regex and NFC come from the tokenizer class, as in those classes.
 #include <sstream>
 
+#include "runtime/error.h"
 #include "text/tokenizer/byte_level.h"
 #include "text/tokenizer/byte_level_tokenizer.h"
 #include "text/tokenizer/tokenizer_files.h"
 #include "text/tokenizer/tokenizer_loaders.h"
-#include "runtime/error.h"
 
 namespace zt::models {
 namespace {
@@ -66,7 +66,8 @@ std::unique_ptr<Tokenizer> load_vocab_and_merges(const std::string& vocab_path, 
   } else if (cls == "GPT2Tokenizer" || cls == "GPT2TokenizerFast") {
     options.pattern = std::string(kGpt2PretokenizerPattern);
   } else {
-    zt::fail(config.source + ": tokenizer_class '" + cls + "' with vocab.json + merges.txt is not supported "
+    zt::fail(config.source + ": tokenizer_class '" + cls +
+             "' with vocab.json + merges.txt is not supported "
              "(supported: Qwen2Tokenizer, GPT2Tokenizer); a tokenizer.json would be read instead");
   }
   ByteLevelVocab vocab = read_vocab_json(vocab_path);

@@ -73,8 +73,8 @@ void check_combinations(const TrainingArguments& args, std::vector<std::string>&
           "--device '" + args.device + "' is not accepted; use auto, cpu, cuda or cuda:N");
   if (!args.lr_scheduler_kwargs.empty()) {
     nlohmann::json kwargs = nlohmann::json::parse(args.lr_scheduler_kwargs, nullptr, false);
-    require(kwargs.is_object(), errors, "--lr_scheduler_kwargs must be a JSON object, got '" +
-                                            args.lr_scheduler_kwargs + "'");
+    require(kwargs.is_object(), errors,
+            "--lr_scheduler_kwargs must be a JSON object, got '" + args.lr_scheduler_kwargs + "'");
   }
 }
 

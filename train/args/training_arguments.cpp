@@ -96,7 +96,8 @@ std::string assign(TrainingArguments& args, const ArgumentSpec& spec, const std:
           auto parsed = parse_bool(value);
           if (!parsed) return flag + " takes true or false, got '" + value + "'";
           args.*member = *parsed;
-        } else if constexpr (std::is_same_v<Field, std::int64_t> || std::is_same_v<Field, std::optional<std::int64_t>>) {
+        } else if constexpr (std::is_same_v<Field, std::int64_t> ||
+                             std::is_same_v<Field, std::optional<std::int64_t>>) {
           auto parsed = parse_int(value);
           if (!parsed) return flag + " takes an integer, got '" + value + "'";
           args.*member = *parsed;
@@ -187,7 +188,8 @@ TrainingArguments parse_training_arguments(const std::vector<std::string>& token
     parse_flags(tokens, args, errors);
   if (errors.empty()) validate_training_arguments(args, errors);
   if (!errors.empty()) {
-    std::string message = errors.size() == 1 ? errors[0] : "the arguments have " + std::to_string(errors.size()) + " problems:";
+    std::string message =
+        errors.size() == 1 ? errors[0] : "the arguments have " + std::to_string(errors.size()) + " problems:";
     if (errors.size() > 1)
       for (const std::string& error : errors) message += "\n  " + error;
     fail(message);
@@ -202,10 +204,13 @@ std::string training_arguments_json(const TrainingArguments& args) {
         [&](auto member) -> nlohmann::ordered_json {
           const auto& field = args.*member;
           using Field = std::remove_cvref_t<decltype(field)>;
-          if constexpr (std::is_same_v<Field, std::optional<std::int64_t>> || std::is_same_v<Field, std::optional<double>>)
+          if constexpr (std::is_same_v<Field, std::optional<std::int64_t>> ||
+                        std::is_same_v<Field, std::optional<double>>)
             return field ? nlohmann::ordered_json(*field) : nlohmann::ordered_json(nullptr);
-          else if constexpr (std::is_enum_v<Field>) return nlohmann::ordered_json(name_of(field));
-          else return nlohmann::ordered_json(field);
+          else if constexpr (std::is_enum_v<Field>)
+            return nlohmann::ordered_json(name_of(field));
+          else
+            return nlohmann::ordered_json(field);
         },
         spec.member);
   }
@@ -220,13 +225,17 @@ std::string training_arguments_help() {
         [&](auto member) -> std::string {
           const auto& field = defaults.*member;
           using Field = std::remove_cvref_t<decltype(field)>;
-          if constexpr (std::is_same_v<Field, bool>) return field ? "true" : "false";
-          else if constexpr (std::is_same_v<Field, std::string>) return field.empty() ? "" : field;
-          else if constexpr (std::is_enum_v<Field>) return name_of(field);
+          if constexpr (std::is_same_v<Field, bool>)
+            return field ? "true" : "false";
+          else if constexpr (std::is_same_v<Field, std::string>)
+            return field.empty() ? "" : field;
+          else if constexpr (std::is_enum_v<Field>)
+            return name_of(field);
           else if constexpr (std::is_same_v<Field, std::optional<std::int64_t>> ||
                              std::is_same_v<Field, std::optional<double>>)
             return field ? nlohmann::json(*field).dump() : "";
-          else return nlohmann::json(field).dump();
+          else
+            return nlohmann::json(field).dump();
         },
         spec.member);
     out << "  --" << spec.name;

@@ -86,7 +86,7 @@ struct TrainingArguments {
   std::int64_t dataloader_num_workers = 0;
   std::string resume_from_checkpoint;  // a checkpoint folder, or "true" for the latest one
   std::int64_t seed = 42;
-  std::string device = "auto";  // auto | cpu | cuda | cuda:N
+  std::string device = "auto";         // auto | cpu | cuda | cuda:N
   std::string attn_impl = "zerotune";  // zerotune | cudnn
 
   // Data.

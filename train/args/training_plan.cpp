@@ -1,8 +1,8 @@
 #include "train/args/training_plan.h"
 
 #include <cmath>
-#include <tuple>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "runtime/error.h"
 
@@ -25,8 +25,9 @@ LrScheduleConfig hf_schedule(const TrainingArguments& args, std::int64_t total, 
     if (kwargs.contains("min_lr_rate")) {
       schedule.min_lr_rate = kwargs["min_lr_rate"].get<double>();
     } else {
-      ZT_REQUIRE(kwargs.contains("min_lr"), "--lr_scheduler_type cosine_with_min_lr needs --lr_scheduler_kwargs "
-                                            "'{\"min_lr_rate\": 0.1}' or '{\"min_lr\": 1e-6}'");
+      ZT_REQUIRE(kwargs.contains("min_lr"),
+                 "--lr_scheduler_type cosine_with_min_lr needs --lr_scheduler_kwargs "
+                 "'{\"min_lr_rate\": 0.1}' or '{\"min_lr\": 1e-6}'");
       schedule.min_lr_rate = kwargs["min_lr"].get<double>() / args.learning_rate;
     }
   }
@@ -37,22 +38,28 @@ LrScheduleConfig hf_schedule(const TrainingArguments& args, std::int64_t total, 
 
 DType TrainingPlan::working_dtype() const {
   switch (precision) {
-    case Precision::kBFloat16: return DType::kBF16;
-    case Precision::kFloat16: return DType::kF16;
-    default: return DType::kF32;
+    case Precision::kBFloat16:
+      return DType::kBF16;
+    case Precision::kFloat16:
+      return DType::kF16;
+    default:
+      return DType::kF32;
   }
 }
 
 const char* precision_name(Precision precision) {
   switch (precision) {
-    case Precision::kBFloat16: return "bf16";
-    case Precision::kFloat16: return "fp16";
-    default: return "fp32";
+    case Precision::kBFloat16:
+      return "bf16";
+    case Precision::kFloat16:
+      return "fp16";
+    default:
+      return "fp32";
   }
 }
 
-TrainingPlan plan_training(const TrainingArguments& args, const MicroBatchCounter& count_micro_batches,
-                           int world_size, std::int64_t hidden_size) {
+TrainingPlan plan_training(const TrainingArguments& args, const MicroBatchCounter& count_micro_batches, int world_size,
+                           std::int64_t hidden_size) {
   const std::int64_t micro_batches_per_epoch = count_micro_batches(args.per_device_train_batch_size);
   ZT_REQUIRE(micro_batches_per_epoch > 0, "the training data gives no batch: check --train_file and --max_length");
   TrainingPlan plan;
@@ -60,8 +67,9 @@ TrainingPlan plan_training(const TrainingArguments& args, const MicroBatchCounte
   plan.micro_batch = args.per_device_train_batch_size;
   plan.accumulation = args.gradient_accumulation_steps;
   plan.steps_per_epoch = steps_per_epoch(micro_batches_per_epoch, plan.accumulation);
-  plan.max_steps = args.max_steps > 0 ? args.max_steps
-                                      : static_cast<std::int64_t>(std::ceil(args.num_train_epochs * plan.steps_per_epoch));
+  plan.max_steps = args.max_steps > 0
+                       ? args.max_steps
+                       : static_cast<std::int64_t>(std::ceil(args.num_train_epochs * plan.steps_per_epoch));
   plan.num_train_epochs = args.max_steps > 0 ? std::ceil(static_cast<double>(plan.max_steps) / plan.steps_per_epoch)
                                              : args.num_train_epochs;
   const std::int64_t warmup = args.warmup_steps_for(plan.max_steps);
@@ -78,9 +86,9 @@ TrainingPlan plan_training(const TrainingArguments& args, const MicroBatchCounte
        {std::tuple{"per_device_train_batch_size", args.per_device_train_batch_size, ds.micro_batch_per_gpu},
         std::tuple{"gradient_accumulation_steps", args.gradient_accumulation_steps, ds.gradient_accumulation_steps}})
     ZT_REQUIRE(!args.was_given(flag) || flag_value == ds_value,
-               args.deepspeed + ": the batch rules give " + (std::string(flag) == "per_device_train_batch_size"
-                                                                 ? "train_micro_batch_size_per_gpu "
-                                                                 : "gradient_accumulation_steps ") +
+               args.deepspeed + ": the batch rules give " +
+                   (std::string(flag) == "per_device_train_batch_size" ? "train_micro_batch_size_per_gpu "
+                                                                       : "gradient_accumulation_steps ") +
                    std::to_string(ds_value) + " but --" + flag + " is " + std::to_string(flag_value) +
                    "; set it to \"auto\" in the config or change the flag");
   if (ds.micro_batch_per_gpu != plan.micro_batch || ds.gradient_accumulation_steps != plan.accumulation) {

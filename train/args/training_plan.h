@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "runtime/dtype.h"
-#include "train/deepspeed/deepspeed_config.h"
 #include "train/args/training_arguments.h"
+#include "train/deepspeed/deepspeed_config.h"
 
 namespace zt::train {
 

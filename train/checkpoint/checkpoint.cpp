@@ -31,7 +31,9 @@ nlohmann::json read_json(const fs::path& path) {
   return json;
 }
 
-void write_json(const fs::path& path, const nlohmann::json& json) { write_file_atomically(path.string(), json.dump(2) + "\n"); }
+void write_json(const fs::path& path, const nlohmann::json& json) {
+  write_file_atomically(path.string(), json.dump(2) + "\n");
+}
 
 void remove_quietly(const fs::path& path) {
   std::error_code ignored;
@@ -68,7 +70,8 @@ std::string complete_checkpoint(const PartialCheckpoint& partial, const Checkpoi
     throw;
   }
   const fs::path final_dir = partial.final_folder;
-  const fs::path previous = fs::path(partial.final_folder).parent_path() / ("." + final_dir.filename().string() + ".old");
+  const fs::path previous =
+      fs::path(partial.final_folder).parent_path() / ("." + final_dir.filename().string() + ".old");
   std::error_code error;
   if (fs::exists(final_dir)) fs::rename(final_dir, previous, error);
   ZT_REQUIRE(!error, "cannot move the old " + final_dir.string() + " aside: " + error.message());

@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "autograd/grad_mode.h"
-#include "models/weights/hf_names.h"
 #include "models/peft/lora.h"
 #include "models/peft/lora_files.h"
+#include "models/weights/hf_names.h"
 #include "models/weights/weights.h"
 #include "runtime/atomic_file.h"
 #include "runtime/error.h"
@@ -31,12 +31,13 @@ constexpr const char* kMasterSuffix = ".master";
 struct Checkpoint {
   std::string dir;
   FinetuningType finetuning_type = FinetuningType::kFull;  // as training_args.json names it
-  std::string base;                // the model folder it was trained from
-  std::optional<OptimizerStateFiles> masters;  // absent when saved with --save_only_model
+  std::string base;                                        // the model folder it was trained from
+  std::optional<OptimizerStateFiles> masters;              // absent when saved with --save_only_model
 };
 
 std::string json_string(const nlohmann::ordered_json& json, const char* key, const std::string& file) {
-  ZT_REQUIRE(json.contains(key) && json[key].is_string(), file + " has no string '" + key + "': not a zerotune checkpoint");
+  ZT_REQUIRE(json.contains(key) && json[key].is_string(),
+             file + " has no string '" + key + "': not a zerotune checkpoint");
   return json[key].get<std::string>();
 }
 
@@ -52,13 +53,14 @@ Checkpoint open_checkpoint(const CheckpointExport& request) {
                         .base = request.base_model.empty() ? json_string(args, "model_name_or_path", args_path.string())
                                                            : request.base_model,
                         .masters = std::nullopt};
-  ZT_REQUIRE(fs::is_directory(checkpoint.base),
-             "the base model folder " + checkpoint.base + " does not exist" +
-                 (request.base_model.empty() ? " (training_args.json's model_name_or_path); pass --model_name_or_path"
-                                             : ""));
+  ZT_REQUIRE(
+      fs::is_directory(checkpoint.base),
+      "the base model folder " + checkpoint.base + " does not exist" +
+          (request.base_model.empty() ? " (training_args.json's model_name_or_path); pass --model_name_or_path" : ""));
   checkpoint.masters = OptimizerStateFiles::open(request.checkpoint);
   const std::optional<FinetuningType> method = enum_from_name<FinetuningType>(type);
-  ZT_REQUIRE(method, "--checkpoint " + checkpoint.dir + ": unknown finetuning_type '" + type + "' in training_args.json");
+  ZT_REQUIRE(method,
+             "--checkpoint " + checkpoint.dir + ": unknown finetuning_type '" + type + "' in training_args.json");
   checkpoint.finetuning_type = *method;
   return checkpoint;
 }
@@ -92,7 +94,8 @@ std::vector<std::string> master_mismatches(const std::vector<Expected>& paramete
     }
   }
   for (const std::string& name : masters.names())
-    if (!known.count(name)) problems.push_back("unexpected: " + name + kMasterSuffix + " " + shape_str(masters.shape(name)));
+    if (!known.count(name))
+      problems.push_back("unexpected: " + name + kMasterSuffix + " " + shape_str(masters.shape(name)));
   return problems;
 }
 
@@ -128,9 +131,9 @@ TensorPlan model_tensor_plan(const Checkpoint& checkpoint, const std::vector<mod
   for (const models::ParamSpec& spec : specs) {
     const bool trained = !working && checkpoint.masters->contains(spec.name);
     const Shape& shape = trained ? checkpoint.masters->shape(spec.name) : source.info(spec.name).shape;
-    ZT_REQUIRE(shape == spec.shape, "'" + spec.name + "' of " + (trained ? checkpoint.masters->source() : checkpoint.dir) +
-                                        " is " + shape_str(shape) + " but config.json of " + checkpoint.base +
-                                        " makes it " + shape_str(spec.shape));
+    ZT_REQUIRE(shape == spec.shape,
+               "'" + spec.name + "' of " + (trained ? checkpoint.masters->source() : checkpoint.dir) + " is " +
+                   shape_str(shape) + " but config.json of " + checkpoint.base + " makes it " + shape_str(spec.shape));
     const DType stored = trained ? DType::kF32 : source.info(spec.name).dtype;
     plan.add({spec.name, dtype.value_or(stored), spec.shape}, [&checkpoint, &source, trained, dtype, name = spec.name] {
       return converted(trained ? checkpoint.masters->master(name) : source.get(name), dtype);
@@ -161,7 +164,8 @@ void export_model_folder(const Checkpoint& checkpoint, const CheckpointExport& r
   save_sharded_safetensors_streamed(request.output_dir, plan, request.max_shard_bytes, {{"format", "pt"}});
   write_file_atomically((fs::path(request.output_dir) / "config.json").string(), config.raw.dump(2) + "\n");
   const fs::path generation = fs::path(checkpoint.base) / "generation_config.json";
-  if (fs::is_regular_file(generation)) copy_file_atomically(generation, fs::path(request.output_dir) / generation.filename());
+  if (fs::is_regular_file(generation))
+    copy_file_atomically(generation, fs::path(request.output_dir) / generation.filename());
   models::copy_companion_files(checkpoint.base, request.output_dir);
 }
 
@@ -183,7 +187,8 @@ void export_adapter_folder(const Checkpoint& checkpoint, const CheckpointExport&
   fs::create_directories(request.output_dir);
   save_safetensors_streamed((fs::path(request.output_dir) / models::kAdapterWeightsFile).string(), plan,
                             {{"format", "pt"}});
-  copy_file_atomically(adapter_dir / models::kAdapterConfigFile, fs::path(request.output_dir) / models::kAdapterConfigFile);
+  copy_file_atomically(adapter_dir / models::kAdapterConfigFile,
+                       fs::path(request.output_dir) / models::kAdapterConfigFile);
   models::copy_companion_files(checkpoint.base, request.output_dir);
 }
 
@@ -215,19 +220,23 @@ std::string export_checkpoint(const CheckpointExport& request) {
   require_not_folder(request.output_dir, checkpoint.dir, "checkpoint folder");
   require_not_folder(request.output_dir, checkpoint.base, "base model folder");
   const FinetuningType type = checkpoint.finetuning_type;
-  ZT_REQUIRE(type != FinetuningType::kPtuning, "--checkpoint " + checkpoint.dir +
-                                    " is a P-Tuning checkpoint: its prefix encoder (config.json and model.safetensors "
-                                    "there) already is the exported form; use the folder as it is, with "
-                                    "--ptuning_checkpoint beside the base model");
-  ZT_REQUIRE(!request.merge_lora || type == FinetuningType::kLora,
-             "--merge_lora: " + checkpoint.dir + " is a " + name_of(type) + " checkpoint, not a LoRA one; drop --merge_lora");
+  ZT_REQUIRE(type != FinetuningType::kPtuning,
+             "--checkpoint " + checkpoint.dir +
+                 " is a P-Tuning checkpoint: its prefix encoder (config.json and model.safetensors "
+                 "there) already is the exported form; use the folder as it is, with "
+                 "--ptuning_checkpoint beside the base model");
+  ZT_REQUIRE(
+      !request.merge_lora || type == FinetuningType::kLora,
+      "--merge_lora: " + checkpoint.dir + " is a " + name_of(type) + " checkpoint, not a LoRA one; drop --merge_lora");
   bool from_masters = !request.working_weights;
   if (from_masters && !checkpoint.masters) {
     ZT_LOG(kWarn, checkpoint.dir << " holds no optimizer state (saved with --save_only_model): exporting its model "
                                     "files (the working weights) instead of float32 masters");
     from_masters = false;
   }
-  const std::optional<DType> dtype = request.dtype ? request.dtype : from_masters ? std::optional(DType::kF32) : std::nullopt;
+  const std::optional<DType> dtype = request.dtype  ? request.dtype
+                                     : from_masters ? std::optional(DType::kF32)
+                                                    : std::nullopt;
   if (type != FinetuningType::kLora)
     export_model_folder(checkpoint, request, from_masters, dtype);
   else if (request.merge_lora)

@@ -67,7 +67,8 @@ void agree(const CheckpointRanks& ranks, const std::string& failure, const std::
   for (int r = 0; r < world; ++r)
     if (summed[static_cast<std::size_t>(r)] > 0.0) failed.push_back(r);
   if (failed.empty()) return;
-  if (!failure.empty() && rank != failed.front()) ZT_LOG(kError, "rank " << rank << " failed " << what << ": " << failure);
+  if (!failure.empty() && rank != failed.front())
+    ZT_LOG(kError, "rank " << rank << " failed " << what << ": " << failure);
   std::string others;
   for (std::size_t k = 1; k < failed.size(); ++k) others += (k > 1 ? ", " : "") + std::to_string(failed[k]);
   fail("rank " + std::to_string(failed.front()) + " failed " + what + ": " +
@@ -94,9 +95,10 @@ std::string save_checkpoint_on_ranks(const CheckpointRanks& ranks, const Checkpo
   if (save.optimizer != nullptr) {
     const std::vector<int> writers = state_writers(ranks, *save.optimizer);
     const bool writes = std::find(writers.begin(), writers.end(), rank) != writers.end();
-    const std::string failure = writes ? attempt([&] {
-      write_state_slices(partial.folder, rank, world_of(ranks), save.optimizer->held_state());
-    }) : "";
+    const std::string failure =
+        writes
+            ? attempt([&] { write_state_slices(partial.folder, rank, world_of(ranks), save.optimizer->held_state()); })
+            : "";
     try {
       agree(ranks, failure, "writing the optimizer state of " + name);
     } catch (...) {
@@ -120,7 +122,8 @@ void load_optimizer_state_on_ranks(const CheckpointRanks& ranks, const std::stri
                                    OptimizerEngine& optimizer, std::int64_t optimizer_step) {
   const std::string failure = attempt([&] {
     const std::optional<OptimizerStateFiles> files = OptimizerStateFiles::open(directory);
-    ZT_REQUIRE(files, directory + " holds no optimizer state (saved with --save_only_model): it cannot be resumed from");
+    ZT_REQUIRE(files,
+               directory + " holds no optimizer state (saved with --save_only_model): it cannot be resumed from");
     ZT_REQUIRE(!files->step() || *files->step() == optimizer_step,
                files->source() + " is at step " + std::to_string(*files->step()) + " but " + directory +
                    "/zerotune_state.json counts " + std::to_string(optimizer_step) +

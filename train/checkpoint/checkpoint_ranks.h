@@ -32,8 +32,8 @@ struct CheckpointRanks {
 
 struct CheckpointSave {
   std::string output_dir;
-  std::int64_t step = 0;      // global step: the folder is checkpoint-{step}
-  CheckpointContents contents;  // its write_optimizer is set here
+  std::int64_t step = 0;                       // global step: the folder is checkpoint-{step}
+  CheckpointContents contents;                 // its write_optimizer is set here
   const OptimizerEngine* optimizer = nullptr;  // null: --save_only_model
   std::int64_t optimizer_step = 0;             // AdamW updates applied (skipped fp16 steps excluded)
   // Runs its argument on the main rank with the model weights readable (collective under

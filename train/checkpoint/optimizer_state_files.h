@@ -23,8 +23,8 @@
 #include <cstdint>
 #include <map>
 #include <optional>
-#include <utility>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tensor/safetensors/safetensors.h"
@@ -53,8 +53,7 @@ struct StateIndexInfo {
 // The main rank, after every rank in `writers` wrote its file: reads their headers and writes
 // optimizer_index.json. Fails, naming the file or parameter, when a file is missing or
 // damaged or the slices do not cover each parameter exactly once.
-void write_state_index(const std::string& checkpoint_dir, const std::vector<int>& writers,
-                       const StateIndexInfo& info);
+void write_state_index(const std::string& checkpoint_dir, const std::vector<int>& writers, const StateIndexInfo& info);
 
 // What is wrong with `ranges` ([begin, end) pairs) as the slices of a parameter of `numel`
 // elements, which they must cover exactly once: empty when nothing is. Sorts them.
@@ -67,7 +66,7 @@ class OptimizerStateFiles {
   // rank files.
   static std::optional<OptimizerStateFiles> open(const std::string& checkpoint_dir);
 
-  const std::string& source() const { return source_; }  // the index, or the old single file
+  const std::string& source() const { return source_; }       // the index, or the old single file
   std::optional<std::int64_t> step() const { return step_; }  // absent in old checkpoints
   std::vector<std::string> names() const;
   bool contains(const std::string& name) const { return parameters_.count(name) != 0; }
@@ -86,7 +85,7 @@ class OptimizerStateFiles {
  private:
   struct Piece {
     std::int64_t begin = 0, end = 0;
-    std::string file;  // relative to the checkpoint folder
+    std::string file;                         // relative to the checkpoint folder
     std::string master, exp_avg, exp_avg_sq;  // tensor names in it
   };
   struct Entry {

@@ -56,8 +56,8 @@ OptimizerStateFiles OptimizerStateFiles::from_index(const std::string& checkpoin
       Entry entry{described.at("shape").get<Shape>(), {}};
       std::vector<std::pair<std::int64_t, std::int64_t>> ranges;
       for (const nlohmann::json& slice : described.at("slices")) {
-        Piece piece{slice.at("begin").get<std::int64_t>(), slice.at("end").get<std::int64_t>(),
-                    slice.at("file").get<std::string>(), slice.at("master").get<std::string>(),
+        Piece piece{slice.at("begin").get<std::int64_t>(),  slice.at("end").get<std::int64_t>(),
+                    slice.at("file").get<std::string>(),    slice.at("master").get<std::string>(),
                     slice.at("exp_avg").get<std::string>(), slice.at("exp_avg_sq").get<std::string>()};
         ZT_REQUIRE(inside_folder(piece.file), "names the file '" + piece.file + "' outside the checkpoint folder");
         ranges.emplace_back(piece.begin, piece.end);
@@ -65,7 +65,8 @@ OptimizerStateFiles OptimizerStateFiles::from_index(const std::string& checkpoin
       }
       const std::string problem = slice_coverage_problem(ranges, shape_numel(entry.shape));
       ZT_REQUIRE(problem.empty(), "its slices of '" + name + "' do not cover it exactly once: " + problem);
-      std::sort(entry.pieces.begin(), entry.pieces.end(), [](const Piece& a, const Piece& b) { return a.begin < b.begin; });
+      std::sort(entry.pieces.begin(), entry.pieces.end(),
+                [](const Piece& a, const Piece& b) { return a.begin < b.begin; });
       files.parameters_.emplace(name, std::move(entry));
     }
   } catch (const std::exception& error) {
@@ -85,8 +86,10 @@ OptimizerStateFiles OptimizerStateFiles::from_legacy_file(const std::string& che
     if (!ends_with(tensor, kMasterSuffix)) continue;
     const std::string name = tensor.substr(0, tensor.size() - suffix);
     const Shape& shape = file.info(tensor).shape;
-    files.parameters_.emplace(name, Entry{shape, {Piece{0, shape_numel(shape), kLegacyOptimizerFile, tensor,
-                                                        name + ".exp_avg", name + ".exp_avg_sq"}}});
+    files.parameters_.emplace(
+        name,
+        Entry{shape,
+              {Piece{0, shape_numel(shape), kLegacyOptimizerFile, tensor, name + ".exp_avg", name + ".exp_avg_sq"}}});
   }
   files.files_.emplace(kLegacyOptimizerFile, std::move(file));
   return files;
@@ -115,7 +118,8 @@ const SafetensorsFile& OptimizerStateFiles::file(const std::string& relative) co
   try {
     return files_.emplace(relative, SafetensorsFile::open(path)).first->second;
   } catch (const Error& error) {
-    fail(std::string(error.what()) + " (a file " + source_ + " names); the checkpoint is incomplete or damaged: "
+    fail(std::string(error.what()) + " (a file " + source_ +
+         " names); the checkpoint is incomplete or damaged: "
          "copy the file back or resume from another checkpoint");
   }
 }

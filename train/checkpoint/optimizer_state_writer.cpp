@@ -23,8 +23,8 @@ std::string five_digits(int n) {
 // The slices a rank file says it holds, checked against the tensors it really holds.
 nlohmann::ordered_json described_slices(const SafetensorsFile& file) {
   auto found = file.metadata().find(kSlicesKey);
-  ZT_REQUIRE(found != file.metadata().end(), file.path() + " has no '" + kSlicesKey +
-                                                 "' metadata: it is not a zerotune optimizer state file");
+  ZT_REQUIRE(found != file.metadata().end(),
+             file.path() + " has no '" + kSlicesKey + "' metadata: it is not a zerotune optimizer state file");
   nlohmann::ordered_json slices = nlohmann::ordered_json::parse(found->second, nullptr, false);
   ZT_REQUIRE(slices.is_object(), file.path() + ": its '" + kSlicesKey + "' metadata is not a JSON object");
   for (const auto& [name, slice] : slices.items())
@@ -42,7 +42,8 @@ nlohmann::ordered_json described_slices(const SafetensorsFile& file) {
 }  // namespace
 
 std::string state_file_name(int rank, int world_size) {
-  return std::string(kOptimizerFolder) + "/rank-" + five_digits(rank) + "-of-" + five_digits(world_size) + ".safetensors";
+  return std::string(kOptimizerFolder) + "/rank-" + five_digits(rank) + "-of-" + five_digits(world_size) +
+         ".safetensors";
 }
 
 std::string write_state_slices(const std::string& checkpoint_dir, int rank, int world_size,
@@ -55,16 +56,18 @@ std::string write_state_slices(const std::string& checkpoint_dir, int rank, int 
   NamedTensors tensors;
   nlohmann::json described = nlohmann::json::object();
   for (const StateSlice& slice : slices) {
-    ZT_REQUIRE(!described.contains(slice.name), "rank " + std::to_string(rank) + " holds two slices of '" +
-                                                    slice.name + "'; its optimizer state cannot be saved by name");
+    ZT_REQUIRE(!described.contains(slice.name), "rank " + std::to_string(rank) + " holds two slices of '" + slice.name +
+                                                    "'; its optimizer state cannot be saved by name");
     described[slice.name] = {{"shape", slice.shape}, {"begin", slice.begin}, {"end", slice.end}};
     tensors.emplace_back(slice.name + ".master", slice.master);
     tensors.emplace_back(slice.name + ".exp_avg", slice.exp_avg);
     tensors.emplace_back(slice.name + ".exp_avg_sq", slice.exp_avg_sq);
   }
   save_safetensors(path.string(), tensors,
-                   {{"format", "zerotune optimizer slices"}, {"rank", std::to_string(rank)},
-                    {"world_size", std::to_string(world_size)}, {kSlicesKey, described.dump()}});
+                   {{"format", "zerotune optimizer slices"},
+                    {"rank", std::to_string(rank)},
+                    {"world_size", std::to_string(world_size)},
+                    {kSlicesKey, described.dump()}});
   return path.string();
 }
 
@@ -77,8 +80,7 @@ std::string slice_coverage_problem(std::vector<std::pair<std::int64_t, std::int6
                              : "elements [" + std::to_string(covered) + ", " + std::to_string(begin) + ") are missing";
     covered = end;
   }
-  if (covered != numel)
-    return "elements [" + std::to_string(covered) + ", " + std::to_string(numel) + ") are missing";
+  if (covered != numel) return "elements [" + std::to_string(covered) + ", " + std::to_string(numel) + ") are missing";
   return "";
 }
 
@@ -95,10 +97,12 @@ void write_state_index(const std::string& checkpoint_dir, const std::vector<int>
       ZT_REQUIRE(entry["shape"] == slice.at("shape"), relative + " gives '" + name + "' the shape " +
                                                           slice.at("shape").dump() + ", another rank file " +
                                                           entry["shape"].dump());
-      entry["slices"].push_back(nlohmann::ordered_json{{"begin", slice.at("begin")}, {"end", slice.at("end")},
+      entry["slices"].push_back(nlohmann::ordered_json{{"begin", slice.at("begin")},
+                                                       {"end", slice.at("end")},
                                                        {"file", relative},
-                                 {"master", name + ".master"}, {"exp_avg", name + ".exp_avg"},
-                                 {"exp_avg_sq", name + ".exp_avg_sq"}});
+                                                       {"master", name + ".master"},
+                                                       {"exp_avg", name + ".exp_avg"},
+                                                       {"exp_avg_sq", name + ".exp_avg_sq"}});
     }
   }
   for (auto& [name, entry] : by_name) {
@@ -112,9 +116,12 @@ void write_state_index(const std::string& checkpoint_dir, const std::vector<int>
               [](const nlohmann::ordered_json& a, const nlohmann::ordered_json& b) { return a["begin"] < b["begin"]; });
     parameters[name] = entry;
   }
-  const nlohmann::ordered_json index = {{"format", "zerotune optimizer state"}, {"version", 1},
-                                        {"step", info.step}, {"world_size", info.world_size},
-                                        {"zero_stage", info.zero_stage}, {"parameters", parameters}};
+  const nlohmann::ordered_json index = {{"format", "zerotune optimizer state"},
+                                        {"version", 1},
+                                        {"step", info.step},
+                                        {"world_size", info.world_size},
+                                        {"zero_stage", info.zero_stage},
+                                        {"parameters", parameters}};
   write_file_atomically((fs::path(checkpoint_dir) / kOptimizerIndexFile).string(), index.dump(2) + "\n");
 }
 

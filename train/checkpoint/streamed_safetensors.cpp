@@ -97,9 +97,9 @@ std::vector<std::string> save_sharded_safetensors_streamed(const std::string& di
   std::set<std::string> written;
   safetensors::ShardIndex index{0, {}};
   for (std::size_t i = 0; i < std::max<std::size_t>(shards.size(), 1); ++i) {
-    const std::string name = shards.size() <= 1 ? prefix + ".safetensors"
-                                                : prefix + "-" + five_digits(i + 1) + "-of-" +
-                                                      five_digits(shards.size()) + ".safetensors";
+    const std::string name =
+        shards.size() <= 1 ? prefix + ".safetensors"
+                           : prefix + "-" + five_digits(i + 1) + "-of-" + five_digits(shards.size()) + ".safetensors";
     paths.push_back((fs::path(directory) / name).string());
     written.insert(name);
     save_part(paths.back(), shards.empty() ? std::vector<PlannedTensor>{} : shards[i], plan, metadata);

@@ -83,9 +83,9 @@ PackedBatch pack(const std::vector<TokenizedSample>& samples, const std::vector<
   batch.cu_seqlens.push_back(0);
   for (std::size_t index : indices) {
     const TokenizedSample& sample = samples.at(index);
-    ZT_REQUIRE(sample.ids.size() == sample.labels.size(),
-               "sample " + std::to_string(index) + " has " + std::to_string(sample.ids.size()) + " ids but " +
-                   std::to_string(sample.labels.size()) + " labels");
+    ZT_REQUIRE(sample.ids.size() == sample.labels.size(), "sample " + std::to_string(index) + " has " +
+                                                              std::to_string(sample.ids.size()) + " ids but " +
+                                                              std::to_string(sample.labels.size()) + " labels");
     const auto length = static_cast<std::int32_t>(sample.ids.size());
     for (std::int32_t t = 0; t < length; ++t) {
       batch.input_ids.push_back(sample.ids[t]);

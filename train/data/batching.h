@@ -75,6 +75,7 @@ PackedBatch pack(const std::vector<TokenizedSample>& samples, const std::vector<
 
 // A micro-batch that adds nothing to the loss or the gradients: sample `index` with no label,
 // marked as a filler so that it counts as no data seen.
-PackedBatch filler_batch(const std::vector<TokenizedSample>& samples, std::size_t index, const BatchLayout& layout = {});
+PackedBatch filler_batch(const std::vector<TokenizedSample>& samples, std::size_t index,
+                         const BatchLayout& layout = {});
 
 }  // namespace zt::train

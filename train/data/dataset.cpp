@@ -69,9 +69,10 @@ Conversation from_sharegpt(const json& sample, const SampleSource& where) {
   if (std::string system = text_field(sample, "system", where, false); !system.empty())
     conversation.messages.push_back({"system", system});
   for (const json& turn : sample[list_key]) {
-    ZT_REQUIRE(turn.is_object(), where.str() + ": every turn must be an object with \"" + role_key + "\" and \"" +
-                                     text_key + "\"");
-    Message message{sharegpt_role(text_field(turn, role_key, where, true), where), text_field(turn, text_key, where, true)};
+    ZT_REQUIRE(turn.is_object(),
+               where.str() + ": every turn must be an object with \"" + role_key + "\" and \"" + text_key + "\"");
+    Message message{sharegpt_role(text_field(turn, role_key, where, true), where),
+                    text_field(turn, text_key, where, true)};
     ZT_REQUIRE(message.role != "system" || conversation.messages.empty(),
                where.str() + ": a system turn may only come first");
     conversation.messages.push_back(message);
@@ -97,9 +98,12 @@ std::optional<DataFormat> format_of(const json& sample) {
 
 std::string format_name(DataFormat format) {
   switch (format) {
-    case DataFormat::kAlpaca: return "alpaca (\"instruction\")";
-    case DataFormat::kShareGpt: return "ShareGPT (\"conversations\" or \"messages\")";
-    case DataFormat::kText: return "plain text (\"text\")";
+    case DataFormat::kAlpaca:
+      return "alpaca (\"instruction\")";
+    case DataFormat::kShareGpt:
+      return "ShareGPT (\"conversations\" or \"messages\")";
+    case DataFormat::kText:
+      return "plain text (\"text\")";
   }
   return "";
 }

@@ -115,11 +115,12 @@ EncodedDataset encode_dataset(const Dataset& dataset, const models::ChatTemplate
                               const models::Tokenizer& tokenizer, const EncodeOptions& options) {
   const int workers = options.workers;
   ZT_REQUIRE(workers >= 0, "encode_dataset: workers is " + std::to_string(workers) + "; it must be >= 0");
-  ZT_REQUIRE(options.max_length > 1, "encode_dataset: max_length is " + std::to_string(options.max_length) +
-                                         "; it must be > 1");
+  ZT_REQUIRE(options.max_length > 1,
+             "encode_dataset: max_length is " + std::to_string(options.max_length) + "; it must be > 1");
   const EncodeSettings settings{chat_template, tokenizer, options};
   const std::size_t count = dataset.size();
-  const std::size_t parts = std::clamp<std::size_t>(static_cast<std::size_t>(workers), 1, std::max<std::size_t>(count, 1));
+  const std::size_t parts =
+      std::clamp<std::size_t>(static_cast<std::size_t>(workers), 1, std::max<std::size_t>(count, 1));
   if (parts == 1) {
     EncodedDataset out;
     encode_range(dataset, 0, count, settings, out);

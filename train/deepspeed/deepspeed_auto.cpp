@@ -70,10 +70,12 @@ void find_unfilled(const json& node, const std::string& path, std::vector<std::s
 void fill_hf_auto(json& ds, const AutoFillContext& context, const std::string& source) {
   const TrainingArguments& args = context.args;
   AutoFiller filler(ds);
-  const std::int64_t train_batch = args.per_device_train_batch_size * args.gradient_accumulation_steps * context.world_size;
+  const std::int64_t train_batch =
+      args.per_device_train_batch_size * args.gradient_accumulation_steps * context.world_size;
   filler.fill("train_micro_batch_size_per_gpu", args.per_device_train_batch_size, "per_device_train_batch_size");
   filler.fill("gradient_accumulation_steps", args.gradient_accumulation_steps, "gradient_accumulation_steps");
-  filler.fill("train_batch_size", train_batch, "train_batch_size (world_size * per_device_train_batch_size * gradient_accumulation_steps)");
+  filler.fill("train_batch_size", train_batch,
+              "train_batch_size (world_size * per_device_train_batch_size * gradient_accumulation_steps)");
   filler.fill("gradient_clipping", args.max_grad_norm, "max_grad_norm");
   filler.fill("optimizer.params.lr", args.learning_rate, "learning_rate");
   filler.fill("optimizer.params.betas", json::array({args.adam_beta1, args.adam_beta2}), "adam_beta1+adam_beta2");
@@ -94,8 +96,9 @@ void fill_hf_auto(json& ds, const AutoFillContext& context, const std::string& s
     filler.fill("zero_optimization.stage3_param_persistence_threshold", 10 * h, "10*hidden_size", false);
   }
   if (!filler.mismatches().empty()) {
-    std::string message = source + ": please correct the following DeepSpeed config values that mismatch the "
-                                   "training arguments:";
+    std::string message = source +
+                          ": please correct the following DeepSpeed config values that mismatch the "
+                          "training arguments:";
     for (const std::string& line : filler.mismatches()) message += "\n" + line;
     fail(message + "\nThe easiest fix is to set these DeepSpeed config values to \"auto\".");
   }

@@ -41,9 +41,10 @@ void resolve_batch(ConfigBlock& root, int world_size, DeepSpeedConfig& config) {
                               describe("train_micro_batch_size_per_gpu", *mb) + ", " +
                               describe("gradient_accumulation_steps", *gas) + ", world_size " + std::to_string(ws);
   ZT_REQUIRE(*tb > 0 && *mb > 0 && *gas > 0, root.where("") + "the batch sizes must all be > 0: " + numbers);
-  ZT_REQUIRE(*tb == *mb * *gas * ws, root.where("") + "train_batch_size is not equal to micro_batch_per_gpu * "
-                                                      "gradient_acc_step * world_size: " + numbers + " (" +
-                                         std::to_string(*mb) + " * " + std::to_string(*gas) + " * " +
+  ZT_REQUIRE(*tb == *mb * *gas * ws, root.where("") +
+                                         "train_batch_size is not equal to micro_batch_per_gpu * "
+                                         "gradient_acc_step * world_size: " +
+                                         numbers + " (" + std::to_string(*mb) + " * " + std::to_string(*gas) + " * " +
                                          std::to_string(ws) + " = " + std::to_string(*mb * *gas * ws) + ")");
   config.train_batch_size = *tb, config.micro_batch_per_gpu = *mb, config.gradient_accumulation_steps = *gas;
 }
@@ -106,7 +107,8 @@ void read_fp16(ConfigBlock block, DeepSpeedConfig& config) {
   const bool tuned = block.has("initial_scale_power") || block.has("loss_scale_window") || block.has("hysteresis") ||
                      block.has("min_loss_scale");
   if (config.fp16 && scaler.static_scale == 0.0 && !tuned)
-    config.warnings.push_back(block.where("") + " sets none of initial_scale_power, loss_scale_window, hysteresis, "
+    config.warnings.push_back(block.where("") +
+                              " sets none of initial_scale_power, loss_scale_window, hysteresis, "
                               "min_loss_scale: using the documented defaults (2^16, 1000, 2, 1), not the 2^32 "
                               "start DeepSpeed's ZeRO path would silently take");
   block.ignore("auto_cast", "is not supported (the model runs in fp16 throughout)", config.warnings);

@@ -11,9 +11,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "train/args/training_arguments.h"
 #include "train/optim/loss_scaler.h"
 #include "train/optim/lr_scheduler.h"
-#include "train/args/training_arguments.h"
 
 namespace zt::train {
 
@@ -48,7 +48,7 @@ struct DeepSpeedConfig {
   std::int64_t gradient_accumulation_steps = 0;
   std::vector<std::string> inferred;  // which of the batch triple DeepSpeed's rules filled in
   double gradient_clipping = 0.0;
-  std::optional<OptimizerConfig> optimizer;  // absent: the Trainer's AdamW from the flags
+  std::optional<OptimizerConfig> optimizer;   // absent: the Trainer's AdamW from the flags
   std::optional<LrScheduleConfig> scheduler;  // absent: --lr_scheduler_type
   bool fp16 = false;
   LossScalerConfig loss_scaler;

@@ -7,8 +7,8 @@ namespace zt::train {
 
 void read_zero(ConfigBlock block, ZeroConfig& zero, std::vector<std::string>& warnings) {
   zero.stage = block.get("stage", 0);
-  ZT_REQUIRE(zero.stage >= 0 && zero.stage <= 3, block.where("stage") + " must be 0, 1, 2 or 3, got " +
-                                                     std::to_string(zero.stage));
+  ZT_REQUIRE(zero.stage >= 0 && zero.stage <= 3,
+             block.where("stage") + " must be 0, 1, 2 or 3, got " + std::to_string(zero.stage));
   zero.contiguous_gradients = block.get("contiguous_gradients", zero.contiguous_gradients);
   zero.reduce_scatter = block.get("reduce_scatter", zero.reduce_scatter);
   zero.reduce_bucket_size = block.get("reduce_bucket_size", zero.reduce_bucket_size);
@@ -21,8 +21,7 @@ void read_zero(ConfigBlock block, ZeroConfig& zero, std::vector<std::string>& wa
   zero.stage3_max_reuse_distance = block.get("stage3_max_reuse_distance", zero.stage3_max_reuse_distance);
   for (const char* key : {"stage3_gather_16bit_weights_on_model_save", "gather_16bit_weights_on_model_save",
                           "stage3_gather_fp16_weights_on_model_save"})
-    zero.stage3_gather_16bit_weights_on_model_save =
-        block.get(key, zero.stage3_gather_16bit_weights_on_model_save);
+    zero.stage3_gather_16bit_weights_on_model_save = block.get(key, zero.stage3_gather_16bit_weights_on_model_save);
   ZT_REQUIRE(zero.reduce_bucket_size > 0, block.where("reduce_bucket_size") + " must be > 0");
 
   if (block.has("offload_optimizer")) {

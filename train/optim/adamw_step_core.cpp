@@ -28,8 +28,9 @@ GradientNorm agreed_gradient_norm(distributed::Communicator& comm, const Tensor&
                                   DType gpu_dtype) {
   const double local = l2_norm_of({grads});
   const bool local_overflow = !std::isfinite(local);
-  Tensor agreed = Tensor::from_values({local_overflow ? 0.0 : local * local, local_overflow ? 1.0 : 0.0}, {2},
-                                      DType::kF64).to(grads.device());
+  Tensor agreed =
+      Tensor::from_values({local_overflow ? 0.0 : local * local, local_overflow ? 1.0 : 0.0}, {2}, DType::kF64)
+          .to(grads.device());
   if (agreed.device().is_cuda()) agreed = agreed.to(gpu_dtype);
   distributed::CollectiveLabel collective([&] { return label; });
   comm.all_reduce(agreed, distributed::ReduceOp::kSum);
@@ -80,8 +81,8 @@ std::vector<StateSlice> AdamWStepCore::held_state() const {
   std::vector<StateSlice> slices;
   for (const OwnedSpan& s : spans_) {
     auto part = [&](const Tensor& t) { return t.narrow(0, s.offset, s.numel); };
-    slices.push_back({s.name, s.shape, s.parameter_offset, s.parameter_offset + s.numel, part(master_),
-                      part(exp_avg_), part(exp_avg_sq_)});
+    slices.push_back({s.name, s.shape, s.parameter_offset, s.parameter_offset + s.numel, part(master_), part(exp_avg_),
+                      part(exp_avg_sq_)});
   }
   return slices;
 }
@@ -90,7 +91,10 @@ StepResult AdamWStepCore::step(const StepRequest& request, const GradientNorm& n
                                const std::function<void(const Tensor& offloaded)>& write_working) {
   const StepResult result{.skipped = norm.overflow, .grad_norm = norm.scaled / request.loss_scale};
   if (result.skipped) return result;
-  const ops::AdamWConfig adam{.lr = request.lr, .beta1 = config_.beta1, .beta2 = config_.beta2, .eps = config_.eps,
+  const ops::AdamWConfig adam{.lr = request.lr,
+                              .beta1 = config_.beta1,
+                              .beta2 = config_.beta2,
+                              .eps = config_.eps,
                               .step = request.step,
                               .grad_scale = clip_divisor(result.grad_norm, request.loss_scale, request.max_grad_norm)};
   if (offload_) {
@@ -108,8 +112,8 @@ void AdamWStepCore::update_on_device(const ops::AdamWConfig& adam) {
   std::vector<ops::AdamWParam> params;
   for (const OwnedSpan& s : spans_) {
     auto part = [&](const Tensor& t) { return t.narrow(0, s.offset, s.numel); };
-    const double decay =
-        update_weight_decay(part(grads_), part(master_), s.decays ? config_.weight_decay : 0.0, config_, adam.grad_scale);
+    const double decay = update_weight_decay(part(grads_), part(master_), s.decays ? config_.weight_decay : 0.0,
+                                             config_, adam.grad_scale);
     const Tensor working = s.writes.defined() ? s.writes.data().view({s.numel}) : Tensor();
     params.push_back({part(master_), part(exp_avg_), part(exp_avg_sq_), part(grads_), working, decay});
   }

@@ -9,8 +9,8 @@
 namespace zt::train {
 
 LossScaler::LossScaler(const LossScalerConfig& config) : config_(config) {
-  ZT_REQUIRE(config.static_scale >= 0.0, "fp16.loss_scale must be >= 0 (0 selects dynamic scaling), got " +
-                                             std::to_string(config.static_scale));
+  ZT_REQUIRE(config.static_scale >= 0.0,
+             "fp16.loss_scale must be >= 0 (0 selects dynamic scaling), got " + std::to_string(config.static_scale));
   ZT_REQUIRE(config.loss_scale_window > 0,
              "fp16.loss_scale_window must be > 0, got " + std::to_string(config.loss_scale_window));
   ZT_REQUIRE(config.hysteresis >= 1, "fp16.hysteresis must be >= 1, got " + std::to_string(config.hysteresis));

@@ -37,8 +37,7 @@ ScheduleKind hf_schedule_kind(const std::string& name) {
                                        ScheduleKind::kConstant, ScheduleKind::kConstantWithWarmup};
   const auto& names = hf_schedule_names();
   auto it = std::find(names.begin(), names.end(), name);
-  ZT_REQUIRE(it != names.end(),
-             "--lr_scheduler_type '" + name + "' is not supported; accepted: " + joined(names));
+  ZT_REQUIRE(it != names.end(), "--lr_scheduler_type '" + name + "' is not supported; accepted: " + joined(names));
   return kinds[it - names.begin()];
 }
 

@@ -24,14 +24,14 @@ enum class ScheduleKind {
 
 struct LrScheduleConfig {
   ScheduleKind kind = ScheduleKind::kLinear;
-  double peak_lr = 5e-5;              // HF learning_rate; DeepSpeed warmup_max_lr
+  double peak_lr = 5e-5;  // HF learning_rate; DeepSpeed warmup_max_lr
   std::int64_t warmup_steps = 0;
   std::int64_t total_steps = 0;
-  double min_lr_rate = 0.0;           // cosine_with_min_lr: floor as a share of peak_lr
-  double warmup_min_lr = 0.0;         // DeepSpeed WarmupLR / WarmupDecayLR
-  bool warmup_log = true;             // DeepSpeed warmup_type "log" (else "linear")
-  double warmup_min_ratio = 0.0;      // DeepSpeed WarmupCosineLR
-  double cos_min_ratio = 1e-4;        // DeepSpeed WarmupCosineLR
+  double min_lr_rate = 0.0;       // cosine_with_min_lr: floor as a share of peak_lr
+  double warmup_min_lr = 0.0;     // DeepSpeed WarmupLR / WarmupDecayLR
+  bool warmup_log = true;         // DeepSpeed warmup_type "log" (else "linear")
+  double warmup_min_ratio = 0.0;  // DeepSpeed WarmupCosineLR
+  double cos_min_ratio = 1e-4;    // DeepSpeed WarmupCosineLR
 };
 
 // HF's scheduler names accepted by --lr_scheduler_type, for messages.

@@ -17,10 +17,11 @@ DType offload_working_dtype(const std::vector<TrainableParameter>& parameters) {
   ZT_REQUIRE(!parameters.empty(), "optimizer offload: nothing to train");
   const DType dtype = parameters[0].variable.data().dtype();
   for (const TrainableParameter& p : parameters)
-    ZT_REQUIRE(p.variable.data().dtype() == dtype,
-               "optimizer offload: parameter '" + p.name + "' is " + dtype_name(p.variable.data().dtype()) + " but '" +
-                   parameters[0].name + "' is " + dtype_name(dtype) + "; offload needs one dtype for all trainable "
-                   "parameters");
+    ZT_REQUIRE(p.variable.data().dtype() == dtype, "optimizer offload: parameter '" + p.name + "' is " +
+                                                       dtype_name(p.variable.data().dtype()) + " but '" +
+                                                       parameters[0].name + "' is " + dtype_name(dtype) +
+                                                       "; offload needs one dtype for all trainable "
+                                                       "parameters");
   return dtype;
 }
 
@@ -58,9 +59,10 @@ const OptimizerOffload* Optimizer::offload() const { return core_->offload(); }
 
 StepResult Optimizer::step(double lr, double loss_scale, double max_grad_norm, std::int64_t step) {
   // Without offload the update writes the parameters itself (OwnedSpan::writes).
-  return core_->step({lr, loss_scale, max_grad_norm, step}, local_gradient_norm(grads_), [this](const Tensor& offloaded) {
-    if (offloaded.defined()) write_parameters(offloaded);
-  });
+  return core_->step({lr, loss_scale, max_grad_norm, step}, local_gradient_norm(grads_),
+                     [this](const Tensor& offloaded) {
+                       if (offloaded.defined()) write_parameters(offloaded);
+                     });
 }
 
 // Every parameter takes its run of `partition` (new weights, or the masters).
@@ -100,8 +102,9 @@ void OptimizerEngine::load_state_dict(const std::map<std::string, Tensor>& state
     for (auto [suffix, target] : {std::pair{".master", &slice.master}, std::pair{".exp_avg", &slice.exp_avg},
                                   std::pair{".exp_avg_sq", &slice.exp_avg_sq}}) {
       auto it = state.find(slice.name + suffix);
-      ZT_REQUIRE(it != state.end(), "optimizer state has no '" + slice.name + suffix + "': the checkpoint was saved "
-                                    "for other trainable parameters (another --finetuning_type or model?)");
+      ZT_REQUIRE(it != state.end(), "optimizer state has no '" + slice.name + suffix +
+                                        "': the checkpoint was saved "
+                                        "for other trainable parameters (another --finetuning_type or model?)");
       ZT_REQUIRE(it->second.numel() == shape_numel(slice.shape),
                  "optimizer state '" + slice.name + suffix + "' has shape " + shape_str(it->second.shape()) +
                      " but the parameter has " + shape_str(slice.shape));

@@ -5,10 +5,10 @@
 #include <sstream>
 #include <utility>
 
-#include "runtime/terminal/byte_format.h"
-#include "runtime/streams/current_stream.h"
 #include "runtime/error.h"
 #include "runtime/log.h"
+#include "runtime/streams/current_stream.h"
+#include "runtime/terminal/byte_format.h"
 #include "train/optim/adamw_step_core.h"
 
 namespace zt::train {
@@ -33,8 +33,8 @@ OptimizerOffload::OptimizerOffload(const Tensor& master, std::vector<OffloadSegm
                                    Device device, const OptimizerConfig& config, const OffloadOptions& options)
     : config_(config), device_(device), adam_(options.threads), log_report_(options.log_report) {
   const std::int64_t numel = master.numel();
-  ZT_REQUIRE(options.tile_numel > 0, "optimizer offload: tile_numel must be > 0, got " +
-                                         std::to_string(options.tile_numel));
+  ZT_REQUIRE(options.tile_numel > 0,
+             "optimizer offload: tile_numel must be > 0, got " + std::to_string(options.tile_numel));
   std::sort(segments.begin(), segments.end(), [](auto& a, auto& b) { return a.offset < b.offset; });
   for (const OffloadSegment& s : segments)
     ZT_REQUIRE(s.offset >= 0 && s.numel >= 0 && s.offset + s.numel <= numel,
@@ -91,7 +91,8 @@ double OptimizerOffload::update_tile(const Tile& tile, const ops::AdamWConfig& a
   }
   const bool skipped = adam_.step(spans, adam);
   ZT_REQUIRE(!skipped, "optimizer offload: gradient elements [" + std::to_string(tile.begin) + ", " +
-                           std::to_string(tile.end) + ") hold inf/NaN although the gradient norm was finite; "
+                           std::to_string(tile.end) +
+                           ") hold inf/NaN although the gradient norm was finite; "
                            "earlier tiles are already updated, so this run cannot continue");
   for (const ops::CpuAdamSpan& span : spans) last_.parameters += span.numel;
   return seconds_since(start);
@@ -104,8 +105,10 @@ void OptimizerOffload::step(const Tensor& grads, const Tensor& working, const op
   const auto start = std::chrono::steady_clock::now();
   last_ = {};
   last_.copied_bytes = static_cast<std::int64_t>(grads_.nbytes() + working_.nbytes());
-  if (device_.is_cuda()) step_pipelined(grads, working, adam);
-  else step_on_host(grads, working, adam);
+  if (device_.is_cuda())
+    step_pipelined(grads, working, adam);
+  else
+    step_on_host(grads, working, adam);
   last_.step_seconds = seconds_since(start);
 }
 
@@ -156,7 +159,8 @@ void OptimizerOffload::step_pipelined(const Tensor& grads, const Tensor& working
   to_device_->synchronize();
   for (std::size_t i = 0; i < tiles_.size(); ++i)
     last_.copy_seconds += (copy_marks_[4 * i].elapsed_ms(copy_marks_[4 * i + 1]) +
-                           copy_marks_[4 * i + 2].elapsed_ms(copy_marks_[4 * i + 3])) / 1000.0;
+                           copy_marks_[4 * i + 2].elapsed_ms(copy_marks_[4 * i + 3])) /
+                          1000.0;
 }
 
 std::string OptimizerOffload::report() const {

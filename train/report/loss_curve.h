@@ -15,7 +15,7 @@
 
 namespace zt::train {
 
-constexpr Rgb kInk{0, 0, 0};  // axes, tick marks and text
+constexpr Rgb kInk{0, 0, 0};   // axes, tick marks and text
 constexpr int kTextScale = 2;  // a font dot is kTextScale × kTextScale pixels
 
 struct Series {

@@ -26,7 +26,8 @@ IndexedPixels index_colours(const RgbImage& image) {
     const Rgb colour{bytes[i], bytes[i + 1], bytes[i + 2]};
     auto found = std::find(out.palette.begin(), out.palette.end(), colour);
     if (found == out.palette.end()) {
-      ZT_REQUIRE(out.palette.size() < 256, "PNG: the image has more than 256 colours; the encoder writes indexed colour only");
+      ZT_REQUIRE(out.palette.size() < 256,
+                 "PNG: the image has more than 256 colours; the encoder writes indexed colour only");
       out.palette.push_back(colour);
       found = out.palette.end() - 1;
     }
@@ -93,8 +94,8 @@ bool encode_indexed(WriteState& state, int width, int height, int bits, const pn
 }  // namespace
 
 RgbImage::RgbImage(int width, int height, Rgb background) : width_(width), height_(height) {
-  ZT_REQUIRE(width > 0 && height > 0, "RgbImage: size " + std::to_string(width) + "x" + std::to_string(height) +
-                                          " must be positive");
+  ZT_REQUIRE(width > 0 && height > 0,
+             "RgbImage: size " + std::to_string(width) + "x" + std::to_string(height) + " must be positive");
   bytes_.resize(static_cast<std::size_t>(width) * static_cast<std::size_t>(height) * 3);
   for (std::size_t i = 0; i < bytes_.size(); i += 3)
     bytes_[i] = background.r, bytes_[i + 1] = background.g, bytes_[i + 2] = background.b;
@@ -102,7 +103,8 @@ RgbImage::RgbImage(int width, int height, Rgb background) : width_(width), heigh
 
 void RgbImage::set(int x, int y, Rgb colour) {
   if (x < 0 || y < 0 || x >= width_ || y >= height_) return;
-  const std::size_t i = (static_cast<std::size_t>(y) * static_cast<std::size_t>(width_) + static_cast<std::size_t>(x)) * 3;
+  const std::size_t i =
+      (static_cast<std::size_t>(y) * static_cast<std::size_t>(width_) + static_cast<std::size_t>(x)) * 3;
   bytes_[i] = colour.r, bytes_[i + 1] = colour.g, bytes_[i + 2] = colour.b;
 }
 
@@ -110,7 +112,8 @@ Rgb RgbImage::at(int x, int y) const {
   ZT_REQUIRE(x >= 0 && y >= 0 && x < width_ && y < height_,
              "RgbImage::at(" + std::to_string(x) + ", " + std::to_string(y) + ") is outside the " +
                  std::to_string(width_) + "x" + std::to_string(height_) + " image");
-  const std::size_t i = (static_cast<std::size_t>(y) * static_cast<std::size_t>(width_) + static_cast<std::size_t>(x)) * 3;
+  const std::size_t i =
+      (static_cast<std::size_t>(y) * static_cast<std::size_t>(width_) + static_cast<std::size_t>(x)) * 3;
   return {bytes_[i], bytes_[i + 1], bytes_[i + 2]};
 }
 

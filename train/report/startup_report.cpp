@@ -7,10 +7,10 @@
 #include <functional>
 #include <map>
 
-#include "runtime/terminal/byte_format.h"
 #include "runtime/device.h"
 #include "runtime/error.h"
 #include "runtime/log.h"
+#include "runtime/terminal/byte_format.h"
 
 namespace zt::train {
 namespace {
@@ -56,11 +56,10 @@ std::string bytes(std::int64_t count) { return format_bytes(static_cast<std::siz
 
 void report_world(distributed::Communicator& comm, int cuda_device, const std::string& launcher) {
   enum Column { kHost, kDevice, kPci };
-  const std::vector<std::vector<std::int64_t>> ranks =
-      gather_rows(comm, {host_id(), cuda_device, pack_pci(device_properties(cuda_device).pci_bus_id)},
-                  Device::cuda(cuda_device));
-  std::map<std::int64_t, int> node_of;          // host -> node number, in rank order
-  std::map<std::int64_t, int> ranks_on;         // host -> ranks there
+  const std::vector<std::vector<std::int64_t>> ranks = gather_rows(
+      comm, {host_id(), cuda_device, pack_pci(device_properties(cuda_device).pci_bus_id)}, Device::cuda(cuda_device));
+  std::map<std::int64_t, int> node_of;                                   // host -> node number, in rank order
+  std::map<std::int64_t, int> ranks_on;                                  // host -> ranks there
   std::map<std::pair<std::int64_t, std::int64_t>, std::size_t> user_of;  // (host, GPU) -> first rank
   for (std::size_t r = 0; r < ranks.size(); ++r) {
     const auto& row = ranks[r];
@@ -80,8 +79,8 @@ void report_world(distributed::Communicator& comm, int cuda_device, const std::s
     counts.clear();
     for (int count : per_node) counts += (counts.empty() ? "" : "/") + std::to_string(count);
   }
-  ZT_LOG(kInfo, "world size " << ranks.size() << " (" << launcher << "): " << per_node.size() << " node(s), "
-                              << counts << " rank(s) per node");
+  ZT_LOG(kInfo, "world size " << ranks.size() << " (" << launcher << "): " << per_node.size() << " node(s), " << counts
+                              << " rank(s) per node");
   for (std::size_t r = 0; r < ranks.size(); ++r)
     ZT_LOG(kInfo, "rank " << r << ": node " << node_of[ranks[r][kHost]] << ", cuda:" << ranks[r][kDevice] << " ("
                           << unpack_pci(ranks[r][kPci]) << ")");

@@ -26,10 +26,10 @@ Zero3Optimizer::Zero3Optimizer(models::CausalLM& model, const std::vector<Traina
                                const OptimizerConfig& config, distributed::Communicator& communicator,
                                const ZeroConfig& zero, const OffloadOptions& offload)
     : ZeroEngine(communicator, 3, model.device()),
-      partitioner_(std::make_unique<Zero3Partitioner>(
-          model, trainable, communicator, zero.stage3_param_persistence_threshold,
-          PrefetchLimits{.bucket_numel = zero.stage3_prefetch_bucket_size,
-                         .max_live_numel = zero.stage3_max_live_parameters})) {
+      partitioner_(
+          std::make_unique<Zero3Partitioner>(model, trainable, communicator, zero.stage3_param_persistence_threshold,
+                                             PrefetchLimits{.bucket_numel = zero.stage3_prefetch_bucket_size,
+                                                            .max_live_numel = zero.stage3_max_live_parameters})) {
   ZT_REQUIRE(!trainable.empty(), "ZeRO-3: nothing to train");
   ZT_REQUIRE(zero.reduce_bucket_size > 0, "ZeRO-3: reduce_bucket_size must be > 0");
   autograd::NoGradGuard no_recording;
@@ -71,11 +71,10 @@ void Zero3Optimizer::log_summary(const ZeroConfig& zero) const {
   const auto& params = partitioner_->parameters();
   std::size_t kept_whole = 0;
   for (const auto& p : params) kept_whole += p.persistent;
-  ZT_LOG(kInfo, "ZeRO-3: " << params.size() << " parameters over " << comm_.world_size() << " ranks: "
-                           << params.size() - kept_whole << " partitioned in " << partitioner_->groups().size()
-                           << " flat groups, " << kept_whole << " of at most "
-                           << zero.stage3_param_persistence_threshold
-                           << " elements kept whole; the largest module is "
+  ZT_LOG(kInfo, "ZeRO-3: " << params.size() << " parameters over " << comm_.world_size()
+                           << " ranks: " << params.size() - kept_whole << " partitioned in "
+                           << partitioner_->groups().size() << " flat groups, " << kept_whole << " of at most "
+                           << zero.stage3_param_persistence_threshold << " elements kept whole; the largest module is "
                            << partitioner_->largest_module_numel()
                            << " elements when gathered. Each layer is recomputed in backward. Prefetch: "
                            << prefetch_summary(zero, partitioner_->largest_module_numel())

@@ -150,7 +150,8 @@ Tensor Zero3Partitioner::all_gather_now(std::size_t g, const ModuleRef& module) 
 
 void Zero3Partitioner::release(const ModuleRef& module) {
   for (std::size_t g : groups_of(module)) {
-    ZT_REQUIRE(groups_[g].users > 0, "ZeRO-3: the " + models::module_name(module) + " was released more often than gathered");
+    ZT_REQUIRE(groups_[g].users > 0,
+               "ZeRO-3: the " + models::module_name(module) + " was released more often than gathered");
     if (--groups_[g].users > 0) continue;
     for (std::size_t i : layout_.buckets[g].parameters) set_empty(parameters_[i]);
     count_live(-layout_.buckets[g].padded_numel);
@@ -205,7 +206,8 @@ void Zero3Partitioner::load_through_host(bool only_trainable, const std::functio
     for (const OwnedPiece& piece : layout_.owned_pieces(g, comm_.rank())) {
       const Parameter& p = parameters_[piece.parameter];
       if (!selected(p)) continue;
-      shards_[g].narrow(0, piece.chunk_offset, piece.numel)
+      shards_[g]
+          .narrow(0, piece.chunk_offset, piece.numel)
           .copy_from(flat(p.variable.data()).narrow(0, piece.parameter_offset, piece.numel));
     }
   for (Parameter& p : parameters_)

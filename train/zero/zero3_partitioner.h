@@ -49,7 +49,7 @@ namespace zt::train {
 
 // DeepSpeed's stage3_prefetch_bucket_size and stage3_max_live_parameters, in elements.
 struct PrefetchLimits {
-  std::int64_t bucket_numel = 0;  // fetched ahead and not yet in use, beyond the next module; 0: no prefetch
+  std::int64_t bucket_numel = 0;    // fetched ahead and not yet in use, beyond the next module; 0: no prefetch
   std::int64_t max_live_numel = 0;  // whole at once; a prefetch never takes the total past it
 };
 
@@ -72,7 +72,7 @@ class Zero3Partitioner : public models::ParameterGatherer {
     models::ModuleRef module;
     bool trainable = false;
     bool weight_decay = false;
-    bool persistent = false;  // kept whole on every rank
+    bool persistent = false;     // kept whole on every rank
     std::size_t group = kWhole;  // its flat group when partitioned
   };
 
@@ -81,7 +81,7 @@ class Zero3Partitioner : public models::ParameterGatherer {
     models::ModuleRef module;
     bool trainable = false;
     DType dtype = DType::kF32;
-    int users = 0;  // gathers not yet released
+    int users = 0;      // gathers not yet released
     Tensor prefetched;  // whole buffer gathered ahead, not yet in use (undefined when none)
     std::shared_ptr<distributed::PendingCollective> pending;  // its all-gather, until waited for
   };

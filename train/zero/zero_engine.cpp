@@ -100,8 +100,10 @@ void ZeroEngine::reduce_bucket(std::size_t b) {
     comm_.reduce_scatter(staging, chunk);
     ops::accumulate_(owned(core_->grads(), b), chunk);
   }
-  if (stage_ == 3) staging = Tensor();
-  else staging.zero_();
+  if (stage_ == 3)
+    staging = Tensor();
+  else
+    staging.zero_();
   ready_[b] = 0;
 }
 
@@ -127,10 +129,10 @@ DType ZeroEngine::working_dtype(std::size_t b) const {
 
 void ZeroEngine::write_all_working_weights(const Tensor& offloaded) {
   for (std::size_t b = 0; b < layout_.buckets.size(); ++b)
-    write_working_weights(b, offloaded.defined() ? owned(offloaded, b)
-                                                 : core_->working_from_masters(layout_.partition_offset(b),
-                                                                               layout_.buckets[b].chunk(),
-                                                                               working_dtype(b)));
+    write_working_weights(b, offloaded.defined()
+                                 ? owned(offloaded, b)
+                                 : core_->working_from_masters(layout_.partition_offset(b), layout_.buckets[b].chunk(),
+                                                               working_dtype(b)));
 }
 
 void ZeroEngine::write_working_weights(std::size_t b, const Tensor& chunk) {
@@ -142,7 +144,8 @@ void ZeroEngine::write_working_weights(std::size_t b, const Tensor& chunk) {
     comm_.all_gather(chunk, full);
   }
   for (std::size_t k = 0; k < bucket.parameters.size(); ++k)
-    flat(parameters_[bucket.parameters[k]].variable.data()).copy_from(full.narrow(0, bucket.offsets[k], bucket.numels[k]));
+    flat(parameters_[bucket.parameters[k]].variable.data())
+        .copy_from(full.narrow(0, bucket.offsets[k], bucket.numels[k]));
 }
 
 void ZeroEngine::zero_grad() { core_->zero_grad(); }

@@ -11,12 +11,11 @@ namespace zt::train {
 ZeroOptimizer::ZeroOptimizer(std::vector<TrainableParameter> parameters, const OptimizerConfig& config,
                              distributed::Communicator& communicator, int stage, std::int64_t bucket_numel,
                              const OffloadOptions& offload)
-    : ZeroEngine(communicator, stage,
-                 parameters.empty() ? Device::cpu() : parameters[0].variable.data().device()) {
+    : ZeroEngine(communicator, stage, parameters.empty() ? Device::cpu() : parameters[0].variable.data().device()) {
   ZT_REQUIRE(stage >= 0 && stage <= 2, "ZeRO stage " + std::to_string(stage) + " is not one this optimizer runs (0-2)");
   ZT_REQUIRE(!parameters.empty(), "ZeRO: nothing to train");
-  ZT_REQUIRE(!offload.enabled || stage >= 1, "rank " + std::to_string(comm_.rank()) +
-                                                 ": optimizer offload needs ZeRO stage 1 or 2 (stage is 0)");
+  ZT_REQUIRE(!offload.enabled || stage >= 1,
+             "rank " + std::to_string(comm_.rank()) + ": optimizer offload needs ZeRO stage 1 or 2 (stage is 0)");
   std::vector<std::int64_t> numels;
   std::vector<Parameter> described;
   for (const TrainableParameter& p : parameters) {

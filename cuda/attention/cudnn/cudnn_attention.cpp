@@ -94,23 +94,26 @@ void run(const cudnn_graph::Plan& plan, cudnnHandle_t handle, const Pointers& po
 
 void cudnn_attention_forward(const CudnnAttentionShape& s, const CudnnAttentionForwardArgs& a, cudaStream_t stream) {
   check_shape(s, a.ragged);
-  for (auto [p, name] : {std::pair{a.q, "q"}, std::pair{a.k, "k"}, std::pair{a.v, "v"},
-                         std::pair<const void*, const char*>{a.out, "out"},
-                         std::pair<const void*, const char*>{a.stats, "stats"}})
+  for (auto [p, name] :
+       {std::pair{a.q, "q"}, std::pair{a.k, "k"}, std::pair{a.v, "v"},
+        std::pair<const void*, const char*>{a.out, "out"}, std::pair<const void*, const char*>{a.stats, "stats"}})
     check_aligned(s, p, name);
   cudnnHandle_t handle = cudnn_handle();
   const cudnn_graph::Plan& plan = cached_plan(s, false, handle);
   float scale = a.softmax_scale, masked = masked_value();
   using namespace cudnn_attention;
-  Pointers pointers = {{kQ, const_cast<void*>(a.q)}, {kK, const_cast<void*>(a.k)}, {kV, const_cast<void*>(a.v)},
-                       {kO, a.out},                   {kStats, a.stats},             {kScale, &scale}};
+  Pointers pointers = {{kQ, const_cast<void*>(a.q)},
+                       {kK, const_cast<void*>(a.k)},
+                       {kV, const_cast<void*>(a.v)},
+                       {kO, a.out},
+                       {kStats, a.stats},
+                       {kScale, &scale}};
   if (uses_mask_value(s)) pointers.emplace_back(kNegativeInfinity, &masked);
   add_ragged(pointers, s, a.ragged);
   run(plan, handle, pointers, stream, s);
 }
 
-void cudnn_attention_backward(const CudnnAttentionShape& s, const CudnnAttentionBackwardArgs& a,
-                              cudaStream_t stream) {
+void cudnn_attention_backward(const CudnnAttentionShape& s, const CudnnAttentionBackwardArgs& a, cudaStream_t stream) {
   check_shape(s, a.ragged);
   for (auto [p, name] : {std::pair{a.q, "q"}, std::pair{a.k, "k"}, std::pair{a.v, "v"}, std::pair{a.out, "out"},
                          std::pair{a.grad_out, "grad_out"}, std::pair<const void*, const char*>{a.stats, "stats"},

@@ -27,8 +27,7 @@ TensorSpec workspace_spec(std::vector<std::int64_t> dims) {
 std::int64_t transposed_scores(GraphBuilder& graph, const CudnnAttentionShape& s, std::int64_t scores,
                                cudnnDataType_t type, const std::string& what) {
   const std::int64_t n = s.max_seqlen;
-  std::int64_t out =
-      graph.virtual_tensor({s.batch, s.num_heads, n, n}, {s.num_heads * n * n, n * n, 1, n}, type, what);
+  std::int64_t out = graph.virtual_tensor({s.batch, s.num_heads, n, n}, {s.num_heads * n * n, n * n, 1, n}, type, what);
   graph.reshape(scores, out, what);
   return out;
 }
@@ -51,8 +50,8 @@ void grouped_product(GraphBuilder& graph, const CudnnAttentionShape& s, std::int
 // softmax_sum = rowsum(dO ∘ O) · 1, into the kSoftmaxSum workspace.
 void softmax_sum(GraphBuilder& graph, const CudnnAttentionShape& s) {
   const std::int64_t h = s.num_heads, n = s.max_seqlen, d = s.head_dim;
-  std::int64_t product = graph.virtual_tensor({s.batch, h, n, d}, {h * n * d, n * d, h * d, 1}, CUDNN_DATA_FLOAT,
-                                              "dO ∘ O");
+  std::int64_t product =
+      graph.virtual_tensor({s.batch, h, n, d}, {h * n * d, n * d, h * d, 1}, CUDNN_DATA_FLOAT, "dO ∘ O");
   graph.pointwise(CUDNN_POINTWISE_MUL, CUDNN_DATA_FLOAT, kGradOut, kO, -1, product, "dO ∘ O");
   std::int64_t sum = graph.virtual_tensor(row_dims(s), row_strides(s), CUDNN_DATA_FLOAT, "rowsum(dO ∘ O)");
   graph.reduction(CUDNN_REDUCE_TENSOR_ADD, product, sum, "rowsum(dO ∘ O)");

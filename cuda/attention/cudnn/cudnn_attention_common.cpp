@@ -30,8 +30,7 @@ TensorSpec packed_spec(const CudnnAttentionShape& s, std::int64_t heads, std::in
   spec.dims = {s.batch, heads, s.max_seqlen, s.head_dim};
   // A ragged batch's start comes from the offsets; the batch stride is then unused and set to
   // the largest value, as cuDNN's own ragged samples do, so no bounds check trips on it.
-  std::int64_t batch_stride =
-      s.ragged ? std::numeric_limits<std::int32_t>::max() : s.max_seqlen * heads * s.head_dim;
+  std::int64_t batch_stride = s.ragged ? std::numeric_limits<std::int32_t>::max() : s.max_seqlen * heads * s.head_dim;
   spec.strides = {batch_stride, s.head_dim, heads * s.head_dim, 1};
   if (s.ragged) spec.ragged_offset = offsets_uid;
   return spec;
@@ -85,9 +84,9 @@ void add_common_inputs(GraphBuilder& graph, const CudnnAttentionShape& s, bool w
   if (!s.ragged) return;
   graph.tensor(kSeqLenQ, int32_column(s.batch), "seq_len_q");
   graph.tensor(kSeqLenKv, int32_column(s.batch), "seq_len_kv");
-  for (auto [uid, name] : {std::pair{kOffsetsQ, "q offsets"}, std::pair{kOffsetsK, "k offsets"},
-                           std::pair{kOffsetsV, "v offsets"}, std::pair{kOffsetsO, "out offsets"},
-                           std::pair{kOffsetsStats, "stats offsets"}})
+  for (auto [uid, name] :
+       {std::pair{kOffsetsQ, "q offsets"}, std::pair{kOffsetsK, "k offsets"}, std::pair{kOffsetsV, "v offsets"},
+        std::pair{kOffsetsO, "out offsets"}, std::pair{kOffsetsStats, "stats offsets"}})
     graph.tensor(uid, int32_column(s.batch + 1), name);
 }
 

@@ -88,7 +88,8 @@ void Plan::execute(cudnnHandle_t handle, const std::vector<std::pair<std::int64_
 }
 
 std::int64_t GraphBuilder::tensor(std::int64_t uid, const TensorSpec& spec, const std::string& what) {
-  if (tensors_.count(uid) != 0) throw Error(name_ + ": tensor uid " + std::to_string(uid) + " used twice (" + what + ")");
+  if (tensors_.count(uid) != 0)
+    throw Error(name_ + ": tensor uid " + std::to_string(uid) + " used twice (" + what + ")");
   Descriptor desc(CUDNN_BACKEND_TENSOR_DESCRIPTOR, name_, "tensor " + what);
   const auto rank = static_cast<std::int64_t>(spec.dims.size());
   ZT_CUDNN_SET(desc, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid);

@@ -62,8 +62,8 @@ Plan GraphBuilder::build(cudnnHandle_t handle) {
       ZT_CUDNN_SET_DESCRIPTOR(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, config);
       cudnnStatus_t status = cudnnBackendFinalize(plan.get());
       if (status != CUDNN_STATUS_SUCCESS) {
-        if (tried <= 4) rejected += std::string("; ") + config.label() + ": " + cudnnGetErrorString(status) + " " +
-                                    last_error_text();
+        if (tried <= 4)
+          rejected += std::string("; ") + config.label() + ": " + cudnnGetErrorString(status) + " " + last_error_text();
         continue;
       }
       std::int64_t workspace = 0, returned = 0;
@@ -79,9 +79,8 @@ Plan GraphBuilder::build(cudnnHandle_t handle) {
       return Plan(std::move(keep), std::move(plan), workspace, name_);
     }
   }
-  throw Error(name_ + ": cuDNN has no engine for this graph (" + std::to_string(tried) +
-              " configurations tried" + rejected +
-              "). This cuDNN or GPU does not support the shape; set attn_impl=zerotune.");
+  throw Error(name_ + ": cuDNN has no engine for this graph (" + std::to_string(tried) + " configurations tried" +
+              rejected + "). This cuDNN or GPU does not support the shape; set attn_impl=zerotune.");
 }
 
 }  // namespace zt::cuda::cudnn_graph

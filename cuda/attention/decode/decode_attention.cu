@@ -29,11 +29,11 @@
 
 #include "cuda/attention/simple/attention_tiles.cuh"
 #include "cuda/common/cuda_common.cuh"
-#include "cuda/elementwise/elementwise_dispatch.cuh"
 #include "cuda/common/mma_warp.cuh"
 #include "cuda/common/scratch_buffer.h"
 #include "cuda/common/tile_smem.cuh"
 #include "cuda/common/vector_io.cuh"
+#include "cuda/elementwise/elementwise_dispatch.cuh"
 #include "runtime/check.h"
 #include "runtime/error.h"
 
@@ -53,7 +53,7 @@ constexpr int kMaxHeadDim = 256;
 constexpr int kMinSplitTokens = 128;
 constexpr int kMaxAutoSplits = 128;
 constexpr int kResidentBlocks = 3;  // blocks of the tensor-core kernel at head_dim 128 one SM holds
-constexpr int kSplitAlign = 16;  // split boundaries fall on tensor-core tile boundaries
+constexpr int kSplitAlign = 16;     // split boundaries fall on tensor-core tile boundaries
 constexpr unsigned kMaxGridYZ = 65535;
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
@@ -61,13 +61,13 @@ constexpr float kLn2 = 0.6931471805599453f;
 // What every block of a launch shares, fixed on the host.
 struct Plan {
   int num_splits = 1;
-  std::int64_t capacity = 0;  // tokens a block_table row addresses; longer lengths are cut to it
-  int split_tokens = 0;   // tokens per split, a multiple of kSplitAlign
-  int group = 1;          // query heads per kv head
-  int head_groups = 1;    // blocks per kv head: ceil(group / kGroupRows)
-  float scale_log2 = 0.0f;         // softmax_scale · log2(e): scores go straight to the exp2 domain
-  float* partial_out = nullptr;    // [batch, num_heads, num_splits, head_dim]; null when num_splits is 1
-  float* partial_lse = nullptr;    // [batch, num_heads, num_splits]
+  std::int64_t capacity = 0;     // tokens a block_table row addresses; longer lengths are cut to it
+  int split_tokens = 0;          // tokens per split, a multiple of kSplitAlign
+  int group = 1;                 // query heads per kv head
+  int head_groups = 1;           // blocks per kv head: ceil(group / kGroupRows)
+  float scale_log2 = 0.0f;       // softmax_scale · log2(e): scores go straight to the exp2 domain
+  float* partial_out = nullptr;  // [batch, num_heads, num_splits, head_dim]; null when num_splits is 1
+  float* partial_lse = nullptr;  // [batch, num_heads, num_splits]
 };
 
 int head_groups_of(const DecodeAttentionDims& dims) {
@@ -115,8 +115,7 @@ __device__ __forceinline__ std::int64_t pool_offset(const DecodeAttentionDims& d
                                                     int kv_head) {
   const std::int32_t page = pages[t / d.block_size];
   if (page < 0 || page >= d.num_blocks) return -1;
-  return ((static_cast<std::int64_t>(page) * d.block_size + t % d.block_size) * d.num_kv_heads + kv_head) *
-         d.head_dim;
+  return ((static_cast<std::int64_t>(page) * d.block_size + t % d.block_size) * d.num_kv_heads + kv_head) * d.head_dim;
 }
 
 // A block with no tokens: zeros as the output (num_splits 1, length 0), or an empty partial.
@@ -124,11 +123,12 @@ template <typename T>
 __device__ void write_empty(const DecodeAttentionDims& d, const Plan& p, const BlockWork& w, T* out) {
   if (p.partial_out == nullptr) {
     for (int i = threadIdx.x; i < w.rows * d.head_dim; i += blockDim.x)
-      store_float(out + (static_cast<std::int64_t>(w.b) * d.num_heads + w.h0 + i / d.head_dim) * d.head_dim +
-                      i % d.head_dim,
-                  0.0f);
+      store_float(
+          out + (static_cast<std::int64_t>(w.b) * d.num_heads + w.h0 + i / d.head_dim) * d.head_dim + i % d.head_dim,
+          0.0f);
   } else {
-    for (int r = threadIdx.x; r < w.rows; r += blockDim.x) p.partial_lse[partial_row(d, p, w.b, w.h0 + r, w.split)] = -INFINITY;
+    for (int r = threadIdx.x; r < w.rows; r += blockDim.x)
+      p.partial_lse[partial_row(d, p, w.b, w.h0 + r, w.split)] = -INFINITY;
   }
 }
 
@@ -232,7 +232,8 @@ __global__ void __launch_bounds__(kThreads)
 
     FragC s[kTileN / 8];
     mma::zero(s);
-    mma::gemm_abt<T, KvTile, kD / 16, kTileN / 8>(s, [&](int kk) { return q_frag[kk]; }, sk + stage, 0);
+    mma::gemm_abt<T, KvTile, kD / 16, kTileN / 8>(
+        s, [&](int kk) { return q_frag[kk]; }, sk + stage, 0);
 #pragma unroll
     for (int n8 = 0; n8 < kTileN / 8; ++n8)
 #pragma unroll
@@ -240,8 +241,8 @@ __global__ void __launch_bounds__(kThreads)
         const int column = 8 * n8 + 2 * quad + (e & 1);
         s[n8].x[e] = column < valid ? s[n8].x[e] * p.scale_log2 : -INFINITY;
       }
-    // Online softmax per head row (group and group + 8). Every tile has a valid column, so
-    // the new max is finite; exp2(−inf) = 0 covers the first tile and masked columns.
+      // Online softmax per head row (group and group + 8). Every tile has a valid column, so
+      // the new max is finite; exp2(−inf) = 0 covers the first tile and masked columns.
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       float row_max = m[half];
@@ -267,7 +268,8 @@ __global__ void __launch_bounds__(kThreads)
     }
     FragA pa[kTileN / 16];
     mma::to_a<T>(pa, s);
-    mma::gemm_ab<T, KvTile, kTileN / 16, kD / 8>(o, [&](int kk) { return pa[kk]; }, sv + stage, 0, 0);
+    mma::gemm_ab<T, KvTile, kTileN / 16, kD / 8>(
+        o, [&](int kk) { return pa[kk]; }, sv + stage, 0, 0);
     __syncwarp();  // every lane is done with this stage before it is refilled
   }
   tile::cp_async_wait<0>();
@@ -314,15 +316,15 @@ __global__ void __launch_bounds__(kThreads)
 
 // ---- CUDA-core kernel ----
 
-constexpr int kGenericTileN = 32;                                  // tokens per tile: one per lane
+constexpr int kGenericTileN = 32;                                          // tokens per tile: one per lane
 constexpr int kGenericAccumulators = kGroupRows * kMaxHeadDim / kThreads;  // (head, column) pairs per thread
 
 std::size_t generic_shared_bytes(int head_dim) {
-  return sizeof(float) * (kGroupRows * head_dim               // Q, scaled into the log2 domain
-                          + kGenericTileN * (head_dim + 1)     // K: threads read across rows
-                          + kGenericTileN * head_dim           // V
-                          + kGroupRows * kGenericTileN         // scores, then probabilities
-                          + 3 * kGroupRows);                   // running max, sum, rescale
+  return sizeof(float) * (kGroupRows * head_dim             // Q, scaled into the log2 domain
+                          + kGenericTileN * (head_dim + 1)  // K: threads read across rows
+                          + kGenericTileN * head_dim        // V
+                          + kGroupRows * kGenericTileN      // scores, then probabilities
+                          + 3 * kGroupRows);                // running max, sum, rescale
 }
 
 template <typename T>
@@ -341,9 +343,9 @@ __global__ void __launch_bounds__(kThreads)
 
   extern __shared__ __align__(16) unsigned char generic_shared[];
   float* q_tile = reinterpret_cast<float*>(generic_shared);  // [rows][dim]
-  float* k_tile = q_tile + kGroupRows * dim;                  // [32][dim + 1]
-  float* v_tile = k_tile + kGenericTileN * key_pitch;         // [32][dim]
-  float* scores = v_tile + kGenericTileN * dim;               // [rows][32]
+  float* k_tile = q_tile + kGroupRows * dim;                 // [32][dim + 1]
+  float* v_tile = k_tile + kGenericTileN * key_pitch;        // [32][dim]
+  float* scores = v_tile + kGenericTileN * dim;              // [rows][32]
   float* run_max = scores + kGroupRows * kGenericTileN;
   float* run_sum = run_max + kGroupRows;
   float* rescale = run_sum + kGroupRows;
@@ -490,7 +492,8 @@ void check_dims(const DecodeAttentionDims& dims, int num_splits) {
 
 int split_tokens_of(const DecodeAttentionDims& dims, int num_splits) {
   const std::int64_t per_split = (dims.capacity() + num_splits - 1) / num_splits;
-  const std::int64_t aligned = std::max<std::int64_t>(kSplitAlign, (per_split + kSplitAlign - 1) / kSplitAlign * kSplitAlign);
+  const std::int64_t aligned =
+      std::max<std::int64_t>(kSplitAlign, (per_split + kSplitAlign - 1) / kSplitAlign * kSplitAlign);
   return static_cast<int>(std::min<std::int64_t>(aligned, std::int64_t{1} << 30));
 }
 
@@ -505,8 +508,8 @@ bool fast_path_takes(const DecodeAttentionDims& dims, const DecodeAttentionInput
 }
 
 template <typename T, int kD>
-void launch_fast(const DecodeAttentionDims& dims, const DecodeAttentionInputs& in, const Plan& plan, dim3 grid,
-                 T* out, cudaStream_t stream) {
+void launch_fast(const DecodeAttentionDims& dims, const DecodeAttentionInputs& in, const Plan& plan, dim3 grid, T* out,
+                 cudaStream_t stream) {
   auto kernel = decode_fast_kernel<T, kD>;
   constexpr int kBytes = FastShape<kD>::kSharedBytes;
   allow_shared_bytes(kernel, kBytes);
@@ -566,7 +569,8 @@ void decode_attention(const DecodeAttentionDims& dims_in, const DecodeAttentionI
       workspace = scratch->data();
     }
     plan.partial_out = static_cast<float*>(workspace);
-    plan.partial_lse = plan.partial_out + static_cast<std::size_t>(dims.batch) * dims.num_heads * num_splits * dims.head_dim;
+    plan.partial_lse =
+        plan.partial_out + static_cast<std::size_t>(dims.batch) * dims.num_heads * num_splits * dims.head_dim;
   }
 
   const dim3 grid(static_cast<unsigned>(num_splits), static_cast<unsigned>(dims.num_kv_heads * plan.head_groups),
@@ -575,8 +579,10 @@ void decode_attention(const DecodeAttentionDims& dims_in, const DecodeAttentionI
     T* result = static_cast<T*>(out);
     if (fast_path_takes<T>(dims, inputs)) {
       if constexpr (mma::kIsHalf16<T>) {
-        if (dims.head_dim == 64) launch_fast<T, 64>(dims, inputs, plan, grid, result, stream);
-        else launch_fast<T, 128>(dims, inputs, plan, grid, result, stream);
+        if (dims.head_dim == 64)
+          launch_fast<T, 64>(dims, inputs, plan, grid, result, stream);
+        else
+          launch_fast<T, 128>(dims, inputs, plan, grid, result, stream);
       }
     } else {
       auto kernel = decode_generic_kernel<T>;
@@ -587,8 +593,8 @@ void decode_attention(const DecodeAttentionDims& dims_in, const DecodeAttentionI
     ZT_CUDA_CHECK(cudaGetLastError());
     if (num_splits > 1) {
       const std::int64_t rows = static_cast<std::int64_t>(dims.batch) * dims.num_heads;
-      decode_combine_kernel<T><<<static_cast<unsigned>((rows + kWarps - 1) / kWarps), kThreads, 0, stream>>>(dims, plan,
-                                                                                                               result);
+      decode_combine_kernel<T>
+          <<<static_cast<unsigned>((rows + kWarps - 1) / kWarps), kThreads, 0, stream>>>(dims, plan, result);
       ZT_CUDA_CHECK(cudaGetLastError());
     }
   });

@@ -29,8 +29,8 @@ namespace zt::cuda {
 struct DecodeAttentionDims {
   int batch = 0;
   int num_heads = 0;
-  int num_kv_heads = 0;  // divides num_heads
-  int head_dim = 0;      // a multiple of 8, at most 256
+  int num_kv_heads = 0;         // divides num_heads
+  int head_dim = 0;             // a multiple of 8, at most 256
   std::int64_t num_blocks = 0;  // pages in each pool
   int block_size = 0;           // tokens per page
   int max_blocks_per_seq = 0;   // block_table's row length
@@ -45,9 +45,9 @@ struct DecodeAttentionDims {
 };
 
 struct DecodeAttentionInputs {
-  const void* q = nullptr;           // [batch, num_heads, head_dim] with the strides above
-  const void* key_pool = nullptr;    // contiguous [num_blocks, block_size, num_kv_heads, head_dim]
-  const void* value_pool = nullptr;  // the same shape
+  const void* q = nullptr;                    // [batch, num_heads, head_dim] with the strides above
+  const void* key_pool = nullptr;             // contiguous [num_blocks, block_size, num_kv_heads, head_dim]
+  const void* value_pool = nullptr;           // the same shape
   const std::int32_t* block_table = nullptr;  // device, contiguous [batch, max_blocks_per_seq]
   const std::int32_t* seq_lens = nullptr;     // device, [batch]
 };

@@ -51,8 +51,7 @@ void launch(const KvSlotWriteDims& dims, std::size_t element_bytes, const void* 
 }
 
 // Whether 16-byte units cover every row: all pointers aligned, and rows and strides whole units.
-bool whole_vectors(const KvSlotWriteDims& d, std::size_t element_bytes,
-                   std::initializer_list<const void*> pointers) {
+bool whole_vectors(const KvSlotWriteDims& d, std::size_t element_bytes, std::initializer_list<const void*> pointers) {
   for (const void* p : pointers)
     if (!is_aligned(p, 16)) return false;
   const auto ratio = static_cast<std::int64_t>(16 / element_bytes);

@@ -185,9 +185,11 @@ __global__ void __launch_bounds__(32 * kWarps)
       for (int e = 0; e < 4; ++e) dp[n].x[e] = s[n].x[e] * (dp[n].x[e] - s_delta[lane.col(n, e)]);
     FragA a[kBlockM / 16];
     mma::to_a<T>(a, s);
-    mma::gemm_ab<T, QTile, kBlockM / 16, kD / 8>(dv, [&](int kk) { return a[kk]; }, sdo, 0, 0);
+    mma::gemm_ab<T, QTile, kBlockM / 16, kD / 8>(
+        dv, [&](int kk) { return a[kk]; }, sdo, 0, 0);
     mma::to_a<T>(a, dp);
-    mma::gemm_ab<T, QTile, kBlockM / 16, kD / 8>(dk, [&](int kk) { return a[kk]; }, sq, 0, 0);
+    mma::gemm_ab<T, QTile, kBlockM / 16, kD / 8>(
+        dk, [&](int kk) { return a[kk]; }, sq, 0, 0);
     if constexpr (kAtomicDq) {
       const float one[2] = {1.0f, 1.0f};
       tile::store_accumulators<typename Shape::DsTile, T>(shared + (sds - sk), row0, dp, one);
@@ -213,27 +215,25 @@ __global__ void __launch_bounds__(32 * kWarps)
 }
 
 template <typename T, int kD>
-void launch_delta(const AttentionDims& dims, const void* out, const void* grad_out, float* delta,
-                  cudaStream_t stream) {
+void launch_delta(const AttentionDims& dims, const void* out, const void* grad_out, float* delta, cudaStream_t stream) {
   const std::int64_t rows = dims.total_tokens * dims.num_heads;
   if (rows == 0) return;
-  flash_delta_kernel<T, kD><<<grid_size(rows, 4), 128, 0, stream>>>(
-      static_cast<const T*>(out), static_cast<const T*>(grad_out), delta, rows);
+  flash_delta_kernel<T, kD><<<grid_size(rows, 4), 128, 0, stream>>>(static_cast<const T*>(out),
+                                                                    static_cast<const T*>(grad_out), delta, rows);
   ZT_CUDA_CHECK(cudaGetLastError());
 }
 
 template <typename T, int kD, bool kAtomicDq>
-void launch_key_value(const AttentionDims& dims, const AttentionInputs& inputs, const void* grad_out,
-                      const float* lse, const FlashBackwardScratch& scratch, const AttentionGradOutputs& grads,
-                      cudaStream_t stream) {
+void launch_key_value(const AttentionDims& dims, const AttentionInputs& inputs, const void* grad_out, const float* lse,
+                      const FlashBackwardScratch& scratch, const AttentionGradOutputs& grads, cudaStream_t stream) {
   // Sᵀ and dPᵀ of 64 queries next to dK and dV of 128 columns would not fit in registers.
   constexpr int kWarps = 8, kBlockM = kD >= 128 ? 32 : 64;
   using Shape = KvShape<kD, kWarps, kBlockM, kAtomicDq>;
   auto kernel = flash_backward_kv_kernel<T, kD, kWarps, kBlockM, kAtomicDq>;
   allow_shared_bytes(kernel, Shape::kSharedBytes);
   const dim3 grid(tiles_of(dims.prefix_len + dims.max_seqlen, Shape::kBlockN), dims.num_kv_heads, dims.batch);
-  kernel<<<grid, Shape::kThreads, Shape::kSharedBytes, stream>>>(
-      dims, inputs, static_cast<const T*>(grad_out), lse, scratch.delta, grads, scratch.dq_accum);
+  kernel<<<grid, Shape::kThreads, Shape::kSharedBytes, stream>>>(dims, inputs, static_cast<const T*>(grad_out), lse,
+                                                                 scratch.delta, grads, scratch.dq_accum);
   ZT_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -241,8 +241,8 @@ template <typename T>
 void launch_dq_convert(const AttentionDims& dims, const float* dq_accum, void* grad_q, cudaStream_t stream) {
   const std::int64_t quads = dims.total_tokens * dims.num_heads * dims.head_dim / 4;
   if (quads == 0) return;
-  flash_dq_convert_kernel<T><<<grid_size(quads, 256), 256, 0, stream>>>(dq_accum, static_cast<T*>(grad_q), quads,
-                                                                         dims.softmax_scale);
+  flash_dq_convert_kernel<T>
+      <<<grid_size(quads, 256), 256, 0, stream>>>(dq_accum, static_cast<T*>(grad_q), quads, dims.softmax_scale);
   ZT_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -262,8 +262,10 @@ void flash_attention_backward(const AttentionDims& dims, const AttentionInputs& 
     const std::size_t dq_bytes = sizeof(float) * dims.total_tokens * dims.num_heads * kD;
     if (!deterministic && dq_bytes > 0) ZT_CUDA_CHECK(cudaMemsetAsync(scratch.dq_accum, 0, dq_bytes, stream));
     if (dims.prefix_len + dims.max_seqlen > 0) {
-      if (deterministic) launch_key_value<T, kD, false>(dims, inputs, grad_out, lse, scratch, grads, stream);
-      else launch_key_value<T, kD, true>(dims, inputs, grad_out, lse, scratch, grads, stream);
+      if (deterministic)
+        launch_key_value<T, kD, false>(dims, inputs, grad_out, lse, scratch, grads, stream);
+      else
+        launch_key_value<T, kD, true>(dims, inputs, grad_out, lse, scratch, grads, stream);
     }
     if (dims.max_seqlen == 0) return;
     if (deterministic)

@@ -63,7 +63,8 @@ __global__ void __launch_bounds__(32 * kWarps)
       for (int e = 0; e < 4; ++e) dp[nb].x[e] = s[nb].x[e] * (dp[nb].x[e] - row_delta[e / 2]);
     FragA ds[kBlockN / 16];
     mma::to_a<T>(ds, dp);
-    mma::gemm_ab<T, KvTile, kBlockN / 16, kD / 8>(dq, [&](int kk) { return ds[kk]; }, block.k_tile(n), 0, 0);
+    mma::gemm_ab<T, KvTile, kBlockN / 16, kD / 8>(
+        dq, [&](int kk) { return ds[kk]; }, block.k_tile(n), 0, 0);
   }
 
   const float factor[2] = {dims.softmax_scale, dims.softmax_scale};
@@ -75,8 +76,8 @@ void launch(const AttentionDims& dims, const AttentionInputs& inputs, const void
             const float* delta, void* grad_q, cudaStream_t stream) {
   constexpr int kWarps = 8, kBlockN = 64;
   launch_query_tiles<DqShape<kD, kWarps, kBlockN>>(flash_backward_dq_kernel<T, kD, kWarps, kBlockN>, dims, stream,
-                                                    inputs, static_cast<const T*>(grad_out), lse, delta,
-                                                    static_cast<T*>(grad_q));
+                                                   inputs, static_cast<const T*>(grad_out), lse, delta,
+                                                   static_cast<T*>(grad_q));
 }
 
 }  // namespace
@@ -84,9 +85,8 @@ void launch(const AttentionDims& dims, const AttentionInputs& inputs, const void
 void launch_flash_dq(const AttentionDims& dims, const AttentionInputs& inputs, DType dtype, const void* grad_out,
                      const float* lse, const float* delta, void* grad_q, cudaStream_t stream) {
   if (dims.max_seqlen == 0) return;
-  dispatch_flash(dtype, dims.head_dim, [&]<typename T, int kD>() {
-    launch<T, kD>(dims, inputs, grad_out, lse, delta, grad_q, stream);
-  });
+  dispatch_flash(dtype, dims.head_dim,
+                 [&]<typename T, int kD>() { launch<T, kD>(dims, inputs, grad_out, lse, delta, grad_q, stream); });
 }
 
 }  // namespace zt::cuda::flash_detail

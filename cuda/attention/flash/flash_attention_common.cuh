@@ -140,7 +140,8 @@ struct QueryBlock {
 #pragma unroll
       for (int kk = 0; kk < kD / 16; ++kk) q_frag[kk] = mma::load_a<QTile>(sq, row0, kk);
     mma::zero(s);
-    mma::gemm_abt<T, KvTile, kD / 16, kBlockN / 8>(s, [&](int kk) { return q_frag[kk]; }, k_tile(n), 0);
+    mma::gemm_abt<T, KvTile, kD / 16, kBlockN / 8>(
+        s, [&](int kk) { return q_frag[kk]; }, k_tile(n), 0);
   }
 
   // Sets the scores of key tile n that the mask hides to `value`; only tiles that cross the
@@ -182,17 +183,22 @@ template <typename F>
 void dispatch_flash(DType dtype, int head_dim, F&& f) {
   auto with_type = [&]<typename T>() {
     switch (head_dim) {
-      case 64: return f.template operator()<T, 64>();
-      case 96: return f.template operator()<T, 96>();
-      case 128: return f.template operator()<T, 128>();
+      case 64:
+        return f.template operator()<T, 64>();
+      case 96:
+        return f.template operator()<T, 96>();
+      case 128:
+        return f.template operator()<T, 128>();
       default:
         throw Error("flash attention kernels: head_dim " + std::to_string(head_dim) +
                     " is not one of 64, 96, 128; use the simple kernels of cuda/attention/simple/attention.cuh");
     }
   };
   switch (dtype) {
-    case DType::kBF16: return with_type.template operator()<__nv_bfloat16>();
-    case DType::kF16: return with_type.template operator()<__half>();
+    case DType::kBF16:
+      return with_type.template operator()<__nv_bfloat16>();
+    case DType::kF16:
+      return with_type.template operator()<__half>();
     default:
       throw Error(std::string("flash attention kernels take bfloat16 or float16, got ") + dtype_name(dtype) +
                   "; use the simple kernels of cuda/attention/simple/attention.cuh");

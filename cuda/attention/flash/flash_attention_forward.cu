@@ -77,7 +77,8 @@ __global__ void __launch_bounds__(32 * kWarps)
     online_softmax(s, m, l, o, scale_log2);
     FragA p[kBlockN / 16];
     mma::to_a<T>(p, s);
-    mma::gemm_ab<T, KvTile, kBlockN / 16, kD / 8>(o, [&](int kk) { return p[kk]; }, block.v_tile(n), 0, 0);
+    mma::gemm_ab<T, KvTile, kBlockN / 16, kD / 8>(
+        o, [&](int kk) { return p[kk]; }, block.v_tile(n), 0, 0);
   }
 
   // Rows past the sequence end have l = 0; they are never stored.
@@ -103,7 +104,7 @@ void launch_forward(const AttentionDims& dims, const AttentionInputs& inputs, vo
                     cudaStream_t stream) {
   constexpr int kWarps = 8, kBlockN = kD <= 64 ? 128 : 64;
   launch_query_tiles<ForwardShape<kD, kWarps, kBlockN>>(flash_forward_kernel<T, kD, kWarps, kBlockN>, dims, stream,
-                                                         inputs, static_cast<T*>(out), lse);
+                                                        inputs, static_cast<T*>(out), lse);
 }
 
 }  // namespace
@@ -111,8 +112,7 @@ void launch_forward(const AttentionDims& dims, const AttentionInputs& inputs, vo
 void flash_attention_forward(const AttentionDims& dims, const AttentionInputs& inputs, DType dtype, void* out,
                              float* lse, cudaStream_t stream) {
   attention_detail::check_dims(dims);
-  ZT_REQUIRE(dims.softmax_scale > 0.0f, "flash attention forward: softmax_scale " +
-                                            std::to_string(dims.softmax_scale) +
+  ZT_REQUIRE(dims.softmax_scale > 0.0f, "flash attention forward: softmax_scale " + std::to_string(dims.softmax_scale) +
                                             " must be positive; the simple kernels take any finite scale");
   if (dims.max_seqlen == 0) return;
   dispatch_flash(dtype, dims.head_dim,

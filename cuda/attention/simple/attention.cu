@@ -23,9 +23,9 @@ __global__ void __launch_bounds__(kThreads)
   const Operands<T> x(in);
 
   extern __shared__ float shared[];
-  float* q_tile = shared;                              // [kBlockRows][dim]
-  float* k_tile = q_tile + kBlockRows * dim;           // [kStreamRows][dim + 1]: lanes read across rows
-  float* v_tile = k_tile + kStreamRows * key_pitch;    // [kStreamRows][dim]
+  float* q_tile = shared;                            // [kBlockRows][dim]
+  float* k_tile = q_tile + kBlockRows * dim;         // [kStreamRows][dim + 1]: lanes read across rows
+  float* v_tile = k_tile + kStreamRows * key_pitch;  // [kStreamRows][dim]
   load_tile<T>(q_tile, dim, kBlockRows, min(kBlockRows, seq.len - q0), dim,
                [&](int r) { return token_row(x.q, seq.start + q0 + r, dims.num_heads, h, dim); });
 
@@ -80,8 +80,8 @@ __global__ void __launch_bounds__(kThreads)
 
 }  // namespace
 
-void attention_forward(const AttentionDims& dims, const AttentionInputs& inputs, DType dtype, void* out,
-                       float* lse, cudaStream_t stream) {
+void attention_forward(const AttentionDims& dims, const AttentionInputs& inputs, DType dtype, void* out, float* lse,
+                       cudaStream_t stream) {
   check_dims(dims);
   if (dims.max_seqlen == 0) return;
   dispatch_attention(dtype, dims.head_dim, [&]<typename T, int kChunks>() {

@@ -39,8 +39,8 @@ struct AttentionInputs {
 // out (q's dtype) and lse (float32 [total_tokens, num_heads]) fully written. dtype: float32,
 // bfloat16 or float16, with fp32 accumulation; 16-bit runs round the probabilities to dtype
 // before multiplying them by V, as FlashAttention does.
-void attention_forward(const AttentionDims& dims, const AttentionInputs& inputs, DType dtype, void* out,
-                       float* lse, cudaStream_t stream);
+void attention_forward(const AttentionDims& dims, const AttentionInputs& inputs, DType dtype, void* out, float* lse,
+                       cudaStream_t stream);
 
 struct AttentionGradOutputs {
   void* grad_q = nullptr;

@@ -19,7 +19,8 @@ __global__ void __launch_bounds__(kThreads)
   for (std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * kWarps + threadIdx.x / kLanes; row < rows;
        row += static_cast<std::int64_t>(gridDim.x) * kWarps) {
     float sum = 0.0f;
-    for (int c = lane; c < dim; c += kLanes) sum += load_float(out + row * dim + c) * load_float(grad_out + row * dim + c);
+    for (int c = lane; c < dim; c += kLanes)
+      sum += load_float(out + row * dim + c) * load_float(grad_out + row * dim + c);
     sum = warp_sum(sum);
     if (lane == 0) delta[row] = sum;
   }
@@ -40,10 +41,10 @@ __global__ void __launch_bounds__(kThreads)
   const Operands<T> x(in);
 
   extern __shared__ float shared[];
-  float* q_tile = shared;                          // [kBlockRows][dim]
-  float* dout_tile = q_tile + kBlockRows * dim;    // [kBlockRows][dim]
-  float* k_tile = dout_tile + kBlockRows * dim;    // [kStreamRows][dim + 1]
-  float* v_tile = k_tile + kStreamRows * pitch;    // [kStreamRows][dim + 1]
+  float* q_tile = shared;                        // [kBlockRows][dim]
+  float* dout_tile = q_tile + kBlockRows * dim;  // [kBlockRows][dim]
+  float* k_tile = dout_tile + kBlockRows * dim;  // [kStreamRows][dim + 1]
+  float* v_tile = k_tile + kStreamRows * pitch;  // [kStreamRows][dim + 1]
   const int own_rows = min(kBlockRows, seq.len - q0);
   load_tile<T>(q_tile, dim, kBlockRows, own_rows, dim,
                [&](int r) { return token_row(x.q, seq.start + q0 + r, dims.num_heads, h, dim); });
@@ -88,8 +89,8 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
   for (int r = 0; r < kRowsPerWarp; ++r) {
     if (q0 + row0 + r >= seq.len) continue;
-    store_lane_columns(token_row(grad_q, seq.start + q0 + row0 + r, dims.num_heads, h, dim), acc[r],
-                       dims.softmax_scale, lane, dim);
+    store_lane_columns(token_row(grad_q, seq.start + q0 + row0 + r, dims.num_heads, h, dim), acc[r], dims.softmax_scale,
+                       lane, dim);
   }
 }
 
@@ -110,12 +111,12 @@ __global__ void __launch_bounds__(kThreads)
   const Operands<T> x(in);
 
   extern __shared__ float shared[];
-  float* k_tile = shared;                            // [kBlockRows][dim]
-  float* v_tile = k_tile + kBlockRows * dim;         // [kBlockRows][dim]
-  float* q_tile = v_tile + kBlockRows * dim;         // [kStreamRows][dim + 1]
-  float* dout_tile = q_tile + kStreamRows * pitch;   // [kStreamRows][dim + 1]
+  float* k_tile = shared;                             // [kBlockRows][dim]
+  float* v_tile = k_tile + kBlockRows * dim;          // [kBlockRows][dim]
+  float* q_tile = v_tile + kBlockRows * dim;          // [kStreamRows][dim + 1]
+  float* dout_tile = q_tile + kStreamRows * pitch;    // [kStreamRows][dim + 1]
   float* lse_tile = dout_tile + kStreamRows * pitch;  // [kStreamRows]
-  float* delta_tile = lse_tile + kStreamRows;        // [kStreamRows]
+  float* delta_tile = lse_tile + kStreamRows;         // [kStreamRows]
   const int own_rows = min(kBlockRows, keys - k0);
   load_keys(k_tile, dim, v_tile, dim, kBlockRows, own_rows, x, dims, seq, b, k0, g);
 
@@ -182,8 +183,7 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 template <typename T>
-void launch_delta(const AttentionDims& dims, const void* out, const void* grad_out, float* delta,
-                  cudaStream_t stream) {
+void launch_delta(const AttentionDims& dims, const void* out, const void* grad_out, float* delta, cudaStream_t stream) {
   const std::int64_t rows = dims.total_tokens * dims.num_heads;
   if (rows == 0) return;
   attention_delta_kernel<T><<<grid_size(rows, kWarps), kThreads, 0, stream>>>(

@@ -180,15 +180,22 @@ void launch_tiles(Kernel kernel, std::size_t bytes, std::int64_t rows, int heads
 template <typename F>
 void dispatch_attention(DType dtype, int head_dim, F&& f) {
   auto with_type = [&]<typename T>() {
-    if (head_dim <= 64) f.template operator()<T, 2>();
-    else if (head_dim <= 128) f.template operator()<T, 4>();
-    else f.template operator()<T, 8>();
+    if (head_dim <= 64)
+      f.template operator()<T, 2>();
+    else if (head_dim <= 128)
+      f.template operator()<T, 4>();
+    else
+      f.template operator()<T, 8>();
   };
   switch (dtype) {
-    case DType::kF32: return with_type.template operator()<float>();
-    case DType::kBF16: return with_type.template operator()<__nv_bfloat16>();
-    case DType::kF16: return with_type.template operator()<__half>();
-    default: throw Error(std::string("attention kernels take float32, bfloat16 or float16, got ") + dtype_name(dtype));
+    case DType::kF32:
+      return with_type.template operator()<float>();
+    case DType::kBF16:
+      return with_type.template operator()<__nv_bfloat16>();
+    case DType::kF16:
+      return with_type.template operator()<__half>();
+    default:
+      throw Error(std::string("attention kernels take float32, bfloat16 or float16, got ") + dtype_name(dtype));
   }
 }
 

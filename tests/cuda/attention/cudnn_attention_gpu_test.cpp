@@ -13,8 +13,8 @@
 #include "ops/attention/attention_backend.h"
 #include "runtime/error.h"
 #include "tests/common/op_test_util.h"
-#include "tests/ops/attention/attention_test_util.h"
 #include "tests/common/test_util.h"
+#include "tests/ops/attention/attention_test_util.h"
 
 namespace zt {
 namespace {
@@ -22,8 +22,8 @@ namespace {
 using ops::AttentionImpl;
 using testing::AttentionCase;
 using testing::AttentionTensors;
-using testing::expect_attention_matches;
 using testing::error_of;
+using testing::expect_attention_matches;
 using testing::expect_mentions;
 using testing::on_gpu;
 
@@ -44,9 +44,9 @@ void check_cudnn_against_cpu(const AttentionCase& c, DType dtype, std::uint64_t 
   Tensor grad_out = Tensor::normal(cpu.q.shape(), seed + 10, 0, 0.0, 1.0, dtype);
   ops::AttentionGrads want =
       ops::attention_backward(grad_out, cpu.q, cpu.k, cpu.v, ref.out, ref.lse, cpu.cu_seqlens, c.config());
-  ops::AttentionGrads have = ops::attention_backward_with(AttentionImpl::kCudnn, grad_out.to(Device::cuda()), gpu.q,
-                                                          gpu.k, gpu.v, ref.out.to(Device::cuda()),
-                                                          ref.lse.to(Device::cuda()), gpu.cu_seqlens, c.config());
+  ops::AttentionGrads have =
+      ops::attention_backward_with(AttentionImpl::kCudnn, grad_out.to(Device::cuda()), gpu.q, gpu.k, gpu.v,
+                                   ref.out.to(Device::cuda()), ref.lse.to(Device::cuda()), gpu.cu_seqlens, c.config());
   expect_attention_matches(have.grad_q, want.grad_q, tol, what + " grad_q");
   expect_attention_matches(have.grad_k, want.grad_k, tol, what + " grad_k");
   expect_attention_matches(have.grad_v, want.grad_v, tol, what + " grad_v");
@@ -64,8 +64,7 @@ TEST(CudnnAttentionImpl, CpuTensorsAreRejectedNamingTheFix) {
   AttentionCase c{{4, 3}, 2, 1, 8, 0, true};
   AttentionTensors cpu = testing::random_attention_inputs(c, DType::kBF16, 3);
   expect_mentions(error_of([&] {
-                    ops::attention_forward_with(AttentionImpl::kCudnn, cpu.q, cpu.k, cpu.v, cpu.cu_seqlens,
-                                                c.config());
+                    ops::attention_forward_with(AttentionImpl::kCudnn, cpu.q, cpu.k, cpu.v, cpu.cu_seqlens, c.config());
                   }),
                   {"GPU", "cpu", "attn_impl=zerotune"});
   // zerotune's implementation still runs them.
@@ -78,7 +77,7 @@ TEST_F(CudnnAttentionGpu, DenseBatchesMatchCpu) {
   ZT_SKIP_WITHOUT_GPU();
   const std::vector<AttentionCase> cases = {
       {{128, 128}, 4, 4, 64, 0, true},
-      {{256, 256}, 8, 2, 128, 0, true},  // GQA 4:1
+      {{256, 256}, 8, 2, 128, 0, true},       // GQA 4:1
       {{200, 200, 200}, 4, 1, 64, 0, false},  // MQA, full attention, length off the tiles
       {{1}, 2, 2, 64, 0, true},
       {{2049}, 2, 1, 128, 0, true},
@@ -92,8 +91,8 @@ TEST_F(CudnnAttentionGpu, RaggedBatchesMatchCpu) {
   ZT_SKIP_WITHOUT_GPU();
   const std::vector<AttentionCase> cases = {
       {{1, 17, 130, 64, 1000}, 4, 2, 64, 0, true},
-      {{17, 5, 300}, 8, 1, 128, 0, true},   // MQA
-      {{3, 0, 40, 0}, 4, 4, 64, 0, true},   // empty sequences are left out of cuDNN's batch
+      {{17, 5, 300}, 8, 1, 128, 0, true},  // MQA
+      {{3, 0, 40, 0}, 4, 4, 64, 0, true},  // empty sequences are left out of cuDNN's batch
       {{33, 90}, 8, 8, 128, 0, false},
   };
   std::uint64_t seed = 300;
@@ -111,10 +110,10 @@ TEST_F(CudnnAttentionGpu, AgreesWithZerotuneAcrossForwardAndBackward) {
   ops::AttentionOutput zerotune = ops::attention_forward(gpu.q, gpu.k, gpu.v, gpu.cu_seqlens, c.config());
   expect_attention_matches(cudnn.lse, zerotune.lse, 1e-4, "lse layouts");
   Tensor grad_out = Tensor::normal(gpu.q.shape(), 42, 0, 0.0, 1.0, DType::kBF16, Device::cuda());
-  ops::AttentionGrads a = ops::attention_backward(grad_out, gpu.q, gpu.k, gpu.v, cudnn.out, cudnn.lse, gpu.cu_seqlens,
-                                                  c.config());
-  ops::AttentionGrads b = ops::attention_backward_with(AttentionImpl::kCudnn, grad_out, gpu.q, gpu.k, gpu.v,
-                                                       cudnn.out, cudnn.lse, gpu.cu_seqlens, c.config());
+  ops::AttentionGrads a =
+      ops::attention_backward(grad_out, gpu.q, gpu.k, gpu.v, cudnn.out, cudnn.lse, gpu.cu_seqlens, c.config());
+  ops::AttentionGrads b = ops::attention_backward_with(AttentionImpl::kCudnn, grad_out, gpu.q, gpu.k, gpu.v, cudnn.out,
+                                                       cudnn.lse, gpu.cu_seqlens, c.config());
   expect_attention_matches(b.grad_q, a.grad_q, 2e-2, "grad_q across impls");
   expect_attention_matches(b.grad_k, a.grad_k, 2e-2, "grad_k across impls");
   expect_attention_matches(b.grad_v, a.grad_v, 2e-2, "grad_v across impls");
@@ -156,8 +155,7 @@ TEST_F(CudnnAttentionGpu, UnsupportedCasesSayWhyAndNameTheFallback) {
   AttentionCase c{{8, 8}, 2, 1, 64, 0, true};
   AttentionTensors f32 = on_gpu(testing::random_attention_inputs(c, DType::kF32, 1));
   expect_mentions(error_of([&] {
-                    ops::attention_forward_with(AttentionImpl::kCudnn, f32.q, f32.k, f32.v, f32.cu_seqlens,
-                                                c.config());
+                    ops::attention_forward_with(AttentionImpl::kCudnn, f32.q, f32.k, f32.v, f32.cu_seqlens, c.config());
                   }),
                   {"float32", "bfloat16 or float16", "attn_impl=zerotune"});
   AttentionCase with_prefix{{8, 8}, 2, 1, 64, 4, true};
@@ -169,10 +167,9 @@ TEST_F(CudnnAttentionGpu, UnsupportedCasesSayWhyAndNameTheFallback) {
                   {"prefix", "attn_impl=zerotune"});
   AttentionCase odd{{8}, 2, 1, 12, 0, true};
   AttentionTensors o = on_gpu(testing::random_attention_inputs(odd, DType::kBF16, 3));
-  expect_mentions(error_of([&] {
-                    ops::attention_forward_with(AttentionImpl::kCudnn, o.q, o.k, o.v, o.cu_seqlens, odd.config());
-                  }),
-                  {"head_dim", "multiple of 8", "attn_impl=zerotune"});
+  expect_mentions(
+      error_of([&] { ops::attention_forward_with(AttentionImpl::kCudnn, o.q, o.k, o.v, o.cu_seqlens, odd.config()); }),
+      {"head_dim", "multiple of 8", "attn_impl=zerotune"});
 }
 
 }  // namespace

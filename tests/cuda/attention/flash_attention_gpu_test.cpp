@@ -16,8 +16,8 @@
 #include "cuda/attention/flash/flash_attention.cuh"
 #include "ops/attention/attention.h"
 #include "tests/common/op_test_util.h"
-#include "tests/ops/attention/attention_test_util.h"
 #include "tests/common/test_util.h"
+#include "tests/ops/attention/attention_test_util.h"
 
 namespace zt {
 namespace {

@@ -35,9 +35,9 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-#define ZT_SKIP_WITHOUT_GLOO()                                                                                  \
-  do {                                                                                                          \
-    if (!gloo_available())                                                                                      \
+#define ZT_SKIP_WITHOUT_GLOO()                                                                                    \
+  do {                                                                                                            \
+    if (!gloo_available())                                                                                        \
       GTEST_SKIP() << "zerotune was built without Gloo: install libgloo-dev (scripts/setup.sh does) and rebuild"; \
   } while (0)
 
@@ -168,7 +168,8 @@ void check_every_collective(Communicator& comm, DType dtype, std::int64_t n) {
   std::vector<double> slice_sums(static_cast<std::size_t>(n), 0.0);
   for (int r = 0; r < world; ++r) {
     const std::vector<double> theirs = values_of(r, world * n);
-    for (std::int64_t i = 0; i < n; ++i) slice_sums[static_cast<std::size_t>(i)] += theirs[static_cast<std::size_t>(rank * n + i)];
+    for (std::int64_t i = 0; i < n; ++i)
+      slice_sums[static_cast<std::size_t>(i)] += theirs[static_cast<std::size_t>(rank * n + i)];
   }
   expect_values(scattered, slice_sums, "reduce_scatter " + what, rank);
   expect_values(input, before, "reduce_scatter's input (left as it was) " + what, rank);
@@ -198,14 +199,17 @@ TEST(Gloo, SixteenBitSumsAreRoundedOnce) {
   // 1 + e + e with e half a unit in the last place: rounding after each addition gives 1,
   // a float32 sum rounded once gives 1 + 2e.
   const auto results = run_ranks(3, 10s, [](Communicator& comm) {
-    for (auto [dtype, e] : {std::pair{DType::kBF16, std::ldexp(1.0, -8)}, std::pair{DType::kF16, std::ldexp(1.0, -11)}}) {
+    for (auto [dtype, e] :
+         {std::pair{DType::kBF16, std::ldexp(1.0, -8)}, std::pair{DType::kF16, std::ldexp(1.0, -11)}}) {
       const double mine = comm.rank() == 0 ? 1.0 : e;
       Tensor sum = Tensor::full({999}, mine, dtype);
       comm.all_reduce(sum, ReduceOp::kSum);
-      expect_values(sum, std::vector<double>(999, 1.0 + 2 * e), std::string("all_reduce ") + dtype_name(dtype), comm.rank());
+      expect_values(sum, std::vector<double>(999, 1.0 + 2 * e), std::string("all_reduce ") + dtype_name(dtype),
+                    comm.rank());
       Tensor part = Tensor::zeros({333}, dtype);
       comm.reduce_scatter(Tensor::full({999}, mine, dtype), part);
-      expect_values(part, std::vector<double>(333, 1.0 + 2 * e), std::string("reduce_scatter ") + dtype_name(dtype), comm.rank());
+      expect_values(part, std::vector<double>(333, 1.0 + 2 * e), std::string("reduce_scatter ") + dtype_name(dtype),
+                    comm.rank());
     }
   });
   for (const RankResult& result : results) EXPECT_EQ(result.outcome.status, 0) << describe(results);
@@ -231,7 +235,8 @@ TEST(Gloo, AStalledRankMakesTheOthersFailAtTheTimeout) {
 void expect_others_fail_at_once(const std::function<void()>& leave) {
   const auto results = run_ranks(3, 20s, [&](Communicator& comm) {
     if (comm.rank() == 2) leave();
-    const std::string first = testing::error_of([&] { comm.all_reduce(Tensor::ones({1000}, DType::kF32), ReduceOp::kSum); });
+    const std::string first =
+        testing::error_of([&] { comm.all_reduce(Tensor::ones({1000}, DType::kF32), ReduceOp::kSum); });
     const std::string then = testing::error_of([&] { comm.barrier(); });
     fail(first + "\nthen: " + then);
   });
@@ -239,8 +244,8 @@ void expect_others_fail_at_once(const std::function<void()>& leave) {
     const RankResult& survivor = results[static_cast<std::size_t>(rank)];
     EXPECT_EQ(survivor.outcome.status, 1) << describe(results);
     const std::string me = "rank " + std::to_string(rank) + ": ";
-    testing::expect_mentions(survivor.error, {"of 1000 float32 elements (3.91 KiB)", " failed after ",
-                                              "stopped at an earlier failure"});
+    testing::expect_mentions(
+        survivor.error, {"of 1000 float32 elements (3.91 KiB)", " failed after ", "stopped at an earlier failure"});
     EXPECT_EQ(survivor.error.rfind(me, 0), 0u) << survivor.error;
     EXPECT_NE(survivor.error.find("then: " + me + "no barrier"), std::string::npos) << survivor.error;
     EXPECT_LT(survivor.outcome.seconds, 10.0) << "well within the 20 s timeout: " << describe(results);
@@ -280,10 +285,30 @@ pid_t start_zerotune(const std::vector<std::string>& args, const std::map<std::s
 }
 
 std::vector<std::string> train_args(const fs::path& output_dir, const std::string& train_file) {
-  return {"train", "--model_name_or_path", kModel, "--train_file", train_file, "--finetuning_type", "full",
-          "--template", "qwen", "--max_steps", "5", "--per_device_train_batch_size", "2", "--learning_rate", "1e-3",
-          "--save_strategy", "no", "--device", "cpu", "--overwrite_output_dir", "--ddp_timeout", "10",
-          "--output_dir", output_dir.string()};
+  return {"train",
+          "--model_name_or_path",
+          kModel,
+          "--train_file",
+          train_file,
+          "--finetuning_type",
+          "full",
+          "--template",
+          "qwen",
+          "--max_steps",
+          "5",
+          "--per_device_train_batch_size",
+          "2",
+          "--learning_rate",
+          "1e-3",
+          "--save_strategy",
+          "no",
+          "--device",
+          "cpu",
+          "--overwrite_output_dir",
+          "--ddp_timeout",
+          "10",
+          "--output_dir",
+          output_dir.string()};
 }
 
 const std::string kData = std::string(ZT_SOURCE_DIR) + "/examples/data/alpaca_demo.json";
@@ -315,20 +340,24 @@ TEST(GlooTraining, LaunchedProcessesEndWithTheWeightsOfInProcessRanks) {
   const std::vector<std::vector<std::string>> variants = {
       {}, {"--deepspeed", std::string(ZT_SOURCE_DIR) + "/examples/ds_config_zero2.json"}};
   for (std::size_t v = 0; v < variants.size(); ++v) {
-    const fs::path launched = root / ("launched" + std::to_string(v)), inprocess = root / ("inprocess" + std::to_string(v));
-    std::vector<std::string> launch = {"launch", "--nproc_per_node", "2", "--master_port", std::to_string(zt::testing::free_loopback_port()),
-                                       kBinary.string()};
+    const fs::path launched = root / ("launched" + std::to_string(v)),
+                   inprocess = root / ("inprocess" + std::to_string(v));
+    std::vector<std::string> launch = {
+        "launch",        "--nproc_per_node", "2", "--master_port", std::to_string(zt::testing::free_loopback_port()),
+        kBinary.string()};
     std::vector<std::string> train = train_args(launched, kData);
     launch.insert(launch.end(), train.begin(), train.end());
     launch.insert(launch.end(), variants[v].begin(), variants[v].end());
     const Outcome launched_run = run_zerotune(launch, root / "launch.log");
     ASSERT_EQ(launched_run.status, 0) << zt::testing::read_text(root / "launch.log");
-    EXPECT_NE(zt::testing::read_text(root / "launch.log").find("Gloo on the CPU"), std::string::npos) << zt::testing::read_text(root / "launch.log");
+    EXPECT_NE(zt::testing::read_text(root / "launch.log").find("Gloo on the CPU"), std::string::npos)
+        << zt::testing::read_text(root / "launch.log");
 
     std::vector<std::string> threads = train_args(inprocess, kData);
     threads.insert(threads.end(), {"--inprocess_ranks", "2"});
     threads.insert(threads.end(), variants[v].begin(), variants[v].end());
-    ASSERT_EQ(run_zerotune(threads, root / "inprocess.log").status, 0) << zt::testing::read_text(root / "inprocess.log");
+    ASSERT_EQ(run_zerotune(threads, root / "inprocess.log").status, 0)
+        << zt::testing::read_text(root / "inprocess.log");
 
     EXPECT_LE(relative_difference(launched / "model.safetensors", inprocess / "model.safetensors"), 1e-6) << v;
     EXPECT_GT(relative_difference(launched / "model.safetensors", fs::path(kModel) / "model.safetensors"), 1e-4)
@@ -349,13 +378,17 @@ TEST(GlooTraining, ARankThatFailsMakesTheOtherExitWithinTheTimeout) {
   const auto start = Clock::now();
   std::vector<pid_t> pids;
   for (int rank = 0; rank < 2; ++rank) {
-    const std::map<std::string, std::string> env = {{"RANK", std::to_string(rank)}, {"LOCAL_RANK", std::to_string(rank)},
-                                                    {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"},
-                                                    {"MASTER_PORT", port}, {"ZT_JOB_TOKEN", "gloo-train-test"}};
+    const std::map<std::string, std::string> env = {{"RANK", std::to_string(rank)},
+                                                    {"LOCAL_RANK", std::to_string(rank)},
+                                                    {"WORLD_SIZE", "2"},
+                                                    {"MASTER_ADDR", "127.0.0.1"},
+                                                    {"MASTER_PORT", port},
+                                                    {"ZT_JOB_TOKEN", "gloo-train-test"}};
     pids.push_back(start_zerotune(rank_train_args(root, rank), env, root / ("rank" + std::to_string(rank) + ".log")));
   }
   const std::vector<Outcome> outcomes = wait_all(pids, start, 60s);
-  const std::string rank0 = zt::testing::read_text(root / "rank0.log"), rank1 = zt::testing::read_text(root / "rank1.log");
+  const std::string rank0 = zt::testing::read_text(root / "rank0.log"),
+                    rank1 = zt::testing::read_text(root / "rank1.log");
   EXPECT_NE(outcomes[1].status, 0) << rank1;
   EXPECT_NE(rank1.find("missing.json"), std::string::npos) << rank1;
   EXPECT_EQ(outcomes[0].status, 1) << rank0;
@@ -371,10 +404,11 @@ TEST(GlooTraining, TheLauncherReturnsTheFailingRanksStatus) {
   for (const std::string& arg : rank_train_args(root, 0)) command += " '" + arg + "'";
   // The shell swaps in rank 1's missing data file.
   const std::string data_file = "'" + kData + "'";
-  command.replace(command.find(data_file), data_file.size(),
-                  "\"$([ \"$RANK\" = 1 ] && echo '" + (root / "missing.json").string() + "' || echo '" + kData + "')\"");
-  const Outcome outcome = run_zerotune({"launch", "--nproc_per_node", "2", "--master_port", std::to_string(zt::testing::free_loopback_port()),
-                                        "sh", "-c", command},
+  command.replace(
+      command.find(data_file), data_file.size(),
+      "\"$([ \"$RANK\" = 1 ] && echo '" + (root / "missing.json").string() + "' || echo '" + kData + "')\"");
+  const Outcome outcome = run_zerotune({"launch", "--nproc_per_node", "2", "--master_port",
+                                        std::to_string(zt::testing::free_loopback_port()), "sh", "-c", command},
                                        root / "launch.log");
   const std::string log = zt::testing::read_text(root / "launch.log");
   // Rank 0 fails too, at once, so the launcher may see either first: both exit with 1.

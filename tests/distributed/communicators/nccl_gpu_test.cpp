@@ -32,9 +32,9 @@ TEST(NcclGpu, EveryCollectiveAtWorldSizeOne) {
     comm.broadcast(gathered, 0);
     comm.barrier();
   }
-  testing::expect_mentions(testing::error_of([&] {
-    comm.all_reduce(Tensor::zeros({4}, DType::kF32, Device::cpu()), ReduceOp::kSum);
-  }), {"contiguous CUDA tensor"});
+  testing::expect_mentions(
+      testing::error_of([&] { comm.all_reduce(Tensor::zeros({4}, DType::kF32, Device::cpu()), ReduceOp::kSum); }),
+      {"contiguous CUDA tensor"});
 }
 
 }  // namespace

@@ -61,8 +61,11 @@ TEST(TracingCommunicator, TracesEveryCollectiveOnceWithItsOpSizeAndLabel) {
     const std::vector<nlohmann::json> trace = read_trace(folder / trace_file_name(rank));
     ASSERT_EQ(trace.size(), 5u) << "rank " << rank;
     const std::vector<std::tuple<std::string, std::string, std::int64_t>> expected = {
-        {"all_reduce(sum)", "sum of ranks", 3}, {"reduce_scatter", "scatter 7", 4}, {"all_gather", "gather", 2},
-        {"broadcast", "from rank 1", 5}, {"barrier", "gather", 0}};  // the outer label again once the nested one ended
+        {"all_reduce(sum)", "sum of ranks", 3},
+        {"reduce_scatter", "scatter 7", 4},
+        {"all_gather", "gather", 2},
+        {"broadcast", "from rank 1", 5},
+        {"barrier", "gather", 0}};  // the outer label again once the nested one ended
     std::int64_t previous_start = -1;
     for (std::size_t i = 0; i < trace.size(); ++i) {
       const auto& [op, label, elements] = expected[i];
@@ -112,8 +115,8 @@ std::vector<std::vector<nlohmann::json>> train_traced(const std::string& ds_conf
       "train --model_name_or_path " + (source / "examples/tiny-qwen").string() + " --train_file " +
       (source / "examples/data/alpaca_demo.json").string() +
       " --finetuning_type full --template qwen --max_steps 1 --per_device_train_batch_size 2 --save_strategy no"
-      " --device cpu --inprocess_ranks 2 --zero_trace --deepspeed " + (source / "examples" / ds_config).string() +
-      " --output_dir " + (folder / "out").string() + extra;
+      " --device cpu --inprocess_ranks 2 --zero_trace --deepspeed " +
+      (source / "examples" / ds_config).string() + " --output_dir " + (folder / "out").string() + extra;
   const testing::CliRun run = testing::run_zerotune(arguments, folder);
   EXPECT_EQ(run.exit_code, 0) << run.output;
   EXPECT_NE(run.output.find("] trace reduce_scatter of "), std::string::npos) << "no trace line on the log";

@@ -86,7 +86,8 @@ TEST(Rendezvous, HostileConnectionsNeitherCrashNorStallRankZero) {
 TEST(Rendezvous, MissingRanksAreNamedWhenRankZeroTimesOut) {
   RendezvousConfig c = config(3);
   c.timeout = 700ms;
-  auto server = std::async(std::launch::async, [&] { return testing::error_of([&] { serve_rendezvous(c, kPayload); }); });
+  auto server =
+      std::async(std::launch::async, [&] { return testing::error_of([&] { serve_rendezvous(c, kPayload); }); });
   EXPECT_EQ(join_rendezvous(c, 1), kPayload);
   testing::expect_mentions(server.get(), {"rank(s) 2 never joined", "ZT_JOB_TOKEN"});
 }

@@ -153,8 +153,11 @@ TEST(ModelConfig, WrongTypesAndUnsupportedFeaturesNameTheKey) {
   expect_mentions(error_of([] { parse(R"({"model_type": "qwen2", "rope_scaling": {"type": "yarn", "factor": 4}})"); }),
                   {"rope_scaling", "yarn", "default"});
   expect_mentions(error_of([] { parse(R"({"model_type": "qwen2", "hidden_act": "gelu"})"); }), {"hidden_act", "gelu"});
-  expect_mentions(error_of([] { parse(R"({"model_type": "qwen2", "num_attention_heads": 6, "num_key_value_heads": 4, "hidden_size": 48})"); }),
-                  {"6 attention heads", "4 key/value heads"});
+  expect_mentions(
+      error_of([] {
+        parse(R"({"model_type": "qwen2", "num_attention_heads": 6, "num_key_value_heads": 4, "hidden_size": 48})");
+      }),
+      {"6 attention heads", "4 key/value heads"});
   expect_mentions(error_of([] { parse(R"({"model_type": "chatglm", "rmsnorm": false})"); }), {"rmsnorm", "LayerNorm"});
   expect_mentions(error_of([] { parse(R"({"model_type": "qwen2", "num_hidden_layers": 0})"); }),
                   {"num_hidden_layers", "positive"});

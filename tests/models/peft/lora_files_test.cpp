@@ -94,9 +94,10 @@ TEST(LoraFiles, MismatchedAdapterIsReportedWhole) {
   wider.rank = 2;
   attach_lora(other, wider, 0);
   const std::string message = testing::error_of([&] { load_lora_weights(other, dir); });
-  testing::expect_mentions(message, {"adapter_model.safetensors", "missing: base_model.model.model.layers.0.self_attn.k_proj.lora_A.weight",
-                                     "unexpected: base_model.model.model.layers.1.self_attn.v_proj.lora_B.weight",
-                                     "wrong shape: base_model.model.model.layers.2.self_attn.q_proj.lora_A.weight is [4, 96]"});
+  testing::expect_mentions(
+      message, {"adapter_model.safetensors", "missing: base_model.model.model.layers.0.self_attn.k_proj.lora_A.weight",
+                "unexpected: base_model.model.model.layers.1.self_attn.v_proj.lora_B.weight",
+                "wrong shape: base_model.model.model.layers.2.self_attn.q_proj.lora_A.weight is [4, 96]"});
 }
 
 TEST(LoraFiles, UnsupportedPeftSettingsAreNamed) {
@@ -137,8 +138,10 @@ TEST(LoraFiles, WritesAdaptersForPeftToCheck) {
     const std::string dir = (fs::path(ZT_BINARY_DIR) / "lora_peft_check" / arch).string();
     fs::remove_all(dir);
     save_lora_adapter(model, config, dir);
-    save_safetensors(dir + "/logits.safetensors", {{"input_ids", batch.ids}, {"cu_seqlens", batch.cu_seqlens.to(DType::kI64)},
-                                                  {"logits", logits_of(model, batch)}},
+    save_safetensors(dir + "/logits.safetensors",
+                     {{"input_ids", batch.ids},
+                      {"cu_seqlens", batch.cu_seqlens.to(DType::kI64)},
+                      {"logits", logits_of(model, batch)}},
                      {{"format", "pt"}});
     EXPECT_TRUE(fs::is_regular_file(dir + "/adapter_config.json"));
   }
@@ -147,7 +150,8 @@ TEST(LoraFiles, WritesAdaptersForPeftToCheck) {
 // PEFT's own adapter for the qwen2 fixture, with the logits PEFT computed on its batch.
 TEST(LoraFiles, LoadsPeftsAdapterAndMatchesPeftsLogits) {
   const std::string dir = fixture_dir("qwen2_lora");
-  ASSERT_TRUE(fs::is_regular_file(dir + "/adapter_model.safetensors") && fs::is_regular_file(dir + "/expected.safetensors"))
+  ASSERT_TRUE(fs::is_regular_file(dir + "/adapter_model.safetensors") &&
+              fs::is_regular_file(dir + "/expected.safetensors"))
       << "no PEFT adapter fixture in " << dir << ": run `python3 scripts/check_peft.py fixture` (needs torch, "
       << "transformers and peft) to write it";
   CausalLM model = load_model(fixture_dir("qwen2"));

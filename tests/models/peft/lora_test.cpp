@@ -38,8 +38,8 @@ LoraConfig config_for(std::vector<std::string> targets, std::int64_t rank = 4, d
 TEST(LoraTarget, NamesFollowEachArchitecturesModules) {
   const ModelConfig qwen = load_config(fixture_dir("qwen2"));
   EXPECT_EQ(parse_lora_target("q_proj, v_proj", qwen), (std::vector<std::string>{"q_proj", "v_proj"}));
-  EXPECT_EQ(parse_lora_target("all", qwen), (std::vector<std::string>{"q_proj", "k_proj", "v_proj", "o_proj",
-                                                                       "gate_proj", "up_proj", "down_proj"}));
+  EXPECT_EQ(parse_lora_target("all", qwen),
+            (std::vector<std::string>{"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}));
   EXPECT_EQ(parse_lora_target("all", load_config(fixture_dir("glm"))),
             (std::vector<std::string>{"q_proj", "k_proj", "v_proj", "o_proj", "gate_up_proj", "down_proj"}));
   const ModelConfig chatglm = load_config(fixture_dir("chatglm"));
@@ -118,10 +118,10 @@ TEST(Lora, GradientsOfAAndBMatchFiniteDifferences) {
     lora_delta(x, LoraUpdate{a, b, 1.5, 0.0}, true).backward(probe);
     return std::vector<Tensor>{x.grad(), a.grad(), b.grad()};
   };
-  testing::expect_gradients_match("lora_delta", forward, backward,
-                                  {testing::random_tensor({4, 5}, 4), testing::random_tensor({2, 5}, 5),
-                                   testing::random_tensor({3, 2}, 6)},
-                                  {true, true, true});
+  testing::expect_gradients_match(
+      "lora_delta", forward, backward,
+      {testing::random_tensor({4, 5}, 4), testing::random_tensor({2, 5}, 5), testing::random_tensor({3, 2}, 6)},
+      {true, true, true});
 }
 
 TEST(Lora, MergedModelComputesTheAdaptedOne) {
@@ -186,15 +186,18 @@ TEST(Lora, GradientCheckpointingGivesTheSameGradients) {
 }
 
 train::TrainingArguments lora_arguments(std::vector<std::string> extra) {
-  std::vector<std::string> all = {"--model_name_or_path", fixture_dir("qwen2"), "--output_dir", "o",
-                                  "--train_file", "t", "--finetuning_type", "lora"};
+  std::vector<std::string> all = {"--model_name_or_path", fixture_dir("qwen2"),
+                                  "--output_dir",         "o",
+                                  "--train_file",         "t",
+                                  "--finetuning_type",    "lora"};
   all.insert(all.end(), extra.begin(), extra.end());
   return train::parse_training_arguments(all);
 }
 
 TEST(LoraTraining, SelectsOnlyTheLoraMatricesAndReportsTheirShare) {
   CausalLM model = load_model(fixture_dir("qwen2"));
-  auto trainable = train::select_trainable(model, lora_arguments({"--lora_rank", "2", "--lora_target", "q_proj,v_proj"}));
+  auto trainable =
+      train::select_trainable(model, lora_arguments({"--lora_rank", "2", "--lora_target", "q_proj,v_proj"}));
   ASSERT_EQ(trainable.size(), 3u * 2u * 2u);
   std::int64_t count = 0;
   for (const auto& p : trainable) {

@@ -11,14 +11,14 @@
 
 #include "autograd/grad_mode.h"
 #include "infer/engine.h"
-#include "models/reference/generate.h"
 #include "models/peft/peft_adapter.h"
 #include "models/peft/peft_prefix_files.h"
+#include "models/reference/generate.h"
 #include "models/reference/sequence_kv_cache.h"
 #include "models/weights/weights.h"
-#include "tests/common/op_test_util.h"
 #include "tensor/safetensors/safetensors.h"
 #include "tests/common/model_fixture_util.h"
+#include "tests/common/op_test_util.h"
 #include "tests/common/process_test_util.h"
 
 namespace zt::models {
@@ -54,11 +54,16 @@ Tensor fixture_table(const ModelConfig& c, std::int64_t* tokens) {
 }
 
 nlohmann::ordered_json peft_config(const ModelConfig& c, std::int64_t tokens) {
-  return {{"peft_type", "PREFIX_TUNING"},   {"task_type", "CAUSAL_LM"},
-          {"num_virtual_tokens", tokens},   {"num_layers", c.num_layers},
-          {"token_dim", c.num_kv_heads * c.head_dim}, {"num_attention_heads", c.num_kv_heads},
-          {"num_transformer_submodules", 1}, {"prefix_projection", true},
-          {"inference_mode", true},         {"base_model_name_or_path", "tests/data/models/qwen2"}};
+  return {{"peft_type", "PREFIX_TUNING"},
+          {"task_type", "CAUSAL_LM"},
+          {"num_virtual_tokens", tokens},
+          {"num_layers", c.num_layers},
+          {"token_dim", c.num_kv_heads * c.head_dim},
+          {"num_attention_heads", c.num_kv_heads},
+          {"num_transformer_submodules", 1},
+          {"prefix_projection", true},
+          {"inference_mode", true},
+          {"base_model_name_or_path", "tests/data/models/qwen2"}};
 }
 
 void write_folder(const fs::path& dir, const nlohmann::ordered_json& config, const NamedTensors& tensors) {
@@ -79,8 +84,9 @@ class PeftPrefix : public ::testing::Test {
 
   Tensor packed_logits(const CausalLM& model) const {
     autograd::NoGradGuard no_recording;
-    return model.forward(int_tensor(fixture_["input_ids"], DType::kI64), int_tensor(fixture_["position_ids"], DType::kI64),
-                         int_tensor(fixture_["cu_seqlens"], DType::kI32))
+    return model
+        .forward(int_tensor(fixture_["input_ids"], DType::kI64), int_tensor(fixture_["position_ids"], DType::kI64),
+                 int_tensor(fixture_["cu_seqlens"], DType::kI32))
         .data();
   }
 
@@ -120,13 +126,15 @@ Tensor logits_after_prefix_by_hand(const CausalLM& base, const std::vector<Prefi
       values.push_back(layer.values.data().squeeze(0));
     }
     cache.prepend(keys, values);
-    std::vector<double> seq(ids.begin() + static_cast<std::ptrdiff_t>(cu[s]), ids.begin() + static_cast<std::ptrdiff_t>(cu[s + 1]));
+    std::vector<double> seq(ids.begin() + static_cast<std::ptrdiff_t>(cu[s]),
+                            ids.begin() + static_cast<std::ptrdiff_t>(cu[s + 1]));
     std::vector<double> positions;
     for (std::int64_t i = 0; i < n; ++i) positions.push_back(static_cast<double>(length + i));
-    const Tensor hidden = base.forward_hidden(Tensor::from_values(seq, {n}, DType::kI64),
-                                              Tensor::from_values(positions, {n}, DType::kI64),
-                                              Tensor::from_values({0, static_cast<double>(n)}, {2}, DType::kI32), &cache)
-                              .data();
+    const Tensor hidden =
+        base.forward_hidden(Tensor::from_values(seq, {n}, DType::kI64),
+                            Tensor::from_values(positions, {n}, DType::kI64),
+                            Tensor::from_values({0, static_cast<double>(n)}, {2}, DType::kI32), &cache)
+            .data();
     const std::vector<double> part = base.lm_head(autograd::Variable(hidden)).data().to_vector();
     logits.insert(logits.end(), part.begin(), part.end());
   }
@@ -162,10 +170,11 @@ Tokens greedy_by_hand(const CausalLM& base, const std::vector<PrefixKv>& prefix,
     std::vector<double> ids(input.begin(), input.end()), positions;
     for (std::size_t i = 0; i < input.size(); ++i) positions.push_back(static_cast<double>(cache.length() + i));
     const auto n = static_cast<std::int64_t>(input.size());
-    const Tensor hidden = base.forward_hidden(Tensor::from_values(ids, {n}, DType::kI64),
-                                              Tensor::from_values(positions, {n}, DType::kI64),
-                                              Tensor::from_values({0, static_cast<double>(n)}, {2}, DType::kI32), &cache)
-                              .data();
+    const Tensor hidden =
+        base.forward_hidden(Tensor::from_values(ids, {n}, DType::kI64),
+                            Tensor::from_values(positions, {n}, DType::kI64),
+                            Tensor::from_values({0, static_cast<double>(n)}, {2}, DType::kI32), &cache)
+            .data();
     const std::vector<double> row = base.lm_head(autograd::Variable(hidden.narrow(0, n - 1, 1))).data().to_vector();
     out.push_back(std::max_element(row.begin(), row.end()) - row.begin());
     input = {out.back()};
@@ -229,7 +238,8 @@ std::string id_lines(const std::string& output) {
 
 // The flags a PEFT user passes, as the CLI reads them: both name the same prefix.
 TEST_F(PeftPrefix, GenerateTakesTheFolderAsAdapterOrAsPtuningCheckpoint) {
-  const std::string base = "generate --model_name_or_path " + (fs::path(ZT_SOURCE_DIR) / "examples/tiny-qwen").string() +
+  const std::string base = "generate --model_name_or_path " +
+                           (fs::path(ZT_SOURCE_DIR) / "examples/tiny-qwen").string() +
                            " --device cpu --max_new_tokens 5 --output_format ids --prompt hello ";
   const zt::testing::CliRun plain = zt::testing::run_zerotune(base, folder_);
   const zt::testing::CliRun adapter_flag =

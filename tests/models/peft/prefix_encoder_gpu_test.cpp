@@ -6,8 +6,8 @@
 
 #include "autograd/functions.h"
 #include "autograd/grad_mode.h"
-#include "models/reference/generate.h"
 #include "models/peft/prefix_encoder.h"
+#include "models/reference/generate.h"
 #include "models/weights/weights.h"
 #include "tests/common/model_fixture_util.h"
 #include "tests/common/test_util.h"
@@ -37,8 +37,9 @@ Outcome run(const std::string& arch, Device device, bool checkpointing) {
   Generator generator(3);
   encoder->init_weights(generator);
   attach_prefix_encoder(model, encoder);
-  Variable logits = model.forward(ids({5, 9, 2, 4, 13, 8, 1, 6}, DType::kI64, device),
-                                  ids({0, 1, 2, 3, 4, 0, 1, 2}, DType::kI64, device), ids({0, 5, 8}, DType::kI32, device));
+  Variable logits =
+      model.forward(ids({5, 9, 2, 4, 13, 8, 1, 6}, DType::kI64, device),
+                    ids({0, 1, 2, 3, 4, 0, 1, 2}, DType::kI64, device), ids({0, 5, 8}, DType::kI32, device));
   Tensor probe = Tensor::normal(logits.data().shape(), 7, 0, 0.0, 1.0, DType::kF32).to(device);
   autograd::sum(autograd::mul(logits, Variable(probe))).backward();
   Outcome result{logits.data().to(Device::cpu()), {}};
@@ -55,8 +56,8 @@ TEST_P(PtuningGpu, LogitsAndPrefixGradientsMatchTheCpu) {
     const Outcome gpu = run(GetParam(), Device::cuda(), checkpointing);
     EXPECT_LE(relative_error(gpu.logits, cpu.logits), 1e-4) << "logits, checkpointing " << checkpointing;
     for (std::size_t k = 0; k < cpu.grads.size(); ++k)
-      EXPECT_LE(relative_error(gpu.grads[k], cpu.grads[k]), 1e-3) << "gradient " << k << ", checkpointing "
-                                                                   << checkpointing;
+      EXPECT_LE(relative_error(gpu.grads[k], cpu.grads[k]), 1e-3)
+          << "gradient " << k << ", checkpointing " << checkpointing;
   }
 }
 
@@ -64,8 +65,7 @@ TEST_P(PtuningGpu, GenerationWithThePrefixMatchesTheCpu) {
   ZT_SKIP_WITHOUT_GPU();
   auto tokens = [&](Device device) {
     CausalLM model = load_model(testing::fixture_dir(GetParam()), {.device = device, .dtype = DType::kF32});
-    auto encoder = std::make_shared<PrefixEncoder>(model.config(), PrefixConfig{.pre_seq_len = 4}, device,
-                                                   DType::kF32);
+    auto encoder = std::make_shared<PrefixEncoder>(model.config(), PrefixConfig{.pre_seq_len = 4}, device, DType::kF32);
     Generator generator(5);
     encoder->init_weights(generator);
     attach_prefix_encoder(model, encoder);

@@ -56,9 +56,9 @@ TEST(PtuningReference, PrefixLogitsLossAndGradientsMatchTransformers) {
     }
   }
 
-  autograd::Variable logits = model.forward(int_tensor(fixture["input_ids"], DType::kI64),
-                                            int_tensor(fixture["position_ids"], DType::kI64),
-                                            int_tensor(fixture["cu_seqlens"], DType::kI32));
+  autograd::Variable logits =
+      model.forward(int_tensor(fixture["input_ids"], DType::kI64), int_tensor(fixture["position_ids"], DType::kI64),
+                    int_tensor(fixture["cu_seqlens"], DType::kI32));
   ASSERT_EQ(logits.data().shape(), expected.get("logits").shape());
   EXPECT_LE(relative_error(logits.data(), expected.get("logits")), 1e-5) << "logits";
   autograd::Variable loss = model.loss(logits, int_tensor(fixture["labels"], DType::kI64));

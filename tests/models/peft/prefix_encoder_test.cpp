@@ -14,10 +14,10 @@
 #include "autograd/functions.h"
 #include "autograd/grad_mode.h"
 #include "models/config/config_presets.h"
-#include "models/reference/generate.h"
 #include "models/init.h"
 #include "models/peft/prefix_encoder.h"
 #include "models/peft/prefix_encoder_files.h"
+#include "models/reference/generate.h"
 #include "models/reference/sequence_kv_cache.h"
 #include "models/weights/weights.h"
 #include "tensor/safetensors/safetensors.h"
@@ -136,8 +136,8 @@ TEST_P(PrefixModel, CachedContextAsPrefixGivesTheFullSequencesLogits) {
   model.set_prefix_source([prefix](std::int64_t sequences) {
     std::vector<PrefixKv> layers;
     for (const PrefixKv& layer : prefix)
-      layers.push_back({Variable(repeated(layer.keys.data(), sequences)),
-                        Variable(repeated(layer.values.data(), sequences))});
+      layers.push_back(
+          {Variable(repeated(layer.keys.data(), sequences)), Variable(repeated(layer.values.data(), sequences))});
     return layers;
   });
   const auto p = static_cast<std::int64_t>(context.size());
@@ -250,11 +250,10 @@ TEST_P(PrefixModel, TrainingMovesOnlyThePrefixEncoder) {
     variables.push_back(p.variable);
     prefix_before.push_back(p.variable.data().to_vector());
   }
-  EXPECT_EQ(names, (std::set<std::string>{"transformer.prefix_encoder.embedding.weight",
-                                          "transformer.prefix_encoder.trans.0.weight",
-                                          "transformer.prefix_encoder.trans.0.bias",
-                                          "transformer.prefix_encoder.trans.2.weight",
-                                          "transformer.prefix_encoder.trans.2.bias"}));
+  EXPECT_EQ(names, (std::set<std::string>{
+                       "transformer.prefix_encoder.embedding.weight", "transformer.prefix_encoder.trans.0.weight",
+                       "transformer.prefix_encoder.trans.0.bias", "transformer.prefix_encoder.trans.2.weight",
+                       "transformer.prefix_encoder.trans.2.bias"}));
   std::int64_t trained = 0;
   for (const Variable& v : variables) trained += v.data().numel();
   const std::int64_t all = model->num_parameters() + trained;
@@ -326,12 +325,14 @@ TEST(PrefixEncoder, ProjectionIsLinearTanhLinear) {
     std::vector<double> h(static_cast<std::size_t>(hidden));
     for (std::int64_t j = 0; j < hidden; ++j) {
       double sum = v[2][static_cast<std::size_t>(j)];
-      for (std::int64_t k = 0; k < width; ++k) sum += v[1][static_cast<std::size_t>(j * width + k)] * v[0][static_cast<std::size_t>(p * width + k)];
+      for (std::int64_t k = 0; k < width; ++k)
+        sum += v[1][static_cast<std::size_t>(j * width + k)] * v[0][static_cast<std::size_t>(p * width + k)];
       h[static_cast<std::size_t>(j)] = std::tanh(sum);
     }
     for (std::int64_t col = 0; col < columns; ++col) {
       double out = v[4][static_cast<std::size_t>(col)];
-      for (std::int64_t j = 0; j < hidden; ++j) out += v[3][static_cast<std::size_t>(col * hidden + j)] * h[static_cast<std::size_t>(j)];
+      for (std::int64_t j = 0; j < hidden; ++j)
+        out += v[3][static_cast<std::size_t>(col * hidden + j)] * h[static_cast<std::size_t>(j)];
       EXPECT_NEAR(keys[static_cast<std::size_t>(p * columns + col)], out, 1e-12) << "row " << p << " column " << col;
     }
   }
@@ -352,8 +353,8 @@ TEST(PrefixEncoder, InitialisationFollowsTorchDefaultsAndTheGenerator) {
   for (auto [k, weight] : {Pair{1, 1}, Pair{2, 1}, Pair{3, 3}, Pair{4, 3}}) {
     const double bound = 1.0 / std::sqrt(static_cast<double>(params[weight].variable.data().size(1)));
     std::vector<double> values = params[k].variable.data().to_vector();
-    const double largest = std::abs(*std::max_element(values.begin(), values.end(),
-                                                      [](double a, double b) { return std::abs(a) < std::abs(b); }));
+    const double largest = std::abs(
+        *std::max_element(values.begin(), values.end(), [](double a, double b) { return std::abs(a) < std::abs(b); }));
     EXPECT_LE(largest, bound) << params[k].name;
     EXPECT_GT(largest, 0.8 * bound) << params[k].name;
   }

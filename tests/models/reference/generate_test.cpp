@@ -6,9 +6,9 @@
 #include <limits>
 
 #include "models/config/config_presets.h"
-#include "models/reference/generate.h"
 #include "models/generation/generate_sampling.h"
 #include "models/init.h"
+#include "models/reference/generate.h"
 #include "tests/common/op_test_util.h"
 #include "tests/common/safetensors_test_util.h"
 

@@ -12,8 +12,8 @@
 #include "ops/attention/attention.h"
 #include "runtime/error.h"
 #include "tests/common/op_test_util.h"
-#include "tests/ops/attention/attention_test_util.h"
 #include "tests/common/test_util.h"
+#include "tests/ops/attention/attention_test_util.h"
 
 namespace zt {
 namespace {
@@ -31,12 +31,10 @@ const DType kGpuDtypes[] = {DType::kF32, DType::kBF16, DType::kF16};
 TEST_F(AttentionGpu, MatchesCpuOnAwkwardPackedShapes) {
   ZT_SKIP_WITHOUT_GPU();
   const std::vector<AttentionCase> cases = {
-      {{1, 7, 33, 130}, 4, 2, 64, 0, true},
-      {{1, 7, 33, 130}, 4, 2, 80, 3, false},
-      {{1}, 1, 1, 64, 0, true},
-      {{17, 5, 1}, 8, 1, 128, 3, true},   // MQA with prefix
-      {{3, 0, 4}, 4, 2, 5, 2, true},      // an empty sequence; head_dim below one lane chunk
-      {{40, 9}, 2, 1, 256, 2, false},     // the largest head_dim
+      {{1, 7, 33, 130}, 4, 2, 64, 0, true}, {{1, 7, 33, 130}, 4, 2, 80, 3, false}, {{1}, 1, 1, 64, 0, true},
+      {{17, 5, 1}, 8, 1, 128, 3, true},     // MQA with prefix
+      {{3, 0, 4}, 4, 2, 5, 2, true},        // an empty sequence; head_dim below one lane chunk
+      {{40, 9}, 2, 1, 256, 2, false},       // the largest head_dim
       {{16, 32, 48}, 6, 3, 128, 16, true},  // lengths on tile boundaries
   };
   std::uint64_t seed = 100;
@@ -74,7 +72,9 @@ TEST_F(AttentionGpu, AcceptsViewsOfAPackedQkvProjection) {
   AttentionCase c{{5, 12}, 4, 2, 64, 0, true};
   Tensor qkv = Tensor::normal({17, 8, 64}, 5, 0, 0.0, 1.0, DType::kF32);  // heads: 4 q, 2 k, 2 v
   Tensor qkv_gpu = qkv.to(Device::cuda());
-  auto split = [](const Tensor& t) { return std::vector<Tensor>{t.narrow(1, 0, 4), t.narrow(1, 4, 2), t.narrow(1, 6, 2)}; };
+  auto split = [](const Tensor& t) {
+    return std::vector<Tensor>{t.narrow(1, 0, 4), t.narrow(1, 4, 2), t.narrow(1, 6, 2)};
+  };
   std::vector<Tensor> cpu = split(qkv), gpu = split(qkv_gpu);
   Tensor cu = testing::cu_seqlens_of(c.lengths);
   Tensor want = ops::attention_forward(cpu[0], cpu[1], cpu[2], cu, c.config()).out;

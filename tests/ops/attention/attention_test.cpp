@@ -39,7 +39,8 @@ Reference naive_attention(const AttentionCase& c, const AttentionTensors& t, DTy
     const std::int64_t L = c.lengths[b], keys = P + L;
     for (std::int64_t h = 0; h < H; ++h) {
       const std::int64_t g = h / (H / G);
-      auto key = [&](const std::vector<double>& own, const std::vector<double>& prefix, std::int64_t j, std::int64_t d) {
+      auto key = [&](const std::vector<double>& own, const std::vector<double>& prefix, std::int64_t j,
+                     std::int64_t d) {
         return j < P ? prefix[((b * P + j) * G + g) * D + d] : own[((start + j - P) * G + g) * D + d];
       };
       std::vector<double> scores(L * keys, -std::numeric_limits<double>::infinity());
@@ -178,8 +179,8 @@ void check_gradients(const AttentionCase& c, double tolerance) {
   };
   testing::Backward backward = [&](const std::vector<Tensor>& in, const Tensor& grad_out) {
     ops::AttentionOutput saved = ops::attention_forward(in[0], in[1], in[2], t.cu_seqlens, c.config(), prefix_of(in));
-    ops::AttentionGrads g = ops::attention_backward(grad_out, in[0], in[1], in[2], saved.out, saved.lse,
-                                                    t.cu_seqlens, c.config(), prefix_of(in));
+    ops::AttentionGrads g = ops::attention_backward(grad_out, in[0], in[1], in[2], saved.out, saved.lse, t.cu_seqlens,
+                                                    c.config(), prefix_of(in));
     std::vector<Tensor> grads{g.grad_q, g.grad_k, g.grad_v};
     if (with_prefix) grads.insert(grads.end(), {g.grad_prefix_k, g.grad_prefix_v});
     return grads;
@@ -194,7 +195,7 @@ void check_gradients(const AttentionCase& c, double tolerance) {
 TEST(AttentionBackward, GradientsMatchFiniteDifferences) {
   check_gradients({{1, 3, 4}, 4, 2, 5, 2, true}, 1e-6);
   check_gradients({{1, 3, 4}, 4, 2, 5, 2, false}, 1e-6);
-  check_gradients({{2, 5}, 3, 1, 3, 0, true}, 1e-6);   // MQA without prefix
+  check_gradients({{2, 5}, 3, 1, 3, 0, true}, 1e-6);     // MQA without prefix
   check_gradients({{3, 0, 2}, 2, 2, 4, 1, true}, 1e-6);  // an empty sequence between two
 }
 
@@ -222,23 +223,49 @@ TEST(AttentionErrors, NameBothValues) {
   const ops::AttentionConfig config{0.5, true};
   Tensor q = Tensor::zeros({6, 4, 8}, DType::kF32), k = Tensor::zeros({6, 2, 8}, DType::kF32);
   Tensor cu = testing::cu_seqlens_of({2, 4});
-  expect_error([&] { ops::attention_forward(Tensor::zeros({6, 3, 8}, DType::kF32), k, k, cu, config); },
-               {"3 heads", "2 kv heads", "[6, 3, 8]", "[6, 2, 8]"});
-  expect_error([&] { ops::attention_forward(q, k, k, testing::cu_seqlens_of({2, 3}), config); },
-               {"ends at 5", "6 tokens"});
-  expect_error([&] { ops::attention_forward(q, k, k, Tensor::from_values({0, 4, 2, 6}, {4}, DType::kI32), config); },
-               {"decreases from 4 to 2"});
-  expect_error([&] { ops::attention_forward(q, k, k, Tensor::from_values({1, 6}, {2}, DType::kI32), config); },
-               {"starts at 1"});
-  expect_error([&] { ops::attention_forward(q, k, k, Tensor::from_values({0, 6}, {2}, DType::kI64), config); },
-               {"cu_seqlens", "int32", "int64"});
+  expect_error(
+      [&] {
+        ops::attention_forward(Tensor::zeros({6, 3, 8}, DType::kF32), k, k, cu, config);
+      },
+      {"3 heads", "2 kv heads", "[6, 3, 8]", "[6, 2, 8]"});
+  expect_error(
+      [&] {
+        ops::attention_forward(q, k, k, testing::cu_seqlens_of({2, 3}), config);
+      },
+      {"ends at 5", "6 tokens"});
+  expect_error(
+      [&] {
+        ops::attention_forward(q, k, k, Tensor::from_values({0, 4, 2, 6}, {4}, DType::kI32), config);
+      },
+      {"decreases from 4 to 2"});
+  expect_error(
+      [&] {
+        ops::attention_forward(q, k, k, Tensor::from_values({1, 6}, {2}, DType::kI32), config);
+      },
+      {"starts at 1"});
+  expect_error(
+      [&] {
+        ops::attention_forward(q, k, k, Tensor::from_values({0, 6}, {2}, DType::kI64), config);
+      },
+      {"cu_seqlens", "int32", "int64"});
   expect_error([&] { ops::attention_forward(q.to(DType::kBF16), k, k, cu, config); }, {"bfloat16", "float32"});
-  expect_error([&] { ops::attention_forward(q, Tensor::zeros({6, 2, 6}, DType::kF32), Tensor::zeros({6, 2, 6}, DType::kF32), cu, config); },
-               {"[6, 2, 6]", "[6, 4, 8]", "head_dim"});
-  expect_error([&] { ops::attention_forward(q, k, Tensor::zeros({6, 2, 7}, DType::kF32), cu, config); },
-               {"[6, 2, 8]", "[6, 2, 7]"});
-  expect_error([&] { ops::attention_forward(q, Tensor::zeros({5, 2, 8}, DType::kF32), Tensor::zeros({5, 2, 8}, DType::kF32), cu, config); },
-               {"[5, 2, 8]", "[6, 4, 8]", "total_tokens"});
+  expect_error(
+      [&] {
+        ops::attention_forward(q, Tensor::zeros({6, 2, 6}, DType::kF32), Tensor::zeros({6, 2, 6}, DType::kF32), cu,
+                               config);
+      },
+      {"[6, 2, 6]", "[6, 4, 8]", "head_dim"});
+  expect_error(
+      [&] {
+        ops::attention_forward(q, k, Tensor::zeros({6, 2, 7}, DType::kF32), cu, config);
+      },
+      {"[6, 2, 8]", "[6, 2, 7]"});
+  expect_error(
+      [&] {
+        ops::attention_forward(q, Tensor::zeros({5, 2, 8}, DType::kF32), Tensor::zeros({5, 2, 8}, DType::kF32), cu,
+                               config);
+      },
+      {"[5, 2, 8]", "[6, 4, 8]", "total_tokens"});
   expect_error([&] { ops::attention_forward(q.to(DType::kI32), k.to(DType::kI32), k.to(DType::kI32), cu, config); },
                {"floating", "int32"});
 }
@@ -254,12 +281,18 @@ TEST(AttentionErrors, PrefixAndSavedTensors) {
   Tensor wide = Tensor::zeros({2, 3, 1, 8}, DType::kF32);
   expect_error([&] { ops::attention_forward(q, k, k, cu, config, {wide, wide}); }, {"[2, 3, 1, 8]", "[6, 2, 8]"});
   ops::AttentionOutput saved = ops::attention_forward(q, k, k, cu, config);
-  expect_error([&] { ops::attention_backward(q, q, k, k, saved.out, Tensor::zeros({6, 3}, DType::kF32), cu, config); },
-               {"lse", "[6, 3]", "[6, 4, 8]"});
+  expect_error(
+      [&] {
+        ops::attention_backward(q, q, k, k, saved.out, Tensor::zeros({6, 3}, DType::kF32), cu, config);
+      },
+      {"lse", "[6, 3]", "[6, 4, 8]"});
   expect_error([&] { ops::attention_backward(q, q, k, k, saved.out, saved.lse.to(DType::kF64), cu, config); },
                {"lse", "float64", "float32"});
-  expect_error([&] { ops::attention_backward(Tensor::zeros({6, 4, 7}, DType::kF32), q, k, k, saved.out, saved.lse, cu, config); },
-               {"grad_out", "[6, 4, 7]", "[6, 4, 8]"});
+  expect_error(
+      [&] {
+        ops::attention_backward(Tensor::zeros({6, 4, 7}, DType::kF32), q, k, k, saved.out, saved.lse, cu, config);
+      },
+      {"grad_out", "[6, 4, 7]", "[6, 4, 8]"});
 }
 
 }  // namespace

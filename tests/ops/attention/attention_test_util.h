@@ -70,8 +70,8 @@ inline AttentionTensors random_attention_inputs(const AttentionCase& c, DType dt
 }
 
 inline AttentionTensors on_gpu(const AttentionTensors& t) {
-  AttentionTensors g{t.q.to(Device::cuda()), t.k.to(Device::cuda()), t.v.to(Device::cuda()),
-                     t.cu_seqlens.to(Device::cuda()), {}};
+  AttentionTensors g{
+      t.q.to(Device::cuda()), t.k.to(Device::cuda()), t.v.to(Device::cuda()), t.cu_seqlens.to(Device::cuda()), {}};
   if (t.prefix.k.defined()) g.prefix = {t.prefix.k.to(Device::cuda()), t.prefix.v.to(Device::cuda())};
   return g;
 }
@@ -132,8 +132,8 @@ inline void check_attention_against_cpu(const AttentionCase& c, DType dtype, std
   expect_attention_matches(got.lse, ref.lse, 1e-5, what + " lse");
 
   Tensor grad_out = Tensor::normal(cpu.q.shape(), seed + 10, 0, 0.0, 1.0, dtype);
-  ops::AttentionGrads want = ops::attention_backward(grad_out, cpu.q, cpu.k, cpu.v, ref.out, ref.lse, cpu.cu_seqlens,
-                                                     c.config(), cpu.prefix);
+  ops::AttentionGrads want =
+      ops::attention_backward(grad_out, cpu.q, cpu.k, cpu.v, ref.out, ref.lse, cpu.cu_seqlens, c.config(), cpu.prefix);
   ops::AttentionGrads have =
       ops::attention_backward(grad_out.to(Device::cuda()), gpu.q, gpu.k, gpu.v, ref.out.to(Device::cuda()),
                               ref.lse.to(Device::cuda()), gpu.cu_seqlens, c.config(), gpu.prefix);
@@ -154,9 +154,9 @@ inline void expect_bitwise_equal(const Tensor& a, const Tensor& b, const std::st
     if (x[i] != y[i] && !(std::isnan(x[i]) && std::isnan(y[i]))) {
       if (differing++ == 0) first = i;
     }
-  EXPECT_EQ(differing, 0u) << what << ": " << differing << " of " << x.size() << " elements differ, the first at flat index "
-                           << first << " (" << (x.empty() ? 0.0 : x[first]) << " vs " << (y.empty() ? 0.0 : y[first])
-                           << ")";
+  EXPECT_EQ(differing, 0u) << what << ": " << differing << " of " << x.size()
+                           << " elements differ, the first at flat index " << first << " ("
+                           << (x.empty() ? 0.0 : x[first]) << " vs " << (y.empty() ? 0.0 : y[first]) << ")";
 }
 
 }  // namespace zt::testing

@@ -21,9 +21,9 @@
 #include "runtime/error.h"
 #include "runtime/streams/stream.h"
 #include "tests/common/op_test_util.h"
+#include "tests/common/test_util.h"
 #include "tests/ops/attention/attention_test_util.h"
 #include "tests/ops/attention/decode_attention_test_util.h"
-#include "tests/common/test_util.h"
 
 namespace zt {
 namespace {
@@ -73,15 +73,15 @@ TEST_F(DecodeAttentionGpu, MatchesCpuOnAwkwardShapes) {
       {{1, 17, 100}, 7, 7, 128, 32},
       {{100, 1, 17}, 14, 2, 128, 16},
       {mixed_lengths(33), 14, 2, 64, 16},
-      {{300, 45}, 28, 4, 128, 64},   // Qwen2.5-7B's heads
-      {{77, 130}, 32, 2, 128, 16},   // a group of 16 query heads (GLM-4)
-      {{50, 3}, 40, 2, 64, 32},      // a group of 20: two blocks per kv head
-      {{33, 5}, 4, 1, 16, 16},       // small head_dim: the CUDA-core kernel
-      {{200, 9}, 6, 2, 72, 16},      // head_dim 72 in 16-bit: the CUDA-core kernel
-      {{129, 2}, 2, 1, 256, 32},     // the largest head_dim
-      {{700, 20}, 8, 2, 128, 256},   // large pages
-      {{40, 3}, 4, 2, 64, 8},        // pages smaller than a tile
-      {{20, 1}, 4, 2, 64, 1},        // one token per page
+      {{300, 45}, 28, 4, 128, 64},  // Qwen2.5-7B's heads
+      {{77, 130}, 32, 2, 128, 16},  // a group of 16 query heads (GLM-4)
+      {{50, 3}, 40, 2, 64, 32},     // a group of 20: two blocks per kv head
+      {{33, 5}, 4, 1, 16, 16},      // small head_dim: the CUDA-core kernel
+      {{200, 9}, 6, 2, 72, 16},     // head_dim 72 in 16-bit: the CUDA-core kernel
+      {{129, 2}, 2, 1, 256, 32},    // the largest head_dim
+      {{700, 20}, 8, 2, 128, 256},  // large pages
+      {{40, 3}, 4, 2, 64, 8},       // pages smaller than a tile
+      {{20, 1}, 4, 2, 64, 1},       // one token per page
   };
   std::uint64_t seed = 1000;
   for (const DecodeCase& c : cases)
@@ -124,9 +124,9 @@ TEST_F(DecodeAttentionGpu, LengthZeroGivesZeros) {
     DecodeTensors cpu = random_decode_inputs(c, dtype, 4000);
     DecodeTensors gpu = testing::decode_on_gpu(cpu);
     // The CPU refuses length 0; its answer for the middle sequence alone is the reference.
-    Tensor middle = ops::decode_attention(cpu.q.narrow(0, 1, 1), cpu.key_pool, cpu.value_pool,
-                                          cpu.block_table.narrow(0, 1, 1), cpu.seq_lens.narrow(0, 1, 1),
-                                          c.softmax_scale());
+    Tensor middle =
+        ops::decode_attention(cpu.q.narrow(0, 1, 1), cpu.key_pool, cpu.value_pool, cpu.block_table.narrow(0, 1, 1),
+                              cpu.seq_lens.narrow(0, 1, 1), c.softmax_scale());
     for (int s : {1, 3, 0}) {
       const std::string what = std::string(dtype_name(dtype)) + " num_splits " + std::to_string(s);
       Tensor out = decode(gpu, c.softmax_scale(), with_splits(s)).to(Device::cpu());
@@ -205,8 +205,9 @@ TEST_F(DecodeAttentionGpu, GraphReplayFollowsGrowingLengths) {
   dims.softmax_scale = static_cast<float>(c.softmax_scale());
   const int splits = ops::decode_attention_num_splits(gpu.q, gpu.key_pool, gpu.block_table);
   EXPECT_EQ(splits, cuda::decode_attention_num_splits(dims));
-  Tensor workspace = Tensor::empty({static_cast<std::int64_t>(cuda::decode_attention_workspace_bytes(dims, splits)) + 16},
-                                   DType::kU8, Device::cuda());
+  Tensor workspace =
+      Tensor::empty({static_cast<std::int64_t>(cuda::decode_attention_workspace_bytes(dims, splits)) + 16}, DType::kU8,
+                    Device::cuda());
   Tensor out = Tensor::empty({3, 28, 128}, DType::kBF16, Device::cuda());
   const cuda::DecodeAttentionInputs inputs{gpu.q.data_ptr(), gpu.key_pool.data_ptr(), gpu.value_pool.data_ptr(),
                                            gpu.block_table.data<std::int32_t>(), gpu.seq_lens.data<std::int32_t>()};
@@ -220,17 +221,18 @@ TEST_F(DecodeAttentionGpu, GraphReplayFollowsGrowingLengths) {
   cuda::decode_attention(dims, inputs, DType::kBF16, out.data_ptr(), splits, workspace.data_ptr(), stream.get());
   ZT_CUDA_CHECK(cudaStreamEndCapture(stream.get(), &graph));
   ZT_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-  for (const std::vector<double>& lens : {std::vector<double>{40, 300, 7}, std::vector<double>{41, 301, 8},
-                                          std::vector<double>{200, 700, 90}}) {
+  for (const std::vector<double>& lens :
+       {std::vector<double>{40, 300, 7}, std::vector<double>{41, 301, 8}, std::vector<double>{200, 700, 90}}) {
     gpu.seq_lens.copy_from(Tensor::from_values(lens, {3}, DType::kI32));
     ZT_CUDA_CHECK(cudaDeviceSynchronize());
     ZT_CUDA_CHECK(cudaGraphLaunch(exec, stream.get()));
     stream.synchronize();
     Tensor want = ops::decode_attention(cpu.q, cpu.key_pool, cpu.value_pool, cpu.block_table,
                                         Tensor::from_values(lens, {3}, DType::kI32), c.softmax_scale());
-    expect_attention_matches(out, want, 1e-2, "graph replay at lengths " + shape_str({static_cast<std::int64_t>(lens[0]),
-                                                                                    static_cast<std::int64_t>(lens[1]),
-                                                                                    static_cast<std::int64_t>(lens[2])}));
+    expect_attention_matches(
+        out, want, 1e-2,
+        "graph replay at lengths " + shape_str({static_cast<std::int64_t>(lens[0]), static_cast<std::int64_t>(lens[1]),
+                                                static_cast<std::int64_t>(lens[2])}));
   }
   ZT_CUDA_CHECK(cudaGraphExecDestroy(exec));
   ZT_CUDA_CHECK(cudaGraphDestroy(graph));
@@ -269,7 +271,8 @@ TEST_F(WriteKvSlotsGpu, MatchesCpuExactly) {
     for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16, DType::kF64}) {
       const std::string what = std::string(dtype_name(dtype)) + " head_dim " + std::to_string(s.head_dim);
       const Shape pool{s.blocks, s.block_size, s.kv_heads, s.head_dim};
-      Tensor key_cpu = Tensor::normal(pool, 1, 0, 0.0, 1.0, dtype), value_cpu = Tensor::normal(pool, 2, 0, 0.0, 1.0, dtype);
+      Tensor key_cpu = Tensor::normal(pool, 1, 0, 0.0, 1.0, dtype),
+             value_cpu = Tensor::normal(pool, 2, 0, 0.0, 1.0, dtype);
       Tensor key_gpu = key_cpu.to(Device::cuda()), value_gpu = value_cpu.to(Device::cuda());
       // k and v as slices of a fused [tokens, 2 + 2·kv_heads, head_dim] projection.
       const std::int64_t tokens = 9, width = 2 + 2 * s.kv_heads;
@@ -279,7 +282,8 @@ TEST_F(WriteKvSlotsGpu, MatchesCpuExactly) {
       auto v_of = [&](const Tensor& f) { return f.narrow(1, 2 + s.kv_heads, s.kv_heads); };
       const std::int64_t slots_total = s.blocks * s.block_size;
       std::vector<double> slots{static_cast<double>(slots_total - 1), 3, -1, 0, 17, -5, 9, 2, 30};
-      for (double& slot : slots) slot = slot < 0 ? slot : static_cast<double>(static_cast<std::int64_t>(slot) % slots_total);
+      for (double& slot : slots)
+        slot = slot < 0 ? slot : static_cast<double>(static_cast<std::int64_t>(slot) % slots_total);
       Tensor slots_cpu = Tensor::from_values(slots, {tokens}, DType::kI64);
       ops::write_kv_slots(key_cpu, value_cpu, k_of(fused), v_of(fused), slots_cpu);
       ops::write_kv_slots(key_gpu, value_gpu, k_of(fused_gpu), v_of(fused_gpu), slots_cpu.to(Device::cuda()));
@@ -310,7 +314,8 @@ TEST_F(ArgmaxRowsGpu, PlantedTiesOverAQwenVocabulary) {
       Tensor x = Tensor::normal({rows, vocab}, 10 + rows, 0, 0.0, 1.0, DType::kF32);
       std::vector<double> want;
       for (std::int64_t r = 0; r < rows; ++r) {
-        const std::int64_t first = (r * 7919 + 11) % (vocab - 1), later = first + 1 + (r * 104729) % (vocab - 1 - first);
+        const std::int64_t first = (r * 7919 + 11) % (vocab - 1),
+                           later = first + 1 + (r * 104729) % (vocab - 1 - first);
         x.data<float>()[r * vocab + first] = 100.0f;
         x.data<float>()[r * vocab + later] = 100.0f;
         want.push_back(static_cast<double>(first));
@@ -328,11 +333,11 @@ TEST_F(ArgmaxRowsGpu, PlantedTiesOverAQwenVocabulary) {
 TEST_F(ArgmaxRowsGpu, MatchesCpuOnRandomNanAndOddShapes) {
   ZT_SKIP_WITHOUT_GPU();
   const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
-  Tensor special = Tensor::from_values({1, 3, 3, 2, 0, 0, 0,       //
-                                        -5, -2, -2, -7, -9, -2, -3,  //
-                                        1, nan, 5, nan, 9, 1, 1,     //
+  Tensor special = Tensor::from_values({1,    3,    3,    2,    0,    0,    0,     //
+                                        -5,   -2,   -2,   -7,   -9,   -2,   -3,    //
+                                        1,    nan,  5,    nan,  9,    1,    1,     //
                                         -inf, -inf, -inf, -inf, -inf, -inf, -inf,  //
-                                        -0.0, 0.0, -1, -1, -1, -1, -1},
+                                        -0.0, 0.0,  -1,   -1,   -1,   -1,   -1},
                                        {5, 7}, DType::kF64);
   for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16, DType::kF64}) {
     const std::string what = dtype_name(dtype);

@@ -48,11 +48,8 @@ TEST(DecodeAttention, MatchesPackedCausalAttentionOnAwkwardShapes) {
   std::vector<std::int64_t> many;
   for (int b = 0; b < 33; ++b) many.push_back(std::vector<std::int64_t>{1, 17, 100, 5, 33, 64, 2}[b % 7]);
   const std::vector<DecodeCase> cases = {
-      {{17}, 6, 2, 16, 16},
-      {{1, 17, 100}, 7, 7, 64, 32},
-      {{100, 1, 17}, 14, 2, 128, 16},
-      {many, 14, 2, 16, 16},
-      {many, 6, 2, 64, 32},
+      {{17}, 6, 2, 16, 16},  {{1, 17, 100}, 7, 7, 64, 32}, {{100, 1, 17}, 14, 2, 128, 16},
+      {many, 14, 2, 16, 16}, {many, 6, 2, 64, 32},
   };
   std::uint64_t seed = 10;
   for (const DecodeCase& c : cases) {
@@ -93,8 +90,10 @@ TEST(DecodeAttention, IgnoresUnusedPagesAndTableEntries) {
   const std::int64_t columns = t.block_table.size(1);
   for (std::int64_t b = 0; b < c.batch(); ++b)
     for (std::int64_t i = 0; i < columns; ++i) {
-      if (i < c.blocks_for(c.lengths[b])) used[static_cast<std::size_t>(table[b * columns + i])] = true;
-      else table[b * columns + i] = 12345;
+      if (i < c.blocks_for(c.lengths[b]))
+        used[static_cast<std::size_t>(table[b * columns + i])] = true;
+      else
+        table[b * columns + i] = 12345;
     }
   for (std::int64_t page = 0; page < t.key_pool.size(0); ++page)
     if (!used[page]) {
@@ -164,8 +163,8 @@ TEST(DecodeAttention, GpuSplitCountDependsOnSizesOnly) {
   EXPECT_EQ(splits(200, 512), 1);         // the batch alone fills the device
   dims.num_heads = 40;                    // groups of 20 heads: two blocks per kv head
   dims.num_kv_heads = 2;
-  EXPECT_EQ(splits(8, 512), 12);          // 32 blocks before splitting
-  dims.num_heads = 32;                    // groups of 16: one block per kv head
+  EXPECT_EQ(splits(8, 512), 12);  // 32 blocks before splitting
+  dims.num_heads = 32;            // groups of 16: one block per kv head
   EXPECT_EQ(splits(8, 512), 24);
   EXPECT_EQ(cuda::decode_attention_workspace_bytes(dims, 1), 0u);
   EXPECT_EQ(cuda::decode_attention_workspace_bytes(dims, 24), std::size_t{8 * 32 * 24 * 129 * 4});
@@ -194,13 +193,12 @@ TEST(DecodeAttentionErrors, NameTheArgumentAndTheFix) {
                   {"block_table has shape [1, ", "batch"});
   expect_mentions(call(t.q, t.key_pool.transpose(2, 3), t.value_pool.transpose(2, 3), t.block_table, t.seq_lens),
                   {"head_dim"});
-  expect_mentions(error_of([&] {
-                    ops::decode_attention(t.q, t.key_pool, t.value_pool, t.block_table, t.seq_lens, std::nan(""));
-                  }),
-                  {"softmax_scale", "finite"});
-  expect_mentions(call(t.q.to(DType::kI32), t.key_pool.to(DType::kI32), t.value_pool.to(DType::kI32), t.block_table,
-                       t.seq_lens),
-                  {"q must be a floating tensor"});
+  expect_mentions(
+      error_of([&] { ops::decode_attention(t.q, t.key_pool, t.value_pool, t.block_table, t.seq_lens, std::nan("")); }),
+      {"softmax_scale", "finite"});
+  expect_mentions(
+      call(t.q.to(DType::kI32), t.key_pool.to(DType::kI32), t.value_pool.to(DType::kI32), t.block_table, t.seq_lens),
+      {"q must be a floating tensor"});
 }
 
 TEST(DecodeAttentionErrors, LengthsAndPagesAreChecked) {
@@ -208,8 +206,8 @@ TEST(DecodeAttentionErrors, LengthsAndPagesAreChecked) {
   DecodeTensors t = random_decode_inputs(c, DType::kF32, 110);
   auto with_lens = [&](std::vector<double> lens) {
     return error_of([&] {
-      ops::decode_attention(t.q, t.key_pool, t.value_pool, t.block_table,
-                            Tensor::from_values(lens, {2}, DType::kI32), 0.5);
+      ops::decode_attention(t.q, t.key_pool, t.value_pool, t.block_table, Tensor::from_values(lens, {2}, DType::kI32),
+                            0.5);
     });
   };
   expect_mentions(with_lens({5, 0}), {"seq_lens[1] is 0", "at least one cached token"});
@@ -232,16 +230,13 @@ TEST(DecodeAttentionErrors, PoolsMustBeContiguousAndOutMustFit) {
   DecodeTensors t = random_decode_inputs(c, DType::kF32, 120);
   Tensor wide = Tensor::zeros({t.key_pool.size(0), 16, 2, 16}, DType::kF32);
   Tensor strided = wide.narrow(3, 0, 8);
-  expect_mentions(error_of([&] {
-                    ops::decode_attention(t.q, strided, strided, t.block_table, t.seq_lens, 0.5);
-                  }),
+  expect_mentions(error_of([&] { ops::decode_attention(t.q, strided, strided, t.block_table, t.seq_lens, 0.5); }),
                   {"key_pool must be contiguous"});
   ops::DecodeAttentionOptions options;
   options.out = Tensor::zeros({1, 4, 4}, DType::kF32);
-  expect_mentions(error_of([&] {
-                    ops::decode_attention(t.q, t.key_pool, t.value_pool, t.block_table, t.seq_lens, 0.5, options);
-                  }),
-                  {"options.out has shape [1, 4, 4]", "q's shape [1, 4, 8]"});
+  expect_mentions(
+      error_of([&] { ops::decode_attention(t.q, t.key_pool, t.value_pool, t.block_table, t.seq_lens, 0.5, options); }),
+      {"options.out has shape [1, 4, 4]", "q's shape [1, 4, 8]"});
 }
 
 // ---- write_kv_slots ----
@@ -254,7 +249,8 @@ TEST(WriteKvSlots, ShuffledSlotsLandAndSkippedTokensDoNot) {
   Tensor v = Tensor::normal({6, kv, dim}, 2, 0, 0.0, 1.0, DType::kF32);
   const std::vector<double> slots{13, 2, -1, 7, 19, 0};
   ops::write_kv_slots(key_pool, value_pool, k, v, Tensor::from_values(slots, {6}, DType::kI64));
-  Tensor key_rows = key_pool.reshape({blocks * block, kv, dim}), value_rows = value_pool.reshape({blocks * block, kv, dim});
+  Tensor key_rows = key_pool.reshape({blocks * block, kv, dim}),
+         value_rows = value_pool.reshape({blocks * block, kv, dim});
   std::vector<bool> written(blocks * block, false);
   for (std::int64_t i = 0; i < 6; ++i) {
     if (slots[i] < 0) continue;
@@ -292,11 +288,11 @@ TEST(WriteKvSlots, ViewsOfAFusedProjectionThenDecode) {
   for (std::int64_t b = 0; b < c.batch(); ++b) {
     ops::AttentionConfig config{c.softmax_scale(), false};
     Tensor q_row = t.q.narrow(0, b, 1).expand({c.lengths[b], 4, 8}).contiguous();
-    Tensor out = ops::attention_forward(q_row, k.narrow(0, start, c.lengths[b]).contiguous(),
-                                        v.narrow(0, start, c.lengths[b]).contiguous(),
-                                        Tensor::from_values({0.0, static_cast<double>(c.lengths[b])}, {2}, DType::kI32),
-                                        config)
-                     .out;
+    Tensor out =
+        ops::attention_forward(q_row, k.narrow(0, start, c.lengths[b]).contiguous(),
+                               v.narrow(0, start, c.lengths[b]).contiguous(),
+                               Tensor::from_values({0.0, static_cast<double>(c.lengths[b])}, {2}, DType::kI32), config)
+            .out;
     const std::vector<double> row = out.select(0, 0).contiguous().to_vector();
     want.insert(want.end(), row.begin(), row.end());
     start += c.lengths[b];
@@ -329,12 +325,12 @@ TEST(WriteKvSlots, Errors) {
 
 TEST(ArgmaxRows, FirstOfTiesNegativesAndNan) {
   const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
-  Tensor x = Tensor::from_values({1, 3, 3, 2, 0,          //
-                                  -5, -2, -2, -7, -9,     //
-                                  1, nan, 5, nan, 9,      //
+  Tensor x = Tensor::from_values({1,    3,    3,    2,    0,     //
+                                  -5,   -2,   -2,   -7,   -9,    //
+                                  1,    nan,  5,    nan,  9,     //
                                   -inf, -inf, -inf, -inf, -inf,  //
-                                  -0.0, 0.0, -1, -1, -1,  //
-                                  4, 4, 4, 4, 4.5},
+                                  -0.0, 0.0,  -1,   -1,   -1,    //
+                                  4,    4,    4,    4,    4.5},
                                  {6, 5}, DType::kF64);
   const std::vector<double> want{1, 1, 1, 0, 0, 4};
   for (DType dtype : {DType::kF64, DType::kF32, DType::kBF16, DType::kF16}) {
@@ -369,9 +365,13 @@ TEST(ArgmaxRows, StridedRowsAndWideRows) {
 TEST(ArgmaxRows, Errors) {
   expect_mentions(error_of([] { ops::argmax_rows(Tensor::zeros({4}, DType::kF32)); }),
                   {"argmax_rows", "x must have 2 dimensions"});
-  expect_mentions(error_of([] { ops::argmax_rows(Tensor::zeros({2, 3}, DType::kI64)); }),
+  expect_mentions(error_of([] {
+                    ops::argmax_rows(Tensor::zeros({2, 3}, DType::kI64));
+                  }),
                   {"x must be a floating tensor"});
-  expect_mentions(error_of([] { ops::argmax_rows(Tensor::zeros({2, 0}, DType::kF32)); }),
+  expect_mentions(error_of([] {
+                    ops::argmax_rows(Tensor::zeros({2, 0}, DType::kF32));
+                  }),
                   {"x has shape [2, 0]", "at least one column"});
 }
 

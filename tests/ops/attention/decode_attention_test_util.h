@@ -26,9 +26,9 @@ struct DecodeCase {
   std::int64_t kv_heads = 2;
   std::int64_t head_dim = 16;
   std::int64_t block_size = 16;
-  std::int64_t spare_blocks = 3;  // pool pages no sequence uses
+  std::int64_t spare_blocks = 3;   // pool pages no sequence uses
   std::int64_t spare_columns = 2;  // block_table columns past the longest sequence's need
-  double scale = 0.0;             // 0: 1 / sqrt(head_dim)
+  double scale = 0.0;              // 0: 1 / sqrt(head_dim)
 
   std::int64_t batch() const { return static_cast<std::int64_t>(lengths.size()); }
   std::int64_t blocks_for(std::int64_t len) const { return (len + block_size - 1) / block_size; }

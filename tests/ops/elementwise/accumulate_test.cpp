@@ -25,10 +25,12 @@ TEST(Accumulate, TakesAStridedSource) {
 
 TEST(Accumulate, ErrorsNameTheProblem) {
   Tensor f32 = Tensor::zeros({3}, DType::kF32, Device::cpu());
-  testing::expect_mentions(testing::error_of([&] { ops::accumulate_(Tensor::zeros({3}, DType::kBF16, Device::cpu()), f32); }),
-                           {"dst must be a contiguous float32"});
-  testing::expect_mentions(testing::error_of([&] { ops::accumulate_(f32, Tensor::zeros({4}, DType::kF32, Device::cpu())); }),
-                           {"[3]", "[4]"});
+  testing::expect_mentions(
+      testing::error_of([&] { ops::accumulate_(Tensor::zeros({3}, DType::kBF16, Device::cpu()), f32); }),
+      {"dst must be a contiguous float32"});
+  testing::expect_mentions(
+      testing::error_of([&] { ops::accumulate_(f32, Tensor::zeros({4}, DType::kF32, Device::cpu())); }),
+      {"[3]", "[4]"});
 }
 
 }  // namespace

@@ -62,8 +62,8 @@ TEST_F(ElementwiseGpu, SwigluMatchesCpuInBothLayouts) {
 TEST_F(ElementwiseGpu, BinaryOpsMatchCpuWithAndWithoutBroadcast) {
   ZT_SKIP_WITHOUT_GPU();
   std::uint64_t seed = 100;
-  const std::pair<Shape, Shape> cases[] = {{{1}, {1}},           {{5, 7}, {5, 7}},  {{3, 100, 33}, {33}},
-                                           {{3, 100, 33}, {100, 33}}, {{1000, 3}, {}}, {{4099}, {4099}}};
+  const std::pair<Shape, Shape> cases[] = {
+      {{1}, {1}}, {{5, 7}, {5, 7}}, {{3, 100, 33}, {33}}, {{3, 100, 33}, {100, 33}}, {{1000, 3}, {}}, {{4099}, {4099}}};
   for (const auto& [a_shape, b_shape] : cases)
     for (DType dtype : kDtypes) {
       double tol = gpu_tolerance(dtype);
@@ -146,8 +146,8 @@ TEST_F(ElementwiseGpu, SumsAndMeansOverOneDimMatchCpu) {
           Pair x = random_pair(shape, seed++, dtype, 0.5);
           Tensor sum_cpu = ops::sum_dim_forward(x.cpu, dim, keepdim);
           expect_gpu_matches(ops::sum_dim_forward(x.gpu, dim, keepdim), sum_cpu, tol, "sum " + what);
-          expect_gpu_matches(ops::mean_dim_forward(x.gpu, dim, keepdim), ops::mean_dim_forward(x.cpu, dim, keepdim), tol,
-                             "mean " + what);
+          expect_gpu_matches(ops::mean_dim_forward(x.gpu, dim, keepdim), ops::mean_dim_forward(x.cpu, dim, keepdim),
+                             tol, "mean " + what);
           Pair g = random_pair(sum_cpu.shape(), seed++, dtype, 1.0);
           expect_gpu_matches(ops::sum_dim_backward(g.gpu, shape, dim, keepdim),
                              ops::sum_dim_backward(g.cpu, shape, dim, keepdim), tol, "sum backward " + what);

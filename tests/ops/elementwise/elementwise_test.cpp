@@ -77,11 +77,17 @@ TEST(Swiglu, Bf16RoundsSiluBeforeTheProduct) {
 
 TEST(Swiglu, BadArgumentsNameShapes) {
   Tensor a = random_tensor({2, 6}, 8, DType::kF32);
-  expect_mentions(error_of([&] { ops::swiglu_forward(a, random_tensor({2, 5}, 9, DType::kF32)); }),
+  expect_mentions(error_of([&] {
+                    ops::swiglu_forward(a, random_tensor({2, 5}, 9, DType::kF32));
+                  }),
                   {"[2, 6]", "[2, 5]"});
-  expect_mentions(error_of([&] { ops::swiglu_fused_forward(random_tensor({2, 5}, 9, DType::kF32)); }),
+  expect_mentions(error_of([&] {
+                    ops::swiglu_fused_forward(random_tensor({2, 5}, 9, DType::kF32));
+                  }),
                   {"[2, 5]", "even"});
-  expect_mentions(error_of([&] { ops::swiglu_fused_backward(random_tensor({2, 6}, 9, DType::kF32), a); }),
+  expect_mentions(error_of([&] {
+                    ops::swiglu_fused_backward(random_tensor({2, 6}, 9, DType::kF32), a);
+                  }),
                   {"[2, 6]", "halved"});
 }
 
@@ -168,7 +174,9 @@ TEST(Elementwise, Bf16ComputesInFloatAndRoundsOnce) {
 TEST(Elementwise, BadArgumentsNameShapesAndDtypes) {
   Tensor a = random_tensor({2, 3}, 19, DType::kF32);
   expect_mentions(error_of([&] { ops::add_forward(a, random_tensor({2}, 20, DType::kF32)); }), {"[2, 3]", "[2]"});
-  expect_mentions(error_of([&] { ops::mul_forward(a, random_tensor({2, 3}, 20, DType::kF16)); }),
+  expect_mentions(error_of([&] {
+                    ops::mul_forward(a, random_tensor({2, 3}, 20, DType::kF16));
+                  }),
                   {"float32", "float16"});
   expect_mentions(error_of([&] { ops::residual_add_forward(a, random_tensor({3}, 20, DType::kF32)); }),
                   {"[2, 3]", "[3]"});
@@ -196,21 +204,25 @@ TEST(Reduce, GradientsMatchFiniteDifferences) {
   auto check = [&](const std::string& what, auto forward, auto backward) {
     expect_gradients_match(what, forward, backward, {x}, {true});
   };
-  check("sum", [](const std::vector<Tensor>& in) { return ops::sum_forward(in[0]); },
-        [&](const std::vector<Tensor>&, const Tensor& g) { return std::vector<Tensor>{ops::sum_backward(g, shape)}; });
-  check("mean", [](const std::vector<Tensor>& in) { return ops::mean_forward(in[0]); },
-        [&](const std::vector<Tensor>&, const Tensor& g) { return std::vector<Tensor>{ops::mean_backward(g, shape)}; });
+  check(
+      "sum", [](const std::vector<Tensor>& in) { return ops::sum_forward(in[0]); },
+      [&](const std::vector<Tensor>&, const Tensor& g) { return std::vector<Tensor>{ops::sum_backward(g, shape)}; });
+  check(
+      "mean", [](const std::vector<Tensor>& in) { return ops::mean_forward(in[0]); },
+      [&](const std::vector<Tensor>&, const Tensor& g) { return std::vector<Tensor>{ops::mean_backward(g, shape)}; });
   for (std::int64_t dim : {0, 1, 2, -1})
     for (bool keepdim : {false, true}) {
       std::string suffix = " dim " + std::to_string(dim) + (keepdim ? " keepdim" : "");
-      check("sum" + suffix, [&](const std::vector<Tensor>& in) { return ops::sum_dim_forward(in[0], dim, keepdim); },
-            [&](const std::vector<Tensor>&, const Tensor& g) {
-              return std::vector<Tensor>{ops::sum_dim_backward(g, shape, dim, keepdim)};
-            });
-      check("mean" + suffix, [&](const std::vector<Tensor>& in) { return ops::mean_dim_forward(in[0], dim, keepdim); },
-            [&](const std::vector<Tensor>&, const Tensor& g) {
-              return std::vector<Tensor>{ops::mean_dim_backward(g, shape, dim, keepdim)};
-            });
+      check(
+          "sum" + suffix, [&](const std::vector<Tensor>& in) { return ops::sum_dim_forward(in[0], dim, keepdim); },
+          [&](const std::vector<Tensor>&, const Tensor& g) {
+            return std::vector<Tensor>{ops::sum_dim_backward(g, shape, dim, keepdim)};
+          });
+      check(
+          "mean" + suffix, [&](const std::vector<Tensor>& in) { return ops::mean_dim_forward(in[0], dim, keepdim); },
+          [&](const std::vector<Tensor>&, const Tensor& g) {
+            return std::vector<Tensor>{ops::mean_dim_backward(g, shape, dim, keepdim)};
+          });
     }
 }
 
@@ -225,7 +237,9 @@ TEST(Reduce, Bf16SumsInFloatAndRoundsOnce) {
 TEST(Reduce, BadArgumentsNameShapes) {
   Tensor x = random_tensor({2, 3}, 22, DType::kF32);
   expect_mentions(error_of([&] { ops::sum_dim_forward(x, 2, false); }), {"2", "[2, 3]"});
-  expect_mentions(error_of([&] { ops::sum_dim_backward(random_tensor({3}, 23, DType::kF32), {2, 3}, 1, false); }),
+  expect_mentions(error_of([&] {
+                    ops::sum_dim_backward(random_tensor({3}, 23, DType::kF32), {2, 3}, 1, false);
+                  }),
                   {"[3]", "[2, 3]", "[2]"});
   expect_mentions(error_of([&] { ops::sum_to_trailing(x, {2}); }), {"[2]", "[2, 3]"});
   expect_mentions(error_of([&] { ops::sum_backward(x, {2, 3}); }), {"[2, 3]"});

@@ -55,9 +55,13 @@ TEST(Tanh, SixteenBitComputesInFloatAndRoundsOnce) {
 TEST(Tanh, BadArgumentsNameShapesAndDtypes) {
   Tensor a = random_tensor({2, 3}, 5, DType::kF32);
   expect_mentions(error_of([&] { ops::tanh_forward(Tensor::arange(4)); }), {"tanh_forward", "int64"});
-  expect_mentions(error_of([&] { ops::tanh_backward(a, random_tensor({3, 2}, 6, DType::kF32)); }),
+  expect_mentions(error_of([&] {
+                    ops::tanh_backward(a, random_tensor({3, 2}, 6, DType::kF32));
+                  }),
                   {"tanh_backward", "[2, 3]", "[3, 2]"});
-  expect_mentions(error_of([&] { ops::tanh_backward(a, random_tensor({2, 3}, 6, DType::kBF16)); }),
+  expect_mentions(error_of([&] {
+                    ops::tanh_backward(a, random_tensor({2, 3}, 6, DType::kBF16));
+                  }),
                   {"float32", "bfloat16"});
 }
 

@@ -83,24 +83,25 @@ TEST_F(LinearGpu, TransposedStridedAndMisalignedViewsMatchContiguousCopies) {
     // Offsets of one element leave the data 2- or 4-byte aligned; the transpose makes `a`
     // column-major; `b` keeps a row stride of 40 for 33 columns.
     Tensor a = a_storage.gpu.narrow(1, 1, 7).narrow(2, 1, 5).transpose(1, 2);  // [3, 5, 7]
-    Tensor b = b_storage.gpu.narrow(1, 3, 7).narrow(2, 1, 33);                  // [3, 7, 33]
+    Tensor b = b_storage.gpu.narrow(1, 3, 7).narrow(2, 1, 33);                 // [3, 7, 33]
     Tensor expected = ops::matmul_forward(a.contiguous(), b.contiguous());
     expect_gpu_matches(ops::matmul_forward(a, b), expected, 1e-6, std::string(dtype_name(dtype)) + " views");
     // Neither dim of unit stride: the one layout that must be copied.
-    Tensor a_gappy = a_storage.gpu.slice(1, 0, 9, 2).slice(2, 0, 12, 2);                  // [3, 5, 6]
+    Tensor a_gappy = a_storage.gpu.slice(1, 0, 9, 2).slice(2, 0, 12, 2);                // [3, 5, 6]
     Tensor b_gappy = b_storage.gpu.narrow(1, 0, 6).slice(2, 0, 40, 3).narrow(2, 0, 4);  // [3, 6, 4]
     expect_gpu_matches(ops::matmul_forward(a_gappy, b_gappy),
                        ops::matmul_forward(a_gappy.contiguous(), b_gappy.contiguous()), 1e-6,
                        std::string(dtype_name(dtype)) + " copied views");
     // A transposed weight view and a strided x in linear, backward included.
     Tensor w = b_storage.gpu.select(0, 0).narrow(1, 0, 7).transpose(0, 1);  // [7, 10] column-major
-    Tensor x = a_storage.gpu.select(0, 2).narrow(1, 2, 10);                  // [9, 10] row stride 12
-    Tensor bias = b_storage.gpu.select(0, 1).select(0, 0).narrow(0, 1, 7);   // misaligned bias
+    Tensor x = a_storage.gpu.select(0, 2).narrow(1, 2, 10);                 // [9, 10] row stride 12
+    Tensor bias = b_storage.gpu.select(0, 1).select(0, 0).narrow(0, 1, 7);  // misaligned bias
     expect_gpu_matches(ops::linear_forward(x, w, bias),
                        ops::linear_forward(x.contiguous(), w.contiguous(), bias.contiguous()), 1e-6,
                        std::string(dtype_name(dtype)) + " linear views");
     Pair gy = random_pair({9, 7}, 62, dtype);
-    ops::LinearGrads views = ops::linear_backward(gy.gpu.transpose(0, 1).contiguous().transpose(0, 1), x, w, {.bias = true});
+    ops::LinearGrads views =
+        ops::linear_backward(gy.gpu.transpose(0, 1).contiguous().transpose(0, 1), x, w, {.bias = true});
     ops::LinearGrads copies = ops::linear_backward(gy.gpu, x.contiguous(), w.contiguous(), {.bias = true});
     expect_gpu_matches(views.grad_x, copies.grad_x, 1e-6, "grad_x of views");
     expect_gpu_matches(views.grad_weight, copies.grad_weight, 1e-6, "grad_weight of views");

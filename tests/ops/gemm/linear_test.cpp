@@ -36,8 +36,7 @@ TEST(Matmul, HandComputedValues) {
   EXPECT_EQ(ops::matmul_forward(a, b).to_vector(), (Values{5, 11, 14, 23}));
   // aᵀ = [[1, 4], [2, 5], [3, 6]] times bᵀ = [[1, 2, 0], [0, 1, 3]].
   EXPECT_EQ(ops::matmul_forward(a, b, true, true).shape(), (Shape{3, 3}));
-  EXPECT_EQ(ops::matmul_forward(a, b, true, true).to_vector(),
-            (Values{1, 2 + 4, 12, 2, 4 + 5, 15, 3, 6 + 6, 18}));
+  EXPECT_EQ(ops::matmul_forward(a, b, true, true).to_vector(), (Values{1, 2 + 4, 12, 2, 4 + 5, 15, 3, 6 + 6, 18}));
 }
 
 TEST(Linear, Bf16RoundsOnceFromFloat32Accumulation) {
@@ -95,18 +94,17 @@ TEST(Matmul, GradientsForEveryTransposeAndBatchLayout) {
         };
         std::string what = "matmul batch " + std::to_string(layout.batch_a) + "/" + std::to_string(layout.batch_b) +
                            " ta " + std::to_string(ta) + " tb " + std::to_string(tb);
-        expect_gradients_match(
-            what, forward, backward,
-            {random_tensor(stored_operand_shape(layout.batch_a, m, k, ta), 10),
-             random_tensor(stored_operand_shape(layout.batch_b, k, n, tb), 11)},
-            {true, true});
+        expect_gradients_match(what, forward, backward,
+                               {random_tensor(stored_operand_shape(layout.batch_a, m, k, ta), 10),
+                                random_tensor(stored_operand_shape(layout.batch_b, k, n, tb), 11)},
+                               {true, true});
       }
 }
 
 TEST(Matmul, TransposedAndStridedViewsMatchContiguousCopies) {
   Tensor a_storage = random_tensor({2, 6, 9}, 20, DType::kF32), b_storage = random_tensor({2, 8, 11}, 21, DType::kF32);
   Tensor a = a_storage.narrow(1, 1, 4).narrow(2, 2, 5).transpose(1, 2);  // [2, 5, 4], neither dim unit-stride-free
-  Tensor b = b_storage.narrow(1, 0, 4).narrow(2, 3, 7);                    // [2, 4, 7], row stride 11
+  Tensor b = b_storage.narrow(1, 0, 4).narrow(2, 3, 7);                  // [2, 4, 7], row stride 11
   EXPECT_EQ(ops::matmul_forward(a, b).to_vector(), ops::matmul_forward(a.contiguous(), b.contiguous()).to_vector());
   Tensor a2 = a.select(0, 1), b2 = b.select(0, 0);
   EXPECT_EQ(ops::matmul_forward(a2.transpose(0, 1), b2, true, false).to_vector(),
@@ -133,16 +131,19 @@ TEST(Linear, ErrorsNameBothShapesOrDtypes) {
   std::string msg = error_of([] { ops::linear_forward(random_tensor({2, 5}, 1), random_tensor({3, 4}, 2)); });
   EXPECT_NE(msg.find("[2, 5]"), std::string::npos) << msg;
   EXPECT_NE(msg.find("[3, 4]"), std::string::npos) << msg;
-  msg = error_of(
-      [] { ops::linear_forward(random_tensor({2, 4}, 1, DType::kF32), random_tensor({3, 4}, 2, DType::kBF16)); });
+  msg = error_of([] {
+    ops::linear_forward(random_tensor({2, 4}, 1, DType::kF32), random_tensor({3, 4}, 2, DType::kBF16));
+  });
   EXPECT_NE(msg.find("float32"), std::string::npos) << msg;
   EXPECT_NE(msg.find("bfloat16"), std::string::npos) << msg;
-  msg = error_of(
-      [] { ops::linear_forward(random_tensor({2, 4}, 1), random_tensor({3, 4}, 2), random_tensor({4}, 3)); });
+  msg = error_of([] {
+    ops::linear_forward(random_tensor({2, 4}, 1), random_tensor({3, 4}, 2), random_tensor({4}, 3));
+  });
   EXPECT_NE(msg.find("bias"), std::string::npos) << msg;
   EXPECT_NE(msg.find("[4]"), std::string::npos) << msg;
-  msg = error_of(
-      [] { ops::linear_backward(random_tensor({2, 2}, 1), random_tensor({2, 4}, 1), random_tensor({3, 4}, 2), {}); });
+  msg = error_of([] {
+    ops::linear_backward(random_tensor({2, 2}, 1), random_tensor({2, 4}, 1), random_tensor({3, 4}, 2), {});
+  });
   EXPECT_NE(msg.find("[2, 2]"), std::string::npos) << msg;
   EXPECT_NE(msg.find("[2, 3]"), std::string::npos) << msg;
 }

@@ -6,8 +6,8 @@
 #include <cmath>
 #include <string>
 
-#include "ops/loss/cross_entropy.h"
 #include "ops/embedding/embedding.h"
+#include "ops/loss/cross_entropy.h"
 #include "ops/reduce/softmax.h"
 #include "runtime/error.h"
 #include "tests/common/op_test_util.h"

@@ -5,8 +5,8 @@
 #include <cmath>
 #include <string>
 
-#include "ops/loss/cross_entropy.h"
 #include "ops/embedding/embedding.h"
+#include "ops/loss/cross_entropy.h"
 #include "ops/reduce/softmax.h"
 #include "runtime/error.h"
 #include "tests/common/gradcheck.h"
@@ -121,8 +121,8 @@ TEST(CrossEntropy, HandComputedMeanSumAndIgnored) {
   EXPECT_NEAR(mean.logsumexp.to_vector()[2], 1 + std::log(2.0), 1e-14);
   ops::CrossEntropyOutput sum = ops::cross_entropy_forward(logits, labels, options(ops::Reduction::kSum));
   EXPECT_NEAR(sum.loss.item(), -std::log(0.75) - std::log(0.25), 1e-14);
-  Tensor grad = ops::cross_entropy_backward(Tensor::from_values({2.0}, {}, DType::kF64), logits, labels,
-                                            mean.logsumexp, mean.valid_count);
+  Tensor grad = ops::cross_entropy_backward(Tensor::from_values({2.0}, {}, DType::kF64), logits, labels, mean.logsumexp,
+                                            mean.valid_count);
   Values g = grad.to_vector();
   Values expected{0.25, -0.25, -0.75, 0.75, 0, 0};  // (softmax - onehot) * 2 / 2
   for (std::size_t i = 0; i < g.size(); ++i) EXPECT_NEAR(g[i], expected[i], 1e-14) << i;
@@ -174,8 +174,9 @@ TEST(CrossEntropy, StridedLogitsMatchContiguousCopy) {
 
 TEST(CrossEntropy, BadLabelsNameTheTokenAndValue) {
   Tensor logits = random_tensor({4, 6}, 17);
-  std::string msg =
-      error_of([&] { ops::cross_entropy_forward(logits, Tensor::from_values({1, -100, 6, 2}, {4}, DType::kI64)); });
+  std::string msg = error_of([&] {
+    ops::cross_entropy_forward(logits, Tensor::from_values({1, -100, 6, 2}, {4}, DType::kI64));
+  });
   expect_mentions(msg, {"token 2", "label 6", "[0, 6)", "-100"});
   msg = error_of([&] { ops::cross_entropy_forward(logits, Tensor::from_values({1, -5, 0, 2}, {4}, DType::kI32)); });
   expect_mentions(msg, {"token 1", "label -5"});

@@ -12,11 +12,11 @@
 #include <vector>
 
 #include "autograd/functions.h"
-#include "ops/loss/cross_entropy.h"
 #include "ops/gemm/linear.h"
+#include "ops/loss/cross_entropy.h"
 #include "ops/loss/linear_cross_entropy.h"
-#include "runtime/memory/caching_allocator.h"
 #include "runtime/check.h"
+#include "runtime/memory/caching_allocator.h"
 #include "tests/common/op_test_util.h"
 #include "tests/common/test_util.h"
 
@@ -65,9 +65,10 @@ struct Inputs {
 };
 // Logits of unit scale: the weight's std is 2 / sqrt(hidden), as a trained lm_head's roughly is.
 Inputs make_inputs(const GpuCase& c, std::uint64_t seed) {
-  return {Tensor::normal({c.tokens, c.hidden}, seed, 0, 0.0, 1.0, c.dtype),
-          Tensor::normal({c.vocab, c.hidden}, seed + 1, 0, 0.0, 2.0 / std::sqrt(static_cast<double>(c.hidden)), c.dtype),
-          make_labels(c.tokens, c.vocab, seed + 2)};
+  return {
+      Tensor::normal({c.tokens, c.hidden}, seed, 0, 0.0, 1.0, c.dtype),
+      Tensor::normal({c.vocab, c.hidden}, seed + 1, 0, 0.0, 2.0 / std::sqrt(static_cast<double>(c.hidden)), c.dtype),
+      make_labels(c.tokens, c.vocab, seed + 2)};
 }
 
 Inputs to_gpu(const Inputs& in) {
@@ -92,10 +93,10 @@ void check_against_cpu(const GpuCase& c, std::uint64_t seed) {
   const std::string what = c.str();
   Inputs cpu = make_inputs(c, seed), gpu = to_gpu(cpu);
   const ops::LinearCrossEntropyOptions options = c.options();
-  ops::LinearCrossEntropyOutput want = ops::linear_cross_entropy_forward(cpu.hidden, cpu.weight, cpu.labels, options,
-                                                                         {true, true});
-  ops::LinearCrossEntropyOutput have = ops::linear_cross_entropy_forward(gpu.hidden, gpu.weight, gpu.labels, options,
-                                                                         {true, true});
+  ops::LinearCrossEntropyOutput want =
+      ops::linear_cross_entropy_forward(cpu.hidden, cpu.weight, cpu.labels, options, {true, true});
+  ops::LinearCrossEntropyOutput have =
+      ops::linear_cross_entropy_forward(gpu.hidden, gpu.weight, gpu.labels, options, {true, true});
   expect_scalar_near(have.loss, want.loss.item(), loss_tolerance(c), what + " loss");
   EXPECT_EQ(have.valid_count.item(), want.valid_count.item()) << what;
   const double tol = testing::gpu_tolerance(c.dtype);
@@ -103,8 +104,8 @@ void check_against_cpu(const GpuCase& c, std::uint64_t seed) {
   testing::expect_gpu_matches(have.grad_weight, want.grad_weight, tol, what + " grad_weight (forward)");
 
   const double grad_loss = 0.5;
-  ops::LinearCrossEntropyGrads want_grads = ops::linear_cross_entropy_backward(
-      Tensor::from_values({grad_loss}, {}, DType::kF32), want, c.dtype, options);
+  ops::LinearCrossEntropyGrads want_grads =
+      ops::linear_cross_entropy_backward(Tensor::from_values({grad_loss}, {}, DType::kF32), want, c.dtype, options);
   ops::LinearCrossEntropyGrads have_grads = ops::linear_cross_entropy_backward(
       Tensor::full({}, grad_loss, DType::kF32, Device::cuda()), have, c.dtype, options);
   testing::expect_gpu_matches(have_grads.grad_hidden, want_grads.grad_hidden, tol, what + " grad_hidden");
@@ -145,8 +146,8 @@ TEST_F(LinearCrossEntropyGpu, LargestShapeMatchesUnfusedFloat32Ops) {
     Tensor h32 = gpu.hidden.to(DType::kF32), w32 = gpu.weight.to(DType::kF32);
     Tensor logits = ops::linear_forward(h32, w32);
     ops::CrossEntropyOutput ce = ops::cross_entropy_forward(logits, gpu.labels);
-    Tensor dlogits = ops::cross_entropy_backward(Tensor::full({}, 1.0, DType::kF32, Device::cuda()), logits,
-                                                 gpu.labels, ce.logsumexp, ce.valid_count);
+    Tensor dlogits = ops::cross_entropy_backward(Tensor::full({}, 1.0, DType::kF32, Device::cuda()), logits, gpu.labels,
+                                                 ce.logsumexp, ce.valid_count);
     ops::LinearGrads want = ops::linear_backward(dlogits, h32, w32, {true, true, false});
     ops::LinearCrossEntropyOutput have =
         ops::linear_cross_entropy_forward(gpu.hidden, gpu.weight, gpu.labels, c.options(), {true, true});
@@ -180,30 +181,31 @@ TEST_F(LinearCrossEntropyGpu, Int32LabelsEmptyBatchAndBadLabels) {
   Inputs gpu = to_gpu(make_inputs(c, 9));
   ops::LinearCrossEntropyOutput i64 =
       ops::linear_cross_entropy_forward(gpu.hidden, gpu.weight, gpu.labels, c.options(), {true, true});
-  ops::LinearCrossEntropyOutput i32 = ops::linear_cross_entropy_forward(
-      gpu.hidden, gpu.weight, gpu.labels.to(DType::kI32), c.options(), {true, true});
+  ops::LinearCrossEntropyOutput i32 =
+      ops::linear_cross_entropy_forward(gpu.hidden, gpu.weight, gpu.labels.to(DType::kI32), c.options(), {true, true});
   EXPECT_EQ(i64.loss.item(), i32.loss.item());
   EXPECT_EQ(max_abs_diff(i64.grad_hidden, i32.grad_hidden), 0.0);
 
-  ops::LinearCrossEntropyOutput empty = ops::linear_cross_entropy_forward(
-      Tensor::empty({0, 32}, DType::kBF16, Device::cuda()), gpu.weight,
-      Tensor::empty({0}, DType::kI64, Device::cuda()), c.options(), {true, true});
+  ops::LinearCrossEntropyOutput empty =
+      ops::linear_cross_entropy_forward(Tensor::empty({0, 32}, DType::kBF16, Device::cuda()), gpu.weight,
+                                        Tensor::empty({0}, DType::kI64, Device::cuda()), c.options(), {true, true});
   EXPECT_EQ(empty.loss.item(), 0.0);
   testing::expect_gpu_near(empty.grad_weight, Tensor::zeros({77, 32}, DType::kF32), 0.0, "empty batch grad_weight");
 
   Tensor bad = make_labels(40, 77, 9);
   bad.data<std::int64_t>()[13] = 77;
-  testing::expect_mentions(testing::error_of([&] {
-                             ops::linear_cross_entropy_forward(gpu.hidden, gpu.weight, bad.to(Device::cuda()));
-                           }),
-                           {"token 13", "label 77", "[0, 77)"});
+  testing::expect_mentions(
+      testing::error_of([&] { ops::linear_cross_entropy_forward(gpu.hidden, gpu.weight, bad.to(Device::cuda())); }),
+      {"token 13", "label 77", "[0, 77)"});
 }
 
 TEST_F(LinearCrossEntropyGpu, LossIsBitwiseReproducible) {
   ZT_SKIP_WITHOUT_GPU();
   GpuCase c{700, 5003, 128, DType::kBF16, Reduction::kMean, 256};
   Inputs gpu = to_gpu(make_inputs(c, 11));
-  auto run = [&] { return ops::linear_cross_entropy_forward(gpu.hidden, gpu.weight, gpu.labels, c.options()).loss.item(); };
+  auto run = [&] {
+    return ops::linear_cross_entropy_forward(gpu.hidden, gpu.weight, gpu.labels, c.options()).loss.item();
+  };
   EXPECT_EQ(run(), run());
 }
 

@@ -9,8 +9,8 @@
 
 #include "autograd/functions.h"
 #include "autograd/grad_mode.h"
-#include "ops/loss/cross_entropy.h"
 #include "ops/gemm/linear.h"
+#include "ops/loss/cross_entropy.h"
 #include "ops/loss/linear_cross_entropy.h"
 #include "tests/common/gradcheck.h"
 #include "tests/common/op_test_util.h"
@@ -68,9 +68,10 @@ TEST(LinearCrossEntropy, MatchesUnfusedOpsInFloat64) {
   for (const Case& c : cases) {
     for (ops::Reduction reduction : {ops::Reduction::kMean, ops::Reduction::kSum}) {
       for (double grad_scale : {1.0, 8.0}) {
-        const std::string what = c.str() + (reduction == ops::Reduction::kMean ? " mean" : " sum") + " scale " +
-                                 std::to_string(grad_scale);
-        Tensor hidden = random_tensor({c.tokens, c.hidden}, ++seed), weight = random_tensor({c.vocab, c.hidden}, ++seed);
+        const std::string what =
+            c.str() + (reduction == ops::Reduction::kMean ? " mean" : " sum") + " scale " + std::to_string(grad_scale);
+        Tensor hidden = random_tensor({c.tokens, c.hidden}, ++seed),
+               weight = random_tensor({c.vocab, c.hidden}, ++seed);
         Tensor labels = labels_for(c.tokens, c.vocab, ++seed);
         ops::LinearCrossEntropyOptions options = options_of(reduction, grad_scale);
         ops::LinearCrossEntropyOutput fused = ops::linear_cross_entropy_forward(hidden, weight, labels, options, kBoth);
@@ -124,8 +125,8 @@ TEST(LinearCrossEntropy, AllIgnoredGivesZeroLossAndZeroGradients) {
 
 TEST(LinearCrossEntropy, EmptyBatchAndOnlyTheGradientsAsked) {
   Tensor weight = random_tensor({4, 3}, 6);
-  ops::LinearCrossEntropyOutput empty = ops::linear_cross_entropy_forward(
-      Tensor::empty({0, 3}, DType::kF64), weight, Tensor::empty({0}, DType::kI64), {}, kBoth);
+  ops::LinearCrossEntropyOutput empty = ops::linear_cross_entropy_forward(Tensor::empty({0, 3}, DType::kF64), weight,
+                                                                          Tensor::empty({0}, DType::kI64), {}, kBoth);
   EXPECT_EQ(empty.loss.item(), 0.0);
   EXPECT_EQ(empty.grad_hidden.shape(), (Shape{0, 3}));
   EXPECT_EQ(max_abs_diff(empty.grad_weight, Tensor::zeros({4, 3}, DType::kF64)), 0.0);
@@ -165,11 +166,14 @@ TEST(LinearCrossEntropy, LowPrecisionInputsRoundOnceFromFloat64) {
 
 TEST(LinearCrossEntropy, ErrorsNameTheArgumentAndTheFix) {
   Tensor hidden = random_tensor({4, 3}, 12), weight = random_tensor({5, 3}, 13), labels = labels_for(4, 5, 14);
+  expect_mentions(
+      error_of([&] {
+        ops::linear_cross_entropy_forward(hidden, weight, Tensor::from_values({0, 1, 5, 2}, {4}, DType::kI64));
+      }),
+      {"token 2", "label 5", "[0, 5)", "ignore_index -100"});
   expect_mentions(error_of([&] {
-                    ops::linear_cross_entropy_forward(hidden, weight, Tensor::from_values({0, 1, 5, 2}, {4}, DType::kI64));
+                    ops::linear_cross_entropy_forward(hidden, random_tensor({5, 4}, 15), labels);
                   }),
-                  {"token 2", "label 5", "[0, 5)", "ignore_index -100"});
-  expect_mentions(error_of([&] { ops::linear_cross_entropy_forward(hidden, random_tensor({5, 4}, 15), labels); }),
                   {"weight", "[5, 4]", "hidden_size"});
   expect_mentions(error_of([&] { ops::linear_cross_entropy_forward(hidden, weight.to(DType::kF32), labels); }),
                   {"float32", "float64"});
@@ -201,9 +205,8 @@ TEST(LinearCrossEntropyAutograd, TiedEmbeddingGetsBothGradientsLikeTheUnfusedTap
     embedding = autograd::Variable(table, true, "embedding");
     proj = autograd::Variable(mix, true, "proj");
     autograd::Variable h = autograd::linear(autograd::embedding(embedding, ids), proj);
-    autograd::Variable loss =
-        fused ? autograd::linear_cross_entropy(h, embedding, labels)
-              : autograd::cross_entropy(autograd::linear(h, embedding), labels);
+    autograd::Variable loss = fused ? autograd::linear_cross_entropy(h, embedding, labels)
+                                    : autograd::cross_entropy(autograd::linear(h, embedding), labels);
     autograd::scale(loss, 2.5).backward();
     return loss.data().item();
   };
@@ -218,8 +221,8 @@ TEST(LinearCrossEntropyAutograd, ComputesNoGradientsWhenNotRecordingOrFrozen) {
   Tensor hidden = random_tensor({4, 3}, 23), weight = random_tensor({5, 3}, 24), labels = labels_for(4, 5, 25);
   {
     autograd::NoGradGuard no_grad;
-    autograd::Variable loss = autograd::linear_cross_entropy(autograd::Variable(hidden, true),
-                                                             autograd::Variable(weight, true), labels);
+    autograd::Variable loss =
+        autograd::linear_cross_entropy(autograd::Variable(hidden, true), autograd::Variable(weight, true), labels);
     EXPECT_FALSE(loss.requires_grad());
   }
   autograd::Variable h(hidden, true, "h"), w(weight, false, "lm_head");

@@ -44,10 +44,9 @@ TEST(RmsNormResidual, GradientsOfBothOutputsMatchFiniteDifferences) {
             grad.select(0, 0).contiguous(), grad.select(0, 1).contiguous(), out.sum, in[2], out.rstd, style);
         return std::vector<Tensor>{g.grad_input, g.grad_input, g.grad_weight};
       };
-      testing::expect_gradients_match(std::string("rmsnorm_residual ") + style_name(style) + " " + shape_str(shape),
-                                      forward, backward,
-                                      {random_tensor(shape, 1), random_tensor(shape, 2), random_tensor({hidden}, 3)},
-                                      {true, true, true});
+      testing::expect_gradients_match(
+          std::string("rmsnorm_residual ") + style_name(style) + " " + shape_str(shape), forward, backward,
+          {random_tensor(shape, 1), random_tensor(shape, 2), random_tensor({hidden}, 3)}, {true, true, true});
     }
 }
 
@@ -81,14 +80,19 @@ TEST(RmsNormResidual, Is16BitBitForBitTheUnfusedAddThenNorm) {
 
 TEST(RmsNormResidual, BadArgumentsSayWhich) {
   Tensor x = random_tensor({2, 4}, 1, DType::kF32), w = random_tensor({4}, 2, DType::kF32);
-  expect_mentions(error_of([&] { ops::rmsnorm_residual_forward(x, random_tensor({2, 5}, 3, DType::kF32), w, 1e-6f,
-                                                               RmsNormStyle::kQwen); }),
-                  {"rmsnorm_residual_forward", "residual", "[2, 5]", "[2, 4]"});
-  expect_mentions(error_of([&] { ops::rmsnorm_residual_forward(x, x.to(DType::kBF16), w, 1e-6f, RmsNormStyle::kQwen); }),
-                  {"residual", "bfloat16"});
+  expect_mentions(
+      error_of([&] {
+        ops::rmsnorm_residual_forward(x, random_tensor({2, 5}, 3, DType::kF32), w, 1e-6f, RmsNormStyle::kQwen);
+      }),
+      {"rmsnorm_residual_forward", "residual", "[2, 5]", "[2, 4]"});
+  expect_mentions(
+      error_of([&] { ops::rmsnorm_residual_forward(x, x.to(DType::kBF16), w, 1e-6f, RmsNormStyle::kQwen); }),
+      {"residual", "bfloat16"});
   ops::RmsNormResidualOutput out = ops::rmsnorm_residual_forward(x, x, w, 1e-6f, RmsNormStyle::kGlm);
-  expect_mentions(error_of([&] { ops::rmsnorm_residual_backward(x, random_tensor({4, 2}, 4, DType::kF32), out.sum, w,
-                                                                out.rstd, RmsNormStyle::kGlm); }),
+  expect_mentions(error_of([&] {
+                    ops::rmsnorm_residual_backward(x, random_tensor({4, 2}, 4, DType::kF32), out.sum, w, out.rstd,
+                                                   RmsNormStyle::kGlm);
+                  }),
                   {"rmsnorm_residual_backward", "grad_sum", "[4, 2]"});
 }
 

@@ -36,8 +36,8 @@ void check_rmsnorm(const Shape& shape, DType dtype, RmsNormStyle style, std::uin
   std::int64_t hidden = shape.back();
   Pair x = random_pair(shape, seed, dtype), w = random_pair({hidden}, seed + 1, dtype, 1.0);
   Pair gy = random_pair(shape, seed + 2, dtype);
-  std::string what = std::string(dtype_name(dtype)) + (style == RmsNormStyle::kQwen ? " qwen " : " glm ") +
-                     shape_str(shape);
+  std::string what =
+      std::string(dtype_name(dtype)) + (style == RmsNormStyle::kQwen ? " qwen " : " glm ") + shape_str(shape);
   double tol = gpu_tolerance(dtype);
   // With hidden 1 and a tiny eps, y is sign(x) and grad_x is pure cancellation noise; a
   // large eps keeps that case meaningful.
@@ -190,11 +190,10 @@ TEST_F(NormGpu, RmsNormWeightGradientIsDeterministicAndZeroForNoRows) {
   Pair x = random_pair({3001, 77}, 60, DType::kBF16), w = random_pair({77}, 61, DType::kBF16);
   Pair gy = random_pair({3001, 77}, 62, DType::kBF16);
   ops::RmsNormOutput out = ops::rmsnorm_forward(x.gpu, w.gpu, 1e-6f, RmsNormStyle::kGlm);
-  std::vector<double> first = ops::rmsnorm_backward(gy.gpu, x.gpu, w.gpu, out.rstd, RmsNormStyle::kGlm)
-                                  .grad_weight.to_vector();
+  std::vector<double> first =
+      ops::rmsnorm_backward(gy.gpu, x.gpu, w.gpu, out.rstd, RmsNormStyle::kGlm).grad_weight.to_vector();
   for (int run = 0; run < 3; ++run)
-    EXPECT_EQ(ops::rmsnorm_backward(gy.gpu, x.gpu, w.gpu, out.rstd, RmsNormStyle::kGlm).grad_weight.to_vector(),
-              first);
+    EXPECT_EQ(ops::rmsnorm_backward(gy.gpu, x.gpu, w.gpu, out.rstd, RmsNormStyle::kGlm).grad_weight.to_vector(), first);
   Tensor empty_x = Tensor::empty({0, 16}, DType::kF32, Device::cuda());
   Tensor w16 = Tensor::ones({16}, DType::kF32, Device::cuda());
   ops::RmsNormOutput empty_out = ops::rmsnorm_forward(empty_x, w16, 1e-6f, RmsNormStyle::kQwen);
@@ -222,9 +221,8 @@ struct RopeCase {
 
 std::string rope_name(const RopeCase& c, DType dtype, DType position_dtype, std::int64_t tokens) {
   return std::string(dtype_name(dtype)) + (c.config.style == RopeStyle::kRotateHalf ? " rotate_half" : " interleaved") +
-         " fraction " + std::to_string(c.config.rotary_fraction) + " heads " + std::to_string(c.heads) +
-         " head_dim " + std::to_string(c.head_dim) + " tokens " + std::to_string(tokens) + " positions " +
-         dtype_name(position_dtype);
+         " fraction " + std::to_string(c.config.rotary_fraction) + " heads " + std::to_string(c.heads) + " head_dim " +
+         std::to_string(c.head_dim) + " tokens " + std::to_string(tokens) + " positions " + dtype_name(position_dtype);
 }
 
 // Packed sequences: positions restart every `period` tokens, from a large offset.
@@ -236,12 +234,10 @@ Tensor packed_positions(std::int64_t tokens, DType dtype, std::int64_t start) {
 
 TEST_F(NormGpu, RopeMatchesCpuForBothStylesForwardAndBackward) {
   ZT_SKIP_WITHOUT_GPU();
-  const RopeCase cases[] = {{{RopeStyle::kRotateHalf, 1e6, 1.0}, 5, 128},
-                            {{RopeStyle::kInterleaved, 10000.0, 0.5}, 3, 128},
-                            {{RopeStyle::kRotateHalf, 10000.0, 0.5}, 2, 12},
-                            {{RopeStyle::kInterleaved, 500.0, 1.0}, 1, 6},
-                            {{RopeStyle::kRotateHalf, 10000.0, 1.0}, 7, 2},
-                            {{RopeStyle::kInterleaved, 10000.0, 1.0}, 2, 512}};
+  const RopeCase cases[] = {
+      {{RopeStyle::kRotateHalf, 1e6, 1.0}, 5, 128},    {{RopeStyle::kInterleaved, 10000.0, 0.5}, 3, 128},
+      {{RopeStyle::kRotateHalf, 10000.0, 0.5}, 2, 12}, {{RopeStyle::kInterleaved, 500.0, 1.0}, 1, 6},
+      {{RopeStyle::kRotateHalf, 10000.0, 1.0}, 7, 2},  {{RopeStyle::kInterleaved, 10000.0, 1.0}, 2, 512}};
   std::uint64_t seed = 100;
   for (const RopeCase& c : cases)
     for (std::int64_t tokens : {1, 7, 300})
@@ -320,12 +316,10 @@ void check_rope_inplace(const RopeInPlaceCase& c, DType dtype, std::int64_t toke
 
 TEST_F(NormGpu, RopeInPlaceOnQAndKMatchesCpu) {
   ZT_SKIP_WITHOUT_GPU();
-  const RopeInPlaceCase cases[] = {{{RopeStyle::kRotateHalf, 1e6, 1.0}, 28, 4, 128},
-                                   {{RopeStyle::kInterleaved, 10000.0, 0.5}, 32, 2, 128},
-                                   {{RopeStyle::kRotateHalf, 10000.0, 0.5}, 3, 1, 16},
-                                   {{RopeStyle::kInterleaved, 10000.0, 0.5}, 2, 2, 12},
-                                   {{RopeStyle::kRotateHalf, 500.0, 1.0}, 5, 1, 6},
-                                   {{RopeStyle::kInterleaved, 10000.0, 1.0}, 1, 1, 512}};
+  const RopeInPlaceCase cases[] = {
+      {{RopeStyle::kRotateHalf, 1e6, 1.0}, 28, 4, 128},   {{RopeStyle::kInterleaved, 10000.0, 0.5}, 32, 2, 128},
+      {{RopeStyle::kRotateHalf, 10000.0, 0.5}, 3, 1, 16}, {{RopeStyle::kInterleaved, 10000.0, 0.5}, 2, 2, 12},
+      {{RopeStyle::kRotateHalf, 500.0, 1.0}, 5, 1, 6},    {{RopeStyle::kInterleaved, 10000.0, 1.0}, 1, 1, 512}};
   std::uint64_t seed = 400;
   for (const RopeInPlaceCase& c : cases)
     for (DType dtype : kDtypes)

@@ -38,16 +38,16 @@ TEST_F(OptimGpu, AdamWMatchesCpuOverSeveralSteps) {
   for (const Shape& shape : {Shape{1}, Shape{1000}, Shape{37, 2703}})
     for (DType grad_dtype : {DType::kF32, DType::kBF16, DType::kF16})
       for (DType working_dtype : {DType::kBF16, DType::kF16}) {
-        std::string what = shape_str(shape) + " grad " + dtype_name(grad_dtype) + " working " +
-                           dtype_name(working_dtype);
+        std::string what =
+            shape_str(shape) + " grad " + dtype_name(grad_dtype) + " working " + dtype_name(working_dtype);
         Copies gpu = make_state(shape, seed, working_dtype, Device::cuda());
         Copies cpu = make_state(shape, seed, working_dtype, Device::cpu());
         ops::AdamWConfig config{2e-3, 0.9, 0.95, 1e-8, 0.1, 1, 8.0};
         for (std::int64_t step = 1; step <= 5; ++step) {
           config.step = step;
           Tensor grad = Tensor::normal(shape, seed + 100 * step, 0, 0.0, 8.0, grad_dtype);
-          Tensor found_gpu = ops::adamw_step(gpu.master, gpu.exp_avg, gpu.exp_avg_sq, grad.to(Device::cuda()), config,
-                                             gpu.working);
+          Tensor found_gpu =
+              ops::adamw_step(gpu.master, gpu.exp_avg, gpu.exp_avg_sq, grad.to(Device::cuda()), config, gpu.working);
           Tensor found_cpu = ops::adamw_step(cpu.master, cpu.exp_avg, cpu.exp_avg_sq, grad, config, cpu.working);
           EXPECT_EQ(found_gpu.dtype(), DType::kBool);
           EXPECT_FALSE(found_gpu.item()) << what;
@@ -87,11 +87,10 @@ TEST_F(OptimGpu, AdamWSkipsTheStepOnANonFiniteGradient) {
 TEST_F(OptimGpu, L2NormMatchesCpuOverManyTensors) {
   ZT_SKIP_WITHOUT_GPU();
   // 5M elements: more than 1024 partials' worth of one tensor, so blocks grid-stride.
-  std::vector<Tensor> cpu{Tensor::normal({5000011}, 1, 0, 0.0, 1.0, DType::kF32),
-                          Tensor::normal({129, 77}, 2, 0, 0.0, 3.0, DType::kBF16),
-                          Tensor::normal({1}, 3, 0, 0.0, 1.0, DType::kF16),
-                          Tensor::normal({40, 30}, 4, 0, 0.0, 1.0, DType::kF32).transpose(0, 1),
-                          Tensor::zeros({0}, DType::kF32)};
+  std::vector<Tensor> cpu{
+      Tensor::normal({5000011}, 1, 0, 0.0, 1.0, DType::kF32), Tensor::normal({129, 77}, 2, 0, 0.0, 3.0, DType::kBF16),
+      Tensor::normal({1}, 3, 0, 0.0, 1.0, DType::kF16),
+      Tensor::normal({40, 30}, 4, 0, 0.0, 1.0, DType::kF32).transpose(0, 1), Tensor::zeros({0}, DType::kF32)};
   std::vector<Tensor> gpu;
   for (const Tensor& t : cpu) gpu.push_back(t.to(Device::cuda()));
   Tensor norm_gpu = ops::l2_norm(gpu);
@@ -167,8 +166,8 @@ std::vector<ops::AdamWParam> params_of(std::vector<MultiParam>& ps, const std::v
   std::vector<ops::AdamWParam> params;
   for (std::size_t i = 0; i < ps.size(); ++i) {
     Copies& c = gpu ? ps[i].gpu : ps[i].cpu;
-    params.push_back({c.master, c.exp_avg, c.exp_avg_sq, gpu ? ps[i].grad_gpu : ps[i].grad_cpu, c.working,
-                      specs[i].weight_decay});
+    params.push_back(
+        {c.master, c.exp_avg, c.exp_avg_sq, gpu ? ps[i].grad_gpu : ps[i].grad_cpu, c.working, specs[i].weight_decay});
   }
   return params;
 }

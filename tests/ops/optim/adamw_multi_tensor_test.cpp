@@ -45,8 +45,9 @@ TEST(AdamWMulti, EqualsOneAdamWStepPerParameterBitForBit) {
       params.push_back({multi[i].master, multi[i].exp_avg, multi[i].exp_avg_sq, grad, multi[i].working, decays[i]});
       ops::AdamWConfig own = config;
       own.weight_decay = decays[i];
-      EXPECT_FALSE(ops::adamw_step(single[i].master, single[i].exp_avg, single[i].exp_avg_sq, grad, own,
-                                   single[i].working).item());
+      EXPECT_FALSE(
+          ops::adamw_step(single[i].master, single[i].exp_avg, single[i].exp_avg_sq, grad, own, single[i].working)
+              .item());
     }
     EXPECT_FALSE(ops::adamw_step_multi(params, config).item());
   }
@@ -78,11 +79,12 @@ TEST(AdamWMulti, ANonFiniteGradientAnywhereSkipsEveryParameter) {
   for (const ParamState& s : states) before.push_back(s.master.to_vector());
   std::vector<double> bad(6, 0.5);
   bad[4] = std::numeric_limits<double>::quiet_NaN();
-  std::vector<ops::AdamWParam> params{
-      {states[0].master, states[0].exp_avg, states[0].exp_avg_sq, Tensor::ones({4}, DType::kF32), states[0].working, std::nullopt},
-      {states[1].master, states[1].exp_avg, states[1].exp_avg_sq, Tensor::from_values(bad, {6}, DType::kBF16),
-       states[1].working, std::nullopt},
-      {states[2].master, states[2].exp_avg, states[2].exp_avg_sq, Tensor::ones({3}, DType::kF16), states[2].working, std::nullopt}};
+  std::vector<ops::AdamWParam> params{{states[0].master, states[0].exp_avg, states[0].exp_avg_sq,
+                                       Tensor::ones({4}, DType::kF32), states[0].working, std::nullopt},
+                                      {states[1].master, states[1].exp_avg, states[1].exp_avg_sq,
+                                       Tensor::from_values(bad, {6}, DType::kBF16), states[1].working, std::nullopt},
+                                      {states[2].master, states[2].exp_avg, states[2].exp_avg_sq,
+                                       Tensor::ones({3}, DType::kF16), states[2].working, std::nullopt}};
   EXPECT_TRUE(ops::adamw_step_multi(params, {}).item());
   for (std::size_t i = 0; i < states.size(); ++i) EXPECT_EQ(states[i].master.to_vector(), before[i]) << i;
   EXPECT_FALSE(ops::adamw_step_multi({}, {}).item());
@@ -91,8 +93,9 @@ TEST(AdamWMulti, ANonFiniteGradientAnywhereSkipsEveryParameter) {
 TEST(AdamWMulti, BadArgumentsNameTheParameter) {
   ParamState s = fresh({4}, 1, DType::kBF16);
   Tensor grad = Tensor::ones({4}, DType::kF32);
-  std::vector<ops::AdamWParam> params{{s.master, s.exp_avg, s.exp_avg_sq, grad, s.working, std::nullopt},
-                                      {s.master, s.exp_avg, s.exp_avg_sq, Tensor::ones({5}, DType::kF32), s.working, std::nullopt}};
+  std::vector<ops::AdamWParam> params{
+      {s.master, s.exp_avg, s.exp_avg_sq, grad, s.working, std::nullopt},
+      {s.master, s.exp_avg, s.exp_avg_sq, Tensor::ones({5}, DType::kF32), s.working, std::nullopt}};
   expect_mentions(error_of([&] { ops::adamw_step_multi(params, {}); }),
                   {"adamw_step_multi", "params[1].grad", "[5]", "[4]"});
   params[1] = {s.master, s.exp_avg.to(DType::kBF16), s.exp_avg_sq, grad, s.working, std::nullopt};

@@ -101,11 +101,13 @@ TEST(AdamW, GradScaleDividesTheGradient) {
   ops::AdamWConfig c{1e-2, 0.9, 0.999, 1e-8, 0.0, 1, 1.0};
   ops::adamw_step(a.master, a.exp_avg, a.exp_avg_sq, grad, c);
   c.grad_scale = 1024.0;  // a power of two: the scaled gradient divides back exactly
-  Tensor scaled = Tensor::from_values([&] {
-    Values g = grad.to_vector();
-    for (double& x : g) x *= 1024.0;
-    return g;
-  }(), {20}, DType::kF32);
+  Tensor scaled = Tensor::from_values(
+      [&] {
+        Values g = grad.to_vector();
+        for (double& x : g) x *= 1024.0;
+        return g;
+      }(),
+      {20}, DType::kF32);
   ops::adamw_step(b.master, b.exp_avg, b.exp_avg_sq, scaled, c);
   EXPECT_EQ(a.master.to_vector(), b.master.to_vector());
 }
@@ -118,8 +120,8 @@ TEST(AdamW, NonFiniteGradientChangesNothing) {
     Values before_p = s.master.to_vector(), before_m = s.exp_avg.to_vector();
     Values g = random_tensor({9}, 8, DType::kF32).to_vector();
     g[4] = bad;
-    Tensor found = ops::adamw_step(s.master, s.exp_avg, s.exp_avg_sq, Tensor::from_values(g, {9}, DType::kF16), {},
-                                   working);
+    Tensor found =
+        ops::adamw_step(s.master, s.exp_avg, s.exp_avg_sq, Tensor::from_values(g, {9}, DType::kF16), {}, working);
     EXPECT_EQ(found.dtype(), DType::kBool);
     EXPECT_TRUE(found.item());
     EXPECT_EQ(s.master.to_vector(), before_p);
@@ -132,15 +134,13 @@ TEST(AdamW, NonFiniteGradientChangesNothing) {
 TEST(AdamW, BadArgumentsNameShapesAndDtypes) {
   State s = fresh_state({4, 2}, 9);
   Tensor grad = random_tensor({4, 2}, 10, DType::kF32);
-  expect_mentions(error_of([&] {
-                    ops::adamw_step(s.master, s.exp_avg, s.exp_avg_sq, random_tensor({8}, 10, DType::kF32), {});
-                  }),
-                  {"[8]", "[4, 2]"});
+  expect_mentions(
+      error_of([&] { ops::adamw_step(s.master, s.exp_avg, s.exp_avg_sq, random_tensor({8}, 10, DType::kF32), {}); }),
+      {"[8]", "[4, 2]"});
   expect_mentions(error_of([&] { ops::adamw_step(s.master.to(DType::kBF16), s.exp_avg, s.exp_avg_sq, grad, {}); }),
                   {"master", "bfloat16"});
-  expect_mentions(
-      error_of([&] { ops::adamw_step(s.master, s.exp_avg.transpose(0, 1), s.exp_avg_sq, grad, {}); }),
-      {"exp_avg", "contiguous"});
+  expect_mentions(error_of([&] { ops::adamw_step(s.master, s.exp_avg.transpose(0, 1), s.exp_avg_sq, grad, {}); }),
+                  {"exp_avg", "contiguous"});
   expect_mentions(error_of([&] { ops::adamw_step(s.master, s.exp_avg, s.exp_avg_sq, grad.to(DType::kF64), {}); }),
                   {"grad", "float64"});
   ops::AdamWConfig zero_step;
@@ -179,7 +179,9 @@ TEST(L2Norm, NonFiniteElementsGiveANonFiniteNorm) {
 }
 
 TEST(L2Norm, RejectsIntegerTensors) {
-  expect_mentions(error_of([&] { ops::l2_norm({random_tensor({2}, 15, DType::kF32), Tensor::arange(3)}); }),
+  expect_mentions(error_of([&] {
+                    ops::l2_norm({random_tensor({2}, 15, DType::kF32), Tensor::arange(3)});
+                  }),
                   {"tensors[1]", "int64"});
 }
 

@@ -37,8 +37,12 @@ Param random_param(std::int64_t n, std::uint64_t seed, std::optional<DType> work
 }
 
 Param clone(const Param& p) {
-  return {p.master.clone(), p.exp_avg.clone(), p.exp_avg_sq.clone(), p.grad.clone(),
-          p.working.defined() ? p.working.clone() : Tensor(), p.weight_decay};
+  return {p.master.clone(),
+          p.exp_avg.clone(),
+          p.exp_avg_sq.clone(),
+          p.grad.clone(),
+          p.working.defined() ? p.working.clone() : Tensor(),
+          p.weight_decay};
 }
 
 std::vector<CpuAdamSpan> spans_of(std::vector<Param>& params) {
@@ -64,9 +68,9 @@ void expect_same_bits(const Tensor& actual, const Tensor& expected, const std::s
   const auto* e = static_cast<const unsigned char*>(expected.data_ptr());
   const std::size_t element = dtype_size(actual.dtype());
   for (std::size_t i = 0; i < actual.nbytes(); i += element)
-    ASSERT_EQ(std::memcmp(a + i, e + i, element), 0) << what << " element " << i / element << ": "
-                                                     << actual.narrow(0, i / element, 1).item() << " vs "
-                                                     << expected.narrow(0, i / element, 1).item();
+    ASSERT_EQ(std::memcmp(a + i, e + i, element), 0)
+        << what << " element " << i / element << ": " << actual.narrow(0, i / element, 1).item() << " vs "
+        << expected.narrow(0, i / element, 1).item();
 }
 
 void expect_same_params(const std::vector<Param>& actual, const std::vector<Param>& expected, const std::string& what) {
@@ -114,7 +118,7 @@ TEST_P(CpuAdamMatchesReference, AwkwardSizes) {
 TEST_P(CpuAdamMatchesReference, ManyTensorsSplitAcrossThreads) {
   std::vector<std::int64_t> sizes;
   for (int i = 0; i < 40; ++i) sizes.push_back((i * 7919) % 3001);  // zero-sized ones too
-  sizes.push_back(70001);  // enough for every thread to get a share
+  sizes.push_back(70001);                                           // enough for every thread to get a share
   check(sizes, 3);
 }
 
@@ -138,7 +142,8 @@ std::string case_name(const ::testing::TestParamInfo<Case>& info) {
 }
 
 INSTANTIATE_TEST_SUITE_P(IsasAndWorkingDtypes, CpuAdamMatchesReference,
-                         ::testing::Combine(::testing::Values(CpuAdamIsa::kScalar, CpuAdamIsa::kAvx2, CpuAdamIsa::kAvx512),
+                         ::testing::Combine(::testing::Values(CpuAdamIsa::kScalar, CpuAdamIsa::kAvx2,
+                                                              CpuAdamIsa::kAvx512),
                                             ::testing::Values(std::nullopt, std::optional(DType::kF32),
                                                               std::optional(DType::kBF16), std::optional(DType::kF16))),
                          case_name);

@@ -48,8 +48,9 @@ TEST(RopeInPlace, RefusesLayoutsItCannotRotateInPlace) {
   ops::RopeConfig config;
   expect_mentions(error_of([&] { ops::rope_forward_inplace(strided, Tensor(), positions, config); }),
                   {"rope_forward_inplace", "q", "strides", "out-of-place"});
-  expect_mentions(error_of([&] { ops::rope_forward_inplace(x, random_tensor({4, 3, 6}, 5, DType::kF32), positions,
-                                                           config); }),
+  expect_mentions(error_of([&] {
+                    ops::rope_forward_inplace(x, random_tensor({4, 3, 6}, 5, DType::kF32), positions, config);
+                  }),
                   {"head_dim", "[4, 3, 6]"});
 }
 

@@ -86,8 +86,8 @@ TEST_F(SwigluGpu, MisalignedViewsTakeTheElementWisePath) {
     Tensor shifted = flat.narrow(0, 1, 33 * 2048).view({33, 2048});
     auto source = random_pair({33, 2048}, 92, dtype);
     shifted.copy_from(source.gpu);
-    expect_gpu_matches(ops::swiglu_fused_forward(shifted), ops::swiglu_fused_forward(source.cpu),
-                       gpu_tolerance(dtype), std::string(dtype_name(dtype)) + " misaligned fused forward");
+    expect_gpu_matches(ops::swiglu_fused_forward(shifted), ops::swiglu_fused_forward(source.cpu), gpu_tolerance(dtype),
+                       std::string(dtype_name(dtype)) + " misaligned fused forward");
   }
 }
 

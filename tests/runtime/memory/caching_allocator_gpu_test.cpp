@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "runtime/check.h"
-#include "runtime/memory/cuda_allocator_backend.h"
 #include "runtime/error.h"
+#include "runtime/memory/cuda_allocator_backend.h"
 #include "runtime/streams/stream.h"
 #include "tests/common/test_util.h"
 

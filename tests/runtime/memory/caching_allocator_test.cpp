@@ -13,10 +13,10 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/terminal/byte_format.h"
 #include "runtime/device.h"
 #include "runtime/error.h"
 #include "runtime/memory/host_allocator_backend.h"
+#include "runtime/terminal/byte_format.h"
 
 namespace zt {
 namespace {
@@ -127,7 +127,7 @@ TEST_F(CachingAllocatorTest, SmallAndLargePoolsDoNotServeEachOther) {
   void* small = allocate(4 * kKiB + 1);
   EXPECT_EQ(stats().device_mallocs, 2u);
   allocator_->free(small);  // leaves a free small segment
-  allocate(2 * kMiB);  // large, and the small segment would have room: still the large pool
+  allocate(2 * kMiB);       // large, and the small segment would have room: still the large pool
   EXPECT_EQ(stats().device_mallocs, 2u);
   auto segments = allocator_->snapshot();
   ASSERT_EQ(segments.size(), 2u);
@@ -406,10 +406,9 @@ TEST_F(CachingAllocatorTest, OutOfMemoryErrorSaysWhatWasAskedWhatIsHeldAndWhatTo
     FAIL() << "expected zt::Error";
   } catch (const Error& e) {
     const std::string message = e.what();
-    for (const char* part : {"out of memory", "device 3", "2.00 GiB", "6.00 MiB allocated",
-                             "20.00 MiB reserved", "12.00 MiB free of 32.00 MiB total",
-                             "per_device_train_batch_size", "--gradient_checkpointing",
-                             "higher ZeRO stage", "offload_optimizer"})
+    for (const char* part : {"out of memory", "device 3", "2.00 GiB", "6.00 MiB allocated", "20.00 MiB reserved",
+                             "12.00 MiB free of 32.00 MiB total", "per_device_train_batch_size",
+                             "--gradient_checkpointing", "higher ZeRO stage", "offload_optimizer"})
       EXPECT_NE(message.find(part), std::string::npos) << "missing '" << part << "' in: " << message;
   }
   EXPECT_EQ(stats().ooms, 1u);

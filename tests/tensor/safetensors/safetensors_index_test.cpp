@@ -102,10 +102,9 @@ TEST(SafetensorsCheckpoint, ResavingRemovesFilesTheNewSaveDoesNotUse) {
   save_sharded_safetensors(dir.str(), ten_tensors(), 150);
   write_bytes(dir.file("notes.txt"), "kept");
   save_sharded_safetensors(dir.str(), ten_tensors(), 300);  // 3 shards now
-  EXPECT_EQ(dir.listing(), (std::vector<std::string>{"model-00001-of-00003.safetensors",
-                                                     "model-00002-of-00003.safetensors",
-                                                     "model-00003-of-00003.safetensors",
-                                                     "model.safetensors.index.json", "notes.txt"}));
+  EXPECT_EQ(dir.listing(), (std::vector<std::string>{
+                               "model-00001-of-00003.safetensors", "model-00002-of-00003.safetensors",
+                               "model-00003-of-00003.safetensors", "model.safetensors.index.json", "notes.txt"}));
   save_sharded_safetensors(dir.str(), ten_tensors(), 1 << 20);
   EXPECT_EQ(dir.listing(), (std::vector<std::string>{"model.safetensors", "notes.txt"}));
   expect_same_tensors(SafetensorsCheckpoint::open(dir.str()), ten_tensors());

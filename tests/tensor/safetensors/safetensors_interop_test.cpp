@@ -27,9 +27,9 @@ std::string interop_dir() {
   return dir ? dir : "";
 }
 
-#define ZT_SKIP_WITHOUT_INTEROP_DIR()                                                                  \
-  do {                                                                                                 \
-    if (interop_dir().empty())                                                                         \
+#define ZT_SKIP_WITHOUT_INTEROP_DIR()                                                                \
+  do {                                                                                               \
+    if (interop_dir().empty())                                                                       \
       GTEST_SKIP() << "set ZT_SAFETENSORS_INTEROP_DIR (tools/safetensors_roundtrip.py does) to run"; \
   } while (0)
 
@@ -60,14 +60,30 @@ void store_value(DType dtype, std::int64_t k, int salt, void* out) {
   int u = static_cast<int>((k * 37 + salt * 11) % 256);
   float real = static_cast<float>(u - 128) / 4.0f;
   switch (dtype) {
-    case DType::kF32: *static_cast<float*>(out) = real; break;
-    case DType::kF64: *static_cast<double*>(out) = real; break;
-    case DType::kF16: *static_cast<std::uint16_t*>(out) = float_to_half_bits(real); break;
-    case DType::kBF16: *static_cast<std::uint16_t*>(out) = float_to_bf16_bits(real); break;
-    case DType::kI64: *static_cast<std::int64_t*>(out) = (u - 128) * std::int64_t{8589934597}; break;
-    case DType::kI32: *static_cast<std::int32_t*>(out) = (u - 128) * 1000003; break;
-    case DType::kU8: *static_cast<std::uint8_t*>(out) = static_cast<std::uint8_t>(u); break;
-    case DType::kBool: *static_cast<std::uint8_t*>(out) = u % 3 == 0; break;
+    case DType::kF32:
+      *static_cast<float*>(out) = real;
+      break;
+    case DType::kF64:
+      *static_cast<double*>(out) = real;
+      break;
+    case DType::kF16:
+      *static_cast<std::uint16_t*>(out) = float_to_half_bits(real);
+      break;
+    case DType::kBF16:
+      *static_cast<std::uint16_t*>(out) = float_to_bf16_bits(real);
+      break;
+    case DType::kI64:
+      *static_cast<std::int64_t*>(out) = (u - 128) * std::int64_t{8589934597};
+      break;
+    case DType::kI32:
+      *static_cast<std::int32_t*>(out) = (u - 128) * 1000003;
+      break;
+    case DType::kU8:
+      *static_cast<std::uint8_t*>(out) = static_cast<std::uint8_t>(u);
+      break;
+    case DType::kBool:
+      *static_cast<std::uint8_t*>(out) = u % 3 == 0;
+      break;
   }
 }
 
@@ -92,7 +108,8 @@ NamedTensors catalogue_tensors() {
 
 std::string unhex(const std::string& hex) {
   std::string bytes;
-  for (std::size_t i = 0; i + 1 < hex.size(); i += 2) bytes += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
+  for (std::size_t i = 0; i + 1 < hex.size(); i += 2)
+    bytes += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
   return bytes;
 }
 
@@ -126,12 +143,14 @@ TEST(SafetensorsInterop, ReadTheirs) {
   std::string theirs = interop_dir() + "/theirs";
   ASSERT_TRUE(std::filesystem::exists(theirs + "/manifest.json")) << "run tools/safetensors_roundtrip.py first";
   auto manifest = nlohmann::json::parse(read_bytes(theirs + "/manifest.json"));
-  for (const auto& [file_name, expected] : manifest.items()) expect_matches_manifest(theirs + "/" + file_name, expected);
+  for (const auto& [file_name, expected] : manifest.items())
+    expect_matches_manifest(theirs + "/" + file_name, expected);
 
   // Python's values are ours, and Python's file is byte for byte the one we write.
   auto python_file = SafetensorsFile::open(theirs + "/dtypes.safetensors");
   NamedTensors tensors = catalogue_tensors();
-  for (const auto& [name, tensor] : tensors) EXPECT_EQ(tensor_bytes(python_file.get(name)), tensor_bytes(tensor)) << name;
+  for (const auto& [name, tensor] : tensors)
+    EXPECT_EQ(tensor_bytes(python_file.get(name)), tensor_bytes(tensor)) << name;
   std::string ours = interop_dir() + "/ours_again.safetensors";
   save_safetensors(ours, tensors, python_file.metadata());
   EXPECT_EQ(read_bytes(ours), read_bytes(theirs + "/dtypes.safetensors"));

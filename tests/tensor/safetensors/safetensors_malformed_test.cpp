@@ -40,31 +40,57 @@ std::vector<MalformedCase> malformed_cases() {
       {"missing dtype", with_entry(ok_shape + ok_offsets), {"'w'", "no \"dtype\""}},
       {"missing shape", with_entry(ok_dtype + ok_offsets), {"'w'", "no \"shape\""}},
       {"missing data_offsets", with_entry(ok_dtype + R"("shape":[4])"), {"'w'", "no \"data_offsets\""}},
-      {"dtype not a string", with_entry(R"("dtype":7,)" + ok_shape + ok_offsets), {"'w'", "\"dtype\" must be a string"}},
+      {"dtype not a string",
+       with_entry(R"("dtype":7,)" + ok_shape + ok_offsets),
+       {"'w'", "\"dtype\" must be a string"}},
       {"unknown dtype", with_entry(R"("dtype":"F33",)" + ok_shape + ok_offsets), {"'w'", "unknown dtype 'F33'"}},
       {"unsupported dtype", with_entry(R"("dtype":"I8",)" + ok_shape + ok_offsets), {"'w'", "'I8' is not supported"}},
-      {"shape not an array", with_entry(ok_dtype + R"("shape":"4",)" + ok_offsets), {"'w'", "\"shape\" must be an array"}},
+      {"shape not an array",
+       with_entry(ok_dtype + R"("shape":"4",)" + ok_offsets),
+       {"'w'", "\"shape\" must be an array"}},
       {"shape with a float", with_entry(ok_dtype + R"("shape":[4.0],)" + ok_offsets), {"'w'", "integers"}},
-      {"shape with negative dim", with_entry(ok_dtype + R"("shape":[-4],)" + ok_offsets), {"'w'", "negative dimension -4"}},
-      {"shape overflows", with_entry(ok_dtype + R"("shape":[4294967296,4294967296],)" + ok_offsets), {"'w'", "too large"}},
+      {"shape with negative dim",
+       with_entry(ok_dtype + R"("shape":[-4],)" + ok_offsets),
+       {"'w'", "negative dimension -4"}},
+      {"shape overflows",
+       with_entry(ok_dtype + R"("shape":[4294967296,4294967296],)" + ok_offsets),
+       {"'w'", "too large"}},
       {"offsets not a pair", with_entry(ok_dtype + ok_shape + R"("data_offsets":[0])"), {"'w'", "[begin, end]"}},
-      {"offsets wrongly typed", with_entry(ok_dtype + ok_shape + R"("data_offsets":[0,"16"])"), {"'w'", "[begin, end]"}},
+      {"offsets wrongly typed",
+       with_entry(ok_dtype + ok_shape + R"("data_offsets":[0,"16"])"),
+       {"'w'", "[begin, end]"}},
       {"offsets negative", with_entry(ok_dtype + ok_shape + R"("data_offsets":[-1,15])"), {"'w'", "[begin, end]"}},
-      {"shape and byte range disagree", with_entry(ok_dtype + R"("shape":[3],)" + ok_offsets), {"'w'", "needs 12 bytes", "span 16"}},
-      {"begin after end", with_entry(ok_dtype + R"("shape":[0],"data_offsets":[16,8])"), {"'w'", "end before they begin"}},
-      {"end past the data", with_entry(ok_dtype + ok_shape + ok_offsets, std::string(8, '\0')), {"'w'", "past the end of the data section"}},
+      {"shape and byte range disagree",
+       with_entry(ok_dtype + R"("shape":[3],)" + ok_offsets),
+       {"'w'", "needs 12 bytes", "span 16"}},
+      {"begin after end",
+       with_entry(ok_dtype + R"("shape":[0],"data_offsets":[16,8])"),
+       {"'w'", "end before they begin"}},
+      {"end past the data",
+       with_entry(ok_dtype + ok_shape + ok_offsets, std::string(8, '\0')),
+       {"'w'", "past the end of the data section"}},
       {"overlapping ranges",
        safetensors_bytes(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
-                         R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", std::string(16, '\0')),
+                         R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
+                         std::string(16, '\0')),
        {"'b'", "overlap", "'a'"}},
       {"duplicate tensor names",
        safetensors_bytes(R"({"w":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},)"
-                         R"("w":{"dtype":"U8","shape":[1],"data_offsets":[1,2]}})", std::string(8, '\0')),
+                         R"("w":{"dtype":"U8","shape":[1],"data_offsets":[1,2]}})",
+                         std::string(8, '\0')),
        {"'w'", "twice"}},
-      {"duplicate key in an entry", with_entry(ok_dtype + R"("dtype":"F32",)" + ok_shape + ok_offsets), {"'w'", "'dtype' twice"}},
-      {"duplicate metadata key", safetensors_bytes(R"({"__metadata__":{"a":"1","a":"2"}})", ""), {"__metadata__", "'a' twice"}},
-      {"metadata not an object", safetensors_bytes(R"({"__metadata__":[1]})", ""), {"__metadata__", "must be an object"}},
-      {"metadata value not a string", safetensors_bytes(R"({"__metadata__":{"epoch":3}})", ""), {"'epoch'", "must be a string"}},
+      {"duplicate key in an entry",
+       with_entry(ok_dtype + R"("dtype":"F32",)" + ok_shape + ok_offsets),
+       {"'w'", "'dtype' twice"}},
+      {"duplicate metadata key",
+       safetensors_bytes(R"({"__metadata__":{"a":"1","a":"2"}})", ""),
+       {"__metadata__", "'a' twice"}},
+      {"metadata not an object",
+       safetensors_bytes(R"({"__metadata__":[1]})", ""),
+       {"__metadata__", "must be an object"}},
+      {"metadata value not a string",
+       safetensors_bytes(R"({"__metadata__":{"epoch":3}})", ""),
+       {"'epoch'", "must be a string"}},
   };
 }
 
@@ -114,8 +140,8 @@ TEST(SafetensorsFormat, ParsedHeaderListsTensorsInFileOrder) {
 }
 
 TEST(SafetensorsFormat, SerializedHeaderParsesBackToTheSameLayout) {
-  auto layout = safetensors::plan_layout({{"b", DType::kF16, {2, 3}}, {"a", DType::kI64, {}}, {"c", DType::kF16, {0}}},
-                                         "mem");
+  auto layout =
+      safetensors::plan_layout({{"b", DType::kF16, {2, 3}}, {"a", DType::kI64, {}}, {"c", DType::kF16, {0}}}, "mem");
   std::string file = safetensors::serialize_header(layout, {{"k", "v"}}, "mem") + std::string(20, '\0');
   auto header = safetensors::parse_header(file, "mem");
   EXPECT_EQ(header.tensors, layout);

@@ -68,8 +68,10 @@ TEST(SafetensorsFile, GetViewsTheMappingWithoutCopying) {
 
 TEST(SafetensorsFile, MetadataRoundTrips) {
   ScratchDir dir;
-  std::map<std::string, std::string> metadata = {
-      {"format", "pt"}, {"quote\"and\\slash", "line\nbreak\ttab"}, {"unicode", "\xc3\xa9t\xc3\xa9 \xe2\x9c\x93"}, {"", ""}};
+  std::map<std::string, std::string> metadata = {{"format", "pt"},
+                                                 {"quote\"and\\slash", "line\nbreak\ttab"},
+                                                 {"unicode", "\xc3\xa9t\xc3\xa9 \xe2\x9c\x93"},
+                                                 {"", ""}};
   save_safetensors(dir.file("m.safetensors"), {{"x", Tensor::zeros({2}, DType::kF32)}}, metadata);
   EXPECT_EQ(SafetensorsFile::open(dir.file("m.safetensors")).metadata(), metadata);
 }
@@ -120,8 +122,8 @@ TEST(SafetensorsFile, WritesExactlyTheBytesOfTheFormat) {
   std::string expected =
       "\x50\0\0\0\0\0\0\0"s  // header length 80 = 79 bytes of JSON + 1 space
       R"({"__metadata__":{"k":"v"},"x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}} )"
-      "\0\0\x80\x3f"         // 1.0f
-      "\0\0\0\xc0"s;         // -2.0f
+      "\0\0\x80\x3f"  // 1.0f
+      "\0\0\0\xc0"s;  // -2.0f
   EXPECT_EQ(read_bytes(dir.file("x.safetensors")), expected);
 }
 
@@ -137,7 +139,8 @@ TEST(SafetensorsFile, MatchesThePythonPackagesOwnTestVectors) {
   save_safetensors(dir.file("empty.safetensors"), {});
   EXPECT_EQ(read_bytes(dir.file("empty.safetensors")), testing::u64_le(8) + "{}      ");
   save_safetensors(dir.file("meta.safetensors"), {}, {{"framework", "pt"}});
-  EXPECT_EQ(read_bytes(dir.file("meta.safetensors")), testing::u64_le(40) + R"({"__metadata__":{"framework":"pt"}})" + "     ");
+  EXPECT_EQ(read_bytes(dir.file("meta.safetensors")),
+            testing::u64_le(40) + R"({"__metadata__":{"framework":"pt"}})" + "     ");
 }
 
 // Files written by the Python package itself (safetensors 0.8.0; tools/safetensors_roundtrip.py
@@ -210,7 +213,8 @@ TEST(SafetensorsFile, MisalignedDataIsCopiedNotViewed) {
 
 TEST(SafetensorsFile, GapsBetweenTensorsAreAccepted) {
   ScratchDir dir;
-  std::string header = R"({"a":{"dtype":"U8","shape":[2],"data_offsets":[0,2]},"b":{"dtype":"U8","shape":[1],"data_offsets":[5,6]}})";
+  std::string header =
+      R"({"a":{"dtype":"U8","shape":[2],"data_offsets":[0,2]},"b":{"dtype":"U8","shape":[1],"data_offsets":[5,6]}})";
   testing::write_bytes(dir.file("gap.safetensors"), testing::safetensors_bytes(header, "\x01\x02\0\0\0\x09\0\0"s));
   auto file = SafetensorsFile::open(dir.file("gap.safetensors"));
   EXPECT_EQ(file.get("a").to_vector(), (std::vector<double>{1, 2}));
@@ -266,8 +270,11 @@ TEST(SafetensorsFile, FailedWriteMidwayKeepsThePreviousFileAndLeavesNoTemporary)
 TEST(SafetensorsFile, WriteIntoMissingDirectoryFailsNamingThePath) {
   ScratchDir dir;
   std::string path = dir.file("missing/model.safetensors");
-  expect_error_mentioning([&] { save_safetensors(path, {{"x", Tensor::zeros({1}, DType::kF32)}}); },
-                          {path, "No such file or directory"});
+  expect_error_mentioning(
+      [&] {
+        save_safetensors(path, {{"x", Tensor::zeros({1}, DType::kF32)}});
+      },
+      {path, "No such file or directory"});
   EXPECT_TRUE(dir.listing().empty());
 }
 
@@ -278,8 +285,11 @@ TEST(SafetensorsFile, WriteIntoReadOnlyDirectoryKeepsThePreviousFile) {
   save_safetensors(path, {{"old", Tensor::zeros({1}, DType::kF32)}});
   std::string before = read_bytes(path);
   std::filesystem::permissions(dir.str(), std::filesystem::perms::owner_read | std::filesystem::perms::owner_exec);
-  expect_error_mentioning([&] { save_safetensors(path, {{"new", Tensor::ones({1}, DType::kF32)}}); },
-                          {path, "Permission denied"});
+  expect_error_mentioning(
+      [&] {
+        save_safetensors(path, {{"new", Tensor::ones({1}, DType::kF32)}});
+      },
+      {path, "Permission denied"});
   std::filesystem::permissions(dir.str(), std::filesystem::perms::owner_all);
   EXPECT_EQ(read_bytes(path), before);
   expect_only(dir, {"model.safetensors"});

@@ -35,10 +35,10 @@ class FakeTokenizer final : public Tokenizer {
   bool is_special(TokenId) const override { return false; }
   std::string_view format() const override { return "fake"; }
 
-  std::map<std::string, TokenId> tokens = {
-      {"<|im_start|>", 1001}, {"<|im_end|>", 1002}, {"[gMASK]", 1003}, {"sop", 1004}, {"<sop>", 1005},
-      {"<|system|>", 1006},   {"<|user|>", 1007},   {"<|assistant|>", 1008}, {"</s>", 1009},
-      {"<|endoftext|>", 1010}, {"<|observation|>", 1011}};
+  std::map<std::string, TokenId> tokens = {{"<|im_start|>", 1001},  {"<|im_end|>", 1002},     {"[gMASK]", 1003},
+                                           {"sop", 1004},           {"<sop>", 1005},          {"<|system|>", 1006},
+                                           {"<|user|>", 1007},      {"<|assistant|>", 1008},  {"</s>", 1009},
+                                           {"<|endoftext|>", 1010}, {"<|observation|>", 1011}};
 };
 
 // What one encode call of `text` gives, with every id marked as answer or not.
@@ -90,7 +90,8 @@ TEST(ChatTemplate, QwenRendersChatMlAsQwen3Does) {
 }
 
 TEST(ChatTemplate, GlmFamilyRendersTheirLayouts) {
-  EXPECT_EQ(render("chatglm3", {{"system", "S"}, {"user", "U"}}, true), "[gMASK]sop<|system|>\n S<|user|>\n U<|assistant|>");
+  EXPECT_EQ(render("chatglm3", {{"system", "S"}, {"user", "U"}}, true),
+            "[gMASK]sop<|system|>\n S<|user|>\n U<|assistant|>");
   EXPECT_EQ(render("glm4", {{"user", "U"}, {"assistant", "A"}}, false), "[gMASK]<sop><|user|>\nU<|assistant|>\nA");
   EXPECT_EQ(render("glm4", {{"user", "U"}}, true), "[gMASK]<sop><|user|>\nU<|assistant|>");
   EXPECT_EQ(render("chatglm2", {{"user", "q1"}, {"assistant", "a1"}, {"user", "q2"}}, true),
@@ -101,47 +102,79 @@ TEST(ChatTemplate, GlmFamilyRendersTheirLayouts) {
 TEST(ChatTemplate, QwenTrainsTheAnswerAndItsEndToken) {
   expect_encoding("qwen", {{"user", "U"}, {"assistant", "A"}}, false,
                   Expected()
-                      .token(1001).piece("user\nU").token(1002).piece("\n")
-                      .token(1001).piece("assistant\n").piece("<think>\n\n</think>\n\nA", true).token(1002, true)
+                      .token(1001)
+                      .piece("user\nU")
+                      .token(1002)
+                      .piece("\n")
+                      .token(1001)
+                      .piece("assistant\n")
+                      .piece("<think>\n\n</think>\n\nA", true)
+                      .token(1002, true)
                       .piece("\n"));
 }
 
 TEST(ChatTemplate, Chatglm3EncodesEachTextApartAndTrainsWhatFollowsTheAssistantToken) {
   expect_encoding("chatglm3", {{"user", "U"}, {"assistant", "A"}}, false,
-                  Expected().token(1003).token(1004).token(1007).piece("\n").piece("U")
-                      .token(1008).piece("\n", true).piece("A", true).token(1009, true));
+                  Expected()
+                      .token(1003)
+                      .token(1004)
+                      .token(1007)
+                      .piece("\n")
+                      .piece("U")
+                      .token(1008)
+                      .piece("\n", true)
+                      .piece("A", true)
+                      .token(1009, true));
 }
 
 TEST(ChatTemplate, Glm4TrainsTheNextRoleTokenAfterAnAnswer) {
   expect_encoding("glm4", {{"user", "U"}, {"assistant", "A"}, {"user", "V"}}, true,
-                  Expected().token(1003).token(1005).token(1007).piece("\nU")
-                      .token(1008).piece("\nA", true).token(1007, true).piece("\nV").token(1008));
-  expect_encoding("glm4", {{"user", "U"}, {"assistant", "A"}}, false,
-                  Expected().token(1003).token(1005).token(1007).piece("\nU")
-                      .token(1008).piece("\nA", true).token(1010, true));
+                  Expected()
+                      .token(1003)
+                      .token(1005)
+                      .token(1007)
+                      .piece("\nU")
+                      .token(1008)
+                      .piece("\nA", true)
+                      .token(1007, true)
+                      .piece("\nV")
+                      .token(1008));
+  expect_encoding(
+      "glm4", {{"user", "U"}, {"assistant", "A"}}, false,
+      Expected().token(1003).token(1005).token(1007).piece("\nU").token(1008).piece("\nA", true).token(1010, true));
 }
 
 TEST(ChatTemplate, Chatglm2TrainsTheLastAnswerAndEos) {
   expect_encoding("chatglm2", {{"user", "q1"}, {"assistant", "a1"}, {"user", "q2"}, {"assistant", "a2"}}, false,
-                  Expected().token(1003).token(1004).piece("[Round 1]\n\n问：q1\n\n答：a1\n\n[Round 2]\n\n问：q2\n\n答：")
-                      .piece("a2", true).token(1009, true));
+                  Expected()
+                      .token(1003)
+                      .token(1004)
+                      .piece("[Round 1]\n\n问：q1\n\n答：a1\n\n[Round 2]\n\n问：q2\n\n答：")
+                      .piece("a2", true)
+                      .token(1009, true));
 }
 
 TEST(ChatTemplate, RefusalsSayWhatIsAccepted) {
   EXPECT_NE(error_of([] { make_chat_template("llama3"); }).find("accepted: qwen, chatglm3, glm4, chatglm2, none"),
             std::string::npos);
-  EXPECT_NE(error_of([] { render("qwen", {{"tool", "x"}}, false); })
-                .find("message 0 has role 'tool'; this template accepts system, user, assistant"),
+  EXPECT_NE(error_of([] {
+              render("qwen", {{"tool", "x"}}, false);
+            }).find("message 0 has role 'tool'; this template accepts system, user, assistant"),
             std::string::npos);
   EXPECT_NE(error_of([] { render("qwen", {}, true); }).find("the conversation is empty"), std::string::npos);
-  EXPECT_NE(error_of([] { render("chatglm2", {{"system", "s"}, {"user", "u"}}, true); }).find("role 'system'"),
+  EXPECT_NE(error_of([] {
+              render("chatglm2", {{"system", "s"}, {"user", "u"}}, true);
+            }).find("role 'system'"),
             std::string::npos);
-  EXPECT_NE(error_of([] { render("chatglm2", {{"user", "u"}, {"user", "v"}}, true); }).find("alternate"),
+  EXPECT_NE(error_of([] {
+              render("chatglm2", {{"user", "u"}, {"user", "v"}}, true);
+            }).find("alternate"),
             std::string::npos);
   FakeTokenizer tok;
   tok.tokens.erase("<|im_start|>");
-  EXPECT_NE(error_of([&] { make_chat_template("qwen")->encode(tok, {{"user", "u"}}, true); })
-                .find("chat template 'qwen' needs the token '<|im_start|>'"),
+  EXPECT_NE(error_of([&] {
+              make_chat_template("qwen")->encode(tok, {{"user", "u"}}, true);
+            }).find("chat template 'qwen' needs the token '<|im_start|>'"),
             std::string::npos);
 }
 

@@ -16,7 +16,9 @@ namespace {
 // Single bytes take ids 0..255; each merge's result the next id.
 struct TinyVocab {
   std::vector<std::string> bytes;
-  struct Merge { TokenId left, right, merged; };
+  struct Merge {
+    TokenId left, right, merged;
+  };
   std::vector<Merge> merges;  // in rank order
   TinyVocab() {
     for (int b = 0; b < 256; ++b) bytes.emplace_back(1, static_cast<char>(b));
@@ -143,7 +145,12 @@ TEST_F(PretokenizerRegexTest, Glm4PatternKeepsUpToThreeDigits) {
 
 TEST_F(PretokenizerRegexTest, WhitespaceIncludesNextLineAsOnigurumaDoes) {
   // U+0085 is White_Space: two of them before a letter split like two spaces would.
-  EXPECT_EQ(split(kQwenPretokenizerPattern, "a\xC2\x85\xC2\x85" "b"), (Pieces{"a", "\xC2\x85", "\xC2\x85" "b"}));
+  EXPECT_EQ(split(kQwenPretokenizerPattern,
+                  "a\xC2\x85\xC2\x85"
+                  "b"),
+            (Pieces{"a", "\xC2\x85",
+                    "\xC2\x85"
+                    "b"}));
   EXPECT_EQ(split(kQwenPretokenizerPattern, "a  b"), (Pieces{"a", " ", " b"}));
 }
 
@@ -170,7 +177,8 @@ TEST_F(PretokenizerRegexTest, BadPatternNamesItsSource) {
   }
 }
 
-std::vector<std::pair<std::string, TokenId>> split(const AddedTokens& added, std::string_view text, bool normalized = false) {
+std::vector<std::pair<std::string, TokenId>> split(const AddedTokens& added, std::string_view text,
+                                                   bool normalized = false) {
   std::vector<TextPiece> pieces;
   added.split(text, normalized, pieces);
   std::vector<std::pair<std::string, TokenId>> out;

@@ -61,8 +61,9 @@ class Qwen3Tokenizer : public ::testing::Test {
   void SetUp() override {
     if (!tokenizers_available()) GTEST_SKIP() << tokenizer_support_message();
     if (tokenizer_ == nullptr)
-      GTEST_SKIP() << "the Qwen3 tokenizer folder is absent: set ZT_QWEN_TOKENIZER_DIR, or put tokenizer.json and "
-                      "tokenizer_config.json in <source>/.fixtures/qwen3-tokenizer or <source>/../shared/data/qwen3-tokenizer";
+      GTEST_SKIP()
+          << "the Qwen3 tokenizer folder is absent: set ZT_QWEN_TOKENIZER_DIR, or put tokenizer.json and "
+             "tokenizer_config.json in <source>/.fixtures/qwen3-tokenizer or <source>/../shared/data/qwen3-tokenizer";
   }
   static inline Tokenizer* tokenizer_ = nullptr;
 };
@@ -95,8 +96,8 @@ TEST_F(Qwen3Tokenizer, EveryCorpusLineMatchesHuggingFace) {
     const auto expected = entry.at("ids").get<std::vector<TokenId>>();
     const std::vector<TokenId> got = tokenizer_->encode(corpus[index], false);
     if (got != expected && ++mismatches <= 10)
-      ADD_FAILURE() << "corpus line " << index << ": " << json(corpus[index]).dump() << "\n  HF:       "
-                    << ids_text(expected) << "\n  zerotune: " << ids_text(got);
+      ADD_FAILURE() << "corpus line " << index << ": " << json(corpus[index]).dump()
+                    << "\n  HF:       " << ids_text(expected) << "\n  zerotune: " << ids_text(got);
     ++checked;
   }
   EXPECT_EQ(checked, corpus.size()) << "the expected file does not cover the corpus: " << kRegenerate;

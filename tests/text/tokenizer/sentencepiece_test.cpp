@@ -53,11 +53,14 @@ class SentencePieceTest : public ::testing::Test {
     fs::create_directories(dir_);
     Sentences sentences;
     std::string model;
-    const auto status = sentencepiece::SentencePieceTrainer::Train(
-        {{"model_type", "bpe"}, {"vocab_size", "400"}, {"byte_fallback", "true"}, {"character_coverage", "1.0"},
-         {"remove_extra_whitespaces", "false"}, {"normalization_rule_name", "identity"},
-         {"minloglevel", "2"}},
-        &sentences, &model);
+    const auto status = sentencepiece::SentencePieceTrainer::Train({{"model_type", "bpe"},
+                                                                    {"vocab_size", "400"},
+                                                                    {"byte_fallback", "true"},
+                                                                    {"character_coverage", "1.0"},
+                                                                    {"remove_extra_whitespaces", "false"},
+                                                                    {"normalization_rule_name", "identity"},
+                                                                    {"minloglevel", "2"}},
+                                                                   &sentences, &model);
     ASSERT_TRUE(status.ok()) << status.ToString();
     std::ofstream(dir_ / "tokenizer.model", std::ios::binary) << model;
     ASSERT_TRUE(sp_.LoadFromSerializedProto(model).ok());
@@ -80,8 +83,8 @@ TEST_F(SentencePieceTest, ChatGlmSpecialTokensFollowTheVocabulary) {
   const int n = sp_.GetPieceSize();
   EXPECT_EQ(tok_->format(), "sentencepiece");
   EXPECT_EQ(tok_->vocab_size(), n + 9);
-  const std::vector<std::string> names = {"[MASK]", "[gMASK]", "[sMASK]", "sop", "eop",
-                                          "<|system|>", "<|user|>", "<|assistant|>", "<|observation|>"};
+  const std::vector<std::string> names = {"[MASK]",   "[gMASK]",       "[sMASK]",        "sop", "eop", "<|system|>",
+                                          "<|user|>", "<|assistant|>", "<|observation|>"};
   for (std::size_t i = 0; i < names.size(); ++i) {
     EXPECT_EQ(tok_->token_to_id(names[i]), n + static_cast<TokenId>(i)) << names[i];
     EXPECT_EQ(tok_->id_to_token(n + static_cast<TokenId>(i)), names[i]);
@@ -110,8 +113,9 @@ TEST_F(SentencePieceTest, RandomIdSequencesDecodeAsLibsentencepieceDoes) {
   for (int trial = 0; trial < 300; ++trial) {
     std::vector<int> ids(1 + rng() % 12);
     // Skip byte pieces: libsentencepiece's replacement of broken byte runs is its own.
-    for (int& id : ids)
-      do id = static_cast<int>(rng() % sp_.GetPieceSize()); while (sp_.IsByte(id));
+    for (int& id : ids) do
+        id = static_cast<int>(rng() % sp_.GetPieceSize());
+      while (sp_.IsByte(id));
     EXPECT_EQ(tok_->decode(std::vector<TokenId>(ids.begin(), ids.end())), sp_.DecodeIds(ids)) << "trial " << trial;
   }
 }

@@ -52,7 +52,7 @@ json tiny_vocab() {
 }
 
 json added_token(const std::string& content, TokenId id, bool special) {
-  return {{"id", id}, {"content", content}, {"special", special}, {"lstrip", false},
+  return {{"id", id},        {"content", content},   {"special", special}, {"lstrip", false},
           {"rstrip", false}, {"single_word", false}, {"normalized", false}};
 }
 
@@ -61,16 +61,19 @@ json tiny_tokenizer_json() {
   for (const auto& [left, right] : kMerges) merges.push_back(json::array({left, right}));
   return {
       {"version", "1.0"},
-      {"added_tokens", json::array({added_token("<|im_start|>", kImStart, true), added_token("<think>", kThink, false)})},
+      {"added_tokens",
+       json::array({added_token("<|im_start|>", kImStart, true), added_token("<think>", kThink, false)})},
       {"normalizer", {{"type", "NFC"}}},
       {"pre_tokenizer",
        {{"type", "Sequence"},
-        {"pretokenizers",
-         json::array({{{"type", "Split"},
-                       {"pattern", {{"Regex", "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"}}},
-                       {"behavior", "Isolated"},
-                       {"invert", false}},
-                      {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}}})}}},
+        {"pretokenizers", json::array({{{"type", "Split"},
+                                        {"pattern",
+                                         {{"Regex",
+                                           "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| "
+                                           "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"}}},
+                                        {"behavior", "Isolated"},
+                                        {"invert", false}},
+                                       {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}}})}}},
       {"post_processor", {{"type", "ByteLevel"}}},
       {"decoder", {{"type", "ByteLevel"}}},
       {"model", {{"type", "BPE"}, {"dropout", nullptr}, {"vocab", tiny_vocab()}, {"merges", merges}}}};
@@ -121,10 +124,11 @@ TEST_F(TokenizerJsonTest, VocabAndMergesGiveTheSameIds) {
   std::string merges = "#version: 0.2\n";
   for (const auto& [left, right] : kMerges) merges += left + " " + right + "\n";
   dir.write("merges.txt", merges);
-  const json config = {{"tokenizer_class", "Qwen2Tokenizer"},
-                       {"eos_token", "<|im_start|>"},
-                       {"added_tokens_decoder",
-                        {{"261", added_token("<|im_start|>", kImStart, true)}, {"262", added_token("<think>", kThink, false)}}}};
+  const json config = {
+      {"tokenizer_class", "Qwen2Tokenizer"},
+      {"eos_token", "<|im_start|>"},
+      {"added_tokens_decoder",
+       {{"261", added_token("<|im_start|>", kImStart, true)}, {"262", added_token("<think>", kThink, false)}}}};
   dir.write("tokenizer_config.json", config.dump());
   auto tok = load_tokenizer(dir.str());
   EXPECT_EQ(tok->format(), "vocab.json+merges.txt");
@@ -135,8 +139,9 @@ TEST_F(TokenizerJsonTest, VocabAndMergesGiveTheSameIds) {
 TEST_F(TokenizerJsonTest, SpecialTokensComeFromTokenizerConfig) {
   TempDir dir;
   dir.write("tokenizer.json", tiny_tokenizer_json().dump());
-  dir.write("tokenizer_config.json",
-            json({{"bos_token", {{"content", "<think>"}}}, {"eos_token", "<|im_start|>"}, {"pad_token", nullptr}}).dump());
+  dir.write(
+      "tokenizer_config.json",
+      json({{"bos_token", {{"content", "<think>"}}}, {"eos_token", "<|im_start|>"}, {"pad_token", nullptr}}).dump());
   auto tok = load_tokenizer(dir.str());
   EXPECT_EQ(tok->special_ids().bos, kThink);
   EXPECT_EQ(tok->special_ids().eos, kImStart);
@@ -150,15 +155,14 @@ TEST_F(TokenizerJsonTest, TemplateProcessingAddsItsTokensWhenAskedTo) {
   json file = tiny_tokenizer_json();
   file["post_processor"] = {
       {"type", "Sequence"},
-      {"processors",
-       json::array({{{"type", "ByteLevel"}},
-                    {{"type", "TemplateProcessing"},
-                     {"single", json::array({{{"SpecialToken", {{"id", "<|im_start|>"}, {"type_id", 0}}}},
-                                             {{"Sequence", {{"id", "A"}, {"type_id", 0}}}},
-                                             {{"SpecialToken", {{"id", "<think>"}, {"type_id", 0}}}}})},
-                     {"special_tokens",
-                      {{"<|im_start|>", {{"id", "<|im_start|>"}, {"ids", {kImStart}}}},
-                       {"<think>", {{"id", "<think>"}, {"ids", {kThink}}}}}}}})}};
+      {"processors", json::array({{{"type", "ByteLevel"}},
+                                  {{"type", "TemplateProcessing"},
+                                   {"single", json::array({{{"SpecialToken", {{"id", "<|im_start|>"}, {"type_id", 0}}}},
+                                                           {{"Sequence", {{"id", "A"}, {"type_id", 0}}}},
+                                                           {{"SpecialToken", {{"id", "<think>"}, {"type_id", 0}}}}})},
+                                   {"special_tokens",
+                                    {{"<|im_start|>", {{"id", "<|im_start|>"}, {"ids", {kImStart}}}},
+                                     {"<think>", {{"id", "<think>"}, {"ids", {kThink}}}}}}}})}};
   TempDir dir;
   dir.write("tokenizer.json", file.dump());
   auto tok = load_tokenizer(dir.str());
@@ -196,7 +200,8 @@ TEST_F(TokenizerJsonTest, RefusesWhatItDoesNotImplementNamingTheFile) {
 
 TEST_F(TokenizerJsonTest, FolderErrorsSayWhatIsMissing) {
   TempDir dir;
-  EXPECT_NE(error_of(dir.str()).find("has no tokenizer: expected tokenizer.json, vocab.json + merges.txt, or tokenizer.model"),
+  EXPECT_NE(error_of(dir.str()).find(
+                "has no tokenizer: expected tokenizer.json, vocab.json + merges.txt, or tokenizer.model"),
             std::string::npos);
   dir.write("vocab.json", tiny_vocab().dump());
   EXPECT_NE(error_of(dir.str()).find("vocab.json but no merges.txt"), std::string::npos);
@@ -234,7 +239,9 @@ TEST_F(TokenizerJsonTest, DecodingBrokenUtf8GivesReplacementCharacters) {
   dir.write("tokenizer.json", tiny_tokenizer_json().dump());
   auto tok = load_tokenizer(dir.str());
   // 中 is E4 B8 AD: only its first two bytes, then 'a'.
-  EXPECT_EQ(tok->decode(std::vector<TokenId>{0xE4, 0xB8, 'a'}), "\xEF\xBF\xBD" "a");
+  EXPECT_EQ(tok->decode(std::vector<TokenId>{0xE4, 0xB8, 'a'}),
+            "\xEF\xBF\xBD"
+            "a");
   EXPECT_EQ(tok->decode(std::vector<TokenId>{0xE4, 0xB8, 0xAD}), "\xE4\xB8\xAD");
 }
 

@@ -5,10 +5,10 @@
 #include <cstdlib>
 #include <set>
 
+#include "runtime/error.h"
 #include "text/tokenizer/byte_level.h"
 #include "text/tokenizer/tokenizer.h"
 #include "text/tokenizer/tokenizer_utf8.h"
-#include "runtime/error.h"
 
 #if ZT_HAVE_TEXT
 #include <utf8proc.h>
@@ -23,12 +23,16 @@ TEST(TokenizerUtf8, LossyReplacesEachMaximalIllFormedSubsequenceOnce) {
   EXPECT_EQ(utf8::to_valid_lossy("abc"), "abc");
   EXPECT_EQ(utf8::to_valid_lossy("\xE4\xB8\xAD"), "\xE4\xB8\xAD");  // 中 is kept
   // A lead byte and one continuation, then ASCII: the two bytes are one subpart.
-  EXPECT_EQ(utf8::to_valid_lossy("\xE4\xB8" "a"), kFffd + "a");
+  EXPECT_EQ(utf8::to_valid_lossy("\xE4\xB8"
+                                 "a"),
+            kFffd + "a");
   // F0 80: 80 is not a valid second byte after F0, so each byte is its own subpart.
   EXPECT_EQ(utf8::to_valid_lossy("\xF0\x80"), kFffd + kFffd);
   // A surrogate encoded in UTF-8 (ED A0 80) is three ill-formed bytes.
   EXPECT_EQ(utf8::to_valid_lossy("\xED\xA0\x80"), kFffd + kFffd + kFffd);
-  EXPECT_EQ(utf8::to_valid_lossy("\xFF" "b\xC0\xAF"), kFffd + "b" + kFffd + kFffd);
+  EXPECT_EQ(utf8::to_valid_lossy("\xFF"
+                                 "b\xC0\xAF"),
+            kFffd + "b" + kFffd + kFffd);
   // Truncated at the end: one replacement for the unfinished character.
   EXPECT_EQ(utf8::to_valid_lossy("x\xF0\x9F\x98"), "x" + kFffd);
   EXPECT_EQ(utf8::to_valid_lossy("\xF4\x90\x80\x80"), kFffd + kFffd + kFffd + kFffd);  // above U+10FFFF
@@ -41,9 +45,11 @@ TEST(TokenizerUtf8, IncompleteTailHoldsOnlyUnfinishedCharacters) {
   EXPECT_EQ(utf8::incomplete_tail("a\xE4\xB8"), 2u);
   EXPECT_EQ(utf8::incomplete_tail("a\xE4\xB8\xAD"), 0u);
   EXPECT_EQ(utf8::incomplete_tail("\xF0\x9F\x98"), 3u);
-  EXPECT_EQ(utf8::incomplete_tail("\xE4" "a"), 0u);   // already ill-formed: nothing to wait for
-  EXPECT_EQ(utf8::incomplete_tail("\xED\xA0"), 0u);   // a surrogate can never complete
-  EXPECT_EQ(utf8::incomplete_tail("\x80\x80"), 0u);   // stray continuation bytes
+  EXPECT_EQ(utf8::incomplete_tail("\xE4"
+                                  "a"),
+            0u);                                     // already ill-formed: nothing to wait for
+  EXPECT_EQ(utf8::incomplete_tail("\xED\xA0"), 0u);  // a surrogate can never complete
+  EXPECT_EQ(utf8::incomplete_tail("\x80\x80"), 0u);  // stray continuation bytes
 }
 
 TEST(TokenizerUtf8, InvalidInputIsAnErrorNamingTheOffset) {
@@ -93,10 +99,10 @@ class Nfc : public ::testing::Test {
 };
 
 TEST_F(Nfc, ComposesWhatUtf8procComposes) {
-  EXPECT_EQ(utf8::nfc("e\xCC\x81"), "\xC3\xA9");                       // e + U+0301 -> é
-  EXPECT_EQ(utf8::nfc("\xE1\x84\x80\xE1\x85\xA1"), "\xEA\xB0\x80");     // jamo ᄀ + ᅡ -> 가
-  EXPECT_EQ(utf8::nfc("\xE0\xAD\x87\xE0\xAC\xBE"), "\xE0\xAD\x8B");     // Oriya 0B47 + 0B3E -> 0B4B
-  EXPECT_EQ(utf8::nfc("\xE2\x84\xAB"), "\xC3\x85");                     // Ångström sign -> Å
+  EXPECT_EQ(utf8::nfc("e\xCC\x81"), "\xC3\xA9");                     // e + U+0301 -> é
+  EXPECT_EQ(utf8::nfc("\xE1\x84\x80\xE1\x85\xA1"), "\xEA\xB0\x80");  // jamo ᄀ + ᅡ -> 가
+  EXPECT_EQ(utf8::nfc("\xE0\xAD\x87\xE0\xAC\xBE"), "\xE0\xAD\x8B");  // Oriya 0B47 + 0B3E -> 0B4B
+  EXPECT_EQ(utf8::nfc("\xE2\x84\xAB"), "\xC3\x85");                  // Ångström sign -> Å
   EXPECT_EQ(utf8::nfc("abc 中文"), "abc 中文");
   EXPECT_FALSE(utf8::nfc_stable("e\xCC\x81"));
   EXPECT_TRUE(utf8::nfc_stable("plain ascii, 中文, かな, 한국어"));

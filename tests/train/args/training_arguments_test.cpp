@@ -41,8 +41,8 @@ TEST(TrainingArguments, HfDefaults) {
 
 TEST(TrainingArguments, EveryFlagSyntax) {
   TrainingArguments args = parse_training_arguments(
-      with({"--bf16", "--gradient_checkpointing", "false", "--learning_rate=2e-4", "--max_steps", "-1",
-            "--packing", "--lora_rank", "16", "--save_total_limit", "3", "--evaluation_strategy", "no"}));
+      with({"--bf16", "--gradient_checkpointing", "false", "--learning_rate=2e-4", "--max_steps", "-1", "--packing",
+            "--lora_rank", "16", "--save_total_limit", "3", "--evaluation_strategy", "no"}));
   EXPECT_TRUE(args.bf16);
   EXPECT_FALSE(args.gradient_checkpointing);
   EXPECT_EQ(args.learning_rate, 2e-4);
@@ -102,11 +102,11 @@ TEST(TrainingArguments, BadValuesNameTheFlagAndWhatIsAccepted) {
 }
 
 TEST(TrainingArguments, ConflictsAndMissingAreReportedTogether) {
-  std::string msg = error_for({"--bf16", "--fp16", "--finetuning_type", "full", "--lora_rank", "4",
-                               "--eval_strategy", "steps"});
-  for (const char* part : {"--model_name_or_path is required", "--output_dir is required",
-                           "--train_file is required", "--bf16 and --fp16", "--lora_rank applies to --finetuning_type lora",
-                           "--eval_strategy steps needs --validation_file"})
+  std::string msg =
+      error_for({"--bf16", "--fp16", "--finetuning_type", "full", "--lora_rank", "4", "--eval_strategy", "steps"});
+  for (const char* part :
+       {"--model_name_or_path is required", "--output_dir is required", "--train_file is required", "--bf16 and --fp16",
+        "--lora_rank applies to --finetuning_type lora", "--eval_strategy steps needs --validation_file"})
     EXPECT_NE(msg.find(part), std::string::npos) << part << "\n" << msg;
 }
 
@@ -143,8 +143,8 @@ TEST(TrainingArguments, NamedValuesAreReadAndWrittenByName) {
 }
 
 TEST(TrainingArguments, RangesAreChecked) {
-  std::string msg = error_for(with({"--per_device_train_batch_size", "0", "--warmup_ratio", "1.5",
-                                    "--lora_dropout", "1"}));
+  std::string msg =
+      error_for(with({"--per_device_train_batch_size", "0", "--warmup_ratio", "1.5", "--lora_dropout", "1"}));
   EXPECT_NE(msg.find("--per_device_train_batch_size must be > 0"), std::string::npos) << msg;
   EXPECT_NE(msg.find("--warmup_ratio must be in [0, 1]"), std::string::npos) << msg;
   EXPECT_NE(msg.find("--lora_dropout must be in [0, 1)"), std::string::npos) << msg;

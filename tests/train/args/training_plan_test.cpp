@@ -33,8 +33,8 @@ TEST(TrainingPlan, StepsFromEpochsRoundPartialWindowsUp) {
 }
 
 TEST(TrainingPlan, MaxStepsOverridesEpochsAndFp16BringsAScaler) {
-  TrainingPlan plan = plan_training(args_with({"--max_steps", "7", "--fp16", "--per_device_train_batch_size", "5"}),
-                                    ten_samples);
+  TrainingPlan plan =
+      plan_training(args_with({"--max_steps", "7", "--fp16", "--per_device_train_batch_size", "5"}), ten_samples);
   EXPECT_EQ(plan.max_steps, 7);
   EXPECT_EQ(plan.num_train_epochs, 4.0);  // ceil(7 / 2 steps per epoch)
   EXPECT_EQ(plan.working_dtype(), DType::kF16);
@@ -43,9 +43,10 @@ TEST(TrainingPlan, MaxStepsOverridesEpochsAndFp16BringsAScaler) {
 }
 
 TEST(TrainingPlan, CosineWithMinLrNeedsItsKwargs) {
-  testing::expect_mentions(
-      testing::error_of([] { plan_training(args_with({"--lr_scheduler_type", "cosine_with_min_lr"}), ten_samples); }),
-      {"--lr_scheduler_kwargs", "min_lr_rate"});
+  testing::expect_mentions(testing::error_of([] {
+                             plan_training(args_with({"--lr_scheduler_type", "cosine_with_min_lr"}), ten_samples);
+                           }),
+                           {"--lr_scheduler_kwargs", "min_lr_rate"});
   TrainingPlan plan = plan_training(args_with({"--lr_scheduler_type", "cosine_with_min_lr", "--lr_scheduler_kwargs",
                                                "{\"min_lr\": 5e-6}", "--learning_rate", "5e-5"}),
                                     ten_samples);
@@ -69,9 +70,9 @@ TEST_F(DeepSpeedPlan, ConfigBlocksTakeOver) {
       "optimizer": {"type": "AdamW", "params": {"lr": "auto", "weight_decay": 0.0}},
       "scheduler": {"type": "WarmupCosineLR", "params": {"total_num_steps": "auto", "warmup_num_steps": "auto"}},
       "zero_optimization": {"stage": 2}})");
-  TrainingPlan plan = plan_training(args_with({"--deepspeed", ds, "--fp16", "--learning_rate", "3e-4",
-                                               "--per_device_train_batch_size", "2"}),
-                                    ten_samples);
+  TrainingPlan plan = plan_training(
+      args_with({"--deepspeed", ds, "--fp16", "--learning_rate", "3e-4", "--per_device_train_batch_size", "2"}),
+      ten_samples);
   EXPECT_EQ(plan.precision, Precision::kFloat16);
   ASSERT_TRUE(plan.loss_scaler);
   EXPECT_EQ(plan.loss_scaler->hysteresis, 1);

@@ -9,8 +9,8 @@
 #include "models/batch.h"
 #include "models/weights/weights.h"
 #include "tensor/safetensors/safetensors.h"
-#include "tests/common/process_test_util.h"
 #include "tests/common/optimizer_state_test_util.h"
+#include "tests/common/process_test_util.h"
 #include "train/checkpoint/optimizer_state_files.h"
 
 namespace zt::models {
@@ -144,9 +144,9 @@ TEST_F(ExportCheckpoint, FreezeTakesUntrainedParametersFromTheBase) {
 TEST_F(ExportCheckpoint, LoraMergedEqualsTheAdapterExportedMerged) {
   const fs::path checkpoint = train("--finetuning_type lora --lora_rank 4 --lora_target all");
   ASSERT_EQ(export_checkpoint(checkpoint, root_ / "merged", "--merge_lora").exit_code, 0);
-  const CliRun reference = zerotune("export --model_name_or_path " + kModel + " --adapter_name_or_path " +
-                                    checkpoint.string() + " --merge_lora --dtype float32 --output_dir " +
-                                    (root_ / "reference").string());
+  const CliRun reference =
+      zerotune("export --model_name_or_path " + kModel + " --adapter_name_or_path " + checkpoint.string() +
+               " --merge_lora --dtype float32 --output_dir " + (root_ / "reference").string());
   ASSERT_EQ(reference.exit_code, 0) << reference.output;
   const SafetensorsFile merged = SafetensorsFile::open((root_ / "merged/model.safetensors").string());
   const SafetensorsFile expected = SafetensorsFile::open((root_ / "reference/model.safetensors").string());
@@ -159,7 +159,8 @@ TEST_F(ExportCheckpoint, LoraMergedEqualsTheAdapterExportedMerged) {
   ASSERT_EQ(export_checkpoint(checkpoint, root_ / "shifted", "--merge_lora").exit_code, 0);
   const SafetensorsFile shifted = SafetensorsFile::open((root_ / "shifted/model.safetensors").string());
   EXPECT_GT(max_abs_diff(shifted.get("model.layers.0.self_attn.q_proj.weight"),
-                         expected.get("model.layers.0.self_attn.q_proj.weight")), 0.0)
+                         expected.get("model.layers.0.self_attn.q_proj.weight")),
+            0.0)
       << "the merge did not read the masters of A and B";
 }
 
@@ -201,7 +202,8 @@ TEST_F(ExportCheckpoint, MismatchedMastersAreAllReported) {
   const SafetensorsFile from_new = SafetensorsFile::open((root_ / "new/model.safetensors").string());
   const SafetensorsFile from_old = SafetensorsFile::open((root_ / "old/model.safetensors").string());
   for (const std::string& name : from_new.names())
-    EXPECT_EQ(max_abs_diff(from_old.get(name), from_new.get(name)), 0.0) << name << ": the old single file exports alike";
+    EXPECT_EQ(max_abs_diff(from_old.get(name), from_new.get(name)), 0.0)
+        << name << ": the old single file exports alike";
   const SafetensorsFile optimizer = SafetensorsFile::open((checkpoint / "optimizer.safetensors").string());
   NamedTensors damaged;
   for (const std::string& name : optimizer.names())
@@ -212,9 +214,9 @@ TEST_F(ExportCheckpoint, MismatchedMastersAreAllReported) {
   save_safetensors((checkpoint / "optimizer.safetensors").string(), damaged);
   const CliRun run = export_checkpoint(checkpoint, root_ / "out");
   EXPECT_NE(run.exit_code, 0);
-  for (const char* line : {"3 problem(s)", "missing: model.norm.weight.master",
-                           "wrong shape: model.layers.0.mlp.up_proj.weight.master is [2, 2]",
-                           "unexpected: model.extra.weight.master"})
+  for (const char* line :
+       {"3 problem(s)", "missing: model.norm.weight.master",
+        "wrong shape: model.layers.0.mlp.up_proj.weight.master is [2, 2]", "unexpected: model.extra.weight.master"})
     EXPECT_NE(run.output.find(line), std::string::npos) << line << " not in\n" << run.output;
   EXPECT_FALSE(fs::exists(root_ / "out/model.safetensors"));
 }
@@ -243,18 +245,21 @@ TEST_F(ExportCheckpoint, FlagsOfTheOtherSourceAreUsageErrors) {
     const CliRun run = export_checkpoint(checkpoint, out, flags);
     EXPECT_EQ(run.exit_code, 2) << flags << "\n" << run.output;
   }
-  const CliRun without_checkpoint = zerotune("export --model_name_or_path " + kModel + " --weights working --output_dir " + out);
+  const CliRun without_checkpoint =
+      zerotune("export --model_name_or_path " + kModel + " --weights working --output_dir " + out);
   EXPECT_EQ(without_checkpoint.exit_code, 2) << without_checkpoint.output;
   EXPECT_NE(without_checkpoint.output.find("needs --checkpoint"), std::string::npos) << without_checkpoint.output;
 }
 
 TEST_F(ExportCheckpoint, TheBaseFolderCanBeOverridden) {
   const fs::path checkpoint = train("--finetuning_type full");
-  const CliRun missing = export_checkpoint(checkpoint, root_ / "out", "--model_name_or_path " + (root_ / "nowhere").string());
+  const CliRun missing =
+      export_checkpoint(checkpoint, root_ / "out", "--model_name_or_path " + (root_ / "nowhere").string());
   EXPECT_NE(missing.exit_code, 0);
   EXPECT_NE(missing.output.find("nowhere does not exist"), std::string::npos) << missing.output;
   fs::copy(kModel, root_ / "moved-base");
-  const CliRun moved = export_checkpoint(checkpoint, root_ / "out", "--model_name_or_path " + (root_ / "moved-base").string());
+  const CliRun moved =
+      export_checkpoint(checkpoint, root_ / "out", "--model_name_or_path " + (root_ / "moved-base").string());
   EXPECT_EQ(moved.exit_code, 0) << moved.output;
   EXPECT_NE(moved.output.find("moved-base"), std::string::npos) << moved.output;
 }

@@ -35,15 +35,16 @@ class CheckpointRanks : public ::testing::Test {
   std::string train_arguments(const std::string& out, const std::string& flags) const {
     return "train --model_name_or_path " + kSource + "/examples/tiny-qwen --train_file " + kSource +
            "/examples/data/alpaca_demo.json --template qwen --finetuning_type full --device cpu --max_steps 4 "
-           "--save_steps 2 --learning_rate 1e-2 --adam_epsilon 1e-3 --output_dir " + (root_ / out).string() + " " +
-           flags;
+           "--save_steps 2 --learning_rate 1e-2 --adam_epsilon 1e-3 --output_dir " +
+           (root_ / out).string() + " " + flags;
   }
   void train(const std::string& out, const std::string& flags) const {
     const CliRun run = zerotune(train_arguments(out, flags));
     ASSERT_EQ(run.exit_code, 0) << run.output;
   }
   void export_checkpoint(const fs::path& checkpoint, const std::string& out) const {
-    const CliRun run = zerotune("export --checkpoint " + checkpoint.string() + " --output_dir " + (root_ / out).string());
+    const CliRun run =
+        zerotune("export --checkpoint " + checkpoint.string() + " --output_dir " + (root_ / out).string());
     ASSERT_EQ(run.exit_code, 0) << run.output;
   }
 
@@ -86,8 +87,8 @@ TEST_F(CheckpointRanks, ExportOfAZero3CheckpointOfThreeRanksEqualsOneDevicesExpo
   EXPECT_EQ(index["zero_stage"], 3);
   export_checkpoint(checkpoint, "ranks_export");
   export_checkpoint(root_ / "single/checkpoint-2", "single_export");
-  const auto [relative, where] = worst_relative(root_ / "ranks_export/model.safetensors",
-                                                root_ / "single_export/model.safetensors");
+  const auto [relative, where] =
+      worst_relative(root_ / "ranks_export/model.safetensors", root_ / "single_export/model.safetensors");
   EXPECT_LE(relative, 1e-6) << where;
   // Each exported parameter is exactly its slices, read from the ranks' files by hand.
   const SafetensorsFile exported = SafetensorsFile::open((root_ / "ranks_export/model.safetensors").string());
@@ -108,7 +109,8 @@ TEST_F(CheckpointRanks, AnOldSingleOptimizerFileStillResumes) {
   state_test::to_single_optimizer_file(old);
   ASSERT_TRUE(fs::exists(old / kLegacyOptimizerFile));
   train("resumed", "--per_device_train_batch_size 2 --resume_from_checkpoint " + old.string());
-  const auto [relative, where] = worst_relative(root_ / "resumed/model.safetensors", root_ / "straight/model.safetensors");
+  const auto [relative, where] =
+      worst_relative(root_ / "resumed/model.safetensors", root_ / "straight/model.safetensors");
   EXPECT_EQ(relative, 0.0) << where << ": one device resumes bit for bit";
   train("resumed_ranks", "--per_device_train_batch_size 1 --inprocess_ranks 2 --deepspeed " + kSource +
                              "/examples/ds_config_zero2.json --resume_from_checkpoint " + old.string());
@@ -122,9 +124,9 @@ TEST_F(CheckpointRanks, AnOldSingleOptimizerFileStillResumes) {
 TEST_F(CheckpointRanks, GlooProcessesWriteTheirFilesAndResumeOnOtherRanks) {
   if (!distributed::gloo_available()) GTEST_SKIP() << "zerotune was built without Gloo (libgloo-dev)";
   const std::string zero2 = " --deepspeed " + kSource + "/examples/ds_config_zero2.json --ddp_timeout 30";
-  const CliRun launched = zerotune("launch --nproc_per_node 2 --master_port " +
-                                   std::to_string(zt::testing::free_loopback_port()) + " " + ZT_BINARY_DIR +
-                                   "/bin/zerotune " + train_arguments("gloo", "--per_device_train_batch_size 3" + zero2));
+  const CliRun launched =
+      zerotune("launch --nproc_per_node 2 --master_port " + std::to_string(zt::testing::free_loopback_port()) + " " +
+               ZT_BINARY_DIR + "/bin/zerotune " + train_arguments("gloo", "--per_device_train_batch_size 3" + zero2));
   ASSERT_EQ(launched.exit_code, 0) << launched.output;
   const fs::path checkpoint = root_ / "gloo/checkpoint-2";
   for (int rank = 0; rank < 2; ++rank) EXPECT_TRUE(fs::exists(checkpoint / state_file_name(rank, 2))) << rank;

@@ -89,8 +89,9 @@ TEST_F(CheckpointDir, RotationKeepsTheNewestAndTheBest) {
 TEST_F(CheckpointDir, ResumeErrorsSayWhatIsMissing) {
   testing::expect_mentions(testing::error_of([&] { resolve_resume_checkpoint("true", dir_.string()); }),
                            {"no complete checkpoint-N folder"});
-  testing::expect_mentions(testing::error_of([&] { resolve_resume_checkpoint((dir_ / "nope").string(), dir_.string()); }),
-                           {"not a checkpoint folder"});
+  testing::expect_mentions(
+      testing::error_of([&] { resolve_resume_checkpoint((dir_ / "nope").string(), dir_.string()); }),
+      {"not a checkpoint folder"});
 }
 
 }  // namespace

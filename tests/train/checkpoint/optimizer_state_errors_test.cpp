@@ -89,7 +89,8 @@ TEST_F(OptimizerStateErrors, AFailedWriteOnOneRankFailsTheSaveOnEveryRank) {
                                      "'p1.exp_avg' is undefined"});
   EXPECT_FALSE(fs::exists(dir_ / ".checkpoint-5.partial"));
   EXPECT_TRUE(fs::exists(checkpoint() / "trainer_state.json"));
-  for (const std::string& error : load_errors(3)) EXPECT_EQ(error, "no error") << "the earlier checkpoint-5 was damaged";
+  for (const std::string& error : load_errors(3))
+    EXPECT_EQ(error, "no error") << "the earlier checkpoint-5 was damaged";
 }
 
 TEST_F(OptimizerStateErrors, AMissingRankFileIsNamedOnEveryRank) {
@@ -98,8 +99,8 @@ TEST_F(OptimizerStateErrors, AMissingRankFileIsNamedOnEveryRank) {
   fs::remove(checkpoint() / missing);
   const std::vector<std::string> errors = load_errors(3);
   for (const std::string& error : errors)
-    testing::expect_mentions(error, {"rank 1 failed reading the optimizer state", missing.c_str(), "No such file",
-                                     "incomplete or damaged"});
+    testing::expect_mentions(
+        error, {"rank 1 failed reading the optimizer state", missing.c_str(), "No such file", "incomplete or damaged"});
   for (const std::string& error : load_errors(2)) EXPECT_NE(error, "no error");
 }
 

@@ -62,7 +62,8 @@ class OptimizerStateFilesTest : public testing::FolderTest {
     distributed::run_inprocess_ranks(world, 10s, [&](distributed::Communicator& comm) {
       Model model;
       auto optimizer = engine(model, &comm, stage);
-      load_optimizer_state_on_ranks({.comm = &comm, .device = Device::cpu(), .zero_stage = stage}, checkpoint, *optimizer, 1);
+      load_optimizer_state_on_ranks({.comm = &comm, .device = Device::cpu(), .zero_stage = stage}, checkpoint,
+                                    *optimizer, 1);
       const State state = optimizer->state_dict();
       std::lock_guard<std::mutex> lock(mutex);
       if (comm.rank() == 0) loaded = state;

@@ -101,7 +101,8 @@ std::vector<std::size_t> step_samples(std::span<const BatchUnit> global_batch, s
   *passes_per_rank = dealt[0].size();
   std::vector<std::size_t> samples;
   for (std::size_t slot = 0; slot < dealt[0].size(); ++slot)
-    for (int rank = 0; rank < world; ++rank) samples.insert(samples.end(), dealt[rank][slot].begin(), dealt[rank][slot].end());
+    for (int rank = 0; rank < world; ++rank)
+      samples.insert(samples.end(), dealt[rank][slot].begin(), dealt[rank][slot].end());
   return samples;
 }
 
@@ -116,13 +117,15 @@ TEST(Dealing, EveryFactorisationOfTheGlobalBatchTakesTheSameSamplesInEachStep) {
       ASSERT_EQ(kMicro * accumulation * world, kGlobal);
       std::vector<std::vector<std::size_t>> steps;
       for (std::size_t first = 0; first < units.size(); first += kGlobal) {
-        const std::span<const BatchUnit> global_batch(units.data() + first, std::min<std::size_t>(kGlobal, units.size() - first));
+        const std::span<const BatchUnit> global_batch(units.data() + first,
+                                                      std::min<std::size_t>(kGlobal, units.size() - first));
         std::size_t passes = 0;
         steps.push_back(step_samples(global_batch, kMicro, world, &passes));
         EXPECT_LE(passes, static_cast<std::size_t>(accumulation));
       }
       if (world == 1) single_device_steps = steps;
-      EXPECT_EQ(steps, single_device_steps) << "world " << world << ", accumulation " << accumulation << ", epoch " << epoch;
+      EXPECT_EQ(steps, single_device_steps)
+          << "world " << world << ", accumulation " << accumulation << ", epoch " << epoch;
     }
     ASSERT_EQ(single_device_steps.size(), 3u);
     EXPECT_EQ(single_device_steps[2].size(), 5u);

@@ -41,7 +41,8 @@ TEST_F(DatasetFile, AlpacaWithInputSystemAndHistory) {
 }
 
 TEST_F(DatasetFile, ShareGptBothSpellingsAsJsonLines) {
-  Dataset data = load_dataset(write("s.jsonl",
+  Dataset data = load_dataset(write(
+      "s.jsonl",
       "{\"conversations\": [{\"from\": \"system\", \"value\": \"S\"}, {\"from\": \"human\", \"value\": \"q\"}, "
       "{\"from\": \"gpt\", \"value\": \"a\"}]}\n\n"
       "{\"messages\": [{\"role\": \"user\", \"content\": \"q2\"}, {\"role\": \"assistant\", \"content\": \"a2\"}]}\n"));
@@ -75,7 +76,8 @@ TEST_F(DatasetFile, MixedFormatsAreRefusedAtTheFirstOddSample) {
                            "{\"text\": \"plain\"}\n");
   std::string msg = testing::error_of([&] { load_dataset(path); });
   EXPECT_NE(msg.find(path + ": sample 2 (line 4) is plain text (\"text\") but the file's first sample is alpaca"),
-            std::string::npos) << msg;
+            std::string::npos)
+      << msg;
 
   path = write("mixed.json", R"([{"text": "a"}, {"messages": [{"role": "user", "content": "q"}]}])");
   msg = testing::error_of([&] { load_dataset(path); });
@@ -97,7 +99,8 @@ TEST_F(DatasetFile, ErrorsNameTheFileSampleAndLine) {
   msg = testing::error_of([&] { load_dataset(path); });
   EXPECT_NE(msg.find("line 2 is not valid JSON"), std::string::npos) << msg;
 
-  path = write("order.json", R"([{"conversations": [{"from": "gpt", "value": "a"}, {"from": "human", "value": "q"}]}])");
+  path =
+      write("order.json", R"([{"conversations": [{"from": "gpt", "value": "a"}, {"from": "human", "value": "q"}]}])");
   msg = testing::error_of([&] { load_dataset(path); });
   EXPECT_NE(msg.find("turn 0 is from assistant but should be from user"), std::string::npos) << msg;
 

@@ -45,12 +45,12 @@ Tensor as_tensor(const std::vector<std::int32_t>& values, DType dtype) {
 
 // The summed token loss of one micro-batch, after its backward.
 double loss_and_backward(const models::CausalLM& model, const PackedBatch& batch) {
-  autograd::Variable hidden = model.forward_hidden(as_tensor(batch.input_ids, DType::kI64),
-                                                   as_tensor(batch.positions, DType::kI64),
-                                                   as_tensor(batch.cu_seqlens, DType::kI32));
-  autograd::Variable loss = autograd::linear_cross_entropy(
-      hidden, model.lm_head_weight(), as_tensor(batch.labels, DType::kI64),
-      {.reduction = ops::Reduction::kSum, .ignore_index = kIgnoreIndex});
+  autograd::Variable hidden =
+      model.forward_hidden(as_tensor(batch.input_ids, DType::kI64), as_tensor(batch.positions, DType::kI64),
+                           as_tensor(batch.cu_seqlens, DType::kI32));
+  autograd::Variable loss =
+      autograd::linear_cross_entropy(hidden, model.lm_head_weight(), as_tensor(batch.labels, DType::kI64),
+                                     {.reduction = ops::Reduction::kSum, .ignore_index = kIgnoreIndex});
   loss.backward();
   return loss.data().to_vector().at(0);
 }
@@ -77,10 +77,11 @@ class PaddedTraining : public testing::FolderTest {
  protected:
   // Two optimizer steps of four samples each on a fresh model (seed 7).
   std::pair<std::shared_ptr<models::CausalLM>, TrainerState> run(const BatchLayout& layout) {
-    const TrainingArguments args = parse_training_arguments(
-        {"--model_name_or_path", "tiny", "--output_dir", (dir_ / (layout.pad_to_longest ? "padded" : "packed")).string(),
-         "--train_file", "x", "--learning_rate", "3e-3", "--save_strategy", "no", "--finetuning_type", "full",
-         "--max_length", "16", "--max_steps", "2", "--per_device_train_batch_size", "4"});
+    const TrainingArguments args =
+        parse_training_arguments({"--model_name_or_path", "tiny", "--output_dir",
+                                  (dir_ / (layout.pad_to_longest ? "padded" : "packed")).string(), "--train_file", "x",
+                                  "--learning_rate", "3e-3", "--save_strategy", "no", "--finetuning_type", "full",
+                                  "--max_length", "16", "--max_steps", "2", "--per_device_train_batch_size", "4"});
     auto model = std::make_shared<models::CausalLM>(models::init_model(tiny_config(), 7));
     TrainerModel trained;
     trained.model = model.get();
@@ -88,7 +89,8 @@ class PaddedTraining : public testing::FolderTest {
       trained.trainable.push_back({name, variable, decays(name, variable.data())});
     trained.save = [](const std::string&) {};
     TrainerData data{samples(12), {}, layout};
-    TrainingPlan plan = plan_training(args, [](std::int64_t micro) { return (12 + micro - 1) / micro; }, 1);
+    TrainingPlan plan = plan_training(
+        args, [](std::int64_t micro) { return (12 + micro - 1) / micro; }, 1);
     Trainer trainer(trained, std::move(data), plan, args);
     return {model, trainer.train()};
   }

@@ -6,9 +6,9 @@
 #include <algorithm>
 #include <string>
 
+#include "runtime/error.h"
 #include "text/chat_template/chat_template.h"
 #include "text/tokenizer/tokenizer.h"
-#include "runtime/error.h"
 #include "train/data/sample_encoding.h"
 
 namespace zt::train {
@@ -63,8 +63,8 @@ TEST_F(SampleEncoding, TruncatedAndDroppedAreCountedOverAllWorkers) {
 TEST_F(SampleEncoding, NegativeWorkersAreRefused) { EXPECT_THROW(encode(512, -1), Error); }
 
 TEST_F(SampleEncoding, SkippedSamplesAreCountedOverAllWorkers) {
-  const EncodedDataset serial = encode_dataset(dataset_, *template_, *tokenizer_,
-                                               {.max_length = 40, .overlong = Overlong::kSkip});
+  const EncodedDataset serial =
+      encode_dataset(dataset_, *template_, *tokenizer_, {.max_length = 40, .overlong = Overlong::kSkip});
   ASSERT_GT(serial.skipped, 0u);
   EXPECT_EQ(serial.truncated, 0u);
   EXPECT_EQ(serial.samples.size() + serial.skipped + serial.dropped, dataset_.size());
@@ -143,7 +143,8 @@ class Truncation : public SampleEncoding {
 };
 
 TEST_F(Truncation, ALongPromptIsCutInTheMiddleAndTheReplyStaysWhole) {
-  auto [whole, cut] = whole_and_cut({{"system", "Be brief."}, {"user", words(300, "w")}, {"assistant", "Yes, it is."}}, 96);
+  auto [whole, cut] =
+      whole_and_cut({{"system", "Be brief."}, {"user", words(300, "w")}, {"assistant", "Yes, it is."}}, 96);
   const std::vector<std::int32_t> reply = reply_of(whole);
   ASSERT_LT(reply.size(), 96u * 3 / 4);  // short enough to stay whole
   // The reply, its header and the start of the conversation (system prompt included) survive.
@@ -168,7 +169,8 @@ TEST_F(Truncation, ALongPromptAndALongReplyShareMaxLength) {
   auto [whole, cut] = whole_and_cut({{"user", words(300, "q")}, {"assistant", words(300, "a")}}, 64);
   // The prompt keeps its quarter (head and reply header), the reply the other three quarters.
   const std::vector<std::int32_t> header = reply_header();
-  EXPECT_TRUE(starts_with(cut.ids, std::vector<std::int32_t>(whole.ids.begin(), whole.ids.begin() + 16 - header.size())));
+  EXPECT_TRUE(
+      starts_with(cut.ids, std::vector<std::int32_t>(whole.ids.begin(), whole.ids.begin() + 16 - header.size())));
   EXPECT_EQ(std::vector<std::int32_t>(cut.ids.begin() + 16 - header.size(), cut.ids.begin() + 16), header);
   EXPECT_TRUE(starts_with(reply_of(whole), std::vector<std::int32_t>(cut.ids.begin() + 16, cut.ids.end())));
   for (std::size_t i = 16; i < 64; ++i) EXPECT_EQ(cut.labels[i], cut.ids[i]) << i;
@@ -186,21 +188,23 @@ TEST_F(Truncation, MultiTurnKeepsTheLastReply) {
   // The first turn opens the cut sample; the middle, in the long first answer, is what went.
   const std::size_t head = 80 - last.size() - reply_header().size();
   EXPECT_TRUE(starts_with(cut.ids, std::vector<std::int32_t>(whole.ids.begin(), whole.ids.begin() + head)));
-  EXPECT_TRUE(ends_with(std::vector<std::int32_t>(cut.ids.begin(), cut.ids.end() - static_cast<std::ptrdiff_t>(last.size())),
-                        reply_header()));
+  EXPECT_TRUE(
+      ends_with(std::vector<std::int32_t>(cut.ids.begin(), cut.ids.end() - static_cast<std::ptrdiff_t>(last.size())),
+                reply_header()));
 }
 
 TEST_F(Truncation, SkippingLeavesOverLongConversationsOutAndCountsThem) {
   const Dataset data = conversations({Conversation{{{"user", "Hi"}, {"assistant", "Hello"}}},
                                       Conversation{{{"user", words(300, "w")}, {"assistant", "Fine"}}},
                                       Conversation{{{"user", "Bye"}, {"assistant", "Bye"}}}});
-  const EncodedDataset encoded = encode_dataset(data, *template_, *tokenizer_,
-                                                {.max_length = 64, .overlong = Overlong::kSkip});
+  const EncodedDataset encoded =
+      encode_dataset(data, *template_, *tokenizer_, {.max_length = 64, .overlong = Overlong::kSkip});
   EXPECT_EQ(encoded.skipped, 1u);
   EXPECT_EQ(encoded.truncated, 0u);
   ASSERT_EQ(encoded.samples.size(), 2u);
-  EXPECT_EQ(encoded.samples[1].ids,
-            encode_dataset(conversations({data.samples[2]}), *template_, *tokenizer_, {.max_length = 64}).samples.at(0).ids);
+  EXPECT_EQ(
+      encoded.samples[1].ids,
+      encode_dataset(conversations({data.samples[2]}), *template_, *tokenizer_, {.max_length = 64}).samples.at(0).ids);
 }
 
 }  // namespace

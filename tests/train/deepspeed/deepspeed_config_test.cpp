@@ -70,7 +70,8 @@ TEST(DeepSpeedConfig, EveryMismatchIsListedTogetherSuggestingAuto) {
 }
 
 TEST(DeepSpeedConfig, BatchTripleInferenceFollowsDeepSpeed) {
-  DeepSpeedConfig config = parse_deepspeed_config(json{{"train_batch_size", 32}, {"train_micro_batch_size_per_gpu", 4}}, 2, "d");
+  DeepSpeedConfig config =
+      parse_deepspeed_config(json{{"train_batch_size", 32}, {"train_micro_batch_size_per_gpu", 4}}, 2, "d");
   EXPECT_EQ(config.gradient_accumulation_steps, 4);
   config = parse_deepspeed_config(json{{"train_batch_size", 32}, {"gradient_accumulation_steps", 4}}, 2, "d");
   EXPECT_EQ(config.micro_batch_per_gpu, 4);
@@ -84,8 +85,9 @@ TEST(DeepSpeedConfig, BatchTripleInferenceFollowsDeepSpeed) {
 
 TEST(DeepSpeedConfig, BatchTripleMismatchShowsTheNumbersAndTheFormula) {
   std::string msg = testing::error_of([] {
-    parse_deepspeed_config(json{{"train_batch_size", 30}, {"train_micro_batch_size_per_gpu", 4},
-                                {"gradient_accumulation_steps", 2}}, 2, "ds.json");
+    parse_deepspeed_config(
+        json{{"train_batch_size", 30}, {"train_micro_batch_size_per_gpu", 4}, {"gradient_accumulation_steps", 2}}, 2,
+        "ds.json");
   });
   EXPECT_NE(msg.find("micro_batch_per_gpu * gradient_acc_step * world_size"), std::string::npos) << msg;
   EXPECT_NE(msg.find("4 * 2 * 2 = 16"), std::string::npos) << msg;
@@ -99,7 +101,8 @@ TEST(DeepSpeedConfig, BatchTripleMismatchShowsTheNumbersAndTheFormula) {
 
 TEST(DeepSpeedConfig, Fp16BlockWithDeepSpeedDefaults) {
   DeepSpeedConfig config = parse_deepspeed_config(
-      json::parse(R"({"train_batch_size": 8, "fp16": {"enabled": true, "loss_scale_window": 500, "hysteresis": 1}})"), 1, "d");
+      json::parse(R"({"train_batch_size": 8, "fp16": {"enabled": true, "loss_scale_window": 500, "hysteresis": 1}})"),
+      1, "d");
   EXPECT_TRUE(config.fp16);
   EXPECT_EQ(config.loss_scaler.loss_scale_window, 500);
   EXPECT_EQ(config.loss_scaler.hysteresis, 1);
@@ -107,7 +110,8 @@ TEST(DeepSpeedConfig, Fp16BlockWithDeepSpeedDefaults) {
   config = parse_deepspeed_config(json::parse(R"({"train_batch_size": 8, "fp16": {"enabled": true}})"), 1, "d");
   EXPECT_TRUE(has_warning(config, "documented defaults"));
   std::string msg = testing::error_of([] {
-    parse_deepspeed_config(json::parse(R"({"train_batch_size": 8, "fp16": {"enabled": true}, "bf16": {"enabled": true}})"), 1, "d");
+    parse_deepspeed_config(
+        json::parse(R"({"train_batch_size": 8, "fp16": {"enabled": true}, "bf16": {"enabled": true}})"), 1, "d");
   });
   EXPECT_NE(msg.find("both enabled"), std::string::npos) << msg;
 }
@@ -115,7 +119,8 @@ TEST(DeepSpeedConfig, Fp16BlockWithDeepSpeedDefaults) {
 TEST(DeepSpeedConfig, OptimizerAndSchedulerBlocks) {
   DeepSpeedConfig config = parse_deepspeed_config(json::parse(R"({"train_batch_size": 8,
       "optimizer": {"type": "Adam", "params": {"lr": 3e-4, "betas": [0.8, 0.95], "adam_w_mode": false}},
-      "scheduler": {"type": "WarmupLR", "params": {"warmup_num_steps": 50, "warmup_type": "linear"}}})"), 1, "d");
+      "scheduler": {"type": "WarmupLR", "params": {"warmup_num_steps": 50, "warmup_type": "linear"}}})"),
+                                                  1, "d");
   EXPECT_FALSE(config.optimizer->decoupled_weight_decay);
   EXPECT_EQ(config.optimizer->beta1, 0.8);
   EXPECT_EQ(config.scheduler->kind, ScheduleKind::kWarmupLR);
@@ -136,7 +141,8 @@ TEST(DeepSpeedConfig, ZeroBlockValidatesAndWarnsOnIgnoredKeys) {
       "wall_clock_breakdown": false, "flops_profiler": {},
       "zero_optimization": {"stage": 2, "allgather_partitions": true, "allgather_bucket_size": 5e8,
                             "reduce_bucket_size": 5e8, "offload_optimizer": {"device": "cpu", "pin_memory": true},
-                            "mystery_knob": 1}})"), 1, "ds.json");
+                            "mystery_knob": 1}})"),
+                                                  1, "ds.json");
   EXPECT_EQ(config.zero.stage, 2);
   EXPECT_FALSE(config.zero.overlap_comm);
   EXPECT_TRUE(config.zero.offload_optimizer);
@@ -147,10 +153,11 @@ TEST(DeepSpeedConfig, ZeroBlockValidatesAndWarnsOnIgnoredKeys) {
   EXPECT_TRUE(has_warning(config, "zero_optimization.mystery_knob is not used"));
   EXPECT_TRUE(has_warning(config, "ds.json: wall_clock_breakdown"));
   EXPECT_TRUE(has_warning(config, "ds.json: flops_profiler is not used"));
-  for (const char* bad : {R"({"train_batch_size": 8, "zero_optimization": {"stage": 4}})",
-                          R"({"train_batch_size": 8, "zero_optimization": {"stage": 2, "offload_optimizer": {"device": "nvme"}}})",
-                          R"({"train_batch_size": 8, "zero_optimization": {"stage": 3, "offload_param": {"device": "cpu"}}})",
-                          R"({"train_batch_size": 8, "zero_optimization": {"stage": "two"}})"}) {
+  for (const char* bad :
+       {R"({"train_batch_size": 8, "zero_optimization": {"stage": 4}})",
+        R"({"train_batch_size": 8, "zero_optimization": {"stage": 2, "offload_optimizer": {"device": "nvme"}}})",
+        R"({"train_batch_size": 8, "zero_optimization": {"stage": 3, "offload_param": {"device": "cpu"}}})",
+        R"({"train_batch_size": 8, "zero_optimization": {"stage": "two"}})"}) {
     std::string msg = testing::error_of([&] { parse_deepspeed_config(json::parse(bad), 1, "ds.json"); });
     EXPECT_NE(msg.find("ds.json: zero_optimization."), std::string::npos) << bad << "\n" << msg;
   }
@@ -170,10 +177,15 @@ namespace zt::train {
 namespace {
 
 TEST(DeepSpeedConfig, CommunicationDataTypeIsReadAndGradientsStayFp32) {
-  EXPECT_FALSE(has_warning(filled(json::parse(R"({"train_batch_size": "auto", "communication_data_type": "fp32"})")), "communication_data_type"));
-  EXPECT_FALSE(has_warning(filled(json::parse(R"({"train_batch_size": "auto", "communication_data_type": "fp32"})")), "not used"));
-  EXPECT_TRUE(has_warning(filled(json::parse(R"({"train_batch_size": "auto", "communication_data_type": "bf16"})")), "reduces gradients in fp32"));
-  testing::expect_mentions(testing::error_of([] { filled(json::parse(R"({"train_batch_size": "auto", "communication_data_type": "int8"})")); }),
+  EXPECT_FALSE(has_warning(filled(json::parse(R"({"train_batch_size": "auto", "communication_data_type": "fp32"})")),
+                           "communication_data_type"));
+  EXPECT_FALSE(has_warning(filled(json::parse(R"({"train_batch_size": "auto", "communication_data_type": "fp32"})")),
+                           "not used"));
+  EXPECT_TRUE(has_warning(filled(json::parse(R"({"train_batch_size": "auto", "communication_data_type": "bf16"})")),
+                          "reduces gradients in fp32"));
+  testing::expect_mentions(testing::error_of([] {
+                             filled(json::parse(R"({"train_batch_size": "auto", "communication_data_type": "int8"})"));
+                           }),
                            {"communication_data_type", "int8", "fp32, fp16, bf16"});
 }
 

@@ -26,9 +26,7 @@ struct Model {
         bias(testing::random_tensor({3}, 2, dtype), true, "b"),
         scale(testing::random_tensor({7}, 3, dtype), true, "s") {}
   Variable weight, bias, scale;
-  std::vector<TrainableParameter> parameters() {
-    return {{"w", weight, true}, {"b", bias, false}, {"s", scale, true}};
-  }
+  std::vector<TrainableParameter> parameters() { return {{"w", weight, true}, {"b", bias, false}, {"s", scale, true}}; }
   void backward(int rank, int micro) {
     Tensor x = testing::random_tensor({4, 5}, 100 + 10 * rank + micro, weight.data().dtype());
     Variable y = autograd::linear(Variable(x), weight, bias);

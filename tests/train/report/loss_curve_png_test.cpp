@@ -183,7 +183,7 @@ TEST(Png, ImageComesBackPixelForPixel) {
 
 TEST(Png, BitDepthIsTheSmallestThatHoldsThePalette) {
   // An odd width, so rows end in a partly filled byte.
-  const std::vector<std::pair<int, int>> depth_for_colours = {{1, 1}, {2, 1}, {3, 2}, {4, 2},
+  const std::vector<std::pair<int, int>> depth_for_colours = {{1, 1}, {2, 1},  {3, 2},  {4, 2},
                                                               {5, 4}, {16, 4}, {17, 8}, {256, 8}};
   for (const auto& [colours, depth] : depth_for_colours) {
     RgbImage image(13, 21, {0, 7, 200});  // colour 0

@@ -64,7 +64,7 @@ TEST_F(PeakFlops, DataSheetFiguresFollowFromSmsAndClock) {
   EXPECT_NEAR(*gpu_peak_flops(gpu(9, 0, 132), 1830000) / 1e12, 989.4, 0.1);  // H100/H200 SXM
   EXPECT_NEAR(*gpu_peak_flops(gpu(8, 0, 108), 1410000) / 1e12, 311.9, 0.1);  // A100 SXM
   EXPECT_NEAR(*gpu_peak_flops(gpu(8, 9, 58), 2040000) / 1e12, 121.2, 0.1);   // L4
-  EXPECT_FALSE(gpu_peak_flops(gpu(7, 0, 80), 1530000));  // V100: not in the table
+  EXPECT_FALSE(gpu_peak_flops(gpu(7, 0, 80), 1530000));                      // V100: not in the table
   EXPECT_FALSE(gpu_peak_flops(gpu(9, 0, 132), 0));
 }
 
@@ -83,13 +83,15 @@ TEST_F(PeakFlops, EnvironmentOverridesAndIsChecked) {
 }
 
 TEST(ProgressLine, ShowsStepPercentElapsedEtaSpeedAndLoss) {
-  EXPECT_EQ(progress_line({.step = 42, .max_steps = 100, .steps_this_run = 42, .elapsed_seconds = 12.0, .loss = 2.34123}),
-            "42/100 42% [00:12<00:17, 3.50it/s, loss=2.3412]");
+  EXPECT_EQ(
+      progress_line({.step = 42, .max_steps = 100, .steps_this_run = 42, .elapsed_seconds = 12.0, .loss = 2.34123}),
+      "42/100 42% [00:12<00:17, 3.50it/s, loss=2.3412]");
   // A resumed run's speed counts its own steps; slow steps show s/it; hours appear when needed.
   EXPECT_EQ(progress_line({.step = 60, .max_steps = 1000, .steps_this_run = 10, .elapsed_seconds = 25.0, .loss = {}}),
             "60/1000 6% [00:25<39:10, 2.50s/it]");
   EXPECT_EQ(format_duration(3723.4), "1:02:03");
-  EXPECT_EQ(progress_line({.step = 0, .max_steps = 10, .steps_this_run = 0, .elapsed_seconds = 0, .loss = {}}), "0/10 0% [00:00<?]");
+  EXPECT_EQ(progress_line({.step = 0, .max_steps = 10, .steps_this_run = 0, .elapsed_seconds = 0, .loss = {}}),
+            "0/10 0% [00:00<?]");
 }
 
 class TrainLog : public testing::FolderTest {};

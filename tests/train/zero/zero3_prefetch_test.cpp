@@ -44,13 +44,36 @@ class Zero3Prefetch : public testing::FolderTest {
     const fs::path out = dir_ / name, ds = dir_ / (name + ".json");
     std::ofstream(ds) << R"({"train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": "auto",
         "gradient_clipping": "auto", "zero_optimization": {"stage": 3, "stage3_param_persistence_threshold": 100,
-        "stage3_prefetch_bucket_size": )" << prefetch_bucket << "}}";
-    std::vector<std::string> flags = {
-        "--model_name_or_path", source("examples/tiny-qwen"), "--train_file", source("examples/data/alpaca_demo.json"),
-        "--template", "qwen", "--finetuning_type", "full", "--max_steps", "3", "--per_device_train_batch_size", "2",
-        "--gradient_accumulation_steps", "2", "--max_grad_norm", "0.5", "--save_strategy", "no", "--device", "cpu",
-        "--logging_steps", "1", "--inprocess_ranks", std::to_string(ranks), "--deepspeed", ds.string(),
-        "--output_dir", out.string()};
+        "stage3_prefetch_bucket_size": )"
+                      << prefetch_bucket << "}}";
+    std::vector<std::string> flags = {"--model_name_or_path",
+                                      source("examples/tiny-qwen"),
+                                      "--train_file",
+                                      source("examples/data/alpaca_demo.json"),
+                                      "--template",
+                                      "qwen",
+                                      "--finetuning_type",
+                                      "full",
+                                      "--max_steps",
+                                      "3",
+                                      "--per_device_train_batch_size",
+                                      "2",
+                                      "--gradient_accumulation_steps",
+                                      "2",
+                                      "--max_grad_norm",
+                                      "0.5",
+                                      "--save_strategy",
+                                      "no",
+                                      "--device",
+                                      "cpu",
+                                      "--logging_steps",
+                                      "1",
+                                      "--inprocess_ranks",
+                                      std::to_string(ranks),
+                                      "--deepspeed",
+                                      ds.string(),
+                                      "--output_dir",
+                                      out.string()};
     if (trace) flags.push_back("--zero_trace");
     run_training_job(parse_training_arguments(flags));
     return out;
@@ -68,7 +91,8 @@ TEST_F(Zero3Prefetch, EndsOnTheSameBitsAsWithoutPrefetch) {
       const SafetensorsFile expected = SafetensorsFile::open((plain / "model.safetensors").string());
       ASSERT_EQ(got.names(), expected.names());
       for (const std::string& name : expected.names())
-        EXPECT_EQ(max_abs_diff(got.get(name), expected.get(name)), 0.0) << name << " ranks " << ranks << " bucket " << bucket;
+        EXPECT_EQ(max_abs_diff(got.get(name), expected.get(name)), 0.0)
+            << name << " ranks " << ranks << " bucket " << bucket;
       EXPECT_EQ(testing::logged_values(prefetched, "loss"), testing::logged_values(plain, "loss")) << "ranks " << ranks;
       EXPECT_EQ(testing::logged_values(plain, "loss").size(), 3u);
     }
@@ -139,7 +163,8 @@ TEST(Zero3PrefetchLimits, TheLiveParameterBoundHolds) {
         largest = Zero3Partitioner(probe, trainable_of(probe), comm, 0).largest_module_numel();
       }
       const std::int64_t max_live = factor * largest + (factor == 3 ? 7 : 0);
-      Zero3Partitioner partitioner(model, trainable, comm, 0, {.bucket_numel = 1'000'000'000, .max_live_numel = max_live});
+      Zero3Partitioner partitioner(model, trainable, comm, 0,
+                                   {.bucket_numel = 1'000'000'000, .max_live_numel = max_live});
       for (int pass = 0; pass < 3; ++pass) train_pass(model, partitioner, batch);
       const PrefetchCounters& counters = partitioner.prefetch_counters();
       EXPECT_LE(counters.most_live_numel, std::max(max_live, largest)) << "max_live " << max_live;
@@ -159,7 +184,8 @@ TEST(ModuleSchedule, FollowsThePreviousPassAndStopsWhereAPassStrays) {
   ModuleSchedule schedule;
   EXPECT_EQ(schedule.observe(embedding), std::nullopt) << "outside a pass";
   schedule.begin_pass();
-  for (const ModuleRef& m : {embedding, layer0, layer1, head, layer1, layer0}) EXPECT_EQ(schedule.observe(m), std::nullopt);
+  for (const ModuleRef& m : {embedding, layer0, layer1, head, layer1, layer0})
+    EXPECT_EQ(schedule.observe(m), std::nullopt);
   schedule.end_pass();
   schedule.begin_pass();
   EXPECT_EQ(schedule.observe(embedding), std::optional<std::size_t>(0));

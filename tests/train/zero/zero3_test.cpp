@@ -40,8 +40,8 @@
 #include "tests/common/process_test_util.h"
 #include "tests/common/train_log_test_util.h"
 #include "train/checkpoint/checkpoint.h"
-#include "train/finetuning.h"
 #include "train/checkpoint/optimizer_state_files.h"
+#include "train/finetuning.h"
 #include "train/trainer.h"
 #include "train/training_job.h"
 #include "train/zero/zero3_optimizer.h"
@@ -75,9 +75,9 @@ std::vector<TokenizedSample> samples(int count, std::int32_t vocab) {
 
 // One training run: a model, a method, and how it is spread over ranks.
 struct Spec {
-  std::string model = "qwen2";   // a fixture: qwen2 (tied head, q/k/v biases), glm (untied), ...
-  std::string method = "full";   // full | freeze | lora | ptuning
-  int world = 0;                 // 0: the single-device trainer, without a communicator
+  std::string model = "qwen2";  // a fixture: qwen2 (tied head, q/k/v biases), glm (untied), ...
+  std::string method = "full";  // full | freeze | lora | ptuning
+  int world = 0;                // 0: the single-device trainer, without a communicator
   int stage = 3;
   std::int64_t persistence_threshold = 100;  // norms and biases whole; 0: everything partitioned
   int micro = 2;
@@ -110,14 +110,16 @@ class Zero3 : public testing::FolderTest {
  protected:
   fs::path deepspeed_config(const Spec& run) const {
     return dir_ / ("ds_" + std::to_string(run.stage) + "_" + std::to_string(run.persistence_threshold) + "_" +
-                    std::to_string(run.fp16_scale_power) + (run.offload ? "_offload" : "") + ".json");
+                   std::to_string(run.fp16_scale_power) + (run.offload ? "_offload" : "") + ".json");
   }
   // The single device reads it too (its stage then does not matter).
   void write_deepspeed_config(const Spec& run) const {
     std::ofstream out(deepspeed_config(run));
     out << R"({"train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": "auto",
-        "gradient_clipping": "auto", "zero_optimization": {"stage": )" << run.stage << R"(, "reduce_bucket_size": 3000,
-        "stage3_param_persistence_threshold": )" << run.persistence_threshold;
+        "gradient_clipping": "auto", "zero_optimization": {"stage": )"
+        << run.stage << R"(, "reduce_bucket_size": 3000,
+        "stage3_param_persistence_threshold": )"
+        << run.persistence_threshold;
     if (run.offload) out << R"(, "offload_optimizer": {"device": "cpu"})";
     out << "}";
     if (run.fp16_scale_power > 0)
@@ -126,13 +128,35 @@ class Zero3 : public testing::FolderTest {
   }
 
   TrainingArguments arguments(const Spec& run, const fs::path& out) const {
-    std::vector<std::string> all = {
-        "--model_name_or_path", fixture_dir(run.model), "--output_dir", out.string(), "--train_file", "x",
-        "--learning_rate", "2e-3", "--weight_decay", "0.01", "--adam_epsilon", run.adam_epsilon,
-        "--logging_steps", "1", "--save_strategy", "no", "--finetuning_type", run.method, "--max_length", "32",
-        "--max_steps", std::to_string(run.steps), "--per_device_train_batch_size", std::to_string(run.micro),
-        "--gradient_accumulation_steps", std::to_string(run.accumulation), "--max_grad_norm",
-        std::to_string(run.max_grad_norm), "--overwrite_output_dir"};
+    std::vector<std::string> all = {"--model_name_or_path",
+                                    fixture_dir(run.model),
+                                    "--output_dir",
+                                    out.string(),
+                                    "--train_file",
+                                    "x",
+                                    "--learning_rate",
+                                    "2e-3",
+                                    "--weight_decay",
+                                    "0.01",
+                                    "--adam_epsilon",
+                                    run.adam_epsilon,
+                                    "--logging_steps",
+                                    "1",
+                                    "--save_strategy",
+                                    "no",
+                                    "--finetuning_type",
+                                    run.method,
+                                    "--max_length",
+                                    "32",
+                                    "--max_steps",
+                                    std::to_string(run.steps),
+                                    "--per_device_train_batch_size",
+                                    std::to_string(run.micro),
+                                    "--gradient_accumulation_steps",
+                                    std::to_string(run.accumulation),
+                                    "--max_grad_norm",
+                                    std::to_string(run.max_grad_norm),
+                                    "--overwrite_output_dir"};
     if (run.method == "lora") all.insert(all.end(), {"--lora_rank", "4", "--lora_target", "all"});
     if (run.method == "freeze") all.insert(all.end(), {"--freeze_trainable_layers", "1"});
     if (run.method == "ptuning") all.insert(all.end(), {"--pre_seq_len", "3", "--prefix_projection", "true"});
@@ -161,7 +185,9 @@ class Zero3 : public testing::FolderTest {
         trained.trainable.push_back({name, variable, decays(name, variable.data())});
         prefix.push_back({name, variable});
       }
-      trained.save = [model, config, prefix](const std::string& d) { models::save_prefix_checkpoint(*model, config, prefix, d); };
+      trained.save = [model, config, prefix](const std::string& d) {
+        models::save_prefix_checkpoint(*model, config, prefix, d);
+      };
       trained.load = [prefix](const std::string& d) { models::load_prefix_weights(prefix, d); };
       return trained;
     }
@@ -186,8 +212,9 @@ class Zero3 : public testing::FolderTest {
     TrainerData data{samples(96, static_cast<std::int32_t>(model->config().vocab_size)), {}};
     const std::int64_t world = comm ? comm->world_size() : 1;
     const auto count = static_cast<std::int64_t>(data.train.size());
-    TrainingPlan plan = plan_training(args, [&](std::int64_t micro) { return ((count + micro - 1) / micro + world - 1) / world; },
-                                      static_cast<int>(world));
+    TrainingPlan plan = plan_training(
+        args, [&](std::int64_t micro) { return ((count + micro - 1) / micro + world - 1) / world; },
+        static_cast<int>(world));
     Trainer trainer(trained, std::move(data), plan, args, comm);
     return trainer.train();
   }
@@ -251,7 +278,8 @@ void expect_same_weights(const Weights& got, const Weights& expected, const std:
   ASSERT_FALSE(expected.empty()) << what;
   const auto [relative, where] = worst_relative(got, expected);
   EXPECT_LE(relative, bound) << what << ": " << where;
-  if (std::getenv("ZT_ZERO3_SHOW")) std::fprintf(stderr, "RESULT %-70s %.3g %s\n", what.c_str(), relative, where.c_str());
+  if (std::getenv("ZT_ZERO3_SHOW"))
+    std::fprintf(stderr, "RESULT %-70s %.3g %s\n", what.c_str(), relative, where.c_str());
 }
 
 // Every stage at world sizes 1-4 against one device: plain, and with accumulation over two
@@ -349,7 +377,8 @@ TEST_F(Zero3, Fp16OverflowsSkipTheSameStepsOnEveryRank) {
   auto scales = [](const TrainerState& state) {
     std::vector<std::pair<double, std::int64_t>> out;
     for (const nlohmann::json& entry : state.log_history)
-      if (entry.contains("loss_scale")) out.emplace_back(entry["loss_scale"].get<double>(), entry["skipped_steps"].get<std::int64_t>());
+      if (entry.contains("loss_scale"))
+        out.emplace_back(entry["loss_scale"].get<double>(), entry["skipped_steps"].get<std::int64_t>());
     return out;
   };
   for (int world : {2, 3}) {
@@ -454,10 +483,10 @@ TEST_F(Zero3, CheckpointsResumeAtAnotherWorldSizeAndStage) {
     int from_stage, from_world, to_stage, to_world;
     bool from_offload = false, to_offload = false;
   };
-  for (const Move& move : {Move{"full", 2, 4, 3, 2}, Move{"full", 2, 4, 1, 3}, Move{"full", 3, 2, 3, 4},
-                           Move{"full", 1, 2, 3, 3, true}, Move{"full", 0, 2, 2, 4, false, true},
-                           Move{"lora", 3, 3, 3, 0}, Move{"full", 3, 2, 2, 3, true, false},
-                           Move{"full", 2, 3, 3, 2, false, true}, Move{"lora", 3, 3, 2, 2, true, false}}) {
+  for (const Move& move :
+       {Move{"full", 2, 4, 3, 2}, Move{"full", 2, 4, 1, 3}, Move{"full", 3, 2, 3, 4}, Move{"full", 1, 2, 3, 3, true},
+        Move{"full", 0, 2, 2, 4, false, true}, Move{"lora", 3, 3, 3, 0}, Move{"full", 3, 2, 2, 3, true, false},
+        Move{"full", 2, 3, 3, 2, false, true}, Move{"lora", 3, 3, 2, 2, true, false}}) {
     Spec writer;
     writer.method = move.method;
     writer.stage = move.from_stage;
@@ -493,18 +522,42 @@ TEST_F(Zero3, TheTrainingJobWritesWholeModelFiles) {
   const fs::path ds = dir_ / "ds.json";
   auto job = [&](int stage, const fs::path& out) {
     std::ofstream(ds) << R"({"train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": "auto",
-        "gradient_clipping": "auto", "zero_optimization": {"stage": )" << stage << R"(, "overlap_comm": true,
+        "gradient_clipping": "auto", "zero_optimization": {"stage": )"
+                      << stage << R"(, "overlap_comm": true,
         "contiguous_gradients": true, "sub_group_size": 1e9, "reduce_bucket_size": "auto",
         "stage3_prefetch_bucket_size": "auto", "stage3_param_persistence_threshold": "auto",
         "stage3_max_live_parameters": 1e9, "stage3_max_reuse_distance": 1e9,
         "stage3_gather_16bit_weights_on_model_save": true}})";
-    run_training_job(parse_training_arguments(
-        {"--model_name_or_path", std::string(ZT_SOURCE_DIR) + "/examples/tiny-qwen", "--train_file",
-         std::string(ZT_SOURCE_DIR) + "/examples/data/alpaca_demo.json", "--template", "qwen", "--finetuning_type",
-         "full", "--max_steps", "4", "--per_device_train_batch_size", "2", "--save_strategy", "no", "--device", "cpu",
-         "--validation_file", std::string(ZT_SOURCE_DIR) + "/examples/data/alpaca_demo.json", "--eval_strategy",
-         "steps", "--eval_steps", "2",
-         "--adam_epsilon", "1e-3", "--inprocess_ranks", "2", "--deepspeed", ds.string(), "--output_dir", out.string()}));
+    run_training_job(parse_training_arguments({"--model_name_or_path",
+                                               std::string(ZT_SOURCE_DIR) + "/examples/tiny-qwen",
+                                               "--train_file",
+                                               std::string(ZT_SOURCE_DIR) + "/examples/data/alpaca_demo.json",
+                                               "--template",
+                                               "qwen",
+                                               "--finetuning_type",
+                                               "full",
+                                               "--max_steps",
+                                               "4",
+                                               "--per_device_train_batch_size",
+                                               "2",
+                                               "--save_strategy",
+                                               "no",
+                                               "--device",
+                                               "cpu",
+                                               "--validation_file",
+                                               std::string(ZT_SOURCE_DIR) + "/examples/data/alpaca_demo.json",
+                                               "--eval_strategy",
+                                               "steps",
+                                               "--eval_steps",
+                                               "2",
+                                               "--adam_epsilon",
+                                               "1e-3",
+                                               "--inprocess_ranks",
+                                               "2",
+                                               "--deepspeed",
+                                               ds.string(),
+                                               "--output_dir",
+                                               out.string()}));
   };
   job(3, dir_ / "stage3");
   job(2, dir_ / "stage2");
@@ -564,7 +617,8 @@ TEST(Zero3Partitioner, EqualAlignedChunksCoverEveryElementOnce) {
       });
       ASSERT_FALSE(covered.empty());
       for (std::size_t i = 0; i < covered.size(); ++i)
-        for (int c : covered[i]) ASSERT_EQ(c, persistent[i] ? 0 : 1) << name << " world " << world << " parameter " << i;
+        for (int c : covered[i])
+          ASSERT_EQ(c, persistent[i] ? 0 : 1) << name << " world " << world << " parameter " << i;
     }
   }
 }
@@ -639,8 +693,7 @@ TEST(Zero3Partitioner, OneModuleWholeAtATime) {
     for (int layer = 0; layer < model.config().num_layers; ++layer)
       EXPECT_EQ(counting.gathers["layer " + std::to_string(layer)], 2) << layer;
     EXPECT_FALSE(optimizer.step(1e-3, 1.0, 1.0, 1).skipped);
-    for (const auto& p : optimizer.partitioner().parameters())
-      EXPECT_EQ(p.variable.data().numel(), 0) << p.name;
+    for (const auto& p : optimizer.partitioner().parameters()) EXPECT_EQ(p.variable.data().numel(), 0) << p.name;
     model.set_parameter_gatherer(&optimizer.partitioner());
   });
 }

@@ -20,9 +20,7 @@ struct Model {
   Variable weight{testing::random_tensor({3, 5}, 1, DType::kF32), true, "w"};
   Variable bias{testing::random_tensor({3}, 2, DType::kF32), true, "b"};
   Variable scale{testing::random_tensor({7}, 3, DType::kF32), true, "s"};
-  std::vector<TrainableParameter> parameters() {
-    return {{"w", weight, true}, {"b", bias, false}, {"s", scale, true}};
-  }
+  std::vector<TrainableParameter> parameters() { return {{"w", weight, true}, {"b", bias, false}, {"s", scale, true}}; }
   // Backward of the loss of micro-batch `micro` of rank `rank`.
   void backward(int rank, int micro) {
     Tensor x = testing::random_tensor({4, 5}, 100 + 10 * rank + micro, DType::kF32);
@@ -58,7 +56,8 @@ void expect_close(const std::vector<std::vector<double>>& a, const std::vector<s
                   const std::string& what) {
   ASSERT_EQ(a.size(), b.size());
   for (std::size_t p = 0; p < a.size(); ++p)
-    for (std::size_t i = 0; i < a[p].size(); ++i) EXPECT_NEAR(a[p][i], b[p][i], 2e-6) << what << " param " << p << "[" << i << "]";
+    for (std::size_t i = 0; i < a[p].size(); ++i)
+      EXPECT_NEAR(a[p][i], b[p][i], 2e-6) << what << " param " << p << "[" << i << "]";
 }
 
 class ZeroStages : public ::testing::TestWithParam<std::tuple<int, std::int64_t>> {};
@@ -82,8 +81,9 @@ TEST_P(ZeroStages, MatchTheSingleDeviceOptimizerOnTheGlobalBatch) {
     results[comm.rank()] = model.values();
   });
   for (int rank = 0; rank < kWorld; ++rank)
-    expect_close(results[rank], expected, "stage " + std::to_string(stage) + " bucket " + std::to_string(bucket) +
-                                              " rank " + std::to_string(rank));
+    expect_close(
+        results[rank], expected,
+        "stage " + std::to_string(stage) + " bucket " + std::to_string(bucket) + " rank " + std::to_string(rank));
 }
 
 INSTANTIATE_TEST_SUITE_P(StagesAndBuckets, ZeroStages,
