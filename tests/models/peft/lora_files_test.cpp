@@ -18,9 +18,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-using testing::fixture_batch;
-using testing::fixture_dir;
-using testing::logits_of;
+using namespace testing;  // the helpers of tests/common/
 using Batch = testing::FixtureBatch;
 
 std::string fresh_dir(const std::string& name) {

@@ -21,10 +21,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-using testing::fixture_batch;
-using testing::fixture_dir;
-using testing::logits_of;
-using testing::randomize_lora_b;
+using namespace testing;  // the helpers of tests/common/
 using Batch = testing::FixtureBatch;
 
 LoraConfig config_for(std::vector<std::string> targets, std::int64_t rank = 4, double alpha = 8.0) {

@@ -13,9 +13,7 @@ namespace zt {
 namespace {
 
 using Pair = testing::CpuGpuPair;
-using testing::expect_gpu_matches;
-using testing::gpu_tolerance;
-using testing::random_pair;
+using namespace testing;  // the helpers of tests/common/
 
 class TanhGpu : public testing::PoisonedGpuTest {};
 

@@ -15,10 +15,7 @@ namespace zt {
 namespace {
 
 using Pair = testing::CpuGpuPair;
-using testing::expect_gpu_matches;
-using testing::gpu_tolerance;
-using testing::random_pair;
-using testing::stored_operand_shape;
+using namespace testing;  // the helpers of tests/common/
 
 class LinearGpu : public testing::PoisonedGpuTest {};
 

@@ -16,10 +16,7 @@ namespace zt {
 namespace {
 
 using Values = std::vector<double>;
-using testing::error_of;
-using testing::expect_gradients_match;
-using testing::expect_mentions;
-using testing::random_tensor;
+using namespace testing;  // the helpers of tests/common/
 
 // ---- embedding ----
 
