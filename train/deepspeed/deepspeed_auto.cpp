@@ -1,7 +1,7 @@
-// HF Trainer's "auto" rules for ds_config.json (transformers' integrations/deepspeed.py),
-// applied to the JSON before DeepSpeed's own reading of it.
-#include <cmath>
-
+// HF Trainer's "auto" rules for ds_config.json (transformers' integrations/deepspeed.py,
+// trainer_config_process and trainer_config_finalize), applied to the JSON before DeepSpeed's
+// own reading of it. "auto" left elsewhere is DeepSpeed's business: its config models drop
+// it, leaving their default, and any other key refuses it (config_block.h).
 #include "runtime/error.h"
 #include "train/deepspeed/deepspeed_config.h"
 
@@ -12,8 +12,12 @@ using nlohmann::json;
 
 bool is_auto(const json& value) { return value.is_string() && value.get<std::string>() == "auto"; }
 
+// Python's ==, which HF's mismatch check uses: numbers and booleans compare by value
+// (True == 1 == 1.0), lists item by item.
 bool same_value(const json& a, const json& b) {
-  if (a.is_number() && b.is_number()) return a.get<double>() == b.get<double>();
+  auto numeric = [](const json& v) { return v.is_number() || v.is_boolean(); };
+  auto number = [](const json& v) { return v.is_boolean() ? (v.get<bool>() ? 1.0 : 0.0) : v.get<double>(); };
+  if (numeric(a) && numeric(b)) return number(a) == number(b);
   if (a.is_array() && b.is_array() && a.size() == b.size()) {
     for (std::size_t i = 0; i < a.size(); ++i)
       if (!same_value(a[i], b[i])) return false;
@@ -26,16 +30,21 @@ class AutoFiller {
  public:
   explicit AutoFiller(json& ds) : ds_(ds) {}
 
-  // Sets `path` (dotted) to `value` when it says "auto"; when it holds something else and
-  // must_match, records a mismatch with the flag `flag`. A missing key stays missing.
+  // Sets `path` (dotted) to `value` when it says "auto"; when it holds another value and
+  // must_match, records a mismatch with the flag `flag`. A missing or null key stays as it is.
   void fill(const std::string& path, const json& value, const std::string& flag, bool must_match = true) {
     json* node = find(path);
-    if (!node) return;
+    if (!node || node->is_null()) return;
     if (is_auto(*node)) {
       *node = value;
     } else if (must_match && !same_value(*node, value)) {
       mismatches_.push_back("- ds " + path + "=" + node->dump() + " vs hf " + flag + "=" + value.dump());
     }
+  }
+
+  bool is_auto_at(const std::string& path) {
+    json* node = find(path);
+    return node && is_auto(*node);
   }
 
   const std::vector<std::string>& mismatches() const { return mismatches_; }
@@ -58,11 +67,25 @@ class AutoFiller {
   std::vector<std::string> mismatches_;
 };
 
-// "auto" left anywhere after filling has no value to take.
-void find_unfilled(const json& node, const std::string& path, std::vector<std::string>& out) {
-  if (is_auto(node)) out.push_back(path);
-  if (node.is_object())
-    for (const auto& [key, child] : node.items()) find_unfilled(child, path.empty() ? key : path + "." + key, out);
+// trainer_config_finalize's keys that follow the model's hidden size: reduce_bucket_size
+// always, the other two under ZeRO-3 only (elsewhere their "auto" is left to DeepSpeed).
+void fill_hidden_size_keys(AutoFiller& filler, const json& ds, std::int64_t hidden_size, const std::string& source) {
+  std::string autos;
+  for (const char* key : {"zero_optimization.reduce_bucket_size", "zero_optimization.stage3_prefetch_bucket_size",
+                          "zero_optimization.stage3_param_persistence_threshold"})
+    if (filler.is_auto_at(key)) autos += (autos.empty() ? "" : ", ") + std::string(key);
+  if (autos.empty()) return;
+  ZT_REQUIRE(hidden_size > 0, source + ": the model's config has no hidden_size, so \"auto\" in " + autos +
+                                  " has no value to take; set a whole number there");
+  const std::int64_t h = hidden_size;
+  filler.fill("zero_optimization.reduce_bucket_size", h * h, "hidden_size*hidden_size", false);
+  const json* zero = ds.contains("zero_optimization") ? &ds.at("zero_optimization") : nullptr;
+  const bool zero3 = zero && zero->is_object() && zero->contains("stage") && same_value(zero->at("stage"), 3);
+  if (!zero3) return;
+  // int(0.9 * hidden_size * hidden_size), evaluated as Python does.
+  const auto prefetch = static_cast<std::int64_t>(0.9 * static_cast<double>(h) * static_cast<double>(h));
+  filler.fill("zero_optimization.stage3_prefetch_bucket_size", prefetch, "0.9*hidden_size*hidden_size", false);
+  filler.fill("zero_optimization.stage3_param_persistence_threshold", 10 * h, "10*hidden_size", false);
 }
 
 }  // namespace
@@ -83,31 +106,17 @@ void fill_hf_auto(json& ds, const AutoFillContext& context, const std::string& s
   filler.fill("optimizer.params.weight_decay", args.weight_decay, "weight_decay");
   filler.fill("scheduler.params.warmup_min_lr", 0, "warmup_min_lr", false);
   filler.fill("scheduler.params.warmup_max_lr", args.learning_rate, "learning_rate");
-  filler.fill("scheduler.params.total_num_steps", context.total_steps, "num_training_steps (calculated)");
-  filler.fill("scheduler.params.warmup_num_steps", context.warmup_steps, "warmup_steps");
   filler.fill("fp16.enabled", args.fp16, "fp16");
   filler.fill("bf16.enabled", args.bf16, "bf16");
-  if (context.hidden_size > 0) {
-    const std::int64_t h = context.hidden_size;
-    filler.fill("zero_optimization.reduce_bucket_size", h * h, "hidden_size*hidden_size", false);
-    filler.fill("zero_optimization.stage3_prefetch_bucket_size",
-                static_cast<std::int64_t>(std::floor(0.9 * static_cast<double>(h * h))), "0.9*hidden_size*hidden_size",
-                false);
-    filler.fill("zero_optimization.stage3_param_persistence_threshold", 10 * h, "10*hidden_size", false);
-  }
+  fill_hidden_size_keys(filler, ds, context.hidden_size, source);
+  filler.fill("scheduler.params.total_num_steps", context.total_steps, "num_training_steps (calculated)");
+  filler.fill("scheduler.params.warmup_num_steps", context.warmup_steps, "warmup_steps");
   if (!filler.mismatches().empty()) {
     std::string message = source +
                           ": please correct the following DeepSpeed config values that mismatch the "
                           "training arguments:";
     for (const std::string& line : filler.mismatches()) message += "\n" + line;
     fail(message + "\nThe easiest fix is to set these DeepSpeed config values to \"auto\".");
-  }
-  std::vector<std::string> unfilled;
-  find_unfilled(ds, "", unfilled);
-  if (!unfilled.empty()) {
-    std::string keys;
-    for (const std::string& key : unfilled) keys += (keys.empty() ? "" : ", ") + key;
-    fail(source + ": \"auto\" has no value to take for " + keys + "; set a number there");
   }
 }
 

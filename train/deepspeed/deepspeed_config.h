@@ -1,12 +1,14 @@
-// A DeepSpeed ds_config.json read as DeepSpeed reads it, after HF Trainer's "auto" filling:
-// the batch triple inferred and checked, the optimizer, scheduler, fp16/bf16 and
-// zero_optimization blocks typed and validated with DeepSpeed's defaults, and one warning
-// for every key DeepSpeed ignores or zerotune does not use.
+// A DeepSpeed config read as DeepSpeed reads it, after HF Trainer's "auto" filling: the batch
+// triple inferred and checked, the optimizer, scheduler, fp16/bf16 and zero_optimization
+// blocks typed and validated with DeepSpeed's defaults, ranges and alternative names, and one
+// warning for every key that asks for something zerotune does not do (a key left at
+// DeepSpeed's default or switched off asks for nothing and is not warned about).
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -30,7 +32,7 @@ struct ZeroConfig {
   std::int64_t stage3_max_reuse_distance = 1'000'000'000;
   bool stage3_gather_16bit_weights_on_model_save = false;
   bool offload_optimizer = false;  // offload_optimizer.device "cpu"
-  bool offload_pin_memory = false;
+  bool offload_pin_memory = true;  // DeepSpeed's default since it pins offload buffers by default
 };
 
 struct OptimizerConfig {
@@ -43,6 +45,7 @@ struct OptimizerConfig {
 };
 
 struct DeepSpeedConfig {
+  std::string source;  // the config's name in messages: its path, or where it was given
   std::int64_t train_batch_size = 0;
   std::int64_t micro_batch_per_gpu = 0;
   std::int64_t gradient_accumulation_steps = 0;
@@ -73,10 +76,17 @@ struct AutoFillContext {
 // are reported in one error suggesting "auto".
 void fill_hf_auto(nlohmann::json& ds, const AutoFillContext& context, const std::string& source);
 
-// Types and validates a filled config (`source` names the file in messages).
+// Types and validates a filled config (`source` names the config in messages).
 DeepSpeedConfig parse_deepspeed_config(const nlohmann::json& ds, int world_size, const std::string& source);
 
-// Reads the file, fills "auto" and parses it.
-DeepSpeedConfig load_deepspeed_config(const std::string& path, const AutoFillContext& context);
+// The JSON text of a config (a key given twice in one object is an error, as DeepSpeed
+// makes it), filled and parsed. Throws only zt::Error, whatever the text.
+DeepSpeedConfig parse_deepspeed_text(std::string_view json_text, const AutoFillContext& context,
+                                     const std::string& source);
+
+// --deepspeed's value: the path of a ds_config.json, or (starting with '{' after white
+// space, as HF's TrainingArguments takes a dict) the config itself, which messages then
+// call "the deepspeed config in the arguments".
+DeepSpeedConfig load_deepspeed_config(const std::string& path_or_json, const AutoFillContext& context);
 
 }  // namespace zt::train

@@ -1,57 +1,175 @@
-// The zero_optimization block, with DeepSpeed's defaults in code. Parsed and validated here;
-// the partitioner honours it.
-#include "train/deepspeed/config_block.h"
-#include "train/deepspeed/deepspeed_config.h"
+// The zero_optimization block as DeepSpeed's DeepSpeedZeroConfig model reads it
+// (runtime/zero/config.py, offload_config.py): its defaults and ranges, the fields it takes
+// under two names, its deprecated names, and its refusal of unknown keys. The ZeRO code in
+// train/zero/ honours what is read here.
+#include <algorithm>
+#include <limits>
+
+#include "train/deepspeed/deepspeed_blocks.h"
 
 namespace zt::train {
+namespace {
 
-void read_zero(ConfigBlock block, ZeroConfig& zero, std::vector<std::string>& warnings) {
-  zero.stage = block.get("stage", 0);
+constexpr BlockKind kModel = BlockKind::kModel;
+
+// A deprecated field: DeepSpeed warns, and refuses it beside the field that replaced it.
+bool deprecated_present(ConfigBlock& block, const std::string& old_name, bool replacement_given,
+                        const std::string& replacement, std::vector<std::string>& warnings) {
+  if (!block.has(old_name)) return false;
+  ZT_REQUIRE(!replacement_given, block.where(old_name) + " is the deprecated name of " + block.path_of(replacement) +
+                                     ", which is given too; keep " + replacement + " only");
+  warnings.push_back(block.where(old_name) + " is deprecated; use " + replacement + " (read as DeepSpeed reads it)");
+  return true;
+}
+
+void read_offload_optimizer(ConfigBlock block, ZeroConfig& zero, std::vector<std::string>& warnings) {
+  const std::string device = block.get<std::string>("device", "none");
+  ZT_REQUIRE(device == "none" || device == "cpu" || device == "nvme",
+             block.where("device") + " '" + device + "' is not one of none, cpu, nvme");
+  ZT_REQUIRE(device != "nvme", block.where("device") + " 'nvme' is not supported; use cpu or none");
+  ZT_REQUIRE(device == "none" || zero.stage >= 1,
+             block.where("device") + " cpu needs ZeRO stage 1, 2 or 3 (stage is 0)");
+  zero.offload_optimizer = device == "cpu";
+  zero.offload_pin_memory = block.get("pin_memory", zero.offload_pin_memory);
+  const double ratio = block.get("ratio", 1.0);
+  ZT_REQUIRE(ratio >= 0.0 && ratio <= 1.0, block.where("ratio") + " must be in [0, 1] (DeepSpeed's range)");
+  ZT_REQUIRE(ratio == 1.0 || zero.stage == 3, block.where("ratio") + " below 1 (partial offload) needs ZeRO stage 3");
+  if (ratio < 1.0 && zero.offload_optimizer)
+    warnings.push_back(block.where("ratio") + " is not supported: zerotune offloads the whole optimizer state");
+  const double cores = block.get("cpuadam_cores_perc", 0.8);
+  ZT_REQUIRE(cores >= 0.0 && cores <= 1.0,
+             block.where("cpuadam_cores_perc") + " must be in [0, 1] (DeepSpeed's range)");
+  block.accept<std::string>("nvme_path");
+  block.get_at_least<std::int64_t>("buffer_count", 4, 0);
+  for (const char* key : {"pipeline_read", "pipeline_write", "fast_init"}) block.accept<bool>(key);
+  block.ignore_unless("super_offload", false, "is not supported (the CPU Adam is zerotune's own)", warnings);
+  block.refuse_unknown("DeepSpeed's offload_optimizer block");
+}
+
+// Parameter offload is refused under stage 3; below it DeepSpeed offloads no parameters.
+void check_param_offload(const std::string& device, const std::string& where, int stage,
+                         std::vector<std::string>& warnings) {
+  ZT_REQUIRE(device == "none" || device == "cpu" || device == "nvme",
+             where + " '" + device + "' is not one of none, cpu, nvme");
+  if (device == "none") return;
+  ZT_REQUIRE(stage < 3, where + " '" + device +
+                            "': parameter offload is not supported; use offload_optimizer, ZeRO stage 3 over more "
+                            "GPUs, or LoRA");
+  warnings.push_back(where + " " + device + " offloads parameters under ZeRO stage 3 only (the stage is " +
+                     std::to_string(stage) + "); ignored");
+}
+
+void read_offload_param(ConfigBlock block, const ZeroConfig& zero, std::vector<std::string>& warnings) {
+  check_param_offload(block.get<std::string>("device", "none"), block.where("device"), zero.stage, warnings);
+  block.accept<std::string>("nvme_path");
+  block.get_at_least<std::int64_t>("buffer_count", 5, 0);
+  block.get_at_least<std::int64_t>("buffer_size", 100'000'000, 0);
+  block.get_at_least<std::int64_t>("max_in_cpu", 1'000'000'000, 0);
+  block.accept<bool>("pin_memory");
+  block.refuse_unknown("DeepSpeed's offload_param block");
+}
+
+// The offload blocks (an absent one reads as empty), or their deprecated booleans cpu_offload
+// and cpu_offload_param.
+void read_offload(ConfigBlock& block, ZeroConfig& zero, std::vector<std::string>& warnings) {
+  const bool optimizer_block = block.has("offload_optimizer");
+  const bool param_block = block.has("offload_param");
+  read_offload_optimizer(block.child("offload_optimizer", kModel), zero, warnings);
+  read_offload_param(block.child("offload_param", kModel), zero, warnings);
+  if (deprecated_present(block, "cpu_offload", optimizer_block, "offload_optimizer", warnings) &&
+      block.get("cpu_offload", false)) {
+    ZT_REQUIRE(zero.stage >= 1, block.where("cpu_offload") + " true needs ZeRO stage 1, 2 or 3 (stage is 0)");
+    zero.offload_optimizer = true;
+  }
+  if (deprecated_present(block, "cpu_offload_param", param_block, "offload_param", warnings) &&
+      block.get("cpu_offload_param", false))
+    check_param_offload("cpu", block.where("cpu_offload_param"), zero.stage, warnings);
+  for (const char* key : {"cpu_offload", "cpu_offload_param"}) block.accept<bool>(key);
+  block.ignore("cpu_offload_use_pin_memory",
+               "is deprecated and DeepSpeed no longer reads it; use offload_optimizer.pin_memory", warnings);
+}
+
+// DeepSpeed's stage-3 fields, each under its own name and its "stage3_" alias, all >= 0.
+void read_stage3(ConfigBlock& block, ZeroConfig& zero, std::vector<std::string>& warnings) {
+  auto count = [&](const std::string& name, std::int64_t fallback) {
+    const std::string alias = "stage3_" + name;
+    std::optional<std::int64_t> value = block.find_either<std::int64_t>(name, alias);
+    ZT_REQUIRE(!value || *value >= 0, block.where(block.has(name) ? name : alias) +
+                                          " must be >= 0 (DeepSpeed's range), got " + std::to_string(*value));
+    return value.value_or(fallback);
+  };
+  zero.stage3_prefetch_bucket_size = count("prefetch_bucket_size", zero.stage3_prefetch_bucket_size);
+  zero.stage3_param_persistence_threshold =
+      count("param_persistence_threshold", zero.stage3_param_persistence_threshold);
+  zero.stage3_max_live_parameters = count("max_live_parameters", zero.stage3_max_live_parameters);
+  zero.stage3_max_reuse_distance = count("max_reuse_distance", zero.stage3_max_reuse_distance);
+  constexpr std::int64_t kNoCap = std::numeric_limits<std::int64_t>::max();  // DeepSpeed's sys.maxsize
+  if (count("model_persistence_threshold", kNoCap) != kNoCap)
+    warnings.push_back(block.where(block.has("model_persistence_threshold") ? "model_persistence_threshold"
+                                                                            : "stage3_model_persistence_threshold") +
+                       " is not supported: every parameter under the persistence threshold stays whole; ignored");
+  block.find_either<std::int64_t>("module_granularity_threshold", "stage3_module_granularity_threshold");
+  block.find_either<bool>("use_all_reduce_for_fetch_params", "stage3_use_all_reduce_for_fetch_params");
+  block.find_either<bool>("allgather_sequential", "stage3_allgather_sequential");
+
+  std::optional<bool> gather =
+      block.find_either<bool>("gather_16bit_weights_on_model_save", "stage3_gather_16bit_weights_on_model_save");
+  if (deprecated_present(block, "stage3_gather_fp16_weights_on_model_save", gather.has_value(),
+                         "gather_16bit_weights_on_model_save", warnings))
+    gather = block.find<bool>("stage3_gather_fp16_weights_on_model_save");
+  zero.stage3_gather_16bit_weights_on_model_save = gather.value_or(false);
+}
+
+// Settings of DeepSpeed's own implementation that change speed or memory, never the result.
+void accept_implementation_settings(ConfigBlock& block) {
+  for (const char* key :
+       {"use_multi_rank_bucket_allreduce", "allgather_partitions", "elastic_checkpoint", "ignore_unused_parameters",
+        "round_robin_gradients", "memory_efficient_linear", "pipeline_loading_checkpoint", "override_module_apply",
+        "log_trace_cache_warnings", "enable_sanity_checks", "save_muon_momentum_buffer_in_memory"})
+    block.accept<bool>(key);
+  block.get_at_least<std::int64_t>("allgather_bucket_size", 500'000'000, 0);
+  block.accept_any("leaf_module");
+}
+
+}  // namespace
+
+void read_zero(ConfigBlock& root, ZeroConfig& zero, std::vector<std::string>& warnings) {
+  // DeepSpeed's oldest form: "zero_optimization": true means stage 1.
+  if (const nlohmann::json* flag = root.value_of("zero_optimization"); flag && flag->is_boolean()) {
+    zero.stage = flag->get<bool>() ? 1 : 0;
+    root.accept<bool>("zero_optimization");
+    warnings.push_back(root.where("zero_optimization") +
+                       " as true/false is deprecated; write {\"stage\": " + std::to_string(zero.stage) + "}");
+    return;
+  }
+  ConfigBlock block = root.child("zero_optimization", kModel);
+  zero.stage = block.get<int>("stage", 0);
   ZT_REQUIRE(zero.stage >= 0 && zero.stage <= 3,
              block.where("stage") + " must be 0, 1, 2 or 3, got " + std::to_string(zero.stage));
   zero.contiguous_gradients = block.get("contiguous_gradients", zero.contiguous_gradients);
   zero.reduce_scatter = block.get("reduce_scatter", zero.reduce_scatter);
-  zero.reduce_bucket_size = block.get("reduce_bucket_size", zero.reduce_bucket_size);
+  // 0 is legal: DeepSpeed then reduces each gradient on its own, as a bucket of one element does.
+  zero.reduce_bucket_size =
+      std::max<std::int64_t>(1, block.get_at_least<std::int64_t>("reduce_bucket_size", 500'000'000, 0));
   zero.overlap_comm = block.get("overlap_comm", zero.stage == 3);
-  zero.sub_group_size = block.get("sub_group_size", zero.sub_group_size);
-  zero.stage3_prefetch_bucket_size = block.get("stage3_prefetch_bucket_size", zero.stage3_prefetch_bucket_size);
-  zero.stage3_param_persistence_threshold =
-      block.get("stage3_param_persistence_threshold", zero.stage3_param_persistence_threshold);
-  zero.stage3_max_live_parameters = block.get("stage3_max_live_parameters", zero.stage3_max_live_parameters);
-  zero.stage3_max_reuse_distance = block.get("stage3_max_reuse_distance", zero.stage3_max_reuse_distance);
-  for (const char* key : {"stage3_gather_16bit_weights_on_model_save", "gather_16bit_weights_on_model_save",
-                          "stage3_gather_fp16_weights_on_model_save"})
-    zero.stage3_gather_16bit_weights_on_model_save = block.get(key, zero.stage3_gather_16bit_weights_on_model_save);
-  ZT_REQUIRE(zero.reduce_bucket_size > 0, block.where("reduce_bucket_size") + " must be > 0");
-
-  if (block.has("offload_optimizer")) {
-    ConfigBlock offload = block.child("offload_optimizer");
-    const std::string device = offload.get<std::string>("device", "none");
-    ZT_REQUIRE(device == "none" || device == "cpu",
-               offload.where("device") + " '" + device + "' is not supported; use cpu or none");
-    ZT_REQUIRE(device == "none" || zero.stage >= 1,
-               offload.where("device") + " cpu needs ZeRO stage 1, 2 or 3 (stage is 0)");
-    zero.offload_optimizer = device == "cpu";
-    zero.offload_pin_memory = offload.get("pin_memory", false);
-    for (const char* key : {"buffer_count", "fast_init", "pipeline_read", "pipeline_write", "ratio"})
-      offload.ignore(key, "does not apply to CPU offload here", warnings);
-    offload.warn_unused(warnings);
-  }
-  if (block.has("offload_param")) {
-    ConfigBlock offload = block.child("offload_param");
-    const std::string device = offload.get<std::string>("device", "none");
-    ZT_REQUIRE(device == "none", offload.where("device") + " '" + device +
-                                     "': parameter offload is not supported; use offload_optimizer, ZeRO stage 3 "
-                                     "over more GPUs, or LoRA");
-    offload.ignore("pin_memory", "does not apply without parameter offload", warnings);
-    offload.warn_unused(warnings);
-  }
-  block.ignore("allgather_partitions", "is never read by DeepSpeed", warnings);
-  block.ignore("allgather_bucket_size", "is ignored by current DeepSpeed", warnings);
-  for (const char* key : {"round_robin_gradients", "load_from_fp32_weights", "elastic_checkpoint",
-                          "ignore_unused_parameters", "stage3_max_reuse_distance_in_numel"})
-    block.ignore(key, "does not apply to zerotune's partitioner", warnings);
-  block.warn_unused(warnings);
+  zero.sub_group_size = block.get_at_least<std::int64_t>("sub_group_size", zero.sub_group_size, 0);
+  read_stage3(block, zero, warnings);
+  read_offload(block, zero, warnings);
+  block.ignore_unless("load_from_fp32_weights", true, "is not supported: a resume always takes the fp32 master weights",
+                      warnings);
+  block.ignore_unless("legacy_stage1", false, "is not supported", warnings);
+  block.get_at_least<std::int64_t>("zero_hpz_partition_size", 1, 0);
+  block.ignore_unless<std::int64_t>("zero_hpz_partition_size", 1, "(ZeRO++ hierarchical partitioning) is not supported",
+                                    warnings);
+  for (const char* key : {"zero_quantized_weights", "zero_quantized_nontrainable_weights", "zero_quantized_gradients"})
+    block.ignore_unless(key, false, "(ZeRO++ quantization) is not supported: zerotune communicates in full precision",
+                        warnings);
+  block.ignore("zeropp_loco_param", "(LoCo-Zero++) is not supported", warnings);
+  block.ignore_unless<std::int64_t>("mics_shard_size", -1, "(MiCS) is not supported", warnings);
+  block.ignore_unless("mics_hierarchical_params_gather", false, "(MiCS) is not supported", warnings);
+  block.ignore("zenflow", "(ZenFlow) is not supported", warnings);
+  accept_implementation_settings(block);
+  block.refuse_unknown("DeepSpeed's zero_optimization block");
 }
 
 }  // namespace zt::train

@@ -1,6 +1,6 @@
-// ds_config.json as DeepSpeed and HF Trainer read it: "auto" filling, mismatches reported
-// together, the batch triple's inference rules and error, typed blocks, and warnings for
-// keys that are not used.
+// ds_config.json as DeepSpeed and HF Trainer read it: "auto" filling and where "auto" is left
+// to DeepSpeed, mismatches reported together, the batch triple's rules, the precision and
+// optimizer blocks, which keys warn, and the config given as text.
 #include <gtest/gtest.h>
 
 #include "tests/common/op_test_util.h"
@@ -11,22 +11,41 @@ namespace {
 
 using nlohmann::json;
 
-TrainingArguments flags() {
-  return parse_training_arguments({"--model_name_or_path", "m", "--output_dir", "o", "--train_file", "t",
-                                   "--per_device_train_batch_size", "4", "--gradient_accumulation_steps", "2",
-                                   "--learning_rate", "2e-5", "--bf16"});
+TrainingArguments flags(std::vector<std::string> extra = {"--bf16"}) {
+  std::vector<std::string> all = {"--model_name_or_path",
+                                  "m",
+                                  "--output_dir",
+                                  "o",
+                                  "--train_file",
+                                  "t",
+                                  "--per_device_train_batch_size",
+                                  "4",
+                                  "--gradient_accumulation_steps",
+                                  "2",
+                                  "--learning_rate",
+                                  "2e-5"};
+  all.insert(all.end(), extra.begin(), extra.end());
+  return parse_training_arguments(all);
 }
 
-DeepSpeedConfig filled(json ds, int world_size = 2) {
-  TrainingArguments args = flags();
+DeepSpeedConfig filled(json ds, int world_size = 2, std::vector<std::string> extra = {"--bf16"}) {
+  TrainingArguments args = flags(extra);
   fill_hf_auto(ds, AutoFillContext{args, world_size, 64, 100, 10}, "ds.json");
   return parse_deepspeed_config(ds, world_size, "ds.json");
 }
+
+DeepSpeedConfig parsed(const std::string& text) { return parse_deepspeed_config(json::parse(text), 1, "ds.json"); }
 
 bool has_warning(const DeepSpeedConfig& config, const std::string& part) {
   for (const std::string& w : config.warnings)
     if (w.find(part) != std::string::npos) return true;
   return false;
+}
+
+std::string all_warnings(const DeepSpeedConfig& config) {
+  std::string out;
+  for (const std::string& w : config.warnings) out += w + "\n";
+  return out;
 }
 
 TEST(DeepSpeedConfig, AutoTakesTheFlags) {
@@ -53,9 +72,54 @@ TEST(DeepSpeedConfig, AutoTakesTheFlags) {
   EXPECT_EQ(config.scheduler->total_steps, 100);
   EXPECT_EQ(config.zero.stage, 3);
   EXPECT_EQ(config.zero.reduce_bucket_size, 64 * 64);
-  EXPECT_EQ(config.zero.stage3_prefetch_bucket_size, 3686);  // floor(0.9 * 4096)
+  EXPECT_EQ(config.zero.stage3_prefetch_bucket_size, 3686);  // int(0.9 * 64 * 64)
   EXPECT_EQ(config.zero.stage3_param_persistence_threshold, 640);
   EXPECT_TRUE(config.zero.overlap_comm);  // DeepSpeed's default under stage 3
+  EXPECT_TRUE(config.warnings.empty()) << all_warnings(config);
+}
+
+// HF fills the two stage-3 sizes under ZeRO-3 only; elsewhere their "auto" reaches DeepSpeed,
+// whose config model drops it for its default, as it does for every key HF does not fill.
+TEST(DeepSpeedConfig, AutoThatHfDoesNotFillIsDeepSpeedsDefault) {
+  DeepSpeedConfig config = filled(json::parse(R"({"train_batch_size": "auto",
+      "fp16": {"enabled": "auto", "initial_scale_power": "auto", "hysteresis": "auto"},
+      "zero_optimization": {"stage": 2, "reduce_bucket_size": "auto", "stage3_prefetch_bucket_size": "auto",
+          "stage3_param_persistence_threshold": "auto", "sub_group_size": "auto", "stage3_max_live_parameters": "auto",
+          "stage3_max_reuse_distance": "auto", "overlap_comm": "auto", "offload_optimizer": {"device": "auto"},
+          "offload_param": {"device": "auto"}}})"),
+                                  2, {"--fp16"});
+  EXPECT_TRUE(config.fp16);
+  EXPECT_EQ(config.loss_scaler.initial_scale_power, 16);
+  EXPECT_EQ(config.loss_scaler.hysteresis, 2);
+  EXPECT_EQ(config.zero.reduce_bucket_size, 64 * 64);
+  EXPECT_EQ(config.zero.stage3_prefetch_bucket_size, 50'000'000);
+  EXPECT_EQ(config.zero.stage3_param_persistence_threshold, 100'000);
+  EXPECT_EQ(config.zero.sub_group_size, 1'000'000'000);
+  EXPECT_EQ(config.zero.stage3_max_live_parameters, 1'000'000'000);
+  EXPECT_EQ(config.zero.stage3_max_reuse_distance, 1'000'000'000);
+  EXPECT_FALSE(config.zero.overlap_comm);
+  EXPECT_FALSE(config.zero.offload_optimizer);
+}
+
+// Outside DeepSpeed's config models a value is used as written, so an "auto" nothing filled
+// is an error that says what the key takes.
+TEST(DeepSpeedConfig, UnfilledAutoSaysWhatTheKeyTakes) {
+  testing::expect_mentions(testing::error_of([] {
+                             filled(json::parse(R"({"train_batch_size": "auto", "optimizer": {"type": "AdamW",
+                                 "params": {"amsgrad": "auto"}}})"));
+                           }),
+                           {"ds.json: optimizer.params.amsgrad is \"auto\"", "set true or false there"});
+  const std::string msg =
+      testing::error_of([] { filled(json::parse(R"({"train_batch_size": "auto", "steps_per_print": "auto"})")); });
+  testing::expect_mentions(msg, {"steps_per_print", "set a whole number there"});
+  EXPECT_EQ(msg.find("set a number"), std::string::npos) << msg;
+  // The hidden size the three bucket sizes follow must be known, as HF insists.
+  json ds = json::parse(R"({"train_batch_size": 16, "zero_optimization": {"reduce_bucket_size": "auto"}})");
+  TrainingArguments args = flags();
+  testing::expect_mentions(testing::error_of([&] {
+                             fill_hf_auto(ds, AutoFillContext{args, 2, 0, 10, 0}, "ds.json");
+                           }),
+                           {"zero_optimization.reduce_bucket_size", "hidden_size"});
 }
 
 TEST(DeepSpeedConfig, EveryMismatchIsListedTogetherSuggestingAuto) {
@@ -67,6 +131,15 @@ TEST(DeepSpeedConfig, EveryMismatchIsListedTogetherSuggestingAuto) {
                            "ds gradient_clipping=0.5 vs hf max_grad_norm=1.0", "ds optimizer.params.lr=0.0001",
                            "ds bf16.enabled=false vs hf bf16=true", "\"auto\""})
     EXPECT_NE(msg.find(part), std::string::npos) << part << "\n" << msg;
+}
+
+// HF compares with Python's ==: 1 == 1.0 == true, and a null value is not compared.
+TEST(DeepSpeedConfig, MismatchesCompareAsPythonDoes) {
+  json ds = json::parse(R"({"train_micro_batch_size_per_gpu": 4.0, "gradient_accumulation_steps": 2,
+                            "gradient_clipping": 1, "bf16": {"enabled": 1}, "optimizer": {"type": "AdamW",
+                            "params": {"lr": null}}})");
+  TrainingArguments args = flags();
+  EXPECT_EQ(testing::error_of([&] { fill_hf_auto(ds, AutoFillContext{args, 1, 0, 10, 0}, "ds.json"); }), "no error");
 }
 
 TEST(DeepSpeedConfig, BatchTripleInferenceFollowsDeepSpeed) {
@@ -81,6 +154,8 @@ TEST(DeepSpeedConfig, BatchTripleInferenceFollowsDeepSpeed) {
   config = parse_deepspeed_config(json{{"train_micro_batch_size_per_gpu", 3}}, 4, "d");
   EXPECT_EQ(config.train_batch_size, 12);
   EXPECT_EQ(config.inferred.size(), 2u);
+  config = parse_deepspeed_config(json::parse(R"({"train_batch_size": 3.2e1})"), 1, "d");  // a whole number
+  EXPECT_EQ(config.train_batch_size, 32);
 }
 
 TEST(DeepSpeedConfig, BatchTripleMismatchShowsTheNumbersAndTheFormula) {
@@ -97,96 +172,157 @@ TEST(DeepSpeedConfig, BatchTripleMismatchShowsTheNumbersAndTheFormula) {
   EXPECT_NE(msg.find("gradient_accumulation_steps 0 (inferred)"), std::string::npos) << msg;
   msg = testing::error_of([] { parse_deepspeed_config(json::object(), 1, "ds.json"); });
   EXPECT_NE(msg.find("train_micro_batch_size_per_gpu must be set"), std::string::npos) << msg;
+  msg = testing::error_of([] { parse_deepspeed_config(json{{"train_micro_batch_size_per_gpu", 0}}, 1, "ds.json"); });
+  EXPECT_NE(msg.find("ds.json: train_micro_batch_size_per_gpu must be > 0, got 0"), std::string::npos) << msg;
+  msg = testing::error_of([] {
+    parse_deepspeed_config(json::parse(R"({"train_micro_batch_size_per_gpu": 4e18, "gradient_accumulation_steps": 4,
+                                           "train_batch_size": 16})"),
+                           1, "ds.json");
+  });
+  EXPECT_NE(msg.find("more than 2^63"), std::string::npos) << msg;
 }
 
-TEST(DeepSpeedConfig, Fp16BlockWithDeepSpeedDefaults) {
-  DeepSpeedConfig config = parse_deepspeed_config(
-      json::parse(R"({"train_batch_size": 8, "fp16": {"enabled": true, "loss_scale_window": 500, "hysteresis": 1}})"),
-      1, "d");
+TEST(DeepSpeedConfig, Fp16BlockWithDeepSpeedDefaultsAndRanges) {
+  DeepSpeedConfig config =
+      parsed(R"({"train_batch_size": 8, "fp16": {"enabled": true, "loss_scale_window": 500, "hysteresis": 1}})");
   EXPECT_TRUE(config.fp16);
   EXPECT_EQ(config.loss_scaler.loss_scale_window, 500);
   EXPECT_EQ(config.loss_scaler.hysteresis, 1);
   EXPECT_EQ(config.loss_scaler.initial_scale_power, 16);
-  config = parse_deepspeed_config(json::parse(R"({"train_batch_size": 8, "fp16": {"enabled": true}})"), 1, "d");
+  config = parsed(R"({"train_batch_size": 8, "fp16": {"enabled": true}})");
   EXPECT_TRUE(has_warning(config, "documented defaults"));
-  std::string msg = testing::error_of([] {
-    parse_deepspeed_config(
-        json::parse(R"({"train_batch_size": 8, "fp16": {"enabled": true}, "bf16": {"enabled": true}})"), 1, "d");
-  });
-  EXPECT_NE(msg.find("both enabled"), std::string::npos) << msg;
+  // A config model converts as pydantic does: "true" is true, "1000" is 1000.
+  config = parsed(R"({"train_batch_size": 8, "fp16": {"enabled": "true", "loss_scale_window": "1000",
+                      "min_loss_scale": 2.0, "auto_cast": false, "fp16_master_weights_and_grads": false}})");
+  EXPECT_TRUE(config.fp16);
+  EXPECT_EQ(config.loss_scaler.loss_scale_window, 1000);
+  EXPECT_EQ(config.loss_scaler.min_loss_scale, 2.0);
+  EXPECT_TRUE(config.warnings.empty()) << all_warnings(config);
+  for (const char* bad : {R"({"train_batch_size": 8, "fp16": {"enabled": true, "loss_scale": -1}})",
+                          R"({"train_batch_size": 8, "fp16": {"enabled": true, "loss_scale_window": 0}})",
+                          R"({"train_batch_size": 8, "fp16": {"enabled": true, "min_loss_scale": true}})",
+                          R"({"train_batch_size": 8, "fp16": {"enabled": true, "hysteresis": 1.5}})",
+                          R"({"train_batch_size": 8, "fp16": {"enabled": true, "loss_scale_windw": 100}})"})
+    EXPECT_NE(testing::error_of([&] { parsed(bad); }).find("ds.json: fp16."), std::string::npos) << bad;
+  testing::expect_mentions(testing::error_of([] {
+                             parsed(R"({"train_batch_size": 8, "fp16": {"enabled": true}, "bf16": {"enabled": true}})");
+                           }),
+                           {"both enabled"});
+  EXPECT_TRUE(has_warning(parsed(R"({"train_batch_size": 8, "fp16": {"enabled": true, "auto_cast": true}})"),
+                          "fp16.auto_cast"));
 }
 
-TEST(DeepSpeedConfig, OptimizerAndSchedulerBlocks) {
-  DeepSpeedConfig config = parse_deepspeed_config(json::parse(R"({"train_batch_size": 8,
-      "optimizer": {"type": "Adam", "params": {"lr": 3e-4, "betas": [0.8, 0.95], "adam_w_mode": false}},
-      "scheduler": {"type": "WarmupLR", "params": {"warmup_num_steps": 50, "warmup_type": "linear"}}})"),
-                                                  1, "d");
+// "bfloat16" is bf16's older name: DeepSpeed reads it when there is no "bf16".
+TEST(DeepSpeedConfig, Bf16UnderEitherName) {
+  EXPECT_TRUE(parsed(R"({"train_batch_size": 8, "bfloat16": {"enabled": true}})").bf16);
+  EXPECT_TRUE(parsed(R"({"train_batch_size": 8, "bf16": {"enabled": true}, "bfloat16": {"enabled": true}})").bf16);
+  testing::expect_mentions(testing::error_of([] {
+                             parsed(R"({"train_batch_size": 8, "bf16": {"enabled": true},
+                                        "bfloat16": {"enabled": false}})");
+                           }),
+                           {"bf16", "bfloat16", "differ"});
+  DeepSpeedConfig config = parsed(R"({"train_batch_size": 8, "bf16": {"enabled": true, "immediate_grad_update": false,
+                                      "check_grad_overflow": true, "bf16_master_weights_and_grads": true}})");
+  EXPECT_TRUE(has_warning(config, "bf16.bf16_master_weights_and_grads = true"));
+  EXPECT_EQ(config.warnings.size(), 1u) << all_warnings(config);
+}
+
+TEST(DeepSpeedConfig, OptimizerBlock) {
+  DeepSpeedConfig config = parsed(R"({"train_batch_size": 8,
+      "optimizer": {"type": "Adam", "params": {"lr": 3e-4, "betas": [0.8, 0.95], "adam_w_mode": false,
+                    "torch_adam": true}}})");
   EXPECT_FALSE(config.optimizer->decoupled_weight_decay);
   EXPECT_EQ(config.optimizer->beta1, 0.8);
-  EXPECT_EQ(config.scheduler->kind, ScheduleKind::kWarmupLR);
-  EXPECT_FALSE(config.scheduler->warmup_log);
-  EXPECT_EQ(config.scheduler->peak_lr, 1e-3);  // WarmupLR's own default warmup_max_lr
-  std::string msg = testing::error_of([] {
-    parse_deepspeed_config(json::parse(R"({"train_batch_size": 8, "optimizer": {"type": "Lamb"}})"), 1, "ds.json");
-  });
-  EXPECT_NE(msg.find("ds.json: optimizer.type 'Lamb'"), std::string::npos) << msg;
-  msg = testing::error_of([] {
-    parse_deepspeed_config(json::parse(R"({"train_batch_size": 8, "scheduler": {"type": "WarmupDecayLR"}})"), 1, "d");
-  });
-  EXPECT_NE(msg.find("total_num_steps"), std::string::npos) << msg;
+  EXPECT_EQ(config.optimizer->lr, 3e-4);
+  EXPECT_TRUE(config.warnings.empty()) << all_warnings(config);
+  EXPECT_TRUE(parsed(R"({"train_batch_size": 8, "optimizer": {"type": "adamw", "params": {"adam_w_mode": false}}})")
+                  .optimizer->decoupled_weight_decay);  // AdamW is decoupled whatever adam_w_mode says
+  testing::expect_mentions(
+      testing::error_of([] { parsed(R"({"train_batch_size": 8, "optimizer": {"type": "Lamb"}})"); }),
+      {"ds.json: optimizer.type 'Lamb'"});
+  testing::expect_mentions(testing::error_of([] {
+                             parsed(R"({"train_batch_size": 8, "optimizer": {"type": "AdamW",
+                                        "params": {"max_grad_norm": 1.0}}})");
+                           }),
+                           {"optimizer.params.max_grad_norm", "gradient_clipping"});
 }
 
-TEST(DeepSpeedConfig, ZeroBlockValidatesAndWarnsOnIgnoredKeys) {
-  DeepSpeedConfig config = parse_deepspeed_config(json::parse(R"({"train_batch_size": 8,
-      "wall_clock_breakdown": false, "flops_profiler": {},
+// Keys switched off, left at DeepSpeed's default, or without effect under HF Trainer ask for
+// nothing and are not warned about.
+TEST(DeepSpeedConfig, KeysThatAskForNothingDoNotWarn) {
+  DeepSpeedConfig config = parsed(R"({"train_batch_size": 8, "steps_per_print": 10,
+      "wall_clock_breakdown": false, "memory_breakdown": false, "prescale_gradients": false,
+      "gradient_predivide_factor": 1.0, "sparse_gradients": false, "gradient_allreduce_op": "MEAN",
+      "zero_allow_untested_optimizer": true, "zero_force_ds_cpu_optimizer": false, "dataloader_drop_last": true,
+      "tensorboard": {"enabled": false, "output_path": "runs"}, "wandb": {"enabled": false},
+      "csv_monitor": {"enabled": false}, "flops_profiler": {"enabled": false, "profile_step": 1},
+      "comms_logger": {"enabled": false}, "amp": {"enabled": false}, "compile": {"deepcompile": false},
+      "activation_checkpointing": {"partition_activations": false, "cpu_checkpointing": false,
+                                   "number_checkpoints": null},
+      "checkpoint": {"use_node_local_storage": true}, "data_types": {"grad_accum_dtype": "fp32"},
+      "tensor_parallel": {"autotp_size": 1}, "communication_data_type": "FP32",
       "zero_optimization": {"stage": 2, "allgather_partitions": true, "allgather_bucket_size": 5e8,
-                            "reduce_bucket_size": 5e8, "offload_optimizer": {"device": "cpu", "pin_memory": true},
-                            "mystery_knob": 1}})"),
-                                                  1, "ds.json");
-  EXPECT_EQ(config.zero.stage, 2);
-  EXPECT_FALSE(config.zero.overlap_comm);
-  EXPECT_TRUE(config.zero.offload_optimizer);
-  EXPECT_TRUE(config.zero.offload_pin_memory);
-  EXPECT_EQ(config.zero.reduce_bucket_size, 500000000);
-  EXPECT_TRUE(has_warning(config, "ds.json: zero_optimization.allgather_partitions is never read"));
-  EXPECT_TRUE(has_warning(config, "zero_optimization.allgather_bucket_size"));
-  EXPECT_TRUE(has_warning(config, "zero_optimization.mystery_knob is not used"));
-  EXPECT_TRUE(has_warning(config, "ds.json: wall_clock_breakdown"));
-  EXPECT_TRUE(has_warning(config, "ds.json: flops_profiler is not used"));
-  for (const char* bad :
-       {R"({"train_batch_size": 8, "zero_optimization": {"stage": 4}})",
-        R"({"train_batch_size": 8, "zero_optimization": {"stage": 2, "offload_optimizer": {"device": "nvme"}}})",
-        R"({"train_batch_size": 8, "zero_optimization": {"stage": 3, "offload_param": {"device": "cpu"}}})",
-        R"({"train_batch_size": 8, "zero_optimization": {"stage": "two"}})"}) {
-    std::string msg = testing::error_of([&] { parse_deepspeed_config(json::parse(bad), 1, "ds.json"); });
-    EXPECT_NE(msg.find("ds.json: zero_optimization."), std::string::npos) << bad << "\n" << msg;
-  }
+                            "round_robin_gradients": true, "load_from_fp32_weights": true,
+                            "zero_quantized_weights": false, "mics_shard_size": -1}})");
+  EXPECT_TRUE(config.warnings.empty()) << all_warnings(config);
 }
 
-TEST(DeepSpeedConfig, UnfilledAutoIsAnError) {
-  json ds = json::parse(R"({"train_batch_size": 16, "zero_optimization": {"reduce_bucket_size": "auto"}})");
-  TrainingArguments args = flags();
-  std::string msg = testing::error_of([&] { fill_hf_auto(ds, AutoFillContext{args, 2, 0, 10, 0}, "ds.json"); });
-  EXPECT_NE(msg.find("zero_optimization.reduce_bucket_size"), std::string::npos) << msg;
+TEST(DeepSpeedConfig, KeysThatAskForWhatZerotuneDoesNotDoWarnOnce) {
+  DeepSpeedConfig config = parsed(R"({"train_batch_size": 8, "wall_clock_breakdown": true,
+      "tensorboard": {"enabled": true}, "flops_profiler": {"enabled": true}, "prescale_gradients": true,
+      "activation_checkpointing": {"partition_activations": true}, "data_types": {"grad_accum_dtype": "bf16"},
+      "gradient_allreduce_op": "sum", "mystery_knob": 1,
+      "zero_optimization": {"stage": 2, "zero_quantized_gradients": true, "load_from_fp32_weights": false}})");
+  for (const char* key :
+       {"ds.json: wall_clock_breakdown = true", "ds.json: tensorboard", "ds.json: flops_profiler",
+        "ds.json: prescale_gradients", "ds.json: activation_checkpointing", "data_types.grad_accum_dtype",
+        "gradient_allreduce_op", "ds.json: mystery_knob is not a DeepSpeed setting",
+        "zero_optimization.zero_quantized_gradients", "zero_optimization.load_from_fp32_weights"})
+    EXPECT_TRUE(has_warning(config, key)) << key << "\n" << all_warnings(config);
+  EXPECT_EQ(config.warnings.size(), 10u) << all_warnings(config);
 }
-
-}  // namespace
-}  // namespace zt::train
-
-namespace zt::train {
-namespace {
 
 TEST(DeepSpeedConfig, CommunicationDataTypeIsReadAndGradientsStayFp32) {
-  EXPECT_FALSE(has_warning(filled(json::parse(R"({"train_batch_size": "auto", "communication_data_type": "fp32"})")),
-                           "communication_data_type"));
-  EXPECT_FALSE(has_warning(filled(json::parse(R"({"train_batch_size": "auto", "communication_data_type": "fp32"})")),
-                           "not used"));
+  EXPECT_TRUE(
+      filled(json::parse(R"({"train_batch_size": "auto", "communication_data_type": "fp32"})")).warnings.empty());
   EXPECT_TRUE(has_warning(filled(json::parse(R"({"train_batch_size": "auto", "communication_data_type": "bf16"})")),
                           "reduces gradients in fp32"));
   testing::expect_mentions(testing::error_of([] {
                              filled(json::parse(R"({"train_batch_size": "auto", "communication_data_type": "int8"})"));
                            }),
                            {"communication_data_type", "int8", "fp32, fp16, bf16"});
+}
+
+TEST(DeepSpeedConfig, TextAndArgumentsGiveTheConfigItself) {
+  TrainingArguments args = flags();
+  const AutoFillContext context{args, 1, 64, 10, 0};
+  DeepSpeedConfig config = load_deepspeed_config(
+      "  \n{\"train_micro_batch_size_per_gpu\": \"auto\", \"zero_optimization\": {\"stage\": 1}}", context);
+  EXPECT_EQ(config.micro_batch_per_gpu, 4);
+  EXPECT_EQ(config.zero.stage, 1);
+  EXPECT_EQ(config.source, "the deepspeed config in the arguments");
+  const std::string msg = testing::error_of(
+      [&] { load_deepspeed_config(R"({"train_batch_size": 8, "zero_optimization": {"stage": 7}})", context); });
+  testing::expect_mentions(msg,
+                           {"the deepspeed config in the arguments: zero_optimization.stage must be 0, 1, 2 or 3"});
+  EXPECT_EQ(msg.find("train_batch_size"), std::string::npos) << msg;  // the object is not echoed
+  testing::expect_mentions(testing::error_of([&] { load_deepspeed_config("/no/such/ds.json", context); }),
+                           {"cannot read the DeepSpeed config /no/such/ds.json"});
+}
+
+TEST(DeepSpeedConfig, TextThatIsNotAConfigIsAClearError) {
+  TrainingArguments args = flags();
+  const AutoFillContext context{args, 1, 64, 10, 0};
+  auto error = [&](const std::string& text) {
+    return testing::error_of([&] { parse_deepspeed_text(text, context, "ds.json"); });
+  };
+  testing::expect_mentions(error(R"({"train_batch_size": 8,)"), {"ds.json is not valid JSON"});
+  testing::expect_mentions(error("[1, 2]"), {"ds.json must hold a JSON object"});
+  testing::expect_mentions(error(R"({"train_batch_size": 8, "zero_optimization": {"stage": 1, "stage": 2}})"),
+                           {"ds.json: zero_optimization.stage is given twice"});
+  testing::expect_mentions(error(R"({"train_batch_size": 8, "fp16": true})"), {"ds.json: fp16 must be a JSON object"});
+  testing::expect_mentions(error(std::string(100, '[') + std::string(100, ']')), {"nests deeper than"});
+  testing::expect_mentions(error(R"({"train_batch_size": 1e999})"), {"ds.json is not valid JSON"});
 }
 
 }  // namespace

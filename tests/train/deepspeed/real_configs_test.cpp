@@ -1,0 +1,220 @@
+// Published DeepSpeed configs (tests/data/ds_configs/), each loaded with the flags a user of
+// that project passes, on a model of hidden size 64, 100 steps with 10 of warmup: the values
+// that decide the run, and the warnings, are DeepSpeed's reading of them.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "tests/common/op_test_util.h"
+#include "train/deepspeed/deepspeed_config.h"
+
+namespace zt::train {
+namespace {
+
+const std::filesystem::path kConfigs = std::filesystem::path(ZT_SOURCE_DIR) / "tests/data/ds_configs";
+
+struct Launch {
+  int world_size = 2;
+  std::vector<std::string> flags = {"--bf16"};
+};
+
+TrainingArguments arguments(const Launch& launch) {
+  std::vector<std::string> all = {"--model_name_or_path",
+                                  "m",
+                                  "--output_dir",
+                                  "o",
+                                  "--train_file",
+                                  "t",
+                                  "--per_device_train_batch_size",
+                                  "4",
+                                  "--gradient_accumulation_steps",
+                                  "2",
+                                  "--learning_rate",
+                                  "2e-5"};
+  all.insert(all.end(), launch.flags.begin(), launch.flags.end());
+  return parse_training_arguments(all);
+}
+
+DeepSpeedConfig load(const std::string& file, const Launch& launch = {}) {
+  const TrainingArguments args = arguments(launch);
+  return load_deepspeed_config((kConfigs / file).string(), AutoFillContext{args, launch.world_size, 64, 100, 10});
+}
+
+std::string error_loading(const std::string& file, const Launch& launch = {}) {
+  return testing::error_of([&] { load(file, launch); });
+}
+
+std::string joined(const std::vector<std::string>& warnings) {
+  std::string out;
+  for (const std::string& w : warnings) out += w + "\n";
+  return out;
+}
+
+void expect_batch(const DeepSpeedConfig& config, std::int64_t micro, std::int64_t accumulation, std::int64_t total) {
+  EXPECT_EQ(config.micro_batch_per_gpu, micro);
+  EXPECT_EQ(config.gradient_accumulation_steps, accumulation);
+  EXPECT_EQ(config.train_batch_size, total);
+}
+
+const char* kParameterOffload = "parameter offload is not supported";
+
+TEST(RealConfigs, LlamaFactory) {
+  for (const char* file : {"llama_factory/ds_z0_config.json", "llama_factory/ds_z2_config.json",
+                           "llama_factory/ds_z2_offload_config.json"}) {
+    const DeepSpeedConfig config = load(file);
+    expect_batch(config, 4, 2, 16);
+    EXPECT_TRUE(config.bf16) << file;
+    EXPECT_FALSE(config.fp16) << file;
+    EXPECT_EQ(config.gradient_clipping, 1.0) << file;
+    EXPECT_EQ(config.zero.reduce_bucket_size, 500'000'000) << file;
+    EXPECT_FALSE(config.zero.overlap_comm) << file;
+    EXPECT_TRUE(config.warnings.empty()) << file << "\n" << joined(config.warnings);
+  }
+  EXPECT_EQ(load("llama_factory/ds_z0_config.json").zero.stage, 0);
+  EXPECT_EQ(load("llama_factory/ds_z2_config.json").zero.stage, 2);
+  const ZeroConfig offload = load("llama_factory/ds_z2_offload_config.json").zero;
+  EXPECT_TRUE(offload.offload_optimizer);
+  EXPECT_TRUE(offload.offload_pin_memory);
+
+  const DeepSpeedConfig z3 = load("llama_factory/ds_z3_config.json");
+  EXPECT_EQ(z3.zero.stage, 3);
+  EXPECT_EQ(z3.zero.reduce_bucket_size, 64 * 64);
+  EXPECT_EQ(z3.zero.stage3_prefetch_bucket_size, 3686);
+  EXPECT_EQ(z3.zero.stage3_param_persistence_threshold, 640);
+  EXPECT_EQ(z3.zero.stage3_max_live_parameters, 1'000'000'000);
+  EXPECT_EQ(z3.zero.sub_group_size, 1'000'000'000);
+  EXPECT_TRUE(z3.zero.stage3_gather_16bit_weights_on_model_save);
+  EXPECT_FALSE(z3.zero.overlap_comm);
+  EXPECT_TRUE(z3.warnings.empty()) << joined(z3.warnings);
+  testing::expect_mentions(error_loading("llama_factory/ds_z3_offload_config.json"),
+                           {"ds_z3_offload_config.json: zero_optimization.offload_param.device", kParameterOffload});
+}
+
+// Its own script, not HF's, fills these "auto"s; zerotune fills them as HF does. The offload
+// devices are "auto" too, which DeepSpeed drops to none.
+TEST(RealConfigs, ChatGlmFinetuning) {
+  const Launch launch{4, {"--fp16"}};
+  for (const char* file :
+       {"chatglm_finetuning/ds_zero2_no_offload.json", "chatglm_finetuning/ds_zero3_no_offload.json"}) {
+    const DeepSpeedConfig config = load(file, launch);
+    expect_batch(config, 4, 2, 32);
+    EXPECT_TRUE(config.fp16) << file;
+    EXPECT_EQ(config.loss_scaler.loss_scale_window, 100) << file;
+    EXPECT_FALSE(config.zero.offload_optimizer) << file;
+    ASSERT_TRUE(config.optimizer && config.scheduler) << file;
+    EXPECT_EQ(config.optimizer->lr, 2e-5) << file;
+    EXPECT_EQ(config.scheduler->kind, ScheduleKind::kWarmupDecayLR) << file;
+    EXPECT_EQ(config.scheduler->peak_lr, 2e-5) << file;
+    EXPECT_EQ(config.scheduler->warmup_min_lr, 0.0) << file;
+    EXPECT_EQ(config.scheduler->warmup_steps, 10) << file;
+    EXPECT_EQ(config.scheduler->total_steps, 100) << file;
+    EXPECT_TRUE(config.scheduler->warmup_log) << file;  // "cosine" is not a DeepSpeed warmup: log
+    ASSERT_EQ(config.warnings.size(), 1u) << file << "\n" << joined(config.warnings);
+    testing::expect_mentions(config.warnings[0], {"warmup_type 'cosine'"});
+  }
+  EXPECT_EQ(load("chatglm_finetuning/ds_zero2_no_offload.json", launch).zero.stage, 2);
+  const ZeroConfig z3 = load("chatglm_finetuning/ds_zero3_no_offload.json", launch).zero;
+  EXPECT_EQ(z3.stage, 3);
+  EXPECT_TRUE(z3.stage3_gather_16bit_weights_on_model_save);
+  testing::expect_mentions(error_loading("chatglm_finetuning/ds_zero3_offload.json", launch), {kParameterOffload});
+}
+
+TEST(RealConfigs, FastChat) {
+  const DeepSpeedConfig s2 = load("fastchat/deepspeed_config_s2.json");
+  expect_batch(s2, 4, 2, 16);
+  EXPECT_EQ(s2.zero.stage, 2);
+  EXPECT_TRUE(s2.zero.offload_optimizer);
+  EXPECT_TRUE(s2.zero.overlap_comm);
+  EXPECT_FALSE(s2.fp16);
+  EXPECT_TRUE(s2.warnings.empty()) << joined(s2.warnings);
+  testing::expect_mentions(error_loading("fastchat/deepspeed_config_s3.json"), {kParameterOffload});
+}
+
+TEST(RealConfigs, Transformers) {
+  const DeepSpeedConfig z2 = load("transformers/ds_config_zero2.json");
+  expect_batch(z2, 4, 2, 16);
+  EXPECT_EQ(z2.zero.stage, 2);
+  EXPECT_EQ(z2.zero.reduce_bucket_size, 200'000'000);
+  EXPECT_TRUE(z2.zero.offload_optimizer);
+  ASSERT_TRUE(z2.optimizer && z2.scheduler);
+  EXPECT_EQ(z2.optimizer->lr, 2e-5);
+  EXPECT_EQ(z2.scheduler->kind, ScheduleKind::kWarmupLR);
+  EXPECT_EQ(z2.scheduler->peak_lr, 2e-5);
+  EXPECT_FALSE(z2.scheduler->peak_lr_from_optimizer);
+  EXPECT_EQ(z2.scheduler->warmup_steps, 10);
+  EXPECT_EQ(z2.steps_per_print, 2000);
+  EXPECT_TRUE(z2.warnings.empty()) << joined(z2.warnings);
+  testing::expect_mentions(error_loading("transformers/ds_config_zero3.json"), {kParameterOffload});
+}
+
+// axolotl writes the short names of the stage-3 fields, and 0 for their sizes.
+TEST(RealConfigs, Axolotl) {
+  const DeepSpeedConfig z1 = load("axolotl/zero1.json");
+  EXPECT_EQ(z1.zero.stage, 1);
+  EXPECT_TRUE(z1.zero.overlap_comm);
+  EXPECT_EQ(z1.loss_scaler.initial_scale_power, 32);
+  EXPECT_TRUE(z1.warnings.empty()) << joined(z1.warnings);
+  EXPECT_TRUE(load("axolotl/zero2.json").zero.offload_optimizer);
+  for (const char* file : {"axolotl/zero3.json", "axolotl/zero3_bf16.json"}) {
+    const DeepSpeedConfig z3 = load(file);
+    EXPECT_TRUE(z3.bf16) << file;
+    EXPECT_EQ(z3.zero.stage, 3) << file;
+    EXPECT_EQ(z3.zero.sub_group_size, 0) << file;
+    EXPECT_EQ(z3.zero.stage3_max_live_parameters, 0) << file;
+    EXPECT_EQ(z3.zero.stage3_max_reuse_distance, 0) << file;
+    EXPECT_EQ(z3.zero.stage3_prefetch_bucket_size, 3686) << file;
+    EXPECT_TRUE(z3.zero.stage3_gather_16bit_weights_on_model_save) << file;
+    EXPECT_TRUE(z3.warnings.empty()) << file << "\n" << joined(z3.warnings);
+  }
+  testing::expect_mentions(error_loading("axolotl/zero3_bf16_cpuoffload_params.json"), {kParameterOffload});
+}
+
+// Configs written for DeepSpeed alone, loaded with the flags that match their numbers.
+TEST(RealConfigs, DeepSpeedExamples) {
+  const DeepSpeedConfig imagenet =
+      load("deepspeed_examples/imagenet_ds_fp16_z1_config.json",
+           {8,
+            {"--per_device_train_batch_size", "32", "--gradient_accumulation_steps", "1", "--learning_rate", "1e-3",
+             "--adam_beta1", "0.8", "--weight_decay", "3e-7", "--max_grad_norm", "0", "--fp16"}});
+  expect_batch(imagenet, 32, 1, 256);
+  EXPECT_EQ(imagenet.zero.stage, 1);
+  EXPECT_TRUE(imagenet.optimizer->decoupled_weight_decay);  // DeepSpeed's Adam is AdamW by default
+  EXPECT_EQ(imagenet.optimizer->beta1, 0.8);
+  for (const char* key :
+       {"fp16.auto_cast = true", "cuda_visible_devices is not a DeepSpeed setting", "sets none of initial_scale_power"})
+    EXPECT_NE(joined(imagenet.warnings).find(key), std::string::npos) << key << "\n" << joined(imagenet.warnings);
+  EXPECT_EQ(imagenet.warnings.size(), 3u) << joined(imagenet.warnings);
+
+  const DeepSpeedConfig tp = load("deepspeed_examples/tensor_parallel_hf_ds_config.json");
+  EXPECT_TRUE(tp.zero.stage3_gather_16bit_weights_on_model_save);
+  EXPECT_EQ(tp.scheduler->kind, ScheduleKind::kWarmupDecayLR);
+  ASSERT_EQ(tp.warnings.size(), 1u) << joined(tp.warnings);
+  testing::expect_mentions(tp.warnings[0], {"tensor_parallel.autotp_size"});
+
+  const DeepSpeedConfig bf16 = load("deepspeed_examples/bf16_master_weight_bf16_full.json",
+                                    {2,
+                                     {"--per_device_train_batch_size", "4", "--gradient_accumulation_steps", "1",
+                                      "--learning_rate", "1e-4", "--weight_decay", "0.01", "--bf16"}});
+  EXPECT_EQ(bf16.zero.stage, 3);
+  EXPECT_EQ(bf16.zero.reduce_bucket_size, 50'000'000);
+  EXPECT_EQ(bf16.zero.stage3_param_persistence_threshold, 0);
+  EXPECT_EQ(bf16.warnings.size(), 3u) << joined(bf16.warnings);
+  for (const char* key : {"bf16_master_weights_and_grads", "bf16_optimizer_states", "torch_autocast"})
+    EXPECT_NE(joined(bf16.warnings).find(key), std::string::npos) << key;
+
+  testing::expect_mentions(error_loading("deepspeed_examples/bing_bert_squad_bsz24_config.json",
+                                         {8,
+                                          {"--per_device_train_batch_size", "3", "--gradient_accumulation_steps", "1",
+                                           "--learning_rate", "3e-5", "--fp16"}}),
+                           {"optimizer.params.bias_correction false is not supported"});
+
+  const DeepSpeedConfig pipe = load(
+      "deepspeed_examples/pipeline_parallelism_ds_config.json",
+      {8, {"--per_device_train_batch_size", "8", "--gradient_accumulation_steps", "4", "--learning_rate", "1e-3"}});
+  expect_batch(pipe, 8, 4, 256);
+  EXPECT_TRUE(pipe.optimizer->decoupled_weight_decay);
+  EXPECT_TRUE(pipe.warnings.empty()) << joined(pipe.warnings);
+}
+
+}  // namespace
+}  // namespace zt::train

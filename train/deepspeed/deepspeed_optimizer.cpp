@@ -1,0 +1,46 @@
+// The optimizer block as DeepSpeed's engine builds its optimizer from it
+// (_configure_basic_optimizer): Adam and AdamW only, both decoupled unless Adam says
+// adam_w_mode false; params go to the optimizer as written, with FusedAdam's defaults.
+#include <algorithm>
+
+#include "train/deepspeed/deepspeed_blocks.h"
+
+namespace zt::train {
+namespace {
+
+std::string lower(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
+  return text;
+}
+
+}  // namespace
+
+OptimizerConfig read_optimizer(ConfigBlock block, std::vector<std::string>& warnings) {
+  const std::string type = block.get<std::string>("type", "");
+  ZT_REQUIRE(lower(type) == "adam" || lower(type) == "adamw",
+             block.where("type") + " '" + type + "' is not supported; use Adam or AdamW");
+  block.accept<bool>("legacy_fusion");
+  ConfigBlock params = block.child("params", BlockKind::kAsWritten);
+  ZT_REQUIRE(!params.has("max_grad_norm"), params.where("max_grad_norm") +
+                                               " is refused by DeepSpeed as an optimizer parameter; set "
+                                               "gradient_clipping at the top level instead");
+  OptimizerConfig optimizer;
+  optimizer.lr = params.get("lr", optimizer.lr);
+  if (auto betas = params.find<std::vector<double>>("betas")) {
+    ZT_REQUIRE(betas->size() == 2, params.where("betas") + " must hold two numbers");
+    optimizer.beta1 = (*betas)[0], optimizer.beta2 = (*betas)[1];
+  }
+  optimizer.eps = params.get("eps", optimizer.eps);
+  optimizer.weight_decay = params.get("weight_decay", optimizer.weight_decay);
+  optimizer.decoupled_weight_decay = lower(type) == "adamw" || params.get("adam_w_mode", true);
+  ZT_REQUIRE(params.get("bias_correction", true), params.where("bias_correction") + " false is not supported");
+  ZT_REQUIRE(!params.get("amsgrad", false), params.where("amsgrad") + " true is not supported");
+  params.accept<bool>("torch_adam");  // torch's implementation of the same update
+  params.accept<bool>("set_grad_none");
+  params.ignore_unless("fp32_optimizer_states", true, "is not supported (Adam's moments are fp32)", warnings);
+  params.warn_unused("is not a parameter of DeepSpeed's Adam", warnings);
+  block.warn_unused("is not used by DeepSpeed's optimizer block", warnings);
+  return optimizer;
+}
+
+}  // namespace zt::train
