@@ -104,7 +104,9 @@ def main():
     (MODEL / "tokenizer.json").write_text(json.dumps(tokenizer, ensure_ascii=False) + "\n")
     (MODEL / "tokenizer_config.json").write_text(json.dumps({
         "tokenizer_class": "Qwen2Tokenizer", "bos_token": None, "eos_token": "<|im_end|>", "pad_token": "<|endoftext|>",
-        "add_bos_token": False, "add_prefix_space": False, "model_max_length": 256}, indent=1) + "\n")
+        "add_bos_token": False, "add_prefix_space": False, "model_max_length": 256,
+        # Qwen2.5-Instruct's own template, so the demo model gets the Qwen2.5 layout by default.
+        "chat_template": (ROOT / "tests/data/chat_templates/qwen2_5.jinja").read_text()}, indent=1) + "\n")
     fixture = ROOT / "tests/data/models/qwen2"
     config = json.loads((fixture / "config.json").read_text())
     config.update({"bos_token_id": None, "eos_token_id": first_special + 2, "pad_token_id": first_special})

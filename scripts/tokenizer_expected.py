@@ -90,7 +90,7 @@ def write_chat_templates(directory):
     for name, messages, generation_prompt in CONVERSATIONS:
         text = hf.apply_chat_template(messages, tokenize=False, add_generation_prompt=generation_prompt)
         ids = hf(text, add_special_tokens=False)["input_ids"]
-        entries.append({"name": name, "template": "qwen", "messages": messages,
+        entries.append({"name": name, "template": "qwen3", "messages": messages,
                         "add_generation_prompt": generation_prompt, "text": text, "ids": ids})
     path = DATA / "chat_template_expected.json"
     path.write_text(json.dumps({"tokenizer": "qwen3", "conversations": entries}, ensure_ascii=False, indent=1) + "\n",

@@ -3,7 +3,6 @@
 #include <array>
 
 #include "runtime/error.h"
-#include "text/tokenizer/tokenizer_files.h"
 
 namespace zt::models {
 namespace {
@@ -12,15 +11,38 @@ namespace {
 class NoChatTemplate final : public ChatTemplate {
  public:
   std::string_view name() const override { return "none"; }
-  std::vector<ChatPart> parts(const std::vector<ChatMessage>& messages, bool) const override {
+  std::vector<ChatPart> parts(const std::vector<ChatMessage>& messages, bool, const ChatTools& tools) const override {
+    require_no_tools(messages, tools, name());
     require_roles(messages, name(), {"system", "user", "assistant"});
     std::vector<ChatPart> out;
-    for (const ChatMessage& m : messages) out.push_back({m.content, false, m.role == "assistant", std::nullopt});
+    for (const ChatMessage& m : messages) out.push_back(chat_text(m.content, m.role == "assistant"));
     return out;
   }
 };
 
-constexpr std::array<std::string_view, 5> kNames = {"qwen", "chatglm3", "glm4", "chatglm2", "none"};
+struct BuiltIn {
+  std::string_view name;
+  std::string_view alias;  // LLaMA-Factory's name or a clearer one for the same template; may be empty
+  std::unique_ptr<ChatTemplate> (*make)();
+};
+
+// `qwen` is the Qwen2.5 layout, as LLaMA-Factory's `qwen` template is.
+const std::array<BuiltIn, 8> kBuiltIns = {{
+    {"qwen", "qwen2.5", make_qwen2_5_chat_template},
+    {"qwen2", "", make_qwen2_chat_template},
+    {"qwen3", "", [] { return make_qwen3_chat_template(true); }},
+    {"qwen3_nothink", "", [] { return make_qwen3_chat_template(false); }},
+    {"glm4", "", make_glm4_chat_template},
+    {"chatglm3", "", make_chatglm3_chat_template},
+    {"chatglm2", "", make_chatglm2_chat_template},
+    {"none", "", [] { return std::unique_ptr<ChatTemplate>(std::make_unique<NoChatTemplate>()); }},
+}};
+
+bool has_tool_calls(const std::vector<ChatMessage>& messages) {
+  for (const ChatMessage& m : messages)
+    if (!m.tool_calls.empty() || m.role == "tool") return true;
+  return false;
+}
 
 }  // namespace
 
@@ -31,14 +53,16 @@ std::vector<std::int64_t> EncodedConversation::labels() const {
   return out;
 }
 
-std::string ChatTemplate::render(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const {
+std::string ChatTemplate::render(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
+                                 const ChatTools& tools) const {
   std::string text;
-  for (const ChatPart& part : parts(messages, add_generation_prompt)) text += part.shown ? *part.shown : part.text;
+  for (const ChatPart& part : parts(messages, add_generation_prompt, tools))
+    text += part.shown ? *part.shown : part.text;
   return text;
 }
 
 EncodedConversation ChatTemplate::encode(const Tokenizer& tokenizer, const std::vector<ChatMessage>& messages,
-                                         bool add_generation_prompt) const {
+                                         bool add_generation_prompt, const ChatTools& tools) const {
   EncodedConversation out;
   std::string pending;
   bool pending_answer = false;
@@ -50,7 +74,7 @@ EncodedConversation ChatTemplate::encode(const Tokenizer& tokenizer, const std::
     }
     pending.clear();
   };
-  for (const ChatPart& part : parts(messages, add_generation_prompt)) {
+  for (const ChatPart& part : parts(messages, add_generation_prompt, tools)) {
     if (part.is_token) {
       flush();
       const std::optional<TokenId> id = tokenizer.token_to_id(part.text);
@@ -84,51 +108,28 @@ void require_roles(const std::vector<ChatMessage>& messages, std::string_view te
   }
 }
 
+void require_no_tools(const std::vector<ChatMessage>& messages, const ChatTools& tools,
+                      std::string_view template_name) {
+  if (tools.empty() && !has_tool_calls(messages)) return;
+  zt::fail("chat template '" + std::string(template_name) + "' has no tool format, but this conversation " +
+           (tools.empty() ? "calls tools" : "offers tools") +
+           ": use a template whose model was trained with tools (qwen, qwen2, qwen3, glm4, chatglm3) or "
+           "leave the tool samples out");
+}
+
 std::string chat_template_names() {
   std::string names;
-  for (std::string_view name : kNames) names += (names.empty() ? "" : ", ") + std::string(name);
+  for (const BuiltIn& t : kBuiltIns) {
+    names += (names.empty() ? "" : ", ") + std::string(t.name);
+    if (!t.alias.empty()) names += " (alias " + std::string(t.alias) + ")";
+  }
   return names;
 }
 
 std::unique_ptr<ChatTemplate> make_chat_template(std::string_view name) {
-  if (name == "qwen") return make_qwen_chat_template();
-  if (name == "chatglm3") return make_chatglm3_chat_template();
-  if (name == "glm4") return make_glm4_chat_template();
-  if (name == "chatglm2") return make_chatglm2_chat_template();
-  if (name == "none") return std::make_unique<NoChatTemplate>();
+  for (const BuiltIn& t : kBuiltIns)
+    if (name == t.name || (!t.alias.empty() && name == t.alias)) return t.make();
   zt::fail("unknown chat template '" + std::string(name) + "'; accepted: " + chat_template_names());
-}
-
-std::string chat_template_name_for(std::string_view model_type, std::int64_t vocab_size,
-                                   std::string_view shipped_template) {
-  if (model_type == "qwen2" || model_type == "qwen3") return "qwen";
-  if (model_type == "glm" || model_type == "glm4") return "glm4";
-  if (model_type == "chatglm") {
-    if (vocab_size >= 150000) return "glm4";
-    if (shipped_template.find("[Round") != std::string_view::npos) return "chatglm2";
-    return "chatglm3";
-  }
-  zt::fail("no built-in chat template for model_type '" + std::string(model_type) +
-           "' (known: qwen2, qwen3, glm, glm4, chatglm); choose one by name: " + chat_template_names());
-}
-
-std::string chat_template_name_for_model(const std::string& model_dir) {
-  const std::string config_path = model_dir + "/config.json";
-  const nlohmann::json config = read_tokenizer_json(config_path);
-  if (!config.is_object() || !config.contains("model_type") || !config.at("model_type").is_string())
-    zt::fail(config_path + ": no string 'model_type' to choose the chat template from");
-  std::int64_t vocab = 0;
-  for (const char* key : {"padded_vocab_size", "vocab_size"})
-    if (vocab == 0 && config.contains(key) && config.at(key).is_number_integer())
-      vocab = config.at(key).get<std::int64_t>();
-  std::string shipped;
-  const std::string tokenizer_config = model_dir + "/tokenizer_config.json";
-  if (tokenizer_file_exists(tokenizer_config)) {
-    const nlohmann::json json = read_tokenizer_json(tokenizer_config);
-    if (json.is_object() && json.contains("chat_template") && json.at("chat_template").is_string())
-      shipped = json.at("chat_template").get<std::string>();
-  }
-  return chat_template_name_for(config.at("model_type").get<std::string>(), vocab, shipped);
 }
 
 }  // namespace zt::models

@@ -1,7 +1,7 @@
-// Built-in chat templates: the prompt layouts of Qwen (ChatML, as Qwen3's shipped
-// tokenizer_config.json renders plain conversations), ChatGLM3, GLM-4 and ChatGLM2, plus
-// `none`. A template renders a conversation to text, and encodes it to ids with a mask of the
-// tokens the model is trained to produce (the assistant's answers). See docs/TOKENIZERS.md.
+// Built-in chat templates: each renders a conversation as its model family's own chat template
+// does (the Jinja text of the family's tokenizer_config.json, or its tokenizer code where the
+// Jinja has no place for tools), and encodes it to ids with a mask of the tokens the model is
+// trained to produce (the assistant's answers and tool calls). See docs/TOKENIZERS.md.
 #pragma once
 
 #include <memory>
@@ -10,13 +10,22 @@
 #include <string_view>
 #include <vector>
 
+#include "text/chat_template/template_choice.h"
 #include "text/tokenizer/tokenizer.h"
 
 namespace zt::models {
 
+// One call of a tool by the assistant (OpenAI's `tool_calls[i].function`).
+struct ToolCall {
+  std::string name;
+  std::string arguments;  // JSON text of the arguments, an object as the data gives them
+};
+
 struct ChatMessage {
-  std::string role;  // system, user, assistant (observation for GLM)
+  std::string role;  // system, user, assistant, or tool (a tool's result; GLM's "observation")
   std::string content;
+  std::vector<ToolCall> tool_calls = {};                        // assistant: the tools it calls
+  std::optional<std::string> reasoning_content = std::nullopt;  // assistant: its thinking, kept apart
 };
 
 // One stretch of a rendered conversation: text, or a template token reached by name.
@@ -39,24 +48,30 @@ struct EncodedConversation {
   std::vector<std::int64_t> labels() const;
 };
 
+// The tools offered to the model: JSON objects as OpenAI's `tools` list holds them,
+// {"type": "function", "function": {"name", "description", "parameters"}}.
+using ChatTools = std::vector<std::string>;
+
 class ChatTemplate {
  public:
   virtual ~ChatTemplate() = default;
   virtual std::string_view name() const = 0;
 
-  std::string render(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const;
+  std::string render(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
+                     const ChatTools& tools = {}) const;
   // Each text part is encoded on its own (consecutive text parts together where the
   // template's tokenizer would see them as one string), template tokens by id.
   EncodedConversation encode(const Tokenizer& tokenizer, const std::vector<ChatMessage>& messages,
-                             bool add_generation_prompt) const;
+                             bool add_generation_prompt, const ChatTools& tools = {}) const;
 
   // Tokens that end the assistant's turn when the model produces them (ChatML's <|im_end|>,
   // GLM's <|user|> and <|observation|>): generation stops there as at an eos id.
   virtual std::vector<std::string> end_of_turn_tokens() const { return {}; }
 
-  // The conversation as parts. Throws for an empty conversation or a role the template has
-  // no place for.
-  virtual std::vector<ChatPart> parts(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const = 0;
+  // The conversation as parts. Throws for an empty conversation, a role the template has no
+  // place for, or tools in a template without a tool format.
+  virtual std::vector<ChatPart> parts(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
+                                      const ChatTools& tools) const = 0;
 
  protected:
   // Whether adjacent text parts are encoded as one string (byte-level BPE sees the whole
@@ -64,23 +79,19 @@ class ChatTemplate {
   virtual bool joins_text() const { return true; }
 };
 
-// "qwen", "chatglm3", "glm4", "chatglm2" or "none"; any other name is an error listing these.
+// A built-in template by name: qwen (alias qwen2.5), qwen2, qwen3, qwen3_nothink, glm4,
+// chatglm3, chatglm2, none. Any other name is an error listing them.
 std::unique_ptr<ChatTemplate> make_chat_template(std::string_view name);
 std::string chat_template_names();
 
-// The template for a model: from config.json's model_type (qwen2, qwen3 -> qwen; glm, glm4
-// -> glm4; chatglm -> glm4 for GLM-4's 151k vocabulary, else chatglm2 or chatglm3 as the
-// shipped tokenizer_config.json's chat_template shows, chatglm3 when it has none).
-std::string chat_template_name_for(std::string_view model_type, std::int64_t vocab_size,
-                                   std::string_view shipped_template);
-// The same, read from a model folder's config.json and tokenizer_config.json.
-std::string chat_template_name_for_model(const std::string& model_dir);
-
-// Templates' shared check: a non-empty conversation of the given roles only.
+// Templates' shared checks: a non-empty conversation of the given roles only; no tools.
 void require_roles(const std::vector<ChatMessage>& messages, std::string_view template_name,
                    const std::vector<std::string_view>& roles);
+void require_no_tools(const std::vector<ChatMessage>& messages, const ChatTools& tools, std::string_view template_name);
 
-std::unique_ptr<ChatTemplate> make_qwen_chat_template();
+std::unique_ptr<ChatTemplate> make_qwen2_chat_template();
+std::unique_ptr<ChatTemplate> make_qwen2_5_chat_template();
+std::unique_ptr<ChatTemplate> make_qwen3_chat_template(bool enable_thinking);
 std::unique_ptr<ChatTemplate> make_chatglm3_chat_template();
 std::unique_ptr<ChatTemplate> make_glm4_chat_template();
 std::unique_ptr<ChatTemplate> make_chatglm2_chat_template();

@@ -1,92 +1,17 @@
 #include "train/data/dataset.h"
 
 #include <fstream>
-#include <nlohmann/json.hpp>
+#include <map>
 #include <optional>
 #include <sstream>
 
 #include "runtime/error.h"
+#include "train/data/chat_sample.h"
 
 namespace zt::train {
 namespace {
 
-using nlohmann::json;
-
-// Where a sample came from, for messages.
-struct SampleSource {
-  const std::string& path;
-  std::size_t index;
-  std::size_t line;  // 0 for a JSON array
-  std::string str() const {
-    return path + ": sample " + std::to_string(index) + (line ? " (line " + std::to_string(line) + ")" : "");
-  }
-};
-
-std::string text_field(const json& sample, const char* key, const SampleSource& where, bool required) {
-  if (!sample.contains(key) || sample[key].is_null()) {
-    ZT_REQUIRE(!required, where.str() + " has no \"" + key + "\"");
-    return "";
-  }
-  ZT_REQUIRE(sample[key].is_string(), where.str() + ": \"" + key + "\" must be a string, got " + sample[key].dump());
-  return sample[key].get<std::string>();
-}
-
-Conversation from_alpaca(const json& sample, const SampleSource& where) {
-  Conversation conversation;
-  if (std::string system = text_field(sample, "system", where, false); !system.empty())
-    conversation.messages.push_back({"system", system});
-  if (sample.contains("history") && !sample["history"].is_null()) {
-    ZT_REQUIRE(sample["history"].is_array(), where.str() + ": \"history\" must be a list of [prompt, answer] pairs");
-    for (const json& turn : sample["history"]) {
-      ZT_REQUIRE(turn.is_array() && turn.size() == 2 && turn[0].is_string() && turn[1].is_string(),
-                 where.str() + ": every \"history\" entry must be a [prompt, answer] pair of strings");
-      conversation.messages.push_back({"user", turn[0].get<std::string>()});
-      conversation.messages.push_back({"assistant", turn[1].get<std::string>()});
-    }
-  }
-  std::string prompt = text_field(sample, "instruction", where, true);
-  if (std::string input = text_field(sample, "input", where, false); !input.empty()) prompt += "\n" + input;
-  conversation.messages.push_back({"user", prompt});
-  conversation.messages.push_back({"assistant", text_field(sample, "output", where, true)});
-  return conversation;
-}
-
-std::string sharegpt_role(const std::string& speaker, const SampleSource& where) {
-  if (speaker == "human" || speaker == "user") return "user";
-  if (speaker == "gpt" || speaker == "assistant" || speaker == "model") return "assistant";
-  if (speaker == "system") return "system";
-  fail(where.str() + ": unknown speaker \"" + speaker + "\"; accepted: human/user, gpt/assistant, system");
-}
-
-Conversation from_sharegpt(const json& sample, const SampleSource& where) {
-  const bool openai = sample.contains("messages");
-  const char* list_key = openai ? "messages" : "conversations";
-  const char* role_key = openai ? "role" : "from";
-  const char* text_key = openai ? "content" : "value";
-  ZT_REQUIRE(sample[list_key].is_array() && !sample[list_key].empty(),
-             where.str() + ": \"" + list_key + "\" must be a non-empty list of turns");
-  Conversation conversation;
-  if (std::string system = text_field(sample, "system", where, false); !system.empty())
-    conversation.messages.push_back({"system", system});
-  for (const json& turn : sample[list_key]) {
-    ZT_REQUIRE(turn.is_object(),
-               where.str() + ": every turn must be an object with \"" + role_key + "\" and \"" + text_key + "\"");
-    Message message{sharegpt_role(text_field(turn, role_key, where, true), where),
-                    text_field(turn, text_key, where, true)};
-    ZT_REQUIRE(message.role != "system" || conversation.messages.empty(),
-               where.str() + ": a system turn may only come first");
-    conversation.messages.push_back(message);
-  }
-  std::size_t first = conversation.messages.front().role == "system" ? 1 : 0;
-  for (std::size_t i = first; i < conversation.messages.size(); ++i) {
-    const char* expected = (i - first) % 2 == 0 ? "user" : "assistant";
-    ZT_REQUIRE(conversation.messages[i].role == expected,
-               where.str() + ": turn " + std::to_string(i - first) + " is from " + conversation.messages[i].role +
-                   " but should be from " + expected + " (turns alternate user, assistant, ...)");
-  }
-  ZT_REQUIRE(conversation.messages.back().role == "assistant", where.str() + ": the last turn must be the assistant's");
-  return conversation;
-}
+using json = nlohmann::ordered_json;
 
 std::optional<DataFormat> format_of(const json& sample) {
   if (!sample.is_object()) return std::nullopt;
@@ -125,10 +50,52 @@ void require_format(const json& sample, DataFormat format, const SampleSource& w
        "; a file holds one format: split it into one file per format");
 }
 
+// What makes a sample more than text, as LLaMA-Factory lays multimodal data out: a non-empty
+// `images`, `videos` or `audios` list, or a message content part that is not text.
+std::optional<std::string> media_of(const json& sample) {
+  if (!sample.is_object()) return std::nullopt;
+  for (const char* key : {"images", "videos", "audios"})
+    if (sample.contains(key) && sample[key].is_array() && !sample[key].empty()) return "\"" + std::string(key) + "\"";
+  for (const char* list : {"messages", "conversations"}) {
+    if (!sample.contains(list) || !sample[list].is_array()) continue;
+    for (const json& turn : sample[list])
+      for (const char* key : {"content", "value"})
+        if (turn.is_object() && turn.contains(key) && turn[key].is_array())
+          for (const json& part : turn[key])
+            if (part.is_object() && part.value("type", "") != "text")
+              return "content parts of type " + part.value("type", json("(none)")).dump();
+  }
+  return std::nullopt;
+}
+
+// Refuses the file when samples carry media, counting them by what they carry.
+void refuse_media(const std::vector<std::pair<json, std::size_t>>& samples, const std::string& path) {
+  struct Count {
+    std::size_t samples = 0;
+    std::size_t first = 0;
+  };
+  std::map<std::string, Count> counts;
+  std::size_t with_media = 0;
+  for (std::size_t i = 0; i < samples.size(); ++i)
+    if (std::optional<std::string> media = media_of(samples[i].first)) {
+      Count& count = counts[*media];
+      if (count.samples++ == 0) count.first = i;
+      ++with_media;
+    }
+  if (counts.empty()) return;
+  std::string found;
+  for (const auto& [what, count] : counts)
+    found += (found.empty() ? "" : "; ") + what + " in " + std::to_string(count.samples) + ", the first sample " +
+             std::to_string(count.first);
+  fail(path + ": " + std::to_string(with_media) + " of " + std::to_string(samples.size()) +
+       " samples carry images, videos or audio (" + found +
+       "); zerotune trains on text only: remove those samples, or the key where the text does not refer to the media");
+}
+
 // JSON Lines: one object per non-blank line.
-std::vector<std::pair<json, std::size_t>> read_json_lines(const std::string& text, const std::string& path) {
+std::vector<std::pair<json, std::size_t>> read_json_lines(std::string_view text, const std::string& path) {
   std::vector<std::pair<json, std::size_t>> samples;
-  std::istringstream in(text);
+  std::istringstream in{std::string(text)};
   std::string line;
   for (std::size_t number = 1; std::getline(in, line); ++number) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
@@ -139,26 +106,26 @@ std::vector<std::pair<json, std::size_t>> read_json_lines(const std::string& tex
   return samples;
 }
 
+std::vector<std::pair<json, std::size_t>> read_samples(std::string_view text, const std::string& path) {
+  const std::size_t start = text.find_first_not_of(" \t\r\n");
+  if (start == std::string_view::npos || text[start] != '[') return read_json_lines(text, path);
+  json array = json::parse(text, nullptr, false);
+  ZT_REQUIRE(!array.is_discarded(), path + " is not valid JSON (a JSON array of samples was expected)");
+  std::vector<std::pair<json, std::size_t>> samples;
+  for (json& sample : array) samples.emplace_back(std::move(sample), 0);
+  return samples;
+}
+
 }  // namespace
 
-Dataset load_dataset(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  ZT_REQUIRE(in, "cannot read the data file " + path + ": check the path");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::vector<std::pair<json, std::size_t>> samples;
-  std::size_t start = text.find_first_not_of(" \t\r\n");
-  if (start != std::string::npos && text[start] == '[') {
-    json array = json::parse(text, nullptr, false);
-    ZT_REQUIRE(!array.is_discarded(), path + " is not valid JSON (a JSON array of samples was expected)");
-    for (json& sample : array) samples.emplace_back(std::move(sample), 0);
-  } else {
-    samples = read_json_lines(text, path);
-  }
+Dataset parse_dataset(std::string_view text, const std::string& path) {
+  const std::vector<std::pair<json, std::size_t>> samples = read_samples(text, path);
   ZT_REQUIRE(!samples.empty(), path + " holds no samples");
+  refuse_media(samples, path);
   Dataset dataset;
   dataset.format = detect(samples.front().first, path);
   for (std::size_t i = 0; i < samples.size(); ++i) {
-    SampleSource where{path, i, samples[i].second};
+    const SampleSource where{path, i, samples[i].second};
     const json& sample = samples[i].first;
     ZT_REQUIRE(sample.is_object(), where.str() + " is not a JSON object");
     require_format(sample, dataset.format, where);
@@ -169,6 +136,13 @@ Dataset load_dataset(const std::string& path) {
                                                                       : from_sharegpt(sample, where));
   }
   return dataset;
+}
+
+Dataset load_dataset(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  ZT_REQUIRE(in, "cannot read the data file " + path + ": check the path");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return parse_dataset(text, path);
 }
 
 }  // namespace zt::train

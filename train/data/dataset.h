@@ -1,22 +1,27 @@
 // Training data as users have it: alpaca JSON (`instruction`, `input`, `output`, optional
-// `system` and `history`), ShareGPT JSON (`conversations` of `{from, value}` or OpenAI's
-// `messages` of `{role, content}`) or plain text (`{"text": ...}`, a pre-training document),
-// as one JSON array or JSON Lines. A chat sample becomes a Conversation, which the chat
-// template turns into tokens later; a text sample stays text, tokenized without a template.
+// `system` and `history`), ShareGPT JSON (`conversations` of `{from, value}`, with
+// LLaMA-Factory's `function_call` and `observation` turns and a `tools` column) or OpenAI's
+// `messages` of `{role, content}` (with `tool_calls`, `tool` results and `tools`), or plain
+// text (`{"text": ...}`, a pre-training document), as one JSON array or JSON Lines. A chat
+// sample becomes a Conversation, which the chat template turns into tokens later; a text
+// sample stays text, tokenized without a template. Samples with images, videos or audio are
+// refused: zerotune trains on text.
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include "text/chat_template/chat_template.h"
 
 namespace zt::train {
 
-struct Message {
-  std::string role;  // system | user | assistant
-  std::string content;
-};
-
 struct Conversation {
-  std::vector<Message> messages;  // an optional system message first, then user/assistant turns
+  // An optional system message first, then turns that alternate between the user (or the
+  // results of the tools just called) and the assistant (an answer, or tool calls).
+  std::vector<models::ChatMessage> messages;
+  models::ChatTools tools = {};  // the tools offered, in OpenAI's layout
+  std::string source = {};       // "file: sample 3 (line 4)", for messages about the sample
 };
 
 enum class DataFormat { kAlpaca, kShareGpt, kText };
@@ -32,5 +37,8 @@ struct Dataset {
 // follow it; a malformed sample, or one of another format, is an error naming the file, the
 // sample's index (and line for JSON Lines) and what is wrong.
 Dataset load_dataset(const std::string& path);
+
+// The same from the file's text; `path` names it in messages.
+Dataset parse_dataset(std::string_view text, const std::string& path);
 
 }  // namespace zt::train

@@ -33,19 +33,21 @@ std::size_t last_reply_begin(const models::EncodedConversation& encoded) {
 
 // The tokens the template writes between the last prompt message and the reply: what the
 // conversation without its reply gains from a generation prompt.
-std::size_t reply_header_length(const std::vector<models::ChatMessage>& messages, const EncodeSettings& settings) {
-  const std::vector<models::ChatMessage> prompt(messages.begin(), messages.end() - 1);
-  const std::size_t with = settings.chat_template.encode(settings.tokenizer, prompt, true).ids.size();
-  const std::size_t without = settings.chat_template.encode(settings.tokenizer, prompt, false).ids.size();
+std::size_t reply_header_length(const Conversation& conversation, const EncodeSettings& settings) {
+  const std::vector<models::ChatMessage> prompt(conversation.messages.begin(), conversation.messages.end() - 1);
+  auto length = [&](bool generation_prompt) {
+    return settings.chat_template.encode(settings.tokenizer, prompt, generation_prompt, conversation.tools).ids.size();
+  };
+  const std::size_t with = length(true);
+  const std::size_t without = length(false);
   return with > without ? with - without : 0;
 }
 
 // The conversation's ids and labels, and where its last reply begins.
 std::pair<TokenizedSample, ReplySpan> encode_conversation(const Conversation& conversation,
                                                           const EncodeSettings& settings) {
-  std::vector<models::ChatMessage> messages;
-  for (const Message& m : conversation.messages) messages.push_back({m.role, m.content});
-  const models::EncodedConversation encoded = settings.chat_template.encode(settings.tokenizer, messages, false);
+  const models::EncodedConversation encoded =
+      settings.chat_template.encode(settings.tokenizer, conversation.messages, false, conversation.tools);
   TokenizedSample sample;
   for (std::size_t i = 0; i < encoded.ids.size(); ++i) {
     sample.ids.push_back(encoded.ids[i]);
@@ -54,8 +56,18 @@ std::pair<TokenizedSample, ReplySpan> encode_conversation(const Conversation& co
   ReplySpan reply{last_reply_begin(encoded), 0};
   // Only a sample that will be cut pays for the header's two extra encodings.
   if (static_cast<std::int64_t>(sample.ids.size()) > settings.options.max_length)
-    reply.header = std::min(reply_header_length(messages, settings), reply.begin);
+    reply.header = std::min(reply_header_length(conversation, settings), reply.begin);
   return {std::move(sample), reply};
+}
+
+// The same, with a template's refusal (a role or tools it has no place for) naming the sample.
+std::pair<TokenizedSample, ReplySpan> encode_sample(const Conversation& conversation, const EncodeSettings& settings) {
+  try {
+    return encode_conversation(conversation, settings);
+  } catch (const Error& e) {
+    if (conversation.source.empty()) throw;
+    fail(conversation.source + ": " + e.what());
+  }
 }
 
 // The sample of dataset entry `s`, cut to max_length; nullopt when it is skipped instead.
@@ -67,7 +79,7 @@ std::optional<TokenizedSample> encode_one(const Dataset& dataset, std::size_t s,
   if (dataset.format == DataFormat::kText)
     sample = encode_text(dataset.texts[s], settings.tokenizer);
   else
-    std::tie(sample, reply) = encode_conversation(dataset.samples[s], settings);
+    std::tie(sample, reply) = encode_sample(dataset.samples[s], settings);
   if (sample.ids.size() <= max_length) return sample;
   if (settings.options.overlong == Overlong::kSkip) {
     ++out.skipped;

@@ -1,6 +1,7 @@
-// Datasets to training samples. A conversation goes through the chat template: ids, and
-// labels that are the ids on the assistant's replies (their end-of-turn token included;
-// every token with --train_on_prompt) and -100 elsewhere. A plain text is tokenized as
+// Datasets to training samples. A conversation goes through the chat template with its
+// tools: ids, and labels that are the ids on the assistant's replies and tool calls (their
+// end-of-turn token included; every token with --train_on_prompt) and -100 elsewhere; a
+// template's refusal (tools it has no format for) names the sample. A plain text is tokenized as
 // run_clm does, then ends with eos, and every token is trained. Samples longer than
 // --max_length are cut keeping the last reply (train/data/sample_truncation.h) or skipped. With
 // workers > 0 (--dataloader_num_workers) the samples are encoded on that many threads; the

@@ -1,6 +1,6 @@
 // The built-in chat templates: rendered text worked out from each model's own template, and
-// the encoding for training (which tokens are answers), checked with a tokenizer that makes
-// every encode call visible.
+// the encoding for training (which tokens are answers, tool calls included, tool results not),
+// checked with a tokenizer that makes every encode call visible.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -72,21 +72,32 @@ std::string render(std::string_view name, const std::vector<ChatMessage>& messag
   return make_chat_template(name)->render(messages, generation_prompt);
 }
 
-TEST(ChatTemplate, QwenRendersChatMlAsQwen3Does) {
-  EXPECT_EQ(render("qwen", {{"user", "Hi"}}, true), "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
-  EXPECT_EQ(render("qwen", {{"user", "Hi"}}, false), "<|im_start|>user\nHi<|im_end|>\n");
-  // No default system prompt; the answer after the last question gets an empty think block.
-  EXPECT_EQ(render("qwen", {{"system", "S"}, {"user", "U"}, {"assistant", "A"}}, false),
+TEST(ChatTemplate, QwenFamiliesDifferInSystemPromptAndThinkBlock) {
+  // Qwen2.5 (`qwen`) and Qwen2 write their default system prompt; neither writes a think block.
+  EXPECT_EQ(render("qwen", {{"user", "Hi"}}, true),
+            "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n"
+            "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+  EXPECT_EQ(render("qwen2.5", {{"user", "Hi"}}, true), render("qwen", {{"user", "Hi"}}, true));
+  EXPECT_EQ(render("qwen2", {{"user", "U"}, {"assistant", "A"}}, false),
+            "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\nU<|im_end|>\n"
+            "<|im_start|>assistant\nA<|im_end|>\n");
+  EXPECT_EQ(render("qwen", {{"system", "S"}, {"user", "U"}}, false),
+            "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nU<|im_end|>\n");
+  // Qwen3: no default system prompt; the answer after the last question gets a think block.
+  EXPECT_EQ(render("qwen3", {{"user", "Hi"}}, true), "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+  EXPECT_EQ(render("qwen3", {{"system", "S"}, {"user", "U"}, {"assistant", "A"}}, false),
             "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nU<|im_end|>\n"
             "<|im_start|>assistant\n<think>\n\n</think>\n\nA<|im_end|>\n");
-  // Reasoning in an earlier turn is dropped.
-  EXPECT_EQ(render("qwen", {{"user", "Q1"}, {"assistant", "<think>r1</think>A1"}, {"user", "Q2"}}, true),
+  EXPECT_EQ(render("qwen3", {{"user", "Q1"}, {"assistant", "<think>r1</think>A1"}, {"user", "Q2"}}, true),
             "<|im_start|>user\nQ1<|im_end|>\n<|im_start|>assistant\nA1<|im_end|>\n"
             "<|im_start|>user\nQ2<|im_end|>\n<|im_start|>assistant\n");
-  EXPECT_EQ(render("qwen", {{"user", "Why"}, {"assistant", "<think>\nbecause\n\n</think>\n\nSo."}}, false),
+  // Without thinking the generation prompt closes an empty think block.
+  EXPECT_EQ(render("qwen3_nothink", {{"user", "Hi"}}, true),
+            "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n");
+  ChatMessage reasoned{"assistant", "So."};
+  reasoned.reasoning_content = "\nbecause\n";
+  EXPECT_EQ(render("qwen3", {{"user", "Why"}, reasoned}, false),
             "<|im_start|>user\nWhy<|im_end|>\n<|im_start|>assistant\n<think>\nbecause\n</think>\n\nSo.<|im_end|>\n");
-  EXPECT_EQ(render("qwen", {{"user", "a"}, {"system", "b"}}, false),
-            "<|im_start|>user\na<|im_end|>\n<|im_start|>system\nb<|im_end|>\n");
 }
 
 TEST(ChatTemplate, GlmFamilyRendersTheirLayouts) {
@@ -100,10 +111,50 @@ TEST(ChatTemplate, GlmFamilyRendersTheirLayouts) {
 }
 
 TEST(ChatTemplate, QwenTrainsTheAnswerAndItsEndToken) {
-  expect_encoding("qwen", {{"user", "U"}, {"assistant", "A"}}, false,
+  expect_encoding("qwen3", {{"user", "U"}, {"assistant", "A"}}, false,
                   Expected()
                       .token(1001)
                       .piece("user\nU")
+                      .token(1002)
+                      .piece("\n")
+                      .token(1001)
+                      .piece("assistant\n")
+                      .piece("<think>\n\n</think>\n\nA", true)
+                      .token(1002, true)
+                      .piece("\n"));
+  // Without thinking the empty block belongs to the generation prompt, so it is not trained.
+  expect_encoding("qwen3_nothink", {{"user", "U"}, {"assistant", "A"}}, false,
+                  Expected()
+                      .token(1001)
+                      .piece("user\nU")
+                      .token(1002)
+                      .piece("\n")
+                      .token(1001)
+                      .piece("assistant\n<think>\n\n</think>\n\n")
+                      .piece("A", true)
+                      .token(1002, true)
+                      .piece("\n"));
+}
+
+TEST(ChatTemplate, QwenTrainsToolCallsButNotToolResults) {
+  ChatMessage call{"assistant", ""};
+  call.tool_calls = {{"get_weather", R"({"city": "Paris"})"}};
+  const std::vector<ChatMessage> messages = {{"user", "U"}, call, {"tool", "17"}, {"assistant", "A"}};
+  const std::string call_text =
+      "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>";
+  expect_encoding("qwen3", messages, false,
+                  Expected()
+                      .token(1001)
+                      .piece("user\nU")
+                      .token(1002)
+                      .piece("\n")
+                      .token(1001)
+                      .piece("assistant\n")
+                      .piece(call_text, true)
+                      .token(1002, true)
+                      .piece("\n")
+                      .token(1001)
+                      .piece("user\n<tool_response>\n17\n</tool_response>")
                       .token(1002)
                       .piece("\n")
                       .token(1001)
@@ -144,6 +195,37 @@ TEST(ChatTemplate, Glm4TrainsTheNextRoleTokenAfterAnAnswer) {
       Expected().token(1003).token(1005).token(1007).piece("\nU").token(1008).piece("\nA", true).token(1010, true));
 }
 
+TEST(ChatTemplate, GlmToolCallsAreAssistantTurnsNamedByTheTool) {
+  ChatMessage call{"assistant", ""};
+  call.tool_calls = {{"get_weather", R"({"city": "北京"})"}};
+  const std::vector<ChatMessage> messages = {{"user", "U"}, call, {"tool", "17"}, {"assistant", "A"}};
+  // The model writes the call and ends it with <|observation|>; the result is prompt.
+  expect_encoding("glm4", messages, false,
+                  Expected()
+                      .token(1003)
+                      .token(1005)
+                      .token(1007)
+                      .piece("\nU")
+                      .token(1008)
+                      .piece("get_weather\n{\"city\": \"北京\"}", true)
+                      .token(1011, true)
+                      .piece("\n17")
+                      .token(1008)
+                      .piece("\nA", true)
+                      .token(1010, true));
+  expect_encoding("chatglm3", {{"user", "U"}, call}, false,
+                  Expected()
+                      .token(1003)
+                      .token(1004)
+                      .token(1007)
+                      .piece("\n")
+                      .piece("U")
+                      .token(1008)
+                      .piece("get_weather\n", true)
+                      .piece("```python\ntool_call(city='北京')\n```", true)
+                      .token(1009, true));
+}
+
 TEST(ChatTemplate, Chatglm2TrainsTheLastAnswerAndEos) {
   expect_encoding("chatglm2", {{"user", "q1"}, {"assistant", "a1"}, {"user", "q2"}, {"assistant", "a2"}}, false,
                   Expected()
@@ -155,11 +237,23 @@ TEST(ChatTemplate, Chatglm2TrainsTheLastAnswerAndEos) {
 }
 
 TEST(ChatTemplate, RefusalsSayWhatIsAccepted) {
-  EXPECT_NE(error_of([] { make_chat_template("llama3"); }).find("accepted: qwen, chatglm3, glm4, chatglm2, none"),
+  EXPECT_NE(error_of([] {
+              make_chat_template("llama3");
+            }).find("accepted: qwen (alias qwen2.5), qwen2, qwen3, qwen3_nothink, glm4, chatglm3, chatglm2, none"),
             std::string::npos);
   EXPECT_NE(error_of([] {
-              render("qwen", {{"tool", "x"}}, false);
-            }).find("message 0 has role 'tool'; this template accepts system, user, assistant"),
+              render("qwen", {{"function", "x"}}, false);
+            }).find("message 0 has role 'function'; this template accepts system, user, assistant, tool"),
+            std::string::npos);
+  ChatMessage call{"assistant", ""};
+  call.tool_calls = {{"f", "{}"}};
+  EXPECT_NE(error_of([&] {
+              render("chatglm2", {{"user", "u"}, call}, false);
+            }).find("chat template 'chatglm2' has no tool format, but this conversation calls tools"),
+            std::string::npos);
+  EXPECT_NE(error_of([] {
+              make_chat_template("none")->render({{"user", "u"}}, true, {R"({"type": "function"})"});
+            }).find("chat template 'none' has no tool format, but this conversation offers tools"),
             std::string::npos);
   EXPECT_NE(error_of([] { render("qwen", {}, true); }).find("the conversation is empty"), std::string::npos);
   EXPECT_NE(error_of([] {
@@ -175,17 +269,6 @@ TEST(ChatTemplate, RefusalsSayWhatIsAccepted) {
   EXPECT_NE(error_of([&] {
               make_chat_template("qwen")->encode(tok, {{"user", "u"}}, true);
             }).find("chat template 'qwen' needs the token '<|im_start|>'"),
-            std::string::npos);
-}
-
-TEST(ChatTemplate, ChosenFromTheModelType) {
-  EXPECT_EQ(chat_template_name_for("qwen2", 151936, ""), "qwen");
-  EXPECT_EQ(chat_template_name_for("qwen3", 151936, ""), "qwen");
-  EXPECT_EQ(chat_template_name_for("glm4", 151552, ""), "glm4");
-  EXPECT_EQ(chat_template_name_for("chatglm", 151552, ""), "glm4");
-  EXPECT_EQ(chat_template_name_for("chatglm", 65024, "{% for m in messages %}[Round {{ loop.index }}]"), "chatglm2");
-  EXPECT_EQ(chat_template_name_for("chatglm", 65024, ""), "chatglm3");
-  EXPECT_NE(error_of([] { chat_template_name_for("llama", 32000, ""); }).find("no built-in chat template"),
             std::string::npos);
 }
 

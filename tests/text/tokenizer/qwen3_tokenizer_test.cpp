@@ -1,5 +1,5 @@
 // The real Qwen3 tokenizer against Hugging Face: every corpus line must give HF's ids, and
-// the qwen chat template HF's apply_chat_template text. The expected files are written by
+// the qwen3 chat template HF's apply_chat_template text. The expected files are written by
 // scripts/tokenizer_expected.py; the tokenizer folder (11 MB) is not in the repository.
 #include <gtest/gtest.h>
 

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "tests/common/op_test_util.h"
 #include "tests/common/process_test_util.h"
@@ -122,6 +123,126 @@ TEST_F(DatasetFile, ErrorsNameTheFileSampleAndLine) {
   path = write("type.json", R"([{"instruction": 3, "output": "y"}])");
   msg = testing::error_of([&] { load_dataset(path); });
   EXPECT_NE(msg.find("\"instruction\" must be a string"), std::string::npos) << msg;
+}
+
+const std::filesystem::path kLlamaFactory = std::filesystem::path(ZT_SOURCE_DIR) / "tests/data/training/llamafactory";
+
+TEST(LlamaFactoryData, AlpacaDemo) {
+  const Dataset data = load_dataset((kLlamaFactory / "alpaca_en_demo.json").string());
+  ASSERT_EQ(data.samples.size(), 2u);
+  ASSERT_EQ(data.samples[0].messages.size(), 2u);
+  EXPECT_EQ(data.samples[0].messages[0].content,
+            "Transform the following sentence using a synonym: The car sped quickly.");
+  EXPECT_EQ(data.samples[0].messages[1].content, "The car accelerated rapidly.");
+  EXPECT_EQ(data.samples[1].messages[0].content,
+            "Given the parameters of a triangle, find out its perimeter.\nSide 1 = 4\nSide 2 = 6\nSide 3 = 8");
+  EXPECT_TRUE(data.samples[1].tools.empty());
+}
+
+TEST(LlamaFactoryData, GlaiveToolCallsBecomeCallsResultsAndOpenAiTools) {
+  const std::string path = (kLlamaFactory / "glaive_toolcall_en_demo.json").string();
+  const Dataset data = load_dataset(path);
+  ASSERT_EQ(data.samples.size(), 2u);
+  EXPECT_TRUE(data.samples[0].tools.empty());  // "tools": "[]"
+  const Conversation& tools = data.samples[1];
+  EXPECT_EQ(tools.source, path + ": sample 1");
+  ASSERT_EQ(tools.tools.size(), 2u);
+  // Bare functions are wrapped as OpenAI's tools list holds them, their keys in order.
+  const auto tool = nlohmann::ordered_json::parse(tools.tools[0]);
+  EXPECT_EQ(tool["type"], "function");
+  EXPECT_EQ(tool["function"].begin().key(), "name");
+  EXPECT_EQ(tool["function"]["name"], "calculate_area");
+  ASSERT_EQ(tools.messages.size(), 12u);
+  const models::ChatMessage& call = tools.messages[1];
+  EXPECT_EQ(call.role, "assistant");
+  EXPECT_EQ(call.content, "");
+  ASSERT_EQ(call.tool_calls.size(), 1u);
+  EXPECT_EQ(call.tool_calls[0].name, "calculate_area");
+  EXPECT_EQ(call.tool_calls[0].arguments, R"({"shape":"rectangle","dimensions":[5,3]})");
+  EXPECT_EQ(tools.messages[2].role, "tool");
+  EXPECT_EQ(tools.messages[2].content, R"({"area": 15})");
+  EXPECT_EQ(tools.messages[3].role, "assistant");
+  EXPECT_TRUE(tools.messages[3].tool_calls.empty());
+}
+
+TEST(LlamaFactoryData, MultimodalDemoIsRefusedNamingFileCountAndKey) {
+  const std::string path = (kLlamaFactory / "mllm_demo.json").string();
+  const std::string msg = testing::error_of([&] { load_dataset(path); });
+  EXPECT_NE(msg.find(path + ": 2 of 2 samples carry images, videos or audio (\"images\" in 2, the first sample 0)"),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("zerotune trains on text only"), std::string::npos) << msg;
+}
+
+TEST_F(DatasetFile, OpenAiMessagesWithTextPartsToolCallsAndReasoning) {
+  const Dataset data = load_dataset(write(
+      "openai.jsonl",
+      R"({"tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {}}}], "messages": [)"
+      R"({"role": "system", "content": "S"},)"
+      R"({"role": "user", "content": [{"type": "text", "text": "Weather in "}, {"type": "text", "text": "Paris?"}]},)"
+      R"({"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\", \"days\": 2}"}}]},)"
+      R"({"role": "tool", "tool_call_id": "c1", "content": "17"},)"
+      R"({"role": "tool", "tool_call_id": "c2", "content": "18"},)"
+      R"({"role": "assistant", "content": "It is 17.", "reasoning_content": "The tool said so."}]})"
+      "\n"));
+  ASSERT_EQ(data.samples.size(), 1u);
+  const Conversation& c = data.samples[0];
+  ASSERT_EQ(c.tools.size(), 1u);
+  ASSERT_EQ(c.messages.size(), 6u);
+  EXPECT_EQ(c.messages[1].content, "Weather in Paris?");
+  ASSERT_EQ(c.messages[2].tool_calls.size(), 1u);
+  EXPECT_EQ(c.messages[2].tool_calls[0].arguments, R"({"city":"Paris","days":2})");
+  EXPECT_EQ(c.messages[3].role, "tool");
+  EXPECT_EQ(c.messages[4].content, "18");
+  EXPECT_EQ(c.messages[5].reasoning_content, "The tool said so.");
+  EXPECT_FALSE(c.messages[2].reasoning_content.has_value());
+}
+
+TEST_F(DatasetFile, MediaInContentPartsIsRefusedAndEmptyMediaListsAreNot) {
+  std::string path = write(
+      "parts.jsonl",
+      R"({"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]})"
+      "\n"
+      R"({"messages": [{"role": "user", "content": [{"type": "text", "text": "What is it?"}, {"type": "image_url", "image_url": {"url": "x.png"}}]}, {"role": "assistant", "content": "A cat."}]})"
+      "\n"
+      R"({"messages": [{"role": "user", "content": "<audio>Transcribe."}, {"role": "assistant", "content": "Hi."}], "audios": ["a.wav"]})"
+      "\n");
+  std::string msg = testing::error_of([&] { load_dataset(path); });
+  EXPECT_NE(msg.find(path + ": 2 of 3 samples carry"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("\"audios\" in 1, the first sample 2"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("content parts of type \"image_url\" in 1, the first sample 1"), std::string::npos) << msg;
+  path = write("empty_media.json", R"([{"instruction": "i", "output": "o", "images": [], "videos": []}])");
+  EXPECT_EQ(load_dataset(path).samples.size(), 1u);
+}
+
+TEST_F(DatasetFile, ToolTurnsAreCheckedLikeTheOthers) {
+  std::string path = write("call.json", R"json([{"conversations": [{"from": "human", "value": "q"},
+      {"from": "function_call", "value": "calculate_area(5, 3)"}, {"from": "observation", "value": "15"},
+      {"from": "gpt", "value": "15"}]}])json");
+  std::string msg = testing::error_of([&] { load_dataset(path); });
+  EXPECT_NE(msg.find(path + ": sample 0, turn 1: a function_call turn holds JSON"), std::string::npos) << msg;
+
+  path = write("first.json", R"json([{"conversations": [{"from": "observation", "value": "15"},
+      {"from": "gpt", "value": "a"}]}])json");
+  msg = testing::error_of([&] { load_dataset(path); });
+  EXPECT_NE(msg.find("turn 0 is from tool but should be from user"), std::string::npos) << msg;
+
+  path = write("args.json", R"json([{"messages": [{"role": "user", "content": "q"}, {"role": "assistant",
+      "content": null, "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": "city=Paris"}}]}]}])json");
+  msg = testing::error_of([&] { load_dataset(path); });
+  EXPECT_NE(msg.find("the arguments of the call of 'f' are text that is not JSON"), std::string::npos) << msg;
+
+  path = write("tools.json", R"json([{"tools": "{\"name\": \"f\"}", "conversations": [{"from": "human", "value": "q"},
+      {"from": "gpt", "value": "a"}]}])json");
+  msg = testing::error_of([&] { load_dataset(path); });
+  EXPECT_NE(msg.find("\"tools\" must be a list of functions"), std::string::npos) << msg;
+
+  path = write("parallel.json", R"json([{"conversations": [{"from": "human", "value": "q"},
+      {"from": "function_call", "value": "[{\"name\": \"f\", \"arguments\": {}}, {\"name\": \"g\", \"arguments\": {\"x\": 1}}]"},
+      {"from": "observation", "value": "r"}, {"from": "gpt", "value": "a"}]}])json");
+  const Dataset data = load_dataset(path);
+  ASSERT_EQ(data.samples[0].messages[1].tool_calls.size(), 2u);
+  EXPECT_EQ(data.samples[0].messages[1].tool_calls[1].arguments, R"json({"x":1})json");
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "runtime/error.h"
+#include "tests/common/op_test_util.h"
 #include "text/chat_template/chat_template.h"
 #include "text/tokenizer/tokenizer.h"
 #include "train/data/sample_encoding.h"
@@ -22,7 +23,8 @@ class SampleEncoding : public ::testing::Test {
   void SetUp() override {
     if (!models::tokenizers_available()) GTEST_SKIP() << models::tokenizer_support_message();
     tokenizer_ = models::load_tokenizer(kModel);
-    template_ = models::make_chat_template("qwen");
+    // Qwen3's layout: no default system prompt, so prompt lengths are the conversation's own.
+    template_ = models::make_chat_template("qwen3");
     dataset_ = load_dataset(kData);
   }
 
@@ -112,7 +114,8 @@ std::string words(int count, const std::string& word) {
 // A conversation encoded whole, and cut to max_length.
 class Truncation : public SampleEncoding {
  protected:
-  std::pair<TokenizedSample, TokenizedSample> whole_and_cut(std::vector<Message> messages, std::int64_t max_length) {
+  std::pair<TokenizedSample, TokenizedSample> whole_and_cut(std::vector<models::ChatMessage> messages,
+                                                            std::int64_t max_length) {
     const Dataset data = conversations({Conversation{std::move(messages)}});
     const EncodedDataset whole = encode_dataset(data, *template_, *tokenizer_, {.max_length = 1 << 20});
     const EncodedDataset cut = encode_dataset(data, *template_, *tokenizer_, {.max_length = max_length});
@@ -205,6 +208,48 @@ TEST_F(Truncation, SkippingLeavesOverLongConversationsOutAndCountsThem) {
   EXPECT_EQ(
       encoded.samples[1].ids,
       encode_dataset(conversations({data.samples[2]}), *template_, *tokenizer_, {.max_length = 64}).samples.at(0).ids);
+}
+
+// The texts of the runs of labelled tokens.
+std::vector<std::string> trained_texts(const TokenizedSample& sample, const models::Tokenizer& tokenizer) {
+  std::vector<std::string> out;
+  std::vector<models::TokenId> run;
+  for (std::size_t i = 0; i <= sample.labels.size(); ++i) {
+    if (i < sample.labels.size() && sample.labels[i] != kIgnoreIndex) {
+      run.push_back(sample.ids[i]);
+    } else if (!run.empty()) {
+      out.push_back(tokenizer.decode(run));
+      run.clear();
+    }
+  }
+  return out;
+}
+
+Conversation tool_conversation() {
+  models::ChatMessage call{"assistant", ""};
+  call.tool_calls = {{"get_weather", R"({"city":"Paris"})"}};
+  return Conversation{{{"user", "Weather in Paris?"}, call, {"tool", "17"}, {"assistant", "It is 17."}},
+                      {R"({"type":"function","function":{"name":"get_weather"}})"},
+                      "data.json: sample 4"};
+}
+
+TEST_F(SampleEncoding, ToolCallsAreTrainedAndToolResultsAreNot) {
+  const auto qwen = models::make_chat_template("qwen");
+  const EncodedDataset encoded =
+      encode_dataset(conversations({tool_conversation()}), *qwen, *tokenizer_, {.max_length = 4096});
+  ASSERT_EQ(encoded.samples.size(), 1u);
+  EXPECT_EQ(
+      trained_texts(encoded.samples[0], *tokenizer_),
+      (std::vector<std::string>{
+          "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call><|im_end|>",
+          "It is 17.<|im_end|>"}));
+}
+
+TEST_F(SampleEncoding, ATemplateWithoutToolsNamesTheSample) {
+  const auto chatglm2 = models::make_chat_template("chatglm2");
+  const std::string error = testing::error_of(
+      [&] { encode_dataset(conversations({tool_conversation()}), *chatglm2, *tokenizer_, {.max_length = 4096}); });
+  EXPECT_NE(error.find("data.json: sample 4: chat template 'chatglm2' has no tool format"), std::string::npos) << error;
 }
 
 }  // namespace

@@ -1,0 +1,205 @@
+// One tool-use conversation per family encoded with a real tokenizer of that family: ids where
+// the family's own code puts them (template tokens by id, added tokens such as <tool_call>
+// matched inside text, ChatGLM's pieces encoded one by one) and labels on exactly the
+// assistant's answers, tool calls included, tool results not.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "runtime/error.h"
+#include "text/chat_template/chat_template.h"
+
+#if ZT_HAVE_TEXT
+#include <sentencepiece_processor.h>
+#include <sentencepiece_trainer.h>
+#endif
+
+namespace zt::models {
+namespace {
+
+namespace fs = std::filesystem;
+
+// user, a call of get_weather, its result, the answer.
+std::vector<ChatMessage> tool_round() {
+  ChatMessage call{"assistant", ""};
+  call.tool_calls = {{"get_weather", R"({"city": "Paris"})"}};
+  return {{"user", "Weather in Paris?"}, call, {"tool", "17"}, {"assistant", "It is 17."}};
+}
+
+const ChatTools kTools = {
+    R"({"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}})"};
+
+// The texts of the runs of answer ids, decoded.
+std::vector<std::string> answers(const Tokenizer& tok, const EncodedConversation& encoded) {
+  std::vector<std::string> out;
+  std::vector<TokenId> run;
+  for (std::size_t i = 0; i <= encoded.ids.size(); ++i) {
+    if (i < encoded.ids.size() && encoded.answer[i]) {
+      run.push_back(encoded.ids[i]);
+    } else if (!run.empty()) {
+      out.push_back(tok.decode(run));
+      run.clear();
+    }
+  }
+  return out;
+}
+
+std::string qwen_tokenizer_dir() {
+  std::vector<fs::path> places;
+  if (const char* env = std::getenv("ZT_QWEN_TOKENIZER_DIR")) places.emplace_back(env);
+  places.push_back(fs::path(ZT_SOURCE_DIR) / ".fixtures/qwen3-tokenizer");
+  places.push_back(fs::path(ZT_SOURCE_DIR) / "../shared/data/qwen3-tokenizer");
+  for (const fs::path& p : places)
+    if (fs::is_regular_file(p / "tokenizer.json")) return p.string();
+  return {};
+}
+
+TEST(TemplateTokens, QwenToolCallsAndResultsWithTheQwenTokenizer) {
+  if (!tokenizers_available() || qwen_tokenizer_dir().empty())
+    GTEST_SKIP() << "no Qwen tokenizer: set ZT_QWEN_TOKENIZER_DIR to a folder with Qwen's tokenizer.json";
+  const auto tok = load_tokenizer(qwen_tokenizer_dir());
+  const std::string call =
+      "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>";
+  for (const char* name : {"qwen", "qwen3"}) {
+    const auto chat = make_chat_template(name);
+    const EncodedConversation encoded = chat->encode(*tok, tool_round(), false, kTools);
+    // No answer starts with whitespace, so the pieces encode as the whole text does.
+    EXPECT_EQ(encoded.ids, tok->encode(chat->render(tool_round(), false, kTools), false)) << name;
+    const std::string last = std::string(name) == "qwen3" ? "<think>\n\n</think>\n\nIt is 17." : "It is 17.";
+    EXPECT_EQ(answers(*tok, encoded), (std::vector<std::string>{call + "<|im_end|>", last + "<|im_end|>"})) << name;
+    // <tool_call> and <tool_response> are Qwen's added tokens, matched inside the text.
+    const auto count = [&](TokenId id) { return std::count(encoded.ids.begin(), encoded.ids.end(), id); };
+    EXPECT_EQ(count(151657), 3) << name;  // <tool_call>: the call, and twice in the system turn's instructions
+    EXPECT_EQ(count(151665), 1) << name;  // <tool_response>
+  }
+}
+
+TEST(TemplateTokens, Glm4ToolCallWithGlm4Tokens) {
+  if (!tokenizers_available()) GTEST_SKIP() << "built without the text libraries";
+  const auto tok = load_tokenizer((fs::path(ZT_SOURCE_DIR) / "tests/data/tokenizer/tiny_tiktoken").string());
+  const EncodedConversation encoded = make_chat_template("glm4")->encode(*tok, tool_round(), false);
+  // tiny_tiktoken's GLM-4 specials: <|endoftext|> 260, [gMASK] 262, <sop> 264, <|user|> 267,
+  // <|assistant|> 268, <|observation|> 269.
+  std::vector<TokenId> expected = {262, 264, 267};
+  std::vector<bool> answer = {false, false, false};
+  auto text = [&](const std::string& s, bool is_answer) {
+    for (TokenId id : tok->encode(s, false)) {
+      expected.push_back(id);
+      answer.push_back(is_answer);
+    }
+  };
+  auto token = [&](TokenId id, bool is_answer) {
+    expected.push_back(id);
+    answer.push_back(is_answer);
+  };
+  text("\nWeather in Paris?", false);
+  token(268, false);
+  text("get_weather\n{\"city\": \"Paris\"}", true);
+  token(269, true);
+  text("\n17", false);
+  token(268, false);
+  text("\nIt is 17.", true);
+  token(260, true);
+  EXPECT_EQ(encoded.ids, expected);
+  EXPECT_EQ(encoded.answer, answer);
+}
+
+#if ZT_HAVE_TEXT
+class Sentences : public sentencepiece::SentenceIterator {
+ public:
+  bool done() const override { return index_ >= 600; }
+  void Next() override { ++index_; }
+  const std::string& value() const override { return kText[index_ % kText.size()]; }
+  sentencepiece::util::Status status() const override { return {}; }
+
+ private:
+  const std::vector<std::string> kText = {"Weather in Paris? It is 17.", "get_weather tool_call city='Paris'",
+                                          "```python\nprint(1)\n```", "你好，天气怎么样？"};
+  std::size_t index_ = 0;
+};
+
+// A ChatGLM2/3-style sentencepiece model trained here; expected ids come from
+// libsentencepiece itself, one piece at a time as ChatGLM's build_single_message encodes.
+class ChatGlmTokens : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = fs::temp_directory_path() / ("zt_chatglm_tokens_" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+    Sentences sentences;
+    std::string model;
+    const auto status = sentencepiece::SentencePieceTrainer::Train({{"model_type", "bpe"},
+                                                                    {"vocab_size", "400"},
+                                                                    {"byte_fallback", "true"},
+                                                                    {"character_coverage", "1.0"},
+                                                                    {"remove_extra_whitespaces", "false"},
+                                                                    {"normalization_rule_name", "identity"},
+                                                                    {"minloglevel", "2"}},
+                                                                   &sentences, &model);
+    ASSERT_TRUE(status.ok()) << status.ToString();
+    std::ofstream(dir_ / "tokenizer.model", std::ios::binary) << model;
+    ASSERT_TRUE(sp_.LoadFromSerializedProto(model).ok());
+  }
+  static void TearDownTestSuite() { fs::remove_all(dir_); }
+
+  std::vector<TokenId> piece(const std::string& text) const {
+    std::vector<int> ids;
+    EXPECT_TRUE(sp_.Encode(text, &ids).ok());
+    return {ids.begin(), ids.end()};
+  }
+  // ChatGLM's specials follow the vocabulary: [gMASK] n+1, sop n+3, <|user|> n+6,
+  // <|assistant|> n+7, <|observation|> n+8.
+  TokenId special(int offset) const { return sp_.GetPieceSize() + offset; }
+
+  static inline fs::path dir_;
+  static inline sentencepiece::SentencePieceProcessor sp_;
+};
+
+TEST_F(ChatGlmTokens, Chatglm3ToolCallAsItsFineTuningCodeEncodesIt) {
+  const auto tok = load_tokenizer(dir_.string());
+  const EncodedConversation encoded = make_chat_template("chatglm3")->encode(*tok, tool_round(), false);
+  std::vector<TokenId> expected = {special(1), special(3), special(6)};
+  std::vector<bool> answer(3, false);
+  auto add = [&](const std::vector<TokenId>& ids, bool is_answer) {
+    expected.insert(expected.end(), ids.begin(), ids.end());
+    answer.resize(expected.size(), is_answer);
+  };
+  add(piece("\n"), false);
+  add(piece("Weather in Paris?"), false);
+  add({special(7)}, false);
+  add(piece("get_weather\n"), true);
+  add(piece("```python\ntool_call(city='Paris')\n```"), true);
+  add({special(8)}, true);
+  add(piece("\n"), false);
+  add(piece("17"), false);
+  add({special(7)}, false);
+  add(piece("\n"), true);
+  add(piece("It is 17."), true);
+  add({sp_.eos_id()}, true);
+  EXPECT_EQ(encoded.ids, expected);
+  EXPECT_EQ(encoded.answer, answer);
+}
+
+TEST_F(ChatGlmTokens, Chatglm2TrainsTheLastAnswerAndRefusesTools) {
+  const auto tok = load_tokenizer(dir_.string());
+  const auto chat = make_chat_template("chatglm2");
+  const EncodedConversation encoded = chat->encode(
+      *tok, {{"user", "你好"}, {"assistant", "Weather"}, {"user", "Paris?"}, {"assistant", "It is 17."}}, false);
+  std::vector<TokenId> expected = {special(1), special(3)};
+  for (TokenId id : piece("[Round 1]\n\n问：你好\n\n答：Weather\n\n[Round 2]\n\n问：Paris?\n\n答："))
+    expected.push_back(id);
+  const std::size_t prompt = expected.size();
+  for (TokenId id : piece("It is 17.")) expected.push_back(id);
+  expected.push_back(sp_.eos_id());
+  EXPECT_EQ(encoded.ids, expected);
+  for (std::size_t i = 0; i < expected.size(); ++i) EXPECT_EQ(encoded.answer[i], i >= prompt) << i;
+  EXPECT_THROW(chat->encode(*tok, tool_round(), false), Error);
+}
+#endif
+
+}  // namespace
+}  // namespace zt::models

@@ -1,0 +1,64 @@
+// Qwen2's and Qwen2.5's ChatML, as the chat_template of their tokenizer_config.json renders
+// it: a system turn always (the default prompt when the conversation has none: Qwen2.5
+// Instruct's "You are Qwen, created by Alibaba Cloud. ...", Qwen2 Instruct's and the Qwen2.5
+// base models' "You are a helpful assistant."), the tools listed in that system turn, tool
+// calls as <tool_call> blocks in the assistant's turn, tool results as <tool_response> blocks
+// in a user turn, and no <think> block.
+#include "text/chat_template/chat_template.h"
+#include "text/chat_template/qwen_chatml.h"
+
+namespace zt::models {
+namespace {
+
+class Qwen2ChatTemplate final : public ChatTemplate {
+ public:
+  Qwen2ChatTemplate(std::string name, std::string default_system)
+      : name_(std::move(name)), default_system_(std::move(default_system)) {}
+
+  std::string_view name() const override { return name_; }
+  std::vector<std::string> end_of_turn_tokens() const override { return {"<|im_end|>"}; }
+
+  std::vector<ChatPart> parts(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
+                              const ChatTools& tools) const override {
+    require_roles(messages, name(), {"system", "user", "assistant", "tool"});
+    std::vector<ChatPart> out;
+    const bool system_first = messages.front().role == "system";
+    const std::string system = system_first ? messages.front().content : default_system_;
+    qwen::append_turn(out, "system", tools.empty() ? system : system + "\n\n" + qwen::tools_block(tools));
+    for (std::size_t i = system_first ? 1 : 0; i < messages.size(); ++i) {
+      const ChatMessage& m = messages[i];
+      if (m.role == "assistant")
+        qwen::append_answer(out, {chat_text(answer(m), true)});
+      else if (m.role == "tool")
+        qwen::append_tool_response(out, messages, i);
+      else
+        qwen::append_turn(out, m.role, m.content);
+    }
+    if (add_generation_prompt) qwen::append_generation_prompt(out);
+    return out;
+  }
+
+ private:
+  // The text after "assistant\n": the content, then each tool call on its own line.
+  static std::string answer(const ChatMessage& m) {
+    std::string text = m.content;
+    for (const ToolCall& call : m.tool_calls) text += (text.empty() ? "" : "\n") + qwen::tool_call(call, false);
+    return text;
+  }
+
+  std::string name_;
+  std::string default_system_;
+};
+
+}  // namespace
+
+std::unique_ptr<ChatTemplate> make_qwen2_chat_template() {
+  return std::make_unique<Qwen2ChatTemplate>("qwen2", "You are a helpful assistant.");
+}
+
+std::unique_ptr<ChatTemplate> make_qwen2_5_chat_template() {
+  return std::make_unique<Qwen2ChatTemplate>("qwen",
+                                             "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.");
+}
+
+}  // namespace zt::models

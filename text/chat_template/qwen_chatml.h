@@ -1,0 +1,31 @@
+// What Qwen2.5's and Qwen3's templates share: ChatML turns, the tools block of the system
+// turn, <tool_call> answers and <tool_response> turns. Used by chat_template_qwen*.cpp.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "text/chat_template/chat_template.h"
+
+namespace zt::models::qwen {
+
+// "# Tools\n\nYou may call one or more functions ...<tools>\n{tool}...\n</tools>\n\n...</tool_call>"
+std::string tools_block(const ChatTools& tools);
+
+// "<tool_call>\n{"name": "NAME", "arguments": ARGS}\n</tool_call>": the arguments as JSON, or,
+// when they are a JSON string and `string_as_is`, that string's text (Qwen3's rule).
+std::string tool_call(const ToolCall& call, bool string_as_is);
+
+// <|im_start|>role\ncontent<|im_end|>\n, none of it trained.
+void append_turn(std::vector<ChatPart>& out, const std::string& role, const std::string& content);
+
+// An assistant turn: the header "<|im_start|>assistant\n" as prompt, `body` and <|im_end|>
+// trained, the "\n" after it not.
+void append_answer(std::vector<ChatPart>& out, std::vector<ChatPart> body);
+
+// Message i, a tool result: consecutive results share one user turn of <tool_response> blocks.
+void append_tool_response(std::vector<ChatPart>& out, const std::vector<ChatMessage>& messages, std::size_t i);
+
+void append_generation_prompt(std::vector<ChatPart>& out);
+
+}  // namespace zt::models::qwen

@@ -1,0 +1,195 @@
+#include "train/data/chat_sample.h"
+
+#include <optional>
+
+#include "runtime/error.h"
+
+namespace zt::train {
+namespace {
+
+using json = nlohmann::ordered_json;
+using models::ChatMessage;
+using models::ToolCall;
+
+// A turn's role as ShareGPT (LLaMA-Factory) and OpenAI spell them.
+std::optional<std::string> role_of(const std::string& speaker) {
+  if (speaker == "human" || speaker == "user") return "user";
+  if (speaker == "gpt" || speaker == "assistant" || speaker == "model") return "assistant";
+  if (speaker == "system") return "system";
+  if (speaker == "function_call") return "function_call";
+  if (speaker == "observation" || speaker == "tool") return "tool";
+  return std::nullopt;
+}
+
+std::string turn_str(const SampleSource& where, std::size_t turn) {
+  return where.str() + ", turn " + std::to_string(turn);
+}
+
+// A turn's text: a string, or OpenAI's list of parts when every part is text (concatenated,
+// as templates that take parts write them). Null or absent only where `optional`.
+std::string content_of(const json& turn, const char* key, const SampleSource& where, std::size_t index, bool optional) {
+  if (!turn.contains(key) || turn[key].is_null()) {
+    ZT_REQUIRE(optional, turn_str(where, index) + " has no \"" + key + "\"");
+    return "";
+  }
+  const json& value = turn[key];
+  if (value.is_string()) return value.get<std::string>();
+  ZT_REQUIRE(value.is_array(), turn_str(where, index) + ": \"" + key +
+                                   "\" must be a string or a list of text parts, got " + value.dump());
+  std::string text;
+  for (const json& part : value) {
+    ZT_REQUIRE(
+        part.is_object() && part.value("type", "") == "text" && part.contains("text") && part["text"].is_string(),
+        turn_str(where, index) + ": every content part must be {\"type\": \"text\", \"text\": ...}, got " +
+            part.dump().substr(0, 200));
+    text += part["text"].get<std::string>();
+  }
+  return text;
+}
+
+// {"name", "arguments"} (ShareGPT's function_call) or {"type": "function", "function":
+// {"name", "arguments"}} (OpenAI's tool_calls). OpenAI's arguments are JSON text, parsed.
+ToolCall tool_call_of(const json& call, const SampleSource& where, std::size_t index) {
+  const json& function = call.is_object() && call.contains("function") ? call["function"] : call;
+  ZT_REQUIRE(function.is_object() && function.contains("name") && function["name"].is_string(),
+             turn_str(where, index) + ": a tool call must be {\"name\": ..., \"arguments\": {...}}, got " +
+                 call.dump().substr(0, 200));
+  const std::string name = function["name"].get<std::string>();
+  json arguments = function.contains("arguments") ? function["arguments"] : json::object();
+  if (arguments.is_string()) {
+    arguments = json::parse(arguments.get<std::string>(), nullptr, false);
+    ZT_REQUIRE(!arguments.is_discarded(), turn_str(where, index) + ": the arguments of the call of '" + name +
+                                              "' are text that is not JSON: " + function["arguments"].dump());
+  }
+  return {name, arguments.dump()};
+}
+
+// ShareGPT's function_call value: one call or a list of calls, as JSON text.
+std::vector<ToolCall> function_calls(const std::string& value, const SampleSource& where, std::size_t index) {
+  const json calls = json::parse(value, nullptr, false);
+  ZT_REQUIRE(!calls.is_discarded(), turn_str(where, index) +
+                                        ": a function_call turn holds JSON, {\"name\": ..., \"arguments\": {...}} or a "
+                                        "list of them; got " +
+                                        value.substr(0, 200));
+  std::vector<ToolCall> out;
+  for (const json& call : calls.is_array() ? calls : json::array({calls}))
+    out.push_back(tool_call_of(call, where, index));
+  ZT_REQUIRE(!out.empty(), turn_str(where, index) + ": a function_call turn calls no function");
+  return out;
+}
+
+// The sample's `tools`: a list or its JSON text, each a function or OpenAI's {"type":
+// "function", "function": ...}; kept in OpenAI's layout, as LLaMA-Factory wraps them.
+models::ChatTools tools_of(const json& sample, const SampleSource& where) {
+  if (!sample.contains("tools") || sample["tools"].is_null()) return {};
+  json tools = sample["tools"];
+  if (tools.is_string()) {
+    if (tools.get<std::string>().empty()) return {};
+    tools = json::parse(tools.get<std::string>(), nullptr, false);
+  }
+  ZT_REQUIRE(tools.is_array(), where.str() + ": \"tools\" must be a list of functions (or its JSON text), got " +
+                                   sample["tools"].dump().substr(0, 200));
+  models::ChatTools out;
+  for (const json& tool : tools) {
+    ZT_REQUIRE(tool.is_object(), where.str() + ": every tool must be an object, got " + tool.dump().substr(0, 200));
+    out.push_back(tool.value("type", "") == "function" ? tool.dump()
+                                                       : json({{"type", "function"}, {"function", tool}}).dump());
+  }
+  return out;
+}
+
+// After an optional system turn the turns alternate between the user's side (a user message,
+// or the results of the tools the assistant called) and the assistant's, ending with it.
+void check_turns(const std::vector<ChatMessage>& messages, const SampleSource& where) {
+  const std::size_t first = messages.front().role == "system" ? 1 : 0;
+  bool users_side = true;
+  for (std::size_t i = first; i < messages.size(); ++i) {
+    const std::string& role = messages[i].role;
+    const bool more_results = role == "tool" && i > first && messages[i - 1].role == "tool";
+    if (more_results) continue;
+    const bool fits = users_side ? role == "user" || (role == "tool" && i > first) : role == "assistant";
+    ZT_REQUIRE(fits, where.str() + ": turn " + std::to_string(i - first) + " is from " + role + " but should be from " +
+                         (users_side ? "user" : "assistant") +
+                         " (turns alternate user, assistant, ...; tool results take the user's place after tool "
+                         "calls)");
+    users_side = !users_side;
+  }
+  ZT_REQUIRE(messages.back().role == "assistant", where.str() + ": the last turn must be the assistant's");
+}
+
+ChatMessage message_of(const json& turn, const std::string& role, bool openai, const SampleSource& where,
+                       std::size_t index) {
+  const char* text_key = openai ? "content" : "value";
+  if (role == "function_call")
+    return {"assistant", "", function_calls(content_of(turn, text_key, where, index, false), where, index)};
+  const bool calls = role == "assistant" && turn.contains("tool_calls") && !turn["tool_calls"].is_null();
+  ChatMessage message{role, content_of(turn, text_key, where, index, calls)};
+  if (calls) {
+    ZT_REQUIRE(turn["tool_calls"].is_array(), turn_str(where, index) + ": \"tool_calls\" must be a list");
+    for (const json& call : turn["tool_calls"]) message.tool_calls.push_back(tool_call_of(call, where, index));
+  }
+  if (role == "assistant" && turn.contains("reasoning_content") && turn["reasoning_content"].is_string())
+    message.reasoning_content = turn["reasoning_content"].get<std::string>();
+  return message;
+}
+
+}  // namespace
+
+std::string SampleSource::str() const {
+  return path + ": sample " + std::to_string(index) + (line ? " (line " + std::to_string(line) + ")" : "");
+}
+
+std::string text_field(const json& sample, const char* key, const SampleSource& where, bool required) {
+  if (!sample.contains(key) || sample[key].is_null()) {
+    ZT_REQUIRE(!required, where.str() + " has no \"" + key + "\"");
+    return "";
+  }
+  ZT_REQUIRE(sample[key].is_string(), where.str() + ": \"" + key + "\" must be a string, got " + sample[key].dump());
+  return sample[key].get<std::string>();
+}
+
+Conversation from_alpaca(const json& sample, const SampleSource& where) {
+  Conversation conversation{{}, tools_of(sample, where), where.str()};
+  if (std::string system = text_field(sample, "system", where, false); !system.empty())
+    conversation.messages.push_back({"system", system});
+  if (sample.contains("history") && !sample["history"].is_null()) {
+    ZT_REQUIRE(sample["history"].is_array(), where.str() + ": \"history\" must be a list of [prompt, answer] pairs");
+    for (const json& turn : sample["history"]) {
+      ZT_REQUIRE(turn.is_array() && turn.size() == 2 && turn[0].is_string() && turn[1].is_string(),
+                 where.str() + ": every \"history\" entry must be a [prompt, answer] pair of strings");
+      conversation.messages.push_back({"user", turn[0].get<std::string>()});
+      conversation.messages.push_back({"assistant", turn[1].get<std::string>()});
+    }
+  }
+  std::string prompt = text_field(sample, "instruction", where, true);
+  if (std::string input = text_field(sample, "input", where, false); !input.empty()) prompt += "\n" + input;
+  conversation.messages.push_back({"user", prompt});
+  conversation.messages.push_back({"assistant", text_field(sample, "output", where, true)});
+  return conversation;
+}
+
+Conversation from_sharegpt(const json& sample, const SampleSource& where) {
+  const bool openai = sample.contains("messages");
+  const char* list_key = openai ? "messages" : "conversations";
+  const char* role_key = openai ? "role" : "from";
+  ZT_REQUIRE(sample[list_key].is_array() && !sample[list_key].empty(),
+             where.str() + ": \"" + list_key + "\" must be a non-empty list of turns");
+  Conversation conversation{{}, tools_of(sample, where), where.str()};
+  if (std::string system = text_field(sample, "system", where, false); !system.empty())
+    conversation.messages.push_back({"system", system});
+  for (std::size_t i = 0; i < sample[list_key].size(); ++i) {
+    const json& turn = sample[list_key][i];
+    ZT_REQUIRE(turn.is_object(), where.str() + ": every turn must be an object with \"" + role_key + "\" and \"" +
+                                     (openai ? "content" : "value") + "\"");
+    const std::string speaker = text_field(turn, role_key, where, true);
+    const std::optional<std::string> role = role_of(speaker);
+    ZT_REQUIRE(role, where.str() + ": unknown speaker \"" + speaker +
+                         "\"; accepted: human/user, gpt/assistant, system, function_call, observation/tool");
+    ZT_REQUIRE(*role != "system" || conversation.messages.empty(), where.str() + ": a system turn may only come first");
+    conversation.messages.push_back(message_of(turn, *role, openai, where, i));
+  }
+  check_turns(conversation.messages, where);
+  return conversation;
+}
+
+}  // namespace zt::train
