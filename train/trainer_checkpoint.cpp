@@ -39,12 +39,14 @@ void Trainer::save_checkpoint_now() {
 
 void Trainer::resume(const std::string& directory) {
   LoadedCheckpoint checkpoint = load_checkpoint(directory);
+  // Checked before the weights load, so a damaged file fails the resume at once, by name.
+  const TrainerState saved = trainer_state_from_json(checkpoint.trainer_state, directory + "/trainer_state.json");
   const nlohmann::json& run = checkpoint.run_state;
   optimizer_->load_weights(saves_only_trainable(), [&] { model_.load(directory); });
   scheduler_step_ = run.at("scheduler_step").get<std::int64_t>();
   load_optimizer_state_on_ranks(checkpoint_ranks(), directory, *optimizer_, scheduler_step_);
-  state_.log_history = checkpoint.trainer_state.value("log_history", nlohmann::json::array());
-  state_.num_input_tokens_seen = checkpoint.trainer_state.value("num_input_tokens_seen", std::int64_t{0});
+  state_.log_history = saved.log_history;
+  state_.num_input_tokens_seen = saved.num_input_tokens_seen;
   state_.global_step = run.at("global_step").get<std::int64_t>();
   restore_data_position(run);
   scaler_.restore(loss_scaler_state_from_json(run.at("loss_scaler")));

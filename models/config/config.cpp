@@ -34,6 +34,8 @@ void check_shapes(const detail::ConfigKeys& keys, const ModelConfig& c) {
   if (c.num_heads % c.num_kv_heads != 0)
     keys.fail(std::to_string(c.num_heads) + " attention heads cannot be shared evenly by " +
               std::to_string(c.num_kv_heads) + " key/value heads");
+  if (!(c.rope.rotary_fraction > 0.0 && c.rope.rotary_fraction <= 1.0))
+    keys.fail("partial_rotary_factor must be in (0, 1], got " + std::to_string(c.rope.rotary_fraction));
   double rotary = static_cast<double>(c.head_dim) * c.rope.rotary_fraction;
   auto rotary_dim = static_cast<std::int64_t>(rotary);
   if (rotary_dim <= 0 || rotary_dim % 2 != 0 || rotary_dim > c.head_dim)
@@ -65,10 +67,14 @@ nlohmann::ordered_json read_json_file(const std::string& path) {
   if (!in) fail("cannot open '" + path + "'");
   std::ostringstream text;
   text << in.rdbuf();
+  return parse_json_text(text.str(), path);
+}
+
+nlohmann::ordered_json parse_json_text(std::string_view text, const std::string& source) {
   try {
-    return nlohmann::ordered_json::parse(text.str());
-  } catch (const nlohmann::json::parse_error& e) {
-    fail("'" + path + "' is not valid JSON: " + e.what());
+    return nlohmann::ordered_json::parse(text);
+  } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for a number like 1e400
+    fail("'" + source + "' is not valid JSON: " + e.what());
   }
 }
 

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -78,5 +79,8 @@ ModelConfig load_config(const std::string& model_dir);
 
 // Reads a JSON file, naming it in the error when it is missing or malformed.
 nlohmann::ordered_json read_json_file(const std::string& path);
+
+// Parses JSON text that came from `source` (a file), naming it in the error when malformed.
+nlohmann::ordered_json parse_json_text(std::string_view text, const std::string& source);
 
 }  // namespace zt::models

@@ -29,10 +29,10 @@ void parse_chatglm_config(const ConfigKeys& keys, ModelConfig& c) {
   c.head_dim = keys.integer("kv_channels", 128);
   for (const char* key :
        {"padded_vocab_size", "hidden_size", "ffn_hidden_size", "num_layers", "num_attention_heads", "kv_channels"})
-    keys.require_positive(key, keys.integer(key, 1));
+    keys.require_size(key, keys.integer(key, 1));
   c.num_kv_heads =
       keys.boolean("multi_query_attention", false) ? keys.integer("multi_query_group_num", 1) : c.num_heads;
-  keys.require_positive("multi_query_group_num", c.num_kv_heads);
+  keys.require_size("multi_query_group_num", c.num_kv_heads);
 
   c.norm_eps = keys.number("layernorm_epsilon", 1e-5);
   c.norm_style = ops::RmsNormStyle::kGlm;

@@ -1,5 +1,6 @@
 // qwen2, qwen3, glm and glm4 configs, with the defaults of transformers' Qwen2Config,
 // Qwen3Config, GlmConfig and Glm4Config for keys the file leaves out.
+#include <algorithm>
 #include <string>
 
 #include "models/config/config_parsers.h"
@@ -65,7 +66,8 @@ void read_sliding_window(const ConfigKeys& keys, ModelConfig& c) {
     for (std::size_t i = 0; i < types.size(); ++i) c.sliding_layers[i] = types[i] == "sliding_attention";
     return;
   }
-  std::int64_t first = keys.integer("max_window_layers", 28);
+  // transformers marks layer i sliding when i >= max_window_layers, so a negative value means all.
+  const std::int64_t first = std::max<std::int64_t>(keys.integer("max_window_layers", 28), 0);
   for (std::int64_t i = first; i < c.num_layers; ++i) c.sliding_layers[static_cast<std::size_t>(i)] = true;
 }
 
@@ -79,14 +81,14 @@ void parse_hf_config(const ConfigKeys& keys, ModelConfig& c) {
   c.num_layers = keys.integer("num_hidden_layers", d.num_layers);
   c.num_heads = keys.integer("num_attention_heads", d.num_heads);
   for (const char* key : {"vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads"})
-    keys.require_positive(key, keys.integer(key, 1));
+    keys.require_size(key, keys.integer(key, 1));
   c.num_kv_heads = keys.has("num_key_value_heads")       ? keys.integer("num_key_value_heads", 0)
                    : keys.is_null("num_key_value_heads") ? c.num_heads
                                                          : d.num_kv_heads;
-  keys.require_positive("num_key_value_heads", c.num_kv_heads);
+  keys.require_size("num_key_value_heads", c.num_kv_heads);
   if (keys.has("head_dim") || d.head_dim > 0) {
     c.head_dim = keys.integer("head_dim", d.head_dim);
-    keys.require_positive("head_dim", c.head_dim);
+    keys.require_size("head_dim", c.head_dim);
   } else {
     if (c.hidden_size % c.num_heads != 0)
       keys.fail("hidden_size " + std::to_string(c.hidden_size) + " is not a multiple of num_attention_heads " +

@@ -1,6 +1,7 @@
 #include "models/config/config_json.h"
 
 #include <cmath>
+#include <cstdint>
 
 #include "runtime/error.h"
 
@@ -27,14 +28,27 @@ void ConfigKeys::require_positive(const std::string& key, std::int64_t value) co
   if (value <= 0) fail("key '" + key + "' must be positive, got " + std::to_string(value));
 }
 
+void ConfigKeys::require_size(const std::string& key, std::int64_t value) const {
+  require_positive(key, value);
+  if (value > kMaxSize)
+    fail("key '" + key + "' is " + std::to_string(value) + ", more than any model has (at most " +
+         std::to_string(kMaxSize) + ")");
+}
+
 std::int64_t ConfigKeys::integer(const std::string& key, std::int64_t fallback) const {
   if (!has(key)) return fallback;
-  const auto& v = value(key);
-  if (v.is_number_integer()) return v.get<std::int64_t>();
+  return integer_value(key, value(key));
+}
+
+std::int64_t ConfigKeys::integer_value(const std::string& key, const nlohmann::ordered_json& v) const {
+  constexpr double kLimit = 9223372036854775808.0;  // 2^63: the first double past int64
+  const bool whole_float = v.is_number_float() && std::floor(v.get<double>()) == v.get<double>();
+  if (!v.is_number_integer() && !whole_float) wrong_type(key, "an integer");
+  if ((v.is_number_unsigned() && v.get<std::uint64_t>() > std::uint64_t{INT64_MAX}) ||
+      (whole_float && !(std::fabs(v.get<double>()) < kLimit)))
+    fail("key '" + key + "' is out of range, got " + v.dump());
   // Some writers store whole numbers as floats (2048.0).
-  if (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>())
-    return static_cast<std::int64_t>(v.get<double>());
-  wrong_type(key, "an integer");
+  return whole_float ? static_cast<std::int64_t>(v.get<double>()) : v.get<std::int64_t>();
 }
 
 double ConfigKeys::number(const std::string& key, double fallback) const {
@@ -66,12 +80,12 @@ std::optional<std::int64_t> ConfigKeys::optional_integer(const std::string& key)
 std::vector<std::int64_t> ConfigKeys::integer_list(const std::string& key) const {
   if (!has(key)) return {};
   const auto& v = value(key);
-  if (v.is_number_integer()) return {v.get<std::int64_t>()};
+  if (v.is_number_integer()) return {integer_value(key, v)};
   if (!v.is_array()) wrong_type(key, "an integer or a list of integers");
   std::vector<std::int64_t> result;
   for (const auto& item : v) {
     if (!item.is_number_integer()) wrong_type(key, "an integer or a list of integers");
-    result.push_back(item.get<std::int64_t>());
+    result.push_back(integer_value(key, item));
   }
   return result;
 }

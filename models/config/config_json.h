@@ -32,10 +32,18 @@ class ConfigKeys {
   [[noreturn]] void fail(const std::string& message) const;
   // Throws unless value > 0, naming the key.
   void require_positive(const std::string& key, std::int64_t value) const;
+  // Throws unless 0 < value <= kMaxSize: a count of layers, heads or elements of a dimension.
+  void require_size(const std::string& key, std::int64_t value) const;
+  // No real model comes near it, and the products of sizes below it (q_size, a weight's
+  // elements) fit in 64 bits.
+  static constexpr std::int64_t kMaxSize = (std::int64_t{1} << 31) - 1;
   const std::string& source() const { return source_; }
 
  private:
   const nlohmann::ordered_json& value(const std::string& key) const;
+  // `v` (the value of `key`, or an item of it) as an int64; whole floats count, and a value
+  // beyond int64 is an error rather than a wrapped or undefined one.
+  std::int64_t integer_value(const std::string& key, const nlohmann::ordered_json& v) const;
   [[noreturn]] void wrong_type(const std::string& key, const char* expected) const;
 
   const nlohmann::ordered_json& json_;

@@ -8,12 +8,20 @@
 namespace zt::models {
 
 GenerationOptions load_generation_options(const std::string& model_dir, const ModelConfig& config) {
-  GenerationOptions options;
-  options.eos_token_ids = config.eos_token_ids;
   std::string path = (std::filesystem::path(model_dir) / "generation_config.json").string();
-  if (!std::filesystem::is_regular_file(path)) return options;
-  nlohmann::ordered_json json = read_json_file(path);
-  detail::ConfigKeys keys(json, path);
+  if (!std::filesystem::is_regular_file(path)) {
+    GenerationOptions defaults;
+    defaults.eos_token_ids = config.eos_token_ids;
+    return defaults;
+  }
+  return parse_generation_config(read_json_file(path), path, config.eos_token_ids);
+}
+
+GenerationOptions parse_generation_config(const nlohmann::ordered_json& json, const std::string& source,
+                                          std::vector<std::int64_t> default_eos_ids) {
+  GenerationOptions options;
+  options.eos_token_ids = std::move(default_eos_ids);
+  detail::ConfigKeys keys(json, source);
   options.max_new_tokens = keys.integer("max_new_tokens", options.max_new_tokens);
   options.min_new_tokens = keys.integer("min_new_tokens", options.min_new_tokens);
   options.do_sample = keys.boolean("do_sample", options.do_sample);
@@ -25,7 +33,7 @@ GenerationOptions load_generation_options(const std::string& model_dir, const Mo
   try {
     check_generation_options(options);
   } catch (const Error& e) {
-    fail(path + ": " + e.what());
+    fail(source + ": " + e.what());
   }
   return options;
 }

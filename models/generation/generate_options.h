@@ -27,6 +27,11 @@ struct GenerationOptions {
 // eos_token_id. Malformed values are errors naming the file and key.
 GenerationOptions load_generation_options(const std::string& model_dir, const ModelConfig& config);
 
+// A parsed generation_config.json from `source`: its values over the defaults, with
+// `default_eos_ids` unless the file names eos_token_id. Checked as load_generation_options does.
+GenerationOptions parse_generation_config(const nlohmann::ordered_json& json, const std::string& source,
+                                          std::vector<std::int64_t> default_eos_ids);
+
 // Throws zt::Error naming the option when a value is out of range (temperature <= 0 when
 // sampling, top_p outside (0, 1], negative top_k, repetition_penalty <= 0, ...).
 void check_generation_options(const GenerationOptions& options);

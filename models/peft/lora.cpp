@@ -38,10 +38,6 @@ std::string peft_name(const ParamSpec& base, const char* matrix) {
 
 }  // namespace
 
-double LoraConfig::scale() const {
-  return use_rslora ? alpha / std::sqrt(static_cast<double>(rank)) : alpha / static_cast<double>(rank);
-}
-
 std::vector<std::string> lora_module_names(const ModelConfig& config) {
   std::vector<std::string> names;
   const ParameterLayout layout = parameter_layout(config);

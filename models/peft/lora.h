@@ -12,21 +12,9 @@
 #include <vector>
 
 #include "models/model.h"
+#include "models/peft/adapter_config.h"
 
 namespace zt::models {
-
-struct LoraConfig {
-  std::int64_t rank = 8;
-  double alpha = 16.0;
-  double dropout = 0.0;
-  bool use_rslora = false;  // scale by alpha / sqrt(rank) (PEFT's rank-stabilised LoRA)
-  // Module names (q_proj, query_key_value, self_attn.o_proj, ...), matched as PEFT matches
-  // a list: a module whose path is the name or ends with "." + name.
-  std::vector<std::string> target_modules;
-  std::string base_model_name_or_path;  // recorded in adapter_config.json
-
-  double scale() const;
-};
 
 // The names of the decoder layers' linear modules (q_proj, k_proj, ... for transformers'
 // layout; query_key_value, dense, dense_h_to_4h, dense_4h_to_h for THUDM's), in layer order.

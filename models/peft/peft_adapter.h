@@ -6,10 +6,9 @@
 #include <string>
 
 #include "models/model.h"
+#include "models/peft/adapter_config.h"
 
 namespace zt::models {
-
-enum class PeftAdapterKind { kLora, kPrefix };
 
 // True when `dir` holds an adapter_config.json (a PEFT adapter rather than a model or a
 // ChatGLM-style P-Tuning checkpoint).

@@ -1,6 +1,5 @@
 #include "models/peft/peft_prefix_files.h"
 
-#include "models/config/config_json.h"
 #include "models/peft/adapter_paths.h"
 #include "models/peft/lora_files.h"
 #include "runtime/error.h"
@@ -63,24 +62,7 @@ CausalLM::PrefixSource fixed_prefix_source(std::vector<PrefixKv> prefix) {
 PeftPrefixConfig read_peft_prefix_config(const std::string& dir) {
   const FolderJson file(dir, kAdapterConfigFile,
                         ": expected a prefix-tuning adapter folder as PEFT's save_pretrained writes it");
-  const detail::ConfigKeys& keys = file.keys;
-  const std::string peft_type = keys.string("peft_type", "");
-  if (peft_type != "PREFIX_TUNING") keys.fail("peft_type is '" + peft_type + "', not \"PREFIX_TUNING\"");
-  const std::string task = keys.string("task_type", "CAUSAL_LM");
-  if (task != "CAUSAL_LM") keys.fail("task_type is '" + task + "'; zerotune runs causal language models (CAUSAL_LM)");
-  if (keys.integer("num_transformer_submodules", 1) != 1)
-    keys.fail("num_transformer_submodules is not 1: a prefix for an encoder-decoder model");
-  PeftPrefixConfig config;
-  for (auto [key, value] : {std::pair{"num_virtual_tokens", &config.num_virtual_tokens},
-                            {"num_layers", &config.num_layers},
-                            {"token_dim", &config.token_dim},
-                            {"num_attention_heads", &config.num_attention_heads}}) {
-    if (!keys.has(key)) keys.fail(std::string(key) + " is missing (PEFT fills it in when it saves the adapter)");
-    *value = keys.integer(key, 0);
-    keys.require_positive(key, *value);
-  }
-  config.base_model_name_or_path = keys.string("base_model_name_or_path", "");
-  return config;
+  return parse_peft_prefix_config(file.json, file.path);
 }
 
 std::vector<PrefixKv> read_peft_prefix(const CausalLM& model, const std::string& dir) {

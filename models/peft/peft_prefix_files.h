@@ -16,18 +16,11 @@
 #include <vector>
 
 #include "models/model.h"
+#include "models/peft/adapter_config.h"
 
 namespace zt::models {
 
 inline constexpr const char* kPeftPrefixTensor = "prompt_embeddings";
-
-struct PeftPrefixConfig {
-  std::int64_t num_virtual_tokens = 0;
-  std::int64_t num_layers = 0;
-  std::int64_t token_dim = 0;            // kv_heads · head_dim
-  std::int64_t num_attention_heads = 0;  // the kv heads
-  std::string base_model_name_or_path;   // for error messages
-};
 
 // `dir`'s adapter_config.json; an error naming the file and the key when it is not a
 // prefix-tuning adapter of a decoder-only model.

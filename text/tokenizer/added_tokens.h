@@ -12,6 +12,10 @@
 
 namespace zt::models {
 
+// The largest token id a tokenizer file may give: 2^24 - 1, far above every vocabulary in use
+// (Qwen's and GLM-4's have about 152k ids) and small enough that tables indexed by id stay small.
+inline constexpr TokenId kMaxTokenId = (1 << 24) - 1;
+
 struct AddedToken {
   std::string content;
   TokenId id = -1;

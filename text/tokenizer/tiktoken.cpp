@@ -1,5 +1,6 @@
 // GLM-4's tiktoken-format tokenizer.model: one "<base64 of the token's bytes> <rank>" line
 // per token, rank = id. GLM-4's special tokens take the ids after the vocabulary.
+#include <algorithm>
 #include <array>
 #include <string_view>
 
@@ -80,20 +81,28 @@ bool parse_line(std::string_view line, std::string& bytes, TokenId& rank) {
 }  // namespace
 
 bool looks_like_tiktoken(std::string_view head) {
-  const std::size_t end = head.find('\n');
-  if (end == std::string_view::npos) return false;
+  // The first line with content decides, as the loader skips empty lines; a file of one line
+  // may not end with a newline.
+  head.remove_prefix(std::min(head.find_first_not_of("\r\n"), head.size()));
   std::string bytes;
   TokenId rank = 0;
-  std::string_view line = head.substr(0, end);
+  std::string_view line = head.substr(0, head.find('\n'));
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
   return parse_line(line, bytes, rank);
 }
 
 std::unique_ptr<Tokenizer> load_tiktoken(const std::string& path, const TokenizerConfig& config) {
-  const std::string text = read_tokenizer_file(path);
+  return parse_tiktoken(read_tokenizer_file(path), path, config);
+}
+
+std::unique_ptr<Tokenizer> parse_tiktoken(std::string_view text, const std::string& path,
+                                          const TokenizerConfig& config) {
   ByteLevelVocab vocab;
   std::string bytes;
   std::size_t tokens = 0, line_start = 0;
+  // A rank beyond the file's lines is a gap for certain, found without growing the tables to it.
+  const auto lines = static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')) + 1;
+  bool rank_beyond_lines = false;
   for (std::size_t number = 1; line_start < text.size(); ++number) {
     std::size_t line_end = text.find('\n', line_start);
     if (line_end == std::string::npos) line_end = text.size();
@@ -105,6 +114,11 @@ std::unique_ptr<Tokenizer> load_tiktoken(const std::string& path, const Tokenize
     if (!parse_line(line, bytes, rank))
       zt::fail(path + ":" + std::to_string(number) + ": expected '<base64 token> <rank>', the tiktoken format");
     const auto i = static_cast<std::size_t>(rank);
+    ++tokens;
+    if (i >= lines) {
+      rank_beyond_lines = true;
+      continue;
+    }
     if (i >= vocab.bytes.size()) {
       vocab.bytes.resize(i + 1);
       vocab.spellings.resize(i + 1);
@@ -113,10 +127,9 @@ std::unique_ptr<Tokenizer> load_tiktoken(const std::string& path, const Tokenize
       zt::fail(path + ":" + std::to_string(number) + ": rank " + std::to_string(rank) + " appears twice");
     vocab.bytes[i] = bytes;
     vocab.spellings[i] = byte_level::encode(bytes);
-    ++tokens;
   }
   if (tokens == 0) zt::fail(path + ": no tokens (an empty tiktoken file)");
-  if (tokens != vocab.bytes.size())
+  if (rank_beyond_lines || tokens != vocab.bytes.size())
     zt::fail(path + ": the ranks are not 0.." + std::to_string(tokens - 1) +
              " without gaps, so the special tokens' ids after them would be ambiguous");
   auto bpe = std::make_unique<BytePairEncoder>(vocab.bytes, path);

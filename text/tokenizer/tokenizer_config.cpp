@@ -26,6 +26,13 @@ bool flag(const nlohmann::json& entry, const char* key, bool fallback) {
   return entry.contains(key) && entry.at(key).is_boolean() ? entry.at(key).get<bool>() : fallback;
 }
 
+// The id a key of added_tokens_decoder spells ("151643"), or -1 when it spells none.
+TokenId token_id_of(const std::string& key) {
+  if (key.empty() || key.size() > 8 || key.find_first_not_of("0123456789") != std::string::npos) return -1;
+  const long id = std::stol(key);
+  return id <= kMaxTokenId ? static_cast<TokenId>(id) : -1;
+}
+
 std::vector<AddedToken> added_tokens_decoder(const nlohmann::json& json, const std::string& source) {
   std::vector<AddedToken> tokens;
   if (!json.contains("added_tokens_decoder")) return tokens;
@@ -33,11 +40,10 @@ std::vector<AddedToken> added_tokens_decoder(const nlohmann::json& json, const s
   if (!decoder.is_object()) zt::fail(source + ": 'added_tokens_decoder' must be an object of id -> token");
   for (const auto& [key, entry] : decoder.items()) {
     AddedToken token;
-    try {
-      token.id = std::stoi(key);
-    } catch (const std::exception&) {
-      zt::fail(source + ": 'added_tokens_decoder' key '" + key + "' is not a token id");
-    }
+    token.id = token_id_of(key);
+    if (token.id < 0)
+      zt::fail(source + ": 'added_tokens_decoder' key '" + key + "' is not a token id (digits, at most " +
+               std::to_string(kMaxTokenId) + ")");
     if (!entry.is_object() || !entry.contains("content") || !entry.at("content").is_string())
       zt::fail(source + ": 'added_tokens_decoder' entry " + key + " needs a string \"content\"");
     token.content = entry.at("content").get<std::string>();
@@ -51,24 +57,32 @@ std::vector<AddedToken> added_tokens_decoder(const nlohmann::json& json, const s
   return tokens;
 }
 
-std::string chat_template_of(const nlohmann::json& json) {
+std::string chat_template_of(const nlohmann::json& json, const std::string& source) {
   if (!json.contains("chat_template")) return {};
   const nlohmann::json& value = json.at("chat_template");
   if (value.is_string()) return value.get<std::string>();
   if (value.is_array())
     for (const auto& entry : value)
-      if (entry.is_object() && entry.value("name", "") == "default" && entry.contains("template"))
+      if (entry.is_object() && entry.contains("name") && entry.at("name") == "default" && entry.contains("template")) {
+        if (!entry.at("template").is_string())
+          zt::fail(source + ": the chat_template named \"default\" must be a string, got " +
+                   entry.at("template").dump());
         return entry.at("template").get<std::string>();
+      }
   return {};
 }
 
 }  // namespace
 
 TokenizerConfig read_tokenizer_config(const std::string& model_dir) {
-  TokenizerConfig config;
   const std::string path = model_dir + "/tokenizer_config.json";
-  if (!tokenizer_file_exists(path)) return config;
-  const nlohmann::json json = read_tokenizer_json(path);
+  if (!tokenizer_file_exists(path)) return {};
+  return parse_tokenizer_config(read_tokenizer_file(path), path);
+}
+
+TokenizerConfig parse_tokenizer_config(std::string_view text, const std::string& path) {
+  TokenizerConfig config;
+  const nlohmann::json json = parse_tokenizer_json_text(text, path);
   if (!json.is_object()) zt::fail(path + ": expected a JSON object");
   config.source = path;
   config.bos = named_token(json, "bos_token", path);
@@ -77,7 +91,7 @@ TokenizerConfig read_tokenizer_config(const std::string& model_dir) {
   config.added_tokens = added_tokens_decoder(json, path);
   if (json.contains("tokenizer_class") && json.at("tokenizer_class").is_string())
     config.tokenizer_class = json.at("tokenizer_class").get<std::string>();
-  config.chat_template = chat_template_of(json);
+  config.chat_template = chat_template_of(json, path);
   return config;
 }
 

@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "text/tokenizer/added_tokens.h"
@@ -28,6 +29,8 @@ struct TokenizerConfig {
 
 // Reads <model_dir>/tokenizer_config.json; an absent file gives an empty config.
 TokenizerConfig read_tokenizer_config(const std::string& model_dir);
+// The same from the file's text; `source` names it in errors and becomes config.source.
+TokenizerConfig parse_tokenizer_config(std::string_view text, const std::string& source);
 
 // Sets the tokenizer's bos/eos/pad from the names in `config`, falling back to `defaults`
 // for names the file leaves out. A named token the vocabulary lacks is an error.

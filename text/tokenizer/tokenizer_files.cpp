@@ -18,11 +18,14 @@ std::string read_tokenizer_file(const std::string& path) {
 }
 
 nlohmann::json read_tokenizer_json(const std::string& path) {
-  const std::string text = read_tokenizer_file(path);
+  return parse_tokenizer_json_text(read_tokenizer_file(path), path);
+}
+
+nlohmann::json parse_tokenizer_json_text(std::string_view text, const std::string& source) {
   try {
     return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    zt::fail("'" + path + "' is not valid JSON: " + e.what());
+  } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for a number like 1e400
+    zt::fail("'" + source + "' is not valid JSON: " + e.what());
   }
 }
 

@@ -28,6 +28,17 @@ class JsonReader {
     if (!node.at(key).is_boolean()) fail(std::string("'") + key + "' must be true or false");
     return node.at(key).get<bool>();
   }
+  // The string at node[key]; empty when `node` is not an object or lacks the key.
+  std::string text(const json& node, const char* key, const std::string& where) const {
+    if (!node.is_object() || !node.contains(key) || node.at(key).is_null()) return "";
+    if (!node.at(key).is_string()) fail(where + " '" + key + "' must be a string, got " + node.at(key).dump());
+    return node.at(key).get<std::string>();
+  }
+  TokenId token_id(const json& value, const std::string& where) const {
+    if (!value.is_number_integer() || value.get<std::int64_t>() < 0 || value.get<std::uint64_t>() > kMaxTokenId)
+      fail(where + " must be a token id from 0 to " + std::to_string(kMaxTokenId) + ", got " + value.dump());
+    return static_cast<TokenId>(value.get<std::int64_t>());
+  }
   const std::string& path() const { return path_; }
 
  private:
@@ -74,7 +85,7 @@ void parse_pre_tokenizer(const JsonReader& r, const json& node, PreTokenizer& ou
       out.pattern = escape_literal(pattern.at("String").get<std::string>());
     else
       r.fail("Split pre-tokenizer needs a \"pattern\" with \"Regex\" or \"String\"");
-    if (node.value("behavior", "") != "Isolated" || r.flag(node, "invert", false))
+    if (r.text(node, "behavior", "the Split pre-tokenizer's") != "Isolated" || r.flag(node, "invert", false))
       r.fail("only the Split pre-tokenizer with behavior \"Isolated\" and invert false is supported");
   } else if (type == "ByteLevel") {
     out.byte_level = true;
@@ -119,10 +130,13 @@ void parse_post_processor(const JsonReader& r, const json& node, ByteLevelBpeOpt
       seen_sequence = true;
       continue;
     }
-    const std::string name = item.value("SpecialToken", json::object()).value("id", "");
-    if (!specials.contains(name)) r.fail("post_processor names special token '" + name + "' it does not define");
+    const json special = item.is_object() ? item.value("SpecialToken", json()) : json();
+    const std::string name = r.text(special, "id", "post_processor SpecialToken");
+    if (!specials.contains(name) || !specials.at(name).is_object())
+      r.fail("post_processor names special token '" + name + "' it does not define");
     for (const json& id : specials.at(name).value("ids", json::array()))
-      (seen_sequence ? options.suffix : options.prefix).push_back(id.get<TokenId>());
+      (seen_sequence ? options.suffix : options.prefix)
+          .push_back(r.token_id(id, "post_processor special token '" + name + "' id"));
   }
 }
 
@@ -130,10 +144,12 @@ ByteLevelVocab read_vocab(const JsonReader& r, const json& vocab) {
   if (!vocab.is_object()) r.fail("model.vocab must be an object of token -> id");
   ByteLevelVocab out;
   TokenId max_id = -1;
-  for (const auto& [token, id] : vocab.items()) {
-    if (!id.is_number_integer() || id.get<TokenId>() < 0) r.fail("model.vocab['" + token + "'] is not a token id");
-    max_id = std::max(max_id, id.get<TokenId>());
-  }
+  for (const auto& [token, id] : vocab.items())
+    max_id = std::max(max_id, r.token_id(id, "model.vocab['" + token + "']"));
+  // Ids run 0..N-1 in tokenizers' files; far larger ones mean a damaged file, not a vocabulary.
+  if (max_id >= 0 && static_cast<std::size_t>(max_id) >= 2 * vocab.size())
+    r.fail("model.vocab gives id " + std::to_string(max_id) + " to one of only " + std::to_string(vocab.size()) +
+           " tokens; the ids of a vocabulary run from 0 without large gaps");
   out.spellings.resize(static_cast<std::size_t>(max_id + 1));
   out.bytes.resize(out.spellings.size());
   for (const auto& [token, id] : vocab.items()) {
@@ -197,8 +213,8 @@ AddedTokens read_added_tokens(const JsonReader& r, const json& list, const Token
     if (!entry.is_object() || !entry.contains("id") || !entry.contains("content"))
       r.fail("every added_tokens entry needs \"id\" and \"content\"");
     AddedToken token;
-    token.id = entry.at("id").get<TokenId>();
-    token.content = entry.at("content").get<std::string>();
+    token.id = r.token_id(entry.at("id"), "an added_tokens \"id\"");
+    token.content = r.text(entry, "content", "an added_tokens entry's");
     token.special = r.flag(entry, "special", false);
     token.lstrip = r.flag(entry, "lstrip", false);
     token.rstrip = r.flag(entry, "rstrip", false);
@@ -212,11 +228,25 @@ AddedTokens read_added_tokens(const JsonReader& r, const json& list, const Token
   return added;
 }
 
+// The post-processor's ids reach the model, so each must be a token of this tokenizer.
+void check_added_ids(const JsonReader& r, const ByteLevelBpeOptions& options, std::int64_t vocab_size) {
+  for (const std::vector<TokenId>* added : {&options.prefix, &options.suffix})
+    for (TokenId id : *added)
+      if (id >= vocab_size)
+        r.fail("post_processor adds token id " + std::to_string(id) + ", which is not in the vocabulary (ids 0.." +
+               std::to_string(vocab_size - 1) + ")");
+}
+
 }  // namespace
 
 std::unique_ptr<Tokenizer> load_tokenizer_json(const std::string& path, const TokenizerConfig& config) {
+  return parse_tokenizer_json(read_tokenizer_file(path), path, config);
+}
+
+std::unique_ptr<Tokenizer> parse_tokenizer_json(std::string_view text, const std::string& path,
+                                                const TokenizerConfig& config) {
   const JsonReader r(path);
-  const json file = read_tokenizer_json(path);
+  const json file = parse_tokenizer_json_text(text, path);
   if (!file.is_object() || !file.contains("model"))
     r.fail("not a tokenizers file: it has no \"model\" (expected HF tokenizers' tokenizer.json)");
   const json& model = file.at("model");
@@ -242,6 +272,8 @@ std::unique_ptr<Tokenizer> load_tokenizer_json(const std::string& path, const To
   read_merges(r, model.value("merges", json::array()), ids, *bpe);
   bpe->set_whole_piece_lookup(r.flag(model, "ignore_merges", false));
   AddedTokens added = read_added_tokens(r, file.value("added_tokens", json::array()), config);
+  check_added_ids(r, options,
+                  std::max<std::int64_t>(static_cast<std::int64_t>(vocab.spellings.size()), added.id_end()));
   auto tokenizer = std::make_unique<ByteLevelBpeTokenizer>(std::move(vocab), std::move(bpe), std::move(added),
                                                            std::move(options), path);
   apply_special_tokens(*tokenizer, config, {});

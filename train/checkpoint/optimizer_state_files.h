@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "tensor/safetensors/safetensors.h"
+#include "train/checkpoint/optimizer_index.h"
 #include "train/optim/optimizer.h"
 
 namespace zt::train {
@@ -55,10 +56,6 @@ struct StateIndexInfo {
 // damaged or the slices do not cover each parameter exactly once.
 void write_state_index(const std::string& checkpoint_dir, const std::vector<int>& writers, const StateIndexInfo& info);
 
-// What is wrong with `ranges` ([begin, end) pairs) as the slices of a parameter of `numel`
-// elements, which they must cover exactly once: empty when nothing is. Sorts them.
-std::string slice_coverage_problem(std::vector<std::pair<std::int64_t, std::int64_t>>& ranges, std::int64_t numel);
-
 class OptimizerStateFiles {
  public:
   // The state of checkpoint_dir through its index, or its old single optimizer.safetensors;
@@ -83,15 +80,8 @@ class OptimizerStateFiles {
   Tensor master(const std::string& name) const;
 
  private:
-  struct Piece {
-    std::int64_t begin = 0, end = 0;
-    std::string file;                         // relative to the checkpoint folder
-    std::string master, exp_avg, exp_avg_sq;  // tensor names in it
-  };
-  struct Entry {
-    Shape shape;
-    std::vector<Piece> pieces;  // by begin, covering the parameter exactly once
-  };
+  using Piece = OptimizerStatePiece;
+  using Entry = OptimizerStateEntry;
   static OptimizerStateFiles from_index(const std::string& checkpoint_dir);
   static OptimizerStateFiles from_legacy_file(const std::string& checkpoint_dir);
   const Entry& entry(const std::string& name) const;

@@ -3,8 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-
-#include <nlohmann/json.hpp>
+#include <iterator>
 
 #include "runtime/error.h"
 #include "train/checkpoint/optimizer_state_files.h"
@@ -20,21 +19,10 @@ bool ends_with(const std::string& text, const std::string& suffix) {
   return text.size() > suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-// A file the index names must lie inside the checkpoint folder.
-bool inside_folder(const std::string& relative) {
-  const fs::path path(relative);
-  if (path.empty() || path.is_absolute()) return false;
-  for (const fs::path& part : path)
-    if (part == "..") return false;
-  return true;
-}
-
-nlohmann::json read_index(const fs::path& path) {
-  std::ifstream in(path);
+std::string read_index(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
   ZT_REQUIRE(in, "cannot read " + path.string());
-  nlohmann::json index = nlohmann::json::parse(in, nullptr, false);
-  ZT_REQUIRE(index.is_object(), path.string() + " is not valid JSON: the checkpoint is damaged");
-  return index;
+  return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
 }  // namespace
@@ -49,29 +37,9 @@ OptimizerStateFiles OptimizerStateFiles::from_index(const std::string& checkpoin
   OptimizerStateFiles files;
   files.dir_ = checkpoint_dir;
   files.source_ = (fs::path(checkpoint_dir) / kOptimizerIndexFile).string();
-  const nlohmann::json index = read_index(files.source_);
-  try {
-    files.step_ = index.at("step").get<std::int64_t>();
-    for (const auto& [name, described] : index.at("parameters").items()) {
-      Entry entry{described.at("shape").get<Shape>(), {}};
-      std::vector<std::pair<std::int64_t, std::int64_t>> ranges;
-      for (const nlohmann::json& slice : described.at("slices")) {
-        Piece piece{slice.at("begin").get<std::int64_t>(),  slice.at("end").get<std::int64_t>(),
-                    slice.at("file").get<std::string>(),    slice.at("master").get<std::string>(),
-                    slice.at("exp_avg").get<std::string>(), slice.at("exp_avg_sq").get<std::string>()};
-        ZT_REQUIRE(inside_folder(piece.file), "names the file '" + piece.file + "' outside the checkpoint folder");
-        ranges.emplace_back(piece.begin, piece.end);
-        entry.pieces.push_back(std::move(piece));
-      }
-      const std::string problem = slice_coverage_problem(ranges, shape_numel(entry.shape));
-      ZT_REQUIRE(problem.empty(), "its slices of '" + name + "' do not cover it exactly once: " + problem);
-      std::sort(entry.pieces.begin(), entry.pieces.end(),
-                [](const Piece& a, const Piece& b) { return a.begin < b.begin; });
-      files.parameters_.emplace(name, std::move(entry));
-    }
-  } catch (const std::exception& error) {
-    fail(files.source_ + " is damaged (" + error.what() + "); resume from another checkpoint");
-  }
+  OptimizerIndex index = parse_optimizer_index(read_index(files.source_), files.source_);
+  files.step_ = index.step;
+  files.parameters_ = std::move(index.parameters);
   return files;
 }
 

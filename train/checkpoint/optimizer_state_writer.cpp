@@ -71,19 +71,6 @@ std::string write_state_slices(const std::string& checkpoint_dir, int rank, int 
   return path.string();
 }
 
-std::string slice_coverage_problem(std::vector<std::pair<std::int64_t, std::int64_t>>& ranges, std::int64_t numel) {
-  std::sort(ranges.begin(), ranges.end());
-  std::int64_t covered = 0;
-  for (const auto& [begin, end] : ranges) {
-    if (begin != covered || end <= begin)
-      return begin < covered ? "elements from " + std::to_string(begin) + " are held twice"
-                             : "elements [" + std::to_string(covered) + ", " + std::to_string(begin) + ") are missing";
-    covered = end;
-  }
-  if (covered != numel) return "elements [" + std::to_string(covered) + ", " + std::to_string(numel) + ") are missing";
-  return "";
-}
-
 void write_state_index(const std::string& checkpoint_dir, const std::vector<int>& writers, const StateIndexInfo& info) {
   nlohmann::ordered_json parameters = nlohmann::ordered_json::object();
   std::map<std::string, nlohmann::ordered_json> by_name;  // sorted: the index lists parameters by name

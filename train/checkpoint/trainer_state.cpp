@@ -1,5 +1,10 @@
 #include "train/checkpoint/trainer_state.h"
 
+#include <cmath>
+#include <cstdint>
+
+#include "runtime/error.h"
+
 namespace zt::train {
 namespace {
 
@@ -8,11 +13,61 @@ nlohmann::json or_null(const std::optional<T>& value) {
   return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
 }
 
-template <typename T>
-std::optional<T> optional_field(const nlohmann::json& json, const char* key) {
-  if (!json.contains(key) || json[key].is_null()) return std::nullopt;
-  return json[key].get<T>();
-}
+// The fields of one trainer_state.json: a field that is absent or null takes its default, as
+// in HF's TrainerState; one of the wrong type is an error naming the file and the field.
+class StateFields {
+ public:
+  StateFields(const nlohmann::json& json, const std::string& source) : json_(json), source_(source) {
+    if (!json_.is_object()) fail("expected a JSON object, got " + std::string(json_.type_name()));
+  }
+
+  std::optional<std::int64_t> integer(const char* key) const {
+    const nlohmann::json* value = find(key);
+    if (value == nullptr) return std::nullopt;
+    if (value->is_number_integer() && !(value->is_number_unsigned() && value->get<std::uint64_t>() > INT64_MAX))
+      return value->get<std::int64_t>();
+    constexpr double kLimit = 9223372036854775808.0;  // 2^63
+    if (value->is_number_float() && std::floor(value->get<double>()) == value->get<double>() &&
+        std::fabs(value->get<double>()) < kLimit)
+      return static_cast<std::int64_t>(value->get<double>());
+    fail("'" + std::string(key) + "' must be an integer, got " + value->dump());
+  }
+  std::optional<double> number(const char* key) const {
+    const nlohmann::json* value = find(key);
+    if (value == nullptr) return std::nullopt;
+    if (!value->is_number()) fail("'" + std::string(key) + "' must be a number, got " + value->dump());
+    return value->get<double>();
+  }
+  std::optional<std::string> string(const char* key) const {
+    const nlohmann::json* value = find(key);
+    if (value == nullptr) return std::nullopt;
+    if (!value->is_string()) fail("'" + std::string(key) + "' must be a string, got " + value->dump());
+    return value->get<std::string>();
+  }
+  // A list of objects, each "step" an integer: what the loss curves and the final
+  // evaluation read from it.
+  nlohmann::json log_history() const {
+    const nlohmann::json* value = find("log_history");
+    if (value == nullptr) return nlohmann::json::array();
+    if (!value->is_array()) fail("'log_history' must be a list of logged entries, got " + value->dump());
+    for (const nlohmann::json& entry : *value)
+      if (!entry.is_object() || (entry.contains("step") && !entry["step"].is_number_integer()))
+        fail("every 'log_history' entry must be an object with an integer \"step\", got " + entry.dump());
+    return *value;
+  }
+
+ private:
+  const nlohmann::json* find(const char* key) const {
+    auto found = json_.find(key);
+    return found == json_.end() || found->is_null() ? nullptr : &*found;
+  }
+  [[noreturn]] void fail(const std::string& message) const {
+    zt::fail(source_ + ": " + message + "; the checkpoint is damaged, resume from another one");
+  }
+
+  const nlohmann::json& json_;
+  const std::string& source_;
+};
 
 }  // namespace
 
@@ -39,23 +94,30 @@ nlohmann::json to_json(const TrainerState& s) {
           {"trial_params", nullptr}};
 }
 
-TrainerState trainer_state_from_json(const nlohmann::json& json) {
+TrainerState trainer_state_from_json(const nlohmann::json& json, const std::string& source) {
+  const StateFields fields(json, source);
   TrainerState s;
-  s.epoch = json.value("epoch", 0.0);
-  s.global_step = json.value("global_step", std::int64_t{0});
-  s.max_steps = json.value("max_steps", std::int64_t{0});
-  s.logging_steps = json.value("logging_steps", std::int64_t{500});
-  s.eval_steps = json.value("eval_steps", std::int64_t{500});
-  s.save_steps = json.value("save_steps", std::int64_t{500});
-  s.train_batch_size = json.value("train_batch_size", std::int64_t{0});
-  s.num_train_epochs = json.value("num_train_epochs", 0.0);
-  s.num_input_tokens_seen = json.value("num_input_tokens_seen", std::int64_t{0});
-  s.total_flos = json.value("total_flos", 0.0);
-  if (json.contains("log_history")) s.log_history = json["log_history"];
-  s.best_metric = optional_field<double>(json, "best_metric");
-  s.best_global_step = optional_field<std::int64_t>(json, "best_global_step");
-  s.best_model_checkpoint = optional_field<std::string>(json, "best_model_checkpoint");
+  s.epoch = fields.number("epoch").value_or(s.epoch);
+  s.global_step = fields.integer("global_step").value_or(s.global_step);
+  s.max_steps = fields.integer("max_steps").value_or(s.max_steps);
+  s.logging_steps = fields.integer("logging_steps").value_or(s.logging_steps);
+  s.eval_steps = fields.integer("eval_steps").value_or(s.eval_steps);
+  s.save_steps = fields.integer("save_steps").value_or(s.save_steps);
+  s.train_batch_size = fields.integer("train_batch_size").value_or(s.train_batch_size);
+  s.num_train_epochs = fields.number("num_train_epochs").value_or(s.num_train_epochs);
+  s.num_input_tokens_seen = fields.integer("num_input_tokens_seen").value_or(s.num_input_tokens_seen);
+  s.total_flos = fields.number("total_flos").value_or(s.total_flos);
+  s.log_history = fields.log_history();
+  s.best_metric = fields.number("best_metric");
+  s.best_global_step = fields.integer("best_global_step");
+  s.best_model_checkpoint = fields.string("best_model_checkpoint");
   return s;
+}
+
+TrainerState parse_trainer_state(std::string_view text, const std::string& source) {
+  const nlohmann::json json = nlohmann::json::parse(text, nullptr, false);
+  if (json.is_discarded()) fail(source + " is not valid JSON: the checkpoint is damaged");
+  return trainer_state_from_json(json, source);
 }
 
 }  // namespace zt::train

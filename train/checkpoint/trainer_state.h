@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -28,6 +29,9 @@ struct TrainerState {
 };
 
 nlohmann::json to_json(const TrainerState& state);
-TrainerState trainer_state_from_json(const nlohmann::json& json);
+// The fields of a trainer_state.json read from `source`, named in errors.
+TrainerState trainer_state_from_json(const nlohmann::json& json, const std::string& source = "trainer_state.json");
+// The same from the file's text.
+TrainerState parse_trainer_state(std::string_view text, const std::string& source);
 
 }  // namespace zt::train

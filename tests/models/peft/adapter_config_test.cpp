@@ -1,0 +1,50 @@
+// adapter_config.json read without a model: the kind its peft_type names, each kind's
+// settings, and sizes no adapter can have refused before anything is allocated for them.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "models/config/config.h"
+#include "models/peft/adapter_config.h"
+#include "tests/common/op_test_util.h"
+
+namespace zt::models {
+namespace {
+
+using testing::error_of;
+using testing::expect_mentions;
+
+nlohmann::ordered_json json_of(const std::string& text) { return parse_json_text(text, "adapter_config.json"); }
+
+TEST(AdapterConfig, KindAndSettingsOfEachPeftType) {
+  const auto lora = json_of(R"({"peft_type": "LORA", "r": 16, "lora_alpha": 32, "target_modules": ["q_proj"],
+                                "use_rslora": true, "task_type": null})");
+  EXPECT_EQ(parse_peft_adapter_kind(lora, "adapter_config.json"), PeftAdapterKind::kLora);
+  const LoraConfig config = parse_lora_config(lora, "adapter_config.json");
+  EXPECT_EQ(config.rank, 16);
+  EXPECT_DOUBLE_EQ(config.scale(), 32.0 / 4.0);  // rsLoRA: alpha / sqrt(r)
+  const auto prefix = json_of(R"({"peft_type": "PREFIX_TUNING", "num_virtual_tokens": 20, "num_layers": 24,
+                                  "token_dim": 128, "num_attention_heads": 2})");
+  EXPECT_EQ(parse_peft_adapter_kind(prefix, "adapter_config.json"), PeftAdapterKind::kPrefix);
+  EXPECT_EQ(parse_peft_prefix_config(prefix, "adapter_config.json").num_virtual_tokens, 20);
+  expect_mentions(error_of([&] { parse_lora_config(prefix, "a/adapter_config.json"); }),
+                  {"a/adapter_config.json", "PREFIX_TUNING", "LORA"});
+}
+
+TEST(AdapterConfig, SizesNoAdapterCanHaveAreRefused) {
+  expect_mentions(error_of([] {
+                    parse_lora_config(json_of(R"({"peft_type": "LORA", "r": 9000000000000, "target_modules": ["q"]})"),
+                                      "adapter_config.json");
+                  }),
+                  {"adapter_config.json", "'r'", "9000000000000"});
+  expect_mentions(error_of([] {
+                    parse_peft_prefix_config(
+                        json_of(R"({"peft_type": "PREFIX_TUNING", "num_virtual_tokens": 4294967296, "num_layers": 2,
+                                    "token_dim": 8, "num_attention_heads": 1})"),
+                        "adapter_config.json");
+                  }),
+                  {"num_virtual_tokens", "4294967296"});
+}
+
+}  // namespace
+}  // namespace zt::models
