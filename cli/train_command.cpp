@@ -9,11 +9,13 @@ namespace {
 
 int run_train(const std::vector<std::string>& args) {
   if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
-    std::cout << "usage: zerotune train --model_name_or_path DIR --output_dir DIR --train_file FILE [options]\n"
-                 "       zerotune train args.json\n\n"
-                 "HF TrainingArguments' names (and a DeepSpeed config through --deepspeed), plus the data and\n"
-                 "method flags. Booleans take --flag, --flag true or --flag false. Options [default]:\n"
-              << train::training_arguments_help();
+    std::cout
+        << "usage: zerotune train --model_name_or_path DIR --output_dir DIR --train_file FILE [options]\n"
+           "       zerotune train args.json|args.yaml [--name value | name=value ...]\n\n"
+           "HF TrainingArguments' names (and a DeepSpeed config through --deepspeed), plus the data and\n"
+           "method flags; an arguments file (HfArgumentParser's JSON or YAML, LLaMA-Factory's YAML) may be\n"
+           "followed by flags that override it. Booleans take --flag, --flag true or --flag false. Options [default]:\n"
+        << train::training_arguments_help();
     return 0;
   }
   train::run_training_job(train::parse_training_arguments(args));

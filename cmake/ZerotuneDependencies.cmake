@@ -74,3 +74,15 @@ endif()
 add_library(zt_png INTERFACE)
 target_include_directories(zt_png INTERFACE ${PNG_INCLUDE_DIR})
 target_link_libraries(zt_png INTERFACE ${PNG_STATIC_LIBRARY} ${ZLIB_STATIC_LIBRARY} m)
+
+# libyaml reads YAML arguments files (`zerotune train args.yaml`), statically like libpng.
+# scripts/setup.sh installs libyaml-dev.
+find_path(YAML_INCLUDE_DIR yaml.h)
+find_library(YAML_STATIC_LIBRARY NAMES libyaml.a)
+if(NOT YAML_INCLUDE_DIR OR NOT YAML_STATIC_LIBRARY)
+  message(FATAL_ERROR "libyaml (static library) not found: install libyaml-dev (scripts/setup.sh does), or "
+                      "point YAML_INCLUDE_DIR and YAML_STATIC_LIBRARY at it.")
+endif()
+add_library(zt_yaml INTERFACE)
+target_include_directories(zt_yaml INTERFACE ${YAML_INCLUDE_DIR})
+target_link_libraries(zt_yaml INTERFACE ${YAML_STATIC_LIBRARY})

@@ -5,7 +5,7 @@ set -euo pipefail
 
 ZT_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 ZT_BUILD_DIR=${ZT_BUILD_DIR:-$ZT_ROOT/build}
-ZT_PACKAGES=(cmake ninja-build ccache g++ pkg-config nlohmann-json3-dev libsentencepiece-dev libpcre2-dev libutf8proc-dev libgloo-dev libpng-dev zlib1g-dev
+ZT_PACKAGES=(cmake ninja-build ccache g++ pkg-config nlohmann-json3-dev libsentencepiece-dev libpcre2-dev libutf8proc-dev libgloo-dev libpng-dev zlib1g-dev libyaml-dev
              googletest libgtest-dev libbenchmark-dev clang clang-format libclang-rt-dev python3)
 
 install_missing_packages() {
@@ -34,10 +34,13 @@ find_cuda() {
   command -v nvcc >/dev/null || { echo "error: the CUDA toolkit (nvcc) was not found; install CUDA 12.8+ under /usr/local/cuda" >&2; exit 1; }
 }
 
+# The CUDA architectures are the CMake default (every GPU from A100 on) unless ZT_CMAKE_ARGS
+# names them: -U drops a set an earlier run (scripts/test.sh without a GPU) left in the cache.
 configure_and_build() {
   local jobs
   jobs=$(nproc)
-  cmake -S "$ZT_ROOT" -B "$ZT_BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=${ZT_BUILD_TYPE:-Release} ${ZT_CMAKE_ARGS:-} >/dev/null
+  cmake -S "$ZT_ROOT" -B "$ZT_BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=${ZT_BUILD_TYPE:-Release} \
+    -UZT_CUDA_ARCHITECTURES ${ZT_CMAKE_ARGS:-} >/dev/null
   cmake --build "$ZT_BUILD_DIR" -j "$jobs"
 }
 

@@ -6,7 +6,6 @@
 #include <optional>
 
 #include "autograd/functions.h"
-#include "autograd/grad_mode.h"
 #include "distributed/communicators/collective_label.h"
 #include "models/token_loss.h"
 #include "runtime/atomic_file.h"
@@ -15,25 +14,13 @@
 #include "runtime/log.h"
 #include "runtime/memory/caching_allocator.h"
 #include "train/checkpoint/checkpoint.h"
+#include "train/evaluation.h"
 #include "train/report/loss_curve.h"
 #include "train/zero/zero3_optimizer.h"
 #include "train/zero/zero_optimizer.h"
 
 namespace zt::train {
 namespace {
-
-Tensor index_tensor(const std::vector<std::int32_t>& values, DType dtype, Device device) {
-  std::vector<double> as_double(values.begin(), values.end());
-  return Tensor::from_values(as_double, {static_cast<std::int64_t>(values.size())}, dtype).to(device);
-}
-
-// A micro-batch's tensors on the model's device, as the token loss takes them.
-models::PackedBatch device_batch(const PackedBatch& batch, Device device) {
-  return {.input_ids = index_tensor(batch.input_ids, DType::kI64, device),
-          .positions = index_tensor(batch.positions, DType::kI64, device),
-          .cu_seqlens = index_tensor(batch.cu_seqlens, DType::kI32, device),
-          .labels = index_tensor(batch.labels, DType::kI64, device)};
-}
 
 // HF prints each log entry as a Python dict; the same look keeps users' log parsers working.
 std::string log_line(const nlohmann::json& entry) {
@@ -67,6 +54,32 @@ std::optional<double> peak_flops_of(Device device) {
   return gpu_peak_flops(device_properties(device.index), sm_clock_khz(device.index));
 }
 
+// HF's logging strategies, and logging_first_step; zerotune also logs the last step, whatever
+// its number, unless told not to log.
+bool log_due(const TrainingArguments& args, const TrainingPlan& plan, std::int64_t step, bool epoch_ended) {
+  if (args.logging_first_step && step == 1) return true;
+  switch (args.logging_strategy) {
+    case IntervalStrategy::kNo:
+      return false;
+    case IntervalStrategy::kEpoch:
+      return epoch_ended || step == plan.max_steps;
+    default:
+      return step % plan.logging_steps == 0 || step == plan.max_steps;
+  }
+}
+
+// HF's evaluation strategies, none before eval_delay steps (or epochs).
+bool evaluation_due(const TrainingArguments& args, const TrainingPlan& plan, std::int64_t step, double epoch,
+                    bool epoch_ended) {
+  if (args.eval_strategy == IntervalStrategy::kSteps)
+    return step % plan.eval_steps == 0 && static_cast<double>(step) >= args.eval_delay;
+  return args.eval_strategy == IntervalStrategy::kEpoch && epoch_ended && epoch >= args.eval_delay;
+}
+
+nlohmann::json eval_entry(double eval_loss, const TrainerState& state) {
+  return {{"eval_loss", round_to(eval_loss, 4)}, {"epoch", round_to(state.epoch, 4)}, {"step", state.global_step}};
+}
+
 std::unique_ptr<OptimizerEngine> make_optimizer(const TrainerModel& model, const TrainingPlan& plan,
                                                 distributed::Communicator* comm) {
   const OffloadOptions offload{.enabled = plan.zero.offload_optimizer, .pin_memory = plan.zero.offload_pin_memory};
@@ -95,11 +108,13 @@ Trainer::Trainer(TrainerModel model, TrainerData data, TrainingPlan plan, Traini
   peak_flops_ = peak_flops_of(model_.model->device());
   state_.max_steps = plan_.max_steps;
   state_.logging_steps = plan_.logging_steps;
-  state_.eval_steps = args_.eval_steps.value_or(args_.logging_steps);
-  state_.save_steps = args_.save_steps;
+  state_.eval_steps = plan_.eval_steps;
+  state_.save_steps = plan_.save_steps;
   state_.train_batch_size = plan_.micro_batch;
   state_.num_train_epochs = plan_.num_train_epochs;
-  for (const std::string& warning : plan_.warnings) ZT_LOG(kWarn, warning);
+  // The plan's warnings are the same on every rank: rank 0 prints them once for the job.
+  if (is_main_rank())
+    for (const std::string& warning : plan_.warnings) ZT_LOG(kWarn, warning);
 }
 
 // LoRA and P-Tuning write only the trained parameters; the other methods the whole model.
@@ -135,8 +150,7 @@ std::size_t Trainer::local_batch_count(std::size_t units) const {
 
 void Trainer::start_epoch(std::int64_t epoch) {
   position_ = {.epoch = epoch, .units = 0};
-  epoch_units_ =
-      epoch_units(data_.train, args_.max_length, args_.packing, static_cast<std::uint64_t>(args_.seed), epoch);
+  epoch_units_ = epoch_units(data_.train, args_.max_length, args_.packing, args_.data_order_seed(), epoch);
 }
 
 // This rank's share of the next global batch: up to `accumulation` micro-batches (the last
@@ -250,7 +264,7 @@ void Trainer::maybe_log(double step_loss, const StepResult& result, double lr) {
   loss_since_log_ += step_loss;
   ++steps_since_log_;
   grad_norm_ = result.grad_norm;
-  if (state_.global_step % plan_.logging_steps != 0 && state_.global_step != plan_.max_steps) return;
+  if (!log_due(args_, plan_, state_.global_step, epoch_ended())) return;
   nlohmann::json entry = {{"loss", round_to(loss_since_log_ / steps_since_log_, 4)},
                           {"grad_norm", grad_norm_},
                           {"learning_rate", lr},
@@ -298,28 +312,14 @@ void Trainer::record(const nlohmann::json& entry) {
 
 double Trainer::evaluate() {
   ZT_REQUIRE(!data_.eval.empty(), "evaluate: no evaluation data (--validation_file)");
-  autograd::NoGradGuard no_grad;
-  const models::CausalLM& model = *model_.model;
-  double loss_sum = 0.0;
-  std::int64_t tokens = 0;
-  for (const auto& indices :
-       plan_epoch(data_.eval, args_.per_device_eval_batch_size, args_.max_length, false, 0, 0, false)) {
-    const PackedBatch batch = pack(data_.eval, indices, data_.layout);
-    loss_sum += models::summed_token_loss(model, device_batch(batch, model.device())).data().to_vector().at(0);
-    tokens += batch.label_tokens;
-  }
-  return loss_sum / static_cast<double>(std::max<std::int64_t>(1, tokens));
+  return evaluation_loss(*model_.model, data_.eval, args_.per_device_eval_batch_size, args_.max_length, data_.layout)
+      .mean();
 }
 
 void Trainer::maybe_evaluate_and_save(bool epoch_ended) {
   const std::int64_t step = state_.global_step;
-  const bool eval_now = (args_.eval_strategy == IntervalStrategy::kSteps && step % state_.eval_steps == 0) ||
-                        (args_.eval_strategy == IntervalStrategy::kEpoch && epoch_ended);
-  if (eval_now) {
-    const double eval_loss = evaluate();
-    record({{"eval_loss", round_to(eval_loss, 4)}, {"epoch", round_to(state_.epoch, 4)}, {"step", step}});
-  }
-  const bool save_now = (args_.save_strategy == IntervalStrategy::kSteps && step % args_.save_steps == 0) ||
+  if (evaluation_due(args_, plan_, step, state_.epoch, epoch_ended)) record(eval_entry(evaluate(), state_));
+  const bool save_now = (args_.save_strategy == IntervalStrategy::kSteps && step % plan_.save_steps == 0) ||
                         (args_.save_strategy == IntervalStrategy::kEpoch && epoch_ended);
   if (save_now) save_checkpoint_now();
 }
@@ -330,7 +330,9 @@ TrainerState Trainer::train() {
   if (is_main_rank())
     log_file_ =
         std::make_unique<TrainLogFile>(args_.output_dir, resuming ? std::optional(state_.global_step) : std::nullopt);
-  progress_ = ProgressBar(state_.global_step, plan_.max_steps, is_main_rank() && ProgressBar::stderr_is_terminal());
+  const bool bar = is_main_rank() && ProgressBar::stderr_is_terminal() && !args_.disable_tqdm.value_or(false);
+  progress_ = ProgressBar(state_.global_step, plan_.max_steps, bar);
+  if (args_.eval_on_start) record(eval_entry(evaluate(), state_));
   const auto start = std::chrono::steady_clock::now();
   const std::int64_t first_step = state_.global_step;
   while (state_.global_step < plan_.max_steps) {
@@ -338,6 +340,10 @@ TrainerState Trainer::train() {
     maybe_evaluate_and_save(epoch_ended());
   }
   progress_.finish();
+  // --do_eval: one more evaluation at the end, as HF's example scripts run, unless the last
+  // step has just been evaluated.
+  const nlohmann::json& last = state_.log_history.empty() ? nlohmann::json() : state_.log_history.back();
+  const bool evaluated_last = last.contains("eval_loss") && last.value("step", std::int64_t{-1}) == state_.global_step;
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const auto steps = static_cast<double>(state_.global_step - first_step);
   nlohmann::json summary = {{"train_runtime", round_to(seconds, 4)},
@@ -346,6 +352,7 @@ TrainerState Trainer::train() {
                             {"epoch", round_to(state_.epoch, 4)},
                             {"step", state_.global_step}};
   record(summary);
+  if (args_.do_eval && !evaluated_last) record(eval_entry(evaluate(), state_));
   if (comm_) {  // no rank reads the output before it is complete
     distributed::CollectiveLabel label([] { return std::string("trainer: barrier before the final save"); });
     comm_->barrier();

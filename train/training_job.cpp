@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <memory>
 
+#include "cuda/gemm/cublaslt_gemm.h"
 #include "distributed/communicators/inprocess_communicator.h"
 #include "distributed/communicators/tracing_communicator.h"
 #include "distributed/launch/launched_job.h"
@@ -15,6 +16,7 @@
 #include "runtime/rank.h"
 #include "text/chat_template/chat_template.h"
 #include "text/tokenizer/tokenizer.h"
+#include "train/args/dataset_selection.h"
 #include "train/checkpoint/checkpoint.h"
 #include "train/data/sample_encoding.h"
 #include "train/finetuning.h"
@@ -50,13 +52,15 @@ void check_output_dir(const TrainingArguments& args) {
                  "to train into it anyway, or --resume_from_checkpoint to continue the run in it");
 }
 
-EncodedDataset load_samples(const std::string& path, const models::ChatTemplate& chat_template,
-                            const models::Tokenizer& tokenizer, const TrainingArguments& args) {
+// `path` names the data in messages: its files.
+EncodedDataset encode_samples(const Dataset& dataset, const std::string& path,
+                              const models::ChatTemplate& chat_template, const models::Tokenizer& tokenizer,
+                              const TrainingArguments& args) {
   const EncodeOptions options{.max_length = args.max_length,
                               .train_on_prompt = args.train_on_prompt,
                               .overlong = args.overlong_samples,
                               .workers = static_cast<int>(args.dataloader_num_workers)};
-  EncodedDataset encoded = encode_dataset(load_dataset(path), chat_template, tokenizer, options);
+  EncodedDataset encoded = encode_dataset(dataset, chat_template, tokenizer, options);
   if (encoded.truncated)
     ZT_LOG(kWarn, path << ": " << encoded.truncated << " sample(s) truncated to --max_length " << args.max_length);
   if (encoded.skipped)
@@ -104,13 +108,20 @@ std::int64_t working_weight_bytes(const models::CausalLM& model, const TrainerMo
   return numel * static_cast<std::int64_t>(dtype_size(model.dtype()));
 }
 
+// The precision the start line states: what runs, not only what was asked.
+std::string running_precision(const TrainingPlan& plan, Device device) {
+  if (device.is_cuda() || plan.precision == Precision::kFloat32) return precision_name(plan.precision);
+  return std::string("fp32 (--") + precision_name(plan.precision) + " runs as fp32 on the CPU)";
+}
+
 // One rank's whole run.
 void train_one_rank(const TrainingArguments& args, distributed::Communicator* comm, int local_rank) {
   const Device device = resolve_device(args, local_rank);
   const int world = comm ? comm->world_size() : 1;
-  if (device.is_cuda() && args.bf16)
-    ZT_REQUIRE(device_properties(device.index).supports_bf16(),
-               "--bf16: " + device_properties(device.index).name + " has no bf16 support; use --fp16");
+  if (device.is_cuda())
+    cuda::set_float32_matmul_tf32(args.tf32.value_or(false));
+  else if (args.tf32.value_or(false))
+    ZT_LOG(kInfo, "--tf32 has no effect on the CPU: float32 products stay float32");
   models::ModelOptions options;
   options.device = device;
   options.gradient_checkpointing = args.gradient_checkpointing;
@@ -122,25 +133,28 @@ void train_one_rank(const TrainingArguments& args, distributed::Communicator* co
       args.template_name.empty() ? models::chat_template_name_for_model(args.model_name_or_path) : args.template_name;
   auto chat_template = models::make_chat_template(template_name);
   TrainerData data;
-  data.train = load_samples(args.train_file, *chat_template, *tokenizer, args).samples;
-  if (!args.validation_file.empty())
-    data.eval = load_samples(args.validation_file, *chat_template, *tokenizer, args).samples;
+  const SelectedData selected = select_data(args);
+  data.train = encode_samples(selected.train, selected.train_source, *chat_template, *tokenizer, args).samples;
+  if (selected.eval)
+    data.eval = encode_samples(*selected.eval, selected.eval_source, *chat_template, *tokenizer, args).samples;
   data.layout = {.pad_to_longest = args.padding == Padding::kLongest, .pad_id = padding_token(*tokenizer)};
   const models::ModelConfig config = models::load_config(args.model_name_or_path);
   auto count = [&](std::int64_t micro) {
     const std::int64_t batches = static_cast<std::int64_t>(
-        plan_epoch(data.train, micro, args.max_length, args.packing, static_cast<std::uint64_t>(args.seed), 0).size());
+        plan_epoch(data.train, micro, args.max_length, args.packing, args.data_order_seed(), 0).size());
     return (batches + world - 1) / world;
   };
   TrainingPlan plan = plan_training(args, count, world, config.hidden_size);
   options.dtype = device.is_cpu() && plan.precision != Precision::kFloat32 ? DType::kF32 : plan.working_dtype();
   if (device.is_cpu() && plan.precision != Precision::kFloat32)
-    ZT_LOG(kWarn, "--" << precision_name(plan.precision) << " on the CPU: training in float32 instead");
+    ZT_LOG(kWarn, "--" << precision_name(plan.precision)
+                       << " on the CPU: training in float32 instead (weights, activations, gradients and every op's "
+                          "arithmetic); 16-bit training needs a GPU");
   auto model = std::make_shared<models::CausalLM>(models::load_model(args.model_name_or_path, options));
-  ZT_LOG(kInfo, "model " << args.model_name_or_path << " (" << model->num_parameters() << " parameters) on "
-                         << (device.is_cpu() ? "cpu" : "cuda:" + std::to_string(device.index)) << ", "
-                         << precision_name(plan.precision) << ", " << data.train.size() << " samples, template "
-                         << template_name << ", " << plan.max_steps << " steps");
+  ZT_LOG(kInfo, "run " << args.run_name << ": model " << args.model_name_or_path << " (" << model->num_parameters()
+                       << " parameters) on " << (device.is_cpu() ? "cpu" : "cuda:" + std::to_string(device.index))
+                       << ", " << running_precision(plan, device) << ", " << data.train.size() << " samples, template "
+                       << template_name << ", " << plan.max_steps << " steps");
   TrainerModel trained;
   trained.model = model.get();
   trained.trainable = select_trainable(*model, args);

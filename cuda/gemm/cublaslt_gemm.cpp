@@ -2,6 +2,7 @@
 
 #include <cublasLt.h>
 
+#include <atomic>
 #include <limits>
 #include <memory>
 #include <string>
@@ -27,6 +28,8 @@ namespace {
 // The most workspace an algorithm may ask for: what cuBLAS itself reserves on Hopper. Each
 // GEMM takes only what its algorithm needs.
 constexpr std::size_t kMaxWorkspaceBytes = 32u << 20;
+
+std::atomic<bool> tf32_for_float32{false};
 
 cudaDataType_t cuda_data_type(DType dtype) {
   switch (dtype) {
@@ -102,9 +105,10 @@ void check_problem(const GemmOperand& a, const GemmOperand& b, const GemmResult&
   ZT_REQUIRE(a.ld >= a.cols && b.ld >= b.cols && out.ld >= out.cols, what + ": a leading dimension is too small");
 }
 
-MatmulDesc matmul_desc(const GemmOperand& a, const GemmOperand& b, const void* bias) {
+MatmulDesc matmul_desc(DType dtype, const GemmOperand& a, const GemmOperand& b, const void* bias) {
   cublasLtMatmulDesc_t raw = nullptr;
-  ZT_CUBLAS_CHECK(cublasLtMatmulDescCreate(&raw, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  const bool tf32 = dtype == DType::kF32 && tf32_for_float32.load(std::memory_order_relaxed);
+  ZT_CUBLAS_CHECK(cublasLtMatmulDescCreate(&raw, tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F));
   MatmulDesc desc(raw);
   cublasOperation_t op_a = b.transpose ? CUBLAS_OP_T : CUBLAS_OP_N;  // cuBLASLt's A is our b
   cublasOperation_t op_b = a.transpose ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -148,7 +152,7 @@ void gemm_any(DType dtype, DType out_dtype, const GemmOperand& a, const GemmOper
              what + ": output dtype " + dtype_name(out_dtype) + " must be float32 or the inputs' " + dtype_name(dtype));
   cudaDataType_t type = cuda_data_type(dtype), out_type = cuda_data_type(out_dtype);
   cublasLtHandle_t handle = cublaslt_handle();
-  MatmulDesc desc = matmul_desc(a, b, bias);
+  MatmulDesc desc = matmul_desc(dtype, a, b, bias);
   MatrixLayout layout_a = column_major_layout(type, b.cols, b.rows, b.ld, batch, b.batch_stride);
   MatrixLayout layout_b = column_major_layout(type, a.cols, a.rows, a.ld, batch, a.batch_stride);
   MatrixLayout layout_d = column_major_layout(out_type, out.cols, out.rows, out.ld, batch, out.batch_stride);
@@ -180,5 +184,9 @@ void gemm_accumulate(DType input_dtype, DType out_dtype, const GemmOperand& a, c
                      const GemmResult& out, float beta, const char* what, cudaStream_t stream) {
   gemm_any(input_dtype, out_dtype, a, b, out, 1, nullptr, beta, describe(what, a, b, out), stream);
 }
+
+void set_float32_matmul_tf32(bool enabled) { tf32_for_float32.store(enabled, std::memory_order_relaxed); }
+
+bool float32_matmul_tf32() { return tf32_for_float32.load(std::memory_order_relaxed); }
 
 }  // namespace zt::cuda

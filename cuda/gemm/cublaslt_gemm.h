@@ -1,7 +1,7 @@
 // Row-major matrix products through cuBLASLt: out[b] = op(a[b]) · op(b[b]) (+ bias), with
-// fp32 accumulation for every dtype (CUBLAS_COMPUTE_32F; never TF32, so fp32 results stay
-// fp32-accurate). Callers describe operands as they lie in memory, row-major; the mapping
-// onto cuBLASLt's column-major convention lives in cublaslt_gemm.cpp alone.
+// fp32 accumulation for every dtype (CUBLAS_COMPUTE_32F; TF32 tensor ops for float32 inputs
+// only when set_float32_matmul_tf32 asks, so fp32 results stay fp32-accurate by default). Callers describe operands as
+// they lie in memory, row-major; the mapping onto cuBLASLt's column-major convention lives in cublaslt_gemm.cpp alone.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -48,5 +48,11 @@ void gemm(DType dtype, const GemmOperand& a, const GemmOperand& b, const GemmRes
 // `what` names the product in errors.
 void gemm_accumulate(DType input_dtype, DType out_dtype, const GemmOperand& a, const GemmOperand& b,
                      const GemmResult& out, float beta, const char* what, cudaStream_t stream);
+
+// Float32 products on TF32 tensor cores (inputs rounded to a 10-bit mantissa, accumulation in
+// fp32), as torch.backends.cuda.matmul.allow_tf32 and HF's --tf32 allow: faster, less exact.
+// Off by default; for the whole process. bf16 and fp16 products are unaffected.
+void set_float32_matmul_tf32(bool enabled);
+bool float32_matmul_tf32();
 
 }  // namespace zt::cuda

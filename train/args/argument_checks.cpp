@@ -1,5 +1,6 @@
-// The checks HF's TrainingArguments.__post_init__ and the method flags need: required
-// arguments, ranges, and flags that contradict each other or the chosen method.
+// The checks HF's TrainingArguments.__post_init__, LLaMA-Factory's parser and the method flags
+// need: required arguments, ranges, and flags that contradict each other or the chosen method.
+#include <cmath>
 #include <nlohmann/json.hpp>
 #include <regex>
 
@@ -28,6 +29,13 @@ void check_method_flags(const TrainingArguments& args, std::vector<std::string>&
   }
 }
 
+// HF's *_steps: > 0, and a whole number unless a share of the steps (< 1).
+void check_steps(const char* flag, double value, std::vector<std::string>& errors) {
+  require(value > 0, errors, std::string("--") + flag + " must be > 0");
+  require(value < 1 || value == std::floor(value), errors,
+          std::string("--") + flag + " must be a whole number when >= 1 (below 1 it is a share of the steps)");
+}
+
 void check_ranges(const TrainingArguments& args, std::vector<std::string>& errors) {
   require(args.per_device_train_batch_size > 0, errors, "--per_device_train_batch_size must be > 0");
   require(args.per_device_eval_batch_size > 0, errors, "--per_device_eval_batch_size must be > 0");
@@ -42,13 +50,21 @@ void check_ranges(const TrainingArguments& args, std::vector<std::string>& error
   require(args.max_grad_norm >= 0, errors, "--max_grad_norm must be >= 0 (0 disables clipping)");
   require(args.warmup_ratio >= 0 && args.warmup_ratio <= 1, errors, "--warmup_ratio must be in [0, 1]");
   require(args.warmup_steps >= 0, errors, "--warmup_steps must be >= 0");
-  require(args.logging_steps > 0, errors, "--logging_steps must be > 0");
-  require(args.save_strategy != IntervalStrategy::kSteps || args.save_steps > 0, errors,
-          "--save_steps must be > 0 with --save_strategy steps");
+  require(args.warmup_steps < 1 || args.warmup_steps == std::floor(args.warmup_steps), errors,
+          "--warmup_steps must be a whole number when >= 1 (below 1 it is a share of the steps)");
+  if (args.logging_strategy == IntervalStrategy::kSteps) check_steps("logging_steps", args.logging_steps, errors);
+  if (args.save_strategy == IntervalStrategy::kSteps) check_steps("save_steps", args.save_steps, errors);
+  if (args.eval_steps) check_steps("eval_steps", *args.eval_steps, errors);
+  require(args.eval_strategy != IntervalStrategy::kSteps || args.eval_steps || args.logging_steps > 0, errors,
+          "--eval_strategy steps needs --eval_steps, or --logging_steps > 0 for it to default to");
+  require(args.eval_delay >= 0, errors, "--eval_delay must be >= 0");
   require(!args.save_total_limit || *args.save_total_limit > 0, errors, "--save_total_limit must be > 0");
-  require(!args.eval_steps || *args.eval_steps > 0, errors, "--eval_steps must be > 0");
   require(args.dataloader_num_workers >= 0, errors, "--dataloader_num_workers must be >= 0");
   require(args.max_length > 1, errors, "--max_length must be > 1");
+  require(!args.max_samples || *args.max_samples > 0, errors, "--max_samples must be > 0");
+  require(args.val_size >= 0, errors, "--val_size must be >= 0");
+  require(args.val_size < 1 || args.val_size == std::floor(args.val_size), errors,
+          "--val_size must be a share below 1 or a whole number of samples");
   require(args.freeze_trainable_layers != 0, errors,
           "--freeze_trainable_layers must not be 0 (positive: the last N layers; negative: the first N)");
   require(args.lora_rank > 0, errors, "--lora_rank must be > 0");
@@ -59,15 +75,50 @@ void check_ranges(const TrainingArguments& args, std::vector<std::string>& error
   require(args.inprocess_ranks >= 0, errors, "--inprocess_ranks must be >= 0");
 }
 
+// Where the data comes from: HF's files or LLaMA-Factory's dataset names, one of each kind.
+void check_data(const TrainingArguments& args, std::vector<std::string>& errors) {
+  require(!args.train_file.empty() || !args.dataset.empty(), errors,
+          "--train_file is required (or LLaMA-Factory's --dataset)");
+  require(args.train_file.empty() || args.dataset.empty(), errors,
+          "--train_file and --dataset both name the training data; give one");
+  require(args.validation_file.empty() || args.eval_dataset.empty(), errors,
+          "--validation_file and --eval_dataset both name the evaluation data; give one");
+  const bool named_eval = !args.validation_file.empty() || !args.eval_dataset.empty();
+  require(!(named_eval && args.val_size > 0), errors,
+          "--val_size splits evaluation data off the training data, but --validation_file or --eval_dataset "
+          "already names it; give one");
+  const bool has_eval = named_eval || args.val_size > 0;
+  const std::string eval_data = " needs evaluation data: --validation_file (or --eval_dataset, or --val_size)";
+  require(args.eval_strategy == IntervalStrategy::kNo || has_eval, errors,
+          std::string("--eval_strategy ") + name_of(args.eval_strategy) + eval_data);
+  require(!args.do_eval || has_eval, errors, "--do_eval" + eval_data);
+  require(!args.eval_on_start || has_eval, errors, "--eval_on_start" + eval_data);
+}
+
+// LLaMA-Factory's stages other than sft train something else than a language model on replies.
+void check_stage(const TrainingArguments& args, std::vector<std::string>& errors) {
+  static const std::vector<std::pair<std::string, std::string>> stages = {{"pt", "pre-training on raw text"},
+                                                                          {"rm", "reward modelling"},
+                                                                          {"ppo", "PPO"},
+                                                                          {"dpo", "DPO preference training"},
+                                                                          {"kto", "KTO preference training"}};
+  if (args.stage == "sft") return;
+  std::string what = "an unknown stage";
+  for (const auto& [name, description] : stages)
+    if (args.stage == name) what = description;
+  errors.push_back("--stage " + args.stage + " (" + what +
+                   ") is not supported: zerotune train runs supervised fine-tuning, --stage sft");
+}
+
 void check_combinations(const TrainingArguments& args, std::vector<std::string>& errors) {
   require(!(args.bf16 && args.fp16), errors, "--bf16 and --fp16 both given: choose one");
   require(!(args.packing && args.padding == Padding::kLongest), errors,
           "--packing and --padding longest both given: packed rows hold several samples and are never padded; "
           "choose one");
-  require(args.eval_strategy == IntervalStrategy::kNo || !args.validation_file.empty(), errors,
-          std::string("--eval_strategy ") + name_of(args.eval_strategy) + " needs --validation_file");
   require(!(args.save_only_model && !args.resume_from_checkpoint.empty()), errors,
           "--save_only_model checkpoints cannot be resumed from; drop --resume_from_checkpoint or --save_only_model");
+  require(!args.was_given("do_train") || args.do_train, errors,
+          "--do_train false: zerotune train always trains; `zerotune evaluate` evaluates a model");
   static const std::regex device("auto|cpu|cuda|cuda:[0-9]+");
   require(std::regex_match(args.device, device), errors,
           "--device '" + args.device + "' is not accepted; use auto, cpu, cuda or cuda:N");
@@ -75,16 +126,32 @@ void check_combinations(const TrainingArguments& args, std::vector<std::string>&
     nlohmann::json kwargs = nlohmann::json::parse(args.lr_scheduler_kwargs, nullptr, false);
     require(kwargs.is_object(), errors,
             "--lr_scheduler_kwargs must be a JSON object, got '" + args.lr_scheduler_kwargs + "'");
+    for (const char* key : {"min_lr_rate", "min_lr"})
+      require(!kwargs.is_object() || !kwargs.contains(key) || kwargs[key].is_number(), errors,
+              std::string("--lr_scheduler_kwargs: ") + key + " must be a number");
   }
+  if (args.deepspeed_inline()) {
+    nlohmann::json ds = nlohmann::json::parse(args.deepspeed, nullptr, false);
+    require(ds.is_object(), errors,
+            "--deepspeed starts with '{' but is not a valid JSON object; give the config as an object, or a path");
+  }
+  const nlohmann::json& accelerator = args.other_arguments.value("accelerator_config", nlohmann::json());
+  require(!(accelerator.is_object() && accelerator.contains("split_batches") && accelerator["split_batches"] == true),
+          errors,
+          "--accelerator_config split_batches true is not supported: it makes per_device_train_batch_size the size "
+          "of the whole batch; zerotune's is per device (divide it by the number of ranks)");
+  check_optimizer_name(args.optim, errors);
 }
 
 }  // namespace
 
 void validate_training_arguments(const TrainingArguments& args, std::vector<std::string>& errors) {
-  for (const char* name : {"model_name_or_path", "output_dir", "train_file"})
+  for (const char* name : {"model_name_or_path", "output_dir"})
     require(args.was_given(name), errors, std::string("--") + name + " is required");
+  check_data(args, errors);
   check_ranges(args, errors);
   check_combinations(args, errors);
+  check_stage(args, errors);
   check_method_flags(args, errors);
 }
 

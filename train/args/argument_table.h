@@ -1,5 +1,6 @@
-// The table behind parse_training_arguments: each flag's name, the member it sets, the
-// values it accepts and a line of help. Kept apart so the parser stays generic.
+// The table behind parse_training_arguments: each honoured flag's name, the member it sets,
+// the values it accepts and a line of help. Kept apart so the parser stays generic; the names
+// accepted without a member are in other_arguments.h.
 #pragma once
 
 #include <cstdint>
@@ -14,9 +15,10 @@ namespace zt::train {
 
 using ArgumentMember =
     std::variant<bool TrainingArguments::*, std::int64_t TrainingArguments::*, double TrainingArguments::*,
-                 std::string TrainingArguments::*, std::optional<std::int64_t> TrainingArguments::*,
-                 std::optional<double> TrainingArguments::*, IntervalStrategy TrainingArguments::*,
-                 FinetuningType TrainingArguments::*, Overlong TrainingArguments::*, Padding TrainingArguments::*>;
+                 std::string TrainingArguments::*, std::optional<bool> TrainingArguments::*,
+                 std::optional<std::int64_t> TrainingArguments::*, std::optional<double> TrainingArguments::*,
+                 IntervalStrategy TrainingArguments::*, FinetuningType TrainingArguments::*,
+                 Overlong TrainingArguments::*, Padding TrainingArguments::*>;
 
 struct ArgumentSpec {
   const char* name;
@@ -28,8 +30,11 @@ struct ArgumentSpec {
 const std::vector<ArgumentSpec>& argument_table();
 // Appends one line per missing, out-of-range or conflicting argument.
 void validate_training_arguments(const TrainingArguments& args, std::vector<std::string>& errors);
+// Appends why --optim `optim` is refused, unless it names zerotune's AdamW (optimizer_names.cpp).
+void check_optimizer_name(const std::string& optim, std::vector<std::string>& errors);
 
-// Older HF names that still work, mapped to today's.
+// Older HF names that still work, and LLaMA-Factory's names for zerotune's flags, mapped to
+// the names they stand for.
 const std::vector<std::pair<std::string, std::string>>& argument_aliases();
 
 }  // namespace zt::train

@@ -1,13 +1,16 @@
 // The arguments of `zerotune train`: HF TrainingArguments' names and defaults, plus the data
-// and fine-tuning-method flags, given as command-line flags or as one JSON file (the way
-// HfArgumentParser reads `train.py args.json`).
+// and fine-tuning-method flags and LLaMA-Factory's names for them, given as command-line flags
+// or as one JSON or YAML file (the way HfArgumentParser reads `train.py args.json` and
+// LLaMA-Factory `llamafactory-cli train args.yaml`).
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "train/args/enum_names.h"
@@ -48,7 +51,14 @@ struct TrainingArguments {
   std::string model_name_or_path;
   std::string output_dir;
   bool overwrite_output_dir = false;
-  std::string deepspeed;  // path of a ds_config.json, empty when none
+  // A ds_config.json path, or the config itself as JSON text (HF takes a dict in a file, or
+  // '{...}' as a flag); empty: none.
+  std::string deepspeed;
+  std::string run_name;  // empty: output_dir, as HF names a run
+
+  // What the run does: zerotune train always trains; do_eval adds an evaluation at the end.
+  bool do_train = true;
+  bool do_eval = false;
 
   // Length of training and batches.
   double num_train_epochs = 3.0;
@@ -58,6 +68,7 @@ struct TrainingArguments {
   std::int64_t gradient_accumulation_steps = 1;
 
   // Optimizer and schedule.
+  std::string optim = "adamw_torch";  // HF's names for the AdamW zerotune runs
   double learning_rate = 5e-5;
   double weight_decay = 0.0;
   double adam_beta1 = 0.9;
@@ -67,30 +78,37 @@ struct TrainingArguments {
   std::string lr_scheduler_type = "linear";
   std::string lr_scheduler_kwargs;  // JSON object, e.g. {"min_lr_rate": 0.1}
   double warmup_ratio = 0.0;
-  std::int64_t warmup_steps = 0;
+  double warmup_steps = 0;  // >= 1: steps; in (0, 1): a share of the steps (transformers 5)
 
-  // Logging, saving, evaluating.
-  std::int64_t logging_steps = 500;
+  // Logging, saving, evaluating. A *_steps value in (0, 1) is a share of max_steps, as in HF.
+  IntervalStrategy logging_strategy = IntervalStrategy::kSteps;
+  double logging_steps = 500;
+  bool logging_first_step = false;
+  std::optional<bool> disable_tqdm;  // true: no progress bar even on a terminal
   IntervalStrategy save_strategy = IntervalStrategy::kSteps;
-  std::int64_t save_steps = 500;
+  double save_steps = 500;
   std::optional<std::int64_t> save_total_limit;
   bool save_only_model = false;
   IntervalStrategy eval_strategy = IntervalStrategy::kNo;
-  std::optional<std::int64_t> eval_steps;  // defaults to logging_steps, as in HF
-  std::string report_to = "none";
+  std::optional<double> eval_steps;  // defaults to logging_steps, as in HF
+  double eval_delay = 0;             // steps (or epochs with eval_strategy epoch) before the first evaluation
+  bool eval_on_start = false;
 
   // Precision, memory, data loading, reproducibility.
   bool bf16 = false;
   bool fp16 = false;
+  std::optional<bool> tf32;  // TF32 tensor-op math for float32 GEMMs on the GPU
   bool gradient_checkpointing = false;
   std::int64_t dataloader_num_workers = 0;
   std::string resume_from_checkpoint;  // a checkpoint folder, or "true" for the latest one
   std::int64_t seed = 42;
-  std::string device = "auto";         // auto | cpu | cuda | cuda:N
-  std::string attn_impl = "zerotune";  // zerotune | cudnn
+  std::optional<std::int64_t> data_seed;  // the data order's seed; defaults to seed
+  std::string device = "auto";            // auto | cpu | cuda | cuda:N
+  bool use_cpu = false;                   // HF's way to say --device cpu
+  std::string attn_impl = "zerotune";     // zerotune | cudnn
 
   // Data.
-  std::string train_file;
+  std::string train_file;  // a file, or several separated by commas
   std::string validation_file;
   std::string template_name;  // --template; empty picks the model's own
   std::int64_t max_length = 1024;
@@ -98,6 +116,16 @@ struct TrainingArguments {
   bool train_on_prompt = false;
   bool packing = false;
   Padding padding = Padding::kNone;
+  std::optional<std::int64_t> max_samples;  // of each data file, its first N
+
+  // LLaMA-Factory's names for the data and the run (train/args/dataset_selection.h).
+  std::string stage = "sft";
+  std::string dataset;  // names in dataset_dir/dataset_info.json, or files, separated by commas
+  std::string dataset_dir = "data";
+  std::string eval_dataset;
+  double val_size = 0.0;  // < 1: that share of the training data evaluates; >= 1: that many samples
+  bool neat_packing = false;
+  bool disable_gradient_checkpointing = false;
 
   // Fine-tuning method.
   FinetuningType finetuning_type = FinetuningType::kLora;
@@ -117,19 +145,44 @@ struct TrainingArguments {
 
   // The flags the user gave (names without dashes), for conflict checks and messages.
   std::set<std::string> given;
+  // Accepted names zerotune does not honour (other_arguments.h) with the values given (secrets
+  // masked), and the warnings those values earn, each once.
+  nlohmann::json other_arguments = nlohmann::json::object();
+  std::vector<std::string> warnings;
 
   bool was_given(const std::string& name) const { return given.count(name) != 0; }
-  // Warmup steps as HF computes them: warmup_steps when > 0, else ceil(ratio * total).
+  // Warmup steps as HF computes them: warmup_steps when >= 1, ceil(warmup_steps * total) when
+  // it is a share, else ceil(warmup_ratio * total).
   std::int64_t warmup_steps_for(std::int64_t total_steps) const;
+  std::uint64_t data_order_seed() const { return static_cast<std::uint64_t>(data_seed.value_or(seed)); }
+  // --deepspeed holds the config itself rather than a path: it starts with '{' (after white space).
+  bool deepspeed_inline() const {
+    const std::size_t first = deepspeed.find_first_not_of(" \t\r\n");
+    return first != std::string::npos && deepspeed[first] == '{';
+  }
+  // A LLaMA-Factory arguments file: it names a stage or a dataset. Its defaults then apply
+  // (cutoff_len 2048, gradient checkpointing on).
+  bool llama_factory_style() const { return was_given("stage") || was_given("dataset"); }
 };
 
-// Parses `zerotune train`'s arguments: flags (`--name value`, `--name=value`, and for
-// booleans `--name`, `--name true|false`), or a single `.json` file of the same names.
-// Unknown flags, bad values and conflicting flags are errors that name them and say what is
-// accepted; several problems are reported together.
+// Parses `zerotune train`'s arguments: flags (`--name value`, `--name=value`, `name=value`, and
+// for booleans `--name`, `--name true|false`), or an arguments file (.json, .yaml or .yml, as
+// HfArgumentParser and LLaMA-Factory read them) followed by any flags that override it.
+// Unknown names, bad values and conflicting arguments are errors that name them and say what
+// is accepted, all reported together. The warnings of accepted names without effect are
+// logged once, by rank 0.
 TrainingArguments parse_training_arguments(const std::vector<std::string>& args);
 
-// Every argument by its HF name, as a checkpoint's training_args.json records them.
+enum class ArgumentsFileFormat { kJson, kYaml };
+
+// The arguments of a file's text (`source` names it in messages) and the flags after it. Pure:
+// reads no file and logs nothing (warnings are in the result), so it can be fuzzed.
+TrainingArguments parse_training_arguments_text(std::string_view text, ArgumentsFileFormat format,
+                                                const std::string& source,
+                                                const std::vector<std::string>& overrides = {});
+
+// Every argument by its HF name, as a checkpoint's training_args.json records them: inline
+// dicts (deepspeed, lr_scheduler_kwargs) as objects, then the accepted names without a member.
 std::string training_arguments_json(const TrainingArguments& args);
 
 // One line per flag with its default, for `zerotune train --help`.

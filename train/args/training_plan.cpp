@@ -34,6 +34,18 @@ LrScheduleConfig hf_schedule(const TrainingArguments& args, std::int64_t total, 
   return schedule;
 }
 
+// HF: an interval below 1 is a share of max_steps, rounded up.
+std::int64_t interval_steps(double value, std::int64_t max_steps) {
+  if (value >= 1) return static_cast<std::int64_t>(value);
+  return std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(value * static_cast<double>(max_steps))));
+}
+
+void resolve_intervals(TrainingPlan& plan, const TrainingArguments& args) {
+  plan.logging_steps = interval_steps(args.logging_steps, plan.max_steps);
+  plan.eval_steps = interval_steps(args.eval_steps.value_or(args.logging_steps), plan.max_steps);
+  plan.save_steps = interval_steps(args.save_steps, plan.max_steps);
+}
+
 }  // namespace
 
 DType TrainingPlan::working_dtype() const {
@@ -77,8 +89,8 @@ TrainingPlan plan_training(const TrainingArguments& args, const MicroBatchCounte
   plan.optimizer = {args.learning_rate, args.adam_beta1, args.adam_beta2, args.adam_epsilon, args.weight_decay, true};
   plan.schedule = hf_schedule(args, plan.max_steps, warmup);
   plan.max_grad_norm = args.max_grad_norm;
-  plan.logging_steps = args.logging_steps;
   if (plan.precision == Precision::kFloat16) plan.loss_scaler = LossScalerConfig{};
+  resolve_intervals(plan, args);
   if (args.deepspeed.empty()) return plan;
 
   DeepSpeedConfig ds = load_deepspeed_config(args.deepspeed, {args, world_size, hidden_size, plan.max_steps, warmup});
@@ -86,7 +98,7 @@ TrainingPlan plan_training(const TrainingArguments& args, const MicroBatchCounte
        {std::tuple{"per_device_train_batch_size", args.per_device_train_batch_size, ds.micro_batch_per_gpu},
         std::tuple{"gradient_accumulation_steps", args.gradient_accumulation_steps, ds.gradient_accumulation_steps}})
     ZT_REQUIRE(!args.was_given(flag) || flag_value == ds_value,
-               args.deepspeed + ": the batch rules give " +
+               ds.source + ": the batch rules give " +
                    (std::string(flag) == "per_device_train_batch_size" ? "train_micro_batch_size_per_gpu "
                                                                        : "gradient_accumulation_steps ") +
                    std::to_string(ds_value) + " but --" + flag + " is " + std::to_string(flag_value) +
@@ -103,13 +115,14 @@ TrainingPlan plan_training(const TrainingArguments& args, const MicroBatchCounte
   if (ds.optimizer) plan.optimizer = *ds.optimizer;
   if (ds.scheduler) {
     plan.schedule = *ds.scheduler;
-    if (plan.schedule.kind == ScheduleKind::kWarmupCosineLR) plan.schedule.peak_lr = plan.optimizer.lr;
+    if (plan.schedule.peak_lr_from_optimizer) plan.schedule.peak_lr = plan.optimizer.lr;
   }
   if (ds.fp16 || ds.bf16) plan.precision = ds.fp16 ? Precision::kFloat16 : Precision::kBFloat16;
   plan.loss_scaler.reset();
   if (ds.fp16) plan.loss_scaler = ds.loss_scaler;
   plan.zero = ds.zero;
   plan.warnings = ds.warnings;
+  resolve_intervals(plan, args);
   return plan;
 }
 

@@ -31,7 +31,11 @@ struct TrainingPlan {
   double max_grad_norm = 0.0;
   std::optional<LossScalerConfig> loss_scaler;  // fp16 only
   ZeroConfig zero;
+  // Every how many steps the loop logs, evaluates and saves (the arguments' shares of the
+  // steps resolved against max_steps, as HF does).
   std::int64_t logging_steps = 500;
+  std::int64_t eval_steps = 500;
+  std::int64_t save_steps = 500;
   std::vector<std::string> warnings;
 
   DType working_dtype() const;

@@ -93,8 +93,6 @@ TEST(TrainingArguments, BadValuesNameTheFlagAndWhatIsAccepted) {
   EXPECT_NE(msg.find("full, freeze, lora, ptuning"), std::string::npos) << msg;
   msg = error_for(with({"--seed", "4.5"}));
   EXPECT_NE(msg.find("--seed takes an integer"), std::string::npos) << msg;
-  msg = error_for(with({"--report_to", "wandb"}));
-  EXPECT_NE(msg.find("none"), std::string::npos) << msg;
   msg = error_for(with({"--device", "gpu0"}));
   EXPECT_NE(msg.find("cuda:N"), std::string::npos) << msg;
   msg = error_for(with({"--output_dir"}));
@@ -106,7 +104,7 @@ TEST(TrainingArguments, ConflictsAndMissingAreReportedTogether) {
       error_for({"--bf16", "--fp16", "--finetuning_type", "full", "--lora_rank", "4", "--eval_strategy", "steps"});
   for (const char* part :
        {"--model_name_or_path is required", "--output_dir is required", "--train_file is required", "--bf16 and --fp16",
-        "--lora_rank applies to --finetuning_type lora", "--eval_strategy steps needs --validation_file"})
+        "--lora_rank applies to --finetuning_type lora", "--eval_strategy steps needs evaluation data"})
     EXPECT_NE(msg.find(part), std::string::npos) << part << "\n" << msg;
 }
 

@@ -53,6 +53,33 @@ TEST(TrainingPlan, CosineWithMinLrNeedsItsKwargs) {
   EXPECT_DOUBLE_EQ(plan.schedule.min_lr_rate, 0.1);
 }
 
+TEST(TrainingPlan, IntervalsBelowOneAreSharesOfTheSteps) {
+  // 10 micro-batches of 1, 4 epochs: 40 steps.
+  TrainingPlan plan = plan_training(
+      args_with({"--per_device_train_batch_size", "1", "--num_train_epochs", "4", "--logging_steps", "0.1",
+                 "--save_steps", "0.25", "--eval_steps", "0.33", "--eval_strategy", "steps", "--validation_file", "v"}),
+      ten_samples);
+  EXPECT_EQ(plan.max_steps, 40);
+  EXPECT_EQ(plan.logging_steps, 4);  // ceil(0.1 * 40)
+  EXPECT_EQ(plan.save_steps, 10);
+  EXPECT_EQ(plan.eval_steps, 14);  // ceil(13.2)
+  plan = plan_training(args_with({"--max_steps", "30", "--logging_steps", "7"}), ten_samples);
+  EXPECT_EQ(plan.logging_steps, 7);
+  EXPECT_EQ(plan.eval_steps, 7);  // logging_steps when not given, as HF
+  EXPECT_EQ(plan.save_steps, 500);
+  plan = plan_training(args_with({"--max_steps", "30", "--logging_steps", "0.5"}), ten_samples);
+  EXPECT_EQ(plan.eval_steps, 15);  // the share it inherits, resolved the same way
+}
+
+TEST(TrainingPlan, WarmupStepsBelowOneAreAShareAsInTransformers5) {
+  TrainingPlan plan = plan_training(args_with({"--max_steps", "30", "--warmup_steps", "0.1"}), ten_samples);
+  EXPECT_EQ(plan.schedule.warmup_steps, 3);
+  plan = plan_training(args_with({"--max_steps", "30", "--warmup_steps", "4", "--warmup_ratio", "0.5"}), ten_samples);
+  EXPECT_EQ(plan.schedule.warmup_steps, 4);  // whole steps win over the ratio
+  plan = plan_training(args_with({"--max_steps", "30", "--warmup_ratio", "0.5"}), ten_samples);
+  EXPECT_EQ(plan.schedule.warmup_steps, 15);
+}
+
 class DeepSpeedPlan : public ::testing::Test {
  protected:
   std::string write(const std::string& text) {

@@ -1,0 +1,56 @@
+// `zerotune train args.yaml` as a user runs it: LLaMA-Factory's example file, pointed at the
+// shipped tiny model and the test data by flags after the file, trains on the CPU; an option
+// zerotune cannot honour stops it with the reason.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "tests/common/process_test_util.h"
+
+namespace zt::train {
+namespace {
+
+namespace fs = std::filesystem;
+
+const fs::path kSource(ZT_SOURCE_DIR);
+
+std::size_t count_of(const std::string& text, const std::string& part) {
+  std::size_t count = 0;
+  for (std::size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++count;
+  return count;
+}
+
+class ArgumentsCli : public testing::FolderTest {
+ protected:
+  std::string llama_factory_run(const std::string& extra) {
+    return "train " + (kSource / "tests/data/args/llama_factory/qwen3_lora_sft.yaml").string() +
+           " --model_name_or_path " + (kSource / "examples/tiny-qwen").string() + " --dataset_dir " +
+           (kSource / "tests/data/args/llama_factory/data").string() + " --output_dir " + (dir_ / "out").string() +
+           " --template qwen cutoff_len=64 --max_steps 2 --gradient_accumulation_steps 1 --device cpu"
+           " --save_strategy no " +
+           extra;
+  }
+};
+
+TEST_F(ArgumentsCli, LlamaFactoryExampleTrains) {
+  const testing::CliRun run = testing::run_zerotune(llama_factory_run(""), dir_);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_EQ(count_of(run.output, "--trust_remote_code (LLaMA-Factory) has no effect"), 1u) << run.output;
+  EXPECT_EQ(count_of(run.output, "--preprocessing_num_workers (LLaMA-Factory) has no effect"), 1u) << run.output;
+  EXPECT_NE(run.output.find("run " + (dir_ / "out").string() + ": model"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("9 samples"), std::string::npos) << run.output;  // identity's 3 + alpaca_en_demo's 6
+  for (const char* file : {"adapter_config.json", "adapter_model.safetensors", "train_log.jsonl"})
+    EXPECT_TRUE(fs::exists(dir_ / "out" / file)) << file;
+}
+
+TEST_F(ArgumentsCli, UnsupportedOptionStopsTheRunWithTheReason) {
+  const testing::CliRun run = testing::run_zerotune(llama_factory_run("quantization_bit=4"), dir_);
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_NE(run.output.find("--quantization_bit 4: this is a LLaMA-Factory option zerotune does not support"),
+            std::string::npos)
+      << run.output;
+  EXPECT_FALSE(fs::exists(dir_ / "out" / "train_log.jsonl"));
+}
+
+}  // namespace
+}  // namespace zt::train

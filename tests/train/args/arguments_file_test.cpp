@@ -1,0 +1,228 @@
+// Arguments files: JSON and YAML as HfArgumentParser and LLaMA-Factory read them, flags after
+// the file overriding it, `deepspeed` as an object, and the files users already have.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "tests/common/op_test_util.h"
+#include "train/args/training_arguments.h"
+
+namespace zt::train {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+const fs::path kArgsData = fs::path(ZT_SOURCE_DIR) / "tests/data/args";
+
+TrainingArguments yaml(const std::string& text, const std::vector<std::string>& overrides = {}) {
+  return parse_training_arguments_text(text, ArgumentsFileFormat::kYaml, "args.yaml", overrides);
+}
+
+std::string yaml_error(const std::string& text) {
+  return testing::error_of([&] { yaml(text); });
+}
+
+std::string joined(const std::vector<std::string>& lines) {
+  std::string text;
+  for (const std::string& line : lines) text += line + "\n";
+  return text;
+}
+
+constexpr const char* kBase = "model_name_or_path: m\noutput_dir: o\ntrain_file: t.json\n";
+
+TEST(ArgumentsFile, YamlScalarsBecomeTheArguments) {
+  TrainingArguments args = yaml(std::string(kBase) + R"(
+learning_rate: 1.0e-4     # PyYAML's float
+adam_epsilon: 1e-6        # text to PyYAML, still a number here
+bf16: yes
+gradient_checkpointing: on
+num_train_epochs: 3
+max_steps: -1
+save_total_limit: ~
+lora_target: [q_proj, v_proj]
+lr_scheduler_kwargs: {min_lr_rate: 0.1}
+lr_scheduler_type: cosine_with_min_lr
+)");
+  EXPECT_EQ(args.learning_rate, 1e-4);
+  EXPECT_EQ(args.adam_epsilon, 1e-6);
+  EXPECT_TRUE(args.bf16);
+  EXPECT_TRUE(args.gradient_checkpointing);
+  EXPECT_EQ(args.num_train_epochs, 3.0);
+  EXPECT_FALSE(args.save_total_limit);
+  EXPECT_EQ(args.lora_target, "q_proj,v_proj");
+  EXPECT_EQ(json::parse(args.lr_scheduler_kwargs), json({{"min_lr_rate", 0.1}}));
+}
+
+TEST(ArgumentsFile, ErrorsNameTheFile) {
+  std::string msg = yaml_error(std::string(kBase) + "lerning_rate: 1\nbf16: maybe\n");
+  EXPECT_NE(msg.find("args.yaml: unknown argument --lerning_rate (did you mean --learning_rate?)"), std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("args.yaml: --bf16 takes true or false, got 'maybe'"), std::string::npos) << msg;
+  msg = yaml_error("- a\n- b\n");
+  EXPECT_NE(msg.find("args.yaml must hold a map of argument names and values"), std::string::npos) << msg;
+  msg = yaml_error("model_name_or_path: m\n output_dir: o\n");
+  EXPECT_NE(msg.find("args.yaml:2:"), std::string::npos) << msg;
+  msg = testing::error_of(
+      [] { parse_training_arguments_text("{\"bf16\": tru}", ArgumentsFileFormat::kJson, "args.json"); });
+  EXPECT_NE(msg.find("args.json is not valid JSON"), std::string::npos) << msg;
+  const std::string deep = "{\"deepspeed\": " + std::string(100, '[') + std::string(100, ']') + "}";
+  msg = testing::error_of([&] { parse_training_arguments_text(deep, ArgumentsFileFormat::kJson, "args.json"); });
+  EXPECT_NE(msg.find("args.json nests deeper than 64 levels"), std::string::npos) << msg;
+}
+
+TEST(ArgumentsFile, FlagsAfterTheFileOverrideIt) {
+  TrainingArguments args = yaml(std::string(kBase) + "learning_rate: 1.0e-4\nbf16: true\nmax_steps: 10\n",
+                                {"--learning_rate", "3e-4", "bf16=false", "--output_dir=elsewhere"});
+  EXPECT_EQ(args.learning_rate, 3e-4);
+  EXPECT_FALSE(args.bf16);
+  EXPECT_EQ(args.max_steps, 10);
+  EXPECT_EQ(args.output_dir, "elsewhere");
+  // A value overridden back to its default earns no warning.
+  args = yaml(std::string(kBase) + "push_to_hub: true\n", {"push_to_hub=false"});
+  EXPECT_TRUE(args.warnings.empty()) << joined(args.warnings);
+}
+
+TEST(ArgumentsFile, DeepspeedAsAnObjectIsTheConfig) {
+  const auto path = kArgsData / "hf/deepspeed_inline_args.json";
+  TrainingArguments args = parse_training_arguments({path.string()});
+  ASSERT_TRUE(args.deepspeed_inline());
+  const json config = json::parse(args.deepspeed);
+  EXPECT_EQ(config["zero_optimization"]["stage"], 2);
+  EXPECT_EQ(config["train_micro_batch_size_per_gpu"], "auto");
+  const json recorded = json::parse(training_arguments_json(args));
+  ASSERT_TRUE(recorded["deepspeed"].is_object()) << recorded["deepspeed"];
+  EXPECT_EQ(recorded["deepspeed"], config);
+  // The same in YAML, and as a flag's '{...}', as HF takes a dict.
+  args = yaml(std::string(kBase) + "deepspeed:\n  zero_optimization:\n    stage: 3\n");
+  EXPECT_EQ(json::parse(args.deepspeed)["zero_optimization"]["stage"], 3);
+  args = parse_training_arguments({"--model_name_or_path", "m", "--output_dir", "o", "--train_file", "t", "--deepspeed",
+                                   R"({"train_batch_size": 8})"});
+  EXPECT_TRUE(args.deepspeed_inline());
+  EXPECT_FALSE(parse_training_arguments({"--model_name_or_path", "m", "--output_dir", "o", "--train_file", "t",
+                                         "--deepspeed", "ds_config.json"})
+                   .deepspeed_inline());
+  EXPECT_EQ(json::parse(training_arguments_json(args))["deepspeed"]["train_batch_size"], 8);
+  // A broken inline config is named for what it is, without echoing it as a path.
+  const std::string msg = testing::error_of([] {
+    parse_training_arguments({"--model_name_or_path", "m", "--output_dir", "o", "--train_file", "t", "--deepspeed",
+                              R"({"zero_optimization": {"stage": 2, "offload_param": )"});
+  });
+  EXPECT_NE(msg.find("--deepspeed starts with '{' but is not a valid JSON object"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find("offload_param"), std::string::npos) << msg;
+}
+
+TEST(ArgumentsFile, StanfordAlpacaCommandLineAsJson) {
+  const TrainingArguments args =
+      parse_training_arguments({(kArgsData / "hf/stanford_alpaca_train_args.json").string()});
+  EXPECT_EQ(args.train_file, "./alpaca_data.json");  // data_path
+  EXPECT_TRUE(args.bf16);
+  EXPECT_EQ(args.tf32, std::optional<bool>(true));
+  EXPECT_EQ(args.per_device_train_batch_size, 4);
+  EXPECT_EQ(args.gradient_accumulation_steps, 8);
+  EXPECT_EQ(args.lr_scheduler_type, "cosine");
+  EXPECT_EQ(args.warmup_ratio, 0.03);
+  EXPECT_EQ(args.save_steps, 2000);
+  EXPECT_EQ(args.eval_strategy, IntervalStrategy::kNo);
+  // FSDP's two fields: no effect (ZeRO through --deepspeed shards), one warning each.
+  ASSERT_EQ(args.warnings.size(), 2u) << joined(args.warnings);
+  EXPECT_NE(joined(args.warnings).find("--fsdp has no effect"), std::string::npos);
+}
+
+TEST(ArgumentsFile, FastChatCommandLineAsJson) {
+  const TrainingArguments args = parse_training_arguments({(kArgsData / "hf/fastchat_train_args.json").string()});
+  EXPECT_EQ(args.train_file, "./data/train.json");
+  EXPECT_EQ(args.validation_file, "./data/val.json");
+  EXPECT_EQ(args.max_length, 4096);  // model_max_length
+  EXPECT_EQ(args.eval_strategy, IntervalStrategy::kSteps);
+  EXPECT_EQ(args.eval_steps, std::optional<double>(49));
+  EXPECT_EQ(args.weight_decay, 1e-5);
+  EXPECT_TRUE(args.gradient_checkpointing);
+  EXPECT_NE(joined(args.warnings).find("--lazy_preprocess has no effect"), std::string::npos);
+}
+
+TEST(ArgumentsFile, LlamaFactoryExampleYaml) {
+  const TrainingArguments args = parse_training_arguments({(kArgsData / "llama_factory/qwen3_lora_sft.yaml").string()});
+  EXPECT_EQ(args.stage, "sft");
+  EXPECT_EQ(args.dataset, "identity,alpaca_en_demo");
+  EXPECT_EQ(args.dataset_dir, "tests/data/args/llama_factory/data");
+  EXPECT_EQ(args.template_name, "qwen3_nothink");
+  EXPECT_EQ(args.max_length, 2048);  // cutoff_len
+  EXPECT_EQ(args.max_samples, std::optional<std::int64_t>(1000));
+  EXPECT_EQ(args.finetuning_type, FinetuningType::kLora);
+  EXPECT_EQ(args.lora_rank, 8);
+  EXPECT_EQ(args.lora_target, "all");
+  EXPECT_EQ(args.learning_rate, 1e-4);
+  EXPECT_EQ(args.num_train_epochs, 3.0);
+  EXPECT_EQ(args.ddp_timeout, 180000000);
+  EXPECT_TRUE(args.bf16);
+  EXPECT_TRUE(args.overwrite_output_dir);
+  EXPECT_TRUE(args.gradient_checkpointing);  // LLaMA-Factory checkpoints unless disable_gradient_checkpointing
+  EXPECT_TRUE(args.resume_from_checkpoint.empty());
+  const std::string warnings = joined(args.warnings);
+  EXPECT_NE(warnings.find("--trust_remote_code (LLaMA-Factory) has no effect in zerotune"), std::string::npos)
+      << warnings;
+  EXPECT_NE(warnings.find("--preprocessing_num_workers (LLaMA-Factory) has no effect"), std::string::npos) << warnings;
+  EXPECT_EQ(warnings.find("plot_loss"), std::string::npos) << warnings;  // zerotune draws the curves anyway
+  EXPECT_EQ(args.warnings.size(), 2u) << warnings;
+}
+
+TEST(ArgumentsFile, LlamaFactoryDefaultsApplyToItsFilesOnly) {
+  TrainingArguments args = yaml("model_name_or_path: m\noutput_dir: o\nstage: sft\ndataset: a.json\n");
+  EXPECT_EQ(args.max_length, 2048);
+  EXPECT_TRUE(args.gradient_checkpointing);
+  args = yaml(
+      "model_name_or_path: m\noutput_dir: o\ndataset: a.json\ndisable_gradient_checkpointing: true\n"
+      "cutoff_len: 512\nneat_packing: true\n");
+  EXPECT_FALSE(args.gradient_checkpointing);
+  EXPECT_EQ(args.max_length, 512);
+  EXPECT_TRUE(args.packing);
+  args = yaml(kBase);
+  EXPECT_EQ(args.max_length, 1024);
+  EXPECT_FALSE(args.gradient_checkpointing);
+}
+
+TEST(ArgumentsFile, LlamaFactoryOptionsZerotuneCannotHonourAreRefusedByName) {
+  const std::string msg = yaml_error(
+      "model_name_or_path: m\noutput_dir: o\ndataset: a\nstage: dpo\nquantization_bit: 4\nuse_dora: true\n"
+      "pure_bf16: true\nmix_strategy: interleave_under\n");
+  for (const char* part :
+       {"--stage dpo (DPO preference training) is not supported: zerotune train runs supervised fine-tuning",
+        "--quantization_bit 4: this is a LLaMA-Factory option zerotune does not support: zerotune trains on "
+        "unquantised weights",
+        "--use_dora true: this is a LLaMA-Factory option zerotune does not support: DoRA is not implemented",
+        "--pure_bf16 true: this is a LLaMA-Factory option", "--mix_strategy interleave_under"})
+    EXPECT_NE(msg.find(part), std::string::npos) << part << "\n" << msg;
+  EXPECT_NE(yaml_error("model_name_or_path: m\noutput_dir: o\ndataset: a\nstage: pt\n").find("pre-training"),
+            std::string::npos);
+}
+
+TEST(ArgumentsFile, LlamaFactoryDataArgumentsAreChecked) {
+  std::string msg = yaml_error("model_name_or_path: m\noutput_dir: o\ndataset: a\ntrain_file: b\n");
+  EXPECT_NE(msg.find("--train_file and --dataset both name the training data"), std::string::npos) << msg;
+  msg = yaml_error("model_name_or_path: m\noutput_dir: o\ndataset: a\neval_dataset: b\nval_size: 0.1\n");
+  EXPECT_NE(msg.find("--val_size splits evaluation data off the training data"), std::string::npos) << msg;
+  msg = yaml_error("model_name_or_path: m\noutput_dir: o\ndataset: a\nval_size: 2.5\nmax_samples: 0\n");
+  EXPECT_NE(msg.find("--val_size must be a share below 1 or a whole number"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("--max_samples must be > 0"), std::string::npos) << msg;
+  const TrainingArguments args =
+      yaml("model_name_or_path: m\noutput_dir: o\ndataset: a\nval_size: 0.1\neval_strategy: steps\n");
+  EXPECT_EQ(args.val_size, 0.1);
+  msg = yaml_error("model_name_or_path: m\noutput_dir: o\n");
+  EXPECT_NE(msg.find("--train_file is required (or LLaMA-Factory's --dataset)"), std::string::npos) << msg;
+}
+
+TEST(ArgumentsFile, FilesAreReadByTheirExtension) {
+  const fs::path dir = fs::temp_directory_path() / "zt_args_file_test";
+  fs::create_directories(dir);
+  std::ofstream(dir / "a.yml") << kBase << "seed: 7\n";
+  EXPECT_EQ(parse_training_arguments({(dir / "a.yml").string(), "--seed", "8"}).seed, 8);
+  const std::string msg = testing::error_of([&] { parse_training_arguments({(dir / "missing.yaml").string()}); });
+  EXPECT_NE(msg.find("cannot read the arguments file"), std::string::npos) << msg;
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace zt::train

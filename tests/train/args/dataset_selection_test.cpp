@@ -1,0 +1,119 @@
+// The data the arguments name: comma-separated files, LLaMA-Factory's dataset_info.json names,
+// --max_samples per file, and --val_size's split.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include "tests/common/op_test_util.h"
+#include "train/args/dataset_selection.h"
+
+namespace zt::train {
+namespace {
+
+namespace fs = std::filesystem;
+
+const fs::path kData = fs::path(ZT_SOURCE_DIR) / "tests/data/args/llama_factory/data";
+
+TrainingArguments arguments(std::vector<std::string> extra) {
+  std::vector<std::string> all = {"--model_name_or_path", "m", "--output_dir", "o"};
+  all.insert(all.end(), extra.begin(), extra.end());
+  return parse_training_arguments(all);
+}
+
+std::string error_for(const std::string& names) {
+  return testing::error_of([&] { llama_factory_files(names, kData.string()); });
+}
+
+std::vector<std::string> outputs(const Dataset& data) {
+  std::vector<std::string> replies;
+  for (const Conversation& sample : data.samples) replies.push_back(sample.messages.back().content);
+  return replies;
+}
+
+TEST(DatasetSelection, TrainFileListsSplitOnCommas) {
+  EXPECT_EQ(data_files("a.json, b.jsonl,c.json"), (std::vector<std::string>{"a.json", "b.jsonl", "c.json"}));
+  const fs::path odd = fs::temp_directory_path() / "zt_data,with_comma.json";
+  std::ofstream(odd) << "[]";
+  EXPECT_EQ(data_files(odd.string()), std::vector<std::string>{odd.string()});  // a file that exists is one file
+  fs::remove(odd);
+}
+
+TEST(DatasetSelection, LlamaFactoryNamesResolveThroughDatasetInfo) {
+  EXPECT_EQ(llama_factory_files("identity, alpaca_en_demo", kData.string()),
+            (std::vector<std::string>{(kData / "identity.json").string(), (kData / "alpaca_en_demo.json").string()}));
+  EXPECT_EQ(llama_factory_files("chat_openai", kData.string()),
+            std::vector<std::string>{(kData / "chat_openai.jsonl").string()});
+  // Not a name in dataset_info.json: a path, as given or inside dataset_dir.
+  EXPECT_EQ(llama_factory_files("identity.json", kData.string()),
+            std::vector<std::string>{(kData / "identity.json").string()});
+  const std::string path = (kData / "alpaca_en_demo.json").string();
+  EXPECT_EQ(llama_factory_files(path, "elsewhere"), std::vector<std::string>{path});
+}
+
+TEST(DatasetSelection, WhatLlamaFactoryWouldReadDifferentlyIsRefused) {
+  std::string msg = error_for("nowhere");
+  EXPECT_NE(msg.find("dataset \"nowhere\" is neither in"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("alpaca_en_demo, chat_openai"), std::string::npos) << msg;  // what it has
+  msg = error_for("from_the_hub");
+  EXPECT_NE(msg.find("dataset \"from_the_hub\" is loaded from hf_hub_url; zerotune reads local files"),
+            std::string::npos)
+      << msg;
+  msg = error_for("renamed_columns");
+  EXPECT_NE(msg.find("maps columns prompt to \"question\"; zerotune reads alpaca data with prompt [\"instruction\"]"),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(error_for("preference_pairs").find("preference (ranking) data"), std::string::npos);
+  EXPECT_NE(error_for("sampled").find("num_samples"), std::string::npos);
+}
+
+TEST(DatasetSelection, FilesConcatenateEachCutToMaxSamples) {
+  const SelectedData selected = select_data(
+      arguments({"--dataset", "identity,alpaca_en_demo", "--dataset_dir", kData.string(), "--max_samples", "2"}));
+  EXPECT_EQ(selected.train.size(), 4u);  // the first two of each file
+  EXPECT_EQ(outputs(selected.train),
+            (std::vector<std::string>{"Hello! I am a tiny assistant trained by zerotune.",
+                                      "I am a tiny assistant trained by zerotune.", "5", "5"}));
+  EXPECT_FALSE(selected.eval);
+  const SelectedData files = select_data(
+      arguments({"--train_file", (kData / "identity.json").string() + "," + (kData / "chat_openai.jsonl").string(),
+                 "--validation_file", (kData / "alpaca_en_demo.json").string()}));
+  EXPECT_EQ(files.train.size(), 5u);  // alpaca and OpenAI messages, both conversations
+  ASSERT_TRUE(files.eval);
+  EXPECT_EQ(files.eval->size(), 6u);
+}
+
+TEST(DatasetSelection, ValSizeSplitsOffASeededShare) {
+  const TrainingArguments args = arguments({"--dataset", "alpaca_en_demo", "--dataset_dir", kData.string(),
+                                            "--val_size", "0.3", "--eval_strategy", "steps"});
+  const SelectedData selected = select_data(args);
+  ASSERT_TRUE(selected.eval);
+  EXPECT_EQ(selected.eval->size(), 2u);  // ceil(0.3 * 6)
+  EXPECT_EQ(selected.train.size(), 4u);
+  std::vector<std::string> all = outputs(selected.train);
+  for (const std::string& reply : outputs(*selected.eval)) all.push_back(reply);
+  std::sort(all.begin(), all.end());
+  EXPECT_EQ(all, (std::vector<std::string>{"5", "5", "cba", "enut", "seven", "three"}));  // nothing lost or doubled
+  EXPECT_EQ(outputs(*select_data(args).eval), outputs(*selected.eval));                   // the same every run
+  Dataset six = select_data(arguments({"--train_file", (kData / "alpaca_en_demo.json").string()})).train;
+  EXPECT_EQ(split_validation(six, 3, 42).second.size(), 3u);  // >= 1: a number of samples
+  bool differs = false;
+  for (std::uint64_t seed = 1; seed < 20 && !differs; ++seed)
+    differs = outputs(split_validation(six, 0.5, seed).second) != outputs(split_validation(six, 0.5, 42).second);
+  EXPECT_TRUE(differs);
+  const std::string msg = testing::error_of([&] { split_validation(six, 6, 42); });
+  EXPECT_NE(msg.find("--val_size 6 leaves 0 of 6 samples to train on"), std::string::npos) << msg;
+}
+
+TEST(DatasetSelection, EvalDatasetNamesTheEvaluationData) {
+  const SelectedData selected = select_data(arguments(
+      {"--dataset", "identity", "--eval_dataset", "chat_openai", "--dataset_dir", kData.string(), "--do_eval"}));
+  EXPECT_EQ(selected.train.size(), 3u);
+  ASSERT_TRUE(selected.eval);
+  EXPECT_EQ(selected.eval->size(), 2u);
+  EXPECT_EQ(selected.eval_source, (kData / "chat_openai.jsonl").string());
+}
+
+}  // namespace
+}  // namespace zt::train

@@ -1,0 +1,38 @@
+// Reads arguments into a TrainingArguments: command-line flags, and the object an arguments file
+// holds. Honoured names set their member (argument_table.h); accepted names without a member
+// are recorded in `other_arguments` (other_arguments.h) and judged once reading is done. Each
+// problem is appended to `errors`, so all of them are reported together.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "train/args/training_arguments.h"
+
+namespace zt::train {
+
+class ArgumentReader {
+ public:
+  ArgumentReader(TrainingArguments& args, std::vector<std::string>& errors) : args_(args), errors_(errors) {}
+
+  // `--name value`, `--name=value`, a boolean's bare `--name`, a list's `--name a b c`, and
+  // LLaMA-Factory's `name=value` overrides.
+  void read_flags(const std::vector<std::string>& tokens);
+  // A file's top-level object of names and values; null leaves the default, as HF's parser does.
+  void read_object(const nlohmann::json& object, const std::string& source);
+
+ private:
+  void read_flag(const std::string& name, std::optional<std::string> value, const std::vector<std::string>& tokens,
+                 std::size_t& i);
+  void set_member(const std::string& name, const std::string& text, const std::string& where);
+  void set_other(const std::string& name, nlohmann::json value);
+
+  TrainingArguments& args_;
+  std::vector<std::string>& errors_;
+};
+
+// The canonical name of `name`: itself, or what an older or LLaMA-Factory name stands for.
+std::string canonical_argument_name(const std::string& name);
+
+}  // namespace zt::train

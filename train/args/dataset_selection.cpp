@@ -1,0 +1,218 @@
+#include "train/args/dataset_selection.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <numeric>
+#include <random>
+
+#include "runtime/error.h"
+
+namespace zt::train {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::vector<std::string> split_list(const std::string& list) {
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  while (start <= list.size()) {
+    const std::size_t comma = std::min(list.find(',', start), list.size());
+    const std::string part = list.substr(start, comma - start);
+    const std::size_t first = part.find_first_not_of(" \t");
+    if (first != std::string::npos) parts.push_back(part.substr(first, part.find_last_not_of(" \t") - first + 1));
+    start = comma + 1;
+  }
+  return parts;
+}
+
+std::string joined(const std::vector<std::string>& parts) {
+  std::string text;
+  for (const std::string& part : parts) text += (text.empty() ? "" : ", ") + part;
+  return text;
+}
+
+// The columns (and for sharegpt the tags) zerotune's reader knows, by LLaMA-Factory's keys.
+const json& known_layout(const std::string& formatting) {
+  static const json alpaca = {{"columns",
+                               {{"prompt", {"instruction"}},
+                                {"query", {"input"}},
+                                {"response", {"output"}},
+                                {"system", {"system"}},
+                                {"history", {"history"}}}}};
+  static const json sharegpt = {
+      {"columns", {{"messages", {"conversations", "messages"}}, {"system", {"system"}}, {"tools", {"tools"}}}},
+      {"tags",
+       {{"role_tag", {"from", "role"}},
+        {"content_tag", {"value", "content"}},
+        {"user_tag", {"human", "user"}},
+        {"assistant_tag", {"gpt", "assistant"}},
+        {"observation_tag", {"observation", "tool"}},
+        {"function_tag", {"function_call"}},
+        {"system_tag", {"system"}}}}};
+  return formatting == "sharegpt" ? sharegpt : alpaca;
+}
+
+// An entry's columns or tags must each name what zerotune's reader looks for.
+void check_layout(const json& entry, const std::string& formatting, const char* part, const std::string& where) {
+  if (!entry.contains(part)) return;
+  ZT_REQUIRE(entry[part].is_object(), where + ": \"" + part + "\" must be an object");
+  const json& known = known_layout(formatting).value(part, json::object());
+  for (const auto& [key, value] : entry[part].items()) {
+    const bool ok = known.contains(key) && value.is_string() &&
+                    std::find(known[key].begin(), known[key].end(), value) != known[key].end();
+    if (ok) continue;
+    fail(where + " maps " + part + " " + key + " to " + value.dump() + "; zerotune reads " + formatting +
+         " data with " + (known.contains(key) ? key + " " + known[key].dump() : "no " + key) +
+         ": rename the keys in the data file and drop the entry's \"" + part + "\"");
+  }
+}
+
+// A dataset_info.json entry as a file zerotune reads the way LLaMA-Factory would.
+std::string entry_file(const std::string& name, const json& entry, const fs::path& dataset_dir, const fs::path& info) {
+  const std::string where = info.string() + ": dataset \"" + name + "\"";
+  ZT_REQUIRE(entry.is_object(), where + " is not an object");
+  for (const char* remote : {"hf_hub_url", "ms_hub_url", "om_hub_url", "script_url", "cloud_file_name"})
+    ZT_REQUIRE(!entry.contains(remote), where + " is loaded from " + remote +
+                                            "; zerotune reads local files: download it and name its file_name");
+  ZT_REQUIRE(entry.contains("file_name") && entry["file_name"].is_string(), where + " has no file_name");
+  ZT_REQUIRE(!(entry.contains("ranking") && entry["ranking"] == true),
+             where + " is preference (ranking) data, for the rm, dpo and kto stages; zerotune train runs sft");
+  ZT_REQUIRE(!entry.contains("num_samples"), where +
+                                                 " samples num_samples of the file, which zerotune does not; "
+                                                 "cut the file, or use --max_samples for its first samples");
+  const json formatting_value = entry.contains("formatting") ? entry["formatting"] : json("alpaca");
+  const std::string formatting =
+      formatting_value.is_string() ? formatting_value.get<std::string>() : formatting_value.dump();
+  ZT_REQUIRE(formatting == "alpaca" || formatting == "sharegpt",
+             where + " has formatting \"" + formatting + "\"; zerotune reads alpaca and sharegpt");
+  check_layout(entry, formatting, "columns", where);
+  check_layout(entry, formatting, "tags", where);
+  const fs::path file = dataset_dir / entry["file_name"].get<std::string>();
+  ZT_REQUIRE(fs::is_regular_file(file),
+             where + ": " + file.string() + " is not a file (zerotune reads one JSON or JSON Lines file per dataset)");
+  return file.string();
+}
+
+json read_dataset_info(const fs::path& info) {
+  if (!fs::exists(info)) return json::object();
+  std::ifstream in(info);
+  json parsed = json::parse(in, nullptr, false);
+  ZT_REQUIRE(parsed.is_object(), info.string() + " is not a JSON object of dataset names");
+  return parsed;
+}
+
+// Every file cut to its first max_samples samples, then concatenated.
+Dataset read_files(const std::vector<std::string>& files, const std::optional<std::int64_t>& max_samples) {
+  Dataset all;
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    Dataset data = load_dataset(files[i]);
+    if (max_samples) {
+      const auto keep = static_cast<std::size_t>(*max_samples);
+      if (data.samples.size() > keep) data.samples.resize(keep);
+      if (data.texts.size() > keep) data.texts.resize(keep);
+    }
+    if (i == 0) {
+      all = std::move(data);
+      continue;
+    }
+    ZT_REQUIRE((all.format == DataFormat::kText) == (data.format == DataFormat::kText),
+               files[i] + " and " + files[0] + " mix plain text and conversations; train on one kind per run");
+    all.samples.insert(all.samples.end(), data.samples.begin(), data.samples.end());
+    all.texts.insert(all.texts.end(), data.texts.begin(), data.texts.end());
+  }
+  return all;
+}
+
+// 6, not 6.0; 0.1 as written.
+std::string number_text(double value) {
+  return value == std::floor(value) ? std::to_string(static_cast<std::int64_t>(value)) : json(value).dump();
+}
+
+Dataset subset(const Dataset& data, const std::vector<std::size_t>& indices) {
+  Dataset part;
+  part.format = data.format;
+  for (std::size_t i : indices) {
+    if (data.format == DataFormat::kText)
+      part.texts.push_back(data.texts[i]);
+    else
+      part.samples.push_back(data.samples[i]);
+  }
+  return part;
+}
+
+}  // namespace
+
+std::vector<std::string> data_files(const std::string& list) {
+  if (fs::is_regular_file(list)) return {list};
+  return split_list(list);
+}
+
+std::vector<std::string> llama_factory_files(const std::string& names, const std::string& dataset_dir) {
+  const fs::path info_path = fs::path(dataset_dir) / "dataset_info.json";
+  const json info = read_dataset_info(info_path);
+  std::vector<std::string> files;
+  for (const std::string& name : split_list(names)) {
+    if (info.contains(name)) {
+      files.push_back(entry_file(name, info[name], dataset_dir, info_path));
+    } else if (fs::is_regular_file(name)) {
+      files.push_back(name);
+    } else if (fs::is_regular_file(fs::path(dataset_dir) / name)) {
+      files.push_back((fs::path(dataset_dir) / name).string());
+    } else {
+      std::vector<std::string> known;
+      for (const auto& [key, entry] : info.items()) known.push_back(key);
+      fail("dataset \"" + name + "\" is neither in " + info_path.string() +
+           (known.empty() ? std::string(" (missing or empty)") : " (which has " + joined(known) + ")") +
+           " nor a file; check --dataset_dir, or name the file");
+    }
+  }
+  ZT_REQUIRE(!files.empty(), "--dataset names no dataset");
+  return files;
+}
+
+std::pair<Dataset, Dataset> split_validation(const Dataset& data, double val_size, std::uint64_t seed) {
+  const std::size_t count = data.size();
+  const auto eval_count =
+      static_cast<std::size_t>(val_size >= 1 ? val_size : std::ceil(val_size * static_cast<double>(count)));
+  ZT_REQUIRE(eval_count >= 1 && eval_count < count,
+             "--val_size " + number_text(val_size) + " leaves " + std::to_string(count - std::min(count, eval_count)) +
+                 " of " + std::to_string(count) + " samples to train on and " + std::to_string(eval_count) +
+                 " to evaluate; each needs at least one");
+  std::vector<std::size_t> order(count);
+  std::iota(order.begin(), order.end(), 0);
+  // Fisher-Yates with our own index draw, the same on every standard library.
+  std::mt19937_64 rng(seed ^ 0x5EEDDA7A5E7ull);
+  for (std::size_t i = count; i > 1; --i) std::swap(order[i - 1], order[rng() % i]);
+  std::vector<std::size_t> eval(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(eval_count));
+  std::vector<std::size_t> train(order.begin() + static_cast<std::ptrdiff_t>(eval_count), order.end());
+  std::sort(eval.begin(), eval.end());
+  std::sort(train.begin(), train.end());
+  return {subset(data, train), subset(data, eval)};
+}
+
+SelectedData select_data(const TrainingArguments& args) {
+  SelectedData selected;
+  const std::vector<std::string> train_files =
+      args.dataset.empty() ? data_files(args.train_file) : llama_factory_files(args.dataset, args.dataset_dir);
+  selected.train = read_files(train_files, args.max_samples);
+  selected.train_source = joined(train_files);
+  std::vector<std::string> eval_files;
+  if (!args.validation_file.empty()) eval_files = data_files(args.validation_file);
+  if (!args.eval_dataset.empty()) eval_files = llama_factory_files(args.eval_dataset, args.dataset_dir);
+  if (!eval_files.empty()) {
+    selected.eval = read_files(eval_files, args.max_samples);
+    selected.eval_source = joined(eval_files);
+  } else if (args.val_size > 0) {
+    auto [train, eval] = split_validation(selected.train, args.val_size, static_cast<std::uint64_t>(args.seed));
+    selected.train = std::move(train);
+    selected.eval = std::move(eval);
+    selected.eval_source = "--val_size " + number_text(args.val_size) + " of " + selected.train_source;
+  }
+  return selected;
+}
+
+}  // namespace zt::train

@@ -1,0 +1,115 @@
+#include "train/args/other_arguments.h"
+
+#include <algorithm>
+#include <cmath>
+#include <unordered_map>
+
+namespace zt::train {
+namespace {
+
+using nlohmann::json;
+
+const std::unordered_map<std::string_view, const OtherArgument*>& index() {
+  static const auto by_name = [] {
+    std::unordered_map<std::string_view, const OtherArgument*> map;
+    for (const auto* table : {&transformers_other_arguments(), &llama_factory_other_arguments()})
+      for (const OtherArgument& argument : *table) map.emplace(argument.name, &argument);
+    return map;
+  }();
+  return by_name;
+}
+
+// Numbers compare by value (0 and 0.0 are one default), everything else as JSON.
+bool same_value(const json& a, const json& b) {
+  if (a.is_number() && b.is_number()) return a.get<double>() == b.get<double>();
+  return a == b;
+}
+
+bool is_quiet(const OtherArgument& argument, const json& value) {
+  if (std::string_view(argument.quiet) == "*") return true;
+  const json quiet = json::parse(argument.quiet);
+  return std::any_of(quiet.begin(), quiet.end(), [&](const json& q) { return same_value(q, value); });
+}
+
+// The value as a message shows it: scalars as written, a list or an object by what it is.
+std::string shown(const json& value) {
+  if (value.is_string()) return value.get<std::string>();
+  if (value.is_object()) return "(an object)";
+  if (value.is_array()) return "(a list)";
+  if (value.is_number_float() && value.get<double>() == std::floor(value.get<double>()))
+    return json(static_cast<std::int64_t>(value.get<double>())).dump();  // 5, not 5.0
+  return value.dump();
+}
+
+std::optional<bool> bool_text(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (text == "true" || text == "1" || text == "yes" || text == "y" || text == "t") return true;
+  if (text == "false" || text == "0" || text == "no" || text == "n" || text == "f") return false;
+  return std::nullopt;
+}
+
+}  // namespace
+
+const OtherArgument* find_other_argument(std::string_view name) {
+  auto found = index().find(name);
+  return found == index().end() ? nullptr : found->second;
+}
+
+bool is_secret(std::string_view name) {
+  for (std::string_view tail : {"_token", "_api_key", "_secret", "_webhook_url"})
+    if (name.size() > tail.size() && name.substr(name.size() - tail.size()) == tail) return true;
+  return false;
+}
+
+Judgement judge(const OtherArgument& argument, const json& value) {
+  if (is_quiet(argument, value)) return {};
+  const std::string flag = std::string("--") + argument.name;
+  if (argument.verdict == Verdict::kNoEffect) {
+    const char* whose = argument.origin == Origin::kLlamaFactory ? " (LLaMA-Factory)" : "";
+    return {Judgement::kWarning, flag + whose + " has no effect in zerotune: " + argument.reason};
+  }
+  if (argument.origin == Origin::kLlamaFactory)
+    return {Judgement::kRefusal, flag + " " + shown(value) +
+                                     ": this is a LLaMA-Factory option zerotune does not support: " + argument.reason};
+  return {Judgement::kRefusal, flag + " " + shown(value) + " is not supported: " + argument.reason};
+}
+
+json value_from_text(const OtherArgument& argument, const std::string& text, std::string& error) {
+  const std::string flag = std::string("--") + argument.name;
+  switch (argument.kind) {
+    case ValueKind::kBool:
+      if (auto parsed = bool_text(text)) return *parsed;
+      error = flag + " takes true or false, got '" + text + "'";
+      return nullptr;
+    case ValueKind::kInteger:
+    case ValueKind::kNumber: {
+      std::size_t used = 0;
+      double parsed = 0;
+      try {
+        parsed = std::stod(text, &used);
+      } catch (const std::exception&) {
+      }
+      const bool integral = argument.kind == ValueKind::kNumber || parsed == std::floor(parsed);
+      if (used != text.size() || text.empty() || !std::isfinite(parsed) || !integral) {
+        error = flag + (argument.kind == ValueKind::kInteger ? " takes an integer" : " takes a number") + ", got '" +
+                text + "'";
+        return nullptr;
+      }
+      return argument.kind == ValueKind::kInteger ? json(static_cast<std::int64_t>(parsed)) : json(parsed);
+    }
+    case ValueKind::kObject:
+      if (!text.empty() && text.front() == '{') {  // a dict as a flag, as HF parses one
+        json parsed = json::parse(text, nullptr, false);
+        if (parsed.is_object()) return parsed;
+        error = flag + " looks like a JSON object but is not valid JSON";
+        return nullptr;
+      }
+      return text;  // a path, as HF reads one
+    case ValueKind::kList:
+      return json::array({text});
+    default:
+      return text;
+  }
+}
+
+}  // namespace zt::train

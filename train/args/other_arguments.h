@@ -1,0 +1,52 @@
+// The names `zerotune train` accepts without a member to set: every HF TrainingArguments field
+// (transformers 4.40 to 5.x, Seq2SeqTrainingArguments' too) and LLaMA-Factory option that
+// zerotune does not honour. Each is either without effect, for a reason, and warned about once
+// when given a value other than its default; or refused, for a reason, when a value other
+// than its default would change the training result and zerotune cannot do what it asks.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace zt::train {
+
+// How a flag's text becomes a value, as HfArgumentParser types the field.
+enum class ValueKind { kBool, kInteger, kNumber, kText, kList, kObject };
+
+enum class Verdict { kNoEffect, kRefused };
+
+enum class Origin { kTransformers, kLlamaFactory };
+
+struct OtherArgument {
+  const char* name;
+  ValueKind kind;
+  // JSON array of the values that need no word (the default, and values meaning what zerotune
+  // does anyway); "*": every value.
+  const char* quiet;
+  Verdict verdict;
+  const char* reason;
+  Origin origin = Origin::kTransformers;
+};
+
+// HF TrainingArguments' fields (transformers_arguments.cpp) and LLaMA-Factory's options
+// (llama_factory_arguments.cpp).
+const std::vector<OtherArgument>& transformers_other_arguments();
+const std::vector<OtherArgument>& llama_factory_other_arguments();
+const OtherArgument* find_other_argument(std::string_view name);
+
+// What a given value means: nothing to say, a warning, or a refusal, with its text.
+struct Judgement {
+  enum Kind { kQuiet, kWarning, kRefusal } kind = kQuiet;
+  std::string message;
+};
+Judgement judge(const OtherArgument& argument, const nlohmann::json& value);
+
+// The flag text `text` as the argument's kind reads it; an error line when it cannot be.
+nlohmann::json value_from_text(const OtherArgument& argument, const std::string& text, std::string& error);
+
+// Fields whose value is a secret (hub tokens, API keys): recorded and shown as a placeholder.
+bool is_secret(std::string_view name);
+
+}  // namespace zt::train
