@@ -3,7 +3,10 @@
 // fit the GPU, and the fastest one that does. It reads only config.json: no weights needed.
 #include <cstdio>
 #include <iostream>
-#include <map>
+#include <optional>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
 
 #include "cli/command.h"
 #include "cli/flags.h"
@@ -12,6 +15,7 @@
 #include "runtime/error.h"
 #include "train/args/training_arguments.h"
 #include "train/memory_estimate.h"
+#include "train/memory_recommendation.h"
 
 namespace zt::cli {
 namespace {
@@ -19,45 +23,37 @@ namespace {
 constexpr const char* kUsage =
     "usage: zerotune estimate (--model_name_or_path DIR | --config config.json) --num_gpus N [--num_nodes M]\n"
     "                         [--micro_batch B] [--max_length S] [--gradient_checkpointing]\n"
-    "                         [--dtype bfloat16|float16|float32] [--gpu_memory GIB] [--reduce_bucket_size N]\n"
+    "                         [--dtype bfloat16|float16|float32] [--gpu_memory GIB] [--host_memory GIB]\n"
+    "                         [--reduce_bucket_size N]\n"
     "                         [--finetuning_type full|lora [--lora_rank R] [--lora_target MODULES]]\n\n"
     "Prints, for ZeRO stages 0-3 without and with optimizer offload, the GiB each GPU needs (model\n"
     "states; stage 3's gathered modules; activations of a packed micro-batch of B x S tokens; the fused\n"
-    "loss; a 1 GiB reserve) and the GiB of host memory each node needs, marks the rows that fit\n"
-    "--gpu_memory and recommends the fastest that fits (stages 0, 1, 2, then 0-2 with offload, then 3,\n"
-    "then 3 with offload). The model states are zerotune's own buffers; docs/TRAINING.md (Memory) says\n"
-    "how they differ from DeepSpeed's.\n"
+    "loss; a 1 GiB reserve) and the GiB of host memory each node needs, and marks the rows that fit\n"
+    "--gpu_memory. Then it recommends the fastest configuration that fits, with the `zerotune train`\n"
+    "flags that run it: stages 0, 1, 2, then 1-2 with offload, then 3, then 3 with offload; in each,\n"
+    "gradient checkpointing only when needed and the micro-batch halved only when needed; LoRA only\n"
+    "when no full fine-tuning fits. The model states are zerotune's own buffers; docs/TRAINING.md\n"
+    "(Memory) says how they differ from DeepSpeed's.\n"
     "  --num_gpus             GPUs per node (also --num_gpus_per_node); the world is N x M ranks\n"
     "  --micro_batch          sequences per micro-batch (also --per_device_train_batch_size), default 1\n"
     "  --max_length           tokens per sequence, default 1024\n"
     "  --gpu_memory           GiB per GPU; default: the memory of the first visible GPU\n"
+    "  --host_memory          GiB of host memory per node; when given, offload that needs more is not\n"
+    "                         recommended\n"
     "  --reduce_bucket_size   ZeRO bucket in elements, default 500000000 (DeepSpeed's)\n"
-    "  --finetuning_type      full (default) or lora: only the LoRA matrices train\n";
+    "  --finetuning_type      full (default) or lora: only the LoRA matrices train (--lora_rank, default 8,\n"
+    "                         and --lora_target, default all, also size the LoRA a full run falls back to)\n";
 
 const FlagSpec kFlagSpec{
     .command = "estimate",
     .value_flags = {"--model_name_or_path", "--config", "--num_gpus", "--num_nodes", "--micro_batch", "--max_length",
-                    "--dtype", "--gpu_memory", "--reduce_bucket_size", "--finetuning_type", "--lora_rank",
-                    "--lora_target"},
+                    "--dtype", "--gpu_memory", "--host_memory", "--reduce_bucket_size", "--finetuning_type",
+                    "--lora_rank", "--lora_target"},
     .bool_flags = {"--gradient_checkpointing"},
     .required = {"--num_gpus"},
     .aliases = {{"--num_gpus_per_node", "--num_gpus"}, {"--per_device_train_batch_size", "--micro_batch"}}};
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-
-struct Row {
-  int stage;
-  bool offload;
-};
-
-// Fastest first: offload trades GPU memory for PCIe copies and a CPU Adam step, and stage 3
-// gathers every layer's weights twice a step, slower again than offloading stages 0-2.
-constexpr Row kFastestFirst[] = {{0, false}, {1, false}, {2, false}, {0, true},
-                                 {1, true},  {2, true},  {3, false}, {3, true}};
-
-// What the trainer runs today: offload with stages 1-3 (or on one GPU), not with stage 0 over
-// several ranks (train/zero/zero_optimizer.cpp).
-bool trainer_runs(const Row& row, int world) { return !row.offload || row.stage >= 1 || world == 1; }
 
 std::int64_t positive_integer(const Flags& flags, const std::string& name, std::int64_t fallback) {
   if (!flags.count(name)) return fallback;
@@ -77,18 +73,21 @@ models::ModelConfig config_from_flags(const Flags& flags) {
   return models::parse_config(models::read_json_file(flags.at("--config")), flags.at("--config"));
 }
 
-double gpu_memory_gib(const Flags& flags) {
-  if (flags.count("--gpu_memory")) {
-    const std::string& text = flags.at("--gpu_memory");
-    std::size_t used = 0;
-    double value = 0.0;
-    try {
-      value = std::stod(text, &used);
-    } catch (const std::exception&) {
-    }
-    ZT_REQUIRE(used == text.size() && value > 0.0, "--gpu_memory takes GiB per GPU (e.g. 80), got '" + text + "'");
-    return value;
+// --name as GiB, when given.
+std::optional<double> gib_flag(const Flags& flags, const std::string& name) {
+  if (!flags.count(name)) return std::nullopt;
+  const std::string& text = flags.at(name);
+  std::size_t used = 0;
+  double value = 0.0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
   }
+  ZT_REQUIRE(used == text.size() && value > 0.0, name + " takes GiB (e.g. 80), got '" + text + "'");
+  return value;
+}
+
+double visible_gpu_memory_gib() {
   ZT_REQUIRE(cuda_available(),
              "--gpu_memory is needed: no GPU is visible to read its memory from (" + cuda_unavailable_reason() + ")");
   return static_cast<double>(device_properties(0).total_memory) / kGiB;
@@ -142,43 +141,96 @@ void print_header(const models::ModelConfig& config, const train::MemorySettings
   std::cout << "per GPU in every row: fused loss " << gib(e.loss) << " GiB, reserve " << gib(e.reserve) << " GiB\n\n";
 }
 
-int estimate(Flags& flags) {
-  const models::ModelConfig config = config_from_flags(flags);
-  train::MemorySettings settings = settings_from_flags(flags, config);
-  const double budget = gpu_memory_gib(flags);
-  std::map<std::pair<int, bool>, std::int64_t> per_gpu;
+void print_table(const models::ModelConfig& config, train::MemorySettings settings, double budget) {
   for (int stage = 0; stage <= 3; ++stage)
     for (bool offload : {false, true}) {
       settings.stage = stage;
       settings.offload = offload;
       const train::MemoryEstimate e = train::estimate_memory(config, settings);
-      if (per_gpu.empty()) {
+      if (stage == 0 && !offload) {
         print_header(config, settings, e);
         std::cout
             << "stage  offload  params  gradients  optimizer  gathered  activations  per GPU  host per node  fits "
             << budget << " GiB\n";
       }
-      per_gpu[{stage, offload}] = e.gpu_total();
       std::cout << cell(std::to_string(stage), 5) << cell(offload ? "cpu" : "none", 9) << cell(gib(e.gpu.parameters), 8)
                 << cell(gib(e.gpu.gradients), 11) << cell(gib(e.gpu.optimizer_state), 11) << cell(gib(e.transient), 10)
                 << cell(gib(e.activations), 13) << cell(gib(e.gpu_total()), 9) << cell(gib(e.host_per_node()), 15)
                 << "  " << (fits(e.gpu_total(), budget) ? "yes" : "no")
-                << (trainer_runs({stage, offload}, settings.world_size()) ? "" : " (not in the trainer yet)") << "\n";
+                << (train::trainer_runs(stage, offload) ? "" : " (DeepSpeed offloads with stages 1-3 only)") << "\n";
     }
   std::cout << "\n";
-  // What the trainer runs first; a configuration it does not run only when nothing else fits.
-  for (bool runnable_only : {true, false})
-    for (const Row& row : kFastestFirst) {
-      const std::int64_t bytes = per_gpu.at({row.stage, row.offload});
-      const bool runs = trainer_runs(row, settings.world_size());
-      if (!fits(bytes, budget) || (runnable_only && !runs)) continue;
-      std::cout << "recommended: ZeRO stage " << row.stage << (row.offload ? " with" : " without")
-                << " optimizer offload, " << gib(bytes) << " of " << budget << " GiB per GPU"
-                << (runs ? "" : " (not in the trainer yet)") << "\n";
-      return 0;
-    }
-  std::cout << "nothing fits " << budget << " GiB per GPU: add --gradient_checkpointing, lower --micro_batch or "
-            << "--max_length, use more GPUs, or train LoRA (--finetuning_type lora)\n";
+}
+
+// The DeepSpeed config of a recommendation, as the one JSON argument --deepspeed also takes: its
+// zero_optimization, and "auto" (filled from the flags) where DeepSpeed needs a batch size and
+// where --bf16 must reach it.
+std::string deepspeed_json(const train::MemorySettings& s) {
+  nlohmann::ordered_json zero{{"stage", s.stage}};
+  if (s.offload) zero["offload_optimizer"] = {{"device", "cpu"}};
+  return nlohmann::ordered_json{
+      {"train_micro_batch_size_per_gpu", "auto"}, {"zero_optimization", zero}, {"bf16", {{"enabled", "auto"}}}}
+      .dump();
+}
+
+// The `zerotune train` flags that run a recommendation.
+std::string train_flags(const train::Recommendation& r, const Flags& flags) {
+  std::string out;
+  if (r.switched_to_lora)
+    out += " --finetuning_type lora" +
+           (flags.count("--lora_rank") ? " --lora_rank " + flags.at("--lora_rank") : std::string()) +
+           (flags.count("--lora_target") ? " --lora_target " + flags.at("--lora_target") : std::string());
+  if (r.settings.gradient_checkpointing) out += " --gradient_checkpointing";
+  out += " --per_device_train_batch_size " + std::to_string(r.settings.micro_batch);
+  return out + " --deepspeed '" + deepspeed_json(r.settings) + "'";
+}
+
+std::string budget_text(double budget, std::optional<double> host) {
+  std::ostringstream text;
+  text << budget << " GiB per GPU";
+  if (host) text << " and " << *host << " GiB of host memory per node";
+  return text.str();
+}
+
+void print_recommendation(const train::Recommendation& r, const train::MemorySettings& asked, const Flags& flags,
+                          double budget, std::optional<double> host) {
+  const train::MemorySettings& s = r.settings;
+  std::cout << "recommended: ZeRO stage " << s.stage << (s.offload ? " with" : " without") << " optimizer offload";
+  if (s.gradient_checkpointing != asked.gradient_checkpointing) std::cout << ", gradient checkpointing";
+  if (s.micro_batch != asked.micro_batch) std::cout << ", micro-batch " << s.micro_batch;
+  if (r.switched_to_lora) std::cout << ", LoRA (" << millions(r.estimate.trainable_parameters) << " trainable)";
+  std::cout << ", " << gib(r.estimate.gpu_total()) << " of " << budget << " GiB per GPU";
+  if (s.offload) std::cout << ", " << gib(r.estimate.host_per_node()) << " GiB of host memory per node";
+  std::cout << "\n";
+  if (r.switched_to_lora)
+    std::cout << "  full fine-tuning fits in no configuration within " << budget_text(budget, host) << "\n";
+  if (s.micro_batch < asked.micro_batch)
+    std::cout << "  " << asked.micro_batch / s.micro_batch
+              << "x the --gradient_accumulation_steps keeps the global batch of micro-batch " << asked.micro_batch
+              << "\n";
+  std::cout << "  zerotune train" << train_flags(r, flags) << " ...\n";
+}
+
+int estimate(Flags& flags) {
+  const models::ModelConfig config = config_from_flags(flags);
+  const train::MemorySettings settings = settings_from_flags(flags, config);
+  const std::optional<double> gpu = gib_flag(flags, "--gpu_memory");
+  const double budget = gpu ? *gpu : visible_gpu_memory_gib();
+  const std::optional<double> host = gib_flag(flags, "--host_memory");
+  print_table(config, settings, budget);
+  const train::MemoryBudget limits{
+      .gpu_bytes = static_cast<std::int64_t>(budget * kGiB),
+      .host_bytes = host ? std::optional<std::int64_t>(static_cast<std::int64_t>(*host * kGiB)) : std::nullopt};
+  const std::vector<std::int64_t> lora =
+      train::lora_trainable_numels(config, positive_integer(flags, "--lora_rank", 8),
+                                   flags.count("--lora_target") ? flags.at("--lora_target") : "all");
+  if (const auto recommendation = train::recommend_configuration(config, settings, limits, lora)) {
+    print_recommendation(*recommendation, settings, flags, budget, host);
+    return 0;
+  }
+  std::cout << "nothing fits " << budget_text(budget, host)
+            << ", not even LoRA with gradient checkpointing and micro-batch 1: lower --max_length, use more GPUs"
+            << (host ? " or more host memory" : "") << "\n";
   return 0;
 }
 

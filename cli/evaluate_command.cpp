@@ -1,124 +1,141 @@
-// `zerotune evaluate`: the loss and perplexity of a model on a JSONL file of {"text": ...}
-// lines, as `run_clm.py --do_eval` reports them (mean next-token cross-entropy over every
-// predicted token, perplexity = exp of it).
+// `zerotune evaluate`: the loss and perplexity of a model on a data file in any format
+// `zerotune train --validation_file` reads, encoded with training's rules (chat template,
+// labels on the replies, --max_length and --overlong_samples) and scored by the trainer's own
+// evaluation (train/evaluation.h), so it reports the eval_loss the trainer logged for the same
+// file and model. Plain-text files are scored as run_clm.py --do_eval scores them: every token
+// predicted, no eos appended.
 #include <cmath>
-#include <fstream>
 #include <iostream>
+#include <optional>
 
-#include "autograd/grad_mode.h"
 #include "cli/command.h"
 #include "cli/flags.h"
-#include "models/batch.h"
-#include "models/token_loss.h"
+#include "cli/generation_flags.h"
 #include "runtime/error.h"
+#include "runtime/log.h"
 #include "text/tokenizer/tokenizer.h"
+#include "train/args/training_arguments.h"
+#include "train/data/dataset.h"
+#include "train/data/sample_encoding.h"
+#include "train/data/sample_truncation.h"
+#include "train/evaluation.h"
 
 namespace zt::cli {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: zerotune evaluate --model_name_or_path DIR --validation_file F [--max_length N]\n"
-    "                         [--adapter_name_or_path ADAPTER] [--ptuning_checkpoint DIR]\n"
-    "                         [--device cpu|cuda|cuda:N] [--dtype float32|bfloat16|...]\n\n"
-    "Prints {\"eval_loss\", \"perplexity\", \"eval_tokens\", \"eval_samples\"} as JSON for the texts of F\n"
-    "(one JSON object with a \"text\" string per line), each tokenized as the model's tokenizer does\n"
-    "with its special tokens and cut to --max_length tokens (default 2048).\n"
+    "usage: zerotune evaluate --model_name_or_path DIR --validation_file F [--template NAME]\n"
+    "                         [--max_length N] [--overlong_samples truncate|skip] [--train_on_prompt]\n"
+    "                         [--per_device_eval_batch_size N] [--adapter_name_or_path ADAPTER]\n"
+    "                         [--ptuning_checkpoint DIR] [--device cpu|cuda|cuda:N] [--dtype D]\n\n"
+    "Prints {\"eval_loss\", \"perplexity\", \"eval_tokens\", \"eval_samples\"} as JSON: the mean next-token\n"
+    "loss over the label tokens of F, as `zerotune train --validation_file F` evaluates it with the same\n"
+    "flags. F is what training reads (alpaca, ShareGPT or OpenAI messages, or {\"text\": ...}; a JSON\n"
+    "array or JSON Lines). Conversations go through the chat template with labels on the replies;\n"
+    "a plain text is scored as run_clm does, every token predicted (no eos appended).\n"
+    "  --template           chat template: qwen (Qwen2.5), qwen2, qwen3, qwen3_nothink, glm4, chatglm3,\n"
+    "                       chatglm2 or none (default: the model's)\n"
+    "  --max_length         longest sample in tokens (default 1024, as training)\n"
+    "  --overlong_samples   truncate (default: cut the prompt, keep the last reply) or skip\n"
+    "  --train_on_prompt    score every token of a conversation, not only the replies\n"
+    "  --per_device_eval_batch_size  samples per forward (default 8, as training)\n"
     "  --adapter_name_or_path  a PEFT adapter folder applied to the model: LoRA or prefix tuning\n"
     "  --ptuning_checkpoint    a P-Tuning v2 prefix (zerotune train --finetuning_type ptuning);\n"
     "                          a PEFT prefix-tuning folder is also taken here\n"
     "  --device   default cuda when a GPU is usable, else cpu\n"
-    "  --dtype    default bfloat16 on a GPU, float32 on the CPU\n";
-
-constexpr std::int64_t kBatchTokens = 8192;
+    "  --dtype    default bfloat16 on a GPU, float32 on the CPU; the trainer evaluates in its\n"
+    "             working dtype, so pass --dtype float16 for a model trained with --fp16\n";
 
 FlagSpec flag_spec() {
-  FlagSpec spec{
-      .command = "evaluate", .value_flags = kModelFlags, .required = {"--model_name_or_path", "--validation_file"}};
-  spec.value_flags.insert({"--validation_file", "--max_length"});
+  FlagSpec spec{.command = "evaluate",
+                .value_flags = kModelFlags,
+                .bool_flags = {"--train_on_prompt"},
+                .required = {"--model_name_or_path", "--validation_file"}};
+  spec.value_flags.insert(
+      {"--validation_file", "--template", "--max_length", "--overlong_samples", "--per_device_eval_batch_size"});
   return spec;
 }
 
-std::int64_t parse_count(const std::string& name, const std::string& text) {
-  try {
-    std::size_t used = 0;
-    long long value = std::stoll(text, &used);
-    if (used == text.size() && value > 0) return value;
-  } catch (const std::exception&) {
-  }
-  fail(name + " must be a positive integer, got '" + text + "'");
+std::int64_t positive_flag(const Flags& flags, const std::string& name, std::int64_t fallback) {
+  if (!flags.count(name)) return fallback;
+  const std::int64_t value = integer_flag(name, flags.at(name));
+  ZT_REQUIRE(value > 0, name + " must be a positive integer, got '" + flags.at(name) + "'");
+  return value;
 }
 
-// The token ids of every line's "text", each cut to max_length.
-std::vector<std::vector<std::int64_t>> read_texts(const std::string& path, const models::Tokenizer& tokenizer,
-                                                  std::int64_t max_length) {
-  std::ifstream in(path);
-  if (!in) fail("cannot open validation file '" + path + "'");
-  std::vector<std::vector<std::int64_t>> sequences;
-  std::string line;
-  for (std::size_t number = 1; std::getline(in, line); ++number) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    std::string where = path + ":" + std::to_string(number);
-    nlohmann::json json;
-    try {
-      json = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::parse_error& e) {
-      fail(where + ": not valid JSON: " + e.what());
-    }
-    if (!json.is_object() || !json.contains("text") || !json["text"].is_string())
-      fail(where + ": expected an object with a \"text\" string");
-    std::vector<models::TokenId> ids = tokenizer.encode(json["text"].get<std::string>());
-    if (static_cast<std::int64_t>(ids.size()) > max_length) ids.resize(static_cast<std::size_t>(max_length));
-    sequences.emplace_back(ids.begin(), ids.end());
+train::EncodeOptions encode_options(const Flags& flags) {
+  const train::TrainingArguments training;  // evaluate's defaults are training's
+  train::EncodeOptions options{
+      .max_length = positive_flag(flags, "--max_length", training.max_length),
+      .train_on_prompt = flags.count("--train_on_prompt") && flags.at("--train_on_prompt") == "true",
+      .overlong = training.overlong_samples};
+  if (flags.count("--overlong_samples")) {
+    const auto overlong = train::enum_from_name<train::Overlong>(flags.at("--overlong_samples"));
+    ZT_REQUIRE(overlong.has_value(),
+               "--overlong_samples takes truncate or skip, got '" + flags.at("--overlong_samples") + "'");
+    options.overlong = *overlong;
   }
-  return sequences;
+  ZT_REQUIRE(options.max_length > 1, "--max_length must be at least 2: one token predicts the next");
+  return options;
 }
 
-struct Totals {
-  double loss_sum = 0.0;
-  std::int64_t tokens = 0;
-};
+// A plain text as run_clm scores it: the tokenizer's own special tokens and every token a
+// label, with no eos appended (training appends one to teach where a document ends).
+std::optional<train::TokenizedSample> scored_text(const std::string& text, const models::Tokenizer& tokenizer,
+                                                  const train::EncodeOptions& options, train::EncodedDataset& out) {
+  const std::vector<models::TokenId> ids = tokenizer.encode(text);
+  const train::TokenizedSample sample{.ids = {ids.begin(), ids.end()}, .labels = {ids.begin(), ids.end()}};
+  const auto max_length = static_cast<std::size_t>(options.max_length);
+  if (sample.ids.size() <= max_length) return sample;
+  if (options.overlong == train::Overlong::kSkip) {
+    ++out.skipped;
+    return std::nullopt;
+  }
+  ++out.truncated;
+  return train::truncate_tail(sample, max_length);
+}
 
-void evaluate_batch(const models::CausalLM& model, const std::vector<std::vector<std::int64_t>>& sequences,
-                    Totals& totals) {
-  auto labels = models::next_token_labels(sequences);
-  std::int64_t predicted = 0;
-  for (const auto& sequence : sequences) predicted += static_cast<std::int64_t>(sequence.size()) - 1;
-  if (predicted == 0) return;
-  models::PackedBatch batch = models::pack_sequences(sequences, labels, model.device());
-  totals.loss_sum += models::summed_token_loss(model, batch).data().item();
-  totals.tokens += predicted;
+train::EncodedDataset encode(const train::Dataset& dataset, const Flags& flags, const models::Tokenizer& tokenizer,
+                             const train::EncodeOptions& options) {
+  if (dataset.format != train::DataFormat::kText) {
+    const auto chat_template = chat_template_from(flags, flags.at("--model_name_or_path"));
+    return train::encode_dataset(dataset, *chat_template, tokenizer, options);
+  }
+  train::EncodedDataset encoded;
+  for (const std::string& text : dataset.texts)
+    if (auto sample = scored_text(text, tokenizer, options, encoded); sample && sample->ids.size() > 1)
+      encoded.samples.push_back(std::move(*sample));
+  return encoded;
+}
+
+// Samples cut, skipped or dropped on the way, as training logs them.
+void report_encoding(const std::string& path, const train::EncodedDataset& encoded, std::int64_t max_length) {
+  if (encoded.truncated)
+    ZT_LOG(kWarn, path << ": " << encoded.truncated << " sample(s) truncated to --max_length " << max_length);
+  if (encoded.skipped)
+    ZT_LOG(kWarn, path << ": " << encoded.skipped << " sample(s) skipped: longer than --max_length " << max_length
+                       << " (--overlong_samples skip)");
+  if (encoded.dropped) ZT_LOG(kWarn, path << ": " << encoded.dropped << " sample(s) left out: no token to predict");
 }
 
 int evaluate_model(Flags& flags) {
-  const std::int64_t max_length =
-      flags.count("--max_length") ? parse_count("--max_length", flags["--max_length"]) : 2048;
+  const std::string& path = flags.at("--validation_file");
+  const train::EncodeOptions options = encode_options(flags);
+  const std::int64_t batch_size =
+      positive_flag(flags, "--per_device_eval_batch_size", train::TrainingArguments{}.per_device_eval_batch_size);
   std::unique_ptr<models::Tokenizer> tokenizer = models::load_tokenizer(flags["--model_name_or_path"]);
-  models::CausalLM model = load_model_from_flags(flags);
-  auto sequences = read_texts(flags["--validation_file"], *tokenizer, max_length);
-  if (sequences.empty()) fail("validation file '" + flags["--validation_file"] + "' has no texts");
-
-  autograd::NoGradGuard no_recording;
-  Totals totals;
-  std::vector<std::vector<std::int64_t>> batch;
-  std::int64_t batch_tokens = 0;
-  for (auto& sequence : sequences) {
-    if (sequence.empty()) continue;
-    if (batch_tokens + static_cast<std::int64_t>(sequence.size()) > kBatchTokens && !batch.empty()) {
-      evaluate_batch(model, batch, totals);
-      batch.clear();
-      batch_tokens = 0;
-    }
-    batch_tokens += static_cast<std::int64_t>(sequence.size());
-    batch.push_back(std::move(sequence));
-  }
-  if (!batch.empty()) evaluate_batch(model, batch, totals);
-  if (totals.tokens == 0) fail("no text in '" + flags["--validation_file"] + "' has two tokens to predict from");
-
-  double loss = totals.loss_sum / static_cast<double>(totals.tokens);
-  nlohmann::ordered_json report{{"eval_loss", loss},
-                                {"perplexity", std::exp(loss)},
-                                {"eval_tokens", totals.tokens},
-                                {"eval_samples", sequences.size()}};
+  const train::EncodedDataset encoded = encode(train::load_dataset(path), flags, *tokenizer, options);
+  report_encoding(path, encoded, options.max_length);
+  ZT_REQUIRE(!encoded.samples.empty(), path +
+                                           ": no sample has a token to predict (check --max_length and "
+                                           "--overlong_samples)");
+  check_run_device(flags);
+  const models::CausalLM model = load_model_from_flags(flags);
+  const train::EvaluationLoss loss = train::evaluation_loss(model, encoded.samples, batch_size, options.max_length);
+  nlohmann::ordered_json report{{"eval_loss", loss.mean()},
+                                {"perplexity", std::exp(loss.mean())},
+                                {"eval_tokens", loss.label_tokens},
+                                {"eval_samples", encoded.samples.size()}};
   std::cout << report.dump(2) << "\n";
   return 0;
 }
@@ -127,7 +144,8 @@ int run_evaluate(const std::vector<std::string>& args) {
   return run_with_flags(args, flag_spec(), kUsage, evaluate_model);
 }
 
-const Registration registration{{"evaluate", "loss and perplexity of a model on a JSONL text file", run_evaluate}};
+const Registration registration{
+    {"evaluate", "loss and perplexity of a model on a data file, as training evaluates", run_evaluate}};
 
 }  // namespace
 }  // namespace zt::cli

@@ -29,6 +29,8 @@ constexpr const char* kUsage =
     "generation stops after an eos token). Prompts of --input_file (JSON Lines or a JSON array)\n"
     "are plain strings, {\"prompt\": ...}, alpaca {\"instruction\", \"input\"} or conversations\n"
     "({\"messages\": ...} / {\"conversations\": ...}); conversations go through the chat template.\n"
+    "A plain prompt (--prompt, a string, {\"prompt\"}) goes to the model as it is, or, when --template\n"
+    "is given, as a user's turn through that template, followed by the template's assistant header.\n"
     "  --output_file    writes one JSON line per prompt, in input order (prompt, output,\n"
     "                   output_ids, finish_reason), atomically; a progress bar shows on a terminal\n"
     "  --output_format  text (default; one prompt streams as it is generated), ids (a JSON array\n"
@@ -44,6 +46,13 @@ struct Prompts {
   std::vector<std::vector<std::int64_t>> ids;
 };
 
+// With --template a plain prompt is a user's turn, rendered through the template with the
+// generation prompt after it; without, it goes to the model as it is.
+PromptInput templated_if_asked(const Flags& flags, PromptInput input) {
+  if (input.is_chat || !flags.count("--template")) return input;
+  return {.is_chat = true, .text = {}, .messages = {{"user", std::move(input.text)}}};
+}
+
 Prompts encode_prompts(const Flags& flags, const models::Tokenizer& tokenizer, const models::ChatTemplate& chat) {
   ZT_REQUIRE(flags.count("--prompt") != flags.count("--input_file"), "give either --prompt or --input_file");
   std::vector<PromptInput> inputs;
@@ -52,7 +61,8 @@ Prompts encode_prompts(const Flags& flags, const models::Tokenizer& tokenizer, c
   else
     inputs = read_prompt_file(flags.at("--input_file"));
   Prompts prompts;
-  for (const PromptInput& input : inputs) {
+  for (const PromptInput& given : inputs) {
+    const PromptInput input = templated_if_asked(flags, given);
     std::vector<models::TokenId> ids = input.is_chat
                                            ? chat.encode(tokenizer, input.messages, /*add_generation_prompt=*/true).ids
                                            : tokenizer.encode(input.text);

@@ -5,7 +5,9 @@
 
 #include "models/peft/lora.h"
 #include "models/tensor_parallel.h"
+#include "runtime/device.h"
 #include "runtime/error.h"
+#include "runtime/log.h"
 
 namespace zt::cli {
 
@@ -17,7 +19,9 @@ const char* const kGenerationUsage =
     "                           generation_config.json (greedy when it has none)\n"
     "  --merge_lora [true|false]  merge --adapter_name_or_path's LoRA into the weights at load\n"
     "                           (the same tokens up to rounding, no extra work per token)\n"
-    "  --template NAME          chat template: qwen, chatglm3, glm4, chatglm2 or none (default: the model's)\n"
+    "  --template NAME          chat template: qwen (Qwen2.5), qwen2, qwen3, qwen3_nothink, glm4, chatglm3,\n"
+    "                           chatglm2 or none (default: the model's);\n"
+    "                           given to generate, plain prompts become a user's turn in it\n"
     "  --max_batch N            sequences decoding together (default 32)\n"
     "  --block_size N           tokens per KV-cache block (default 16)\n"
     "  --tp N                   tensor parallelism: heads and MLP split over N ranks (Megatron's scheme).\n"
@@ -90,7 +94,22 @@ models::CausalLM merged_if_asked(const Flags& flags, models::CausalLM model) {
 
 }  // namespace
 
-models::CausalLM load_generation_model(Flags& flags) { return merged_if_asked(flags, load_model_from_flags(flags)); }
+Device check_run_device(const Flags& flags) {
+  const Device device = device_from_flags(flags);
+  if (device.is_cuda()) {
+    require_supported_gpu(device.index);
+    return device;
+  }
+  const DType dtype = dtype_from_flags(flags, device);
+  if (dtype == DType::kBF16 || dtype == DType::kF16)
+    ZT_LOG(kInfo, "--dtype " << dtype_name(dtype) << " on the CPU: " << cpu_arithmetic(dtype));
+  return device;
+}
+
+models::CausalLM load_generation_model(Flags& flags) {
+  check_run_device(flags);
+  return merged_if_asked(flags, load_model_from_flags(flags));
+}
 
 models::CausalLM load_generation_model(Flags& flags, Device device, DType dtype) {
   return merged_if_asked(flags, load_model_from_flags(flags, device, dtype));
@@ -120,7 +139,7 @@ void run_tensor_parallel_from_flags(Flags& flags, const std::function<void(infer
              "--device " + device_flag +
                  " under a launcher: each tensor-parallel rank uses the GPU of its "
                  "LOCAL_RANK; give --device cuda or leave it out");
-  const Device device = device_from_flags(flags);
+  const Device device = check_run_device(flags);
   const DType dtype = dtype_from_flags(flags, device);
   // The whole model goes to the host, not the GPU: only the shards need the device's memory.
   auto load_full = [&] { return load_generation_model(flags, Device::cpu(), dtype); };

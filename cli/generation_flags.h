@@ -40,7 +40,13 @@ models::GenerationOptions generation_options_from(const Flags& flags, const std:
 
 infer::EngineOptions engine_options_from(const Flags& flags);
 
-// load_model_from_flags, with the LoRA adapter merged into the weights under --merge_lora.
+// --device's device (flags.h), checked before a model goes there: a GPU must be one zerotune's
+// kernels run on (runtime/device.h); on the CPU a 16-bit --dtype is logged with what the CPU
+// really computes in.
+Device check_run_device(const Flags& flags);
+
+// load_model_from_flags after check_run_device, with the LoRA adapter merged into the weights
+// under --merge_lora.
 models::CausalLM load_generation_model(Flags& flags);
 models::CausalLM load_generation_model(Flags& flags, Device device, DType dtype);
 

@@ -94,7 +94,7 @@ int current_cuda_device() {
 }
 
 void set_cuda_device(int index) {
-  require_valid_index(index);
+  require_supported_gpu(index);
   ZT_CUDA_CHECK(cudaSetDevice(index));
 }
 
@@ -118,6 +118,26 @@ MemoryInfo device_memory_info(int index) {
   MemoryInfo info;
   ZT_CUDA_CHECK(cudaMemGetInfo(&info.free, &info.total));
   return info;
+}
+
+std::string unsupported_gpu_reason(const DeviceProperties& gpu) {
+  if (gpu.compute_major >= kMinComputeMajor) return "";
+  return "GPU " + std::to_string(gpu.index) + " (" + gpu.name + ") has compute capability " +
+         std::to_string(gpu.compute_major) + "." + std::to_string(gpu.compute_minor) +
+         "; zerotune's kernels need 8.0 or newer (A100/A800, A10/A40/L40, RTX 30xx/40xx, H100/H800/H200). "
+         "Pick such a GPU with CUDA_VISIBLE_DEVICES or --device cuda:N, or run on the CPU with --device cpu.";
+}
+
+void require_supported_gpu(int index) {
+  const std::string reason = unsupported_gpu_reason(device_properties(index));
+  if (!reason.empty()) throw NoGpuError(reason);
+}
+
+std::string cpu_arithmetic(DType dtype) {
+  if (dtype != DType::kBF16 && dtype != DType::kF16) return dtype_name(dtype);
+  const std::string name = dtype_name(dtype);
+  return name + " weights and activations, float32 arithmetic inside every op (each result rounded to " + name +
+         ", as PyTorch's CPU kernels do)";
 }
 
 }  // namespace zt

@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <string>
 
+#include "runtime/dtype.h"
+
 namespace zt {
 
 enum class DeviceType { kCPU, kCUDA };
@@ -64,6 +66,22 @@ class DeviceGuard {
 
 // Throws zt::NoGpuError saying that `what` needs a GPU, and why none is usable.
 void require_gpu(const std::string& what);
+
+// The oldest GPUs zerotune's kernels run on: compute capability 8.0 (Ampere). The default build
+// carries machine code for 8.0, 8.6, 8.9 and 9.0 and PTX that newer GPUs compile at load.
+inline constexpr int kMinComputeMajor = 8;
+
+// Why zerotune cannot compute on `gpu` ("" when it can): a compute capability below 8.0. The
+// message names the GPU, its capability and what to do. (Every GPU of 8.0 or newer has bfloat16,
+// so --bf16 needs no check of its own.)
+std::string unsupported_gpu_reason(const DeviceProperties& gpu);
+// Throws zt::NoGpuError with unsupported_gpu_reason for GPU `index`; set_cuda_device checks this.
+void require_supported_gpu(int index);
+
+// What the CPU computes in for a model stored in `dtype`. Its ops are references that compute
+// in float32 (float64 for float64) whatever the storage: a 16-bit model keeps 16-bit weights and
+// activations and rounds every op's result to them, as PyTorch's CPU kernels do.
+std::string cpu_arithmetic(DType dtype);
 
 // Free and total bytes of device memory as the driver reports them.
 struct MemoryInfo {

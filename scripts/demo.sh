@@ -19,6 +19,6 @@ nvidia-smi -L >/dev/null 2>&1 && precision=(--bf16)
 echo
 echo "Q: Spell out the digits. 0 4"
 printf 'A: '
-"$ZT_BUILD_DIR/bin/zerotune" generate --model_name_or_path "$OUTPUT" --max_new_tokens 20 \
-  --prompt $'<|im_start|>user\nSpell out the digits.\n0 4<|im_end|>\n<|im_start|>assistant\n' | tr -s '\n' ' '
+"$ZT_BUILD_DIR/bin/zerotune" generate --model_name_or_path "$OUTPUT" --max_new_tokens 20 --template qwen \
+  --prompt $'Spell out the digits.\n0 4' | tr -s '\n' ' '
 echo

@@ -3,7 +3,8 @@
 # suite (GPU tests included), compute-sanitizer over the GPU tests, every benchmark, the
 # safetensors round trip with Python's `safetensors`, and a summary table printed last.
 # Logs go to ${OUT:-gpu-check-out}/ (at most 8 files).
-# ZT_GPU_CHECK_STEPS picks phases (default all): build tests memcheck racecheck bench interop.
+# ZT_GPU_CHECK_STEPS picks phases (default all but ptx80): build tests memcheck racecheck bench
+# interop, and ptx80 (below).
 # The racecheck phase runs each kernel family's small-shape tests under compute-sanitizer's
 # racecheck (shared-memory hazards), which is too slow for the large shapes.
 set -uo pipefail
@@ -78,6 +79,31 @@ if wants interop && [ -f "$ZT_ROOT/tools/safetensors_roundtrip.py" ]; then
   step "safetensors round trip with Python" "$OUT/interop.log" \
     python3 "$ZT_ROOT/tools/safetensors_roundtrip.py" --dir "$(mktemp -d)" \
     --test-binary "$BUILD/tests/safetensors_interop_test"
+fi
+
+# ptx80: zerotune built as compute_80 PTX alone (-DZT_CUDA_ARCHITECTURES=80-virtual), which
+# the driver compiles for this GPU when a program loads, as it does for a GPU newer than the
+# build knows; the kernels take their pre-Hopper paths (__CUDA_ARCH__ 800). In its own build
+# folder: the GPU tests, then the demo's training (scripts/demo.sh) and its question. One log.
+if wants ptx80; then
+  ptx_build=${ZT_PTX80_BUILD_DIR:-$BUILD-ptx80}
+  ptx_log="$OUT/ptx80.log"
+  demo_out="$ptx_build/demo-output"
+  export CUDA_CACHE_MAXSIZE=4294967296  # every JIT-compiled kernel stays cached for the next test program
+  step "ptx80 configure" "$ptx_log" cmake -S "$ZT_ROOT" -B "$ptx_build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DZT_BUILD_BENCH=OFF ${ZT_CMAKE_ARGS:-} -DZT_CUDA_ARCHITECTURES=80-virtual &&
+    step "ptx80 build" "$ptx_log" cmake --build "$ptx_build" -j "$(nproc)" &&
+    {
+      step "ptx80 ctest -L gpu" "$ptx_log" ctest --test-dir "$ptx_build" -L gpu --output-on-failure -j 8 --timeout 900
+      step "ptx80 demo training" "$ptx_log" "$ptx_build/bin/zerotune" train --bf16 \
+        --deepspeed "$ZT_ROOT/examples/ds_config_zero2.json" --model_name_or_path "$ZT_ROOT/examples/tiny-qwen" \
+        --train_file "$ZT_ROOT/examples/data/alpaca_demo.json" --output_dir "$demo_out" --overwrite_output_dir \
+        --finetuning_type full --template qwen --max_steps 200 --per_device_train_batch_size 4 \
+        --learning_rate 5e-3 --lr_scheduler_type constant --warmup_steps 5 --logging_steps 25 --save_steps 1000
+      step "ptx80 demo answer" "$ptx_log" "$ptx_build/bin/zerotune" generate --model_name_or_path "$demo_out" \
+        --max_new_tokens 20 --template qwen --prompt $'Spell out the digits.\n0 4'
+      echo "| ptx80 demo answer (expected: zero four) | $(tail -1 "$ptx_log") |" >>"$SUMMARY"
+    }
 fi
 
 [ -f "$SUMMARY.details" ] && { echo; echo '```'; cat "$SUMMARY.details"; echo '```'; } >>"$SUMMARY" && rm -f "$SUMMARY.details"

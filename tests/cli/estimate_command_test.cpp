@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <nlohmann/json.hpp>
+
 #include "runtime/device.h"
 #include "tests/common/process_test_util.h"
 
@@ -77,6 +79,51 @@ TEST(EstimateCli, RefusesBadUsageByName) {
   EXPECT_EQ(missing.exit_code, 1) << missing.output;
   EXPECT_NE(missing.output.find("absent.json"), std::string::npos) << missing.output;
   EXPECT_EQ(zerotune("estimate --help").exit_code, 0);
+}
+
+const std::string kQwen7b = (fs::path(ZT_SOURCE_DIR) / "tests/data/models/qwen2.5-7b/config.json").string();
+
+// The line after "recommended:" holds the flags; its --deepspeed argument is one JSON object.
+nlohmann::json recommended_deepspeed(const std::string& output) {
+  const std::size_t flags = output.find("  zerotune train ", output.find("recommended:"));
+  const std::size_t open = output.find("--deepspeed '", flags), close = output.find("'", open + 13);
+  if (flags == std::string::npos || open == std::string::npos || close == std::string::npos) return {};
+  return nlohmann::json::parse(output.substr(open + 13, close - open - 13));
+}
+
+TEST(EstimateCli, SevenBillionOn24GiBCardsGetsAConfigurationAndItsFlags) {
+  struct Expected {
+    int gpus;
+    const char* line;
+    int stage;
+  };
+  for (const Expected& e :
+       {Expected{2, "recommended: ZeRO stage 0 without optimizer offload, LoRA (20.2M trainable)", 0},
+        Expected{4, "recommended: ZeRO stage 3 with optimizer offload, ", 3},
+        Expected{8, "recommended: ZeRO stage 3 with optimizer offload, ", 3}}) {
+    const CliRun run =
+        zerotune("estimate --config " + kQwen7b + " --num_gpus " + std::to_string(e.gpus) + " --gpu_memory 24");
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+    EXPECT_NE(run.output.find("7615.6M parameters"), std::string::npos) << run.output;
+    EXPECT_NE(run.output.find(e.line), std::string::npos) << run.output;
+    const nlohmann::json deepspeed = recommended_deepspeed(run.output);
+    EXPECT_EQ(deepspeed["zero_optimization"]["stage"], e.stage) << run.output;
+    EXPECT_EQ(deepspeed["zero_optimization"].contains("offload_optimizer"), e.stage == 3) << run.output;
+    EXPECT_EQ(run.output.find("--finetuning_type lora") != std::string::npos, e.gpus == 2) << run.output;
+  }
+}
+
+TEST(EstimateCli, HostMemoryRulesOutOffloadThatNeedsMore) {
+  const CliRun run = zerotune("estimate --config " + kQwen7b + " --num_gpus 4 --gpu_memory 24 --host_memory 64");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("LoRA"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("full fine-tuning fits in no configuration within 24 GiB per GPU and 64 GiB of host "
+                            "memory per node"),
+            std::string::npos)
+      << run.output;
+  const CliRun bad = zerotune("estimate --config " + kQwen7b + " --num_gpus 4 --gpu_memory 24 --host_memory lots");
+  EXPECT_EQ(bad.exit_code, 1) << bad.output;
+  EXPECT_NE(bad.output.find("--host_memory takes GiB"), std::string::npos) << bad.output;
 }
 
 TEST(EstimateCli, GpuMemoryIsRequiredWithoutAGpu) {

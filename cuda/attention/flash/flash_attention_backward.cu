@@ -11,6 +11,7 @@
 #include "cuda/attention/flash/flash_attention.cuh"
 #include "cuda/attention/flash/flash_attention_backward_dq.cuh"
 #include "cuda/attention/flash/flash_attention_common.cuh"
+#include "cuda/common/shared_memory_limit.h"
 #include "runtime/check.h"
 
 namespace zt::cuda {
@@ -223,11 +224,10 @@ void launch_delta(const AttentionDims& dims, const void* out, const void* grad_o
   ZT_CUDA_CHECK(cudaGetLastError());
 }
 
-template <typename T, int kD, bool kAtomicDq>
-void launch_key_value(const AttentionDims& dims, const AttentionInputs& inputs, const void* grad_out, const float* lse,
-                      const FlashBackwardScratch& scratch, const AttentionGradOutputs& grads, cudaStream_t stream) {
-  // Sᵀ and dPᵀ of 64 queries next to dK and dV of 128 columns would not fit in registers.
-  constexpr int kWarps = 8, kBlockM = kD >= 128 ? 32 : 64;
+template <typename T, int kD, int kWarps, int kBlockM, bool kAtomicDq>
+void launch_key_value_tiles(const AttentionDims& dims, const AttentionInputs& inputs, const void* grad_out,
+                            const float* lse, const FlashBackwardScratch& scratch, const AttentionGradOutputs& grads,
+                            cudaStream_t stream) {
   using Shape = KvShape<kD, kWarps, kBlockM, kAtomicDq>;
   auto kernel = flash_backward_kv_kernel<T, kD, kWarps, kBlockM, kAtomicDq>;
   allow_shared_bytes(kernel, Shape::kSharedBytes);
@@ -235,6 +235,26 @@ void launch_key_value(const AttentionDims& dims, const AttentionInputs& inputs, 
   kernel<<<grid, Shape::kThreads, Shape::kSharedBytes, stream>>>(dims, inputs, static_cast<const T*>(grad_out), lse,
                                                                  scratch.delta, grads, scratch.dq_accum);
   ZT_CUDA_CHECK(cudaGetLastError());
+}
+
+// 8 warps (128 keys a block) where their tiles fit the device's shared memory per block; else
+// 4 warps (64 keys), which fit the 99 KiB of sm_86/89. In 8 warps head_dim 96 needs 105 KiB
+// (121 KiB with the atomic dQ's dSᵀ tile) and head_dim 128 106.5 KiB with it; in 4, at most 87.
+template <typename T, int kD, bool kAtomicDq>
+void launch_key_value(const AttentionDims& dims, const AttentionInputs& inputs, const void* grad_out, const float* lse,
+                      const FlashBackwardScratch& scratch, const AttentionGradOutputs& grads, cudaStream_t stream) {
+  // Sᵀ and dPᵀ of 64 queries next to dK and dV of 128 columns would not fit in registers.
+  constexpr int kBlockM = kD >= 128 ? 32 : 64;
+  constexpr std::size_t kWideBytes = KvShape<kD, 8, kBlockM, kAtomicDq>::kSharedBytes;
+  static_assert(KvShape<kD, 4, kBlockM, kAtomicDq>::kSharedBytes <= kSmallestBlockSharedMemory);
+  if constexpr (kWideBytes <= kSmallestBlockSharedMemory) {
+    launch_key_value_tiles<T, kD, 8, kBlockM, kAtomicDq>(dims, inputs, grad_out, lse, scratch, grads, stream);
+  } else {
+    if (kWideBytes <= block_shared_memory_limit())
+      launch_key_value_tiles<T, kD, 8, kBlockM, kAtomicDq>(dims, inputs, grad_out, lse, scratch, grads, stream);
+    else
+      launch_key_value_tiles<T, kD, 4, kBlockM, kAtomicDq>(dims, inputs, grad_out, lse, scratch, grads, stream);
+  }
 }
 
 template <typename T>

@@ -5,6 +5,7 @@
 // reproducible. Q stays in registers; dO is read from shared memory at each key tile.
 #include "cuda/attention/flash/flash_attention_backward_dq.cuh"
 #include "cuda/attention/flash/flash_attention_common.cuh"
+#include "cuda/common/shared_memory_limit.h"
 #include "runtime/check.h"
 
 namespace zt::cuda::flash_detail {
@@ -71,13 +72,30 @@ __global__ void __launch_bounds__(32 * kWarps)
   block.store_rows(shared, row0, dq, factor, grad_q);
 }
 
-template <typename T, int kD>
-void launch(const AttentionDims& dims, const AttentionInputs& inputs, const void* grad_out, const float* lse,
-            const float* delta, void* grad_q, cudaStream_t stream) {
-  constexpr int kWarps = 8, kBlockN = 64;
+template <typename T, int kD, int kBlockN>
+void launch_tiles(const AttentionDims& dims, const AttentionInputs& inputs, const void* grad_out, const float* lse,
+                  const float* delta, void* grad_q, cudaStream_t stream) {
+  constexpr int kWarps = 8;
   launch_query_tiles<DqShape<kD, kWarps, kBlockN>>(flash_backward_dq_kernel<T, kD, kWarps, kBlockN>, dims, stream,
                                                    inputs, static_cast<const T*>(grad_out), lse, delta,
                                                    static_cast<T*>(grad_q));
+}
+
+// Key tiles of 64 where they fit the device's shared memory per block; else of 32, which fit
+// the 99 KiB of sm_86/89 (64-key tiles need 104 KiB at head_dim 96, 128 KiB at 128).
+template <typename T, int kD>
+void launch(const AttentionDims& dims, const AttentionInputs& inputs, const void* grad_out, const float* lse,
+            const float* delta, void* grad_q, cudaStream_t stream) {
+  constexpr std::size_t kWideBytes = DqShape<kD, 8, 64>::kSharedBytes;
+  static_assert(DqShape<kD, 8, 32>::kSharedBytes <= kSmallestBlockSharedMemory);
+  if constexpr (kWideBytes <= kSmallestBlockSharedMemory) {
+    launch_tiles<T, kD, 64>(dims, inputs, grad_out, lse, delta, grad_q, stream);
+  } else {
+    if (kWideBytes <= block_shared_memory_limit())
+      launch_tiles<T, kD, 64>(dims, inputs, grad_out, lse, delta, grad_q, stream);
+    else
+      launch_tiles<T, kD, 32>(dims, inputs, grad_out, lse, delta, grad_q, stream);
+  }
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 // never loaded (see QueryBlock in flash_attention_common.cuh for the block's mapping).
 #include "cuda/attention/flash/flash_attention.cuh"
 #include "cuda/attention/flash/flash_attention_common.cuh"
+#include "cuda/common/shared_memory_limit.h"
 #include "runtime/check.h"
 
 namespace zt::cuda {
@@ -103,6 +104,8 @@ template <typename T, int kD>
 void launch_forward(const AttentionDims& dims, const AttentionInputs& inputs, void* out, float* lse,
                     cudaStream_t stream) {
   constexpr int kWarps = 8, kBlockN = kD <= 64 ? 128 : 64;
+  static_assert(ForwardShape<kD, kWarps, kBlockN>::kSharedBytes <= kSmallestBlockSharedMemory,
+                "the forward's tiles must fit every supported GPU (96 KiB at head_dim 128)");
   launch_query_tiles<ForwardShape<kD, kWarps, kBlockN>>(flash_forward_kernel<T, kD, kWarps, kBlockN>, dims, stream,
                                                         inputs, static_cast<T*>(out), lse);
 }

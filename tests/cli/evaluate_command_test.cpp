@@ -1,0 +1,142 @@
+// `zerotune evaluate` run as a user runs it on the shipped tiny model (CPU): on the data file a
+// training run evaluated, the saved model gives the eval_loss the trainer logged; the label
+// rules, --template, --max_length and --overlong_samples are training's; plain-text files are
+// scored as run_clm scores them; bad flags are refused by name.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/common/process_test_util.h"
+#include "tests/common/train_log_test_util.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using zt::testing::CliRun;
+
+const std::string kModel = (fs::path(ZT_SOURCE_DIR) / "examples/tiny-qwen").string();
+const std::string kAlpaca = (fs::path(ZT_SOURCE_DIR) / "examples/data/alpaca_demo.json").string();
+
+class EvaluateCli : public zt::testing::FolderTest {
+ protected:
+  CliRun zerotune(const std::string& arguments) { return zt::testing::run_zerotune(arguments, dir_); }
+
+  // The JSON report of `zerotune evaluate <arguments>` (its last lines; log lines come first).
+  nlohmann::json evaluate(const std::string& arguments) {
+    const CliRun run = zerotune("evaluate --device cpu " + arguments);
+    EXPECT_EQ(run.exit_code, 0) << run.output;
+    const std::size_t start = run.output.find('{');
+    if (run.exit_code != 0 || start == std::string::npos) return nlohmann::json::object();
+    return nlohmann::json::parse(run.output.substr(start));
+  }
+
+  // A validation file of conversations in OpenAI's messages format, some long.
+  std::string conversations() {
+    const fs::path path = dir_ / "validation.jsonl";
+    std::ofstream out(path);
+    for (int i = 0; i < 6; ++i) {
+      std::string question = "Spell out the digits. " + std::to_string(i) + " " + std::to_string(9 - i);
+      if (i % 3 == 0)
+        for (int k = 0; k < 30; ++k) question += " and " + std::to_string(k);
+      out << nlohmann::json{{"messages",
+                             {{{"role", "user"}, {"content", question}},
+                              {{"role", "assistant"}, {"content", "zero " + std::to_string(i)}}}}}
+                 .dump()
+          << "\n";
+    }
+    return path.string();
+  }
+};
+
+TEST_F(EvaluateCli, GivesTheEvalLossTheTrainerLoggedForTheSameFileAndModel) {
+  const std::string validation = conversations();
+  const fs::path trained = dir_ / "trained";
+  const CliRun train = zerotune("train --model_name_or_path " + kModel + " --train_file " + kAlpaca +
+                                " --validation_file " + validation +
+                                " --device cpu --finetuning_type full --max_steps 4 --per_device_train_batch_size 4 "
+                                "--per_device_eval_batch_size 4 --learning_rate 5e-3 --max_length 128 "
+                                "--eval_strategy steps --eval_steps 4 --save_strategy no --output_dir " +
+                                trained.string());
+  ASSERT_EQ(train.exit_code, 0) << train.output;
+  const std::vector<double> logged = zt::testing::logged_values(trained, "eval_loss");
+  ASSERT_EQ(logged.size(), 1u) << train.output;
+
+  const nlohmann::json report = evaluate("--model_name_or_path " + trained.string() + " --validation_file " +
+                                         validation + " --max_length 128 --per_device_eval_batch_size 4");
+  ASSERT_TRUE(report.contains("eval_loss")) << report.dump();
+  // The log rounds to 4 decimals.
+  EXPECT_NEAR(report["eval_loss"].get<double>(), logged[0], 6e-5);
+  EXPECT_NEAR(report["perplexity"].get<double>(), std::exp(report["eval_loss"].get<double>()), 1e-9);
+  EXPECT_EQ(report["eval_samples"], 6);
+
+  const nlohmann::json untrained =
+      evaluate("--model_name_or_path " + kModel + " --validation_file " + validation + " --max_length 128");
+  EXPECT_GT(std::abs(untrained["eval_loss"].get<double>() - logged[0]), 1e-3) << "training changed nothing";
+}
+
+TEST_F(EvaluateCli, ScoresWhatTrainingLabels) {
+  const std::string base = "--model_name_or_path " + kModel + " --validation_file " + conversations();
+  const nlohmann::json replies = evaluate(base);
+  const nlohmann::json everything = evaluate(base + " --train_on_prompt");
+  ASSERT_TRUE(replies.contains("eval_tokens") && everything.contains("eval_tokens"));
+  // Each reply is "zero N" and <|im_end|> (3 tokens or more); the prompts are far longer.
+  EXPECT_GE(replies["eval_tokens"].get<int>(), 6 * 3);
+  EXPECT_GT(everything["eval_tokens"].get<int>(), 3 * replies["eval_tokens"].get<int>());
+
+  // Two of the six conversations are long (242 tokens, the others 72): cut to 128 tokens they
+  // keep their reply, or are left out.
+  const nlohmann::json cut = evaluate(base + " --max_length 128");
+  const nlohmann::json skipped = evaluate(base + " --max_length 128 --overlong_samples skip");
+  EXPECT_EQ(cut["eval_samples"], 6);
+  EXPECT_EQ(cut["eval_tokens"], replies["eval_tokens"]) << "truncation keeps every reply";
+  EXPECT_EQ(skipped["eval_samples"], 4);
+  EXPECT_EQ(skipped["eval_tokens"].get<int>() * 6, replies["eval_tokens"].get<int>() * 4) << "replies of one length";
+
+  // Through another template the same conversations are other tokens.
+  const nlohmann::json plain = evaluate(base + " --template none --train_on_prompt");
+  EXPECT_NE(plain["eval_tokens"], everything["eval_tokens"]);
+}
+
+TEST_F(EvaluateCli, ScoresPlainTextAsRunClmDoesWithoutAnAppendedEos) {
+  const std::vector<std::string> texts = {"Spell out the digits. 0 4", "zero four"};
+  std::ofstream lines(dir_ / "lines.txt"), jsonl(dir_ / "texts.jsonl");
+  for (const std::string& text : texts) {
+    lines << text << "\n";
+    jsonl << nlohmann::json{{"text", text}}.dump() << "\n";
+  }
+  lines.close();
+  jsonl.close();
+  const CliRun tokenized = zerotune("tokenize --model_name_or_path " + kModel + " < " + (dir_ / "lines.txt").string());
+  ASSERT_EQ(tokenized.exit_code, 0) << tokenized.output;
+  std::istringstream arrays(tokenized.output);
+  int predicted = 0;
+  for (std::string line; std::getline(arrays, line);)
+    if (!line.empty() && line.front() == '[') predicted += static_cast<int>(nlohmann::json::parse(line).size()) - 1;
+  const nlohmann::json report =
+      evaluate("--model_name_or_path " + kModel + " --validation_file " + (dir_ / "texts.jsonl").string());
+  // Every token after the first is predicted, and nothing after the last (training appends eos).
+  EXPECT_EQ(report["eval_tokens"], predicted);
+  EXPECT_EQ(report["eval_samples"], 2);
+}
+
+TEST_F(EvaluateCli, RefusesBadFlagsByName) {
+  const std::string base = "evaluate --device cpu --model_name_or_path " + kModel + " --validation_file " + kAlpaca;
+  const CliRun overlong = zerotune(base + " --overlong_samples drop");
+  EXPECT_EQ(overlong.exit_code, 1) << overlong.output;
+  EXPECT_NE(overlong.output.find("--overlong_samples takes truncate or skip, got 'drop'"), std::string::npos)
+      << overlong.output;
+  const CliRun length = zerotune(base + " --max_length 0");
+  EXPECT_EQ(length.exit_code, 1) << length.output;
+  EXPECT_NE(length.output.find("--max_length must be a positive integer"), std::string::npos) << length.output;
+  const CliRun missing = zerotune("evaluate --device cpu --model_name_or_path " + kModel + " --validation_file " +
+                                  (dir_ / "absent.json").string());
+  EXPECT_EQ(missing.exit_code, 1) << missing.output;
+  EXPECT_NE(missing.output.find("absent.json"), std::string::npos) << missing.output;
+}
+
+}  // namespace

@@ -1,0 +1,118 @@
+// The configuration `zerotune estimate` recommends (train/memory_recommendation.h), for a
+// Qwen2.5-7B-shaped model on 24 GiB GPUs (RTX 3090/4090, A10), as people train it on 2, 4 and 8
+// of them: the recommendation fits its own estimate, the trainer runs it, and nothing faster fits.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "models/config/config.h"
+#include "train/memory_recommendation.h"
+
+namespace zt::train {
+namespace {
+
+constexpr std::int64_t kGiB = std::int64_t{1} << 30;
+
+models::ModelConfig qwen25_7b() {
+  return models::load_config((std::filesystem::path(ZT_SOURCE_DIR) / "tests/data/models/qwen2.5-7b").string());
+}
+
+MemorySettings on_gpus(int gpus, std::int64_t micro_batch = 1) {
+  return {.gpus_per_node = gpus, .micro_batch = micro_batch, .max_length = 1024};
+}
+
+std::vector<std::int64_t> lora_all_rank8(const models::ModelConfig& config) {
+  return lora_trainable_numels(config, 8, "all");
+}
+
+std::optional<Recommendation> recommend(const MemorySettings& asked, MemoryBudget budget) {
+  const models::ModelConfig config = qwen25_7b();
+  return recommend_configuration(config, asked, budget, lora_all_rank8(config));
+}
+
+// The settings with the least GPU memory a ZeRO row allows: checkpointing and micro-batch 1.
+MemorySettings smallest(MemorySettings s, ZeroRow row) {
+  s.stage = row.stage;
+  s.offload = row.offload;
+  s.gradient_checkpointing = true;
+  s.micro_batch = 1;
+  return s;
+}
+
+void expect_real(const Recommendation& r, const MemoryBudget& budget) {
+  const MemoryEstimate again = estimate_memory(qwen25_7b(), r.settings);
+  EXPECT_EQ(again.gpu_total(), r.estimate.gpu_total());
+  EXPECT_LE(again.gpu_total(), budget.gpu_bytes);
+  if (budget.host_bytes) EXPECT_LE(again.host_per_node(), *budget.host_bytes);
+  EXPECT_TRUE(trainer_runs(r.settings.stage, r.settings.offload));
+}
+
+TEST(MemoryRecommendation, SevenBillionOnFourAndEightCardsOf24GiBTrainsEveryParameter) {
+  const models::ModelConfig config = qwen25_7b();
+  EXPECT_NEAR(static_cast<double>(estimate_memory(config, on_gpus(8)).model_parameters), 7.6156e9, 1e6);
+  const MemoryBudget budget{.gpu_bytes = 24 * kGiB};
+  for (int gpus : {4, 8}) {
+    SCOPED_TRACE(std::to_string(gpus) + " GPUs");
+    const std::optional<Recommendation> r = recommend(on_gpus(gpus), budget);
+    ASSERT_TRUE(r.has_value());
+    expect_real(*r, budget);
+    EXPECT_FALSE(r->switched_to_lora);
+    EXPECT_TRUE(r->settings.full_finetuning());
+    EXPECT_EQ(r->settings.stage, 3);
+    EXPECT_TRUE(r->settings.offload);
+    // Every faster row is out of reach even at its smallest.
+    for (const ZeroRow row : {ZeroRow{0, false}, {1, false}, {2, false}, {1, true}, {2, true}, {3, false}})
+      EXPECT_GT(estimate_memory(config, smallest(on_gpus(gpus), row)).gpu_total(), budget.gpu_bytes)
+          << "stage " << row.stage << (row.offload ? " with offload" : "");
+  }
+}
+
+TEST(MemoryRecommendation, SevenBillionOnTwoCardsOf24GiBFallsBackToLora) {
+  const models::ModelConfig config = qwen25_7b();
+  const MemoryBudget budget{.gpu_bytes = 24 * kGiB};
+  EXPECT_GT(estimate_memory(config, smallest(on_gpus(2), {3, true})).gpu_total(), budget.gpu_bytes)
+      << "full fine-tuning does not fit at all";
+  const std::optional<Recommendation> r = recommend(on_gpus(2), budget);
+  ASSERT_TRUE(r.has_value());
+  expect_real(*r, budget);
+  EXPECT_TRUE(r->switched_to_lora);
+  EXPECT_EQ(r->settings.trainable_numels, lora_all_rank8(config));
+  EXPECT_EQ(r->settings.stage, 0) << "LoRA's few trainable parameters need no partitioning";
+}
+
+TEST(MemoryRecommendation, ASmallerMicroBatchComesBeforeCheckpointingAndAHigherStage) {
+  const MemoryBudget budget{.gpu_bytes = 24 * kGiB};
+  MemorySettings asked = on_gpus(2, 4);
+  asked.trainable_numels = lora_all_rank8(qwen25_7b());
+  const std::optional<Recommendation> r = recommend(asked, budget);
+  ASSERT_TRUE(r.has_value());
+  expect_real(*r, budget);
+  EXPECT_EQ(r->settings.stage, 0);
+  EXPECT_FALSE(r->settings.gradient_checkpointing);
+  EXPECT_EQ(r->settings.micro_batch, 1);
+  MemorySettings twice = r->settings;
+  twice.micro_batch = 2;
+  EXPECT_GT(estimate_memory(qwen25_7b(), twice).gpu_total(), budget.gpu_bytes) << "micro-batch 2 would have fit";
+}
+
+TEST(MemoryRecommendation, OffloadNeedingMoreHostMemoryThanTheNodeHasIsNotRecommended) {
+  const MemoryBudget budget{.gpu_bytes = 24 * kGiB, .host_bytes = 64 * kGiB};
+  const std::optional<Recommendation> r = recommend(on_gpus(4), budget);
+  ASSERT_TRUE(r.has_value());
+  expect_real(*r, budget);
+  EXPECT_TRUE(r->switched_to_lora) << "full fine-tuning on 4 cards needs 127 GiB of host memory for offload";
+}
+
+TEST(MemoryRecommendation, WhatFitsAsAskedIsKeptAndNothingFitsIsSaid) {
+  const std::optional<Recommendation> roomy = recommend(on_gpus(8), {.gpu_bytes = 80 * kGiB});
+  ASSERT_TRUE(roomy.has_value());
+  EXPECT_EQ(roomy->settings.stage, 1);
+  EXPECT_FALSE(roomy->settings.offload);
+  EXPECT_FALSE(roomy->settings.gradient_checkpointing);
+  EXPECT_EQ(roomy->settings.micro_batch, 1);
+  EXPECT_FALSE(roomy->switched_to_lora);
+  EXPECT_FALSE(recommend(on_gpus(2), {.gpu_bytes = 8 * kGiB}).has_value());
+}
+
+}  // namespace
+}  // namespace zt::train
