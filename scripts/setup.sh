@@ -44,6 +44,15 @@ configure_and_build() {
   cmake --build "$ZT_BUILD_DIR" -j "$jobs"
 }
 
+# Sourced by demo.sh and test.sh, in CI or without a GPU, the kernels are compiled but not run
+# here: compute_80 PTX alone builds several times faster than the default set of four GPUs'
+# machine code (README, Build options), and both scripts share one build folder. Run directly,
+# setup.sh builds the default set, for copying the binary to GPU machines. ZT_CMAKE_ARGS
+# naming ZT_CUDA_ARCHITECTURES overrides both.
+if [[ "${BASH_SOURCE[0]}" != "$0" && "${ZT_CMAKE_ARGS:-}" != *ZT_CUDA_ARCHITECTURES* ]] &&
+  { [ "${CI:-}" = true ] || ! nvidia-smi -L >/dev/null 2>&1; }; then
+  ZT_CMAKE_ARGS="-DZT_CUDA_ARCHITECTURES=80-virtual ${ZT_CMAKE_ARGS:-}"
+fi
 install_missing_packages
 find_cuda
 configure_and_build
