@@ -1,5 +1,6 @@
-// How every target takes its input: the bytes as text, and the parser's answer, where
-// zt::Error is the expected rejection of malformed input (anything else escaping is a finding).
+// What every target shares: the bytes as text, the parser's answer, where zt::Error is the
+// expected rejection of malformed input (anything else escaping is a finding), and the check
+// of what the parser promises about input it accepts.
 #pragma once
 
 #include <cstddef>
@@ -23,6 +24,11 @@ auto accepted(Parse&& parse) -> std::optional<decltype(parse())> {
   } catch (const Error&) {
     return std::nullopt;
   }
+}
+
+// A broken promise about accepted input is a finding: stop here, with the input kept.
+inline void require(bool condition) {
+  if (!condition) __builtin_trap();
 }
 
 }  // namespace zt::fuzz

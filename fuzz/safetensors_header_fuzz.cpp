@@ -10,12 +10,9 @@
 #include "tensor/safetensors/safetensors_format.h"
 
 namespace st = zt::safetensors;
+using zt::fuzz::require;
 
 namespace {
-
-void require(bool condition) {
-  if (!condition) __builtin_trap();
-}
 
 // What the parser promises about a header it accepts.
 void check_invariants(const st::Header& header, std::string_view file) {

@@ -9,14 +9,14 @@
 #include "tensor/safetensors/safetensors_format.h"
 
 namespace st = zt::safetensors;
+using zt::fuzz::require;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text = zt::fuzz::as_text(data, size);
   const auto index = zt::fuzz::accepted([&] { return st::parse_index(text, "fuzz"); });
   if (!index) return 0;
-  for (const auto& [name, shard] : index->weight_map)
-    if (shard.empty() || shard.find('/') != std::string::npos) __builtin_trap();
+  for (const auto& [name, shard] : index->weight_map) require(!shard.empty() && shard.find('/') == std::string::npos);
   st::ShardIndex again = st::parse_index(st::serialize_index(*index), "fuzz");
-  if (again.weight_map != index->weight_map || again.total_size != index->total_size) __builtin_trap();
+  require(again.weight_map == index->weight_map && again.total_size == index->total_size);
   return 0;
 }
