@@ -90,7 +90,7 @@ std::vector<PromptInput> read_prompt_file(const std::string& path) {
     json array;
     try {
       array = json::parse(text);
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {  // also out_of_range: a number like 1e400
       fail(path + ": not valid JSON: " + e.what());
     }
     for (std::size_t i = 0; i < array.size(); ++i)
@@ -105,7 +105,7 @@ std::vector<PromptInput> read_prompt_file(const std::string& path) {
     json entry;
     try {
       entry = json::parse(line);
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {  // also out_of_range: a number like 1e400
       fail(where + ": not valid JSON: " + e.what());
     }
     prompts.push_back(prompt_of(entry, where));

@@ -84,7 +84,7 @@ std::vector<models::TokenId> parse_ids(const std::string& line) {
   nlohmann::json json;
   try {
     json = nlohmann::json::parse(line);
-  } catch (const nlohmann::json::parse_error&) {
+  } catch (const nlohmann::json::exception&) {
     zt::fail("expected a JSON array of token ids, got '" + line + "'");
   }
   if (!json.is_array()) zt::fail("expected a JSON array of token ids, got '" + line + "'");

@@ -120,6 +120,11 @@ TEST_F(GenerateCli, BadRequestsAreClearErrors) {
   const CliRun bad_file = zerotune(generate("--input_file " + bad.string()));
   EXPECT_NE(bad_file.exit_code, 0);
   EXPECT_NE(bad_file.output.find("line 2"), std::string::npos) << bad_file.output;
+  // A number beyond double's range is nlohmann's out_of_range, not a parse_error.
+  const fs::path huge = write("huge.jsonl", "{\"prompt\": \"ok\"}\n{\"prompt\": 1e400}\n");
+  const CliRun huge_number = zerotune(generate("--input_file " + huge.string()));
+  EXPECT_NE(huge_number.exit_code, 0);
+  EXPECT_NE(huge_number.output.find("huge.jsonl line 2: not valid JSON"), std::string::npos) << huge_number.output;
 
   const CliRun both = zerotune(generate("--prompt hi --input_file " + bad.string()));
   EXPECT_NE(both.exit_code, 0);

@@ -75,6 +75,9 @@ TEST_F(TokenizeCommand, ErrorsExitNonZeroWithAMessage) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.out, std::string("\x01\n"));  // the line before the bad one was written
   EXPECT_NE(r.err.find("stdin line 2: expected a JSON array of token ids"), std::string::npos) << r.err;
+  r = run(model + " --decode", "[1e400]\n");  // nlohmann's out_of_range, not a parse_error
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("stdin line 1: expected a JSON array of token ids"), std::string::npos) << r.err;
   r = run(model + " --decode", "[99999]\n");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("token id 99999 is out of range"), std::string::npos) << r.err;

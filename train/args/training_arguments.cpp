@@ -142,7 +142,7 @@ TrainingArguments parse_training_arguments_text(std::string_view text, Arguments
         return true;
       };
       object = nlohmann::json::parse(text, bounded);
-    } catch (const nlohmann::json::parse_error& e) {
+    } catch (const nlohmann::json::exception& e) {  // also out_of_range: a number like 1e400
       fail(source + " is not valid JSON: " + e.what());
     }
   }

@@ -71,6 +71,10 @@ TEST(ArgumentsFile, ErrorsNameTheFile) {
   const std::string deep = "{\"deepspeed\": " + std::string(100, '[') + std::string(100, ']') + "}";
   msg = testing::error_of([&] { parse_training_arguments_text(deep, ArgumentsFileFormat::kJson, "args.json"); });
   EXPECT_NE(msg.find("args.json nests deeper than 64 levels"), std::string::npos) << msg;
+  // A number beyond double's range is nlohmann's out_of_range, not a parse_error.
+  msg = testing::error_of(
+      [] { parse_training_arguments_text("{\"learning_rate\": 1e400}", ArgumentsFileFormat::kJson, "args.json"); });
+  EXPECT_NE(msg.find("args.json is not valid JSON"), std::string::npos) << msg;
 }
 
 TEST(ArgumentsFile, FlagsAfterTheFileOverrideIt) {
