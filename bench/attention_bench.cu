@@ -10,6 +10,8 @@
 
 #include "bench/attention_problem.h"
 #include "cuda/attention/flash/flash_attention.cuh"
+#include "cuda/attention/hopper/hopper_attention.cuh"
+#include "cuda/common/hopper/hopper_support.h"
 #include "cuda/attention/simple/attention.cuh"
 #include "tensor/tensor.h"
 
@@ -54,6 +56,9 @@ struct Buffers : bench::RandomAttentionInputs {
     cuda::flash_attention_backward(dims, inputs(), DType::kBF16, out.data_ptr(), grad_out.data_ptr(), lse.data<float>(),
                                    {delta.data<float>(), dq_accum.data<float>()}, grads(), deterministic, nullptr);
   }
+  void hopper_forward() const {
+    cuda::hopper_attention_forward(dims, inputs(), DType::kBF16, out.data_ptr(), lse.data<float>(), nullptr);
+  }
   void simple_forward() const {
     cuda::attention_forward(dims, inputs(), DType::kBF16, out.data_ptr(), lse.data<float>(), nullptr);
   }
@@ -87,6 +92,22 @@ void BM_AttentionFwdBwdDeterministic(benchmark::State& state, AttentionProblem p
   });
 }
 
+// The Hopper forward (sm_90 with sm_90a code only), alone and before the tensor-core backward.
+void BM_AttentionHopperFwd(benchmark::State& state, AttentionProblem p) {
+  if (cuda_available() && !cuda::hopper::hopper_kernels_available())
+    return state.SkipWithError("not a compute-capability-9.0 GPU with sm_90a code");
+  time_buffers(state, p, p.forward_flops(), [](const Buffers& b) { b.hopper_forward(); });
+}
+
+void BM_AttentionHopperFwdBwd(benchmark::State& state, AttentionProblem p) {
+  if (cuda_available() && !cuda::hopper::hopper_kernels_available())
+    return state.SkipWithError("not a compute-capability-9.0 GPU with sm_90a code");
+  time_buffers(state, p, p.forward_backward_flops(), [](const Buffers& b) {
+    b.hopper_forward();
+    b.flash_backward(false);
+  });
+}
+
 void BM_AttentionSimpleFwd(benchmark::State& state, AttentionProblem p) {
   time_buffers(state, p, p.forward_flops(), [](const Buffers& b) { b.simple_forward(); });
 }
@@ -101,6 +122,8 @@ void BM_AttentionSimpleFwdBwd(benchmark::State& state, AttentionProblem p) {
 ZT_ATTENTION_SHAPES(BM_AttentionFwd);
 ZT_ATTENTION_SHAPES(BM_AttentionFwdBwd);
 ZT_ATTENTION_SHAPES(BM_AttentionFwdBwdDeterministic);
+ZT_ATTENTION_SHAPES(BM_AttentionHopperFwd);
+ZT_ATTENTION_SHAPES(BM_AttentionHopperFwdBwd);
 BENCHMARK_CAPTURE(BM_AttentionSimpleFwd, B4_H16_S2048_D128, AttentionProblem{4, 16, 16, 2048, 128})
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);

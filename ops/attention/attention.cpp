@@ -1,6 +1,7 @@
 #include "ops/attention/attention.h"
 
 #include "cuda/attention/flash/flash_attention.cuh"
+#include "cuda/attention/hopper/hopper_attention.cuh"
 #include "cuda/attention/simple/attention.cuh"
 #include "ops/attention/attention_cpu.h"
 #include "ops/attention/attention_layout.h"
@@ -57,9 +58,12 @@ AttentionOutput forward_cuda(const AttentionLayout& layout, const Tensor& q, con
                          Tensor::empty({layout.total_tokens, layout.num_heads}, DType::kF32, q.device())};
   const cuda::AttentionDims dims = kernel_dims(layout, config);
   const cuda::AttentionInputs pointers = inputs.pointers();
-  if (cuda::flash_attention_supported(
-          dims, q.dtype(),
-          {pointers.q, pointers.k, pointers.v, pointers.prefix_k, pointers.prefix_v, result.out.data_ptr()}))
+  const std::initializer_list<const void*> rows = {pointers.q,        pointers.k,        pointers.v,
+                                                   pointers.prefix_k, pointers.prefix_v, result.out.data_ptr()};
+  if (cuda::hopper_attention_supported(dims, q.dtype(), rows))
+    cuda::hopper_attention_forward(dims, pointers, q.dtype(), result.out.data_ptr(), result.lse.data<float>(),
+                                   current_stream());
+  else if (cuda::flash_attention_supported(dims, q.dtype(), rows))
     cuda::flash_attention_forward(dims, pointers, q.dtype(), result.out.data_ptr(), result.lse.data<float>(),
                                   current_stream());
   else

@@ -53,6 +53,42 @@ __device__ __forceinline__ void mask_accumulators(FragC (&c)[kN8], int row0, int
       if (!keep(row0 + lane.row(e), col0 + lane.col(n, e))) c[n].x[e] = value;
 }
 
+// Folds one tile of raw scores into the row statistics (running max m and sum l of the lane's
+// two rows) and leaves the unnormalised probabilities exp(scale·s − m) in s; `rescale` is what
+// the rows' earlier output must be multiplied by (rescale_rows). A row that has seen only
+// masked keys keeps m = −inf and is computed against 0, which keeps everything finite.
+template <int kN8>
+__device__ __forceinline__ void online_softmax(FragC (&s)[kN8], float (&m)[2], float (&l)[2], float (&rescale)[2],
+                                               float scale_log2) {
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    float row_max = m[half];
+#pragma unroll
+    for (int n = 0; n < kN8; ++n) row_max = fmaxf(row_max, fmaxf(s[n].x[2 * half], s[n].x[2 * half + 1]));
+    row_max = mma::quad_max(row_max);
+    const float reference = row_max == -INFINITY ? 0.0f : row_max * scale_log2;
+    rescale[half] = mma::exp2_approx(m[half] * scale_log2 - reference);
+    m[half] = row_max;
+    float sum = 0.0f;
+#pragma unroll
+    for (int n = 0; n < kN8; ++n)
+#pragma unroll
+      for (int e = 2 * half; e < 2 * half + 2; ++e) {
+        s[n].x[e] = mma::exp2_approx(fmaf(s[n].x[e], scale_log2, -reference));
+        sum += s[n].x[e];
+      }
+    l[half] = l[half] * rescale[half] + sum;
+  }
+}
+
+template <int kD8>
+__device__ __forceinline__ void rescale_rows(FragC (&o)[kD8], const float (&rescale)[2]) {
+#pragma unroll
+  for (int d = 0; d < kD8; ++d)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) o[d].x[e] *= rescale[e / 2];
+}
+
 // The block shape of the query-tile kernels (the forward, the deterministic dQ): 16 query rows
 // per warp, key tiles of kBlockN. Shared memory holds kQueryTiles query-side tiles (Q, reused
 // to stage the output, then dO where the kernel reads it), then K and V, each double-buffered.

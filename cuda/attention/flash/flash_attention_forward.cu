@@ -19,38 +19,6 @@ using namespace flash_detail;
 template <int kD, int kWarps, int kBlockN>
 using ForwardShape = QueryTileShape<kD, kWarps, kBlockN, 1>;
 
-// Folds one tile of raw scores into the row statistics and rescales O; leaves the unnormalised
-// probabilities exp(scale·s − m) in s. A row that has seen only masked keys keeps m = −inf and
-// is computed against 0, which keeps everything finite.
-template <int kN8, int kD8>
-__device__ __forceinline__ void online_softmax(FragC (&s)[kN8], float (&m)[2], float (&l)[2], FragC (&o)[kD8],
-                                               float scale_log2) {
-#pragma unroll
-  for (int half = 0; half < 2; ++half) {
-    float row_max = m[half];
-#pragma unroll
-    for (int n = 0; n < kN8; ++n) row_max = fmaxf(row_max, fmaxf(s[n].x[2 * half], s[n].x[2 * half + 1]));
-    row_max = mma::quad_max(row_max);
-    const float reference = row_max == -INFINITY ? 0.0f : row_max * scale_log2;
-    const float rescale = mma::exp2_approx(m[half] * scale_log2 - reference);
-    m[half] = row_max;
-    float sum = 0.0f;
-#pragma unroll
-    for (int n = 0; n < kN8; ++n)
-#pragma unroll
-      for (int e = 2 * half; e < 2 * half + 2; ++e) {
-        s[n].x[e] = mma::exp2_approx(fmaf(s[n].x[e], scale_log2, -reference));
-        sum += s[n].x[e];
-      }
-    l[half] = l[half] * rescale + sum;
-#pragma unroll
-    for (int d = 0; d < kD8; ++d) {
-      o[d].x[2 * half] *= rescale;
-      o[d].x[2 * half + 1] *= rescale;
-    }
-  }
-}
-
 template <typename T, int kD, int kWarps, int kBlockN>
 __global__ void __launch_bounds__(32 * kWarps)
     flash_forward_kernel(AttentionDims dims, AttentionInputs in, T* out, float* lse) {
@@ -75,7 +43,9 @@ __global__ void __launch_bounds__(32 * kWarps)
     FragC s[kBlockN / 8];
     block.scores(s, q_frag, n, sq, row0);
     block.mask(s, n, row0, -INFINITY);
-    online_softmax(s, m, l, o, scale_log2);
+    float rescale[2];
+    online_softmax(s, m, l, rescale, scale_log2);
+    rescale_rows(o, rescale);
     FragA p[kBlockN / 16];
     mma::to_a<T>(p, s);
     mma::gemm_ab<T, KvTile, kBlockN / 16, kD / 8>(

@@ -1,0 +1,29 @@
+// Attention for Hopper (sm_90a) in the FlashAttention-3 scheme, on the packed varlen layout and
+// raw pointers of cuda/attention/simple/attention.cuh: tiles arrive by TMA bulk copies into
+// 128-byte-swizzled shared memory, one producer warpgroup keeps a ring of K and V tiles full
+// while two consumer warpgroups (64 query rows each) multiply with wgmma straight from shared
+// memory, and each consumer overlaps the next tile's S = Q·Kᵀ with the current tile's softmax
+// and P·V. bfloat16/float16, head_dim 64 or 128, positive softmax scale, 16-byte aligned rows,
+// on a compute-capability-9.0 GPU with this binary's sm_90a code; cuda/attention/flash/ takes
+// everything else.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <initializer_list>
+
+#include "cuda/attention/simple/attention.cuh"
+#include "runtime/dtype.h"
+
+namespace zt::cuda {
+
+// Whether the Hopper kernels take this call (dtype, head_dim, scale, every pointer 16-byte
+// aligned, and the GPU as above).
+bool hopper_attention_supported(const AttentionDims& dims, DType dtype, std::initializer_list<const void*> pointers);
+
+// out (dtype) and lse (float32 [total_tokens, num_heads]) fully written, as
+// flash_attention_forward.
+void hopper_attention_forward(const AttentionDims& dims, const AttentionInputs& inputs, DType dtype, void* out,
+                              float* lse, cudaStream_t stream);
+
+}  // namespace zt::cuda

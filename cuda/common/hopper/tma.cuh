@@ -1,0 +1,67 @@
+// Hopper bulk tensor copies (TMA) and the shared-memory barriers (mbarrier) that say when they
+// have landed, sm_90a. One thread issues a copy of a whole tile described by a tensor map
+// (tensor_map.h); the barrier counts the bytes in flight (`expect_bytes`) and completes its
+// phase when they have all arrived, so waiting threads never poll the data itself.
+//
+// A barrier alternates between two phases; a waiter names the parity of the phase it waits
+// for. Producer and consumers of a ring of kStages buffers both walk it with (stage, parity):
+// a consumer waits "full" with parity (t / kStages) & 1, a producer waits "empty" with the
+// opposite parity, which a fresh barrier already satisfies, so the first pass never blocks.
+#pragma once
+
+#include <cuda.h>
+
+#include <cstdint>
+
+namespace zt::cuda::hopper {
+
+__device__ __forceinline__ void barrier_init(std::uint32_t barrier, std::uint32_t arrivals) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(barrier), "r"(arrivals) : "memory");
+}
+
+// Makes initialised barriers visible to the copy engine; then the block synchronises.
+__device__ __forceinline__ void barrier_init_fence() {
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+
+// One arrival that also announces `bytes` of copies that will complete on this barrier.
+__device__ __forceinline__ void expect_bytes(std::uint32_t barrier, std::uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(barrier), "r"(bytes) : "memory");
+}
+
+__device__ __forceinline__ void arrive(std::uint32_t barrier) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(barrier) : "memory");
+}
+
+__device__ __forceinline__ void wait(std::uint32_t barrier, std::uint32_t parity) {
+  std::uint32_t done = 0;
+  while (!done)
+    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(done)
+                 : "r"(barrier), "r"(parity)
+                 : "memory");
+}
+
+// Copies the box at coordinates (c0 innermost, c1, c2) of a 3-D tensor map into shared memory
+// at `dst`, completing on `barrier`. Rows outside the tensor arrive as zeros.
+__device__ __forceinline__ void load_box(std::uint32_t dst, const CUtensorMap& map, int c0, int c1, int c2,
+                                         std::uint32_t barrier) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\n" ::
+          "r"(dst),
+      "l"(reinterpret_cast<std::uint64_t>(&map)), "r"(c0), "r"(c1), "r"(c2), "r"(barrier)
+      : "memory");
+}
+
+// Fetches a tensor map (a kernel parameter) into the copy engine's cache ahead of first use.
+__device__ __forceinline__ void prefetch_map(const CUtensorMap& map) {
+  asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<std::uint64_t>(&map)) : "memory");
+}
+
+// Synchronises the `threads` threads (whole warps) that use named barrier `id` (1 .. 15; 0 is
+// __syncthreads'), for kernels whose warps part ways.
+__device__ __forceinline__ void named_barrier_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
+}  // namespace zt::cuda::hopper

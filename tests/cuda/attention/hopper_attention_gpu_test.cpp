@@ -1,0 +1,154 @@
+// The forward kernels called directly, each against the CPU reference on the same inputs: the
+// Hopper kernel (cuda/attention/hopper/, which ops uses on sm_90) and the Ampere FlashAttention-2
+// forward (cuda/attention/flash/, used on older GPUs and kept tested on Hopper here). Awkward
+// shapes: single sequences of 1, 17, 1000 and 2049 tokens, packed uneven batches, one K/V
+// head, GQA 8:1, head dims 64 and 128, prefixes of 3 and 130 rows, causal and full, both
+// dtypes. Outputs start as NaN, so any element a kernel forgets to write fails; repeated runs
+// must agree bitwise. The Tiny* test is small enough for compute-sanitizer.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+
+#include "cuda/attention/flash/flash_attention.cuh"
+#include "cuda/attention/hopper/hopper_attention.cuh"
+#include "cuda/common/hopper/hopper_support.h"
+#include "runtime/device.h"
+#include "tests/common/op_test_util.h"
+#include "tests/common/test_util.h"
+#include "tests/ops/attention/attention_test_util.h"
+
+namespace zt {
+namespace {
+
+using testing::AttentionCase;
+using testing::AttentionTensors;
+
+enum class Kernel { kHopper, kAmpere };
+
+class AttentionForwardKernels : public testing::PoisonedGpuTest {
+ protected:
+  // Runs the kernel on c's random inputs and compares out and lse with the CPU reference;
+  // returns the GPU result for repeat checks.
+  ops::AttentionOutput check(Kernel kernel, const AttentionCase& c, DType dtype, std::uint64_t seed) {
+    const std::string what = std::string(kernel == Kernel::kHopper ? "hopper " : "ampere ") + dtype_name(dtype) + " " +
+                             c.str() + " seed " + std::to_string(seed);
+    AttentionTensors cpu = testing::random_attention_inputs(c, dtype, seed);
+    AttentionTensors gpu = testing::on_gpu(cpu);
+    const ops::AttentionOutput want =
+        ops::attention_forward(cpu.q, cpu.k, cpu.v, cpu.cu_seqlens, c.config(), cpu.prefix);
+    ops::AttentionOutput got = run(kernel, c, dtype, gpu);
+    testing::expect_attention_matches(got.out, want.out, testing::gpu_tolerance(dtype), what + " out");
+    testing::expect_attention_matches(got.lse, want.lse, 1e-5, what + " lse");
+    return got;
+  }
+
+  static ops::AttentionOutput run(Kernel kernel, const AttentionCase& c, DType dtype, const AttentionTensors& gpu) {
+    cuda::AttentionDims dims;
+    dims.total_tokens = c.total();
+    dims.batch = static_cast<int>(c.batch());
+    dims.num_heads = static_cast<int>(c.heads);
+    dims.num_kv_heads = static_cast<int>(c.kv_heads);
+    dims.head_dim = static_cast<int>(c.head_dim);
+    dims.prefix_len = static_cast<int>(c.prefix_len);
+    for (std::int64_t length : c.lengths) dims.max_seqlen = std::max<int>(dims.max_seqlen, static_cast<int>(length));
+    dims.softmax_scale = static_cast<float>(c.config().softmax_scale);
+    dims.causal = c.causal;
+    const cuda::AttentionInputs inputs{gpu.q.data_ptr(),
+                                       gpu.k.data_ptr(),
+                                       gpu.v.data_ptr(),
+                                       gpu.prefix.k.defined() ? gpu.prefix.k.data_ptr() : nullptr,
+                                       gpu.prefix.v.defined() ? gpu.prefix.v.data_ptr() : nullptr,
+                                       gpu.cu_seqlens.data<std::int32_t>()};
+    ops::AttentionOutput result{Tensor::empty(gpu.q.shape(), dtype, Device::cuda()),
+                                Tensor::empty({c.total(), c.heads}, DType::kF32, Device::cuda())};
+    if (kernel == Kernel::kHopper)
+      cuda::hopper_attention_forward(dims, inputs, dtype, result.out.data_ptr(), result.lse.data<float>(), nullptr);
+    else
+      cuda::flash_attention_forward(dims, inputs, dtype, result.out.data_ptr(), result.lse.data<float>(), nullptr);
+    return result;
+  }
+
+  // Both kernels where the GPU runs them; the Hopper one only on sm_90 with sm_90a code.
+  template <typename F>
+  void for_each_kernel(F&& f) {
+    f(Kernel::kAmpere);
+    if (cuda::hopper::hopper_kernels_available())
+      f(Kernel::kHopper);
+    else
+      std::printf("[ hopper kernel not run: the GPU is not compute capability 9.0 or the build lacks sm_90a ]\n");
+  }
+};
+
+TEST_F(AttentionForwardKernels, SingleSequencesOfAwkwardLengths) {
+  ZT_SKIP_WITHOUT_GPU();
+  for_each_kernel([&](Kernel kernel) {
+    std::uint64_t seed = 100;
+    for (std::int64_t length : {1, 17, 1000, 2049}) {
+      check(kernel, {{length}, 4, 2, 128, 0, true}, DType::kBF16, seed += 10);
+      check(kernel, {{length}, 4, 2, 64, 0, true}, DType::kF16, seed += 10);
+    }
+    check(kernel, {{1000}, 2, 1, 128, 0, false}, DType::kF16, seed += 10);
+    check(kernel, {{17}, 4, 2, 64, 0, false}, DType::kBF16, seed += 10);
+  });
+}
+
+TEST_F(AttentionForwardKernels, PackedUnevenBatchesHeadDimsAndDtypes) {
+  ZT_SKIP_WITHOUT_GPU();
+  for_each_kernel([&](Kernel kernel) {
+    std::uint64_t seed = 200;
+    for (std::int64_t head_dim : {64, 128})
+      for (DType dtype : {DType::kBF16, DType::kF16})
+        for (bool causal : {true, false})
+          check(kernel, {{1, 17, 130, 64, 1000, 300}, 4, 2, head_dim, 0, causal}, dtype, seed += 10);
+  });
+}
+
+TEST_F(AttentionForwardKernels, OneKvHeadAndGroupedQueries) {
+  ZT_SKIP_WITHOUT_GPU();
+  for_each_kernel([&](Kernel kernel) {
+    std::uint64_t seed = 300;
+    check(kernel, {{1, 17, 130, 64, 300}, 4, 1, 128, 0, true}, DType::kBF16, seed += 10);
+    check(kernel, {{1, 17, 130, 64, 300}, 16, 2, 64, 0, true}, DType::kF16, seed += 10);
+    check(kernel, {{600, 129}, 16, 2, 128, 0, false}, DType::kBF16, seed += 10);
+  });
+}
+
+TEST_F(AttentionForwardKernels, PrefixesThatDoNotFillATile) {
+  ZT_SKIP_WITHOUT_GPU();
+  for_each_kernel([&](Kernel kernel) {
+    std::uint64_t seed = 400;
+    for (std::int64_t prefix : {3, 130})
+      for (bool causal : {true, false}) {
+        check(kernel, {{1, 17, 130, 64, 200}, 4, 2, 128, prefix, causal}, DType::kBF16, seed += 10);
+        check(kernel, {{1000, 5}, 4, 1, 64, prefix, causal}, DType::kF16, seed += 10);
+      }
+    check(kernel, {{5, 0, 70}, 4, 2, 64, 16, true}, DType::kBF16, seed += 10);  // an empty sequence
+  });
+}
+
+TEST_F(AttentionForwardKernels, RepeatedRunsAgreeBitwise) {
+  ZT_SKIP_WITHOUT_GPU();
+  for_each_kernel([&](Kernel kernel) {
+    const AttentionCase c{{70, 3, 1029, 600}, 8, 2, 128, 3, true};
+    AttentionTensors gpu = testing::on_gpu(testing::random_attention_inputs(c, DType::kBF16, 500));
+    const ops::AttentionOutput first = run(kernel, c, DType::kBF16, gpu), second = run(kernel, c, DType::kBF16, gpu);
+    testing::expect_bitwise_equal(first.out, second.out, "out");
+    testing::expect_bitwise_equal(first.lse, second.lse, "lse");
+  });
+}
+
+// Shapes for the sanitizers: tail rows and keys, a prefix, GQA, both head dims.
+TEST_F(AttentionForwardKernels, TinyShapesForSanitizers) {
+  ZT_SKIP_WITHOUT_GPU();
+  for_each_kernel([&](Kernel kernel) {
+    std::uint64_t seed = 600;
+    for (std::int64_t head_dim : {64, 128}) {
+      check(kernel, {{1, 3, 20}, 2, 1, head_dim, 2, true}, DType::kBF16, seed += 10);
+      check(kernel, {{130}, 2, 2, head_dim, 0, false}, DType::kF16, seed += 10);
+    }
+  });
+}
+
+}  // namespace
+}  // namespace zt
