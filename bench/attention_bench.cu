@@ -11,8 +11,8 @@
 #include "bench/attention_problem.h"
 #include "cuda/attention/flash/flash_attention.cuh"
 #include "cuda/attention/hopper/hopper_attention.cuh"
-#include "cuda/common/hopper/hopper_support.h"
 #include "cuda/attention/simple/attention.cuh"
+#include "cuda/common/hopper/hopper_support.h"
 #include "tensor/tensor.h"
 
 namespace zt {
@@ -21,7 +21,7 @@ namespace {
 using bench::AttentionProblem;
 
 struct Buffers : bench::RandomAttentionInputs {
-  Tensor cu_seqlens, out, lse, grad_q, grad_k, grad_v, delta, dq_accum;
+  Tensor cu_seqlens, out, lse, grad_q, grad_k, grad_v, delta, lse_log2, dq_accum;
   cuda::AttentionDims dims;
 
   explicit Buffers(const AttentionProblem& p) : RandomAttentionInputs(p) {
@@ -35,6 +35,7 @@ struct Buffers : bench::RandomAttentionInputs {
     grad_k = Tensor::empty(k.shape(), DType::kBF16, Device::cuda());
     grad_v = Tensor::empty(v.shape(), DType::kBF16, Device::cuda());
     delta = Tensor::empty({tokens, p.heads}, DType::kF32, Device::cuda());
+    lse_log2 = Tensor::empty({p.heads, tokens}, DType::kF32, Device::cuda());
     dq_accum = Tensor::empty(q.shape(), DType::kF32, Device::cuda());
     dims.total_tokens = tokens;
     dims.batch = p.batch;
@@ -58,6 +59,11 @@ struct Buffers : bench::RandomAttentionInputs {
   }
   void hopper_forward() const {
     cuda::hopper_attention_forward(dims, inputs(), DType::kBF16, out.data_ptr(), lse.data<float>(), nullptr);
+  }
+  void hopper_backward() const {
+    cuda::hopper_attention_backward(
+        dims, inputs(), DType::kBF16, out.data_ptr(), grad_out.data_ptr(), lse.data<float>(),
+        {lse_log2.data<float>(), delta.data<float>(), dq_accum.data<float>()}, grads(), nullptr);
   }
   void simple_forward() const {
     cuda::attention_forward(dims, inputs(), DType::kBF16, out.data_ptr(), lse.data<float>(), nullptr);
@@ -92,7 +98,7 @@ void BM_AttentionFwdBwdDeterministic(benchmark::State& state, AttentionProblem p
   });
 }
 
-// The Hopper forward (sm_90 with sm_90a code only), alone and before the tensor-core backward.
+// The Hopper kernels (sm_90 with sm_90a code only): the forward alone, and forward + backward.
 void BM_AttentionHopperFwd(benchmark::State& state, AttentionProblem p) {
   if (cuda_available() && !cuda::hopper::hopper_kernels_available())
     return state.SkipWithError("not a compute-capability-9.0 GPU with sm_90a code");
@@ -104,7 +110,7 @@ void BM_AttentionHopperFwdBwd(benchmark::State& state, AttentionProblem p) {
     return state.SkipWithError("not a compute-capability-9.0 GPU with sm_90a code");
   time_buffers(state, p, p.forward_backward_flops(), [](const Buffers& b) {
     b.hopper_forward();
-    b.flash_backward(false);
+    b.hopper_backward();
   });
 }
 

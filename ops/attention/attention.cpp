@@ -98,8 +98,18 @@ AttentionGrads backward_cuda(const AttentionLayout& layout, const Tensor& grad_o
                              delta.data<float>(), outputs, current_stream());
     return grads;
   }
-  // The atomic dQ path sums into fp32 [total_tokens, num_heads, head_dim] before rounding.
+  // The atomic dQ paths sum into fp32 [total_tokens, num_heads, head_dim] before rounding.
   Tensor dq_accum = config.deterministic ? Tensor() : Tensor::empty(q.shape(), DType::kF32, q.device());
+  if (!config.deterministic &&
+      cuda::hopper_attention_supported(dims, q.dtype(),
+                                       {pointers.q, pointers.k, pointers.v, pointers.prefix_k, pointers.prefix_v,
+                                        saved_out.data_ptr(), dout.data_ptr()})) {
+    Tensor lse_log2 = Tensor::empty({layout.num_heads, layout.total_tokens}, DType::kF32, q.device());
+    cuda::hopper_attention_backward(
+        dims, pointers, q.dtype(), saved_out.data_ptr(), dout.data_ptr(), saved_lse.data<float>(),
+        {lse_log2.data<float>(), delta.data<float>(), dq_accum.data<float>()}, outputs, current_stream());
+    return grads;
+  }
   cuda::FlashBackwardScratch scratch{delta.data<float>(), config.deterministic ? nullptr : dq_accum.data<float>()};
   cuda::flash_attention_backward(dims, pointers, q.dtype(), saved_out.data_ptr(), dout.data_ptr(),
                                  saved_lse.data<float>(), scratch, outputs, config.deterministic, current_stream());

@@ -257,16 +257,18 @@ void launch_key_value(const AttentionDims& dims, const AttentionInputs& inputs, 
   }
 }
 
-template <typename T>
-void launch_dq_convert(const AttentionDims& dims, const float* dq_accum, void* grad_q, cudaStream_t stream) {
+}  // namespace
+
+void flash_detail::convert_dq_accum(const AttentionDims& dims, DType dtype, const float* dq_accum, void* grad_q,
+                                    cudaStream_t stream) {
   const std::int64_t quads = dims.total_tokens * dims.num_heads * dims.head_dim / 4;
   if (quads == 0) return;
-  flash_dq_convert_kernel<T>
-      <<<grid_size(quads, 256), 256, 0, stream>>>(dq_accum, static_cast<T*>(grad_q), quads, dims.softmax_scale);
+  dispatch_flash(dtype, dims.head_dim, [&]<typename T, int kD>() {
+    flash_dq_convert_kernel<T>
+        <<<grid_size(quads, 256), 256, 0, stream>>>(dq_accum, static_cast<T*>(grad_q), quads, dims.softmax_scale);
+  });
   ZT_CUDA_CHECK(cudaGetLastError());
 }
-
-}  // namespace
 
 void flash_attention_backward(const AttentionDims& dims, const AttentionInputs& inputs, DType dtype, const void* out,
                               const void* grad_out, const float* lse, const FlashBackwardScratch& scratch,
@@ -291,7 +293,7 @@ void flash_attention_backward(const AttentionDims& dims, const AttentionInputs& 
     if (deterministic)
       flash_detail::launch_flash_dq(dims, inputs, dtype, grad_out, lse, scratch.delta, grads.grad_q, stream);
     else
-      launch_dq_convert<T>(dims, scratch.dq_accum, grads.grad_q, stream);
+      convert_dq_accum(dims, dtype, scratch.dq_accum, grads.grad_q, stream);
   });
 }
 

@@ -17,7 +17,7 @@
 
 namespace zt::cuda {
 
-// Whether the Hopper kernels take this call (dtype, head_dim, scale, every pointer 16-byte
+// Whether the Hopper kernels (forward and backward) take this call (dtype, head_dim, scale, every pointer 16-byte
 // aligned, and the GPU as above).
 bool hopper_attention_supported(const AttentionDims& dims, DType dtype, std::initializer_list<const void*> pointers);
 
@@ -25,5 +25,21 @@ bool hopper_attention_supported(const AttentionDims& dims, DType dtype, std::ini
 // flash_attention_forward.
 void hopper_attention_forward(const AttentionDims& dims, const AttentionInputs& inputs, DType dtype, void* out,
                               float* lse, cudaStream_t stream);
+
+// Scratch the backward needs, float32: lse_log2 and delta [num_heads][total_tokens], dq_accum
+// [total_tokens, num_heads, head_dim].
+struct HopperBackwardScratch {
+  float* lse_log2 = nullptr;
+  float* delta = nullptr;
+  float* dq_accum = nullptr;
+};
+
+// Every gradient fully written, as flash_attention_backward with its atomic dQ: one block per
+// (key tile, kv head, sequence) owns dK and dV (summed over the group's heads), dQ is added in
+// fp32 (the order of the additions varies between runs) and converted. Deterministic runs use
+// flash_attention_backward.
+void hopper_attention_backward(const AttentionDims& dims, const AttentionInputs& inputs, DType dtype, const void* out,
+                               const void* grad_out, const float* lse, const HopperBackwardScratch& scratch,
+                               const AttentionGradOutputs& grads, cudaStream_t stream);
 
 }  // namespace zt::cuda

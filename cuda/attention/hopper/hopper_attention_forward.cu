@@ -8,7 +8,7 @@
 // rescales O and packs P_t, rounded to the input dtype, as the next A operand in registers.
 #include "cuda/attention/hopper/hopper_attention.cuh"
 #include "cuda/attention/hopper/hopper_forward_block.cuh"
-#include "cuda/common/hopper/tensor_map.h"
+#include "cuda/attention/hopper/hopper_tensor_maps.h"
 #include "runtime/check.h"
 
 namespace zt::cuda::hopper_detail {
@@ -134,18 +134,6 @@ __global__ void __launch_bounds__(ForwardShape<kD>::kThreads, 1)
 }
 
 namespace {
-
-// Tensor maps of a [rows][heads][kD] array of `dtype` at `base`, boxes of box_rows rows.
-CUtensorMap rows_map(const void* base, DType dtype, std::int64_t rows, int heads, int head_dim, int box_rows) {
-  hopper::TensorMapShape shape;
-  shape.size0 = static_cast<std::uint64_t>(head_dim);
-  shape.size1 = static_cast<std::uint64_t>(heads);
-  shape.size2 = static_cast<std::uint64_t>(rows);
-  shape.stride1_bytes = static_cast<std::uint64_t>(head_dim) * 2;
-  shape.stride2_bytes = static_cast<std::uint64_t>(heads) * head_dim * 2;
-  shape.box_rows = static_cast<std::uint32_t>(box_rows);
-  return hopper::make_tensor_map(base, dtype, shape);
-}
 
 template <typename T, int kD>
 void launch_forward(const AttentionDims& dims, const AttentionInputs& in, DType dtype, void* out, float* lse,

@@ -58,6 +58,10 @@ __device__ __forceinline__ void prefetch_map(const CUtensorMap& map) {
   asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<std::uint64_t>(&map)) : "memory");
 }
 
+// Orders this thread's ordinary shared-memory writes before later reads by the asynchronous
+// proxy (wgmma operands, TMA stores); follow it with a barrier among the writers and readers.
+__device__ __forceinline__ void proxy_fence() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+
 // Synchronises the `threads` threads (whole warps) that use named barrier `id` (1 .. 15; 0 is
 // __syncthreads'), for kernels whose warps part ways.
 __device__ __forceinline__ void named_barrier_sync(int id, int threads) {

@@ -47,10 +47,18 @@ __device__ __forceinline__ std::uint64_t k_major(std::uint32_t tile, int row0, i
                          kAtomBytes);
 }
 
-// MN-major operand (read transposed): k-step kk (rows 16kk ..) of a tile of `kRows` rows.
+// MN-major operand (read transposed): k-step kk (rows row0 + 16kk ..) of a tile of `kRows` rows.
 template <int kRows>
-__device__ __forceinline__ std::uint64_t mn_major(std::uint32_t tile, int kk) {
-  return smem_descriptor(tile + kk * 16 * kSwizzleBytes, kRows * kSwizzleBytes, kAtomBytes);
+__device__ __forceinline__ std::uint64_t mn_major(std::uint32_t tile, int kk, int row0 = 0) {
+  return smem_descriptor(tile + (row0 + kk * 16) * kSwizzleBytes, kRows * kSwizzleBytes, kAtomBytes);
+}
+
+// Byte offset of element (row, col) in a 128-byte-swizzled tile of kRows rows, 16-bit
+// elements: where a thread writes an operand that wgmma then reads (after proxy_fence).
+template <int kRows>
+__device__ __forceinline__ std::uint32_t swizzled_offset(int row, int col) {
+  return (col / 64) * kRows * kSwizzleBytes + row * kSwizzleBytes + ((((col % 64) / 8) ^ (row % 8)) * 16) +
+         (col % 8) * 2;
 }
 
 // Makes register writes by ordinary instructions visible to the next wgmma (accumulators
@@ -92,25 +100,25 @@ __device__ __forceinline__ void fence_operands(FragC (&acc)[kN8]) {
   "%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58," \
   "%59,%60,%61,%62,%63}"
 
-// acc (+)= A·B, A and B in shared memory (K-major unless kTransposeB): the accumulators are
-// overwritten when `accumulate` is false. N = 8 · kN8 columns, 64 or 128.
-template <typename T, int kN8, bool kTransposeB = false>
+// acc (+)= A·B, A and B in shared memory (K-major unless transposed: MN-major): the
+// accumulators are overwritten when `accumulate` is false. N = 8 · kN8 columns, 64 or 128.
+template <typename T, int kN8, bool kTransposeB = false, bool kTransposeA = false>
 __device__ __forceinline__ void mma_ss(FragC (&acc)[kN8], std::uint64_t a, std::uint64_t b, bool accumulate) {
   static_assert(kN8 == 8 || kN8 == 16, "wgmma products here are 64 or 128 columns wide");
   const int scale_d = accumulate ? 1 : 0;
-#define ZT_WGMMA_SS(SHAPE, TYPE, D, A, B, S, TB, ACC)                                                              \
+#define ZT_WGMMA_SS(SHAPE, TYPE, D, A, B, S, TB, TA, ACC)                                                          \
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, " S ", 0;\nwgmma.mma_async.sync.aligned." SHAPE "." TYPE "." TYPE \
-               " " D ", " A ", " B ", p, 1, 1, 0, " TB ";\n}\n"                                                    \
+               " " D ", " A ", " B ", p, 1, 1, " TA ", " TB ";\n}\n"                                               \
                : ACC(acc)                                                                                          \
-               : "l"(a), "l"(b), "r"(scale_d), "n"(kTransposeB ? 1 : 0))
+               : "l"(a), "l"(b), "r"(scale_d), "n"(kTransposeB ? 1 : 0), "n"(kTransposeA ? 1 : 0))
   if constexpr (std::is_same_v<T, __nv_bfloat16> && kN8 == 8)
-    ZT_WGMMA_SS(ZT_WGMMA_N64, "bf16", ZT_WGMMA_D32, "%32", "%33", "%34", "%35", ZT_WGMMA_ACC32);
+    ZT_WGMMA_SS(ZT_WGMMA_N64, "bf16", ZT_WGMMA_D32, "%32", "%33", "%34", "%35", "%36", ZT_WGMMA_ACC32);
   else if constexpr (std::is_same_v<T, __nv_bfloat16>)
-    ZT_WGMMA_SS(ZT_WGMMA_N128, "bf16", ZT_WGMMA_D64, "%64", "%65", "%66", "%67", ZT_WGMMA_ACC64);
+    ZT_WGMMA_SS(ZT_WGMMA_N128, "bf16", ZT_WGMMA_D64, "%64", "%65", "%66", "%67", "%68", ZT_WGMMA_ACC64);
   else if constexpr (kN8 == 8)
-    ZT_WGMMA_SS(ZT_WGMMA_N64, "f16", ZT_WGMMA_D32, "%32", "%33", "%34", "%35", ZT_WGMMA_ACC32);
+    ZT_WGMMA_SS(ZT_WGMMA_N64, "f16", ZT_WGMMA_D32, "%32", "%33", "%34", "%35", "%36", ZT_WGMMA_ACC32);
   else
-    ZT_WGMMA_SS(ZT_WGMMA_N128, "f16", ZT_WGMMA_D64, "%64", "%65", "%66", "%67", ZT_WGMMA_ACC64);
+    ZT_WGMMA_SS(ZT_WGMMA_N128, "f16", ZT_WGMMA_D64, "%64", "%65", "%66", "%67", "%68", ZT_WGMMA_ACC64);
 #undef ZT_WGMMA_SS
 }
 

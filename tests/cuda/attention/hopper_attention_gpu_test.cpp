@@ -1,10 +1,11 @@
-// The forward kernels called directly, each against the CPU reference on the same inputs: the
-// Hopper kernel (cuda/attention/hopper/, which ops uses on sm_90) and the Ampere FlashAttention-2
-// forward (cuda/attention/flash/, used on older GPUs and kept tested on Hopper here). Awkward
+// The tensor-core attention kernels called directly, each against the CPU reference on the same
+// inputs: the Hopper forward and backward (cuda/attention/hopper/, which ops uses on sm_90) and
+// the Ampere FlashAttention-2 forward and atomic-dQ backward (cuda/attention/flash/, used on
+// older GPUs and kept tested on Hopper here; its deterministic mode is flash_attention_gpu_test's). Awkward
 // shapes: single sequences of 1, 17, 1000 and 2049 tokens, packed uneven batches, one K/V
-// head, GQA 8:1, head dims 64 and 128, prefixes of 3 and 130 rows, causal and full, both
-// dtypes. Outputs start as NaN, so any element a kernel forgets to write fails; repeated runs
-// must agree bitwise. The Tiny* test is small enough for compute-sanitizer.
+// head, GQA 8:1, head dims 64 and 128, prefixes of 3, 16 and 130 rows, an empty sequence,
+// causal and full, both dtypes. Outputs and gradients start as NaN, so any element a kernel forgets to write fails;
+// repeated runs must agree bitwise. The Tiny* test is small enough for compute-sanitizer.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -26,7 +27,7 @@ using testing::AttentionTensors;
 
 enum class Kernel { kHopper, kAmpere };
 
-class AttentionForwardKernels : public testing::PoisonedGpuTest {
+class AttentionKernels : public testing::PoisonedGpuTest {
  protected:
   // Runs the kernel on c's random inputs and compares out and lse with the CPU reference;
   // returns the GPU result for repeat checks.
@@ -43,7 +44,51 @@ class AttentionForwardKernels : public testing::PoisonedGpuTest {
     return got;
   }
 
-  static ops::AttentionOutput run(Kernel kernel, const AttentionCase& c, DType dtype, const AttentionTensors& gpu) {
+  // The backward kernel (the atomic-dQ modes) on c's random inputs, given the CPU's out and
+  // lse, against the CPU reference's gradients.
+  void check_backward(Kernel kernel, const AttentionCase& c, DType dtype, std::uint64_t seed) {
+    const std::string what = std::string(kernel == Kernel::kHopper ? "hopper " : "ampere ") + dtype_name(dtype) +
+                             " backward " + c.str() + " seed " + std::to_string(seed);
+    const double tol = testing::gpu_tolerance(dtype);
+    AttentionTensors cpu = testing::random_attention_inputs(c, dtype, seed);
+    AttentionTensors gpu = testing::on_gpu(cpu);
+    const ops::AttentionOutput ref =
+        ops::attention_forward(cpu.q, cpu.k, cpu.v, cpu.cu_seqlens, c.config(), cpu.prefix);
+    const Tensor grad_out = Tensor::normal(cpu.q.shape(), seed + 10, 0, 0.0, 1.0, dtype);
+    const ops::AttentionGrads want = ops::attention_backward(grad_out, cpu.q, cpu.k, cpu.v, ref.out, ref.lse,
+                                                             cpu.cu_seqlens, c.config(), cpu.prefix);
+    const Tensor out = ref.out.to(Device::cuda()), lse = ref.lse.to(Device::cuda()), dout = grad_out.to(Device::cuda());
+    ops::AttentionGrads have;
+    have.grad_q = Tensor::empty(gpu.q.shape(), dtype, Device::cuda());
+    have.grad_k = Tensor::empty(gpu.k.shape(), dtype, Device::cuda());
+    have.grad_v = Tensor::empty(gpu.v.shape(), dtype, Device::cuda());
+    if (c.prefix_len > 0) {
+      have.grad_prefix_k = Tensor::empty(gpu.prefix.k.shape(), dtype, Device::cuda());
+      have.grad_prefix_v = Tensor::empty(gpu.prefix.v.shape(), dtype, Device::cuda());
+    }
+    const cuda::AttentionGradOutputs grads{have.grad_q.data_ptr(), have.grad_k.data_ptr(), have.grad_v.data_ptr(),
+                                           c.prefix_len > 0 ? have.grad_prefix_k.data_ptr() : nullptr,
+                                           c.prefix_len > 0 ? have.grad_prefix_v.data_ptr() : nullptr};
+    Tensor delta = Tensor::empty({c.total(), c.heads}, DType::kF32, Device::cuda());
+    Tensor lse_log2 = Tensor::empty({c.heads, c.total()}, DType::kF32, Device::cuda());
+    Tensor dq_accum = Tensor::empty(gpu.q.shape(), DType::kF32, Device::cuda());
+    const cuda::AttentionDims dims = dims_of(c);
+    if (kernel == Kernel::kHopper)
+      cuda::hopper_attention_backward(dims, inputs_of(gpu), dtype, out.data_ptr(), dout.data_ptr(), lse.data<float>(),
+                                      {lse_log2.data<float>(), delta.data<float>(), dq_accum.data<float>()}, grads,
+                                      nullptr);
+    else
+      cuda::flash_attention_backward(dims, inputs_of(gpu), dtype, out.data_ptr(), dout.data_ptr(), lse.data<float>(),
+                                     {delta.data<float>(), dq_accum.data<float>()}, grads, false, nullptr);
+    testing::expect_attention_matches(have.grad_q, want.grad_q, tol, what + " grad_q");
+    testing::expect_attention_matches(have.grad_k, want.grad_k, tol, what + " grad_k");
+    testing::expect_attention_matches(have.grad_v, want.grad_v, tol, what + " grad_v");
+    if (c.prefix_len == 0) return;
+    testing::expect_attention_matches(have.grad_prefix_k, want.grad_prefix_k, tol, what + " grad_prefix_k");
+    testing::expect_attention_matches(have.grad_prefix_v, want.grad_prefix_v, tol, what + " grad_prefix_v");
+  }
+
+  static cuda::AttentionDims dims_of(const AttentionCase& c) {
     cuda::AttentionDims dims;
     dims.total_tokens = c.total();
     dims.batch = static_cast<int>(c.batch());
@@ -54,12 +99,21 @@ class AttentionForwardKernels : public testing::PoisonedGpuTest {
     for (std::int64_t length : c.lengths) dims.max_seqlen = std::max<int>(dims.max_seqlen, static_cast<int>(length));
     dims.softmax_scale = static_cast<float>(c.config().softmax_scale);
     dims.causal = c.causal;
-    const cuda::AttentionInputs inputs{gpu.q.data_ptr(),
-                                       gpu.k.data_ptr(),
-                                       gpu.v.data_ptr(),
-                                       gpu.prefix.k.defined() ? gpu.prefix.k.data_ptr() : nullptr,
-                                       gpu.prefix.v.defined() ? gpu.prefix.v.data_ptr() : nullptr,
-                                       gpu.cu_seqlens.data<std::int32_t>()};
+    return dims;
+  }
+
+  static cuda::AttentionInputs inputs_of(const AttentionTensors& gpu) {
+    return {gpu.q.data_ptr(),
+            gpu.k.data_ptr(),
+            gpu.v.data_ptr(),
+            gpu.prefix.k.defined() ? gpu.prefix.k.data_ptr() : nullptr,
+            gpu.prefix.v.defined() ? gpu.prefix.v.data_ptr() : nullptr,
+            gpu.cu_seqlens.data<std::int32_t>()};
+  }
+
+  static ops::AttentionOutput run(Kernel kernel, const AttentionCase& c, DType dtype, const AttentionTensors& gpu) {
+    const cuda::AttentionDims dims = dims_of(c);
+    const cuda::AttentionInputs inputs = inputs_of(gpu);
     ops::AttentionOutput result{Tensor::empty(gpu.q.shape(), dtype, Device::cuda()),
                                 Tensor::empty({c.total(), c.heads}, DType::kF32, Device::cuda())};
     if (kernel == Kernel::kHopper)
@@ -80,7 +134,7 @@ class AttentionForwardKernels : public testing::PoisonedGpuTest {
   }
 };
 
-TEST_F(AttentionForwardKernels, SingleSequencesOfAwkwardLengths) {
+TEST_F(AttentionKernels, SingleSequencesOfAwkwardLengths) {
   ZT_SKIP_WITHOUT_GPU();
   for_each_kernel([&](Kernel kernel) {
     std::uint64_t seed = 100;
@@ -93,7 +147,7 @@ TEST_F(AttentionForwardKernels, SingleSequencesOfAwkwardLengths) {
   });
 }
 
-TEST_F(AttentionForwardKernels, PackedUnevenBatchesHeadDimsAndDtypes) {
+TEST_F(AttentionKernels, PackedUnevenBatchesHeadDimsAndDtypes) {
   ZT_SKIP_WITHOUT_GPU();
   for_each_kernel([&](Kernel kernel) {
     std::uint64_t seed = 200;
@@ -104,7 +158,7 @@ TEST_F(AttentionForwardKernels, PackedUnevenBatchesHeadDimsAndDtypes) {
   });
 }
 
-TEST_F(AttentionForwardKernels, OneKvHeadAndGroupedQueries) {
+TEST_F(AttentionKernels, OneKvHeadAndGroupedQueries) {
   ZT_SKIP_WITHOUT_GPU();
   for_each_kernel([&](Kernel kernel) {
     std::uint64_t seed = 300;
@@ -114,7 +168,7 @@ TEST_F(AttentionForwardKernels, OneKvHeadAndGroupedQueries) {
   });
 }
 
-TEST_F(AttentionForwardKernels, PrefixesThatDoNotFillATile) {
+TEST_F(AttentionKernels, PrefixesThatDoNotFillATile) {
   ZT_SKIP_WITHOUT_GPU();
   for_each_kernel([&](Kernel kernel) {
     std::uint64_t seed = 400;
@@ -127,7 +181,7 @@ TEST_F(AttentionForwardKernels, PrefixesThatDoNotFillATile) {
   });
 }
 
-TEST_F(AttentionForwardKernels, RepeatedRunsAgreeBitwise) {
+TEST_F(AttentionKernels, RepeatedRunsAgreeBitwise) {
   ZT_SKIP_WITHOUT_GPU();
   for_each_kernel([&](Kernel kernel) {
     const AttentionCase c{{70, 3, 1029, 600}, 8, 2, 128, 3, true};
@@ -138,14 +192,36 @@ TEST_F(AttentionForwardKernels, RepeatedRunsAgreeBitwise) {
   });
 }
 
+TEST_F(AttentionKernels, BackwardOnAwkwardShapes) {
+  ZT_SKIP_WITHOUT_GPU();
+  for_each_kernel([&](Kernel kernel) {
+    std::uint64_t seed = 700;
+    for (std::int64_t length : {1, 17, 1000, 2049})
+      check_backward(kernel, {{length}, 4, 2, 128, 0, true}, DType::kBF16, seed += 20);
+    for (std::int64_t head_dim : {64, 128})
+      for (DType dtype : {DType::kBF16, DType::kF16})
+        for (bool causal : {true, false})
+          check_backward(kernel, {{1, 17, 130, 64, 1000, 300}, 4, 2, head_dim, 0, causal}, dtype, seed += 20);
+    check_backward(kernel, {{1, 17, 130, 64, 300}, 4, 1, 128, 0, true}, DType::kBF16, seed += 20);  // MQA
+    check_backward(kernel, {{1, 17, 130, 64, 300}, 16, 2, 64, 0, true}, DType::kF16, seed += 20);   // GQA 8:1
+    for (std::int64_t prefix : {3, 130})
+      for (bool causal : {true, false})
+        check_backward(kernel, {{1, 17, 130, 64, 200}, 4, 2, 128, prefix, causal}, DType::kBF16, seed += 20);
+    check_backward(kernel, {{1000, 5}, 4, 1, 64, 16, true}, DType::kF16, seed += 20);
+    check_backward(kernel, {{5, 0, 70}, 4, 2, 64, 16, true}, DType::kBF16, seed += 20);  // an empty sequence
+  });
+}
+
 // Shapes for the sanitizers: tail rows and keys, a prefix, GQA, both head dims.
-TEST_F(AttentionForwardKernels, TinyShapesForSanitizers) {
+TEST_F(AttentionKernels, TinyShapesForSanitizers) {
   ZT_SKIP_WITHOUT_GPU();
   for_each_kernel([&](Kernel kernel) {
     std::uint64_t seed = 600;
     for (std::int64_t head_dim : {64, 128}) {
       check(kernel, {{1, 3, 20}, 2, 1, head_dim, 2, true}, DType::kBF16, seed += 10);
       check(kernel, {{130}, 2, 2, head_dim, 0, false}, DType::kF16, seed += 10);
+      check_backward(kernel, {{1, 3, 20}, 2, 1, head_dim, 2, true}, DType::kBF16, seed += 10);
+      check_backward(kernel, {{130}, 2, 2, head_dim, 0, false}, DType::kF16, seed += 10);
     }
   });
 }
