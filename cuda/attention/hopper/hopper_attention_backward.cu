@@ -7,8 +7,10 @@
 //               query tile issue Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ together, then Pᵀ = exp2(Sᵀ·scale
 //               − lse) (masked to 0), dV += Pᵀ·dO, dSᵀ = Pᵀ ∘ (dPᵀ − delta), dK += dSᵀ·Q,
 //               all with wgmma (Pᵀ and dSᵀ from registers); dSᵀ also goes to shared memory,
-//               double-buffered, from where dQ = dS·K is multiplied and added atomically in
-//               fp32, split between the two warpgroups.
+//               double-buffered, from where dQ = dS·K is multiplied, split between the two
+//               warpgroups; dQ then goes through shared memory to a producer warp that adds
+//               it into fp32 dq_accum with bulk reductions while the consumers go on, and
+//               another producer warp stages the queries' lse and delta next to Q and dO.
 //   dQ          the fp32 sums converted to the input dtype (convert_dq_accum).
 // The deterministic mode stays with cuda/attention/flash/ (a kernel per query tile).
 #include "cuda/attention/flash/flash_attention_backward_dq.cuh"
@@ -71,6 +73,51 @@ __device__ __forceinline__ void store_key_rows(const BackwardBlock<Shape>& block
   }
 }
 
+// Producer warp 1: each step's lse and delta (64 floats each, 0 past the sequence) into the
+// stage, released to the consumers by the lanes' own arrivals on the stage's full barrier.
+template <typename Shape>
+__device__ __forceinline__ void produce_stats(const BackwardBlock<Shape>& block, const BackwardArgs& args,
+                                              const BackwardSharedPlan<Shape>& smem) {
+  const int lane = threadIdx.x % 32;
+  for (int step = 0; step < block.steps; ++step) {
+    const int stage = step % Shape::kStages, i0 = block.first_query(step);
+    hopper::wait(smem.empty(stage), ((step / Shape::kStages) & 1) ^ 1);
+    const std::int64_t row = static_cast<std::int64_t>(block.head(step)) * block.dims.total_tokens + block.seq.start;
+    for (int r = lane; r < Shape::kBlockM; r += 32) {
+      const bool ok = i0 + r < block.seq.len;
+      const float lse = ok ? args.lse_log2[row + i0 + r] : 0.0f, delta = ok ? args.delta[row + i0 + r] : 0.0f;
+      asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(smem.lse(stage) + 4 * r), "f"(lse) : "memory");
+      asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(smem.delta(stage) + 4 * r), "f"(delta) : "memory");
+    }
+    hopper::arrive(smem.full(stage));
+  }
+}
+
+// Producer warp 2: adds each consumer's dQ tile (fp32 in shared memory) into dq_accum with one
+// bulk reduction per query row inside the sequence, then hands the tile back.
+template <typename Shape>
+__device__ __forceinline__ void drain_dq(const BackwardBlock<Shape>& block, const BackwardArgs& args,
+                                         const BackwardSharedPlan<Shape>& smem) {
+  constexpr int kD = Shape::kD;
+  const int lane = threadIdx.x % 32;
+  for (int step = 0; step < block.steps; ++step) {
+    const int h = block.head(step), i0 = block.first_query(step);
+    for (int consumer = 0; consumer < 2; ++consumer) {
+      hopper::wait(smem.dq_full(consumer), step & 1);
+      const int c0 = Shape::kDqSplitsKeys ? 0 : 64 * consumer;
+      for (int r = lane; r < Shape::kBlockM; r += 32)
+        if (i0 + r < block.seq.len)
+          hopper::bulk_add_f32(args.dq_accum + ((block.seq.start + i0 + r) * block.dims.num_heads + h) * kD + c0,
+                               smem.dq(consumer) + r * Shape::kDqPitch * 4, 64 * 4);
+      hopper::bulk_commit();
+      hopper::bulk_wait_read();
+      __syncwarp();
+      if (lane == 0) hopper::arrive(smem.dq_empty(consumer));
+    }
+  }
+  hopper::bulk_wait();
+}
+
 template <typename T, int kD>
 __global__ void __launch_bounds__(BackwardShape<kD>::kThreads, 1)
     hopper_backward_kernel(const __grid_constant__ BackwardMaps maps, AttentionDims dims, BackwardArgs args) {
@@ -85,16 +132,22 @@ __global__ void __launch_bounds__(BackwardShape<kD>::kThreads, 1)
   if (threadIdx.x == 0) {
     hopper::barrier_init(smem.kv_full(), 1);
     for (int s = 0; s < kStages; ++s) {
-      hopper::barrier_init(smem.full(s), 1);
+      hopper::barrier_init(smem.full(s), 1 + 32);  // the copies' arrival and the stats warp's lanes
       hopper::barrier_init(smem.empty(s), Shape::kConsumerWarps);
+    }
+    for (int c = 0; c < 2; ++c) {
+      hopper::barrier_init(smem.dq_full(c), 128);
+      hopper::barrier_init(smem.dq_empty(c), 1);
     }
     hopper::barrier_init_fence();
   }
   __syncthreads();
 
-  const int warpgroup = threadIdx.x / 128;
+  const int warpgroup = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4;
   if (warpgroup == 0) {
     hopper::release_registers<24>();
+    if (warp == 1) produce_stats(block, args, smem);
+    if (warp == 2) drain_dq(block, args, smem);
     if (threadIdx.x != 0) return;
     block.load_keys(maps, smem.k(), smem.v(), smem.kv_full());
     for (int step = 0; step < block.steps; ++step) {
@@ -107,17 +160,33 @@ __global__ void __launch_bounds__(BackwardShape<kD>::kThreads, 1)
 
   hopper::claim_registers<240>();
   const int consumer = warpgroup - 1, key_row0 = 64 * consumer;
-  const int warp_row0 = key_row0 + 16 * ((threadIdx.x / 32) % 4), query_row0 = 16 * ((threadIdx.x / 32) % 4);
+  const int warp_row0 = key_row0 + 16 * warp, query_row0 = 16 * warp;
   const bool warp_leader = threadIdx.x % 32 == 0;
   const float scale_log2 = dims.softmax_scale * kLog2e;
   const flash_detail::AccLane lane;
-  FragC dk[kD8], dv[kD8];
+  FragC dk[kD8], dv[kD8], dq[8];
   mma::zero(dk);
   mma::zero(dv);
+  // Hands step `step`'s dQ (landed in registers) to the drain warp through this consumer's tile.
+  auto stage_dq = [&](int step) {
+    hopper::wait(smem.dq_empty(consumer), (step & 1) ^ 1);
+#pragma unroll
+    for (int n = 0; n < 8; ++n)
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int r = query_row0 + lane.group + 8 * half;
+        asm volatile(
+            "st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(smem.dq(consumer) + 4 * (r * Shape::kDqPitch + lane.col(n, 0))),
+            "f"(dq[n].x[2 * half]), "f"(dq[n].x[2 * half + 1])
+            : "memory");
+      }
+    hopper::proxy_fence();
+    hopper::arrive(smem.dq_full(consumer));
+  };
   hopper::wait(smem.kv_full(), 0);
 
   for (int step = 0; step < block.steps; ++step) {
-    const int stage = step % kStages, h = block.head(step), i0 = block.first_query(step);
+    const int stage = step % kStages, i0 = block.first_query(step);
     const std::uint32_t sq = smem.q(stage), sdo = smem.grad_out(stage), sds = smem.ds(step & 1);
     hopper::wait(smem.full(stage), (step / kStages) & 1);
     FragC st[kM8], dpt[kM8];
@@ -133,24 +202,14 @@ __global__ void __launch_bounds__(BackwardShape<kD>::kThreads, 1)
                              hopper::k_major<kBlockM>(sdo, 0, kk), kk > 0);
     hopper::commit_group();
 
-    // The queries' statistics load while the products run; rows past the sequence get 0.
-    const std::int64_t stats_row = static_cast<std::int64_t>(h) * dims.total_tokens + block.seq.start;
-    float lse_col[kM8][2], delta_col[kM8][2];
-#pragma unroll
-    for (int n = 0; n < kM8; ++n)
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const int i = i0 + lane.col(n, e);
-        lse_col[n][e] = i < block.seq.len ? args.lse_log2[stats_row + i] : 0.0f;
-        delta_col[n][e] = i < block.seq.len ? args.delta[stats_row + i] : 0.0f;
-      }
-
     hopper::wait_group<1>();  // Sᵀ has landed
     hopper::fence_operands(st);
+    const float* lse = reinterpret_cast<const float*>(shared + (smem.lse(stage) - mma::smem_address(shared)));
+    const float* delta = lse + kBlockM;
 #pragma unroll
     for (int n = 0; n < kM8; ++n)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) st[n].x[e] = mma::exp2_approx(fmaf(st[n].x[e], scale_log2, -lse_col[n][e & 1]));
+      for (int e = 0; e < 4; ++e) st[n].x[e] = mma::exp2_approx(fmaf(st[n].x[e], scale_log2, -lse[lane.col(n, e)]));
     block.mask(st, key_row0, i0);
     FragA p[kBlockM / 16], ds[kBlockM / 16];
     mma::to_a<T>(p, st);
@@ -165,7 +224,7 @@ __global__ void __launch_bounds__(BackwardShape<kD>::kThreads, 1)
 #pragma unroll
     for (int n = 0; n < kM8; ++n)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) dpt[n].x[e] = st[n].x[e] * (dpt[n].x[e] - delta_col[n][e & 1]);
+      for (int e = 0; e < 4; ++e) dpt[n].x[e] = st[n].x[e] * (dpt[n].x[e] - delta[lane.col(n, e)]);
     mma::to_a<T>(ds, dpt);
     // dSᵀ into shared memory for dQ: A-fragment register r holds row group + 8(r & 1), columns
     // 16kk + 8(r >> 1) + 2·quad and the next.
@@ -186,7 +245,7 @@ __global__ void __launch_bounds__(BackwardShape<kD>::kThreads, 1)
     hopper::proxy_fence();
     hopper::named_barrier_sync(1, Shape::kConsumerThreads);  // all of dSᵀ is written
 
-    FragC dq[8];
+    hopper::fence();
     if constexpr (Shape::kDqSplitsKeys) {
 #pragma unroll
       for (int kk = 0; kk < 4; ++kk)
@@ -205,18 +264,7 @@ __global__ void __launch_bounds__(BackwardShape<kD>::kThreads, 1)
     hopper::fence_operands(dk);
     hopper::fence_operands(dv);
     if (warp_leader) hopper::arrive(smem.empty(stage));  // Q and dO are no longer read
-
-    const int c0 = Shape::kDqSplitsKeys ? 0 : 64 * consumer;
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const int i = i0 + query_row0 + lane.group + 8 * half;
-      if (i >= block.seq.len) continue;
-      float* row = args.dq_accum + ((block.seq.start + i) * dims.num_heads + h) * kD + c0;
-#pragma unroll
-      for (int n = 0; n < 8; ++n)
-        atomicAdd(reinterpret_cast<float2*>(row + lane.col(n, 0)),
-                  make_float2(dq[n].x[2 * half], dq[n].x[2 * half + 1]));
-    }
+    stage_dq(step);
   }
 
   store_key_rows<T>(block, dk, dims.softmax_scale, args.grad_k, args.grad_prefix_k, warp_row0);

@@ -6,6 +6,8 @@
 // O += P_{t−1}·V_{t−1}, and while both run on the tensor cores it waits only for S_t, masks
 // it and folds it into the online softmax (flash_attention_common.cuh); after P·V lands it
 // rescales O and packs P_t, rounded to the input dtype, as the next A operand in registers.
+// The two consumers take turns issuing (ping-pong), so their softmaxes interleave with each
+// other's products on the tensor cores.
 #include "cuda/attention/hopper/hopper_attention.cuh"
 #include "cuda/attention/hopper/hopper_forward_block.cuh"
 #include "cuda/attention/hopper/hopper_tensor_maps.h"
@@ -56,7 +58,8 @@ __global__ void __launch_bounds__(ForwardShape<kD>::kThreads, 1)
   }
 
   hopper::claim_registers<240>();
-  const int warpgroup_row0 = 64 * (warpgroup - 1), row0 = warpgroup_row0 + 16 * ((threadIdx.x / 32) % 4);
+  const int consumer = warpgroup - 1;
+  const int warpgroup_row0 = 64 * consumer, row0 = warpgroup_row0 + 16 * ((threadIdx.x / 32) % 4);
   const bool warp_leader = threadIdx.x % 32 == 0;
   const float scale_log2 = dims.softmax_scale * kLog2e;
   auto issue_scores = [&](FragC(&s)[kN8], int stage) {
@@ -77,10 +80,19 @@ __global__ void __launch_bounds__(ForwardShape<kD>::kThreads, 1)
   FragA p[kBlockN / 16];
   mma::zero(o);
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f}, rescale[2];
+  // Ping-pong: the consumers take turns issuing their products (named barriers 1 and 2, each
+  // passed by one consumer's wait and the other's arrival), so one multiplies while the other
+  // is in its softmax. Consumer 0 goes first; consumer 1's last turn hands over to nobody.
+  const int my_turn = 1 + consumer, their_turn = 2 - consumer;
+  auto take_turn = [&] { hopper::named_barrier_sync(my_turn, 2 * 128); };
+  auto pass_turn = [&] { hopper::named_barrier_arrive(their_turn, 2 * 128); };
+  if (consumer == 1) pass_turn();
   hopper::wait(smem.q_full(), 0);
   hopper::wait(smem.k_full(0), 0);
+  take_turn();
   hopper::fence();
   issue_scores(s, 0);
+  pass_turn();
   hopper::wait_group<0>();
   hopper::fence_operands(s);
   if (warp_leader) hopper::arrive(smem.k_empty(0));
@@ -91,10 +103,12 @@ __global__ void __launch_bounds__(ForwardShape<kD>::kThreads, 1)
   for (int t = 1; t < block.tiles; ++t) {
     const int stage = t % kStages, previous = (t - 1) % kStages;
     hopper::wait(smem.k_full(stage), (t / kStages) & 1);
+    hopper::wait(smem.v_full(previous), ((t - 1) / kStages) & 1);
+    take_turn();
     hopper::fence();
     issue_scores(s, stage);
-    hopper::wait(smem.v_full(previous), ((t - 1) / kStages) & 1);
     issue_values(o, p, previous);
+    pass_turn();
     hopper::wait_group<1>();  // S_t has landed; P·V still runs
     hopper::fence_operands(s);
     if (warp_leader) hopper::arrive(smem.k_empty(stage));
@@ -108,8 +122,10 @@ __global__ void __launch_bounds__(ForwardShape<kD>::kThreads, 1)
   }
   const int last = (block.tiles - 1) % kStages;
   hopper::wait(smem.v_full(last), ((block.tiles - 1) / kStages) & 1);
+  take_turn();
   hopper::fence();
   issue_values(o, p, last);
+  if (consumer == 0) pass_turn();
   hopper::wait_group<0>();
   hopper::fence_operands(o);
 

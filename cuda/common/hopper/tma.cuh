@@ -53,6 +53,19 @@ __device__ __forceinline__ void load_box(std::uint32_t dst, const CUtensorMap& m
       : "memory");
 }
 
+// Adds `bytes` (a multiple of 16) of fp32 from shared memory into global memory, element-wise,
+// as one bulk operation; grouped by bulk_commit like the tensor copies' stores.
+__device__ __forceinline__ void bulk_add_f32(float* dst, std::uint32_t src, std::uint32_t bytes) {
+  asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n" ::"l"(dst), "r"(src),
+               "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+// Waits until the committed bulk operations have read their shared-memory sources.
+__device__ __forceinline__ void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory"); }
+// Waits until the committed bulk operations are complete, their writes included.
+__device__ __forceinline__ void bulk_wait() { asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); }
+
 // Fetches a tensor map (a kernel parameter) into the copy engine's cache ahead of first use.
 __device__ __forceinline__ void prefetch_map(const CUtensorMap& map) {
   asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<std::uint64_t>(&map)) : "memory");
@@ -66,6 +79,10 @@ __device__ __forceinline__ void proxy_fence() { asm volatile("fence.proxy.async.
 // __syncthreads'), for kernels whose warps part ways.
 __device__ __forceinline__ void named_barrier_sync(int id, int threads) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+// Counts this thread's warp towards named barrier `id` without waiting.
+__device__ __forceinline__ void named_barrier_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
 }  // namespace zt::cuda::hopper
