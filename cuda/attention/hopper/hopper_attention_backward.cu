@@ -8,9 +8,9 @@
 //               − lse) (masked to 0), dV += Pᵀ·dO, dSᵀ = Pᵀ ∘ (dPᵀ − delta), dK += dSᵀ·Q,
 //               all with wgmma (Pᵀ and dSᵀ from registers); dSᵀ also goes to shared memory,
 //               double-buffered, from where dQ = dS·K is multiplied, split between the two
-//               warpgroups; dQ then goes through shared memory to a producer warp that adds
-//               it into fp32 dq_accum with bulk reductions while the consumers go on, and
-//               another producer warp stages the queries' lse and delta next to Q and dO.
+//               warpgroups, and goes through shared memory into fp32 dq_accum by TMA
+//               reductions (bulk adds) that run while the consumers go on; a producer warp
+//               stages the queries' lse and delta next to Q and dO.
 //   dQ          the fp32 sums converted to the input dtype (convert_dq_accum).
 // The deterministic mode stays with cuda/attention/flash/ (a kernel per query tile).
 #include "cuda/attention/flash/flash_attention_backward_dq.cuh"
@@ -93,31 +93,6 @@ __device__ __forceinline__ void produce_stats(const BackwardBlock<Shape>& block,
   }
 }
 
-// Producer warp 2: adds each consumer's dQ tile (fp32 in shared memory) into dq_accum with one
-// bulk reduction per query row inside the sequence, then hands the tile back.
-template <typename Shape>
-__device__ __forceinline__ void drain_dq(const BackwardBlock<Shape>& block, const BackwardArgs& args,
-                                         const BackwardSharedPlan<Shape>& smem) {
-  constexpr int kD = Shape::kD;
-  const int lane = threadIdx.x % 32;
-  for (int step = 0; step < block.steps; ++step) {
-    const int h = block.head(step), i0 = block.first_query(step);
-    for (int consumer = 0; consumer < 2; ++consumer) {
-      hopper::wait(smem.dq_full(consumer), step & 1);
-      const int c0 = Shape::kDqSplitsKeys ? 0 : 64 * consumer;
-      for (int r = lane; r < Shape::kBlockM; r += 32)
-        if (i0 + r < block.seq.len)
-          hopper::bulk_add_f32(args.dq_accum + ((block.seq.start + i0 + r) * block.dims.num_heads + h) * kD + c0,
-                               smem.dq(consumer) + r * Shape::kDqPitch * 4, 64 * 4);
-      hopper::bulk_commit();
-      hopper::bulk_wait_read();
-      __syncwarp();
-      if (lane == 0) hopper::arrive(smem.dq_empty(consumer));
-    }
-  }
-  hopper::bulk_wait();
-}
-
 template <typename T, int kD>
 __global__ void __launch_bounds__(BackwardShape<kD>::kThreads, 1)
     hopper_backward_kernel(const __grid_constant__ BackwardMaps maps, AttentionDims dims, BackwardArgs args) {
@@ -135,10 +110,6 @@ __global__ void __launch_bounds__(BackwardShape<kD>::kThreads, 1)
       hopper::barrier_init(smem.full(s), 1 + 32);  // the copies' arrival and the stats warp's lanes
       hopper::barrier_init(smem.empty(s), Shape::kConsumerWarps);
     }
-    for (int c = 0; c < 2; ++c) {
-      hopper::barrier_init(smem.dq_full(c), 128);
-      hopper::barrier_init(smem.dq_empty(c), 1);
-    }
     hopper::barrier_init_fence();
   }
   __syncthreads();
@@ -147,7 +118,6 @@ __global__ void __launch_bounds__(BackwardShape<kD>::kThreads, 1)
   if (warpgroup == 0) {
     hopper::release_registers<24>();
     if (warp == 1) produce_stats(block, args, smem);
-    if (warp == 2) drain_dq(block, args, smem);
     if (threadIdx.x != 0) return;
     block.load_keys(maps, smem.k(), smem.v(), smem.kv_full());
     for (int step = 0; step < block.steps; ++step) {
@@ -167,21 +137,34 @@ __global__ void __launch_bounds__(BackwardShape<kD>::kThreads, 1)
   FragC dk[kD8], dv[kD8], dq[8];
   mma::zero(dk);
   mma::zero(dv);
-  // Hands step `step`'s dQ (landed in registers) to the drain warp through this consumer's tile.
-  auto stage_dq = [&](int step) {
-    hopper::wait(smem.dq_empty(consumer), (step & 1) ^ 1);
+  // Adds step `step`'s dQ (landed in registers) into dq_accum: through this consumer's tile in
+  // shared memory, by two bulk tensor reductions its first thread issues. Query rows past the
+  // sequence hold exact zeros (their dS is 0); rows past the tensor are skipped.
+  const bool elected = threadIdx.x % 128 == 0;
+  const int tile_barrier = 3 + consumer;
+  auto add_dq = [&](int step) {
+    if (elected) hopper::bulk_wait_read();  // the previous step's reductions have read the tile
+    hopper::named_barrier_sync(tile_barrier, 128);
 #pragma unroll
     for (int n = 0; n < 8; ++n)
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
-        const int r = query_row0 + lane.group + 8 * half;
-        asm volatile(
-            "st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(smem.dq(consumer) + 4 * (r * Shape::kDqPitch + lane.col(n, 0))),
-            "f"(dq[n].x[2 * half]), "f"(dq[n].x[2 * half + 1])
-            : "memory");
+        const int r = query_row0 + lane.group + 8 * half, c = lane.col(n, 0) % 32;
+        const std::uint32_t offset =
+            (lane.col(n, 0) / 32) * 64 * 128 + r * 128 + (((c / 4) ^ (r % 8)) * 16) + (c % 4) * 4;
+        asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(smem.dq(consumer) + offset), "f"(dq[n].x[2 * half]),
+                     "f"(dq[n].x[2 * half + 1])
+                     : "memory");
       }
     hopper::proxy_fence();
-    hopper::arrive(smem.dq_full(consumer));
+    hopper::named_barrier_sync(tile_barrier, 128);
+    if (elected) {
+      const int c0 = Shape::kDqSplitsKeys ? 0 : 64 * consumer;
+      const int row = static_cast<int>(block.seq.start) + block.first_query(step), h = block.head(step);
+      hopper::reduce_add_box(maps.dq_accum, c0, h, row, smem.dq(consumer));
+      hopper::reduce_add_box(maps.dq_accum, c0 + 32, h, row, smem.dq(consumer) + 64 * 128);
+      hopper::bulk_commit();
+    }
   };
   hopper::wait(smem.kv_full(), 0);
 
@@ -263,9 +246,11 @@ __global__ void __launch_bounds__(BackwardShape<kD>::kThreads, 1)
     hopper::fence_operands(dq);
     hopper::fence_operands(dk);
     hopper::fence_operands(dv);
+    __syncwarp();                                        // every lane is done with the stage's lse and delta
     if (warp_leader) hopper::arrive(smem.empty(stage));  // Q and dO are no longer read
-    stage_dq(step);
+    add_dq(step);
   }
+  if (elected) hopper::bulk_wait();
 
   store_key_rows<T>(block, dk, dims.softmax_scale, args.grad_k, args.grad_prefix_k, warp_row0);
   store_key_rows<T>(block, dv, 1.0f, args.grad_v, args.grad_prefix_v, warp_row0);

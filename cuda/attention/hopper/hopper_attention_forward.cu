@@ -95,6 +95,7 @@ __global__ void __launch_bounds__(ForwardShape<kD>::kThreads, 1)
   pass_turn();
   hopper::wait_group<0>();
   hopper::fence_operands(s);
+  __syncwarp();
   if (warp_leader) hopper::arrive(smem.k_empty(0));
   block.mask(s, 0, warpgroup_row0, row0);
   flash_detail::online_softmax(s, m, l, rescale, scale_log2);
@@ -111,11 +112,13 @@ __global__ void __launch_bounds__(ForwardShape<kD>::kThreads, 1)
     pass_turn();
     hopper::wait_group<1>();  // S_t has landed; P·V still runs
     hopper::fence_operands(s);
+    __syncwarp();
     if (warp_leader) hopper::arrive(smem.k_empty(stage));
     block.mask(s, t, warpgroup_row0, row0);
     flash_detail::online_softmax(s, m, l, rescale, scale_log2);
     hopper::wait_group<0>();
     hopper::fence_operands(o);
+    __syncwarp();
     if (warp_leader) hopper::arrive(smem.v_empty(previous));
     flash_detail::rescale_rows(o, rescale);
     mma::to_a<T>(p, s);

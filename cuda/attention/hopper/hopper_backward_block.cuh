@@ -16,8 +16,8 @@ namespace zt::cuda::hopper_detail {
 // 1 producer warpgroup + 2 consumer warpgroups of 64 keys; query tiles of kBlockM rows (Q, dO,
 // and their lse and delta) in a ring of kStages. Shared memory (1024-byte aligned): K, V
 // [kD/64][kBlockN][64]; per stage Q, dO [kD/64][kBlockM][64]; dSᵀ [2][kBlockN][kBlockM]; per
-// stage lse, delta [2][kBlockM] floats; per consumer a dQ tile [kBlockM][kDqPitch] floats; then
-// the barriers.
+// stage lse, delta [2][kBlockM] floats; per consumer a dQ tile of fp32 [2][kBlockM][32]
+// (128-byte swizzled, as TMA reads it); then the barriers.
 template <int kDT>
 struct BackwardShape {
   static constexpr int kD = kDT;
@@ -35,12 +35,10 @@ struct BackwardShape {
   static constexpr int kDsOffset = kStageOffset + kStages * 2 * kQBytes;
   static constexpr int kStatsOffset = kDsOffset + 2 * kDsBytes;
   static constexpr int kStatsBytes = 2 * kBlockM * 4;
-  static constexpr int kDqPitch = 68;  // floats per row: 64, padded against bank conflicts
-  static constexpr int kDqOffset = kStatsOffset + kStages * kStatsBytes;
-  static constexpr int kDqBytes = kBlockM * kDqPitch * 4;
+  static constexpr int kDqOffset = (kStatsOffset + kStages * kStatsBytes + 1023) / 1024 * 1024;
+  static constexpr int kDqBytes = kBlockM * 64 * 4;
   static constexpr int kBarrierOffset = kDqOffset + 2 * kDqBytes;
-  // K and V full; per stage full and empty; per consumer dQ full and empty.
-  static constexpr int kBarriers = 1 + 2 * kStages + 4;
+  static constexpr int kBarriers = 1 + 2 * kStages;  // K and V full; per stage full and empty
   static constexpr int kSharedBytes = kBarrierOffset + 8 * kBarriers + 1024;
   // dQ = dS·K per query tile, split over the two consumers: at head_dim 128 each takes 64 of
   // the columns over all keys; at 64 each takes all columns over its own 64 keys.
@@ -48,7 +46,7 @@ struct BackwardShape {
 };
 
 struct BackwardMaps {
-  CUtensorMap q, grad_out, k, v, prefix_k, prefix_v;
+  CUtensorMap q, grad_out, k, v, prefix_k, prefix_v, dq_accum;
 };
 
 // What the backward kernel reads and writes besides the tensor maps.
@@ -78,12 +76,6 @@ struct BackwardSharedPlan {
   __device__ __forceinline__ std::uint32_t kv_full() const { return barrier(0); }
   __device__ __forceinline__ std::uint32_t full(int stage) const { return barrier(1 + stage); }
   __device__ __forceinline__ std::uint32_t empty(int stage) const { return barrier(1 + Shape::kStages + stage); }
-  __device__ __forceinline__ std::uint32_t dq_full(int consumer) const {
-    return barrier(1 + 2 * Shape::kStages + consumer);
-  }
-  __device__ __forceinline__ std::uint32_t dq_empty(int consumer) const {
-    return barrier(3 + 2 * Shape::kStages + consumer);
-  }
   __device__ __forceinline__ std::uint32_t lse(int stage) const {
     return base + Shape::kStatsOffset + stage * Shape::kStatsBytes;
   }
