@@ -8,9 +8,10 @@
 //               − lse) (masked to 0), dV += Pᵀ·dO, dSᵀ = Pᵀ ∘ (dPᵀ − delta), dK += dSᵀ·Q,
 //               all with wgmma (Pᵀ and dSᵀ from registers); dSᵀ also goes to shared memory,
 //               double-buffered, from where dQ = dS·K is multiplied, split between the two
-//               warpgroups, and goes through shared memory into fp32 dq_accum by TMA
-//               reductions (bulk adds) that run while the consumers go on; a producer warp
-//               stages the queries' lse and delta next to Q and dO.
+//               warpgroups, and goes through shared memory into fp32 dq_accum by bulk
+//               reductions (one per query row, issued by 64 threads) that run while the
+//               consumers go on; a producer warp stages the queries' lse and delta next to Q
+//               and dO.
 //   dQ          the fp32 sums converted to the input dtype (convert_dq_accum).
 // The deterministic mode stays with cuda/attention/flash/ (a kernel per query tile).
 #include "cuda/attention/flash/flash_attention_backward_dq.cuh"
@@ -137,32 +138,29 @@ __global__ void __launch_bounds__(BackwardShape<kD>::kThreads, 1)
   FragC dk[kD8], dv[kD8], dq[8];
   mma::zero(dk);
   mma::zero(dv);
-  // Adds step `step`'s dQ (landed in registers) into dq_accum: through this consumer's tile in
-  // shared memory, by two bulk tensor reductions its first thread issues. Query rows past the
-  // sequence hold exact zeros (their dS is 0); rows past the tensor are skipped.
-  const bool elected = threadIdx.x % 128 == 0;
-  const int tile_barrier = 3 + consumer;
+  // Adds step `step`'s dQ (landed in registers) into dq_accum through this consumer's tile in
+  // shared memory: thread r < 64 of the consumer adds query row r with one bulk reduction.
+  const int thread = threadIdx.x % 128, tile_barrier = 3 + consumer;
   auto add_dq = [&](int step) {
-    if (elected) hopper::bulk_wait_read();  // the previous step's reductions have read the tile
+    if (thread < kBlockM) hopper::bulk_wait_read();  // its previous row has been read
     hopper::named_barrier_sync(tile_barrier, 128);
 #pragma unroll
     for (int n = 0; n < 8; ++n)
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
-        const int r = query_row0 + lane.group + 8 * half, c = lane.col(n, 0) % 32;
-        const std::uint32_t offset =
-            (lane.col(n, 0) / 32) * 64 * 128 + r * 128 + (((c / 4) ^ (r % 8)) * 16) + (c % 4) * 4;
-        asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(smem.dq(consumer) + offset), "f"(dq[n].x[2 * half]),
-                     "f"(dq[n].x[2 * half + 1])
-                     : "memory");
+        const int r = query_row0 + lane.group + 8 * half;
+        asm volatile(
+            "st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(smem.dq(consumer) + 4 * (r * Shape::kDqPitch + lane.col(n, 0))),
+            "f"(dq[n].x[2 * half]), "f"(dq[n].x[2 * half + 1])
+            : "memory");
       }
     hopper::proxy_fence();
     hopper::named_barrier_sync(tile_barrier, 128);
-    if (elected) {
+    const int i = block.first_query(step) + thread;
+    if (thread < kBlockM && i < block.seq.len) {
       const int c0 = Shape::kDqSplitsKeys ? 0 : 64 * consumer;
-      const int row = static_cast<int>(block.seq.start) + block.first_query(step), h = block.head(step);
-      hopper::reduce_add_box(maps.dq_accum, c0, h, row, smem.dq(consumer));
-      hopper::reduce_add_box(maps.dq_accum, c0 + 32, h, row, smem.dq(consumer) + 64 * 128);
+      hopper::bulk_add_f32(args.dq_accum + ((block.seq.start + i) * dims.num_heads + block.head(step)) * kD + c0,
+                           smem.dq(consumer) + 4 * thread * Shape::kDqPitch, 64 * 4);
       hopper::bulk_commit();
     }
   };
@@ -250,7 +248,7 @@ __global__ void __launch_bounds__(BackwardShape<kD>::kThreads, 1)
     if (warp_leader) hopper::arrive(smem.empty(stage));  // Q and dO are no longer read
     add_dq(step);
   }
-  if (elected) hopper::bulk_wait();
+  if (thread < kBlockM) hopper::bulk_wait();
 
   store_key_rows<T>(block, dk, dims.softmax_scale, args.grad_k, args.grad_prefix_k, warp_row0);
   store_key_rows<T>(block, dv, 1.0f, args.grad_v, args.grad_prefix_v, warp_row0);

@@ -16,8 +16,8 @@ namespace zt::cuda::hopper_detail {
 // 1 producer warpgroup + 2 consumer warpgroups of 64 keys; query tiles of kBlockM rows (Q, dO,
 // and their lse and delta) in a ring of kStages. Shared memory (1024-byte aligned): K, V
 // [kD/64][kBlockN][64]; per stage Q, dO [kD/64][kBlockM][64]; dSᵀ [2][kBlockN][kBlockM]; per
-// stage lse, delta [2][kBlockM] floats; per consumer a dQ tile of fp32 [2][kBlockM][32]
-// (128-byte swizzled, as TMA reads it); then the barriers.
+// stage lse, delta [2][kBlockM] floats; per consumer a dQ tile [kBlockM][kDqPitch] floats;
+// then the barriers.
 template <int kDT>
 struct BackwardShape {
   static constexpr int kD = kDT;
@@ -35,8 +35,9 @@ struct BackwardShape {
   static constexpr int kDsOffset = kStageOffset + kStages * 2 * kQBytes;
   static constexpr int kStatsOffset = kDsOffset + 2 * kDsBytes;
   static constexpr int kStatsBytes = 2 * kBlockM * 4;
-  static constexpr int kDqOffset = (kStatsOffset + kStages * kStatsBytes + 1023) / 1024 * 1024;
-  static constexpr int kDqBytes = kBlockM * 64 * 4;
+  static constexpr int kDqPitch = 68;  // floats per row: 64, padded against bank conflicts
+  static constexpr int kDqOffset = kStatsOffset + kStages * kStatsBytes;
+  static constexpr int kDqBytes = kBlockM * kDqPitch * 4;
   static constexpr int kBarrierOffset = kDqOffset + 2 * kDqBytes;
   static constexpr int kBarriers = 1 + 2 * kStages;  // K and V full; per stage full and empty
   static constexpr int kSharedBytes = kBarrierOffset + 8 * kBarriers + 1024;
@@ -46,7 +47,7 @@ struct BackwardShape {
 };
 
 struct BackwardMaps {
-  CUtensorMap q, grad_out, k, v, prefix_k, prefix_v, dq_accum;
+  CUtensorMap q, grad_out, k, v, prefix_k, prefix_v;
 };
 
 // What the backward kernel reads and writes besides the tensor maps.

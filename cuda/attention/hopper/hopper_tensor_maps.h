@@ -1,7 +1,6 @@
 // The tensor maps the Hopper kernels reach the packed layout through: a [rows][heads][head_dim]
-// array (q, k, v, dO, a prefix's [batch · prefix_len][kv_heads][head_dim], or the fp32 dQ
-// sums) in boxes of box_rows rows of one head, 128 bytes of columns at a time
-// (cuda/common/hopper/tensor_map.h).
+// array (q, k, v, dO, or a prefix's [batch · prefix_len][kv_heads][head_dim]) in boxes of
+// box_rows rows of one head, 64 columns at a time (cuda/common/hopper/tensor_map.h).
 #pragma once
 
 #include <cuda.h>

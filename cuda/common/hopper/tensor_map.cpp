@@ -28,16 +28,15 @@ PFN_cuTensorMapEncodeTiled_v12000 encoder() {
 }  // namespace
 
 CUtensorMap make_tensor_map(const void* base, DType dtype, const TensorMapShape& shape) {
-  ZT_REQUIRE(dtype == DType::kBF16 || dtype == DType::kF16 || dtype == DType::kF32,
-             std::string("tensor maps here hold bfloat16, float16 or float32, got ") + dtype_name(dtype));
+  ZT_REQUIRE(dtype == DType::kBF16 || dtype == DType::kF16,
+             std::string("tensor maps here hold bfloat16 or float16, got ") + dtype_name(dtype));
   CUtensorMap map{};
   const cuuint64_t sizes[3] = {shape.size0, shape.size1, shape.size2};
   const cuuint64_t strides[2] = {shape.stride1_bytes, shape.stride2_bytes};
-  const cuuint32_t box[3] = {static_cast<cuuint32_t>(128 / dtype_size(dtype)), 1, shape.box_rows};
+  const cuuint32_t box[3] = {64, 1, shape.box_rows};
   const cuuint32_t element_strides[3] = {1, 1, 1};
-  const CUtensorMapDataType type = dtype == DType::kBF16  ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
-                                   : dtype == DType::kF16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
-                                                          : CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+  const CUtensorMapDataType type =
+      dtype == DType::kBF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
   const CUresult result = encoder()(&map, type, 3, const_cast<void*>(base), sizes, strides, box, element_strides,
                                     CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                                     CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);

@@ -10,10 +10,9 @@
 
 namespace zt::cuda::hopper {
 
-// A 3-D array of bfloat16, float16 or float32: element (i0, i1, i2) at base + i1·stride1 +
-// i2·stride2 bytes, i0 contiguous. Boxes are 128 bytes × 1 × box_rows (64 16-bit or 32 fp32
-// elements: one 128-byte-swizzled block of a tile, as wgmma.cuh describes); i2 past size2 reads
-// zeros and is not written.
+// A 16-bit 3-D array: element (i0, i1, i2) at base + i1·stride1 + i2·stride2 bytes, i0
+// contiguous. Boxes are 64 × 1 × box_rows elements (one 128-byte-swizzled block of a tile, as
+// wgmma.cuh describes); i2 past size2 reads zeros.
 struct TensorMapShape {
   std::uint64_t size0 = 0, size1 = 0, size2 = 0;
   std::uint64_t stride1_bytes = 0, stride2_bytes = 0;

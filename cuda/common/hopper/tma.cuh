@@ -53,19 +53,17 @@ __device__ __forceinline__ void load_box(std::uint32_t dst, const CUtensorMap& m
       : "memory");
 }
 
-// Adds the fp32 box at `src` into the box at coordinates (c0, c1, c2) of a 3-D tensor map,
-// element-wise, skipping what lies outside the tensor; grouped by bulk_commit.
-__device__ __forceinline__ void reduce_add_box(const CUtensorMap& map, int c0, int c1, int c2, std::uint32_t src) {
-  asm volatile(
-      "cp.reduce.async.bulk.tensor.3d.global.shared::cta.add.tile.bulk_group [%0, {%1, %2, %3}], [%4];\n" ::"l"(
-          reinterpret_cast<std::uint64_t>(&map)),
-      "r"(c0), "r"(c1), "r"(c2), "r"(src)
-      : "memory");
+// Adds `bytes` (a multiple of 16) of fp32 from shared memory into global memory, element-wise,
+// as one bulk operation of this thread; grouped by bulk_commit.
+__device__ __forceinline__ void bulk_add_f32(float* dst, std::uint32_t src, std::uint32_t bytes) {
+  asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n" ::"l"(dst), "r"(src),
+               "r"(bytes)
+               : "memory");
 }
 __device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
-// Waits until the committed bulk operations have read their shared-memory sources.
+// Waits until this thread's committed bulk operations have read their shared-memory sources.
 __device__ __forceinline__ void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory"); }
-// Waits until the committed bulk operations are complete, their writes included.
+// Waits until this thread's committed bulk operations are complete, their writes included.
 __device__ __forceinline__ void bulk_wait() { asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); }
 
 // Fetches a tensor map (a kernel parameter) into the copy engine's cache ahead of first use.
