@@ -114,6 +114,33 @@ void BM_AttentionHopperFwdBwd(benchmark::State& state, AttentionProblem p) {
   });
 }
 
+// Packed sequences of uneven lengths (the 8192 tokens of B4 S2048 as 1024, 3072, 1536 and 2560)
+// at H16 D128, TFLOP/s over the causal products of each sequence: the training path, to compare
+// with the equal-length shape of the same token count.
+void BM_AttentionHopperVarlen(benchmark::State& state, bool with_backward) {
+  if (cuda_available() && !cuda::hopper::hopper_kernels_available())
+    return state.SkipWithError("not a compute-capability-9.0 GPU with sm_90a code");
+  const std::vector<int> lengths = {1024, 3072, 1536, 2560};
+  const AttentionProblem p{1, 16, 16, 8192, 128};
+  double flops = 0.0;
+  for (int length : lengths) flops += 4.0 * p.heads * static_cast<double>(length) * length * p.head_dim / 2.0;
+  bench::time_attention(
+      state, with_backward ? 3.5 * flops : flops,
+      [&] {
+        Buffers b(p);
+        std::vector<double> offsets{0.0};
+        for (int length : lengths) offsets.push_back(offsets.back() + length);
+        b.cu_seqlens = Tensor::from_values(offsets, {5}, DType::kI32).to(Device::cuda());
+        b.dims.batch = 4;
+        b.dims.max_seqlen = 3072;
+        return b;
+      },
+      [&](const Buffers& b) {
+        b.hopper_forward();
+        if (with_backward) b.hopper_backward();
+      });
+}
+
 void BM_AttentionSimpleFwd(benchmark::State& state, AttentionProblem p) {
   time_buffers(state, p, p.forward_flops(), [](const Buffers& b) { b.simple_forward(); });
 }
@@ -130,6 +157,12 @@ ZT_ATTENTION_SHAPES(BM_AttentionFwdBwd);
 ZT_ATTENTION_SHAPES(BM_AttentionFwdBwdDeterministic);
 ZT_ATTENTION_SHAPES(BM_AttentionHopperFwd);
 ZT_ATTENTION_SHAPES(BM_AttentionHopperFwdBwd);
+BENCHMARK_CAPTURE(BM_AttentionHopperVarlen, Fwd_H16_D128_8192_tokens, false)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_AttentionHopperVarlen, FwdBwd_H16_D128_8192_tokens, true)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_AttentionSimpleFwd, B4_H16_S2048_D128, AttentionProblem{4, 16, 16, 2048, 128})
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);

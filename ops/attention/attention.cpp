@@ -118,6 +118,17 @@ AttentionGrads backward_cuda(const AttentionLayout& layout, const Tensor& grad_o
 
 }  // namespace
 
+std::string attention_kernel_name(Device device, DType dtype, std::int64_t head_dim) {
+  if (device.is_cpu()) return "zerotune CPU kernels";
+  DeviceGuard guard(device.index);
+  cuda::AttentionDims dims;
+  dims.head_dim = static_cast<int>(head_dim);
+  dims.softmax_scale = 1.0f;
+  if (cuda::hopper_attention_supported(dims, dtype, {})) return "zerotune Hopper kernels (wgmma, TMA)";
+  if (cuda::flash_attention_supported(dims, dtype, {})) return "zerotune FlashAttention-2 kernels";
+  return "zerotune simple kernels";
+}
+
 AttentionOutput attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& cu_seqlens,
                                   const AttentionConfig& config, const AttentionPrefix& prefix) {
   AttentionLayout layout = detail::check_attention_inputs("attention", q, k, v, cu_seqlens, config, prefix);

@@ -5,6 +5,9 @@
 // heads indexing their shared kv head rather than copying it. See docs/ATTENTION.md.
 #pragma once
 
+#include <cstdint>
+#include <string>
+
 #include "tensor/tensor.h"
 
 namespace zt::ops {
@@ -50,5 +53,12 @@ struct AttentionGrads {
 AttentionGrads attention_backward(const Tensor& grad_out, const Tensor& q, const Tensor& k, const Tensor& v,
                                   const Tensor& out, const Tensor& lse, const Tensor& cu_seqlens,
                                   const AttentionConfig& config, const AttentionPrefix& prefix = {});
+
+// Which of zerotune's kernels attention_forward and attention_backward run for a model's
+// attention on `device`: "zerotune Hopper kernels (wgmma, TMA)" (compute capability 9.0 with
+// this build's sm_90a code, bfloat16/float16, head_dim 64 or 128), "zerotune FlashAttention-2
+// kernels" (other GPUs, or head_dim 96), "zerotune simple kernels" (anything else on the GPU) or
+// "zerotune CPU kernels". The deterministic backward is always the FlashAttention-2 one.
+std::string attention_kernel_name(Device device, DType dtype, std::int64_t head_dim);
 
 }  // namespace zt::ops

@@ -55,7 +55,11 @@ const std::vector<ArgumentSpec>& argument_table() {
       {"data_seed", &A::data_seed, {}, "seed of the data order (default: seed)"},
       {"device", &A::device, {}, "auto, cpu, cuda or cuda:N"},
       {"use_cpu", &A::use_cpu, {}, "train on the CPU (--device cpu)"},
-      {"attn_impl", &A::attn_impl, {"zerotune", "cudnn"}, "attention kernels: zerotune's or cuDNN's (GPU, bf16/fp16)"},
+      {"attn_impl",
+       &A::attn_impl,
+       {"auto", "zerotune", "cudnn"},
+       "attention kernels: the fastest measured per call (cuDNN's on Hopper where it applies), zerotune's, or "
+       "cuDNN's (GPU, bf16/fp16, no prefix)"},
       {"train_file",
        &A::train_file,
        {},

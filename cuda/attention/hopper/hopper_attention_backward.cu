@@ -10,8 +10,8 @@
 //               double-buffered, from where dQ = dS·K is multiplied, split between the two
 //               warpgroups, and goes through shared memory into fp32 dq_accum by bulk
 //               reductions (one per query row, issued by 64 threads) that run while the
-//               consumers go on; a producer warp stages the queries' lse and delta next to Q
-//               and dO.
+//               consumers go on. Q and dO arrive by TMA ahead of use, and the consumers
+//               prefetch the next query tile's lse and delta into shared memory.
 //   dQ          the fp32 sums converted to the input dtype (convert_dq_accum).
 // The deterministic mode stays with cuda/attention/flash/ (a kernel per query tile).
 #include "cuda/attention/flash/flash_attention_backward_dq.cuh"
@@ -74,24 +74,20 @@ __device__ __forceinline__ void store_key_rows(const BackwardBlock<Shape>& block
   }
 }
 
-// Producer warp 1: each step's lse and delta (64 floats each, 0 past the sequence) into the
-// stage, released to the consumers by the lanes' own arrivals on the stage's full barrier.
+// Consumer threads 0 .. 127 (of both consumers) copy step `step`'s lse and delta (64 floats
+// each, 0 past the sequence) into stats buffer `buffer`; the consumers' named barrier orders it.
 template <typename Shape>
-__device__ __forceinline__ void produce_stats(const BackwardBlock<Shape>& block, const BackwardArgs& args,
-                                              const BackwardSharedPlan<Shape>& smem) {
-  const int lane = threadIdx.x % 32;
-  for (int step = 0; step < block.steps; ++step) {
-    const int stage = step % Shape::kStages, i0 = block.first_query(step);
-    hopper::wait(smem.empty(stage), ((step / Shape::kStages) & 1) ^ 1);
-    const std::int64_t row = static_cast<std::int64_t>(block.head(step)) * block.dims.total_tokens + block.seq.start;
-    for (int r = lane; r < Shape::kBlockM; r += 32) {
-      const bool ok = i0 + r < block.seq.len;
-      const float lse = ok ? args.lse_log2[row + i0 + r] : 0.0f, delta = ok ? args.delta[row + i0 + r] : 0.0f;
-      asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(smem.lse(stage) + 4 * r), "f"(lse) : "memory");
-      asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(smem.delta(stage) + 4 * r), "f"(delta) : "memory");
-    }
-    hopper::arrive(smem.full(stage));
-  }
+__device__ __forceinline__ void load_stats(const BackwardBlock<Shape>& block, const BackwardArgs& args,
+                                           const BackwardSharedPlan<Shape>& smem, int step, int buffer) {
+  const int thread = threadIdx.x - 128, r = thread % Shape::kBlockM;
+  if (thread >= 2 * Shape::kBlockM || step >= block.steps) return;
+  const int i = block.first_query(step) + r;
+  const float* source = thread < Shape::kBlockM ? args.lse_log2 : args.delta;
+  const float value =
+      i < block.seq.len
+          ? source[static_cast<std::int64_t>(block.head(step)) * block.dims.total_tokens + block.seq.start + i]
+          : 0.0f;
+  asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(smem.lse(buffer) + 4 * thread), "f"(value) : "memory");
 }
 
 template <typename T, int kD>
@@ -108,7 +104,7 @@ __global__ void __launch_bounds__(BackwardShape<kD>::kThreads, 1)
   if (threadIdx.x == 0) {
     hopper::barrier_init(smem.kv_full(), 1);
     for (int s = 0; s < kStages; ++s) {
-      hopper::barrier_init(smem.full(s), 1 + 32);  // the copies' arrival and the stats warp's lanes
+      hopper::barrier_init(smem.full(s), 1);
       hopper::barrier_init(smem.empty(s), Shape::kConsumerWarps);
     }
     hopper::barrier_init_fence();
@@ -118,7 +114,6 @@ __global__ void __launch_bounds__(BackwardShape<kD>::kThreads, 1)
   const int warpgroup = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4;
   if (warpgroup == 0) {
     hopper::release_registers<24>();
-    if (warp == 1) produce_stats(block, args, smem);
     if (threadIdx.x != 0) return;
     block.load_keys(maps, smem.k(), smem.v(), smem.kv_full());
     for (int step = 0; step < block.steps; ++step) {
@@ -164,6 +159,8 @@ __global__ void __launch_bounds__(BackwardShape<kD>::kThreads, 1)
       hopper::bulk_commit();
     }
   };
+  load_stats(block, args, smem, 0, 0);
+  hopper::named_barrier_sync(1, Shape::kConsumerThreads);
   hopper::wait(smem.kv_full(), 0);
 
   for (int step = 0; step < block.steps; ++step) {
@@ -183,9 +180,11 @@ __global__ void __launch_bounds__(BackwardShape<kD>::kThreads, 1)
                              hopper::k_major<kBlockM>(sdo, 0, kk), kk > 0);
     hopper::commit_group();
 
+    // The next step's statistics land during this one; the named barrier below publishes them.
+    load_stats(block, args, smem, step + 1, (step + 1) & 1);
     hopper::wait_group<1>();  // Sᵀ has landed
     hopper::fence_operands(st);
-    const float* lse = reinterpret_cast<const float*>(shared + (smem.lse(stage) - mma::smem_address(shared)));
+    const float* lse = reinterpret_cast<const float*>(shared + (smem.lse(step & 1) - mma::smem_address(shared)));
     const float* delta = lse + kBlockM;
 #pragma unroll
     for (int n = 0; n < kM8; ++n)

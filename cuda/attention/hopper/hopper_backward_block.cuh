@@ -15,8 +15,8 @@ namespace zt::cuda::hopper_detail {
 
 // 1 producer warpgroup + 2 consumer warpgroups of 64 keys; query tiles of kBlockM rows (Q, dO,
 // and their lse and delta) in a ring of kStages. Shared memory (1024-byte aligned): K, V
-// [kD/64][kBlockN][64]; per stage Q, dO [kD/64][kBlockM][64]; dSᵀ [2][kBlockN][kBlockM]; per
-// stage lse, delta [2][kBlockM] floats; per consumer a dQ tile [kBlockM][kDqPitch] floats;
+// [kD/64][kBlockN][64]; per stage Q, dO [kD/64][kBlockM][64]; dSᵀ [2][kBlockN][kBlockM];
+// double-buffered lse, delta [2][kBlockM] floats; per consumer a dQ tile [kBlockM][kDqPitch] floats;
 // then the barriers.
 template <int kDT>
 struct BackwardShape {
@@ -36,7 +36,7 @@ struct BackwardShape {
   static constexpr int kStatsOffset = kDsOffset + 2 * kDsBytes;
   static constexpr int kStatsBytes = 2 * kBlockM * 4;
   static constexpr int kDqPitch = 68;  // floats per row: 64, padded against bank conflicts
-  static constexpr int kDqOffset = kStatsOffset + kStages * kStatsBytes;
+  static constexpr int kDqOffset = kStatsOffset + 2 * kStatsBytes;
   static constexpr int kDqBytes = kBlockM * kDqPitch * 4;
   static constexpr int kBarrierOffset = kDqOffset + 2 * kDqBytes;
   static constexpr int kBarriers = 1 + 2 * kStages;  // K and V full; per stage full and empty
@@ -77,10 +77,10 @@ struct BackwardSharedPlan {
   __device__ __forceinline__ std::uint32_t kv_full() const { return barrier(0); }
   __device__ __forceinline__ std::uint32_t full(int stage) const { return barrier(1 + stage); }
   __device__ __forceinline__ std::uint32_t empty(int stage) const { return barrier(1 + Shape::kStages + stage); }
-  __device__ __forceinline__ std::uint32_t lse(int stage) const {
-    return base + Shape::kStatsOffset + stage * Shape::kStatsBytes;
+  // lse then delta of the query tile in stats buffer `buffer` (steps alternate).
+  __device__ __forceinline__ std::uint32_t lse(int buffer) const {
+    return base + Shape::kStatsOffset + buffer * Shape::kStatsBytes;
   }
-  __device__ __forceinline__ std::uint32_t delta(int stage) const { return lse(stage) + Shape::kBlockM * 4; }
   __device__ __forceinline__ std::uint32_t dq(int consumer) const {
     return base + Shape::kDqOffset + consumer * Shape::kDqBytes;
   }
