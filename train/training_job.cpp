@@ -127,8 +127,8 @@ void train_one_rank(const TrainingArguments& args, distributed::Communicator* co
   options.device = device;
   options.gradient_checkpointing = args.gradient_checkpointing;
   options.attn_impl = ops::attention_impl_from_name(args.attn_impl);
-  ZT_REQUIRE(options.attn_impl != ops::AttentionImpl::kCudnn || device.is_cuda(),
-             "--attn_impl cudnn needs a GPU; on the CPU use --attn_impl zerotune (or auto)");
+  ZT_REQUIRE(options.attn_impl == ops::AttentionImpl::kZerotune || device.is_cuda(),
+             "--attn_impl cudnn needs a GPU; on the CPU use --attn_impl zerotune");
   auto tokenizer = models::load_tokenizer(args.model_name_or_path);
   const std::string template_name =
       args.template_name.empty() ? models::chat_template_name_for_model(args.model_name_or_path) : args.template_name;
@@ -161,8 +161,7 @@ void train_one_rank(const TrainingArguments& args, distributed::Communicator* co
   trained.trainable = select_trainable(*model, args);
   ZT_LOG(kInfo, trainable_summary(*model, trained.trainable));
   ZT_LOG(kInfo, "attention: " << ops::attention_kernel_description(options.attn_impl, device, options.dtype,
-                                                                   model->config().head_dim,
-                                                                   args.finetuning_type == FinetuningType::kPtuning));
+                                                                   model->config().head_dim));
   set_save_and_load(trained, model, args);
   Trainer trainer(trained, std::move(data), plan, args, comm);
   report_model_states(comm, held_model_states(trainer.optimizer(), working_weight_bytes(*model, trained)), device);

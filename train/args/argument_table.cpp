@@ -57,9 +57,8 @@ const std::vector<ArgumentSpec>& argument_table() {
       {"use_cpu", &A::use_cpu, {}, "train on the CPU (--device cpu)"},
       {"attn_impl",
        &A::attn_impl,
-       {"auto", "zerotune", "cudnn"},
-       "attention kernels: the fastest measured per call (cuDNN's on Hopper where it applies), zerotune's, or "
-       "cuDNN's (GPU, bf16/fp16, no prefix)"},
+       {"zerotune", "cudnn"},
+       "attention kernels: zerotune's (the Hopper kernels on H100/H200) or cuDNN's (GPU, bf16/fp16, no prefix)"},
       {"train_file",
        &A::train_file,
        {},

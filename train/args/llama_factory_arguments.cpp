@@ -68,7 +68,7 @@ const std::vector<OtherArgument>& llama_factory_other_arguments() {
 
       // Kernels and memory.
       {"flash_attn", kText, "[\"auto\"]", kNoEffect,
-       "zerotune picks its attention kernels with --attn_impl (auto, zerotune, cudnn)", kLf},
+       "zerotune picks its attention kernels with --attn_impl (zerotune, cudnn)", kLf},
       {"use_unsloth", kBool, "[false]", kNoEffect, kOwnKernels, kLf},
       {"use_unsloth_gc", kBool, "[false]", kNoEffect, kOwnKernels, kLf},
       {"enable_liger_kernel", kBool, "[false]", kNoEffect, kOwnKernels, kLf},

@@ -105,7 +105,7 @@ struct TrainingArguments {
   std::optional<std::int64_t> data_seed;  // the data order's seed; defaults to seed
   std::string device = "auto";            // auto | cpu | cuda | cuda:N
   bool use_cpu = false;                   // HF's way to say --device cpu
-  std::string attn_impl = "auto";         // auto | zerotune | cudnn
+  std::string attn_impl = "zerotune";     // zerotune | cudnn
 
   // Data.
   std::string train_file;  // a file, or several separated by commas

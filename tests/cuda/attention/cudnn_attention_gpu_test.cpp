@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda/common/hopper/hopper_support.h"
 #include "ops/attention/attention.h"
 #include "ops/attention/attention_backend.h"
 #include "runtime/device.h"
@@ -58,36 +59,23 @@ TEST(CudnnAttentionImpl, NamesParseAndUnknownNamesListTheChoices) {
   EXPECT_EQ(ops::attention_impl_from_name("zerotune"), AttentionImpl::kZerotune);
   EXPECT_STREQ(ops::attention_impl_name(AttentionImpl::kCudnn), "cudnn");
   EXPECT_STREQ(ops::attention_impl_name(AttentionImpl::kZerotune), "zerotune");
-  EXPECT_EQ(ops::attention_impl_from_name("auto"), AttentionImpl::kAuto);
-  EXPECT_STREQ(ops::attention_impl_name(AttentionImpl::kAuto), "auto");
-  expect_mentions(error_of([] { ops::attention_impl_from_name("flash"); }), {"\"flash\"", "auto", "zerotune", "cudnn"});
+  expect_mentions(error_of([] { ops::attention_impl_from_name("flash"); }), {"\"flash\"", "zerotune", "cudnn"});
 }
 
-// auto: zerotune's kernels wherever cuDNN does not take the call, cuDNN on Hopper where it does.
-TEST(CudnnAttentionImpl, AutoChoosesPerCall) {
-  using ops::resolve_attention_impl;
-  EXPECT_EQ(resolve_attention_impl(AttentionImpl::kAuto, Device::cpu(), DType::kBF16, 128, false),
-            AttentionImpl::kZerotune);
-  EXPECT_EQ(resolve_attention_impl(AttentionImpl::kCudnn, Device::cpu(), DType::kBF16, 128, false),
-            AttentionImpl::kCudnn)
-      << "an explicit choice is kept";
-  EXPECT_EQ(ops::attention_kernel_description(AttentionImpl::kAuto, Device::cpu(), DType::kF32, 64, false),
-            "zerotune CPU kernels (attn_impl auto)");
+// The start line's names: what each choice runs for a model's attention.
+TEST(CudnnAttentionImpl, KernelDescriptionsNameWhatRuns) {
+  EXPECT_EQ(ops::attention_kernel_description(AttentionImpl::kZerotune, Device::cpu(), DType::kBF16, 128),
+            "zerotune CPU kernels");
+  EXPECT_EQ(ops::attention_kernel_description(AttentionImpl::kCudnn, Device::cpu(), DType::kBF16, 128),
+            "cuDNN fused flash attention");
   if (!cuda_available()) GTEST_SKIP() << "the GPU half needs a CUDA GPU";
   const Device gpu = Device::cuda();
-  EXPECT_EQ(resolve_attention_impl(AttentionImpl::kAuto, gpu, DType::kF32, 128, false), AttentionImpl::kZerotune);
-  EXPECT_EQ(resolve_attention_impl(AttentionImpl::kAuto, gpu, DType::kBF16, 128, true), AttentionImpl::kZerotune)
-      << "a prefix";
-  EXPECT_EQ(resolve_attention_impl(AttentionImpl::kAuto, gpu, DType::kBF16, 36, false), AttentionImpl::kZerotune)
-      << "head_dim 36";
-  const bool hopper = device_properties(gpu.index).compute_major == 9;
-  EXPECT_EQ(resolve_attention_impl(AttentionImpl::kAuto, gpu, DType::kBF16, 128, false),
-            hopper ? AttentionImpl::kCudnn : AttentionImpl::kZerotune);
-  EXPECT_EQ(ops::attention_kernel_description(AttentionImpl::kAuto, gpu, DType::kBF16, 128, false),
-            std::string(hopper ? "cuDNN fused flash attention" : ops::attention_kernel_name(gpu, DType::kBF16, 128)) +
-                " (attn_impl auto)");
-  EXPECT_EQ(ops::attention_kernel_description(AttentionImpl::kZerotune, gpu, DType::kF32, 128, false),
-            "zerotune simple kernels");
+  EXPECT_EQ(ops::attention_kernel_name(gpu, DType::kF32, 128), "zerotune simple kernels");
+  EXPECT_EQ(ops::attention_kernel_name(gpu, DType::kBF16, 16), "zerotune simple kernels");
+  EXPECT_EQ(ops::attention_kernel_name(gpu, DType::kBF16, 96), "zerotune FlashAttention-2 kernels");
+  EXPECT_EQ(ops::attention_kernel_name(gpu, DType::kBF16, 128), cuda::hopper::hopper_kernels_available()
+                                                                    ? "zerotune Hopper kernels (wgmma, TMA)"
+                                                                    : "zerotune FlashAttention-2 kernels");
 }
 
 TEST(CudnnAttentionImpl, CpuTensorsAreRejectedNamingTheFix) {
