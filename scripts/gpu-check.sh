@@ -55,6 +55,7 @@ fi
 # test program : gtest filter of its small shapes
 RACECHECK_TESTS=(
   "flash_attention_gpu_test:*Tiny*"
+  "hopper_attention_gpu_test:*Tiny*"
   "swiglu_gpu_test:*Misaligned*"
   "norm_gpu_test:*RmsNormMatchesCpuOnEveryKernelVariant*:*RopeInPlaceOnQAndKMatchesCpu*"
   "adamw_gpu_test:*Multi*:*L2NormMatchesCpuOverManyTensors*"
