@@ -17,7 +17,6 @@
 #include "cuda/attention/flash/flash_attention_backward_dq.cuh"
 #include "cuda/attention/hopper/hopper_attention.cuh"
 #include "cuda/attention/hopper/hopper_backward_block.cuh"
-#include "cuda/attention/hopper/hopper_backward_consumer.cuh"
 #include "cuda/attention/hopper/hopper_tensor_maps.h"
 #include "cuda/common/cuda_common.cuh"
 #include "runtime/check.h"
@@ -54,12 +53,50 @@ __global__ void __launch_bounds__(128)
   }
 }
 
+// Writes a consumer's dK or dV rows (its 64 keys, scaled by factor) to the gradient of the
+// tile's source, the prefix's or the sequence's.
+template <typename T, typename Shape, int kD8>
+__device__ __forceinline__ void store_key_rows(const BackwardBlock<Shape>& block, const FragC (&acc)[kD8], float factor,
+                                               void* own, void* prefix, int warp_row0) {
+  const flash_detail::AccLane lane;
+  const AttentionDims& dims = block.dims;
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const int j = block.k0 + warp_row0 + lane.group + 8 * half;
+    if (j >= block.keys) continue;
+    const std::int64_t row =
+        block.prefix_tile ? static_cast<std::int64_t>(block.b) * dims.prefix_len + j : block.seq.start + j;
+    T* dst = static_cast<T*>(block.prefix_tile ? prefix : own) + (row * dims.num_kv_heads + block.g) * (kD8 * 8);
+#pragma unroll
+    for (int n = 0; n < kD8; ++n)
+      *reinterpret_cast<std::uint32_t*>(dst + lane.col(n, 0)) =
+          mma::pack<T>(acc[n].x[2 * half] * factor, acc[n].x[2 * half + 1] * factor);
+  }
+}
+
+// Consumer threads 0 .. 127 (of both consumers) copy step `step`'s lse and delta (64 floats
+// each, 0 past the sequence) into stats buffer `buffer`; the consumers' named barrier orders it.
+template <typename Shape>
+__device__ __forceinline__ void load_stats(const BackwardBlock<Shape>& block, const BackwardArgs& args,
+                                           const BackwardSharedPlan<Shape>& smem, int step, int buffer) {
+  const int thread = threadIdx.x - 128, r = thread % Shape::kBlockM;
+  if (thread >= 2 * Shape::kBlockM || step >= block.steps) return;
+  const int i = block.first_query(step) + r;
+  const float* source = thread < Shape::kBlockM ? args.lse_log2 : args.delta;
+  const float value =
+      i < block.seq.len
+          ? source[static_cast<std::int64_t>(block.head(step)) * block.dims.total_tokens + block.seq.start + i]
+          : 0.0f;
+  asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(smem.lse(buffer) + 4 * thread), "f"(value) : "memory");
+}
+
 template <typename T, int kD>
 __global__ void __launch_bounds__(BackwardShape<kD>::kThreads, 1)
     hopper_backward_kernel(const __grid_constant__ BackwardMaps maps, AttentionDims dims, BackwardArgs args) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using Shape = BackwardShape<kD>;
-  constexpr int kStages = Shape::kStages, kM8 = Shape::kBlockM / 8, kD8 = kD / 8;
+  constexpr int kBlockM = Shape::kBlockM, kBlockN = Shape::kBlockN, kStages = Shape::kStages;
+  constexpr int kM8 = kBlockM / 8, kD8 = kD / 8;
   extern __shared__ unsigned char shared[];
   const BackwardSharedPlan<Shape> smem(shared);
   const BackwardBlock<Shape> block(dims, args.cu_seqlens);
@@ -74,7 +111,8 @@ __global__ void __launch_bounds__(BackwardShape<kD>::kThreads, 1)
   }
   __syncthreads();
 
-  if (threadIdx.x < 128) {  // the producer warpgroup: one thread issues every copy
+  const int warpgroup = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4;
+  if (warpgroup == 0) {
     hopper::release_registers<24>();
     if (threadIdx.x != 0) return;
     block.load_keys(maps, smem.k(), smem.v(), smem.kv_full());
@@ -87,46 +125,132 @@ __global__ void __launch_bounds__(BackwardShape<kD>::kThreads, 1)
   }
 
   hopper::claim_registers<240>();
-  const BackwardConsumer<T, Shape> me(block, args, smem, shared);
+  const int consumer = warpgroup - 1, key_row0 = 64 * consumer;
+  const int warp_row0 = key_row0 + 16 * warp, query_row0 = 16 * warp;
+  const bool warp_leader = threadIdx.x % 32 == 0;
+  const float scale_log2 = dims.softmax_scale * kLog2e;
+  const flash_detail::AccLane lane;
   FragC dk[kD8], dv[kD8], dq[8];
   mma::zero(dk);
   mma::zero(dv);
-  me.load_stats(0);
+  // Adds step `step`'s dQ (landed in registers) into dq_accum through this consumer's tile in
+  // shared memory: thread r < 64 of the consumer adds query row r with one bulk reduction.
+  const int thread = threadIdx.x % 128, tile_barrier = 3 + consumer;
+  auto add_dq = [&](int step) {
+    if (thread < kBlockM) hopper::bulk_wait_read();  // its previous row has been read
+    hopper::named_barrier_sync(tile_barrier, 128);
+#pragma unroll
+    for (int n = 0; n < 8; ++n)
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int r = query_row0 + lane.group + 8 * half;
+        asm volatile(
+            "st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(smem.dq(consumer) + 4 * (r * Shape::kDqPitch + lane.col(n, 0))),
+            "f"(dq[n].x[2 * half]), "f"(dq[n].x[2 * half + 1])
+            : "memory");
+      }
+    hopper::proxy_fence();
+    hopper::named_barrier_sync(tile_barrier, 128);
+    const int i = block.first_query(step) + thread;
+    if (thread < kBlockM && i < block.seq.len) {
+      const int c0 = Shape::kDqSplitsKeys ? 0 : 64 * consumer;
+      hopper::bulk_add_f32(args.dq_accum + ((block.seq.start + i) * dims.num_heads + block.head(step)) * kD + c0,
+                           smem.dq(consumer) + 4 * thread * Shape::kDqPitch, 64 * 4);
+      hopper::bulk_commit();
+    }
+  };
+  load_stats(block, args, smem, 0, 0);
   hopper::named_barrier_sync(1, Shape::kConsumerThreads);
   hopper::wait(smem.kv_full(), 0);
+
   for (int step = 0; step < block.steps; ++step) {
     const int stage = step % kStages, i0 = block.first_query(step);
     const std::uint32_t sq = smem.q(stage), sdo = smem.grad_out(stage), sds = smem.ds(step & 1);
     hopper::wait(smem.full(stage), (step / kStages) & 1);
     FragC st[kM8], dpt[kM8];
-    me.issue_transposed_products(st, dpt, sq, sdo);
-    me.load_stats(step + 1);  // lands during this step; the named barrier below publishes it
+    hopper::fence();
+#pragma unroll
+    for (int kk = 0; kk < kD / 16; ++kk)
+      hopper::mma_ss<T, kM8>(st, hopper::k_major<kBlockN>(smem.k(), key_row0, kk), hopper::k_major<kBlockM>(sq, 0, kk),
+                             kk > 0);
+    hopper::commit_group();
+#pragma unroll
+    for (int kk = 0; kk < kD / 16; ++kk)
+      hopper::mma_ss<T, kM8>(dpt, hopper::k_major<kBlockN>(smem.v(), key_row0, kk),
+                             hopper::k_major<kBlockM>(sdo, 0, kk), kk > 0);
+    hopper::commit_group();
+
+    // The next step's statistics land during this one; the named barrier below publishes them.
+    load_stats(block, args, smem, step + 1, (step + 1) & 1);
     hopper::wait_group<1>();  // Sᵀ has landed
     hopper::fence_operands(st);
-    me.probabilities(st, step, i0);
-    FragA p[kM8 / 2], ds[kM8 / 2];
+    const float* lse = reinterpret_cast<const float*>(shared + (smem.lse(step & 1) - mma::smem_address(shared)));
+    const float* delta = lse + kBlockM;
+#pragma unroll
+    for (int n = 0; n < kM8; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) st[n].x[e] = mma::exp2_approx(fmaf(st[n].x[e], scale_log2, -lse[lane.col(n, e)]));
+    block.mask(st, key_row0, i0);
+    FragA p[kBlockM / 16], ds[kBlockM / 16];
     mma::to_a<T>(p, st);
-    me.issue_products_from_registers(dv, p, sdo);  // dV += Pᵀ·dO
-    hopper::wait_group<1>();                       // dPᵀ has landed
+    hopper::fence();
+#pragma unroll
+    for (int kk = 0; kk < kBlockM / 16; ++kk)
+      hopper::mma_rs<T, kD8, true>(dv, p[kk], hopper::mn_major<kBlockM>(sdo, kk), true);
+    hopper::commit_group();
+
+    hopper::wait_group<1>();  // dPᵀ has landed
     hopper::fence_operands(dpt);
-    me.score_gradients(dpt, st, step);
+#pragma unroll
+    for (int n = 0; n < kM8; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) dpt[n].x[e] = st[n].x[e] * (dpt[n].x[e] - delta[lane.col(n, e)]);
     mma::to_a<T>(ds, dpt);
-    me.stage_ds(ds, sds);
-    me.issue_products_from_registers(dk, ds, sq);  // dK += dSᵀ·Q
+    // dSᵀ into shared memory for dQ: A-fragment register r holds row group + 8(r & 1), columns
+    // 16kk + 8(r >> 1) + 2·quad and the next.
+#pragma unroll
+    for (int kk = 0; kk < kBlockM / 16; ++kk)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        const int row = warp_row0 + lane.group + 8 * (r & 1), col = 16 * kk + 8 * (r >> 1) + 2 * lane.quad;
+        asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(sds + hopper::swizzled_offset<kBlockN>(row, col)),
+                     "r"(ds[kk].x[r])
+                     : "memory");
+      }
+    hopper::fence();
+#pragma unroll
+    for (int kk = 0; kk < kBlockM / 16; ++kk)
+      hopper::mma_rs<T, kD8, true>(dk, ds[kk], hopper::mn_major<kBlockM>(sq, kk), true);
+    hopper::commit_group();
     hopper::proxy_fence();
     hopper::named_barrier_sync(1, Shape::kConsumerThreads);  // all of dSᵀ is written
-    me.issue_dq(dq, sds);
+
+    hopper::fence();
+    if constexpr (Shape::kDqSplitsKeys) {
+#pragma unroll
+      for (int kk = 0; kk < 4; ++kk)
+        hopper::mma_ss<T, 8, true, true>(dq, hopper::mn_major<kBlockN>(sds, kk, key_row0),
+                                         hopper::mn_major<kBlockN>(smem.k(), kk, key_row0), kk > 0);
+    } else {
+#pragma unroll
+      for (int kk = 0; kk < kBlockN / 16; ++kk)
+        hopper::mma_ss<T, 8, true, true>(
+            dq, hopper::mn_major<kBlockN>(sds, kk),
+            hopper::mn_major<kBlockN>(smem.k() + consumer * kBlockN * hopper::kSwizzleBytes, kk), kk > 0);
+    }
+    hopper::commit_group();
     hopper::wait_group<0>();
     hopper::fence_operands(dq);
     hopper::fence_operands(dk);
     hopper::fence_operands(dv);
-    __syncwarp();  // every lane is done with the stage
-    if (me.warp_leader) hopper::arrive(smem.empty(stage));
-    me.add_dq(dq, step);
+    __syncwarp();                                        // every lane is done with the stage's lse and delta
+    if (warp_leader) hopper::arrive(smem.empty(stage));  // Q and dO are no longer read
+    add_dq(step);
   }
-  me.finish_dq();
-  me.store_key_rows(dk, dims.softmax_scale, args.grad_k, args.grad_prefix_k);
-  me.store_key_rows(dv, 1.0f, args.grad_v, args.grad_prefix_v);
+  if (thread < kBlockM) hopper::bulk_wait();
+
+  store_key_rows<T>(block, dk, dims.softmax_scale, args.grad_k, args.grad_prefix_k, warp_row0);
+  store_key_rows<T>(block, dv, 1.0f, args.grad_v, args.grad_prefix_v, warp_row0);
 #endif
 }
 

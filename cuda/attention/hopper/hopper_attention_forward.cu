@@ -19,33 +19,6 @@ using flash_detail::kLog2e;
 using mma::FragA;
 using mma::FragC;
 
-template <typename Shape>
-__device__ __forceinline__ void init_barriers(const SharedPlan<Shape>& smem) {
-  hopper::barrier_init(smem.q_full(), 1);
-  for (int s = 0; s < Shape::kStages; ++s) {
-    hopper::barrier_init(smem.k_full(s), 1);
-    hopper::barrier_init(smem.v_full(s), 1);
-    hopper::barrier_init(smem.k_empty(s), Shape::kConsumerWarps);
-    hopper::barrier_init(smem.v_empty(s), Shape::kConsumerWarps);
-  }
-  hopper::barrier_init_fence();
-}
-
-// The producer's one thread: the Q tile, then every key tile's K and V into the rings, each
-// stage once the consumers have released it.
-template <typename Shape>
-__device__ __forceinline__ void produce(const ForwardBlock<Shape>& block, const ForwardMaps& maps,
-                                        const SharedPlan<Shape>& smem) {
-  block.load_queries(maps, smem.q(), smem.q_full());
-  for (int t = 0; t < block.tiles; ++t) {
-    const int stage = t % Shape::kStages, parity = ((t / Shape::kStages) & 1) ^ 1;
-    hopper::wait(smem.k_empty(stage), parity);
-    block.load_key_tile(maps, true, t, smem.k(stage), smem.k_full(stage));
-    hopper::wait(smem.v_empty(stage), parity);
-    block.load_key_tile(maps, false, t, smem.v(stage), smem.v_full(stage));
-  }
-}
-
 template <typename T, int kD>
 __global__ void __launch_bounds__(ForwardShape<kD>::kThreads, 1)
     hopper_forward_kernel(const __grid_constant__ ForwardMaps maps, AttentionDims dims, const std::int32_t* cu_seqlens,
@@ -57,13 +30,30 @@ __global__ void __launch_bounds__(ForwardShape<kD>::kThreads, 1)
   const SharedPlan<Shape> smem(shared);
   const ForwardBlock<Shape> block(dims, cu_seqlens);
   if (block.empty()) return;
-  if (threadIdx.x == 0) init_barriers(smem);
+  if (threadIdx.x == 0) {
+    hopper::barrier_init(smem.q_full(), 1);
+    for (int s = 0; s < kStages; ++s) {
+      hopper::barrier_init(smem.k_full(s), 1);
+      hopper::barrier_init(smem.v_full(s), 1);
+      hopper::barrier_init(smem.k_empty(s), Shape::kConsumerWarps);
+      hopper::barrier_init(smem.v_empty(s), Shape::kConsumerWarps);
+    }
+    hopper::barrier_init_fence();
+  }
   __syncthreads();
 
   const int warpgroup = threadIdx.x / 128;
   if (warpgroup == 0) {
     hopper::release_registers<24>();
-    if (threadIdx.x == 0) produce(block, maps, smem);
+    if (threadIdx.x != 0) return;
+    block.load_queries(maps, smem.q(), smem.q_full());
+    for (int t = 0; t < block.tiles; ++t) {
+      const int stage = t % kStages, parity = ((t / kStages) & 1) ^ 1;
+      hopper::wait(smem.k_empty(stage), parity);
+      block.load_key_tile(maps, true, t, smem.k(stage), smem.k_full(stage));
+      hopper::wait(smem.v_empty(stage), parity);
+      block.load_key_tile(maps, false, t, smem.v(stage), smem.v_full(stage));
+    }
     return;
   }
 
