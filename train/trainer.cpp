@@ -106,6 +106,7 @@ Trainer::Trainer(TrainerModel model, TrainerData data, TrainingPlan plan, Traini
   ZT_REQUIRE(!model_.trainable.empty(), "trainer: nothing to train (no trainable parameter)");
   flops_model_ = flops_model(model_.model->config(), model_.model->num_parameters());
   peak_flops_ = peak_flops_of(model_.model->device());
+  if (plan_.wall_clock_breakdown) wall_clock_ = std::make_unique<WallClockBreakdown>(model_.model->device());
   state_.max_steps = plan_.max_steps;
   state_.logging_steps = plan_.logging_steps;
   state_.eval_steps = plan_.eval_steps;
@@ -210,10 +211,21 @@ double Trainer::forward_backward(const PackedBatch& batch, double loss_factor) {
   const models::PackedBatch tensors = device_batch(batch, model_.model->device());
   // ZeRO-3 learns the order a micro-batch gathers modules in and prefetches along it.
   optimizer_->begin_micro_batch();
-  autograd::Variable loss_sum = models::summed_token_loss(*model_.model, tensors, fused_grad_scale(loss_factor));
+  using Phase = WallClockBreakdown::Phase;
+  autograd::Variable loss_sum;
+  {
+    PhaseTimer timing(wall_clock_.get(), Phase::kForward);
+    loss_sum = models::summed_token_loss(*model_.model, tensors, fused_grad_scale(loss_factor));
+  }
   const double value = loss_sum.data().to_vector().at(0);
-  autograd::scale(loss_sum, loss_factor).backward();
-  optimizer_->end_micro_batch();
+  {
+    PhaseTimer timing(wall_clock_.get(), Phase::kBackwardInner);
+    autograd::scale(loss_sum, loss_factor).backward();
+  }
+  {
+    PhaseTimer timing(wall_clock_.get(), Phase::kBackwardAllreduce);
+    optimizer_->end_micro_batch();
+  }
   if (!batch.filler) {
     state_.num_input_tokens_seen += static_cast<std::int64_t>(batch.input_ids.size());
     throughput_.add_batch(batch.cu_seqlens);
@@ -230,12 +242,20 @@ double Trainer::run_optimizer_step() {
   const double normaliser =
       std::max(1.0, sum_over_ranks(static_cast<double>(label_tokens), "the global batch's label tokens"));
   double loss_sum = 0.0;
-  for (const PackedBatch& batch : window) loss_sum += forward_backward(batch, scaler_.scale() / normaliser);
+  for (std::size_t i = 0; i < window.size(); ++i) {
+    loss_sum += forward_backward(window[i], scaler_.scale() / normaliser);
+    if (i + 1 < window.size()) log_wall_clock(false);
+  }
   loss_sum = sum_over_ranks(loss_sum, "the global batch's token losses");
 
   const double lr = schedule_.rate(scheduler_step_);
-  StepResult result = optimizer_->step(lr, scaler_.scale(), plan_.max_grad_norm, scheduler_step_ + 1);
-  optimizer_->zero_grad();
+  StepResult result;
+  {
+    PhaseTimer timing(wall_clock_.get(), WallClockBreakdown::Phase::kStep);
+    result = optimizer_->step(lr, scaler_.scale(), plan_.max_grad_norm, scheduler_step_ + 1);
+    optimizer_->zero_grad();
+  }
+  log_wall_clock(true);
   if (plan_.loss_scaler) {
     const double old_scale = scaler_.scale();
     scaler_.update(result.skipped);
@@ -258,6 +278,16 @@ double Trainer::run_optimizer_step() {
   maybe_log(step_loss, result, lr);
   progress_.update(state_.global_step, step_loss);
   return step_loss;
+}
+
+void Trainer::log_wall_clock(bool step_ended) {
+  if (!wall_clock_) return;
+  const std::string micro = wall_clock_->micro_step_line();
+  const std::string step = step_ended ? wall_clock_->step_line() : "";
+  if (!is_main_rank()) return;
+  progress_.clear();
+  ZT_LOG(kInfo, micro);
+  if (step_ended) ZT_LOG(kInfo, step);
 }
 
 void Trainer::maybe_log(double step_loss, const StepResult& result, double lr) {

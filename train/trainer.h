@@ -23,6 +23,7 @@
 #include "train/optim/optimizer.h"
 #include "train/report/train_log.h"
 #include "train/report/train_metrics.h"
+#include "train/report/wall_clock_breakdown.h"
 
 namespace zt::train {
 
@@ -70,6 +71,8 @@ class Trainer {
 
   double run_optimizer_step();
   double forward_backward(const PackedBatch& batch, double loss_factor);
+  // With wall_clock_breakdown, rank 0 prints the micro-batch's times (and the step's).
+  void log_wall_clock(bool step_ended);
   std::vector<PackedBatch> next_window();
   void start_epoch(std::int64_t epoch);
   bool epoch_ended() const { return position_.units >= epoch_units_.size(); }
@@ -111,9 +114,10 @@ class Trainer {
   double grad_norm_ = 0.0;
   double train_loss_sum_ = 0.0;
   FlopsModel flops_model_;
-  std::optional<double> peak_flops_;        // per GPU; none on the CPU or an unknown GPU
-  ThroughputWindow throughput_;             // this rank's, since the last log entry
-  std::unique_ptr<TrainLogFile> log_file_;  // rank 0 only
+  std::optional<double> peak_flops_;                // per GPU; none on the CPU or an unknown GPU
+  ThroughputWindow throughput_;                     // this rank's, since the last log entry
+  std::unique_ptr<WallClockBreakdown> wall_clock_;  // with wall_clock_breakdown
+  std::unique_ptr<TrainLogFile> log_file_;          // rank 0 only
   ProgressBar progress_{0, 0, false};
 };
 

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <regex>
 
 #include "autograd/functions.h"
 #include "autograd/grad_mode.h"
@@ -92,6 +93,25 @@ double last_logged_loss(const TrainerState& state) {
   for (auto it = state.log_history.rbegin(); it != state.log_history.rend(); ++it)
     if (it->contains("loss")) return (*it)["loss"].get<double>();
   return NAN;
+}
+
+// DeepSpeed's wall_clock_breakdown: a line of phase times after every micro-batch and one
+// after every optimizer step, on rank 0.
+TEST_F(TrainerRun, WallClockBreakdownPrintsALinePerMicroBatchAndPerStep) {
+  const std::filesystem::path ds = dir_ / "ds_wall_clock.json";
+  std::ofstream(ds) << R"({"train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": "auto",
+                           "wall_clock_breakdown": true})";
+  const TrainingArguments args = arguments({"--max_steps", "3", "--per_device_train_batch_size", "2",
+                                            "--gradient_accumulation_steps", "2", "--deepspeed", ds.string()});
+  ::testing::internal::CaptureStderr();
+  run(args);
+  const std::string printed = ::testing::internal::GetCapturedStderr();
+  const auto count = [&](const std::string& pattern) {
+    const std::regex re(pattern);
+    return std::distance(std::sregex_iterator(printed.begin(), printed.end(), re), std::sregex_iterator());
+  };
+  EXPECT_EQ(count("time \\(ms\\) \\| fwd_microstep: "), 6) << printed;  // 3 steps of 2 micro-batches
+  EXPECT_EQ(count("time \\(ms\\) \\| fwd: "), 3) << printed;
 }
 
 TEST_F(TrainerRun, LossFallsAndHfFilesAreWritten) {

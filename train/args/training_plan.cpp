@@ -121,6 +121,7 @@ TrainingPlan plan_training(const TrainingArguments& args, const MicroBatchCounte
   plan.loss_scaler.reset();
   if (ds.fp16) plan.loss_scaler = ds.loss_scaler;
   plan.zero = ds.zero;
+  plan.wall_clock_breakdown = ds.wall_clock_breakdown;
   plan.warnings = ds.warnings;
   resolve_intervals(plan, args);
   return plan;

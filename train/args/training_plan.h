@@ -36,6 +36,7 @@ struct TrainingPlan {
   std::int64_t logging_steps = 500;
   std::int64_t eval_steps = 500;
   std::int64_t save_steps = 500;
+  bool wall_clock_breakdown = false;  // DeepSpeed's per-phase step times
   std::vector<std::string> warnings;
 
   DType working_dtype() const;

@@ -121,6 +121,7 @@ DeepSpeedConfig parse_deepspeed_config(const nlohmann::json& ds, int world_size,
   read_precision(root, config);
   read_zero(root, config.zero, config.warnings);
   config.steps_per_print = root.find<std::int64_t>("steps_per_print");
+  config.wall_clock_breakdown = root.get("wall_clock_breakdown", false);
   read_communication_data_type(root, config.warnings);
   read_other_features(root, config.warnings);
   root.warn_unused("is not a DeepSpeed setting (DeepSpeed ignores it too: check the spelling)", config.warnings);

@@ -58,6 +58,7 @@ struct DeepSpeedConfig {
   bool bf16 = false;
   ZeroConfig zero;
   std::optional<std::int64_t> steps_per_print;
+  bool wall_clock_breakdown = false;  // per-phase step times in the log (train/report/wall_clock_breakdown.h)
   std::vector<std::string> warnings;
 };
 

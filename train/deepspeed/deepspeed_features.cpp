@@ -104,7 +104,6 @@ void read_other_features(ConfigBlock& root, std::vector<std::string>& warnings) 
   }
   for (const char* key : kInertKeys) root.accept_any(key);
   for (const Feature& feature : kPresentFeatures) root.ignore(feature.key, feature.reason, warnings);
-  root.ignore_unless("wall_clock_breakdown", false, "is not supported: zerotune logs step times itself", warnings);
   root.ignore_unless("memory_breakdown", false, "is not supported: zerotune logs GPU memory itself", warnings);
   root.ignore_unless("sparse_gradients", false, "is not supported: gradients are dense", warnings);
   root.ignore_unless<std::int64_t>("sequence_parallel_size", 1, "(sequence parallelism) is not supported", warnings);

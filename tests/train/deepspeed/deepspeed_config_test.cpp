@@ -268,18 +268,26 @@ TEST(DeepSpeedConfig, KeysThatAskForNothingDoNotWarn) {
 }
 
 TEST(DeepSpeedConfig, KeysThatAskForWhatZerotuneDoesNotDoWarnOnce) {
-  DeepSpeedConfig config = parsed(R"({"train_batch_size": 8, "wall_clock_breakdown": true,
+  DeepSpeedConfig config = parsed(R"({"train_batch_size": 8, "memory_breakdown": true,
       "tensorboard": {"enabled": true}, "flops_profiler": {"enabled": true}, "prescale_gradients": true,
       "activation_checkpointing": {"partition_activations": true}, "data_types": {"grad_accum_dtype": "bf16"},
       "gradient_allreduce_op": "sum", "mystery_knob": 1,
       "zero_optimization": {"stage": 2, "zero_quantized_gradients": true, "load_from_fp32_weights": false}})");
   for (const char* key :
-       {"ds.json: wall_clock_breakdown = true", "ds.json: tensorboard", "ds.json: flops_profiler",
+       {"ds.json: memory_breakdown = true", "ds.json: tensorboard", "ds.json: flops_profiler",
         "ds.json: prescale_gradients", "ds.json: activation_checkpointing", "data_types.grad_accum_dtype",
         "gradient_allreduce_op", "ds.json: mystery_knob is not a DeepSpeed setting",
         "zero_optimization.zero_quantized_gradients", "zero_optimization.load_from_fp32_weights"})
     EXPECT_TRUE(has_warning(config, key)) << key << "\n" << all_warnings(config);
   EXPECT_EQ(config.warnings.size(), 10u) << all_warnings(config);
+}
+
+TEST(DeepSpeedConfig, WallClockBreakdownIsHonouredWithoutAWarning) {
+  EXPECT_FALSE(parsed(R"({"train_batch_size": 8})").wall_clock_breakdown);
+  const DeepSpeedConfig config = parsed(R"({"train_batch_size": 8, "wall_clock_breakdown": true})");
+  EXPECT_TRUE(config.wall_clock_breakdown);
+  EXPECT_TRUE(config.warnings.empty()) << all_warnings(config);
+  EXPECT_THROW(parsed(R"({"train_batch_size": 8, "wall_clock_breakdown": "yes"})"), Error);
 }
 
 TEST(DeepSpeedConfig, CommunicationDataTypeIsReadAndGradientsStayFp32) {
