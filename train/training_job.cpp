@@ -18,6 +18,7 @@
 #include "text/chat_template/chat_template.h"
 #include "text/tokenizer/tokenizer.h"
 #include "train/args/dataset_selection.h"
+#include "train/args/output_dir_check.h"
 #include "train/checkpoint/checkpoint.h"
 #include "train/data/sample_encoding.h"
 #include "train/finetuning.h"
@@ -42,15 +43,6 @@ Device resolve_device(const TrainingArguments& args, int local_rank) {
                                               std::to_string(cuda_device_count()) + " GPU(s) are visible");
   set_cuda_device(index);
   return Device::cuda(index);
-}
-
-void check_output_dir(const TrainingArguments& args) {
-  const fs::path out(args.output_dir);
-  const bool occupied = fs::exists(out) && fs::is_directory(out) && !fs::is_empty(out);
-  ZT_REQUIRE(!occupied || args.overwrite_output_dir || !args.resume_from_checkpoint.empty(),
-             "output directory " + args.output_dir +
-                 " already exists and is not empty; use --overwrite_output_dir "
-                 "to train into it anyway, or --resume_from_checkpoint to continue the run in it");
 }
 
 // `path` names the data in messages: its files.
