@@ -68,20 +68,20 @@ std::vector<std::string> data_files(const TrainingArguments& args) {
   return files;
 }
 
+// Refuses output_dir being the folder `given` (an input named by `flag`) or inside it.
+void refuse_within(const TrainingArguments& args, const std::string& given, const std::string& flag,
+                   const std::string& what, const std::string& advice) {
+  if (!is_directory(given)) return;  // a hub id or nothing: no files of the user's to replace
+  ZT_REQUIRE(!within(normalised(args.output_dir), normalised(given)),
+             "--output_dir " + args.output_dir + " is " + what + " (" + flag + " " + given +
+                 ") or lies inside it: the run's saves would replace or mix with its files; " + advice);
+}
+
 void check_not_overwriting_inputs(const TrainingArguments& args) {
   const fs::path out = normalised(args.output_dir);
-  if (is_directory(args.model_name_or_path))
-    ZT_REQUIRE(!within(out, normalised(args.model_name_or_path)),
-               "--output_dir " + args.output_dir + " is the model folder --model_name_or_path " +
-                   args.model_name_or_path +
-                   " or lies inside it: the run's saves would replace or mix with the model's files; train into "
-                   "another folder");
-  if (is_directory(args.resume_from_checkpoint))
-    ZT_REQUIRE(!within(out, normalised(args.resume_from_checkpoint)),
-               "--output_dir " + args.output_dir + " is the checkpoint being resumed (--resume_from_checkpoint " +
-                   args.resume_from_checkpoint +
-                   ") or lies inside it: the run's saves would replace it; use the folder that holds the "
-                   "checkpoint as --output_dir");
+  refuse_within(args, args.model_name_or_path, "--model_name_or_path", "the model folder", "train into another folder");
+  refuse_within(args, args.resume_from_checkpoint, "--resume_from_checkpoint", "the checkpoint being resumed",
+                "use the folder that holds the checkpoint as --output_dir");
   for (const std::string& file : data_files(args)) {
     const fs::path data = normalised(file);
     if (!within(data, out) || data == out) continue;
