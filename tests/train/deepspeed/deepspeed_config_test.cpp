@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/common/op_test_util.h"
+#include "tests/train/deepspeed/deepspeed_test_arguments.h"
 #include "train/deepspeed/deepspeed_config.h"
 
 namespace zt::train {
@@ -11,22 +12,7 @@ namespace {
 
 using nlohmann::json;
 
-TrainingArguments flags(std::vector<std::string> extra = {"--bf16"}) {
-  std::vector<std::string> all = {"--model_name_or_path",
-                                  "m",
-                                  "--output_dir",
-                                  "o",
-                                  "--train_file",
-                                  "t",
-                                  "--per_device_train_batch_size",
-                                  "4",
-                                  "--gradient_accumulation_steps",
-                                  "2",
-                                  "--learning_rate",
-                                  "2e-5"};
-  all.insert(all.end(), extra.begin(), extra.end());
-  return parse_training_arguments(all);
-}
+TrainingArguments flags(std::vector<std::string> extra = {"--bf16"}) { return deepspeed_test_arguments(extra); }
 
 DeepSpeedConfig filled(json ds, int world_size = 2, std::vector<std::string> extra = {"--bf16"}) {
   TrainingArguments args = flags(extra);

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "tests/common/op_test_util.h"
+#include "tests/train/deepspeed/deepspeed_test_arguments.h"
 #include "train/deepspeed/deepspeed_config.h"
 
 namespace zt::train {
@@ -18,22 +19,7 @@ struct Launch {
   std::vector<std::string> flags = {"--bf16"};
 };
 
-TrainingArguments arguments(const Launch& launch) {
-  std::vector<std::string> all = {"--model_name_or_path",
-                                  "m",
-                                  "--output_dir",
-                                  "o",
-                                  "--train_file",
-                                  "t",
-                                  "--per_device_train_batch_size",
-                                  "4",
-                                  "--gradient_accumulation_steps",
-                                  "2",
-                                  "--learning_rate",
-                                  "2e-5"};
-  all.insert(all.end(), launch.flags.begin(), launch.flags.end());
-  return parse_training_arguments(all);
-}
+TrainingArguments arguments(const Launch& launch) { return deepspeed_test_arguments(launch.flags); }
 
 DeepSpeedConfig load(const std::string& file, const Launch& launch = {}) {
   const TrainingArguments args = arguments(launch);
