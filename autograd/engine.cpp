@@ -6,6 +6,7 @@
 #include "autograd/node.h"
 #include "ops/elementwise/elementwise.h"
 #include "runtime/error.h"
+#include "runtime/profile/step_profiler.h"
 
 namespace zt::autograd {
 namespace {
@@ -42,6 +43,7 @@ void deliver_to_leaf(VariableImpl& leaf, const Tensor& grad, GraphCounts& counts
              "checkpoint: the checkpointed function used '" + leaf.name +
                  "', which needs a gradient but was not passed in its inputs; pass every Variable it reads "
                  "that needs a gradient (parameters too)");
+  ProfileRegion region(OpFamily::kGradAccumulate);
   if (grad.defined()) accumulate(leaf.grad, grad.dtype() == leaf.data.dtype() ? grad : grad.to(leaf.data.dtype()));
   if (--counts.pending_leaves[&leaf] == 0 && leaf.grad.defined())
     for (const GradReadyHook& hook : leaf.grad_ready_hooks) hook(leaf.grad);
@@ -102,7 +104,10 @@ void run_backward(const std::vector<Variable>& roots, const std::vector<Tensor>&
       if (!edge.node) continue;
       auto& buffer = buffers[edge.node.get()];
       buffer.resize(edge.node->outputs().size());
-      if (grads[k].defined()) accumulate(buffer[edge.output_index], grads[k]);
+      if (grads[k].defined()) {
+        ProfileRegion region(OpFamily::kElementwise);
+        accumulate(buffer[edge.output_index], grads[k]);
+      }
       if (--counts.pending_inputs[edge.node.get()] == 0) ready.push_back(edge.node);
     }
   }

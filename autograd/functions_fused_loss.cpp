@@ -1,11 +1,13 @@
 #include "autograd/functions.h"
 #include "autograd/grad_mode.h"
 #include "autograd/node.h"
+#include "autograd/op_region.h"
 
 namespace zt::autograd {
 
 Variable linear_cross_entropy(const Variable& hidden, const Variable& weight, const Tensor& labels,
                               const ops::LinearCrossEntropyOptions& options) {
+  OpRegion region("linear_cross_entropy");
   // The gradients come out of the forward's single pass over the vocabulary, so they are
   // computed exactly when this call will be recorded, and only for inputs that need them.
   bool recording = grad_enabled();

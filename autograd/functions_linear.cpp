@@ -1,5 +1,6 @@
 #include "autograd/functions.h"
 #include "autograd/node.h"
+#include "autograd/op_region.h"
 #include "ops/embedding/embedding.h"
 #include "ops/gemm/linear.h"
 #include "ops/gemm/matmul.h"
@@ -7,6 +8,7 @@
 namespace zt::autograd {
 
 Variable linear(const Variable& x, const Variable& weight, const Variable& bias) {
+  OpRegion region("linear");
   Tensor y = ops::linear_forward(x.data(), weight.data(), bias.defined() ? bias.data() : Tensor());
   std::vector<Variable> inputs{x, weight};
   if (bias.defined()) inputs.push_back(bias);
@@ -25,6 +27,7 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias)
 }
 
 Variable matmul(const Variable& a, const Variable& b, bool transpose_a, bool transpose_b) {
+  OpRegion region("matmul");
   Tensor a_value = a.data(), b_value = b.data();
   return record_one("matmul", ops::matmul_forward(a_value, b_value, transpose_a, transpose_b), {a, b},
                     [=](const TensorList& g, const NeedsList& needs) {
@@ -34,6 +37,7 @@ Variable matmul(const Variable& a, const Variable& b, bool transpose_a, bool tra
 }
 
 Variable embedding(const Variable& weight, const Tensor& ids, bool deterministic) {
+  OpRegion region("embedding");
   std::int64_t vocab_size = weight.data().size(0);
   return record_one("embedding", ops::embedding_forward(weight.data(), ids), {weight},
                     [ids, vocab_size, deterministic](const TensorList& g, const NeedsList&) {

@@ -1,10 +1,12 @@
 #include "autograd/functions.h"
 #include "autograd/node.h"
+#include "autograd/op_region.h"
 #include "ops/reduce/reduce.h"
 
 namespace zt::autograd {
 
 Variable sum(const Variable& x) {
+  OpRegion region("sum");
   Shape shape = x.data().shape();
   return record_one("sum", ops::sum_forward(x.data()), {x}, [shape](const TensorList& g, const NeedsList&) {
     return TensorList{ops::sum_backward(g[0], shape)};
@@ -12,6 +14,7 @@ Variable sum(const Variable& x) {
 }
 
 Variable mean(const Variable& x) {
+  OpRegion region("mean");
   Shape shape = x.data().shape();
   return record_one("mean", ops::mean_forward(x.data()), {x}, [shape](const TensorList& g, const NeedsList&) {
     return TensorList{ops::mean_backward(g[0], shape)};
@@ -19,6 +22,7 @@ Variable mean(const Variable& x) {
 }
 
 Variable sum(const Variable& x, std::int64_t dim, bool keepdim) {
+  OpRegion region("sum");
   Shape shape = x.data().shape();
   return record_one("sum", ops::sum_dim_forward(x.data(), dim, keepdim), {x},
                     [shape, dim, keepdim](const TensorList& g, const NeedsList&) {
@@ -27,6 +31,7 @@ Variable sum(const Variable& x, std::int64_t dim, bool keepdim) {
 }
 
 Variable mean(const Variable& x, std::int64_t dim, bool keepdim) {
+  OpRegion region("mean");
   Shape shape = x.data().shape();
   return record_one("mean", ops::mean_dim_forward(x.data(), dim, keepdim), {x},
                     [shape, dim, keepdim](const TensorList& g, const NeedsList&) {

@@ -1,11 +1,13 @@
 #include "autograd/functions.h"
 #include "autograd/node.h"
+#include "autograd/op_region.h"
 #include "ops/swiglu/swiglu.h"
 #include "runtime/error.h"
 
 namespace zt::autograd {
 
 Variable rmsnorm(const Variable& x, const Variable& weight, float eps, ops::RmsNormStyle style) {
+  OpRegion region("rmsnorm");
   Tensor x_value = x.data(), weight_value = weight.data();
   ops::RmsNormOutput forward = ops::rmsnorm_forward(x_value, weight_value, eps, style);
   Tensor rstd = forward.rstd;
@@ -17,6 +19,7 @@ Variable rmsnorm(const Variable& x, const Variable& weight, float eps, ops::RmsN
 }
 
 Variable rope(const Variable& x, const Tensor& positions, const ops::RopeConfig& config) {
+  OpRegion region("rope");
   return record_one("rope", ops::rope_forward(x.data(), positions, config), {x},
                     [positions, config](const TensorList& g, const NeedsList&) {
                       return TensorList{ops::rope_backward(g[0], positions, config)};
@@ -24,6 +27,7 @@ Variable rope(const Variable& x, const Tensor& positions, const ops::RopeConfig&
 }
 
 Variable swiglu(const Variable& gate, const Variable& up) {
+  OpRegion region("swiglu");
   Tensor gate_value = gate.data(), up_value = up.data();
   return record_one("swiglu", ops::swiglu_forward(gate_value, up_value), {gate, up},
                     [gate_value, up_value](const TensorList& g, const NeedsList& needs) {
@@ -33,6 +37,7 @@ Variable swiglu(const Variable& gate, const Variable& up) {
 }
 
 Variable swiglu_fused(const Variable& gate_up) {
+  OpRegion region("swiglu");
   Tensor gate_up_value = gate_up.data();
   return record_one("swiglu", ops::swiglu_fused_forward(gate_up_value), {gate_up},
                     [gate_up_value](const TensorList& g, const NeedsList&) {
@@ -43,6 +48,7 @@ Variable swiglu_fused(const Variable& gate_up) {
 Variable attention(const Variable& q, const Variable& k, const Variable& v, const Tensor& cu_seqlens,
                    const ops::AttentionConfig& config, const Variable& prefix_k, const Variable& prefix_v,
                    ops::AttentionImpl impl) {
+  OpRegion region("attention");
   ZT_REQUIRE(prefix_k.defined() == prefix_v.defined(), "attention: prefix keys and values go together; got only the " +
                                                            std::string(prefix_k.defined() ? "keys" : "values"));
   ops::AttentionPrefix prefix;

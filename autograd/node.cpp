@@ -1,6 +1,7 @@
 #include "autograd/node.h"
 
 #include "autograd/grad_mode.h"
+#include "autograd/op_region.h"
 #include "runtime/error.h"
 
 namespace zt::autograd {
@@ -20,7 +21,11 @@ std::vector<Tensor> Node::apply(std::vector<Tensor> grad_outputs) {
       grad_outputs[i] = Tensor::zeros(outputs_[i].shape, outputs_[i].dtype, outputs_[i].device);
   std::vector<bool> needs(inputs_.size());
   for (std::size_t k = 0; k < inputs_.size(); ++k) needs[k] = inputs_[k].connected();
-  std::vector<Tensor> grads = backward_(grad_outputs, needs);
+  std::vector<Tensor> grads;
+  {
+    OpRegion region(name_);
+    grads = backward_(grad_outputs, needs);
+  }
   backward_ = nullptr;  // releases the saved tensors the closure holds
   ZT_REQUIRE(grads.size() == inputs_.size(), "backward of '" + name_ + "' returned " + std::to_string(grads.size()) +
                                                  " gradients for " + std::to_string(inputs_.size()) + " inputs");

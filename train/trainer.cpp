@@ -107,6 +107,9 @@ Trainer::Trainer(TrainerModel model, TrainerData data, TrainingPlan plan, Traini
   flops_model_ = flops_model(model_.model->config(), model_.model->num_parameters());
   peak_flops_ = peak_flops_of(model_.model->device());
   if (plan_.wall_clock_breakdown) wall_clock_ = std::make_unique<WallClockBreakdown>(model_.model->device());
+  if (args_.profile_steps > 0)
+    profile_ = std::make_unique<StepProfileSession>(model_.model->device(), args_.profile_steps, args_.output_dir,
+                                                    is_main_rank());
   state_.max_steps = plan_.max_steps;
   state_.logging_steps = plan_.logging_steps;
   state_.eval_steps = plan_.eval_steps;
@@ -224,6 +227,7 @@ double Trainer::forward_backward(const PackedBatch& batch, double loss_factor) {
   }
   {
     PhaseTimer timing(wall_clock_.get(), Phase::kBackwardAllreduce);
+    ProfileRegion region(OpFamily::kGradAccumulate);
     optimizer_->end_micro_batch();
   }
   if (!batch.filler) {
@@ -235,6 +239,7 @@ double Trainer::forward_backward(const PackedBatch& batch, double loss_factor) {
 
 double Trainer::run_optimizer_step() {
   const auto start = std::chrono::steady_clock::now();
+  if (profile_) profile_->begin(state_.global_step + 1);
   std::vector<PackedBatch> window = next_window();
   std::int64_t label_tokens = 0;
   for (const PackedBatch& batch : window) label_tokens += batch.label_tokens;
@@ -252,10 +257,15 @@ double Trainer::run_optimizer_step() {
   StepResult result;
   {
     PhaseTimer timing(wall_clock_.get(), WallClockBreakdown::Phase::kStep);
+    ProfileRegion region(OpFamily::kOptimizer);
     result = optimizer_->step(lr, scaler_.scale(), plan_.max_grad_norm, scheduler_step_ + 1);
     optimizer_->zero_grad();
   }
   log_wall_clock(true);
+  if (profile_) {
+    progress_.clear();
+    profile_->end(state_.global_step + 1);
+  }
   if (plan_.loss_scaler) {
     const double old_scale = scaler_.scale();
     scaler_.update(result.skipped);
@@ -370,6 +380,7 @@ TrainerState Trainer::train() {
     maybe_evaluate_and_save(epoch_ended());
   }
   progress_.finish();
+  if (profile_) profile_->finish();
   // --do_eval: one more evaluation at the end, as HF's example scripts run, unless the last
   // step has just been evaluated.
   const nlohmann::json& last = state_.log_history.empty() ? nlohmann::json() : state_.log_history.back();

@@ -23,6 +23,7 @@
 #include "train/optim/optimizer.h"
 #include "train/report/train_log.h"
 #include "train/report/train_metrics.h"
+#include "train/report/step_profile_report.h"
 #include "train/report/wall_clock_breakdown.h"
 
 namespace zt::train {
@@ -117,6 +118,7 @@ class Trainer {
   std::optional<double> peak_flops_;                // per GPU; none on the CPU or an unknown GPU
   ThroughputWindow throughput_;                     // this rank's, since the last log entry
   std::unique_ptr<WallClockBreakdown> wall_clock_;  // with wall_clock_breakdown
+  std::unique_ptr<StepProfileSession> profile_;     // with --profile_steps
   std::unique_ptr<TrainLogFile> log_file_;          // rank 0 only
   ProgressBar progress_{0, 0, false};
 };

@@ -1,6 +1,7 @@
 #include "distributed/communicators/gloo_communicator.h"
 
 #include "runtime/error.h"
+#include "runtime/profile/step_profiler.h"
 
 #if ZT_HAVE_GLOO
 
@@ -228,6 +229,7 @@ class GlooCommunicator final : public Communicator {
   void run(const std::string& what, Collective&& collective) {
     ZT_REQUIRE(failure_.empty(), "rank " + std::to_string(rank()) + ": no " + what +
                                      ": the Gloo communicator stopped at an earlier failure (" + failure_ + ")");
+    ProfileRegion region(OpFamily::kCollective);
     const auto start = Clock::now();
     try {
       collective(next_tag_++);

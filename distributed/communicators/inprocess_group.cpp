@@ -1,6 +1,7 @@
 #include "distributed/communicators/inprocess_communicator.h"
 
 #include "runtime/error.h"
+#include "runtime/profile/step_profiler.h"
 
 namespace zt::distributed {
 
@@ -40,6 +41,7 @@ void InProcessGroup::wait_for_all(std::unique_lock<std::mutex>& lock, int rank, 
 
 void InProcessGroup::meet(int rank, const std::string& what, const Tensor& input, const Tensor& output,
                           const std::function<void(const std::vector<Tensor>&, const std::vector<Tensor>&)>& compute) {
+  ProfileRegion region(OpFamily::kCollective);
   std::unique_lock<std::mutex> lock(mutex_);
   if (!failure_.empty()) fail(failure_);
   posted_what_[rank] = what;

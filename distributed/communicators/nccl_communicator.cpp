@@ -7,6 +7,7 @@
 
 #include "runtime/check.h"
 #include "runtime/error.h"
+#include "runtime/profile/step_profiler.h"
 #include "runtime/streams/current_stream.h"
 
 namespace zt::distributed {
@@ -140,6 +141,7 @@ void NcclCommunicator::finish(const std::string& what, Clock::time_point start, 
 
 template <typename Launch>
 void NcclCommunicator::run(const std::string& what, Launch&& launch_collective) {
+  ProfileRegion region(OpFamily::kCollective);
   finish(what, launch(what, launch_collective, done_), done_);
 }
 
@@ -159,6 +161,7 @@ class NcclCommunicator::PendingGather : public PendingCollective {
     start_ = comm_.launch(what_, launch, done_);
   }
   void wait() override {
+    ProfileRegion region(OpFamily::kCollective);
     if (!std::exchange(waited_, true)) comm_.finish(what_, start_, done_);
   }
 

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <mutex>
 #include <regex>
+#include <set>
 
 #include "autograd/functions.h"
 #include "autograd/grad_mode.h"
@@ -112,6 +113,57 @@ TEST_F(TrainerRun, WallClockBreakdownPrintsALinePerMicroBatchAndPerStep) {
   };
   EXPECT_EQ(count("time \\(ms\\) \\| fwd_microstep: "), 6) << printed;  // 3 steps of 2 micro-batches
   EXPECT_EQ(count("time \\(ms\\) \\| fwd: "), 3) << printed;
+}
+
+// --profile_steps: steps 2 and 3 are timed per op family; one table in the log and
+// output_dir/step_profile.json, whose families cover the step and name what the model runs.
+TEST_F(TrainerRun, ProfileStepsReportsTheFamiliesOfTheChosenSteps) {
+  ::testing::internal::CaptureStderr();
+  run(arguments({"--max_steps", "5", "--per_device_train_batch_size", "2", "--profile_steps", "2"}));
+  const std::string printed = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(printed.find("step profile: steps 2-3 on cpu"), std::string::npos) << printed;
+  EXPECT_EQ(printed.find("step profile: steps", printed.find("step profile: steps") + 1), std::string::npos);
+  const nlohmann::json profile = nlohmann::json::parse(std::ifstream(dir_ / "step_profile.json"));
+  EXPECT_EQ(profile["steps"], 2);
+  EXPECT_EQ(profile["first_step"], 2);
+  EXPECT_EQ(profile["last_step"], 3);
+  std::set<std::string> names;
+  double shares = 0.0, previous_ms = 1e30;
+  for (const nlohmann::json& family : profile["families"]) {
+    names.insert(family["name"].get<std::string>());
+    shares += family["share"].get<double>();
+    EXPECT_LE(family["ms_per_step"].get<double>(), previous_ms) << "largest first";
+    previous_ms = family["ms_per_step"].get<double>();
+  }
+  EXPECT_NEAR(shares, 1.0, 1e-6);
+  for (const char* family : {"gemm", "attention", "norm", "rope", "swiglu", "embedding", "loss_head", "elementwise",
+                             "grad_accumulate", "optimizer", "untracked"})
+    EXPECT_TRUE(names.count(family)) << family << " missing from " << profile.dump();
+  EXPECT_FALSE(names.count("other_ops")) << "an op of the model has no family: " << profile.dump();
+  EXPECT_FALSE(names.count("collectives")) << "one rank runs no collective";
+}
+
+// Training that ends before the chosen steps do reports the steps it profiled.
+TEST_F(TrainerRun, ProfileStepsReportsAtTheEndWhenTrainingStopsFirst) {
+  ::testing::internal::CaptureStderr();
+  run(arguments({"--max_steps", "3", "--per_device_train_batch_size", "2", "--profile_steps", "10"}));
+  const std::string printed = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(printed.find("step profile: steps 2-3 on cpu"), std::string::npos) << printed;
+  EXPECT_EQ(nlohmann::json::parse(std::ifstream(dir_ / "step_profile.json"))["steps"], 2);
+}
+
+// Two in-process ranks: each times its own steps, the collectives among them; rank 0 reports.
+TEST_F(TrainerRun, ProfileStepsTimesCollectivesOfInProcessRanks) {
+  const TrainingArguments args =
+      arguments({"--max_steps", "3", "--per_device_train_batch_size", "2", "--profile_steps", "1"});
+  distributed::run_inprocess_ranks(2, std::chrono::seconds(60), [&](distributed::Communicator& comm) {
+    auto [model, built] = trainer(args, 12, &comm);
+    built->train();
+  });
+  const nlohmann::json profile = nlohmann::json::parse(std::ifstream(dir_ / "step_profile.json"));
+  bool collectives = false;
+  for (const nlohmann::json& family : profile["families"]) collectives |= family["name"] == "collectives";
+  EXPECT_TRUE(collectives) << profile.dump();
 }
 
 TEST_F(TrainerRun, LossFallsAndHfFilesAreWritten) {

@@ -72,6 +72,7 @@ void check_ranges(const TrainingArguments& args, std::vector<std::string>& error
   require(args.lora_dropout >= 0 && args.lora_dropout < 1, errors, "--lora_dropout must be in [0, 1)");
   require(args.pre_seq_len > 0, errors, "--pre_seq_len must be > 0");
   require(args.ddp_timeout > 0, errors, "--ddp_timeout must be > 0 seconds");
+  require(args.profile_steps >= 0, errors, "--profile_steps must be >= 0 (0: no profiling)");
   require(args.inprocess_ranks >= 0, errors, "--inprocess_ranks must be >= 0");
 }
 

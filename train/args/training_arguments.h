@@ -106,6 +106,7 @@ struct TrainingArguments {
   std::string device = "auto";            // auto | cpu | cuda | cuda:N
   bool use_cpu = false;                   // HF's way to say --device cpu
   std::string attn_impl = "zerotune";     // zerotune | cudnn
+  std::int64_t profile_steps = 0;         // > 0: time that many steps per op family (runtime/profile/)
 
   // Data.
   std::string train_file;  // a file, or several separated by commas
