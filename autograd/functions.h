@@ -36,6 +36,10 @@ Variable narrow(const Variable& x, std::int64_t dim, std::int64_t start, std::in
 // Products and lookups.
 Variable linear(const Variable& x, const Variable& weight, const Variable& bias = Variable());
 Variable matmul(const Variable& a, const Variable& b, bool transpose_a = false, bool transpose_b = false);
+// linear(x, weight, bias) + scale · linear(linear(x, lora_a), lora_b) as one op
+// (ops/gemm/lora_linear.h): LoRA without dropout.
+Variable lora_linear(const Variable& x, const Variable& weight, const Variable& bias, const Variable& lora_a,
+                     const Variable& lora_b, double scale);
 Variable embedding(const Variable& weight, const Tensor& ids, bool deterministic = false);
 
 // Transformer pieces.

@@ -5,10 +5,14 @@ For each shape (Qwen2.5-0.5B and -1.5B, random weights) it trains B=4 x S=2048 t
 step, full fine-tune in bf16 with fp32 master weights and AdamW, with `zerotune train` and
 with transformers (SDPA attention, bf16 autocast over fp32 weights, fused torch AdamW;
 eager and torch.compile); then LoRA (rank 8 on every linear layer) with zerotune against
-transformers + PEFT in pure bf16. Prints tokens/s, MFU and peak memory of each, one table.
+transformers + PEFT in pure bf16. The 7b (Qwen2.5-7B) and glm4-9b (GLM-4-9B) shapes run
+LoRA only, both sides with gradient checkpointing. Prints tokens/s, MFU and peak memory of
+each, one table, and under each row the three largest costs of zerotune's step profile
+(--profile_steps over the warm-up steps after the first, so the measured steps run unprofiled).
 
   python3 bench/train_throughput.py --zerotune build-gpu/bin/zerotune --tokenizer DIR \\
-      [--shapes 0.5b,1.5b] [--steps 8] [--warmup 3] [--skip-hf-compile] [--out results.json]
+      [--shapes 0.5b,1.5b,7b,glm4-9b] [--steps 8] [--warmup 3] [--skip-hf-compile] [--zerotune-only]
+      [--out results.json]
 
 --tokenizer is a folder holding a Qwen tokenizer (tokenizer.json, tokenizer_config.json, ...).
 
@@ -53,7 +57,16 @@ SHAPES = {
                  num_key_value_heads=2, intermediate_size=4864),
     "1.5b": dict(name="Qwen2.5-1.5B", hidden_size=1536, num_hidden_layers=28, num_attention_heads=12,
                  num_key_value_heads=2, intermediate_size=8960),
+    # LoRA only (a full fine-tune of these does not fit the peers), both sides with gradient checkpointing.
+    "7b": dict(name="Qwen2.5-7B", hidden_size=3584, num_hidden_layers=28, num_attention_heads=28,
+               num_key_value_heads=4, intermediate_size=18944, vocab_size=152064, tie_word_embeddings=False),
+    # GLM-4-9B's transformer ("glm" as transformers names it) with the Qwen tokenizer's vocabulary.
+    "glm4-9b": dict(name="GLM-4-9B", model_type="glm", architectures=["GlmForCausalLM"], hidden_size=4096,
+                    num_hidden_layers=40, num_attention_heads=32, num_key_value_heads=2, head_dim=128,
+                    intermediate_size=13696, vocab_size=152064, tie_word_embeddings=False, attention_bias=True,
+                    partial_rotary_factor=0.5, rope_theta=10000.0, rms_norm_eps=1.5625e-07),
 }
+LORA_ONLY = {"7b", "glm4-9b"}
 COMMON = dict(model_type="qwen2", architectures=["Qwen2ForCausalLM"], vocab_size=151936, hidden_act="silu",
               max_position_embeddings=32768, rope_theta=1000000.0, rms_norm_eps=1e-6, tie_word_embeddings=True,
               use_sliding_window=False, sliding_window=32768, max_window_layers=21, attention_dropout=0.0,
@@ -138,6 +151,9 @@ def worker_peer(args):
         from peft import LoraConfig, get_peft_model
         model = get_peft_model(model, LoraConfig(r=8, lora_alpha=16, lora_dropout=0.0, target_modules="all-linear",
                                                  task_type="CAUSAL_LM"))
+    if Path(args.model_dir).name in LORA_ONLY:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        model.enable_input_require_grads()
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=LR, fused=True)
     step_fn = model
@@ -224,6 +240,8 @@ def fail(what, lines):
 
 
 def run_peer(args, method, model_dir):
+    if args.zerotune_only:
+        return None
     cmd = [sys.executable, __file__, "--worker", method, "--model-dir", str(model_dir), "--steps", str(args.steps),
            "--warmup", str(args.warmup)]
     with MemoryPoll(args.gpu) as memory:
@@ -275,6 +293,12 @@ def run_zerotune(args, work, model_dir, method):
            "--report_to", "none", "--learning_rate", str(LR), "--device", "cuda"]
     cmd += ["--finetuning_type", "full"] if method == "full" else ["--finetuning_type", "lora", "--lora_rank", "8",
                                                                    "--lora_target", "all"]
+    if model_dir.name in LORA_ONLY:
+        cmd += ["--gradient_checkpointing"]
+    # The warm-up steps after the first are profiled: the measured steps run unprofiled.
+    profiled = args.warmup >= 2
+    if profiled:
+        cmd += ["--profile_steps", str(args.warmup - 1)]
     cmd += args.zerotune_args.split()
     arrivals = []
 
@@ -293,9 +317,19 @@ def run_zerotune(args, work, model_dir, method):
     entries = log_entries(output_dir, lines)
     tokens_per_second, source = zerotune_throughput(entries, arrivals, args, tokens_per_step)
     alloc_peaks = [e["memory_peak_gib"] for e in entries if "memory_peak_gib" in e]
+    profile = json.loads((output_dir / "step_profile.json").read_text()) if profiled else None
     shutil.rmtree(output_dir, ignore_errors=True)
     return {"tokens_per_second": tokens_per_second, "timed_by": source, "peak_gib": memory.peak_gib(),
-            "alloc_peak_gib": max(alloc_peaks) if alloc_peaks else None, "last_loss": entries[-1].get("train_loss")}, lines
+            "alloc_peak_gib": max(alloc_peaks) if alloc_peaks else None, "last_loss": entries[-1].get("train_loss"),
+            "profile": profile}, lines
+
+
+def top_costs(result, count=3):
+    """"gemm 52% · attention 18% · norm 6%": the largest families of zerotune's profiled steps."""
+    profile = (result or {}).get("profile")
+    if not profile:
+        return "no profile"
+    return " · ".join(f"{f['name']} {f['share']:.0%}" for f in profile["families"][:count])
 
 
 def fmt(value, spec, width):
@@ -317,6 +351,7 @@ def print_table(rows):
         ratio = zt["tokens_per_second"] / peer["tokens_per_second"] if zt and peer else None
         print(f"{r['shape']:<13} {r['method']:<8} {'':<9}{cells(zt)}   {r['peer_name']:<11}{cells(peer)} "
               f"{fmt(ratio, '.2f', 6)}")
+        print(f"{'':<13} {'':<8} top costs: {top_costs(zt)}")
     print(f"\ntok/s over the measured steps of B={BATCH} x S={SEQ}, ratio = zerotune / peer; MFU against "
           f"{PEAK_FLOPS / 1e12:.0f} TFLOP/s with 6*N*tokens + 12*layers*heads*head_dim*S*tokens FLOPs; alloc GiB = the "
           f"caching allocator's peak (zerotune's memory_peak_gib, torch.cuda.max_memory_allocated); smi GiB = device "
@@ -350,6 +385,14 @@ def benchmark(args):
         lora_refused = None
         for shape in shapes:
             name, model_dir = SHAPES[shape]["name"], work / shape
+            if shape in LORA_ONLY:
+                zt_lora, lines = run_zerotune(args, work, model_dir, "lora")
+                if zt_lora is None:
+                    fail(f"zerotune train (LoRA, {name})", lines)
+                rows.append({"shape": name, "method": "LoRA r8", "peer_name": "HF + PEFT",
+                             "zerotune": with_mfu(zt_lora, shape),
+                             "peer": with_mfu(run_peer(args, "peft", model_dir), shape)})
+                continue
             zt, lines = run_zerotune(args, work, model_dir, "full")
             if zt is None:
                 fail(f"zerotune train (full, {name})", lines)
@@ -358,8 +401,9 @@ def benchmark(args):
                 label = {"hf": "HF eager", "hf-compile": "HF compile"}[peer]
                 rows.append({"shape": name, "method": "full", "peer_name": label,
                              "zerotune": with_mfu(dict(zt), shape), "peer": with_mfu(run_peer(args, peer, model_dir), shape)})
-                print(f"{name} full: zerotune {zt['tokens_per_second']:,.0f} tok/s, {label} "
-                      f"{rows[-1]['peer']['tokens_per_second']:,.0f} tok/s", flush=True)
+                peer_rate = (rows[-1]["peer"] or {}).get("tokens_per_second")
+                print(f"{name} full: zerotune {zt['tokens_per_second']:,.0f} tok/s ({top_costs(zt)}), {label} "
+                      f"{'n/a' if peer_rate is None else format(peer_rate, ',.0f')} tok/s", flush=True)
             if args.skip_lora or lora_refused:
                 continue
             zt_lora, lines = run_zerotune(args, work, model_dir, "lora")
@@ -387,6 +431,7 @@ def main():
     parser.add_argument("--warmup", type=int, default=3, help="steps run first and not measured")
     parser.add_argument("--skip-hf-compile", action="store_true", help="no torch.compile peer (saves minutes)")
     parser.add_argument("--skip-lora", action="store_true", help="no LoRA rows")
+    parser.add_argument("--zerotune-only", action="store_true", help="no peers: zerotune's rows and profiles alone")
     parser.add_argument("--zerotune-args", default="", help="extra zerotune train flags, e.g. '--attn_impl cudnn'")
     parser.add_argument("--gpu", type=int, default=0, help="nvidia-smi index of the GPU the runs use")
     parser.add_argument("--out", help="write every measurement here as JSON")

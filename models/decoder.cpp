@@ -20,9 +20,12 @@ struct Qkv {
 // plus the LoRA update sitting beside it.
 Variable project(const LayerParameters& p, const Variable& h, int slot, int bias_slot) {
   const LayerWeights& w = *p.weights;
-  Variable out = linear(h, w[slot], bias_slot >= 0 ? w[bias_slot] : Variable());
-  if (p.lora == nullptr || !(*p.lora)[slot]) return out;
-  return add(out, lora_delta(h, *(*p.lora)[slot], p.training));
+  const Variable bias = bias_slot >= 0 ? w[bias_slot] : Variable();
+  if (p.lora == nullptr || !(*p.lora)[slot]) return linear(h, w[slot], bias);
+  const LoraUpdate& update = *(*p.lora)[slot];
+  // Without dropout the update is fused into the layer's GEMMs (ops/gemm/lora_linear.h).
+  if (update.dropout == 0.0 || !p.training) return lora_linear(h, w[slot], bias, update.a, update.b, update.scale);
+  return add(linear(h, w[slot], bias), lora_delta(h, update, p.training));
 }
 
 // A row-parallel projection's partial output summed over the tensor-parallel ranks, before any

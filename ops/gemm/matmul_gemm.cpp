@@ -1,7 +1,9 @@
 #include "ops/gemm/matmul_gemm.h"
 
 #include "cuda/gemm/cublaslt_gemm.h"
+#include "ops/elementwise/elementwise.h"
 #include "runtime/device.h"
+#include "runtime/error.h"
 #include "runtime/streams/current_stream.h"
 
 namespace zt::ops::detail {
@@ -110,7 +112,27 @@ Tensor empty_sum(const Tensor& a, const Tensor& bias, const ProductSizes& s) {
   return out;
 }
 
+void cuda_gemm_add(const Tensor& out, const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b,
+                   const ProductSizes& s) {
+  DeviceGuard guard(a.device().index);
+  Tensor a_holder, b_holder;
+  cuda::GemmOperand lhs = gemm_operand(a, transpose_a, a_holder);
+  cuda::GemmOperand rhs = gemm_operand(b, transpose_b, b_holder);
+  cuda::gemm_accumulate(a.dtype(), out.dtype(), lhs, rhs, {out.data_ptr(), s.m, s.n, s.n, 0}, 1.0f, "gemm_add",
+                        current_stream());
+}
+
 }  // namespace
+
+void gemm_add(const Tensor& out, const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b) {
+  ProductSizes s = product_sizes(a, transpose_a, b, transpose_b);
+  ZT_REQUIRE(!s.batched && out.is_contiguous() && out.shape() == Shape({s.m, s.n}) && out.dtype() == a.dtype(),
+             "gemm_add: out " + shape_str(out.shape()) + " is not the contiguous [m, n] of the product");
+  if (s.m == 0 || s.n == 0 || s.k == 0) return;
+  if (a.device().is_cuda()) return cuda_gemm_add(out, a, transpose_a, b, transpose_b, s);
+  Tensor sum = out;  // a handle: the copy writes out
+  sum.copy_from(add_forward(out, cpu_gemm(a, transpose_a, b, transpose_b, Tensor(), s)));
+}
 
 Tensor gemm(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, const Tensor& bias) {
   ProductSizes s = product_sizes(a, transpose_a, b, transpose_b);
