@@ -21,9 +21,9 @@
 #include "train/data/batching.h"
 #include "train/optim/loss_scaler.h"
 #include "train/optim/optimizer.h"
+#include "train/report/step_profile_report.h"
 #include "train/report/train_log.h"
 #include "train/report/train_metrics.h"
-#include "train/report/step_profile_report.h"
 #include "train/report/wall_clock_breakdown.h"
 
 namespace zt::train {

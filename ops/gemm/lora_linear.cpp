@@ -44,9 +44,9 @@ LoraLinearGrads lora_linear_backward(const Tensor& grad_y, const Tensor& x, cons
   LoraLinearGrads grads;
   grads.base = linear_backward(grad_y, x, weight, needed);
   const Tensor dy = as_rows(grad_y);
-  grads.grad_b = detail::gemm(dy, true, down, false);  // [out, rank]
+  grads.grad_b = detail::gemm(dy, true, down, false);                                // [out, rank]
   const Tensor grad_down = scale_forward(detail::gemm(dy, false, b, false), scale);  // [rows, rank]
-  grads.grad_a = detail::gemm(grad_down, true, as_rows(x), false);  // [rank, in]
+  grads.grad_a = detail::gemm(grad_down, true, as_rows(x), false);                   // [rank, in]
   if (needed.x) detail::gemm_add(as_rows(grads.base.grad_x), grad_down, false, a, false);
   return grads;
 }

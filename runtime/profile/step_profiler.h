@@ -62,9 +62,9 @@ class StepProfiler {
   void add_step_intervals();
 
   Device device_;
-  std::vector<OpFamily> open_;              // the regions open now, innermost last
-  std::vector<OpFamily> interval_family_;   // interval i lies between marks i and i + 1
-  std::vector<Event> events_;               // on a GPU: reused from step to step
+  std::vector<OpFamily> open_;                 // the regions open now, innermost last
+  std::vector<OpFamily> interval_family_;      // interval i lies between marks i and i + 1
+  std::vector<Event> events_;                  // on a GPU: reused from step to step
   std::vector<Clock::time_point> host_marks_;  // on the CPU
   std::size_t marks_ = 0;
   PerOpFamily<std::int64_t> step_regions_{};

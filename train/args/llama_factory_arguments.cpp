@@ -20,7 +20,8 @@ constexpr const char* kOtherStages = "it applies to the rm, ppo, dpo and kto sta
 constexpr const char* kOwnKernels =
     "zerotune's fused RMSNorm, RoPE, SwiGLU and linear + cross-entropy kernels always run";
 constexpr const char* kNoRay = "Ray is not used; `zerotune launch` starts the ranks";
-constexpr const char* kNoProfiler = "zerotune has no torch profiler; --profile_steps times steps per op family and --zero_trace traces "
+constexpr const char* kNoProfiler =
+    "zerotune has no torch profiler; --profile_steps times steps per op family and --zero_trace traces "
     "collectives";
 constexpr const char* kOptimizer = "zerotune's optimizer is AdamW on every trained parameter";
 constexpr const char* kLoss = "zerotune's loss is plain cross-entropy on the label tokens";

@@ -28,7 +28,8 @@ std::vector<FamilyRow> rows_of(const StepProfile& profile) {
     const OpFamilyTime& time = profile.families[f];
     if (time.ms <= 0.0 && time.regions == 0) continue;
     rows.push_back({op_family_name(static_cast<OpFamily>(f)), time.ms / steps,
-                    profile.step_ms > 0.0 ? time.ms / profile.step_ms : 0.0, static_cast<double>(time.regions) / steps});
+                    profile.step_ms > 0.0 ? time.ms / profile.step_ms : 0.0,
+                    static_cast<double>(time.regions) / steps});
   }
   std::stable_sort(rows.begin(), rows.end(),
                    [](const FamilyRow& a, const FamilyRow& b) { return a.ms_per_step > b.ms_per_step; });
@@ -66,12 +67,8 @@ nlohmann::json step_profile_json(const StepProfile& profile, std::int64_t first_
                         {"ms_per_step", row.ms_per_step},
                         {"share", row.share},
                         {"regions_per_step", row.regions_per_step}});
-  return {{"device", device},
-          {"first_step", first_step},
-          {"last_step", first_step + profile.steps - 1},
-          {"steps", profile.steps},
-          {"step_ms", ms_per_step(profile)},
-          {"families", std::move(families)}};
+  return {{"device", device},       {"first_step", first_step},        {"last_step", first_step + profile.steps - 1},
+          {"steps", profile.steps}, {"step_ms", ms_per_step(profile)}, {"families", std::move(families)}};
 }
 
 StepProfileSession::StepProfileSession(Device device, std::int64_t steps, std::string output_dir, bool reports)
@@ -92,7 +89,7 @@ void StepProfileSession::end(std::int64_t step) {
 void StepProfileSession::finish() {
   if (first_profiled_ == 0 && reports_ && !reported_) {
     ZT_LOG(kWarn, "--profile_steps: training ended before step " << kFirstStep
-                                                                  << ", the first profiled step (step 1 warms up)");
+                                                                 << ", the first profiled step (step 1 warms up)");
     reported_ = true;
   }
   if (first_profiled_ != 0) report();
