@@ -16,11 +16,13 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias)
   // Only what the needed gradients read is kept: a frozen weight's layer keeps no input.
   Tensor saved_x = weight.requires_grad() ? x.data() : Tensor();
   Tensor saved_weight = x.requires_grad() ? weight.data() : Tensor();
+  // A trained weight's gradient may go straight into its sink (the optimizer's fp32 buffer).
+  Tensor sink = weight.is_leaf() && weight.requires_grad() ? weight.grad_sink() : Tensor();
   return record_one(
-      "linear", std::move(y), inputs, [saved_x, saved_weight](const TensorList& g, const NeedsList& needs) {
+      "linear", std::move(y), inputs, [saved_x, saved_weight, sink](const TensorList& g, const NeedsList& needs) {
         bool with_bias = needs.size() > 2;
         ops::LinearGrads grads =
-            ops::linear_backward(g[0], saved_x, saved_weight, {needs[0], needs[1], with_bias && needs[2]});
+            ops::linear_backward(g[0], saved_x, saved_weight, {needs[0], needs[1], with_bias && needs[2]}, sink);
         TensorList out{grads.grad_x, grads.grad_weight};
         if (with_bias) out.push_back(grads.grad_bias);
         return out;

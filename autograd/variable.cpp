@@ -38,6 +38,18 @@ void Variable::add_grad_ready_hook(GradReadyHook hook) const {
   checked_impl().grad_ready_hooks.push_back(std::move(hook));
 }
 
+void Variable::set_grad_sink(const Tensor& sink) const {
+  VariableImpl& impl = checked_impl();
+  ZT_REQUIRE(impl.grad_fn == nullptr, "set_grad_sink on '" + impl.name + "', which is not a leaf");
+  ZT_REQUIRE(!sink.defined() || (sink.dtype() == DType::kF32 && sink.shape() == impl.data.shape() &&
+                                 sink.device() == impl.data.device() && sink.is_contiguous()),
+             "set_grad_sink on '" + impl.name + "': the sink must be a contiguous float32 " +
+                 shape_str(impl.data.shape()) + " on " + impl.data.device().str());
+  impl.grad_sink = sink;
+}
+
+const Tensor& Variable::grad_sink() const { return checked_impl().grad_sink; }
+
 Variable Variable::detach() const { return Variable(data(), false, name()); }
 
 void Variable::set_requires_grad(bool requires_grad) const {

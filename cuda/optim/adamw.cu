@@ -158,7 +158,7 @@ void launch_group(const std::vector<std::size_t>& members, const std::vector<Slo
 
 }  // namespace
 
-void adamw_step_multi(const AdamWTensor* tensors, std::size_t count, const AdamWScalars& scalars,
+void adamw_step_multi(const AdamWTensor* tensors, std::size_t count, const AdamWScalars& scalars, bool check_finite,
                       bool* found_non_finite, cudaStream_t stream) {
   ZT_CUDA_CHECK(cudaMemsetAsync(found_non_finite, 0, sizeof(bool), stream));
   std::vector<Slot> slots;
@@ -167,7 +167,7 @@ void adamw_step_multi(const AdamWTensor* tensors, std::size_t count, const AdamW
     slots.push_back(slot_of(tensors[i]));
     groups[key_of(tensors[i])].push_back(i);
   }
-  for (const auto& [key, members] : groups)
+  for (const auto& [key, members] : check_finite ? groups : decltype(groups)())
     dispatch_float_type(key.first, "adamw_step_multi", [&]<typename G>() {
       launch_group(members, slots, scalars, [&](const Launch& launch, unsigned blocks) {
         find_non_finite_kernel<G><<<blocks, kThreads, 0, stream>>>(launch, found_non_finite);

@@ -41,13 +41,12 @@ struct AdamWTensor {
   float decay_factor = 1.0f;  // 1 - lr * weight_decay, per parameter
 };
 
-// Clears *found_non_finite, raises it when any gradient element is inf or NaN, then unless it
-// is raised, per element: g = grad / grad_scale; p *= decay_factor;
-// m = beta1 m + (1 - beta1) g; v = beta2 v + (1 - beta2) (g g);
-// p -= step_size * m / (sqrt(v) / bias_correction2_sqrt + eps); working = p rounded to
-// working_dtype. Each operation rounds to float32 as written (no fused multiply-add), matching
-// the CPU reference bit for bit.
-void adamw_step_multi(const AdamWTensor* tensors, std::size_t count, const AdamWScalars& scalars,
+// Clears *found_non_finite, raises it when any gradient element is inf or NaN (when
+// `check_finite`; the caller may know they are), then unless it is raised, per element: g = grad / grad_scale; p *=
+// decay_factor; m = beta1 m + (1 - beta1) g; v = beta2 v + (1 - beta2) (g g); p -= step_size * m / (sqrt(v) /
+// bias_correction2_sqrt + eps); working = p rounded to working_dtype. Each operation rounds to float32 as written (no
+// fused multiply-add), matching the CPU reference bit for bit.
+void adamw_step_multi(const AdamWTensor* tensors, std::size_t count, const AdamWScalars& scalars, bool check_finite,
                       bool* found_non_finite, cudaStream_t stream);
 
 }  // namespace zt::cuda

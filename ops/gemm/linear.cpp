@@ -45,7 +45,7 @@ Tensor linear_forward(const Tensor& x, const Tensor& weight, const Tensor& bias)
 }
 
 LinearGrads linear_backward(const Tensor& grad_y, const Tensor& x, const Tensor& weight,
-                            const LinearGradsNeeded& needed) {
+                            const LinearGradsNeeded& needed, const Tensor& weight_grad_sink) {
   const char* op = "linear_backward";
   ZT_REQUIRE(!needed.x || weight.defined(), std::string(op) + ": grad_x needs the weight");
   ZT_REQUIRE(!needed.weight || x.defined(), std::string(op) + ": grad_weight needs the input x");
@@ -74,7 +74,10 @@ LinearGrads linear_backward(const Tensor& grad_y, const Tensor& x, const Tensor&
   Tensor dy = as_rows(grad_y);
   LinearGrads grads;
   if (needed.x) grads.grad_x = detail::gemm(dy, false, weight, false).view(with_last(grad_y, weight.size(1)));
-  if (needed.weight) grads.grad_weight = detail::gemm(dy, true, as_rows(x), false);
+  if (needed.weight && weight_grad_sink.defined())
+    detail::gemm_add(weight_grad_sink, dy, true, as_rows(x), false);
+  else if (needed.weight)
+    grads.grad_weight = detail::gemm(dy, true, as_rows(x), false);
   if (needed.bias) {
     // The column sums of grad_y as a product with a row of ones: one GEMM, fp32 accumulation.
     Tensor ones = Tensor::ones({1, dy.size(0)}, dy.dtype(), dy.device());

@@ -25,7 +25,10 @@ struct LinearGradsNeeded {
 };
 // x is read only for grad_weight and weight only for grad_x, so either may be undefined
 // when the other's gradient is not needed (nothing then keeps it alive for backward).
+// With a `weight_grad_sink` (a contiguous float32 [out, in]: the optimizer's gradient buffer)
+// the weight's gradient is added into it by the GEMM (beta = 1) and grad_weight stays
+// undefined: no 16-bit gradient is written and read back to be summed.
 LinearGrads linear_backward(const Tensor& grad_y, const Tensor& x, const Tensor& weight,
-                            const LinearGradsNeeded& needed);
+                            const LinearGradsNeeded& needed, const Tensor& weight_grad_sink = Tensor());
 
 }  // namespace zt::ops

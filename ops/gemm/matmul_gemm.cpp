@@ -126,12 +126,14 @@ void cuda_gemm_add(const Tensor& out, const Tensor& a, bool transpose_a, const T
 
 void gemm_add(const Tensor& out, const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b) {
   ProductSizes s = product_sizes(a, transpose_a, b, transpose_b);
-  ZT_REQUIRE(!s.batched && out.is_contiguous() && out.shape() == Shape({s.m, s.n}) && out.dtype() == a.dtype(),
-             "gemm_add: out " + shape_str(out.shape()) + " is not the contiguous [m, n] of the product");
+  ZT_REQUIRE(!s.batched && out.is_contiguous() && out.shape() == Shape({s.m, s.n}) &&
+                 (out.dtype() == a.dtype() || out.dtype() == DType::kF32),
+             "gemm_add: out " + shape_str(out.shape()) + " " + dtype_name(out.dtype()) +
+                 " is not the contiguous [m, n] of the product in its dtype or float32");
   if (s.m == 0 || s.n == 0 || s.k == 0) return;
   if (a.device().is_cuda()) return cuda_gemm_add(out, a, transpose_a, b, transpose_b, s);
   Tensor sum = out;  // a handle: the copy writes out
-  sum.copy_from(add_forward(out, cpu_gemm(a, transpose_a, b, transpose_b, Tensor(), s)));
+  sum.copy_from(add_forward(out, cpu_gemm(a, transpose_a, b, transpose_b, Tensor(), s).to(out.dtype())));
 }
 
 Tensor gemm(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, const Tensor& bias) {

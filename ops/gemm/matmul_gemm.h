@@ -13,9 +13,10 @@ namespace zt::ops::detail {
 // float64 for float64 and float32 on the CPU, else in float32, and rounds once to the dtype.
 Tensor gemm(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, const Tensor& bias = Tensor());
 
-// out += op(a) · op(b), in place, for 2-D operands and a contiguous 2-D `out` of their dtype.
-// On the GPU the sum is the GEMM's own epilogue (beta = 1: out is read once, the product
-// never stored); on the CPU the product is rounded to the dtype and then added.
+// out += op(a) · op(b), in place, for 2-D operands and a contiguous 2-D `out` of their dtype
+// or float32. On the GPU the sum is the GEMM's own epilogue (beta = 1: out is read once, the
+// product never stored, a float32 out never rounded to 16 bits); on the CPU the product is
+// rounded to the operands' dtype and then added.
 void gemm_add(const Tensor& out, const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b);
 
 }  // namespace zt::ops::detail

@@ -97,7 +97,7 @@ void write_working_cpu(const char* op, const Tensor& master, const Tensor& worki
 
 Tensor step_cpu(const char* op, const std::vector<AdamWParam>& params, const std::vector<Tensor>& grads,
                 const AdamWConfig& config) {
-  for (const Tensor& grad : grads) {
+  for (const Tensor& grad : config.gradients_known_finite ? std::vector<Tensor>() : grads) {
     bool bad = host::dispatch_float(grad.dtype(), op,
                                     [&]<typename G>() { return any_non_finite(grad.data<G>(), grad.numel()); });
     if (bad) return Tensor::full({}, 1.0, DType::kBool);
@@ -133,7 +133,8 @@ Tensor step_cuda(const std::vector<AdamWParam>& params, const std::vector<Tensor
     tensors.push_back(t);
   }
   Tensor found = Tensor::empty({}, DType::kBool, params[0].master.device());
-  cuda::adamw_step_multi(tensors.data(), tensors.size(), adamw_scalars(config), found.data<bool>(), current_stream());
+  cuda::adamw_step_multi(tensors.data(), tensors.size(), adamw_scalars(config), !config.gradients_known_finite,
+                         found.data<bool>(), current_stream());
   return found;
 }
 

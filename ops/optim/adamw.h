@@ -23,6 +23,9 @@ struct AdamWConfig {
   double weight_decay = 0.0;
   std::int64_t step = 1;    // this step's 1-based count, for the bias corrections
   double grad_scale = 1.0;  // the loss scale times any clip divisor; the gradient is divided by it
+  // The caller has seen that every gradient is finite (their L2 norm is): the step skips its
+  // own pass over them, a read of every gradient.
+  bool gradients_known_finite = false;
 };
 
 // Updates master, exp_avg and exp_avg_sq (float32, contiguous, one shape) in place from grad

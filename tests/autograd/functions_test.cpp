@@ -6,6 +6,7 @@
 #include "autograd/functions.h"
 #include "autograd/grad_mode.h"
 #include "autograd/node.h"
+#include "runtime/error.h"
 #include "runtime/generator.h"
 #include "tests/common/gradcheck.h"
 #include "tests/common/op_test_util.h"
@@ -97,6 +98,30 @@ TEST(AutogradFunctions, LinearMatmulEmbedding) {
                         {true, true});
   Tensor table = random_tensor({6, 3}, 13), tokens = ids({5, 0, 5, 2});
   expect_tape_gradients("embedding", [&](auto& in) { return embedding(in[0], tokens); }, {table}, {true});
+}
+
+// A weight with a gradient sink: linear adds the weight's gradient into it (across backward
+// calls, as an optimizer's buffer accumulates micro-batches) and delivers none; the input's
+// gradient is delivered as ever; the sink is refused unless float32 of the leaf's shape.
+TEST(AutogradFunctions, LinearAddsAWeightGradientIntoItsSink) {
+  Variable x2(Tensor::from_values({1, 2, 3, 4}, {2, 2}, DType::kF32), true, "x");
+  Variable w2(Tensor::from_values({1, 0, 0, 1, 1, 1}, {3, 2}, DType::kF32), true, "w");
+  Tensor sink = Tensor::full({3, 2}, 0.5, DType::kF32);
+  w2.set_grad_sink(sink);
+  int hook_calls = 0;
+  w2.add_grad_ready_hook([&](const Tensor&) { ++hook_calls; });
+  sum(linear(x2, w2)).backward();  // d/dW = column sums of x: [4, 6] on every row
+  EXPECT_EQ(sink.to_vector(), (std::vector<double>{4.5, 6.5, 4.5, 6.5, 4.5, 6.5}));
+  EXPECT_FALSE(w2.grad().defined());
+  EXPECT_EQ(hook_calls, 0);
+  EXPECT_EQ(x2.grad().to_vector(), (std::vector<double>{2, 2, 2, 2}));
+  sum(linear(x2, w2)).backward();
+  EXPECT_EQ(sink.to_vector(), (std::vector<double>{8.5, 12.5, 8.5, 12.5, 8.5, 12.5}));
+  w2.set_grad_sink(Tensor());
+  sum(linear(x2, w2)).backward();
+  EXPECT_EQ(w2.grad().to_vector(), (std::vector<double>{4, 6, 4, 6, 4, 6}));
+  EXPECT_THROW(w2.set_grad_sink(Tensor::zeros({2, 3}, DType::kF32)), Error);
+  EXPECT_THROW(w2.set_grad_sink(Tensor::zeros({3, 2}, DType::kF64)), Error);
 }
 
 TEST(AutogradFunctions, TransformerPieces) {

@@ -96,7 +96,9 @@ StepResult AdamWStepCore::step(const StepRequest& request, const GradientNorm& n
                               .beta2 = config_.beta2,
                               .eps = config_.eps,
                               .step = request.step,
-                              .grad_scale = clip_divisor(result.grad_norm, request.loss_scale, request.max_grad_norm)};
+                              .grad_scale = clip_divisor(result.grad_norm, request.loss_scale, request.max_grad_norm),
+                              // The norm is finite (else the step was skipped above): so is every gradient.
+                              .gradients_known_finite = true};
   if (offload_) {
     write_working(offload_->step(grads_, adam));
     offload_->log_report_once();

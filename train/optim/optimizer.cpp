@@ -43,6 +43,9 @@ Optimizer::Optimizer(std::vector<TrainableParameter> parameters, const Optimizer
   for (std::size_t i = 0; i < parameters_.size(); ++i) {
     const OwnedSpan& span = core_->spans()[i];
     grads_.push_back(core_->grads().narrow(0, span.offset, span.numel).view(span.shape));
+    // Linear layers add their weight gradients straight into the buffer (their GEMM's
+    // epilogue); whatever arrives as a tensor is added by the hook.
+    if (grads_[i].device() == parameters_[i].variable.data().device()) parameters_[i].variable.set_grad_sink(grads_[i]);
     parameters_[i].variable.add_grad_ready_hook([this, i](const Tensor& grad) {
       Tensor contribution = grad;  // the hook's argument is the leaf's slot, cleared next
       ops::accumulate_(grads_[i], contribution);
@@ -51,7 +54,10 @@ Optimizer::Optimizer(std::vector<TrainableParameter> parameters, const Optimizer
   }
 }
 
-Optimizer::~Optimizer() = default;
+// The model may outlive this optimizer: its gradients go back to being delivered.
+Optimizer::~Optimizer() {
+  for (const TrainableParameter& p : parameters_) p.variable.set_grad_sink(Tensor());
+}
 
 std::int64_t Optimizer::numel() const { return core_->master().numel(); }
 

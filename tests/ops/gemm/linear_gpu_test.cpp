@@ -3,6 +3,8 @@
 // bias epilogue and in backward. New GPU tensors start as NaN, so unwritten outputs fail.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "ops/gemm/linear.h"
@@ -45,6 +47,29 @@ TEST_F(LinearGpu, MatchesCpuOnAwkwardAndLargeShapes) {
     check_linear({3, 5, 7}, 33, dtype, 20);
     check_linear({7}, 1, dtype, 30);
     check_linear({257, 1000}, 513, dtype, 40);
+  }
+}
+
+// The weight gradient added into a float32 sink by the GEMM (beta = 1), from 16-bit operands:
+// sink + dyᵀ x against the CPU's float64, and no grad_weight returned.
+TEST_F(LinearGpu, WeightGradientIntoAFloat32Sink) {
+  ZT_SKIP_WITHOUT_GPU();
+  for (DType dtype : {DType::kBF16, DType::kF16, DType::kF32}) {
+    Pair x = random_pair({300, 72}, 50, dtype), gy = random_pair({300, 40}, 51, dtype);
+    Tensor start = random_tensor({40, 72}, 52, DType::kF32);
+    Tensor sink = start.to(Device::cuda());
+    ops::LinearGrads g = ops::linear_backward(gy.gpu, x.gpu, Tensor(), {.x = false, .weight = true}, sink);
+    EXPECT_FALSE(g.grad_weight.defined());
+    Tensor want =
+        ops::linear_backward(gy.cpu.to(DType::kF64), x.cpu.to(DType::kF64), Tensor(), {.x = false, .weight = true})
+            .grad_weight;
+    std::vector<double> got = sink.to_vector(), reference = want.to_vector(), initial = start.to_vector();
+    double worst = 0.0, scale = 0.0;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      worst = std::max(worst, std::abs(got[i] - (initial[i] + reference[i])));
+      scale = std::max(scale, std::abs(reference[i]));
+    }
+    EXPECT_LE(worst, 1e-5 * scale) << dtype_name(dtype) << ": the sum is kept in float32, never rounded to 16 bits";
   }
 }
 

@@ -84,6 +84,23 @@ TEST_F(OptimGpu, AdamWSkipsTheStepOnANonFiniteGradient) {
   }
 }
 
+// As on the CPU: with the gradients known finite the kernels do not look, so a NaN goes through.
+TEST_F(OptimGpu, AdamWWithGradientsKnownFiniteSkipsTheCheck) {
+  ZT_SKIP_WITHOUT_GPU();
+  Shape shape{100003};
+  Copies gpu = make_state(shape, 7, DType::kBF16, Device::cuda());
+  std::vector<double> grad = Tensor::normal(shape, 9, 0, 0.0, 1.0, DType::kF32).to_vector();
+  grad[99999] = std::numeric_limits<double>::quiet_NaN();
+  ops::AdamWConfig config;
+  config.gradients_known_finite = true;
+  Tensor found = ops::adamw_step(gpu.master, gpu.exp_avg, gpu.exp_avg_sq,
+                                 Tensor::from_values(grad, shape, DType::kF32).to(Device::cuda()), config, gpu.working);
+  EXPECT_FALSE(found.item());
+  const std::vector<double> master = gpu.master.to_vector();
+  EXPECT_TRUE(std::isnan(master[99999]));
+  EXPECT_FALSE(std::isnan(master[99998]));
+}
+
 TEST_F(OptimGpu, L2NormMatchesCpuOverManyTensors) {
   ZT_SKIP_WITHOUT_GPU();
   // 5M elements: more than 1024 partials' worth of one tensor, so blocks grid-stride.

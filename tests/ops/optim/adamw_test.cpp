@@ -131,6 +131,20 @@ TEST(AdamW, NonFiniteGradientChangesNothing) {
   }
 }
 
+// A caller that has seen every gradient finite (the trainer, from their norm) spares the
+// check: a non-finite gradient then goes through, which shows that no pass looked for it.
+TEST(AdamW, GradientsKnownFiniteSkipTheCheck) {
+  State s = fresh_state({9}, 6);
+  Values g = random_tensor({9}, 8, DType::kF32).to_vector();
+  g[4] = std::numeric_limits<double>::quiet_NaN();
+  ops::AdamWConfig config;
+  config.gradients_known_finite = true;
+  Tensor found = ops::adamw_step(s.master, s.exp_avg, s.exp_avg_sq, Tensor::from_values(g, {9}, DType::kF32), config);
+  EXPECT_FALSE(found.item());
+  EXPECT_TRUE(std::isnan(s.master.to_vector()[4]));
+  EXPECT_FALSE(std::isnan(s.master.to_vector()[3]));
+}
+
 TEST(AdamW, BadArgumentsNameShapesAndDtypes) {
   State s = fresh_state({4, 2}, 9);
   Tensor grad = random_tensor({4, 2}, 10, DType::kF32);
