@@ -40,6 +40,17 @@ Variable matmul(const Variable& a, const Variable& b, bool transpose_a = false, 
 // (ops/gemm/lora_linear.h): LoRA without dropout.
 Variable lora_linear(const Variable& x, const Variable& weight, const Variable& bias, const Variable& lora_a,
                      const Variable& lora_b, double scale);
+// One linear layer of several that read the same input (q, k and v; gate and up).
+struct Projection {
+  Variable weight;
+  Variable bias;              // may be undefined
+  Variable lora_a, lora_b;    // both undefined without LoRA (no dropout: lora_linear)
+  double lora_scale = 1.0;
+};
+// The projections of x, recorded as one op: its backward adds each layer's input gradient
+// into the first one's by the GEMM (ops::LinearGradTargets) instead of the engine summing
+// separate tensors, one add pass over [rows, in] fewer per extra projection.
+std::vector<Variable> projections(const Variable& x, const std::vector<Projection>& layers);
 Variable embedding(const Variable& weight, const Tensor& ids, bool deterministic = false);
 
 // Transformer pieces.

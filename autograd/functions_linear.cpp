@@ -22,7 +22,8 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias)
       "linear", std::move(y), inputs, [saved_x, saved_weight, sink](const TensorList& g, const NeedsList& needs) {
         bool with_bias = needs.size() > 2;
         ops::LinearGrads grads =
-            ops::linear_backward(g[0], saved_x, saved_weight, {needs[0], needs[1], with_bias && needs[2]}, sink);
+            ops::linear_backward(g[0], saved_x, saved_weight, {needs[0], needs[1], with_bias && needs[2]},
+                                 {.grad_x = Tensor(), .weight_sink = sink});
         TensorList out{grads.grad_x, grads.grad_weight};
         if (with_bias) out.push_back(grads.grad_bias);
         return out;
@@ -45,6 +46,86 @@ Variable lora_linear(const Variable& x, const Variable& weight, const Variable& 
     TensorList out{grads.base.grad_x, grads.base.grad_weight, grads.grad_a, grads.grad_b};
     if (with_bias) out.push_back(grads.base.grad_bias);
     return out;
+  });
+}
+
+namespace {
+
+// What the backward of one projection reads, and where its inputs sit in the node's inputs.
+struct SavedProjection {
+  Tensor weight, lora_a, lora_b, down, sink;
+  double lora_scale = 1.0;
+  bool has_bias = false, has_lora = false;
+  std::size_t first_input = 0;  // the weight; then the bias, then lora_a and lora_b
+};
+
+SavedProjection save_projection(const Variable& x, const Projection& layer, std::vector<Variable>& inputs,
+                                std::vector<Tensor>& outputs) {
+  SavedProjection s;
+  s.first_input = inputs.size();
+  s.has_bias = layer.bias.defined();
+  s.has_lora = layer.lora_a.defined();
+  s.lora_scale = layer.lora_scale;
+  const Tensor bias = s.has_bias ? layer.bias.data() : Tensor();
+  if (s.has_lora) {
+    ops::LoraLinearOutput y = ops::lora_linear_forward(x.data(), layer.weight.data(), bias, layer.lora_a.data(),
+                                                       layer.lora_b.data(), layer.lora_scale);
+    outputs.push_back(y.y);
+    s.down = y.down;
+    s.lora_a = layer.lora_a.data();
+    s.lora_b = layer.lora_b.data();
+  } else {
+    outputs.push_back(ops::linear_forward(x.data(), layer.weight.data(), bias));
+  }
+  s.weight = x.requires_grad() ? layer.weight.data() : Tensor();
+  s.sink = layer.weight.is_leaf() && layer.weight.requires_grad() ? layer.weight.grad_sink() : Tensor();
+  inputs.push_back(layer.weight);
+  if (s.has_bias) inputs.push_back(layer.bias);
+  if (s.has_lora) {
+    inputs.push_back(layer.lora_a);
+    inputs.push_back(layer.lora_b);
+  }
+  return s;
+}
+
+}  // namespace
+
+std::vector<Variable> projections(const Variable& x, const std::vector<Projection>& layers) {
+  OpRegion region("linear");
+  std::vector<Variable> inputs{x};
+  std::vector<Tensor> outputs;
+  std::vector<SavedProjection> saved;
+  bool reads_x = false;  // a trained weight or an update needs x in backward
+  for (const Projection& layer : layers) {
+    saved.push_back(save_projection(x, layer, inputs, outputs));
+    reads_x = reads_x || layer.weight.requires_grad() || layer.lora_a.defined();
+  }
+  const Tensor saved_x = reads_x ? x.data() : Tensor();
+  return record("linear", std::move(outputs), inputs, [saved, saved_x](const TensorList& g, const NeedsList& needs) {
+    TensorList grads(needs.size());
+    Tensor grad_x;  // the first layer's input gradient; the others' are added into it
+    for (std::size_t i = 0; i < saved.size(); ++i) {
+      const SavedProjection& s = saved[i];
+      const std::size_t k = s.first_input;
+      const ops::LinearGradsNeeded needed{needs[0], needs[k], s.has_bias && needs[k + 1]};
+      const ops::LinearGradTargets into{.grad_x = grad_x, .weight_sink = s.sink};
+      ops::LinearGrads base;
+      if (s.has_lora) {
+        ops::LoraLinearGrads lora = ops::lora_linear_backward(g[i], saved_x, s.weight, s.lora_a, s.lora_b, s.down,
+                                                              s.lora_scale, needed, into);
+        base = lora.base;
+        const std::size_t a_input = k + (s.has_bias ? 2 : 1);
+        grads[a_input] = lora.grad_a;
+        grads[a_input + 1] = lora.grad_b;
+      } else {
+        base = ops::linear_backward(g[i], saved_x, s.weight, needed, into);
+      }
+      grad_x = base.grad_x;
+      grads[k] = base.grad_weight;
+      if (s.has_bias) grads[k + 1] = base.grad_bias;
+    }
+    grads[0] = grad_x;
+    return grads;
   });
 }
 

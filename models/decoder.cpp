@@ -1,6 +1,9 @@
 #include "models/decoder.h"
 
 #include <cmath>
+#include <optional>
+#include <utility>
+#include <vector>
 
 #include "autograd/functions.h"
 #include "autograd/grad_mode.h"
@@ -16,16 +19,42 @@ struct Qkv {
   Variable q, k, v;  // [tokens, heads, head_dim]
 };
 
-// The projection of weight slot `slot` (with its bias slot's bias when the layer has one),
-// plus the LoRA update sitting beside it.
-Variable project(const LayerParameters& p, const Variable& h, int slot, int bias_slot) {
+// The layer of weight slot `slot` (with its bias slot's bias when the layer has one) and the
+// LoRA update beside it, when its GEMMs can carry the update (ops/gemm/lora_linear.h): always
+// but for LoRA dropout in training, which needs ops of its own.
+std::optional<Projection> fusable_projection(const LayerParameters& p, int slot, int bias_slot) {
   const LayerWeights& w = *p.weights;
-  const Variable bias = bias_slot >= 0 ? w[bias_slot] : Variable();
-  if (p.lora == nullptr || !(*p.lora)[slot]) return linear(h, w[slot], bias);
+  Projection layer{.weight = w[slot], .bias = bias_slot >= 0 ? w[bias_slot] : Variable()};
+  if (p.lora == nullptr || !(*p.lora)[slot]) return layer;
   const LoraUpdate& update = *(*p.lora)[slot];
-  // Without dropout the update is fused into the layer's GEMMs (ops/gemm/lora_linear.h).
-  if (update.dropout == 0.0 || !p.training) return lora_linear(h, w[slot], bias, update.a, update.b, update.scale);
-  return add(linear(h, w[slot], bias), lora_delta(h, update, p.training));
+  if (update.dropout != 0.0 && p.training) return std::nullopt;
+  layer.lora_a = update.a;
+  layer.lora_b = update.b;
+  layer.lora_scale = update.scale;
+  return layer;
+}
+
+// The projection of weight slot `slot` plus the LoRA update sitting beside it.
+Variable project(const LayerParameters& p, const Variable& h, int slot, int bias_slot) {
+  if (std::optional<Projection> layer = fusable_projection(p, slot, bias_slot))
+    return layer->lora_a.defined()
+               ? lora_linear(h, layer->weight, layer->bias, layer->lora_a, layer->lora_b, layer->lora_scale)
+               : linear(h, layer->weight, layer->bias);
+  const Variable bias = bias_slot >= 0 ? (*p.weights)[bias_slot] : Variable();
+  return add(linear(h, (*p.weights)[slot], bias), lora_delta(h, *(*p.lora)[slot], p.training));
+}
+
+// Projections of one input by (weight slot, bias slot): one op summing their input gradients
+// in its GEMMs when every one is fusable, each its own op otherwise.
+std::vector<Variable> project_each(const LayerParameters& p, const Variable& h,
+                                   const std::vector<std::pair<int, int>>& slots) {
+  std::vector<Projection> layers;
+  for (const auto& [slot, bias_slot] : slots)
+    if (std::optional<Projection> layer = fusable_projection(p, slot, bias_slot)) layers.push_back(*layer);
+  if (layers.size() == slots.size()) return projections(h, layers);
+  std::vector<Variable> outputs;
+  for (const auto& [slot, bias_slot] : slots) outputs.push_back(project(p, h, slot, bias_slot));
+  return outputs;
 }
 
 // A row-parallel projection's partial output summed over the tensor-parallel ranks, before any
@@ -46,9 +75,10 @@ Qkv project_qkv(const ModelConfig& c, const LayerParameters& p, const Variable& 
     k = narrow(qkv, 1, c.q_size(), c.kv_size());
     v = narrow(qkv, 1, c.q_size() + c.kv_size(), c.kv_size());
   } else {
-    q = project(p, h, kQ, kQBias);
-    k = project(p, h, kK, kKBias);
-    v = project(p, h, kV, kVBias);
+    std::vector<Variable> qkv = project_each(p, h, {{kQ, kQBias}, {kK, kKBias}, {kV, kVBias}});
+    q = qkv[0];
+    k = qkv[1];
+    v = qkv[2];
   }
   p.record("self_attn.q_proj", q);
   p.record("self_attn.k_proj", k);
@@ -113,8 +143,13 @@ Variable self_attention(const ModelConfig& c, std::int64_t layer, const LayerPar
 
 Variable mlp(const ModelConfig& c, const LayerParameters& p, const Variable& h) {
   const LayerWeights& w = *p.weights;
-  Variable activated = c.fused_gate_up ? swiglu_fused(project(p, h, kGateUp, kGateUpBias))
-                                       : swiglu(project(p, h, kGate, -1), project(p, h, kUp, -1));
+  Variable activated;
+  if (c.fused_gate_up) {
+    activated = swiglu_fused(project(p, h, kGateUp, kGateUpBias));
+  } else {
+    std::vector<Variable> gate_up = project_each(p, h, {{kGate, -1}, {kUp, -1}});
+    activated = swiglu(gate_up[0], gate_up[1]);
+  }
   p.record("mlp.act", activated);
   Variable out = summed_over_ranks(p, project(p, activated, kDown, kDownBias));
   p.record("mlp", out);

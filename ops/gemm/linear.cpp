@@ -45,7 +45,7 @@ Tensor linear_forward(const Tensor& x, const Tensor& weight, const Tensor& bias)
 }
 
 LinearGrads linear_backward(const Tensor& grad_y, const Tensor& x, const Tensor& weight,
-                            const LinearGradsNeeded& needed, const Tensor& weight_grad_sink) {
+                            const LinearGradsNeeded& needed, const LinearGradTargets& into) {
   const char* op = "linear_backward";
   ZT_REQUIRE(!needed.x || weight.defined(), std::string(op) + ": grad_x needs the weight");
   ZT_REQUIRE(!needed.weight || x.defined(), std::string(op) + ": grad_weight needs the input x");
@@ -73,9 +73,17 @@ LinearGrads linear_backward(const Tensor& grad_y, const Tensor& x, const Tensor&
   }
   Tensor dy = as_rows(grad_y);
   LinearGrads grads;
-  if (needed.x) grads.grad_x = detail::gemm(dy, false, weight, false).view(with_last(grad_y, weight.size(1)));
-  if (needed.weight && weight_grad_sink.defined())
-    detail::gemm_add(weight_grad_sink, dy, true, as_rows(x), false);
+  if (needed.x && into.grad_x.defined()) {
+    ZT_REQUIRE(into.grad_x.shape() == with_last(grad_y, weight.size(1)),
+               std::string(op) + ": the grad_x to add into has shape " + shape_str(into.grad_x.shape()) +
+                   ", not x's " + shape_str(with_last(grad_y, weight.size(1))));
+    detail::gemm_add(as_rows(into.grad_x), dy, false, weight, false);
+    grads.grad_x = into.grad_x;
+  } else if (needed.x) {
+    grads.grad_x = detail::gemm(dy, false, weight, false).view(with_last(grad_y, weight.size(1)));
+  }
+  if (needed.weight && into.weight_sink.defined())
+    detail::gemm_add(into.weight_sink, dy, true, as_rows(x), false);
   else if (needed.weight)
     grads.grad_weight = detail::gemm(dy, true, as_rows(x), false);
   if (needed.bias) {

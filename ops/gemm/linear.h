@@ -23,12 +23,20 @@ struct LinearGradsNeeded {
   bool weight = true;
   bool bias = false;
 };
+// Gradients summed in place by the GEMMs (beta = 1) instead of written anew; both optional.
+struct LinearGradTargets {
+  // x's shape and dtype, contiguous: grad_x is added into it and returned as grad_x. Layers
+  // reading one input (q/k/v, gate/up) sum their input gradients so, without an add pass.
+  Tensor grad_x;
+  // float32 [out, in], contiguous (the optimizer's gradient buffer): the weight's gradient
+  // is added into it and grad_weight stays undefined; no 16-bit gradient is written and read
+  // back to be summed.
+  Tensor weight_sink;
+};
+
 // x is read only for grad_weight and weight only for grad_x, so either may be undefined
 // when the other's gradient is not needed (nothing then keeps it alive for backward).
-// With a `weight_grad_sink` (a contiguous float32 [out, in]: the optimizer's gradient buffer)
-// the weight's gradient is added into it by the GEMM (beta = 1) and grad_weight stays
-// undefined: no 16-bit gradient is written and read back to be summed.
 LinearGrads linear_backward(const Tensor& grad_y, const Tensor& x, const Tensor& weight,
-                            const LinearGradsNeeded& needed, const Tensor& weight_grad_sink = Tensor());
+                            const LinearGradsNeeded& needed, const LinearGradTargets& into = {});
 
 }  // namespace zt::ops

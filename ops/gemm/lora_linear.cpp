@@ -39,10 +39,10 @@ LoraLinearOutput lora_linear_forward(const Tensor& x, const Tensor& weight, cons
 
 LoraLinearGrads lora_linear_backward(const Tensor& grad_y, const Tensor& x, const Tensor& weight, const Tensor& a,
                                      const Tensor& b, const Tensor& down, double scale,
-                                     const LinearGradsNeeded& needed) {
+                                     const LinearGradsNeeded& needed, const LinearGradTargets& into) {
   check_update(x, weight, a, b);
   LoraLinearGrads grads;
-  grads.base = linear_backward(grad_y, x, weight, needed);
+  grads.base = linear_backward(grad_y, x, weight, needed, into);
   const Tensor dy = as_rows(grad_y);
   grads.grad_b = detail::gemm(dy, true, down, false);                                // [out, rank]
   const Tensor grad_down = scale_forward(detail::gemm(dy, false, b, false), scale);  // [rows, rank]

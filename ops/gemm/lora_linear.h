@@ -30,6 +30,6 @@ struct LoraLinearGrads {
 // grad_a, W for grad_x.
 LoraLinearGrads lora_linear_backward(const Tensor& grad_y, const Tensor& x, const Tensor& weight, const Tensor& a,
                                      const Tensor& b, const Tensor& down, double scale,
-                                     const LinearGradsNeeded& needed);
+                                     const LinearGradsNeeded& needed, const LinearGradTargets& into = {});
 
 }  // namespace zt::ops

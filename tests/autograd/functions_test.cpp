@@ -100,6 +100,28 @@ TEST(AutogradFunctions, LinearMatmulEmbedding) {
   expect_tape_gradients("embedding", [&](auto& in) { return embedding(in[0], tokens); }, {table}, {true});
 }
 
+// Projections of one input as one op: finite differences through every output, with a bias,
+// a LoRA update (its weight frozen) and a plain layer; then the input needing no gradient.
+TEST(AutogradFunctions, ProjectionsOfOneInput) {
+  Tensor x = random_tensor({2, 3, 5}, 20), w1 = random_tensor({4, 5}, 21), b1 = random_tensor({4}, 22);
+  Tensor w2 = random_tensor({3, 5}, 23), a2 = random_tensor({2, 5}, 24), b2 = random_tensor({3, 2}, 25);
+  Tensor w3 = random_tensor({2, 5}, 26);
+  const std::vector<Tensor> weights_of_outputs{random_tensor({2, 3, 4}, 27), random_tensor({2, 3, 3}, 28),
+                                               random_tensor({2, 3, 2}, 29)};
+  auto fn = [&](const std::vector<Variable>& in) {
+    std::vector<Variable> out =
+        projections(in[0], {{.weight = in[1], .bias = in[2]},
+                            {.weight = in[3], .bias = Variable(), .lora_a = in[4], .lora_b = in[5], .lora_scale = 1.5},
+                            {.weight = in[6]}});
+    Variable total = sum(mul(out[0], Variable(weights_of_outputs[0])));
+    for (std::size_t i = 1; i < out.size(); ++i) total = add(total, sum(mul(out[i], Variable(weights_of_outputs[i]))));
+    return total;
+  };
+  expect_tape_gradients("projections", fn, {x, w1, b1, w2, a2, b2, w3}, {true, true, true, false, true, true, true});
+  expect_tape_gradients("projections, input needs none", fn, {x, w1, b1, w2, a2, b2, w3},
+                        {false, true, false, false, true, true, false});
+}
+
 // A weight with a gradient sink: linear adds the weight's gradient into it (across backward
 // calls, as an optimizer's buffer accumulates micro-batches) and delivers none; the input's
 // gradient is delivered as ever; the sink is refused unless float32 of the leaf's shape.

@@ -58,7 +58,8 @@ TEST_F(LinearGpu, WeightGradientIntoAFloat32Sink) {
     Pair x = random_pair({300, 72}, 50, dtype), gy = random_pair({300, 40}, 51, dtype);
     Tensor start = random_tensor({40, 72}, 52, DType::kF32);
     Tensor sink = start.to(Device::cuda());
-    ops::LinearGrads g = ops::linear_backward(gy.gpu, x.gpu, Tensor(), {.x = false, .weight = true}, sink);
+    ops::LinearGrads g = ops::linear_backward(gy.gpu, x.gpu, Tensor(), {.x = false, .weight = true},
+                                              {.grad_x = Tensor(), .weight_sink = sink});
     EXPECT_FALSE(g.grad_weight.defined());
     Tensor want =
         ops::linear_backward(gy.cpu.to(DType::kF64), x.cpu.to(DType::kF64), Tensor(), {.x = false, .weight = true})
