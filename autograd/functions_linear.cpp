@@ -18,16 +18,16 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias)
   Tensor saved_weight = x.requires_grad() ? weight.data() : Tensor();
   // A trained weight's gradient may go straight into its sink (the optimizer's fp32 buffer).
   Tensor sink = weight.is_leaf() && weight.requires_grad() ? weight.grad_sink() : Tensor();
-  return record_one(
-      "linear", std::move(y), inputs, [saved_x, saved_weight, sink](const TensorList& g, const NeedsList& needs) {
-        bool with_bias = needs.size() > 2;
-        ops::LinearGrads grads =
-            ops::linear_backward(g[0], saved_x, saved_weight, {needs[0], needs[1], with_bias && needs[2]},
-                                 {.grad_x = Tensor(), .weight_sink = sink});
-        TensorList out{grads.grad_x, grads.grad_weight};
-        if (with_bias) out.push_back(grads.grad_bias);
-        return out;
-      });
+  return record_one("linear", std::move(y), inputs,
+                    [saved_x, saved_weight, sink](const TensorList& g, const NeedsList& needs) {
+                      bool with_bias = needs.size() > 2;
+                      ops::LinearGrads grads =
+                          ops::linear_backward(g[0], saved_x, saved_weight, {needs[0], needs[1], with_bias && needs[2]},
+                                               {.grad_x = Tensor(), .weight_sink = sink});
+                      TensorList out{grads.grad_x, grads.grad_weight};
+                      if (with_bias) out.push_back(grads.grad_bias);
+                      return out;
+                    });
 }
 
 Variable lora_linear(const Variable& x, const Variable& weight, const Variable& bias, const Variable& lora_a,
@@ -111,8 +111,8 @@ std::vector<Variable> projections(const Variable& x, const std::vector<Projectio
       const ops::LinearGradTargets into{.grad_x = grad_x, .weight_sink = s.sink};
       ops::LinearGrads base;
       if (s.has_lora) {
-        ops::LoraLinearGrads lora = ops::lora_linear_backward(g[i], saved_x, s.weight, s.lora_a, s.lora_b, s.down,
-                                                              s.lora_scale, needed, into);
+        ops::LoraLinearGrads lora =
+            ops::lora_linear_backward(g[i], saved_x, s.weight, s.lora_a, s.lora_b, s.down, s.lora_scale, needed, into);
         base = lora.base;
         const std::size_t a_input = k + (s.has_bias ? 2 : 1);
         grads[a_input] = lora.grad_a;

@@ -75,8 +75,8 @@ LinearGrads linear_backward(const Tensor& grad_y, const Tensor& x, const Tensor&
   LinearGrads grads;
   if (needed.x && into.grad_x.defined()) {
     ZT_REQUIRE(into.grad_x.shape() == with_last(grad_y, weight.size(1)),
-               std::string(op) + ": the grad_x to add into has shape " + shape_str(into.grad_x.shape()) +
-                   ", not x's " + shape_str(with_last(grad_y, weight.size(1))));
+               std::string(op) + ": the grad_x to add into has shape " + shape_str(into.grad_x.shape()) + ", not x's " +
+                   shape_str(with_last(grad_y, weight.size(1))));
     detail::gemm_add(as_rows(into.grad_x), dy, false, weight, false);
     grads.grad_x = into.grad_x;
   } else if (needed.x) {

@@ -38,8 +38,8 @@ LoraLinearOutput lora_linear_forward(const Tensor& x, const Tensor& weight, cons
 }
 
 LoraLinearGrads lora_linear_backward(const Tensor& grad_y, const Tensor& x, const Tensor& weight, const Tensor& a,
-                                     const Tensor& b, const Tensor& down, double scale,
-                                     const LinearGradsNeeded& needed, const LinearGradTargets& into) {
+                                     const Tensor& b, const Tensor& down, double scale, const LinearGradsNeeded& needed,
+                                     const LinearGradTargets& into) {
   check_update(x, weight, a, b);
   LoraLinearGrads grads;
   grads.base = linear_backward(grad_y, x, weight, needed, into);

@@ -29,7 +29,7 @@ struct LoraLinearGrads {
 // `needed` as for linear_backward; A's and B's gradients are always computed. x is needed for
 // grad_a, W for grad_x.
 LoraLinearGrads lora_linear_backward(const Tensor& grad_y, const Tensor& x, const Tensor& weight, const Tensor& a,
-                                     const Tensor& b, const Tensor& down, double scale,
-                                     const LinearGradsNeeded& needed, const LinearGradTargets& into = {});
+                                     const Tensor& b, const Tensor& down, double scale, const LinearGradsNeeded& needed,
+                                     const LinearGradTargets& into = {});
 
 }  // namespace zt::ops
