@@ -22,6 +22,7 @@
 #include "train/checkpoint/checkpoint.h"
 #include "train/data/sample_encoding.h"
 #include "train/finetuning.h"
+#include "train/report/sample_preview.h"
 #include "train/report/startup_report.h"
 #include "train/trainer.h"
 
@@ -148,6 +149,8 @@ void train_one_rank(const TrainingArguments& args, distributed::Communicator* co
                        << " parameters) on " << (device.is_cpu() ? "cpu" : "cuda:" + std::to_string(device.index))
                        << ", " << running_precision(plan, device) << ", " << data.train.size() << " samples, template "
                        << template_name << ", " << plan.max_steps << " steps");
+  if (!data.train.empty() && (comm == nullptr || comm->rank() == 0))
+    ZT_LOG(kInfo, sample_preview(data.train.front(), *tokenizer));
   TrainerModel trained;
   trained.model = model.get();
   trained.trainable = select_trainable(*model, args);
