@@ -42,9 +42,9 @@ Variable lora_linear(const Variable& x, const Variable& weight, const Variable& 
                      const Variable& lora_b, double scale);
 // One linear layer of several that read the same input (q, k and v; gate and up).
 struct Projection {
-  Variable weight;
-  Variable bias;            // may be undefined
-  Variable lora_a, lora_b;  // both undefined without LoRA (no dropout: lora_linear)
+  Variable weight{};
+  Variable bias{};              // may be undefined
+  Variable lora_a{}, lora_b{};  // both undefined without LoRA (no dropout: lora_linear)
   double lora_scale = 1.0;
 };
 // The projections of x, recorded as one op: its backward adds each layer's input gradient

@@ -3,7 +3,6 @@
 // every backward node, so forward and backward of an op land in the same family.
 #pragma once
 
-#include <optional>
 #include <string_view>
 
 #include "runtime/profile/step_profiler.h"
@@ -14,15 +13,14 @@ namespace zt::autograd {
 // no family, such as an activation-checkpointed module's.
 OpFamily op_family(std::string_view op);
 
-// A ProfileRegion of op_family(op) while a step is profiled; nothing otherwise.
+// A ProfileRegion of op_family(op) while a step is profiled (the name is looked up only then).
 class OpRegion {
  public:
-  explicit OpRegion(std::string_view op) {
-    if (StepProfiler::active()) region_.emplace(op_family(op));
-  }
+  explicit OpRegion(std::string_view op)
+      : region_(StepProfiler::active() != nullptr ? op_family(op) : OpFamily::kOtherOps) {}
 
  private:
-  std::optional<ProfileRegion> region_;
+  ProfileRegion region_;
 };
 
 }  // namespace zt::autograd

@@ -18,8 +18,8 @@ namespace zt::cli {
 
 struct PromptInput {
   bool is_chat = false;
-  std::string text;                           // plain prompt
-  std::vector<models::ChatMessage> messages;  // conversation
+  std::string text{};                           // plain prompt
+  std::vector<models::ChatMessage> messages{};  // conversation
 };
 
 // Throws zt::Error naming the file, the line and what is wrong.

@@ -32,8 +32,8 @@ inline constexpr ZeroRow kFastestFirst[] = {{0, false}, {1, false}, {2, false}, 
                                             {2, true},  {3, false}, {3, true}};
 
 struct MemoryBudget {
-  std::int64_t gpu_bytes = 0;              // per GPU
-  std::optional<std::int64_t> host_bytes;  // per node; unset: not checked
+  std::int64_t gpu_bytes = 0;                // per GPU
+  std::optional<std::int64_t> host_bytes{};  // per node; unset: not checked
 };
 
 struct Recommendation {

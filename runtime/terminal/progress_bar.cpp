@@ -33,7 +33,9 @@ std::string progress_line(const ProgressSnapshot& s) {
                      std::to_string(static_cast<int>(fraction * 100.0)) + "% [" + format_duration(s.elapsed_seconds);
   if (s.steps_this_run > 0 && s.elapsed_seconds > 0) {
     const double seconds_per_step = s.elapsed_seconds / static_cast<double>(s.steps_this_run);
-    line += "<" + format_duration(seconds_per_step * static_cast<double>(s.max_steps - s.step)) + ", ";
+    line += '<';
+    line += format_duration(seconds_per_step * static_cast<double>(s.max_steps - s.step));
+    line += ", ";
     line += seconds_per_step <= 1.0 ? fixed(1.0 / seconds_per_step, 2) + "it/s" : fixed(seconds_per_step, 2) + "s/it";
   } else {
     line += "<?";

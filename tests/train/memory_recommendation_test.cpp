@@ -43,7 +43,9 @@ void expect_real(const Recommendation& r, const MemoryBudget& budget) {
   const MemoryEstimate again = estimate_memory(qwen25_7b(), r.settings);
   EXPECT_EQ(again.gpu_total(), r.estimate.gpu_total());
   EXPECT_LE(again.gpu_total(), budget.gpu_bytes);
-  if (budget.host_bytes) EXPECT_LE(again.host_per_node(), *budget.host_bytes);
+  if (budget.host_bytes) {
+    EXPECT_LE(again.host_per_node(), *budget.host_bytes);
+  }
   EXPECT_TRUE(trainer_runs(r.settings.stage, r.settings.offload));
 }
 

@@ -32,7 +32,7 @@ std::string python_float(double value) {
   std::string out = negative ? "-" : "";
   if (exponent < -4 || exponent >= 16) {
     out += digits.substr(0, 1);
-    if (digits.size() > 1) out += "." + digits.substr(1);
+    if (digits.size() > 1) out.append(".").append(digits, 1);
     char exp_text[16];
     std::snprintf(exp_text, sizeof exp_text, "e%c%02d", exponent < 0 ? '-' : '+', std::abs(exponent));
     return out + exp_text;
@@ -90,7 +90,7 @@ std::string json_string(const std::string& s) {
 void dumps(const ordered_json& value, int indent, int depth, std::string& out) {
   const bool pretty = indent >= 0;
   auto newline = [&](int level) {
-    if (pretty) out += "\n" + std::string(static_cast<std::size_t>(indent * level), ' ');
+    if (pretty) out.append("\n").append(static_cast<std::size_t>(indent * level), ' ');
   };
   const char* item_separator = pretty ? "," : ", ";
   if (value.is_object() || value.is_array()) {

@@ -8,7 +8,7 @@ std::string tools_block(const ChatTools& tools) {
   std::string text =
       "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
       "You are provided with function signatures within <tools></tools> XML tags:\n<tools>";
-  for (const std::string& tool : tools) text += "\n" + python_json_dumps(parse_ordered_json(tool, "a tool"));
+  for (const std::string& tool : tools) text.append("\n").append(python_json_dumps(parse_ordered_json(tool, "a tool")));
   return text +
          "\n</tools>\n\nFor each function call, return a json object with function name and arguments within "
          "<tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": "

@@ -48,7 +48,7 @@ void ByteLevelBpeTokenizer::encode_normalized(std::string_view text, std::vector
     if (piece.id >= 0)
       out.push_back(piece.id);
     else if (options_.add_prefix_space && piece.text.front() != ' ')
-      encode_plain(" " + std::string(piece.text), out);
+      encode_plain(std::string(" ").append(piece.text), out);
     else
       encode_plain(piece.text, out);
   }

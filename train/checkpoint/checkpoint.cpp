@@ -70,8 +70,8 @@ std::string complete_checkpoint(const PartialCheckpoint& partial, const Checkpoi
     throw;
   }
   const fs::path final_dir = partial.final_folder;
-  const fs::path previous =
-      fs::path(partial.final_folder).parent_path() / ("." + final_dir.filename().string() + ".old");
+  const fs::path previous = fs::path(partial.final_folder).parent_path() /
+                            std::string(".").append(final_dir.filename().string()).append(".old");
   std::error_code error;
   if (fs::exists(final_dir)) fs::rename(final_dir, previous, error);
   ZT_REQUIRE(!error, "cannot move the old " + final_dir.string() + " aside: " + error.message());

@@ -35,7 +35,8 @@ class StateFields {
   std::optional<double> number(const char* key) const {
     const nlohmann::json* value = find(key);
     if (value == nullptr) return std::nullopt;
-    if (!value->is_number()) fail("'" + std::string(key) + "' must be a number, got " + value->dump());
+    if (!value->is_number())
+      fail(std::string("'").append(key).append("' must be a number, got ").append(value->dump()));
     return value->get<double>();
   }
   std::optional<std::string> string(const char* key) const {

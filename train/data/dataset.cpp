@@ -55,7 +55,8 @@ void require_format(const json& sample, DataFormat format, const SampleSource& w
 std::optional<std::string> media_of(const json& sample) {
   if (!sample.is_object()) return std::nullopt;
   for (const char* key : {"images", "videos", "audios"})
-    if (sample.contains(key) && sample[key].is_array() && !sample[key].empty()) return "\"" + std::string(key) + "\"";
+    if (sample.contains(key) && sample[key].is_array() && !sample[key].empty())
+      return std::string("\"").append(key).append("\"");
   for (const char* list : {"messages", "conversations"}) {
     if (!sample.contains(list) || !sample[list].is_array()) continue;
     for (const json& turn : sample[list])

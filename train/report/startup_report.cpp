@@ -77,7 +77,7 @@ void report_world(distributed::Communicator& comm, int cuda_device, const std::s
   std::string counts = std::to_string(per_node[0]);
   if (std::count(per_node.begin(), per_node.end(), per_node[0]) != static_cast<std::ptrdiff_t>(per_node.size())) {
     counts.clear();
-    for (int count : per_node) counts += (counts.empty() ? "" : "/") + std::to_string(count);
+    for (int count : per_node) counts.append(counts.empty() ? "" : "/").append(std::to_string(count));
   }
   ZT_LOG(kInfo, "world size " << ranks.size() << " (" << launcher << "): " << per_node.size() << " node(s), " << counts
                               << " rank(s) per node");

@@ -81,9 +81,9 @@ class Zero3Partitioner : public models::ParameterGatherer {
     models::ModuleRef module;
     bool trainable = false;
     DType dtype = DType::kF32;
-    int users = 0;      // gathers not yet released
-    Tensor prefetched;  // whole buffer gathered ahead, not yet in use (undefined when none)
-    std::shared_ptr<distributed::PendingCollective> pending;  // its all-gather, until waited for
+    int users = 0;        // gathers not yet released
+    Tensor prefetched{};  // whole buffer gathered ahead, not yet in use (undefined when none)
+    std::shared_ptr<distributed::PendingCollective> pending{};  // its all-gather, until waited for
   };
 
   // Partitions every parameter of `model` and the `trainable` ones it does not list (a

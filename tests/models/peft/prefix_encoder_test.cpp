@@ -119,7 +119,7 @@ void expect_close(const std::vector<double>& actual, const std::vector<double>& 
 std::string with_thousands(std::int64_t value) {
   std::string digits = std::to_string(value);
   for (auto at = static_cast<std::ptrdiff_t>(digits.size()) - 3; at > 0; at -= 3)
-    digits.insert(static_cast<std::size_t>(at), ",");
+    digits.insert(static_cast<std::size_t>(at), 1, ',');
   return digits;
 }
 

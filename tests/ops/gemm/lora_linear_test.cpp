@@ -51,7 +51,9 @@ void check(const Shape& x_shape, std::int64_t out, std::int64_t rank, bool with_
   EXPECT_LE(max_abs_diff(grads.grad_a, want.grad_a), 1e-10);
   EXPECT_LE(max_abs_diff(grads.grad_b, want.grad_b), 1e-10);
   EXPECT_FALSE(grads.base.grad_weight.defined());
-  if (with_bias) EXPECT_LE(max_abs_diff(grads.base.grad_bias, want.grad_bias), 1e-10);
+  if (with_bias) {
+    EXPECT_LE(max_abs_diff(grads.base.grad_bias, want.grad_bias), 1e-10);
+  }
   // An input that needs no gradient: no grad_x, and the frozen weight is not read.
   ops::LoraLinearGrads without_x =
       ops::lora_linear_backward(gy, x, Tensor(), a, b, fused.down, scale, {.x = false, .weight = false});

@@ -160,9 +160,11 @@ TEST(YamlFile, HostileDocumentsStopWithAnError) {
   EXPECT_NE(error_for(deep).find("nested deeper than 64"), std::string::npos);
   // Each level doubles the values: 2^30 after thirty levels, far past the limit.
   std::string laughs = "a0: &a0 [x, x]\n";
-  for (int i = 1; i <= 30; ++i)
-    laughs += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [*a" + std::to_string(i - 1) + ", *a" +
-              std::to_string(i - 1) + "]\n";
+  for (int i = 1; i <= 30; ++i) {
+    const std::string name = std::to_string(i), previous = std::to_string(i - 1);
+    laughs.append("a").append(name).append(": &a").append(name).append(" [*a").append(previous).append(", *a");
+    laughs.append(previous).append("]\n");
+  }
   EXPECT_NE(error_for(laughs).find("expands to over"), std::string::npos);
 }
 
