@@ -14,6 +14,15 @@ std::int64_t steps_per_epoch(std::int64_t micro_batches, std::int64_t accumulati
   return std::max<std::int64_t>(1, (micro_batches + accumulation - 1) / accumulation);
 }
 
+// HF's "constant" schedule ignores warm-up without a word; a user who asked for warm-up steps
+// is told, once, which schedule would honour them.
+void warn_of_ignored_warmup(TrainingPlan& plan) {
+  if (plan.schedule.kind != ScheduleKind::kConstant || plan.schedule.warmup_steps <= 0) return;
+  plan.warnings.push_back("--warmup_steps/--warmup_ratio ask for " + std::to_string(plan.schedule.warmup_steps) +
+                          " warm-up steps, but --lr_scheduler_type constant has no warm-up (as in HF): the rate is "
+                          "constant from step 1; use --lr_scheduler_type constant_with_warmup to warm up");
+}
+
 LrScheduleConfig hf_schedule(const TrainingArguments& args, std::int64_t total, std::int64_t warmup) {
   LrScheduleConfig schedule;
   schedule.kind = hf_schedule_kind(args.lr_scheduler_type);
@@ -91,7 +100,10 @@ TrainingPlan plan_training(const TrainingArguments& args, const MicroBatchCounte
   plan.max_grad_norm = args.max_grad_norm;
   if (plan.precision == Precision::kFloat16) plan.loss_scaler = LossScalerConfig{};
   resolve_intervals(plan, args);
-  if (args.deepspeed.empty()) return plan;
+  if (args.deepspeed.empty()) {
+    warn_of_ignored_warmup(plan);
+    return plan;
+  }
 
   DeepSpeedConfig ds = load_deepspeed_config(args.deepspeed, {args, world_size, hidden_size, plan.max_steps, warmup});
   for (auto [flag, flag_value, ds_value] :
@@ -123,6 +135,7 @@ TrainingPlan plan_training(const TrainingArguments& args, const MicroBatchCounte
   plan.zero = ds.zero;
   plan.wall_clock_breakdown = ds.wall_clock_breakdown;
   plan.warnings = ds.warnings;
+  warn_of_ignored_warmup(plan);
   resolve_intervals(plan, args);
   return plan;
 }

@@ -53,6 +53,21 @@ TEST(TrainingPlan, CosineWithMinLrNeedsItsKwargs) {
   EXPECT_DOUBLE_EQ(plan.schedule.min_lr_rate, 0.1);
 }
 
+// HF's constant schedule ignores warm-up: asking for warm-up with it earns one warning naming
+// the schedule that warms up; without warm-up, or with constant_with_warmup, nothing is said.
+TEST(TrainingPlan, WarmupWithTheConstantScheduleWarns) {
+  TrainingPlan plan = plan_training(
+      args_with({"--max_steps", "10", "--lr_scheduler_type", "constant", "--warmup_steps", "3"}), ten_samples);
+  ASSERT_EQ(plan.warnings.size(), 1u);
+  testing::expect_mentions(plan.warnings[0], {"3 warm-up steps", "constant", "constant_with_warmup"});
+  EXPECT_TRUE(
+      plan_training(args_with({"--max_steps", "10", "--lr_scheduler_type", "constant"}), ten_samples).warnings.empty());
+  EXPECT_TRUE(plan_training(args_with({"--max_steps", "10", "--lr_scheduler_type", "constant_with_warmup",
+                                       "--warmup_steps", "3"}),
+                            ten_samples)
+                  .warnings.empty());
+}
+
 TEST(TrainingPlan, IntervalsBelowOneAreSharesOfTheSteps) {
   // 10 micro-batches of 1, 4 epochs: 40 steps.
   TrainingPlan plan = plan_training(
