@@ -63,6 +63,7 @@ OptimizerIndex parse_optimizer_index(std::string_view text, const std::string& s
   OptimizerIndex index;
   try {
     index.step = whole_number(json.at("step"));
+    ZT_REQUIRE(index.step >= 0, "its step is " + std::to_string(index.step) + ", a count that cannot be negative");
     for (const auto& [name, described] : json.at("parameters").items())
       index.parameters.emplace(name, read_entry(name, described));
   } catch (const std::exception& error) {

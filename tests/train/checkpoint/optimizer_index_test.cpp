@@ -46,6 +46,8 @@ TEST(OptimizerIndex, ImpossibleNumbersAreErrorsNamingTheIndex) {
   expect_mentions(
       error_of([&] { parse_optimizer_index(index_json("18446744073709551615", "[4, 6]", "10", "24"), file); }),
       {file, "integer", "18446744073709551615"});
+  expect_mentions(error_of([&] { parse_optimizer_index(index_json("-120", "[4, 6]", "10", "24"), file); }),
+                  {file, "damaged", "step is -120"});
   expect_mentions(error_of([&] { parse_optimizer_index(index_json("3", "[4, 6]", "10", "25"), file); }),
                   {"do not cover it exactly once"});
   expect_mentions(error_of([&] { parse_optimizer_index("[1, 2]", file); }), {file, "not valid JSON"});
