@@ -30,23 +30,11 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias)
                     });
 }
 
+// One projection: the same op as the several of projections().
 Variable lora_linear(const Variable& x, const Variable& weight, const Variable& bias, const Variable& lora_a,
                      const Variable& lora_b, double scale) {
-  OpRegion region("linear");
-  ops::LoraLinearOutput forward = ops::lora_linear_forward(
-      x.data(), weight.data(), bias.defined() ? bias.data() : Tensor(), lora_a.data(), lora_b.data(), scale);
-  std::vector<Variable> inputs{x, weight, lora_a, lora_b};
-  if (bias.defined()) inputs.push_back(bias);
-  Tensor saved_x = x.data(), saved_a = lora_a.data(), saved_b = lora_b.data(), down = forward.down;
-  Tensor saved_weight = x.requires_grad() ? weight.data() : Tensor();
-  return record_one("linear", std::move(forward.y), inputs, [=](const TensorList& g, const NeedsList& needs) {
-    const bool with_bias = needs.size() > 4;
-    ops::LoraLinearGrads grads = ops::lora_linear_backward(g[0], saved_x, saved_weight, saved_a, saved_b, down, scale,
-                                                           {needs[0], needs[1], with_bias && needs[4]});
-    TensorList out{grads.base.grad_x, grads.base.grad_weight, grads.grad_a, grads.grad_b};
-    if (with_bias) out.push_back(grads.base.grad_bias);
-    return out;
-  });
+  return projections(x, {{.weight = weight, .bias = bias, .lora_a = lora_a, .lora_b = lora_b, .lora_scale = scale}})
+      .front();
 }
 
 namespace {
