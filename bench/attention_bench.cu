@@ -21,7 +21,7 @@ namespace {
 using bench::AttentionProblem;
 
 struct Buffers : bench::RandomAttentionInputs {
-  Tensor cu_seqlens, out, lse, grad_q, grad_k, grad_v, delta, lse_log2, dq_accum;
+  Tensor cu_seqlens, out, lse, grad_q, grad_k, grad_v, delta, lse_log2, dq_accum, key_sums;
   cuda::AttentionDims dims;
 
   explicit Buffers(const AttentionProblem& p) : RandomAttentionInputs(p) {
@@ -45,6 +45,8 @@ struct Buffers : bench::RandomAttentionInputs {
     dims.max_seqlen = p.seqlen;
     dims.softmax_scale = p.softmax_scale();
     dims.causal = true;
+    const std::int64_t key_sum_floats = cuda::hopper_backward_key_sum_floats(dims);
+    if (key_sum_floats > 0) key_sums = Tensor::empty({key_sum_floats}, DType::kF32, Device::cuda());
   }
   cuda::AttentionInputs inputs() const {
     return {q.data_ptr(), k.data_ptr(), v.data_ptr(), nullptr, nullptr, cu_seqlens.data<std::int32_t>()};
@@ -60,10 +62,13 @@ struct Buffers : bench::RandomAttentionInputs {
   void hopper_forward() const {
     cuda::hopper_attention_forward(dims, inputs(), DType::kBF16, out.data_ptr(), lse.data<float>(), nullptr);
   }
-  void hopper_backward() const {
+  // split_heads: a GQA group's heads spread over blocks when the backward would choose to
+  // (its default in ops), or one block per (key tile, kv head) as before.
+  void hopper_backward(bool split_heads = true) const {
+    float* sums = split_heads && key_sums.defined() ? key_sums.data<float>() : nullptr;
     cuda::hopper_attention_backward(
         dims, inputs(), DType::kBF16, out.data_ptr(), grad_out.data_ptr(), lse.data<float>(),
-        {lse_log2.data<float>(), delta.data<float>(), dq_accum.data<float>()}, grads(), nullptr);
+        {lse_log2.data<float>(), delta.data<float>(), dq_accum.data<float>(), sums}, grads(), nullptr);
   }
   void simple_forward() const {
     cuda::attention_forward(dims, inputs(), DType::kBF16, out.data_ptr(), lse.data<float>(), nullptr);
@@ -114,6 +119,17 @@ void BM_AttentionHopperFwdBwd(benchmark::State& state, AttentionProblem p) {
   });
 }
 
+// The backward with every head of a GQA group in one block (no key-sum scratch): the rung
+// before the heads were split, measured beside it.
+void BM_AttentionHopperFwdBwdWholeGroups(benchmark::State& state, AttentionProblem p) {
+  if (cuda_available() && !cuda::hopper::hopper_kernels_available())
+    return state.SkipWithError("not a compute-capability-9.0 GPU with sm_90a code");
+  time_buffers(state, p, p.forward_backward_flops(), [](const Buffers& b) {
+    b.hopper_forward();
+    b.hopper_backward(false);
+  });
+}
+
 // Packed sequences of uneven lengths (the 8192 tokens of B4 S2048 as 1024, 3072, 1536 and 2560)
 // at H16 D128, TFLOP/s over the causal products of each sequence: the training path, to compare
 // with the equal-length shape of the same token count.
@@ -157,6 +173,25 @@ ZT_ATTENTION_SHAPES(BM_AttentionFwdBwd);
 ZT_ATTENTION_SHAPES(BM_AttentionFwdBwdDeterministic);
 ZT_ATTENTION_SHAPES(BM_AttentionHopperFwd);
 ZT_ATTENTION_SHAPES(BM_AttentionHopperFwdBwd);
+// GQA at the training shapes of Qwen2.5-1.5B (12 heads : 2) and Qwen2.5-0.5B (14 : 2, head_dim
+// 64), split and whole.
+BENCHMARK_CAPTURE(BM_AttentionHopperFwdBwd, Qwen15B_B4_H12_KV2_S2048_D128, AttentionProblem{4, 12, 2, 2048, 128})
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_AttentionHopperFwdBwdWholeGroups, Qwen15B_B4_H12_KV2_S2048_D128,
+                  AttentionProblem{4, 12, 2, 2048, 128})
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_AttentionHopperFwdBwd, Qwen05B_B4_H14_KV2_S2048_D64, AttentionProblem{4, 14, 2, 2048, 64})
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_AttentionHopperFwdBwdWholeGroups, Qwen05B_B4_H14_KV2_S2048_D64,
+                  AttentionProblem{4, 14, 2, 2048, 64})
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_AttentionHopperFwdBwdWholeGroups, B4_H16_KV2_S2048_D128, AttentionProblem{4, 16, 2, 2048, 128})
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_AttentionHopperVarlen, Fwd_H16_D128_8192_tokens, false)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);

@@ -105,9 +105,13 @@ AttentionGrads backward_cuda(const AttentionLayout& layout, const Tensor& grad_o
                                        {pointers.q, pointers.k, pointers.v, pointers.prefix_k, pointers.prefix_v,
                                         saved_out.data_ptr(), dout.data_ptr()})) {
     Tensor lse_log2 = Tensor::empty({layout.num_heads, layout.total_tokens}, DType::kF32, q.device());
-    cuda::hopper_attention_backward(
-        dims, pointers, q.dtype(), saved_out.data_ptr(), dout.data_ptr(), saved_lse.data<float>(),
-        {lse_log2.data<float>(), delta.data<float>(), dq_accum.data<float>()}, outputs, current_stream());
+    const std::int64_t key_sum_floats = cuda::hopper_backward_key_sum_floats(dims);
+    Tensor key_sums = key_sum_floats > 0 ? Tensor::empty({key_sum_floats}, DType::kF32, q.device()) : Tensor();
+    cuda::hopper_attention_backward(dims, pointers, q.dtype(), saved_out.data_ptr(), dout.data_ptr(),
+                                    saved_lse.data<float>(),
+                                    {lse_log2.data<float>(), delta.data<float>(), dq_accum.data<float>(),
+                                     key_sum_floats > 0 ? key_sums.data<float>() : nullptr},
+                                    outputs, current_stream());
     return grads;
   }
   cuda::FlashBackwardScratch scratch{delta.data<float>(), config.deterministic ? nullptr : dq_accum.data<float>()};

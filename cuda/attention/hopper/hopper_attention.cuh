@@ -32,12 +32,22 @@ struct HopperBackwardScratch {
   float* lse_log2 = nullptr;
   float* delta = nullptr;
   float* dq_accum = nullptr;
+  float* key_sums = nullptr;  // hopper_backward_key_sum_floats(dims) floats, or null
 };
 
+// How many shares a GQA group's heads are split into over the backward's blocks (1: none).
+int hopper_backward_head_splits(const AttentionDims& dims);
+
+// The floats of HopperBackwardScratch::key_sums the backward uses for dims (fp32 dK and dV
+// [total_tokens, num_kv_heads, head_dim] each) when it splits a GQA group's heads over
+// blocks, 0 when it does not. Without them it never splits.
+std::int64_t hopper_backward_key_sum_floats(const AttentionDims& dims);
+
 // Every gradient fully written, as flash_attention_backward with its atomic dQ: one block per
-// (key tile, kv head, sequence) owns dK and dV (summed over the group's heads), dQ is added in
-// fp32 (the order of the additions varies between runs) and converted. Deterministic runs use
-// flash_attention_backward.
+// (key tile, kv head, share of the group's heads, sequence) computes dK and dV over its
+// heads (whole rows when it has them all, else added in fp32 into key_sums and converted), dQ is
+// added in fp32 (the order of the additions varies between runs) and converted. Deterministic
+// runs use flash_attention_backward.
 void hopper_attention_backward(const AttentionDims& dims, const AttentionInputs& inputs, DType dtype, const void* out,
                                const void* grad_out, const float* lse, const HopperBackwardScratch& scratch,
                                const AttentionGradOutputs& grads, cudaStream_t stream);

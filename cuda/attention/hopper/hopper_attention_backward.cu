@@ -1,9 +1,10 @@
 // The Hopper backward (FlashAttention-3 scheme, atomic dQ):
 //   stats       lse · log2 e and delta = rowsum(dO ∘ O), both written [heads][tokens] so a query
 //               tile's values are contiguous                             one warp per row
-//   dK, dV, dQ  one block per (key tile of 128, kv head, sequence), 3 warpgroups. Warpgroup 0
-//               loads K and V once and streams Q and dO tiles of 64 queries (every head of the
-//               group) by TMA through 2 stages; warpgroups 1 and 2 own 64 keys each and per
+//   dK, dV, dQ  one block per (key tile of 128, kv head, share of the group's heads, sequence),
+//               3 warpgroups, dispatched heaviest key tile first. Warpgroup 0 loads K and V
+//               once and streams Q and dO tiles of 64 queries (every head of its share) by TMA
+//               through 2 stages; warpgroups 1 and 2 own 64 keys each and per
 //               query tile issue Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ together, then Pᵀ = exp2(Sᵀ·scale
 //               − lse) (masked to 0), dV += Pᵀ·dO, dSᵀ = Pᵀ ∘ (dPᵀ − delta), dK += dSᵀ·Q,
 //               all with wgmma (Pᵀ and dSᵀ from registers); dSᵀ also goes to shared memory,
@@ -12,7 +13,11 @@
 //               reductions (one per query row, issued by 64 threads) that run while the
 //               consumers go on. Q and dO arrive by TMA ahead of use, and the consumers
 //               prefetch the next query tile's lse and delta into shared memory.
-//   dQ          the fp32 sums converted to the input dtype (convert_dq_accum).
+//               A GQA group's heads are split over blocks when one block per key tile and
+//               kv head would leave SMs idle or one heavy block setting the pace; the blocks
+//               then add their partial dK and dV into fp32 sums.
+//   dQ          the fp32 sums converted to the input dtype (convert_dq_accum), and dK, dV
+//               too when the heads were split.
 // The deterministic mode stays with cuda/attention/flash/ (a kernel per query tile).
 #include "cuda/attention/flash/flash_attention_backward_dq.cuh"
 #include "cuda/attention/hopper/hopper_attention.cuh"
@@ -74,6 +79,35 @@ __device__ __forceinline__ void store_key_rows(const BackwardBlock<Shape>& block
   }
 }
 
+// Adds a consumer's partial dK or dV rows (its 64 keys, scaled by factor) into the fp32 sums
+// [tokens][kv_heads][head_dim] of the blocks that split the group's heads (never a prefix tile).
+template <typename Shape, int kD8>
+__device__ __forceinline__ void add_key_rows(const BackwardBlock<Shape>& block, const FragC (&acc)[kD8], float factor,
+                                             float* sums, int warp_row0) {
+  const flash_detail::AccLane lane;
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const int j = block.k0 + warp_row0 + lane.group + 8 * half;
+    if (j >= block.keys) continue;
+    float* dst = sums + ((block.seq.start + j) * block.dims.num_kv_heads + block.g) * (kD8 * 8);
+#pragma unroll
+    for (int n = 0; n < kD8; ++n)
+      atomicAdd(reinterpret_cast<float2*>(dst + lane.col(n, 0)),
+                make_float2(acc[n].x[2 * half] * factor, acc[n].x[2 * half + 1] * factor));
+  }
+}
+
+// The split blocks' fp32 dK and dV sums rounded to the gradients' dtype.
+template <typename T>
+__global__ void convert_key_sums_kernel(const float* dk_sum, const float* dv_sum, T* grad_k, T* grad_v,
+                                        std::int64_t count) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    grad_k[i] = static_cast<T>(dk_sum[i]);
+    grad_v[i] = static_cast<T>(dv_sum[i]);
+  }
+}
+
 // Consumer threads 0 .. 127 (of both consumers) copy step `step`'s lse and delta (64 floats
 // each, 0 past the sequence) into stats buffer `buffer`; the consumers' named barrier orders it.
 template <typename Shape>
@@ -99,7 +133,7 @@ __global__ void __launch_bounds__(BackwardShape<kD>::kThreads, 1)
   constexpr int kM8 = kBlockM / 8, kD8 = kD / 8;
   extern __shared__ unsigned char shared[];
   const BackwardSharedPlan<Shape> smem(shared);
-  const BackwardBlock<Shape> block(dims, args.cu_seqlens);
+  const BackwardBlock<Shape> block(dims, args.cu_seqlens, args.head_splits);
   if (block.empty()) return;
   if (threadIdx.x == 0) {
     hopper::barrier_init(smem.kv_full(), 1);
@@ -249,12 +283,29 @@ __global__ void __launch_bounds__(BackwardShape<kD>::kThreads, 1)
   }
   if (thread < kBlockM) hopper::bulk_wait();
 
-  store_key_rows<T>(block, dk, dims.softmax_scale, args.grad_k, args.grad_prefix_k, warp_row0);
-  store_key_rows<T>(block, dv, 1.0f, args.grad_v, args.grad_prefix_v, warp_row0);
+  if (args.head_splits > 1) {
+    add_key_rows(block, dk, dims.softmax_scale, args.dk_sum, warp_row0);
+    add_key_rows(block, dv, 1.0f, args.dv_sum, warp_row0);
+  } else {
+    store_key_rows<T>(block, dk, dims.softmax_scale, args.grad_k, args.grad_prefix_k, warp_row0);
+    store_key_rows<T>(block, dv, 1.0f, args.grad_v, args.grad_prefix_v, warp_row0);
+  }
 #endif
 }
 
 namespace {
+
+int multiprocessors() {
+  int device = 0, count = 0;
+  ZT_CUDA_CHECK(cudaGetDevice(&device));
+  ZT_CUDA_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device));
+  return count;
+}
+
+std::int64_t backward_key_tiles(const AttentionDims& dims) {
+  return flash_detail::tiles_of(dims.prefix_len, BackwardShape<128>::kBlockN) +
+         flash_detail::tiles_of(dims.max_seqlen, BackwardShape<128>::kBlockN);
+}
 
 template <typename T, int kD>
 void launch_backward(const AttentionDims& dims, const AttentionInputs& in, DType dtype, const void* out,
@@ -278,22 +329,48 @@ void launch_backward(const AttentionDims& dims, const AttentionInputs& in, DType
     maps.prefix_k = rows_map(in.prefix_k, dtype, prefix_rows, dims.num_kv_heads, kD, Shape::kBlockN);
     maps.prefix_v = rows_map(in.prefix_v, dtype, prefix_rows, dims.num_kv_heads, kD, Shape::kBlockN);
   }
-  const BackwardArgs args{in.cu_seqlens, scratch.lse_log2, scratch.delta,       scratch.dq_accum,
-                          grads.grad_k,  grads.grad_v,     grads.grad_prefix_k, grads.grad_prefix_v};
+  const int splits = scratch.key_sums != nullptr ? hopper_backward_head_splits(dims) : 1;
+  const std::int64_t key_elements = dims.total_tokens * dims.num_kv_heads * kD;
+  float* dk_sum = splits > 1 ? scratch.key_sums : nullptr;
+  float* dv_sum = splits > 1 ? scratch.key_sums + key_elements : nullptr;
+  if (splits > 1) ZT_CUDA_CHECK(cudaMemsetAsync(dk_sum, 0, 2 * sizeof(float) * key_elements, stream));
+  const BackwardArgs args{in.cu_seqlens, scratch.lse_log2,    scratch.delta,       scratch.dq_accum, grads.grad_k,
+                          grads.grad_v,  grads.grad_prefix_k, grads.grad_prefix_v, splits,           dk_sum,
+                          dv_sum};
   auto kernel = hopper_backward_kernel<T, kD>;
   ZT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Shape::kSharedBytes));
-  const int tiles =
-      flash_detail::tiles_of(dims.prefix_len, Shape::kBlockN) + flash_detail::tiles_of(dims.max_seqlen, Shape::kBlockN);
-  const dim3 grid(tiles, dims.num_kv_heads, dims.batch);
-  kernel<<<grid, Shape::kThreads, Shape::kSharedBytes, stream>>>(maps, dims, args);
+  const std::int64_t blocks = backward_key_tiles(dims) * dims.num_kv_heads * splits * dims.batch;
+  kernel<<<static_cast<unsigned>(blocks), Shape::kThreads, Shape::kSharedBytes, stream>>>(maps, dims, args);
   ZT_CUDA_CHECK(cudaGetLastError());
   flash_detail::convert_dq_accum(dims, dtype, scratch.dq_accum, grads.grad_q, stream);
+  if (splits > 1) {
+    convert_key_sums_kernel<T><<<grid_size(key_elements, 256), 256, 0, stream>>>(
+        dk_sum, dv_sum, static_cast<T*>(grads.grad_k), static_cast<T*>(grads.grad_v), key_elements);
+    ZT_CUDA_CHECK(cudaGetLastError());
+  }
 }
 
 }  // namespace
 }  // namespace zt::cuda::hopper_detail
 
 namespace zt::cuda {
+
+// The fewest shares of a GQA group's heads that give two blocks per SM: the blocks then run
+// heaviest first with the light ones filling in, where one block per (key tile, kv head) gives
+// fewer blocks than SMs at training shapes and the diagonal's first tile paces the kernel.
+int hopper_backward_head_splits(const AttentionDims& dims) {
+  const int group = dims.num_heads / dims.num_kv_heads;
+  if (group == 1 || dims.prefix_len > 0) return 1;
+  const std::int64_t blocks = hopper_detail::backward_key_tiles(dims) * dims.num_kv_heads * dims.batch;
+  const std::int64_t wanted = 2 * static_cast<std::int64_t>(hopper_detail::multiprocessors());
+  for (int splits = 1; splits < group; ++splits)
+    if (group % splits == 0 && blocks * splits >= wanted) return splits;
+  return group;
+}
+
+std::int64_t hopper_backward_key_sum_floats(const AttentionDims& dims) {
+  return hopper_backward_head_splits(dims) > 1 ? 2 * dims.total_tokens * dims.num_kv_heads * dims.head_dim : 0;
+}
 
 void hopper_attention_backward(const AttentionDims& dims, const AttentionInputs& inputs, DType dtype, const void* out,
                                const void* grad_out, const float* lse, const HopperBackwardScratch& scratch,

@@ -1,6 +1,7 @@
 // The Hopper backward's block: its shape and shared-memory plan, the key tile it owns (the
-// prefix's tiles first, then the sequence's) and the query tiles of every head of its kv group
-// that it loops over, skipping those wholly before the tile under causal masking.
+// prefix's tiles first, then the sequence's) and the query tiles of the heads of its kv group
+// that it loops over (all of them, or one share when the group's heads are split over several
+// blocks), skipping those wholly before the tile under causal masking.
 #pragma once
 
 #include <cuda.h>
@@ -57,7 +58,30 @@ struct BackwardArgs {
   const float* delta;     // [heads][tokens]: rowsum(dO ∘ O)
   float* dq_accum;        // [tokens][heads][head_dim], fp32, added to
   void *grad_k, *grad_v, *grad_prefix_k, *grad_prefix_v;
+  // Blocks that share one key tile of one kv head, each taking an equal share of the group's
+  // heads. Above 1 their dK and dV are partial sums, added in fp32 into dk_sum and dv_sum
+  // ([tokens][kv_heads][head_dim]) and converted afterwards; there is no prefix then.
+  int head_splits;
+  float *dk_sum, *dv_sum;
 };
+
+// Which piece of work block `index` of the 1-D grid takes. The key tile varies slowest, so the
+// blocks are dispatched heaviest first: under causal masking a key tile near the start is seen
+// by nearly every query tile, one near the end by few, and the light blocks fill in the tail.
+struct BackwardWork {
+  int tile, g, split, b;
+};
+
+__device__ __forceinline__ BackwardWork backward_work(int index, int kv_heads, int splits, int batch) {
+  BackwardWork w;
+  w.b = index % batch;
+  index /= batch;
+  w.split = index % splits;
+  index /= splits;
+  w.g = index % kv_heads;
+  w.tile = index / kv_heads;
+  return w;
+}
 
 template <typename Shape>
 struct BackwardSharedPlan {
@@ -90,31 +114,35 @@ template <typename Shape>
 struct BackwardBlock {
   static constexpr int kBlockM = Shape::kBlockM, kBlockN = Shape::kBlockN;
   const AttentionDims& dims;
+  BackwardWork work;
   int g, b, group;
+  int heads;  // of the group, from head g · group + work.split · heads on
   attention_detail::Sequence seq;
   bool prefix_tile;
   int k0;    // first key: of the prefix, or of the sequence
   int keys;  // keys of the tile's source: prefix_len or the sequence's length
   int first_m, m_tiles, steps;
 
-  __device__ __forceinline__ BackwardBlock(const AttentionDims& dims_, const std::int32_t* cu_seqlens)
+  __device__ __forceinline__ BackwardBlock(const AttentionDims& dims_, const std::int32_t* cu_seqlens, int splits)
       : dims(dims_),
-        g(blockIdx.y),
-        b(blockIdx.z),
+        work(backward_work(blockIdx.x, dims_.num_kv_heads, splits, dims_.batch)),
+        g(work.g),
+        b(work.b),
         group(dims_.num_heads / dims_.num_kv_heads),
-        seq(attention_detail::sequence(cu_seqlens, blockIdx.z)) {
+        heads(group / splits),
+        seq(attention_detail::sequence(cu_seqlens, work.b)) {
     const int prefix_tiles = flash_detail::tiles_of(dims.prefix_len, kBlockN);
-    prefix_tile = static_cast<int>(blockIdx.x) < prefix_tiles;
-    k0 = (prefix_tile ? blockIdx.x : blockIdx.x - prefix_tiles) * kBlockN;
+    prefix_tile = work.tile < prefix_tiles;
+    k0 = (prefix_tile ? work.tile : work.tile - prefix_tiles) * kBlockN;
     keys = prefix_tile ? dims.prefix_len : seq.len;
     // Causal query tiles wholly before the tile's first own key see none of its keys.
     first_m = dims.causal && !prefix_tile ? k0 / kBlockM : 0;
     m_tiles = max(0, flash_detail::tiles_of(seq.len, kBlockM) - first_m);
-    steps = group * m_tiles;
+    steps = heads * m_tiles;
   }
 
   __device__ __forceinline__ bool empty() const { return k0 >= keys; }
-  __device__ __forceinline__ int head(int step) const { return g * group + step / m_tiles; }
+  __device__ __forceinline__ int head(int step) const { return g * group + work.split * heads + step / m_tiles; }
   __device__ __forceinline__ int first_query(int step) const { return (first_m + step % m_tiles) * kBlockM; }
 
   __device__ __forceinline__ void load_keys(const BackwardMaps& maps, std::uint32_t sk, std::uint32_t sv,

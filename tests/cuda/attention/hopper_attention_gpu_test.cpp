@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "cuda/attention/flash/flash_attention.cuh"
 #include "cuda/attention/hopper/hopper_attention.cuh"
@@ -73,19 +74,37 @@ class AttentionKernels : public testing::PoisonedGpuTest {
     Tensor lse_log2 = Tensor::empty({c.heads, c.total()}, DType::kF32, Device::cuda());
     Tensor dq_accum = Tensor::empty(gpu.q.shape(), DType::kF32, Device::cuda());
     const cuda::AttentionDims dims = dims_of(c);
-    if (kernel == Kernel::kHopper)
-      cuda::hopper_attention_backward(dims, inputs_of(gpu), dtype, out.data_ptr(), dout.data_ptr(), lse.data<float>(),
-                                      {lse_log2.data<float>(), delta.data<float>(), dq_accum.data<float>()}, grads,
-                                      nullptr);
-    else
+    auto expect_gradients = [&](const std::string& how) {
+      testing::expect_attention_matches(have.grad_q, want.grad_q, tol, what + how + " grad_q");
+      testing::expect_attention_matches(have.grad_k, want.grad_k, tol, what + how + " grad_k");
+      testing::expect_attention_matches(have.grad_v, want.grad_v, tol, what + how + " grad_v");
+      if (c.prefix_len == 0) return;
+      testing::expect_attention_matches(have.grad_prefix_k, want.grad_prefix_k, tol, what + how + " grad_prefix_k");
+      testing::expect_attention_matches(have.grad_prefix_v, want.grad_prefix_v, tol, what + how + " grad_prefix_v");
+    };
+    if (kernel == Kernel::kAmpere) {
       cuda::flash_attention_backward(dims, inputs_of(gpu), dtype, out.data_ptr(), dout.data_ptr(), lse.data<float>(),
                                      {delta.data<float>(), dq_accum.data<float>()}, grads, false, nullptr);
-    testing::expect_attention_matches(have.grad_q, want.grad_q, tol, what + " grad_q");
-    testing::expect_attention_matches(have.grad_k, want.grad_k, tol, what + " grad_k");
-    testing::expect_attention_matches(have.grad_v, want.grad_v, tol, what + " grad_v");
-    if (c.prefix_len == 0) return;
-    testing::expect_attention_matches(have.grad_prefix_k, want.grad_prefix_k, tol, what + " grad_prefix_k");
-    testing::expect_attention_matches(have.grad_prefix_v, want.grad_prefix_v, tol, what + " grad_prefix_v");
+      expect_gradients("");
+      return;
+    }
+    // Without key-sum scratch every block owns whole dK/dV rows; with it a GQA group's heads
+    // may be split over blocks that add partial sums. Both must match the reference.
+    const std::int64_t key_sum_floats = cuda::hopper_backward_key_sum_floats(dims);
+    for (bool split : {false, true}) {
+      if (split && key_sum_floats == 0) break;
+      Tensor key_sums = split ? Tensor::empty({key_sum_floats}, DType::kF32, Device::cuda()) : Tensor();
+      for (Tensor* grad : {&have.grad_q, &have.grad_k, &have.grad_v})
+        *grad = Tensor::empty(grad->shape(), dtype, Device::cuda());  // NaN until written
+      cuda::hopper_attention_backward(dims, inputs_of(gpu), dtype, out.data_ptr(), dout.data_ptr(), lse.data<float>(),
+                                      {lse_log2.data<float>(), delta.data<float>(), dq_accum.data<float>(),
+                                       split ? key_sums.data<float>() : nullptr},
+                                      {have.grad_q.data_ptr(), have.grad_k.data_ptr(), have.grad_v.data_ptr(),
+                                       grads.grad_prefix_k, grads.grad_prefix_v},
+                                      nullptr);
+      expect_gradients(split ? " (heads split " + std::to_string(cuda::hopper_backward_head_splits(dims)) + " ways)"
+                             : "");
+    }
   }
 
   static cuda::AttentionDims dims_of(const AttentionCase& c) {
@@ -192,6 +211,20 @@ TEST_F(AttentionKernels, RepeatedRunsAgreeBitwise) {
   });
 }
 
+// At the GQA training shapes one block per (key tile, kv head) leaves SMs idle, so the
+// backward splits the group's heads; MHA and prefixes never split.
+TEST_F(AttentionKernels, BackwardSplitsGroupedHeadsAtTrainingShapes) {
+  ZT_SKIP_WITHOUT_GPU();
+  const AttentionCase qwen_1_5b{{2048, 2048, 2048, 2048}, 12, 2, 128, 0, true};
+  const cuda::AttentionDims gqa = dims_of(qwen_1_5b);
+  EXPECT_GT(cuda::hopper_backward_head_splits(gqa), 1);
+  EXPECT_EQ(6 % cuda::hopper_backward_head_splits(gqa), 0) << "a split takes an equal share of the group";
+  EXPECT_EQ(cuda::hopper_backward_key_sum_floats(gqa), 2 * gqa.total_tokens * 2 * 128);
+  EXPECT_EQ(cuda::hopper_backward_head_splits(dims_of({{2048, 2048}, 12, 12, 128, 0, true})), 1);
+  EXPECT_EQ(cuda::hopper_backward_head_splits(dims_of({{2048}, 12, 2, 128, 16, true})), 1);
+  EXPECT_EQ(cuda::hopper_backward_key_sum_floats(dims_of({{2048}, 12, 2, 128, 16, true})), 0);
+}
+
 TEST_F(AttentionKernels, BackwardOnAwkwardShapes) {
   ZT_SKIP_WITHOUT_GPU();
   for_each_kernel([&](Kernel kernel) {
@@ -204,6 +237,9 @@ TEST_F(AttentionKernels, BackwardOnAwkwardShapes) {
           check_backward(kernel, {{1, 17, 130, 64, 1000, 300}, 4, 2, head_dim, 0, causal}, dtype, seed += 20);
     check_backward(kernel, {{1, 17, 130, 64, 300}, 4, 1, 128, 0, true}, DType::kBF16, seed += 20);  // MQA
     check_backward(kernel, {{1, 17, 130, 64, 300}, 16, 2, 64, 0, true}, DType::kF16, seed += 20);   // GQA 8:1
+    // Enough short sequences that a group of 4 heads is split in two shares on a 132-SM GPU
+    // (the case above splits into single heads).
+    check_backward(kernel, {std::vector<std::int64_t>(34, 130), 8, 2, 128, 0, true}, DType::kBF16, seed += 20);
     for (std::int64_t prefix : {3, 130})
       for (bool causal : {true, false})
         check_backward(kernel, {{1, 17, 130, 64, 200}, 4, 2, 128, prefix, causal}, DType::kBF16, seed += 20);
