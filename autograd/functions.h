@@ -55,6 +55,12 @@ Variable embedding(const Variable& weight, const Tensor& ids, bool deterministic
 
 // Transformer pieces.
 Variable rmsnorm(const Variable& x, const Variable& weight, float eps, ops::RmsNormStyle style);
+// The pre-norm block's residual add and the norm that reads it as one op: {sum = x + residual,
+// rmsnorm(sum)}, bit for bit the unfused pair. Its backward adds the sum's own gradient (from
+// the next residual) inside the norm's backward kernel, where the engine would add the two
+// separately, and hands the result to x and residual alike.
+std::vector<Variable> residual_rmsnorm(const Variable& x, const Variable& residual, const Variable& weight, float eps,
+                                       ops::RmsNormStyle style);
 Variable rope(const Variable& x, const Tensor& positions, const ops::RopeConfig& config);
 Variable swiglu(const Variable& gate, const Variable& up);
 Variable swiglu_fused(const Variable& gate_up);

@@ -18,6 +18,22 @@ Variable rmsnorm(const Variable& x, const Variable& weight, float eps, ops::RmsN
                     });
 }
 
+std::vector<Variable> residual_rmsnorm(const Variable& x, const Variable& residual, const Variable& weight, float eps,
+                                       ops::RmsNormStyle style) {
+  OpRegion region("rmsnorm");
+  Tensor weight_value = weight.data();
+  ops::RmsNormResidualOutput forward =
+      ops::rmsnorm_residual_forward(x.data(), residual.data(), weight_value, eps, style);
+  Tensor sum = forward.sum, rstd = forward.rstd;
+  return record("residual_rmsnorm", {std::move(forward.sum), std::move(forward.y)}, {x, residual, weight},
+                [sum, weight_value, rstd, style](const TensorList& g, const NeedsList& needs) {
+                  ops::RmsNormResidualGrads grads =
+                      ops::rmsnorm_residual_backward(g[1], g[0], sum, weight_value, rstd, style);
+                  return TensorList{needs[0] ? grads.grad_input : Tensor(), needs[1] ? grads.grad_input : Tensor(),
+                                    needs[2] ? grads.grad_weight : Tensor()};
+                });
+}
+
 Variable rope(const Variable& x, const Tensor& positions, const ops::RopeConfig& config) {
   OpRegion region("rope");
   return record_one("rope", ops::rope_forward(x.data(), positions, config), {x},

@@ -11,6 +11,7 @@ OpFamily op_family(std::string_view op) {
       {"matmul", OpFamily::kGemm},
       {"attention", OpFamily::kAttention},
       {"rmsnorm", OpFamily::kNorm},
+      {"residual_rmsnorm", OpFamily::kNorm},
       {"rope", OpFamily::kRope},
       {"swiglu", OpFamily::kSwiglu},
       {"embedding", OpFamily::kEmbedding},

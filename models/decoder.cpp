@@ -96,16 +96,12 @@ struct NormedSum {
   Variable normed;  // rmsnorm(sum)
 };
 
-// The residual add and the norm that reads it. Without gradients (generation) one fused
-// kernel does both, bit for bit as the pair: a decode step is bound by its kernel count.
+// The residual add and the norm that reads it, one fused kernel each way, bit for bit as the
+// pair: a decode step is bound by its kernel count, a training step saves the add's pass and
+// the engine's sum of the two gradients the sum receives.
 NormedSum add_then_norm(const ModelConfig& c, const Variable& x, const Variable& residual, const Variable& weight) {
-  if (!grad_enabled()) {
-    ops::RmsNormResidualOutput fused = ops::rmsnorm_residual_forward(x.data(), residual.data(), weight.data(),
-                                                                     static_cast<float>(c.norm_eps), c.norm_style);
-    return {Variable(fused.sum), Variable(fused.y)};
-  }
-  Variable sum = residual_add(x, residual);
-  return {sum, norm(c, sum, weight)};
+  std::vector<Variable> fused = residual_rmsnorm(x, residual, weight, static_cast<float>(c.norm_eps), c.norm_style);
+  return {fused[0], fused[1]};
 }
 
 Variable self_attention(const ModelConfig& c, std::int64_t layer, const LayerParameters& parameters, const Variable& h,
