@@ -18,9 +18,10 @@ struct LinearCrossEntropyOptions {
   std::int64_t ignore_index = -100;
   // Tokens per chunk on the GPU; 0 picks as many as keep a chunk's logits within 1 GiB.
   std::int64_t chunk_tokens = 0;
-  // A chunk's logits in float32 (exact statistics), or in hidden's dtype (half the memory
-  // and traffic, the rounding an unfused bfloat16 lm_head has). CPU runs ignore it.
-  bool float32_logits = true;
+  // A chunk's logits in hidden's dtype (the default: the rounding HF's bfloat16/float16
+  // lm_head output has before its loss upcasts it, with half the memory and traffic), or in
+  // float32 (statistics of the unrounded products). CPU runs ignore it.
+  bool float32_logits = false;
   // The gradients computed in the forward are those of loss · grad_scale: a loss scaler's
   // scale, so that float16 gradients of the logits do not underflow. Finite and > 0.
   double grad_scale = 1.0;

@@ -9,6 +9,7 @@
 
 #include "autograd/functions.h"
 #include "autograd/grad_mode.h"
+#include "cuda/loss/linear_cross_entropy.cuh"
 #include "ops/gemm/linear.h"
 #include "ops/loss/cross_entropy.h"
 #include "ops/loss/linear_cross_entropy.h"
@@ -197,6 +198,30 @@ TEST(LinearCrossEntropy, ErrorsNameTheArgumentAndTheFix) {
 }
 
 // ---- the autograd wrapper ----
+
+// The GPU's automatic chunking (a host-side choice): the fewest chunks within the 1 GiB
+// budget, as even as multiples of 128 allow, so no chunk is left far smaller than the others.
+TEST(LinearCrossEntropy, AutomaticChunksAreFewAndEven) {
+  const std::int64_t vocab = 151936;
+  for (bool float32_logits : {false, true})
+    for (std::int64_t tokens : {1, 100, 2048, 8192, 16384, 20000}) {
+      const std::int64_t chunk = cuda::default_chunk_tokens(tokens, vocab, float32_logits, DType::kBF16);
+      const std::string what = std::to_string(tokens) + " tokens, float32 logits " + std::to_string(float32_logits);
+      EXPECT_LE(cuda::chunk_logits_bytes(chunk, vocab, float32_logits, DType::kBF16), std::size_t{1} << 30) << what;
+      const std::int64_t fit =
+          (std::int64_t{1} << 30) / cuda::chunk_logits_bytes(1, vocab, float32_logits, DType::kBF16) / 128 * 128;
+      const std::int64_t fewest = (tokens + fit - 1) / fit;
+      const std::int64_t chunks = (tokens + chunk - 1) / chunk;
+      EXPECT_EQ(chunks, fewest) << what;
+      if (chunks > 1) {
+        EXPECT_EQ(chunk % 128, 0) << what;
+        EXPECT_GE(tokens - (chunks - 1) * chunk, chunk - 128 * chunks) << what << ": the last chunk is " << chunk;
+      } else {
+        EXPECT_EQ(chunk, tokens) << what;
+      }
+    }
+  EXPECT_EQ(cuda::default_chunk_tokens(8192, vocab, false, DType::kBF16), 2816);
+}
 
 TEST(LinearCrossEntropyAutograd, TiedEmbeddingGetsBothGradientsLikeTheUnfusedTape) {
   Tensor table = random_tensor({11, 6}, 20), ids = Tensor::from_values({3, 0, 10, 3, 7}, {5}, DType::kI64);
