@@ -16,10 +16,13 @@ namespace {
 
 using namespace rmsnorm_detail;
 
-// At most this many blocks, hence dweight partial rows: two 256-thread blocks per SM on a
-// 132-SM GPU in one wave, while the partials stay a few MiB. A constant rather than a
-// function of the GPU, so the summation order — and the bits — are the same everywhere.
-constexpr std::int64_t kMaxBlocks = 256;
+// At most this many blocks, hence dweight partial rows: enough 256-thread blocks to fill
+// every SM of a 132-SM GPU (a row group waits for its row's sum before it loads the next row,
+// so only many resident rows hide the memory latency; 256 blocks ran at 0.40 of the copy
+// bandwidth), while the partials stay a few MiB against the hundreds the rows take. A
+// constant rather than a function of the GPU, so the summation order — and the bits — are
+// the same everywhere.
+constexpr std::int64_t kMaxBlocks = 1024;
 
 template <typename T, int W>
 using Raw = Packed<T, W>;
@@ -41,11 +44,12 @@ __device__ __forceinline__ void forget_conversions(Raw<T, W>& raw) {
   }
 }
 
-// One row's dx, stored, and its dweight contribution added to this thread's columns.
+// One row's dx, stored, and its dweight contribution added to this thread's sums of the
+// vector's columns.
 template <typename T, int W, bool kGradSum>
 __device__ __forceinline__ void finish_vector(const BackwardArgs& a, std::int64_t at, std::int64_t column,
                                               const Raw<T, W>& g, const Raw<T, W>& x, float rstd, float coefficient,
-                                              float* dw) {
+                                              float (&dw)[W]) {
   float w[W], gs[W] = {}, out[W];
   load_vector_ro<T, W>(static_cast<const T*>(a.io.weight) + column, w);
   if constexpr (kGradSum) load_vector<T, W>(static_cast<const T*>(a.io.grad_sum) + at, gs);
@@ -53,25 +57,31 @@ __device__ __forceinline__ void finish_vector(const BackwardArgs& a, std::int64_
   for (int i = 0; i < W; ++i) {
     float gv = element(g, i), xv = element(x, i);
     out[i] = grad_input<T, kGradSum>(gv, w[i], xv, rstd, coefficient, gs[i]);
-    dw[column + i] += __fmul_rn(gv, normalized<T>(xv, rstd, a.round_normalized));
+    dw[i] += __fmul_rn(gv, normalized<T>(xv, rstd, a.round_normalized));
   }
   store_vector<T, W>(static_cast<T*>(a.io.grad_x) + at, out);
 }
 
-// Each row group accumulates dweight for its own columns in its own shared row; at the end
-// the block adds its groups' rows in order into partial row blockIdx.x.
+// Each row group accumulates dweight for its own columns over its rows, in registers when a
+// thread's columns fit in 32 of them (every plan up to 16384 bf16 columns), else in its own
+// shared row (a thread's 8 columns apart from its neighbours' make that an 8-way bank conflict
+// per element and row: the registers path avoids it). At the end the block adds its groups'
+// rows in order into partial row blockIdx.x; the order of every sum is the same either way.
 template <typename T, int W, int kVectors, bool kGradSum>
 __global__ void __launch_bounds__(512) backward_registers_kernel(BackwardArgs a) {
+  constexpr bool kRegisterSums = kVectors * W <= 32;
   extern __shared__ float dw_rows[];  // [groups, hidden]
   __shared__ float scratch[32];
   const RowGroup g = row_group(a.group_threads);
   const std::int64_t vectors = a.hidden / W;
   float* dw = dw_rows + g.index * a.hidden;
-  for (int k = 0; k < kVectors; ++k) {
-    const std::int64_t j = g.lane + static_cast<std::int64_t>(k) * g.threads;
-    if (j < vectors)
-      for (int i = 0; i < W; ++i) dw[j * W + i] = 0.0f;
-  }
+  float sums[kVectors][W] = {};
+  if constexpr (!kRegisterSums)
+    for (int k = 0; k < kVectors; ++k) {
+      const std::int64_t j = g.lane + static_cast<std::int64_t>(k) * g.threads;
+      if (j < vectors)
+        for (int i = 0; i < W; ++i) dw[j * W + i] = 0.0f;
+    }
   const std::int64_t begin = blockIdx.x * a.rows_per_block;
   const std::int64_t end = std::min(a.rows, begin + a.rows_per_block);
   for (std::int64_t first = begin; first < end; first += g.count) {
@@ -104,8 +114,20 @@ __global__ void __launch_bounds__(512) backward_registers_kernel(BackwardArgs a)
 #pragma unroll
     for (int k = 0; k < kVectors; ++k) {
       const std::int64_t j = g.lane + static_cast<std::int64_t>(k) * g.threads;
+      if (j >= vectors) continue;
+      if constexpr (!kRegisterSums)
+        for (int i = 0; i < W; ++i) sums[k][i] = dw[j * W + i];
+      finish_vector<T, W, kGradSum>(a, row * a.hidden + j * W, j * W, gy[k], xs[k], rstd, coefficient, sums[k]);
+      if constexpr (!kRegisterSums)
+        for (int i = 0; i < W; ++i) dw[j * W + i] = sums[k][i];
+    }
+  }
+  if constexpr (kRegisterSums) {
+#pragma unroll
+    for (int k = 0; k < kVectors; ++k) {
+      const std::int64_t j = g.lane + static_cast<std::int64_t>(k) * g.threads;
       if (j < vectors)
-        finish_vector<T, W, kGradSum>(a, row * a.hidden + j * W, j * W, gy[k], xs[k], rstd, coefficient, dw);
+        for (int i = 0; i < W; ++i) dw[j * W + i] = sums[k][i];
     }
   }
   __syncthreads();
@@ -137,25 +159,33 @@ __global__ void __launch_bounds__(512) backward_wide_kernel(BackwardArgs a) {
     const float coefficient = dx_coefficient(group_sum(dot, blockDim.x, scratch), rstd, a.hidden);
     for (std::int64_t h = threadIdx.x; h < a.hidden; h += blockDim.x) {
       Raw<T, 1> g{{grad_y[base + h]}}, xv{{x[base + h]}};
-      finish_vector<T, 1, kGradSum>(a, base + h, h, g, xv, rstd, coefficient, dw);
+      float sum[1] = {dw[h]};
+      finish_vector<T, 1, kGradSum>(a, base + h, h, g, xv, rstd, coefficient, sum);
+      dw[h] = sum[0];
     }
   }
 }
 
-// grad_weight[h] = the partial rows' column h added in row order. Block (32 x 8): 32
-// columns, each summed by 8 threads over interleaved rows, then in order across them.
+// grad_weight[h] = the partial rows' column h added in a fixed order. Block (32 x 32): 32
+// columns, each summed by 32 threads over interleaved partial rows, then in order across
+// them: with a thousand partial rows, fewer threads per column left too few loads in flight
+// and this pass took as long as the row kernel at training shapes.
+constexpr int kSumThreadsPerColumn = 32;
+
 template <typename T>
-__global__ void sum_partials_kernel(const float* partial, T* grad_weight, std::int64_t blocks, std::int64_t hidden) {
-  __shared__ float sums[8][33];
+__global__ void __launch_bounds__(32 * kSumThreadsPerColumn)
+    sum_partials_kernel(const float* partial, T* grad_weight, std::int64_t blocks, std::int64_t hidden) {
+  __shared__ float sums[kSumThreadsPerColumn][33];
   const std::int64_t column = static_cast<std::int64_t>(blockIdx.x) * 32 + threadIdx.x;
   float sum = 0.0f;
   if (column < hidden)
-    for (std::int64_t b = threadIdx.y; b < blocks; b += 8) sum += partial[b * hidden + column];
+#pragma unroll 4
+    for (std::int64_t b = threadIdx.y; b < blocks; b += kSumThreadsPerColumn) sum += partial[b * hidden + column];
   sums[threadIdx.y][threadIdx.x] = sum;
   __syncthreads();
   if (threadIdx.y != 0 || column >= hidden) return;
   float total = 0.0f;
-  for (int y = 0; y < 8; ++y) total += sums[y][threadIdx.x];
+  for (int y = 0; y < kSumThreadsPerColumn; ++y) total += sums[y][threadIdx.x];
   store_float(grad_weight + column, total);
 }
 
@@ -196,7 +226,7 @@ void rmsnorm_backward(const RmsNormBackwardArgs& b, DType dtype, std::int64_t ro
         launch<T, false>(plan, a, static_cast<unsigned>(blocks), stream);
       ZT_CUDA_CHECK(cudaGetLastError());
     }
-    sum_partials_kernel<T><<<static_cast<unsigned>((hidden + 31) / 32), dim3(32, 8), 0, stream>>>(
+    sum_partials_kernel<T><<<static_cast<unsigned>((hidden + 31) / 32), dim3(32, kSumThreadsPerColumn), 0, stream>>>(
         a.partial, static_cast<T*>(b.grad_weight), blocks, hidden);
   });
   ZT_CUDA_CHECK(cudaGetLastError());
