@@ -16,6 +16,7 @@
 #include "train/checkpoint/checkpoint.h"
 #include "train/evaluation.h"
 #include "train/report/loss_curve.h"
+#include "train/zero/single_rank_note.h"
 #include "train/zero/zero3_optimizer.h"
 #include "train/zero/zero_optimizer.h"
 
@@ -117,8 +118,12 @@ Trainer::Trainer(TrainerModel model, TrainerData data, TrainingPlan plan, Traini
   state_.train_batch_size = plan_.micro_batch;
   state_.num_train_epochs = plan_.num_train_epochs;
   // The plan's warnings are the same on every rank: rank 0 prints them once for the job.
-  if (is_main_rank())
-    for (const std::string& warning : plan_.warnings) ZT_LOG(kWarn, warning);
+  if (!is_main_rank()) return;
+  for (const std::string& warning : plan_.warnings) ZT_LOG(kWarn, warning);
+  if (world_size() == 1)
+    if (const auto note = single_rank_zero_note(
+            {.stage = plan_.zero.stage, .zero_engine = comm_ != nullptr, .offload = plan_.zero.offload_optimizer}))
+      ZT_LOG(kWarn, *note);
 }
 
 // LoRA and P-Tuning write only the trained parameters; the other methods the whole model.

@@ -17,6 +17,7 @@
 #include "models/model.h"
 #include "runtime/terminal/progress_bar.h"
 #include "train/args/training_plan.h"
+#include "train/checkpoint/resume_changes.h"
 #include "train/checkpoint/trainer_state.h"
 #include "train/data/batching.h"
 #include "train/optim/loss_scaler.h"
@@ -91,6 +92,7 @@ class Trainer {
   CheckpointRanks checkpoint_ranks() const;
   void save_checkpoint_now();
   void resume(const std::string& directory);
+  ResumedRun resumed_run() const;
   double epoch_progress() const;
   // `what` labels the all-reduce in --zero_trace.
   double sum_over_ranks(double value, const char* what) const;
