@@ -36,6 +36,7 @@ void Trainer::save_checkpoint_now() {
   save.on_main_rank_with_weights = [this](const std::function<void()>& write) { on_main_rank_with_weights(write); };
   const std::string path = save_checkpoint_on_ranks(checkpoint_ranks(), save);
   if (!is_main_rank()) return;
+  last_checkpoint_ = path;
   progress_.clear();
   ZT_LOG(kInfo, "saved " << path);
   if (args_.save_total_limit) rotate_checkpoints(args_.output_dir, *args_.save_total_limit);
@@ -57,6 +58,7 @@ void Trainer::resume(const std::string& directory) {
   default_generator().set_state(
       {run.at("rng").at("seed").get<std::uint64_t>(), run.at("rng").at("offset").get<std::uint64_t>()});
   state_.epoch = epoch_progress();
+  last_checkpoint_ = directory;
   ZT_LOG(kInfo, "resumed from " << directory << " at step " << state_.global_step);
   if (!is_main_rank()) return;
   const ResumePoint point{.checkpoint = directory,

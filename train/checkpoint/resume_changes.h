@@ -29,7 +29,7 @@ struct RunGeometry {
 };
 
 struct ResumePoint {
-  std::string checkpoint;  // the folder, as messages name it
+  std::string checkpoint = {};  // the folder, as messages name it
   std::int64_t global_step = 0;
   std::int64_t epoch = 0;
   std::size_t samples_in_epoch = 0;  // of `epoch`, already trained on
