@@ -177,7 +177,7 @@ void print_header(const models::ModelConfig& config, const train::MemorySettings
   std::cout << architecture_name(config.arch) << " model, " << millions(e.model_parameters) << " parameters"
             << (s.full_finetuning() ? "" : ", " + millions(e.trainable_parameters) + " trainable (LoRA)") << ", "
             << dtype_name(s.dtype) << "; " << s.nodes << " node(s) x " << s.gpus_per_node << " GPU(s)"
-            << (gpus_given ? ""
+            << (gpus_given           ? ""
                 : visible_gpus() > 0 ? " (the visible GPUs)"
                                      : " (no GPU is visible; --num_gpus sets the count)")
             << "; micro-batch " << s.micro_batch << " x " << s.max_length << " tokens"
@@ -228,7 +228,8 @@ void print_table(const models::ModelConfig& config, train::MemorySettings settin
                 << cell(gib(e.activations), 13) << cell(gib(e.gpu_total()), 9) << cell(gib(e.host_per_node()), 15)
                 << "      ";
       for (double budget : budgets)
-        std::cout << cell(fits(e.gpu_total(), budget) ? "yes" : "no", std::max<std::size_t>(size_text(budget).size(), 4) + 1);
+        std::cout << cell(fits(e.gpu_total(), budget) ? "yes" : "no",
+                          std::max<std::size_t>(size_text(budget).size(), 4) + 1);
       std::cout << (train::trainer_runs(stage, offload) ? "" : "  (DeepSpeed offloads with stages 1-3 only)") << "\n";
     }
   std::cout << "\n";
@@ -308,8 +309,8 @@ std::optional<train::Recommendation> recommend(const models::ModelConfig& config
 }
 
 // One size: the recommendation with its flags. Several: one line per size.
-void print_recommendations(const models::ModelConfig& config, const train::MemorySettings& settings,
-                           const Flags& flags, const std::vector<double>& budgets, std::optional<double> host) {
+void print_recommendations(const models::ModelConfig& config, const train::MemorySettings& settings, const Flags& flags,
+                           const std::vector<double>& budgets, std::optional<double> host) {
   if (budgets.size() == 1) {
     if (const auto r = recommend(config, settings, flags, budgets[0], host))
       print_recommendation(*r, settings, flags, budgets[0], host);
@@ -320,8 +321,8 @@ void print_recommendations(const models::ModelConfig& config, const train::Memor
   std::cout << "recommended, by GPU memory:\n";
   for (double budget : budgets) {
     const auto r = recommend(config, settings, flags, budget, host);
-    std::cout << cell(size_text(budget), 6) << " GiB: "
-              << (r ? recommendation_text(*r, settings, budget) : nothing_fits(budget, host)) << "\n";
+    std::cout << cell(size_text(budget), 6)
+              << " GiB: " << (r ? recommendation_text(*r, settings, budget) : nothing_fits(budget, host)) << "\n";
   }
   std::cout << "add --gpu_memory GIB for one size's zerotune train flags\n";
 }

@@ -13,7 +13,8 @@ static_assert(std::atomic<int>::is_always_lock_free, "the signal handler needs a
 std::atomic<int> received{0};
 std::mutex scopes_mutex;
 int open_scopes = 0;
-struct sigaction previous_interrupt {}, previous_terminate {};
+struct sigaction previous_interrupt {
+}, previous_terminate{};
 
 extern "C" void on_stop_signal(int signal_number) {
   int none = 0;

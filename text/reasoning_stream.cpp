@@ -86,8 +86,10 @@ void ReasoningPrinter::write(const StreamPart& part) {
       return;
     }
     started_ = true;
-    if (thought_) text.remove_prefix(first);
-    else out_ << leading_space_;
+    if (thought_)
+      text.remove_prefix(first);
+    else
+      out_ << leading_space_;
     leading_space_.clear();
     show(section);
   }

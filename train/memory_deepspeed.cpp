@@ -67,8 +67,9 @@ DeepSpeedMemorySettings memory_settings_from_deepspeed(const std::string& path_o
   MemorySettings& s = out.settings;
 
   if (const std::optional<DType> dtype = config_dtype(config)) {
-    ZT_REQUIRE(!given.dtype || *dtype == flags.dtype, read.source + " trains in " + dtype_name(*dtype) + " but --dtype is " +
-                                                          dtype_name(flags.dtype) + ": drop --dtype or change the config");
+    ZT_REQUIRE(!given.dtype || *dtype == flags.dtype, read.source + " trains in " + dtype_name(*dtype) +
+                                                          " but --dtype is " + dtype_name(flags.dtype) +
+                                                          ": drop --dtype or change the config");
     s.dtype = *dtype;
   }
   const json& micro = config.value("train_micro_batch_size_per_gpu", json());

@@ -140,8 +140,10 @@ TEST(EstimateCli, WithoutFlagsEveryCommonGpuSizeIsShown) {
       << run.output;
   const std::size_t list = run.output.find("recommended, by GPU memory:\n");
   ASSERT_NE(list, std::string::npos) << run.output;
-  for (const char* line : {"    24 GiB: ZeRO stage 0 without optimizer offload, LoRA", "    80 GiB: ZeRO stage 1 with "
-                           "optimizer offload", "   141 GiB: ZeRO stage 0 without optimizer offload, 135.69 of 141"})
+  for (const char* line : {"    24 GiB: ZeRO stage 0 without optimizer offload, LoRA",
+                           "    80 GiB: ZeRO stage 1 with "
+                           "optimizer offload",
+                           "   141 GiB: ZeRO stage 0 without optimizer offload, 135.69 of 141"})
     EXPECT_NE(run.output.find(line, list), std::string::npos) << line << "\n" << run.output;
   if (gpus == 1) {
     EXPECT_NE(run.output.find("one GPU: ZeRO has nothing to partition"), std::string::npos) << run.output;
@@ -173,7 +175,8 @@ TEST(EstimateCli, DeepSpeedConfigIsReadAndItsFitReportedFirst) {
       << inline_config.output;
   EXPECT_NE(inline_config.output.find("micro-batch 2 x 1024 tokens"), std::string::npos) << inline_config.output;
 
-  const CliRun bad = zerotune("estimate --config " + kQwen7b + " --deepspeed '{\"zero_optimization\": {\"stage\": 5}}'");
+  const CliRun bad =
+      zerotune("estimate --config " + kQwen7b + " --deepspeed '{\"zero_optimization\": {\"stage\": 5}}'");
   EXPECT_EQ(bad.exit_code, 1) << bad.output;
   EXPECT_NE(bad.output.find("zero_optimization.stage must be 0, 1, 2 or 3, got 5"), std::string::npos) << bad.output;
   const CliRun conflict = zerotune("estimate --config " + kQwen7b + " --micro_batch 4 --deepspeed " + offload);

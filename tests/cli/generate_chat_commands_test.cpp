@@ -213,7 +213,8 @@ TEST_F(GenerateCli, ChatTakesATurnOfSeveralLinesBetweenTripleQuotes) {
   ASSERT_EQ(joined.exit_code, 0) << joined.output;
   const std::size_t line = joined.output.find("{\"prompt\"");
   ASSERT_NE(line, std::string::npos) << joined.output;
-  const nlohmann::json result = nlohmann::json::parse(joined.output.substr(line, joined.output.find('\n', line) - line));
+  const nlohmann::json result =
+      nlohmann::json::parse(joined.output.substr(line, joined.output.find('\n', line) - line));
   EXPECT_EQ(answer, result["output"].get<std::string>());
   const CliRun first_line = zerotune(generate("--prompt \"line one\" --output_format jsonl" + sampling));
   EXPECT_EQ(first_line.output.find(result["output"].dump()), std::string::npos)

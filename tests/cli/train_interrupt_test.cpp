@@ -25,8 +25,9 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 const std::string kBinary = (fs::path(ZT_BINARY_DIR) / "bin/zerotune").string();
-const std::string kArguments = "train --model_name_or_path " + (fs::path(ZT_SOURCE_DIR) / "examples/tiny-qwen").string() +
-                               " --train_file " + (fs::path(ZT_SOURCE_DIR) / "examples/data/alpaca_demo.json").string() +
+const std::string kArguments = "train --model_name_or_path " +
+                               (fs::path(ZT_SOURCE_DIR) / "examples/tiny-qwen").string() + " --train_file " +
+                               (fs::path(ZT_SOURCE_DIR) / "examples/data/alpaca_demo.json").string() +
                                " --template qwen --finetuning_type full --per_device_train_batch_size 2 --device cpu "
                                "--logging_steps 1";
 
@@ -100,10 +101,10 @@ TEST_F(TrainInterrupt, CtrlCAfterACheckpointNamesItAndTheCommandThatResumes) {
   // The checkpoint resumes: the printed command, run to a nearer end.
   const train::LoadedCheckpoint loaded = train::load_checkpoint(last);
   const std::int64_t step = loaded.run_state.at("global_step").get<std::int64_t>();
-  const testing::CliRun resumed = testing::run_zerotune(
-      kArguments + " --max_steps " + std::to_string(step + 2) + " --save_steps 3 --output_dir " + out.string() +
-          " --resume_from_checkpoint " + last,
-      dir_);
+  const testing::CliRun resumed =
+      testing::run_zerotune(kArguments + " --max_steps " + std::to_string(step + 2) + " --save_steps 3 --output_dir " +
+                                out.string() + " --resume_from_checkpoint " + last,
+                            dir_);
   ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
   EXPECT_NE(resumed.output.find("resumed from " + last + " at step " + std::to_string(step)), std::string::npos)
       << resumed.output;
@@ -113,14 +114,16 @@ TEST_F(TrainInterrupt, CtrlCAfterACheckpointNamesItAndTheCommandThatResumes) {
 TEST_F(TrainInterrupt, SigtermBeforeAnyCheckpointSaysHowToSaveSooner) {
   const fs::path out = dir_ / "out";
   start(kArguments + " --max_steps 100000 --save_steps 100000 --inprocess_ranks 2 --output_dir " + out.string());
-  ASSERT_TRUE(wait_for([&] { return testing::read_text(out / "train_log.jsonl").find("\"step\":2") != std::string::npos; }))
-      << testing::read_text(log_);
+  ASSERT_TRUE(wait_for([&] {
+    return testing::read_text(out / "train_log.jsonl").find("\"step\":2") != std::string::npos;
+  })) << testing::read_text(log_);
   ASSERT_EQ(kill(pid_, SIGTERM), 0);
   EXPECT_EQ(wait_for_exit(), 143) << testing::read_text(log_);
   const std::string printed = testing::read_text(log_);
-  EXPECT_NE(printed.find(", before this run saved any checkpoint: there is nothing to resume from. The first "
-                         "checkpoint was due at step 100000 (--save_steps 100000); a smaller --save_steps saves sooner"),
-            std::string::npos)
+  EXPECT_NE(
+      printed.find(", before this run saved any checkpoint: there is nothing to resume from. The first "
+                   "checkpoint was due at step 100000 (--save_steps 100000); a smaller --save_steps saves sooner"),
+      std::string::npos)
       << printed;
   EXPECT_EQ(printed.find("stopped by SIGTERM after step "), printed.rfind("stopped by SIGTERM after step "))
       << "said once, by rank 0";

@@ -41,8 +41,9 @@ std::ptrdiff_t count_of(const std::string& text, const std::string& pattern) {
 class TrainerNotes : public testing::FolderTest {
  protected:
   TrainingArguments arguments(std::vector<std::string> extra) {
-    std::vector<std::string> all = {"--model_name_or_path", "tiny", "--output_dir", dir_.string(), "--train_file", "x",
-                                    "--save_strategy",      "no",   "--finetuning_type", "full", "--max_length", "16"};
+    std::vector<std::string> all = {"--model_name_or_path", "tiny", "--output_dir",    dir_.string(),
+                                    "--train_file",         "x",    "--save_strategy", "no",
+                                    "--finetuning_type",    "full", "--max_length",    "16"};
     all.insert(all.end(), extra.begin(), extra.end());
     return parse_training_arguments(all);
   }
@@ -87,8 +88,9 @@ TEST_F(TrainerNotes, AZeroStageOnOneProcessSaysOnceThatItPartitionsNothing) {
                          "or released and no layer is recomputed in backward"),
             std::string::npos)
       << printed;
-  const std::string stage0 =
-      captured([&] { train(arguments({"--max_steps", "1", "--deepspeed", zero_config(0), "--overwrite_output_dir"})); });
+  const std::string stage0 = captured([&] {
+    train(arguments({"--max_steps", "1", "--deepspeed", zero_config(0), "--overwrite_output_dir"}));
+  });
   EXPECT_EQ(stage0.find("partitions nothing"), std::string::npos) << stage0;
 }
 
@@ -101,11 +103,12 @@ TEST_F(TrainerNotes, TheZeroEngineOnOneRankSaysWhatStillRuns) {
     });
   });
   EXPECT_EQ(count_of(one, "partitions nothing"), 1) << one;
-  EXPECT_NE(one.find("ZeRO stage 3 on 1 rank partitions nothing: the rank's partition is the whole model, so every "
-                     "model state stays whole on its GPU as under stage 0, and stage 3's collectives run with one rank; "
-                     "stage 3 still gathers each module into a buffer of its own before use and releases it after, and "
-                     "recomputes every layer in backward"),
-            std::string::npos)
+  EXPECT_NE(
+      one.find("ZeRO stage 3 on 1 rank partitions nothing: the rank's partition is the whole model, so every "
+               "model state stays whole on its GPU as under stage 0, and stage 3's collectives run with one rank; "
+               "stage 3 still gathers each module into a buffer of its own before use and releases it after, and "
+               "recomputes every layer in backward"),
+      std::string::npos)
       << one;
   const std::string two = captured([&] {
     distributed::run_inprocess_ranks(2, std::chrono::seconds(60), [&](distributed::Communicator& comm) {
@@ -118,8 +121,8 @@ TEST_F(TrainerNotes, TheZeroEngineOnOneRankSaysWhatStillRuns) {
 // A checkpoint of 2 per device x 2 accumulation (4 samples a step) resumed with other
 // settings: one message per changed setting; resumed as it was, none.
 TEST_F(TrainerNotes, AResumeWithOtherSettingsSaysWhatChangedOnce) {
-  const std::vector<std::string> base = {"--max_steps", "4", "--per_device_train_batch_size", "2",
-                                         "--gradient_accumulation_steps", "2"};
+  const std::vector<std::string> base = {
+      "--max_steps", "4", "--per_device_train_batch_size", "2", "--gradient_accumulation_steps", "2"};
   std::vector<std::string> saving = base;
   saving.insert(saving.end(), {"--save_strategy", "steps", "--save_steps", "2"});
   train(arguments(saving));

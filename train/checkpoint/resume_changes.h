@@ -49,7 +49,6 @@ struct ResumedRun {
 RunGeometry saved_geometry(const TrainerState& state, const nlohmann::json& run_state);
 
 // One message per setting that differs; none when the run resumes as it was trained.
-std::vector<std::string> resume_change_notes(const RunGeometry& saved, const ResumePoint& point,
-                                             const ResumedRun& now);
+std::vector<std::string> resume_change_notes(const RunGeometry& saved, const ResumePoint& point, const ResumedRun& now);
 
 }  // namespace zt::train

@@ -68,8 +68,7 @@ std::string interruption_message(const Interruption& stop, const std::vector<std
     return message + ", before this run saved any checkpoint: there is nothing to resume from. " +
            checkpoint_hint(stop);
   message += ". The last complete checkpoint is " + stop.last_checkpoint + "; to go on from it";
-  message += stop.launched ? ", start every rank again with the same launcher and this command:\n  "
-                           : ", run:\n  ";
+  message += stop.launched ? ", start every rank again with the same launcher and this command:\n  " : ", run:\n  ";
   return message + resume_command(command_line, stop.last_checkpoint);
 }
 

@@ -12,18 +12,22 @@ std::optional<std::string> single_rank_zero_note(const SingleRankRun& run) {
     if (run.offload)
       note += ", except that optimizer offload still keeps the fp32 master weights and Adam moments in host memory";
     if (run.stage == 3)
-      note += "; no module is gathered or released and no layer is recomputed in backward "
-              "(--gradient_checkpointing recomputes them)";
+      note +=
+          "; no module is gathered or released and no layer is recomputed in backward "
+          "(--gradient_checkpointing recomputes them)";
   } else {
-    note += "the rank's partition is the whole model, so every model state stays whole on its GPU as under stage 0, "
-            "and stage " +
-            stage + "'s collectives run with one rank";
+    note +=
+        "the rank's partition is the whole model, so every model state stays whole on its GPU as under stage 0, "
+        "and stage " +
+        stage + "'s collectives run with one rank";
     if (run.stage == 3)
-      note += "; stage 3 still gathers each module into a buffer of its own before use and releases it after, and "
-              "recomputes every layer in backward: time spent, no memory saved";
+      note +=
+          "; stage 3 still gathers each module into a buffer of its own before use and releases it after, and "
+          "recomputes every layer in backward: time spent, no memory saved";
   }
-  return note + ". ZeRO partitions over several ranks: --inprocess_ranks N on one device, or zerotune launch "
-                "--nproc_per_node N";
+  return note +
+         ". ZeRO partitions over several ranks: --inprocess_ranks N on one device, or zerotune launch "
+         "--nproc_per_node N";
 }
 
 }  // namespace zt::train

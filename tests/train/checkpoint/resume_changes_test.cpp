@@ -9,8 +9,8 @@ namespace zt::train {
 namespace {
 
 // Saved: 2 per device x 4 accumulation x 2 ranks = 16 samples a step, 10 steps.
-constexpr RunGeometry kSaved{.micro_batch = 2, .accumulation = 4, .world_size = 2, .max_steps = 10,
-                             .num_train_epochs = 2.0};
+constexpr RunGeometry kSaved{
+    .micro_batch = 2, .accumulation = 4, .world_size = 2, .max_steps = 10, .num_train_epochs = 2.0};
 const ResumePoint kPoint{.checkpoint = "out/checkpoint-6", .global_step = 6, .epoch = 1, .samples_in_epoch = 16};
 
 ResumedRun resumed(RunGeometry geometry, std::int64_t steps_per_epoch = 5) {
@@ -42,8 +42,9 @@ TEST(ResumeChanges, MoreRanksWithLessAccumulationKeepTheGlobalBatch) {
   now.accumulation = 2;
   const std::vector<std::string> notes = resume_change_notes(kSaved, kPoint, resumed(now));
   ASSERT_EQ(notes.size(), 2u) << "one for each changed setting";
-  const std::string same = "the global batch stays 16 samples a step (2 per device x 2 accumulation x 4 rank(s)), so "
-                           "training goes on with the next global batch, as the uninterrupted run would";
+  const std::string same =
+      "the global batch stays 16 samples a step (2 per device x 2 accumulation x 4 rank(s)), so "
+      "training goes on with the next global batch, as the uninterrupted run would";
   EXPECT_EQ(notes[0], "resuming out/checkpoint-6 with gradient_accumulation_steps 2 where it trained with 4: " + same);
   EXPECT_EQ(notes[1],
             "resuming out/checkpoint-6 on 4 rank(s) where it trained on 2 (the optimizer state is read by parameter "

@@ -25,8 +25,8 @@ TEST(ResumeCommand, AddsTheCheckpointOrReplacesTheOneGiven) {
 }
 
 TEST(ResumeCommand, QuotesWhatAShellWouldSplitOrExpand) {
-  EXPECT_EQ(resume_command({"zerotune", "train", "--deepspeed", R"({"zero_optimization": {"stage": 2}})",
-                            "--run_name", "it's mine", "--output_dir", "my out"},
+  EXPECT_EQ(resume_command({"zerotune", "train", "--deepspeed", R"({"zero_optimization": {"stage": 2}})", "--run_name",
+                            "it's mine", "--output_dir", "my out"},
                            "my out/checkpoint-5"),
             R"(zerotune train --deepspeed '{"zero_optimization": {"stage": 2}}' --run_name 'it'\''s mine' )"
             R"(--output_dir 'my out' --resume_from_checkpoint 'my out/checkpoint-5')");
@@ -50,8 +50,9 @@ TEST(InterruptionMessage, WithoutACheckpointSaysHowToGetOne) {
             "stopped by SIGTERM after step 3 of 100, before this run saved any checkpoint: there is nothing to resume "
             "from. The first checkpoint was due at step 50 (--save_steps 50); a smaller --save_steps saves sooner");
   stop.save_strategy = IntervalStrategy::kNo;
-  EXPECT_NE(interruption_message(stop, kRun).find("Checkpoints are off (--save_strategy no); --save_strategy steps "
-                                                  "--save_steps N saves one every N steps"),
+  EXPECT_NE(interruption_message(stop, kRun)
+                .find("Checkpoints are off (--save_strategy no); --save_strategy steps "
+                      "--save_steps N saves one every N steps"),
             std::string::npos);
   stop.save_strategy = IntervalStrategy::kEpoch;
   EXPECT_NE(interruption_message(stop, kRun).find("at the end of the first epoch (--save_strategy epoch)"),

@@ -372,7 +372,8 @@ TEST(LossCurve, TheLossImageShowsRawLossesTheirSmoothingAndEvaluations) {
   nlohmann::json history = nlohmann::json::array();
   for (std::size_t i = 0; i < steps.size(); ++i) {
     history.push_back({{"loss", losses[i]}, {"learning_rate", 1e-4}, {"step", steps[i]}});
-    if (steps[i] == 4 || steps[i] == 8) history.push_back({{"eval_loss", steps[i] == 4 ? 0.5 : 0.6}, {"step", steps[i]}});
+    if (steps[i] == 4 || steps[i] == 8)
+      history.push_back({{"eval_loss", steps[i] == 4 ? 0.5 : 0.6}, {"step", steps[i]}});
   }
   write_loss_curves(dir.string(), history);
   const DecodedPng png = decode(read_file(dir / "training_loss.png"));
