@@ -1,12 +1,17 @@
 // `zerotune chat`: an interactive conversation with a model on the terminal. Each answer
-// streams as it is generated; the history goes back in with every turn through the model's
-// chat template. /reset forgets the history, /exit (or end of input) leaves, and Ctrl-C
+// streams as it is generated, a thinking model's reasoning apart from its answer
+// (text/reasoning_stream.h); the history goes back in with every turn through the model's
+// chat template. A line of three double quotes opens a turn of several lines, closed by the
+// next such line. /reset forgets the history, /exit (or end of input) leaves, and Ctrl-C
 // stops the answer being written, not the program. With --tp N the model is split over N
 // ranks: rank 0 talks with the terminal and sends every turn to the others (cli/chat_ranks.h).
 #include <unistd.h>
 #include <atomic>
+#include <cctype>
 #include <csignal>
+#include <cstdlib>
 #include <iostream>
+#include <string_view>
 
 #include "cli/chat_ranks.h"
 #include "cli/command.h"
@@ -14,6 +19,7 @@
 #include "infer/engine.h"
 #include "infer/tensor_parallel_engine.h"
 #include "runtime/error.h"
+#include "text/reasoning_stream.h"
 #include "text/stream_decoder.h"
 
 namespace zt::cli {
@@ -23,9 +29,15 @@ constexpr const char* kUsage =
     "usage: zerotune chat --model_name_or_path DIR [--system TEXT] [--template NAME]\n"
     "                     [sampling flags below] [--adapter_name_or_path ADAPTER] [--ptuning_checkpoint DIR]\n"
     "                     [--device cpu|cuda|cuda:N] [--dtype D] [--tp N]\n\n"
-    "Reads your turns from stdin and streams the model's answers. /reset starts a new\n"
-    "conversation, /exit leaves; Ctrl-C stops the current answer.\n"
+    "Reads your turns from stdin and streams the model's answers. A line of three double quotes\n"
+    "(\"\"\") starts a turn of several lines, sent when the next such line ends it. /reset starts a\n"
+    "new conversation, /exit leaves; Ctrl-C stops the current answer. A thinking model's reasoning\n"
+    "(Qwen3's <think> block) is shown after 'reasoning:', dimmed on a terminal, and its answer after\n"
+    "'answer:'.\n"
     "  --system   a system prompt put ahead of every conversation\n";
+
+// Opens and closes a turn of several lines.
+constexpr std::string_view kBlockDelimiter = R"(""")";
 
 // While rank 0 waits for the user, the other ranks wait in a collective: well inside its timeout.
 constexpr std::chrono::seconds kKeepAliveInterval{60};
@@ -75,18 +87,22 @@ class Conversation {
     history_.push_back({"user", question});
     models::EncodedConversation prompt = template_->encode(*tokenizer_, history_, /*add_generation_prompt=*/true);
     models::StreamDecoder stream(*tokenizer_, /*skip_special_tokens=*/true);
+    models::ReasoningPrinter printer(std::cout, isatty(STDOUT_FILENO) == 1 && std::getenv("NO_COLOR") == nullptr);
     std::string text;
     auto print = [&](std::size_t, std::int64_t token) {
       std::string piece = stream.put(token);
       text += piece;
-      std::cout << piece << std::flush;
+      printer.put(piece);
     };
     {
       InterruptScope scope;
       generate({prompt.ids.begin(), prompt.ids.end()}, print, [] { return interrupted.load(); });
+      const std::string rest = stream.finish();
+      text += rest;
+      printer.put(rest);
+      printer.finish();
       if (interrupted) std::cout << " [stopped]";
     }
-    text += stream.finish();
     std::cout << "\n";
     history_.push_back({"assistant", text});
   }
@@ -98,13 +114,35 @@ class Conversation {
   std::vector<models::ChatMessage> history_;
 };
 
+using LineReader = std::function<std::optional<std::string>()>;
+
+bool is_block_delimiter(std::string_view line) {
+  while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back()))) line.remove_suffix(1);
+  return line == kBlockDelimiter;
+}
+
+// One turn: a line, or the lines between two delimiter lines joined by newlines (the end of
+// the input also closes a block).
+std::optional<std::string> read_turn(const LineReader& read_line) {
+  std::optional<std::string> line = read_line();
+  if (!line || !is_block_delimiter(*line)) return line;
+  const bool prompts = isatty(STDIN_FILENO) == 1;
+  std::string block;
+  for (bool first = true;; first = false) {
+    if (prompts) std::cout << "...> " << std::flush;
+    line = read_line();
+    if (!line || is_block_delimiter(*line)) return block;
+    block += (first ? "" : "\n") + *line;
+  }
+}
+
 // Turns from `read_line` until /exit or the end of input.
-void converse(Conversation& conversation, const std::function<std::optional<std::string>()>& read_line,
-              const Answer& generate) {
-  std::cerr << "chat: /reset starts over, /exit leaves, Ctrl-C stops an answer\n";
+void converse(Conversation& conversation, const LineReader& read_line, const Answer& generate) {
+  std::cerr << "chat: /reset starts over, /exit leaves, Ctrl-C stops an answer; a line of \"\"\" starts a turn of "
+               "several lines and another ends it\n";
   while (true) {
     std::cout << "user> " << std::flush;
-    const std::optional<std::string> line = read_line();
+    const std::optional<std::string> line = read_turn(read_line);
     if (!line || *line == "/exit") break;
     if (*line == "/reset") {
       conversation.reset();

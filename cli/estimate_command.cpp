@@ -1,6 +1,8 @@
 // `zerotune estimate`: the memory a training run needs per GPU and per node's host memory for
 // every ZeRO stage with and without optimizer offload (train/memory_estimate.h), which of them
 // fit the GPU, and the fastest one that does. It reads only config.json: no weights needed.
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <optional>
@@ -14,6 +16,7 @@
 #include "runtime/device.h"
 #include "runtime/error.h"
 #include "train/args/training_arguments.h"
+#include "train/memory_deepspeed.h"
 #include "train/memory_estimate.h"
 #include "train/memory_recommendation.h"
 
@@ -21,26 +24,31 @@ namespace zt::cli {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: zerotune estimate (--model_name_or_path DIR | --config config.json) --num_gpus N [--num_nodes M]\n"
+    "usage: zerotune estimate (--model_name_or_path DIR | --config config.json) [--num_gpus N] [--num_nodes M]\n"
     "                         [--micro_batch B] [--max_length S] [--gradient_checkpointing]\n"
     "                         [--dtype bfloat16|float16|float32] [--gpu_memory GIB] [--host_memory GIB]\n"
-    "                         [--reduce_bucket_size N]\n"
+    "                         [--reduce_bucket_size N] [--deepspeed ds_config.json]\n"
     "                         [--finetuning_type full|lora [--lora_rank R] [--lora_target MODULES]]\n\n"
     "Prints, for ZeRO stages 0-3 without and with optimizer offload, the GiB each GPU needs (model\n"
     "states; stage 3's gathered modules; activations of a packed micro-batch of B x S tokens; the fused\n"
     "loss; a 1 GiB reserve) and the GiB of host memory each node needs, and marks the rows that fit\n"
-    "--gpu_memory. Then it recommends the fastest configuration that fits, with the `zerotune train`\n"
-    "flags that run it: stages 0, 1, 2, then 1-2 with offload, then 3, then 3 with offload; in each,\n"
-    "gradient checkpointing only when needed and the micro-batch halved only when needed; LoRA only\n"
-    "when no full fine-tuning fits. The model states are zerotune's own buffers; docs/TRAINING.md\n"
-    "(Memory) says how they differ from DeepSpeed's.\n"
-    "  --num_gpus             GPUs per node (also --num_gpus_per_node); the world is N x M ranks\n"
+    "--gpu_memory, or without it GPUs of 24, 40, 48, 80, 96 and 141 GiB (and the visible GPU's). Then it\n"
+    "recommends the fastest configuration that fits, with the `zerotune train` flags that run it:\n"
+    "stages 0, 1, 2, then 1-2 with offload, then 3, then 3 with offload; in each, gradient\n"
+    "checkpointing only when needed and the micro-batch halved only when needed; LoRA only when no\n"
+    "full fine-tuning fits. Needs no GPU. The model states are zerotune's own buffers;\n"
+    "docs/TRAINING.md (Memory) says how they differ from DeepSpeed's.\n"
+    "  --num_gpus             GPUs per node (also --num_gpus_per_node), default the visible GPUs (1 with\n"
+    "                         none); the world is N x M ranks\n"
     "  --micro_batch          sequences per micro-batch (also --per_device_train_batch_size), default 1\n"
     "  --max_length           tokens per sequence, default 1024\n"
-    "  --gpu_memory           GiB per GPU; default: the memory of the first visible GPU\n"
+    "  --gpu_memory           GiB per GPU; default: a column for each common size\n"
     "  --host_memory          GiB of host memory per node; when given, offload that needs more is not\n"
     "                         recommended\n"
     "  --reduce_bucket_size   ZeRO bucket in elements, default 500000000 (DeepSpeed's)\n"
+    "  --deepspeed            your DeepSpeed config (a path or the JSON itself): its ZeRO stage, offload,\n"
+    "                         buckets, precision and micro-batch, read as zerotune train reads them;\n"
+    "                         its fit is reported first\n"
     "  --finetuning_type      full (default) or lora: only the LoRA matrices train (--lora_rank, default 8,\n"
     "                         and --lora_target, default all, also size the LoRA a full run falls back to)\n";
 
@@ -48,10 +56,15 @@ const FlagSpec kFlagSpec{
     .command = "estimate",
     .value_flags = {"--model_name_or_path", "--config", "--num_gpus", "--num_nodes", "--micro_batch", "--max_length",
                     "--dtype", "--gpu_memory", "--host_memory", "--reduce_bucket_size", "--finetuning_type",
-                    "--lora_rank", "--lora_target"},
+                    "--lora_rank", "--lora_target", "--deepspeed"},
     .bool_flags = {"--gradient_checkpointing"},
-    .required = {"--num_gpus"},
+    .required = {},
     .aliases = {{"--num_gpus_per_node", "--num_gpus"}, {"--per_device_train_batch_size", "--micro_batch"}}};
+
+// The memory of common training GPUs, as their makers state it: RTX 3090/4090 and A10 (24),
+// A100 40GB (40), A40, L40S and RTX 6000 Ada (48), A100/H100 80GB (80), RTX PRO 6000 (96) and
+// H200 (141). A card reports a little less than its size to programs (an 80 GB H100: 79.2 GiB).
+constexpr double kCommonGpuMemory[] = {24, 40, 48, 80, 96, 141};
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
@@ -87,15 +100,23 @@ std::optional<double> gib_flag(const Flags& flags, const std::string& name) {
   return value;
 }
 
-double visible_gpu_memory_gib() {
-  ZT_REQUIRE(cuda_available(),
-             "--gpu_memory is needed: no GPU is visible to read its memory from (" + cuda_unavailable_reason() + ")");
-  return static_cast<double>(device_properties(0).total_memory) / kGiB;
+int visible_gpus() { return cuda_available() ? cuda_device_count() : 0; }
+
+// The GPU sizes to mark what fits: --gpu_memory, or the common sizes and the visible GPU's.
+std::vector<double> gpu_budgets(const std::optional<double>& given) {
+  if (given) return {*given};
+  std::vector<double> sizes(std::begin(kCommonGpuMemory), std::end(kCommonGpuMemory));
+  if (visible_gpus() > 0) {
+    const double own = std::floor(static_cast<double>(device_properties(0).total_memory) / kGiB * 10) / 10;
+    if (std::find(sizes.begin(), sizes.end(), own) == sizes.end()) sizes.push_back(own);
+    std::sort(sizes.begin(), sizes.end());
+  }
+  return sizes;
 }
 
 train::MemorySettings settings_from_flags(const Flags& flags, const models::ModelConfig& config) {
   train::MemorySettings s;
-  s.gpus_per_node = static_cast<int>(positive_integer(flags, "--num_gpus", 1));
+  s.gpus_per_node = static_cast<int>(positive_integer(flags, "--num_gpus", std::max(1, visible_gpus())));
   s.nodes = static_cast<int>(positive_integer(flags, "--num_nodes", 1));
   s.micro_batch = positive_integer(flags, "--micro_batch", 1);
   s.max_length = positive_integer(flags, "--max_length", 1024);
@@ -132,32 +153,84 @@ std::string cell(const std::string& text, std::size_t width) {
   return std::string(width > text.size() ? width - text.size() : 0, ' ') + text;
 }
 
-void print_header(const models::ModelConfig& config, const train::MemorySettings& s, const train::MemoryEstimate& e) {
-  std::cout << architecture_name(config.arch) << " model, " << millions(e.model_parameters) << " parameters"
-            << (s.full_finetuning() ? "" : ", " + millions(e.trainable_parameters) + " trainable (LoRA)") << ", "
-            << dtype_name(s.dtype) << "; " << s.nodes << " node(s) x " << s.gpus_per_node << " GPU(s); micro-batch "
-            << s.micro_batch << " x " << s.max_length << " tokens"
-            << (s.gradient_checkpointing ? ", gradient checkpointing" : "") << "\n";
-  std::cout << "per GPU in every row: fused loss " << gib(e.loss) << " GiB, reserve " << gib(e.reserve) << " GiB\n\n";
+// A budget as people write it: 24, 79.1.
+std::string size_text(double gib_size) {
+  std::ostringstream text;
+  text << gib_size;
+  return text.str();
 }
 
-void print_table(const models::ModelConfig& config, train::MemorySettings settings, double budget) {
+// "40, 48 and 80": the sizes, for a sentence.
+std::string size_list(const std::vector<double>& sizes) {
+  std::string out;
+  for (std::size_t i = 0; i < sizes.size(); ++i)
+    out.append(i == 0 ? "" : i + 1 == sizes.size() ? " and " : ", ").append(size_text(sizes[i]));
+  return out;
+}
+
+std::string zero_name(const train::MemorySettings& s) {
+  return "ZeRO stage " + std::to_string(s.stage) + (s.offload ? " with" : " without") + " optimizer offload";
+}
+
+void print_header(const models::ModelConfig& config, const train::MemorySettings& s, const train::MemoryEstimate& e,
+                  bool gpus_given) {
+  std::cout << architecture_name(config.arch) << " model, " << millions(e.model_parameters) << " parameters"
+            << (s.full_finetuning() ? "" : ", " + millions(e.trainable_parameters) + " trainable (LoRA)") << ", "
+            << dtype_name(s.dtype) << "; " << s.nodes << " node(s) x " << s.gpus_per_node << " GPU(s)"
+            << (gpus_given           ? ""
+                : visible_gpus() > 0 ? " (the visible GPUs)"
+                                     : " (no GPU is visible; --num_gpus sets the count)")
+            << "; micro-batch " << s.micro_batch << " x " << s.max_length << " tokens"
+            << (s.gradient_checkpointing ? ", gradient checkpointing" : "") << "\n";
+  std::cout << "per GPU in every row: fused loss " << gib(e.loss) << " GiB, reserve " << gib(e.reserve) << " GiB\n";
+  if (s.world_size() == 1)
+    std::cout << "one GPU: ZeRO has nothing to partition, so stages 0-3 need the same memory; only optimizer offload "
+                 "(stages 1-3) moves some of it to the host\n";
+  std::cout << "\n";
+}
+
+// The fit of the user's own DeepSpeed config, before the table of every configuration.
+void print_deepspeed_fit(const models::ModelConfig& config, const train::DeepSpeedMemorySettings& ds,
+                         const std::vector<double>& budgets) {
+  const train::MemoryEstimate e = train::estimate_memory(config, ds.settings);
+  std::vector<double> fit, miss;
+  for (double budget : budgets) (fits(e.gpu_total(), budget) ? fit : miss).push_back(budget);
+  std::cout << ds.source << ": " << zero_name(ds.settings) << ", " << dtype_name(ds.settings.dtype) << ", micro-batch "
+            << ds.settings.micro_batch << ": " << gib(e.gpu_total()) << " GiB per GPU, " << gib(e.host_per_node())
+            << " GiB of host memory per node; ";
+  if (miss.empty())
+    std::cout << "fits " << size_list(fit) << " GiB\n";
+  else if (fit.empty())
+    std::cout << "does not fit " << size_list(miss) << " GiB\n";
+  else
+    std::cout << "fits " << size_list(fit) << " GiB, not " << size_list(miss) << " GiB\n";
+  for (const std::string& warning : ds.warnings) std::cout << "  warning: " << warning << "\n";
+  std::cout << "\n";
+}
+
+void print_table(const models::ModelConfig& config, train::MemorySettings settings, const std::vector<double>& budgets,
+                 bool gpus_given) {
+  std::string fits_header = "  fits";
+  for (double budget : budgets) fits_header.append(" ").append(cell(size_text(budget), 4));
+  fits_header += " GiB";
   for (int stage = 0; stage <= 3; ++stage)
     for (bool offload : {false, true}) {
       settings.stage = stage;
       settings.offload = offload;
       const train::MemoryEstimate e = train::estimate_memory(config, settings);
       if (stage == 0 && !offload) {
-        print_header(config, settings, e);
-        std::cout
-            << "stage  offload  params  gradients  optimizer  gathered  activations  per GPU  host per node  fits "
-            << budget << " GiB\n";
+        print_header(config, settings, e, gpus_given);
+        std::cout << "stage  offload  params  gradients  optimizer  gathered  activations  per GPU  host per node"
+                  << fits_header << "\n";
       }
       std::cout << cell(std::to_string(stage), 5) << cell(offload ? "cpu" : "none", 9) << cell(gib(e.gpu.parameters), 8)
                 << cell(gib(e.gpu.gradients), 11) << cell(gib(e.gpu.optimizer_state), 11) << cell(gib(e.transient), 10)
                 << cell(gib(e.activations), 13) << cell(gib(e.gpu_total()), 9) << cell(gib(e.host_per_node()), 15)
-                << "  " << (fits(e.gpu_total(), budget) ? "yes" : "no")
-                << (train::trainer_runs(stage, offload) ? "" : " (DeepSpeed offloads with stages 1-3 only)") << "\n";
+                << "      ";
+      for (double budget : budgets)
+        std::cout << cell(fits(e.gpu_total(), budget) ? "yes" : "no",
+                          std::max<std::size_t>(size_text(budget).size(), 4) + 1);
+      std::cout << (train::trainer_runs(stage, offload) ? "" : "  (DeepSpeed offloads with stages 1-3 only)") << "\n";
     }
   std::cout << "\n";
 }
@@ -192,16 +265,23 @@ std::string budget_text(double budget, std::optional<double> host) {
   return text.str();
 }
 
+// "ZeRO stage 3 with optimizer offload, gradient checkpointing, 18.83 of 24 GiB per GPU, ...".
+std::string recommendation_text(const train::Recommendation& r, const train::MemorySettings& asked, double budget) {
+  const train::MemorySettings& s = r.settings;
+  std::ostringstream text;
+  text << zero_name(s);
+  if (s.gradient_checkpointing != asked.gradient_checkpointing) text << ", gradient checkpointing";
+  if (s.micro_batch != asked.micro_batch) text << ", micro-batch " << s.micro_batch;
+  if (r.switched_to_lora) text << ", LoRA (" << millions(r.estimate.trainable_parameters) << " trainable)";
+  text << ", " << gib(r.estimate.gpu_total()) << " of " << budget << " GiB per GPU";
+  if (s.offload) text << ", " << gib(r.estimate.host_per_node()) << " GiB of host memory per node";
+  return text.str();
+}
+
 void print_recommendation(const train::Recommendation& r, const train::MemorySettings& asked, const Flags& flags,
                           double budget, std::optional<double> host) {
   const train::MemorySettings& s = r.settings;
-  std::cout << "recommended: ZeRO stage " << s.stage << (s.offload ? " with" : " without") << " optimizer offload";
-  if (s.gradient_checkpointing != asked.gradient_checkpointing) std::cout << ", gradient checkpointing";
-  if (s.micro_batch != asked.micro_batch) std::cout << ", micro-batch " << s.micro_batch;
-  if (r.switched_to_lora) std::cout << ", LoRA (" << millions(r.estimate.trainable_parameters) << " trainable)";
-  std::cout << ", " << gib(r.estimate.gpu_total()) << " of " << budget << " GiB per GPU";
-  if (s.offload) std::cout << ", " << gib(r.estimate.host_per_node()) << " GiB of host memory per node";
-  std::cout << "\n";
+  std::cout << "recommended: " << recommendation_text(r, asked, budget) << "\n";
   if (r.switched_to_lora)
     std::cout << "  full fine-tuning fits in no configuration within " << budget_text(budget, host) << "\n";
   if (s.micro_batch < asked.micro_batch)
@@ -211,26 +291,56 @@ void print_recommendation(const train::Recommendation& r, const train::MemorySet
   std::cout << "  zerotune train" << train_flags(r, flags) << " ...\n";
 }
 
-int estimate(Flags& flags) {
-  const models::ModelConfig config = config_from_flags(flags);
-  const train::MemorySettings settings = settings_from_flags(flags, config);
-  const std::optional<double> gpu = gib_flag(flags, "--gpu_memory");
-  const double budget = gpu ? *gpu : visible_gpu_memory_gib();
-  const std::optional<double> host = gib_flag(flags, "--host_memory");
-  print_table(config, settings, budget);
+std::string nothing_fits(double budget, std::optional<double> host) {
+  return "nothing fits " + budget_text(budget, host) +
+         ", not even LoRA with gradient checkpointing and micro-batch 1: lower --max_length, use more GPUs" +
+         (host ? " or more host memory" : "");
+}
+
+std::optional<train::Recommendation> recommend(const models::ModelConfig& config, const train::MemorySettings& settings,
+                                               const Flags& flags, double budget, std::optional<double> host) {
   const train::MemoryBudget limits{
       .gpu_bytes = static_cast<std::int64_t>(budget * kGiB),
       .host_bytes = host ? std::optional<std::int64_t>(static_cast<std::int64_t>(*host * kGiB)) : std::nullopt};
   const std::vector<std::int64_t> lora =
       train::lora_trainable_numels(config, positive_integer(flags, "--lora_rank", 8),
                                    flags.count("--lora_target") ? flags.at("--lora_target") : "all");
-  if (const auto recommendation = train::recommend_configuration(config, settings, limits, lora)) {
-    print_recommendation(*recommendation, settings, flags, budget, host);
-    return 0;
+  return train::recommend_configuration(config, settings, limits, lora);
+}
+
+// One size: the recommendation with its flags. Several: one line per size.
+void print_recommendations(const models::ModelConfig& config, const train::MemorySettings& settings, const Flags& flags,
+                           const std::vector<double>& budgets, std::optional<double> host) {
+  if (budgets.size() == 1) {
+    if (const auto r = recommend(config, settings, flags, budgets[0], host))
+      print_recommendation(*r, settings, flags, budgets[0], host);
+    else
+      std::cout << nothing_fits(budgets[0], host) << "\n";
+    return;
   }
-  std::cout << "nothing fits " << budget_text(budget, host)
-            << ", not even LoRA with gradient checkpointing and micro-batch 1: lower --max_length, use more GPUs"
-            << (host ? " or more host memory" : "") << "\n";
+  std::cout << "recommended, by GPU memory:\n";
+  for (double budget : budgets) {
+    const auto r = recommend(config, settings, flags, budget, host);
+    std::cout << cell(size_text(budget), 6)
+              << " GiB: " << (r ? recommendation_text(*r, settings, budget) : nothing_fits(budget, host)) << "\n";
+  }
+  std::cout << "add --gpu_memory GIB for one size's zerotune train flags\n";
+}
+
+int estimate(Flags& flags) {
+  const models::ModelConfig config = config_from_flags(flags);
+  train::MemorySettings settings = settings_from_flags(flags, config);
+  const std::vector<double> budgets = gpu_budgets(gib_flag(flags, "--gpu_memory"));
+  const std::optional<double> host = gib_flag(flags, "--host_memory");
+  if (flags.count("--deepspeed")) {
+    const train::DeepSpeedMemorySettings ds = train::memory_settings_from_deepspeed(
+        flags.at("--deepspeed"), settings,
+        {.dtype = flags.count("--dtype") > 0, .micro_batch = flags.count("--micro_batch") > 0}, config.hidden_size);
+    print_deepspeed_fit(config, ds, budgets);
+    settings = ds.settings;
+  }
+  print_table(config, settings, budgets, flags.count("--num_gpus") > 0);
+  print_recommendations(config, settings, flags, budgets, host);
   return 0;
 }
 

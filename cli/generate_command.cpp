@@ -33,8 +33,9 @@ constexpr const char* kUsage =
     "is given, as a user's turn through that template, followed by the template's assistant header.\n"
     "  --output_file    writes one JSON line per prompt, in input order (prompt, output,\n"
     "                   output_ids, finish_reason), atomically; a progress bar shows on a terminal\n"
-    "  --output_format  text (default; one prompt streams as it is generated), ids (a JSON array\n"
-    "                   of the new token ids per prompt) or jsonl (as --output_file writes)\n"
+    "  --output_format  text (default; one prompt streams as it is generated, several are each\n"
+    "                   preceded by a line '=== prompt I of N ==='), ids (a JSON array of the new\n"
+    "                   token ids per prompt) or jsonl (as --output_file writes)\n"
     "  --adapter_name_or_path  a PEFT adapter folder applied to the model: LoRA or prefix tuning\n"
     "  --ptuning_checkpoint    a P-Tuning v2 prefix (zerotune train --finetuning_type ptuning);\n"
     "                          a PEFT prefix-tuning folder is also taken here\n"
@@ -96,6 +97,13 @@ void write_output_file(const std::string& path, const Prompts& prompts,
   file.commit();
 }
 
+// Answers of several prompts printed as text may span lines: a line naming the prompt goes
+// before each. One prompt's answer is printed alone.
+std::string text_separator(std::size_t index, std::size_t count) {
+  if (count == 1) return "";
+  return "=== prompt " + std::to_string(index + 1) + " of " + std::to_string(count) + " ===\n";
+}
+
 void print_results(const std::string& format, const Prompts& prompts,
                    const std::vector<std::vector<std::int64_t>>& results, const models::Tokenizer& tokenizer,
                    const models::GenerationOptions& options) {
@@ -105,7 +113,7 @@ void print_results(const std::string& format, const Prompts& prompts,
     else if (format == "jsonl")
       std::cout << result_line(prompts.shown[i], results[i], tokenizer, options).dump() << "\n";
     else
-      std::cout << decoded(tokenizer, results[i]) << "\n";
+      std::cout << text_separator(i, results.size()) << decoded(tokenizer, results[i]) << "\n";
   }
 }
 

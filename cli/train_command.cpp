@@ -18,8 +18,9 @@ int run_train(const std::vector<std::string>& args) {
         << train::training_arguments_help();
     return 0;
   }
-  train::run_training_job(train::parse_training_arguments(args));
-  return 0;
+  // Stopped by a signal between steps: the shell's status for that signal (130 for Ctrl-C).
+  const int stopped_by = train::run_training_job(train::parse_training_arguments(args));
+  return stopped_by == 0 ? 0 : 128 + stopped_by;
 }
 
 const Registration registration{{"train", "fine-tune a model (HF Trainer + DeepSpeed flags and files)", run_train}};

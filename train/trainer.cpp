@@ -13,9 +13,13 @@
 #include "runtime/error.h"
 #include "runtime/log.h"
 #include "runtime/memory/caching_allocator.h"
+#include "runtime/rank.h"
+#include "runtime/stop_signals.h"
 #include "train/checkpoint/checkpoint.h"
 #include "train/evaluation.h"
+#include "train/report/interruption_report.h"
 #include "train/report/loss_curve.h"
+#include "train/zero/single_rank_note.h"
 #include "train/zero/zero3_optimizer.h"
 #include "train/zero/zero_optimizer.h"
 
@@ -117,8 +121,12 @@ Trainer::Trainer(TrainerModel model, TrainerData data, TrainingPlan plan, Traini
   state_.train_batch_size = plan_.micro_batch;
   state_.num_train_epochs = plan_.num_train_epochs;
   // The plan's warnings are the same on every rank: rank 0 prints them once for the job.
-  if (is_main_rank())
-    for (const std::string& warning : plan_.warnings) ZT_LOG(kWarn, warning);
+  if (!is_main_rank()) return;
+  for (const std::string& warning : plan_.warnings) ZT_LOG(kWarn, warning);
+  if (world_size() == 1)
+    if (const auto note = single_rank_zero_note(
+            {.stage = plan_.zero.stage, .zero_engine = comm_ != nullptr, .offload = plan_.zero.offload_optimizer}))
+      ZT_LOG(kWarn, *note);
 }
 
 // LoRA and P-Tuning write only the trained parameters; the other methods the whole model.
@@ -207,6 +215,28 @@ double Trainer::sum_over_ranks(double value, const char* what) const {
   Tensor buffer = Tensor::full({1}, value, DType::kF64).to(model_.model->device());
   comm_->all_reduce(buffer, distributed::ReduceOp::kSum);
   return buffer.to_vector().at(0);
+}
+
+// A launcher forwards the signal to every rank, but each sees it at its own moment: the ranks
+// agree before each step, so that all of them stop after the same one.
+int Trainer::stop_signal_of_any_rank() const {
+  if (!comm_) return stop_signal_received();
+  distributed::CollectiveLabel label([] { return std::string("trainer: stop signal of any rank"); });
+  Tensor buffer = Tensor::full({1}, stop_signal_received(), DType::kF64).to(model_.model->device());
+  comm_->all_reduce(buffer, distributed::ReduceOp::kMax);
+  return static_cast<int>(buffer.to_vector().at(0));
+}
+
+void Trainer::report_interruption() const {
+  if (!is_main_rank()) return;
+  const Interruption stop{.signal = stopped_by_,
+                          .step = state_.global_step,
+                          .max_steps = plan_.max_steps,
+                          .last_checkpoint = last_checkpoint_,
+                          .save_strategy = args_.save_strategy,
+                          .save_steps = plan_.save_steps,
+                          .launched = rank_from_environment().distributed};
+  ZT_LOG(kWarn, interruption_message(stop, own_command_line()));
 }
 
 // Forward and backward of one micro-batch; returns its summed token loss.
@@ -365,6 +395,7 @@ void Trainer::maybe_evaluate_and_save(bool epoch_ended) {
 }
 
 TrainerState Trainer::train() {
+  const StopSignalScope stop_signals;
   const bool resuming = !args_.resume_from_checkpoint.empty();
   if (resuming) resume(resolve_resume_checkpoint(args_.resume_from_checkpoint, args_.output_dir));
   if (is_main_rank())
@@ -375,9 +406,14 @@ TrainerState Trainer::train() {
   if (args_.eval_on_start) record(eval_entry(evaluate(), state_));
   const auto start = std::chrono::steady_clock::now();
   const std::int64_t first_step = state_.global_step;
-  while (state_.global_step < plan_.max_steps) {
+  while (state_.global_step < plan_.max_steps && (stopped_by_ = stop_signal_of_any_rank()) == 0) {
     run_optimizer_step();
     maybe_evaluate_and_save(epoch_ended());
+  }
+  if (stopped_by_ != 0) {
+    progress_.clear();
+    report_interruption();
+    return state_;
   }
   progress_.finish();
   if (profile_) profile_->finish();

@@ -17,6 +17,7 @@
 #include "models/model.h"
 #include "runtime/terminal/progress_bar.h"
 #include "train/args/training_plan.h"
+#include "train/checkpoint/resume_changes.h"
 #include "train/checkpoint/trainer_state.h"
 #include "train/data/batching.h"
 #include "train/optim/loss_scaler.h"
@@ -55,8 +56,13 @@ class Trainer {
           distributed::Communicator* communicator = nullptr);
 
   // Trains to plan.max_steps (resuming first when the arguments say so), saves the final
-  // model and trainer_state.json into output_dir, and returns the final state.
+  // model and trainer_state.json into output_dir, and returns the final state. A stop signal
+  // (runtime/stop_signals.h) ends it between steps instead, on every rank at the same step:
+  // rank 0 says where and how to resume (train/report/interruption_report.h), nothing more is
+  // saved, and stopped_by() names the signal.
   TrainerState train();
+  // The signal that ended train() early; 0 when it ran to the end.
+  int stopped_by() const { return stopped_by_; }
   // Mean token loss over the evaluation data, without gradients.
   double evaluate();
 
@@ -91,9 +97,13 @@ class Trainer {
   CheckpointRanks checkpoint_ranks() const;
   void save_checkpoint_now();
   void resume(const std::string& directory);
+  ResumedRun resumed_run() const;
   double epoch_progress() const;
   // `what` labels the all-reduce in --zero_trace.
   double sum_over_ranks(double value, const char* what) const;
+  // A stop signal any rank received, agreed by all of them; 0 when none did.
+  int stop_signal_of_any_rank() const;
+  void report_interruption() const;
   bool is_main_rank() const { return comm_ == nullptr || comm_->rank() == 0; }
   bool saves_only_trainable() const;
   void on_main_rank_with_weights(const std::function<void()>& write);
@@ -121,6 +131,8 @@ class Trainer {
   std::unique_ptr<StepProfileSession> profile_;     // with --profile_steps
   std::unique_ptr<TrainLogFile> log_file_;          // rank 0 only
   ProgressBar progress_{0, 0, false};
+  std::string last_checkpoint_;  // saved or resumed from by this run
+  int stopped_by_ = 0;
 };
 
 }  // namespace zt::train

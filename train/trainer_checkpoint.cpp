@@ -5,6 +5,7 @@
 #include "runtime/generator.h"
 #include "runtime/log.h"
 #include "train/checkpoint/checkpoint_ranks.h"
+#include "train/checkpoint/resume_changes.h"
 #include "train/trainer.h"
 
 namespace zt::train {
@@ -24,6 +25,9 @@ void Trainer::save_checkpoint_now() {
                              {"scheduler_step", scheduler_step_},
                              {"epoch", position_.epoch},
                              {"samples_in_epoch", samples_in_epoch()},
+                             {"micro_batch", plan_.micro_batch},
+                             {"gradient_accumulation_steps", plan_.accumulation},
+                             {"world_size", world_size()},
                              {"loss_scaler", to_json(scaler_.state())},
                              {"rng", {{"seed", rng.seed}, {"offset", rng.offset}}}};
   save.contents.training_args = nlohmann::json::parse(training_arguments_json(args_));
@@ -32,6 +36,7 @@ void Trainer::save_checkpoint_now() {
   save.on_main_rank_with_weights = [this](const std::function<void()>& write) { on_main_rank_with_weights(write); };
   const std::string path = save_checkpoint_on_ranks(checkpoint_ranks(), save);
   if (!is_main_rank()) return;
+  last_checkpoint_ = path;
   progress_.clear();
   ZT_LOG(kInfo, "saved " << path);
   if (args_.save_total_limit) rotate_checkpoints(args_.output_dir, *args_.save_total_limit);
@@ -53,7 +58,27 @@ void Trainer::resume(const std::string& directory) {
   default_generator().set_state(
       {run.at("rng").at("seed").get<std::uint64_t>(), run.at("rng").at("offset").get<std::uint64_t>()});
   state_.epoch = epoch_progress();
+  last_checkpoint_ = directory;
   ZT_LOG(kInfo, "resumed from " << directory << " at step " << state_.global_step);
+  if (!is_main_rank()) return;
+  const ResumePoint point{.checkpoint = directory,
+                          .global_step = state_.global_step,
+                          .epoch = position_.epoch,
+                          .samples_in_epoch = samples_in_epoch()};
+  for (const std::string& note : resume_change_notes(saved_geometry(saved, run), point, resumed_run()))
+    ZT_LOG(kWarn, note);
+}
+
+ResumedRun Trainer::resumed_run() const {
+  return {.geometry = {.micro_batch = plan_.micro_batch,
+                       .accumulation = plan_.accumulation,
+                       .world_size = world_size(),
+                       .max_steps = plan_.max_steps,
+                       .num_train_epochs = plan_.num_train_epochs},
+          .max_steps_given = args_.max_steps > 0,
+          .steps_per_epoch = plan_.steps_per_epoch,
+          .warmup_steps = plan_.schedule.warmup_steps,
+          .next_lr = schedule_.rate(scheduler_step_)};
 }
 
 }  // namespace zt::train

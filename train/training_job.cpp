@@ -1,5 +1,6 @@
 #include "train/training_job.h"
 
+#include <atomic>
 #include <filesystem>
 #include <memory>
 
@@ -108,8 +109,8 @@ std::string running_precision(const TrainingPlan& plan, Device device) {
   return std::string("fp32 (--") + precision_name(plan.precision) + " runs as fp32 on the CPU)";
 }
 
-// One rank's whole run.
-void train_one_rank(const TrainingArguments& args, distributed::Communicator* comm, int local_rank) {
+// One rank's whole run; returns the signal that stopped it early, or 0.
+int train_one_rank(const TrainingArguments& args, distributed::Communicator* comm, int local_rank) {
   const Device device = resolve_device(args, local_rank);
   const int world = comm ? comm->world_size() : 1;
   if (device.is_cuda())
@@ -161,22 +162,23 @@ void train_one_rank(const TrainingArguments& args, distributed::Communicator* co
   Trainer trainer(trained, std::move(data), plan, args, comm);
   report_model_states(comm, held_model_states(trainer.optimizer(), working_weight_bytes(*model, trained)), device);
   trainer.train();
-  ZT_LOG(kInfo, "saved the model to " << args.output_dir);
+  if (trainer.stopped_by() == 0) ZT_LOG(kInfo, "saved the model to " << args.output_dir);
+  return trainer.stopped_by();
 }
 
 // A rank of several; under --zero_trace its collectives pass through a TracingCommunicator
 // writing output_dir/zero_trace_rank{R}.jsonl, timed from `run_start` (one for all in-process ranks).
-void train_rank_of_many(const TrainingArguments& args, distributed::Communicator& comm, int local_rank,
-                        std::chrono::steady_clock::time_point run_start) {
+int train_rank_of_many(const TrainingArguments& args, distributed::Communicator& comm, int local_rank,
+                       std::chrono::steady_clock::time_point run_start) {
   if (!args.zero_trace) return train_one_rank(args, &comm, local_rank);
   const fs::path trace_path = fs::path(args.output_dir) / distributed::trace_file_name(comm.rank());
   distributed::TracingCommunicator traced(comm, trace_path.string(), run_start);
-  train_one_rank(args, &traced, local_rank);
+  return train_one_rank(args, &traced, local_rank);
 }
 
 }  // namespace
 
-void run_training_job(const TrainingArguments& args) {
+int run_training_job(const TrainingArguments& args) {
   check_output_dir(args);
   const ProcessRank rank = rank_from_environment();
   const auto timeout = std::chrono::seconds(args.ddp_timeout);
@@ -184,9 +186,12 @@ void run_training_job(const TrainingArguments& args) {
   if (args.inprocess_ranks > 1) {
     ZT_REQUIRE(!rank.distributed,
                "--inprocess_ranks cannot be combined with a launcher's ranks (" + rank.launcher + ")");
-    auto one_rank = [&](distributed::Communicator& comm) { train_rank_of_many(args, comm, 0, run_start); };
+    std::atomic<int> stopped_by{0};  // every rank stops after the same step, for the same signal
+    auto one_rank = [&](distributed::Communicator& comm) {
+      if (const int signal = train_rank_of_many(args, comm, 0, run_start)) stopped_by = signal;
+    };
     distributed::run_inprocess_ranks(static_cast<int>(args.inprocess_ranks), timeout, one_rank);
-    return;
+    return stopped_by;
   }
   // A launcher's single GPU rank still runs NCCL (as torchrun + DeepSpeed do): the whole
   // collective path is exercised; one CPU process has nobody to talk to.
@@ -209,7 +214,7 @@ void run_training_job(const TrainingArguments& args) {
   } else {
     report_world(*comm, rank.local_rank, rank.launcher);
   }
-  train_rank_of_many(args, *comm, rank.local_rank, run_start);
+  return train_rank_of_many(args, *comm, rank.local_rank, run_start);
 }
 
 }  // namespace zt::train

@@ -9,6 +9,8 @@
 
 namespace zt::train {
 
-void run_training_job(const TrainingArguments& args);
+// Returns 0 when training ran to the end, or the stop signal (SIGINT, SIGTERM) that ended it
+// between steps (train/trainer.h).
+int run_training_job(const TrainingArguments& args);
 
 }  // namespace zt::train

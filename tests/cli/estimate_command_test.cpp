@@ -65,9 +65,6 @@ TEST(EstimateCli, RefusesBadUsageByName) {
   const CliRun unknown = zerotune("estimate --config " + qwen25_config() + " --num_gpus 8 --gpu_memory 80 --stage 2");
   EXPECT_EQ(unknown.exit_code, 2) << unknown.output;
   EXPECT_NE(unknown.output.find("unknown option '--stage'"), std::string::npos) << unknown.output;
-  const CliRun no_gpus = zerotune("estimate --config " + qwen25_config() + " --gpu_memory 80");
-  EXPECT_EQ(no_gpus.exit_code, 2) << no_gpus.output;
-  EXPECT_NE(no_gpus.output.find("missing --num_gpus"), std::string::npos) << no_gpus.output;
   const CliRun both = zerotune("estimate --config " + qwen25_config() + " --model_name_or_path " + kTinyModel +
                                " --num_gpus 1 --gpu_memory 80");
   EXPECT_EQ(both.exit_code, 2) << both.output;
@@ -126,11 +123,66 @@ TEST(EstimateCli, HostMemoryRulesOutOffloadThatNeedsMore) {
   EXPECT_NE(bad.output.find("--host_memory takes GiB"), std::string::npos) << bad.output;
 }
 
-TEST(EstimateCli, GpuMemoryIsRequiredWithoutAGpu) {
-  if (cuda_available()) GTEST_SKIP() << "a GPU is visible: its memory is the default";
-  const CliRun run = zerotune("estimate --config " + qwen25_config() + " --num_gpus 1");
-  EXPECT_EQ(run.exit_code, 1) << run.output;
-  EXPECT_NE(run.output.find("--gpu_memory is needed"), std::string::npos) << run.output;
+// With neither --num_gpus nor --gpu_memory: the visible GPUs (one without any), and a column
+// and a recommendation for each common GPU size (and the visible GPU's).
+TEST(EstimateCli, WithoutFlagsEveryCommonGpuSizeIsShown) {
+  const CliRun run = zerotune("estimate --config " + kQwen7b);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const int gpus = cuda_available() ? cuda_device_count() : 1;
+  EXPECT_NE(run.output.find("1 node(s) x " + std::to_string(gpus) + " GPU(s) ("), std::string::npos) << run.output;
+  if (!cuda_available()) {
+    EXPECT_NE(run.output.find("(no GPU is visible; --num_gpus sets the count)"), std::string::npos) << run.output;
+  }
+  const std::size_t header = run.output.find("host per node  fits   24   40   48   80   96  141");
+  ASSERT_NE(header, std::string::npos) << run.output;
+  // Stage 0 on one GPU needs 135.69 GiB: only the 141 GiB column says yes.
+  EXPECT_NE(run.output.find("135.69           0.00         no   no   no   no   no  yes"), std::string::npos)
+      << run.output;
+  const std::size_t list = run.output.find("recommended, by GPU memory:\n");
+  ASSERT_NE(list, std::string::npos) << run.output;
+  for (const char* line : {"    24 GiB: ZeRO stage 0 without optimizer offload, LoRA",
+                           "    80 GiB: ZeRO stage 1 with "
+                           "optimizer offload",
+                           "   141 GiB: ZeRO stage 0 without optimizer offload, 135.69 of 141"})
+    EXPECT_NE(run.output.find(line, list), std::string::npos) << line << "\n" << run.output;
+  if (gpus == 1) {
+    EXPECT_NE(run.output.find("one GPU: ZeRO has nothing to partition"), std::string::npos) << run.output;
+  }
+}
+
+// --deepspeed: the user's config's stage, offload and micro-batch, its fit stated before the
+// table, and its rows computed with its micro-batch.
+TEST(EstimateCli, DeepSpeedConfigIsReadAndItsFitReportedFirst) {
+  const std::string zero3 = (fs::path(ZT_SOURCE_DIR) / "examples/ds_config_zero3.json").string();
+  const CliRun run = zerotune("estimate --config " + kQwen7b + " --num_gpus 4 --gpu_memory 24 --deepspeed " + zero3);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_EQ(run.output.find(zero3 + ": ZeRO stage 3 without optimizer offload, bfloat16, micro-batch 1: 40.10 GiB per "
+                                    "GPU, 0.00 GiB of host memory per node; does not fit 24 GiB\n"),
+            0u)
+      << run.output;
+  EXPECT_NE(run.output.find("    3     none    3.55       7.09      21.28      4.06         0.51    40.10"),
+            std::string::npos)
+      << run.output;
+
+  const std::string offload =
+      R"('{"train_micro_batch_size_per_gpu": 2, "zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"}},
+          "optimizer": {"type": "AdamW", "params": {"lr": 3e-5}}}')";
+  const CliRun inline_config = zerotune("estimate --config " + kQwen7b + " --num_gpus 8 --deepspeed " + offload);
+  ASSERT_EQ(inline_config.exit_code, 0) << inline_config.output;
+  EXPECT_EQ(inline_config.output.find("the deepspeed config in the arguments: ZeRO stage 2 with optimizer offload, "
+                                      "bfloat16, micro-batch 2: "),
+            0u)
+      << inline_config.output;
+  EXPECT_NE(inline_config.output.find("micro-batch 2 x 1024 tokens"), std::string::npos) << inline_config.output;
+
+  const CliRun bad =
+      zerotune("estimate --config " + kQwen7b + " --deepspeed '{\"zero_optimization\": {\"stage\": 5}}'");
+  EXPECT_EQ(bad.exit_code, 1) << bad.output;
+  EXPECT_NE(bad.output.find("zero_optimization.stage must be 0, 1, 2 or 3, got 5"), std::string::npos) << bad.output;
+  const CliRun conflict = zerotune("estimate --config " + kQwen7b + " --micro_batch 4 --deepspeed " + offload);
+  EXPECT_EQ(conflict.exit_code, 1) << conflict.output;
+  EXPECT_NE(conflict.output.find("sets train_micro_batch_size_per_gpu 2 but --micro_batch is 4"), std::string::npos)
+      << conflict.output;
 }
 
 }  // namespace

@@ -102,6 +102,33 @@ TEST_F(GenerateCli, PromptFileResultsInInputOrderEqualTheIdsFormatAndOneByOne) {
   EXPECT_EQ(id_lines(alone.output)[0], results[1]["output_ids"]);
 }
 
+// Several answers as text: each after a line naming its prompt, in input order, the same
+// text as the jsonl format's "output".
+TEST_F(GenerateCli, TextAnswersOfSeveralPromptsAreSeparatedByTheirIndex) {
+  const fs::path prompts = write("prompts.jsonl", "\"one\"\n\"two two\"\n\"three\"\n");
+  const CliRun jsonl = zerotune(generate("--input_file " + prompts.string() + " --output_format jsonl"));
+  ASSERT_EQ(jsonl.exit_code, 0) << jsonl.output;
+  std::vector<std::string> outputs;
+  std::istringstream lines(jsonl.output);
+  for (std::string line; std::getline(lines, line);)
+    if (!line.empty() && line.front() == '{') outputs.push_back(nlohmann::json::parse(line)["output"]);
+  ASSERT_EQ(outputs.size(), 3u) << jsonl.output;
+
+  const CliRun text = zerotune(generate("--input_file " + prompts.string() + " --output_format text"));
+  ASSERT_EQ(text.exit_code, 0) << text.output;
+  std::size_t previous = 0;
+  for (std::size_t i = 0; i < 3; ++i) {
+    const std::string separator = "=== prompt " + std::to_string(i + 1) + " of 3 ===\n";
+    const std::size_t at = text.output.find(separator, previous);
+    ASSERT_NE(at, std::string::npos) << separator << text.output;
+    EXPECT_EQ(text.output.substr(at + separator.size(), outputs[i].size() + 1), outputs[i] + "\n") << text.output;
+    previous = at + separator.size();
+  }
+  const CliRun alone = zerotune(generate("--prompt one --output_format text"));
+  ASSERT_EQ(alone.exit_code, 0) << alone.output;
+  EXPECT_EQ(alone.output.find("=== prompt"), std::string::npos) << "one answer needs no separator";
+}
+
 TEST_F(GenerateCli, BadRequestsAreClearErrors) {
   const CliRun long_prompt = zerotune(generate("--prompt \"$(printf 'word %.0s' $(seq 300))\" --max_new_tokens 10"));
   EXPECT_NE(long_prompt.exit_code, 0);
@@ -164,6 +191,34 @@ TEST_F(GenerateCli, ChatKeepsHistoryAndResets) {
       answers.push_back(line.substr(at + 11, line.find("user>", at) - at - 11));
   ASSERT_EQ(answers.size(), 2u) << chat.output;
   EXPECT_EQ(answers[0], answers[1]);
+}
+
+// Lines between two lines of """ are one turn, joined by newlines: the chat's answer is the
+// one generate gives for that text as a user's turn (sampled, so that the prompt shows in it),
+// and the block's lines are never turns of their own.
+TEST_F(GenerateCli, ChatTakesATurnOfSeveralLinesBetweenTripleQuotes) {
+  const std::string sampling = " --template qwen --do_sample --seed 3";
+  const fs::path turns = write("turns.txt", "\"\"\"\nline one\nline two\n\"\"\"\n/exit\n");
+  const CliRun chat = zerotune("chat --model_name_or_path " + kModel + " --device cpu --max_new_tokens 6" + sampling +
+                               " < " + turns.string());
+  ASSERT_EQ(chat.exit_code, 0) << chat.output;
+  EXPECT_NE(chat.output.find("a line of \"\"\" starts a turn of several lines"), std::string::npos) << chat.output;
+  const std::size_t at = chat.output.find("assistant> ");
+  ASSERT_NE(at, std::string::npos) << chat.output;
+  EXPECT_EQ(chat.output.find("assistant> ", at + 1), std::string::npos) << "one turn only: " << chat.output;
+  const std::string answer = chat.output.substr(at + 11, chat.output.find("\nuser>", at) - at - 11);
+
+  const fs::path prompt = write("prompt.jsonl", "\"line one\\nline two\"\n");
+  const CliRun joined = zerotune(generate("--input_file " + prompt.string() + sampling + " --output_format jsonl"));
+  ASSERT_EQ(joined.exit_code, 0) << joined.output;
+  const std::size_t line = joined.output.find("{\"prompt\"");
+  ASSERT_NE(line, std::string::npos) << joined.output;
+  const nlohmann::json result =
+      nlohmann::json::parse(joined.output.substr(line, joined.output.find('\n', line) - line));
+  EXPECT_EQ(answer, result["output"].get<std::string>());
+  const CliRun first_line = zerotune(generate("--prompt \"line one\" --output_format jsonl" + sampling));
+  EXPECT_EQ(first_line.output.find(result["output"].dump()), std::string::npos)
+      << "the sampled answer depends on the whole prompt, so the comparison above means something";
 }
 
 }  // namespace

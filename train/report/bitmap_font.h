@@ -1,7 +1,7 @@
 // A 5 × 7 bitmap font for the labels of the loss-curve images: digits, '.', '-', '+' and the
-// lowercase letters of the titles, axis name and legend. g and p hang kDescent rows below the
-// baseline, so a line of text is kLineRows tall. A character without a glyph (a space) leaves
-// a blank gap.
+// lowercase letters of the titles, axis name and legend ("train", "smoothed", "eval"). g and p
+// hang kDescent rows below the baseline, so a line of text is kLineRows tall. A character
+// without a glyph (a space) leaves a blank gap.
 #pragma once
 
 #include <string_view>

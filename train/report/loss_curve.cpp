@@ -13,6 +13,7 @@ namespace {
 constexpr int kWidth = 800, kHeight = 500;
 constexpr Rgb kWhite{255, 255, 255}, kGrid{225, 225, 225};
 constexpr Rgb kBlue{31, 119, 180}, kOrange{255, 127, 14}, kGreen{44, 160, 44};
+constexpr Rgb kFaintBlue{177, 207, 229};  // kBlue at 35% over white: the raw losses behind the smoothed line
 
 constexpr int kPad = 10;  // between the image's edge and what is next to it
 constexpr int kLineGap = 4;
@@ -21,8 +22,9 @@ constexpr int kLabelOffset = kTickLength + 4;  // from an axis line to its tick 
 constexpr int kSwatch = 24;                    // the legend's sample of a line
 constexpr int kMarkerRadius = 3;
 
-// Top to bottom: title, plot area, x tick labels, the x axis's name.
+// Top to bottom: title, the legend when there is one, plot area, x tick labels, the x axis's name.
 constexpr int kTitleTop = kPad;
+constexpr int kLegendTop = kTitleTop + text_height(kTextScale) + kLineGap;
 constexpr int kPlotTop = kTitleTop + text_height(kTextScale) + kPad;
 constexpr int kBelowPlot = kLabelOffset + 2 * text_height(kTextScale) + kLineGap + kPad;
 
@@ -117,7 +119,7 @@ PlotAxes fit_axes(const std::vector<Series>& series, int width, int height) {
   widen_if_flat(y_min, y_max);
   PlotAxes axes{.x = nice_axis(x_min, x_max), .y = nice_axis(y_min, y_max)};
   axes.left = kPad + widest_label(axes.y) + kLabelOffset;
-  axes.top = kPlotTop;
+  axes.top = kPlotTop + (series.size() > 1 ? kLegendTop - kTitleTop : 0);
   // The last x label is centred on the right edge; half of it hangs into the margin.
   axes.right = width - std::max(2 * kPad, text_width(tick_label(axes.x.max()), kTextScale) / 2 + kPad);
   axes.bottom = height - kBelowPlot;
@@ -151,7 +153,7 @@ std::vector<TextLabel> legend_labels(const std::vector<Series>& series, int widt
   std::vector<TextLabel> labels(series.size());
   int right = width - kPad;
   for (std::size_t i = series.size(); i-- > 0;) {
-    labels[i] = {series[i].name, right - text_width(series[i].name, kTextScale), kTitleTop};
+    labels[i] = {series[i].name, right - text_width(series[i].name, kTextScale), kLegendTop};
     right = labels[i].x - kLineGap - kSwatch - 2 * kPad;
   }
   return labels;
@@ -183,14 +185,29 @@ Series series_from_log(const nlohmann::json& log_history, const std::string& key
   return series;
 }
 
+std::vector<double> debiased_moving_average(const std::vector<double>& values, double weight) {
+  const bool constant = std::all_of(values.begin(), values.end(), [&](double v) { return v == values.front(); });
+  if (constant || weight <= 0.0) return values;
+  std::vector<double> smoothed;
+  double average = 0.0, weight_power = 1.0;
+  for (double value : values) {
+    average = average * weight + (1.0 - weight) * value;
+    weight_power *= weight;
+    smoothed.push_back(average / (1.0 - weight_power));
+  }
+  return smoothed;
+}
+
 void write_loss_curves(const std::string& output_dir, const nlohmann::json& log_history) {
   const std::filesystem::path dir(output_dir);
-  Series loss = series_from_log(log_history, "loss", kBlue);
-  if (loss.x.empty()) return;
-  loss.name = "train";
+  Series raw = series_from_log(log_history, "loss", kFaintBlue);
+  if (raw.x.empty()) return;
+  raw.name = "train";
+  Series smoothed{.name = "smoothed", .x = raw.x, .y = debiased_moving_average(raw.y), .colour = kBlue};
   Series eval = series_from_log(log_history, "eval_loss", kOrange);
   eval.name = "eval", eval.markers = true;
-  std::vector<Series> losses = {loss};
+  // Drawn in this order: the smoothed line over the raw one, the evaluations over both.
+  std::vector<Series> losses = {raw, smoothed};
   if (!eval.x.empty()) losses.push_back(eval);
   write_png((dir / "training_loss.png").string(), draw_plot(losses, "training loss", kWidth, kHeight));
   write_png((dir / "training_lr.png").string(),

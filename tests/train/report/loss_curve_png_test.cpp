@@ -230,12 +230,12 @@ TEST(AxisTicks, StepsAreRoundAndTheAxisCoversTheData) {
 }
 
 TEST(BitmapFont, EveryCharacterOfTheLabelsHasItsOwnGlyph) {
-  std::string used = "training loss learning rate step train eval";
+  std::string used = "training loss learning rate step train smoothed eval";
   for (double value : {-1.5, 0.25, 1e-05, 3e+07, 6789.0}) used += tick_label(value);
   for (char c : used) EXPECT_TRUE(c == ' ' || has_glyph(c)) << "'" << c << "'";
   EXPECT_FALSE(has_glyph(' '));
   std::set<std::vector<bool>> shapes;
-  const std::string all = "0123456789.-+aegilnoprstv";
+  const std::string all = "0123456789.-+aegilnoprstvdhm";
   for (char c : all) {
     std::vector<bool> dots;
     for (int row = 0; row < kLineRows; ++row)
@@ -343,6 +343,61 @@ TEST(LossCurve, LogHistoryBecomesBothSmallImages) {
     EXPECT_LE(png.bit_depth, 4) << name;
   }
   fs::remove_all(dir);
+}
+
+// TensorBoard's smoothing, by hand with weight 0.6: the averages are 1.2, 1.12 and 1.472,
+// divided by 1 - 0.6, 1 - 0.36 and 1 - 0.216.
+TEST(LossCurve, SmoothingIsTensorBoardsDebiasedMovingAverage) {
+  const std::vector<double> smoothed = debiased_moving_average({3.0, 1.0, 2.0});
+  ASSERT_EQ(smoothed.size(), 3u);
+  EXPECT_DOUBLE_EQ(smoothed[0], 3.0);
+  EXPECT_DOUBLE_EQ(smoothed[1], 1.75);
+  EXPECT_NEAR(smoothed[2], 1.472 / 0.784, 1e-12);
+  // Weight 0.5: 1 / 0.5, then 2.5 / 0.75.
+  const std::vector<double> half = debiased_moving_average({2.0, 4.0}, 0.5);
+  EXPECT_DOUBLE_EQ(half[0], 2.0);
+  EXPECT_NEAR(half[1], 2.5 / 0.75, 1e-12);
+  EXPECT_EQ(debiased_moving_average({1.5, 1.5, 1.5}), (std::vector<double>{1.5, 1.5, 1.5}));
+  EXPECT_EQ(debiased_moving_average({4.0, 1.0}, 0.0), (std::vector<double>{4.0, 1.0}));
+  EXPECT_TRUE(debiased_moving_average({}).empty());
+}
+
+// The written image: the raw losses faint, their smoothed line solid blue, the evaluations
+// orange, each where its data says, and a legend naming the three below the title.
+TEST(LossCurve, TheLossImageShowsRawLossesTheirSmoothingAndEvaluations) {
+  const fs::path dir = fs::temp_directory_path() / "zt_loss_curve_smoothing_test";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::vector<double> steps = {1, 2, 3, 4, 5, 6, 7, 8}, losses = {4, 1, 4, 1, 4, 1, 4, 1};
+  nlohmann::json history = nlohmann::json::array();
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    history.push_back({{"loss", losses[i]}, {"learning_rate", 1e-4}, {"step", steps[i]}});
+    if (steps[i] == 4 || steps[i] == 8)
+      history.push_back({{"eval_loss", steps[i] == 4 ? 0.5 : 0.6}, {"step", steps[i]}});
+  }
+  write_loss_curves(dir.string(), history);
+  const DecodedPng png = decode(read_file(dir / "training_loss.png"));
+  fs::remove_all(dir);
+
+  constexpr Rgb kFaintBlue{177, 207, 229};
+  const std::vector<double> smoothed = debiased_moving_average(losses);
+  const std::vector<Series> series = {{.name = "train", .x = steps, .y = losses, .colour = kFaintBlue},
+                                      {.name = "smoothed", .x = steps, .y = smoothed, .colour = kBlue},
+                                      {.name = "eval", .x = {4, 8}, .y = {0.5, 0.6}, .colour = kOrange}};
+  const PlotAxes axes = fit_axes(series, 800, 500);
+  EXPECT_EQ(pixel(png, axes.pixel_x(3), axes.pixel_y(4)), kFaintBlue) << "a raw loss";
+  EXPECT_EQ(pixel(png, axes.pixel_x(2), axes.pixel_y(1)), kFaintBlue) << "a raw loss";
+  for (int step : {2, 5, 7})
+    EXPECT_EQ(pixel(png, axes.pixel_x(step), axes.pixel_y(smoothed[step - 1])), kBlue) << "smoothed, step " << step;
+  EXPECT_EQ(pixel(png, axes.pixel_x(4), axes.pixel_y(0.5)), kOrange) << "an evaluation";
+  EXPECT_EQ(pixel(png, axes.pixel_x(8), axes.pixel_y(0.6)), kOrange) << "an evaluation";
+
+  const std::vector<TextLabel> legend = legend_labels(series, 800);
+  ASSERT_EQ(legend.size(), 3u);
+  for (const TextLabel& entry : legend) expect_label_drawn(png, entry);
+  const TextLabel title = title_label("training loss", 800);
+  EXPECT_GE(legend.front().y, title.y + text_height(kTextScale)) << "the legend has a line of its own";
+  EXPECT_LE(legend.front().y + text_height(kTextScale), axes.top) << "above the plot";
 }
 
 }  // namespace

@@ -1,0 +1,95 @@
+// `zerotune estimate --deepspeed`'s reading of a user's config: the ZeRO block through the
+// trainer's parser with HF's "auto" sizes, the precision and micro-batch where the config sets
+// them, the flags where it leaves them, and a flag that contradicts the config refused.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "runtime/error.h"
+#include "tests/common/process_test_util.h"
+#include "train/memory_deepspeed.h"
+
+namespace zt::train {
+namespace {
+
+constexpr std::int64_t kHidden = 896;
+
+MemorySettings flags() {
+  MemorySettings s;
+  s.gpus_per_node = 4;
+  s.micro_batch = 3;
+  return s;
+}
+
+MemorySettings read(const std::string& json, const GivenFlags& given = {}) {
+  return memory_settings_from_deepspeed(json, flags(), given, kHidden).settings;
+}
+
+TEST(MemoryDeepSpeed, ZeroBlockGoesThroughTheTrainersParserWithHfsAutoSizes) {
+  const MemorySettings s = read(R"({"zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu"},
+      "reduce_bucket_size": "auto", "stage3_param_persistence_threshold": "auto"}, "bf16": {"enabled": "auto"}})");
+  EXPECT_EQ(s.stage, 3);
+  EXPECT_TRUE(s.offload);
+  EXPECT_EQ(s.reduce_bucket_size, kHidden * kHidden);
+  EXPECT_EQ(s.persistence_threshold, 10 * kHidden);
+  EXPECT_EQ(s.dtype, DType::kBF16) << "auto keeps the estimate's --dtype";
+  EXPECT_EQ(s.micro_batch, 3) << "auto keeps the estimate's --micro_batch";
+  EXPECT_EQ(s.gpus_per_node, 4);
+
+  const MemorySettings plain = read("{}");
+  EXPECT_EQ(plain.stage, 0);
+  EXPECT_FALSE(plain.offload);
+  EXPECT_EQ(plain.reduce_bucket_size, 500'000'000) << "DeepSpeed's default";
+
+  // What the trainer would warn about, the estimate passes on.
+  const DeepSpeedMemorySettings ignored = memory_settings_from_deepspeed(
+      R"({"zero_optimization": {"stage": 2, "offload_param": {"device": "cpu"}}})", flags(), {}, kHidden);
+  ASSERT_EQ(ignored.warnings.size(), 1u);
+  EXPECT_NE(ignored.warnings[0].find("offloads parameters under ZeRO stage 3 only"), std::string::npos);
+}
+
+TEST(MemoryDeepSpeed, PrecisionAndMicroBatchComeFromTheConfigWhereItSetsThem) {
+  EXPECT_EQ(read(R"({"fp16": {"enabled": true}})").dtype, DType::kF16);
+  EXPECT_EQ(read(R"({"bfloat16": {"enabled": true}})").dtype, DType::kBF16);
+  EXPECT_EQ(read(R"({"fp16": {"enabled": false}, "bf16": {"enabled": false}})").dtype, DType::kF32);
+  EXPECT_EQ(read(R"({"train_micro_batch_size_per_gpu": 8, "gradient_accumulation_steps": 4,
+                     "optimizer": {"type": "AdamW", "params": {"lr": 3e-5}}})")
+                .micro_batch,
+            8)
+      << "the rest of the config changes no memory and is not checked against flags the estimate lacks";
+}
+
+TEST(MemoryDeepSpeed, AFlagThatContradictsTheConfigIsRefused) {
+  try {
+    read(R"({"train_micro_batch_size_per_gpu": 8})", {.micro_batch = true});
+    FAIL() << "a contradiction was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("sets train_micro_batch_size_per_gpu 8 but --micro_batch is 3"),
+              std::string::npos)
+        << e.what();
+  }
+  try {
+    read(R"({"fp16": {"enabled": true}})", {.dtype = true});
+    FAIL() << "a contradiction was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("trains in float16 but --dtype is bfloat16"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(read(R"({"fp16": {"enabled": false}})", {.dtype = true}).dtype, DType::kBF16);
+}
+
+TEST(MemoryDeepSpeed, AFileIsNamedInItsErrors) {
+  const std::filesystem::path path = zt::testing::test_folder("memory_deepspeed_test", true) / "ds_config.json";
+  std::ofstream(path) << R"({"zero_optimization": {"stage": 3, "offload_param": {"device": "cpu"}}})";
+  try {
+    memory_settings_from_deepspeed(path.string(), flags(), {}, kHidden);
+    FAIL() << "parameter offload was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(path.string()), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(memory_settings_from_deepspeed((path.parent_path() / "absent.json").string(), flags(), {}, kHidden),
+               Error);
+}
+
+}  // namespace
+}  // namespace zt::train

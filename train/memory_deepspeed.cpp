@@ -1,0 +1,99 @@
+#include "train/memory_deepspeed.h"
+
+#include <fstream>
+#include <optional>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/error.h"
+#include "train/args/training_arguments.h"
+#include "train/deepspeed/deepspeed_config.h"
+
+namespace zt::train {
+namespace {
+
+using nlohmann::json;
+
+struct ConfigText {
+  std::string text;
+  std::string source;
+};
+
+// As load_deepspeed_config reads --deepspeed: inline JSON when it starts with '{'.
+ConfigText read_config(const std::string& path_or_json) {
+  const std::size_t first = path_or_json.find_first_not_of(" \t\r\n");
+  if (first != std::string::npos && path_or_json[first] == '{')
+    return {path_or_json, "the deepspeed config in the arguments"};
+  std::ifstream in(path_or_json);
+  ZT_REQUIRE(in, "cannot read the DeepSpeed config " + path_or_json + " (--deepspeed): check the path");
+  std::stringstream text;
+  text << in.rdbuf();
+  return {text.str(), path_or_json};
+}
+
+// A block's "enabled" where the config sets it to true or false ("auto" and absence leave it
+// to the flags).
+std::optional<bool> enabled(const json& config, const char* block) {
+  if (!config.contains(block) || !config[block].is_object()) return std::nullopt;
+  const json& value = config[block].value("enabled", json());
+  return value.is_boolean() ? std::optional<bool>(value.get<bool>()) : std::nullopt;
+}
+
+// The working dtype a config sets: bf16 (either of its names) or fp16 enabled, or both
+// disabled (float32). nullopt when it leaves the precision to the flags.
+std::optional<DType> config_dtype(const json& config) {
+  const std::optional<bool> bf16 = enabled(config, "bf16") ? enabled(config, "bf16") : enabled(config, "bfloat16");
+  const std::optional<bool> fp16 = enabled(config, "fp16");
+  if (bf16.value_or(false)) return DType::kBF16;
+  if (fp16.value_or(false)) return DType::kF16;
+  if (bf16 && fp16) return DType::kF32;
+  return std::nullopt;
+}
+
+}  // namespace
+
+DeepSpeedMemorySettings memory_settings_from_deepspeed(const std::string& path_or_json, const MemorySettings& flags,
+                                                       const GivenFlags& given, std::int64_t hidden_size) {
+  const ConfigText read = read_config(path_or_json);
+  TrainingArguments args;
+  const json config = json::parse(read.text, nullptr, /*allow_exceptions=*/false);
+  if (!config.is_object()) {
+    // The parser says where the text goes wrong, as `zerotune train` would.
+    parse_deepspeed_text(read.text, {.args = args, .hidden_size = hidden_size}, read.source);
+    fail(read.source + " is not a JSON object");
+  }
+  DeepSpeedMemorySettings out{flags, read.source};
+  MemorySettings& s = out.settings;
+
+  if (const std::optional<DType> dtype = config_dtype(config)) {
+    ZT_REQUIRE(!given.dtype || *dtype == flags.dtype, read.source + " trains in " + dtype_name(*dtype) +
+                                                          " but --dtype is " + dtype_name(flags.dtype) +
+                                                          ": drop --dtype or change the config");
+    s.dtype = *dtype;
+  }
+  const json& micro = config.value("train_micro_batch_size_per_gpu", json());
+  if (micro.is_number_integer() && micro.get<std::int64_t>() > 0) {
+    ZT_REQUIRE(!given.micro_batch || micro.get<std::int64_t>() == flags.micro_batch,
+               read.source + " sets train_micro_batch_size_per_gpu " + micro.dump() + " but --micro_batch is " +
+                   std::to_string(flags.micro_batch) + ": drop --micro_batch or set the config's to \"auto\"");
+    s.micro_batch = micro.get<std::int64_t>();
+  }
+
+  // Only the ZeRO block reaches the parser, with a micro-batch it accepts: the rest of the
+  // config would be checked against training flags the estimate does not have.
+  json zero_only = {{"train_micro_batch_size_per_gpu", "auto"}};
+  if (config.contains("zero_optimization")) zero_only["zero_optimization"] = config["zero_optimization"];
+  args.per_device_train_batch_size = s.micro_batch;
+  args.gradient_accumulation_steps = 1;
+  const AutoFillContext context{.args = args, .world_size = s.world_size(), .hidden_size = hidden_size};
+  const DeepSpeedConfig parsed = parse_deepspeed_text(zero_only.dump(), context, read.source);
+  s.stage = parsed.zero.stage;
+  s.offload = parsed.zero.offload_optimizer;
+  s.reduce_bucket_size = parsed.zero.reduce_bucket_size;
+  s.persistence_threshold = parsed.zero.stage3_param_persistence_threshold;
+  out.warnings = parsed.warnings;
+  return out;
+}
+
+}  // namespace zt::train
