@@ -32,4 +32,9 @@ std::unique_ptr<PendingCollective> Communicator::start_all_gather(const Tensor& 
   return std::make_unique<CompletedCollective>();
 }
 
+std::unique_ptr<PendingCollective> Communicator::start_reduce_scatter(const Tensor& input, const Tensor& output) {
+  reduce_scatter(input, output);
+  return std::make_unique<CompletedCollective>();
+}
+
 }  // namespace zt::distributed

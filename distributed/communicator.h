@@ -39,11 +39,13 @@ class Communicator {
   virtual void reduce_scatter(const Tensor& input, const Tensor& output) = 0;
   // output (world_size * n elements) = the ranks' inputs (n elements each), in rank order.
   virtual void all_gather(const Tensor& input, const Tensor& output) = 0;
-  // all_gather, started now and finished by the handle's wait(); the input must not change
-  // and the output not be read before then. NCCL runs it on its own stream while the caller's
-  // stream computes; the default (in-process ranks, Gloo) runs the all_gather at once, so
-  // there a prefetch simply happens earlier in order.
+  // all_gather and reduce_scatter, started now and finished by the handle's wait(); the input
+  // must not change and the output not be read before then. NCCL runs them on its own stream
+  // while the caller's stream computes (ZeRO-3's prefetch, overlap_comm's gradient buckets);
+  // the default (in-process ranks, Gloo) runs the collective at once, so there it simply
+  // happens earlier in order.
   virtual std::unique_ptr<PendingCollective> start_all_gather(const Tensor& input, const Tensor& output);
+  virtual std::unique_ptr<PendingCollective> start_reduce_scatter(const Tensor& input, const Tensor& output);
   virtual void broadcast(const Tensor& buffer, int root) = 0;
   virtual void barrier() = 0;
 };

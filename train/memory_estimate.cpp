@@ -43,17 +43,16 @@ std::int64_t largest_gathered_unit(const models::ModelConfig& config) {
   return largest;
 }
 
-std::int64_t padded_numel(const ZeroLayout& layout) {
-  std::int64_t total = 0;
-  for (const ZeroBucket& bucket : layout.buckets) total += bucket.padded_numel;
-  return total;
-}
-
-// fp32 elements backward accumulates into besides the owned gradient partition (stage 3's
-// buckets are transient).
-std::int64_t accumulation_numel(const MemorySettings& s, const ZeroLayout& layout, std::int64_t trainable) {
-  if (s.world_size() == 1 || s.stage == 3) return 0;  // one rank: the owned gradient is the buffer
-  return s.stage == 1 ? trainable : padded_numel(layout);
+// Bytes of gradient staging under stages 0-2 (train/zero/gradient_buckets.h): the two largest
+// buckets, and the largest chunk when buckets are reduce-scattered (stages 1 and 2).
+std::int64_t bucket_staging_bytes(const ZeroLayout& layout, std::int64_t width, bool reduce_scattered) {
+  std::int64_t largest = 0, second = 0, chunk = 0;
+  for (const ZeroBucket& bucket : layout.buckets) {
+    second = std::max(second, std::min(largest, bucket.padded_numel));
+    largest = std::max(largest, bucket.padded_numel);
+    chunk = std::max(chunk, bucket.chunk());
+  }
+  return width * (largest + second + (reduce_scattered ? chunk : 0));
 }
 
 // Stage 3 keeps a shard of every parameter above the persistence threshold and the rest whole.
@@ -138,7 +137,9 @@ MemoryEstimate estimate_model_states(const models::ModelConfig& config, const Me
   std::int64_t weights = psi + (s.full_finetuning() ? 0 : psi_trainable);
   if (stage3) weights = stage3_resident_numel(all, s) + (s.full_finetuning() ? 0 : stage3_resident_numel(trainable, s));
   e.gpu.parameters = width * weights;
-  e.gpu.gradients = kFp32 * (owned + accumulation_numel(s, layout, psi_trainable));
+  // Stage 1 accumulates whole fp32 gradients until the boundary; the others only their part.
+  e.gpu.gradients = kFp32 * (owned + (world > 1 && s.stage == 1 ? psi_trainable : 0));
+  const std::int64_t wire = static_cast<std::int64_t>(dtype_size(s.communication_dtype.value_or(s.dtype)));
   ModelStateBytes& optimizer_home = s.offload ? e.host : e.gpu;
   optimizer_home.optimizer_state = 3 * kFp32 * owned;
   if (s.offload) {  // the host's copies of the owned gradient and of the updated weights
@@ -146,8 +147,10 @@ MemoryEstimate estimate_model_states(const models::ModelConfig& config, const Me
     e.host.parameters = width * owned;
   }
   if (stage3) {
-    const std::int64_t unit = largest_gathered_unit(config);
-    e.transient = 2 * width * unit + kFp32 * std::min(unit, psi_trainable);
+    const std::int64_t unit = largest_gathered_unit(config), bucket = std::min(unit, psi_trainable);
+    e.transient = 2 * width * unit + wire * (bucket + (bucket + world - 1) / world);
+  } else if (world > 1) {
+    e.transient = bucket_staging_bytes(layout, wire, s.stage > 0);
   }
   return e;
 }
@@ -182,13 +185,13 @@ std::vector<std::int64_t> lora_trainable_numels(const models::ModelConfig& confi
 }
 
 // The buffers the optimizer allocated (HeldBuffers): the owned master, moments and gradient,
-// the offload's host block, the fp32 accumulation and staging buffers, and stage 3's shards
-// and whole (persistent) parameters.
+// the offload's host block, stage 1's fp32 accumulation, the gradient buckets staged at the
+// moment, and stage 3's shards and whole (persistent) parameters.
 HeldModelStates held_model_states(const OptimizerEngine& engine, std::int64_t parameter_bytes) {
   const HeldBuffers buffers = engine.held_buffers();
   HeldModelStates held;
   held.gpu.parameters = buffers.working_bytes.value_or(parameter_bytes);
-  held.gpu.gradients = kFp32 * buffers.gradient_numel;
+  held.gpu.gradients = buffers.gradient_bytes;
   place_optimizer_state(held, buffers.offload, buffers.state_numel);
   return held;
 }

@@ -5,21 +5,24 @@
 // Model states are zerotune's own buffers, not DeepSpeed's constants. Per trainable
 // parameter a rank holds an fp32 master weight, two fp32 Adam moments and an fp32 gradient
 // (16 bytes) for the part it owns, and the working weights (2 bytes in bf16/fp16) of the
-// model. Beside the owned fp32 gradient, backward writes into an accumulation buffer: stages
-// 0 and 2 keep an fp32 staging buffer for every bucket (train/zero/zero_optimizer.cpp), stage 1 an
-// fp32 gradient per parameter. So with Ψ parameters, Ψt trainable and N ranks (bf16,
-// padding aside):
+// model. Gradients travel to the owned fp32 gradient through bucket buffers in the
+// communication dtype (train/zero/gradient_buckets.h), at most two of them at once under
+// stages 0-2, each freed once reduced; stage 1 also accumulates an fp32 gradient per
+// parameter until the accumulation boundary. So with Ψ parameters, Ψt trainable and N ranks
+// (bf16, padding aside):
 //   one rank     2Ψ + 16Ψt             (the single-device optimizer, whatever the stage)
-//   stage 0      2Ψ + 20Ψt             (staging + the replicated optimizer)
+//   stage 0      2Ψ + 16Ψt             (the replicated optimizer)
 //   stage 1      2Ψ + 4Ψt + 16Ψt/N
-//   stage 2      2Ψ + 4Ψt + 16Ψt/N     (DeepSpeed: 2Ψ + 14Ψ/N; our staging is not yet bounded)
+//   stage 2      2Ψ + 16Ψt/N           (DeepSpeed: 2Ψ + 14Ψ/N; its gradient partition is 2-byte)
 //   stage 3      2Ψ/N + 16Ψt/N         (train/zero/zero3_optimizer.h; parameters of at most
 //                                       stage3_param_persistence_threshold elements stay whole)
-// plus, for stage 3 only, a transient: two gathered modules in the working dtype and one
-// module's fp32 gradient bucket. Optimizer offload (train/optim/optimizer_offload.h; stages 1-3)
-// moves master and moments to host memory, which also holds a copy of the owned fp32
-// gradient and of the new working weights (18 bytes per owned parameter in bf16); the GPU
-// keeps the rest.
+// plus a transient: under stages 0-2 the two largest gradient buckets (reduce_bucket_size
+// elements or one larger parameter each) and, from stage 1 on, one rank's chunk of a bucket
+// (the reduce-scatter's output); under stage 3 two gathered modules in the working dtype and
+// one module's gradient bucket with its chunk. Optimizer offload
+// (train/optim/optimizer_offload.h; stages 1-3) moves master and moments to host memory, which
+// also holds a copy of the owned fp32 gradient and of the new working weights (18 bytes per
+// owned parameter in bf16); the GPU keeps the rest.
 //
 // Activations are the tensors autograd saves in the packed (varlen) forward of
 // models/decoder.cpp, per token and layer, plus one layer's worth of gradients in flight
@@ -32,6 +35,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,6 +57,7 @@ struct MemorySettings {
   // The trainable parameters' sizes in the trainer's order; empty: every model parameter.
   std::vector<std::int64_t> trainable_numels = {};
   std::int64_t reduce_bucket_size = 500'000'000;  // DeepSpeed's default, in elements
+  std::optional<DType> communication_dtype{};     // communication_data_type; unset: dtype
   std::int64_t persistence_threshold = 100'000;   // stage3_param_persistence_threshold
 
   int world_size() const { return gpus_per_node * nodes; }
@@ -62,7 +67,7 @@ struct MemorySettings {
 // Bytes of model state, by what they are.
 struct ModelStateBytes {
   std::int64_t parameters = 0;       // working weights
-  std::int64_t gradients = 0;        // fp32 gradients: owned partition + accumulation buffers
+  std::int64_t gradients = 0;        // fp32 gradients: owned partition + stage 1's accumulation
   std::int64_t optimizer_state = 0;  // fp32 master weights and Adam moments
   std::int64_t total() const { return parameters + gradients + optimizer_state; }
 };
@@ -70,7 +75,7 @@ struct ModelStateBytes {
 struct MemoryEstimate {
   ModelStateBytes gpu;           // per GPU
   ModelStateBytes host;          // per rank, in host memory (offload; parameters: the host working copy)
-  std::int64_t transient = 0;    // per GPU, stage 3: gathered modules and a gradient bucket
+  std::int64_t transient = 0;    // per GPU: gradient buckets in flight; stage 3 also gathered modules
   std::int64_t activations = 0;  // per GPU: saved tensors + gradients in flight
   std::int64_t loss = 0;         // per GPU: the fused loss's working set
   std::int64_t reserve = 0;      // per GPU: CUDA context, workspaces, fragmentation

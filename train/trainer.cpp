@@ -90,8 +90,9 @@ std::unique_ptr<OptimizerEngine> make_optimizer(const TrainerModel& model, const
   if (comm == nullptr) return std::make_unique<Optimizer>(model.trainable, plan.optimizer, offload);
   if (plan.zero.stage == 3)
     return std::make_unique<Zero3Optimizer>(*model.model, model.trainable, plan.optimizer, *comm, plan.zero, offload);
-  return std::make_unique<ZeroOptimizer>(model.trainable, plan.optimizer, *comm, plan.zero.stage,
-                                         plan.zero.reduce_bucket_size, offload);
+  return std::make_unique<ZeroOptimizer>(
+      model.trainable, plan.optimizer, *comm, plan.zero.stage, plan.zero.reduce_bucket_size, offload,
+      GradientReduction{.dtype = plan.zero.communication_data_type, .overlap = plan.zero.overlap_comm});
 }
 
 }  // namespace

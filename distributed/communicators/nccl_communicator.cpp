@@ -27,6 +27,13 @@ void require_gather(const Tensor& input, const Tensor& output, int world_size) {
   require_world_multiple("all_gather", output, "output", input, "input", world_size, true);
 }
 
+// A reduce_scatter's: both on the GPU, the input world_size outputs, one dtype.
+void require_reduce_scatter(const Tensor& input, const Tensor& output, int world_size) {
+  require_cuda_contiguous("reduce_scatter", input, "input");
+  require_cuda_contiguous("reduce_scatter", output, "output");
+  require_world_multiple("reduce_scatter", input, "input", output, "output", world_size, true);
+}
+
 ncclUniqueId unique_id(int rank, const RendezvousConfig& config, std::future<void>& server) {
   ncclUniqueId id;
   if (rank == 0) {
@@ -145,16 +152,16 @@ void NcclCommunicator::run(const std::string& what, Launch&& launch_collective) 
   finish(what, launch(what, launch_collective, done_), done_);
 }
 
-// A started all-gather: its own event marks the end of the gather on the communicator's
-// stream, so later collectives (and their done_) do not disturb it.
-class NcclCommunicator::PendingGather : public PendingCollective {
+// A started collective: its own event marks its end on the communicator's stream, so later
+// collectives (and their done_) do not disturb it.
+class NcclCommunicator::Pending : public PendingCollective {
  public:
-  PendingGather(NcclCommunicator& comm, std::string what) : comm_(comm), what_(std::move(what)) {
+  Pending(NcclCommunicator& comm, std::string what) : comm_(comm), what_(std::move(what)) {
     ZT_CUDA_CHECK(cudaEventCreateWithFlags(&done_, cudaEventDisableTiming));
   }
-  ~PendingGather() override { cudaEventDestroy(done_); }  // CUDA frees it once the gather has passed it
-  PendingGather(const PendingGather&) = delete;
-  PendingGather& operator=(const PendingGather&) = delete;
+  ~Pending() override { cudaEventDestroy(done_); }  // CUDA frees it once the collective has passed it
+  Pending(const Pending&) = delete;
+  Pending& operator=(const Pending&) = delete;
 
   template <typename Launch>
   void start(Launch&& launch) {
@@ -182,9 +189,7 @@ void NcclCommunicator::all_reduce(const Tensor& buffer, ReduceOp op) {
 }
 
 void NcclCommunicator::reduce_scatter(const Tensor& input, const Tensor& output) {
-  require_cuda_contiguous("reduce_scatter", input, "input");
-  require_cuda_contiguous("reduce_scatter", output, "output");
-  require_world_multiple("reduce_scatter", input, "input", output, "output", world_size_, true);
+  require_reduce_scatter(input, output, world_size_);
   run(describe_collective("reduce_scatter", input), [&] {
     return ncclReduceScatter(input.data_ptr(), output.data_ptr(), output.numel(), nccl_dtype(input.dtype()), ncclSum,
                              comm_, stream_);
@@ -200,9 +205,19 @@ void NcclCommunicator::all_gather(const Tensor& input, const Tensor& output) {
 
 std::unique_ptr<PendingCollective> NcclCommunicator::start_all_gather(const Tensor& input, const Tensor& output) {
   require_gather(input, output, world_size_);
-  auto pending = std::make_unique<PendingGather>(*this, describe_collective("all_gather", input));
+  auto pending = std::make_unique<Pending>(*this, describe_collective("all_gather", input));
   pending->start([&] {
     return ncclAllGather(input.data_ptr(), output.data_ptr(), input.numel(), nccl_dtype(input.dtype()), comm_, stream_);
+  });
+  return pending;
+}
+
+std::unique_ptr<PendingCollective> NcclCommunicator::start_reduce_scatter(const Tensor& input, const Tensor& output) {
+  require_reduce_scatter(input, output, world_size_);
+  auto pending = std::make_unique<Pending>(*this, describe_collective("reduce_scatter", input));
+  pending->start([&] {
+    return ncclReduceScatter(input.data_ptr(), output.data_ptr(), output.numel(), nccl_dtype(input.dtype()), ncclSum,
+                             comm_, stream_);
   });
   return pending;
 }

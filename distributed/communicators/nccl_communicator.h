@@ -32,19 +32,20 @@ class NcclCommunicator : public Communicator {
   void all_reduce(const Tensor& buffer, ReduceOp op) override;
   void reduce_scatter(const Tensor& input, const Tensor& output) override;
   void all_gather(const Tensor& input, const Tensor& output) override;
-  // The gather is queued on this communicator's stream behind the caller's work so far; the
-  // caller's stream carries on computing and waits for it only in wait().
+  // The collective is queued on this communicator's stream behind the caller's work so far;
+  // the caller's stream carries on computing and waits for it only in wait().
   std::unique_ptr<PendingCollective> start_all_gather(const Tensor& input, const Tensor& output) override;
+  std::unique_ptr<PendingCollective> start_reduce_scatter(const Tensor& input, const Tensor& output) override;
   void broadcast(const Tensor& buffer, int root) override;
   void barrier() override;
 
   cudaStream_t stream() const { return stream_; }
 
  private:
-  class PendingGather;
+  class Pending;
   using Clock = std::chrono::steady_clock;
-  // run() = launch() then finish(): start_all_gather does the first half now, the second in
-  // its handle's wait().
+  // run() = launch() then finish(): start_all_gather and start_reduce_scatter do the first half
+  // now, the second in their handle's wait().
   template <typename Launch>
   void run(const std::string& what, Launch&& launch);
   template <typename Launch>

@@ -64,6 +64,13 @@ std::unique_ptr<PendingCollective> TracingCommunicator::start_all_gather(const T
   return pending;
 }
 
+std::unique_ptr<PendingCollective> TracingCommunicator::start_reduce_scatter(const Tensor& input,
+                                                                             const Tensor& output) {
+  std::unique_ptr<PendingCollective> pending;
+  traced("reduce_scatter", input, [&] { pending = inner_.start_reduce_scatter(input, output); });
+  return pending;
+}
+
 void TracingCommunicator::broadcast(const Tensor& buffer, int root) {
   traced("broadcast", buffer, [&] { inner_.broadcast(buffer, root); });
 }

@@ -40,6 +40,8 @@ class TracingCommunicator : public Communicator {
   void all_gather(const Tensor& input, const Tensor& output) override;
   // Traced as an all_gather when it starts; host_us is the cost of starting it.
   std::unique_ptr<PendingCollective> start_all_gather(const Tensor& input, const Tensor& output) override;
+  // Traced as a reduce_scatter when it starts, likewise.
+  std::unique_ptr<PendingCollective> start_reduce_scatter(const Tensor& input, const Tensor& output) override;
   void broadcast(const Tensor& buffer, int root) override;
   void barrier() override;
 

@@ -42,8 +42,8 @@ TEST(EstimateCli, ConfigAloneGivesEveryStageAndARecommendation) {
 }
 
 TEST(EstimateCli, ASmallerGpuGetsAHigherStage) {
-  // Stage 0 needs 22Ψ of model states (10 GiB), stages 1-2 about 8Ψ (3.7 GiB), plus 3 GiB of
-  // activations, loss and reserve.
+  // Stage 0 needs 18Ψ of model states and a bf16 gradient bucket of Ψ (9.2 GiB), stage 1 8Ψ
+  // and the bucket with its chunk (4.7 GiB), plus 3 GiB of activations, loss and reserve.
   const CliRun run = zerotune("estimate --config " + qwen25_config() + " --num_gpus 8 --gpu_memory 8");
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_NE(run.output.find("recommended: ZeRO stage 1 without optimizer offload"), std::string::npos) << run.output;

@@ -62,16 +62,14 @@ void resolve_batch(ConfigBlock& root, int world_size, DeepSpeedConfig& config) {
   config.train_batch_size = *tb, config.micro_batch_per_gpu = *mb, config.gradient_accumulation_steps = *gas;
 }
 
-// zerotune always reduces gradients in fp32 (DeepSpeed's communication_data_type "fp32"), so
-// a bf16 run keeps fp32 reduction; a 16-bit request is honoured in spirit, not in bytes.
-void read_communication_data_type(ConfigBlock& root, std::vector<std::string>& warnings) {
-  std::string type = root.get<std::string>("communication_data_type", "fp32");
+// The dtype ZeRO reduces gradients in: unset, the working dtype, as DeepSpeed's default.
+std::optional<DType> read_communication_data_type(ConfigBlock& root) {
+  if (!root.has("communication_data_type")) return std::nullopt;
+  std::string type = root.get<std::string>("communication_data_type", "");
   std::transform(type.begin(), type.end(), type.begin(), [](unsigned char c) { return std::tolower(c); });
   ZT_REQUIRE(type == "fp32" || type == "fp16" || type == "bf16",
              root.where("communication_data_type") + " '" + type + "' is not one of fp32, fp16, bf16");
-  if (type != "fp32")
-    warnings.push_back(root.where("communication_data_type") + " " + type +
-                       ": zerotune reduces gradients in fp32 (more accurate, twice the traffic of " + type + ")");
+  return type == "fp32" ? DType::kF32 : type == "fp16" ? DType::kF16 : DType::kBF16;
 }
 
 // The config's JSON; a key given twice in one object is an error, as DeepSpeed makes it when
@@ -122,7 +120,7 @@ DeepSpeedConfig parse_deepspeed_config(const nlohmann::json& ds, int world_size,
   read_zero(root, config.zero, config.warnings);
   config.steps_per_print = root.find<std::int64_t>("steps_per_print");
   config.wall_clock_breakdown = root.get("wall_clock_breakdown", false);
-  read_communication_data_type(root, config.warnings);
+  config.zero.communication_data_type = read_communication_data_type(root);
   read_other_features(root, config.warnings);
   root.warn_unused("is not a DeepSpeed setting (DeepSpeed ignores it too: check the spelling)", config.warnings);
   return config;

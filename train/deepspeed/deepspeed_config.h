@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/dtype.h"
 #include "train/args/training_arguments.h"
 #include "train/optim/loss_scaler.h"
 #include "train/optim/lr_scheduler.h"
@@ -33,6 +34,9 @@ struct ZeroConfig {
   bool stage3_gather_16bit_weights_on_model_save = false;
   bool offload_optimizer = false;  // offload_optimizer.device "cpu"
   bool offload_pin_memory = true;  // DeepSpeed's default since it pins offload buffers by default
+  // The top-level communication_data_type: the dtype gradients are reduced in; unset: the
+  // working dtype they come in, as DeepSpeed does.
+  std::optional<DType> communication_data_type{};
 };
 
 struct OptimizerConfig {

@@ -96,7 +96,10 @@ std::vector<StateSlice> Optimizer::held_state() const { return core_->held_state
 void Optimizer::refresh_working_weights() { write_parameters(core_->master()); }
 
 HeldBuffers Optimizer::held_buffers() const {
-  return {.state_numel = numel(), .gradient_numel = numel(), .working_bytes = std::nullopt, .offload = offload()};
+  return {.state_numel = numel(),
+          .gradient_bytes = numel() * static_cast<std::int64_t>(sizeof(float)),
+          .working_bytes = std::nullopt,
+          .offload = offload()};
 }
 
 void OptimizerEngine::with_whole_weights(bool /*only_trainable*/, const std::function<void()>& use) { use(); }

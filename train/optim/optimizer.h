@@ -47,7 +47,7 @@ struct StateSlice {
 // The buffers an optimizer engine has allocated on this rank, for the start-up memory report.
 struct HeldBuffers {
   std::int64_t state_numel = 0;               // fp32 master weights; each Adam moment has as many
-  std::int64_t gradient_numel = 0;            // fp32 gradients on the device: the owned ones and accumulation buffers
+  std::int64_t gradient_bytes = 0;            // gradients on the device: the owned fp32 ones, accumulation and staging
   std::optional<std::int64_t> working_bytes;  // working weights the engine holds itself (ZeRO-3); none: the model's
   const OptimizerOffload* offload = nullptr;  // where master and moments are, with offload
 };

@@ -25,7 +25,8 @@ std::string prefetch_summary(const ZeroConfig& zero, std::int64_t largest_module
 Zero3Optimizer::Zero3Optimizer(models::CausalLM& model, const std::vector<TrainableParameter>& trainable,
                                const OptimizerConfig& config, distributed::Communicator& communicator,
                                const ZeroConfig& zero, const OffloadOptions& offload)
-    : ZeroEngine(communicator, 3, model.device()),
+    : ZeroEngine(communicator, 3, model.device(), model.dtype(),
+                 {.dtype = zero.communication_data_type, .overlap = zero.overlap_comm}),
       partitioner_(
           std::make_unique<Zero3Partitioner>(model, trainable, communicator, zero.stage3_param_persistence_threshold,
                                              PrefetchLimits{.bucket_numel = zero.stage3_prefetch_bucket_size,

@@ -3,20 +3,24 @@
 #include <utility>
 
 #include "distributed/communicators/collective_label.h"
-#include "ops/elementwise/accumulate.h"
 
 namespace zt::train {
 namespace {
 
 constexpr std::size_t kNone = static_cast<std::size_t>(-1);
 
-Tensor zeros_f32(std::int64_t n, Device device) { return Tensor::zeros({n}, DType::kF32, device); }
 Tensor flat(const Tensor& t) { return t.view({t.numel()}); }
 
 }  // namespace
 
-ZeroEngine::ZeroEngine(distributed::Communicator& communicator, int stage, Device device)
-    : comm_(communicator), stage_(stage), rank_(stage == 0 ? 0 : communicator.rank()), device_(device) {}
+ZeroEngine::ZeroEngine(distributed::Communicator& communicator, int stage, Device device, DType gradient_dtype,
+                       GradientReduction reduction)
+    : comm_(communicator),
+      stage_(stage),
+      rank_(stage == 0 ? 0 : communicator.rank()),
+      device_(device),
+      gradient_dtype_(gradient_dtype),
+      reduction_(reduction) {}
 
 void ZeroEngine::hold_state(ZeroLayout layout, std::vector<Parameter> parameters, const OptimizerConfig& config,
                             const std::vector<TrainableParameter>& trainable, const OffloadOptions& offload) {
@@ -26,6 +30,11 @@ void ZeroEngine::hold_state(ZeroLayout layout, std::vector<Parameter> parameters
   OffloadOptions options = offload;
   options.log_report = comm_.rank() == 0;
   core_ = std::make_unique<AdamWStepCore>(config, owned_partition(), device_, options, trainable);
+  const std::string reduced = stage_ == 0   ? "all-reduce gradients"
+                              : stage_ == 1 ? "reduce-scatter accumulated gradients"
+                                            : "reduce-scatter gradients";
+  buckets_ = std::make_unique<GradientBuckets>(layout_, core_->grads(), comm_, bucket_options(),
+                                               [this, reduced](std::size_t b) { return label(reduced, b); });
   for (std::size_t i = 0; i < parameters_.size(); ++i)
     if (bucket_of_[i] != kNone)
       parameters_[i].variable.add_grad_ready_hook([this, i](const Tensor& grad) {
@@ -35,19 +44,26 @@ void ZeroEngine::hold_state(ZeroLayout layout, std::vector<Parameter> parameters
       });
 }
 
-// Each parameter's bucket and slot, and the staging buffers that stages 0 and 2 keep.
+// Each parameter's bucket and slot.
 void ZeroEngine::place_gradients() {
   bucket_of_.assign(parameters_.size(), kNone);
   slot_of_.assign(parameters_.size(), 0);
-  const bool keeps_staging = stage_ == 0 || stage_ == 2;
-  for (std::size_t b = 0; b < layout_.buckets.size(); ++b) {
+  for (std::size_t b = 0; b < layout_.buckets.size(); ++b)
     for (std::size_t k = 0; k < layout_.buckets[b].parameters.size(); ++k) {
       bucket_of_[layout_.buckets[b].parameters[k]] = b;
       slot_of_[layout_.buckets[b].parameters[k]] = k;
     }
-    staging_.push_back(keeps_staging ? zeros_f32(layout_.buckets[b].padded_numel, device_) : Tensor());
-  }
-  ready_.assign(layout_.buckets.size(), 0);
+}
+
+// Stages 0-2 stage at most two buckets of reduce_bucket_size at once, the one in flight
+// included (DeepSpeed's two buffers under overlap_comm). Stage 3's buckets are whole modules,
+// each complete right after its layer's backward; they are not bounded, and are reduced as
+// soon as they are complete.
+GradientBuckets::Options ZeroEngine::bucket_options() const {
+  return {.dtype = reduction_.dtype.value_or(gradient_dtype_),
+          .all_reduce = stage_ == 0,
+          .overlap = reduction_.overlap && stage_ != 3,
+          .most_staged = stage_ == 3 ? std::size_t{0} : std::size_t{2}};
 }
 
 // This rank's pieces of every bucket, where its chunks lie in its partition.
@@ -77,39 +93,11 @@ std::string ZeroEngine::label(const std::string& what, std::size_t bucket) const
 }
 
 void ZeroEngine::on_gradient(std::size_t parameter, const Tensor& grad) {
-  const std::size_t b = bucket_of_[parameter];
-  const ZeroBucket& bucket = layout_.buckets[b];
-  const std::size_t k = slot_of_[parameter];
-  if (!staging_[b].defined()) staging_[b] = zeros_f32(bucket.padded_numel, device_);
-  ops::accumulate_(staging_[b].narrow(0, bucket.offsets[k], bucket.numels[k]), grad.reshape({bucket.numels[k]}));
-  if (++ready_[b] == bucket.parameters.size()) reduce_bucket(b);
-}
-
-// Stage 0: all-reduce the bucket and keep all of it; later stages: reduce-scatter it and keep
-// this rank's chunk of the sum, added to the gradient it owns (accumulating over
-// micro-batches). The staging buffer is cleared for the next backward, or freed (stage 3).
-void ZeroEngine::reduce_bucket(std::size_t b) {
-  Tensor& staging = staging_[b];
-  if (stage_ == 0) {
-    distributed::CollectiveLabel collective([&] { return label("all-reduce gradients", b); });
-    comm_.all_reduce(staging, distributed::ReduceOp::kSum);
-    ops::accumulate_(owned(core_->grads(), b), staging);
-  } else {
-    Tensor chunk = zeros_f32(layout_.buckets[b].chunk(), device_);
-    distributed::CollectiveLabel collective([&] { return label("reduce-scatter gradients", b); });
-    comm_.reduce_scatter(staging, chunk);
-    ops::accumulate_(owned(core_->grads(), b), chunk);
-  }
-  if (stage_ == 3)
-    staging = Tensor();
-  else
-    staging.zero_();
-  ready_[b] = 0;
+  buckets_->add(bucket_of_[parameter], slot_of_[parameter], grad);
 }
 
 StepResult ZeroEngine::finish_step(const StepRequest& request) {
-  for (std::size_t b = 0; b < layout_.buckets.size(); ++b)
-    if (ready_[b] > 0) reduce_bucket(b);
+  buckets_->finish();
   return core_->step(request, gradient_norm(),
                      [this](const Tensor& offloaded) { write_all_working_weights(offloaded); });
 }
@@ -178,17 +166,12 @@ std::map<std::string, Tensor> ZeroEngine::state_dict() const {
 
 std::vector<StateSlice> ZeroEngine::held_state() const { return core_->held_state(); }
 
-std::int64_t ZeroEngine::staging_numel() const {
-  std::int64_t n = 0;
-  for (const Tensor& staging : staging_) n += staging.defined() ? staging.numel() : 0;
-  return n;
-}
-
 HeldBuffers ZeroEngine::held_buffers() const {
-  return {.state_numel = layout_.partition_numel,
-          .gradient_numel = layout_.partition_numel + staging_numel(),
-          .working_bytes = std::nullopt,
-          .offload = core_->offload()};
+  return {
+      .state_numel = layout_.partition_numel,
+      .gradient_bytes = layout_.partition_numel * static_cast<std::int64_t>(sizeof(float)) + buckets_->staged_bytes(),
+      .working_bytes = std::nullopt,
+      .offload = core_->offload()};
 }
 
 }  // namespace zt::train

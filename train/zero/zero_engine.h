@@ -4,13 +4,14 @@
 //
 // The trainable parameters lie in buckets; a rank owns one chunk of every bucket (stage 0:
 // rank 0's layout, everything, on every rank), and its chunks together are its partition of
-// fp32 master weights, Adam moments and gradients. Backward adds each gradient into its
-// bucket's fp32 staging buffer; once the bucket has all of them it is reduced over ranks
-// into the rank's gradient chunk (all-reduced at stage 0, reduce-scattered from stage 2 on;
-// stage 1 takes another way). Stages 0 and 2 keep their staging buffers, stage 3 holds one
-// only while its bucket fills. The step agrees on the norm over ranks, runs AdamW over the
-// owned pieces and writes each bucket's new chunk, in the working dtype, back: all-gathered
-// into every rank's whole parameters, unless an engine keeps its weights otherwise.
+// fp32 master weights, Adam moments and gradients. Backward hands each gradient to its
+// bucket (train/zero/gradient_buckets.h): staged in the communication dtype while the bucket
+// fills, then reduced over ranks into the rank's fp32 gradient chunk (all-reduced at stage
+// 0, reduce-scattered from stage 1 on; stage 1 hands over its accumulated gradients at the
+// boundary instead) and freed. Stages 0-2 stage at most two buckets at once. The step agrees
+// on the norm over ranks, runs AdamW over the owned pieces and writes each bucket's new
+// chunk, in the working dtype, back: all-gathered into every rank's whole parameters, unless
+// an engine keeps its weights otherwise.
 #pragma once
 
 #include <memory>
@@ -21,6 +22,7 @@
 #include "distributed/communicator.h"
 #include "train/optim/adamw_step_core.h"
 #include "train/optim/optimizer.h"
+#include "train/zero/gradient_buckets.h"
 #include "train/zero/zero_layout.h"
 
 namespace zt::train {
@@ -40,6 +42,9 @@ class ZeroEngine : public OptimizerEngine {
 
   // The optimizer's buckets over ranks.
   const ZeroLayout& layout() const { return layout_; }
+  // The most bytes of gradient staging (bucket buffers and reduction outputs) held at once so
+  // far; held_buffers() counts what is held now.
+  std::int64_t most_staged_gradient_bytes() const { return buckets_->most_staged_bytes(); }
   // Null without offload.
   const OptimizerOffload* offload() const { return core_->offload(); }
 
@@ -52,7 +57,10 @@ class ZeroEngine : public OptimizerEngine {
     bool decays = false;
   };
 
-  ZeroEngine(distributed::Communicator& communicator, int stage, Device device);
+  // `gradient_dtype` is what backward delivers (the working dtype), the collectives' dtype
+  // unless `reduction` names another.
+  ZeroEngine(distributed::Communicator& communicator, int stage, Device device, DType gradient_dtype,
+             GradientReduction reduction);
   // The rest of construction, once the engine has laid its parameters out: the fp32 state of
   // this rank's pieces (master weights from initial_values) and a gradient hook on every
   // parameter in a bucket. `trainable` gives the dtype that offload writes back.
@@ -63,8 +71,10 @@ class ZeroEngine : public OptimizerEngine {
   // parameters, all-gathered after an update.
   virtual Tensor initial_values(std::size_t bucket, const OwnedPiece& piece) const;
   virtual void write_working_weights(std::size_t bucket, const Tensor& chunk);
-  // A gradient from backward: by default into its bucket's staging buffer.
+  // A gradient from backward: by default into its bucket.
   virtual void on_gradient(std::size_t parameter, const Tensor& grad);
+  // Reduces what the buckets still stage (at the end of a backward, and before a step).
+  void finish_reductions() { buckets_->finish(); }
 
   // The step once the engine's gradients are in: buckets that backward left incomplete (a
   // parameter got no gradient) are reduced, the norm agreed, the owned pieces updated and
@@ -76,6 +86,8 @@ class ZeroEngine : public OptimizerEngine {
   // This rank's chunk of bucket b of a partition.
   Tensor owned(const Tensor& partition, std::size_t bucket) const;
   const AdamWStepCore& core() const { return *core_; }
+  GradientBuckets& buckets() { return *buckets_; }
+  const GradientBuckets& buckets() const { return *buckets_; }
   // "stage 2 reduce-scatter gradients, bucket 3": a collective's label in the --zero_trace trace.
   std::string label(const std::string& what, std::size_t bucket) const;
 
@@ -89,17 +101,17 @@ class ZeroEngine : public OptimizerEngine {
  private:
   void place_gradients();
   OwnedPartition owned_partition() const;
-  void reduce_bucket(std::size_t bucket);
+  GradientBuckets::Options bucket_options() const;
   GradientNorm gradient_norm() const;
   void write_all_working_weights(const Tensor& offloaded);
   DType working_dtype(std::size_t bucket) const;
-  std::int64_t staging_numel() const;
 
+  const DType gradient_dtype_;
+  const GradientReduction reduction_;
   std::unique_ptr<AdamWStepCore> core_;
+  std::unique_ptr<GradientBuckets> buckets_;
   std::vector<std::size_t> bucket_of_;  // parameter -> bucket (kNone: not trained)
   std::vector<std::size_t> slot_of_;    // parameter -> position inside its bucket
-  std::vector<Tensor> staging_;         // per bucket: its fp32 gradients before reduction
-  std::vector<std::size_t> ready_;      // per bucket: gradients arrived this backward
 };
 
 }  // namespace zt::train

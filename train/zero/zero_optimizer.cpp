@@ -2,7 +2,6 @@
 
 #include <utility>
 
-#include "distributed/communicators/collective_label.h"
 #include "ops/elementwise/accumulate.h"
 #include "runtime/error.h"
 
@@ -10,8 +9,9 @@ namespace zt::train {
 
 ZeroOptimizer::ZeroOptimizer(std::vector<TrainableParameter> parameters, const OptimizerConfig& config,
                              distributed::Communicator& communicator, int stage, std::int64_t bucket_numel,
-                             const OffloadOptions& offload)
-    : ZeroEngine(communicator, stage, parameters.empty() ? Device::cpu() : parameters[0].variable.data().device()) {
+                             const OffloadOptions& offload, const GradientReduction& reduction)
+    : ZeroEngine(communicator, stage, parameters.empty() ? Device::cpu() : parameters[0].variable.data().device(),
+                 parameters.empty() ? DType::kF32 : parameters[0].variable.data().dtype(), reduction) {
   ZT_REQUIRE(stage >= 0 && stage <= 2, "ZeRO stage " + std::to_string(stage) + " is not one this optimizer runs (0-2)");
   ZT_REQUIRE(!parameters.empty(), "ZeRO: nothing to train");
   ZT_REQUIRE(!offload.enabled || stage >= 1,
@@ -37,14 +37,9 @@ void ZeroOptimizer::on_gradient(std::size_t parameter, const Tensor& grad) {
 
 // Stage 1 at the accumulation boundary: each bucket's full gradients reduce-scattered.
 void ZeroOptimizer::reduce_accumulated_gradients() {
-  for (std::size_t b = 0; b < layout_.buckets.size(); ++b) {
-    const ZeroBucket& bucket = layout_.buckets[b];
-    Tensor packed = Tensor::zeros({bucket.padded_numel}, DType::kF32, device_);
-    for (std::size_t k = 0; k < bucket.parameters.size(); ++k)
-      packed.narrow(0, bucket.offsets[k], bucket.numels[k]).copy_from(full_grads_[bucket.parameters[k]]);
-    distributed::CollectiveLabel collective([&] { return label("reduce-scatter accumulated gradients", b); });
-    comm_.reduce_scatter(packed, owned(core().grads(), b));
-  }
+  for (std::size_t b = 0; b < layout_.buckets.size(); ++b)
+    for (std::size_t k = 0; k < layout_.buckets[b].parameters.size(); ++k)
+      buckets().add(b, k, full_grads_[layout_.buckets[b].parameters[k]]);
 }
 
 StepResult ZeroOptimizer::step(double lr, double loss_scale, double max_grad_norm, std::int64_t step) {
@@ -65,7 +60,7 @@ std::int64_t ZeroOptimizer::state_numel() const {
 
 HeldBuffers ZeroOptimizer::held_buffers() const {
   HeldBuffers held = ZeroEngine::held_buffers();
-  for (const Tensor& grad : full_grads_) held.gradient_numel += grad.numel();
+  for (const Tensor& grad : full_grads_) held.gradient_bytes += static_cast<std::int64_t>(grad.nbytes());
   return held;
 }
 

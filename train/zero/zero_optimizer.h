@@ -3,10 +3,14 @@
 //   stage 0  every rank owns everything; each bucket's gradients are all-reduced as soon as
 //            backward has produced all of them.
 //   stage 1  a rank owns one chunk of every bucket: fp32 master weights and Adam moments for
-//            it only. Gradients accumulate in full locally and are reduce-scattered at the
-//            accumulation boundary.
+//            it only. Gradients accumulate in full locally (fp32) and are reduce-scattered at
+//            the accumulation boundary.
 //   stage 2  as stage 1, but each bucket is reduce-scattered during backward as soon as it is
-//            complete, and a rank keeps only the fp32 gradient of its own chunk.
+//            complete, every micro-batch, and a rank keeps only the fp32 gradient of its own
+//            chunk: no full-size gradient outlives the backward step that makes it.
+// Gradients are staged and reduced bucket by bucket, at most two buckets at once
+// (train/zero/gradient_buckets.h), in DeepSpeed's communication_data_type; with overlap_comm
+// a reduction runs while backward goes on.
 // After the update each rank writes its chunk in the working dtype and the chunks are
 // all-gathered into every rank's parameters; train/zero/zero_engine.h has what the stages
 // share with stage 3. Gradients are summed over ranks: the trainer normalises the loss by the
@@ -27,10 +31,12 @@ class ZeroOptimizer : public ZeroEngine {
  public:
   ZeroOptimizer(std::vector<TrainableParameter> parameters, const OptimizerConfig& config,
                 distributed::Communicator& communicator, int stage, std::int64_t bucket_numel,
-                const OffloadOptions& offload = {});
+                const OffloadOptions& offload = {}, const GradientReduction& reduction = {});
 
   StepResult step(double lr, double loss_scale, double max_grad_norm, std::int64_t step) override;
   void zero_grad() override;
+  // The end of a backward: what is still staged is reduced (DeepSpeed's epilogue).
+  void end_micro_batch() override { finish_reductions(); }
   // Collective: every bucket's chunks all-gathered into the working weights.
   void refresh_working_weights() override { write_working_weights_from_masters(); }
   HeldBuffers held_buffers() const override;

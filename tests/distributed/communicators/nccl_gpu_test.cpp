@@ -26,6 +26,9 @@ TEST(NcclGpu, EveryCollectiveAtWorldSizeOne) {
     Tensor out = Tensor::empty({1000}, dtype, Device::cuda());
     comm.reduce_scatter(buffer, out);
     EXPECT_EQ(out.to_vector(), cpu.to_vector());
+    Tensor started = Tensor::empty({1000}, dtype, Device::cuda());
+    comm.start_reduce_scatter(buffer, started)->wait();
+    EXPECT_EQ(started.to_vector(), cpu.to_vector());
     Tensor gathered = Tensor::empty({1000}, dtype, Device::cuda());
     comm.all_gather(out, gathered);
     EXPECT_EQ(gathered.to_vector(), cpu.to_vector());

@@ -276,11 +276,17 @@ TEST(DeepSpeedConfig, WallClockBreakdownIsHonouredWithoutAWarning) {
   EXPECT_THROW(parsed(R"({"train_batch_size": 8, "wall_clock_breakdown": "yes"})"), Error);
 }
 
-TEST(DeepSpeedConfig, CommunicationDataTypeIsReadAndGradientsStayFp32) {
-  EXPECT_TRUE(
-      filled(json::parse(R"({"train_batch_size": "auto", "communication_data_type": "fp32"})")).warnings.empty());
-  EXPECT_TRUE(has_warning(filled(json::parse(R"({"train_batch_size": "auto", "communication_data_type": "bf16"})")),
-                          "reduces gradients in fp32"));
+// ZeRO reduces gradients in the dtype asked for, without a warning; unset, in the working
+// dtype (DeepSpeed's default).
+TEST(DeepSpeedConfig, CommunicationDataTypeIsHonoured) {
+  EXPECT_FALSE(filled(json::parse(R"({"train_batch_size": "auto"})")).zero.communication_data_type.has_value());
+  for (const auto& [text, dtype] :
+       {std::pair{"fp32", DType::kF32}, std::pair{"BF16", DType::kBF16}, std::pair{"fp16", DType::kF16}}) {
+    const DeepSpeedConfig config = filled(json::parse(std::string(R"({"train_batch_size": "auto", )") +
+                                                      R"("communication_data_type": ")" + text + R"("})"));
+    EXPECT_EQ(config.zero.communication_data_type, dtype) << text;
+    EXPECT_TRUE(config.warnings.empty()) << all_warnings(config);
+  }
   testing::expect_mentions(testing::error_of([] {
                              filled(json::parse(R"({"train_batch_size": "auto", "communication_data_type": "int8"})"));
                            }),

@@ -1,8 +1,12 @@
 // ZeRO stages 0-2 on in-process ranks against the single-device optimizer on the whole
 // global batch: the same parameters after several steps with accumulation, for bucket sizes
-// that split parameters unevenly; optimizer state saved from 3 ranks resumes on 2.
+// that split parameters unevenly, with and without overlap_comm; stage 2 holds its fp32
+// gradient partition and at most two gradient buckets, never a full-size gradient; optimizer
+// state saved from 3 ranks resumes on 2.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
 #include <mutex>
 
 #include "autograd/functions.h"
@@ -60,19 +64,22 @@ void expect_close(const std::vector<std::vector<double>>& a, const std::vector<s
       EXPECT_NEAR(a[p][i], b[p][i], 2e-6) << what << " param " << p << "[" << i << "]";
 }
 
-class ZeroStages : public ::testing::TestWithParam<std::tuple<int, std::int64_t>> {};
+class ZeroStages : public ::testing::TestWithParam<std::tuple<int, std::int64_t, bool>> {};
 
 TEST_P(ZeroStages, MatchTheSingleDeviceOptimizerOnTheGlobalBatch) {
-  const auto [stage, bucket] = GetParam();
+  const auto [stage, bucket, overlap] = GetParam();
   constexpr int kWorld = 3, kSteps = 3, kMicro = 2;
   auto expected = reference(kWorld, kSteps, kMicro);
   std::mutex mutex;
   std::vector<std::vector<std::vector<double>>> results(kWorld);
   distributed::run_inprocess_ranks(kWorld, 10s, [&](distributed::Communicator& comm) {
     Model model;
-    ZeroOptimizer optimizer(model.parameters(), config(), comm, stage, bucket);
+    ZeroOptimizer optimizer(model.parameters(), config(), comm, stage, bucket, {}, {.overlap = overlap});
     for (int step = 1; step <= kSteps; ++step) {
-      for (int micro = 0; micro < kMicro; ++micro) model.backward(comm.rank(), micro + step * 10);
+      for (int micro = 0; micro < kMicro; ++micro) {
+        model.backward(comm.rank(), micro + step * 10);
+        optimizer.end_micro_batch();
+      }
       StepResult r = optimizer.step(1e-2, 1.0, 0.5, step);
       EXPECT_FALSE(r.skipped);
       optimizer.zero_grad();
@@ -81,13 +88,99 @@ TEST_P(ZeroStages, MatchTheSingleDeviceOptimizerOnTheGlobalBatch) {
     results[comm.rank()] = model.values();
   });
   for (int rank = 0; rank < kWorld; ++rank)
-    expect_close(
-        results[rank], expected,
-        "stage " + std::to_string(stage) + " bucket " + std::to_string(bucket) + " rank " + std::to_string(rank));
+    expect_close(results[rank], expected,
+                 "stage " + std::to_string(stage) + " bucket " + std::to_string(bucket) +
+                     (overlap ? " overlapped" : "") + " rank " + std::to_string(rank));
 }
 
 INSTANTIATE_TEST_SUITE_P(StagesAndBuckets, ZeroStages,
-                         ::testing::Combine(::testing::Values(0, 1, 2), ::testing::Values<std::int64_t>(4, 11, 1000)));
+                         ::testing::Combine(::testing::Values(0, 1, 2), ::testing::Values<std::int64_t>(4, 11, 1000),
+                                            ::testing::Bool()));
+
+// Four layers of linear(8 -> 8) with bias and tanh: 288 trainable elements, each parameter a
+// bucket of its own with buckets of 8 elements, whose gradients backward finishes layer by
+// layer.
+struct DeepModel {
+  std::vector<Variable> weights, biases;
+  DeepModel() {
+    for (int layer = 0; layer < 4; ++layer) {
+      weights.emplace_back(testing::random_tensor({8, 8}, 10 + layer, DType::kF32), true, "w");
+      biases.emplace_back(testing::random_tensor({8}, 20 + layer, DType::kF32), true, "b");
+    }
+  }
+  std::vector<TrainableParameter> parameters() {
+    std::vector<TrainableParameter> all;
+    for (std::size_t i = 0; i < weights.size(); ++i) {
+      const std::string layer = std::to_string(i);
+      all.push_back({std::string("w").append(layer), weights[i], true});
+      all.push_back({std::string("b").append(layer), biases[i], false});
+    }
+    return all;
+  }
+  void backward(int rank, int micro) {
+    Variable h(testing::random_tensor({4, 8}, 100 + 10 * rank + micro, DType::kF32));
+    for (std::size_t i = 0; i < weights.size(); ++i) h = autograd::tanh(autograd::linear(h, weights[i], biases[i]));
+    autograd::sum(autograd::mul(h, h)).backward();
+  }
+};
+
+// What stage 2 may hold of gradients on a rank: its fp32 partition (Ψ/N, padding included),
+// two staged buckets (the two largest) and one reduction output (the largest chunk).
+std::int64_t stage2_gradient_bound(const ZeroLayout& layout) {
+  std::vector<std::int64_t> padded;
+  std::int64_t chunk = 0;
+  for (const ZeroBucket& bucket : layout.buckets) {
+    padded.push_back(bucket.padded_numel);
+    chunk = std::max(chunk, bucket.chunk());
+  }
+  std::sort(padded.rbegin(), padded.rend());
+  return 4 * (layout.partition_numel + padded[0] + padded[1] + chunk);
+}
+
+// Measured from outside the engine: a second gradient hook on every parameter reads what the
+// engine holds each time backward delivers a gradient (right after the engine has staged or
+// reduced it), and between micro-batches. Stage 2 must stay within its partition and two
+// buckets; stage 1, which accumulates full fp32 gradients, must not (the measure sees them).
+TEST(ZeroStage2, HoldsItsGradientPartitionAndTwoBucketsNeverAFullGradient) {
+  constexpr int kWorld = 3;
+  constexpr std::int64_t kBucket = 8, kTrainable = 4 * (64 + 8);
+  for (const bool overlap : {false, true}) {
+    std::mutex mutex;
+    distributed::run_inprocess_ranks(kWorld, 10s, [&](distributed::Communicator& comm) {
+      std::map<int, std::int64_t> most_held;
+      for (int stage : {1, 2}) {
+        DeepModel model;
+        ZeroOptimizer optimizer(model.parameters(), config(), comm, stage, kBucket, {}, {.overlap = overlap});
+        std::int64_t& most = most_held[stage];
+        auto sample = [&] { most = std::max(most, optimizer.held_buffers().gradient_bytes); };
+        for (Variable& v : model.weights) v.add_grad_ready_hook([&](const Tensor&) { sample(); });
+        for (Variable& v : model.biases) v.add_grad_ready_hook([&](const Tensor&) { sample(); });
+        for (int step = 1; step <= 2; ++step) {
+          for (int micro = 0; micro < 2; ++micro) {
+            model.backward(comm.rank(), micro + 10 * step);
+            optimizer.end_micro_batch();
+            sample();
+          }
+          optimizer.step(1e-2, 1.0, 0.0, step);
+          optimizer.zero_grad();
+        }
+        if (stage == 2) {
+          const ZeroLayout& layout = optimizer.layout();
+          ASSERT_EQ(layout.buckets.size(), 8u);
+          std::lock_guard<std::mutex> lock(mutex);
+          EXPECT_LE(most, stage2_gradient_bound(layout)) << "overlap " << overlap;
+          EXPECT_LE(4 * layout.partition_numel + optimizer.most_staged_gradient_bytes(), stage2_gradient_bound(layout))
+              << "overlap " << overlap;
+          // Far below one full fp32 gradient beside the partition, which stage 1 holds.
+          EXPECT_LT(most, 4 * (layout.partition_numel + kTrainable)) << "overlap " << overlap;
+          EXPECT_EQ(optimizer.held_buffers().gradient_bytes, 4 * layout.partition_numel);
+        }
+      }
+      std::lock_guard<std::mutex> lock(mutex);
+      EXPECT_GE(most_held[1], 4 * kTrainable) << "stage 1 keeps full gradients; the measure must see them";
+    });
+  }
+}
 
 TEST(ZeroLayout, ChunksCoverEveryElementOnceWithPadding) {
   ZeroLayout layout = make_zero_layout({15, 3, 7}, 4, 9);

@@ -1,0 +1,116 @@
+// ZeRO stage 2 on one GPU in bf16, measured by the device allocator (runtime/memory/): on one
+// rank and on two ranks sharing the GPU, starting up adds the fp32 state of the owned
+// elements (16 bytes each) and nothing else, and training with accumulation and overlap_comm
+// peaks within that, two bf16 gradient buckets and a chunk per rank, and what backward
+// itself needs; a full-size fp32 gradient (4 bytes a parameter, per rank) would exceed it.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <mutex>
+
+#include "autograd/functions.h"
+#include "distributed/communicators/inprocess_communicator.h"
+#include "runtime/memory/caching_allocator.h"
+#include "tests/common/op_test_util.h"
+#include "tests/common/test_util.h"
+#include "train/zero/zero_optimizer.h"
+
+namespace zt::train {
+namespace {
+
+using autograd::Variable;
+using namespace std::chrono_literals;
+
+constexpr std::int64_t kWidth = 1024, kLayers = 8;
+constexpr std::int64_t kPsi = kLayers * (kWidth * kWidth + kWidth);
+constexpr std::int64_t kBucket = 3 * kWidth * kWidth / 2;  // about one and a half layers
+constexpr std::int64_t kMiB = 1 << 20;
+
+// kLayers of linear(kWidth -> kWidth) with bias and tanh, in bf16 on the GPU.
+struct Layers {
+  std::vector<Variable> weights, biases;
+  Layers() {
+    for (std::int64_t layer = 0; layer < kLayers; ++layer) {
+      const auto seed = static_cast<std::uint64_t>(layer);
+      weights.emplace_back(testing::random_tensor({kWidth, kWidth}, 10 + seed, DType::kBF16, 0.0, 0.03)
+                               .to(Device::cuda()),
+                           true, "w");
+      biases.emplace_back(testing::random_tensor({kWidth}, 30 + seed, DType::kBF16).to(Device::cuda()), true, "b");
+    }
+  }
+  std::vector<TrainableParameter> parameters() {
+    std::vector<TrainableParameter> all;
+    for (std::size_t i = 0; i < weights.size(); ++i) {
+      const std::string layer = std::to_string(i);
+      all.push_back({std::string("w").append(layer), weights[i], true});
+      all.push_back({std::string("b").append(layer), biases[i], false});
+    }
+    return all;
+  }
+  void backward(int rank, int micro) {
+    Variable h(testing::random_tensor({64, kWidth}, 100 + 10 * static_cast<std::uint64_t>(rank) + micro, DType::kBF16)
+                   .to(Device::cuda()));
+    for (std::size_t i = 0; i < weights.size(); ++i) h = autograd::tanh(autograd::linear(h, weights[i], biases[i]));
+    autograd::sum(autograd::mul(h, h)).backward();
+  }
+};
+
+// Two bf16 buckets (the two largest) and one chunk.
+std::int64_t staging_bound(const ZeroLayout& layout) {
+  std::vector<std::int64_t> padded;
+  std::int64_t chunk = 0;
+  for (const ZeroBucket& bucket : layout.buckets) {
+    padded.push_back(bucket.padded_numel);
+    chunk = std::max(chunk, bucket.chunk());
+  }
+  std::sort(padded.rbegin(), padded.rend());
+  return 2 * (padded[0] + (padded.size() > 1 ? padded[1] : 0) + chunk);
+}
+
+TEST(Zero2Gpu, HoldsItsPartitionAndTwoBucketsAsTheAllocatorMeasures) {
+  ZT_SKIP_WITHOUT_GPU();
+  for (int world : {1, 2}) {
+    std::vector<Layers> models(static_cast<std::size_t>(world));
+    CachingDeviceAllocator& allocator = device_allocator(0);
+    const std::int64_t before = static_cast<std::int64_t>(allocator.stats().allocated_bytes);
+    std::mutex mutex;
+    std::int64_t state = 0, staging = 0;
+    distributed::run_inprocess_ranks(world, 120s, [&](distributed::Communicator& comm) {
+      Layers& model = models[static_cast<std::size_t>(comm.rank())];
+      ZeroOptimizer optimizer(model.parameters(), OptimizerConfig{}, comm, 2, kBucket, {}, {.overlap = true});
+      comm.barrier();
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        state += 16 * optimizer.layout().partition_numel;
+        staging += staging_bound(optimizer.layout());
+      }
+      comm.barrier();
+      if (comm.rank() == 0) {
+        const std::int64_t started = static_cast<std::int64_t>(allocator.stats().allocated_bytes) - before;
+        EXPECT_LE(started, state + kMiB) << "world " << world;
+        EXPECT_GE(started, state) << "world " << world;
+        allocator.reset_peak_stats();
+      }
+      comm.barrier();
+      for (int step = 1; step <= 2; ++step) {
+        for (int micro = 0; micro < 2; ++micro) {
+          model.backward(comm.rank(), micro + 10 * step);
+          optimizer.end_micro_batch();
+        }
+        optimizer.step(1e-4, 1.0, 1.0, step);
+        optimizer.zero_grad();
+      }
+      std::lock_guard<std::mutex> lock(mutex);
+      EXPECT_LE(optimizer.most_staged_gradient_bytes(), staging_bound(optimizer.layout())) << "world " << world;
+    });
+    // What backward itself holds per rank: a layer's bf16 gradients and the small activations.
+    const std::int64_t backward = 8 * kMiB;
+    const std::int64_t peak = static_cast<std::int64_t>(allocator.stats().peak_allocated_bytes) - before;
+    EXPECT_LE(peak, state + staging + world * backward) << "world " << world;
+    EXPECT_LT(state + staging + world * backward, 16 * kPsi + world * 4 * kPsi)
+        << "the bound must be tighter than a full fp32 gradient per rank";
+  }
+}
+
+}  // namespace
+}  // namespace zt::train

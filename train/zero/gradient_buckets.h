@@ -1,0 +1,98 @@
+// How gradients reach a rank's fp32 gradient partition under ZeRO (train/zero/zero_engine.h):
+// bucket by bucket, through staging buffers that exist only while a bucket is being filled
+// or reduced. Read with train/zero/zero_layout.h (the buckets and each rank's chunk of them).
+//
+//   add        a parameter's gradient is added into its bucket's staging buffer, made (zeroed,
+//              in the communication dtype) when the bucket's first gradient arrives
+//   reduce     once the bucket has every gradient it waits for, it is reduce-scattered (stage
+//              0: all-reduced) and the rank adds its chunk of the sum, in fp32, to its
+//              partition; then the staging buffer is freed
+//   overlap    with overlap_comm the reduce-scatter runs on the communicator's stream while
+//              backward goes on, and is finished when the next one starts or at finish():
+//              at most one is in flight
+//   bound      with most_staged, no more than that many staging buffers exist at once, the one
+//              in flight included; a gradient that needs another finishes the reduction in
+//              flight, or else reduces the oldest bucket still filling with what it has (the
+//              rest of its gradients are reduced when they come: sums are linear, so each
+//              element is still summed over ranks exactly once)
+//
+// Every rank must add the same gradients in the same order (the ranks run the same graph),
+// so that all of them reduce the same buckets at the same moments. Reducing every
+// micro-batch into the fp32 partition is DeepSpeed's ZeRO-2 behaviour (its epilogue after
+// each backward); the partition is fp32, as DeepSpeed's data_types.grad_accum_dtype "fp32".
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "distributed/communicator.h"
+#include "tensor/tensor.h"
+#include "train/zero/zero_layout.h"
+
+namespace zt::train {
+
+// What DeepSpeed's config asks of the gradient collectives.
+struct GradientReduction {
+  // communication_data_type: the staging buffers' and the collective's dtype; unset: the
+  // working dtype the gradients come in (DeepSpeed's default: bf16 under bf16, fp16 under fp16).
+  std::optional<DType> dtype{};
+  // overlap_comm: a bucket's reduction runs while backward carries on.
+  bool overlap = false;
+};
+
+class GradientBuckets {
+ public:
+  struct Options {
+    DType dtype = DType::kF32;    // of the staging buffers and the collective
+    bool all_reduce = false;      // stage 0: every rank keeps the whole sum
+    bool overlap = false;         // start a reduction and finish it only when the next starts
+    std::size_t most_staged = 0;  // staging buffers at once, the one in flight included; 0: no bound
+  };
+  // The --zero_trace label of bucket b's collective.
+  using Label = std::function<std::string(std::size_t bucket)>;
+
+  // `partition` is the rank's fp32 gradients: its chunk of bucket b at layout.partition_offset(b).
+  GradientBuckets(const ZeroLayout& layout, const Tensor& partition, distributed::Communicator& comm, Options options,
+                  Label label);
+  ~GradientBuckets();
+  GradientBuckets(const GradientBuckets&) = delete;
+  GradientBuckets& operator=(const GradientBuckets&) = delete;
+
+  // `grad` (any float dtype, parameter `slot`'s numel) is added to bucket b; the bucket is
+  // reduced once all its parameters have added one since it was last reduced.
+  void add(std::size_t bucket, std::size_t slot, const Tensor& grad);
+  // Reduces every bucket that has gradients staged and finishes the reduction in flight: the
+  // end of a backward, and before a step. Afterwards nothing is staged.
+  void finish();
+
+  // Bytes of the staging buffers and reduction outputs that exist now, and the most at once
+  // since construction.
+  std::int64_t staged_bytes() const { return staged_bytes_; }
+  std::int64_t most_staged_bytes() const { return most_staged_bytes_; }
+
+ private:
+  struct InFlight;
+  void make_room();
+  void reduce(std::size_t bucket);
+  void finish_in_flight();
+  Tensor allocate(std::int64_t numel);
+  void release(const Tensor& buffer);
+
+  const ZeroLayout& layout_;
+  Tensor partition_;
+  distributed::Communicator& comm_;
+  Options options_;
+  Label label_;
+  std::vector<Tensor> staging_;       // per bucket: defined while it is filling
+  std::vector<std::size_t> arrived_;  // per bucket: gradients added since it was last complete
+  std::deque<std::size_t> filling_;   // the buckets with a staging buffer, oldest first
+  std::unique_ptr<InFlight> in_flight_;
+  std::int64_t staged_bytes_ = 0, most_staged_bytes_ = 0;
+};
+
+}  // namespace zt::train
