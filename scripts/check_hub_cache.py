@@ -9,8 +9,8 @@ on 127.0.0.1 (python's http.server) in the hub's URL layout, as org/name (--repo
 GET on {endpoint}/{repo}/resolve/{revision}/{file} with X-Repo-Commit, ETag (the git blob sha1),
 X-Linked-Etag and X-Linked-Size (LFS files: *.safetensors, *.bin, tokenizer.model and anything
 over 10 MiB, answered with a redirect to /cdn/<sha256>), Content-Length and Range; 404 with
-X-Error-Code for what the folder lacks; and /api/models/{repo}[/revision/{rev}] for
-snapshot_download.
+X-Error-Code for what the folder lacks; and /api/models/{repo}[/revision/{rev}] and
+/api/models/{repo}/tree/{rev} for snapshot_download.
 
 1. huggingface_hub downloads the model into cache A (snapshot_download; hf_hub_download file by
    file where this huggingface_hub's snapshot_download wants more of the API than served). Then
@@ -96,6 +96,8 @@ class HubHandler(http.server.BaseHTTPRequestHandler):
         repo = self.model.repo_id
         if path in (f"/api/models/{repo}", f"/api/models/{repo}/revision/main", f"/api/models/{repo}/revision/{COMMIT}"):
             return self.send_json(self.model_info())
+        if path in (f"/api/models/{repo}/tree/main", f"/api/models/{repo}/tree/{COMMIT}"):
+            return self.send_json(self.tree())
         prefix = f"/{repo}/resolve/"
         if path.startswith("/cdn/"):
             name = self.model.by_sha256.get(path[len("/cdn/"):])
@@ -125,6 +127,19 @@ class HubHandler(http.server.BaseHTTPRequestHandler):
                 "gated": False, "disabled": False, "downloads": 0, "likes": 0, "tags": [],
                 "lastModified": "2024-01-01T00:00:00.000Z", "createdAt": "2024-01-01T00:00:00.000Z",
                 "siblings": [{"rfilename": name} for name in self.model.files]}
+
+    def tree(self):
+        """The recursive listing snapshot_download reads (list_repo_tree): files only, in one page."""
+        entries = []
+        for name in self.model.files:
+            size = (self.model.folder / name).stat().st_size
+            etag, lfs = self.model.etags[name]
+            entry = {"type": "file", "path": name, "size": size,
+                     "oid": git_blob_sha1(self.model.folder / name) if lfs else etag}
+            if lfs:
+                entry["lfs"] = {"oid": etag, "size": size, "pointerSize": 134}
+            entries.append(entry)
+        return entries
 
     def send_json(self, value):
         data = json.dumps(value).encode()

@@ -7,8 +7,10 @@
 // repo's requests get a relative redirect to the new name. It honours
 // Range requests, answers 401 without the token it may require, 404 for what it lacks (with the
 // hub's X-Error-Code header), can cut a download mid-file or damage it, and records every
-// request.
+// request. Builds with the downloader only (ZT_HAVE_DOWNLOADER): it hashes with libcrypto.
 #pragma once
+
+#if ZT_HAVE_DOWNLOADER
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -316,3 +318,5 @@ class LoopbackHub {
 };
 
 }  // namespace zt::testing
+
+#endif  // ZT_HAVE_DOWNLOADER
