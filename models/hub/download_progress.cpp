@@ -78,8 +78,11 @@ void DownloadProgress::update(std::uint64_t held) {
   draw();
 }
 
+DownloadProgress::~DownloadProgress() { finish(); }
+
 void DownloadProgress::finish() {
-  if (!bar_) return;
+  if (!bar_ || finished_) return;
+  finished_ = true;
   draw();
   std::cerr << "\n" << std::flush;
 }

@@ -25,11 +25,16 @@ class DownloadProgress {
   // Prints the line for a file (or starts its bar, when `bar` and stderr is a terminal).
   DownloadProgress(const std::string& repo_id, const std::string& filename, std::uint64_t total,
                    std::uint64_t resumed_from, bool bar);
+  ~DownloadProgress();  // finishes a bar an error left drawn
+  DownloadProgress(const DownloadProgress&) = delete;
+  DownloadProgress& operator=(const DownloadProgress&) = delete;
+
   void update(std::uint64_t held);  // redraws at most ten times a second
   void finish();                    // the bar's last state, then a new line
 
  private:
   bool bar_;
+  bool finished_ = false;
   ProgressState state_;
   std::chrono::steady_clock::time_point start_;
   std::chrono::steady_clock::time_point last_draw_;

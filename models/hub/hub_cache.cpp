@@ -10,6 +10,7 @@
 #include "models/hub/repo_id.h"
 #include "runtime/atomic_file.h"
 #include "runtime/error.h"
+#include "runtime/log.h"
 
 namespace zt::models::hub {
 namespace {
@@ -69,8 +70,13 @@ std::optional<std::string> RepoCache::commit_for(const std::string& revision) co
 void RepoCache::record_ref(const std::string& revision, const std::string& commit) const {
   if (revision == commit) return;
   const fs::path ref = folder_ / "refs" / revision;
-  make_folder(ref.parent_path());
-  write_file_atomically(ref.string(), commit);
+  try {
+    make_folder(ref.parent_path());
+    write_file_atomically(ref.string(), commit);
+  } catch (const Error& e) {
+    // A cache others share may be read-only: this run goes on at the commit it was given.
+    ZT_LOG(kWarn, "cannot record " << revision << " = " << commit << " in the hub cache: " << e.what());
+  }
 }
 
 fs::path RepoCache::snapshot(const std::string& commit) const { return folder_ / "snapshots" / commit; }
@@ -86,8 +92,10 @@ bool RepoCache::known_absent(const std::string& commit, const std::string& filen
 }
 
 void RepoCache::record_absent(const std::string& commit, const std::string& filename) const {
+  // Only a shortcut for the next run: a cache that cannot take it (read-only) is not an error.
   const fs::path marker = folder_ / ".no_exist" / commit / filename;
-  make_folder(marker.parent_path());
+  std::error_code ec;
+  fs::create_directories(marker.parent_path(), ec);
   std::ofstream{marker};
 }
 

@@ -25,7 +25,8 @@ class RepoCache {
   // The commit `revision` stands for here: itself when it is a commit hash with a snapshot,
   // else what refs/<revision> holds; nothing when neither is cached.
   std::optional<std::string> commit_for(const std::string& revision) const;
-  // Writes refs/<revision> (atomically); nothing when the revision is the commit itself.
+  // Writes refs/<revision> (atomically); nothing when the revision is the commit itself. Like
+  // record_absent, a cache that cannot be written (read-only, shared) only earns a warning.
   void record_ref(const std::string& revision, const std::string& commit) const;
 
   std::filesystem::path snapshot(const std::string& commit) const;

@@ -1,5 +1,6 @@
 #include "models/hub/resolve_model.h"
 
+#include <algorithm>
 #include <optional>
 #include <vector>
 
@@ -76,6 +77,10 @@ std::string resolve_model_path(const std::string& name_or_path, const std::strin
       ZT_LOG(kWarn, "--revision " << wanted << " is ignored: " << name_or_path << " is a local folder");
     return name_or_path;
   }
+  const std::filesystem::path revision_path(wanted);
+  ZT_REQUIRE(
+      revision_path.is_relative() && std::find(revision_path.begin(), revision_path.end(), "..") == revision_path.end(),
+      "--revision " + wanted + ": a branch, tag or commit neither starts with '/' nor has '..' in it");
   const RepoCache cache(settings.cache, name_or_path);
   std::optional<std::string> usable;  // a cached snapshot with every file the model needs
   if (const std::optional<std::string> commit = cache.commit_for(wanted)) {

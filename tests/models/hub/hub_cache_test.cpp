@@ -203,6 +203,20 @@ TEST_F(HandMadeCache, WithTheHubOutOfReachACompleteSnapshotStandsIn) {
   }
 }
 
+TEST_F(HandMadeCache, ARevisionCannotLeaveTheRepoFolder) {
+  settings_.offline = true;
+  for (const char* revision : {"../../../etc", "/abs", "refs/../../x"}) {
+    const std::string message = error_of([&] { resolve_model_path("org/tiny", revision, kWholeModel, settings_); });
+    EXPECT_NE(message.find(std::string("--revision ") + revision + ": a branch, tag or commit neither starts"),
+              std::string::npos)
+        << message;
+  }
+  // A pull request's ref nests, as huggingface_hub stores it.
+  fs::create_directories(repo_ / "refs/refs/pr");
+  std::ofstream(repo_ / "refs/refs/pr/1") << kDev;
+  EXPECT_EQ(resolve_model_path("org/tiny", "refs/pr/1", kConfigOnly, settings_), (repo_ / "snapshots" / kDev).string());
+}
+
 TEST_F(HandMadeCache, LocalPathsAreReturnedAsGiven) {
   for (const std::string& path : std::vector<std::string>{"/no/such/model", "./relative", dir_.string()})
     EXPECT_EQ(resolve_model_path(path, "main", kWholeModel, settings_), path);
