@@ -54,9 +54,9 @@ constexpr const char* kUsage =
 
 const FlagSpec kFlagSpec{
     .command = "estimate",
-    .value_flags = {"--model_name_or_path", "--config", "--num_gpus", "--num_nodes", "--micro_batch", "--max_length",
-                    "--dtype", "--gpu_memory", "--host_memory", "--reduce_bucket_size", "--finetuning_type",
-                    "--lora_rank", "--lora_target", "--deepspeed"},
+    .value_flags = {"--model_name_or_path", "--revision", "--config", "--num_gpus", "--num_nodes", "--micro_batch",
+                    "--max_length", "--dtype", "--gpu_memory", "--host_memory", "--reduce_bucket_size",
+                    "--finetuning_type", "--lora_rank", "--lora_target", "--deepspeed"},
     .bool_flags = {"--gradient_checkpointing"},
     .required = {},
     .aliases = {{"--num_gpus_per_node", "--num_gpus"}, {"--per_device_train_batch_size", "--micro_batch"}}};
@@ -345,12 +345,14 @@ int estimate(Flags& flags) {
 }
 
 int run_estimate(const std::vector<std::string>& args) {
-  return run_with_flags(args, kFlagSpec, kUsage, [](Flags& flags) {
+  const std::string usage = std::string(kUsage) + kHubModelUsage;
+  return run_with_flags(args, kFlagSpec, usage.c_str(), [](Flags& flags) {
     if (flags.count("--model_name_or_path") == flags.count("--config")) {
       std::cerr << "zerotune estimate: error: give the model as exactly one of --model_name_or_path DIR or "
                    "--config config.json\n";
       return kExitUsage;
     }
+    resolve_model_flag(flags, models::hub::kConfigOnly);
     return estimate(flags);
   });
 }

@@ -141,7 +141,11 @@ int evaluate_model(Flags& flags) {
 }
 
 int run_evaluate(const std::vector<std::string>& args) {
-  return run_with_flags(args, flag_spec(), kUsage, evaluate_model);
+  const std::string usage = std::string(kUsage) + kHubModelUsage;
+  return run_with_flags(args, flag_spec(), usage.c_str(), [](Flags& flags) {
+    resolve_model_flag(flags);
+    return evaluate_model(flags);
+  });
 }
 
 const Registration registration{

@@ -42,8 +42,8 @@ constexpr const char* kUsage =
     "                 float32 for the masters and the stored dtype for --weights working\n";
 
 const FlagSpec kFlagSpec{.command = "export",
-                         .value_flags = {"--model_name_or_path", "--adapter_name_or_path", "--output_dir", "--dtype",
-                                         "--checkpoint", "--weights"},
+                         .value_flags = {"--model_name_or_path", "--revision", "--adapter_name_or_path", "--output_dir",
+                                         "--dtype", "--checkpoint", "--weights"},
                          .bool_flags = {"--merge_lora"},
                          .required = {"--output_dir"},
                          .aliases = {{"--export_dir", "--output_dir"}}};
@@ -85,6 +85,7 @@ int export_checkpoint(Flags& flags) {
       .checkpoint = flags["--checkpoint"],
       .output_dir = flags["--output_dir"],
       .base_model = flags.count("--model_name_or_path") ? flags["--model_name_or_path"] : "",
+      .base_revision = flags.count("--revision") ? flags["--revision"] : "",
       .working_weights = flags.count("--weights") && flags["--weights"] == "working",
       .merge_lora = is_set(flags, "--merge_lora"),
       .dtype = dtype_flag(flags)};
@@ -93,6 +94,8 @@ int export_checkpoint(Flags& flags) {
 }
 
 int export_model(Flags& flags) {
+  const std::string name = flags["--model_name_or_path"];
+  resolve_model_flag(flags);
   const std::string dir = flags["--model_name_or_path"], out = flags["--output_dir"];
   ZT_REQUIRE(!fs::exists(out) || !fs::equivalent(dir, out),
              "--output_dir " + out + " is the model folder itself; export into another folder");
@@ -112,12 +115,13 @@ int export_model(Flags& flags) {
               << lora.alpha << ")\n";
   }
   models::save_model(model, out, {.dtype = dtype});
-  std::cerr << "exported " << dir << " to " << out << " (" << dtype_name(dtype) << ")\n";
+  std::cerr << "exported " << name << " to " << out << " (" << dtype_name(dtype) << ")\n";
   return 0;
 }
 
 int run_export(const std::vector<std::string>& args) {
-  return run_with_flags(args, kFlagSpec, kUsage, [](Flags& flags) {
+  const std::string usage = std::string(kUsage) + kHubModelUsage;
+  return run_with_flags(args, kFlagSpec, usage.c_str(), [](Flags& flags) {
     try {
       check_flag_combinations(flags);
     } catch (const Error& e) {

@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "cli/command.h"
+#include "models/hub/resolve_model.h"
 #include "models/peft/peft_adapter.h"
 #include "models/peft/peft_prefix_files.h"
 #include "models/peft/prefix_encoder_files.h"
@@ -70,6 +71,18 @@ Device device_from_flags(const Flags& flags) {
 
 DType dtype_from_flags(const Flags& flags, Device device) {
   return flags.count("--dtype") ? parse_dtype(flags.at("--dtype")) : device.is_cuda() ? DType::kBF16 : DType::kF32;
+}
+
+const char* const kHubModelUsage =
+    "  --model_name_or_path also takes a hub id (Org/Name): found in the hub cache (HF_HUB_CACHE, else\n"
+    "                 HF_HOME/hub, else ~/.cache/huggingface/hub) or downloaded there from HF_ENDPOINT (with\n"
+    "                 HF_TOKEN for gated repos); HF_HUB_OFFLINE=1 reads the cache only\n"
+    "  --revision     the hub id's branch, tag or commit (default main)\n";
+
+void resolve_model_flag(Flags& flags, models::hub::ModelParts parts) {
+  if (!flags.count("--model_name_or_path")) return;
+  const std::string revision = flags.count("--revision") ? flags.at("--revision") : "main";
+  flags["--model_name_or_path"] = models::hub::resolve_model_path(flags.at("--model_name_or_path"), revision, parts);
 }
 
 models::CausalLM load_model_from_flags(Flags& flags) {

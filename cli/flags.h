@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "models/hub/model_files.h"
 #include "models/model.h"
 
 namespace zt::cli {
@@ -34,8 +35,16 @@ int run_with_flags(const std::vector<std::string>& args, const FlagSpec& spec, c
                    const std::function<int(Flags&)>& body);
 
 // The flags every model-running command takes beside its own.
-inline const std::set<std::string> kModelFlags{"--model_name_or_path", "--device", "--dtype", "--adapter_name_or_path",
-                                               "--ptuning_checkpoint"};
+inline const std::set<std::string> kModelFlags{"--model_name_or_path",   "--revision",          "--device", "--dtype",
+                                               "--adapter_name_or_path", "--ptuning_checkpoint"};
+
+// Usage lines for --revision and hub ids, shared by every command that takes a model.
+extern const char* const kHubModelUsage;
+
+// --model_name_or_path made a local folder (models/hub/resolve_model.h): a hub id is found in
+// the hub cache at --revision (default main), or downloaded there with the files `parts`
+// names. Afterwards the flag holds the folder, which is what every loader reads.
+void resolve_model_flag(Flags& flags, models::hub::ModelParts parts = models::hub::kWholeModel);
 
 // The model of --model_name_or_path on --device (default: the GPU when one is usable) in
 // --dtype (default bfloat16 on a GPU, float32 on the CPU), with --adapter_name_or_path's PEFT

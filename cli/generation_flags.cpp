@@ -38,8 +38,11 @@ int run_generation_command(const std::vector<std::string>& args, const std::stri
                 .required = {"--model_name_or_path"}};
   spec.value_flags.insert(kGenerationFlags.begin(), kGenerationFlags.end());
   spec.value_flags.insert(extra.begin(), extra.end());
-  const std::string full_usage = std::string(usage) + kGenerationUsage;
-  return run_with_flags(args, spec, full_usage.c_str(), body);
+  const std::string full_usage = std::string(usage) + kGenerationUsage + kHubModelUsage;
+  return run_with_flags(args, spec, full_usage.c_str(), [&body](Flags& flags) {
+    resolve_model_flag(flags);
+    return body(flags);
+  });
 }
 
 double number_flag(const std::string& flag, const std::string& text) {

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "models/hub/resolve_model.h"
 #include "runtime/error.h"
 #include "text/tokenizer/tokenizer.h"
 
@@ -15,20 +16,23 @@ namespace {
 
 struct TokenizeOptions {
   std::string model_dir;
+  std::string revision = "main";
   bool decode = false;
   bool add_special_tokens = true;
   bool skip_special_tokens = false;
 };
 
 const char* kUsage =
-    "usage: zerotune tokenize --model_name_or_path DIR [--decode] [--add_special_tokens true|false]\n"
-    "                         [--skip_special_tokens true|false]\n\n"
+    "usage: zerotune tokenize --model_name_or_path DIR [--revision REV] [--decode]\n"
+    "                         [--add_special_tokens true|false] [--skip_special_tokens true|false]\n\n"
     "Reads lines on stdin and encodes each with the tokenizer of DIR (tokenizer.json, vocab.json +\n"
     "merges.txt, or tokenizer.model), writing one JSON array of ids per line.\n"
     "  --decode               read one JSON array of ids per line and write its text instead\n"
     "  --add_special_tokens   add the model's prefix tokens, as HF does by default (default true)\n"
     "  --skip_special_tokens  leave special tokens out of decoded text (default false)\n"
-    "Boolean flags accept --flag, --flag true and --flag false.\n";
+    "Boolean flags accept --flag, --flag true and --flag false.\n"
+    "DIR may be a hub id (Org/Name): its tokenizer files are read from the hub cache, or downloaded there\n"
+    "(see --revision in `zerotune generate --help`).\n";
 
 // Reads a boolean flag at args[i]: a following "true"/"false" is its value, else it is true.
 bool boolean_flag(const std::vector<std::string>& args, std::size_t& i) {
@@ -45,7 +49,8 @@ std::optional<int> parse(const std::vector<std::string>& args, TokenizeOptions& 
       inline_value = arg.substr(eq + 1);
       arg = arg.substr(0, eq);
     }
-    if (inline_value && arg != "--model_name_or_path" && *inline_value != "true" && *inline_value != "false") {
+    const bool takes_text = arg == "--model_name_or_path" || arg == "--revision";
+    if (inline_value && !takes_text && *inline_value != "true" && *inline_value != "false") {
       std::cerr << "zerotune tokenize: error: " << arg << " takes true or false, got '" << *inline_value << "'\n";
       return kExitUsage;
     }
@@ -53,13 +58,15 @@ std::optional<int> parse(const std::vector<std::string>& args, TokenizeOptions& 
     if (arg == "--help" || arg == "-h") {
       std::cout << kUsage;
       return 0;
-    } else if (arg == "--model_name_or_path") {
+    } else if (takes_text) {
+      std::string& value = arg == "--revision" ? options.revision : options.model_dir;
       if (inline_value) {
-        options.model_dir = *inline_value;
+        value = *inline_value;
       } else if (i + 1 < args.size()) {
-        options.model_dir = args[++i];
+        value = args[++i];
       } else {
-        std::cerr << "zerotune tokenize: error: --model_name_or_path needs a folder\n" << kUsage;
+        std::cerr << "zerotune tokenize: error: " << arg
+                  << (arg == "--revision" ? " needs a branch, tag or commit\n" : " needs a folder\n") << kUsage;
         return kExitUsage;
       }
     } else if (arg == "--decode") {
@@ -99,7 +106,8 @@ std::vector<models::TokenId> parse_ids(const std::string& line) {
 int run_tokenize(const std::vector<std::string>& args) {
   TokenizeOptions options;
   if (const std::optional<int> code = parse(args, options)) return *code;
-  const auto tokenizer = models::load_tokenizer(options.model_dir);
+  const auto tokenizer = models::load_tokenizer(
+      models::hub::resolve_model_path(options.model_dir, options.revision, models::hub::kTokenizerOnly));
   std::string line;
   for (std::size_t number = 1; std::getline(std::cin, line); ++number) {
     try {

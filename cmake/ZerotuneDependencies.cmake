@@ -50,6 +50,17 @@ zt_optional_dependency(zt_text_deps ZT_HAVE_TEXT
   LIBS PkgConfig::PCRE2 PkgConfig::UTF8PROC PkgConfig::SENTENCEPIECE
   WARNING "PCRE2, utf8proc or sentencepiece not found: building without the tokenizers. Install libpcre2-dev libutf8proc-dev libsentencepiece-dev (scripts/setup.sh does).")
 
+# libcurl downloads the models a hub id names (models/hub/) and OpenSSL's libcrypto checks
+# their sha256. scripts/setup.sh installs libcurl4-openssl-dev, which brings libssl-dev; a
+# machine without them still builds everything else, and a hub id that is not in the local
+# cache is then an error that says how to download the model by hand.
+pkg_check_modules(CURL IMPORTED_TARGET libcurl)
+pkg_check_modules(LIBCRYPTO IMPORTED_TARGET libcrypto)
+zt_optional_dependency(zt_downloader_deps ZT_HAVE_DOWNLOADER
+  FOUND CURL_FOUND LIBCRYPTO_FOUND
+  LIBS PkgConfig::CURL PkgConfig::LIBCRYPTO
+  WARNING "libcurl or libcrypto not found: building without the model downloader (hub ids resolve from the local cache only). Install libcurl4-openssl-dev (scripts/setup.sh does).")
+
 # Gloo runs the collectives of multi-process training on the CPU, where NCCL cannot, so the
 # launchers and ZeRO across processes are tested on machines without a GPU. scripts/setup.sh
 # installs Debian's libgloo-dev; a machine without it still builds everything else, and

@@ -8,6 +8,7 @@
 #include "distributed/communicators/inprocess_communicator.h"
 #include "distributed/communicators/tracing_communicator.h"
 #include "distributed/launch/launched_job.h"
+#include "models/hub/resolve_model.h"
 #include "models/peft/lora_files.h"
 #include "models/peft/prefix_encoder_files.h"
 #include "models/weights/weights.h"
@@ -109,8 +110,12 @@ std::string running_precision(const TrainingPlan& plan, Device device) {
   return std::string("fp32 (--") + precision_name(plan.precision) + " runs as fp32 on the CPU)";
 }
 
-// One rank's whole run; returns the signal that stopped it early, or 0.
-int train_one_rank(const TrainingArguments& args, distributed::Communicator* comm, int local_rank) {
+// One rank's whole run on the model of `model_dir`: args.model_name_or_path as a local folder
+// (the hub cache's snapshot of a hub id), while args keeps the name as given, for
+// training_args.json and adapter_config.json to record as HF does; returns the signal that
+// stopped it early, or 0.
+int train_one_rank(const TrainingArguments& args, const std::string& model_dir, distributed::Communicator* comm,
+                   int local_rank) {
   const Device device = resolve_device(args, local_rank);
   const int world = comm ? comm->world_size() : 1;
   if (device.is_cuda())
@@ -123,9 +128,9 @@ int train_one_rank(const TrainingArguments& args, distributed::Communicator* com
   options.attn_impl = ops::attention_impl_from_name(args.attn_impl);
   ZT_REQUIRE(options.attn_impl == ops::AttentionImpl::kZerotune || device.is_cuda(),
              "--attn_impl cudnn needs a GPU; on the CPU use --attn_impl zerotune");
-  auto tokenizer = models::load_tokenizer(args.model_name_or_path);
+  auto tokenizer = models::load_tokenizer(model_dir);
   const std::string template_name =
-      args.template_name.empty() ? models::chat_template_name_for_model(args.model_name_or_path) : args.template_name;
+      args.template_name.empty() ? models::chat_template_name_for_model(model_dir) : args.template_name;
   auto chat_template = models::make_chat_template(template_name);
   TrainerData data;
   const SelectedData selected = select_data(args);
@@ -133,7 +138,7 @@ int train_one_rank(const TrainingArguments& args, distributed::Communicator* com
   if (selected.eval)
     data.eval = encode_samples(*selected.eval, selected.eval_source, *chat_template, *tokenizer, args).samples;
   data.layout = {.pad_to_longest = args.padding == Padding::kLongest, .pad_id = padding_token(*tokenizer)};
-  const models::ModelConfig config = models::load_config(args.model_name_or_path);
+  const models::ModelConfig config = models::load_config(model_dir);
   auto count = [&](std::int64_t micro) {
     const std::int64_t batches = static_cast<std::int64_t>(
         plan_epoch(data.train, micro, args.max_length, args.packing, args.data_order_seed(), 0).size());
@@ -145,7 +150,7 @@ int train_one_rank(const TrainingArguments& args, distributed::Communicator* com
     ZT_LOG(kWarn, "--" << precision_name(plan.precision)
                        << " on the CPU: training in float32 instead (weights, activations, gradients and every op's "
                           "arithmetic); 16-bit training needs a GPU");
-  auto model = std::make_shared<models::CausalLM>(models::load_model(args.model_name_or_path, options));
+  auto model = std::make_shared<models::CausalLM>(models::load_model(model_dir, options));
   ZT_LOG(kInfo, "run " << args.run_name << ": model " << args.model_name_or_path << " (" << model->num_parameters()
                        << " parameters) on " << (device.is_cpu() ? "cpu" : "cuda:" + std::to_string(device.index))
                        << ", " << running_precision(plan, device) << ", " << data.train.size() << " samples, template "
@@ -168,18 +173,21 @@ int train_one_rank(const TrainingArguments& args, distributed::Communicator* com
 
 // A rank of several; under --zero_trace its collectives pass through a TracingCommunicator
 // writing output_dir/zero_trace_rank{R}.jsonl, timed from `run_start` (one for all in-process ranks).
-int train_rank_of_many(const TrainingArguments& args, distributed::Communicator& comm, int local_rank,
-                       std::chrono::steady_clock::time_point run_start) {
-  if (!args.zero_trace) return train_one_rank(args, &comm, local_rank);
+int train_rank_of_many(const TrainingArguments& args, const std::string& model_dir, distributed::Communicator& comm,
+                       int local_rank, std::chrono::steady_clock::time_point run_start) {
+  if (!args.zero_trace) return train_one_rank(args, model_dir, &comm, local_rank);
   const fs::path trace_path = fs::path(args.output_dir) / distributed::trace_file_name(comm.rank());
   distributed::TracingCommunicator traced(comm, trace_path.string(), run_start);
-  return train_one_rank(args, &traced, local_rank);
+  return train_one_rank(args, model_dir, &traced, local_rank);
 }
 
 }  // namespace
 
 int run_training_job(const TrainingArguments& args) {
   check_output_dir(args);
+  // Once per process, before its ranks start: the ranks of a launcher's processes share the
+  // cache through its file locks, so one downloads while the others wait.
+  const std::string model_dir = models::hub::resolve_model_path(args.model_name_or_path, args.model_revision);
   const ProcessRank rank = rank_from_environment();
   const auto timeout = std::chrono::seconds(args.ddp_timeout);
   const auto run_start = std::chrono::steady_clock::now();
@@ -188,7 +196,7 @@ int run_training_job(const TrainingArguments& args) {
                "--inprocess_ranks cannot be combined with a launcher's ranks (" + rank.launcher + ")");
     std::atomic<int> stopped_by{0};  // every rank stops after the same step, for the same signal
     auto one_rank = [&](distributed::Communicator& comm) {
-      if (const int signal = train_rank_of_many(args, comm, 0, run_start)) stopped_by = signal;
+      if (const int signal = train_rank_of_many(args, model_dir, comm, 0, run_start)) stopped_by = signal;
     };
     distributed::run_inprocess_ranks(static_cast<int>(args.inprocess_ranks), timeout, one_rank);
     return stopped_by;
@@ -199,7 +207,7 @@ int run_training_job(const TrainingArguments& args) {
     ZT_REQUIRE(!args.zero_trace,
                "--zero_trace traces the collectives between ranks, and this run has one rank; add "
                "--inprocess_ranks 2 to watch them on one machine");
-    return train_one_rank(args, nullptr, rank.local_rank);
+    return train_one_rank(args, model_dir, nullptr, rank.local_rank);
   }
   // Processes on GPUs reduce over NCCL; on the CPU, over Gloo's TCP transport.
   const bool on_cpu = runs_on_cpu(args);
@@ -214,7 +222,7 @@ int run_training_job(const TrainingArguments& args) {
   } else {
     report_world(*comm, rank.local_rank, rank.launcher);
   }
-  return train_rank_of_many(args, *comm, rank.local_rank, run_start);
+  return train_rank_of_many(args, model_dir, *comm, rank.local_rank, run_start);
 }
 
 }  // namespace zt::train

@@ -65,12 +65,15 @@ struct CliRun {
   std::string output;  // stdout and stderr together
 };
 
-// `zerotune <arguments>` through the shell, its output kept in `folder`/last_run.log.
-inline CliRun run_zerotune(const std::string& arguments, const std::filesystem::path& folder) {
+// `zerotune <arguments>` through the shell, its output kept in `folder`/last_run.log;
+// `environment` ("NAME=value ...") is set for that run alone.
+inline CliRun run_zerotune(const std::string& arguments, const std::filesystem::path& folder,
+                           const std::string& environment = "") {
   const std::filesystem::path binary = std::filesystem::path(ZT_BINARY_DIR) / "bin/zerotune";
   if (!std::filesystem::exists(binary)) return {-1, "no " + binary.string() + ": build the zerotune target first"};
   const std::filesystem::path log = folder / "last_run.log";
-  const int status = std::system((binary.string() + " " + arguments + " > " + log.string() + " 2>&1").c_str());
+  const std::string command = environment + " " + binary.string() + " " + arguments + " > " + log.string() + " 2>&1";
+  const int status = std::system(command.c_str());
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_text(log)};
 }
 

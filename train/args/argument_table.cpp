@@ -7,7 +7,11 @@ namespace zt::train {
 const std::vector<ArgumentSpec>& argument_table() {
   using A = TrainingArguments;
   static const std::vector<ArgumentSpec> table = {
-      {"model_name_or_path", &A::model_name_or_path, {}, "HF model folder to fine-tune (required)"},
+      {"model_name_or_path",
+       &A::model_name_or_path,
+       {},
+       "HF model folder to fine-tune, or a hub id (Org/Name) found in or downloaded to the hub cache (required)"},
+      {"model_revision", &A::model_revision, {}, "branch, tag or commit of a hub id's model (also --revision)"},
       {"output_dir", &A::output_dir, {}, "where checkpoints and the final model go (required)"},
       {"overwrite_output_dir", &A::overwrite_output_dir, {}, "allow a non-empty output_dir"},
       {"deepspeed", &A::deepspeed, {}, "path of a DeepSpeed ds_config.json, or the config as a JSON object"},
@@ -124,6 +128,7 @@ const std::vector<std::pair<std::string, std::string>>& argument_aliases() {
       {"no_cuda", "use_cpu"},
       {"fp16_backend", "half_precision_backend"},
       {"cutoff_len", "max_length"},
+      {"revision", "model_revision"},
       // The training scripts' own names (stanford_alpaca, FastChat, Qwen's finetune.py).
       {"data_path", "train_file"},
       {"eval_data_path", "validation_file"},

@@ -15,7 +15,8 @@ constexpr Origin kLf = Origin::kLlamaFactory;
 constexpr const char* kTextOnly = "zerotune trains text-only models";
 constexpr const char* kInference = "it configures inference; `zerotune generate` and `zerotune chat` do that";
 constexpr const char* kExport = "it configures export; `zerotune export` does that";
-constexpr const char* kNoHub = "zerotune reads local model folders and uploads nothing";
+constexpr const char* kNoModelScope =
+    "zerotune downloads from the Hugging Face hub (HF_ENDPOINT) only, not ModelScope or Modelers";
 constexpr const char* kOtherStages = "it applies to the rm, ppo, dpo and kto stages, which zerotune does not run";
 constexpr const char* kOwnKernels =
     "zerotune's fused RMSNorm, RoPE, SwiGLU and linear + cross-entropy kernels always run";
@@ -40,11 +41,11 @@ const std::vector<OtherArgument>& llama_factory_other_arguments() {
        kLf},
       {"adapter_folder", kText, "[null]", kRefused, "zerotune train starts new adapters", kLf},
       {"create_new_adapter", kBool, "[false]", kNoEffect, "zerotune train always starts a new adapter", kLf},
-      {"cache_dir", kText, "[null]", kNoEffect, kNoHub, kLf},
-      {"model_revision", kText, "[\"main\"]", kNoEffect, kNoHub, kLf},
-      {"hf_hub_token", kText, "[null]", kNoEffect, kNoHub, kLf},
-      {"ms_hub_token", kText, "[null]", kNoEffect, kNoHub, kLf},
-      {"om_hub_token", kText, "[null]", kNoEffect, kNoHub, kLf},
+      {"cache_dir", kText, "[null]", kNoEffect, "zerotune's hub cache is HF_HUB_CACHE (else HF_HOME/hub): set that",
+       kLf},
+      {"hf_hub_token", kText, "[null]", kNoEffect, "zerotune reads the hub token from HF_TOKEN: set that", kLf},
+      {"ms_hub_token", kText, "[null]", kNoEffect, kNoModelScope, kLf},
+      {"om_hub_token", kText, "[null]", kNoEffect, kNoModelScope, kLf},
       {"use_fast_tokenizer", kBool, "[true]", kNoEffect, "zerotune has one tokenizer per model, read from its files",
        kLf},
       {"low_cpu_mem_usage", kBool, "[true]", kNoEffect, "zerotune maps the weights from their files", kLf},

@@ -48,7 +48,8 @@ constexpr std::array<EnumName<Padding>, 2> enum_names(Padding) {
 
 struct TrainingArguments {
   // Model and output.
-  std::string model_name_or_path;
+  std::string model_name_or_path;       // a local folder, or a hub id resolved through models/hub/
+  std::string model_revision = "main";  // the hub id's branch, tag or commit
   std::string output_dir;
   bool overwrite_output_dir = false;
   // A ds_config.json path, or the config itself as JSON text (HF takes a dict in a file, or

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "autograd/grad_mode.h"
+#include "models/hub/resolve_model.h"
 #include "models/peft/lora.h"
 #include "models/peft/lora_files.h"
 #include "models/weights/hf_names.h"
@@ -41,6 +42,14 @@ std::string json_string(const nlohmann::ordered_json& json, const char* key, con
   return json[key].get<std::string>();
 }
 
+// The revision of a base model named by hub id: the request's, else the one it was trained from.
+std::string base_revision(const CheckpointExport& request, const nlohmann::ordered_json& args) {
+  if (!request.base_revision.empty()) return request.base_revision;
+  if (request.base_model.empty() && args.contains("model_revision") && args["model_revision"].is_string())
+    return args["model_revision"].get<std::string>();
+  return "main";
+}
+
 Checkpoint open_checkpoint(const CheckpointExport& request) {
   const fs::path dir = request.checkpoint;
   const fs::path args_path = dir / "training_args.json";
@@ -49,13 +58,14 @@ Checkpoint open_checkpoint(const CheckpointExport& request) {
                                                  "output_dir/checkpoint-N folder written by zerotune train");
   const nlohmann::ordered_json args = models::read_json_file(args_path.string());
   const std::string type = json_string(args, "finetuning_type", args_path.string());
+  const std::string base =
+      request.base_model.empty() ? json_string(args, "model_name_or_path", args_path.string()) : request.base_model;
   Checkpoint checkpoint{.dir = request.checkpoint,
-                        .base = request.base_model.empty() ? json_string(args, "model_name_or_path", args_path.string())
-                                                           : request.base_model,
+                        .base = models::hub::resolve_model_path(base, base_revision(request, args)),
                         .masters = std::nullopt};
   ZT_REQUIRE(
       fs::is_directory(checkpoint.base),
-      "the base model folder " + checkpoint.base + " does not exist" +
+      "the base model folder " + base + " does not exist" +
           (request.base_model.empty() ? " (training_args.json's model_name_or_path); pass --model_name_or_path" : ""));
   checkpoint.masters = OptimizerStateFiles::open(request.checkpoint);
   const std::optional<FinetuningType> method = enum_from_name<FinetuningType>(type);

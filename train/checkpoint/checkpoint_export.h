@@ -30,8 +30,9 @@ namespace zt::train {
 struct CheckpointExport {
   std::string checkpoint;  // an output_dir/checkpoint-N folder
   std::string output_dir;
-  std::string base_model;        // empty: the model_name_or_path of the checkpoint's training_args.json
-  bool working_weights = false;  // the checkpoint's model files instead of the float32 masters
+  std::string base_model;          // empty: the model_name_or_path of the checkpoint's training_args.json
+  std::string base_revision = {};  // a hub id's revision; empty: training_args.json's model_revision, else main
+  bool working_weights = false;    // the checkpoint's model files instead of the float32 masters
   bool merge_lora = false;
   // Default: float32 for the masters (as zero_to_fp32 writes), the stored dtype for the
   // working weights (float32 for a merged LoRA).

@@ -188,6 +188,15 @@ TEST(ArgumentsFile, LlamaFactoryDefaultsApplyToItsFilesOnly) {
   EXPECT_FALSE(args.gradient_checkpointing);
 }
 
+TEST(ArgumentsFile, ModelRevisionChoosesTheHubIdsRevision) {
+  EXPECT_EQ(yaml(kBase).model_revision, "main");
+  TrainingArguments args = yaml(std::string(kBase) + "model_revision: v2.0\n");
+  EXPECT_EQ(args.model_revision, "v2.0");
+  EXPECT_TRUE(args.warnings.empty()) << joined(args.warnings);  // honoured, not "without effect"
+  EXPECT_EQ(yaml(kBase, {"--revision", "dev"}).model_revision, "dev");
+  EXPECT_EQ(json::parse(training_arguments_json(args))["model_revision"], "v2.0");
+}
+
 TEST(ArgumentsFile, LlamaFactoryOptionsZerotuneCannotHonourAreRefusedByName) {
   const std::string msg = yaml_error(
       "model_name_or_path: m\noutput_dir: o\ndataset: a\nstage: dpo\nquantization_bit: 4\nuse_dora: true\n"
