@@ -100,7 +100,7 @@ if wants ptx80; then
         --deepspeed "$ZT_ROOT/examples/ds_config_zero2.json" --model_name_or_path "$ZT_ROOT/examples/tiny-qwen" \
         --train_file "$ZT_ROOT/examples/data/alpaca_demo.json" --output_dir "$demo_out" --overwrite_output_dir \
         --finetuning_type full --template qwen --max_steps 200 --per_device_train_batch_size 4 \
-        --learning_rate 5e-3 --lr_scheduler_type constant --warmup_steps 5 --logging_steps 25 --save_steps 1000
+        --learning_rate 5e-3 --lr_scheduler_type constant_with_warmup --warmup_steps 5 --logging_steps 25 --save_steps 1000
       step "ptx80 demo answer" "$ptx_log" "$ptx_build/bin/zerotune" generate --model_name_or_path "$demo_out" \
         --max_new_tokens 20 --template qwen --prompt $'Spell out the digits.\n0 4'
       echo "| ptx80 demo answer (expected: zero four) | $(tail -1 "$ptx_log") |" >>"$SUMMARY"
