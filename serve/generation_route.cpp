@@ -14,10 +14,30 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Counts an answer in RouteContext::active for as long as it lives; none starts once the
+// server drains.
+class Active {
+ public:
+  explicit Active(RouteContext& context) : context_(context) {
+    ++context_.active;  // before the check: a drain that began sees this answer or refuses it
+    if (context_.draining) {
+      --context_.active;
+      throw ApiError(503, "the server is shutting down", "server_error");
+    }
+  }
+  ~Active() { --context_.active; }
+  Active(const Active&) = delete;
+  Active& operator=(const Active&) = delete;
+
+ private:
+  RouteContext& context_;
+};
+
 // One request in flight: its place in the engine, its text so far, and what the log says.
 struct Answer {
   Answer(RouteContext& context, const ApiRequest& request, infer::GenerationRequest engine_request)
-      : context(context),
+      : active(context),
+        context(context),
         format(!request.messages.empty(), context.model.name, context.requests++, request.include_usage),
         text(*context.model.tokenizer, request.sampling.stop),
         eos(engine_request.options.eos_token_ids),
@@ -57,6 +77,7 @@ struct Answer {
                       << " tokens/s");
   }
 
+  Active active;
   RouteContext& context;
   ResponseFormat format;
   AnswerText text;

@@ -20,6 +20,10 @@ struct RouteContext {
   std::string api_key;  // empty: no key needed
   std::int64_t started = 0;  // unix time, GET /v1/models' "created"
   std::atomic<std::uint64_t> requests{0};
+  // Stopping: generation requests are refused (503) and the server waits for `active`, the
+  // answers being generated or sent, to reach 0 (cpp-httplib cuts open streams when stopped).
+  std::atomic<bool> draining{false};
+  std::atomic<int> active{0};
 };
 
 void add_routes(httplib::Server& server, RouteContext& context);

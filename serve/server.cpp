@@ -68,9 +68,11 @@ void run_server(const ServedModel& model, EngineLoop& engine, const ServerOption
 
   SignalScope signals;
   const int port = bind(server, options);
-  std::thread watcher([&server, &engine] {
+  std::thread watcher([&server, &context] {
     while (!stop_requested) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    ZT_INFO("serve: stopping: no new connections; finishing the " << engine.in_flight() << " requests in flight");
+    context.draining = true;
+    ZT_INFO("serve: stopping: new requests refused; finishing the " << context.active << " in flight");
+    while (context.active > 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
     server.stop();
   });
   std::cout << "serve: listening on http://" << options.host << ":" << port << std::endl;
