@@ -5,7 +5,7 @@ set -euo pipefail
 
 ZT_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 ZT_BUILD_DIR=${ZT_BUILD_DIR:-$ZT_ROOT/build}
-ZT_PACKAGES=(cmake ninja-build ccache g++ pkg-config nlohmann-json3-dev libsentencepiece-dev libpcre2-dev libutf8proc-dev libgloo-dev libpng-dev zlib1g-dev libyaml-dev libcpp-httplib-dev
+ZT_PACKAGES=(cmake ninja-build ccache g++ pkg-config nlohmann-json3-dev libsentencepiece-dev libpcre2-dev libutf8proc-dev libgloo-dev libpng-dev zlib1g-dev libyaml-dev libcpp-httplib-dev nodejs npm
              googletest libgtest-dev libbenchmark-dev clang clang-format libclang-rt-dev python3)
 
 install_missing_packages() {
