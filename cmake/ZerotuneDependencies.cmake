@@ -71,6 +71,16 @@ zt_optional_dependency(zt_gloo ZT_HAVE_GLOO
   LIBS gloo
   WARNING "Gloo not found: building without multi-process training on the CPU. Install libgloo-dev (scripts/setup.sh does).")
 
+# cpp-httplib serves the OpenAI API of `zerotune serve`: small, a thread per connection
+# (the generation itself is queued to one engine thread), server-sent events through chunked
+# content providers. Debian's libcpp-httplib-dev ships it as a shared library; scripts/setup.sh
+# installs it. A machine without it still builds everything else, and `serve` then says so.
+pkg_check_modules(CPP_HTTPLIB IMPORTED_TARGET cpp-httplib)
+zt_optional_dependency(zt_httplib ZT_HAVE_HTTPLIB
+  FOUND CPP_HTTPLIB_FOUND
+  LIBS PkgConfig::CPP_HTTPLIB
+  WARNING "cpp-httplib not found: building without `zerotune serve`. Install libcpp-httplib-dev (scripts/setup.sh does).")
+
 # libpng (with zlib) encodes the loss-curve images. Linked statically, like zerotune's own
 # libraries, so the binary needs no shared library beyond the CUDA ones and the C/C++
 # runtime. scripts/setup.sh installs libpng-dev and zlib1g-dev.

@@ -8,8 +8,11 @@ set -euo pipefail
 ZT_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 ZT_BUILD_DIR=${ZT_BUILD_DIR:-$ZT_ROOT/build}
 ZT_BUILD_TARGETS=("${@:-all}")
-ZT_PACKAGES=(cmake ninja-build ccache g++ pkg-config nlohmann-json3-dev libsentencepiece-dev libpcre2-dev libutf8proc-dev libgloo-dev libpng-dev zlib1g-dev libyaml-dev libcurl4-openssl-dev
+ZT_PACKAGES=(cmake ninja-build ccache g++ pkg-config nlohmann-json3-dev libsentencepiece-dev libpcre2-dev libutf8proc-dev libgloo-dev libpng-dev zlib1g-dev libyaml-dev libcurl4-openssl-dev libcpp-httplib-dev nodejs
              googletest libgtest-dev libbenchmark-dev clang clang-format libclang-rt-dev python3)
+# Debian's npm only where no npm came with the installed nodejs (NodeSource's nodejs carries
+# its own and conflicts with Debian's).
+command -v npm >/dev/null || ZT_PACKAGES+=(npm)
 
 # Minutes a first build takes on 2 cores with nothing in ccache, measured with
 # CCACHE_DISABLE=1 in a fresh folder, kernels as compute_80 PTX (README, Install).

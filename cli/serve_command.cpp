@@ -1,0 +1,104 @@
+// `zerotune serve`: the model behind an OpenAI-compatible HTTP API (serve/), every request
+// joining one continuously batched engine. Built only with cpp-httplib; without it the
+// command says so.
+#include <filesystem>
+
+#include "cli/command.h"
+#include "cli/generation_flags.h"
+#include "runtime/error.h"
+
+#if ZT_HAVE_HTTPLIB
+#include "serve/server.h"
+#endif
+
+namespace zt::cli {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: zerotune serve --model_name_or_path DIR [--host 127.0.0.1] [--port 8000] [--api_key KEY]\n"
+    "                      [--served_model_name NAME] [--adapter_name_or_path ADAPTER] [--ptuning_checkpoint DIR]\n"
+    "                      [--device cpu|cuda|cuda:N] [--dtype D] [--max_batch N] [sampling flags below]\n\n"
+    "Serves the model over the OpenAI API: POST /v1/chat/completions, POST /v1/completions (both\n"
+    "streaming with \"stream\": true), GET /v1/models, GET /health. Ctrl-C stops accepting, answers\n"
+    "the requests in flight and exits. See docs/SERVE.md.\n"
+    "  --host ADDRESS           the address to listen on (default 127.0.0.1: this machine only)\n"
+    "  --port N                 the port (default 8000; 0 picks a free one, printed)\n"
+    "  --api_key KEY            require 'Authorization: Bearer KEY' on every /v1 request\n"
+    "  --served_model_name NAME the model id clients send (default: the model folder's name)\n"
+    "  --max_model_len N        the most prompt and new tokens of one request (default: the model's context)\n"
+    "  The sampling flags set the defaults of requests that do not say (max_new_tokens: the\n"
+    "  rest of the context unless given).\n";
+
+#if ZT_HAVE_HTTPLIB
+
+std::string served_model_name(const Flags& flags) {
+  if (flags.count("--served_model_name")) return flags.at("--served_model_name");
+  const std::filesystem::path dir = std::filesystem::path(flags.at("--model_name_or_path")).lexically_normal();
+  return (dir.has_filename() ? dir.filename() : dir.parent_path().filename()).string();
+}
+
+serve::ServerOptions server_options(const Flags& flags, const infer::EngineOptions& engine) {
+  serve::ServerOptions options;
+  if (flags.count("--host")) options.host = flags.at("--host");
+  if (flags.count("--port")) {
+    const std::int64_t port = integer_flag("--port", flags.at("--port"));
+    ZT_REQUIRE(port >= 0 && port <= 65535, "--port must be from 0 to 65535, got " + flags.at("--port"));
+    options.port = static_cast<int>(port);
+  }
+  if (flags.count("--api_key")) options.api_key = flags.at("--api_key");
+  options.http_threads = static_cast<std::size_t>(2 * engine.max_batch + 8);
+  return options;
+}
+
+// The prompt and new tokens one request may have: the context after any prefix, or less.
+std::int64_t max_request_tokens(const Flags& flags, const models::CausalLM& model) {
+  const std::int64_t context = models::context_length(model.config());
+  std::int64_t limit = context;
+  if (flags.count("--max_model_len")) {
+    limit = integer_flag("--max_model_len", flags.at("--max_model_len"));
+    ZT_REQUIRE(limit >= 2 && (context == 0 || limit <= context),
+               "--max_model_len must be from 2 to the model's context of " + std::to_string(context));
+  }
+  ZT_REQUIRE(limit > 0, "the model's config.json gives no context length: set --max_model_len");
+  return limit;
+}
+
+int serve_model(Flags& flags) {
+  ZT_REQUIRE(tensor_parallel_size(flags) == 1,
+             "serve runs the model on one device; --tp above 1 is not supported by serve yet");
+  const std::string dir = flags.at("--model_name_or_path");
+  const std::unique_ptr<models::Tokenizer> tokenizer = models::load_tokenizer(dir);
+  const std::unique_ptr<models::ChatTemplate> chat_template = chat_template_from(flags, dir);
+  const models::CausalLM model = load_generation_model(flags);
+  const infer::EngineOptions engine_options = engine_options_from(flags);
+  serve::EngineLoop engine(model, engine_options, max_request_tokens(flags, model));
+  serve::ServedModel served{
+      .name = served_model_name(flags),
+      .tokenizer = tokenizer.get(),
+      .chat_template = chat_template.get(),
+      .defaults = generation_options_from(flags, dir, model, *tokenizer, chat_template.get()),
+      .limits_new_tokens = flags.count("--max_new_tokens") > 0,
+      .max_request_tokens = engine.max_request_tokens() - engine.first_position()};
+  serve::run_server(served, engine, server_options(flags, engine_options));
+  return 0;
+}
+
+#else
+
+int serve_model(Flags&) {
+  fail("this zerotune was built without the server (cpp-httplib was not found): install libcpp-httplib-dev "
+       "(scripts/setup.sh does) and build again");
+}
+
+#endif
+
+int run_serve(const std::vector<std::string>& args) {
+  return run_generation_command(
+      args, "serve", {"--host", "--port", "--api_key", "--served_model_name", "--max_model_len"}, kUsage,
+      serve_model);
+}
+
+const Registration registration{{"serve", "serve a model over the OpenAI API (continuous batching)", run_serve}};
+
+}  // namespace
+}  // namespace zt::cli

@@ -1,0 +1,49 @@
+#include "serve/answer_text.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace zt::serve {
+
+AnswerText::AnswerText(const models::Tokenizer& tokenizer, std::vector<std::string> stops)
+    : decoder_(tokenizer, /*skip_special_tokens=*/true), stops_(std::move(stops)) {}
+
+// The longest end of held_ that begins some stop string.
+std::size_t AnswerText::held_back_length() const {
+  std::size_t longest = 0;
+  for (const std::string& stop : stops_)
+    for (std::size_t length = std::min(stop.size() - 1, held_.size()); length > longest; --length)
+      if (held_.compare(held_.size() - length, length, stop, 0, length) == 0) {
+        longest = length;
+        break;
+      }
+  return longest;
+}
+
+bool AnswerText::cut_at_stop(std::string& text) {
+  std::size_t first_stop = std::string::npos;
+  for (const std::string& stop : stops_) first_stop = std::min(first_stop, text.find(stop));
+  if (first_stop == std::string::npos) return false;
+  text.resize(first_stop);
+  stopped_ = true;
+  return true;
+}
+
+std::string AnswerText::put(std::int64_t token) {
+  if (stopped_) return "";
+  held_ += decoder_.put(token);
+  if (cut_at_stop(held_)) return std::exchange(held_, "");
+  const std::size_t ready = held_.size() - held_back_length();
+  std::string text = held_.substr(0, ready);
+  held_.erase(0, ready);
+  return text;
+}
+
+std::string AnswerText::finish() {
+  if (stopped_) return "";
+  std::string text = std::exchange(held_, "") + decoder_.finish();
+  cut_at_stop(text);
+  return text;
+}
+
+}  // namespace zt::serve

@@ -1,0 +1,14 @@
+#include "serve/api_error.h"
+
+namespace zt::serve {
+
+nlohmann::json ApiError::body() const {
+  auto or_null = [](const std::string& text) { return text.empty() ? nlohmann::json() : nlohmann::json(text); };
+  return {{"error", {{"message", what()}, {"type", type_}, {"param", or_null(param_)}, {"code", or_null(code_)}}}};
+}
+
+ApiError invalid_request(const std::string& message, const std::string& param) {
+  return ApiError(400, message, "invalid_request_error", param);
+}
+
+}  // namespace zt::serve

@@ -1,0 +1,87 @@
+// The server's one engine thread. HTTP threads submit requests and each reads its tokens
+// from a queue of its own; the loop thread alone touches the engine: between steps it adds
+// what was submitted (so every request joins the running batch) and drops what was
+// cancelled (a client that went away frees its sequence at the next step), and it sleeps
+// while there is nothing to do.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "infer/continuous_batch.h"
+
+namespace zt::serve {
+
+// One request's side of the queue: the loop thread writes, one HTTP thread reads.
+class TokenQueue {
+ public:
+  struct Update {
+    std::vector<std::int64_t> tokens;  // new since the last update
+    bool finished = false;             // no more will come
+    std::string error;                 // set when the engine failed the request
+  };
+  // Blocks until there are new tokens or the request ended.
+  Update next();
+
+  void push(std::int64_t token);
+  void finish(std::string error = "");
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  Update pending_;
+};
+
+class EngineLoop {
+ public:
+  // Starts the thread; `model` must outlive the loop. `max_request_tokens` sizes the block
+  // tables and the cache (with options.cache_blocks, else for max_batch such requests,
+  // capped by the device's free memory).
+  EngineLoop(const models::CausalLM& model, const infer::EngineOptions& options, std::int64_t max_request_tokens);
+  // Cancels what is still running and joins the thread.
+  ~EngineLoop();
+
+  std::int64_t first_position() const { return first_position_; }
+  std::int64_t max_request_tokens() const { return max_request_tokens_; }
+
+  struct Submitted {
+    std::size_t id;
+    std::shared_ptr<TokenQueue> tokens;
+  };
+  Submitted submit(infer::GenerationRequest request);
+  // Ends request `id` at the next step (its queue then finishes).
+  void cancel(std::size_t id);
+  // Requests submitted and not yet finished.
+  std::size_t in_flight();
+
+ private:
+  void run(const models::CausalLM& model, const infer::EngineOptions& options, std::int64_t cache_blocks);
+  std::shared_ptr<TokenQueue> queue_of(std::size_t id);
+  // Finishes `id`'s queue (with `error` unless empty) and forgets it.
+  void end(std::size_t id, const std::string& error);
+  void take_inbox(infer::ContinuousBatch& batch);
+  void fail_all(infer::ContinuousBatch& batch, const std::string& error);
+
+  std::int64_t max_request_tokens_;
+  std::int64_t first_position_ = 0;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  bool started_ = false;
+  std::string start_error_;
+  std::size_t next_id_ = 0;
+  std::deque<std::pair<std::size_t, infer::GenerationRequest>> submitted_;
+  std::vector<std::size_t> cancelled_;
+  std::map<std::size_t, std::shared_ptr<TokenQueue>> queues_;  // every request not yet finished
+  std::thread thread_;
+};
+
+}  // namespace zt::serve

@@ -1,0 +1,60 @@
+#include "serve/engine_request.h"
+
+#include <algorithm>
+#include <random>
+
+#include "serve/api_error.h"
+
+namespace zt::serve {
+namespace {
+
+std::vector<std::int64_t> prompt_tokens(const ApiRequest& request, const ServedModel& model) {
+  std::vector<models::TokenId> ids =
+      request.messages.empty()
+          ? model.tokenizer->encode(request.prompt)
+          : model.chat_template->encode(*model.tokenizer, request.messages, /*add_generation_prompt=*/true).ids;
+  if (ids.empty()) throw invalid_request("the prompt is empty", request.messages.empty() ? "prompt" : "messages");
+  return {ids.begin(), ids.end()};
+}
+
+models::GenerationOptions sampling_options(const SamplingFields& fields, models::GenerationOptions options) {
+  if (fields.temperature) {
+    options.do_sample = *fields.temperature > 0;
+    if (options.do_sample) options.temperature = *fields.temperature;
+  } else if (fields.top_p) {
+    options.do_sample = true;
+  }
+  if (fields.top_p) options.top_p = *fields.top_p;
+  if (fields.seed) {
+    options.seed = *fields.seed;
+  } else if (options.do_sample) {
+    static thread_local std::mt19937_64 seeds{std::random_device{}()};
+    options.seed = seeds();
+  }
+  options.min_new_tokens = 0;
+  return options;
+}
+
+}  // namespace
+
+infer::GenerationRequest engine_request(const ApiRequest& request, const ServedModel& model) {
+  std::vector<std::int64_t> prompt = prompt_tokens(request, model);
+  const auto length = static_cast<std::int64_t>(prompt.size());
+  const std::int64_t room = model.max_request_tokens - length;
+  const std::string param = request.messages.empty() ? "prompt" : "messages";
+  if (room < 1 || (request.sampling.max_tokens && *request.sampling.max_tokens > room)) {
+    const std::int64_t asked = request.sampling.max_tokens.value_or(1);
+    throw ApiError(400,
+                   "This model's maximum context length is " + std::to_string(model.max_request_tokens) +
+                       " tokens. However, you requested " + std::to_string(length + asked) + " tokens (" +
+                       std::to_string(length) + " in the " + param + ", " + std::to_string(asked) +
+                       " for the completion). Please reduce the length of the " + param + " or the completion.",
+                   "invalid_request_error", param, "context_length_exceeded");
+  }
+  models::GenerationOptions options = sampling_options(request.sampling, model.defaults);
+  const std::int64_t default_tokens = model.limits_new_tokens ? std::min(room, model.defaults.max_new_tokens) : room;
+  options.max_new_tokens = request.sampling.max_tokens.value_or(default_tokens);
+  return {std::move(prompt), options};
+}
+
+}  // namespace zt::serve

@@ -1,0 +1,150 @@
+#include "serve/generation_route.h"
+
+#include <algorithm>
+#include <chrono>
+#include <iomanip>
+
+#include "serve/answer_text.h"
+#include "serve/api_error.h"
+#include "serve/openai_format.h"
+#include "runtime/log.h"
+
+namespace zt::serve {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Counts an answer in RouteContext::active for as long as it lives; none starts once the
+// server drains.
+class Active {
+ public:
+  explicit Active(RouteContext& context) : context_(context) {
+    ++context_.active;  // before the check: a drain that began sees this answer or refuses it
+    if (context_.draining) {
+      --context_.active;
+      throw ApiError(503, "the server is shutting down", "server_error");
+    }
+  }
+  ~Active() { --context_.active; }
+  Active(const Active&) = delete;
+  Active& operator=(const Active&) = delete;
+
+ private:
+  RouteContext& context_;
+};
+
+// One request in flight: its place in the engine, its text so far, and what the log says.
+struct Answer {
+  Answer(RouteContext& context, const ApiRequest& request, infer::GenerationRequest engine_request)
+      : active(context),
+        context(context),
+        format(!request.messages.empty(), context.model.name, context.requests++, request.include_usage),
+        text(*context.model.tokenizer, request.sampling.stop),
+        eos(engine_request.options.eos_token_ids),
+        usage{.prompt_tokens = static_cast<std::int64_t>(engine_request.prompt.size())},
+        submitted(context.engine.submit(std::move(engine_request))) {}
+
+  // The text of the next tokens; finished once the engine ended the request or a stop
+  // string did (the engine is then told to drop it).
+  std::string next() {
+    TokenQueue::Update update = submitted.tokens->next();
+    if (!update.error.empty()) throw ApiError(500, "generation failed: " + update.error, "server_error");
+    std::string piece;
+    for (std::int64_t token : update.tokens) {
+      if (usage.completion_tokens++ == 0) first_token = Clock::now();
+      last_token = token;
+      piece += text.put(token);
+    }
+    finished = update.finished || text.stopped();
+    if (text.stopped() && !update.finished) context.engine.cancel(submitted.id);
+    if (finished) piece += text.finish();
+    return piece;
+  }
+
+  std::string finish_reason() const {
+    const bool at_eos = std::find(eos.begin(), eos.end(), last_token) != eos.end();
+    return text.stopped() || (usage.completion_tokens > 0 && at_eos) ? "stop" : "length";
+  }
+
+  void log(const char* outcome) const {
+    const double total = std::chrono::duration<double>(Clock::now() - started).count();
+    const double first = std::chrono::duration<double>(first_token - started).count();
+    const double decode = total - first;
+    ZT_INFO("serve: " << format.id() << " " << outcome << ": " << usage.prompt_tokens << " tokens in, "
+                      << usage.completion_tokens << " out, first token after " << std::fixed << std::setprecision(3)
+                      << (usage.completion_tokens > 0 ? first : 0.0) << " s, " << std::setprecision(1)
+                      << (usage.completion_tokens > 1 && decode > 0 ? (usage.completion_tokens - 1) / decode : 0.0)
+                      << " tokens/s");
+  }
+
+  Active active;
+  RouteContext& context;
+  ResponseFormat format;
+  AnswerText text;
+  std::vector<std::int64_t> eos;
+  Usage usage;
+  EngineLoop::Submitted submitted;
+  Clock::time_point started = Clock::now(), first_token = started;
+  std::int64_t last_token = -1;
+  bool finished = false;
+};
+
+void respond_whole(Answer& answer, httplib::Response& response) {
+  std::string text;
+  while (!answer.finished) text += answer.next();
+  answer.log("done");
+  response.set_content(json_text(answer.format.whole(text, answer.finish_reason(), answer.usage)),
+                       "application/json");
+}
+
+// Server-sent events: the role first (chat), then a chunk per piece of text as it comes, the
+// finish reason, the usage when asked, and [DONE]. Each call of the provider sends what the
+// next tokens bring; a write that fails means the client went away.
+void respond_streamed(std::shared_ptr<Answer> answer, bool chat, httplib::Response& response) {
+  auto provider = [answer, chat, role_sent = !chat](std::size_t, httplib::DataSink& sink) mutable {
+    auto send = [&](const nlohmann::json& chunk) {
+      const std::string event = server_sent_event(chunk);
+      return sink.write(event.data(), event.size());
+    };
+    if (!role_sent && !(role_sent = send(answer->format.role_chunk()))) return false;
+    std::string piece;
+    try {
+      piece = answer->next();
+    } catch (const ApiError& error) {
+      const std::string event = server_sent_event(error.body());
+      sink.write(event.data(), event.size());
+      return false;
+    }
+    if (!piece.empty() && !send(answer->format.text_chunk(piece))) return false;
+    if (!answer->finished) return true;
+    if (!send(answer->format.finish_chunk(answer->finish_reason()))) return false;
+    if (answer->format.include_usage() && !send(answer->format.usage_chunk(answer->usage))) return false;
+    if (!sink.write(kServerSentDone, std::char_traits<char>::length(kServerSentDone))) return false;
+    sink.done();
+    return true;
+  };
+  // Runs when the response is done with, sent or not: an unfinished answer's client left.
+  auto released = [answer](bool) {
+    if (answer->finished) return answer->log("done");
+    answer->context.engine.cancel(answer->submitted.id);
+    answer->log("cancelled (the client went away)");
+  };
+  response.set_header("Cache-Control", "no-cache");
+  response.set_chunked_content_provider("text/event-stream", std::move(provider), std::move(released));
+}
+
+}  // namespace
+
+void respond_with_generation(RouteContext& context, const ApiRequest& request, httplib::Response& response) {
+  if (!request.model.empty() && request.model != context.model.name)
+    throw ApiError(404, "The model '" + request.model + "' does not exist: this server serves '" + context.model.name + "'",
+                   "invalid_request_error", "model", "model_not_found");
+  infer::GenerationRequest engine_request = serve::engine_request(request, context.model);
+  auto answer = std::make_shared<Answer>(context, request, std::move(engine_request));
+  if (request.stream)
+    respond_streamed(answer, !request.messages.empty(), response);
+  else
+    respond_whole(*answer, response);
+}
+
+}  // namespace zt::serve

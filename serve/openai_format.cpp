@@ -1,0 +1,86 @@
+#include "serve/openai_format.h"
+
+#include <chrono>
+
+namespace zt::serve {
+namespace {
+
+using nlohmann::json;
+
+std::int64_t unix_time() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+json usage_json(const Usage& usage) {
+  return {{"prompt_tokens", usage.prompt_tokens},
+          {"completion_tokens", usage.completion_tokens},
+          {"total_tokens", usage.prompt_tokens + usage.completion_tokens}};
+}
+
+}  // namespace
+
+ResponseFormat::ResponseFormat(bool chat, std::string model, std::uint64_t request_number, bool include_usage)
+    : chat_(chat),
+      model_(std::move(model)),
+      id_((chat ? "chatcmpl-" : "cmpl-") + std::to_string(request_number)),
+      created_(unix_time()),
+      include_usage_(include_usage) {}
+
+json ResponseFormat::choice(const std::string& text, const json& finish_reason, bool delta) const {
+  json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", finish_reason}};
+  if (!chat_)
+    choice["text"] = text;
+  else if (delta)
+    choice["delta"] = text.empty() ? json::object() : json{{"content", text}};
+  else
+    choice["message"] = {{"role", "assistant"}, {"content", text}};
+  return choice;
+}
+
+json ResponseFormat::whole(const std::string& text, const std::string& finish_reason, const Usage& usage) const {
+  return {{"id", id_},
+          {"object", chat_ ? "chat.completion" : "text_completion"},
+          {"created", created_},
+          {"model", model_},
+          {"choices", json::array({choice(text, finish_reason, /*delta=*/false)})},
+          {"usage", usage_json(usage)}};
+}
+
+json ResponseFormat::chunk(json choice) const {
+  json chunk = {{"id", id_},
+                {"object", chat_ ? "chat.completion.chunk" : "text_completion"},
+                {"created", created_},
+                {"model", model_},
+                {"choices", choice.is_null() ? json::array() : json::array({std::move(choice)})}};
+  if (include_usage_) chunk["usage"] = nullptr;  // OpenAI's chunks carry it, null until the last
+  return chunk;
+}
+
+json ResponseFormat::role_chunk() const {
+  json first = choice("", nullptr, /*delta=*/true);
+  first["delta"] = {{"role", "assistant"}, {"content", ""}};
+  return chunk(std::move(first));
+}
+
+json ResponseFormat::text_chunk(const std::string& text) const { return chunk(choice(text, nullptr, true)); }
+
+json ResponseFormat::finish_chunk(const std::string& finish_reason) const {
+  return chunk(choice("", finish_reason, true));
+}
+
+json ResponseFormat::usage_chunk(const Usage& usage) const {
+  json last = chunk(nullptr);
+  last["usage"] = usage_json(usage);
+  return last;
+}
+
+std::string json_text(const json& value) { return value.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+std::string server_sent_event(const json& data) { return "data: " + json_text(data) + "\n\n"; }
+
+json model_list(const std::string& model, std::int64_t created) {
+  return {{"object", "list"},
+          {"data", json::array({{{"id", model}, {"object", "model"}, {"created", created}, {"owned_by", "zerotune"}}})}};
+}
+
+}  // namespace zt::serve

@@ -1,0 +1,173 @@
+#include "serve/request_parsing.h"
+
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+#include "serve/api_error.h"
+
+namespace zt::serve {
+namespace {
+
+using nlohmann::json;
+
+json parse_object(const std::string& body) {
+  json parsed = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (parsed.is_discarded())
+    throw invalid_request("the request body is not valid JSON: send a JSON object with Content-Type: "
+                          "application/json");
+  if (!parsed.is_object()) throw invalid_request("the request body must be a JSON object");
+  return parsed;
+}
+
+// The field `name` of `body`, or nullptr when it is absent or null.
+const json* field(const json& body, const char* name) {
+  const auto found = body.find(name);
+  return found == body.end() || found->is_null() ? nullptr : &*found;
+}
+
+std::string string_field(const json& value, const std::string& name) {
+  if (!value.is_string()) throw invalid_request("'" + name + "' must be a string", name);
+  return value.get<std::string>();
+}
+
+double number_field(const json& value, const std::string& name, double low, double high) {
+  if (!value.is_number()) throw invalid_request("'" + name + "' must be a number", name);
+  const double number = value.get<double>();
+  if (!std::isfinite(number) || number < low || number > high)
+    throw invalid_request("'" + name + "' must be between " + json(low).dump() + " and " + json(high).dump() +
+                              ", got " + value.dump(),
+                          name);
+  return number;
+}
+
+std::int64_t integer_field(const json& value, const std::string& name) {
+  if (!value.is_number_integer()) throw invalid_request("'" + name + "' must be an integer", name);
+  return value.get<std::int64_t>();
+}
+
+bool bool_field(const json& value, const std::string& name) {
+  if (!value.is_boolean()) throw invalid_request("'" + name + "' must be a boolean", name);
+  return value.get<bool>();
+}
+
+std::vector<std::string> stop_field(const json& value) {
+  if (value.is_string()) return {value.get<std::string>()};
+  if (!value.is_array() || value.size() > 16) throw invalid_request("'stop' must be a string or a list of up to 16 strings", "stop");
+  std::vector<std::string> stops;
+  for (const json& stop : value) stops.push_back(string_field(stop, "stop"));
+  for (const std::string& stop : stops)
+    if (stop.empty()) throw invalid_request("'stop' strings must not be empty", "stop");
+  return stops;
+}
+
+// OpenAI's fields this server has no mechanism for, with the value that means "not used".
+void refuse_unsupported(const json& body) {
+  if (const json* n = field(body, "n"); n != nullptr && !n->is_number_integer())
+    throw invalid_request("'n' must be an integer", "n");
+  auto refuse_unless = [&](const char* name, const json& neutral) {
+    const json* value = field(body, name);
+    if (value != nullptr && *value != neutral)
+      throw invalid_request("'" + std::string(name) + "' is not supported by this server (only " + neutral.dump() +
+                                ")",
+                            name);
+  };
+  refuse_unless("n", 1);
+  refuse_unless("best_of", 1);
+  refuse_unless("logprobs", false);
+  refuse_unless("echo", false);
+  refuse_unless("presence_penalty", 0);
+  refuse_unless("frequency_penalty", 0);
+  refuse_unless("logit_bias", json::object());
+  refuse_unless("tools", json::array());
+}
+
+void read_common(const json& body, ApiRequest& request) {
+  refuse_unsupported(body);
+  if (const json* v = field(body, "model")) request.model = string_field(*v, "model");
+  SamplingFields& s = request.sampling;
+  for (const char* name : {"max_tokens", "max_completion_tokens"}) {  // the newer name wins
+    const json* v = field(body, name);
+    if (v == nullptr) continue;
+    s.max_tokens = integer_field(*v, name);
+    if (*s.max_tokens < 1) throw invalid_request("'" + std::string(name) + "' must be at least 1", name);
+  }
+  if (const json* v = field(body, "temperature")) s.temperature = number_field(*v, "temperature", 0, 2);
+  if (const json* v = field(body, "top_p")) s.top_p = number_field(*v, "top_p", 0, 1);
+  if (s.top_p && *s.top_p == 0) throw invalid_request("'top_p' must be greater than 0", "top_p");
+  if (const json* v = field(body, "seed")) s.seed = static_cast<std::uint64_t>(integer_field(*v, "seed"));
+  if (const json* v = field(body, "stop")) s.stop = stop_field(*v);
+  if (const json* v = field(body, "stream")) request.stream = bool_field(*v, "stream");
+  if (const json* v = field(body, "stream_options")) {
+    if (!v->is_object()) throw invalid_request("'stream_options' must be an object", "stream_options");
+    if (!request.stream) throw invalid_request("'stream_options' is only allowed with 'stream': true", "stream_options");
+    if (const json* usage = field(*v, "include_usage"))
+      request.include_usage = bool_field(*usage, "stream_options.include_usage");
+  }
+}
+
+// A message's content: a string, or a list of text parts (OpenAI's content parts).
+std::string message_content(const json& message, const std::string& where) {
+  const json* content = field(message, "content");
+  if (content == nullptr) return "";
+  if (content->is_string()) return content->get<std::string>();
+  if (!content->is_array()) throw invalid_request("'" + where + ".content' must be a string or a list of parts", where + ".content");
+  std::string text;
+  for (const json& part : *content) {
+    if (!part.is_object() || part.value("type", json()) != "text" || !part.contains("text") || !part["text"].is_string())
+      throw invalid_request("'" + where + ".content' parts must be {\"type\": \"text\", \"text\": ...}: this model reads text only",
+                            where + ".content");
+    text += part["text"].get<std::string>();
+  }
+  return text;
+}
+
+std::vector<models::ChatMessage> messages_field(const json& body) {
+  const json* messages = field(body, "messages");
+  if (messages == nullptr) throw invalid_request("'messages' is required", "messages");
+  if (!messages->is_array() || messages->empty())
+    throw invalid_request("'messages' must be a non-empty list of messages", "messages");
+  std::vector<models::ChatMessage> result;
+  for (std::size_t i = 0; i < messages->size(); ++i) {
+    const json& message = (*messages)[i];
+    const std::string where = "messages[" + std::to_string(i) + "]";
+    if (!message.is_object()) throw invalid_request("'" + where + "' must be an object", where);
+    const json* role = field(message, "role");
+    if (role == nullptr) throw invalid_request("'" + where + ".role' is required", where + ".role");
+    std::string name = string_field(*role, where + ".role");
+    if (name == "developer") name = "system";  // OpenAI's newer name for the system role
+    if (name != "system" && name != "user" && name != "assistant" && name != "tool")
+      throw invalid_request("'" + where + ".role' must be system, developer, user, assistant or tool, got '" + name + "'",
+                            where + ".role");
+    result.push_back({name, message_content(message, where)});
+  }
+  return result;
+}
+
+std::string prompt_field(const json& body) {
+  const json* prompt = field(body, "prompt");
+  if (prompt == nullptr) throw invalid_request("'prompt' is required", "prompt");
+  if (prompt->is_array() && prompt->size() == 1 && (*prompt)[0].is_string()) return (*prompt)[0].get<std::string>();
+  if (!prompt->is_string()) throw invalid_request("'prompt' must be a string (or a list of one string)", "prompt");
+  return prompt->get<std::string>();
+}
+
+}  // namespace
+
+ApiRequest parse_chat_request(const std::string& body) {
+  const json parsed = parse_object(body);
+  ApiRequest request;
+  read_common(parsed, request);
+  request.messages = messages_field(parsed);
+  return request;
+}
+
+ApiRequest parse_completion_request(const std::string& body) {
+  const json parsed = parse_object(body);
+  ApiRequest request;
+  read_common(parsed, request);
+  request.prompt = prompt_field(parsed);
+  return request;
+}
+
+}  // namespace zt::serve

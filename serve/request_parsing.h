@@ -1,0 +1,38 @@
+// The bodies of POST /v1/chat/completions and /v1/completions read and checked as OpenAI
+// does: fields it does not know are ignored, a null field counts as absent, and a field of
+// the wrong type or out of range is an ApiError 400 naming it. Fields OpenAI has that this
+// server cannot honour (n > 1, logprobs, tools, penalties, ...) are refused by name rather
+// than silently ignored.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "text/chat_template/chat_template.h"
+
+namespace zt::serve {
+
+struct SamplingFields {
+  std::optional<std::int64_t> max_tokens;  // max_completion_tokens, else max_tokens
+  std::optional<double> temperature;
+  std::optional<double> top_p;
+  std::optional<std::uint64_t> seed;
+  std::vector<std::string> stop;
+};
+
+struct ApiRequest {
+  std::string model;                          // empty when the client named none
+  std::vector<models::ChatMessage> messages;  // chat completions
+  std::string prompt;                         // completions
+  SamplingFields sampling;
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+};
+
+// Throws ApiError (400) for malformed JSON or a bad field.
+ApiRequest parse_chat_request(const std::string& body);
+ApiRequest parse_completion_request(const std::string& body);
+
+}  // namespace zt::serve
