@@ -59,7 +59,7 @@ pkg_check_modules(LIBCRYPTO IMPORTED_TARGET libcrypto)
 zt_optional_dependency(zt_downloader_deps ZT_HAVE_DOWNLOADER
   FOUND CURL_FOUND LIBCRYPTO_FOUND
   LIBS PkgConfig::CURL PkgConfig::LIBCRYPTO
-  WARNING "libcurl or libcrypto not found: building without the model downloader (hub ids resolve from the local cache only). Install libcurl4-openssl-dev (scripts/setup.sh does).")
+  WARNING "libcurl or libcrypto not found: building without the model downloader (hub ids resolve from the local cache only). Install libcurl4-openssl-dev and libssl-dev (scripts/setup.sh does).")
 
 # Gloo runs the collectives of multi-process training on the CPU, where NCCL cannot, so the
 # launchers and ZeRO across processes are tested on machines without a GPU. scripts/setup.sh

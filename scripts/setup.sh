@@ -8,7 +8,7 @@ set -euo pipefail
 ZT_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 ZT_BUILD_DIR=${ZT_BUILD_DIR:-$ZT_ROOT/build}
 ZT_BUILD_TARGETS=("${@:-all}")
-ZT_PACKAGES=(cmake ninja-build ccache g++ pkg-config nlohmann-json3-dev libsentencepiece-dev libpcre2-dev libutf8proc-dev libgloo-dev libpng-dev zlib1g-dev libyaml-dev libcurl4-openssl-dev libcpp-httplib-dev nodejs
+ZT_PACKAGES=(cmake ninja-build ccache g++ pkg-config nlohmann-json3-dev libsentencepiece-dev libpcre2-dev libutf8proc-dev libgloo-dev libpng-dev zlib1g-dev libyaml-dev libcurl4-openssl-dev libssl-dev libcpp-httplib-dev nodejs
              googletest libgtest-dev libbenchmark-dev clang clang-format libclang-rt-dev python3)
 # Debian's npm only where no npm came with the installed nodejs (NodeSource's nodejs carries
 # its own and conflicts with Debian's).
