@@ -10,36 +10,28 @@
 
 #include "runtime/error.h"
 #include "runtime/log.h"
+#include "runtime/stop_signals.h"
 #include "serve/routes.h"
 
 namespace zt::serve {
 namespace {
 
-std::atomic<bool> stop_requested{false};
-
-extern "C" void on_stop_signal(int) { stop_requested = true; }
-
-// SIGINT and SIGTERM ask the server to stop; SIGPIPE (a client gone mid-write) is ignored,
-// the write failing instead. The previous handlers come back when the scope ends.
+// SIGINT and SIGTERM ask the server to stop (runtime/stop_signals.h: a second one ends the
+// process at once); SIGPIPE (a client gone mid-write) is ignored, the write failing instead.
+// The previous handlers come back when the scope ends.
 class SignalScope {
  public:
-  SignalScope() {
-    stop_requested = false;
-    struct sigaction action {};
-    action.sa_handler = on_stop_signal;
-    sigemptyset(&action.sa_mask);
-    sigaction(SIGINT, &action, &previous_int_);
-    sigaction(SIGTERM, &action, &previous_term_);
-    previous_pipe_ = std::signal(SIGPIPE, SIG_IGN);
-  }
-  ~SignalScope() {
-    sigaction(SIGINT, &previous_int_, nullptr);
-    sigaction(SIGTERM, &previous_term_, nullptr);
-    std::signal(SIGPIPE, previous_pipe_);
-  }
+  SignalScope() : previous_pipe_(std::signal(SIGPIPE, SIG_IGN)) {}
+  ~SignalScope() { std::signal(SIGPIPE, previous_pipe_); }
+  SignalScope(const SignalScope&) = delete;
+  SignalScope& operator=(const SignalScope&) = delete;
+
+  bool stop_requested() const { return stopped_ || stop_signal_received() != 0; }
+  void request_stop() { stopped_ = true; }
 
  private:
-  struct sigaction previous_int_ {}, previous_term_ {};
+  StopSignalScope stop_signals_;
+  std::atomic<bool> stopped_{false};
   void (*previous_pipe_)(int) = nullptr;
 };
 
@@ -68,8 +60,8 @@ void run_server(const ServedModel& model, EngineLoop& engine, const ServerOption
 
   SignalScope signals;
   const int port = bind(server, options);
-  std::thread watcher([&server, &context] {
-    while (!stop_requested) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  std::thread watcher([&server, &context, &signals] {
+    while (!signals.stop_requested()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
     context.draining = true;
     ZT_INFO("serve: stopping: new requests refused; finishing the " << context.active << " in flight");
     while (context.active > 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -78,7 +70,7 @@ void run_server(const ServedModel& model, EngineLoop& engine, const ServerOption
   std::cout << "serve: listening on http://" << options.host << ":" << port << std::endl;
   ZT_INFO("serve: model '" << model.name << "'" << (options.api_key.empty() ? "" : ", API key required"));
   server.listen_after_bind();  // returns once stopped, after the requests in flight are answered
-  stop_requested = true;
+  signals.request_stop();
   watcher.join();
   ZT_INFO("serve: stopped");
 }
