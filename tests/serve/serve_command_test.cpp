@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <spawn.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -53,8 +54,10 @@ class ServerProcess {
     for (int tries = 0; tries < 300 && port_ == 0; ++tries) {
       std::smatch match;
       const std::string text = log();
-      if (std::regex_search(text, match, listening)) port_ = std::stoi(match[1]);
-      else std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      if (std::regex_search(text, match, listening))
+        port_ = std::stoi(match[1]);
+      else
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
     EXPECT_NE(port_, 0) << "the server did not start: " << log();
   }
@@ -121,8 +124,7 @@ struct Streamed {
 Streamed stream(httplib::Client& client, const std::string& path, json body) {
   body["stream"] = true;
   std::string raw;
-  const httplib::Result result =
-      client.Post(path, httplib::Headers{}, body.dump(), "application/json");
+  const httplib::Result result = client.Post(path, httplib::Headers{}, body.dump(), "application/json");
   Streamed out;
   if (!result) return out;
   EXPECT_EQ(result->status, 200) << result->body;
@@ -144,24 +146,27 @@ Streamed stream(httplib::Client& client, const std::string& path, json body) {
 class Serve : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    folder_ = new fs::path(fs::path(ZT_BINARY_DIR) / "serve_command_test");
+    // One folder per process: ctest runs each test of this suite as its own process, in
+    // parallel, and a shared folder would be emptied under a running server.
+    folder_ = new fs::path(fs::path(ZT_BINARY_DIR) / ("serve_command_test_" + std::to_string(getpid())));
     fs::remove_all(*folder_);
     fs::create_directories(*folder_);
     server_ = new ServerProcess(*folder_);
   }
   static void TearDownTestSuite() {
     delete server_;
+    std::error_code ignored;
+    fs::remove_all(*folder_, ignored);
     delete folder_;
   }
   // `zerotune generate`'s greedy output for a prompt file line, as JSON.
   json generate(const std::string& prompt_line, int new_tokens) {
     const fs::path prompts = *folder_ / "prompts.jsonl", out = *folder_ / "out.jsonl";
     std::ofstream(prompts) << prompt_line << "\n";
-    const zt::testing::CliRun run =
-        zt::testing::run_zerotune("generate --model_name_or_path " + kModel + " --device cpu --max_new_tokens " +
-                                      std::to_string(new_tokens) + " --input_file " + prompts.string() +
-                                      " --output_file " + out.string(),
-                                  *folder_);
+    const zt::testing::CliRun run = zt::testing::run_zerotune(
+        "generate --model_name_or_path " + kModel + " --device cpu --max_new_tokens " + std::to_string(new_tokens) +
+            " --input_file " + prompts.string() + " --output_file " + out.string(),
+        *folder_);
     EXPECT_EQ(run.exit_code, 0) << run.output;
     return json::parse(zt::testing::read_text(out));
   }
@@ -345,7 +350,8 @@ TEST(ServeOptions, ApiKeyIsRequiredWhenSet) {
   const std::string body = R"({"prompt": "hi", "max_tokens": 2})";
   EXPECT_EQ(client.Post("/v1/completions", body, "application/json")->status, 401);
   EXPECT_EQ(client.Post("/v1/completions", {{"Authorization", "Bearer wrong"}}, body, "application/json")->status, 401);
-  const httplib::Result ok = client.Post("/v1/completions", {{"Authorization", "Bearer sesame"}}, body, "application/json");
+  const httplib::Result ok =
+      client.Post("/v1/completions", {{"Authorization", "Bearer sesame"}}, body, "application/json");
   ASSERT_TRUE(ok);
   EXPECT_EQ(ok->status, 200) << ok->body;
   EXPECT_EQ(json::parse(ok->body)["model"], "mine");
