@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <vector>
 
 #include "models/config/config.h"
 #include "train/memory_recommendation.h"
@@ -49,21 +50,26 @@ void expect_real(const Recommendation& r, const MemoryBudget& budget) {
   EXPECT_TRUE(trainer_runs(r.settings.stage, r.settings.offload));
 }
 
+// Four 24 GiB cards need stage 3 with the optimizer offloaded; eight hold stage 3 on the GPUs
+// alone now that gradients are staged in bounded buckets.
 TEST(MemoryRecommendation, SevenBillionOnFourAndEightCardsOf24GiBTrainsEveryParameter) {
   const models::ModelConfig config = qwen25_7b();
   EXPECT_NEAR(static_cast<double>(estimate_memory(config, on_gpus(8)).model_parameters), 7.6156e9, 1e6);
   const MemoryBudget budget{.gpu_bytes = 24 * kGiB};
   for (int gpus : {4, 8}) {
     SCOPED_TRACE(std::to_string(gpus) + " GPUs");
+    const bool offload = gpus == 4;
     const std::optional<Recommendation> r = recommend(on_gpus(gpus), budget);
     ASSERT_TRUE(r.has_value());
     expect_real(*r, budget);
     EXPECT_FALSE(r->switched_to_lora);
     EXPECT_TRUE(r->settings.full_finetuning());
     EXPECT_EQ(r->settings.stage, 3);
-    EXPECT_TRUE(r->settings.offload);
+    EXPECT_EQ(r->settings.offload, offload);
     // Every faster row is out of reach even at its smallest.
-    for (const ZeroRow row : {ZeroRow{0, false}, {1, false}, {2, false}, {1, true}, {2, true}, {3, false}})
+    std::vector<ZeroRow> faster{{0, false}, {1, false}, {2, false}, {1, true}, {2, true}};
+    if (offload) faster.push_back({3, false});
+    for (const ZeroRow row : faster)
       EXPECT_GT(estimate_memory(config, smallest(on_gpus(gpus), row)).gpu_total(), budget.gpu_bytes)
           << "stage " << row.stage << (row.offload ? " with offload" : "");
   }
