@@ -39,7 +39,8 @@ class SignalScope {
   }
 
  private:
-  struct sigaction previous_int_ {}, previous_term_ {};
+  struct sigaction previous_int_ {
+  }, previous_term_{};
   void (*previous_pipe_)(int) = nullptr;
 };
 

@@ -53,8 +53,10 @@ class ServerProcess {
     for (int tries = 0; tries < 300 && port_ == 0; ++tries) {
       std::smatch match;
       const std::string text = log();
-      if (std::regex_search(text, match, listening)) port_ = std::stoi(match[1]);
-      else std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      if (std::regex_search(text, match, listening))
+        port_ = std::stoi(match[1]);
+      else
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
     EXPECT_NE(port_, 0) << "the server did not start: " << log();
   }
@@ -121,8 +123,7 @@ struct Streamed {
 Streamed stream(httplib::Client& client, const std::string& path, json body) {
   body["stream"] = true;
   std::string raw;
-  const httplib::Result result =
-      client.Post(path, httplib::Headers{}, body.dump(), "application/json");
+  const httplib::Result result = client.Post(path, httplib::Headers{}, body.dump(), "application/json");
   Streamed out;
   if (!result) return out;
   EXPECT_EQ(result->status, 200) << result->body;
@@ -157,11 +158,10 @@ class Serve : public ::testing::Test {
   json generate(const std::string& prompt_line, int new_tokens) {
     const fs::path prompts = *folder_ / "prompts.jsonl", out = *folder_ / "out.jsonl";
     std::ofstream(prompts) << prompt_line << "\n";
-    const zt::testing::CliRun run =
-        zt::testing::run_zerotune("generate --model_name_or_path " + kModel + " --device cpu --max_new_tokens " +
-                                      std::to_string(new_tokens) + " --input_file " + prompts.string() +
-                                      " --output_file " + out.string(),
-                                  *folder_);
+    const zt::testing::CliRun run = zt::testing::run_zerotune(
+        "generate --model_name_or_path " + kModel + " --device cpu --max_new_tokens " + std::to_string(new_tokens) +
+            " --input_file " + prompts.string() + " --output_file " + out.string(),
+        *folder_);
     EXPECT_EQ(run.exit_code, 0) << run.output;
     return json::parse(zt::testing::read_text(out));
   }
@@ -345,7 +345,8 @@ TEST(ServeOptions, ApiKeyIsRequiredWhenSet) {
   const std::string body = R"({"prompt": "hi", "max_tokens": 2})";
   EXPECT_EQ(client.Post("/v1/completions", body, "application/json")->status, 401);
   EXPECT_EQ(client.Post("/v1/completions", {{"Authorization", "Bearer wrong"}}, body, "application/json")->status, 401);
-  const httplib::Result ok = client.Post("/v1/completions", {{"Authorization", "Bearer sesame"}}, body, "application/json");
+  const httplib::Result ok =
+      client.Post("/v1/completions", {{"Authorization", "Bearer sesame"}}, body, "application/json");
   ASSERT_TRUE(ok);
   EXPECT_EQ(ok->status, 200) << ok->body;
   EXPECT_EQ(json::parse(ok->body)["model"], "mine");
