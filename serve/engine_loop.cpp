@@ -93,11 +93,6 @@ void EngineLoop::cancel(std::size_t id) {
   wake_.notify_all();
 }
 
-std::size_t EngineLoop::in_flight() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return queues_.size();
-}
-
 // The batch lives on this thread: a device's work stays on the thread that made it.
 void EngineLoop::run(const models::CausalLM& model, const infer::EngineOptions& options, std::int64_t cache_blocks) {
   std::optional<DeviceGuard> on_device;
