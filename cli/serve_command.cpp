@@ -72,13 +72,12 @@ int serve_model(Flags& flags) {
   const models::CausalLM model = load_generation_model(flags);
   const infer::EngineOptions engine_options = engine_options_from(flags);
   serve::EngineLoop engine(model, engine_options, max_request_tokens(flags, model));
-  serve::ServedModel served{
-      .name = served_model_name(flags),
-      .tokenizer = tokenizer.get(),
-      .chat_template = chat_template.get(),
-      .defaults = generation_options_from(flags, dir, model, *tokenizer, chat_template.get()),
-      .limits_new_tokens = flags.count("--max_new_tokens") > 0,
-      .max_request_tokens = engine.max_request_tokens() - engine.first_position()};
+  serve::ServedModel served{.name = served_model_name(flags),
+                            .tokenizer = tokenizer.get(),
+                            .chat_template = chat_template.get(),
+                            .defaults = generation_options_from(flags, dir, model, *tokenizer, chat_template.get()),
+                            .limits_new_tokens = flags.count("--max_new_tokens") > 0,
+                            .max_request_tokens = engine.max_request_tokens() - engine.first_position()};
   serve::run_server(served, engine, server_options(flags, engine_options));
   return 0;
 }
@@ -86,16 +85,16 @@ int serve_model(Flags& flags) {
 #else
 
 int serve_model(Flags&) {
-  fail("this zerotune was built without the server (cpp-httplib was not found): install libcpp-httplib-dev "
-       "(scripts/setup.sh does) and build again");
+  fail(
+      "this zerotune was built without the server (cpp-httplib was not found): install libcpp-httplib-dev "
+      "(scripts/setup.sh does) and build again");
 }
 
 #endif
 
 int run_serve(const std::vector<std::string>& args) {
   return run_generation_command(
-      args, "serve", {"--host", "--port", "--api_key", "--served_model_name", "--max_model_len"}, kUsage,
-      serve_model);
+      args, "serve", {"--host", "--port", "--api_key", "--served_model_name", "--max_model_len"}, kUsage, serve_model);
 }
 
 const Registration registration{{"serve", "serve a model over the OpenAI API (continuous batching)", run_serve}};

@@ -29,12 +29,12 @@ std::int64_t prefix_length_of(const models::CausalLM& model) {
   return model.prefix_source()(1).front().keys.data().size(1);
 }
 
-ContinuousBatch::ContinuousBatch(const models::CausalLM& model, const EngineOptions& options,
-                                 std::int64_t cache_blocks, std::int64_t max_request_tokens, BatchEvents events)
+ContinuousBatch::ContinuousBatch(const models::CausalLM& model, const EngineOptions& options, std::int64_t cache_blocks,
+                                 std::int64_t max_request_tokens, BatchEvents events)
     : model_(model), options_(options), events_(std::move(events)), max_request_tokens_(max_request_tokens) {
   autograd::NoGradGuard no_recording;
-  cache_ = std::make_unique<PagedKvCache>(model.config(), cache_blocks, options.block_size, model.dtype(),
-                                          model.device());
+  cache_ =
+      std::make_unique<PagedKvCache>(model.config(), cache_blocks, options.block_size, model.dtype(), model.device());
   if (model.prefix_source()) {
     std::vector<Tensor> keys, values;
     for (const models::PrefixKv& layer : model.prefix_source()(1)) {
@@ -60,11 +60,10 @@ std::int64_t ContinuousBatch::tokens_needed(const GenerationRequest& r) const {
 void ContinuousBatch::add(std::size_t id, GenerationRequest request) {
   check_request(model_.config(), request, first_position_, "the prompt");
   const auto tokens = static_cast<std::int64_t>(request.prompt.size()) + request.options.max_new_tokens;
-  ZT_REQUIRE(tokens <= max_request_tokens_, "the prompt has " + std::to_string(request.prompt.size()) +
-                                                " tokens; with max_new_tokens " +
-                                                std::to_string(request.options.max_new_tokens) + " it needs " +
-                                                std::to_string(tokens) + ", more than the " +
-                                                std::to_string(max_request_tokens_) + " this engine was sized for");
+  ZT_REQUIRE(tokens <= max_request_tokens_,
+             "the prompt has " + std::to_string(request.prompt.size()) + " tokens; with max_new_tokens " +
+                 std::to_string(request.options.max_new_tokens) + " it needs " + std::to_string(tokens) +
+                 ", more than the " + std::to_string(max_request_tokens_) + " this engine was sized for");
   if (request.options.max_new_tokens == 0) {
     if (events_.finished) events_.finished(id, {});
     return;

@@ -46,11 +46,9 @@ class ContinuousBatch {
 
   // Position of a prompt's first token (after a PEFT prefix that takes positions).
   std::int64_t first_position() const { return first_position_; }
-  // The most prompt and new tokens one request may have.
-  std::int64_t max_request_tokens() const { return max_request_tokens_; }
 
   // Queues `request` under `id` (unique among those unfinished). Throws zt::Error, adding
-  // nothing, when it cannot run (check_request, or longer than max_request_tokens()).
+  // nothing, when it cannot run (check_request, or more tokens than `max_request_tokens`).
   void add(std::size_t id, GenerationRequest request);
   // Ends `id` where it stands and frees its blocks; its tokens so far go to `finished`. An id
   // that is not (or no longer) in the batch is ignored.

@@ -13,7 +13,10 @@ namespace zt::serve {
 class ApiError : public std::runtime_error {
  public:
   ApiError(int status, std::string message, std::string type, std::string param = "", std::string code = "")
-      : std::runtime_error(message), status_(status), type_(std::move(type)), param_(std::move(param)),
+      : std::runtime_error(message),
+        status_(status),
+        type_(std::move(type)),
+        param_(std::move(param)),
         code_(std::move(code)) {}
 
   int status() const { return status_; }

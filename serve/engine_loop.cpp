@@ -93,21 +93,15 @@ void EngineLoop::cancel(std::size_t id) {
   wake_.notify_all();
 }
 
-std::size_t EngineLoop::in_flight() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return queues_.size();
-}
-
 // The batch lives on this thread: a device's work stays on the thread that made it.
 void EngineLoop::run(const models::CausalLM& model, const infer::EngineOptions& options, std::int64_t cache_blocks) {
   std::optional<DeviceGuard> on_device;
   std::unique_ptr<infer::ContinuousBatch> batch;
-  infer::BatchEvents events{
-      .token =
-          [this](std::size_t id, std::int64_t token) {
-            if (std::shared_ptr<TokenQueue> queue = queue_of(id)) queue->push(token);
-          },
-      .finished = [this](std::size_t id, std::vector<std::int64_t>) { end(id, ""); }};
+  infer::BatchEvents events{.token =
+                                [this](std::size_t id, std::int64_t token) {
+                                  if (std::shared_ptr<TokenQueue> queue = queue_of(id)) queue->push(token);
+                                },
+                            .finished = [this](std::size_t id, std::vector<std::int64_t>) { end(id, ""); }};
   try {
     if (model.device().is_cuda()) on_device.emplace(model.device().index);
     batch = std::make_unique<infer::ContinuousBatch>(model, options, cache_blocks, max_request_tokens_, events);

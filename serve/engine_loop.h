@@ -59,8 +59,6 @@ class EngineLoop {
   Submitted submit(infer::GenerationRequest request);
   // Ends request `id` at the next step (its queue then finishes).
   void cancel(std::size_t id);
-  // Requests submitted and not yet finished.
-  std::size_t in_flight();
 
  private:
   void run(const models::CausalLM& model, const infer::EngineOptions& options, std::int64_t cache_blocks);

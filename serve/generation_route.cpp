@@ -4,10 +4,10 @@
 #include <chrono>
 #include <iomanip>
 
+#include "runtime/log.h"
 #include "serve/answer_text.h"
 #include "serve/api_error.h"
 #include "serve/openai_format.h"
-#include "runtime/log.h"
 
 namespace zt::serve {
 namespace {
@@ -93,8 +93,7 @@ void respond_whole(Answer& answer, httplib::Response& response) {
   std::string text;
   while (!answer.finished) text += answer.next();
   answer.log("done");
-  response.set_content(json_text(answer.format.whole(text, answer.finish_reason(), answer.usage)),
-                       "application/json");
+  response.set_content(json_text(answer.format.whole(text, answer.finish_reason(), answer.usage)), "application/json");
 }
 
 // Server-sent events: the role first (chat), then a chunk per piece of text as it comes, the
@@ -137,7 +136,8 @@ void respond_streamed(std::shared_ptr<Answer> answer, bool chat, httplib::Respon
 
 void respond_with_generation(RouteContext& context, const ApiRequest& request, httplib::Response& response) {
   if (!request.model.empty() && request.model != context.model.name)
-    throw ApiError(404, "The model '" + request.model + "' does not exist: this server serves '" + context.model.name + "'",
+    throw ApiError(404,
+                   "The model '" + request.model + "' does not exist: this server serves '" + context.model.name + "'",
                    "invalid_request_error", "model", "model_not_found");
   infer::GenerationRequest engine_request = serve::engine_request(request, context.model);
   auto answer = std::make_shared<Answer>(context, request, std::move(engine_request));

@@ -14,8 +14,9 @@ using nlohmann::json;
 json parse_object(const std::string& body) {
   json parsed = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (parsed.is_discarded())
-    throw invalid_request("the request body is not valid JSON: send a JSON object with Content-Type: "
-                          "application/json");
+    throw invalid_request(
+        "the request body is not valid JSON: send a JSON object with Content-Type: "
+        "application/json");
   if (!parsed.is_object()) throw invalid_request("the request body must be a JSON object");
   return parsed;
 }
@@ -35,9 +36,9 @@ double number_field(const json& value, const std::string& name, double low, doub
   if (!value.is_number()) throw invalid_request("'" + name + "' must be a number", name);
   const double number = value.get<double>();
   if (!std::isfinite(number) || number < low || number > high)
-    throw invalid_request("'" + name + "' must be between " + json(low).dump() + " and " + json(high).dump() +
-                              ", got " + value.dump(),
-                          name);
+    throw invalid_request(
+        "'" + name + "' must be between " + json(low).dump() + " and " + json(high).dump() + ", got " + value.dump(),
+        name);
   return number;
 }
 
@@ -53,7 +54,8 @@ bool bool_field(const json& value, const std::string& name) {
 
 std::vector<std::string> stop_field(const json& value) {
   if (value.is_string()) return {value.get<std::string>()};
-  if (!value.is_array() || value.size() > 16) throw invalid_request("'stop' must be a string or a list of up to 16 strings", "stop");
+  if (!value.is_array() || value.size() > 16)
+    throw invalid_request("'stop' must be a string or a list of up to 16 strings", "stop");
   std::vector<std::string> stops;
   for (const json& stop : value) stops.push_back(string_field(stop, "stop"));
   for (const std::string& stop : stops)
@@ -68,8 +70,7 @@ void refuse_unsupported(const json& body) {
   auto refuse_unless = [&](const char* name, const json& neutral) {
     const json* value = field(body, name);
     if (value != nullptr && *value != neutral)
-      throw invalid_request("'" + std::string(name) + "' is not supported by this server (only " + neutral.dump() +
-                                ")",
+      throw invalid_request("'" + std::string(name) + "' is not supported by this server (only " + neutral.dump() + ")",
                             name);
   };
   refuse_unless("n", 1);
@@ -100,7 +101,8 @@ void read_common(const json& body, ApiRequest& request) {
   if (const json* v = field(body, "stream")) request.stream = bool_field(*v, "stream");
   if (const json* v = field(body, "stream_options")) {
     if (!v->is_object()) throw invalid_request("'stream_options' must be an object", "stream_options");
-    if (!request.stream) throw invalid_request("'stream_options' is only allowed with 'stream': true", "stream_options");
+    if (!request.stream)
+      throw invalid_request("'stream_options' is only allowed with 'stream': true", "stream_options");
     if (const json* usage = field(*v, "include_usage"))
       request.include_usage = bool_field(*usage, "stream_options.include_usage");
   }
@@ -111,12 +113,15 @@ std::string message_content(const json& message, const std::string& where) {
   const json* content = field(message, "content");
   if (content == nullptr) return "";
   if (content->is_string()) return content->get<std::string>();
-  if (!content->is_array()) throw invalid_request("'" + where + ".content' must be a string or a list of parts", where + ".content");
+  if (!content->is_array())
+    throw invalid_request("'" + where + ".content' must be a string or a list of parts", where + ".content");
   std::string text;
   for (const json& part : *content) {
-    if (!part.is_object() || part.value("type", json()) != "text" || !part.contains("text") || !part["text"].is_string())
-      throw invalid_request("'" + where + ".content' parts must be {\"type\": \"text\", \"text\": ...}: this model reads text only",
-                            where + ".content");
+    if (!part.is_object() || part.value("type", json()) != "text" || !part.contains("text") ||
+        !part["text"].is_string())
+      throw invalid_request(
+          "'" + where + ".content' parts must be {\"type\": \"text\", \"text\": ...}: this model reads text only",
+          where + ".content");
     text += part["text"].get<std::string>();
   }
   return text;
@@ -137,8 +142,9 @@ std::vector<models::ChatMessage> messages_field(const json& body) {
     std::string name = string_field(*role, where + ".role");
     if (name == "developer") name = "system";  // OpenAI's newer name for the system role
     if (name != "system" && name != "user" && name != "assistant" && name != "tool")
-      throw invalid_request("'" + where + ".role' must be system, developer, user, assistant or tool, got '" + name + "'",
-                            where + ".role");
+      throw invalid_request(
+          "'" + where + ".role' must be system, developer, user, assistant or tool, got '" + name + "'",
+          where + ".role");
     result.push_back({name, message_content(message, where)});
   }
   return result;

@@ -1,9 +1,9 @@
 #include "serve/routes.h"
 
+#include "runtime/log.h"
 #include "serve/api_error.h"
 #include "serve/generation_route.h"
 #include "serve/openai_format.h"
-#include "runtime/log.h"
 
 namespace zt::serve {
 namespace {
@@ -23,11 +23,13 @@ bool authorized(const httplib::Request& request, const std::string& key) {
 }
 
 // `handler` behind the key, its ApiErrors and any other failure answered in OpenAI's shape.
-httplib::Server::Handler guarded(RouteContext& context, std::function<void(const httplib::Request&, httplib::Response&)> handler) {
+httplib::Server::Handler guarded(RouteContext& context,
+                                 std::function<void(const httplib::Request&, httplib::Response&)> handler) {
   return [&context, handler = std::move(handler)](const httplib::Request& request, httplib::Response& response) {
     try {
       if (!authorized(request, context.api_key))
-        throw ApiError(401, "Incorrect API key provided: send it as 'Authorization: Bearer KEY' (the server's --api_key)",
+        throw ApiError(401,
+                       "Incorrect API key provided: send it as 'Authorization: Bearer KEY' (the server's --api_key)",
                        "invalid_request_error", "", "invalid_api_key");
       handler(request, response);
     } catch (const ApiError& error) {
@@ -56,15 +58,14 @@ void add_routes(httplib::Server& server, RouteContext& context) {
               }));
   // Routes that do not exist, and requests cpp-httplib refused (a body over the limit: 413);
   // errors the routes answered already keep their body.
-  server.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& request,
-                                                                    httplib::Response& response) {
-    if (!response.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-    const std::string message = response.status == 413
-                                    ? "the request body is larger than this server accepts"
-                                    : "no route " + request.method + " " + request.path;
-    respond_error(response, ApiError(response.status, message, "invalid_request_error"));
-    return httplib::Server::HandlerResponse::Handled;
-  }));
+  server.set_error_handler(
+      httplib::Server::HandlerWithResponse([](const httplib::Request& request, httplib::Response& response) {
+        if (!response.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+        const std::string message = response.status == 413 ? "the request body is larger than this server accepts"
+                                                           : "no route " + request.method + " " + request.path;
+        respond_error(response, ApiError(response.status, message, "invalid_request_error"));
+        return httplib::Server::HandlerResponse::Handled;
+      }));
 }
 
 }  // namespace zt::serve

@@ -17,7 +17,7 @@ namespace zt::serve {
 struct RouteContext {
   const ServedModel& model;
   EngineLoop& engine;
-  std::string api_key;  // empty: no key needed
+  std::string api_key;       // empty: no key needed
   std::int64_t started = 0;  // unix time, GET /v1/models' "created"
   std::atomic<std::uint64_t> requests{0};
   // Stopping: generation requests are refused (503) and the server waits for `active`, the

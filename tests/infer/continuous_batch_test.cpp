@@ -88,8 +88,7 @@ TEST(ContinuousBatch, RequestsThatCannotRunAreRefusedAndNothingIsAdded) {
   const models::CausalLM model = tiny_qwen();
   Recorder recorder;
   ContinuousBatch batch(model, {.block_size = 4}, 16, 10, recorder.events());
-  testing::expect_mentions(testing::error_of([&] { batch.add(0, request({1, 2, 3}, 8, false, 0)); }),
-                           {"11", "10"});
+  testing::expect_mentions(testing::error_of([&] { batch.add(0, request({1, 2, 3}, 8, false, 0)); }), {"11", "10"});
   testing::expect_mentions(testing::error_of([&] { batch.add(1, request({}, 2, false, 0)); }), {"no tokens"});
   EXPECT_TRUE(batch.idle());
 }

@@ -70,7 +70,7 @@ std::string describe(const Case& c) {
 TEST(GradientBuckets, EveryRankGetsItsChunkOfTheSumWithinTwoStagedBuckets) {
   const ZeroLayout layout = make_zero_layout(kNumels, kWorld, 10);
   ASSERT_GE(layout.buckets.size(), 4u);
-  const std::vector<std::size_t> backward = {7, 6, 5, 4, 3, 2, 1, 0};     // the layout's own order
+  const std::vector<std::size_t> backward = {7, 6, 5, 4, 3, 2, 1, 0};   // the layout's own order
   const std::vector<std::size_t> scrambled = {0, 7, 3, 5, 1, 6, 2, 4};  // every bucket opened early
   for (const Case& c : {Case{backward}, Case{backward, true}, Case{scrambled}, Case{scrambled, true},
                         Case{scrambled, true, DType::kBF16}, Case{backward, false, DType::kBF16}}) {

@@ -32,9 +32,8 @@ struct Layers {
   Layers() {
     for (std::int64_t layer = 0; layer < kLayers; ++layer) {
       const auto seed = static_cast<std::uint64_t>(layer);
-      weights.emplace_back(testing::random_tensor({kWidth, kWidth}, 10 + seed, DType::kBF16, 0.0, 0.03)
-                               .to(Device::cuda()),
-                           true, "w");
+      weights.emplace_back(
+          testing::random_tensor({kWidth, kWidth}, 10 + seed, DType::kBF16, 0.0, 0.03).to(Device::cuda()), true, "w");
       biases.emplace_back(testing::random_tensor({kWidth}, 30 + seed, DType::kBF16).to(Device::cuda()), true, "b");
     }
   }
