@@ -25,7 +25,8 @@ constexpr const char* kUsage =
     "                     [--device cpu|cuda|cuda:N] [--dtype D] [--tp N]\n\n"
     "Reads your turns from stdin and streams the model's answers. /reset starts a new\n"
     "conversation, /exit leaves; Ctrl-C stops the current answer.\n"
-    "  --system   a system prompt put ahead of every conversation\n";
+    "  --system   a system prompt put ahead of every conversation (also --default_system, LLaMA-Factory's\n"
+    "             name)\n";
 
 // While rank 0 waits for the user, the other ranks wait in a collective: well inside its timeout.
 constexpr std::chrono::seconds kKeepAliveInterval{60};
@@ -171,7 +172,9 @@ int chat(Flags& flags) {
 }
 
 int run_chat(const std::vector<std::string>& args) {
-  return run_generation_command(args, "chat", {"--system"}, kUsage, chat);
+  return run_generation_command(
+      args, {.command = "chat", .value_flags = {"--system"}, .aliases = {{"--default_system", "--system"}}}, kUsage,
+      chat);
 }
 
 const Registration registration{{"chat", "talk with a model on the terminal (streaming, multi-turn)", run_chat}};

@@ -15,6 +15,8 @@
 #include "runtime/atomic_file.h"
 #include "runtime/error.h"
 #include "runtime/terminal/progress_bar.h"
+#include "runtime/usage_error.h"
+#include "runtime/user_paths.h"
 #include "text/stream_decoder.h"
 
 namespace zt::cli {
@@ -54,7 +56,6 @@ PromptInput templated_if_asked(const Flags& flags, PromptInput input) {
 }
 
 Prompts encode_prompts(const Flags& flags, const models::Tokenizer& tokenizer, const models::ChatTemplate& chat) {
-  ZT_REQUIRE(flags.count("--prompt") != flags.count("--input_file"), "give either --prompt or --input_file");
   std::vector<PromptInput> inputs;
   if (flags.count("--prompt"))
     inputs.push_back({false, flags.at("--prompt"), {}});
@@ -131,10 +132,9 @@ Inputs read_inputs(const Flags& flags) {
   Inputs in;
   in.dir = flags.at("--model_name_or_path");
   in.format = flags.count("--output_format") ? flags.at("--output_format") : "text";
-  ZT_REQUIRE(in.format == "text" || in.format == "ids" || in.format == "jsonl",
-             "--output_format must be text, ids or jsonl, got '" + in.format + "'");
+  if (flags.count("--output_file")) require_writable_file(flags.at("--output_file"), "--output_file");
+  in.chat = chat_template_from(flags, in.dir);  // first: an unknown --template is named before any file is read
   in.tokenizer = models::load_tokenizer(in.dir);
-  in.chat = chat_template_from(flags, in.dir);
   in.prompts = encode_prompts(flags, *in.tokenizer, *in.chat);
   return in;
 }
@@ -175,6 +175,8 @@ void generate(const Flags& flags, const Inputs& in, const models::CausalLM& mode
 }
 
 int generate_text(Flags& flags) {
+  ZT_REQUIRE_USAGE(flags.count("--prompt") != flags.count("--input_file"),
+                   "give either --prompt TEXT or --input_file FILE; see `zerotune generate --help`");
   const Inputs in = read_inputs(flags);
   if (tensor_parallel_size(flags) > 1) {
     run_tensor_parallel_from_flags(flags, [&](infer::TensorParallelRank& rank) {
@@ -192,7 +194,10 @@ int generate_text(Flags& flags) {
 }
 
 int run_generate(const std::vector<std::string>& args) {
-  return run_generation_command(args, "generate", {"--prompt", "--input_file", "--output_file", "--output_format"},
+  return run_generation_command(args,
+                                {.command = "generate",
+                                 .value_flags = {"--prompt", "--input_file", "--output_file", "--output_format"},
+                                 .choices = {{"--output_format", {"text", "ids", "jsonl"}}}},
                                 kUsage, generate_text);
 }
 

@@ -29,8 +29,8 @@ std::string json_error_detail(const nlohmann::json::exception& error) {
   return detail;
 }
 
-std::string json_error_message(const nlohmann::json::exception& error, std::string_view text,
-                               const std::string& source, std::size_t line_in_file) {
+std::string json_error_message(const nlohmann::json::exception& error, std::string_view text, const std::string& source,
+                               std::size_t line_in_file) {
   const auto* parse_error = dynamic_cast<const nlohmann::json::parse_error*>(&error);
   std::string where = source;
   if (parse_error != nullptr && parse_error->byte > 0) {

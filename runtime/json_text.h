@@ -18,8 +18,8 @@ namespace zt {
 // not valid JSON: detail" for a syntax error; "source: not valid JSON: detail" for one without a
 // position (a number beyond double's range). `line_in_file` is 0 when `text` is the whole
 // file, else the line `text` is (a JSON Lines line parsed on its own).
-std::string json_error_message(const nlohmann::json::exception& error, std::string_view text,
-                               const std::string& source, std::size_t line_in_file = 0);
+std::string json_error_message(const nlohmann::json::exception& error, std::string_view text, const std::string& source,
+                               std::size_t line_in_file = 0);
 
 // nlohmann's message without its "[json.exception.<kind>.<id>] parse error at ...:" prefix.
 std::string json_error_detail(const nlohmann::json::exception& error);

@@ -48,8 +48,7 @@ void require_readable_file(const std::string& path, const std::string& what) {
   const fs::file_status status = status_of(path, what);
   ZT_REQUIRE(fs::exists(status), what + " " + path + " does not exist: check the path");
   ZT_REQUIRE(!fs::is_directory(status), what + " " + path + " is a folder; give the file in it");
-  if (::access(path.c_str(), R_OK) != 0)
-    fail(what + " " + path + " cannot be read (" + std::strerror(errno) + ")");
+  if (::access(path.c_str(), R_OK) != 0) fail(what + " " + path + " cannot be read (" + std::strerror(errno) + ")");
 }
 
 void require_existing_folder(const std::string& path, const std::string& what) {
