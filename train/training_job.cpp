@@ -17,8 +17,7 @@
 #include "runtime/rank.h"
 #include "text/chat_template/chat_template.h"
 #include "text/tokenizer/tokenizer.h"
-#include "train/args/dataset_selection.h"
-#include "train/args/output_dir_check.h"
+#include "train/args/preflight.h"
 #include "train/checkpoint/checkpoint.h"
 #include "train/data/sample_encoding.h"
 #include "train/finetuning.h"
@@ -108,8 +107,9 @@ std::string running_precision(const TrainingPlan& plan, Device device) {
   return std::string("fp32 (--") + precision_name(plan.precision) + " runs as fp32 on the CPU)";
 }
 
-// One rank's whole run.
-void train_one_rank(const TrainingArguments& args, distributed::Communicator* comm, int local_rank) {
+// One rank's whole run on `selected`, the data check_before_loading read.
+void train_one_rank(const TrainingArguments& args, const SelectedData& selected, distributed::Communicator* comm,
+                    int local_rank) {
   const Device device = resolve_device(args, local_rank);
   const int world = comm ? comm->world_size() : 1;
   if (device.is_cuda())
@@ -127,7 +127,6 @@ void train_one_rank(const TrainingArguments& args, distributed::Communicator* co
       args.template_name.empty() ? models::chat_template_name_for_model(args.model_name_or_path) : args.template_name;
   auto chat_template = models::make_chat_template(template_name);
   TrainerData data;
-  const SelectedData selected = select_data(args);
   data.train = encode_samples(selected.train, selected.train_source, *chat_template, *tokenizer, args).samples;
   if (selected.eval)
     data.eval = encode_samples(*selected.eval, selected.eval_source, *chat_template, *tokenizer, args).samples;
@@ -166,25 +165,25 @@ void train_one_rank(const TrainingArguments& args, distributed::Communicator* co
 
 // A rank of several; under --zero_trace its collectives pass through a TracingCommunicator
 // writing output_dir/zero_trace_rank{R}.jsonl, timed from `run_start` (one for all in-process ranks).
-void train_rank_of_many(const TrainingArguments& args, distributed::Communicator& comm, int local_rank,
-                        std::chrono::steady_clock::time_point run_start) {
-  if (!args.zero_trace) return train_one_rank(args, &comm, local_rank);
+void train_rank_of_many(const TrainingArguments& args, const SelectedData& selected, distributed::Communicator& comm,
+                        int local_rank, std::chrono::steady_clock::time_point run_start) {
+  if (!args.zero_trace) return train_one_rank(args, selected, &comm, local_rank);
   const fs::path trace_path = fs::path(args.output_dir) / distributed::trace_file_name(comm.rank());
   distributed::TracingCommunicator traced(comm, trace_path.string(), run_start);
-  train_one_rank(args, &traced, local_rank);
+  train_one_rank(args, selected, &traced, local_rank);
 }
 
 }  // namespace
 
 void run_training_job(const TrainingArguments& args) {
-  check_output_dir(args);
+  const SelectedData selected = check_before_loading(args);
   const ProcessRank rank = rank_from_environment();
   const auto timeout = std::chrono::seconds(args.ddp_timeout);
   const auto run_start = std::chrono::steady_clock::now();
   if (args.inprocess_ranks > 1) {
     ZT_REQUIRE(!rank.distributed,
                "--inprocess_ranks cannot be combined with a launcher's ranks (" + rank.launcher + ")");
-    auto one_rank = [&](distributed::Communicator& comm) { train_rank_of_many(args, comm, 0, run_start); };
+    auto one_rank = [&](distributed::Communicator& comm) { train_rank_of_many(args, selected, comm, 0, run_start); };
     distributed::run_inprocess_ranks(static_cast<int>(args.inprocess_ranks), timeout, one_rank);
     return;
   }
@@ -194,7 +193,7 @@ void run_training_job(const TrainingArguments& args) {
     ZT_REQUIRE(!args.zero_trace,
                "--zero_trace traces the collectives between ranks, and this run has one rank; add "
                "--inprocess_ranks 2 to watch them on one machine");
-    return train_one_rank(args, nullptr, rank.local_rank);
+    return train_one_rank(args, selected, nullptr, rank.local_rank);
   }
   // Processes on GPUs reduce over NCCL; on the CPU, over Gloo's TCP transport.
   const bool on_cpu = runs_on_cpu(args);
@@ -209,7 +208,7 @@ void run_training_job(const TrainingArguments& args) {
   } else {
     report_world(*comm, rank.local_rank, rank.launcher);
   }
-  train_rank_of_many(args, *comm, rank.local_rank, run_start);
+  train_rank_of_many(args, selected, *comm, rank.local_rank, run_start);
 }
 
 }  // namespace zt::train
