@@ -17,7 +17,8 @@ std::string parse_error(const std::string& text, std::size_t line_in_file = 0) {
 TEST(JsonText, ASyntaxErrorNamesTheFileLineAndColumn) {
   // The third line's object lacks a comma before "output": nlohmann stops at the end of the
   // string it did not expect, the 30th character of that line.
-  const std::string text = "[\n  {\"instruction\": \"a\", \"output\": \"b\"},\n  {\"instruction\": \"c\" \"output\": \"d\"}\n]";
+  const std::string text =
+      "[\n  {\"instruction\": \"a\", \"output\": \"b\"},\n  {\"instruction\": \"c\" \"output\": \"d\"}\n]";
   const std::string message = parse_error(text);
   EXPECT_EQ(message.rfind("data.json:3:30: not valid JSON: syntax error while parsing object", 0), 0u) << message;
   EXPECT_EQ(message.find("json.exception"), std::string::npos) << message;
@@ -25,7 +26,8 @@ TEST(JsonText, ASyntaxErrorNamesTheFileLineAndColumn) {
 }
 
 TEST(JsonText, TheEndOfTheTextIsWhereATruncatedFileStops) {
-  EXPECT_EQ(parse_error("{\"a\": [1,\n 2,").rfind("data.json:2:4: not valid JSON: ", 0), 0u) << parse_error("{\"a\": [1,\n 2,");
+  EXPECT_EQ(parse_error("{\"a\": [1,\n 2,").rfind("data.json:2:4: not valid JSON: ", 0), 0u)
+      << parse_error("{\"a\": [1,\n 2,");
 }
 
 TEST(JsonText, ColumnsCountCharactersNotBytes) {
@@ -35,7 +37,8 @@ TEST(JsonText, ColumnsCountCharactersNotBytes) {
 }
 
 TEST(JsonText, ALineOfJsonLinesCountsFromItsLineInTheFile) {
-  EXPECT_EQ(parse_error("{\"a\": tru}", 7).rfind("data.json:7:10: not valid JSON: ", 0), 0u) << parse_error("{\"a\": tru}", 7);
+  EXPECT_EQ(parse_error("{\"a\": tru}", 7).rfind("data.json:7:10: not valid JSON: ", 0), 0u)
+      << parse_error("{\"a\": tru}", 7);
 }
 
 TEST(JsonText, AnErrorWithoutAPositionStillNamesTheFileAndLine) {
