@@ -34,7 +34,8 @@ constexpr const char* kUsage =
     "new conversation, /exit leaves; Ctrl-C stops the current answer. A thinking model's reasoning\n"
     "(Qwen3's <think> block) is shown after 'reasoning:', dimmed on a terminal, and its answer after\n"
     "'answer:'.\n"
-    "  --system   a system prompt put ahead of every conversation\n";
+    "  --system   a system prompt put ahead of every conversation (also --default_system, LLaMA-Factory's\n"
+    "             name)\n";
 
 // Opens and closes a turn of several lines.
 constexpr std::string_view kBlockDelimiter = R"(""")";
@@ -209,7 +210,9 @@ int chat(Flags& flags) {
 }
 
 int run_chat(const std::vector<std::string>& args) {
-  return run_generation_command(args, "chat", {"--system"}, kUsage, chat);
+  return run_generation_command(
+      args, {.command = "chat", .value_flags = {"--system"}, .aliases = {{"--default_system", "--system"}}}, kUsage,
+      chat);
 }
 
 const Registration registration{{"chat", "talk with a model on the terminal (streaming, multi-turn)", run_chat}};

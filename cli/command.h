@@ -20,7 +20,8 @@ struct Registration {
   explicit Registration(Command command);
 };
 
-// Exit codes: 0 success, 1 an error, 2 bad usage, 3 a GPU is needed but none is usable.
+// Exit codes: 0 success, 1 an error, 2 bad usage (a zt::UsageError: the command line is refused
+// before any work), 3 a GPU is needed but none is usable (a zt::NoGpuError).
 inline constexpr int kExitError = 1;
 inline constexpr int kExitUsage = 2;
 inline constexpr int kExitNoGpu = 3;

@@ -3,6 +3,7 @@
 
 #include "cli/command.h"
 #include "runtime/env_report.h"
+#include "runtime/usage_error.h"
 
 namespace zt::cli {
 namespace {
@@ -19,8 +20,7 @@ int run_env(const std::vector<std::string>& args) {
                    "  --json   the same report as one JSON object\n";
       return 0;
     } else {
-      std::cerr << "zerotune env: error: unknown option '" << arg << "'; accepted: --json, --help\n";
-      return kExitUsage;
+      fail_usage("unknown option '" + arg + "'; accepted: --json, --help");
     }
   }
   nlohmann::json report = collect_environment_report();

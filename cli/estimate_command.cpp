@@ -15,6 +15,7 @@
 #include "models/config/config.h"
 #include "runtime/device.h"
 #include "runtime/error.h"
+#include "runtime/usage_error.h"
 #include "train/args/training_arguments.h"
 #include "train/memory_deepspeed.h"
 #include "train/memory_estimate.h"
@@ -41,7 +42,7 @@ constexpr const char* kUsage =
     "  --num_gpus             GPUs per node (also --num_gpus_per_node), default the visible GPUs (1 with\n"
     "                         none); the world is N x M ranks\n"
     "  --micro_batch          sequences per micro-batch (also --per_device_train_batch_size), default 1\n"
-    "  --max_length           tokens per sequence, default 1024\n"
+    "  --max_length           tokens per sequence (also --cutoff_len, LLaMA-Factory's name), default 1024\n"
     "  --gpu_memory           GiB per GPU; default: a column for each common size\n"
     "  --host_memory          GiB of host memory per node; when given, offload that needs more is not\n"
     "                         recommended\n"
@@ -58,8 +59,16 @@ const FlagSpec kFlagSpec{
                     "--max_length", "--dtype", "--gpu_memory", "--host_memory", "--reduce_bucket_size",
                     "--finetuning_type", "--lora_rank", "--lora_target", "--deepspeed"},
     .bool_flags = {"--gradient_checkpointing"},
-    .required = {},
-    .aliases = {{"--num_gpus_per_node", "--num_gpus"}, {"--per_device_train_batch_size", "--micro_batch"}}};
+    .one_of = {"--model_name_or_path", "--config"},
+    .aliases = {{"--num_gpus_per_node", "--num_gpus"},
+                {"--per_device_train_batch_size", "--micro_batch"},
+                {"--cutoff_len", "--max_length"}},
+    .number_flags = {"--gpu_memory", "--host_memory"},
+    .integer_flags = {"--num_gpus", "--num_nodes", "--micro_batch", "--max_length", "--reduce_bucket_size",
+                      "--lora_rank"},
+    .positive_flags = {"--num_gpus", "--num_nodes", "--micro_batch", "--max_length", "--reduce_bucket_size",
+                       "--lora_rank", "--gpu_memory", "--host_memory"},
+    .choices = {{"--finetuning_type", {"full", "lora"}}}};
 
 // The memory of common training GPUs, as their makers state it: RTX 3090/4090 and A10 (24),
 // A100 40GB (40), A40, L40S and RTX 6000 Ada (48), A100/H100 80GB (80), RTX PRO 6000 (96) and
@@ -67,19 +76,6 @@ const FlagSpec kFlagSpec{
 constexpr double kCommonGpuMemory[] = {24, 40, 48, 80, 96, 141};
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-
-std::int64_t positive_integer(const Flags& flags, const std::string& name, std::int64_t fallback) {
-  if (!flags.count(name)) return fallback;
-  const std::string& text = flags.at(name);
-  std::size_t used = 0;
-  std::int64_t value = 0;
-  try {
-    value = std::stoll(text, &used);
-  } catch (const std::exception&) {
-  }
-  ZT_REQUIRE(used == text.size() && value >= 1, name + " takes a positive integer, got '" + text + "'");
-  return value;
-}
 
 models::ModelConfig config_from_flags(const Flags& flags) {
   if (flags.count("--model_name_or_path")) return models::load_config(flags.at("--model_name_or_path"));
@@ -89,15 +85,7 @@ models::ModelConfig config_from_flags(const Flags& flags) {
 // --name as GiB, when given.
 std::optional<double> gib_flag(const Flags& flags, const std::string& name) {
   if (!flags.count(name)) return std::nullopt;
-  const std::string& text = flags.at(name);
-  std::size_t used = 0;
-  double value = 0.0;
-  try {
-    value = std::stod(text, &used);
-  } catch (const std::exception&) {
-  }
-  ZT_REQUIRE(used == text.size() && value > 0.0, name + " takes GiB (e.g. 80), got '" + text + "'");
-  return value;
+  return number_flag(name, flags.at(name));
 }
 
 int visible_gpus() { return cuda_available() ? cuda_device_count() : 0; }
@@ -116,21 +104,17 @@ std::vector<double> gpu_budgets(const std::optional<double>& given) {
 
 train::MemorySettings settings_from_flags(const Flags& flags, const models::ModelConfig& config) {
   train::MemorySettings s;
-  s.gpus_per_node = static_cast<int>(positive_integer(flags, "--num_gpus", std::max(1, visible_gpus())));
-  s.nodes = static_cast<int>(positive_integer(flags, "--num_nodes", 1));
-  s.micro_batch = positive_integer(flags, "--micro_batch", 1);
-  s.max_length = positive_integer(flags, "--max_length", 1024);
-  s.reduce_bucket_size = positive_integer(flags, "--reduce_bucket_size", s.reduce_bucket_size);
+  s.gpus_per_node = static_cast<int>(integer_flag_or(flags, "--num_gpus", std::max(1, visible_gpus())));
+  s.nodes = static_cast<int>(integer_flag_or(flags, "--num_nodes", 1));
+  s.micro_batch = integer_flag_or(flags, "--micro_batch", 1);
+  s.max_length = integer_flag_or(flags, "--max_length", 1024);
+  s.reduce_bucket_size = integer_flag_or(flags, "--reduce_bucket_size", s.reduce_bucket_size);
   s.gradient_checkpointing = flags.count("--gradient_checkpointing") && flags.at("--gradient_checkpointing") == "true";
   if (flags.count("--dtype")) s.dtype = parse_dtype(flags.at("--dtype"));
-  ZT_REQUIRE(s.dtype == DType::kBF16 || s.dtype == DType::kF16 || s.dtype == DType::kF32,
-             std::string("--dtype ") + dtype_name(s.dtype) + ": training runs in bfloat16, float16 or float32");
-  const std::string name = flags.count("--finetuning_type") ? flags.at("--finetuning_type") : "full";
-  const std::optional<train::FinetuningType> method = train::enum_from_name<train::FinetuningType>(name);
-  ZT_REQUIRE(method == train::FinetuningType::kFull || method == train::FinetuningType::kLora,
-             "--finetuning_type " + name + ": estimate knows full and lora");
-  if (method == train::FinetuningType::kLora)
-    s.trainable_numels = train::lora_trainable_numels(config, positive_integer(flags, "--lora_rank", 8),
+  ZT_REQUIRE_USAGE(s.dtype == DType::kBF16 || s.dtype == DType::kF16 || s.dtype == DType::kF32,
+                   std::string("--dtype ") + dtype_name(s.dtype) + ": training runs in bfloat16, float16 or float32");
+  if (flags.count("--finetuning_type") && flags.at("--finetuning_type") == "lora")
+    s.trainable_numels = train::lora_trainable_numels(config, integer_flag_or(flags, "--lora_rank", 8),
                                                       flags.count("--lora_target") ? flags.at("--lora_target") : "all");
   return s;
 }
@@ -303,7 +287,7 @@ std::optional<train::Recommendation> recommend(const models::ModelConfig& config
       .gpu_bytes = static_cast<std::int64_t>(budget * kGiB),
       .host_bytes = host ? std::optional<std::int64_t>(static_cast<std::int64_t>(*host * kGiB)) : std::nullopt};
   const std::vector<std::int64_t> lora =
-      train::lora_trainable_numels(config, positive_integer(flags, "--lora_rank", 8),
+      train::lora_trainable_numels(config, integer_flag_or(flags, "--lora_rank", 8),
                                    flags.count("--lora_target") ? flags.at("--lora_target") : "all");
   return train::recommend_configuration(config, settings, limits, lora);
 }
@@ -347,11 +331,6 @@ int estimate(Flags& flags) {
 int run_estimate(const std::vector<std::string>& args) {
   const std::string usage = std::string(kUsage) + kHubModelUsage;
   return run_with_flags(args, kFlagSpec, usage.c_str(), [](Flags& flags) {
-    if (flags.count("--model_name_or_path") == flags.count("--config")) {
-      std::cerr << "zerotune estimate: error: give the model as exactly one of --model_name_or_path DIR or "
-                   "--config config.json\n";
-      return kExitUsage;
-    }
     resolve_model_flag(flags, models::hub::kConfigOnly);
     return estimate(flags);
   });

@@ -13,6 +13,7 @@
 #include "cli/generation_flags.h"
 #include "runtime/error.h"
 #include "runtime/log.h"
+#include "runtime/usage_error.h"
 #include "text/tokenizer/tokenizer.h"
 #include "train/args/training_arguments.h"
 #include "train/data/dataset.h"
@@ -35,7 +36,8 @@ constexpr const char* kUsage =
     "a plain text is scored as run_clm does, every token predicted (no eos appended).\n"
     "  --template           chat template: qwen (Qwen2.5), qwen2, qwen3, qwen3_nothink, glm4, chatglm3,\n"
     "                       chatglm2 or none (default: the model's)\n"
-    "  --max_length         longest sample in tokens (default 1024, as training)\n"
+    "  --max_length         longest sample in tokens (default 1024, as training; also --cutoff_len,\n"
+    "                       LLaMA-Factory's name)\n"
     "  --overlong_samples   truncate (default: cut the prompt, keep the last reply) or skip\n"
     "  --train_on_prompt    score every token of a conversation, not only the replies\n"
     "  --per_device_eval_batch_size  samples per forward (default 8, as training)\n"
@@ -50,32 +52,25 @@ FlagSpec flag_spec() {
   FlagSpec spec{.command = "evaluate",
                 .value_flags = kModelFlags,
                 .bool_flags = {"--train_on_prompt"},
-                .required = {"--model_name_or_path", "--validation_file"}};
+                .required = {"--model_name_or_path", "--validation_file"},
+                .aliases = {{"--cutoff_len", "--max_length"}},
+                .integer_flags = {"--max_length", "--per_device_eval_batch_size"},
+                .positive_flags = {"--max_length", "--per_device_eval_batch_size"},
+                .choices = {{"--overlong_samples", {"truncate", "skip"}}}};
   spec.value_flags.insert(
       {"--validation_file", "--template", "--max_length", "--overlong_samples", "--per_device_eval_batch_size"});
   return spec;
 }
 
-std::int64_t positive_flag(const Flags& flags, const std::string& name, std::int64_t fallback) {
-  if (!flags.count(name)) return fallback;
-  const std::int64_t value = integer_flag(name, flags.at(name));
-  ZT_REQUIRE(value > 0, name + " must be a positive integer, got '" + flags.at(name) + "'");
-  return value;
-}
-
 train::EncodeOptions encode_options(const Flags& flags) {
   const train::TrainingArguments training;  // evaluate's defaults are training's
   train::EncodeOptions options{
-      .max_length = positive_flag(flags, "--max_length", training.max_length),
+      .max_length = integer_flag_or(flags, "--max_length", training.max_length),
       .train_on_prompt = flags.count("--train_on_prompt") && flags.at("--train_on_prompt") == "true",
       .overlong = training.overlong_samples};
-  if (flags.count("--overlong_samples")) {
-    const auto overlong = train::enum_from_name<train::Overlong>(flags.at("--overlong_samples"));
-    ZT_REQUIRE(overlong.has_value(),
-               "--overlong_samples takes truncate or skip, got '" + flags.at("--overlong_samples") + "'");
-    options.overlong = *overlong;
-  }
-  ZT_REQUIRE(options.max_length > 1, "--max_length must be at least 2: one token predicts the next");
+  if (flags.count("--overlong_samples"))
+    options.overlong = *train::enum_from_name<train::Overlong>(flags.at("--overlong_samples"));
+  ZT_REQUIRE_USAGE(options.max_length > 1, "--max_length must be at least 2: one token predicts the next");
   return options;
 }
 
@@ -122,7 +117,7 @@ int evaluate_model(Flags& flags) {
   const std::string& path = flags.at("--validation_file");
   const train::EncodeOptions options = encode_options(flags);
   const std::int64_t batch_size =
-      positive_flag(flags, "--per_device_eval_batch_size", train::TrainingArguments{}.per_device_eval_batch_size);
+      integer_flag_or(flags, "--per_device_eval_batch_size", train::TrainingArguments{}.per_device_eval_batch_size);
   std::unique_ptr<models::Tokenizer> tokenizer = models::load_tokenizer(flags["--model_name_or_path"]);
   const train::EncodedDataset encoded = encode(train::load_dataset(path), flags, *tokenizer, options);
   report_encoding(path, encoded, options.max_length);

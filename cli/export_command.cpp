@@ -11,6 +11,8 @@
 #include "models/peft/lora_files.h"
 #include "models/weights/weights.h"
 #include "runtime/error.h"
+#include "runtime/usage_error.h"
+#include "runtime/user_paths.h"
 #include "train/checkpoint/checkpoint_export.h"
 
 namespace zt::cli {
@@ -46,7 +48,8 @@ const FlagSpec kFlagSpec{.command = "export",
                                          "--dtype", "--checkpoint", "--weights"},
                          .bool_flags = {"--merge_lora"},
                          .required = {"--output_dir"},
-                         .aliases = {{"--export_dir", "--output_dir"}}};
+                         .aliases = {{"--export_dir", "--output_dir"}},
+                         .choices = {{"--weights", {"master", "working"}}}};
 
 bool is_set(const Flags& flags, const char* flag) { return flags.count(flag) && flags.at(flag) == "true"; }
 
@@ -56,21 +59,17 @@ void check_flag_combinations(const Flags& flags) {
   const bool adapter = flags.count("--adapter_name_or_path") != 0;
   const bool merge = is_set(flags, "--merge_lora");
   if (flags.count("--checkpoint")) {
-    if (adapter)
-      fail(
-          "--adapter_name_or_path with --checkpoint: a LoRA checkpoint carries its adapter; drop "
-          "--adapter_name_or_path");
-    if (flags.count("--weights") && flags.at("--weights") != "master" && flags.at("--weights") != "working")
-      fail("--weights " + flags.at("--weights") + ": expected master or working");
+    ZT_REQUIRE_USAGE(!adapter,
+                     "--adapter_name_or_path with --checkpoint: a LoRA checkpoint carries its adapter; drop "
+                     "--adapter_name_or_path");
     return;
   }
-  if (!flags.count("--model_name_or_path")) fail("export needs --model_name_or_path DIR or --checkpoint CKPT");
-  if (flags.count("--weights")) fail("--weights chooses among a checkpoint's weights: it needs --checkpoint");
-  if (adapter && !merge)
-    fail(
-        "--adapter_name_or_path without --merge_lora: an adapter is exported merged into the model; add "
-        "--merge_lora (the adapter folder itself already is PEFT's format)");
-  if (merge && !adapter) fail("--merge_lora needs the adapter to merge: add --adapter_name_or_path");
+  ZT_REQUIRE_USAGE(flags.count("--model_name_or_path"), "export needs --model_name_or_path DIR or --checkpoint CKPT");
+  ZT_REQUIRE_USAGE(!flags.count("--weights"), "--weights chooses among a checkpoint's weights: it needs --checkpoint");
+  ZT_REQUIRE_USAGE(!adapter || merge,
+                   "--adapter_name_or_path without --merge_lora: an adapter is exported merged into the model; add "
+                   "--merge_lora (the adapter folder itself already is PEFT's format)");
+  ZT_REQUIRE_USAGE(!merge || adapter, "--merge_lora needs the adapter to merge: add --adapter_name_or_path");
 }
 
 std::optional<DType> dtype_flag(Flags& flags) {
@@ -97,7 +96,8 @@ int export_model(Flags& flags) {
   const std::string name = flags["--model_name_or_path"];
   resolve_model_flag(flags);
   const std::string dir = flags["--model_name_or_path"], out = flags["--output_dir"];
-  ZT_REQUIRE(!fs::exists(out) || !fs::equivalent(dir, out),
+  std::error_code different;  // a path that does not exist is no other one
+  ZT_REQUIRE(!fs::equivalent(dir, out, different),
              "--output_dir " + out + " is the model folder itself; export into another folder");
   const models::ModelConfig config = models::load_config(dir);
   const std::string dtype_text = flags.count("--dtype")       ? flags["--dtype"]
@@ -122,12 +122,8 @@ int export_model(Flags& flags) {
 int run_export(const std::vector<std::string>& args) {
   const std::string usage = std::string(kUsage) + kHubModelUsage;
   return run_with_flags(args, kFlagSpec, usage.c_str(), [](Flags& flags) {
-    try {
-      check_flag_combinations(flags);
-    } catch (const Error& e) {
-      std::cerr << "zerotune export: error: " << e.what() << "\n";
-      return kExitUsage;
-    }
+    check_flag_combinations(flags);
+    require_writable_folder(flags.at("--output_dir"), "--output_dir");
     return flags.count("--checkpoint") ? export_checkpoint(flags) : export_model(flags);
   });
 }

@@ -20,19 +20,34 @@ struct FlagSpec {
   std::set<std::string> value_flags = {};
   std::set<std::string> bool_flags = {};
   std::vector<std::string> required = {};
+  std::vector<std::string> one_of = {};             // exactly one of these must be given (when not empty)
   std::map<std::string, std::string> aliases = {};  // another accepted name -> the flag's name
+  // Value flags whose value must be a number, a whole number, or (either of them) above 0;
+  // and those whose value is one of a few words.
+  std::set<std::string> number_flags = {};
+  std::set<std::string> integer_flags = {};
+  std::set<std::string> positive_flags = {};
+  std::map<std::string, std::vector<std::string>> choices = {};
 };
 
 using Flags = std::map<std::string, std::string>;
 
-// Every flag of `args` by name (booleans as "true"/"false"); an unknown flag, a missing
-// value or a missing required flag throws zt::Error naming it.
+// Every flag of `args` by name (booleans as "true"/"false"). An unknown flag (with the
+// nearest known one, or the command's name for a flag of LLaMA-Factory or of training), a
+// missing value, a value of the wrong kind or a missing required flag throws zt::UsageError
+// naming it.
 Flags parse_flags(const std::vector<std::string>& args, const FlagSpec& spec);
 
-// A command's whole run: --help prints `usage`; a flag error prints the message and returns
-// the usage exit code (2); otherwise `body` runs with the flags.
+// A command's whole run: --help prints `usage`; otherwise `body` runs with the parsed flags
+// (a flag error is a zt::UsageError, which the CLI exits with code 2 for).
 int run_with_flags(const std::vector<std::string>& args, const FlagSpec& spec, const char* usage,
                    const std::function<int(Flags&)>& body);
+
+// `text` as a number for `flag`; anything else is a zt::UsageError naming both.
+double number_flag(const std::string& flag, const std::string& text);
+std::int64_t integer_flag(const std::string& flag, const std::string& text);
+// The whole number --name holds, or `fallback` when it is not given.
+std::int64_t integer_flag_or(const Flags& flags, const std::string& name, std::int64_t fallback);
 
 // The flags every model-running command takes beside its own.
 inline const std::set<std::string> kModelFlags{"--model_name_or_path",   "--revision",          "--device", "--dtype",

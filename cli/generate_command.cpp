@@ -15,6 +15,7 @@
 #include "runtime/atomic_file.h"
 #include "runtime/error.h"
 #include "runtime/terminal/progress_bar.h"
+#include "runtime/user_paths.h"
 #include "text/stream_decoder.h"
 
 namespace zt::cli {
@@ -55,7 +56,6 @@ PromptInput templated_if_asked(const Flags& flags, PromptInput input) {
 }
 
 Prompts encode_prompts(const Flags& flags, const models::Tokenizer& tokenizer, const models::ChatTemplate& chat) {
-  ZT_REQUIRE(flags.count("--prompt") != flags.count("--input_file"), "give either --prompt or --input_file");
   std::vector<PromptInput> inputs;
   if (flags.count("--prompt"))
     inputs.push_back({false, flags.at("--prompt"), {}});
@@ -139,10 +139,9 @@ Inputs read_inputs(const Flags& flags) {
   Inputs in;
   in.dir = flags.at("--model_name_or_path");
   in.format = flags.count("--output_format") ? flags.at("--output_format") : "text";
-  ZT_REQUIRE(in.format == "text" || in.format == "ids" || in.format == "jsonl",
-             "--output_format must be text, ids or jsonl, got '" + in.format + "'");
+  if (flags.count("--output_file")) require_writable_file(flags.at("--output_file"), "--output_file");
+  in.chat = chat_template_from(flags, in.dir);  // first: an unknown --template is named before any file is read
   in.tokenizer = models::load_tokenizer(in.dir);
-  in.chat = chat_template_from(flags, in.dir);
   in.prompts = encode_prompts(flags, *in.tokenizer, *in.chat);
   return in;
 }
@@ -200,7 +199,11 @@ int generate_text(Flags& flags) {
 }
 
 int run_generate(const std::vector<std::string>& args) {
-  return run_generation_command(args, "generate", {"--prompt", "--input_file", "--output_file", "--output_format"},
+  return run_generation_command(args,
+                                {.command = "generate",
+                                 .value_flags = {"--prompt", "--input_file", "--output_file", "--output_format"},
+                                 .one_of = {"--prompt", "--input_file"},
+                                 .choices = {{"--output_format", {"text", "ids", "jsonl"}}}},
                                 kUsage, generate_text);
 }
 

@@ -1,13 +1,13 @@
 #include "cli/generation_flags.h"
 
 #include <algorithm>
-#include <cmath>
 
 #include "models/peft/lora.h"
 #include "models/tensor_parallel.h"
 #include "runtime/device.h"
 #include "runtime/error.h"
 #include "runtime/log.h"
+#include "runtime/usage_error.h"
 
 namespace zt::cli {
 
@@ -29,36 +29,21 @@ const char* const kGenerationUsage =
     "                           srun) one rank per process and GPU; without one, N in-process ranks on\n"
     "                           --device: the same tokens as --tp 1, no faster (for tests and learning)\n";
 
-int run_generation_command(const std::vector<std::string>& args, const std::string& command,
-                           const std::set<std::string>& extra, const char* usage,
+int run_generation_command(const std::vector<std::string>& args, FlagSpec spec, const char* usage,
                            const std::function<int(Flags&)>& body) {
-  FlagSpec spec{.command = command,
-                .value_flags = kModelFlags,
-                .bool_flags = kGenerationBoolFlags,
-                .required = {"--model_name_or_path"}};
+  spec.value_flags.insert(kModelFlags.begin(), kModelFlags.end());
   spec.value_flags.insert(kGenerationFlags.begin(), kGenerationFlags.end());
-  spec.value_flags.insert(extra.begin(), extra.end());
+  spec.bool_flags.insert(kGenerationBoolFlags.begin(), kGenerationBoolFlags.end());
+  spec.required.push_back("--model_name_or_path");
+  spec.integer_flags.insert(
+      {"--max_new_tokens", "--min_new_tokens", "--top_k", "--seed", "--max_batch", "--block_size", "--tp"});
+  spec.number_flags.insert({"--temperature", "--top_p", "--repetition_penalty"});
+  spec.positive_flags.insert({"--max_batch", "--block_size", "--tp"});
   const std::string full_usage = std::string(usage) + kGenerationUsage + kHubModelUsage;
   return run_with_flags(args, spec, full_usage.c_str(), [&body](Flags& flags) {
     resolve_model_flag(flags);
     return body(flags);
   });
-}
-
-double number_flag(const std::string& flag, const std::string& text) {
-  try {
-    std::size_t used = 0;
-    const double value = std::stod(text, &used);
-    if (used == text.size() && std::isfinite(value)) return value;
-  } catch (const std::exception&) {
-  }
-  fail(flag + " must be a number, got '" + text + "'");
-}
-
-std::int64_t integer_flag(const std::string& flag, const std::string& text) {
-  const double value = number_flag(flag, text);
-  ZT_REQUIRE(value == std::floor(value), flag + " must be a whole number, got '" + text + "'");
-  return static_cast<std::int64_t>(value);
 }
 
 models::GenerationOptions generation_options_from(const Flags& flags, const std::string& model_dir,
@@ -122,15 +107,13 @@ infer::EngineOptions engine_options_from(const Flags& flags) {
   infer::EngineOptions options;
   if (flags.count("--max_batch")) options.max_batch = integer_flag("--max_batch", flags.at("--max_batch"));
   if (flags.count("--block_size")) options.block_size = integer_flag("--block_size", flags.at("--block_size"));
-  ZT_REQUIRE(options.max_batch > 0, "--max_batch must be positive");
-  ZT_REQUIRE(options.block_size > 0, "--block_size must be positive");
   return options;
 }
 
 int tensor_parallel_size(const Flags& flags) {
   if (!flags.count("--tp")) return 1;
   const std::int64_t size = integer_flag("--tp", flags.at("--tp"));
-  ZT_REQUIRE(size >= 1 && size <= 1024, "--tp must be a number of ranks from 1 up, got " + flags.at("--tp"));
+  ZT_REQUIRE_USAGE(size <= 1024, "--tp must be a number of ranks from 1 up to 1024, got " + flags.at("--tp"));
   return static_cast<int>(size);
 }
 

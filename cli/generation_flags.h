@@ -26,10 +26,9 @@ inline const std::set<std::string> kGenerationBoolFlags{"--do_sample", "--merge_
 // Usage lines for the flags above.
 extern const char* const kGenerationUsage;
 
-// run_with_flags for a generating command: its flags are the model's, the ones above and its
-// own `extra` value flags; its usage is `usage` followed by kGenerationUsage.
-int run_generation_command(const std::vector<std::string>& args, const std::string& command,
-                           const std::set<std::string>& extra, const char* usage,
+// run_with_flags for a generating command: its flags are `spec`'s (the command's own), the
+// model's and the ones above; its usage is `usage` followed by kGenerationUsage.
+int run_generation_command(const std::vector<std::string>& args, FlagSpec spec, const char* usage,
                            const std::function<int(Flags&)>& body);
 
 // generation_config.json of `model_dir` overridden by the flags; stops also at the
@@ -63,9 +62,5 @@ void run_tensor_parallel_from_flags(Flags& flags, const std::function<void(infer
 
 // A rank's engine options: the batching flags, and how many ranks share its device.
 infer::TensorParallelOptions tensor_parallel_options_from(const Flags& flags, const infer::TensorParallelRank& rank);
-
-// `text` as a number for `flag`; anything else is an error naming both.
-double number_flag(const std::string& flag, const std::string& text);
-std::int64_t integer_flag(const std::string& flag, const std::string& text);
 
 }  // namespace zt::cli

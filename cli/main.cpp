@@ -1,10 +1,17 @@
 // zerotune: one binary, many subcommands (see `zerotune --help`). Errors print as
-// "zerotune <command>: error: <message>" and exit non-zero; nothing aborts on user input.
+// "zerotune <command>: error: <message>" and exit non-zero: 2 for a zt::UsageError (the
+// command line is wrong), 3 for a zt::NoGpuError, 1 for every other error; nothing aborts on
+// user input.
 #include <algorithm>
+#include <filesystem>
 #include <iostream>
+#include <optional>
 
 #include "cli/command.h"
 #include "runtime/error.h"
+#include "runtime/json_text.h"
+#include "runtime/terminal/closest_name.h"
+#include "runtime/usage_error.h"
 #include "zerotune/build_info.h"
 
 namespace {
@@ -28,6 +35,27 @@ const zt::cli::Command* find_command(const std::string& name) {
   return nullptr;
 }
 
+std::string unknown_command_message(const std::string& name) {
+  std::vector<std::string> names;
+  for (const auto& command : zt::cli::registry()) names.push_back(command.name);
+  const std::optional<std::string> closest = zt::closest_name(name, names);
+  return "unknown command '" + name + "'" + (closest ? " (did you mean " + *closest + "?)" : "") +
+         "; run `zerotune --help` for the list";
+}
+
+// The last word on a std::filesystem error that no check of the user's paths caught: which
+// path and why, in place of the library's "filesystem error: ..." text.
+std::string path_error_message(const std::filesystem::filesystem_error& e) {
+  std::string paths = e.path1().string();
+  if (!e.path2().empty()) paths += " and " + e.path2().string();
+  return "cannot use " + paths + ": " + e.code().message();
+}
+
+int report(const zt::cli::Command& command, const std::string& message, int exit_code) {
+  std::cerr << "zerotune " << command.name << ": error: " << message << "\n";
+  return exit_code;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -42,16 +70,20 @@ int main(int argc, char** argv) {
   }
   const zt::cli::Command* command = find_command(args[0]);
   if (command == nullptr) {
-    std::cerr << "zerotune: error: unknown command '" << args[0] << "'; run `zerotune --help` for the list\n";
+    std::cerr << "zerotune: error: " << unknown_command_message(args[0]) << "\n";
     return zt::cli::kExitUsage;
   }
   try {
     return command->run(std::vector<std::string>(args.begin() + 1, args.end()));
+  } catch (const zt::UsageError& e) {
+    return report(*command, e.what(), zt::cli::kExitUsage);
   } catch (const zt::NoGpuError& e) {
-    std::cerr << "zerotune " << command->name << ": error: " << e.what() << "\n";
-    return zt::cli::kExitNoGpu;
+    return report(*command, e.what(), zt::cli::kExitNoGpu);
+  } catch (const std::filesystem::filesystem_error& e) {
+    return report(*command, path_error_message(e), zt::cli::kExitError);
+  } catch (const nlohmann::json::exception& e) {  // a JSON value of an unexpected kind no reader named
+    return report(*command, "unexpected JSON content: " + zt::json_error_detail(e), zt::cli::kExitError);
   } catch (const std::exception& e) {
-    std::cerr << "zerotune " << command->name << ": error: " << e.what() << "\n";
-    return zt::cli::kExitError;
+    return report(*command, e.what(), zt::cli::kExitError);
   }
 }

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/error.h"
+#include "runtime/json_text.h"
 
 namespace zt::cli {
 namespace {
@@ -87,12 +88,7 @@ std::vector<PromptInput> read_prompt_file(const std::string& path) {
   std::vector<PromptInput> prompts;
   const std::size_t first = text.find_first_not_of(" \t\r\n");
   if (first != std::string::npos && text[first] == '[') {
-    json array;
-    try {
-      array = json::parse(text);
-    } catch (const json::exception& e) {  // also out_of_range: a number like 1e400
-      fail(path + ": not valid JSON: " + e.what());
-    }
+    const json array = parse_json<json>(text, path);
     for (std::size_t i = 0; i < array.size(); ++i)
       prompts.push_back(prompt_of(array[i], path + " entry " + std::to_string(i + 1)));
     return prompts;
@@ -101,14 +97,8 @@ std::vector<PromptInput> read_prompt_file(const std::string& path) {
   std::string line;
   for (std::size_t number = 1; std::getline(lines, line); ++number) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    const std::string where = path + " line " + std::to_string(number);
-    json entry;
-    try {
-      entry = json::parse(line);
-    } catch (const json::exception& e) {  // also out_of_range: a number like 1e400
-      fail(where + ": not valid JSON: " + e.what());
-    }
-    prompts.push_back(prompt_of(entry, where));
+    const json entry = parse_json<json>(line, path, nullptr, number);
+    prompts.push_back(prompt_of(entry, path + " line " + std::to_string(number)));
   }
   ZT_REQUIRE(!prompts.empty(), path + " holds no prompts");
   return prompts;

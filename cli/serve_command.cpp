@@ -6,6 +6,7 @@
 #include "cli/command.h"
 #include "cli/generation_flags.h"
 #include "runtime/error.h"
+#include "runtime/usage_error.h"
 
 #if ZT_HAVE_HTTPLIB
 #include "serve/server.h"
@@ -42,7 +43,7 @@ serve::ServerOptions server_options(const Flags& flags, const infer::EngineOptio
   if (flags.count("--host")) options.host = flags.at("--host");
   if (flags.count("--port")) {
     const std::int64_t port = integer_flag("--port", flags.at("--port"));
-    ZT_REQUIRE(port >= 0 && port <= 65535, "--port must be from 0 to 65535, got " + flags.at("--port"));
+    ZT_REQUIRE_USAGE(port >= 0 && port <= 65535, "--port must be from 0 to 65535, got " + flags.at("--port"));
     options.port = static_cast<int>(port);
   }
   if (flags.count("--api_key")) options.api_key = flags.at("--api_key");
@@ -64,8 +65,8 @@ std::int64_t max_request_tokens(const Flags& flags, const models::CausalLM& mode
 }
 
 int serve_model(Flags& flags) {
-  ZT_REQUIRE(tensor_parallel_size(flags) == 1,
-             "serve runs the model on one device; --tp above 1 is not supported by serve yet");
+  ZT_REQUIRE_USAGE(tensor_parallel_size(flags) == 1,
+                   "serve runs the model on one device; --tp above 1 is not supported by serve yet");
   const std::string dir = flags.at("--model_name_or_path");
   const std::unique_ptr<models::Tokenizer> tokenizer = models::load_tokenizer(dir);
   const std::unique_ptr<models::ChatTemplate> chat_template = chat_template_from(flags, dir);
@@ -94,7 +95,11 @@ int serve_model(Flags&) {
 
 int run_serve(const std::vector<std::string>& args) {
   return run_generation_command(
-      args, "serve", {"--host", "--port", "--api_key", "--served_model_name", "--max_model_len"}, kUsage, serve_model);
+      args,
+      {.command = "serve",
+       .value_flags = {"--host", "--port", "--api_key", "--served_model_name", "--max_model_len"},
+       .integer_flags = {"--port", "--max_model_len"}},
+      kUsage, serve_model);
 }
 
 const Registration registration{{"serve", "serve a model over the OpenAI API (continuous batching)", run_serve}};

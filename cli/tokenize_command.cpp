@@ -1,26 +1,17 @@
 // `zerotune tokenize`: the model folder's tokenizer on stdin, one line at a time. Encoding
 // writes one JSON array of ids per input line; --decode reads such arrays and writes text.
 #include <iostream>
-#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
-#include "models/hub/resolve_model.h"
+#include "cli/flags.h"
 #include "runtime/error.h"
 #include "text/tokenizer/tokenizer.h"
 
 namespace zt::cli {
 namespace {
-
-struct TokenizeOptions {
-  std::string model_dir;
-  std::string revision = "main";
-  bool decode = false;
-  bool add_special_tokens = true;
-  bool skip_special_tokens = false;
-};
 
 const char* kUsage =
     "usage: zerotune tokenize --model_name_or_path DIR [--revision REV] [--decode]\n"
@@ -34,58 +25,10 @@ const char* kUsage =
     "DIR may be a hub id (Org/Name): its tokenizer files are read from the hub cache, or downloaded there\n"
     "(see --revision in `zerotune generate --help`).\n";
 
-// Reads a boolean flag at args[i]: a following "true"/"false" is its value, else it is true.
-bool boolean_flag(const std::vector<std::string>& args, std::size_t& i) {
-  if (i + 1 < args.size() && (args[i + 1] == "true" || args[i + 1] == "false")) return args[++i] == "true";
-  return true;
-}
-
-// Parses the options; returns an exit code when the command should stop right away.
-std::optional<int> parse(const std::vector<std::string>& args, TokenizeOptions& options) {
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    std::string arg = args[i];
-    std::optional<std::string> inline_value;
-    if (const std::size_t eq = arg.find('='); arg.starts_with("--") && eq != std::string::npos) {
-      inline_value = arg.substr(eq + 1);
-      arg = arg.substr(0, eq);
-    }
-    const bool takes_text = arg == "--model_name_or_path" || arg == "--revision";
-    if (inline_value && !takes_text && *inline_value != "true" && *inline_value != "false") {
-      std::cerr << "zerotune tokenize: error: " << arg << " takes true or false, got '" << *inline_value << "'\n";
-      return kExitUsage;
-    }
-    auto flag_value = [&] { return inline_value ? *inline_value == "true" : boolean_flag(args, i); };
-    if (arg == "--help" || arg == "-h") {
-      std::cout << kUsage;
-      return 0;
-    } else if (takes_text) {
-      std::string& value = arg == "--revision" ? options.revision : options.model_dir;
-      if (inline_value) {
-        value = *inline_value;
-      } else if (i + 1 < args.size()) {
-        value = args[++i];
-      } else {
-        std::cerr << "zerotune tokenize: error: " << arg
-                  << (arg == "--revision" ? " needs a branch, tag or commit\n" : " needs a folder\n") << kUsage;
-        return kExitUsage;
-      }
-    } else if (arg == "--decode") {
-      options.decode = flag_value();
-    } else if (arg == "--add_special_tokens") {
-      options.add_special_tokens = flag_value();
-    } else if (arg == "--skip_special_tokens") {
-      options.skip_special_tokens = flag_value();
-    } else {
-      std::cerr << "zerotune tokenize: error: unknown option '" << args[i] << "'\n" << kUsage;
-      return kExitUsage;
-    }
-  }
-  if (options.model_dir.empty()) {
-    std::cerr << "zerotune tokenize: error: --model_name_or_path is required\n" << kUsage;
-    return kExitUsage;
-  }
-  return std::nullopt;
-}
+const FlagSpec kFlagSpec{.command = "tokenize",
+                         .value_flags = {"--model_name_or_path", "--revision"},
+                         .bool_flags = {"--decode", "--add_special_tokens", "--skip_special_tokens"},
+                         .required = {"--model_name_or_path"}};
 
 std::vector<models::TokenId> parse_ids(const std::string& line) {
   nlohmann::json json;
@@ -103,24 +46,32 @@ std::vector<models::TokenId> parse_ids(const std::string& line) {
   return ids;
 }
 
-int run_tokenize(const std::vector<std::string>& args) {
-  TokenizeOptions options;
-  if (const std::optional<int> code = parse(args, options)) return *code;
-  const auto tokenizer = models::load_tokenizer(
-      models::hub::resolve_model_path(options.model_dir, options.revision, models::hub::kTokenizerOnly));
+// A boolean flag's value, or `fallback` when it is not given.
+bool flag_or(const Flags& flags, const std::string& name, bool fallback) {
+  return flags.count(name) ? flags.at(name) == "true" : fallback;
+}
+
+int tokenize(Flags& flags) {
+  const bool decode = flag_or(flags, "--decode", false);
+  const bool add_special_tokens = flag_or(flags, "--add_special_tokens", true);
+  const bool skip_special_tokens = flag_or(flags, "--skip_special_tokens", false);
+  resolve_model_flag(flags, models::hub::kTokenizerOnly);
+  const auto tokenizer = models::load_tokenizer(flags.at("--model_name_or_path"));
   std::string line;
   for (std::size_t number = 1; std::getline(std::cin, line); ++number) {
     try {
-      if (options.decode)
-        std::cout << tokenizer->decode(parse_ids(line), options.skip_special_tokens) << "\n";
+      if (decode)
+        std::cout << tokenizer->decode(parse_ids(line), skip_special_tokens) << "\n";
       else
-        std::cout << nlohmann::json(tokenizer->encode(line, options.add_special_tokens)).dump() << "\n";
+        std::cout << nlohmann::json(tokenizer->encode(line, add_special_tokens)).dump() << "\n";
     } catch (const Error& e) {
       zt::fail("stdin line " + std::to_string(number) + ": " + e.what());
     }
   }
   return 0;
 }
+
+int run_tokenize(const std::vector<std::string>& args) { return run_with_flags(args, kFlagSpec, kUsage, tokenize); }
 
 const Registration registration{
     {"tokenize", "encode text to token ids (or --decode ids) with a model's tokenizer", run_tokenize}};

@@ -19,8 +19,7 @@
 #include "runtime/rank.h"
 #include "text/chat_template/chat_template.h"
 #include "text/tokenizer/tokenizer.h"
-#include "train/args/dataset_selection.h"
-#include "train/args/output_dir_check.h"
+#include "train/args/preflight.h"
 #include "train/checkpoint/checkpoint.h"
 #include "train/data/sample_encoding.h"
 #include "train/finetuning.h"
@@ -110,12 +109,20 @@ std::string running_precision(const TrainingPlan& plan, Device device) {
   return std::string("fp32 (--") + precision_name(plan.precision) + " runs as fp32 on the CPU)";
 }
 
-// One rank's whole run on the model of `model_dir`: args.model_name_or_path as a local folder
-// (the hub cache's snapshot of a hub id), while args keeps the name as given, for
-// training_args.json and adapter_config.json to record as HF does; returns the signal that
-// stopped it early, or 0.
-int train_one_rank(const TrainingArguments& args, const std::string& model_dir, distributed::Communicator* comm,
+// What a run reads before its ranks start, once per process: the data check_before_loading
+// read, and the model as a local folder (the hub cache's snapshot of a hub id), while
+// args.model_name_or_path keeps the name as given, for training_args.json and
+// adapter_config.json to record as HF does.
+struct RunInputs {
+  SelectedData selected;
+  std::string model_dir;
+};
+
+// One rank's whole run; returns the signal that stopped it early, or 0.
+int train_one_rank(const TrainingArguments& args, const RunInputs& inputs, distributed::Communicator* comm,
                    int local_rank) {
+  const SelectedData& selected = inputs.selected;
+  const std::string& model_dir = inputs.model_dir;
   const Device device = resolve_device(args, local_rank);
   const int world = comm ? comm->world_size() : 1;
   if (device.is_cuda())
@@ -133,7 +140,6 @@ int train_one_rank(const TrainingArguments& args, const std::string& model_dir, 
       args.template_name.empty() ? models::chat_template_name_for_model(model_dir) : args.template_name;
   auto chat_template = models::make_chat_template(template_name);
   TrainerData data;
-  const SelectedData selected = select_data(args);
   data.train = encode_samples(selected.train, selected.train_source, *chat_template, *tokenizer, args).samples;
   if (selected.eval)
     data.eval = encode_samples(*selected.eval, selected.eval_source, *chat_template, *tokenizer, args).samples;
@@ -173,21 +179,22 @@ int train_one_rank(const TrainingArguments& args, const std::string& model_dir, 
 
 // A rank of several; under --zero_trace its collectives pass through a TracingCommunicator
 // writing output_dir/zero_trace_rank{R}.jsonl, timed from `run_start` (one for all in-process ranks).
-int train_rank_of_many(const TrainingArguments& args, const std::string& model_dir, distributed::Communicator& comm,
+int train_rank_of_many(const TrainingArguments& args, const RunInputs& inputs, distributed::Communicator& comm,
                        int local_rank, std::chrono::steady_clock::time_point run_start) {
-  if (!args.zero_trace) return train_one_rank(args, model_dir, &comm, local_rank);
+  if (!args.zero_trace) return train_one_rank(args, inputs, &comm, local_rank);
   const fs::path trace_path = fs::path(args.output_dir) / distributed::trace_file_name(comm.rank());
   distributed::TracingCommunicator traced(comm, trace_path.string(), run_start);
-  return train_one_rank(args, model_dir, &traced, local_rank);
+  return train_one_rank(args, inputs, &traced, local_rank);
 }
 
 }  // namespace
 
 int run_training_job(const TrainingArguments& args) {
-  check_output_dir(args);
-  // Once per process, before its ranks start: the ranks of a launcher's processes share the
-  // cache through its file locks, so one downloads while the others wait.
-  const std::string model_dir = models::hub::resolve_model_path(args.model_name_or_path, args.model_revision);
+  // The checks first, in seconds; then the model, downloaded once per process before its ranks
+  // start (the ranks of a launcher's processes share the hub cache through its file locks, so
+  // one downloads while the others wait).
+  RunInputs inputs{.selected = check_before_loading(args), .model_dir = {}};
+  inputs.model_dir = models::hub::resolve_model_path(args.model_name_or_path, args.model_revision);
   const ProcessRank rank = rank_from_environment();
   const auto timeout = std::chrono::seconds(args.ddp_timeout);
   const auto run_start = std::chrono::steady_clock::now();
@@ -196,7 +203,7 @@ int run_training_job(const TrainingArguments& args) {
                "--inprocess_ranks cannot be combined with a launcher's ranks (" + rank.launcher + ")");
     std::atomic<int> stopped_by{0};  // every rank stops after the same step, for the same signal
     auto one_rank = [&](distributed::Communicator& comm) {
-      if (const int signal = train_rank_of_many(args, model_dir, comm, 0, run_start)) stopped_by = signal;
+      if (const int signal = train_rank_of_many(args, inputs, comm, 0, run_start)) stopped_by = signal;
     };
     distributed::run_inprocess_ranks(static_cast<int>(args.inprocess_ranks), timeout, one_rank);
     return stopped_by;
@@ -207,7 +214,7 @@ int run_training_job(const TrainingArguments& args) {
     ZT_REQUIRE(!args.zero_trace,
                "--zero_trace traces the collectives between ranks, and this run has one rank; add "
                "--inprocess_ranks 2 to watch them on one machine");
-    return train_one_rank(args, model_dir, nullptr, rank.local_rank);
+    return train_one_rank(args, inputs, nullptr, rank.local_rank);
   }
   // Processes on GPUs reduce over NCCL; on the CPU, over Gloo's TCP transport.
   const bool on_cpu = runs_on_cpu(args);
@@ -222,7 +229,7 @@ int run_training_job(const TrainingArguments& args) {
   } else {
     report_world(*comm, rank.local_rank, rank.launcher);
   }
-  return train_rank_of_many(args, model_dir, *comm, rank.local_rank, run_start);
+  return train_rank_of_many(args, inputs, *comm, rank.local_rank, run_start);
 }
 
 }  // namespace zt::train

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -14,6 +15,7 @@
 #include <iostream>
 
 #include "runtime/error.h"
+#include "runtime/usage_error.h"
 
 namespace zt::distributed {
 namespace {
@@ -52,7 +54,7 @@ int parse_int(const std::string& flag, const std::string& value) {
     if (used == value.size()) return parsed;
   } catch (const std::exception&) {
   }
-  fail("zerotune launch: " + flag + " takes an integer, got '" + value + "'");
+  fail_usage(flag + " takes an integer, got '" + value + "'");
 }
 
 std::string own_executable() {
@@ -138,12 +140,20 @@ LaunchOptions parse_launch_arguments(const std::vector<std::string>& args) {
   std::size_t i = 0;
   for (; i < args.size() && args[i].rfind("--", 0) == 0; ++i) {
     std::string flag = args[i], value;
-    for (char& c : flag) c = c == '-' && &c > &flag[1] ? '_' : c;
-    if (auto eq = flag.find('='); eq != std::string::npos) {
+    const std::size_t eq = flag.find('=');
+    if (eq != std::string::npos) {
       value = flag.substr(eq + 1);
       flag.resize(eq);
-    } else {
-      ZT_REQUIRE(i + 1 < args.size(), "zerotune launch: " + args[i] + " needs a value");
+    }
+    for (char& c : flag) c = c == '-' && &c > &flag[1] ? '_' : c;  // torchrun takes --nproc-per-node too
+    static const std::vector<std::string> kFlags = {"--nproc_per_node", "--nnodes", "--node_rank", "--master_addr",
+                                                    "--master_port"};
+    if (std::find(kFlags.begin(), kFlags.end(), flag) == kFlags.end())
+      fail_usage("unknown option " + flag +
+                 "; accepted: --nproc_per_node --nnodes --node_rank "
+                 "--master_addr --master_port, then the command");
+    if (eq == std::string::npos) {
+      ZT_REQUIRE_USAGE(i + 1 < args.size(), args[i] + " needs a value");
       value = args[++i];
     }
     if (flag == "--nproc_per_node")
@@ -154,21 +164,16 @@ LaunchOptions parse_launch_arguments(const std::vector<std::string>& args) {
       options.node_rank = parse_int(flag, value);
     else if (flag == "--master_addr")
       options.master_addr = value;
-    else if (flag == "--master_port")
-      options.master_port = parse_int(flag, value);
     else
-      fail("zerotune launch: unknown option " + flag +
-           "; accepted: --nproc_per_node --nnodes --node_rank "
-           "--master_addr --master_port, then the command");
+      options.master_port = parse_int(flag, value);
   }
   options.command.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
-  ZT_REQUIRE(!options.command.empty(),
-             "zerotune launch: no command given, e.g. `zerotune launch "
-             "--nproc_per_node 8 zerotune train ...`");
-  ZT_REQUIRE(options.nproc_per_node >= 1 && options.nnodes >= 1 && options.node_rank >= 0 &&
-                 options.node_rank < options.nnodes,
-             "zerotune launch: need --nproc_per_node >= 1, --nnodes >= 1 and 0 <= --node_rank < --nnodes");
-  ZT_REQUIRE(options.master_port > 0 && options.master_port < 65536, "zerotune launch: --master_port must be 1..65535");
+  ZT_REQUIRE_USAGE(!options.command.empty(),
+                   "no command given, e.g. `zerotune launch --nproc_per_node 8 zerotune train ...`");
+  ZT_REQUIRE_USAGE(options.nproc_per_node >= 1 && options.nnodes >= 1 && options.node_rank >= 0 &&
+                       options.node_rank < options.nnodes,
+                   "need --nproc_per_node >= 1, --nnodes >= 1 and 0 <= --node_rank < --nnodes");
+  ZT_REQUIRE_USAGE(options.master_port > 0 && options.master_port < 65536, "--master_port must be 1..65535");
   if (options.command[0] == "zerotune") options.command[0] = own_executable();
   return options;
 }

@@ -22,7 +22,7 @@ struct LaunchOptions {
 };
 
 // torchrun's flag names (with - or _), then the command. "zerotune" as the command means
-// this very binary.
+// this very binary. A malformed command line throws zt::UsageError.
 LaunchOptions parse_launch_arguments(const std::vector<std::string>& args);
 
 // Runs the job; returns the exit status to exit with (0 when every rank succeeded).

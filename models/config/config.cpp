@@ -6,6 +6,7 @@
 
 #include "models/config/config_parsers.h"
 #include "runtime/error.h"
+#include "runtime/json_text.h"
 
 namespace zt::models {
 namespace {
@@ -71,11 +72,7 @@ nlohmann::ordered_json read_json_file(const std::string& path) {
 }
 
 nlohmann::ordered_json parse_json_text(std::string_view text, const std::string& source) {
-  try {
-    return nlohmann::ordered_json::parse(text);
-  } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for a number like 1e400
-    fail("'" + source + "' is not valid JSON: " + e.what());
-  }
+  return parse_json<nlohmann::ordered_json>(text, source);
 }
 
 ModelConfig parse_config(const nlohmann::ordered_json& json, const std::string& source) {

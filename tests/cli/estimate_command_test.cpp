@@ -69,8 +69,8 @@ TEST(EstimateCli, RefusesBadUsageByName) {
                                " --num_gpus 1 --gpu_memory 80");
   EXPECT_EQ(both.exit_code, 2) << both.output;
   const CliRun zero = zerotune("estimate --config " + qwen25_config() + " --num_gpus 0 --gpu_memory 80");
-  EXPECT_EQ(zero.exit_code, 1) << zero.output;
-  EXPECT_NE(zero.output.find("--num_gpus takes a positive integer, got '0'"), std::string::npos) << zero.output;
+  EXPECT_EQ(zero.exit_code, 2) << zero.output;
+  EXPECT_NE(zero.output.find("--num_gpus must be a positive whole number, got '0'"), std::string::npos) << zero.output;
   const CliRun missing =
       zerotune("estimate --config " + (test_root() / "absent.json").string() + " --num_gpus 1 --gpu_memory 80");
   EXPECT_EQ(missing.exit_code, 1) << missing.output;
@@ -120,8 +120,8 @@ TEST(EstimateCli, HostMemoryRulesOutOffloadThatNeedsMore) {
             std::string::npos)
       << run.output;
   const CliRun bad = zerotune("estimate --config " + kQwen7b + " --num_gpus 4 --gpu_memory 24 --host_memory lots");
-  EXPECT_EQ(bad.exit_code, 1) << bad.output;
-  EXPECT_NE(bad.output.find("--host_memory takes GiB"), std::string::npos) << bad.output;
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("--host_memory must be a number, got 'lots'"), std::string::npos) << bad.output;
 }
 
 // With neither --num_gpus nor --gpu_memory: the visible GPUs (one without any), and a column

@@ -127,12 +127,13 @@ TEST_F(EvaluateCli, ScoresPlainTextAsRunClmDoesWithoutAnAppendedEos) {
 TEST_F(EvaluateCli, RefusesBadFlagsByName) {
   const std::string base = "evaluate --device cpu --model_name_or_path " + kModel + " --validation_file " + kAlpaca;
   const CliRun overlong = zerotune(base + " --overlong_samples drop");
-  EXPECT_EQ(overlong.exit_code, 1) << overlong.output;
+  EXPECT_EQ(overlong.exit_code, 2) << overlong.output;
   EXPECT_NE(overlong.output.find("--overlong_samples takes truncate or skip, got 'drop'"), std::string::npos)
       << overlong.output;
   const CliRun length = zerotune(base + " --max_length 0");
-  EXPECT_EQ(length.exit_code, 1) << length.output;
-  EXPECT_NE(length.output.find("--max_length must be a positive integer"), std::string::npos) << length.output;
+  EXPECT_EQ(length.exit_code, 2) << length.output;
+  EXPECT_NE(length.output.find("--max_length must be a positive whole number, got '0'"), std::string::npos)
+      << length.output;
   const CliRun missing = zerotune("evaluate --device cpu --model_name_or_path " + kModel + " --validation_file " +
                                   (dir_ / "absent.json").string());
   EXPECT_EQ(missing.exit_code, 1) << missing.output;

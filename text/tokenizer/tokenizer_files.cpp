@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "runtime/error.h"
+#include "runtime/json_text.h"
 
 namespace zt::models {
 
@@ -22,11 +23,7 @@ nlohmann::json read_tokenizer_json(const std::string& path) {
 }
 
 nlohmann::json parse_tokenizer_json_text(std::string_view text, const std::string& source) {
-  try {
-    return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for a number like 1e400
-    zt::fail("'" + source + "' is not valid JSON: " + e.what());
-  }
+  return parse_json(text, source);
 }
 
 bool tokenizer_file_exists(const std::string& path) {

@@ -4,6 +4,8 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 
+#include "runtime/error.h"
+#include "text/chat_template/chat_template.h"
 #include "train/args/argument_table.h"
 
 namespace zt::train {
@@ -142,6 +144,13 @@ void check_combinations(const TrainingArguments& args, std::vector<std::string>&
           "--accelerator_config split_batches true is not supported: it makes per_device_train_batch_size the size "
           "of the whole batch; zerotune's is per device (divide it by the number of ranks)");
   check_optimizer_name(args.optim, errors);
+  if (!args.template_name.empty()) {
+    try {  // the templates are text/'s to know; an unknown name is still the arguments' mistake
+      models::make_chat_template(args.template_name);
+    } catch (const Error& e) {
+      errors.push_back(std::string("--template: ") + e.what());
+    }
+  }
 }
 
 }  // namespace

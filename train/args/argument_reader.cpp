@@ -4,6 +4,7 @@
 #include <cmath>
 #include <optional>
 
+#include "runtime/terminal/closest_name.h"
 #include "train/args/argument_table.h"
 #include "train/args/other_arguments.h"
 
@@ -12,34 +13,14 @@ namespace {
 
 using nlohmann::json;
 
-std::size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diagonal = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      std::size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
-}
-
 std::string unknown_flag_message(const std::string& name) {
-  std::string closest;
-  std::size_t best = name.size() / 3 + 2;  // beyond that a suggestion is noise
-  auto consider = [&](const std::string& candidate) {
-    std::size_t d = edit_distance(name, candidate);
-    if (d < best) best = d, closest = candidate;
-  };
-  for (const ArgumentSpec& spec : argument_table()) consider(spec.name);
+  std::vector<std::string> known;
+  for (const ArgumentSpec& spec : argument_table()) known.push_back(spec.name);
   for (const auto* table : {&transformers_other_arguments(), &llama_factory_other_arguments()})
-    for (const OtherArgument& other : *table) consider(other.name);
-  std::string msg = "unknown argument --" + name;
-  if (!closest.empty()) msg += " (did you mean --" + closest + "?)";
-  return msg + "; `zerotune train --help` lists the accepted ones";
+    for (const OtherArgument& other : *table) known.push_back(other.name);
+  const std::optional<std::string> closest = closest_name(name, known);
+  return "unknown argument --" + name + (closest ? " (did you mean --" + *closest + "?)" : "") +
+         "; `zerotune train --help` lists the accepted ones";
 }
 
 const ArgumentSpec* find_spec(const std::string& name) {
@@ -162,6 +143,10 @@ void ArgumentReader::read_flags(const std::vector<std::string>& tokens) {
       read_flag(name, value, tokens, i);
     } else if (is_override(token)) {
       read_flag(token.substr(0, eq), token.substr(eq + 1), tokens, i);
+    } else if (arguments_file_format(token)) {
+      errors_.push_back("unexpected argument '" + token +
+                        "': an arguments file comes first, before the flags that override it, and only one is "
+                        "read: zerotune train args.json|args.yaml [--name value | name=value ...]");
     } else {
       errors_.push_back("unexpected argument '" + token + "': arguments are --name value pairs");
     }

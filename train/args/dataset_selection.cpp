@@ -9,12 +9,20 @@
 #include <random>
 
 #include "runtime/error.h"
+#include "runtime/json_text.h"
+#include "runtime/user_paths.h"
 
 namespace zt::train {
 namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+
+// Whether `path` is a file; a path that cannot be looked at is not (the read says why).
+bool is_file(const fs::path& path) {
+  std::error_code error;
+  return fs::is_regular_file(path, error);
+}
 
 std::vector<std::string> split_list(const std::string& list) {
   std::vector<std::string> parts;
@@ -92,15 +100,18 @@ std::string entry_file(const std::string& name, const json& entry, const fs::pat
   check_layout(entry, formatting, "columns", where);
   check_layout(entry, formatting, "tags", where);
   const fs::path file = dataset_dir / entry["file_name"].get<std::string>();
-  ZT_REQUIRE(fs::is_regular_file(file),
+  ZT_REQUIRE(is_file(file),
              where + ": " + file.string() + " is not a file (zerotune reads one JSON or JSON Lines file per dataset)");
   return file.string();
 }
 
 json read_dataset_info(const fs::path& info) {
-  if (!fs::exists(info)) return json::object();
-  std::ifstream in(info);
-  json parsed = json::parse(in, nullptr, false);
+  std::error_code absent;
+  if (!fs::exists(info, absent)) return json::object();
+  require_readable_file(info.string(), "LLaMA-Factory's dataset list");
+  std::ifstream in(info, std::ios::binary);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  json parsed = parse_json(text, info.string());
   ZT_REQUIRE(parsed.is_object(), info.string() + " is not a JSON object of dataset names");
   return parsed;
 }
@@ -109,6 +120,7 @@ json read_dataset_info(const fs::path& info) {
 Dataset read_files(const std::vector<std::string>& files, const std::optional<std::int64_t>& max_samples) {
   Dataset all;
   for (std::size_t i = 0; i < files.size(); ++i) {
+    require_readable_file(files[i], "data file");
     Dataset data = load_dataset(files[i]);
     if (max_samples) {
       const auto keep = static_cast<std::size_t>(*max_samples);
@@ -147,7 +159,7 @@ Dataset subset(const Dataset& data, const std::vector<std::size_t>& indices) {
 }  // namespace
 
 std::vector<std::string> data_files(const std::string& list) {
-  if (fs::is_regular_file(list)) return {list};
+  if (is_file(list)) return {list};
   return split_list(list);
 }
 
@@ -158,9 +170,9 @@ std::vector<std::string> llama_factory_files(const std::string& names, const std
   for (const std::string& name : split_list(names)) {
     if (info.contains(name)) {
       files.push_back(entry_file(name, info[name], dataset_dir, info_path));
-    } else if (fs::is_regular_file(name)) {
+    } else if (is_file(name)) {
       files.push_back(name);
-    } else if (fs::is_regular_file(fs::path(dataset_dir) / name)) {
+    } else if (is_file(fs::path(dataset_dir) / name)) {
       files.push_back((fs::path(dataset_dir) / name).string());
     } else {
       std::vector<std::string> known;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "runtime/error.h"
+#include "runtime/user_paths.h"
 
 namespace zt::train {
 namespace {
@@ -98,6 +99,7 @@ void check_not_overwriting_inputs(const TrainingArguments& args) {
 }  // namespace
 
 void check_output_dir(const TrainingArguments& args) {
+  require_writable_folder(args.output_dir, "--output_dir");
   const fs::path out(args.output_dir);
   std::error_code ignored;
   const bool occupied = fs::is_directory(out, ignored) && !fs::is_empty(out, ignored);

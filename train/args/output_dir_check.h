@@ -1,8 +1,9 @@
-// What a training run's output folder may not be, checked before anything loads: occupied
-// without --overwrite_output_dir (or --resume_from_checkpoint), or a place where the run's
-// writes would replace something the user gave it: the model folder (or a folder inside it),
-// the checkpoint being resumed (or inside it), or a data file that has the name of a file the
-// run writes into output_dir or lies in one of its checkpoint-N folders.
+// What a training run's output folder may not be, checked before anything loads: a file, a
+// folder that cannot be written into (or created), occupied without --overwrite_output_dir (or
+// --resume_from_checkpoint), or a place where the run's writes would replace something the
+// user gave it: the model folder (or a folder inside it), the checkpoint being resumed (or
+// inside it), or a data file that has the name of a file the run writes into output_dir or
+// lies in one of its checkpoint-N folders.
 #pragma once
 
 #include "train/args/training_arguments.h"

@@ -5,8 +5,11 @@
 #include <sstream>
 
 #include "runtime/error.h"
+#include "runtime/json_text.h"
 #include "runtime/log.h"
 #include "runtime/rank.h"
+#include "runtime/usage_error.h"
+#include "runtime/user_paths.h"
 #include "train/args/argument_reader.h"
 #include "train/args/argument_table.h"
 #include "train/args/other_arguments.h"
@@ -79,12 +82,14 @@ void judge_other_arguments(TrainingArguments& args, std::vector<std::string>& er
   }
 }
 
+// The arguments are the command line's (or stand for it, in a file): their problems are usage
+// errors, all of them in one message.
 [[noreturn]] void report(const std::vector<std::string>& errors) {
   std::string message =
       errors.size() == 1 ? errors[0] : "the arguments have " + std::to_string(errors.size()) + " problems:";
   if (errors.size() > 1)
     for (const std::string& error : errors) message += "\n  " + error;
-  fail(message);
+  fail_usage(message);
 }
 
 // After reading: parse errors stop here; then implied settings, judgements and checks.
@@ -97,17 +102,8 @@ TrainingArguments finish(TrainingArguments args, std::vector<std::string> errors
   return args;
 }
 
-std::optional<ArgumentsFileFormat> file_format(const std::string& token) {
-  auto ends_with = [&](std::string_view tail) {
-    return token.size() > tail.size() && token.compare(token.size() - tail.size(), tail.size(), tail) == 0;
-  };
-  if (token.rfind("--", 0) == 0 || token.find('=') != std::string::npos) return std::nullopt;
-  if (ends_with(".json")) return ArgumentsFileFormat::kJson;
-  if (ends_with(".yaml") || ends_with(".yml")) return ArgumentsFileFormat::kYaml;
-  return std::nullopt;
-}
-
 std::string read_arguments_file(const std::string& path) {
+  require_readable_file(path, "the arguments file");
   std::ifstream in(path, std::ios::binary);
   ZT_REQUIRE(in, "cannot read the arguments file " + path + ": check the path");
   std::stringstream text;
@@ -123,6 +119,16 @@ void log_warnings(const TrainingArguments& args) {
 
 }  // namespace
 
+std::optional<ArgumentsFileFormat> arguments_file_format(const std::string& token) {
+  auto ends_with = [&](std::string_view tail) {
+    return token.size() > tail.size() && token.compare(token.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  if (token.rfind("--", 0) == 0 || token.find('=') != std::string::npos) return std::nullopt;
+  if (ends_with(".json")) return ArgumentsFileFormat::kJson;
+  if (ends_with(".yaml") || ends_with(".yml")) return ArgumentsFileFormat::kYaml;
+  return std::nullopt;
+}
+
 std::int64_t TrainingArguments::warmup_steps_for(std::int64_t total_steps) const {
   if (warmup_steps >= 1) return static_cast<std::int64_t>(warmup_steps);
   const double share = warmup_steps > 0 ? warmup_steps : warmup_ratio;
@@ -135,16 +141,12 @@ TrainingArguments parse_training_arguments_text(std::string_view text, Arguments
   if (format == ArgumentsFileFormat::kYaml) {
     object = parse_yaml(text, source);
   } else {
-    try {
-      // Deeper than any config needs: refused before anything walks it recursively.
-      const auto bounded = [&](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
-        ZT_REQUIRE(depth <= 64, source + " nests deeper than 64 levels");
-        return true;
-      };
-      object = nlohmann::json::parse(text, bounded);
-    } catch (const nlohmann::json::exception& e) {  // also out_of_range: a number like 1e400
-      fail(source + " is not valid JSON: " + e.what());
-    }
+    // Deeper than any config needs: refused before anything walks it recursively.
+    const auto bounded = [&](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
+      ZT_REQUIRE(depth <= 64, source + " nests deeper than 64 levels");
+      return true;
+    };
+    object = parse_json(text, source, bounded);
   }
   ZT_REQUIRE(object.is_object(), source + " must hold a " +
                                      (format == ArgumentsFileFormat::kYaml ? "map" : "JSON object") +
@@ -159,7 +161,7 @@ TrainingArguments parse_training_arguments_text(std::string_view text, Arguments
 
 TrainingArguments parse_training_arguments(const std::vector<std::string>& tokens) {
   TrainingArguments args;
-  if (auto format = tokens.empty() ? std::nullopt : file_format(tokens[0])) {
+  if (auto format = tokens.empty() ? std::nullopt : arguments_file_format(tokens[0])) {
     args = parse_training_arguments_text(read_arguments_file(tokens[0]), *format, tokens[0],
                                          std::vector<std::string>(tokens.begin() + 1, tokens.end()));
   } else {

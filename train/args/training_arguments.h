@@ -170,12 +170,17 @@ struct TrainingArguments {
 // Parses `zerotune train`'s arguments: flags (`--name value`, `--name=value`, `name=value`, and
 // for booleans `--name`, `--name true|false`), or an arguments file (.json, .yaml or .yml, as
 // HfArgumentParser and LLaMA-Factory read them) followed by any flags that override it.
-// Unknown names, bad values and conflicting arguments are errors that name them and say what
-// is accepted, all reported together. The warnings of accepted names without effect are
+// Unknown names, bad values and conflicting arguments are one zt::UsageError that names them
+// and says what is accepted, all reported together; a file that cannot be read or parsed is a
+// zt::Error. The warnings of accepted names without effect are
 // logged once, by rank 0.
 TrainingArguments parse_training_arguments(const std::vector<std::string>& args);
 
 enum class ArgumentsFileFormat { kJson, kYaml };
+
+// The format of an arguments file named `token` (.json, .yaml or .yml), or nullopt when the
+// token is no such name (a flag, a `name=value` override, anything else).
+std::optional<ArgumentsFileFormat> arguments_file_format(const std::string& token);
 
 // The arguments of a file's text (`source` names it in messages) and the flags after it. Pure:
 // reads no file and logs nothing (warnings are in the result), so it can be fuzzed.

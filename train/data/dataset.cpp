@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "runtime/error.h"
+#include "runtime/json_text.h"
 #include "train/data/chat_sample.h"
 
 namespace zt::train {
@@ -100,9 +101,7 @@ std::vector<std::pair<json, std::size_t>> read_json_lines(std::string_view text,
   std::string line;
   for (std::size_t number = 1; std::getline(in, line); ++number) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    json sample = json::parse(line, nullptr, false);
-    ZT_REQUIRE(!sample.is_discarded(), path + ": line " + std::to_string(number) + " is not valid JSON");
-    samples.emplace_back(std::move(sample), number);
+    samples.emplace_back(parse_json<json>(line, path, nullptr, number), number);
   }
   return samples;
 }
@@ -110,8 +109,7 @@ std::vector<std::pair<json, std::size_t>> read_json_lines(std::string_view text,
 std::vector<std::pair<json, std::size_t>> read_samples(std::string_view text, const std::string& path) {
   const std::size_t start = text.find_first_not_of(" \t\r\n");
   if (start == std::string_view::npos || text[start] != '[') return read_json_lines(text, path);
-  json array = json::parse(text, nullptr, false);
-  ZT_REQUIRE(!array.is_discarded(), path + " is not valid JSON (a JSON array of samples was expected)");
+  json array = parse_json<json>(text, path);
   std::vector<std::pair<json, std::size_t>> samples;
   for (json& sample : array) samples.emplace_back(std::move(sample), 0);
   return samples;

@@ -1,5 +1,6 @@
 #include "train/deepspeed/config_block.h"
 
+#include "runtime/terminal/closest_name.h"
 #include "train/deepspeed/config_value.h"
 
 namespace zt::train {
@@ -15,6 +16,7 @@ ConfigBlock::ConfigBlock(const nlohmann::json& node, std::string path, std::stri
 }
 
 const nlohmann::json* ConfigBlock::value_of(const std::string& key) const {
+  known_.insert(key);
   const auto it = node_.find(key);
   if (it == node_.end() || it->is_null()) return nullptr;
   if (kind_ == BlockKind::kModel && is_auto(*it)) return nullptr;
@@ -51,15 +53,38 @@ std::vector<std::string> ConfigBlock::unread() const {
   return keys;
 }
 
+std::optional<std::string> ConfigBlock::misspelled(const std::string& key) const {
+  std::vector<std::string> known(known_.begin(), known_.end());
+  known.insert(known.end(), used_.begin(), used_.end());
+  return closest_name(key, known);
+}
+
+std::string ConfigBlock::with_suggestion(const std::string& key) const {
+  const std::optional<std::string> known = misspelled(key);
+  return path_of(key) + (known ? " (did you mean " + path_of(*known) + "?)" : "");
+}
+
 void ConfigBlock::warn_unused(const std::string& reason, std::vector<std::string>& warnings) const {
-  for (const std::string& key : unread()) warnings.push_back(where(key) + " " + reason + "; ignored");
+  std::string misspellings;
+  std::size_t count = 0;
+  for (const std::string& key : unread()) {
+    if (misspelled(key))
+      misspellings += (count++ == 0 ? "" : ", ") + with_suggestion(key);
+    else
+      warnings.push_back(where(key) + " " + reason + "; ignored");
+  }
+  if (count == 0) return;
+  const bool one = count == 1;
+  fail(source_ + ": " + misspellings + (one ? " is not a DeepSpeed setting" : " are not DeepSpeed settings") +
+       "; ignoring " + (one ? "it" : "them") + " would run without what " + (one ? "it was" : "they were") +
+       " meant to set: correct the spelling");
 }
 
 void ConfigBlock::refuse_unknown(const std::string& owner) const {
   const std::vector<std::string> keys = unread();
   if (keys.empty()) return;
   std::string names;
-  for (const std::string& key : keys) names += (names.empty() ? "" : ", ") + path_of(key);
+  for (const std::string& key : keys) names += (names.empty() ? "" : ", ") + with_suggestion(key);
   const bool one = keys.size() == 1;
   fail(source_ + ": " + names + (one ? " is not a setting of " : " are not settings of ") + owner +
        "; DeepSpeed refuses " + (one ? "it" : "them") + " too: remove " + (one ? "it" : "them") +

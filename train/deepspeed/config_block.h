@@ -32,7 +32,8 @@ class ConfigBlock {
   ConfigBlock(const nlohmann::json& node, std::string path, std::string source, BlockKind kind);
 
   // The key's value as written, or null when it has none: absent, null, or an "auto" a model
-  // drops. Reading it this way does not count as a read.
+  // drops. Reading it this way does not count as a read, but makes the key one the block
+  // knows, which misspelled keys are compared with.
   const nlohmann::json* value_of(const std::string& key) const;
   bool has(const std::string& key) const { return value_of(key) != nullptr; }
 
@@ -101,10 +102,14 @@ class ConfigBlock {
       warnings.push_back(where(key) + " = " + value_of(key)->dump() + " " + reason + "; ignored");
   }
 
-  // One warning per key never read: "<key> <reason>; ignored".
+  // The keys never read, of a block whose unknown keys DeepSpeed does not refuse: one that is
+  // a likely misspelling of a key the block knows is an error naming both (ignoring it would
+  // run without what it was meant to set); any other gets one warning, "<key> <reason>;
+  // ignored".
   void warn_unused(const std::string& reason, std::vector<std::string>& warnings) const;
-  // One error naming every key never read, which DeepSpeed refuses too: `owner` is what they
-  // are not settings of ("DeepSpeed's fp16 block").
+  // One error naming every key never read, which DeepSpeed refuses too, each with the known
+  // key it most likely misspells: `owner` is what they are not settings of ("DeepSpeed's fp16
+  // block").
   void refuse_unknown(const std::string& owner) const;
 
   // "source: full.path.key", for messages.
@@ -113,6 +118,10 @@ class ConfigBlock {
 
  private:
   std::vector<std::string> unread() const;  // the keys never read
+  // The known key `key` most likely misspells: the nearest of those read or asked for (every
+  // reader asks for all the keys its block knows, present or not).
+  std::optional<std::string> misspelled(const std::string& key) const;
+  std::string with_suggestion(const std::string& key) const;  // "path.key (did you mean known?)"
   void refuse_unfilled_auto(const std::string& key, const nlohmann::json& value, const std::string& expected) const;
 
   template <typename T>
@@ -149,6 +158,7 @@ class ConfigBlock {
   std::string source_;
   BlockKind kind_;
   std::set<std::string> used_;
+  mutable std::set<std::string> known_;  // every key asked for
 };
 
 }  // namespace zt::train

@@ -6,6 +6,8 @@
 #include <sstream>
 
 #include "runtime/error.h"
+#include "runtime/json_text.h"
+#include "runtime/user_paths.h"
 #include "train/deepspeed/deepspeed_blocks.h"
 
 namespace zt::train {
@@ -72,9 +74,9 @@ std::optional<DType> read_communication_data_type(ConfigBlock& root) {
   return type == "fp32" ? DType::kF32 : type == "fp16" ? DType::kF16 : DType::kBF16;
 }
 
-// The config's JSON; a key given twice in one object is an error, as DeepSpeed makes it when
-// it reads a file, and nesting is bounded so that no input can exhaust the stack.
-nlohmann::json parse_json(std::string_view text, const std::string& source) {
+// The config's JSON object; a key given twice in one object is an error, as DeepSpeed makes it
+// when it reads a file, and nesting is bounded so that no input can exhaust the stack.
+nlohmann::json parse_json_object(std::string_view text, const std::string& source) {
   std::vector<std::pair<std::set<std::string>, std::string>> objects;  // keys seen, and the last one
   std::string duplicate;
   auto callback = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
@@ -91,15 +93,20 @@ nlohmann::json parse_json(std::string_view text, const std::string& source) {
     }
     return true;
   };
-  nlohmann::json ds;
-  try {
-    ds = nlohmann::json::parse(text.begin(), text.end(), callback);
-  } catch (const nlohmann::json::exception& e) {
-    fail(source + " is not valid JSON: " + e.what());
-  }
+  const nlohmann::json ds = parse_json(text, source, callback);
   ZT_REQUIRE(duplicate.empty(),
              source + ": " + duplicate + " is given twice; DeepSpeed refuses duplicate keys: keep one of them");
+  ZT_REQUIRE(ds.is_object(), source + " must hold a JSON object, got " + ds.dump());
   return ds;
+}
+
+bool is_inline(const std::string& path_or_json) {
+  const std::size_t first = path_or_json.find_first_not_of(" \t\r\n");
+  return first != std::string::npos && path_or_json[first] == '{';
+}
+
+std::string source_of(const std::string& path_or_json) {
+  return is_inline(path_or_json) ? "the deepspeed config in the arguments" : path_or_json;
 }
 
 }  // namespace
@@ -128,21 +135,25 @@ DeepSpeedConfig parse_deepspeed_config(const nlohmann::json& ds, int world_size,
 
 DeepSpeedConfig parse_deepspeed_text(std::string_view json_text, const AutoFillContext& context,
                                      const std::string& source) {
-  nlohmann::json ds = parse_json(json_text, source);
-  ZT_REQUIRE(ds.is_object(), source + " must hold a JSON object, got " + ds.dump());
+  nlohmann::json ds = parse_json_object(json_text, source);
   fill_hf_auto(ds, context, source);
   return parse_deepspeed_config(ds, context.world_size, source);
 }
 
-DeepSpeedConfig load_deepspeed_config(const std::string& path_or_json, const AutoFillContext& context) {
-  const std::size_t first = path_or_json.find_first_not_of(" \t\r\n");
-  if (first != std::string::npos && path_or_json[first] == '{')
-    return parse_deepspeed_text(path_or_json, context, "the deepspeed config in the arguments");
+nlohmann::json read_deepspeed_json(const std::string& path_or_json) {
+  if (is_inline(path_or_json)) return parse_json_object(path_or_json, source_of(path_or_json));
+  require_readable_file(path_or_json, "the DeepSpeed config (--deepspeed)");
   std::ifstream in(path_or_json);
   ZT_REQUIRE(in, "cannot read the DeepSpeed config " + path_or_json + " (--deepspeed): check the path");
   std::stringstream text;
   text << in.rdbuf();
-  return parse_deepspeed_text(text.str(), context, path_or_json);
+  return parse_json_object(text.str(), path_or_json);
+}
+
+DeepSpeedConfig load_deepspeed_config(const std::string& path_or_json, const AutoFillContext& context) {
+  nlohmann::json ds = read_deepspeed_json(path_or_json);
+  fill_hf_auto(ds, context, source_of(path_or_json));
+  return parse_deepspeed_config(ds, context.world_size, source_of(path_or_json));
 }
 
 }  // namespace zt::train

@@ -94,4 +94,9 @@ DeepSpeedConfig parse_deepspeed_text(std::string_view json_text, const AutoFillC
 // call "the deepspeed config in the arguments".
 DeepSpeedConfig load_deepspeed_config(const std::string& path_or_json, const AutoFillContext& context);
 
+// The JSON object of --deepspeed's value, read and parsed as load_deepspeed_config does, before
+// anything is filled or typed: what can be checked before the Trainer knows the data and the
+// model (a file that is missing or not valid JSON, a key given twice).
+nlohmann::json read_deepspeed_json(const std::string& path_or_json);
+
 }  // namespace zt::train

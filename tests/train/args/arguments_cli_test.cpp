@@ -45,7 +45,7 @@ TEST_F(ArgumentsCli, LlamaFactoryExampleTrains) {
 
 TEST_F(ArgumentsCli, UnsupportedOptionStopsTheRunWithTheReason) {
   const testing::CliRun run = testing::run_zerotune(llama_factory_run("quantization_bit=4"), dir_);
-  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_EQ(run.exit_code, 2) << run.output;  // the arguments are refused: bad usage
   EXPECT_NE(run.output.find("--quantization_bit 4: this is a LLaMA-Factory option zerotune does not support"),
             std::string::npos)
       << run.output;

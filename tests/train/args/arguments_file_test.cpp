@@ -6,6 +6,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "runtime/usage_error.h"
 #include "tests/common/op_test_util.h"
 #include "train/args/training_arguments.h"
 
@@ -21,8 +22,8 @@ TrainingArguments yaml(const std::string& text, const std::vector<std::string>& 
   return parse_training_arguments_text(text, ArgumentsFileFormat::kYaml, "args.yaml", overrides);
 }
 
-std::string yaml_error(const std::string& text) {
-  return testing::error_of([&] { yaml(text); });
+std::string yaml_error(const std::string& text, const std::vector<std::string>& overrides = {}) {
+  return testing::error_of([&] { yaml(text, overrides); });
 }
 
 std::string joined(const std::vector<std::string>& lines) {
@@ -67,14 +68,16 @@ TEST(ArgumentsFile, ErrorsNameTheFile) {
   EXPECT_NE(msg.find("args.yaml:2:"), std::string::npos) << msg;
   msg = testing::error_of(
       [] { parse_training_arguments_text("{\"bf16\": tru}", ArgumentsFileFormat::kJson, "args.json"); });
-  EXPECT_NE(msg.find("args.json is not valid JSON"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("args.json:1:13: not valid JSON: syntax error while parsing value - invalid literal"),
+            std::string::npos)
+      << msg;
   const std::string deep = "{\"deepspeed\": " + std::string(100, '[') + std::string(100, ']') + "}";
   msg = testing::error_of([&] { parse_training_arguments_text(deep, ArgumentsFileFormat::kJson, "args.json"); });
   EXPECT_NE(msg.find("args.json nests deeper than 64 levels"), std::string::npos) << msg;
   // A number beyond double's range is nlohmann's out_of_range, not a parse_error.
   msg = testing::error_of(
       [] { parse_training_arguments_text("{\"learning_rate\": 1e400}", ArgumentsFileFormat::kJson, "args.json"); });
-  EXPECT_NE(msg.find("args.json is not valid JSON"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("args.json: not valid JSON: number overflow"), std::string::npos) << msg;
 }
 
 TEST(ArgumentsFile, FlagsAfterTheFileOverrideIt) {
@@ -233,8 +236,41 @@ TEST(ArgumentsFile, FilesAreReadByTheirExtension) {
   std::ofstream(dir / "a.yml") << kBase << "seed: 7\n";
   EXPECT_EQ(parse_training_arguments({(dir / "a.yml").string(), "--seed", "8"}).seed, 8);
   const std::string msg = testing::error_of([&] { parse_training_arguments({(dir / "missing.yaml").string()}); });
-  EXPECT_NE(msg.find("cannot read the arguments file"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("the arguments file " + (dir / "missing.yaml").string() + " does not exist"), std::string::npos)
+      << msg;
   fs::remove_all(dir);
+}
+
+// `zerotune train args.json --max_steps 4`, `args.yaml learning_rate=1e-4`: the file's values,
+// and the flags after it winning, in both of the flag forms.
+TEST(ArgumentsFile, AFileOnDiskWithFlagsAfterIt) {
+  const fs::path dir = fs::temp_directory_path() / "zt_args_file_flags_test";
+  fs::create_directories(dir);
+  std::ofstream(dir / "args.json") << R"({"model_name_or_path": "m", "output_dir": "o", "train_file": "t.json",
+                                         "max_steps": 10, "learning_rate": 1e-3, "seed": 3})";
+  TrainingArguments args = parse_training_arguments({(dir / "args.json").string(), "--max_steps", "4"});
+  EXPECT_EQ(args.max_steps, 4);
+  EXPECT_EQ(args.learning_rate, 1e-3);
+  std::ofstream(dir / "args.yaml") << kBase << "learning_rate: 1.0e-3\nseed: 3\n";
+  args = parse_training_arguments({(dir / "args.yaml").string(), "--learning_rate", "1e-4", "seed=5"});
+  EXPECT_EQ(args.learning_rate, 1e-4);
+  EXPECT_EQ(args.seed, 5);
+  fs::remove_all(dir);
+}
+
+// The file comes first, as in HfArgumentParser and llamafactory-cli; elsewhere it is a usage
+// error that says so, rather than an "unexpected argument" alone.
+TEST(ArgumentsFile, AFileAfterTheFlagsIsAUsageErrorSayingWhereItGoes) {
+  const std::vector<std::string> misplaced = {"--max_steps", "4", "args.yaml"};
+  EXPECT_THROW(parse_training_arguments(misplaced), UsageError);
+  const std::string msg = testing::error_of([&] { parse_training_arguments(misplaced); });
+  EXPECT_NE(msg.find("unexpected argument 'args.yaml': an arguments file comes first, before the flags that "
+                     "override it, and only one is read"),
+            std::string::npos)
+      << msg;
+  const std::string second = yaml_error(std::string(kBase) + "seed: 1\n", {"other.json"});
+  EXPECT_NE(second.find("unexpected argument 'other.json': an arguments file comes first"), std::string::npos)
+      << second;
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "runtime/usage_error.h"
 #include "tests/common/op_test_util.h"
 #include "train/args/training_arguments.h"
 
@@ -97,6 +98,17 @@ TEST(TrainingArguments, BadValuesNameTheFlagAndWhatIsAccepted) {
   EXPECT_NE(msg.find("cuda:N"), std::string::npos) << msg;
   msg = error_for(with({"--output_dir"}));
   EXPECT_NE(msg.find("--output_dir needs a value"), std::string::npos) << msg;
+}
+
+// The arguments' problems are the command line's: a UsageError (exit code 2), the template's
+// name among them, checked with the rest before anything loads.
+TEST(TrainingArguments, ProblemsAreUsageErrorsTheTemplateNameIncluded) {
+  EXPECT_THROW(parse_training_arguments(with({"--learning_rate", "fast"})), UsageError);
+  EXPECT_THROW(parse_training_arguments({"--output_dir", "out"}), UsageError);
+  const std::string msg = error_for(with({"--template", "qwen4", "--warmup_ratio", "2"}));
+  testing::expect_mentions(msg, {"the arguments have 2 problems", "--template: unknown chat template 'qwen4'",
+                                 "accepted: qwen (alias qwen2.5), qwen2, qwen3"});
+  EXPECT_EQ(parse_training_arguments(with({"--template", "glm4"})).template_name, "glm4");
 }
 
 TEST(TrainingArguments, ConflictsAndMissingAreReportedTogether) {

@@ -98,7 +98,14 @@ TEST_F(DatasetFile, ErrorsNameTheFileSampleAndLine) {
 
   path = write("broken.jsonl", "{\"instruction\": \"x\", \"output\": \"y\"}\n{oops\n");
   msg = testing::error_of([&] { load_dataset(path); });
-  EXPECT_NE(msg.find("line 2 is not valid JSON"), std::string::npos) << msg;
+  EXPECT_NE(msg.find(path + ":2:2: not valid JSON: syntax error while parsing object key"), std::string::npos) << msg;
+
+  // A broken JSON array: the file, line and column of the fault, not nlohmann's raw text.
+  path = write("broken.json",
+               "[\n  {\"instruction\": \"a\", \"output\": \"b\"},\n  {\"instruction\": \"c\" \"output\": \"d\"}\n]\n");
+  msg = testing::error_of([&] { load_dataset(path); });
+  EXPECT_EQ(msg.rfind(path + ":3:30: not valid JSON: syntax error while parsing object", 0), 0u) << msg;
+  EXPECT_EQ(msg.find("json.exception"), std::string::npos) << msg;
 
   path =
       write("order.json", R"([{"conversations": [{"from": "gpt", "value": "a"}, {"from": "human", "value": "q"}]}])");

@@ -268,6 +268,25 @@ TEST(DeepSpeedConfig, KeysThatAskForWhatZerotuneDoesNotDoWarnOnce) {
   EXPECT_EQ(config.warnings.size(), 10u) << all_warnings(config);
 }
 
+// Ignoring a misspelt block (or key) would run without what it sets: it is refused with the
+// name it misspells. A key far from every known one is warned about, as DeepSpeed ignores it.
+TEST(DeepSpeedConfig, AMisspeltKeyIsRefusedWithTheNameItMisspells) {
+  auto error = [](const std::string& text) { return testing::error_of([&] { parsed(text); }); };
+  testing::expect_mentions(error(R"({"train_batch_size": 8, "zero_optimizaton": {"stage": 2}})"),
+                           {"ds.json: zero_optimizaton (did you mean zero_optimization?) is not a DeepSpeed setting",
+                            "correct the spelling"});
+  testing::expect_mentions(error(R"({"train_batch_size": 8, "optimzer": {"type": "AdamW"}, "gradient_cliping": 1})"),
+                           {"ds.json: gradient_cliping (did you mean gradient_clipping?), optimzer (did you mean "
+                            "optimizer?) are not DeepSpeed settings"});
+  testing::expect_mentions(error(R"({"train_batch_size": 8, "optimizer": {"type": "AdamW", "parms": {"lr": 1}}})"),
+                           {"ds.json: optimizer.parms (did you mean optimizer.params?)"});
+  testing::expect_mentions(
+      error(R"({"train_batch_size": 8, "optimizer": {"type": "AdamW", "params": {"weight_decy": 0.1}}})"),
+      {"ds.json: optimizer.params.weight_decy (did you mean optimizer.params.weight_decay?)"});
+  const DeepSpeedConfig config = parsed(R"({"train_batch_size": 8, "my_team_notes": "v2"})");
+  EXPECT_TRUE(has_warning(config, "ds.json: my_team_notes is not a DeepSpeed setting")) << all_warnings(config);
+}
+
 TEST(DeepSpeedConfig, WallClockBreakdownIsHonouredWithoutAWarning) {
   EXPECT_FALSE(parsed(R"({"train_batch_size": 8})").wall_clock_breakdown);
   const DeepSpeedConfig config = parsed(R"({"train_batch_size": 8, "wall_clock_breakdown": true})");
@@ -307,7 +326,7 @@ TEST(DeepSpeedConfig, TextAndArgumentsGiveTheConfigItself) {
                            {"the deepspeed config in the arguments: zero_optimization.stage must be 0, 1, 2 or 3"});
   EXPECT_EQ(msg.find("train_batch_size"), std::string::npos) << msg;  // the object is not echoed
   testing::expect_mentions(testing::error_of([&] { load_deepspeed_config("/no/such/ds.json", context); }),
-                           {"cannot read the DeepSpeed config /no/such/ds.json"});
+                           {"the DeepSpeed config (--deepspeed) /no/such/ds.json does not exist"});
 }
 
 TEST(DeepSpeedConfig, TextThatIsNotAConfigIsAClearError) {
@@ -316,13 +335,15 @@ TEST(DeepSpeedConfig, TextThatIsNotAConfigIsAClearError) {
   auto error = [&](const std::string& text) {
     return testing::error_of([&] { parse_deepspeed_text(text, context, "ds.json"); });
   };
-  testing::expect_mentions(error(R"({"train_batch_size": 8,)"), {"ds.json is not valid JSON"});
+  testing::expect_mentions(error("{\"train_batch_size\": 8,\n  \"zero_optimization\": {\"stage\": 2,}}"),
+                           {"ds.json:2:36: not valid JSON: syntax error while parsing object key"});
   testing::expect_mentions(error("[1, 2]"), {"ds.json must hold a JSON object"});
   testing::expect_mentions(error(R"({"train_batch_size": 8, "zero_optimization": {"stage": 1, "stage": 2}})"),
                            {"ds.json: zero_optimization.stage is given twice"});
   testing::expect_mentions(error(R"({"train_batch_size": 8, "fp16": true})"), {"ds.json: fp16 must be a JSON object"});
   testing::expect_mentions(error(std::string(100, '[') + std::string(100, ']')), {"nests deeper than"});
-  testing::expect_mentions(error(R"({"train_batch_size": 1e999})"), {"ds.json is not valid JSON"});
+  testing::expect_mentions(error(R"({"train_batch_size": 1e999})"),
+                           {"ds.json: not valid JSON: number overflow parsing '1e999'"});
 }
 
 }  // namespace

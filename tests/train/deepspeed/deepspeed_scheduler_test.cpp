@@ -52,7 +52,8 @@ TEST(DeepSpeedScheduler, EachTypeTakesItsOwnParameters) {
       scheduler_error(R"({"type": "WarmupCosineLR", "params": {"total_num_steps": 100, "warmup_max_lr": 1e-3}})"),
       {"ds.json: scheduler.params.warmup_max_lr is not a setting of WarmupCosineLR", "cos_min_ratio"});
   testing::expect_mentions(scheduler_error(R"({"type": "WarmupLR", "params": {"warmup_num_step": 10}})"),
-                           {"warmup_num_step is not a setting of WarmupLR"});
+                           {"warmup_num_step (did you mean scheduler.params.warmup_num_steps?) is not a setting "
+                            "of WarmupLR"});
   testing::expect_mentions(scheduler_error(R"({"type": "WarmupDecayLR", "params": {}})"),
                            {"total_num_steps is required by WarmupDecayLR"});
   testing::expect_mentions(scheduler_error(R"({"type": "WarmupLR", "params": {"warmup_num_steps": -1}})"),

@@ -130,12 +130,19 @@ TEST(DeepSpeedZero, OffloadBlocks) {
                                                                                               << zero_error(bad);
 }
 
-// DeepSpeedConfigModel forbids extra keys: a misspelt one is refused by name.
+// DeepSpeedConfigModel forbids extra keys: a misspelt one is refused by name, with the name it
+// misspells.
 TEST(DeepSpeedZero, UnknownKeysAreRefusedByName) {
-  testing::expect_mentions(zero_error(R"({"stage": 3, "stage3_prefetch_bucket": 5, "mystery_knob": 1})"),
-                           {"ds.json: zero_optimization.mystery_knob, zero_optimization.stage3_prefetch_bucket are "
-                            "not settings of DeepSpeed's zero_optimization block",
-                            "check the spelling"});
+  testing::expect_mentions(
+      zero_error(R"({"stage": 3, "stage3_prefetch_bucket": 5, "mystery_knob": 1})"),
+      {"ds.json: zero_optimization.mystery_knob, zero_optimization.stage3_prefetch_bucket (did you mean "
+       "zero_optimization.stage3_prefetch_bucket_size?) are not settings of DeepSpeed's zero_optimization block",
+       "check the spelling"});
+  testing::expect_mentions(zero_error(R"({"stage": 2, "offload_optimzer": {"device": "cpu"}})"),
+                           {"zero_optimization.offload_optimzer (did you mean zero_optimization.offload_optimizer?)"});
+  testing::expect_mentions(zero_error(R"({"stage": 2, "offload_optimizer": {"device": "cpu", "pin_memroy": true}})"),
+                           {"zero_optimization.offload_optimizer.pin_memroy (did you mean "
+                            "zero_optimization.offload_optimizer.pin_memory?)"});
 }
 
 TEST(DeepSpeedZero, FeaturesZerotuneDoesNotHaveWarnOnlyWhenOn) {
