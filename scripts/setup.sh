@@ -13,7 +13,7 @@ ZT_PACKAGES=(cmake ninja-build ccache g++ pkg-config nlohmann-json3-dev libsente
 
 # Minutes a first build takes on 2 cores with nothing in ccache, measured with
 # CCACHE_DISABLE=1 in a fresh folder, kernels as compute_80 PTX (README, Install).
-declare -A ZT_FIRST_BUILD_MINUTES=([zerotune]=18 [all]=45)
+declare -A ZT_FIRST_BUILD_MINUTES=([zerotune]=12 [all]=45)
 
 install_missing_packages() {
   local missing=()
