@@ -16,7 +16,7 @@ command -v npm >/dev/null || ZT_PACKAGES+=(npm)
 
 # Minutes a first build takes on 2 cores with nothing in ccache, measured with
 # CCACHE_DISABLE=1 in a fresh folder, kernels as compute_80 PTX (README, Install).
-declare -A ZT_FIRST_BUILD_MINUTES=([zerotune]=18 [all]=45)
+declare -A ZT_FIRST_BUILD_MINUTES=([zerotune]=12 [all]=45)
 
 install_missing_packages() {
   local missing=()

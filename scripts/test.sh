@@ -24,7 +24,11 @@ ctest --test-dir "$ZT_BUILD_DIR" --output-on-failure -j "$(nproc)" --timeout 600
 echo
 summary_status=0
 summary=$(python3 "$ZT_ROOT/scripts/test_summary.py" "$junit") || summary_status=$?
-[ "$ctest_status" -ne 0 ] && [ "$summary_status" -eq 0 ] && failed_steps+=("ctest (exit status $ctest_status)")
+[ -n "$summary" ] || summary="tests: no results (scripts/test_summary.py exited with status $summary_status)"
+# ctest failing with no failed test counted (killed, or no report): its status says more.
+if [ "$ctest_status" -ne 0 ] && ! [[ "$summary" =~ ,\ [1-9][0-9]*\ failed ]]; then
+  failed_steps+=("ctest (exit status $ctest_status)")
+fi
 if [ ${#failed_steps[@]} -gt 0 ]; then
   joined=$(printf '%s, ' "${failed_steps[@]}")
   summary+="; also failed: ${joined%, } (see above)"
