@@ -31,7 +31,6 @@ models::GenerationOptions sampling_options(const SamplingFields& fields, models:
     static thread_local std::mt19937_64 seeds{std::random_device{}()};
     options.seed = seeds();
   }
-  options.min_new_tokens = 0;
   return options;
 }
 
@@ -54,6 +53,8 @@ infer::GenerationRequest engine_request(const ApiRequest& request, const ServedM
   models::GenerationOptions options = sampling_options(request.sampling, model.defaults);
   const std::int64_t default_tokens = model.limits_new_tokens ? std::min(room, model.defaults.max_new_tokens) : room;
   options.max_new_tokens = request.sampling.max_tokens.value_or(default_tokens);
+  options.min_new_tokens = std::min(request.sampling.min_tokens, options.max_new_tokens);
+  if (request.sampling.ignore_eos) options.eos_token_ids.clear();  // max_tokens or a stop string ends it
   return {std::move(prompt), options};
 }
 

@@ -98,6 +98,11 @@ void read_common(const json& body, ApiRequest& request) {
   if (s.top_p && *s.top_p == 0) throw invalid_request("'top_p' must be greater than 0", "top_p");
   if (const json* v = field(body, "seed")) s.seed = static_cast<std::uint64_t>(integer_field(*v, "seed"));
   if (const json* v = field(body, "stop")) s.stop = stop_field(*v);
+  if (const json* v = field(body, "min_tokens")) s.min_tokens = integer_field(*v, "min_tokens");
+  if (s.min_tokens < 0) throw invalid_request("'min_tokens' must be at least 0", "min_tokens");
+  if (s.max_tokens && s.min_tokens > *s.max_tokens)
+    throw invalid_request("'min_tokens' must not be greater than 'max_tokens'", "min_tokens");
+  if (const json* v = field(body, "ignore_eos")) s.ignore_eos = bool_field(*v, "ignore_eos");
   if (const json* v = field(body, "stream")) request.stream = bool_field(*v, "stream");
   if (const json* v = field(body, "stream_options")) {
     if (!v->is_object()) throw invalid_request("'stream_options' must be an object", "stream_options");

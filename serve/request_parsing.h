@@ -20,6 +20,10 @@ struct SamplingFields {
   std::optional<double> top_p;
   std::optional<std::uint64_t> seed;
   std::vector<std::string> stop;
+  // vLLM's extensions, which its benchmarks send: no end of sequence before min_tokens new
+  // tokens, or (ignore_eos) none at all: only max_tokens or a stop string ends the answer.
+  std::int64_t min_tokens = 0;
+  bool ignore_eos = false;
 };
 
 struct ApiRequest {

@@ -43,6 +43,13 @@ TEST(RequestParsing, ReadsOpenAisFields) {
   EXPECT_EQ(completion.sampling.stop, (std::vector<std::string>{"x", "y"}));
   EXPECT_FALSE(completion.sampling.temperature);
   EXPECT_FALSE(completion.stream);
+  EXPECT_EQ(completion.sampling.min_tokens, 0);
+  EXPECT_FALSE(completion.sampling.ignore_eos);
+
+  const ApiRequest extended =
+      parse_completion_request(R"({"prompt": "a", "max_tokens": 9, "min_tokens": 4, "ignore_eos": true})");
+  EXPECT_EQ(extended.sampling.min_tokens, 4);
+  EXPECT_TRUE(extended.sampling.ignore_eos);
 }
 
 TEST(RequestParsing, BadFieldsAreRefusedByName) {
@@ -55,6 +62,9 @@ TEST(RequestParsing, BadFieldsAreRefusedByName) {
   EXPECT_EQ(refused_param("{" + messages + ", \"n\": \"1\"}"), "n");
   EXPECT_EQ(refused_param("{" + messages + ", \"logprobs\": true}"), "logprobs");
   EXPECT_EQ(refused_param("{" + messages + ", \"presence_penalty\": 0.5}"), "presence_penalty");
+  EXPECT_EQ(refused_param("{" + messages + ", \"min_tokens\": -1}"), "min_tokens");
+  EXPECT_EQ(refused_param("{" + messages + ", \"max_tokens\": 2, \"min_tokens\": 3}"), "min_tokens");
+  EXPECT_EQ(refused_param("{" + messages + ", \"ignore_eos\": 1}"), "ignore_eos");
   EXPECT_EQ(refused_param(R"({"messages": []})"), "messages");
   EXPECT_EQ(refused_param(R"({"messages": [{"content": "hi"}]})"), "messages[0].role");
   EXPECT_EQ(refused_param(R"({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]})"),

@@ -223,6 +223,31 @@ TEST_F(Serve, GreedyChatAndCompletionEqualGenerateWholeAndStreamed) {
   EXPECT_EQ(stream(client, "/v1/completions", body).text, expected_text["output"]);
 }
 
+// vLLM's min_tokens and ignore_eos (what its benchmarks send): an answer that ends by itself
+// goes on to the tokens asked for. The tiny model's near-even draws at temperature 2 pick one
+// of its two eos ids within 60 tokens for some seed; the test takes the first such seed.
+TEST_F(Serve, MinTokensAndIgnoreEosKeepTheAnswerGoing) {
+  httplib::Client client = server_->client();
+  json body = {{"prompt", "a b c"}, {"max_tokens", 60}, {"temperature", 2}};
+  std::int64_t natural_tokens = 0;
+  for (int seed = 0; seed < 200 && natural_tokens == 0; ++seed) {
+    body["seed"] = seed;
+    const json answer = post(client, "/v1/completions", body);
+    if (answer["choices"][0]["finish_reason"] == "stop") natural_tokens = answer["usage"]["completion_tokens"];
+  }
+  ASSERT_GT(natural_tokens, 0) << "no seed of 200 ended before 60 tokens";
+
+  json at_least = body;
+  at_least["min_tokens"] = natural_tokens + 1;
+  EXPECT_GT(post(client, "/v1/completions", at_least)["usage"]["completion_tokens"], natural_tokens);
+
+  json no_eos = body;
+  no_eos["ignore_eos"] = true;
+  const json full = post(client, "/v1/completions", no_eos);
+  EXPECT_EQ(full["usage"]["completion_tokens"], 60);
+  EXPECT_EQ(full["choices"][0]["finish_reason"], "length");
+}
+
 TEST_F(Serve, StopStringsCutTheAnswerBeforeThem) {
   httplib::Client client = server_->client();
   const json body = {{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"max_tokens", 12}, {"temperature", 0}};
