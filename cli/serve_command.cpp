@@ -1,6 +1,7 @@
 // `zerotune serve`: the model behind an OpenAI-compatible HTTP API (serve/), every request
 // joining one continuously batched engine. Built only with cpp-httplib; without it the
 // command says so.
+#include <csignal>
 #include <filesystem>
 
 #include "cli/command.h"
@@ -9,6 +10,8 @@
 #include "runtime/usage_error.h"
 
 #if ZT_HAVE_HTTPLIB
+#include "infer/tensor_parallel_engine.h"
+#include "infer/tensor_parallel_ranks.h"
 #include "serve/server.h"
 #endif
 
@@ -18,7 +21,7 @@ namespace {
 constexpr const char* kUsage =
     "usage: zerotune serve --model_name_or_path DIR [--host 127.0.0.1] [--port 8000] [--api_key KEY]\n"
     "                      [--served_model_name NAME] [--adapter_name_or_path ADAPTER] [--ptuning_checkpoint DIR]\n"
-    "                      [--device cpu|cuda|cuda:N] [--dtype D] [--max_batch N] [sampling flags below]\n\n"
+    "                      [--device cpu|cuda|cuda:N] [--dtype D] [--max_batch N] [--tp N] [sampling flags below]\n\n"
     "Serves the model over the OpenAI API: POST /v1/chat/completions, POST /v1/completions (both\n"
     "streaming with \"stream\": true), GET /v1/models, GET /health. Ctrl-C stops accepting, answers\n"
     "the requests in flight and exits. See docs/SERVE.md.\n"
@@ -64,22 +67,58 @@ std::int64_t max_request_tokens(const Flags& flags, const models::CausalLM& mode
   return limit;
 }
 
+// What every rank's model is served with: the tokenizer and chat template rank 0 uses.
+struct ServedFiles {
+  std::string dir;
+  std::unique_ptr<models::Tokenizer> tokenizer;
+  std::unique_ptr<models::ChatTemplate> chat_template;
+};
+
+// The HTTP server over `engine` until SIGINT or SIGTERM drains it.
+void serve_with(const Flags& flags, const ServedFiles& files, const models::CausalLM& model, serve::EngineLoop& engine,
+                const infer::EngineOptions& engine_options) {
+  serve::ServedModel served{
+      .name = served_model_name(flags),
+      .tokenizer = files.tokenizer.get(),
+      .chat_template = files.chat_template.get(),
+      .defaults = generation_options_from(flags, files.dir, model, *files.tokenizer, files.chat_template.get()),
+      .limits_new_tokens = flags.count("--max_new_tokens") > 0,
+      .max_request_tokens = engine.max_request_tokens() - engine.first_position()};
+  serve::run_server(served, engine, server_options(flags, engine_options));
+}
+
+// --tp N: rank 0 serves HTTP over its engine loop; every other rank follows its steps.
+void serve_on_rank(const Flags& flags, const ServedFiles& files, infer::TensorParallelRank& rank) {
+  const infer::PartialSumsOverRanks partial_sums(rank.shard, rank.comm);
+  const infer::EngineOptions engine_options = engine_options_from(flags);
+  const serve::LoopRanks ranks{.comm = &rank.comm, .ranks_per_device = rank.ranks_per_device};
+  const std::int64_t limit = max_request_tokens(flags, rank.shard);
+  if (rank.comm.rank() != 0) {
+    // Rank 0 drains on Ctrl-C or SIGTERM and then ends every rank (a launcher forwards the
+    // signal to every process).
+    if (infer::launched_as_ranks()) {
+      std::signal(SIGINT, SIG_IGN);
+      std::signal(SIGTERM, SIG_IGN);
+    }
+    serve::follow_engine_loop(rank.shard, engine_options, limit, ranks);
+    return;
+  }
+  serve::EngineLoop engine(rank.shard, engine_options, limit, ranks);
+  serve_with(flags, files, rank.shard, engine, engine_options);
+}
+
 int serve_model(Flags& flags) {
-  ZT_REQUIRE_USAGE(tensor_parallel_size(flags) == 1,
-                   "serve runs the model on one device; --tp above 1 is not supported by serve yet");
-  const std::string dir = flags.at("--model_name_or_path");
-  const std::unique_ptr<models::Tokenizer> tokenizer = models::load_tokenizer(dir);
-  const std::unique_ptr<models::ChatTemplate> chat_template = chat_template_from(flags, dir);
+  ServedFiles files{.dir = flags.at("--model_name_or_path"), .tokenizer = {}, .chat_template = {}};
+  files.tokenizer = models::load_tokenizer(files.dir);
+  files.chat_template = chat_template_from(flags, files.dir);
+  if (tensor_parallel_size(flags) > 1) {
+    run_tensor_parallel_from_flags(flags, [&](infer::TensorParallelRank& rank) { serve_on_rank(flags, files, rank); });
+    return 0;
+  }
   const models::CausalLM model = load_generation_model(flags);
   const infer::EngineOptions engine_options = engine_options_from(flags);
   serve::EngineLoop engine(model, engine_options, max_request_tokens(flags, model));
-  serve::ServedModel served{.name = served_model_name(flags),
-                            .tokenizer = tokenizer.get(),
-                            .chat_template = chat_template.get(),
-                            .defaults = generation_options_from(flags, dir, model, *tokenizer, chat_template.get()),
-                            .limits_new_tokens = flags.count("--max_new_tokens") > 0,
-                            .max_request_tokens = engine.max_request_tokens() - engine.first_position()};
-  serve::run_server(served, engine, server_options(flags, engine_options));
+  serve_with(flags, files, model, engine, engine_options);
   return 0;
 }
 

@@ -27,6 +27,19 @@ std::int64_t broadcast_integer(Communicator& comm, std::int64_t value, int root,
   return broadcast_integers(comm, {value}, root, device)[0];
 }
 
+std::string broadcast_text(Communicator& comm, const std::string& text, int root, Device device) {
+  const auto length = static_cast<std::size_t>(
+      broadcast_integer(comm, comm.rank() == root ? static_cast<std::int64_t>(text.size()) : 0, root, device));
+  std::vector<std::int64_t> words((length + 3) / 4, 0);
+  if (comm.rank() == root)
+    for (std::size_t i = 0; i < length; ++i)
+      words[i / 4] |= static_cast<std::int64_t>(static_cast<unsigned char>(text[i])) << (8 * (i % 4));
+  words = broadcast_integers(comm, words, root, device);
+  std::string received(length, '\0');
+  for (std::size_t i = 0; i < length; ++i) received[i] = static_cast<char>((words[i / 4] >> (8 * (i % 4))) & 0xff);
+  return received;
+}
+
 std::int64_t max_over_ranks(Communicator& comm, std::int64_t value, Device device) {
   const Tensor buffer = on_device({value}, device);
   comm.all_reduce(buffer, ReduceOp::kMax);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "distributed/communicator.h"
@@ -15,6 +16,10 @@ namespace zt::distributed {
 std::vector<std::int64_t> broadcast_integers(Communicator& comm, const std::vector<std::int64_t>& values, int root,
                                              Device device);
 std::int64_t broadcast_integer(Communicator& comm, std::int64_t value, int root, Device device);
+
+// Root's `text` on every rank (what the others pass is ignored), exactly: sent as 32-bit
+// words, which any communicator carries unchanged.
+std::string broadcast_text(Communicator& comm, const std::string& text, int root, Device device);
 
 std::int64_t max_over_ranks(Communicator& comm, std::int64_t value, Device device);
 std::int64_t min_over_ranks(Communicator& comm, std::int64_t value, Device device);

@@ -29,14 +29,17 @@ std::int64_t fingerprint(const std::vector<std::vector<std::int64_t>>& results) 
 
 }  // namespace
 
-TensorParallelEngine::TensorParallelEngine(models::CausalLM& shard, distributed::Communicator& comm,
-                                           TensorParallelOptions options)
-    : shard_(shard), comm_(comm), options_(options) {
-  ZT_REQUIRE(options_.ranks_per_device >= 1, "tensor parallelism: ranks_per_device must be at least 1");
+PartialSumsOverRanks::PartialSumsOverRanks(models::CausalLM& shard, distributed::Communicator& comm) : shard_(shard) {
   shard_.set_partial_sum_reducer([&comm](const Tensor& partial) { comm.all_reduce(partial, ReduceOp::kSum); });
 }
 
-TensorParallelEngine::~TensorParallelEngine() { shard_.set_partial_sum_reducer({}); }
+PartialSumsOverRanks::~PartialSumsOverRanks() { shard_.set_partial_sum_reducer({}); }
+
+TensorParallelEngine::TensorParallelEngine(models::CausalLM& shard, distributed::Communicator& comm,
+                                           TensorParallelOptions options)
+    : shard_(shard), comm_(comm), options_(options), partial_sums_(shard, comm) {
+  ZT_REQUIRE(options_.ranks_per_device >= 1, "tensor parallelism: ranks_per_device must be at least 1");
+}
 
 std::vector<std::vector<std::int64_t>> TensorParallelEngine::run(const std::vector<GenerationRequest>& requests,
                                                                  const TokenSink& sink,

@@ -13,6 +13,19 @@
 
 namespace zt::infer {
 
+// While it lives, `shard`'s partial outputs (after attention and after the MLP) are summed
+// over `comm` in place: what makes a shard compute the whole model's activations.
+class PartialSumsOverRanks {
+ public:
+  PartialSumsOverRanks(models::CausalLM& shard, distributed::Communicator& comm);
+  ~PartialSumsOverRanks();
+  PartialSumsOverRanks(const PartialSumsOverRanks&) = delete;
+  PartialSumsOverRanks& operator=(const PartialSumsOverRanks&) = delete;
+
+ private:
+  models::CausalLM& shard_;
+};
+
 struct TensorParallelOptions {
   EngineOptions engine;
   // Ranks whose shards share one GPU (in-process ranks); each sizes its cache to its part
@@ -25,7 +38,6 @@ class TensorParallelEngine {
   // Makes `shard` sum its partial outputs over `comm` (an all-reduce in place) for as long
   // as the engine lives. Both must outlive the engine.
   TensorParallelEngine(models::CausalLM& shard, distributed::Communicator& comm, TensorParallelOptions options = {});
-  ~TensorParallelEngine();
   TensorParallelEngine(const TensorParallelEngine&) = delete;
   TensorParallelEngine& operator=(const TensorParallelEngine&) = delete;
 
@@ -43,6 +55,7 @@ class TensorParallelEngine {
   models::CausalLM& shard_;
   distributed::Communicator& comm_;
   TensorParallelOptions options_;
+  PartialSumsOverRanks partial_sums_;
 };
 
 }  // namespace zt::infer

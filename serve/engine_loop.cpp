@@ -1,7 +1,9 @@
 #include "serve/engine_loop.h"
 
 #include <algorithm>
+#include <chrono>
 
+#include "distributed/integer_collectives.h"
 #include "runtime/device.h"
 #include "runtime/error.h"
 #include "runtime/log.h"
@@ -33,29 +35,58 @@ void TokenQueue::finish(std::string error) {
 
 namespace {
 
+// While idle, rank 0 sends an empty plan this often: the other ranks wait for plans inside a
+// collective, which fails after the communicator's timeout.
+constexpr std::chrono::seconds kKeepAliveInterval{5};
+
 // The cache: options.cache_blocks, else room for max_batch requests of the longest length,
-// on a GPU no more than 90% of its free memory; never less than one longest request.
+// on a GPU no more than 90% of its free memory (under --tp, this rank's share of it, and then
+// the least over the ranks, whose batches must admit the same sequences); never less than
+// one longest request.
 std::int64_t cache_blocks_for(const models::CausalLM& model, const infer::EngineOptions& options,
-                              std::int64_t max_request_tokens) {
+                              std::int64_t max_request_tokens, const LoopRanks& ranks) {
   const std::int64_t per_request =
       (infer::prefix_length_of(model) + max_request_tokens + options.block_size - 1) / options.block_size;
   infer::KvCachePlan plan = infer::plan_kv_cache(model, options, {});
   std::int64_t blocks = options.cache_blocks > 0 ? options.cache_blocks : per_request * options.max_batch;
   if (model.device().is_cuda()) {
     const auto free_bytes = static_cast<double>(device_memory_info(model.device().index).free);
-    blocks = std::min(blocks, static_cast<std::int64_t>(free_bytes * 0.9) / plan.block_bytes);
+    blocks = std::min(blocks, static_cast<std::int64_t>(free_bytes * 0.9 / ranks.ranks_per_device) / plan.block_bytes);
   }
+  if (ranks.comm != nullptr) blocks = distributed::min_over_ranks(*ranks.comm, blocks, model.device());
   ZT_REQUIRE(blocks >= per_request, "the KV cache for one request of " + std::to_string(max_request_tokens) +
                                         " tokens does not fit in the free device memory: lower --max_model_len");
   return blocks;
 }
 
+// The all-reduces inside a tensor-parallel step wait on the host, which a CUDA graph cannot
+// capture (as infer::TensorParallelEngine).
+infer::EngineOptions for_ranks(infer::EngineOptions options, const LoopRanks& ranks) {
+  if (ranks.comm != nullptr) options.cuda_graphs = false;
+  return options;
+}
+
 }  // namespace
 
-EngineLoop::EngineLoop(const models::CausalLM& model, const infer::EngineOptions& options,
-                       std::int64_t max_request_tokens)
-    : max_request_tokens_(max_request_tokens) {
-  const std::int64_t blocks = cache_blocks_for(model, options, max_request_tokens);
+void follow_engine_loop(const models::CausalLM& shard, infer::EngineOptions options, std::int64_t max_request_tokens,
+                        const LoopRanks& ranks) {
+  options = for_ranks(options, ranks);
+  const std::int64_t blocks = cache_blocks_for(shard, options, max_request_tokens, ranks);
+  infer::ContinuousBatch batch(
+      shard, options, blocks, max_request_tokens,
+      {.token = [](std::size_t, std::int64_t) {}, .finished = [](std::size_t, std::vector<std::int64_t>) {}});
+  StepBroadcast broadcast(*ranks.comm, shard.device());
+  while (std::optional<StepPlan> plan = broadcast.receive()) {
+    apply_step_plan(std::move(*plan), batch, [](std::size_t, const std::string&) {});
+    if (!batch.idle()) batch.step();
+  }
+}
+
+EngineLoop::EngineLoop(const models::CausalLM& model, infer::EngineOptions options, std::int64_t max_request_tokens,
+                       const LoopRanks& ranks)
+    : max_request_tokens_(max_request_tokens), ranks_(ranks) {
+  options = for_ranks(options, ranks);
+  const std::int64_t blocks = cache_blocks_for(model, options, max_request_tokens, ranks);
   ZT_INFO("serve: KV cache of " << blocks * options.block_size << " tokens, up to " << options.max_batch
                                 << " requests at once");
   thread_ = std::thread([this, &model, options, blocks] { run(model, options, blocks); });
@@ -114,22 +145,34 @@ void EngineLoop::run(const models::CausalLM& model, const infer::EngineOptions& 
     started_ = true;
   }
   wake_.notify_all();
-  if (!batch) return;
+  std::optional<StepBroadcast> broadcast;
+  if (ranks_.comm != nullptr) broadcast.emplace(*ranks_.comm, model.device());
+  if (batch) serve_steps(*batch, broadcast ? &*broadcast : nullptr);
+  if (broadcast) broadcast->send_end();
+}
+
+void EngineLoop::serve_steps(infer::ContinuousBatch& batch, StepBroadcast* broadcast) {
   while (true) {
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [&] { return stopping_ || !submitted_.empty() || !cancelled_.empty() || !batch->idle(); });
+      auto busy = [&] { return stopping_ || !submitted_.empty() || !cancelled_.empty() || !batch.idle(); };
+      if (broadcast == nullptr)
+        wake_.wait(lock, busy);
+      else
+        wake_.wait_for(lock, kKeepAliveInterval, busy);
       if (stopping_) break;
     }
-    take_inbox(*batch);
+    StepPlan plan = take_inbox();
+    if (broadcast != nullptr) broadcast->send(plan);
+    apply_step_plan(std::move(plan), batch, [this](std::size_t id, const std::string& why) { end(id, why); });
     try {
-      if (!batch->idle()) batch->step();
+      if (!batch.idle()) batch.step();
     } catch (const std::exception& e) {
       ZT_ERROR("serve: a generation step failed: " << e.what());
-      fail_all(*batch, e.what());
+      fail_all(batch, e.what());
     }
   }
-  fail_all(*batch, "the server is shutting down");
+  fail_all(batch, "the server is shutting down");
 }
 
 std::shared_ptr<TokenQueue> EngineLoop::queue_of(std::size_t id) {
@@ -151,22 +194,13 @@ void EngineLoop::end(std::size_t id, const std::string& error) {
   wake_.notify_all();
 }
 
-void EngineLoop::take_inbox(infer::ContinuousBatch& batch) {
-  std::deque<std::pair<std::size_t, infer::GenerationRequest>> submitted;
-  std::vector<std::size_t> cancelled;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    submitted.swap(submitted_);
-    cancelled.swap(cancelled_);
-  }
-  for (auto& [id, request] : submitted) {
-    try {
-      batch.add(id, std::move(request));
-    } catch (const std::exception& e) {
-      end(id, e.what());
-    }
-  }
-  for (std::size_t id : cancelled) batch.cancel(id);
+StepPlan EngineLoop::take_inbox() {
+  StepPlan plan;
+  std::lock_guard<std::mutex> lock(mutex_);
+  plan.added.assign(std::make_move_iterator(submitted_.begin()), std::make_move_iterator(submitted_.end()));
+  submitted_.clear();
+  plan.cancelled.swap(cancelled_);
+  return plan;
 }
 
 // Every unfinished request ends with `error` (its queue first, so the batch's own end of it

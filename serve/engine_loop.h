@@ -2,7 +2,9 @@
 // from a queue of its own; the loop thread alone touches the engine: between steps it adds
 // what was submitted (so every request joins the running batch) and drops what was
 // cancelled (a client that went away frees its sequence at the next step), and it sleeps
-// while there is nothing to do.
+// while there is nothing to do. Under --tp this is rank 0's loop: it sends each step's plan
+// to the other ranks (step_plan.h), whose follow_engine_loop runs the same steps on their
+// shards.
 #pragma once
 
 #include <condition_variable>
@@ -16,9 +18,22 @@
 #include <thread>
 #include <vector>
 
+#include "distributed/communicator.h"
 #include "infer/continuous_batch.h"
+#include "serve/step_plan.h"
 
 namespace zt::serve {
+
+// Under --tp: the communicator of the ranks and how many of them share this rank's device.
+struct LoopRanks {
+  distributed::Communicator* comm = nullptr;  // null: one device, no other ranks
+  int ranks_per_device = 1;
+};
+
+// What a rank other than 0 runs under --tp: rank 0's steps, plan by plan, on `shard` (whose
+// partial sums go over ranks.comm), until rank 0's loop ends.
+void follow_engine_loop(const models::CausalLM& shard, infer::EngineOptions options, std::int64_t max_request_tokens,
+                        const LoopRanks& ranks);
 
 // One request's side of the queue: the loop thread writes, one HTTP thread reads.
 class TokenQueue {
@@ -45,7 +60,9 @@ class EngineLoop {
   // Starts the thread; `model` must outlive the loop. `max_request_tokens` sizes the block
   // tables and the cache (with options.cache_blocks, else for max_batch such requests,
   // capped by the device's free memory).
-  EngineLoop(const models::CausalLM& model, const infer::EngineOptions& options, std::int64_t max_request_tokens);
+  // Under --tp every rank must construct its loop (rank 0) or follow it (the others).
+  EngineLoop(const models::CausalLM& model, infer::EngineOptions options, std::int64_t max_request_tokens,
+             const LoopRanks& ranks = {});
   // Cancels what is still running and joins the thread.
   ~EngineLoop();
 
@@ -62,13 +79,15 @@ class EngineLoop {
 
  private:
   void run(const models::CausalLM& model, const infer::EngineOptions& options, std::int64_t cache_blocks);
+  void serve_steps(infer::ContinuousBatch& batch, StepBroadcast* broadcast);
   std::shared_ptr<TokenQueue> queue_of(std::size_t id);
   // Finishes `id`'s queue (with `error` unless empty) and forgets it.
   void end(std::size_t id, const std::string& error);
-  void take_inbox(infer::ContinuousBatch& batch);
+  StepPlan take_inbox();
   void fail_all(infer::ContinuousBatch& batch, const std::string& error);
 
   std::int64_t max_request_tokens_;
+  LoopRanks ranks_;
   std::int64_t first_position_ = 0;
   std::mutex mutex_;
   std::condition_variable wake_;

@@ -293,6 +293,34 @@ TEST_F(Serve, ThirtyTwoConcurrentStreamsEachGetTheirTokensAlone) {
   }
 }
 
+// --tp 2 as in-process ranks: rank 0 serves and sends each step's plan to rank 1; concurrent
+// requests, greedy and sampled, get the answers one device gives, and SIGTERM ends both ranks.
+TEST_F(Serve, TensorParallelRanksAnswerAsOneDevice) {
+  const fs::path folder = *folder_ / "tensor_parallel";
+  fs::create_directories(folder);
+  ServerProcess ranks(folder, {"--tp", "2"});
+  ASSERT_NE(ranks.port(), 0);
+  constexpr int kRequests = 8;
+  std::vector<json> bodies;
+  std::vector<std::string> one_device;
+  httplib::Client client = server_->client();
+  for (int i = 0; i < kRequests; ++i) {
+    bodies.push_back({{"messages", {{{"role", "user"}, {"content", "question " + std::to_string(i)}}}},
+                      {"max_tokens", 6 + i},
+                      {"temperature", i % 2 ? 0.9 : 0.0},
+                      {"seed", 7 + i}});
+    one_device.push_back(post(client, "/v1/chat/completions", bodies.back())["choices"][0]["message"]["content"]);
+  }
+  std::vector<std::future<Streamed>> running;
+  for (int i = 0; i < kRequests; ++i)
+    running.push_back(std::async(std::launch::async, [&, i] {
+      httplib::Client own = ranks.client();
+      return stream(own, "/v1/chat/completions", bodies[i]);
+    }));
+  for (int i = 0; i < kRequests; ++i) EXPECT_EQ(running[i].get().text, one_device[i]) << "request " << i;
+  EXPECT_EQ(ranks.stop(SIGTERM), 0) << ranks.log();
+}
+
 TEST_F(Serve, AClientLeavingMidStreamFreesItsSequenceAndTheServerGoesOn) {
   httplib::Client client = server_->client();
   const std::string request_log_before = server_->log();
