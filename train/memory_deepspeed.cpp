@@ -90,6 +90,7 @@ DeepSpeedMemorySettings memory_settings_from_deepspeed(const std::string& path_o
   const DeepSpeedConfig parsed = parse_deepspeed_text(zero_only.dump(), context, read.source);
   s.stage = parsed.zero.stage;
   s.offload = parsed.zero.offload_optimizer;
+  s.offload_param = parsed.zero.offload_param;
   s.reduce_bucket_size = parsed.zero.reduce_bucket_size;
   s.persistence_threshold = parsed.zero.stage3_param_persistence_threshold;
   out.warnings = parsed.warnings;

@@ -56,10 +56,18 @@ std::int64_t bucket_staging_bytes(const ZeroLayout& layout, std::int64_t width, 
 }
 
 // Stage 3 keeps a shard of every parameter above the persistence threshold and the rest whole.
-std::int64_t stage3_resident_numel(const std::vector<std::int64_t>& numels, const MemorySettings& s) {
-  std::int64_t resident = 0;
-  for (std::int64_t n : numels) resident += n > s.persistence_threshold ? (n + s.world_size() - 1) / s.world_size() : n;
-  return resident;
+// A rank's share of stage-3 working weights: its shard of the partitioned parameters, and the
+// parameters of at most the persistence threshold that stay whole.
+std::int64_t stage3_shard_numel(const std::vector<std::int64_t>& numels, const MemorySettings& s) {
+  std::int64_t shard = 0;
+  for (std::int64_t n : numels) shard += n > s.persistence_threshold ? (n + s.world_size() - 1) / s.world_size() : 0;
+  return shard;
+}
+
+std::int64_t stage3_whole_numel(const std::vector<std::int64_t>& numels, const MemorySettings& s) {
+  std::int64_t whole = 0;
+  for (std::int64_t n : numels) whole += n > s.persistence_threshold ? 0 : n;
+  return whole;
 }
 
 // Saved per token by one decoder layer's forward (models/decoder.cpp): the layer input, the
@@ -135,7 +143,14 @@ MemoryEstimate estimate_model_states(const models::ModelConfig& config, const Me
   e.trainable_parameters = psi_trainable;
   // Adapters (LoRA) are working weights beside the frozen model.
   std::int64_t weights = psi + (s.full_finetuning() ? 0 : psi_trainable);
-  if (stage3) weights = stage3_resident_numel(all, s) + (s.full_finetuning() ? 0 : stage3_resident_numel(trainable, s));
+  std::int64_t host_weights = 0;
+  if (stage3) {
+    const std::vector<std::int64_t> none;
+    const std::vector<std::int64_t>& adapters = s.full_finetuning() ? none : trainable;
+    const std::int64_t shard = stage3_shard_numel(all, s) + stage3_shard_numel(adapters, s);
+    weights = stage3_whole_numel(all, s) + stage3_whole_numel(adapters, s) + (s.offload_param ? 0 : shard);
+    if (s.offload_param) host_weights = shard;  // parameter offload: the shard lives in host memory
+  }
   e.gpu.parameters = width * weights;
   // Stage 1 accumulates whole fp32 gradients until the boundary; the others only their part.
   e.gpu.gradients = kFp32 * (owned + (world > 1 && s.stage == 1 ? psi_trainable : 0));
@@ -146,6 +161,7 @@ MemoryEstimate estimate_model_states(const models::ModelConfig& config, const Me
     e.host.gradients = kFp32 * owned;
     e.host.parameters = width * owned;
   }
+  e.host.parameters += width * host_weights;
   if (stage3) {
     const std::int64_t unit = largest_gathered_unit(config), bucket = std::min(unit, psi_trainable);
     e.transient = 2 * width * unit + wire * (bucket + (bucket + world - 1) / world);
@@ -186,13 +202,15 @@ std::vector<std::int64_t> lora_trainable_numels(const models::ModelConfig& confi
 
 // The buffers the optimizer allocated (HeldBuffers): the owned master, moments and gradient,
 // the offload's host block, stage 1's fp32 accumulation, the gradient buckets staged at the
-// moment, and stage 3's shards and whole (persistent) parameters.
+// moment, and stage 3's shards (in host memory with parameter offload) and whole (persistent)
+// parameters.
 HeldModelStates held_model_states(const OptimizerEngine& engine, std::int64_t parameter_bytes) {
   const HeldBuffers buffers = engine.held_buffers();
   HeldModelStates held;
   held.gpu.parameters = buffers.working_bytes.value_or(parameter_bytes);
   held.gpu.gradients = buffers.gradient_bytes;
   place_optimizer_state(held, buffers.offload, buffers.state_numel);
+  held.host.parameters += buffers.host_working_bytes;  // ZeRO-3 parameter offload's shards
   return held;
 }
 

@@ -22,7 +22,9 @@
 // one module's gradient bucket with its chunk. Optimizer offload
 // (train/optim/optimizer_offload.h; stages 1-3) moves master and moments to host memory, which
 // also holds a copy of the owned fp32 gradient and of the new working weights (18 bytes per
-// owned parameter in bf16); the GPU keeps the rest.
+// owned parameter in bf16); the GPU keeps the rest. Parameter offload (stage 3,
+// train/zero/zero3_partitioner.h) moves each rank's working-weight shard (2Ψ/N) to host memory
+// too: the GPU keeps the parameters that stay whole, and the gathered modules (the transient).
 //
 // Activations are the tensors autograd saves in the packed (varlen) forward of
 // models/decoder.cpp, per token and layer, plus one layer's worth of gradients in flight
@@ -48,6 +50,7 @@ namespace zt::train {
 struct MemorySettings {
   int stage = 0;
   bool offload = false;
+  bool offload_param = false;  // stage 3: each rank's shard of the working weights in host memory
   int gpus_per_node = 1;
   int nodes = 1;
   std::int64_t micro_batch = 1;

@@ -125,8 +125,10 @@ Trainer::Trainer(TrainerModel model, TrainerData data, TrainingPlan plan, Traini
   if (!is_main_rank()) return;
   for (const std::string& warning : plan_.warnings) ZT_LOG(kWarn, warning);
   if (world_size() == 1)
-    if (const auto note = single_rank_zero_note(
-            {.stage = plan_.zero.stage, .zero_engine = comm_ != nullptr, .offload = plan_.zero.offload_optimizer}))
+    if (const auto note = single_rank_zero_note({.stage = plan_.zero.stage,
+                                                 .zero_engine = comm_ != nullptr,
+                                                 .offload = plan_.zero.offload_optimizer,
+                                                 .offload_param = plan_.zero.offload_param}))
       ZT_LOG(kWarn, *note);
 }
 

@@ -47,6 +47,11 @@ TEST(MemoryDeepSpeed, ZeroBlockGoesThroughTheTrainersParserWithHfsAutoSizes) {
       R"({"zero_optimization": {"stage": 2, "offload_param": {"device": "cpu"}}})", flags(), {}, kHidden);
   ASSERT_EQ(ignored.warnings.size(), 1u);
   EXPECT_NE(ignored.warnings[0].find("offloads parameters under ZeRO stage 3 only"), std::string::npos);
+  EXPECT_FALSE(ignored.settings.offload_param);
+  const MemorySettings offloaded = read(R"({"zero_optimization": {"stage": 3, "offload_param": {"device": "cpu"},
+                                     "offload_optimizer": {"device": "cpu"}}})");
+  EXPECT_TRUE(offloaded.offload_param);
+  EXPECT_TRUE(offloaded.offload);
 }
 
 TEST(MemoryDeepSpeed, PrecisionAndMicroBatchComeFromTheConfigWhereItSetsThem) {
@@ -80,10 +85,10 @@ TEST(MemoryDeepSpeed, AFlagThatContradictsTheConfigIsRefused) {
 
 TEST(MemoryDeepSpeed, AFileIsNamedInItsErrors) {
   const std::filesystem::path path = zt::testing::test_folder("memory_deepspeed_test", true) / "ds_config.json";
-  std::ofstream(path) << R"({"zero_optimization": {"stage": 3, "offload_param": {"device": "cpu"}}})";
+  std::ofstream(path) << R"({"zero_optimization": {"stage": 3, "offload_param": {"device": "nvme"}}})";
   try {
     memory_settings_from_deepspeed(path.string(), flags(), {}, kHidden);
-    FAIL() << "parameter offload was accepted";
+    FAIL() << "parameter offload to NVMe was accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find(path.string()), std::string::npos) << e.what();
   }

@@ -260,6 +260,45 @@ TEST_P(HeldByTheOptimizer, Stage3AndOffloadMatchTheEstimateOnRanks) {
   }
 }
 
+// Parameter offload under stage 3: each rank's shard of the working weights moves from the GPU
+// to host memory, as estimated and as the optimizer holds it (with optimizer offload too).
+TEST_P(HeldByTheOptimizer, ParameterOffloadMatchesTheEstimateOnRanks) {
+  const models::ModelConfig config = models::parse_config(models::tiny_config_json(GetParam()), "tiny config.json");
+  constexpr int kWorld = 3;
+  ZeroConfig zero;
+  zero.stage = 3;
+  zero.stage3_param_persistence_threshold = 30;
+  zero.reduce_bucket_size = 700;
+  zero.offload_param = true;
+  MemorySettings settings{.stage = 3,
+                          .offload = true,
+                          .offload_param = true,
+                          .gpus_per_node = kWorld,
+                          .dtype = DType::kF32,
+                          .reduce_bucket_size = 700,
+                          .persistence_threshold = 30};
+  const MemoryEstimate both = estimate_model_states(config, settings);
+  settings.offload_param = false;
+  const MemoryEstimate optimizer_only = estimate_model_states(config, settings);
+  EXPECT_EQ(both.gpu.parameters + both.host.parameters, optimizer_only.gpu.parameters + optimizer_only.host.parameters);
+  EXPECT_LT(both.gpu.parameters, optimizer_only.gpu.parameters / 2) << "the shards are most of the weights";
+  std::mutex mutex;
+  std::vector<HeldModelStates> held(kWorld);
+  distributed::run_inprocess_ranks(kWorld, 10s, [&](distributed::Communicator& comm) {
+    models::CausalLM model(config, {.dtype = DType::kF32});
+    Zero3Optimizer optimizer(model, trainable_of(model), OptimizerConfig{}, comm, zero, {.enabled = true});
+    const HeldModelStates states = held_model_states(optimizer, model.num_parameters() * 4);
+    std::lock_guard<std::mutex> lock(mutex);
+    held[comm.rank()] = states;
+  });
+  for (int rank = 0; rank < kWorld; ++rank) {
+    const std::string what = "rank " + std::to_string(rank);
+    expect_within_5_percent(both.gpu.total(), held[rank].gpu.total(), what + " device");
+    expect_within_5_percent(both.host.parameters, held[rank].host.parameters, what + " host parameters");
+    expect_within_5_percent(both.host.total(), held[rank].host.total(), what + " host");
+  }
+}
+
 TEST_P(HeldByTheOptimizer, OffloadMatchesTheEstimateOnOneDevice) {
   const models::ModelConfig config = models::parse_config(models::tiny_config_json(GetParam()), "tiny config.json");
   models::CausalLM model(config, {.dtype = DType::kF32});

@@ -46,26 +46,39 @@ void read_offload_optimizer(ConfigBlock block, ZeroConfig& zero, std::vector<std
   block.refuse_unknown("DeepSpeed's offload_optimizer block");
 }
 
-// Parameter offload is refused under stage 3; below it DeepSpeed offloads no parameters.
-void check_param_offload(const std::string& device, const std::string& where, int stage,
+// Parameter offload under stage 3 keeps each rank's shard of the weights in host memory
+// (train/zero/zero3_partitioner.h, Parameter offload); below stage 3 DeepSpeed offloads no
+// parameters.
+void apply_param_offload(const std::string& device, const std::string& where, ZeroConfig& zero,
                          std::vector<std::string>& warnings) {
   ZT_REQUIRE(device == "none" || device == "cpu" || device == "nvme",
              where + " '" + device + "' is not one of none, cpu, nvme");
   if (device == "none") return;
-  ZT_REQUIRE(stage < 3, where + " '" + device +
-                            "': parameter offload is not supported; use offload_optimizer, ZeRO stage 3 over more "
-                            "GPUs, or LoRA");
-  warnings.push_back(where + " " + device + " offloads parameters under ZeRO stage 3 only (the stage is " +
-                     std::to_string(stage) + "); ignored");
+  if (zero.stage < 3) {
+    warnings.push_back(where + " " + device + " offloads parameters under ZeRO stage 3 only (the stage is " +
+                       std::to_string(zero.stage) + "); ignored");
+    return;
+  }
+  ZT_REQUIRE(device != "nvme", where +
+                                   " 'nvme' is not supported: zerotune offloads parameters to host memory only; "
+                                   "write \"device\": \"cpu\"");
+  zero.offload_param = true;
 }
 
-void read_offload_param(ConfigBlock block, const ZeroConfig& zero, std::vector<std::string>& warnings) {
-  check_param_offload(block.get<std::string>("device", "none"), block.where("device"), zero.stage, warnings);
+void read_offload_param(ConfigBlock block, ZeroConfig& zero, std::vector<std::string>& warnings) {
+  apply_param_offload(block.get<std::string>("device", "none"), block.where("device"), zero, warnings);
+  zero.offload_param_pin_memory = block.get("pin_memory", zero.offload_param_pin_memory);
   block.accept<std::string>("nvme_path");
   block.get_at_least<std::int64_t>("buffer_count", 5, 0);
   block.get_at_least<std::int64_t>("buffer_size", 100'000'000, 0);
   block.get_at_least<std::int64_t>("max_in_cpu", 1'000'000'000, 0);
-  block.accept<bool>("pin_memory");
+  // DeepSpeed sizes its NVMe swap buffers with these; offloading to host memory has none.
+  for (const char* key : {"buffer_count", "buffer_size", "max_in_cpu"})
+    if (zero.offload_param && block.has(key))
+      warnings.push_back(block.where(key) +
+                         " applies to NVMe offload only: with device cpu zerotune keeps the rank's whole shard in host "
+                         "memory and copies one module at a time to the device (stage3_prefetch_bucket_size ahead); "
+                         "ignored");
   block.refuse_unknown("DeepSpeed's offload_param block");
 }
 
@@ -83,7 +96,7 @@ void read_offload(ConfigBlock& block, ZeroConfig& zero, std::vector<std::string>
   }
   if (deprecated_present(block, "cpu_offload_param", param_block, "offload_param", warnings) &&
       block.get("cpu_offload_param", false))
-    check_param_offload("cpu", block.where("cpu_offload_param"), zero.stage, warnings);
+    apply_param_offload("cpu", block.where("cpu_offload_param"), zero, warnings);
   for (const char* key : {"cpu_offload", "cpu_offload_param"}) block.accept<bool>(key);
   block.ignore("cpu_offload_use_pin_memory",
                "is deprecated and DeepSpeed no longer reads it; use offload_optimizer.pin_memory", warnings);

@@ -49,6 +49,7 @@ struct HeldBuffers {
   std::int64_t state_numel = 0;               // fp32 master weights; each Adam moment has as many
   std::int64_t gradient_bytes = 0;            // gradients on the device: the owned fp32 ones, accumulation and staging
   std::optional<std::int64_t> working_bytes;  // working weights the engine holds itself (ZeRO-3); none: the model's
+  std::int64_t host_working_bytes = 0;        // working weights in host memory (ZeRO-3 parameter offload)
   const OptimizerOffload* offload = nullptr;  // where master and moments are, with offload
 };
 

@@ -86,15 +86,20 @@ void report_world(distributed::Communicator& comm, int cuda_device, const std::s
                           << unpack_pci(ranks[r][kPci]) << ")");
 }
 
+// What each rank holds, on its device and offloaded to host memory, where the working
+// weights' share of the host memory is named: with ZeRO-3 parameter offload it is the rank's shard.
 void report_model_states(distributed::Communicator* comm, const HeldModelStates& held, Device device) {
   std::vector<std::vector<std::int64_t>> ranks{
-      {held.gpu.parameters, held.gpu.gradients, held.gpu.optimizer_state, held.host.total()}};
+      {held.gpu.parameters, held.gpu.gradients, held.gpu.optimizer_state, held.host.total(), held.host.parameters}};
   if (comm != nullptr) ranks = gather_rows(*comm, ranks[0], device);
   if (comm != nullptr && comm->rank() != 0) return;
-  for (std::size_t r = 0; r < ranks.size(); ++r)
+  for (std::size_t r = 0; r < ranks.size(); ++r) {
+    std::string host;
+    if (ranks[r][3] > 0)
+      host = ", and " + bytes(ranks[r][3]) + " offloaded to host memory (parameters " + bytes(ranks[r][4]) + ")";
     ZT_LOG(kInfo, "rank " << r << " holds: parameters " << bytes(ranks[r][0]) << ", gradients " << bytes(ranks[r][1])
-                          << ", optimizer state " << bytes(ranks[r][2])
-                          << (ranks[r][3] > 0 ? ", and " + bytes(ranks[r][3]) + " offloaded to host memory" : ""));
+                          << ", optimizer state " << bytes(ranks[r][2]) << host);
+  }
 }
 
 }  // namespace zt::train

@@ -15,6 +15,8 @@ std::optional<std::string> single_rank_zero_note(const SingleRankRun& run) {
       note +=
           "; no module is gathered or released and no layer is recomputed in backward "
           "(--gradient_checkpointing recomputes them)";
+    if (run.stage == 3 && run.offload_param)
+      note += "; offload_param does not apply either: the weights stay on the device";
   } else {
     note +=
         "the rank's partition is the whole model, so every model state stays whole on its GPU as under stage 0, "

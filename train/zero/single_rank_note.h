@@ -11,8 +11,9 @@ namespace zt::train {
 
 struct SingleRankRun {
   int stage = 0;
-  bool zero_engine = false;  // a launcher's single rank: the ZeRO engine runs over one-rank collectives
-  bool offload = false;      // optimizer offload
+  bool zero_engine = false;    // a launcher's single rank: the ZeRO engine runs over one-rank collectives
+  bool offload = false;        // optimizer offload
+  bool offload_param = false;  // ZeRO-3 parameter offload
 };
 
 // The note for a run of one rank under ZeRO stage 1-3; nullopt for stage 0.

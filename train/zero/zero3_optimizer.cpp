@@ -27,10 +27,11 @@ Zero3Optimizer::Zero3Optimizer(models::CausalLM& model, const std::vector<Traina
                                const ZeroConfig& zero, const OffloadOptions& offload)
     : ZeroEngine(communicator, 3, model.device(), model.dtype(),
                  {.dtype = zero.communication_data_type, .overlap = zero.overlap_comm}),
-      partitioner_(
-          std::make_unique<Zero3Partitioner>(model, trainable, communicator, zero.stage3_param_persistence_threshold,
-                                             PrefetchLimits{.bucket_numel = zero.stage3_prefetch_bucket_size,
-                                                            .max_live_numel = zero.stage3_max_live_parameters})) {
+      partitioner_(std::make_unique<Zero3Partitioner>(
+          model, trainable, communicator, zero.stage3_param_persistence_threshold,
+          PrefetchLimits{.bucket_numel = zero.stage3_prefetch_bucket_size,
+                         .max_live_numel = zero.stage3_max_live_parameters},
+          ParameterOffloadOptions{.enabled = zero.offload_param, .pin_memory = zero.offload_param_pin_memory})) {
   ZT_REQUIRE(!trainable.empty(), "ZeRO-3: nothing to train");
   ZT_REQUIRE(zero.reduce_bucket_size > 0, "ZeRO-3: reduce_bucket_size must be > 0");
   autograd::NoGradGuard no_recording;
@@ -79,7 +80,11 @@ void Zero3Optimizer::log_summary(const ZeroConfig& zero) const {
                            << partitioner_->largest_module_numel()
                            << " elements when gathered. Each layer is recomputed in backward. Prefetch: "
                            << prefetch_summary(zero, partitioner_->largest_module_numel())
-                           << " (stage3_max_reuse_distance does not apply: a module is released after each use)");
+                           << " (stage3_max_reuse_distance does not apply: a module is released after each use)"
+                           << (partitioner_->offloads_parameters()
+                                   ? ". Parameter offload: the rank's shards live in host memory and each gather "
+                                     "copies one to the device first"
+                                   : ""));
 }
 
 Tensor Zero3Optimizer::initial_values(std::size_t b, const OwnedPiece& piece) const {
@@ -99,7 +104,9 @@ void Zero3Optimizer::write_working_weights(std::size_t b, const Tensor& chunk) {
 StepResult Zero3Optimizer::step(double lr, double loss_scale, double max_grad_norm, std::int64_t step) {
   autograd::NoGradGuard no_recording;
   partitioner_->drop_prefetches();  // a gather still reading a shard must finish before it is rewritten
-  return finish_step({lr, loss_scale, max_grad_norm, step});
+  const StepResult result = finish_step({lr, loss_scale, max_grad_norm, step});
+  log_offload_copies_once(step);
+  return result;
 }
 
 void Zero3Optimizer::refresh_working_weights() {
@@ -108,11 +115,22 @@ void Zero3Optimizer::refresh_working_weights() {
   write_working_weights_from_masters();
 }
 
+// The first step's copies of offloaded shards to the device, as optimizer offload reports its
+// first update (later steps copy the same).
+void Zero3Optimizer::log_offload_copies_once(std::int64_t step) {
+  if (!partitioner_->offloads_parameters() || rank_ != 0 || std::exchange(offload_reported_, true)) return;
+  const ParameterOffloadCounters& copied = partitioner_->offload_counters();
+  ZT_LOG(kInfo, "ZeRO-3 parameter offload, steps up to "
+                    << step << ": " << copied.copies << " shard copies host to device, " << copied.bytes << " bytes, "
+                    << copied.seconds << " s on the host ("
+                    << (device_.is_cuda() ? "queueing the asynchronous copies" : "the copies themselves")
+                    << "); the rank's shards hold " << partitioner_->host_shard_bytes() << " bytes of host memory");
+}
+
 HeldBuffers Zero3Optimizer::held_buffers() const {
   HeldBuffers held = ZeroEngine::held_buffers();
-  std::int64_t working = 0;
-  for (std::size_t g = 0; g < partitioner_->groups().size(); ++g)
-    working += static_cast<std::int64_t>(partitioner_->shard(g).nbytes());
+  std::int64_t working = partitioner_->device_shard_bytes();
+  held.host_working_bytes = partitioner_->host_shard_bytes();
   for (const Zero3Partitioner::Parameter& p : partitioner_->parameters())
     if (p.persistent) working += static_cast<std::int64_t>(p.variable.data().nbytes());
   held.working_bytes = working;

@@ -26,6 +26,10 @@
 // as stages 1 and 2 use it): the fp32 gradient chunks go to the host in tiles, and the new
 // working-dtype chunks come back into the shards; the rest of the step is unchanged.
 //
+// With parameter offload (offload_param {device: cpu}) the shards the step writes into live in
+// host memory (train/zero/zero3_partitioner.h, Parameter offload): the new working-dtype chunk,
+// computed on the device or by the CPU Adam, is copied into them.
+//
 // Checkpoints hold the optimizer state per parameter name: each rank writes the slices it
 // holds (held_state) and reads back those it needs, so a checkpoint resumes on any number of
 // ranks and any stage (train/checkpoint/optimizer_state_files.h).
@@ -75,9 +79,11 @@ class Zero3Optimizer : public ZeroEngine {
   Tensor initial_values(std::size_t bucket, const OwnedPiece& piece) const override;
   void write_working_weights(std::size_t bucket, const Tensor& chunk) override;
   void log_summary(const ZeroConfig& zero) const;
+  void log_offload_copies_once(std::int64_t step);
 
   std::unique_ptr<Zero3Partitioner> partitioner_;
   std::vector<std::size_t> group_of_;  // per bucket: its partitioner group, or kWhole (persistent)
+  bool offload_reported_ = false;
 };
 
 }  // namespace zt::train

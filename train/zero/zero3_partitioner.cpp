@@ -20,8 +20,8 @@ Tensor flat(const Tensor& t) { return t.view({t.numel()}); }
 
 Zero3Partitioner::Zero3Partitioner(models::CausalLM& model, const std::vector<TrainableParameter>& trainable,
                                    distributed::Communicator& communicator, std::int64_t persistence_threshold,
-                                   const PrefetchLimits& prefetch)
-    : model_(model), comm_(communicator), device_(model.device()), limits_(prefetch) {
+                                   const PrefetchLimits& prefetch, const ParameterOffloadOptions& offload)
+    : model_(model), comm_(communicator), device_(model.device()), limits_(prefetch), offload_(offload) {
   ZT_REQUIRE(model_.parameter_gatherer() == nullptr, "ZeRO-3: the model is already partitioned by another partitioner");
   autograd::NoGradGuard no_recording;
   // Which parameters train, and with which weight decay.
@@ -85,7 +85,7 @@ Zero3Partitioner::Zero3Partitioner(models::CausalLM& model, const std::vector<Tr
 
   // Keep this rank's chunk of every group, then let go of the whole values.
   for (std::size_t g = 0; g < groups_.size(); ++g) {
-    Tensor shard = Tensor::zeros({layout_.buckets[g].chunk()}, groups_[g].dtype, device_);
+    Tensor shard = new_shard(layout_.buckets[g].chunk(), groups_[g].dtype);
     for (const OwnedPiece& piece : layout_.owned_pieces(g, comm_.rank()))
       shard.narrow(0, piece.chunk_offset, piece.numel)
           .copy_from(flat(parameters_[piece.parameter].variable.data()).narrow(0, piece.parameter_offset, piece.numel));
@@ -143,7 +143,7 @@ Tensor Zero3Partitioner::all_gather_now(std::size_t g, const ModuleRef& module) 
   Tensor whole = Tensor::empty({layout_.buckets[g].padded_numel}, groups_[g].dtype, device_);
   distributed::CollectiveLabel label(
       [&] { return "stage 3 gather " + models::module_name(module) + (groups_[g].trainable ? "" : " (frozen)"); });
-  comm_.all_gather(shards_[g], whole);
+  comm_.all_gather(shard_on_device(g), whole);
   count_live(layout_.buckets[g].padded_numel);
   return whole;
 }

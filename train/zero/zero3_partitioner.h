@@ -26,6 +26,13 @@
 // communicator's stream beside the compute stream; on the CPU it just runs earlier in order.
 // The values gathered are the same either way, so results are bit for bit those without.
 //
+// Parameter offload (offload_param {device: cpu}): the shards live in host memory instead,
+// page-locked on a GPU run with pin_memory (train/zero/zero3_param_offload.cpp). A gather
+// first copies the rank's shard to the device, then all-gathers it as above; a prefetch
+// copies and all-gathers ahead in the same way, so the copy of the next module overlaps the
+// current one's compute as its all-gather does. The device copy is freed once the all-gather
+// has read it; the optimizer writes its updates into the host shards.
+//
 // Parameters of at most stage3_param_persistence_threshold elements (norm weights, biases)
 // stay whole on every rank: gathering them would cost a collective for a few bytes.
 // Frozen weights (freeze, LoRA, P-Tuning) are partitioned like trainable ones; they only
@@ -51,6 +58,19 @@ namespace zt::train {
 struct PrefetchLimits {
   std::int64_t bucket_numel = 0;    // fetched ahead and not yet in use, beyond the next module; 0: no prefetch
   std::int64_t max_live_numel = 0;  // whole at once; a prefetch never takes the total past it
+};
+
+// DeepSpeed's offload_param {device: cpu, pin_memory}.
+struct ParameterOffloadOptions {
+  bool enabled = false;
+  bool pin_memory = false;  // page-locked host shards; applies on a GPU run only
+};
+
+// What parameter offload copied to the device, for the log and the tests.
+struct ParameterOffloadCounters {
+  std::int64_t copies = 0;  // shards copied to the device (one per gathered or prefetched group)
+  std::int64_t bytes = 0;
+  double seconds = 0.0;  // host time of the copies: the copies themselves on the CPU, their queueing on a GPU
 };
 
 // What prefetching did, for the log and the tests.
@@ -84,6 +104,7 @@ class Zero3Partitioner : public models::ParameterGatherer {
     int users = 0;        // gathers not yet released
     Tensor prefetched{};  // whole buffer gathered ahead, not yet in use (undefined when none)
     std::shared_ptr<distributed::PendingCollective> pending{};  // its all-gather, until waited for
+    Tensor staged{};  // with parameter offload: the shard's device copy that all-gather reads
   };
 
   // Partitions every parameter of `model` and the `trainable` ones it does not list (a
@@ -91,7 +112,7 @@ class Zero3Partitioner : public models::ParameterGatherer {
   // same on every rank (they are: loaded from the same files, drawn from the same seed).
   Zero3Partitioner(models::CausalLM& model, const std::vector<TrainableParameter>& trainable,
                    distributed::Communicator& communicator, std::int64_t persistence_threshold,
-                   const PrefetchLimits& prefetch = {});
+                   const PrefetchLimits& prefetch = {}, const ParameterOffloadOptions& offload = {});
   ~Zero3Partitioner() override;  // unhooks from the model; its partitioned weights stay empty
   Zero3Partitioner(const Zero3Partitioner&) = delete;
   Zero3Partitioner& operator=(const Zero3Partitioner&) = delete;
@@ -108,12 +129,15 @@ class Zero3Partitioner : public models::ParameterGatherer {
   void drop_prefetches();
   const PrefetchLimits& prefetch_limits() const { return limits_; }
   const PrefetchCounters& prefetch_counters() const { return counters_; }
+  bool offloads_parameters() const { return offload_.enabled; }
+  const ParameterOffloadCounters& offload_counters() const { return offload_counters_; }
 
   const std::vector<Parameter>& parameters() const { return parameters_; }
   const std::vector<Group>& groups() const { return groups_; }
   // The flat layout of every group (bucket g is group g): offsets, padding, chunks.
   const ZeroLayout& layout() const { return layout_; }
-  // This rank's chunk of group g, in the working dtype (the optimizer writes updates here).
+  // This rank's chunk of group g, in the working dtype (the optimizer writes updates here);
+  // in host memory with parameter offload.
   const Tensor& shard(std::size_t group) const { return shards_[group]; }
   distributed::Communicator& communicator() const { return comm_; }
 
@@ -130,6 +154,9 @@ class Zero3Partitioner : public models::ParameterGatherer {
 
   // Elements this rank holds in the working dtype: its shards and the persistent parameters.
   std::int64_t held_numel() const;
+  // Bytes of the shards on the device and in host memory (offloaded), persistent parameters apart.
+  std::int64_t device_shard_bytes() const;
+  std::int64_t host_shard_bytes() const;
   // The largest module, whole: what one gather adds for a while.
   std::int64_t largest_module_numel() const;
 
@@ -143,6 +170,8 @@ class Zero3Partitioner : public models::ParameterGatherer {
   void prefetch_after(std::size_t position);
   void start_prefetch(std::size_t group, const models::ModuleRef& module);
   void count_live(std::int64_t change);
+  Tensor new_shard(std::int64_t numel, DType dtype) const;
+  Tensor shard_on_device(std::size_t group);
 
   models::CausalLM& model_;
   distributed::Communicator& comm_;
@@ -158,6 +187,8 @@ class Zero3Partitioner : public models::ParameterGatherer {
   ModuleSchedule schedule_;
   std::int64_t live_numel_ = 0;  // elements of the groups now whole (in use or prefetched)
   PrefetchCounters counters_;
+  ParameterOffloadOptions offload_;
+  ParameterOffloadCounters offload_counters_;
 };
 
 }  // namespace zt::train

@@ -2,7 +2,8 @@
 // train/zero/zero3_partitioner.cpp, with train/zero/zero3_module_schedule.h (which module comes next).
 //
 // Life of a prefetched group g:
-//   start_prefetch   a whole buffer is allocated and its all-gather started
+//   start_prefetch   a whole buffer is allocated (with parameter offload the shard is
+//                    copied to the device first) and its all-gather started
 //                    (Communicator::start_all_gather); g counts as live from now on
 //   take_prefetched  gather() of g's module waits for that all-gather and uses the buffer
 //   drop_prefetches  at the end of a pass, one never used is waited for and freed
@@ -33,6 +34,7 @@ void Zero3Partitioner::drop_prefetches() {
     // The gather must finish before its buffer returns to the allocator (and before the
     // optimizer rewrites the shard it reads).
     std::exchange(group.pending, nullptr)->wait();
+    group.staged = Tensor();
     count_live(-group.prefetched.numel());
     group.prefetched = Tensor();
   }
@@ -42,6 +44,7 @@ Tensor Zero3Partitioner::take_prefetched(std::size_t g) {
   Group& group = groups_[g];
   if (!group.prefetched.defined()) return Tensor();
   std::exchange(group.pending, nullptr)->wait();
+  group.staged = Tensor();  // the all-gather has read it
   ++counters_.used_groups;
   return std::exchange(group.prefetched, Tensor());  // still live: now in use
 }
@@ -75,7 +78,8 @@ void Zero3Partitioner::start_prefetch(std::size_t g, const ModuleRef& module) {
   group.prefetched = Tensor::empty({layout_.buckets[g].padded_numel}, group.dtype, device_);
   distributed::CollectiveLabel label(
       [&] { return "stage 3 prefetch " + models::module_name(module) + (group.trainable ? "" : " (frozen)"); });
-  group.pending = comm_.start_all_gather(shards_[g], group.prefetched);
+  group.staged = shard_on_device(g);  // with parameter offload a device copy, kept until the gather is done
+  group.pending = comm_.start_all_gather(group.staged, group.prefetched);
   ++counters_.prefetched_groups;
   count_live(group.prefetched.numel());
 }

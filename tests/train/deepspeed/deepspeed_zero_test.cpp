@@ -74,8 +74,10 @@ TEST(DeepSpeedZero, DeprecatedNames) {
   EXPECT_FALSE(zero(R"({"stage": 2, "cpu_offload": false})").zero.offload_optimizer);
   testing::expect_mentions(zero_error(R"({"stage": 2, "cpu_offload": true, "offload_optimizer": {"device": "cpu"}})"),
                            {"cpu_offload", "offload_optimizer"});
-  testing::expect_mentions(zero_error(R"({"stage": 3, "cpu_offload_param": true})"),
-                           {"cpu_offload_param", "parameter offload is not supported"});
+  config = zero(R"({"stage": 3, "cpu_offload_param": true})");
+  EXPECT_TRUE(config.zero.offload_param);
+  EXPECT_TRUE(has_warning(config, "cpu_offload_param is deprecated; use offload_param"));
+  EXPECT_FALSE(zero(R"({"stage": 3, "cpu_offload_param": false})").zero.offload_param);
   EXPECT_TRUE(has_warning(zero(R"({"stage": 2, "cpu_offload_use_pin_memory": true})"), "cpu_offload_use_pin_memory"));
   config = zero("true");  // the oldest form: stage 1
   EXPECT_EQ(config.zero.stage, 1);
@@ -120,14 +122,34 @@ TEST(DeepSpeedZero, OffloadBlocks) {
   EXPECT_FALSE(zero(R"({"stage": 2, "offload_optimizer": "auto"})").zero.offload_optimizer);
   // Parameter offload happens under stage 3 only; below it DeepSpeed offloads nothing.
   EXPECT_TRUE(has_warning(zero(R"({"stage": 2, "offload_param": {"device": "cpu"}})"), "stage 3 only"));
+  EXPECT_FALSE(zero(R"({"stage": 2, "offload_param": {"device": "cpu"}})").zero.offload_param);
   for (const char* bad : {R"({"stage": 2, "offload_optimizer": {"device": "nvme"}})",
                           R"({"stage": 2, "offload_optimizer": {"device": "gpu"}})",
                           R"({"stage": 2, "offload_optimizer": {"device": "cpu", "ratio": 0.5}})",
-                          R"({"stage": 3, "offload_param": {"device": "cpu"}})",
+                          R"({"stage": 3, "offload_param": {"device": "nvme"}})",
                           R"({"stage": 2, "offload_optimizer": {"device": "cpu", "pin_mem": true}})",
                           R"({"stage": 2, "offload_optimizer": {"device": "cpu", "buffer_count": -1}})"})
     EXPECT_NE(zero_error(bad).find("ds.json: zero_optimization.offload_"), std::string::npos) << bad << "\n"
                                                                                               << zero_error(bad);
+}
+
+// Under stage 3, offload_param {device: cpu} keeps the weights' shards in host memory; the
+// NVMe buffer sizes are named in a warning, and NVMe itself is refused with what to write.
+TEST(DeepSpeedZero, ParameterOffloadUnderStage3) {
+  DeepSpeedConfig config = zero(R"({"stage": 3, "offload_param": {"device": "cpu", "pin_memory": false}})");
+  EXPECT_TRUE(config.zero.offload_param);
+  EXPECT_FALSE(config.zero.offload_param_pin_memory);
+  EXPECT_FALSE(config.zero.offload_optimizer);
+  EXPECT_TRUE(config.warnings.empty());
+  EXPECT_TRUE(zero(R"({"stage": 3, "offload_param": {"device": "cpu"}})").zero.offload_param_pin_memory);
+  EXPECT_FALSE(zero(R"({"stage": 3, "offload_param": {"device": "none"}})").zero.offload_param);
+  config = zero(R"({"stage": 3, "offload_param": {"device": "cpu", "buffer_count": 4, "buffer_size": 1e8,
+                                                  "max_in_cpu": 1e9}})");
+  EXPECT_TRUE(config.zero.offload_param);
+  for (const char* key : {"offload_param.buffer_count", "offload_param.buffer_size", "offload_param.max_in_cpu"})
+    EXPECT_TRUE(has_warning(config, std::string(key) + " applies to NVMe offload only")) << key;
+  testing::expect_mentions(zero_error(R"({"stage": 3, "offload_param": {"device": "nvme", "nvme_path": "/x"}})"),
+                           {"zero_optimization.offload_param.device 'nvme' is not supported", "\"device\": \"cpu\""});
 }
 
 // DeepSpeedConfigModel forbids extra keys: a misspelt one is refused by name, with the name it

@@ -1,0 +1,153 @@
+// ZeRO-3 parameter offload (offload_param {device: cpu}, train/zero/zero3_param_offload.cpp) on
+// the tiny model fixtures, ranks as threads on the CPU: where the shards live makes no
+// difference to what is computed, so every run ends bit for bit on the weights and losses of
+// stage 3 without it (with optimizer offload too, within zero3_test.cpp's bound); fp16 skips
+// the same steps; checkpoints move between offloaded and plain runs; what a rank holds is
+// reported in host memory.
+#include "distributed/communicators/inprocess_communicator.h"
+#include "tests/train/zero/zero3_run_fixture.h"
+#include "train/memory_estimate.h"
+
+namespace zt::train {
+namespace {
+
+std::vector<double> losses(const TrainerState& state) {
+  std::vector<double> out;
+  for (const nlohmann::json& entry : state.log_history)
+    if (entry.contains("loss")) out.push_back(entry["loss"].get<double>());
+  return out;
+}
+
+std::vector<std::int64_t> skipped_steps(const TrainerState& state) {
+  std::vector<std::int64_t> out;
+  for (const nlohmann::json& entry : state.log_history)
+    if (entry.contains("skipped_steps")) out.push_back(entry["skipped_steps"].get<std::int64_t>());
+  return out;
+}
+
+// Full fine-tuning and LoRA at world sizes 1-3, with accumulation and clipping: the shards in
+// host memory give the same losses and weights as on the device, bit for bit; with optimizer
+// offload as well, the weights of optimizer offload alone.
+TEST_F(Zero3, ParameterOffloadEndsOnTheWeightsWithoutIt) {
+  for (const std::string method : {"full", "lora"}) {
+    for (int world : {1, 2, 3}) {
+      Spec run;
+      run.method = method;
+      run.world = world;
+      run.accumulation = 2;
+      run.max_grad_norm = 0.5;
+      run.persistence_threshold = 50;  // LoRA matrices partitioned too; norms and biases whole
+      run.steps = 3;
+      const std::string name = method + "_" + std::to_string(world);
+      TrainerState plain_state, offload_state;
+      const Weights plain = train(run, name + "_plain", &plain_state);
+      run.offload_param = true;
+      expect_same_weights(train(run, name + "_param", &offload_state), plain, run.label(), 0.0);
+      ASSERT_FALSE(losses(plain_state).empty());
+      EXPECT_EQ(losses(offload_state), losses(plain_state)) << run.label();
+      run.offload = true;
+      expect_same_weights(train(run, name + "_param_optimizer"), plain, run.label());
+    }
+  }
+}
+
+// Under fp16 every rank skips the steps stage 3 without parameter offload skips.
+TEST_F(Zero3, ParameterOffloadSkipsTheSameFp16Overflows) {
+  Spec run = fp16_at_the_edge();
+  run.world = 3;
+  TrainerState plain_state, offload_state;
+  const Weights expected = train(run, "plain", &plain_state);
+  run.offload_param = true;
+  const Weights got = train(run, "param", &offload_state);
+  ASSERT_GT(skipped_steps(plain_state).back(), 0) << "the test needs some overflowed steps";
+  EXPECT_EQ(skipped_steps(offload_state), skipped_steps(plain_state));
+  expect_same_weights(got, expected, run.label(), 0.0);
+}
+
+// A checkpoint of an offloaded run resumes in a plain one and the other way round (at another
+// world size, with LoRA too): its files are those of any stage-3 run, and the resumed run
+// ends where one device does without interruption.
+TEST_F(Zero3, ParameterOffloadCheckpointsMoveToAndFromPlainRuns) {
+  struct Move {
+    std::string method;
+    int from_world, to_world;
+    bool from_offload, to_offload;
+  };
+  for (const Move& move : {Move{"full", 2, 3, true, false}, Move{"lora", 3, 2, false, true}}) {
+    Spec writer;
+    writer.method = move.method;
+    writer.world = move.from_world;
+    writer.offload_param = move.from_offload;
+    writer.micro = 12 / move.from_world;
+    writer.max_grad_norm = 0.5;
+    writer.extra = {"--save_strategy", "steps", "--save_steps", "2"};
+    const std::string name = "writer_" + move.method + std::to_string(move.from_world);
+    train(writer, name);
+    Spec reader = writer;
+    reader.world = move.to_world;
+    reader.offload_param = move.to_offload;
+    reader.offload = move.to_offload;
+    reader.micro = 12 / move.to_world;
+    reader.extra = {"--resume_from_checkpoint", (dir_ / name / "checkpoint-2").string()};
+    TrainerState state;
+    const Weights resumed = train(reader, name + "_resumed", &state);
+    EXPECT_EQ(state.global_step, 5);
+    Spec single = writer.single();
+    single.offload_param = false;
+    const Weights uninterrupted = train(single, name + "_single");
+    expect_same_weights(resumed, uninterrupted, "resumed " + reader.label() + " from " + writer.label());
+  }
+}
+
+// The shards are what a rank holds in host memory, the device keeps only the parameters kept
+// whole, and each gather copies one shard to the device.
+TEST(Zero3ParameterOffload, ShardsAreHeldInHostMemoryAndCopiedForEachGather) {
+  constexpr int kWorld = 2;
+  std::mutex mutex;
+  std::vector<HeldModelStates> plain(kWorld), offloaded(kWorld);
+  std::vector<ParameterOffloadCounters> copied(kWorld);
+  std::vector<std::int64_t> shard_bytes(kWorld), layer_shard_bytes(kWorld);
+  distributed::run_inprocess_ranks(kWorld, 30s, [&](distributed::Communicator& comm) {
+    auto model = models::load_model(fixture_dir("qwen2"));
+    ZeroConfig zero;
+    zero.stage = 3;
+    zero.stage3_param_persistence_threshold = 100;
+    const HeldModelStates held_plain = [&] {
+      auto copy = models::load_model(fixture_dir("qwen2"));
+      Zero3Optimizer optimizer(copy, trainable_of(copy), OptimizerConfig{}, comm, zero);
+      return held_model_states(optimizer, copy.num_parameters() * 4);
+    }();
+    zero.offload_param = true;
+    Zero3Optimizer optimizer(model, trainable_of(model), OptimizerConfig{}, comm, zero);
+    Zero3Partitioner& partitioner = optimizer.partitioner();
+    const models::ModuleRef layer{models::ModuleKind::kLayer, 0};
+    for (int use = 0; use < 2; ++use) {
+      partitioner.gather(layer);
+      partitioner.release(layer);
+    }
+    std::int64_t layer_bytes = 0;
+    for (std::size_t g = 0; g < partitioner.groups().size(); ++g)
+      if (partitioner.groups()[g].module == layer)
+        layer_bytes += static_cast<std::int64_t>(partitioner.shard(g).nbytes());
+    std::lock_guard<std::mutex> lock(mutex);
+    layer_shard_bytes[comm.rank()] = layer_bytes;
+    plain[comm.rank()] = held_plain;
+    offloaded[comm.rank()] = held_model_states(optimizer, model.num_parameters() * 4);
+    copied[comm.rank()] = partitioner.offload_counters();
+    shard_bytes[comm.rank()] = partitioner.host_shard_bytes();
+  });
+  for (int rank = 0; rank < kWorld; ++rank) {
+    const std::string what = "rank " + std::to_string(rank);
+    ASSERT_GT(shard_bytes[rank], 0) << what;
+    EXPECT_EQ(offloaded[rank].host.parameters, shard_bytes[rank]) << what;
+    EXPECT_EQ(offloaded[rank].gpu.parameters + shard_bytes[rank], plain[rank].gpu.parameters) << what;
+    EXPECT_EQ(plain[rank].host.total(), 0) << what;
+    EXPECT_EQ(offloaded[rank].gpu.optimizer_state, plain[rank].gpu.optimizer_state) << what;
+    ASSERT_GT(layer_shard_bytes[rank], 0) << what;
+    EXPECT_EQ(copied[rank].bytes, 2 * layer_shard_bytes[rank]) << what << ": layer 0's shards, once per gather";
+    EXPECT_GE(copied[rank].copies, 2) << what;
+  }
+}
+
+}  // namespace
+}  // namespace zt::train
