@@ -1,5 +1,6 @@
 #include "train/training_job.h"
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <memory>
@@ -22,6 +23,7 @@
 #include "train/args/preflight.h"
 #include "train/checkpoint/checkpoint.h"
 #include "train/data/sample_encoding.h"
+#include "train/deepspeed/deepspeed_config.h"
 #include "train/finetuning.h"
 #include "train/report/sample_preview.h"
 #include "train/report/startup_report.h"
@@ -198,14 +200,19 @@ int run_training_job(const TrainingArguments& args) {
   const ProcessRank rank = rank_from_environment();
   const auto timeout = std::chrono::seconds(args.ddp_timeout);
   const auto run_start = std::chrono::steady_clock::now();
-  if (args.inprocess_ranks > 1) {
+  // One process whose config offloads parameters under stage 3 runs the ZeRO-3 engine over one
+  // in-process rank: its shard is the whole model, held in host memory (docs/ZERO.md).
+  const bool one_offloading_rank =
+      !rank.distributed && args.inprocess_ranks <= 1 && offloads_parameters(args.deepspeed);
+  if (args.inprocess_ranks > 1 || one_offloading_rank) {
     ZT_REQUIRE(!rank.distributed,
                "--inprocess_ranks cannot be combined with a launcher's ranks (" + rank.launcher + ")");
     std::atomic<int> stopped_by{0};  // every rank stops after the same step, for the same signal
     auto one_rank = [&](distributed::Communicator& comm) {
       if (const int signal = train_rank_of_many(args, inputs, comm, 0, run_start)) stopped_by = signal;
     };
-    distributed::run_inprocess_ranks(static_cast<int>(args.inprocess_ranks), timeout, one_rank);
+    distributed::run_inprocess_ranks(static_cast<int>(std::max<std::int64_t>(args.inprocess_ranks, 1)), timeout,
+                                     one_rank);
     return stopped_by;
   }
   // A launcher's single GPU rank still runs NCCL (as torchrun + DeepSpeed do): the whole

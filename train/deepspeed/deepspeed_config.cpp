@@ -150,6 +150,16 @@ nlohmann::json read_deepspeed_json(const std::string& path_or_json) {
   return parse_json_object(text.str(), path_or_json);
 }
 
+bool offloads_parameters(const std::string& path_or_json) {
+  if (path_or_json.empty()) return false;
+  const nlohmann::json ds = read_deepspeed_json(path_or_json);
+  const nlohmann::json zero = ds.value("zero_optimization", nlohmann::json::object());
+  if (!zero.is_object() || zero.value("stage", nlohmann::json()) != 3) return false;
+  const nlohmann::json param = zero.value("offload_param", nlohmann::json::object());
+  return (param.is_object() && param.value("device", nlohmann::json()) == "cpu") ||
+         zero.value("cpu_offload_param", nlohmann::json()) == true;
+}
+
 DeepSpeedConfig load_deepspeed_config(const std::string& path_or_json, const AutoFillContext& context) {
   nlohmann::json ds = read_deepspeed_json(path_or_json);
   fill_hf_auto(ds, context, source_of(path_or_json));

@@ -101,4 +101,9 @@ DeepSpeedConfig load_deepspeed_config(const std::string& path_or_json, const Aut
 // model (a file that is missing or not valid JSON, a key given twice).
 nlohmann::json read_deepspeed_json(const std::string& path_or_json);
 
+// Whether --deepspeed's config (empty: none) asks for stage 3 with parameter offload to the
+// CPU, read before the model loads: one process then runs the ZeRO-3 engine over one rank
+// (train/training_job.cpp), since the single-device optimizer keeps weights on the device.
+bool offloads_parameters(const std::string& path_or_json);
+
 }  // namespace zt::train

@@ -3,7 +3,8 @@
 namespace zt::train {
 
 std::optional<std::string> single_rank_zero_note(const SingleRankRun& run) {
-  if (run.stage == 0) return std::nullopt;
+  // Stage 3 with offload_param saves on one rank too: the weights wait in host memory.
+  if (run.stage == 0 || (run.stage == 3 && run.offload_param)) return std::nullopt;
   const std::string stage = std::to_string(run.stage);
   std::string note = "ZeRO stage " + stage + " on 1 rank partitions nothing: ";
   if (!run.zero_engine) {
@@ -15,8 +16,6 @@ std::optional<std::string> single_rank_zero_note(const SingleRankRun& run) {
       note +=
           "; no module is gathered or released and no layer is recomputed in backward "
           "(--gradient_checkpointing recomputes them)";
-    if (run.stage == 3 && run.offload_param)
-      note += "; offload_param does not apply either: the weights stay on the device";
   } else {
     note +=
         "the rank's partition is the whole model, so every model state stays whole on its GPU as under stage 0, "

@@ -103,6 +103,31 @@ TEST_F(CheckpointRanks, ExportOfAZero3CheckpointOfThreeRanksEqualsOneDevicesExpo
   }
 }
 
+// One process, no launcher, a config of stage 3 with parameter and optimizer offload (as
+// LLaMA-Factory's ds_z3_offload_config.json): the ZeRO-3 engine runs over one rank with the
+// weights in host memory, says so instead of the one-rank note, and its checkpoint exports to
+// what the single-device run gives.
+TEST_F(CheckpointRanks, OneProcessWithParameterOffloadRunsStage3AndExports) {
+  const fs::path config = root_ / "ds_z3_offload.json";
+  std::ofstream(config)
+      << R"({"train_micro_batch_size_per_gpu": "auto", "gradient_clipping": "auto", "zero_optimization": {"stage": 3,
+      "offload_optimizer": {"device": "cpu", "pin_memory": true},
+      "offload_param": {"device": "cpu", "pin_memory": true}}})";
+  const CliRun run =
+      zerotune(train_arguments("offload", "--per_device_train_batch_size 6 --deepspeed " + config.string()));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("offloaded to host memory (parameters"), std::string::npos) << run.output;
+  EXPECT_EQ(run.output.find("partitions nothing"), std::string::npos) << run.output;
+  const fs::path checkpoint = root_ / "offload/checkpoint-2";
+  EXPECT_EQ(nlohmann::json::parse(std::ifstream(checkpoint / kOptimizerIndexFile))["zero_stage"], 3);
+  train("single", "--per_device_train_batch_size 6");
+  export_checkpoint(checkpoint, "offload_export");
+  export_checkpoint(root_ / "single/checkpoint-2", "single_export");
+  const auto [relative, where] =
+      worst_relative(root_ / "offload_export/model.safetensors", root_ / "single_export/model.safetensors");
+  EXPECT_LE(relative, 1e-6) << where;
+}
+
 TEST_F(CheckpointRanks, AnOldSingleOptimizerFileStillResumes) {
   train("straight", "--per_device_train_batch_size 2");
   const fs::path old = root_ / "straight/checkpoint-2";
