@@ -88,14 +88,7 @@ TEST_F(Zero3, ParameterOffloadCheckpointsMoveToAndFromPlainRuns) {
     reader.offload_param = move.to_offload;
     reader.offload = move.to_offload;
     reader.micro = 12 / move.to_world;
-    reader.extra = {"--resume_from_checkpoint", (dir_ / name / "checkpoint-2").string()};
-    TrainerState state;
-    const Weights resumed = train(reader, name + "_resumed", &state);
-    EXPECT_EQ(state.global_step, 5);
-    Spec single = writer.single();
-    single.offload_param = false;
-    const Weights uninterrupted = train(single, name + "_single");
-    expect_same_weights(resumed, uninterrupted, "resumed " + reader.label() + " from " + writer.label());
+    expect_resume_matches_uninterrupted(writer, reader, name);
   }
 }
 

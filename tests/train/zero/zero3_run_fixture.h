@@ -226,6 +226,10 @@ class Zero3 : public testing::FolderTest {
     return read_weights(out);
   }
 
+  // `reader` resumed at step 2 of the run `name` of `writer` ends, after 5 steps, on the
+  // weights of `writer` run on one device without offload and without stopping.
+  void expect_resume_matches_uninterrupted(const Spec& writer, Spec reader, const std::string& name) const;
+
   static Weights read_weights(const fs::path& dir) {
     Weights weights;
     for (const auto& entry : fs::directory_iterator(dir)) {
@@ -268,6 +272,18 @@ void expect_same_weights(const Weights& got, const Weights& expected, const std:
   EXPECT_LE(relative, bound) << what << ": " << where;
   if (std::getenv("ZT_ZERO3_SHOW"))
     std::fprintf(stderr, "RESULT %-70s %.3g %s\n", what.c_str(), relative, where.c_str());
+}
+
+inline void Zero3::expect_resume_matches_uninterrupted(const Spec& writer, Spec reader, const std::string& name) const {
+  reader.extra = {"--resume_from_checkpoint", (dir_ / name / "checkpoint-2").string()};
+  TrainerState state;
+  const Weights resumed = train(reader, name + "_resumed", &state);
+  EXPECT_EQ(state.global_step, 5);
+  Spec single = writer.single();
+  single.offload = false;
+  single.offload_param = false;
+  const Weights uninterrupted = train(single, name + "_single");
+  expect_same_weights(resumed, uninterrupted, "resumed " + reader.label() + " from " + writer.label());
 }
 
 // fp16 with the loss scale starting at 2^126, at the edge of float32's range (the CPU model

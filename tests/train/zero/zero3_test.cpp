@@ -237,14 +237,7 @@ TEST_F(Zero3, CheckpointsResumeAtAnotherWorldSizeAndStage) {
     reader.world = move.to_world;
     reader.offload = move.to_offload;
     reader.micro = 12 / std::max(move.to_world, 1);
-    reader.extra = {"--resume_from_checkpoint", checkpoint.string()};
-    TrainerState state;
-    const Weights resumed = train(reader, name + "_resumed", &state);
-    EXPECT_EQ(state.global_step, 5);
-    Spec single = writer.single();
-    single.offload = false;
-    const Weights uninterrupted = train(single, name + "_single");
-    expect_same_weights(resumed, uninterrupted, "resumed " + reader.label() + " from " + writer.label());
+    expect_resume_matches_uninterrupted(writer, reader, name);
   }
 }
 
