@@ -1,5 +1,6 @@
 // `zerotune estimate`: the memory a training run needs per GPU and per node's host memory for
-// every ZeRO stage with and without optimizer offload (train/memory_estimate.h), which of them
+// every ZeRO stage with and without optimizer offload, and stage 3 with parameter offload
+// (train/memory_estimate.h), which of them
 // fit the GPU, and the fastest one that does. It reads only config.json: no weights needed.
 #include <algorithm>
 #include <cmath>
@@ -30,12 +31,14 @@ constexpr const char* kUsage =
     "                         [--dtype bfloat16|float16|float32] [--gpu_memory GIB] [--host_memory GIB]\n"
     "                         [--reduce_bucket_size N] [--deepspeed ds_config.json]\n"
     "                         [--finetuning_type full|lora [--lora_rank R] [--lora_target MODULES]]\n\n"
-    "Prints, for ZeRO stages 0-3 without and with optimizer offload, the GiB each GPU needs (model\n"
-    "states; stage 3's gathered modules; activations of a packed micro-batch of B x S tokens; the fused\n"
-    "loss; a 1 GiB reserve) and the GiB of host memory each node needs, and marks the rows that fit\n"
-    "--gpu_memory, or without it GPUs of 24, 40, 48, 80, 96 and 141 GiB (and the visible GPU's). Then it\n"
-    "recommends the fastest configuration that fits, with the `zerotune train` flags that run it:\n"
-    "stages 0, 1, 2, then 1-2 with offload, then 3, then 3 with offload; in each, gradient\n"
+    "Prints, for ZeRO stages 0-3 without and with optimizer offload (offload none, cpu) and for stage 3\n"
+    "with parameter offload, alone and with optimizer offload (offload param, both), the GiB each GPU\n"
+    "needs (model states; stage 3's gathered modules; activations of a packed micro-batch of B x S\n"
+    "tokens; the fused loss; a 1 GiB reserve) and the GiB of host memory each node needs, and marks the\n"
+    "rows that fit --gpu_memory, or without it GPUs of 24, 40, 48, 80, 96 and 141 GiB (and the visible\n"
+    "GPU's). Then it recommends the fastest configuration that fits, with the `zerotune train` flags\n"
+    "that run it: stages 0, 1, 2, then 1-2 with optimizer offload, then 3, then 3 with optimizer\n"
+    "offload, then 3 with parameter offload, the slowest (param, then both); in each, gradient\n"
     "checkpointing only when needed and the micro-batch halved only when needed; LoRA only when no\n"
     "full fine-tuning fits. Needs no GPU. The model states are zerotune's own buffers;\n"
     "docs/TRAINING.md (Memory) says how they differ from DeepSpeed's.\n"
@@ -153,8 +156,18 @@ std::string size_list(const std::vector<double>& sizes) {
 }
 
 std::string zero_name(const train::MemorySettings& s) {
-  return "ZeRO stage " + std::to_string(s.stage) + (s.offload ? " with" : " without") + " optimizer offload";
+  const std::string stage = "ZeRO stage " + std::to_string(s.stage);
+  if (s.offload_param) return stage + (s.offload ? " with optimizer and parameter offload" : " with parameter offload");
+  return stage + (s.offload ? " with" : " without") + " optimizer offload";
 }
+
+// The table's offload column: none, cpu (the optimizer), param, both.
+std::string offload_label(const train::MemorySettings& s) {
+  if (s.offload_param) return s.offload ? "both" : "param";
+  return s.offload ? "cpu" : "none";
+}
+
+bool offloads(const train::MemorySettings& s) { return s.offload || s.offload_param; }
 
 void print_header(const models::ModelConfig& config, const train::MemorySettings& s, const train::MemoryEstimate& e,
                   bool gpus_given) {
@@ -168,8 +181,9 @@ void print_header(const models::ModelConfig& config, const train::MemorySettings
             << (s.gradient_checkpointing ? ", gradient checkpointing" : "") << "\n";
   std::cout << "per GPU in every row: fused loss " << gib(e.loss) << " GiB, reserve " << gib(e.reserve) << " GiB\n";
   if (s.world_size() == 1)
-    std::cout << "one GPU: ZeRO has nothing to partition, so stages 0-3 need the same memory; only optimizer offload "
-                 "(stages 1-3) moves some of it to the host\n";
+    std::cout << "one GPU: ZeRO has nothing to partition, so stages 0-3 need the same memory; optimizer offload "
+                 "(stages 1-3) moves the optimizer's state to the host, and parameter offload (stage 3: one process "
+                 "runs the stage-3 engine over one rank) moves the weights too\n";
   std::cout << "\n";
 }
 
@@ -192,30 +206,36 @@ void print_deepspeed_fit(const models::ModelConfig& config, const train::DeepSpe
   std::cout << "\n";
 }
 
+// The table's rows, by stage: without and with optimizer offload, then stage 3 with parameter
+// offload, alone and with optimizer offload.
+constexpr train::ZeroRow kTableRows[] = {{0, false}, {0, true},  {1, false}, {1, true},        {2, false},
+                                         {2, true},  {3, false}, {3, true},  {3, false, true}, {3, true, true}};
+
 void print_table(const models::ModelConfig& config, train::MemorySettings settings, const std::vector<double>& budgets,
                  bool gpus_given) {
   std::string fits_header = "  fits";
   for (double budget : budgets) fits_header.append(" ").append(cell(size_text(budget), 4));
   fits_header += " GiB";
-  for (int stage = 0; stage <= 3; ++stage)
-    for (bool offload : {false, true}) {
-      settings.stage = stage;
-      settings.offload = offload;
-      const train::MemoryEstimate e = train::estimate_memory(config, settings);
-      if (stage == 0 && !offload) {
-        print_header(config, settings, e, gpus_given);
-        std::cout << "stage  offload  params  gradients  optimizer  gathered  activations  per GPU  host per node"
-                  << fits_header << "\n";
-      }
-      std::cout << cell(std::to_string(stage), 5) << cell(offload ? "cpu" : "none", 9) << cell(gib(e.gpu.parameters), 8)
-                << cell(gib(e.gpu.gradients), 11) << cell(gib(e.gpu.optimizer_state), 11) << cell(gib(e.transient), 10)
-                << cell(gib(e.activations), 13) << cell(gib(e.gpu_total()), 9) << cell(gib(e.host_per_node()), 15)
-                << "      ";
-      for (double budget : budgets)
-        std::cout << cell(fits(e.gpu_total(), budget) ? "yes" : "no",
-                          std::max<std::size_t>(size_text(budget).size(), 4) + 1);
-      std::cout << (train::trainer_runs(stage, offload) ? "" : "  (DeepSpeed offloads with stages 1-3 only)") << "\n";
+  for (const train::ZeroRow& row : kTableRows) {
+    settings.stage = row.stage;
+    settings.offload = row.offload;
+    settings.offload_param = row.offload_param;
+    const train::MemoryEstimate e = train::estimate_memory(config, settings);
+    if (&row == std::begin(kTableRows)) {
+      print_header(config, settings, e, gpus_given);
+      std::cout << "stage  offload  params  gradients  optimizer  gathered  activations  per GPU  host per node"
+                << fits_header << "\n";
     }
+    std::cout << cell(std::to_string(row.stage), 5) << cell(offload_label(settings), 9)
+              << cell(gib(e.gpu.parameters), 8) << cell(gib(e.gpu.gradients), 11)
+              << cell(gib(e.gpu.optimizer_state), 11) << cell(gib(e.transient), 10) << cell(gib(e.activations), 13)
+              << cell(gib(e.gpu_total()), 9) << cell(gib(e.host_per_node()), 15) << "      ";
+    for (double budget : budgets)
+      std::cout << cell(fits(e.gpu_total(), budget) ? "yes" : "no",
+                        std::max<std::size_t>(size_text(budget).size(), 4) + 1);
+    std::cout << (train::trainer_runs(row.stage, row.offload) ? "" : "  (DeepSpeed offloads with stages 1-3 only)")
+              << "\n";
+  }
   std::cout << "\n";
 }
 
@@ -225,6 +245,7 @@ void print_table(const models::ModelConfig& config, train::MemorySettings settin
 std::string deepspeed_json(const train::MemorySettings& s) {
   nlohmann::ordered_json zero{{"stage", s.stage}};
   if (s.offload) zero["offload_optimizer"] = {{"device", "cpu"}};
+  if (s.offload_param) zero["offload_param"] = {{"device", "cpu"}};
   return nlohmann::ordered_json{
       {"train_micro_batch_size_per_gpu", "auto"}, {"zero_optimization", zero}, {"bf16", {{"enabled", "auto"}}}}
       .dump();
@@ -258,7 +279,7 @@ std::string recommendation_text(const train::Recommendation& r, const train::Mem
   if (s.micro_batch != asked.micro_batch) text << ", micro-batch " << s.micro_batch;
   if (r.switched_to_lora) text << ", LoRA (" << millions(r.estimate.trainable_parameters) << " trainable)";
   text << ", " << gib(r.estimate.gpu_total()) << " of " << budget << " GiB per GPU";
-  if (s.offload) text << ", " << gib(r.estimate.host_per_node()) << " GiB of host memory per node";
+  if (offloads(s)) text << ", " << gib(r.estimate.host_per_node()) << " GiB of host memory per node";
   return text.str();
 }
 

@@ -83,12 +83,17 @@ std::int64_t layer_bytes_per_token(const models::ModelConfig& c, std::int64_t wi
   return elements * width + fp32 * kFp32;
 }
 
+// Whether the ZeRO-3 engine runs: stage 3 over several ranks, or one process under stage 3 with
+// parameter offload, which runs it over one rank (docs/ZERO.md, One rank); any other single
+// rank runs the single-device optimizer.
+bool runs_zero3_engine(const MemorySettings& s) { return s.stage == 3 && (s.world_size() > 1 || s.offload_param); }
+
 std::int64_t activation_bytes(const models::ModelConfig& c, const MemorySettings& s) {
   const std::int64_t tokens = s.micro_batch * s.max_length;
   const std::int64_t width = static_cast<std::int64_t>(dtype_size(s.dtype));
   const std::int64_t layer = tokens * layer_bytes_per_token(c, width);
   const std::int64_t top = tokens * (2 * c.hidden_size * width + kFp32);  // the final norm's input and output
-  const bool recomputes = s.gradient_checkpointing || (s.stage == 3 && s.world_size() > 1);
+  const bool recomputes = s.gradient_checkpointing || runs_zero3_engine(s);
   if (!recomputes) return c.num_layers * layer + top + layer;
   // Each layer's input, then during backward one layer recomputed and its gradients.
   return c.num_layers * tokens * c.hidden_size * width + top + 2 * layer;
@@ -131,7 +136,7 @@ MemoryEstimate estimate_model_states(const models::ModelConfig& config, const Me
   const std::int64_t psi = sum(all), psi_trainable = sum(trainable);
   const std::int64_t width = static_cast<std::int64_t>(dtype_size(s.dtype));
   const int world = s.world_size();
-  const bool stage3 = s.stage == 3 && world > 1;
+  const bool stage3 = runs_zero3_engine(s);
   // One rank runs the single-device optimizer; stage 0 replicates the optimizer (one owner).
   const int owners = world == 1 || s.stage == 0 ? 1 : world;
   const ZeroLayout layout = make_zero_layout(trainable, owners, s.reduce_bucket_size);

@@ -16,6 +16,7 @@ std::optional<Recommendation> search(const models::ModelConfig& config, const Me
         MemorySettings s = base;
         s.stage = row.stage;
         s.offload = row.offload;
+        s.offload_param = row.offload_param;
         s.gradient_checkpointing = checkpointing;
         s.micro_batch = micro;
         const MemoryEstimate e = estimate_memory(config, s);

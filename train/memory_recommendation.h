@@ -1,8 +1,10 @@
 // The configuration `zerotune estimate` recommends: the fastest way to train a model within a
 // GPU's memory, by the estimate of train/memory_estimate.h. The search follows the order HF's
 // DeepSpeed guide tunes a run by, so the first configuration that fits is the fastest one:
-//   1. ZeRO stage and optimizer offload, fastest first: stages 0, 1, 2, then 1-2 with offload,
-//      then 3, then 3 with offload;
+//   1. ZeRO stage and offload, fastest first: stages 0, 1, 2, then 1-2 with optimizer offload,
+//      then 3, then 3 with optimizer offload, then 3 with parameter offload, alone and with
+//      optimizer offload (the slowest: every module crosses PCIe in every pass, and the only
+//      way a model whose weights outgrow the GPU trains on one);
 //   2. within each, gradient checkpointing as asked, then on (a third more compute);
 //   3. within each, the asked micro-batch, then halved down to 1 (the same global batch needs
 //      more gradient accumulation).
@@ -23,13 +25,15 @@ namespace zt::train {
 // 1-3 only (train/deepspeed/deepspeed_zero.cpp). On one GPU every stage is the same run.
 inline bool trainer_runs(int stage, bool offload) { return !offload || stage >= 1; }
 
-// The stage and offload rows the trainer runs, fastest first (step 1 above).
+// The stage and offload rows the trainer runs, fastest first (step 1 above). Parameter
+// offload is stage 3's only.
 struct ZeroRow {
   int stage;
   bool offload;
+  bool offload_param = false;
 };
-inline constexpr ZeroRow kFastestFirst[] = {{0, false}, {1, false}, {2, false}, {1, true},
-                                            {2, true},  {3, false}, {3, true}};
+inline constexpr ZeroRow kFastestFirst[] = {{0, false}, {1, false}, {2, false},       {1, true},      {2, true},
+                                            {3, false}, {3, true},  {3, false, true}, {3, true, true}};
 
 struct MemoryBudget {
   std::int64_t gpu_bytes = 0;                // per GPU

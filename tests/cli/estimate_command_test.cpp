@@ -94,11 +94,13 @@ TEST(EstimateCli, SevenBillionOn24GiBCardsGetsAConfigurationAndItsFlags) {
     const char* line;
     int stage;
     bool offload;
+    bool offload_param;
   };
+  // Two cards: only parameter offload, the slowest, fits; four and eight need none.
   for (const Expected& e :
-       {Expected{2, "recommended: ZeRO stage 0 without optimizer offload, LoRA (20.2M trainable)", 0, false},
-        Expected{4, "recommended: ZeRO stage 3 with optimizer offload, ", 3, true},
-        Expected{8, "recommended: ZeRO stage 3 without optimizer offload, 23.26 of 24 GiB", 3, false}}) {
+       {Expected{2, "recommended: ZeRO stage 3 with optimizer and parameter offload, ", 3, true, true},
+        Expected{4, "recommended: ZeRO stage 3 with optimizer offload, ", 3, true, false},
+        Expected{8, "recommended: ZeRO stage 3 without optimizer offload, 23.26 of 24 GiB", 3, false, false}}) {
     const CliRun run =
         zerotune("estimate --config " + kQwen7b + " --num_gpus " + std::to_string(e.gpus) + " --gpu_memory 24");
     ASSERT_EQ(run.exit_code, 0) << run.output;
@@ -107,13 +109,58 @@ TEST(EstimateCli, SevenBillionOn24GiBCardsGetsAConfigurationAndItsFlags) {
     const nlohmann::json deepspeed = recommended_deepspeed(run.output);
     EXPECT_EQ(deepspeed["zero_optimization"]["stage"], e.stage) << run.output;
     EXPECT_EQ(deepspeed["zero_optimization"].contains("offload_optimizer"), e.offload) << run.output;
-    EXPECT_EQ(run.output.find("--finetuning_type lora") != std::string::npos, e.gpus == 2) << run.output;
+    EXPECT_EQ(deepspeed["zero_optimization"].contains("offload_param"), e.offload_param) << run.output;
+    EXPECT_EQ(run.output.find("--finetuning_type lora"), std::string::npos) << run.output;
   }
+}
+
+// The GiB per GPU a recommendation states: "..., 37.52 of 40 GiB per GPU".
+double recommended_gib(const std::string& output, const std::string& budget) {
+  const std::size_t line = output.find("recommended:");
+  const std::size_t of = output.find(" of " + budget + " GiB per GPU", line);
+  if (line == std::string::npos || of == std::string::npos) return -1;
+  return std::stod(output.substr(output.rfind(", ", of) + 2));
+}
+
+// One card: a 7B full fine-tune fits 40 GiB only with the weights and the optimizer in host
+// memory; on 24 GiB the fp32 gradient alone (28.4 GiB) is too much, so LoRA it is.
+TEST(EstimateCli, SevenBillionOnOneCardOffloadsItsParameters) {
+  const std::string one_card =
+      "estimate --config " + kQwen7b + " --num_gpus 1 --gradient_checkpointing --max_length 2048";
+  const CliRun run = zerotune(one_card + " --gpu_memory 40");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("parameter offload (stage 3: one process runs the stage-3 engine over one rank) moves the "
+                            "weights too"),
+            std::string::npos)
+      << run.output;
+  EXPECT_NE(run.output.find("recommended: ZeRO stage 3 with optimizer and parameter offload, "), std::string::npos)
+      << run.output;
+  const double gib = recommended_gib(run.output, "40");
+  EXPECT_GT(gib, 28.37) << "the fp32 gradient stays on the GPU\n" << run.output;
+  EXPECT_LT(gib, 40) << run.output;
+  const nlohmann::json zero = recommended_deepspeed(run.output)["zero_optimization"];
+  EXPECT_EQ(zero["stage"], 3) << run.output;
+  EXPECT_EQ(zero["offload_param"]["device"], "cpu") << run.output;
+  EXPECT_EQ(zero["offload_optimizer"]["device"], "cpu") << run.output;
+  EXPECT_EQ(run.output.find("--finetuning_type lora"), std::string::npos) << run.output;
+
+  const CliRun small = zerotune(one_card + " --gpu_memory 24");
+  ASSERT_EQ(small.exit_code, 0) << small.output;
+  EXPECT_NE(small.output.find("full fine-tuning fits in no configuration within 24 GiB per GPU"), std::string::npos)
+      << small.output;
+  EXPECT_NE(small.output.find("--finetuning_type lora"), std::string::npos) << small.output;
+  const nlohmann::json lora_zero = recommended_deepspeed(small.output)["zero_optimization"];
+  EXPECT_EQ(lora_zero["stage"], 0) << small.output;
+  EXPECT_FALSE(lora_zero.contains("offload_param")) << small.output;
 }
 
 TEST(EstimateCli, HostMemoryRulesOutOffloadThatNeedsMore) {
   const CliRun run = zerotune("estimate --config " + kQwen7b + " --num_gpus 4 --gpu_memory 24 --host_memory 64");
   ASSERT_EQ(run.exit_code, 0) << run.output;
+  const nlohmann::json lora_zero = recommended_deepspeed(run.output)["zero_optimization"];
+  EXPECT_EQ(lora_zero["stage"], 0) << run.output;
+  EXPECT_FALSE(lora_zero.contains("offload_param")) << "parameter offload needs 141.85 GiB of host memory\n"
+                                                    << run.output;
   EXPECT_NE(run.output.find("LoRA"), std::string::npos) << run.output;
   EXPECT_NE(run.output.find("full fine-tuning fits in no configuration within 24 GiB per GPU and 64 GiB of host "
                             "memory per node"),
@@ -149,6 +196,24 @@ TEST(EstimateCli, WithoutFlagsEveryCommonGpuSizeIsShown) {
   if (gpus == 1) {
     EXPECT_NE(run.output.find("one GPU: ZeRO has nothing to partition"), std::string::npos) << run.output;
   }
+}
+
+// Stage 3's parameter offload rows, after its optimizer offload row: the shard of the weights
+// (2Ψ/N) leaves the GPU for the host, and with optimizer offload the 12Ψ/N of master and moments
+// too, the host then holding 2Ψ/N + 18Ψ/N per rank (docs/ZERO.md, Parameter offload).
+TEST(EstimateCli, StageThreeParameterOffloadRowsFollowTheOthers) {
+  const CliRun run = zerotune("estimate --config " + kQwen7b + " --num_gpus 4 --gpu_memory 24");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const std::size_t optimizer = run.output.find("    3      cpu    3.55       7.09       0.00      3.30");
+  const std::size_t param =
+      run.output.find("    3    param    0.00       7.09      21.28      3.30         0.51    35.79          14.19");
+  const std::size_t both =
+      run.output.find("    3     both    0.00       7.09       0.00      3.30         0.51    14.51         141.85");
+  ASSERT_NE(optimizer, std::string::npos) << run.output;
+  ASSERT_NE(param, std::string::npos) << run.output;
+  ASSERT_NE(both, std::string::npos) << run.output;
+  EXPECT_LT(optimizer, param);
+  EXPECT_LT(param, both);
 }
 
 // --deepspeed: the user's config's stage, offload and micro-batch, its fit stated before the

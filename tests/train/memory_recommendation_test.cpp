@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <string>
 #include <vector>
 
 #include "models/config/config.h"
@@ -35,6 +36,7 @@ std::optional<Recommendation> recommend(const MemorySettings& asked, MemoryBudge
 MemorySettings smallest(MemorySettings s, ZeroRow row) {
   s.stage = row.stage;
   s.offload = row.offload;
+  s.offload_param = row.offload_param;
   s.gradient_checkpointing = true;
   s.micro_batch = 1;
   return s;
@@ -48,6 +50,20 @@ void expect_real(const Recommendation& r, const MemoryBudget& budget) {
     EXPECT_LE(again.host_per_node(), *budget.host_bytes);
   }
   EXPECT_TRUE(trainer_runs(r.settings.stage, r.settings.offload));
+  EXPECT_TRUE(!r.settings.offload_param || r.settings.stage == 3) << "parameter offload is stage 3's";
+}
+
+std::string row_name(ZeroRow row) {
+  return "stage " + std::to_string(row.stage) + (row.offload ? " with optimizer offload" : "") +
+         (row.offload_param ? " with parameter offload" : "");
+}
+
+// Every row without parameter offload, each at its smallest, needs more than `gpu_bytes`.
+void expect_nothing_without_parameter_offload_fits(const MemorySettings& asked, std::int64_t gpu_bytes) {
+  for (const ZeroRow row : kFastestFirst)
+    if (!row.offload_param) {
+      EXPECT_GT(estimate_memory(qwen25_7b(), smallest(asked, row)).gpu_total(), gpu_bytes) << row_name(row);
+    }
 }
 
 // Four 24 GiB cards need stage 3 with the optimizer offloaded; eight hold stage 3 on the GPUs
@@ -72,20 +88,77 @@ TEST(MemoryRecommendation, SevenBillionOnFourAndEightCardsOf24GiBTrainsEveryPara
     for (const ZeroRow row : faster)
       EXPECT_GT(estimate_memory(config, smallest(on_gpus(gpus), row)).gpu_total(), budget.gpu_bytes)
           << "stage " << row.stage << (row.offload ? " with offload" : "");
+    EXPECT_FALSE(r->settings.offload_param) << "what fits without parameter offload needs none";
   }
 }
 
-TEST(MemoryRecommendation, SevenBillionOnTwoCardsOf24GiBFallsBackToLora) {
+MemorySettings one_gpu_2048_checkpointed() {
+  MemorySettings s = on_gpus(1);
+  s.max_length = 2048;
+  s.gradient_checkpointing = true;
+  return s;
+}
+
+// One GPU: the weights must leave it. Stage 3 with parameter and optimizer offload keeps only the
+// fp32 gradient (4Ψ, 28.4 GiB for 7.6B parameters), the modules gathered and the activations on
+// the GPU: a 40 GiB A100 trains every parameter of a 7B model, which nothing else fits.
+TEST(MemoryRecommendation, SevenBillionOnOneCardOf40GiBOffloadsParametersAndOptimizer) {
+  const MemorySettings asked = one_gpu_2048_checkpointed();
+  const MemoryBudget budget{.gpu_bytes = 40 * kGiB};
+  const std::optional<Recommendation> r = recommend(asked, budget);
+  ASSERT_TRUE(r.has_value());
+  expect_real(*r, budget);
+  EXPECT_FALSE(r->switched_to_lora);
+  EXPECT_EQ(r->settings.stage, 3);
+  EXPECT_TRUE(r->settings.offload);
+  EXPECT_TRUE(r->settings.offload_param);
+  expect_nothing_without_parameter_offload_fits(asked, budget.gpu_bytes);
+  EXPECT_GT(estimate_memory(qwen25_7b(), smallest(asked, {3, false, true})).gpu_total(), budget.gpu_bytes)
+      << "parameter offload alone keeps the optimizer (16Ψ) on the GPU";
+  EXPECT_LT(r->estimate.gpu.parameters, kGiB) << "only the parameters kept whole stay on the GPU";
+  EXPECT_GT(r->estimate.host_per_node(), 20 * r->estimate.model_parameters * 95 / 100)
+      << "the host holds 2Ψ of weights and 18Ψ of optimizer";
+}
+
+// On 24 GiB the fp32 gradient alone (28.4 GiB) does not fit, so one card trains LoRA; and with
+// less host memory than the offload needs (20Ψ, 142 GiB) a 40 GiB card does too.
+TEST(MemoryRecommendation, SevenBillionOnOneCardFallsBackToLoraWhenParameterOffloadDoesNotFit) {
+  const MemorySettings asked = one_gpu_2048_checkpointed();
+  EXPECT_GT(estimate_memory(qwen25_7b(), smallest(asked, {3, true, true})).gpu.gradients, 24 * kGiB);
+  const MemoryBudget small{.gpu_bytes = 24 * kGiB};
+  const std::optional<Recommendation> on_24 = recommend(asked, small);
+  ASSERT_TRUE(on_24.has_value());
+  expect_real(*on_24, small);
+  EXPECT_TRUE(on_24->switched_to_lora);
+  EXPECT_FALSE(on_24->settings.offload_param);
+  const MemoryBudget little_host{.gpu_bytes = 40 * kGiB, .host_bytes = 64 * kGiB};
+  const std::optional<Recommendation> on_40 = recommend(asked, little_host);
+  ASSERT_TRUE(on_40.has_value());
+  expect_real(*on_40, little_host);
+  EXPECT_TRUE(on_40->switched_to_lora);
+  EXPECT_FALSE(on_40->settings.offload_param);
+}
+
+// Two cards: full fine-tuning fits only with the weights in host memory too (20Ψ per node),
+// which is recommended over LoRA; without that much host memory, LoRA it is.
+TEST(MemoryRecommendation, SevenBillionOnTwoCardsOf24GiBOffloadsParametersOrFallsBackToLora) {
   const models::ModelConfig config = qwen25_7b();
   const MemoryBudget budget{.gpu_bytes = 24 * kGiB};
-  EXPECT_GT(estimate_memory(config, smallest(on_gpus(2), {3, true})).gpu_total(), budget.gpu_bytes)
-      << "full fine-tuning does not fit at all";
+  expect_nothing_without_parameter_offload_fits(on_gpus(2), budget.gpu_bytes);
   const std::optional<Recommendation> r = recommend(on_gpus(2), budget);
   ASSERT_TRUE(r.has_value());
   expect_real(*r, budget);
-  EXPECT_TRUE(r->switched_to_lora);
-  EXPECT_EQ(r->settings.trainable_numels, lora_all_rank8(config));
-  EXPECT_EQ(r->settings.stage, 0) << "LoRA's few trainable parameters need no partitioning";
+  EXPECT_FALSE(r->switched_to_lora);
+  EXPECT_EQ(r->settings.stage, 3);
+  EXPECT_TRUE(r->settings.offload);
+  EXPECT_TRUE(r->settings.offload_param);
+  const MemoryBudget little_host{.gpu_bytes = 24 * kGiB, .host_bytes = 64 * kGiB};
+  const std::optional<Recommendation> lora = recommend(on_gpus(2), little_host);
+  ASSERT_TRUE(lora.has_value());
+  expect_real(*lora, little_host);
+  EXPECT_TRUE(lora->switched_to_lora);
+  EXPECT_EQ(lora->settings.trainable_numels, lora_all_rank8(config));
+  EXPECT_EQ(lora->settings.stage, 0) << "LoRA's few trainable parameters need no partitioning";
 }
 
 TEST(MemoryRecommendation, ASmallerMicroBatchComesBeforeCheckpointingAndAHigherStage) {
