@@ -206,9 +206,9 @@ TEST(EstimateCli, StageThreeParameterOffloadRowsFollowTheOthers) {
   ASSERT_EQ(run.exit_code, 0) << run.output;
   const std::size_t optimizer = run.output.find("    3      cpu    3.55       7.09       0.00      3.30");
   const std::size_t param =
-      run.output.find("    3    param    0.00       7.09      21.28      3.30         0.51    35.79          14.19");
+      run.output.find("    3    param    0.00       7.09      21.28      3.30         0.51    35.80          14.18");
   const std::size_t both =
-      run.output.find("    3     both    0.00       7.09       0.00      3.30         0.51    14.51         141.85");
+      run.output.find("    3     both    0.00       7.09       0.00      3.30         0.51    14.52         141.85");
   ASSERT_NE(optimizer, std::string::npos) << run.output;
   ASSERT_NE(param, std::string::npos) << run.output;
   ASSERT_NE(both, std::string::npos) << run.output;
