@@ -22,6 +22,7 @@
 #include "text/tokenizer/tokenizer.h"
 #include "train/args/preflight.h"
 #include "train/checkpoint/checkpoint.h"
+#include "train/data/pretraining_blocks.h"
 #include "train/data/sample_encoding.h"
 #include "train/deepspeed/deepspeed_config.h"
 #include "train/finetuning.h"
@@ -57,7 +58,12 @@ EncodedDataset encode_samples(const Dataset& dataset, const std::string& path,
                               .train_on_prompt = args.train_on_prompt,
                               .overlong = args.overlong_samples,
                               .workers = static_cast<int>(args.dataloader_num_workers)};
-  EncodedDataset encoded = encode_dataset(dataset, chat_template, tokenizer, options);
+  EncodedDataset encoded = args.stage == "pt"
+                               ? pretraining_samples(dataset, path, tokenizer, args.max_length, args.packing)
+                               : encode_dataset(dataset, chat_template, tokenizer, options);
+  if (args.stage == "pt" && args.packing)
+    ZT_LOG(kInfo, path << ": " << dataset.size() << " texts chained into " << encoded.samples.size() << " blocks of "
+                       << args.max_length << " tokens (--stage pt packs them; --packing false keeps one per text)");
   if (encoded.truncated)
     ZT_LOG(kWarn, path << ": " << encoded.truncated << " sample(s) truncated to --max_length " << args.max_length);
   if (encoded.skipped)
@@ -161,8 +167,9 @@ int train_one_rank(const TrainingArguments& args, const RunInputs& inputs, distr
   auto model = std::make_shared<models::CausalLM>(models::load_model(model_dir, options));
   ZT_LOG(kInfo, "run " << args.run_name << ": model " << args.model_name_or_path << " (" << model->num_parameters()
                        << " parameters) on " << (device.is_cpu() ? "cpu" : "cuda:" + std::to_string(device.index))
-                       << ", " << running_precision(plan, device) << ", " << data.train.size() << " samples, template "
-                       << template_name << ", " << plan.max_steps << " steps");
+                       << ", " << running_precision(plan, device) << ", " << data.train.size() << " samples, "
+                       << (args.stage == "pt" ? "no template (--stage pt)" : "template " + template_name) << ", "
+                       << plan.max_steps << " steps");
   if (!data.train.empty() && (comm == nullptr || comm->rank() == 0))
     ZT_LOG(kInfo, sample_preview(data.train.front(), *tokenizer));
   TrainerModel trained;

@@ -98,19 +98,19 @@ void check_data(const TrainingArguments& args, std::vector<std::string>& errors)
   require(!args.eval_on_start || has_eval, errors, "--eval_on_start" + eval_data);
 }
 
-// LLaMA-Factory's stages other than sft train something else than a language model on replies.
+// LLaMA-Factory's stages other than sft and pt train something else than a language model.
 void check_stage(const TrainingArguments& args, std::vector<std::string>& errors) {
-  static const std::vector<std::pair<std::string, std::string>> stages = {{"pt", "pre-training on raw text"},
-                                                                          {"rm", "reward modelling"},
+  static const std::vector<std::pair<std::string, std::string>> stages = {{"rm", "reward modelling"},
                                                                           {"ppo", "PPO"},
                                                                           {"dpo", "DPO preference training"},
                                                                           {"kto", "KTO preference training"}};
-  if (args.stage == "sft") return;
+  if (args.stage == "sft" || args.stage == "pt") return;
   std::string what = "an unknown stage";
   for (const auto& [name, description] : stages)
     if (args.stage == name) what = description;
   errors.push_back("--stage " + args.stage + " (" + what +
-                   ") is not supported: zerotune train runs supervised fine-tuning, --stage sft");
+                   ") is not supported: zerotune train runs supervised fine-tuning (--stage sft) and pre-training on "
+                   "plain text (--stage pt)");
 }
 
 void check_combinations(const TrainingArguments& args, std::vector<std::string>& errors) {

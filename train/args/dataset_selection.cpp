@@ -44,7 +44,10 @@ std::string joined(const std::vector<std::string>& parts) {
 }
 
 // The columns (and for sharegpt the tags) zerotune's reader knows, by LLaMA-Factory's keys.
-const json& known_layout(const std::string& formatting) {
+// Under --stage pt the text is the prompt column, and zerotune reads it as "text".
+const json& known_layout(const std::string& formatting, bool pretraining) {
+  static const json text = {{"columns", {{"prompt", {"text"}}}}};
+  if (pretraining) return text;
   static const json alpaca = {{"columns",
                                {{"prompt", {"instruction"}},
                                 {"query", {"input"}},
@@ -65,10 +68,11 @@ const json& known_layout(const std::string& formatting) {
 }
 
 // An entry's columns or tags must each name what zerotune's reader looks for.
-void check_layout(const json& entry, const std::string& formatting, const char* part, const std::string& where) {
+void check_layout(const json& entry, const std::string& formatting, bool pretraining, const char* part,
+                  const std::string& where) {
   if (!entry.contains(part)) return;
   ZT_REQUIRE(entry[part].is_object(), where + ": \"" + part + "\" must be an object");
-  const json& known = known_layout(formatting).value(part, json::object());
+  const json& known = known_layout(formatting, pretraining).value(part, json::object());
   for (const auto& [key, value] : entry[part].items()) {
     const bool ok = known.contains(key) && value.is_string() &&
                     std::find(known[key].begin(), known[key].end(), value) != known[key].end();
@@ -80,7 +84,8 @@ void check_layout(const json& entry, const std::string& formatting, const char* 
 }
 
 // A dataset_info.json entry as a file zerotune reads the way LLaMA-Factory would.
-std::string entry_file(const std::string& name, const json& entry, const fs::path& dataset_dir, const fs::path& info) {
+std::string entry_file(const std::string& name, const json& entry, const fs::path& dataset_dir, const fs::path& info,
+                       bool pretraining) {
   const std::string where = info.string() + ": dataset \"" + name + "\"";
   ZT_REQUIRE(entry.is_object(), where + " is not an object");
   for (const char* remote : {"hf_hub_url", "ms_hub_url", "om_hub_url", "script_url", "cloud_file_name"})
@@ -97,8 +102,10 @@ std::string entry_file(const std::string& name, const json& entry, const fs::pat
       formatting_value.is_string() ? formatting_value.get<std::string>() : formatting_value.dump();
   ZT_REQUIRE(formatting == "alpaca" || formatting == "sharegpt",
              where + " has formatting \"" + formatting + "\"; zerotune reads alpaca and sharegpt");
-  check_layout(entry, formatting, "columns", where);
-  check_layout(entry, formatting, "tags", where);
+  ZT_REQUIRE(!pretraining || formatting == "alpaca",
+             where + " has formatting \"" + formatting + "\"; --stage pt reads plain text, alpaca-formatted");
+  check_layout(entry, formatting, pretraining, "columns", where);
+  check_layout(entry, formatting, pretraining, "tags", where);
   const fs::path file = dataset_dir / entry["file_name"].get<std::string>();
   ZT_REQUIRE(is_file(file),
              where + ": " + file.string() + " is not a file (zerotune reads one JSON or JSON Lines file per dataset)");
@@ -163,13 +170,14 @@ std::vector<std::string> data_files(const std::string& list) {
   return split_list(list);
 }
 
-std::vector<std::string> llama_factory_files(const std::string& names, const std::string& dataset_dir) {
+std::vector<std::string> llama_factory_files(const std::string& names, const std::string& dataset_dir,
+                                             bool pretraining) {
   const fs::path info_path = fs::path(dataset_dir) / "dataset_info.json";
   const json info = read_dataset_info(info_path);
   std::vector<std::string> files;
   for (const std::string& name : split_list(names)) {
     if (info.contains(name)) {
-      files.push_back(entry_file(name, info[name], dataset_dir, info_path));
+      files.push_back(entry_file(name, info[name], dataset_dir, info_path, pretraining));
     } else if (is_file(name)) {
       files.push_back(name);
     } else if (is_file(fs::path(dataset_dir) / name)) {
@@ -209,12 +217,14 @@ std::pair<Dataset, Dataset> split_validation(const Dataset& data, double val_siz
 SelectedData select_data(const TrainingArguments& args) {
   SelectedData selected;
   const std::vector<std::string> train_files =
-      args.dataset.empty() ? data_files(args.train_file) : llama_factory_files(args.dataset, args.dataset_dir);
+      args.dataset.empty() ? data_files(args.train_file)
+                           : llama_factory_files(args.dataset, args.dataset_dir, args.stage == "pt");
   selected.train = read_files(train_files, args.max_samples);
   selected.train_source = joined(train_files);
   std::vector<std::string> eval_files;
   if (!args.validation_file.empty()) eval_files = data_files(args.validation_file);
-  if (!args.eval_dataset.empty()) eval_files = llama_factory_files(args.eval_dataset, args.dataset_dir);
+  if (!args.eval_dataset.empty())
+    eval_files = llama_factory_files(args.eval_dataset, args.dataset_dir, args.stage == "pt");
   if (!eval_files.empty()) {
     selected.eval = read_files(eval_files, args.max_samples);
     selected.eval_source = joined(eval_files);

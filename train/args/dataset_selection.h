@@ -33,8 +33,10 @@ std::vector<std::string> data_files(const std::string& list);
 // LLaMA-Factory's comma-separated dataset names as files: each through dataset_dir's
 // dataset_info.json, else taken as a path (as given, or inside dataset_dir). What zerotune
 // cannot read as LLaMA-Factory would (hub datasets, renamed columns, ranking data, ...) is an
-// error naming the dataset and the entry.
-std::vector<std::string> llama_factory_files(const std::string& names, const std::string& dataset_dir);
+// error naming the dataset and the entry. With `pretraining` (--stage pt) an entry's prompt
+// column is the text, which zerotune reads as "text".
+std::vector<std::string> llama_factory_files(const std::string& names, const std::string& dataset_dir,
+                                             bool pretraining = false);
 
 // LLaMA-Factory's val_size: a share (< 1, rounded up, as datasets' train_test_split does) or a
 // number of samples, drawn with `seed`; returns {train, eval}, each in the file's order.

@@ -64,6 +64,7 @@ void apply_implied(TrainingArguments& args, std::vector<std::string>& errors) {
   }
   if (args.run_name.empty()) args.run_name = args.output_dir;  // HF's name for an unnamed run
   if (args.neat_packing) args.packing = true;
+  if (args.stage == "pt" && !args.was_given("packing")) args.packing = true;  // LLaMA-Factory packs under pt
   if (!args.was_given("gradient_checkpointing")) {
     // LLaMA-Factory checkpoints every model unless told not to.
     if (args.llama_factory_style()) args.gradient_checkpointing = !args.disable_gradient_checkpointing;

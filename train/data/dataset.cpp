@@ -22,18 +22,6 @@ std::optional<DataFormat> format_of(const json& sample) {
   return std::nullopt;
 }
 
-std::string format_name(DataFormat format) {
-  switch (format) {
-    case DataFormat::kAlpaca:
-      return "alpaca (\"instruction\")";
-    case DataFormat::kShareGpt:
-      return "ShareGPT (\"conversations\" or \"messages\")";
-    case DataFormat::kText:
-      return "plain text (\"text\")";
-  }
-  return "";
-}
-
 DataFormat detect(const json& sample, const std::string& path) {
   if (std::optional<DataFormat> format = format_of(sample)) return *format;
   fail(path + ": cannot tell the data format from the first sample " + sample.dump().substr(0, 200) +
@@ -116,6 +104,18 @@ std::vector<std::pair<json, std::size_t>> read_samples(std::string_view text, co
 }
 
 }  // namespace
+
+std::string format_name(DataFormat format) {
+  switch (format) {
+    case DataFormat::kAlpaca:
+      return "alpaca (\"instruction\")";
+    case DataFormat::kShareGpt:
+      return "ShareGPT (\"conversations\" or \"messages\")";
+    case DataFormat::kText:
+      return "plain text (\"text\")";
+  }
+  return "";
+}
 
 Dataset parse_dataset(std::string_view text, const std::string& path) {
   const std::vector<std::pair<json, std::size_t>> samples = read_samples(text, path);

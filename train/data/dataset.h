@@ -33,6 +33,9 @@ struct Dataset {
   std::size_t size() const { return format == DataFormat::kText ? texts.size() : samples.size(); }
 };
 
+// "alpaca (\"instruction\")" and the like: a format as messages name it.
+std::string format_name(DataFormat format);
+
 // Reads `path`. The format is detected from the first sample's keys and every sample must
 // follow it; a malformed sample, or one of another format, is an error naming the file, the
 // sample's index (and line for JSON Lines) and what is wrong.

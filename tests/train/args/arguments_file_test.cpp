@@ -211,7 +211,7 @@ TEST(ArgumentsFile, LlamaFactoryOptionsZerotuneCannotHonourAreRefusedByName) {
         "--use_dora true: this is a LLaMA-Factory option zerotune does not support: DoRA is not implemented",
         "--pure_bf16 true: this is a LLaMA-Factory option", "--mix_strategy interleave_under"})
     EXPECT_NE(msg.find(part), std::string::npos) << part << "\n" << msg;
-  EXPECT_NE(yaml_error("model_name_or_path: m\noutput_dir: o\ndataset: a\nstage: pt\n").find("pre-training"),
+  EXPECT_NE(yaml_error("model_name_or_path: m\noutput_dir: o\ndataset: a\nstage: rm\n").find("reward modelling"),
             std::string::npos);
 }
 

@@ -52,10 +52,26 @@ TEST(DatasetSelection, LlamaFactoryNamesResolveThroughDatasetInfo) {
   EXPECT_EQ(llama_factory_files(path, "elsewhere"), std::vector<std::string>{path});
 }
 
+// --stage pt: an entry's prompt column is the text (LLaMA-Factory's c4_demo), and pt packs
+// unless told not to; under sft the same entry is refused, its text being no instruction.
+TEST(DatasetSelection, PretrainingReadsThePromptColumnAsText) {
+  EXPECT_EQ(llama_factory_files("c4_demo", kData.string(), true),
+            std::vector<std::string>{(kData / "c4_demo.jsonl").string()});
+  const std::string refused = error_for("c4_demo");
+  EXPECT_NE(refused.find("maps columns prompt to \"text\""), std::string::npos) << refused;
+  const TrainingArguments pt = arguments({"--stage", "pt", "--dataset", "c4_demo", "--dataset_dir", kData.string()});
+  EXPECT_TRUE(pt.packing);
+  EXPECT_FALSE(arguments({"--stage", "pt", "--dataset", "c4_demo", "--packing", "false"}).packing);
+  EXPECT_FALSE(arguments({"--stage", "sft", "--dataset", "c4_demo"}).packing);
+  const SelectedData selected = select_data(pt);
+  EXPECT_EQ(selected.train.format, DataFormat::kText);
+  EXPECT_EQ(selected.train.texts.size(), 3u);
+}
+
 TEST(DatasetSelection, WhatLlamaFactoryWouldReadDifferentlyIsRefused) {
   std::string msg = error_for("nowhere");
   EXPECT_NE(msg.find("dataset \"nowhere\" is neither in"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("alpaca_en_demo, chat_openai"), std::string::npos) << msg;  // what it has
+  EXPECT_NE(msg.find("alpaca_en_demo, c4_demo, chat_openai"), std::string::npos) << msg;  // what it has
   msg = error_for("from_the_hub");
   EXPECT_NE(msg.find("dataset \"from_the_hub\" is loaded from hf_hub_url; zerotune reads local files"),
             std::string::npos)

@@ -1,0 +1,80 @@
+// LLaMA-Factory's pre-training stage: each text without special tokens and with eos, chained
+// and cut into blocks of max_length with the last partial block dropped (packing, its default
+// under pt), or one sample per text cut to max_length; every token trained; other data refused.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "tests/common/op_test_util.h"
+#include "text/tokenizer/tokenizer.h"
+#include "train/data/pretraining_blocks.h"
+
+namespace zt::train {
+namespace {
+
+namespace fs = std::filesystem;
+
+const fs::path kModel = fs::path(ZT_SOURCE_DIR) / "examples/tiny-qwen";
+
+class PretrainingBlocks : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!models::tokenizers_available()) GTEST_SKIP() << models::tokenizer_support_message();
+    tokenizer_ = models::load_tokenizer(kModel.string());
+    texts_.format = DataFormat::kText;
+    texts_.texts = {"the first text, a few words long", "a second one", "and a third text to end with"};
+  }
+  // Every text's ids, no special tokens, each followed by eos.
+  std::vector<std::int32_t> chained() const {
+    std::vector<std::int32_t> all;
+    for (const std::string& text : texts_.texts) {
+      const std::vector<std::int32_t> ids = tokenizer_->encode(text, false);
+      all.insert(all.end(), ids.begin(), ids.end());
+      all.push_back(*tokenizer_->special_ids().eos);
+    }
+    return all;
+  }
+
+  std::unique_ptr<models::Tokenizer> tokenizer_;
+  Dataset texts_;
+};
+
+TEST_F(PretrainingBlocks, PackingChainsTheTextsIntoFullBlocks) {
+  const std::vector<std::int32_t> all = chained();
+  std::size_t block = 5;  // a block size that leaves a partial last block to drop
+  while (all.size() % block == 0) ++block;
+  const EncodedDataset out = pretraining_samples(texts_, "texts", *tokenizer_, static_cast<std::int64_t>(block), true);
+  ASSERT_EQ(out.samples.size(), all.size() / block);
+  for (std::size_t b = 0; b < out.samples.size(); ++b) {
+    const std::vector<std::int32_t> expected(all.begin() + b * block, all.begin() + (b + 1) * block);
+    EXPECT_EQ(out.samples[b].ids, expected) << "block " << b;
+    EXPECT_EQ(out.samples[b].labels, expected) << "block " << b;
+  }
+  EXPECT_EQ(out.truncated, 0u);
+}
+
+TEST_F(PretrainingBlocks, WithoutPackingEachTextIsASampleCutToMaxLength) {
+  const EncodedDataset whole = pretraining_samples(texts_, "texts", *tokenizer_, 1000, false);
+  ASSERT_EQ(whole.samples.size(), 3u);
+  std::vector<std::int32_t> first = tokenizer_->encode(texts_.texts[0], false);
+  first.push_back(*tokenizer_->special_ids().eos);
+  EXPECT_EQ(whole.samples[0].ids, first);
+  EXPECT_EQ(whole.samples[0].labels, first);
+  const EncodedDataset cut = pretraining_samples(texts_, "texts", *tokenizer_, 4, false);
+  ASSERT_EQ(cut.samples.size(), 3u);
+  EXPECT_EQ(cut.truncated, 3u);
+  EXPECT_EQ(cut.samples[0].ids, std::vector<std::int32_t>(first.begin(), first.begin() + 4));
+}
+
+TEST_F(PretrainingBlocks, OtherDataAndTooLittleTextAreRefused) {
+  Dataset conversations;
+  conversations.format = DataFormat::kAlpaca;
+  std::string message =
+      testing::error_of([&] { pretraining_samples(conversations, "alpaca.json", *tokenizer_, 16, true); });
+  EXPECT_NE(message.find("alpaca.json: --stage pt trains on plain text"), std::string::npos) << message;
+  message = testing::error_of([&] { pretraining_samples(texts_, "texts", *tokenizer_, 100000, true); });
+  EXPECT_NE(message.find("fewer than one block of --max_length (cutoff_len) 100000"), std::string::npos) << message;
+}
+
+}  // namespace
+}  // namespace zt::train
