@@ -106,7 +106,10 @@ void PretokenizerRegex::split(std::string_view text, std::vector<std::string_vie
                " bytes: " + pcre2_message(rc));
     const PCRE2_SIZE* ovector = pcre2_get_ovector_pointer(scratch.data);
     const std::size_t start = ovector[0], end = ovector[1];
-    if (start > kept) pieces.push_back(text.substr(kept, start - kept));
+    if (start > kept) {
+      pieces.push_back(text.substr(kept, start - kept));
+      kept = start;  // an empty match splits here too, as HF's Split does
+    }
     if (end > start) {
       pieces.push_back(text.substr(start, end - start));
       kept = offset = end;

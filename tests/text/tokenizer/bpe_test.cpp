@@ -158,6 +158,17 @@ TEST_F(PretokenizerRegexTest, GapsBetweenMatchesArePiecesToo) {
   EXPECT_EQ(split("[0-9]+", "ab12cd3"), (Pieces{"ab", "12", "cd", "3"}));
 }
 
+// A pattern that can match nothing (a mangled file's `(?:|'s)`): each empty match splits the
+// text there, as HF's Split does, and the pieces are the text once, not ever longer prefixes.
+TEST_F(PretokenizerRegexTest, EmptyMatchesSplitWithoutRepeatingText) {
+  EXPECT_EQ(split("(?:|x)", "abc"), (Pieces{"a", "b", "c"}));
+  EXPECT_EQ(split("(?:|[0-9]+)", "ab12"), (Pieces{"a", "b", "1", "2"}));
+  const std::string long_text(5000, 'a');
+  std::size_t total = 0;
+  for (const std::string& piece : split("(?:|x)", long_text)) total += piece.size();
+  EXPECT_EQ(total, long_text.size());
+}
+
 TEST_F(PretokenizerRegexTest, TranslationRewritesOnlyWhitespaceClasses) {
   const std::string t = PretokenizerRegex::translate(R"([^\s\p{L}]\s+(?!\S)\d)", "p");
   EXPECT_EQ(t.find("\\s"), std::string::npos);

@@ -31,12 +31,7 @@ std::vector<std::int64_t> skipped_steps(const TrainerState& state) {
 TEST_F(Zero3, ParameterOffloadEndsOnTheWeightsWithoutIt) {
   for (const std::string method : {"full", "lora"}) {
     for (int world : {1, 2, 3}) {
-      Spec run;
-      run.method = method;
-      run.world = world;
-      run.accumulation = 2;
-      run.max_grad_norm = 0.5;
-      run.persistence_threshold = 50;  // LoRA matrices partitioned too; norms and biases whole
+      Spec run = accumulated_clipped(method, world);
       run.steps = 3;
       const std::string name = method + "_" + std::to_string(world);
       TrainerState plain_state, offload_state;

@@ -286,6 +286,18 @@ inline void Zero3::expect_resume_matches_uninterrupted(const Spec& writer, Spec 
   expect_same_weights(resumed, uninterrupted, "resumed " + reader.label() + " from " + writer.label());
 }
 
+// `method` over `world` ranks with accumulation and clipping, LoRA matrices partitioned too
+// (norms and biases whole): the runs the offload tests compare with and without offload.
+Spec accumulated_clipped(const std::string& method, int world) {
+  Spec run;
+  run.method = method;
+  run.world = world;
+  run.accumulation = 2;
+  run.max_grad_norm = 0.5;
+  run.persistence_threshold = 50;
+  return run;
+}
+
 // fp16 with the loss scale starting at 2^126, at the edge of float32's range (the CPU model
 // is float32): the scaled gradients overflow in some steps and not in others.
 Spec fp16_at_the_edge() {

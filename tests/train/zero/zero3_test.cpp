@@ -131,12 +131,7 @@ TEST_F(Zero3, Fp16OverflowsSkipTheSameStepsOnEveryRank) {
 TEST_F(Zero3, OffloadEndsOnTheWeightsWithoutOffload) {
   for (const std::string method : {"full", "lora"}) {
     for (int world : {1, 2, 3}) {
-      Spec run;
-      run.method = method;
-      run.world = world;
-      run.accumulation = 2;
-      run.max_grad_norm = 0.5;
-      run.persistence_threshold = 50;  // LoRA matrices partitioned too; norms and biases whole
+      Spec run = accumulated_clipped(method, world);
       const std::string name = method + "_" + std::to_string(world);
       const Weights expected = train(run, name + "_plain");
       run.offload = true;
