@@ -42,7 +42,11 @@ class Qwen2ChatTemplate final : public ChatTemplate {
   // The text after "assistant\n": the content, then each tool call on its own line.
   static std::string answer(const ChatMessage& m) {
     std::string text = m.content;
-    for (const ToolCall& call : m.tool_calls) text += (text.empty() ? "" : "\n") + qwen::tool_call(call, false);
+    // Appended piece by piece: GCC 12 warns falsely (-Wrestrict) on operator+ of a literal and a string.
+    for (const ToolCall& call : m.tool_calls) {
+      if (!text.empty()) text += '\n';
+      text += qwen::tool_call(call, false);
+    }
     return text;
   }
 

@@ -102,8 +102,10 @@ class Qwen3ChatTemplate final : public ChatTemplate {
       body.push_back(chat_text(think, !given));
       text = strip_leading_newlines(turn.content);
     }
-    for (std::size_t c = 0; c < m.tool_calls.size(); ++c)
-      text += (c > 0 || !turn.content.empty() ? "\n" : "") + qwen::tool_call(m.tool_calls[c], true);
+    for (std::size_t c = 0; c < m.tool_calls.size(); ++c) {
+      if (c > 0 || !turn.content.empty()) text += '\n';  // piece by piece: see chat_template_qwen2.cpp
+      text += qwen::tool_call(m.tool_calls[c], true);
+    }
     body.push_back(chat_text(text, true));
     return body;
   }
