@@ -157,8 +157,11 @@ MemoryEstimate estimate_model_states(const models::ModelConfig& config, const Me
     if (s.offload_param) host_weights = shard;  // parameter offload: the shard lives in host memory
   }
   e.gpu.parameters = width * weights;
-  // Stage 1 accumulates whole fp32 gradients until the boundary; the others only their part.
-  e.gpu.gradients = kFp32 * (owned + (world > 1 && s.stage == 1 ? psi_trainable : 0));
+  // Stage 1 accumulates whole fp32 gradients until the boundary; the others only their part,
+  // which optimizer offload keeps in host memory under ZeRO (one rank without ZeRO-3 runs
+  // the single-device optimizer, whose gradients stay on the device).
+  const bool host_gradients = s.offload && (world > 1 || stage3);
+  e.gpu.gradients = kFp32 * ((host_gradients ? 0 : owned) + (world > 1 && s.stage == 1 ? psi_trainable : 0));
   const std::int64_t wire = static_cast<std::int64_t>(dtype_size(s.communication_dtype.value_or(s.dtype)));
   ModelStateBytes& optimizer_home = s.offload ? e.host : e.gpu;
   optimizer_home.optimizer_state = 3 * kFp32 * owned;

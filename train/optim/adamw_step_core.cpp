@@ -24,13 +24,13 @@ GradientNorm local_gradient_norm(const std::vector<Tensor>& grads) {
   return {.scaled = norm, .overflow = !std::isfinite(norm)};
 }
 
-GradientNorm agreed_gradient_norm(distributed::Communicator& comm, const Tensor& grads, const std::string& label,
-                                  DType gpu_dtype) {
+GradientNorm agreed_gradient_norm(distributed::Communicator& comm, const Tensor& grads, Device device,
+                                  const std::string& label, DType gpu_dtype) {
   const double local = l2_norm_of({grads});
   const bool local_overflow = !std::isfinite(local);
   Tensor agreed =
       Tensor::from_values({local_overflow ? 0.0 : local * local, local_overflow ? 1.0 : 0.0}, {2}, DType::kF64)
-          .to(grads.device());
+          .to(device);
   if (agreed.device().is_cuda()) agreed = agreed.to(gpu_dtype);
   distributed::CollectiveLabel collective([&] { return label; });
   comm.all_reduce(agreed, distributed::ReduceOp::kSum);
@@ -61,8 +61,8 @@ AdamWStepCore::AdamWStepCore(const OptimizerConfig& config, OwnedPartition owned
   Tensor master = Tensor::zeros({owned.numel}, DType::kF32, offload.enabled ? Device::cpu() : device);
   for (std::size_t i = 0; i < spans_.size(); ++i)
     master.narrow(0, spans_[i].offset, spans_[i].numel).copy_from(owned.initial[i]);
-  grads_ = Tensor::zeros({owned.numel}, DType::kF32, device);
   if (!offload.enabled) {
+    grads_ = Tensor::zeros({owned.numel}, DType::kF32, device);
     master_ = master;
     exp_avg_ = Tensor::zeros({owned.numel}, DType::kF32, device);
     exp_avg_sq_ = Tensor::zeros({owned.numel}, DType::kF32, device);
@@ -75,6 +75,7 @@ AdamWStepCore::AdamWStepCore(const OptimizerConfig& config, OwnedPartition owned
   master_ = offload_->master();
   exp_avg_ = offload_->exp_avg();
   exp_avg_sq_ = offload_->exp_avg_sq();
+  grads_ = offload.gradients_on_host ? offload_->host_grads() : Tensor::zeros({owned.numel}, DType::kF32, device);
 }
 
 std::vector<StateSlice> AdamWStepCore::held_state() const {

@@ -4,7 +4,8 @@
 // how their working weights take the new values.
 //
 // A rank's fp32 master weights, Adam moments and gradients are one flat partition each (on
-// the device; master and moments in host memory with offload). Its spans say which run of
+// the device; master and moments in host memory with offload, and the gradients too when the
+// offload options say the engine accumulates them there). Its spans say which run of
 // the partition is which part of which parameter; the rest is padding. One step:
 //   norm     the gradient norm with the verdict on inf/NaN, agreed by every rank in one
 //            all-reduce (under fp16 every rank skips the same steps), or measured alone
@@ -51,9 +52,10 @@ struct GradientNorm {
 GradientNorm local_gradient_norm(const std::vector<Tensor>& grads);
 // Over every rank's `grads` (each its own part of the gradients): the squared norm and an
 // overflow flag summed in one all-reduce, labelled `label`, so that every rank takes the
-// same verdict. The sum is in float64, on a GPU in `gpu_dtype`.
-GradientNorm agreed_gradient_norm(distributed::Communicator& comm, const Tensor& grads, const std::string& label,
-                                  DType gpu_dtype);
+// same verdict. The all-reduce runs on `device` (where the communicator works, which the
+// gradients may not be on), in float64, on a GPU in `gpu_dtype`.
+GradientNorm agreed_gradient_norm(distributed::Communicator& comm, const Tensor& grads, Device device,
+                                  const std::string& label, DType gpu_dtype);
 
 // The divisor of the gradients: the loss scale, times the clip factor when the (unscaled)
 // norm exceeds max_grad_norm (0: no clipping).
@@ -89,9 +91,9 @@ struct OwnedPartition {
 
 class AdamWStepCore {
  public:
-  // Gradients live on `device`, and master and moments too unless `offload` moves them to
-  // host memory, from where weights of the one dtype of `trainable` come back. Moments,
-  // gradients and padding start at zero.
+  // Gradients live on `device` (in the offload's host block under offload.gradients_on_host),
+  // and master and moments too unless `offload` moves them to host memory, from where weights of the one dtype of
+  // `trainable` come back. Moments, gradients and padding start at zero.
   AdamWStepCore(const OptimizerConfig& config, OwnedPartition owned, Device device, const OffloadOptions& offload,
                 const std::vector<TrainableParameter>& trainable);
   AdamWStepCore(const AdamWStepCore&) = delete;

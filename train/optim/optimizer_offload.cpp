@@ -104,7 +104,7 @@ void OptimizerOffload::step(const Tensor& grads, const Tensor& working, const op
                  std::to_string(grads.numel()) + " gradients and " + std::to_string(working.numel()) + " weights");
   const auto start = std::chrono::steady_clock::now();
   last_ = {};
-  last_.copied_bytes = static_cast<std::int64_t>(grads_.nbytes() + working_.nbytes());
+  last_.copied_bytes = static_cast<std::int64_t>((holds(grads) ? 0 : grads_.nbytes()) + working_.nbytes());
   if (device_.is_cuda())
     step_pipelined(grads, working, adam);
   else
@@ -122,7 +122,7 @@ void OptimizerOffload::step_on_host(const Tensor& grads, const Tensor& working, 
   for (const Tile& tile : tiles_) {
     const std::int64_t n = tile.end - tile.begin;
     auto copy_start = std::chrono::steady_clock::now();
-    grads_.narrow(0, tile.begin, n).copy_from(grads.narrow(0, tile.begin, n));
+    if (!holds(grads)) grads_.narrow(0, tile.begin, n).copy_from(grads.narrow(0, tile.begin, n));
     last_.copy_seconds += seconds_since(copy_start);
     last_.adam_seconds += update_tile(tile, adam);
     copy_start = std::chrono::steady_clock::now();
@@ -131,10 +131,10 @@ void OptimizerOffload::step_on_host(const Tensor& grads, const Tensor& working, 
   }
 }
 
-// Every gradient tile is queued at once; tile i is updated as soon as it has landed, while
-// the copy engine carries on with the next, and its weights are queued back on the other
-// stream. Both streams first wait for the compute stream's work so far: what produced the
-// gradients, and whatever last used the memory `working` was given.
+// Every gradient tile is queued at once (none when they are in the host block already); tile i is updated as soon as it
+// has landed, while the copy engine carries on with the next, and its weights are queued back on the other stream. Both
+// streams first wait for the compute stream's work so far: what produced the gradients, and whatever last used the
+// memory `working` was given.
 void OptimizerOffload::step_pipelined(const Tensor& grads, const Tensor& working, const ops::AdamWConfig& adam) {
   const cudaStream_t to_host = to_host_->get(), to_device = to_device_->get();
   Event compute_done;
@@ -144,7 +144,7 @@ void OptimizerOffload::step_pipelined(const Tensor& grads, const Tensor& working
   for (std::size_t i = 0; i < tiles_.size(); ++i) {
     const std::int64_t begin = tiles_[i].begin, n = tiles_[i].end - begin;
     copy_marks_[4 * i].record(to_host);
-    grads_.narrow(0, begin, n).copy_from_async(grads.narrow(0, begin, n), to_host);
+    if (!holds(grads)) grads_.narrow(0, begin, n).copy_from_async(grads.narrow(0, begin, n), to_host);
     copy_marks_[4 * i + 1].record(to_host);
   }
   for (std::size_t i = 0; i < tiles_.size(); ++i) {

@@ -5,7 +5,9 @@
 // go back, tile by tile: on a GPU every gradient tile is queued on one copy stream at once,
 // the CPU updates tile i as soon as it has landed (while later tiles are still copying) and
 // queues tile i's weights back on a second stream. On a CPU run the same tiles are copied
-// host to host, one after the other.
+// host to host, one after the other. An engine that accumulates its gradients in the host
+// block itself (ZeRO, as DeepSpeed does under offload: host_grads()) hands that block to
+// step(), and only the weights are copied.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +29,9 @@ struct OffloadOptions {
   std::int64_t tile_numel = 1 << 22;  // elements copied and updated at a time
   int threads = 0;                    // CPU Adam threads; 0: ops::default_cpu_adam_threads()
   bool log_report = true;             // log the first update's figures (under ZeRO, rank 0 only)
+  // The engine accumulates its fp32 gradients in the host block (AdamWStepCore::grads() is
+  // host_grads()), so that they take no device memory: ZeRO's engines, as DeepSpeed's do.
+  bool gradients_on_host = false;
 };
 
 // A run of the partition that belongs to one parameter, with that parameter's weight decay.
@@ -60,8 +65,10 @@ class OptimizerOffload {
   const Tensor& master() const { return master_; }
   const Tensor& exp_avg() const { return exp_avg_; }
   const Tensor& exp_avg_sq() const { return exp_avg_sq_; }
+  // The host block's fp32 gradients: step() given this very tensor copies no gradient.
+  const Tensor& host_grads() const { return grads_; }
 
-  // One AdamW update from `grads` (fp32, the partition, on the device), writing the new
+  // One AdamW update from `grads` (fp32, the partition, on the device or host_grads()), writing the new
   // weights rounded to the working dtype into `working` (the partition, on the device).
   // The caller has already skipped a step with a non-finite gradient norm.
   void step(const Tensor& grads, const Tensor& working, const ops::AdamWConfig& adam);
@@ -86,6 +93,7 @@ class OptimizerOffload {
   };
   void allocate_host(std::int64_t numel, DType working_dtype, bool pinned);
   double update_tile(const Tile& tile, const ops::AdamWConfig& adam);
+  bool holds(const Tensor& grads) const { return grads.data_ptr() == grads_.data_ptr(); }
   void step_on_host(const Tensor& grads, const Tensor& working, const ops::AdamWConfig& adam);
   void step_pipelined(const Tensor& grads, const Tensor& working, const ops::AdamWConfig& adam);
 

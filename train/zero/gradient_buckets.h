@@ -6,7 +6,9 @@
 //              in the communication dtype) when the bucket's first gradient arrives
 //   reduce     once the bucket has every gradient it waits for, it is reduce-scattered (stage
 //              0: all-reduced) and the rank adds its chunk of the sum, in fp32, to its
-//              partition; then the staging buffer is freed
+//              partition; then the staging buffer is freed. A partition in host memory
+//              (optimizer offload) gets the chunk copied over first, as DeepSpeed's offload
+//              accumulates its fp32 gradients on the CPU
 //   overlap    with overlap_comm the reduce-scatter runs on the communicator's stream while
 //              backward goes on, and is finished when the next one starts or at finish():
 //              at most one is in flight
@@ -34,6 +36,10 @@
 #include "tensor/tensor.h"
 #include "train/zero/zero_layout.h"
 
+namespace zt::ops {
+class WorkerPool;
+}
+
 namespace zt::train {
 
 // What DeepSpeed's config asks of the gradient collectives.
@@ -52,6 +58,9 @@ class GradientBuckets {
     bool all_reduce = false;      // stage 0: every rank keeps the whole sum
     bool overlap = false;         // start a reduction and finish it only when the next starts
     std::size_t most_staged = 0;  // staging buffers at once, the one in flight included; 0: no bound
+    // > 0: the partition is in host memory (optimizer offload), and that many CPU threads add
+    // each reduced chunk to it; 0: it is on the gradients' device.
+    int host_partition_threads = 0;
   };
   // The --zero_trace label of bucket b's collective.
   using Label = std::function<std::string(std::size_t bucket)>;
@@ -80,6 +89,7 @@ class GradientBuckets {
   void make_room();
   void reduce(std::size_t bucket);
   void finish_in_flight();
+  void add_to_partition(const Tensor& target, const Tensor& chunk);
   Tensor allocate(std::int64_t numel);
   void release(const Tensor& buffer);
 
@@ -92,6 +102,8 @@ class GradientBuckets {
   std::vector<std::size_t> arrived_;  // per bucket: gradients added since it was last complete
   std::deque<std::size_t> filling_;   // the buckets with a staging buffer, oldest first
   std::unique_ptr<InFlight> in_flight_;
+  std::unique_ptr<ops::WorkerPool> host_adders_;  // with host_partition_threads
+  Tensor host_chunk_;                             // page-locked landing place of device chunks
   std::int64_t staged_bytes_ = 0, most_staged_bytes_ = 0;
 };
 

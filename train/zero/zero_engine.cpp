@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "distributed/communicators/collective_label.h"
+#include "ops/optim/cpu_adam.h"
 
 namespace zt::train {
 namespace {
@@ -29,11 +30,12 @@ void ZeroEngine::hold_state(ZeroLayout layout, std::vector<Parameter> parameters
   place_gradients();
   OffloadOptions options = offload;
   options.log_report = comm_.rank() == 0;
+  options.gradients_on_host = offload.enabled;  // each reduced chunk is added there (gradient_buckets.h)
   core_ = std::make_unique<AdamWStepCore>(config, owned_partition(), device_, options, trainable);
   const std::string reduced = stage_ == 0   ? "all-reduce gradients"
                               : stage_ == 1 ? "reduce-scatter accumulated gradients"
                                             : "reduce-scatter gradients";
-  buckets_ = std::make_unique<GradientBuckets>(layout_, core_->grads(), comm_, bucket_options(),
+  buckets_ = std::make_unique<GradientBuckets>(layout_, core_->grads(), comm_, bucket_options(options),
                                                [this, reduced](std::size_t b) { return label(reduced, b); });
   for (std::size_t i = 0; i < parameters_.size(); ++i)
     if (bucket_of_[i] != kNone)
@@ -58,12 +60,15 @@ void ZeroEngine::place_gradients() {
 // Stages 0-2 stage at most two buckets of reduce_bucket_size at once, the one in flight
 // included (DeepSpeed's two buffers under overlap_comm). Stage 3's buckets are whole modules,
 // each complete right after its layer's backward; they are not bounded, and are reduced as
-// soon as they are complete.
-GradientBuckets::Options ZeroEngine::bucket_options() const {
+// soon as they are complete. With optimizer offload the fp32 gradients are in host memory,
+// where the CPU Adam's threads add each reduced chunk.
+GradientBuckets::Options ZeroEngine::bucket_options(const OffloadOptions& offload) const {
+  const int host_threads = offload.threads > 0 ? offload.threads : ops::default_cpu_adam_threads();
   return {.dtype = reduction_.dtype.value_or(gradient_dtype_),
           .all_reduce = stage_ == 0,
           .overlap = reduction_.overlap && stage_ != 3,
-          .most_staged = stage_ == 3 ? std::size_t{0} : std::size_t{2}};
+          .most_staged = stage_ == 3 ? std::size_t{0} : std::size_t{2},
+          .host_partition_threads = offload.gradients_on_host ? host_threads : 0};
 }
 
 // This rank's pieces of every bucket, where its chunks lie in its partition.
@@ -107,7 +112,8 @@ StepResult ZeroEngine::finish_step(const StepRequest& request) {
 // always has, so that results stay the same bit for bit.
 GradientNorm ZeroEngine::gradient_norm() const {
   if (stage_ == 0) return local_gradient_norm({core_->grads()});
-  return agreed_gradient_norm(comm_, core_->grads(), "stage " + std::to_string(stage_) + " all-reduce gradient norm",
+  return agreed_gradient_norm(comm_, core_->grads(), device_,
+                              "stage " + std::to_string(stage_) + " all-reduce gradient norm",
                               stage_ == 3 ? DType::kF64 : DType::kF32);
 }
 
@@ -169,7 +175,8 @@ std::vector<StateSlice> ZeroEngine::held_state() const { return core_->held_stat
 HeldBuffers ZeroEngine::held_buffers() const {
   return {
       .state_numel = layout_.partition_numel,
-      .gradient_bytes = layout_.partition_numel * static_cast<std::int64_t>(sizeof(float)) + buckets_->staged_bytes(),
+      .gradient_bytes = (core_->offload() ? 0 : layout_.partition_numel * static_cast<std::int64_t>(sizeof(float))) +
+                        buckets_->staged_bytes(),
       .working_bytes = std::nullopt,
       .offload = core_->offload()};
 }

@@ -8,10 +8,10 @@
 // bucket (train/zero/gradient_buckets.h): staged in the communication dtype while the bucket
 // fills, then reduced over ranks into the rank's fp32 gradient chunk (all-reduced at stage
 // 0, reduce-scattered from stage 1 on; stage 1 hands over its accumulated gradients at the
-// boundary instead) and freed. Stages 0-2 stage at most two buckets at once. The step agrees
-// on the norm over ranks, runs AdamW over the owned pieces and writes each bucket's new
-// chunk, in the working dtype, back: all-gathered into every rank's whole parameters, unless
-// an engine keeps its weights otherwise.
+// boundary instead) and freed; with optimizer offload that chunk is in host memory, as
+// DeepSpeed keeps it, so the device holds no fp32 gradient. Stages 0-2 stage at most two buckets at once. The step
+// agrees on the norm over ranks, runs AdamW over the owned pieces and writes each bucket's new chunk, in the working
+// dtype, back: all-gathered into every rank's whole parameters, unless an engine keeps its weights otherwise.
 #pragma once
 
 #include <memory>
@@ -101,7 +101,7 @@ class ZeroEngine : public OptimizerEngine {
  private:
   void place_gradients();
   OwnedPartition owned_partition() const;
-  GradientBuckets::Options bucket_options() const;
+  GradientBuckets::Options bucket_options(const OffloadOptions& offload) const;
   GradientNorm gradient_norm() const;
   void write_all_working_weights(const Tensor& offloaded);
   DType working_dtype(std::size_t bucket) const;

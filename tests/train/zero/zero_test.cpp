@@ -1,8 +1,9 @@
 // ZeRO stages 0-2 on in-process ranks against the single-device optimizer on the whole
 // global batch: the same parameters after several steps with accumulation, for bucket sizes
-// that split parameters unevenly, with and without overlap_comm; stage 2 holds its fp32
-// gradient partition and at most two gradient buckets, never a full-size gradient; optimizer
-// state saved from 3 ranks resumes on 2.
+// that split parameters unevenly, with and without overlap_comm, and with optimizer offload
+// (the gradient partition in host memory); stage 2 holds its fp32 gradient partition and at
+// most two gradient buckets, never a full-size gradient; optimizer state saved from 3 ranks
+// resumes on 2.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -96,6 +97,40 @@ TEST_P(ZeroStages, MatchTheSingleDeviceOptimizerOnTheGlobalBatch) {
 INSTANTIATE_TEST_SUITE_P(StagesAndBuckets, ZeroStages,
                          ::testing::Combine(::testing::Values(0, 1, 2), ::testing::Values<std::int64_t>(4, 11, 1000),
                                             ::testing::Bool()));
+
+// With optimizer offload the rank's fp32 gradient partition is the offload's host block, as
+// DeepSpeed keeps it: each reduced chunk is added there by the CPU threads (three here, so
+// chunks are split between them), the device holds no gradient partition, and the update
+// copies only the new weights back. The result is that of the single-device optimizer.
+TEST(ZeroOffload, AccumulatesTheGradientPartitionInHostMemory) {
+  constexpr int kWorld = 3, kSteps = 3, kMicro = 2;
+  const auto expected = reference(kWorld, kSteps, kMicro);
+  for (const int stage : {1, 2}) {
+    std::mutex mutex;
+    std::vector<std::vector<std::vector<double>>> results(kWorld);
+    distributed::run_inprocess_ranks(kWorld, 10s, [&](distributed::Communicator& comm) {
+      Model model;
+      ZeroOptimizer optimizer(model.parameters(), config(), comm, stage, 11, {.enabled = true, .threads = 3}, {});
+      for (int step = 1; step <= kSteps; ++step) {
+        for (int micro = 0; micro < kMicro; ++micro) {
+          model.backward(comm.rank(), micro + step * 10);
+          optimizer.end_micro_batch();
+        }
+        EXPECT_FALSE(optimizer.step(1e-2, 1.0, 0.5, step).skipped);
+        optimizer.zero_grad();
+      }
+      const std::int64_t partition = optimizer.layout().partition_numel;
+      std::lock_guard<std::mutex> lock(mutex);
+      ASSERT_NE(optimizer.offload(), nullptr);
+      EXPECT_EQ(optimizer.offload()->last_step().copied_bytes, 4 * partition) << "the f32 weights back, no gradient";
+      if (stage == 2) EXPECT_EQ(optimizer.held_buffers().gradient_bytes, 0) << "no gradient partition on the device";
+      results[comm.rank()] = model.values();
+    });
+    for (int rank = 0; rank < kWorld; ++rank)
+      expect_close(results[rank], expected,
+                   "offloaded stage " + std::to_string(stage) + " rank " + std::to_string(rank));
+  }
+}
 
 // Four layers of linear(8 -> 8) with bias and tanh: 288 trainable elements, each parameter a
 // bucket of its own with buckets of 8 elements, whose gradients backward finishes layer by
