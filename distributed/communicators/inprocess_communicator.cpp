@@ -38,6 +38,11 @@ void combine_inputs(InProcessGroup& group, int rank, const char* op, const Tenso
     require_world_multiple(op, output, "output", input, "input", group.world_size(), false);
   else
     require_world_multiple(op, input, "input", output, "output", group.world_size(), false);
+  if (group.world_size() == 1) {  // the result is the input: copied where it is, on the device or host
+    Tensor target = output;       // a handle: the copy writes the caller's tensor
+    target.copy_from(input);
+    return;
+  }
   group.meet(rank, describe_collective(op, input), input, output,
              [&](const std::vector<Tensor>& inputs, const std::vector<Tensor>&) {
                std::vector<std::vector<double>> values;
@@ -53,6 +58,7 @@ InProcessCommunicator::InProcessCommunicator(std::shared_ptr<InProcessGroup> gro
 
 void InProcessCommunicator::all_reduce(const Tensor& buffer, ReduceOp op) {
   require_contiguous("all_reduce", buffer, "buffer");
+  if (world_size() == 1) return;  // a sum or maximum over one rank is its own buffer
   const std::string what = describe_collective(op == ReduceOp::kSum ? "all_reduce(sum)" : "all_reduce(max)", buffer);
   group_->meet(rank_, what, buffer, buffer, [&](const std::vector<Tensor>& inputs, const std::vector<Tensor>&) {
     std::vector<double> result = inputs[0].to_vector();
@@ -91,6 +97,7 @@ void InProcessCommunicator::all_gather(const Tensor& input, const Tensor& output
 void InProcessCommunicator::broadcast(const Tensor& buffer, int root) {
   require_contiguous("broadcast", buffer, "buffer");
   ZT_REQUIRE(root >= 0 && root < world_size(), "broadcast: root " + std::to_string(root) + " is not a rank");
+  if (world_size() == 1) return;
   group_->meet(rank_, describe_collective("broadcast", buffer) + " from rank " + std::to_string(root), buffer, buffer,
                [&](const std::vector<Tensor>& inputs, const std::vector<Tensor>&) {
                  std::vector<double> values = inputs[root].to_vector();

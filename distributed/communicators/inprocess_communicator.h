@@ -1,7 +1,9 @@
 // N ranks as threads of one process, on CPU tensors or sharing one GPU. Every collective is
 // a meeting: each rank posts its tensors, waits until all have, computes its own part of
 // the result reading the others' inputs (summing in rank order, so every rank gets the same
-// bits), and waits again so no input is released while another rank still reads it.
+// bits), and waits again so no input is released while another rank still reads it. One
+// rank meets nobody: its collectives are copies where the tensors are (no-ops in place), so
+// the one-process ZeRO-3 engine of parameter offload moves no data through the host.
 #pragma once
 
 #include <chrono>

@@ -23,6 +23,7 @@ Zero3Partitioner::Zero3Partitioner(models::CausalLM& model, const std::vector<Tr
                                    const PrefetchLimits& prefetch, const ParameterOffloadOptions& offload)
     : model_(model), comm_(communicator), device_(model.device()), limits_(prefetch), offload_(offload) {
   ZT_REQUIRE(model_.parameter_gatherer() == nullptr, "ZeRO-3: the model is already partitioned by another partitioner");
+  if (offload_.enabled && device_.is_cuda()) copy_stream_ = Stream::create();
   autograd::NoGradGuard no_recording;
   // Which parameters train, and with which weight decay.
   std::unordered_map<const autograd::VariableImpl*, const TrainableParameter*> trains;

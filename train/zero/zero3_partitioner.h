@@ -29,9 +29,9 @@
 // Parameter offload (offload_param {device: cpu}): the shards live in host memory instead,
 // page-locked on a GPU run with pin_memory (train/zero/zero3_param_offload.cpp). A gather
 // first copies the rank's shard to the device, then all-gathers it as above; a prefetch
-// copies and all-gathers ahead in the same way, so the copy of the next module overlaps the
-// current one's compute as its all-gather does. The device copy is freed once the all-gather
-// has read it; the optimizer writes its updates into the host shards.
+// copies on a copy stream of its own and all-gathers from there, so the copy of the next
+// module runs beside the current one's compute, as its all-gather does. The device copy is
+// freed once the all-gather has read it; the optimizer writes its updates into the host shards.
 //
 // Parameters of at most stage3_param_persistence_threshold elements (norm weights, biases)
 // stay whole on every rank: gathering them would cost a collective for a few bytes.
@@ -42,12 +42,14 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "distributed/communicator.h"
 #include "models/model.h"
+#include "runtime/streams/stream.h"
 #include "train/optim/optimizer.h"
 #include "train/zero/zero3_module_schedule.h"
 #include "train/zero/zero_layout.h"
@@ -171,7 +173,9 @@ class Zero3Partitioner : public models::ParameterGatherer {
   void start_prefetch(std::size_t group, const models::ModuleRef& module);
   void count_live(std::int64_t change);
   Tensor new_shard(std::int64_t numel, DType dtype) const;
+  void copy_shard(std::size_t group, Tensor device_copy, cudaStream_t stream);
   Tensor shard_on_device(std::size_t group);
+  std::unique_ptr<distributed::PendingCollective> gather_on_copy_stream(std::size_t group, const Tensor& whole);
 
   models::CausalLM& model_;
   distributed::Communicator& comm_;
@@ -189,6 +193,7 @@ class Zero3Partitioner : public models::ParameterGatherer {
   PrefetchCounters counters_;
   ParameterOffloadOptions offload_;
   ParameterOffloadCounters offload_counters_;
+  std::optional<Stream> copy_stream_;  // parameter offload on a GPU: prefetched shards' copies
 };
 
 }  // namespace zt::train

@@ -3,7 +3,8 @@
 //
 // Life of a prefetched group g:
 //   start_prefetch   a whole buffer is allocated (with parameter offload the shard is
-//                    copied to the device first) and its all-gather started
+//                    copied to the device first, on a GPU on the copy stream) and its
+//                    all-gather started
 //                    (Communicator::start_all_gather); g counts as live from now on
 //   take_prefetched  gather() of g's module waits for that all-gather and uses the buffer
 //   drop_prefetches  at the end of a pass, one never used is waited for and freed
@@ -78,8 +79,12 @@ void Zero3Partitioner::start_prefetch(std::size_t g, const ModuleRef& module) {
   group.prefetched = Tensor::empty({layout_.buckets[g].padded_numel}, group.dtype, device_);
   distributed::CollectiveLabel label(
       [&] { return "stage 3 prefetch " + models::module_name(module) + (group.trainable ? "" : " (frozen)"); });
-  group.staged = shard_on_device(g);  // with parameter offload a device copy, kept until the gather is done
-  group.pending = comm_.start_all_gather(group.staged, group.prefetched);
+  if (copy_stream_) {
+    group.pending = gather_on_copy_stream(g, group.prefetched);
+  } else {
+    group.staged = shard_on_device(g);  // with parameter offload a device copy, kept until the gather is done
+    group.pending = comm_.start_all_gather(group.staged, group.prefetched);
+  }
   ++counters_.prefetched_groups;
   count_live(group.prefetched.numel());
 }

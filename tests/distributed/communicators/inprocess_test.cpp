@@ -56,6 +56,27 @@ TEST(InProcessRanks, BroadcastFromAnyRoot) {
   });
 }
 
+// One rank: every collective leaves the input as it is (copied into a separate output, cast
+// where the dtypes differ), and shape errors are still named.
+TEST(InProcessRanks, OneRankCopiesWithoutMeetingAnyone) {
+  run_inprocess_ranks(1, 1000ms, [](Communicator& comm) {
+    Tensor buffer = ramp(4, 7.5);
+    comm.all_reduce(buffer, ReduceOp::kSum);
+    comm.broadcast(buffer, 0);
+    comm.barrier();
+    EXPECT_EQ(buffer.to_vector(), (std::vector<double>{7.5, 8.5, 9.5, 10.5}));
+    Tensor gathered = Tensor::empty({4}, DType::kBF16, Device::cpu());
+    comm.all_gather(buffer, gathered);
+    EXPECT_EQ(gathered.to_vector(), buffer.to_vector());
+    Tensor reduced = Tensor::empty({4}, DType::kF32, Device::cpu());
+    comm.reduce_scatter(gathered, reduced);
+    EXPECT_EQ(reduced.to_vector(), buffer.to_vector());
+    Tensor wrong = Tensor::empty({3}, DType::kF32, Device::cpu());
+    testing::expect_mentions(testing::error_of([&] { comm.all_gather(buffer, wrong); }),
+                             {"all_gather", "world_size 1"});
+  });
+}
+
 TEST(InProcessRanks, MismatchedCollectivesFailEveryRankNamingBoth) {
   std::string msg = testing::error_of([] {
     run_inprocess_ranks(2, 5000ms, [](Communicator& comm) {

@@ -73,6 +73,7 @@ struct Spec {
   int fp16_scale_power = 0;           // > 0: fp16 loss scaling from 2^this (hysteresis 1)
   bool offload = false;               // offload_optimizer to the CPU (stages 1-3)
   bool offload_param = false;         // offload_param to the CPU (stage 3)
+  Device device = Device::cpu();      // the GPU: float32 weights there, ranks sharing it
   std::vector<std::string> extra;     // more flags
 
   // The single device on the same global batch: every rank's micro-batches of a step in one
@@ -86,7 +87,8 @@ struct Spec {
   std::string label() const {
     return model + " " + method + " stage " + std::to_string(stage) + " world " + std::to_string(world) +
            " accumulation " + std::to_string(accumulation) + " clip " + std::to_string(max_grad_norm) +
-           (offload ? " offload_optimizer" : "") + (offload_param ? " offload_param" : "");
+           (offload ? " offload_optimizer" : "") + (offload_param ? " offload_param" : "") +
+           (device.is_cuda() ? " on the GPU" : "");
   }
 };
 
@@ -195,7 +197,7 @@ class Zero3 : public testing::FolderTest {
   TrainerState train_rank(const Spec& run, const fs::path& out, distributed::Communicator* comm) const {
     const TrainingArguments args = arguments(run, out);
     default_generator().manual_seed(99);  // every rank's (thread's) random stream starts alike
-    auto model = std::make_shared<models::CausalLM>(models::load_model(fixture_dir(run.model)));
+    auto model = std::make_shared<models::CausalLM>(models::load_model(fixture_dir(run.model), {.device = run.device}));
     TrainerModel trained = trainer_model(model, args, run);
     TrainerData data{samples(96, static_cast<std::int32_t>(model->config().vocab_size)), {}};
     const std::int64_t world = comm ? comm->world_size() : 1;

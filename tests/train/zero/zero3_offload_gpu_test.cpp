@@ -1,0 +1,42 @@
+// ZeRO-3 parameter offload on the GPU, ranks as threads sharing it: the shards in page-locked
+// host memory, prefetched modules copied on the partitioner's copy stream and gathered from
+// there, give the weights and losses of stage 3 without offload bit for bit; with optimizer
+// offload as well (the fp32 gradient partition then added on the host and the update run by
+// the CPU Adam), the weights within zero3_test.cpp's bound.
+#include "distributed/communicators/inprocess_communicator.h"
+#include "tests/common/test_util.h"
+#include "tests/train/zero/zero3_run_fixture.h"
+
+namespace zt::train {
+namespace {
+
+std::vector<double> losses(const TrainerState& state) {
+  std::vector<double> out;
+  for (const nlohmann::json& entry : state.log_history)
+    if (entry.contains("loss")) out.push_back(entry["loss"].get<double>());
+  return out;
+}
+
+TEST_F(Zero3, ParameterOffloadOnTheGpuEndsOnTheWeightsWithoutIt) {
+  ZT_SKIP_WITHOUT_GPU();
+  for (const std::string method : {"full", "lora"}) {
+    for (int world : {1, 2}) {
+      Spec run = accumulated_clipped(method, world);
+      run.device = Device::cuda();
+      run.steps = 3;
+      run.persistence_threshold = 0;  // every module gathered, so that every one is prefetched
+      const std::string name = method + "_" + std::to_string(world);
+      TrainerState plain_state, offload_state;
+      const Weights plain = train(run, name + "_plain", &plain_state);
+      run.offload_param = true;
+      expect_same_weights(train(run, name + "_param", &offload_state), plain, run.label(), 0.0);
+      ASSERT_FALSE(losses(plain_state).empty());
+      EXPECT_EQ(losses(offload_state), losses(plain_state)) << run.label();
+      run.offload = true;
+      expect_same_weights(train(run, name + "_param_optimizer"), plain, run.label());
+    }
+  }
+}
+
+}  // namespace
+}  // namespace zt::train
