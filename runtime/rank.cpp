@@ -1,5 +1,6 @@
 #include "runtime/rank.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <optional>
 
@@ -20,12 +21,14 @@ struct LauncherVariables {
   const char* rank;
   const char* world_size;
   const char* local_rank;
+  const char* local_world_size;
 };
 
 constexpr LauncherVariables kLaunchers[] = {
-    {"torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK"},
-    {"openmpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"},
-    {"slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"},
+    {"torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"},
+    {"openmpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+     "OMPI_COMM_WORLD_LOCAL_SIZE"},
+    {"slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE"},
 };
 
 thread_local std::optional<ProcessRank> thread_rank;
@@ -41,6 +44,7 @@ ProcessRank rank_from_environment() {
     result.rank = *rank;
     result.world_size = *world;
     result.local_rank = env_int(vars.local_rank).value_or(0);
+    result.local_world_size = std::max(1, env_int(vars.local_world_size).value_or(1));
     result.distributed = true;
     result.launcher = vars.launcher;
     return result;

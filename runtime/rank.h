@@ -11,7 +11,8 @@ struct ProcessRank {
   int world_size = 1;
   int local_rank = 0;
   bool distributed = false;  // true when some launcher set the variables
-  std::string launcher;      // "torchrun", "openmpi", "slurm" or "none"
+  std::string launcher;      // "torchrun", "openmpi", "slurm", "inprocess" or "none"
+  int local_world_size = 1;  // ranks on this node (in this process for in-process ranks); 1 when unknown
 };
 
 ProcessRank rank_from_environment();

@@ -118,7 +118,7 @@ void run_inprocess_ranks(int world_size, std::chrono::milliseconds timeout,
   std::vector<std::thread> threads;
   for (int rank = 0; rank < world_size; ++rank) {
     threads.emplace_back([&, rank] {
-      set_thread_rank(ProcessRank{rank, world_size, rank, true, "inprocess"});
+      set_thread_rank(ProcessRank{rank, world_size, rank, true, "inprocess", world_size});
       try {
         InProcessCommunicator communicator(group, rank);
         fn(communicator);

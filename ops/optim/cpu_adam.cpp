@@ -7,9 +7,12 @@
 #include <string>
 #include <thread>
 
+#include <sched.h>
+
 #include "ops/optim/adamw_scalars.h"
 #include "ops/optim/cpu_adam_kernels.h"
 #include "runtime/error.h"
+#include "runtime/rank.h"
 
 namespace zt::ops {
 namespace {
@@ -111,7 +114,16 @@ int default_cpu_adam_threads() {
                std::string("ZT_CPU_ADAM_THREADS='") + value + "' is not a thread count; set a number from 1 up");
     return static_cast<int>(threads);
   }
-  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int machine = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int allowed = machine;
+  cpu_set_t mask;
+  if (sched_getaffinity(0, sizeof(mask), &mask) == 0) allowed = std::max(1, CPU_COUNT(&mask));
+  return cores_per_rank(allowed, machine, current_rank().local_world_size);
+}
+
+int cores_per_rank(int cores, int machine_cores, int local_ranks) {
+  if (cores < machine_cores) return std::max(1, cores);  // bound to its own cores by the launcher
+  return std::max(1, cores / std::max(1, local_ranks));
 }
 
 CpuAdam::CpuAdam(int threads, std::optional<CpuAdamIsa> isa) : isa_(isa.value_or(best_cpu_adam_isa())) {

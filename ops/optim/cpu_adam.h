@@ -33,8 +33,13 @@ struct CpuAdamSpan {
   std::optional<double> weight_decay;  // instead of config.weight_decay
 };
 
-// ZT_CPU_ADAM_THREADS, when set, else every hardware thread.
+// ZT_CPU_ADAM_THREADS, when set; else the cores given to this rank: those the process may run
+// on (its affinity mask), shared evenly by the ranks of the node (current_rank()'s
+// local_world_size: the launcher's, or the in-process ranks) unless the launcher bound the
+// process to a subset of the machine's cores (then they are this rank's alone).
 int default_cpu_adam_threads();
+// That share: `cores` the process may run on out of `machine_cores`, `local_ranks` on the node.
+int cores_per_rank(int cores, int machine_cores, int local_ranks);
 
 class CpuAdam {
  public:

@@ -54,12 +54,18 @@ TEST(Rank, ReadsEachLauncherEnvironment) {
   EXPECT_EQ(mpi.rank, 5);
   EXPECT_EQ(mpi.world_size, 8);
   EXPECT_EQ(mpi.local_rank, 1);
+  EXPECT_EQ(mpi.local_world_size, 1) << "unknown without OMPI_COMM_WORLD_LOCAL_SIZE";
+  setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "4", 1);
+  EXPECT_EQ(rank_from_environment().local_world_size, 4);
   setenv("RANK", "2", 1);
   setenv("WORLD_SIZE", "4", 1);
   setenv("LOCAL_RANK", "0", 1);
-  EXPECT_EQ(rank_from_environment().launcher, "torchrun");  // torchrun's variables win
-  for (const char* name : {"RANK", "WORLD_SIZE", "LOCAL_RANK", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
-                           "OMPI_COMM_WORLD_LOCAL_RANK"})
+  setenv("LOCAL_WORLD_SIZE", "2", 1);
+  const ProcessRank torchrun = rank_from_environment();
+  EXPECT_EQ(torchrun.launcher, "torchrun");  // torchrun's variables win
+  EXPECT_EQ(torchrun.local_world_size, 2);
+  for (const char* name : {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_RANK",
+                           "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"})
     unsetenv(name);
   setenv("SLURM_PROCID", "not-a-number", 1);
   setenv("SLURM_NTASKS", "2", 1);

@@ -7,6 +7,7 @@
 #include <chrono>
 
 #include "distributed/communicators/inprocess_communicator.h"
+#include "runtime/rank.h"
 #include "tests/common/op_test_util.h"
 
 namespace zt::distributed {
@@ -36,6 +37,7 @@ TEST(InProcessRanks, AllReduceSumAndMaxOnEveryRank) {
 
 TEST(InProcessRanks, ReduceScatterThenAllGatherIsAllReduce) {
   run_inprocess_ranks(3, 5000ms, [&](Communicator& comm) {
+    EXPECT_EQ(current_rank().local_world_size, 3) << "the ranks share the process's cores";
     Tensor input = testing::random_tensor({12}, 100 + comm.rank(), DType::kF32);
     Tensor reference = input.clone();
     comm.all_reduce(reference);
@@ -64,6 +66,7 @@ TEST(InProcessRanks, OneRankCopiesWithoutMeetingAnyone) {
     comm.all_reduce(buffer, ReduceOp::kSum);
     comm.broadcast(buffer, 0);
     comm.barrier();
+    EXPECT_EQ(current_rank().local_world_size, 1);
     EXPECT_EQ(buffer.to_vector(), (std::vector<double>{7.5, 8.5, 9.5, 10.5}));
     Tensor gathered = Tensor::empty({4}, DType::kBF16, Device::cpu());
     comm.all_gather(buffer, gathered);

@@ -159,6 +159,17 @@ TEST(CpuAdam, RefusesBadArguments) {
   testing::expect_mentions(testing::error_of([&] { adam.step(spans, config(1)); }), {"spans[0]", "int32"});
 }
 
+// The CPU Adam's threads are the cores given to the rank: the process's cores shared by the
+// node's ranks, unless the launcher bound the process to cores of its own.
+TEST(CpuAdam, ThreadsAreTheCoresGivenToTheRank) {
+  EXPECT_EQ(cores_per_rank(16, 16, 1), 16);
+  EXPECT_EQ(cores_per_rank(16, 16, 8), 2);
+  EXPECT_EQ(cores_per_rank(16, 16, 5), 3);
+  EXPECT_EQ(cores_per_rank(16, 16, 32), 1) << "never fewer than one";
+  EXPECT_EQ(cores_per_rank(4, 16, 8), 4) << "bound to four cores: they are the rank's";
+  EXPECT_EQ(cores_per_rank(1, 16, 8), 1);
+}
+
 TEST(WorkerPool, RunsEveryIndexOnceEachTime) {
   WorkerPool pool(4);
   std::vector<std::atomic<int>> counts(4);
