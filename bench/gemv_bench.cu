@@ -39,11 +39,16 @@ constexpr cuda::GemvPrologue kNone = cuda::GemvPrologue::kNone, kNorm = cuda::Ge
                              kSwiglu = cuda::GemvPrologue::kSwiglu;
 
 const Layer kLayers[] = {
-    {"Qwen1.5B_qkv", 1536, 2048, kNorm, true, false},     {"Qwen1.5B_o", 1536, 1536, kNone, false, true},
-    {"Qwen1.5B_gate_up", 1536, 17920, kNorm, false, false}, {"Qwen1.5B_down", 8960, 1536, kSwiglu, false, true},
-    {"Qwen1.5B_lm_head", 1536, 151936, kNorm, false, false}, {"Qwen7B_qkv", 3584, 4608, kNorm, true, false},
-    {"Qwen7B_o", 3584, 3584, kNone, false, true},           {"Qwen7B_gate_up", 3584, 37888, kNorm, false, false},
-    {"Qwen7B_down", 18944, 3584, kSwiglu, false, true},    {"Qwen7B_lm_head", 3584, 151936, kNorm, false, false},
+    {"Qwen1.5B_qkv", 1536, 2048, kNorm, true, false},
+    {"Qwen1.5B_o", 1536, 1536, kNone, false, true},
+    {"Qwen1.5B_gate_up", 1536, 17920, kNorm, false, false},
+    {"Qwen1.5B_down", 8960, 1536, kSwiglu, false, true},
+    {"Qwen1.5B_lm_head", 1536, 151936, kNorm, false, false},
+    {"Qwen7B_qkv", 3584, 4608, kNorm, true, false},
+    {"Qwen7B_o", 3584, 3584, kNone, false, true},
+    {"Qwen7B_gate_up", 3584, 37888, kNorm, false, false},
+    {"Qwen7B_down", 18944, 3584, kSwiglu, false, true},
+    {"Qwen7B_lm_head", 3584, 151936, kNorm, false, false},
 };
 
 Tensor random(const Shape& shape, std::uint64_t seed, double mean = 0.0) {
@@ -71,8 +76,8 @@ void BM_Gemv(benchmark::State& state, const Layer& l, bool fused) {
   Activations in(l, rows);
   const cuda::GemvShape shape{rows, l.k, l.n};
   const std::size_t bytes = cuda::gemv_workspace_bytes(DType::kBF16, shape);
-  Tensor workspace = Tensor::zeros({static_cast<std::int64_t>(std::max<std::size_t>(bytes, 1))}, DType::kU8,
-                                   Device::cuda());
+  Tensor workspace =
+      Tensor::zeros({static_cast<std::int64_t>(std::max<std::size_t>(bytes, 1))}, DType::kU8, Device::cuda());
   cuda::GemvArgs a;
   a.x = in.x.data_ptr();
   a.x_row_stride = in.x.size(1);
