@@ -19,6 +19,9 @@ const char* const kGenerationUsage =
     "                           generation_config.json (greedy when it has none)\n"
     "  --merge_lora [true|false]  merge --adapter_name_or_path's LoRA into the weights at load\n"
     "                           (the same tokens up to rounding, no extra work per token)\n"
+    "  --fused_decode [true|false]  decode steps through one-launch linears with the norms, biases,\n"
+    "                           SwiGLU and residual adds folded in (the same tokens; off by default\n"
+    "                           until its GPU kernels are measured; not with LoRA kept apart or --tp)\n"
     "  --template NAME          chat template: qwen (Qwen2.5), qwen2, qwen3, qwen3_nothink, glm4, chatglm3,\n"
     "                           chatglm2 or none (default: the model's);\n"
     "                           given to generate, plain prompts become a user's turn in it\n"
@@ -72,7 +75,9 @@ models::GenerationOptions generation_options_from(const Flags& flags, const std:
 
 namespace {
 
-models::CausalLM merged_if_asked(const Flags& flags, models::CausalLM model) {
+// --merge_lora and --fused_decode, applied to the loaded model.
+models::CausalLM as_asked(const Flags& flags, models::CausalLM model) {
+  model.set_small_m_layers(flags.count("--fused_decode") && flags.at("--fused_decode") == "true");
   if (!flags.count("--merge_lora") || flags.at("--merge_lora") != "true") return model;
   if (model.lora().empty())
     fail("--merge_lora merges a LoRA adapter into the weights: add --adapter_name_or_path with a LoRA adapter");
@@ -96,11 +101,11 @@ Device check_run_device(const Flags& flags) {
 
 models::CausalLM load_generation_model(Flags& flags) {
   check_run_device(flags);
-  return merged_if_asked(flags, load_model_from_flags(flags));
+  return as_asked(flags, load_model_from_flags(flags));
 }
 
 models::CausalLM load_generation_model(Flags& flags, Device device, DType dtype) {
-  return merged_if_asked(flags, load_model_from_flags(flags, device, dtype));
+  return as_asked(flags, load_model_from_flags(flags, device, dtype));
 }
 
 infer::EngineOptions engine_options_from(const Flags& flags) {

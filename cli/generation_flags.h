@@ -21,7 +21,7 @@ namespace zt::cli {
 inline const std::set<std::string> kGenerationFlags{
     "--max_new_tokens", "--min_new_tokens", "--temperature", "--top_k",    "--top_p", "--repetition_penalty",
     "--seed",           "--max_batch",      "--block_size",  "--template", "--tp"};
-inline const std::set<std::string> kGenerationBoolFlags{"--do_sample", "--merge_lora"};
+inline const std::set<std::string> kGenerationBoolFlags{"--do_sample", "--merge_lora", "--fused_decode"};
 
 // Usage lines for the flags above.
 extern const char* const kGenerationUsage;
