@@ -57,6 +57,10 @@ SHAPES = {
                  num_key_value_heads=2, intermediate_size=4864),
     "1.5b": dict(name="Qwen2.5-1.5B", hidden_size=1536, num_hidden_layers=28, num_attention_heads=12,
                  num_key_value_heads=2, intermediate_size=8960),
+    # The largest Qwen2.5 whose full fine-tune with offloaded optimizer (20 bytes a parameter of
+    # host memory) fits a 128 GiB host: bench/offload_throughput.py.
+    "3b": dict(name="Qwen2.5-3B", hidden_size=2048, num_hidden_layers=36, num_attention_heads=16,
+               num_key_value_heads=2, intermediate_size=11008),
     # LoRA only (a full fine-tune of these does not fit the peers), both sides with gradient checkpointing.
     "7b": dict(name="Qwen2.5-7B", hidden_size=3584, num_hidden_layers=28, num_attention_heads=28,
                num_key_value_heads=4, intermediate_size=18944, vocab_size=152064, tie_word_embeddings=False),
