@@ -41,7 +41,8 @@ TEST_P(SmallMDecoder, GivesTheOrdinaryLayersHiddenStatesBitForBit) {
   for (const NamedParameter& p : model.named_parameters()) {
     const bool bias = p.name.ends_with("bias"), norm = p.name.find("norm") != std::string::npos;
     Tensor value = p.variable.data();  // a handle: the copy writes the parameter
-    if (bias || norm) value.copy_from(testing::random_tensor(value.shape(), seed++, DType::kF32, norm ? 1.0 : 0.0, 0.2));
+    if (bias || norm)
+      value.copy_from(testing::random_tensor(value.shape(), seed++, DType::kF32, norm ? 1.0 : 0.0, 0.2));
   }
   // Three sequences decoding one token each, at different positions.
   const Tensor ids = int_tensor({5, 17, 3}, DType::kI64), positions = int_tensor({4, 9, 0}, DType::kI64);

@@ -6,7 +6,6 @@
 #include "distributed/communicators/collective_label.h"
 #include "ops/elementwise/accumulate.h"
 #include "ops/elementwise/elementwise.h"
-#include "ops/worker_pool.h"
 
 namespace zt::train {
 namespace {
@@ -38,7 +37,7 @@ GradientBuckets::GradientBuckets(const ZeroLayout& layout, const Tensor& partiti
       staging_(layout.buckets.size()),
       arrived_(layout.buckets.size(), 0) {
   if (options_.host_partition_threads > 0)
-    host_adders_ = std::make_unique<ops::WorkerPool>(options_.host_partition_threads);
+    host_sink_ = std::make_unique<HostGradientSink>(options_.host_partition_threads);
 }
 
 // A collective still reading a staging buffer must end before the buffer is freed.
@@ -113,29 +112,17 @@ void GradientBuckets::finish_in_flight() {
   if (!options_.all_reduce) release(flight->chunk);
 }
 
-// A partition in host memory (optimizer offload) takes a device chunk through a page-locked
-// buffer kept for the next bucket (the copy runs at the link's full rate), and the rank's
-// CPU threads add it in slices: the same float32 sums the device would make, element by
-// element.
 void GradientBuckets::add_to_partition(const Tensor& target, const Tensor& chunk) {
-  if (!host_adders_) return ops::accumulate_(target, chunk);
-  Tensor landed = chunk;
-  if (chunk.device().is_cuda()) {
-    if (host_chunk_.numel() < chunk.numel() || host_chunk_.dtype() != chunk.dtype())
-      host_chunk_ = Tensor::empty_pinned({chunk.numel()}, chunk.dtype());
-    landed = host_chunk_.narrow(0, 0, chunk.numel());
-    landed.copy_from(chunk);
-  }
-  const std::int64_t n = chunk.numel(), parts = host_adders_->size();
-  host_adders_->run([&](int part) {
-    const std::int64_t begin = n * part / parts, end = n * (part + 1) / parts;
-    if (begin < end) ops::accumulate_(target.narrow(0, begin, end - begin), landed.narrow(0, begin, end - begin));
-  });
+  if (host_sink_)
+    host_sink_->add(target, chunk);
+  else
+    ops::accumulate_(target, chunk);
 }
 
 void GradientBuckets::finish() {
   while (!filling_.empty()) reduce(filling_.front());
   finish_in_flight();
+  if (host_sink_) host_sink_->finish();
   std::fill(arrived_.begin(), arrived_.end(), 0);
 }
 

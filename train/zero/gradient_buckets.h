@@ -7,7 +7,8 @@
 //   reduce     once the bucket has every gradient it waits for, it is reduce-scattered (stage
 //              0: all-reduced) and the rank adds its chunk of the sum, in fp32, to its
 //              partition; then the staging buffer is freed. A partition in host memory
-//              (optimizer offload) gets the chunk copied over first, as DeepSpeed's offload
+//              (optimizer offload) gets the chunk through train/zero/host_gradient_sink.h,
+//              copied and added on the host while backward goes on, as DeepSpeed's offload
 //              accumulates its fp32 gradients on the CPU
 //   overlap    with overlap_comm the reduce-scatter runs on the communicator's stream while
 //              backward goes on, and is finished when the next one starts or at finish():
@@ -34,11 +35,8 @@
 
 #include "distributed/communicator.h"
 #include "tensor/tensor.h"
+#include "train/zero/host_gradient_sink.h"
 #include "train/zero/zero_layout.h"
-
-namespace zt::ops {
-class WorkerPool;
-}
 
 namespace zt::train {
 
@@ -79,8 +77,10 @@ class GradientBuckets {
   // end of a backward, and before a step. Afterwards nothing is staged.
   void finish();
 
+  // With a host partition: what adding the chunks there cost, and how much of it was hidden.
+  const HostGradientStats* host_gradients() const { return host_sink_ ? &host_sink_->stats() : nullptr; }
   // Bytes of the staging buffers and reduction outputs that exist now, and the most at once
-  // since construction.
+  // since construction (a chunk on its way to a host partition is counted until it is sent).
   std::int64_t staged_bytes() const { return staged_bytes_; }
   std::int64_t most_staged_bytes() const { return most_staged_bytes_; }
 
@@ -102,8 +102,7 @@ class GradientBuckets {
   std::vector<std::size_t> arrived_;  // per bucket: gradients added since it was last complete
   std::deque<std::size_t> filling_;   // the buckets with a staging buffer, oldest first
   std::unique_ptr<InFlight> in_flight_;
-  std::unique_ptr<ops::WorkerPool> host_adders_;  // with host_partition_threads
-  Tensor host_chunk_;                             // page-locked landing place of device chunks
+  std::unique_ptr<HostGradientSink> host_sink_;  // with host_partition_threads
   std::int64_t staged_bytes_ = 0, most_staged_bytes_ = 0;
 };
 

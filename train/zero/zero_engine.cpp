@@ -4,6 +4,8 @@
 
 #include "distributed/communicators/collective_label.h"
 #include "ops/optim/cpu_adam.h"
+#include "runtime/log.h"
+#include "runtime/terminal/byte_format.h"
 
 namespace zt::train {
 namespace {
@@ -103,8 +105,21 @@ void ZeroEngine::on_gradient(std::size_t parameter, const Tensor& grad) {
 
 StepResult ZeroEngine::finish_step(const StepRequest& request) {
   buckets_->finish();
+  log_host_gradients_once();
   return core_->step(request, gradient_norm(),
                      [this](const Tensor& offloaded) { write_all_working_weights(offloaded); });
+}
+
+// Rank 0, at its first step: what adding the reduced chunks to the host's fp32 gradients cost
+// so far, and how much of it ran behind backward (the later steps' figures are alike).
+void ZeroEngine::log_host_gradients_once() {
+  const HostGradientStats* s = buckets_->host_gradients();
+  if (s == nullptr || comm_.rank() != 0 || std::exchange(host_gradients_reported_, true)) return;
+  const std::string copied =
+      s->bytes > 0 ? " (" + format_bytes(static_cast<std::size_t>(s->bytes)) + " copied from the GPU)" : "";
+  ZT_LOG(kInfo, "gradient offload: " << s->chunks << " reduced chunks added to the host's fp32 gradients" << copied
+                                     << ", " << s->add_seconds << " s of additions, "
+                                     << static_cast<int>(100.0 * s->hidden() + 0.5) << "% of them behind backward");
 }
 
 // Stage 0: every rank holds every gradient and measures the same norm. Later stages agree on

@@ -103,6 +103,7 @@ class ZeroEngine : public OptimizerEngine {
   OwnedPartition owned_partition() const;
   GradientBuckets::Options bucket_options(const OffloadOptions& offload) const;
   GradientNorm gradient_norm() const;
+  void log_host_gradients_once();
   void write_all_working_weights(const Tensor& offloaded);
   DType working_dtype(std::size_t bucket) const;
 
@@ -112,6 +113,7 @@ class ZeroEngine : public OptimizerEngine {
   std::unique_ptr<GradientBuckets> buckets_;
   std::vector<std::size_t> bucket_of_;  // parameter -> bucket (kNone: not trained)
   std::vector<std::size_t> slot_of_;    // parameter -> position inside its bucket
+  bool host_gradients_reported_ = false;
 };
 
 }  // namespace zt::train
