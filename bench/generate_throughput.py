@@ -2,7 +2,7 @@
 """Inference speed side by side: zerotune's engine (tools/generate_bench) against transformers'
 generate with its static cache, same GPU, same run.
 
-    python3 bench/generate_throughput.py [--bench build-gpu/bin/generate_bench] [--shapes 1.5b,7b]
+    python3 bench/generate_throughput.py [--bench build-gpu/bin/generate_bench] [--shapes 1.5b,7b,glm4-9b]
                                          [--batches 1,32] [--out results.json]
 
 For each shape a model with the released config (random weights, bf16) is built by
@@ -10,7 +10,8 @@ transformers on the GPU and saved for zerotune. Both generate exactly 128 new to
 128-token random prompts, greedy, at batch 1 and 32. transformers: prefill is timed as
 generate with max_new_tokens=1, decode as (full run - prefill) over the 127 later tokens,
 after a warm-up of both. zerotune: generate_bench's steady decode rate (CUDA graphs on, and
-once off at batch 1), the same with the fused decode layers (--fused_decode), and prefill. The copy bandwidth of the GPU is measured in the same run;
+once off at batch 1), the same with the fused decode layers (--fused_decode), and prefill;
+and for each shape the time to the first token of one 2,048-token prompt on both sides. The copy bandwidth of the GPU is measured in the same run;
 batch-1 decode is also stated as the weight bytes it moves per second against it.
 """
 import argparse
@@ -29,9 +30,20 @@ from check_hf_shapes import QWEN2, SHAPES, build, config_for  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 PROMPT, NEW = 128, 128
 SHAPE_NAMES = {"1.5b": "Qwen2.5-1.5B",
-               "7b": "Qwen2.5-7B"}
+               "7b": "Qwen2.5-7B",
+               "glm4-9b": "GLM-4-9B"}
 SEVEN_B = dict(QWEN2, hidden_size=3584, intermediate_size=18944, num_hidden_layers=28, num_attention_heads=28,
                num_key_value_heads=4, max_window_layers=28, tie_word_embeddings=False, vocab_size=152064)
+# GLM-4-9B's transformer as transformers' "glm" builds it (zerotune reads it as it reads THUDM's
+# fused query_key_value checkpoints: one [q; k; v] projection with bias, one [gate; up]).
+GLM4_9B = dict(architectures=["GlmForCausalLM"], model_type="glm", hidden_act="silu", hidden_size=4096,
+               intermediate_size=13696, num_hidden_layers=40, num_attention_heads=32, num_key_value_heads=2,
+               head_dim=128, vocab_size=151552, tie_word_embeddings=False, attention_bias=True,
+               partial_rotary_factor=0.5, rope_theta=10000.0, rms_norm_eps=1.5625e-07,
+               max_position_embeddings=131072, pad_token_id=151329, eos_token_id=[151329, 151336, 151338],
+               torch_dtype="bfloat16")
+VALUES = {"7b": SEVEN_B, "glm4-9b": GLM4_9B}
+LONG_PROMPT = 2048  # time to first token is also measured for one prompt of this many tokens
 
 
 def copy_bandwidth():
@@ -47,14 +59,20 @@ def copy_bandwidth():
     return 2 * x.numel() * 2 * 10 / (time.perf_counter() - start)
 
 
-def hf_generate(model, batch, new_tokens):
-    ids = torch.randint(100, model.config.vocab_size, (batch, PROMPT), device="cuda")
+def hf_generate(model, batch, new_tokens, prompt=PROMPT):
+    ids = torch.randint(100, model.config.vocab_size, (batch, prompt), device="cuda")
     torch.cuda.synchronize()
     start = time.perf_counter()
     model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=new_tokens,
                    min_new_tokens=new_tokens, do_sample=False, cache_implementation="static", pad_token_id=0)
     torch.cuda.synchronize()
     return time.perf_counter() - start
+
+
+def hf_first_token(model, prompt):
+    """transformers' time to the first token of one `prompt`-token prompt (generate, 1 new token)."""
+    hf_generate(model, 1, 1, prompt)  # warm-up at this length
+    return min(hf_generate(model, 1, 1, prompt) for _ in range(2))
 
 
 def hf_numbers(model, batch):
@@ -64,9 +82,9 @@ def hf_numbers(model, batch):
     return {"prefill_s": prefill, "decode_tokens_per_s": batch * (NEW - 1) / (full - prefill)}
 
 
-def ours(bench, folder, batch, graphs=True, fused=False):
-    out = subprocess.run([str(bench), str(folder), "--batch", str(batch), "--prompt_tokens", str(PROMPT),
-                          "--new_tokens", str(NEW), "--cuda_graphs", "true" if graphs else "false",
+def ours(bench, folder, batch, graphs=True, fused=False, prompt=PROMPT, new=NEW):
+    out = subprocess.run([str(bench), str(folder), "--batch", str(batch), "--prompt_tokens", str(prompt),
+                          "--new_tokens", str(new), "--cuda_graphs", "true" if graphs else "false",
                           "--fused_decode", "true" if fused else "false"],
                          capture_output=True, text=True)
     if out.returncode != 0:
@@ -76,7 +94,7 @@ def ours(bench, folder, batch, graphs=True, fused=False):
 
 def run_shape(key, args, bandwidth):
     name = SHAPE_NAMES[key]
-    values = SEVEN_B if key == "7b" else SHAPES[name]
+    values = VALUES.get(key) or SHAPES[name]
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "model"
@@ -89,9 +107,12 @@ def run_shape(key, args, bandwidth):
                          "zerotune": ours(args.bench, folder, batch),
                          "zerotune_fused": ours(args.bench, folder, batch, fused=True),
                          "weight_bytes": weight_bytes, "copy_bytes_per_s": bandwidth})
+        first_token = {"transformers_s": hf_first_token(model, LONG_PROMPT),
+                       "zerotune_s": ours(args.bench, folder, 1, prompt=LONG_PROMPT, new=4).get("prefill_s")}
         del model
         torch.cuda.empty_cache()
-        rows.append({"shape": name, "batch": 1, "zerotune_no_graphs": ours(args.bench, folder, 1, graphs=False)})
+        rows.append({"shape": name, "batch": 1, "zerotune_no_graphs": ours(args.bench, folder, 1, graphs=False),
+                     "first_token": first_token})
     return rows
 
 
@@ -101,7 +122,10 @@ def print_table(rows):
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
         if "transformers" not in r:
+            ft = r["first_token"]
             print(f"| {r['shape']} | 1 | without CUDA graphs: {r['zerotune_no_graphs']} | | | | | |")
+            print(f"| {r['shape']} | 1 | time to first token, {LONG_PROMPT}-token prompt: zerotune {ft['zerotune_s']} s, "
+                  f"transformers {ft['transformers_s']:.4f} s | | | | | |")
             continue
         z, t = r["zerotune"], r["transformers"]
         if "error" in z:
