@@ -27,31 +27,26 @@ Tensor logits_of(const models::CausalLM& model, PagedKvCache& cache, const std::
 
 }  // namespace
 
-Tensor prefill_logits(const models::CausalLM& model, PagedKvCache& cache, const std::vector<SequenceId>& sequences,
-                      const std::vector<const std::vector<std::int64_t>*>& prompts) {
+Tensor step_logits(const models::CausalLM& model, PagedKvCache& cache, const StepInputs& step) {
   std::vector<double> ids, positions, cu_seqlens{0};
-  std::vector<std::int64_t> lengths;
-  for (const std::vector<std::int64_t>* prompt : prompts) {
-    for (std::size_t i = 0; i < prompt->size(); ++i) {
-      ids.push_back(static_cast<double>((*prompt)[i]));
+  std::vector<SequenceId> sequences = step.decoding;
+  std::vector<std::int64_t> lengths(step.decoding.size(), 1);
+  for (std::size_t i = 0; i < step.decoding.size(); ++i) {
+    ids.push_back(static_cast<double>(step.tokens[i]));
+    positions.push_back(static_cast<double>(cache.next_position(step.decoding[i])));
+    cu_seqlens.push_back(static_cast<double>(ids.size()));
+  }
+  for (std::size_t p = 0; p < step.prefilling.size(); ++p) {
+    const std::vector<std::int64_t>& prompt = *step.prompts[p];
+    for (std::size_t i = 0; i < prompt.size(); ++i) {
+      ids.push_back(static_cast<double>(prompt[i]));
       positions.push_back(static_cast<double>(cache.first_position() + static_cast<std::int64_t>(i)));
     }
     cu_seqlens.push_back(static_cast<double>(ids.size()));
-    lengths.push_back(static_cast<std::int64_t>(prompt->size()));
+    sequences.push_back(step.prefilling[p]);
+    lengths.push_back(static_cast<std::int64_t>(prompt.size()));
   }
-  cache.set_batch(sequences, lengths);
-  return logits_of(model, cache, ids, positions, cu_seqlens);
-}
-
-Tensor decode_logits(const models::CausalLM& model, PagedKvCache& cache, const std::vector<SequenceId>& sequences,
-                     const std::vector<std::int64_t>& tokens) {
-  std::vector<double> ids, positions, cu_seqlens{0};
-  for (std::size_t i = 0; i < sequences.size(); ++i) {
-    ids.push_back(static_cast<double>(tokens[i]));
-    positions.push_back(static_cast<double>(cache.next_position(sequences[i])));
-    cu_seqlens.push_back(static_cast<double>(i + 1));
-  }
-  cache.set_batch(sequences, std::vector<std::int64_t>(sequences.size(), 1));
+  cache.set_batch(std::move(sequences), std::move(lengths));
   return logits_of(model, cache, ids, positions, cu_seqlens);
 }
 

@@ -1,6 +1,7 @@
-// The two kinds of forward a continuous-batching step runs over a paged KV cache: a prefill
-// of new prompts packed back to back, and a decode of one token per running sequence. Both
-// return the logits of the last token of each sequence only, [sequences, vocab].
+// The forward of a continuous-batching step over a paged KV cache: one token for each running
+// sequence, then the prompts of sequences just added, packed back to back (either part may be
+// empty), so one pass over the weights serves both. It returns the logits of each sequence's
+// last token, [sequences, vocab], in that order.
 #pragma once
 
 #include <cstdint>
@@ -11,12 +12,14 @@
 
 namespace zt::infer {
 
-// Prompts of sequences just added to `cache`; positions start at the cache's first_position().
-Tensor prefill_logits(const models::CausalLM& model, PagedKvCache& cache, const std::vector<SequenceId>& sequences,
-                      const std::vector<const std::vector<std::int64_t>*>& prompts);
+struct StepInputs {
+  std::vector<SequenceId> decoding;                       // running sequences
+  std::vector<std::int64_t> tokens;                       // tokens[i] continues decoding[i]
+  std::vector<SequenceId> prefilling;                     // sequences just added to the cache
+  std::vector<const std::vector<std::int64_t>*> prompts;  // prompts[i] of prefilling[i]
+};
 
-// tokens[i] continues sequence sequences[i].
-Tensor decode_logits(const models::CausalLM& model, PagedKvCache& cache, const std::vector<SequenceId>& sequences,
-                     const std::vector<std::int64_t>& tokens);
+// Positions continue each decoding sequence and start new prompts at the cache's first_position().
+Tensor step_logits(const models::CausalLM& model, PagedKvCache& cache, const StepInputs& step);
 
 }  // namespace zt::infer

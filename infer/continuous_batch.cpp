@@ -93,10 +93,28 @@ void ContinuousBatch::cancel_all() {
   while (!running_.empty()) cancel(running_.front().request);
 }
 
+// Running sequences decode one token and admitted prompts prefill in the same forward (a
+// decode alone replays its CUDA graph).
 void ContinuousBatch::step() {
   autograd::NoGradGuard no_recording;
-  prefill(admit());
-  if (!running_.empty()) decode();
+  std::vector<SequenceState> admitted = admit();
+  if (admitted.empty()) {
+    if (!running_.empty()) decode();
+    return;
+  }
+  StepInputs inputs;
+  std::vector<SequenceState> sequences;
+  sequences.swap(running_);
+  for (const SequenceState& s : sequences) {
+    inputs.decoding.push_back(static_cast<SequenceId>(s.request));
+    inputs.tokens.push_back(s.generated.back());
+  }
+  for (SequenceState& s : admitted) {
+    inputs.prefilling.push_back(static_cast<SequenceId>(s.request));
+    inputs.prompts.push_back(&requests_.at(s.request).prompt);
+    sequences.push_back(std::move(s));
+  }
+  take(std::move(sequences), step_logits(model_, *cache_, inputs));
 }
 
 std::vector<SequenceState> ContinuousBatch::admit() {
@@ -116,18 +134,6 @@ std::vector<SequenceState> ContinuousBatch::admit() {
   return admitted;
 }
 
-void ContinuousBatch::prefill(std::vector<SequenceState> admitted) {
-  if (admitted.empty()) return;
-  std::vector<SequenceId> ids;
-  std::vector<const std::vector<std::int64_t>*> prompts;
-  for (const SequenceState& s : admitted) {
-    ids.push_back(static_cast<SequenceId>(s.request));
-    prompts.push_back(&requests_.at(s.request).prompt);
-  }
-  Tensor logits = prefill_logits(model_, *cache_, ids, prompts);
-  take(std::move(admitted), logits);
-}
-
 void ContinuousBatch::decode() {
   std::vector<SequenceId> ids;
   std::vector<std::int64_t> tokens;
@@ -142,7 +148,10 @@ void ContinuousBatch::decode() {
     take(std::move(decoding), step.logits, step.argmax);
     return;
   }
-  take(std::move(decoding), decode_logits(model_, *cache_, ids, tokens));
+  StepInputs inputs;
+  inputs.decoding = std::move(ids);
+  inputs.tokens = std::move(tokens);
+  take(std::move(decoding), step_logits(model_, *cache_, inputs));
 }
 
 namespace {

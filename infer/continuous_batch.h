@@ -1,6 +1,6 @@
 // The engine's scheduler over one paged KV cache, open to requests at any time: each step
-// prefills waiting prompts into free places (up to max_batch sequences, max_prefill_tokens
-// per forward) and decodes one token for every running sequence. A sequence leaves as soon
+// decodes one token for every running sequence and, in the same forward, prefills waiting
+// prompts into free places (up to max_batch sequences, max_prefill_tokens per forward). A sequence leaves as soon
 // as it ends (eos, max_new_tokens) or is cancelled, freeing its blocks for the next.
 //
 // Engine::run puts a fixed list of requests through it; `zerotune serve` keeps one open and
@@ -57,12 +57,12 @@ class ContinuousBatch {
 
   bool idle() const { return waiting_.empty() && running_.empty(); }
   std::size_t running() const { return running_.size(); }
-  // One prefill of what fits and one decode step of everything running.
+  // One forward: a token for every running sequence, and the prompts of the waiting ones that
+  // fit (their first token).
   void step();
 
  private:
   std::vector<SequenceState> admit();
-  void prefill(std::vector<SequenceState> admitted);
   void decode();
   void take(std::vector<SequenceState> sequences, const Tensor& logits, const Tensor& argmax = Tensor());
   void finish(SequenceState& sequence);

@@ -114,18 +114,20 @@ Tensor PagedKvCache::slots_of_batch() const {
   return Tensor::from_values(slots, {static_cast<std::int64_t>(slots.size())}, DType::kI64).to(device_);
 }
 
+// Block tables and lengths of the decoding sequences (the first decoding_ of the batch).
 void PagedKvCache::upload_block_tables() {
+  const auto rows = static_cast<std::size_t>(decoding_);
   auto widest = static_cast<std::size_t>(table_width_);
-  for (SequenceId id : batch_) widest = std::max(widest, sequence(id).blocks.size());
-  const auto rows = static_cast<std::int64_t>(batch_.size());
-  std::vector<double> table(batch_.size() * widest, -1.0), lengths;
-  for (std::size_t i = 0; i < batch_.size(); ++i) {
+  for (std::size_t i = 0; i < rows; ++i) widest = std::max(widest, sequence(batch_[i]).blocks.size());
+  std::vector<double> table(rows * widest, -1.0), lengths;
+  for (std::size_t i = 0; i < rows; ++i) {
     const Sequence& s = sequence(batch_[i]);
     std::copy(s.blocks.begin(), s.blocks.end(), table.begin() + static_cast<std::ptrdiff_t>(i * widest));
     lengths.push_back(static_cast<double>(s.length + 1));
   }
-  block_table_ = Tensor::from_values(table, {rows, static_cast<std::int64_t>(widest)}, DType::kI32).to(device_);
-  seq_lens_ = Tensor::from_values(lengths, {rows}, DType::kI32).to(device_);
+  const auto count = static_cast<std::int64_t>(rows);
+  block_table_ = Tensor::from_values(table, {count, static_cast<std::int64_t>(widest)}, DType::kI32).to(device_);
+  seq_lens_ = Tensor::from_values(lengths, {count}, DType::kI32).to(device_);
 }
 
 DecodeStepBuffers::DecodeStepBuffers(std::int64_t rows, std::int64_t max_blocks, Device device)
@@ -182,7 +184,7 @@ void PagedKvCache::begin_forward(const models::ModelConfig& config, const models
     ZT_REQUIRE(
         shape.tokens == step_->rows && shape.sequences == step_->rows,
         "paged KV cache: a bound decode step takes one token for each of its " + std::to_string(step_->rows) + " rows");
-    decoding_ = true;
+    decoding_ = step_->rows;
     return;
   }
   std::int64_t tokens = 0, longest = 0;
@@ -195,16 +197,21 @@ void PagedKvCache::begin_forward(const models::ModelConfig& config, const models
                  std::to_string(shape.tokens) + " tokens, the batch set for it " + std::to_string(batch_.size()) +
                  " of " + std::to_string(tokens));
   models::check_sliding_window(config, {tokens, shape.sequences, longest}, 0);
-  decoding_ = tokens == shape.sequences;
-  for (SequenceId id : batch_) {
-    const bool fresh = sequence(id).length == prefix_length_;
-    ZT_REQUIRE(decoding_ || fresh,
-               "paged KV cache: a prefill takes sequences with nothing cached beyond the "
-               "prefix; sequence " +
-                   std::to_string(id) + " has " + std::to_string(sequence(id).length) + " tokens");
+  decoding_ = 0;
+  while (decoding_ < shape.sequences && new_tokens_[static_cast<std::size_t>(decoding_)] == 1) ++decoding_;
+  std::vector<double> offsets{0.0};
+  for (auto i = static_cast<std::size_t>(decoding_); i < batch_.size(); ++i) {
+    ZT_REQUIRE(sequence(batch_[i]).length == prefix_length_,
+               "paged KV cache: a prefill takes sequences with nothing cached beyond the prefix, after the decoding "
+               "ones; sequence " +
+                   std::to_string(batch_[i]) + " has " + std::to_string(sequence(batch_[i]).length) + " tokens");
+    offsets.push_back(offsets.back() + static_cast<double>(new_tokens_[i]));
   }
   slots_ = slots_of_batch();
-  if (decoding_) upload_block_tables();
+  if (decoding_ > 0) upload_block_tables();
+  if (offsets.size() > 1)
+    prefill_cu_seqlens_ =
+        Tensor::from_values(offsets, {static_cast<std::int64_t>(offsets.size())}, DType::kI32).to(device_);
 }
 
 Tensor PagedKvCache::attend(std::int64_t layer, const Tensor& q, const Tensor& k, const Tensor& v,
@@ -217,14 +224,38 @@ Tensor PagedKvCache::attend(std::int64_t layer, const Tensor& q, const Tensor& k
                                  softmax_scale);
   }
   ops::write_kv_slots(key_pools_[index], value_pools_[index], k, v, slots_);
-  if (decoding_)
+  const std::int64_t sequences = cu_seqlens.numel() - 1;
+  if (decoding_ == sequences)
     return ops::decode_attention(q, key_pools_[index], value_pools_[index], block_table_, seq_lens_, softmax_scale);
-  ops::AttentionPrefix prefix;
-  if (prefix_length_ > 0) {
-    const std::int64_t sequences = cu_seqlens.numel() - 1;
-    prefix = {repeated(prefix_keys_[index], sequences), repeated(prefix_values_[index], sequences)};
-  }
-  return ops::attention_forward(q, k, v, cu_seqlens, {.softmax_scale = softmax_scale, .causal = true}, prefix).out;
+  if (decoding_ == 0)
+    return ops::attention_forward(q, k, v, cu_seqlens, {.softmax_scale = softmax_scale, .causal = true},
+                                  prefix_for(index, sequences))
+        .out;
+  return attend_mixed(index, q, k, v, softmax_scale);
+}
+
+// The shared prefix's keys and values, once per prefilling sequence (none without a prefix).
+ops::AttentionPrefix PagedKvCache::prefix_for(std::size_t layer, std::int64_t sequences) const {
+  if (prefix_length_ == 0) return {};
+  return {repeated(prefix_keys_[layer], sequences), repeated(prefix_values_[layer], sequences)};
+}
+
+// A step that decodes and prefills: the decoding rows (the first decoding_ tokens) attend to
+// the cache as a decode step does, the rest to their prompts as a prefill does.
+Tensor PagedKvCache::attend_mixed(std::size_t layer, const Tensor& q, const Tensor& k, const Tensor& v,
+                                  double softmax_scale) {
+  const std::int64_t rest = q.size(0) - decoding_;
+  Tensor out = Tensor::empty(q.shape(), q.dtype(), q.device());
+  out.narrow(0, 0, decoding_)
+      .copy_from(ops::decode_attention(q.narrow(0, 0, decoding_), key_pools_[layer], value_pools_[layer], block_table_,
+                                       seq_lens_, softmax_scale));
+  const std::int64_t prefilling = prefill_cu_seqlens_.numel() - 1;
+  out.narrow(0, decoding_, rest)
+      .copy_from(ops::attention_forward(q.narrow(0, decoding_, rest), k.narrow(0, decoding_, rest),
+                                        v.narrow(0, decoding_, rest), prefill_cu_seqlens_,
+                                        {.softmax_scale = softmax_scale, .causal = true}, prefix_for(layer, prefilling))
+                     .out);
+  return out;
 }
 
 void PagedKvCache::end_forward() {

@@ -3,9 +3,11 @@
 // table, so sequences of any lengths share memory without copying, leave when they finish
 // and free their blocks for the next ones.
 //
-// A forward is either a prefill of newly added sequences (each sees its prompt and, with
-// P-Tuning, the shared prefix) or a decode step of one token per sequence (each sees all its
-// cached tokens, through ops::decode_attention's paged kernel).
+// A forward is a prefill of newly added sequences (each sees its prompt and, with P-Tuning,
+// the shared prefix), a decode step of one token per sequence (each sees all its cached
+// tokens, through ops::decode_attention's paged kernel), or both at once: the decoding
+// sequences first, one token each, then the new ones, so that one pass over the weights
+// serves both and each part's attention runs as it would alone.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +17,7 @@
 #include <cuda_runtime_api.h>
 
 #include "models/generation/kv_cache.h"
+#include "ops/attention/attention.h"
 
 namespace zt::infer {
 
@@ -65,7 +68,9 @@ class PagedKvCache : public models::KvCache {
   // fixed width keeps eager steps and graph replays (infer/decode_graph.h) cut alike.
   void set_table_width(std::int64_t blocks) { table_width_ = blocks; }
 
-  // The sequences of the next forward in packed order, and how many new tokens each brings.
+  // The sequences of the next forward in packed order, and how many new tokens each brings:
+  // those bringing one token first (decoding), then sequences with nothing cached beyond the
+  // prefix (prefilling).
   void set_batch(std::vector<SequenceId> sequences, std::vector<std::int64_t> new_tokens);
 
   // Decode steps through fixed buffers: fills `buffers` for `tokens[i]` continuing
@@ -94,6 +99,8 @@ class PagedKvCache : public models::KvCache {
   void write_prefix(const Sequence& sequence);
   Tensor slots_of_batch() const;
   void upload_block_tables();
+  Tensor attend_mixed(std::size_t layer, const Tensor& q, const Tensor& k, const Tensor& v, double softmax_scale);
+  ops::AttentionPrefix prefix_for(std::size_t layer, std::int64_t sequences) const;
 
   std::int64_t block_size_;
   Device device_;
@@ -110,10 +117,11 @@ class PagedKvCache : public models::KvCache {
   // The forward in flight.
   std::vector<SequenceId> batch_;
   std::vector<std::int64_t> new_tokens_;
-  bool decoding_ = false;
-  Tensor slots_;        // int64 [tokens]: where each new token's k and v go
-  Tensor block_table_;  // int32 [sequences, max blocks], decode only
-  Tensor seq_lens_;     // int32 [sequences]: cached tokens after this step, decode only
+  std::int64_t decoding_ = 0;  // the leading sequences that decode one token each
+  Tensor slots_;               // int64 [tokens]: where each new token's k and v go
+  Tensor block_table_;         // int32 [decoding, max blocks]
+  Tensor seq_lens_;            // int32 [decoding]: cached tokens after this step
+  Tensor prefill_cu_seqlens_;  // int32 [prefilling + 1]: the prefilling sequences' offsets, from 0
 };
 
 }  // namespace zt::infer

@@ -1,6 +1,7 @@
 // The batch open to requests at any time (what `zerotune serve` runs on): requests that join
-// while others decode, and requests cancelled mid-answer, leave every other request's tokens
-// exactly what it gets alone, and a cancelled one frees its place and cache at once.
+// while others decode (prefilled in the decoding step's forward), and requests cancelled
+// mid-answer, leave every other request's tokens exactly what it gets alone, and a cancelled
+// one frees its place and cache at once.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -58,6 +59,31 @@ TEST(ContinuousBatch, RequestsJoiningMidRunGetTheirTokensAlone) {
   }
 }
 
+// A step in which prompts are admitted is one forward: every running sequence gets one token
+// and every admitted prompt its first, packed together (the cache refuses a prefill of a
+// sequence with tokens cached, so the running ones ran as decode rows), and the tokens are
+// still each request's own.
+TEST(ContinuousBatch, AdmittedPromptsPrefillInTheDecodingStep) {
+  const models::CausalLM model = tiny_qwen();
+  const std::vector<GenerationRequest> requests{request({3, 4, 5}, 6, false, 0), request({9, 1, 8, 2}, 5, true, 3),
+                                                request({7, 7}, 4, false, 0)};
+  Recorder recorder;
+  ContinuousBatch batch(model, {.max_batch = 3, .block_size = 4}, 64, 16, recorder.events());
+  batch.add(0, requests[0]);
+  batch.step();
+  EXPECT_EQ(recorder.streamed[0].size(), 1u) << "a prefill alone";
+  batch.add(1, requests[1]);
+  batch.add(2, requests[2]);
+  batch.step();
+  EXPECT_EQ(recorder.streamed[0].size(), 2u) << "request 0 decoded once";
+  EXPECT_EQ(recorder.streamed[1].size(), 1u) << "request 1 prefilled in the same step, not decoded too";
+  EXPECT_EQ(recorder.streamed[2].size(), 1u);
+  EXPECT_EQ(batch.running(), 3u);
+  while (!batch.idle()) batch.step();
+  for (std::size_t i = 0; i < requests.size(); ++i)
+    EXPECT_EQ(recorder.finished[i], models::generate(model, requests[i].prompt, requests[i].options)) << i;
+}
+
 TEST(ContinuousBatch, CancelledRequestLeavesAtOnceAndFreesItsPlace) {
   const models::CausalLM model = tiny_qwen();
   Recorder recorder;
@@ -70,7 +96,7 @@ TEST(ContinuousBatch, CancelledRequestLeavesAtOnceAndFreesItsPlace) {
   batch.step();
   batch.cancel(0);
   ASSERT_EQ(recorder.finished.count(0), 1u) << "a cancelled request reports its end at once";
-  EXPECT_EQ(recorder.finished[0].size(), 3u);  // a prefill and a decode, then one more decode
+  EXPECT_EQ(recorder.finished[0].size(), 2u);  // the first step's prefill, the second's decode
   EXPECT_EQ(batch.running(), 0u);
   batch.cancel(0);  // already gone: nothing happens
   while (!batch.idle()) batch.step();

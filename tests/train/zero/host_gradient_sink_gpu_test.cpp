@@ -30,7 +30,8 @@ TEST(HostGradientSink, AddsDeviceChunksBehindTheCallerAsAccumulateDoes) {
     for (std::int64_t i = 0; i < 10; ++i) {
       // Queued device work makes the chunk: x + 0, so the copy must wait for it.
       const Tensor x = testing::random_tensor({kChunk}, 10 + i, dtype).to(Device::cuda());
-      sink.add(partition.narrow(0, i * kChunk, kChunk), ops::add_forward(x, Tensor::zeros({kChunk}, dtype, Device::cuda())));
+      sink.add(partition.narrow(0, i * kChunk, kChunk),
+               ops::add_forward(x, Tensor::zeros({kChunk}, dtype, Device::cuda())));
     }
     sink.finish();
     EXPECT_EQ(partition.to_vector(), expected_partition(dtype)) << dtype_name(dtype);
