@@ -1,9 +1,10 @@
 #include "infer/token_choice.h"
 
 #include <limits>
+#include <span>
 
-#include "models/generation/generate_sampling.h"
 #include "ops/reduce/reduce.h"
+#include "ops/sampling/sampling.h"
 #include "runtime/philox.h"
 
 namespace zt::infer {
@@ -27,37 +28,56 @@ void suppress_eos(const Tensor& logits, std::int64_t row, const std::vector<std:
     if (id >= 0 && id < line.size(0)) line.narrow(0, id, 1).fill_(-std::numeric_limits<double>::infinity());
 }
 
-// What models::generate chooses for the sequence from this row: the same processors and the
-// same draw (the request's seed, its step).
-std::int64_t processed_choice(std::vector<double> row, const SequenceState& s) {
-  const auto step = static_cast<std::int64_t>(s.generated.size());
-  models::apply_min_new_tokens(row, step, *s.options);
-  const double uniform = philox::uniform(s.options->seed, static_cast<std::uint64_t>(step), 0);
-  return models::choose_token(std::move(row), s.seen, *s.options, uniform);
+// What models::generate applies to the sequence's row: the same processors and the same draw
+// (the request's seed, its step).
+ops::RowSampling rules_of(const SequenceState& s) {
+  const models::GenerationOptions& o = *s.options;
+  const auto step = static_cast<std::uint64_t>(s.generated.size());
+  return {.do_sample = o.do_sample,
+          .temperature = o.temperature,
+          .top_k = o.top_k,
+          .top_p = o.top_p,
+          .repetition_penalty = o.repetition_penalty,
+          .seen = s.seen,
+          .barred = bars_eos(s) ? std::span<const std::int64_t>(o.eos_token_ids) : std::span<const std::int64_t>(),
+          .uniform = philox::uniform(o.seed, step, 0)};
+}
+
+// The rows at `indices`, in that order: the logits themselves when that is all of them.
+Tensor rows_at(const Tensor& logits, const std::vector<std::int64_t>& indices) {
+  if (static_cast<std::int64_t>(indices.size()) == logits.size(0)) return logits;
+  Tensor picked =
+      Tensor::empty({static_cast<std::int64_t>(indices.size()), logits.size(1)}, logits.dtype(), logits.device());
+  for (std::size_t j = 0; j < indices.size(); ++j)
+    picked.select(0, static_cast<std::int64_t>(j)).copy_from(logits.select(0, indices[j]));
+  return picked;
 }
 
 }  // namespace
 
 std::vector<std::int64_t> choose_next_tokens(const Tensor& logits, const std::vector<const SequenceState*>& rows,
                                              const Tensor& argmax) {
-  bool any_argmax = false, any_processed = false;
-  for (const SequenceState* s : rows) (plain_argmax(*s) ? any_argmax : any_processed) = true;
+  std::vector<std::int64_t> processed;  // rows for ops::sample_rows
+  std::vector<ops::RowSampling> rules;
   bool any_barred = false;
-  for (std::size_t i = 0; i < rows.size(); ++i)
-    if (plain_argmax(*rows[i]) && bars_eos(*rows[i])) {
-      suppress_eos(logits, static_cast<std::int64_t>(i), rows[i]->options->eos_token_ids);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const SequenceState& s = *rows[i];
+    if (!plain_argmax(s)) {
+      processed.push_back(static_cast<std::int64_t>(i));
+      rules.push_back(rules_of(s));
+    } else if (bars_eos(s)) {
+      suppress_eos(logits, static_cast<std::int64_t>(i), s.options->eos_token_ids);
       any_barred = true;
     }
-  std::vector<double> argmax_ids;
-  if (any_argmax) argmax_ids = (argmax.defined() && !any_barred ? argmax : ops::argmax_rows(logits)).to_vector();
-  Tensor host;
-  if (any_processed) host = logits.to(Device::cpu(), DType::kF64);
-  std::vector<std::int64_t> chosen;
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    if (plain_argmax(*rows[i]))
-      chosen.push_back(static_cast<std::int64_t>(argmax_ids[i]));
-    else
-      chosen.push_back(processed_choice(host.select(0, static_cast<std::int64_t>(i)).to_vector(), *rows[i]));
+  }
+  std::vector<std::int64_t> chosen(rows.size());
+  if (processed.size() < rows.size()) {
+    const std::vector<double> ids = (argmax.defined() && !any_barred ? argmax : ops::argmax_rows(logits)).to_vector();
+    for (std::size_t i = 0; i < rows.size(); ++i) chosen[i] = static_cast<std::int64_t>(ids[i]);
+  }
+  if (!processed.empty()) {
+    const std::vector<std::int64_t> ids = ops::sample_rows(rows_at(logits, processed), rules);
+    for (std::size_t j = 0; j < processed.size(); ++j) chosen[static_cast<std::size_t>(processed[j])] = ids[j];
   }
   return chosen;
 }

@@ -1,6 +1,7 @@
 // The next token of every sequence of a batch from its row of logits. Greedy rows without a
-// repetition penalty take the argmax on the device and only their ids cross to the host;
-// the others run transformers' logits processors on the host (models/generation/generate_sampling.h).
+// repetition penalty take the argmax; the others run transformers' logits processors through
+// ops::sample_rows (ops/sampling/sampling.h), on the device when the logits are. Only the
+// chosen ids cross to the host.
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,7 @@
 // The logits processors of transformers' generate, in its order, on one row of logits:
 // repetition penalty, then (sampling only) temperature, top-k and top-p, then the choice.
+// They run ops/sampling/logits_processors.h, which is also the CPU reference of the batched
+// device op ops::sample_rows.
 #pragma once
 
 #include <cstdint>
