@@ -14,11 +14,13 @@ Tensor value_of(const Variable& v) { return v.defined() ? v.data() : Tensor(); }
 
 // A linear whose input is rmsnorm(x, norm_weight): the prologue of q/k/v and of gate/up.
 ops::SmallMLinearOptions normed_by(const ModelConfig& c, const Variable& norm_weight, const Variable& bias) {
-  return {.prologue = ops::SmallMPrologue::kRmsNorm,
-          .norm_weight = norm_weight.data(),
-          .eps = static_cast<float>(c.norm_eps),
-          .norm_style = c.norm_style,
-          .bias = value_of(bias)};
+  ops::SmallMLinearOptions options;
+  options.prologue = ops::SmallMPrologue::kRmsNorm;
+  options.norm_weight = norm_weight.data();
+  options.eps = static_cast<float>(c.norm_eps);
+  options.norm_style = c.norm_style;
+  options.bias = value_of(bias);
+  return options;
 }
 
 struct Qkv {
@@ -50,8 +52,10 @@ Qkv project_qkv(const ModelConfig& c, const LayerWeights& w, const Tensor& x) {
 
 // The MLP with its input norm in front and the residual `h` added behind.
 Tensor mlp(const ModelConfig& c, const LayerWeights& w, const Tensor& h) {
-  ops::SmallMLinearOptions down{
-      .prologue = ops::SmallMPrologue::kSwiglu, .bias = value_of(w[kDownBias]), .residual = h};
+  ops::SmallMLinearOptions down;
+  down.prologue = ops::SmallMPrologue::kSwiglu;
+  down.bias = value_of(w[kDownBias]);
+  down.residual = h;
   Tensor gate;
   if (c.fused_gate_up) {
     gate = ops::small_m_linear(h, w[kGateUp].data(), normed_by(c, w[kPostAttentionNorm], w[kGateUpBias]));
@@ -80,8 +84,10 @@ Variable small_m_decoder_layer(const ModelConfig& config, std::int64_t layer, co
   const Tensor k = ops::rope_forward(p.k, tokens.positions, config.rope);
   const Tensor attended =
       cache.attend(layer, q, k, p.v, tokens.cu_seqlens, 1.0 / std::sqrt(static_cast<double>(config.head_dim)));
-  const Tensor h = ops::small_m_linear(attended.reshape({residual.size(0), config.q_size()}), w[kO].data(),
-                                       {.bias = value_of(w[kOBias]), .residual = residual});
+  ops::SmallMLinearOptions output;
+  output.bias = value_of(w[kOBias]);
+  output.residual = residual;
+  const Tensor h = ops::small_m_linear(attended.reshape({residual.size(0), config.q_size()}), w[kO].data(), output);
   return Variable(mlp(config, w, h));
 }
 

@@ -290,7 +290,7 @@ inline void Zero3::expect_resume_matches_uninterrupted(const Spec& writer, Spec 
 
 // `method` over `world` ranks with accumulation and clipping, LoRA matrices partitioned too
 // (norms and biases whole): the runs the offload tests compare with and without offload.
-Spec accumulated_clipped(const std::string& method, int world) {
+inline Spec accumulated_clipped(const std::string& method, int world) {
   Spec run;
   run.method = method;
   run.world = world;
@@ -302,7 +302,7 @@ Spec accumulated_clipped(const std::string& method, int world) {
 
 // fp16 with the loss scale starting at 2^126, at the edge of float32's range (the CPU model
 // is float32): the scaled gradients overflow in some steps and not in others.
-Spec fp16_at_the_edge() {
+inline Spec fp16_at_the_edge() {
   Spec run;
   run.fp16_scale_power = 126;
   run.steps = 8;

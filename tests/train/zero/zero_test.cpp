@@ -123,7 +123,9 @@ TEST(ZeroOffload, AccumulatesTheGradientPartitionInHostMemory) {
       std::lock_guard<std::mutex> lock(mutex);
       ASSERT_NE(optimizer.offload(), nullptr);
       EXPECT_EQ(optimizer.offload()->last_step().copied_bytes, 4 * partition) << "the f32 weights back, no gradient";
-      if (stage == 2) EXPECT_EQ(optimizer.held_buffers().gradient_bytes, 0) << "no gradient partition on the device";
+      if (stage == 2) {
+        EXPECT_EQ(optimizer.held_buffers().gradient_bytes, 0) << "no gradient partition on the device";
+      }
       results[comm.rank()] = model.values();
     });
     for (int rank = 0; rank < kWorld; ++rank)
