@@ -227,10 +227,10 @@ class MemoryPoll:
         return max(0.0, self.peak_mib - self.baseline) * 1024 ** 2 / GIB
 
 
-def run_logged(cmd, on_line=None):
+def run_logged(cmd, on_line=None, env=None):
     """Runs cmd with its stderr joined to stdout; returns (returncode, output lines)."""
     lines = []
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     for line in proc.stdout:
         lines.append(line.rstrip("\n"))
         if on_line:

@@ -86,7 +86,9 @@ nlohmann::json eval_entry(double eval_loss, const TrainerState& state) {
 
 std::unique_ptr<OptimizerEngine> make_optimizer(const TrainerModel& model, const TrainingPlan& plan,
                                                 distributed::Communicator* comm) {
-  const OffloadOptions offload{.enabled = plan.zero.offload_optimizer, .pin_memory = plan.zero.offload_pin_memory};
+  const OffloadOptions offload{.enabled = plan.zero.offload_optimizer,
+                               .pin_memory = plan.zero.offload_pin_memory,
+                               .accumulation = plan.accumulation};
   if (comm == nullptr) return std::make_unique<Optimizer>(model.trainable, plan.optimizer, offload);
   if (plan.zero.stage == 3)
     return std::make_unique<Zero3Optimizer>(*model.model, model.trainable, plan.optimizer, *comm, plan.zero, offload);
@@ -345,6 +347,7 @@ void Trainer::maybe_log(double step_loss, const StepResult& result, double lr) {
                           {"step", state_.global_step}};
   add_throughput(entry);
   add_memory(entry);
+  add_offload(entry);
   if (plan_.loss_scaler) {
     entry["loss_scale"] = scaler_.scale();
     entry["skipped_steps"] = state_.global_step - scheduler_step_;  // the schedule skips them too
@@ -374,6 +377,18 @@ void Trainer::add_memory(nlohmann::json& entry) const {
   const AllocatorStats stats = device_allocator(device.index).stats();
   entry["memory_allocated_gib"] = round_to(static_cast<double>(stats.allocated_bytes) / kGiB, 3);
   entry["memory_peak_gib"] = round_to(static_cast<double>(stats.peak_allocated_bytes) / kGiB, 3);
+}
+
+// The last step's offload work, in seconds (docs/ZERO.md, The offload schedule): CPU work
+// (CPU Adam, gradient additions), copies, the time the step waited for them, and the share
+// of the work that ran behind the device's own.
+void Trainer::add_offload(nlohmann::json& entry) const {
+  const std::optional<OffloadStepTimes> times = optimizer_->offload_times();
+  if (!times) return;
+  entry["offload_cpu_s"] = round_to(times->cpu_seconds, 4);
+  entry["offload_copy_s"] = round_to(times->copy_seconds, 4);
+  entry["offload_wait_s"] = round_to(times->wait_seconds, 4);
+  entry["offload_hidden"] = round_to(times->hidden(), 3);
 }
 
 void Trainer::record(const nlohmann::json& entry) {

@@ -91,6 +91,7 @@ class Trainer {
   void maybe_log(double step_loss, const StepResult& result, double lr);
   void add_throughput(nlohmann::json& entry);
   void add_memory(nlohmann::json& entry) const;
+  void add_offload(nlohmann::json& entry) const;
   void record(const nlohmann::json& entry);
   void maybe_evaluate_and_save(bool epoch_ended);
   // train/trainer_checkpoint.cpp

@@ -8,6 +8,7 @@
 
 #include "runtime/log.h"
 #include "runtime/memory/cuda_allocator_backend.h"
+#include "runtime/memory/memory_limit.h"
 #include "runtime/rank.h"
 #include "runtime/terminal/byte_format.h"
 
@@ -99,6 +100,7 @@ Block* CachingDeviceAllocator::take_cached(std::size_t size, cudaStream_t stream
 
 Block* CachingDeviceAllocator::take_from_new_segment(std::size_t size, cudaStream_t stream) {
   const std::size_t segment_size = segment_size_for(size);
+  if (memory_limit_ && stats_.reserved_bytes + segment_size > *memory_limit_) return nullptr;
   auto* memory = static_cast<char*>(backend_->allocate_segment(segment_size));
   if (memory == nullptr) return nullptr;
   auto* segment = new Block;
@@ -237,14 +239,26 @@ std::vector<SegmentSnapshot> CachingDeviceAllocator::snapshot() const {
   return segments;
 }
 
+void CachingDeviceAllocator::set_memory_limit(std::optional<std::size_t> bytes) {
+  std::lock_guard lock(mutex_);
+  memory_limit_ = bytes;
+}
+
+std::optional<std::size_t> CachingDeviceAllocator::memory_limit() const {
+  std::lock_guard lock(mutex_);
+  return memory_limit_;
+}
+
 Error CachingDeviceAllocator::out_of_memory_error(std::size_t bytes) const {
   const MemoryInfo device = backend_->memory_info();
   std::ostringstream message;
   message << "CUDA out of memory on device " << backend_->device_index() << rank_suffix() << ": tried to allocate "
           << format_bytes(bytes) << "; this process's allocator has " << format_bytes(stats_.allocated_bytes)
           << " allocated and " << format_bytes(stats_.reserved_bytes) << " reserved, and the device reports "
-          << format_bytes(device.free) << " free of " << format_bytes(device.total)
-          << " total. Try a smaller per_device_train_batch_size, --gradient_checkpointing, a higher "
+          << format_bytes(device.free) << " free of " << format_bytes(device.total) << " total";
+  if (memory_limit_)
+    message << "; reservations are capped at " << format_bytes(*memory_limit_) << " by " << kMemoryLimitVariable;
+  message << ". Try a smaller per_device_train_batch_size, --gradient_checkpointing, a higher "
              "ZeRO stage, or optimizer offload (offload_optimizer).";
   return Error(message.str());
 }
@@ -260,7 +274,16 @@ CachingDeviceAllocator& device_allocator(int device) {
                                                 " does not exist: " + std::to_string(count) + " device(s) are visible");
   std::lock_guard lock(*mutex);
   auto& slot = (*allocators)[device];
-  if (!slot) slot = std::make_unique<CachingDeviceAllocator>(make_cuda_allocator_backend(device));
+  if (!slot) {
+    std::unique_ptr<AllocatorBackend> backend = make_cuda_allocator_backend(device);
+    const std::optional<std::size_t> limit = memory_limit_from_environment(backend->memory_info().total);
+    auto allocator = std::make_unique<CachingDeviceAllocator>(std::move(backend));
+    if (limit)
+      ZT_LOG(kInfo, "CUDA device " << device << ": this process reserves at most " << format_bytes(*limit) << " ("
+                                   << kMemoryLimitVariable << ")");
+    allocator->set_memory_limit(limit);
+    slot = std::move(allocator);
+  }
   return *slot;
 }
 

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -51,6 +52,10 @@ class CachingDeviceAllocator {
   // Gives every cached segment no block of which is in use back to the device.
   void empty_cache();
   AllocatorStats stats() const;
+  // Never reserve more than `bytes` of the device (runtime/memory/memory_limit.h); nullopt:
+  // as much as the device gives.
+  void set_memory_limit(std::optional<std::size_t> bytes);
+  std::optional<std::size_t> memory_limit() const;
   void reset_peak_stats();                        // peaks become the current values
   std::vector<SegmentSnapshot> snapshot() const;  // by segment address
 
@@ -79,6 +84,7 @@ class CachingDeviceAllocator {
   std::map<void*, detail::Block*> segments_;          // first block of each segment, by base
   std::vector<PendingEvent> pending_;
   AllocatorStats stats_;
+  std::optional<std::size_t> memory_limit_;
 };
 
 // The allocator of CUDA device `device`, created on first use; safe to call from any thread.

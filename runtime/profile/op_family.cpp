@@ -26,6 +26,12 @@ const char* op_family_name(OpFamily family) {
       return "optimizer";
     case OpFamily::kCollective:
       return "collectives";
+    case OpFamily::kOffloadCopy:
+      return "offload_copy";
+    case OpFamily::kCpuAdam:
+      return "cpu_adam";
+    case OpFamily::kOffloadWait:
+      return "offload_wait";
     case OpFamily::kOtherOps:
       return "other_ops";
     case OpFamily::kUntracked:

@@ -19,8 +19,13 @@ enum class OpFamily {
   kGradAccumulate,  // gradients summed into their fp32 buffers
   kOptimizer,       // clipping norm, AdamW, master-to-working copies
   kCollective,      // all-reduce, reduce-scatter, all-gather, broadcast, barrier
-  kOtherOps,        // recorded ops of no family above (recomputation's own bookkeeping, ...)
-  kUntracked,       // inside the step but in no op: host gaps, synchronisations, data copies
+  // ZeRO offload (docs/ZERO.md, The offload schedule): the host's share of the step, as the
+  // device sees it. Work that runs behind the device's own shows in no family.
+  kOffloadCopy,  // waiting for host<->device copies (gradients out, weights back, offloaded shards in)
+  kCpuAdam,      // the CPU Adam updating while the device has nothing queued
+  kOffloadWait,  // waiting for the host's gradient additions (host-resident gradient partition)
+  kOtherOps,     // recorded ops of no family above (recomputation's own bookkeeping, ...)
+  kUntracked,    // inside the step but in no op: host gaps, synchronisations, data copies
 };
 
 inline constexpr std::size_t kOpFamilyCount = static_cast<std::size_t>(OpFamily::kUntracked) + 1;

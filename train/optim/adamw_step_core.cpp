@@ -78,6 +78,14 @@ AdamWStepCore::AdamWStepCore(const OptimizerConfig& config, OwnedPartition owned
   grads_ = offload.gradients_on_host ? offload_->host_grads() : Tensor::zeros({owned.numel}, DType::kF32, device);
 }
 
+std::optional<OffloadStepTimes> AdamWStepCore::offload_times() const {
+  if (!offload_) return std::nullopt;
+  const OffloadStepStats& last = offload_->last_step();
+  // The update runs while the device has nothing queued: all of it is waited for.
+  return OffloadStepTimes{
+      .cpu_seconds = last.adam_seconds, .copy_seconds = last.copy_seconds, .wait_seconds = last.step_seconds};
+}
+
 std::vector<StateSlice> AdamWStepCore::held_state() const {
   std::vector<StateSlice> slices;
   for (const OwnedSpan& s : spans_) {

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -107,6 +108,11 @@ class AdamWStepCore {
   const std::vector<OwnedSpan>& spans() const { return spans_; }
   // Null without offload.
   const OptimizerOffload* offload() const { return offload_.get(); }
+  // The last update's offload work (no gradient additions: the engine adds its own); nullopt
+  // without offload.
+  std::optional<OffloadStepTimes> offload_times() const;
+  // The gradients are the offload's host block (OffloadOptions::gradients_on_host).
+  bool gradients_in_host_block() const { return offload_ && offload_->host_grads().data_ptr() == grads_.data_ptr(); }
 
   void zero_grad() { grads_.zero_(); }
   // One slice per span, viewing the state.

@@ -124,4 +124,6 @@ void OptimizerEngine::load_state_dict(const std::map<std::string, Tensor>& state
   refresh_working_weights();
 }
 
+std::optional<OffloadStepTimes> Optimizer::offload_times() const { return core_->offload_times(); }
+
 }  // namespace zt::train

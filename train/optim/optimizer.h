@@ -81,6 +81,8 @@ class OptimizerEngine {
   void load_state_dict(const std::map<std::string, Tensor>& state);
 
   virtual HeldBuffers held_buffers() const = 0;
+  // The last step's offload work; nullopt without optimizer offload.
+  virtual std::optional<OffloadStepTimes> offload_times() const { return std::nullopt; }
 
   // The training loop's hooks into an engine that partitions the model's weights (ZeRO-3);
   // the others hold them whole and need nothing.
@@ -121,6 +123,7 @@ class Optimizer : public OptimizerEngine {
   std::vector<StateSlice> held_state() const override;
   void refresh_working_weights() override;
   HeldBuffers held_buffers() const override;
+  std::optional<OffloadStepTimes> offload_times() const override;
 
   // Null without offload.
   const OptimizerOffload* offload() const;

@@ -7,6 +7,7 @@
 
 #include "runtime/error.h"
 #include "runtime/log.h"
+#include "runtime/profile/step_profiler.h"
 #include "runtime/streams/current_stream.h"
 #include "runtime/terminal/byte_format.h"
 #include "train/optim/adamw_step_core.h"
@@ -23,6 +24,18 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 std::int64_t aligned(std::int64_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
 
 }  // namespace
+
+bool gradients_stay_on_device(GradientPlacement placement, std::int64_t accumulation, std::int64_t partition_bytes,
+                              std::int64_t device_bytes) {
+  if (placement != GradientPlacement::kAuto) return placement == GradientPlacement::kDevice;
+  return accumulation > 1 && partition_bytes <= device_bytes / 4;
+}
+
+double OffloadStepTimes::hidden() const {
+  const double work = cpu_seconds + copy_seconds;
+  if (work <= 0.0) return 0.0;
+  return std::clamp(1.0 - wait_seconds / work, 0.0, 1.0);
+}
 
 double OffloadStepStats::overlap() const {
   if (copy_seconds <= 0.0) return 0.0;
@@ -78,6 +91,7 @@ void OptimizerOffload::allocate_host(std::int64_t numel, DType working_dtype, bo
 }
 
 double OptimizerOffload::update_tile(const Tile& tile, const ops::AdamWConfig& adam) {
+  ProfileRegion updating(OpFamily::kCpuAdam);
   const auto start = std::chrono::steady_clock::now();
   const std::int64_t working_size = static_cast<std::int64_t>(dtype_size(working_.dtype()));
   std::vector<ops::CpuAdamSpan> spans;
@@ -122,11 +136,17 @@ void OptimizerOffload::step_on_host(const Tensor& grads, const Tensor& working, 
   for (const Tile& tile : tiles_) {
     const std::int64_t n = tile.end - tile.begin;
     auto copy_start = std::chrono::steady_clock::now();
-    if (!holds(grads)) grads_.narrow(0, tile.begin, n).copy_from(grads.narrow(0, tile.begin, n));
+    if (!holds(grads)) {
+      ProfileRegion copying(OpFamily::kOffloadCopy);
+      grads_.narrow(0, tile.begin, n).copy_from(grads.narrow(0, tile.begin, n));
+    }
     last_.copy_seconds += seconds_since(copy_start);
     last_.adam_seconds += update_tile(tile, adam);
     copy_start = std::chrono::steady_clock::now();
-    working.narrow(0, tile.begin, n).copy_from(working_.narrow(0, tile.begin, n));
+    {
+      ProfileRegion copying(OpFamily::kOffloadCopy);
+      working.narrow(0, tile.begin, n).copy_from(working_.narrow(0, tile.begin, n));
+    }
     last_.copy_seconds += seconds_since(copy_start);
   }
 }
@@ -149,14 +169,20 @@ void OptimizerOffload::step_pipelined(const Tensor& grads, const Tensor& working
   }
   for (std::size_t i = 0; i < tiles_.size(); ++i) {
     const std::int64_t begin = tiles_[i].begin, n = tiles_[i].end - begin;
-    copy_marks_[4 * i + 1].synchronize();
+    {
+      ProfileRegion copying(OpFamily::kOffloadCopy);
+      copy_marks_[4 * i + 1].synchronize();
+    }
     last_.adam_seconds += update_tile(tiles_[i], adam);
     copy_marks_[4 * i + 2].record(to_device);
     working.narrow(0, begin, n).copy_from_async(working_.narrow(0, begin, n), to_device);
     copy_marks_[4 * i + 3].record(to_device);
   }
   // The host weights are rewritten next step, and the all-gather reads the device copy.
-  to_device_->synchronize();
+  {
+    ProfileRegion copying(OpFamily::kOffloadCopy);
+    to_device_->synchronize();
+  }
   for (std::size_t i = 0; i < tiles_.size(); ++i)
     last_.copy_seconds += (copy_marks_[4 * i].elapsed_ms(copy_marks_[4 * i + 1]) +
                            copy_marks_[4 * i + 2].elapsed_ms(copy_marks_[4 * i + 3])) /

@@ -23,6 +23,25 @@
 
 namespace zt::train {
 
+// Where a ZeRO engine under optimizer offload accumulates the rank's fp32 gradient partition.
+// In host memory (as DeepSpeed does) it takes no device memory, but every micro-batch's
+// reduced gradients are copied out and added by the CPU, which over an accumulation window
+// costs more host bandwidth than the CPU Adam itself; on the device they are summed where
+// they are made and copied to the host once, tile by tile beside the CPU Adam (4 bytes a
+// parameter of the rank's partition on the device).
+enum class GradientPlacement {
+  kAuto,  // on the device when gradients accumulate over micro-batches and fit (gradients_stay_on_device)
+  kHost,
+  kDevice,
+};
+
+// kAuto's rule: the device keeps the partition when the step accumulates more than one
+// micro-batch and the partition takes at most a quarter of the device memory the process
+// may use (the card, or ZT_CUDA_MEMORY_LIMIT's cap). The estimate (train/memory_estimate.h)
+// follows the same rule.
+bool gradients_stay_on_device(GradientPlacement placement, std::int64_t accumulation, std::int64_t partition_bytes,
+                              std::int64_t device_bytes);
+
 struct OffloadOptions {
   bool enabled = false;
   bool pin_memory = false;            // page-locked host memory; applies on a GPU run only
@@ -30,8 +49,11 @@ struct OffloadOptions {
   int threads = 0;                    // CPU Adam threads; 0: ops::default_cpu_adam_threads()
   bool log_report = true;             // log the first update's figures (under ZeRO, rank 0 only)
   // The engine accumulates its fp32 gradients in the host block (AdamWStepCore::grads() is
-  // host_grads()), so that they take no device memory: ZeRO's engines, as DeepSpeed's do.
+  // host_grads()), so that they take no device memory: what ZeRO's engines decide from
+  // `gradients` and `accumulation` (ZeroEngine::hold_state).
   bool gradients_on_host = false;
+  GradientPlacement gradients = GradientPlacement::kAuto;
+  std::int64_t accumulation = 1;  // micro-batches per optimizer step
 };
 
 // A run of the partition that belongs to one parameter, with that parameter's weight decay.
@@ -50,6 +72,15 @@ struct OffloadStepStats {
   std::int64_t copied_bytes = 0;
   // The share of the copy time hidden behind the CPU Adam (0 when the copies ran alone).
   double overlap() const;
+};
+
+// One optimizer step's offload work, as the training log reports it (offload_* keys).
+struct OffloadStepTimes {
+  double cpu_seconds = 0.0;   // the CPU Adam, and the host's gradient additions
+  double copy_seconds = 0.0;  // host<->device copies of gradients and weights
+  double wait_seconds = 0.0;  // how long the training loop waited for them: the device idled
+  // The share of the offload's work (CPU and copies) that ran behind the device's own.
+  double hidden() const;
 };
 
 class OptimizerOffload {

@@ -46,7 +46,7 @@ GradientBuckets::~GradientBuckets() {
 }
 
 Tensor GradientBuckets::allocate(std::int64_t numel) {
-  Tensor buffer = Tensor::zeros({numel}, options_.dtype, partition_.device());
+  Tensor buffer = Tensor::zeros({numel}, options_.dtype, options_.device);
   staged_bytes_ += static_cast<std::int64_t>(buffer.nbytes());
   most_staged_bytes_ = std::max(most_staged_bytes_, staged_bytes_);
   return buffer;

@@ -52,10 +52,11 @@ struct GradientReduction {
 class GradientBuckets {
  public:
   struct Options {
-    DType dtype = DType::kF32;    // of the staging buffers and the collective
-    bool all_reduce = false;      // stage 0: every rank keeps the whole sum
-    bool overlap = false;         // start a reduction and finish it only when the next starts
-    std::size_t most_staged = 0;  // staging buffers at once, the one in flight included; 0: no bound
+    DType dtype = DType::kF32;      // of the staging buffers and the collective
+    Device device = Device::cpu();  // of the staging buffers: the gradients' (and the collective's) device
+    bool all_reduce = false;        // stage 0: every rank keeps the whole sum
+    bool overlap = false;           // start a reduction and finish it only when the next starts
+    std::size_t most_staged = 0;    // staging buffers at once, the one in flight included; 0: no bound
     // > 0: the partition is in host memory (optimizer offload), and that many CPU threads add
     // each reduced chunk to it; 0: it is on the gradients' device.
     int host_partition_threads = 0;

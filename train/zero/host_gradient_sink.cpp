@@ -6,6 +6,7 @@
 
 #include "ops/elementwise/accumulate.h"
 #include "ops/worker_pool.h"
+#include "runtime/profile/step_profiler.h"
 #include "runtime/streams/current_stream.h"
 
 namespace zt::train {
@@ -57,6 +58,7 @@ void HostGradientSink::add_on_host(const Tensor& target, const Tensor& chunk) {
 void HostGradientSink::add(const Tensor& target, const Tensor& chunk) {
   ++stats_.chunks;
   if (!chunk.device().is_cuda()) {  // added at once: the caller waits for all of it
+    ProfileRegion waiting(OpFamily::kOffloadWait);
     const auto start = std::chrono::steady_clock::now();
     add_on_host(target, chunk);
     stats_.waited_seconds += seconds_since(start);
@@ -115,6 +117,7 @@ void HostGradientSink::work() {
 // Blocks until at most `most` jobs are in flight and a slot is free (allocating the slots on
 // first use), then releases the finished jobs' device chunks on this, the caller's, thread.
 void HostGradientSink::wait_for_slots(std::size_t most) {
+  ProfileRegion waiting(OpFamily::kOffloadWait);
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::unique_ptr<Job>> finished;
   {

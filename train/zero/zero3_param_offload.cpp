@@ -3,6 +3,7 @@
 // an all-gather reads them.
 #include <chrono>
 
+#include "runtime/profile/step_profiler.h"
 #include "runtime/streams/current_stream.h"
 #include "runtime/streams/stream.h"
 #include "train/zero/zero3_partitioner.h"
@@ -32,6 +33,7 @@ class AfterCopyStream : public distributed::PendingCollective {
   }
   void wait() override {
     gather_->wait();
+    ProfileRegion copying(OpFamily::kOffloadCopy);
     queued_.wait_on(current_stream());
   }
 
@@ -60,6 +62,7 @@ void Zero3Partitioner::copy_shard(std::size_t g, Tensor device_copy, cudaStream_
 Tensor Zero3Partitioner::shard_on_device(std::size_t g) {
   if (!offload_.enabled) return shards_[g];
   Tensor copy = Tensor::empty(shards_[g].shape(), shards_[g].dtype(), device_);
+  ProfileRegion copying(OpFamily::kOffloadCopy);
   copy_shard(g, copy, current_stream());
   return copy;
 }

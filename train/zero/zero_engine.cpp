@@ -1,10 +1,14 @@
 #include "train/zero/zero_engine.h"
 
+#include <algorithm>
+#include <optional>
 #include <utility>
 
 #include "distributed/communicators/collective_label.h"
 #include "ops/optim/cpu_adam.h"
+#include "runtime/device.h"
 #include "runtime/log.h"
+#include "runtime/memory/caching_allocator.h"
 #include "runtime/terminal/byte_format.h"
 
 namespace zt::train {
@@ -32,8 +36,13 @@ void ZeroEngine::hold_state(ZeroLayout layout, std::vector<Parameter> parameters
   place_gradients();
   OffloadOptions options = offload;
   options.log_report = comm_.rank() == 0;
-  options.gradients_on_host = offload.enabled;  // each reduced chunk is added there (gradient_buckets.h)
+  // Each reduced chunk is added in host memory (gradient_buckets.h), unless the partition is
+  // summed on the device over an accumulation window and copied once at the step.
+  options.gradients_on_host =
+      offload.enabled && !gradients_stay_on_device(offload.gradients, offload.accumulation,
+                                                   layout_.partition_numel * std::int64_t{4}, usable_device_bytes());
   core_ = std::make_unique<AdamWStepCore>(config, owned_partition(), device_, options, trainable);
+  if (offload.enabled && comm_.rank() == 0) log_gradient_placement(options);
   const std::string reduced = stage_ == 0   ? "all-reduce gradients"
                               : stage_ == 1 ? "reduce-scatter accumulated gradients"
                                             : "reduce-scatter gradients";
@@ -46,6 +55,28 @@ void ZeroEngine::hold_state(ZeroLayout layout, std::vector<Parameter> parameters
         on_gradient(i, contribution);
         parameters_[i].variable.zero_grad();
       });
+}
+
+// The device memory this process may use: the card's, or the allocator's cap. A CPU run's
+// "device" is host memory, where the placement changes nothing: the host block is used.
+std::int64_t ZeroEngine::usable_device_bytes() const {
+  if (!device_.is_cuda()) return 0;
+  const auto total = static_cast<std::int64_t>(device_memory_info(device_.index).total);
+  const std::optional<std::size_t> cap = device_allocator(device_.index).memory_limit();
+  return cap ? std::min(total, static_cast<std::int64_t>(*cap)) : total;
+}
+
+void ZeroEngine::log_gradient_placement(const OffloadOptions& options) const {
+  const auto bytes = static_cast<std::size_t>(layout_.partition_numel) * sizeof(float);
+  if (options.gradients_on_host)
+    ZT_LOG(kInfo, "optimizer offload: the rank's fp32 gradients ("
+                      << format_bytes(bytes)
+                      << ") accumulate in host memory; every micro-batch's "
+                         "reduced gradients are added there by the CPU");
+  else
+    ZT_LOG(kInfo, "optimizer offload: the rank's fp32 gradients ("
+                      << format_bytes(bytes) << ") accumulate on the device over " << options.accumulation
+                      << " micro-batches and go to the host once a step, beside the CPU Adam");
 }
 
 // Each parameter's bucket and slot.
@@ -67,6 +98,7 @@ void ZeroEngine::place_gradients() {
 GradientBuckets::Options ZeroEngine::bucket_options(const OffloadOptions& offload) const {
   const int host_threads = offload.threads > 0 ? offload.threads : ops::default_cpu_adam_threads();
   return {.dtype = reduction_.dtype.value_or(gradient_dtype_),
+          .device = device_,  // not the partition's: under offload that is host memory
           .all_reduce = stage_ == 0,
           .overlap = reduction_.overlap && stage_ != 3,
           .most_staged = stage_ == 3 ? std::size_t{0} : std::size_t{2},
@@ -106,8 +138,23 @@ void ZeroEngine::on_gradient(std::size_t parameter, const Tensor& grad) {
 StepResult ZeroEngine::finish_step(const StepRequest& request) {
   buckets_->finish();
   log_host_gradients_once();
-  return core_->step(request, gradient_norm(),
-                     [this](const Tensor& offloaded) { write_all_working_weights(offloaded); });
+  const StepResult result =
+      core_->step(request, gradient_norm(), [this](const Tensor& offloaded) { write_all_working_weights(offloaded); });
+  measure_offload(result.skipped);
+  return result;
+}
+
+// This step's share of the offload: the update's (none when skipped) and the additions of the
+// reduced gradients into host memory since the last step.
+void ZeroEngine::measure_offload(bool skipped) {
+  if (!core_->offload()) return;
+  OffloadStepTimes times = skipped ? OffloadStepTimes{} : core_->offload_times().value_or(OffloadStepTimes{});
+  if (const HostGradientStats* sink = buckets_->host_gradients()) {
+    times.cpu_seconds += sink->add_seconds - host_gradients_before_.add_seconds;
+    times.wait_seconds += sink->waited_seconds - host_gradients_before_.waited_seconds;
+    host_gradients_before_ = *sink;
+  }
+  offload_times_ = times;
 }
 
 // Rank 0, at its first step: what adding the reduced chunks to the host's fp32 gradients cost
@@ -190,8 +237,9 @@ std::vector<StateSlice> ZeroEngine::held_state() const { return core_->held_stat
 HeldBuffers ZeroEngine::held_buffers() const {
   return {
       .state_numel = layout_.partition_numel,
-      .gradient_bytes = (core_->offload() ? 0 : layout_.partition_numel * static_cast<std::int64_t>(sizeof(float))) +
-                        buckets_->staged_bytes(),
+      .gradient_bytes =
+          (core_->gradients_in_host_block() ? 0 : layout_.partition_numel * static_cast<std::int64_t>(sizeof(float))) +
+          buckets_->staged_bytes(),
       .working_bytes = std::nullopt,
       .offload = core_->offload()};
 }

@@ -39,6 +39,8 @@ class ZeroEngine : public OptimizerEngine {
   std::vector<StateSlice> held_state() const override;
   bool replicated_state() const override { return stage_ == 0; }
   HeldBuffers held_buffers() const override;
+  // The update's offload work and, with the gradients in host memory, the step's additions.
+  std::optional<OffloadStepTimes> offload_times() const override { return offload_times_; }
 
   // The optimizer's buckets over ranks.
   const ZeroLayout& layout() const { return layout_; }
@@ -102,8 +104,11 @@ class ZeroEngine : public OptimizerEngine {
   void place_gradients();
   OwnedPartition owned_partition() const;
   GradientBuckets::Options bucket_options(const OffloadOptions& offload) const;
+  std::int64_t usable_device_bytes() const;
+  void log_gradient_placement(const OffloadOptions& options) const;
   GradientNorm gradient_norm() const;
   void log_host_gradients_once();
+  void measure_offload(bool skipped);
   void write_all_working_weights(const Tensor& offloaded);
   DType working_dtype(std::size_t bucket) const;
 
@@ -114,6 +119,8 @@ class ZeroEngine : public OptimizerEngine {
   std::vector<std::size_t> bucket_of_;  // parameter -> bucket (kNone: not trained)
   std::vector<std::size_t> slot_of_;    // parameter -> position inside its bucket
   bool host_gradients_reported_ = false;
+  std::optional<OffloadStepTimes> offload_times_;
+  HostGradientStats host_gradients_before_{};  // the sink's totals at the last step
 };
 
 }  // namespace zt::train

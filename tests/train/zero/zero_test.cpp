@@ -134,6 +134,62 @@ TEST(ZeroOffload, AccumulatesTheGradientPartitionInHostMemory) {
   }
 }
 
+// Over an accumulation window the partition may instead be summed where the gradients are
+// made and copied to the host once a step (GradientPlacement::kDevice, what kAuto picks on a
+// GPU when it fits): the same result, and the update copies the gradients out as well. Every
+// step reports its offload work for the log.
+TEST(ZeroOffload, AccumulatesTheGradientPartitionOnTheDeviceWhenAsked) {
+  constexpr int kWorld = 3, kSteps = 3, kMicro = 2;
+  const auto expected = reference(kWorld, kSteps, kMicro);
+  for (const int stage : {1, 2}) {
+    std::mutex mutex;
+    std::vector<std::vector<std::vector<double>>> results(kWorld);
+    distributed::run_inprocess_ranks(kWorld, 10s, [&](distributed::Communicator& comm) {
+      Model model;
+      const OffloadOptions offload{
+          .enabled = true, .threads = 2, .gradients = GradientPlacement::kDevice, .accumulation = kMicro};
+      ZeroOptimizer optimizer(model.parameters(), config(), comm, stage, 11, offload, {});
+      for (int step = 1; step <= kSteps; ++step) {
+        for (int micro = 0; micro < kMicro; ++micro) {
+          model.backward(comm.rank(), micro + step * 10);
+          optimizer.end_micro_batch();
+        }
+        EXPECT_FALSE(optimizer.step(1e-2, 1.0, 0.5, step).skipped);
+        optimizer.zero_grad();
+        const std::optional<OffloadStepTimes> times = optimizer.offload_times();
+        ASSERT_TRUE(times.has_value());
+        EXPECT_GT(times->cpu_seconds, 0.0);
+        EXPECT_GE(times->wait_seconds, 0.0);
+        EXPECT_GE(times->hidden(), 0.0);
+        EXPECT_LE(times->hidden(), 1.0);
+      }
+      const std::int64_t partition = optimizer.layout().partition_numel;
+      std::lock_guard<std::mutex> lock(mutex);
+      EXPECT_EQ(optimizer.offload()->last_step().copied_bytes, 2 * 4 * partition) << "f32 gradients out, weights back";
+      if (stage == 2) {
+        EXPECT_EQ(optimizer.held_buffers().gradient_bytes, 4 * partition) << "the gradient partition on the device";
+      }
+      results[comm.rank()] = model.values();
+    });
+    for (int rank = 0; rank < kWorld; ++rank)
+      expect_close(results[rank], expected,
+                   "offloaded stage " + std::to_string(stage) + " with device gradients, rank " + std::to_string(rank));
+  }
+}
+
+TEST(GradientPlacement, AutoKeepsThePartitionOnTheDeviceOnlyWhenAccumulatingAndItFits) {
+  constexpr std::int64_t kGiB = std::int64_t{1} << 30;
+  EXPECT_TRUE(gradients_stay_on_device(GradientPlacement::kAuto, 8, 6 * kGiB, 80 * kGiB));
+  EXPECT_FALSE(gradients_stay_on_device(GradientPlacement::kAuto, 1, 6 * kGiB, 80 * kGiB)) << "nothing to accumulate";
+  EXPECT_FALSE(gradients_stay_on_device(GradientPlacement::kAuto, 8, 28 * kGiB, 24 * kGiB))
+      << "a 7B partition on 24 GiB";
+  EXPECT_TRUE(gradients_stay_on_device(GradientPlacement::kAuto, 4, 6 * kGiB, 24 * kGiB));
+  EXPECT_FALSE(gradients_stay_on_device(GradientPlacement::kAuto, 4, 7 * kGiB, 24 * kGiB)) << "over a quarter";
+  EXPECT_FALSE(gradients_stay_on_device(GradientPlacement::kAuto, 8, 1, 0)) << "a CPU run keeps the host block";
+  EXPECT_TRUE(gradients_stay_on_device(GradientPlacement::kDevice, 1, 28 * kGiB, 0));
+  EXPECT_FALSE(gradients_stay_on_device(GradientPlacement::kHost, 8, 1, 80 * kGiB));
+}
+
 // Four layers of linear(8 -> 8) with bias and tanh: 288 trainable elements, each parameter a
 // bucket of its own with buckets of 8 elements, whose gradients backward finishes layer by
 // layer.
