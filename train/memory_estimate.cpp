@@ -112,12 +112,11 @@ std::int64_t loss_bytes(const models::ModelConfig& c, const MemorySettings& s) {
 // Master weights and moments of `owned` elements: on the device, or (offload) in the host
 // block, which also holds a copy of the owned gradient and the updated working weights.
 void place_optimizer_state(HeldModelStates& held, const OptimizerOffload* offload, std::int64_t owned) {
-  if (offload == nullptr) {
-    held.gpu.optimizer_state = 3 * kFp32 * owned;
-    return;
-  }
-  held.host.optimizer_state = 3 * kFp32 * owned;
-  held.host.gradients = kFp32 * owned;
+  const std::int64_t on_host = offload == nullptr ? 0 : offload->numel();  // a partial offload keeps the rest
+  held.gpu.optimizer_state = 3 * kFp32 * (owned - on_host);
+  if (offload == nullptr) return;
+  held.host.optimizer_state = 3 * kFp32 * on_host;
+  held.host.gradients = kFp32 * on_host;
   held.host.parameters = offload->host_bytes() - held.host.optimizer_state - held.host.gradients;
 }
 

@@ -88,6 +88,7 @@ std::unique_ptr<OptimizerEngine> make_optimizer(const TrainerModel& model, const
                                                 distributed::Communicator* comm) {
   const OffloadOptions offload{.enabled = plan.zero.offload_optimizer,
                                .pin_memory = plan.zero.offload_pin_memory,
+                               .ratio = plan.zero.offload_ratio,
                                .accumulation = plan.accumulation};
   if (comm == nullptr) return std::make_unique<Optimizer>(model.trainable, plan.optimizer, offload);
   if (plan.zero.stage == 3)

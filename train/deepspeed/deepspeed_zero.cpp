@@ -31,11 +31,10 @@ void read_offload_optimizer(ConfigBlock block, ZeroConfig& zero, std::vector<std
              block.where("device") + " cpu needs ZeRO stage 1, 2 or 3 (stage is 0)");
   zero.offload_optimizer = device == "cpu";
   zero.offload_pin_memory = block.get("pin_memory", zero.offload_pin_memory);
-  const double ratio = block.get("ratio", 1.0);
-  ZT_REQUIRE(ratio >= 0.0 && ratio <= 1.0, block.where("ratio") + " must be in [0, 1] (DeepSpeed's range)");
-  ZT_REQUIRE(ratio == 1.0 || zero.stage == 3, block.where("ratio") + " below 1 (partial offload) needs ZeRO stage 3");
-  if (ratio < 1.0 && zero.offload_optimizer)
-    warnings.push_back(block.where("ratio") + " is not supported: zerotune offloads the whole optimizer state");
+  // Partial offload (ZeRO-Offload++): DeepSpeed takes it under stage 3, zerotune at stages 1-3.
+  zero.offload_ratio = block.get("ratio", 1.0);
+  ZT_REQUIRE(zero.offload_ratio >= 0.0 && zero.offload_ratio <= 1.0,
+             block.where("ratio") + " must be in [0, 1] (DeepSpeed's range)");
   const double cores = block.get("cpuadam_cores_perc", 0.8);
   ZT_REQUIRE(cores >= 0.0 && cores <= 1.0,
              block.where("cpuadam_cores_perc") + " must be in [0, 1] (DeepSpeed's range)");

@@ -9,6 +9,7 @@
 #include "ops/elementwise/accumulate.h"
 #include "ops/optim/adamw.h"
 #include "ops/optim/l2norm.h"
+#include "runtime/error.h"
 
 namespace zt::train {
 namespace {
@@ -54,28 +55,75 @@ double update_weight_decay(const Tensor& grad, const Tensor& master, double deca
   return 0.0;
 }
 
+namespace {
+
+// Where the offloaded share begins: the span start (or the partition's ends) that leaves the
+// host the nearest to `ratio` of the partition, whole spans on each side (a parameter's piece
+// is never split between the GPU and the host). Ratio 1 offloads everything, 0 nothing.
+std::int64_t offload_boundary(const std::vector<OwnedSpan>& spans, std::int64_t numel, double ratio) {
+  std::vector<std::int64_t> candidates{0, numel};
+  for (const OwnedSpan& s : spans) candidates.push_back(s.offset);
+  const double wanted = ratio * static_cast<double>(numel);
+  std::int64_t best = numel;
+  for (std::int64_t c : candidates) {
+    const double miss = std::abs(static_cast<double>(numel - c) - wanted);
+    const double best_miss = std::abs(static_cast<double>(numel - best) - wanted);
+    if (miss < best_miss || (miss == best_miss && c < best)) best = c;
+  }
+  return best;
+}
+
+}  // namespace
+
 AdamWStepCore::AdamWStepCore(const OptimizerConfig& config, OwnedPartition owned, Device device,
                              const OffloadOptions& offload, const std::vector<TrainableParameter>& trainable)
-    : config_(config), spans_(std::move(owned.spans)) {
+    : config_(config), spans_(std::move(owned.spans)), numel_(owned.numel), device_(device) {
+  ZT_REQUIRE(offload.ratio >= 0.0 && offload.ratio <= 1.0,
+             "optimizer offload: ratio must be in [0, 1], got " + std::to_string(offload.ratio));
+  split_ = offload.enabled ? offload_boundary(spans_, numel_, offload.ratio) : numel_;
+  ZT_REQUIRE(!offload.gradients_on_host || split_ == 0,
+             "optimizer offload: a partial offload (ratio below 1) keeps the gradients on the device");
   // With offload the initial master is built in host memory and handed over.
-  Tensor master = Tensor::zeros({owned.numel}, DType::kF32, offload.enabled ? Device::cpu() : device);
+  Tensor master = Tensor::zeros({numel_}, DType::kF32, split_ < numel_ ? Device::cpu() : device);
   for (std::size_t i = 0; i < spans_.size(); ++i)
     master.narrow(0, spans_[i].offset, spans_[i].numel).copy_from(owned.initial[i]);
-  if (!offload.enabled) {
-    grads_ = Tensor::zeros({owned.numel}, DType::kF32, device);
-    master_ = master;
-    exp_avg_ = Tensor::zeros({owned.numel}, DType::kF32, device);
-    exp_avg_sq_ = Tensor::zeros({owned.numel}, DType::kF32, device);
+  master_ = split_ == numel_ ? master : master.narrow(0, 0, split_).to(device);
+  exp_avg_ = Tensor::zeros({split_}, DType::kF32, device);
+  exp_avg_sq_ = Tensor::zeros({split_}, DType::kF32, device);
+  if (split_ == numel_) {
+    grads_ = Tensor::zeros({numel_}, DType::kF32, device);
     return;
   }
   std::vector<OffloadSegment> segments;
-  for (const OwnedSpan& s : spans_) segments.push_back({s.offset, s.numel, s.decays ? config_.weight_decay : 0.0});
-  offload_ = std::make_unique<OptimizerOffload>(master, std::move(segments), offload_working_dtype(trainable), device,
-                                                config_, offload);
-  master_ = offload_->master();
-  exp_avg_ = offload_->exp_avg();
-  exp_avg_sq_ = offload_->exp_avg_sq();
-  grads_ = offload.gradients_on_host ? offload_->host_grads() : Tensor::zeros({owned.numel}, DType::kF32, device);
+  for (const OwnedSpan& s : spans_)
+    if (s.offset >= split_) segments.push_back({s.offset - split_, s.numel, s.decays ? config_.weight_decay : 0.0});
+  offload_ = std::make_unique<OptimizerOffload>(master.narrow(0, split_, numel_ - split_), std::move(segments),
+                                                offload_working_dtype(trainable), device, config_, offload);
+  grads_ = offload.gradients_on_host ? offload_->host_grads() : Tensor::zeros({numel_}, DType::kF32, device);
+}
+
+// One of the three states of `span`: a view of the device's share or of the host block.
+Tensor AdamWStepCore::span_state(StatePart part, const OwnedSpan& span) const {
+  return state_range(part, span.offset, span.numel);
+}
+
+Tensor AdamWStepCore::state_range(StatePart part, std::int64_t offset, std::int64_t numel) const {
+  auto device_share = [&]() -> const Tensor& {
+    return part == StatePart::kMaster ? master_ : part == StatePart::kExpAvg ? exp_avg_ : exp_avg_sq_;
+  };
+  auto host_share = [&]() -> const Tensor& {
+    return part == StatePart::kMaster   ? offload_->master()
+           : part == StatePart::kExpAvg ? offload_->exp_avg()
+                                        : offload_->exp_avg_sq();
+  };
+  if (offset + numel <= split_) return device_share().narrow(0, offset, numel);
+  if (offset >= split_) return host_share().narrow(0, offset - split_, numel);
+  // Across the boundary: the two pieces side by side on the device.
+  Tensor whole = Tensor::empty({numel}, DType::kF32, device_);
+  whole.narrow(0, 0, split_ - offset).copy_from(device_share().narrow(0, offset, split_ - offset));
+  whole.narrow(0, split_ - offset, offset + numel - split_)
+      .copy_from(host_share().narrow(0, 0, offset + numel - split_));
+  return whole;
 }
 
 std::optional<OffloadStepTimes> AdamWStepCore::offload_times() const {
@@ -88,11 +136,10 @@ std::optional<OffloadStepTimes> AdamWStepCore::offload_times() const {
 
 std::vector<StateSlice> AdamWStepCore::held_state() const {
   std::vector<StateSlice> slices;
-  for (const OwnedSpan& s : spans_) {
-    auto part = [&](const Tensor& t) { return t.narrow(0, s.offset, s.numel); };
-    slices.push_back({s.name, s.shape, s.parameter_offset, s.parameter_offset + s.numel, part(master_), part(exp_avg_),
-                      part(exp_avg_sq_)});
-  }
+  for (const OwnedSpan& s : spans_)
+    slices.push_back({s.name, s.shape, s.parameter_offset, s.parameter_offset + s.numel,
+                      span_state(StatePart::kMaster, s), span_state(StatePart::kExpAvg, s),
+                      span_state(StatePart::kExpAvgSq, s)});
   return slices;
 }
 
@@ -108,32 +155,45 @@ StepResult AdamWStepCore::step(const StepRequest& request, const GradientNorm& n
                               .grad_scale = clip_divisor(result.grad_norm, request.loss_scale, request.max_grad_norm),
                               // The norm is finite (else the step was skipped above): so is every gradient.
                               .gradients_known_finite = true};
-  if (offload_) {
-    write_working(offload_->step(grads_, adam));
-    offload_->log_report_once();
+  if (!offload_) {
+    update_on_device(adam);
+    write_working(Tensor());
     return result;
   }
-  update_on_device(adam);
-  write_working(Tensor());
+  if (split_ == 0) {
+    write_working(offload_->step(grads_, adam));
+  } else {
+    // Partial offload: the device's share is updated on the device while the CPU Adam updates
+    // the host's; the new weights of both meet in one working-dtype partition on the device.
+    Tensor working = Tensor::empty({numel_}, offload_->working_dtype(), device_);
+    offload_->step(grads_.narrow(0, split_, numel_ - split_), working.narrow(0, split_, numel_ - split_), adam, [&] {
+      update_on_device(adam);
+      working.narrow(0, 0, split_).copy_from(master_);
+    });
+    write_working(working);
+  }
+  offload_->log_report_once();
   return result;
 }
 
-// Every span in one update: a few launches on the GPU instead of one per span.
+// Every span of the device's share in one update: a few launches on the GPU instead of one
+// per span.
 void AdamWStepCore::update_on_device(const ops::AdamWConfig& adam) {
   std::vector<ops::AdamWParam> params;
   for (const OwnedSpan& s : spans_) {
+    if (s.offset >= split_) continue;
     auto part = [&](const Tensor& t) { return t.narrow(0, s.offset, s.numel); };
     const double decay = update_weight_decay(part(grads_), part(master_), s.decays ? config_.weight_decay : 0.0,
                                              config_, adam.grad_scale);
     const Tensor working = s.writes.defined() ? s.writes.data().view({s.numel}) : Tensor();
     params.push_back({part(master_), part(exp_avg_), part(exp_avg_sq_), part(grads_), working, decay});
   }
-  ops::adamw_step_multi(params, adam);
+  if (!params.empty()) ops::adamw_step_multi(params, adam);
 }
 
 Tensor AdamWStepCore::working_from_masters(std::int64_t offset, std::int64_t numel, DType dtype) const {
   Tensor working = Tensor::empty({numel}, dtype, grads_.device());
-  working.copy_from(master_.narrow(0, offset, numel));
+  working.copy_from(state_range(StatePart::kMaster, offset, numel));
   return working;
 }
 

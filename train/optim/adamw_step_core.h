@@ -100,10 +100,15 @@ class AdamWStepCore {
   AdamWStepCore(const AdamWStepCore&) = delete;
   AdamWStepCore& operator=(const AdamWStepCore&) = delete;
 
+  enum class StatePart { kMaster, kExpAvg, kExpAvgSq };
+  // `numel` fp32 elements of one state from `offset` in the partition: a view where they lie
+  // in one place (the device's share, or the offload's host block), else a copy on the device.
+  Tensor state_range(StatePart part, std::int64_t offset, std::int64_t numel) const;
+  std::int64_t numel() const { return numel_; }
+  // Where the offloaded share of the partition begins (numel() without offload, 0 when all of
+  // it is offloaded): OffloadOptions::ratio, rounded to whole spans.
+  std::int64_t offload_split() const { return split_; }
   // fp32, flat, of the partition's numel.
-  const Tensor& master() const { return master_; }
-  const Tensor& exp_avg() const { return exp_avg_; }
-  const Tensor& exp_avg_sq() const { return exp_avg_sq_; }
   const Tensor& grads() const { return grads_; }
   const std::vector<OwnedSpan>& spans() const { return spans_; }
   // Null without offload.
@@ -130,10 +135,15 @@ class AdamWStepCore {
 
  private:
   void update_on_device(const ops::AdamWConfig& adam);
+  Tensor span_state(StatePart part, const OwnedSpan& span) const;
 
   OptimizerConfig config_;
   std::vector<OwnedSpan> spans_;
-  Tensor master_, exp_avg_, exp_avg_sq_, grads_;
+  std::int64_t numel_ = 0;
+  Device device_;
+  std::int64_t split_ = 0;                // [0, split_) on the device, [split_, numel_) in the offload's host block
+  Tensor master_, exp_avg_, exp_avg_sq_;  // the device's share
+  Tensor grads_;                          // the whole partition
   std::unique_ptr<OptimizerOffload> offload_;
 };
 

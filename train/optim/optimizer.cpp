@@ -59,7 +59,7 @@ Optimizer::~Optimizer() {
   for (const TrainableParameter& p : parameters_) p.variable.set_grad_sink(Tensor());
 }
 
-std::int64_t Optimizer::numel() const { return core_->master().numel(); }
+std::int64_t Optimizer::numel() const { return core_->numel(); }
 
 const OptimizerOffload* Optimizer::offload() const { return core_->offload(); }
 
@@ -93,7 +93,13 @@ std::map<std::string, Tensor> Optimizer::state_dict() const {
 
 std::vector<StateSlice> Optimizer::held_state() const { return core_->held_state(); }
 
-void Optimizer::refresh_working_weights() { write_parameters(core_->master()); }
+void Optimizer::refresh_working_weights() {
+  for (std::size_t i = 0; i < parameters_.size(); ++i) {
+    const OwnedSpan& span = core_->spans()[i];
+    Tensor value = parameters_[i].variable.data();  // a handle: the copy writes the parameter
+    value.copy_from(core_->state_range(AdamWStepCore::StatePart::kMaster, span.offset, span.numel).view(value.shape()));
+  }
+}
 
 HeldBuffers Optimizer::held_buffers() const {
   return {.state_numel = numel(),

@@ -112,7 +112,8 @@ double OptimizerOffload::update_tile(const Tile& tile, const ops::AdamWConfig& a
   return seconds_since(start);
 }
 
-void OptimizerOffload::step(const Tensor& grads, const Tensor& working, const ops::AdamWConfig& adam) {
+void OptimizerOffload::step(const Tensor& grads, const Tensor& working, const ops::AdamWConfig& adam,
+                            const std::function<void()>& beside) {
   ZT_REQUIRE(grads.numel() == master_.numel() && working.numel() == master_.numel(),
              "optimizer offload: the partition has " + std::to_string(master_.numel()) + " elements but step got " +
                  std::to_string(grads.numel()) + " gradients and " + std::to_string(working.numel()) + " weights");
@@ -120,9 +121,9 @@ void OptimizerOffload::step(const Tensor& grads, const Tensor& working, const op
   last_ = {};
   last_.copied_bytes = static_cast<std::int64_t>((holds(grads) ? 0 : grads_.nbytes()) + working_.nbytes());
   if (device_.is_cuda())
-    step_pipelined(grads, working, adam);
+    step_pipelined(grads, working, adam, beside);
   else
-    step_on_host(grads, working, adam);
+    step_on_host(grads, working, adam, beside);
   last_.step_seconds = seconds_since(start);
 }
 
@@ -132,7 +133,9 @@ Tensor OptimizerOffload::step(const Tensor& grads, const ops::AdamWConfig& adam)
   return working;
 }
 
-void OptimizerOffload::step_on_host(const Tensor& grads, const Tensor& working, const ops::AdamWConfig& adam) {
+void OptimizerOffload::step_on_host(const Tensor& grads, const Tensor& working, const ops::AdamWConfig& adam,
+                                    const std::function<void()>& beside) {
+  if (beside) beside();
   for (const Tile& tile : tiles_) {
     const std::int64_t n = tile.end - tile.begin;
     auto copy_start = std::chrono::steady_clock::now();
@@ -155,7 +158,8 @@ void OptimizerOffload::step_on_host(const Tensor& grads, const Tensor& working, 
 // has landed, while the copy engine carries on with the next, and its weights are queued back on the other stream. Both
 // streams first wait for the compute stream's work so far: what produced the gradients, and whatever last used the
 // memory `working` was given.
-void OptimizerOffload::step_pipelined(const Tensor& grads, const Tensor& working, const ops::AdamWConfig& adam) {
+void OptimizerOffload::step_pipelined(const Tensor& grads, const Tensor& working, const ops::AdamWConfig& adam,
+                                      const std::function<void()>& beside) {
   const cudaStream_t to_host = to_host_->get(), to_device = to_device_->get();
   Event compute_done;
   compute_done.record(current_stream());
@@ -167,6 +171,7 @@ void OptimizerOffload::step_pipelined(const Tensor& grads, const Tensor& working
     if (!holds(grads)) grads_.narrow(0, begin, n).copy_from_async(grads.narrow(0, begin, n), to_host);
     copy_marks_[4 * i + 1].record(to_host);
   }
+  if (beside) beside();
   for (std::size_t i = 0; i < tiles_.size(); ++i) {
     const std::int64_t begin = tiles_[i].begin, n = tiles_[i].end - begin;
     {

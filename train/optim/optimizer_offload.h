@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -52,6 +53,10 @@ struct OffloadOptions {
   // host_grads()), so that they take no device memory: what ZeRO's engines decide from
   // `gradients` and `accumulation` (ZeroEngine::hold_state).
   bool gradients_on_host = false;
+  // DeepSpeed's offload_optimizer.ratio (ZeRO-Offload++): the share of the partition the CPU
+  // Adam updates; the rest stays on the device and is updated there at the same time
+  // (AdamWStepCore). Below 1 the gradients stay on the device.
+  double ratio = 1.0;
   GradientPlacement gradients = GradientPlacement::kAuto;
   std::int64_t accumulation = 1;  // micro-batches per optimizer step
 };
@@ -102,12 +107,17 @@ class OptimizerOffload {
   // One AdamW update from `grads` (fp32, the partition, on the device or host_grads()), writing the new
   // weights rounded to the working dtype into `working` (the partition, on the device).
   // The caller has already skipped a step with a non-finite gradient norm.
-  void step(const Tensor& grads, const Tensor& working, const ops::AdamWConfig& adam);
+  // `beside`, when given, runs once the gradients' copies to the host are queued and before
+  // the CPU Adam starts: device work queued there (the device's share of a partial offload)
+  // runs while the host updates.
+  void step(const Tensor& grads, const Tensor& working, const ops::AdamWConfig& adam,
+            const std::function<void()>& beside = {});
   // The same, into a new device tensor of the working dtype, which it returns: what ZeRO
   // then writes into the rank's shards or all-gathers.
   Tensor step(const Tensor& grads, const ops::AdamWConfig& adam);
 
   DType working_dtype() const { return working_.dtype(); }
+  std::int64_t numel() const { return master_.numel(); }
 
   std::int64_t host_bytes() const { return host_bytes_; }
   const OffloadStepStats& last_step() const { return last_; }
@@ -125,8 +135,10 @@ class OptimizerOffload {
   void allocate_host(std::int64_t numel, DType working_dtype, bool pinned);
   double update_tile(const Tile& tile, const ops::AdamWConfig& adam);
   bool holds(const Tensor& grads) const { return grads.data_ptr() == grads_.data_ptr(); }
-  void step_on_host(const Tensor& grads, const Tensor& working, const ops::AdamWConfig& adam);
-  void step_pipelined(const Tensor& grads, const Tensor& working, const ops::AdamWConfig& adam);
+  void step_on_host(const Tensor& grads, const Tensor& working, const ops::AdamWConfig& adam,
+                    const std::function<void()>& beside);
+  void step_pipelined(const Tensor& grads, const Tensor& working, const ops::AdamWConfig& adam,
+                      const std::function<void()>& beside);
 
   OptimizerConfig config_;
   Device device_;

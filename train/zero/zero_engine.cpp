@@ -38,9 +38,11 @@ void ZeroEngine::hold_state(ZeroLayout layout, std::vector<Parameter> parameters
   options.log_report = comm_.rank() == 0;
   // Each reduced chunk is added in host memory (gradient_buckets.h), unless the partition is
   // summed on the device over an accumulation window and copied once at the step.
+  // A partial offload (ratio below 1) keeps them on the device, where its device share reads them.
   options.gradients_on_host =
-      offload.enabled && !gradients_stay_on_device(offload.gradients, offload.accumulation,
-                                                   layout_.partition_numel * std::int64_t{4}, usable_device_bytes());
+      offload.enabled && offload.ratio >= 1.0 &&
+      !gradients_stay_on_device(offload.gradients, offload.accumulation, layout_.partition_numel * std::int64_t{4},
+                                usable_device_bytes());
   core_ = std::make_unique<AdamWStepCore>(config, owned_partition(), device_, options, trainable);
   if (offload.enabled && comm_.rank() == 0) log_gradient_placement(options);
   const std::string reduced = stage_ == 0   ? "all-reduce gradients"
@@ -211,9 +213,11 @@ std::map<std::string, Tensor> ZeroEngine::state_dict() const {
   std::map<std::string, Tensor> state;
   for (std::size_t b = 0; b < layout_.buckets.size(); ++b) {
     const ZeroBucket& bucket = layout_.buckets[b];
-    for (auto [suffix, partition] : {std::pair{".master", &core_->master()}, std::pair{".exp_avg", &core_->exp_avg()},
-                                     std::pair{".exp_avg_sq", &core_->exp_avg_sq()}}) {
-      Tensor chunk = owned(*partition, b).to(device_);  // the collective runs where the gradients are
+    using Part = AdamWStepCore::StatePart;
+    for (auto [suffix, part] : {std::pair{".master", Part::kMaster}, std::pair{".exp_avg", Part::kExpAvg},
+                                std::pair{".exp_avg_sq", Part::kExpAvgSq}}) {
+      // The collective runs where the gradients are.
+      Tensor chunk = core_->state_range(part, layout_.partition_offset(b), bucket.chunk()).to(device_);
       Tensor full = chunk;
       if (layout_.world_size > 1) {
         full = Tensor::empty({bucket.padded_numel}, DType::kF32, device_);

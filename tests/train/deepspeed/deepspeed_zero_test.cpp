@@ -125,12 +125,24 @@ TEST(DeepSpeedZero, OffloadBlocks) {
   EXPECT_FALSE(zero(R"({"stage": 2, "offload_param": {"device": "cpu"}})").zero.offload_param);
   for (const char* bad : {R"({"stage": 2, "offload_optimizer": {"device": "nvme"}})",
                           R"({"stage": 2, "offload_optimizer": {"device": "gpu"}})",
-                          R"({"stage": 2, "offload_optimizer": {"device": "cpu", "ratio": 0.5}})",
+                          R"({"stage": 2, "offload_optimizer": {"device": "cpu", "ratio": 1.5}})",
                           R"({"stage": 3, "offload_param": {"device": "nvme"}})",
                           R"({"stage": 2, "offload_optimizer": {"device": "cpu", "pin_mem": true}})",
                           R"({"stage": 2, "offload_optimizer": {"device": "cpu", "buffer_count": -1}})"})
     EXPECT_NE(zero_error(bad).find("ds.json: zero_optimization.offload_"), std::string::npos) << bad << "\n"
                                                                                               << zero_error(bad);
+}
+
+// DeepSpeed's partial offload (ZeRO-Offload++, stage 3 there) is honoured at stages 1-3: the
+// CPU Adam's share of the partition.
+TEST(DeepSpeedZero, OffloadRatioIsTheCpuShare) {
+  EXPECT_EQ(zero(R"({"stage": 3, "offload_optimizer": {"device": "cpu"}})").zero.offload_ratio, 1.0);
+  for (const int stage : {1, 2, 3}) {
+    const DeepSpeedConfig config =
+        zero(R"({"stage": )" + std::to_string(stage) + R"(, "offload_optimizer": {"device": "cpu", "ratio": 0.3}})");
+    EXPECT_EQ(config.zero.offload_ratio, 0.3);
+    EXPECT_TRUE(config.warnings.empty()) << config.warnings.at(0);
+  }
 }
 
 // Under stage 3, offload_param {device: cpu} keeps the weights' shards in host memory; the

@@ -2,7 +2,9 @@
 // stages 1 and 2 on 1-3 in-process ranks reach the same weights and optimizer state as
 // without offload, with clipping, accumulation, L2 or decoupled decay, 16-bit working
 // weights and tiles that cut parameters; checkpoints move between offloaded and
-// non-offloaded runs; a non-finite gradient skips the step.
+// non-offloaded runs; a non-finite gradient skips the step. Partial offload (ratio below 1)
+// splits the partition between the device and the CPU Adam with the same results, and its
+// checkpoints move to and from plain and fully offloaded runs.
 #include <gtest/gtest.h>
 
 #include <limits>
@@ -11,6 +13,7 @@
 #include "autograd/functions.h"
 #include "distributed/communicators/inprocess_communicator.h"
 #include "tests/common/op_test_util.h"
+#include "train/memory_estimate.h"
 #include "train/zero/zero_optimizer.h"
 
 namespace zt::train {
@@ -44,7 +47,9 @@ OptimizerConfig config(bool decoupled = true) {
 }
 
 // Small tiles and two threads, so tiles cut parameters and the CPU Adam splits its work.
-OffloadOptions offload() { return {.enabled = true, .pin_memory = true, .tile_numel = 4, .threads = 2}; }
+OffloadOptions offload(double ratio = 1.0) {
+  return {.enabled = true, .pin_memory = true, .tile_numel = 4, .threads = 2, .ratio = ratio};
+}
 
 constexpr int kSteps = 3, kMicro = 2;
 
@@ -75,7 +80,8 @@ Values train_single(DType dtype, bool decoupled, const OffloadOptions& options, 
     EXPECT_FALSE(optimizer.step(1e-2, 2.0, 0.5, step).skipped);
     optimizer.zero_grad();
   }
-  EXPECT_EQ(optimizer.offload() != nullptr, options.enabled);
+  // Ratio 0 leaves nothing to the host: no offload at all.
+  EXPECT_EQ(optimizer.offload() != nullptr, options.enabled && options.ratio > 0.0);
   return model.values();
 }
 
@@ -102,7 +108,7 @@ std::vector<Values> train_zero(int world, int stage, bool decoupled, const Offlo
       EXPECT_FALSE(optimizer.step(1e-2, 1.0, 0.5, step).skipped);
       optimizer.zero_grad();
     }
-    if (options.enabled) {
+    if (options.enabled && options.ratio > 0.0) {
       EXPECT_GT(optimizer.offload()->last_step().parameters, 0);
       EXPECT_NE(optimizer.offload()->report().find("parameters/s"), std::string::npos);
     }
@@ -177,6 +183,53 @@ TEST(OffloadCheckpoint, SingleDeviceStateMatchesAndLoads) {
   expect_equal(resumed_model.values(), plain_model.values(), "weights restored from the state");
 }
 
+// The host's share is the nearest to the ratio in whole spans: w (15 elements), b (3), s (7).
+TEST(PartialOffload, TheCpuAdamTakesTheRatioInWholeSpans) {
+  for (const auto& [ratio, on_host] :
+       std::vector<std::pair<double, std::int64_t>>{{1.0, 25}, {0.8, 25}, {0.5, 10}, {0.3, 7}, {0.1, 0}}) {
+    Model model;
+    Optimizer optimizer(model.parameters(), config(), offload(ratio));
+    EXPECT_EQ(optimizer.offload() == nullptr ? 0 : optimizer.offload()->numel(), on_host) << "ratio " << ratio;
+    const HeldModelStates held = held_model_states(optimizer, 0);
+    EXPECT_EQ(held.host.optimizer_state, 12 * on_host) << "ratio " << ratio;
+    EXPECT_EQ(held.gpu.optimizer_state, 12 * (25 - on_host)) << "ratio " << ratio;
+  }
+}
+
+class PartialOffloadSingleDevice : public ::testing::TestWithParam<std::tuple<double, DType>> {};
+
+TEST_P(PartialOffloadSingleDevice, MatchesTheOptimizerWithoutOffload) {
+  const auto [ratio, dtype] = GetParam();
+  expect_equal(train_single(dtype, true, offload(ratio)), train_single(dtype, true, {}),
+               "single device, ratio " + std::to_string(ratio));
+}
+
+INSTANTIATE_TEST_SUITE_P(Ratios, PartialOffloadSingleDevice,
+                         ::testing::Combine(::testing::Values(0.0, 0.3, 0.5, 0.8),
+                                            ::testing::Values(DType::kF32, DType::kBF16)));
+
+TEST(PartialOffload, ZeroStagesMatchTheSameStageWithoutOffload) {
+  for (const int stage : {1, 2})
+    for (const int world : {1, 3}) {
+      const std::vector<Values> expected = train_zero(world, stage, false, {});
+      const std::vector<Values> actual = train_zero(world, stage, false, offload(0.5));
+      for (int rank = 0; rank < world; ++rank)
+        expect_equal(actual[rank], expected[rank],
+                     "partial offload, stage " + std::to_string(stage) + " rank " + std::to_string(rank));
+    }
+}
+
+TEST(PartialOffload, CheckpointsMoveToAndFromPlainAndFullOffload) {
+  const auto [plain_state, plain_after] = save_and_resume(3, {}, 2, {});
+  const auto [partial_state, partial_to_plain] = save_and_resume(3, offload(0.5), 2, {});
+  const auto [ignored, plain_to_partial] = save_and_resume(3, {}, 2, offload(0.4));
+  const auto [ignored_too, partial_to_full] = save_and_resume(3, offload(0.6), 2, offload());
+  expect_same_state(partial_state, plain_state);
+  expect_equal(partial_to_plain, plain_after, "partially offloaded checkpoint resumed without offload");
+  expect_equal(plain_to_partial, plain_after, "checkpoint resumed with partial offload");
+  expect_equal(partial_to_full, plain_after, "partially offloaded checkpoint resumed with full offload");
+}
+
 TEST(Offload, NonFiniteGradientSkipsTheStep) {
   Model model;
   Optimizer optimizer(model.parameters(), config(), offload());
@@ -185,6 +238,18 @@ TEST(Offload, NonFiniteGradientSkipsTheStep) {
   optimizer.gradient(1).data<float>()[2] = std::numeric_limits<float>::infinity();
   EXPECT_TRUE(optimizer.step(1e-2, 1.0, 0.0, 1).skipped);
   expect_equal(model.values(), before, "after a skipped step");
+}
+
+TEST(PartialOffload, NonFiniteGradientSkipsTheStepOnBothSides) {
+  for (const std::size_t poisoned : {std::size_t{0}, std::size_t{2}}) {  // w on the device, s on the host
+    Model model;
+    Optimizer optimizer(model.parameters(), config(), offload(0.3));
+    model.backward(0, 0);
+    const Values before = model.values();
+    optimizer.gradient(poisoned).data<float>()[1] = std::numeric_limits<float>::quiet_NaN();
+    EXPECT_TRUE(optimizer.step(1e-2, 1.0, 0.0, 1).skipped);
+    expect_equal(model.values(), before, "after a skipped step");
+  }
 }
 
 TEST(Offload, RefusedAtStageZero) {
