@@ -34,6 +34,10 @@ TEST_F(Zero3, ParameterOffloadOnTheGpuEndsOnTheWeightsWithoutIt) {
       EXPECT_EQ(losses(offload_state), losses(plain_state)) << run.label();
       run.offload = true;
       expect_same_weights(train(run, name + "_param_optimizer"), plain, run.label());
+      run.offload_ratio = 0.5;  // half the partition updated on the GPU beside the CPU Adam
+      expect_same_weights(train(run, name + "_param_partial"), plain, run.label());
+      run.offload_param = false;
+      expect_same_weights(train(run, name + "_partial"), plain, run.label());
     }
   }
 }

@@ -46,6 +46,25 @@ TEST_F(Zero3, ParameterOffloadEndsOnTheWeightsWithoutIt) {
   }
 }
 
+// Partial optimizer offload (ratio 0.5: about half of each rank's partition on the CPU Adam,
+// the rest updated on the device beside it), with and without parameter offload, full and
+// LoRA at world sizes 1 and 2: the weights of stage 3 without offload.
+TEST_F(Zero3, PartialOptimizerOffloadEndsOnTheWeightsWithoutIt) {
+  for (const std::string method : {"full", "lora"}) {
+    for (int world : {1, 2}) {
+      Spec run = accumulated_clipped(method, world);
+      run.steps = 3;
+      const std::string name = method + "_" + std::to_string(world);
+      const Weights plain = train(run, name + "_plain");
+      run.offload = true;
+      run.offload_ratio = 0.5;
+      expect_same_weights(train(run, name + "_partial"), plain, run.label());
+      run.offload_param = true;
+      expect_same_weights(train(run, name + "_partial_param"), plain, run.label());
+    }
+  }
+}
+
 // Under fp16 every rank skips the steps stage 3 without parameter offload skips.
 TEST_F(Zero3, ParameterOffloadSkipsTheSameFp16Overflows) {
   Spec run = fp16_at_the_edge();

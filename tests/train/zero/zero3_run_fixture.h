@@ -72,6 +72,7 @@ struct Spec {
   double prefix_dropout = 0.0;        // P-Tuning's (ChatGLM uses 0.1)
   int fp16_scale_power = 0;           // > 0: fp16 loss scaling from 2^this (hysteresis 1)
   bool offload = false;               // offload_optimizer to the CPU (stages 1-3)
+  double offload_ratio = 1.0;         // offload_optimizer.ratio: the CPU Adam's share
   bool offload_param = false;         // offload_param to the CPU (stage 3)
   Device device = Device::cpu();      // the GPU: float32 weights there, ranks sharing it
   std::vector<std::string> extra;     // more flags
@@ -87,8 +88,8 @@ struct Spec {
   std::string label() const {
     return model + " " + method + " stage " + std::to_string(stage) + " world " + std::to_string(world) +
            " accumulation " + std::to_string(accumulation) + " clip " + std::to_string(max_grad_norm) +
-           (offload ? " offload_optimizer" : "") + (offload_param ? " offload_param" : "") +
-           (device.is_cuda() ? " on the GPU" : "");
+           (offload ? " offload_optimizer ratio " + std::to_string(offload_ratio) : "") +
+           (offload_param ? " offload_param" : "") + (device.is_cuda() ? " on the GPU" : "");
   }
 };
 
@@ -98,7 +99,8 @@ class Zero3 : public testing::FolderTest {
  protected:
   fs::path deepspeed_config(const Spec& run) const {
     return dir_ / ("ds_" + std::to_string(run.stage) + "_" + std::to_string(run.persistence_threshold) + "_" +
-                   std::to_string(run.fp16_scale_power) + (run.offload ? "_offload" : "") +
+                   std::to_string(run.fp16_scale_power) +
+                   (run.offload ? "_offload" + std::to_string(static_cast<int>(run.offload_ratio * 100)) : "") +
                    (run.offload_param ? "_param" : "") + ".json");
   }
   // The single device reads it too (its stage then does not matter).
@@ -109,7 +111,7 @@ class Zero3 : public testing::FolderTest {
         << run.stage << R"(, "reduce_bucket_size": 3000,
         "stage3_param_persistence_threshold": )"
         << run.persistence_threshold;
-    if (run.offload) out << R"(, "offload_optimizer": {"device": "cpu"})";
+    if (run.offload) out << R"(, "offload_optimizer": {"device": "cpu", "ratio": )" << run.offload_ratio << "}";
     if (run.offload_param) out << R"(, "offload_param": {"device": "cpu", "pin_memory": true})";
     out << "}";
     if (run.fp16_scale_power > 0)
