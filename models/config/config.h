@@ -67,7 +67,8 @@ struct ModelConfig {
 
 // Reads a parsed config.json; `source` names it in errors. Throws zt::Error naming the file
 // and key for a missing structural key, a value of the wrong type, an unknown model_type
-// (listing the supported ones) or a feature zerotune does not implement.
+// (listing the supported ones), quantized weights (naming the method) or a feature zerotune
+// does not implement.
 ModelConfig parse_config(const nlohmann::ordered_json& json, const std::string& source);
 
 // Positions the model was trained for: max_position_embeddings (Qwen, GLM) or seq_length

@@ -1,0 +1,96 @@
+// A config.json that declares its weights quantized (quantization_config, as transformers'
+// quantizers write it; compression_config in older compressed-tensors files): its tensors are
+// packed integers, scales and zero points rather than the bf16/fp16/fp32 matrices zerotune
+// loads, so the model is refused here, naming the method, before any weight is read.
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "models/config/config_parsers.h"
+
+namespace zt::models::detail {
+namespace {
+
+struct MethodName {
+  const char* quant_method;  // as transformers' QuantizationMethod spells it
+  const char* shown;
+};
+constexpr MethodName kMethods[] = {
+    {"gptq", "GPTQ"},
+    {"awq", "AWQ"},
+    {"bitsandbytes", "bitsandbytes"},
+    {"fp8", "FP8"},
+    {"fbgemm_fp8", "FBGEMM FP8"},
+    {"eetq", "EETQ"},
+    {"hqq", "HQQ"},
+    {"compressed-tensors", "compressed-tensors"},
+    {"aqlm", "AQLM"},
+    {"vptq", "VPTQ"},
+    {"quanto", "Quanto"},
+    {"torchao", "torchao"},
+    {"bitnet", "BitNet"},
+    {"spqr", "SpQR"},
+    {"higgs", "HIGGS"},
+    {"quark", "Quark"},
+    {"fp_quant", "FP-Quant"},
+    {"auto-round", "AutoRound"},
+    {"mxfp4", "MXFP4"},
+};
+
+std::string shown_name(const std::string& method) {
+  for (const auto& [name, shown] : kMethods)
+    if (method == name) return shown;
+  return method;
+}
+
+// The method with its width where the config says it: "GPTQ 4-bit", "bitsandbytes 4-bit nf4".
+// Read leniently: a key of an unexpected type leaves the detail out rather than hiding the refusal.
+std::string described(const nlohmann::ordered_json& quantization, const std::string& method) {
+  const auto at = [&](const char* key) {
+    const auto found = quantization.find(key);
+    return found == quantization.end() ? nlohmann::ordered_json() : *found;
+  };
+  std::string text = shown_name(method);
+  if (at("load_in_4bit") == true) {
+    const nlohmann::ordered_json type = at("bnb_4bit_quant_type");
+    return text + " 4-bit" + (type.is_string() ? " " + type.get<std::string>() : "");
+  }
+  if (at("load_in_8bit") == true) return text + " 8-bit";
+  if (at("bits").is_number_integer()) text += " " + std::to_string(at("bits").get<std::int64_t>()) + "-bit";
+  return text;
+}
+
+struct Quantization {
+  const char* key;     // the config.json key that declares it
+  std::string method;  // its quant_method; empty when it names none
+};
+
+std::optional<Quantization> declared_quantization(const ConfigKeys& keys) {
+  for (const char* key : {"quantization_config", "compression_config"}) {
+    const nlohmann::ordered_json* config = keys.object(key);
+    if (!config) continue;
+    const ConfigKeys quantization(*config, keys.source() + " " + key);
+    if (quantization.has("quant_method")) return Quantization{key, quantization.string("quant_method", "")};
+    // bitsandbytes configs saved before transformers wrote quant_method name only the width.
+    if (quantization.boolean("load_in_4bit", false) || quantization.boolean("load_in_8bit", false))
+      return Quantization{key, "bitsandbytes"};
+    return Quantization{key, ""};
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+void refuse_quantized(const ConfigKeys& keys) {
+  const std::optional<Quantization> declared = declared_quantization(keys);
+  if (!declared) return;
+  const std::string key = declared->key;
+  const std::string what = declared->method.empty() ? "a method its " + key + " does not name"
+                                                    : described(*keys.object(key), declared->method) + " (" + key +
+                                                          ".quant_method '" + declared->method + "')";
+  keys.fail("the model's weights are quantized with " + what +
+            "; zerotune loads, trains and runs unquantized bf16, fp16 or fp32 weights only: use the model this one "
+            "was quantized from (usually the same name without -GPTQ, -AWQ, -FP8, -Int4 or -bnb-4bit)");
+}
+
+}  // namespace zt::models::detail
