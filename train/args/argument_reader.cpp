@@ -124,11 +124,19 @@ std::string text_of(const json& value) {
   return value.dump();
 }
 
+// LLaMA-Factory's max_length (GeneratingArguments) limits generation, and its cutoff_len is the
+// sample length zerotune calls max_length: in a file that has both, max_length is the former.
+bool is_generation_max_length(const json& object, const std::string& name, const json& value) {
+  return name == "max_length" && !value.is_null() && object.contains("cutoff_len") &&
+         !object.at("cutoff_len").is_null();
+}
+
 }  // namespace
 
 std::string canonical_argument_name(const std::string& name) {
   for (const auto& [old_name, new_name] : argument_aliases())
     if (name == old_name) return new_name;
+  if (const char* flag = llama_factory_flag(name)) return flag;
   return name;
 }
 
@@ -188,6 +196,12 @@ void ArgumentReader::read_flag(const std::string& given_name, std::optional<std:
 
 void ArgumentReader::read_object(const json& object, const std::string& source) {
   for (const auto& [given_name, value] : object.items()) {
+    if (is_generation_max_length(object, given_name, value)) {
+      args_.warnings.push_back(
+          "--max_length (LLaMA-Factory) has no effect in zerotune: beside cutoff_len it is LLaMA-Factory's "
+          "generation limit; cutoff_len sets the sample length");
+      continue;
+    }
     const std::string name = canonical_argument_name(given_name);
     const OtherArgument* other = find_other_argument(name);
     if (const ArgumentSpec* spec = find_spec(name)) {

@@ -127,7 +127,6 @@ const std::vector<std::pair<std::string, std::string>>& argument_aliases() {
       {"per_gpu_eval_batch_size", "per_device_eval_batch_size"},
       {"no_cuda", "use_cpu"},
       {"fp16_backend", "half_precision_backend"},
-      {"cutoff_len", "max_length"},
       {"revision", "model_revision"},
       // The training scripts' own names (stanford_alpaca, FastChat, Qwen's finetune.py).
       {"data_path", "train_file"},

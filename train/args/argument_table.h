@@ -33,8 +33,8 @@ void validate_training_arguments(const TrainingArguments& args, std::vector<std:
 // Appends why --optim `optim` is refused, unless it names zerotune's AdamW (optimizer_names.cpp).
 void check_optimizer_name(const std::string& optim, std::vector<std::string>& errors);
 
-// Older HF names that still work, and LLaMA-Factory's names for zerotune's flags, mapped to
-// the names they stand for.
+// Older HF names that still work and the training scripts' names, mapped to the names they
+// stand for (LLaMA-Factory's are in its table, other_arguments.h).
 const std::vector<std::pair<std::string, std::string>>& argument_aliases();
 
 }  // namespace zt::train

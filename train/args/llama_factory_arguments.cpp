@@ -1,7 +1,10 @@
-// LLaMA-Factory's options (src/llamafactory/hparams: model, data, fine-tuning, generating and
-// its training extras) that `zerotune train` accepts without honouring, with why; the ones it
-// refuses say why too. Those that name a zerotune flag (cutoff_len, dataset, lora_rank, ...)
-// are in argument_table.cpp.
+// Every option of LLaMA-Factory's argument classes (src/llamafactory/hparams: ModelArguments
+// and its parts, DataArguments, its TrainingArguments' own fields, MegatronBridgeArguments,
+// FinetuningArguments and its parts, GeneratingArguments), in their order, with what
+// `zerotune train` makes of it: honoured as one of its flags, without effect (why), or refused
+// (the feature, and what to do instead). A few options of older releases follow their class.
+// tests/train/args/llama_factory_options_test.cpp holds the names of LLaMA-Factory's source
+// and fails when one is missing here.
 #include "train/args/other_arguments.h"
 
 namespace zt::train {
@@ -11,6 +14,9 @@ constexpr ValueKind kBool = ValueKind::kBool, kInt = ValueKind::kInteger, kNumbe
                     kText = ValueKind::kText, kObject = ValueKind::kObject;
 constexpr Verdict kNoEffect = Verdict::kNoEffect, kRefused = Verdict::kRefused;
 constexpr Origin kLf = Origin::kLlamaFactory;
+
+// A LLaMA-Factory name read as zerotune's `flag` (its own name where they agree).
+OtherArgument honoured(const char* name, const char* flag) { return {name, kText, "*", Verdict::kHonoured, flag, kLf}; }
 
 constexpr const char* kTextOnly = "zerotune trains text-only models";
 constexpr const char* kInference = "it configures inference; `zerotune generate` and `zerotune chat` do that";
@@ -24,95 +30,97 @@ constexpr const char* kNoRay = "Ray is not used; `zerotune launch` starts the ra
 constexpr const char* kNoProfiler =
     "zerotune has no torch profiler; --profile_steps times steps per op family and --zero_trace traces "
     "collectives";
-constexpr const char* kOptimizer = "zerotune's optimizer is AdamW on every trained parameter";
-constexpr const char* kLoss = "zerotune's loss is plain cross-entropy on the label tokens";
-constexpr const char* kTokens = "zerotune trains with the tokenizer's vocabulary as it is";
+constexpr const char* kTokens =
+    "zerotune trains with the tokenizer's vocabulary as it is: drop the option, or use a model whose tokenizer "
+    "already has the tokens";
 constexpr const char* kInMemory = "the data is tokenised in memory before the first step, every run";
+constexpr const char* kNoQuantization = "nothing is quantised (quantization_bit is refused)";
+constexpr const char* kAdamW =
+    "zerotune trains with AdamW on every trained parameter: drop the option and its settings; for less optimizer "
+    "memory train LoRA (finetuning_type lora) or offload the optimizer state (a DeepSpeed config with "
+    "zero_optimization.offload_optimizer)";
+constexpr const char* kCrossEntropy = "zerotune's loss is plain cross-entropy on the label tokens: drop the option";
+constexpr const char* kDataParallel =
+    "zerotune trains data parallel with ZeRO: drop the option, and shard the model over the GPUs with a DeepSpeed "
+    "config (zero_optimization.stage 3, docs/ZERO.md)";
+constexpr const char* kNoGalore = "it sets GaLore, which zerotune does not support (use_galore is refused)";
+constexpr const char* kNoApollo = "it sets APOLLO, which zerotune does not support (use_apollo is refused)";
+constexpr const char* kNoBadam = "it sets BAdam, which zerotune does not support (use_badam is refused)";
+constexpr const char* kNoKt = "it sets KTransformers, which zerotune does not support (use_kt is refused)";
+constexpr const char* kNoMegatron = "it configures Megatron, which zerotune does not use";
+constexpr const char* kNoPipeline = "it splits pipeline stages; zerotune runs no pipeline parallelism";
+constexpr const char* kNoExperts = "zerotune's models have no experts";
+constexpr const char* kRecompute =
+    "zerotune recomputes whole layers under gradient checkpointing, on in LLaMA-Factory's files unless "
+    "disable_gradient_checkpointing";
 
 }  // namespace
 
 const std::vector<OtherArgument>& llama_factory_other_arguments() {
   static const std::vector<OtherArgument> table = {
-      // Model loading.
-      {"trust_remote_code", kBool, "[false]", kNoEffect, "zerotune runs no code from the model folder", kLf},
+      // ModelArguments: BaseModelArguments.
+      honoured("model_name_or_path", "model_name_or_path"),
       {"adapter_name_or_path", kText, "[null]", kRefused,
-       "zerotune train starts new adapters; merge an adapter first (`zerotune export --merge_lora`) and train on "
+       "zerotune train starts new adapters: merge the adapter first (`zerotune export --merge_lora`) and train on "
        "the merged model",
-       kLf},
-      {"adapter_folder", kText, "[null]", kRefused, "zerotune train starts new adapters", kLf},
-      {"create_new_adapter", kBool, "[false]", kNoEffect, "zerotune train always starts a new adapter", kLf},
+       kLf, "training an existing adapter further"},
+      {"adapter_folder", kText, "[null]", kRefused, "zerotune train starts new adapters", kLf,
+       "loading adapters from a folder"},
       {"cache_dir", kText, "[null]", kNoEffect, "zerotune's hub cache is HF_HUB_CACHE (else HF_HOME/hub): set that",
        kLf},
-      {"hf_hub_token", kText, "[null]", kNoEffect, "zerotune reads the hub token from HF_TOKEN: set that", kLf},
-      {"ms_hub_token", kText, "[null]", kNoEffect, kNoModelScope, kLf},
-      {"om_hub_token", kText, "[null]", kNoEffect, kNoModelScope, kLf},
       {"use_fast_tokenizer", kBool, "[true]", kNoEffect, "zerotune has one tokenizer per model, read from its files",
        kLf},
-      {"low_cpu_mem_usage", kBool, "[true]", kNoEffect, "zerotune maps the weights from their files", kLf},
-      {"print_param_status", kBool, "[false]", kNoEffect, "the log lists what trains anyway", kLf},
-      {"train_from_scratch", kBool, "[false]", kRefused, "zerotune fine-tunes the model's weights", kLf},
-      {"resize_vocab", kBool, "[false]", kRefused, kTokens, kLf},
-      {"split_special_tokens", kBool, "[false]", kRefused, kTokens, kLf},
-      {"add_tokens", kText, "[null]", kRefused, kTokens, kLf},
-      {"add_special_tokens", kText, "[null]", kRefused, kTokens, kLf},
-      {"new_special_tokens", kText, "[null]", kRefused, kTokens, kLf},
-      {"new_special_tokens_config", kText, "[null]", kRefused, kTokens, kLf},
+      {"resize_vocab", kBool, "[false]", kRefused, kTokens, kLf, "resizing the vocabulary"},
+      {"split_special_tokens", kBool, "[false]", kRefused, kTokens, kLf, "splitting special tokens"},
+      {"add_tokens", kText, "[null]", kRefused, kTokens, kLf, "adding tokens"},
+      {"add_special_tokens", kText, "[null]", kRefused, kTokens, kLf, "adding special tokens"},
+      {"new_special_tokens", kText, "[null]", kRefused, kTokens, kLf, "adding special tokens"},  // older releases
+      {"new_special_tokens_config", kText, "[null]", kRefused, kTokens, kLf, "adding special tokens"},
       {"init_special_tokens", kText, "[\"noise_init\"]", kNoEffect, "no tokens are added", kLf},
-      {"rope_scaling", kText, "[null]", kRefused, "zerotune uses the model's rotary embedding as configured", kLf},
-      {"shift_attn", kBool, "[false]", kRefused, "shift short attention (LongLoRA) is not implemented", kLf},
-      {"mixture_of_depths", kText, "[null]", kRefused, "mixture of depths is not implemented", kLf},
-      {"moe_aux_loss_coef", kNumber, "[null]", kNoEffect, "zerotune's models have no experts", kLf},
-      {"quantization_bit", kInt, "[null]", kRefused,
-       "zerotune trains on unquantised weights (bf16, fp16 or fp32), not QLoRA's quantised ones", kLf},
-      {"quantization_method", kText, "[\"bnb\", \"bitsandbytes\"]", kNoEffect, "nothing is quantised", kLf},
-      {"quantization_type", kText, "[\"nf4\"]", kNoEffect, "nothing is quantised", kLf},
-      {"double_quantization", kBool, "[true]", kNoEffect, "nothing is quantised", kLf},
-      {"quantization_device_map", kText, "[null]", kNoEffect, "nothing is quantised", kLf},
-
-      // Kernels and memory.
+      honoured("model_revision", "model_revision"),
+      {"low_cpu_mem_usage", kBool, "[true]", kNoEffect, "zerotune maps the weights from their files", kLf},
+      {"rope_scaling", kText, "[null]", kRefused,
+       "zerotune uses the rotary embedding the model's config.json sets: drop the option", kLf, "RoPE scaling"},
       {"flash_attn", kText, "[\"auto\"]", kNoEffect,
        "zerotune picks its attention kernels with --attn_impl (zerotune, cudnn)", kLf},
+      {"shift_attn", kBool, "[false]", kRefused, "attention is plain causal attention: drop the option", kLf,
+       "shift short attention (LongLoRA's S2-Attn)"},
+      {"mixture_of_depths", kText, "[null]", kRefused, "every token runs through every layer: drop the option", kLf,
+       "mixture of depths"},
       {"use_unsloth", kBool, "[false]", kNoEffect, kOwnKernels, kLf},
       {"use_unsloth_gc", kBool, "[false]", kNoEffect, kOwnKernels, kLf},
       {"enable_liger_kernel", kBool, "[false]", kNoEffect, kOwnKernels, kLf},
-      {"use_v1_kernels", kBool, "[false, null]", kNoEffect, kOwnKernels, kLf},
+      {"moe_aux_loss_coef", kNumber, "[null]", kNoEffect, kNoExperts, kLf},
+      honoured("disable_gradient_checkpointing", "disable_gradient_checkpointing"),
       {"use_reentrant_gc", kBool, "[true]", kNoEffect, "zerotune's checkpointing recomputes each layer in backward",
        kLf},
       {"upcast_layernorm", kBool, "[false]", kNoEffect, "zerotune's norms compute in float32 already", kLf},
       {"upcast_lmhead_output", kBool, "[false]", kNoEffect,
        "the fused LM head + cross-entropy computes the logits in float32 already", kLf},
+      {"train_from_scratch", kBool, "[false]", kRefused,
+       "zerotune fine-tunes the weights of model_name_or_path: drop the option", kLf, "training from random weights"},
+      {"infer_backend", kText, "[\"huggingface\", \"hf\"]", kNoEffect, kInference, kLf},
       {"offload_folder", kText, "[\"offload\"]", kNoEffect, "zerotune offloads through the DeepSpeed config", kLf},
+      {"use_kv_cache", kBool, "[true]", kNoEffect, kInference, kLf},
+      {"use_v1_kernels", kBool, "[false, null]", kNoEffect, kOwnKernels, kLf},
+      {"infer_dtype", kText, "[\"auto\"]", kNoEffect, kInference, kLf},
+      {"hf_hub_token", kText, "[null]", kNoEffect, "zerotune reads the hub token from HF_TOKEN: set that", kLf},
+      {"ms_hub_token", kText, "[null]", kNoEffect, kNoModelScope, kLf},
+      {"om_hub_token", kText, "[null]", kNoEffect, kNoModelScope, kLf},
+      {"print_param_status", kBool, "[false]", kNoEffect, "the log lists what trains anyway", kLf},
+      {"trust_remote_code", kBool, "[false]", kNoEffect, "zerotune runs no code from the model folder", kLf},
 
-      // Data.
-      {"preprocessing_num_workers", kInt, "[null]", kNoEffect, "zerotune tokenises on --dataloader_num_workers threads",
-       kLf},
-      {"preprocessing_batch_size", kInt, "[1000]", kNoEffect, kInMemory, kLf},
-      {"overwrite_cache", kBool, "[false]", kNoEffect, kInMemory, kLf},
-      {"tokenized_path", kText, "[null]", kRefused, "zerotune reads the data files and tokenises them itself", kLf},
-      {"data_shared_file_system", kBool, "[false]", kNoEffect, kInMemory, kLf},
-      {"streaming", kBool, "[false]", kNoEffect, "zerotune reads the whole data into memory", kLf},
-      {"buffer_size", kInt, "[16384]", kNoEffect, "zerotune reads the whole data into memory", kLf},
-      {"mix_strategy", kText, "[\"concat\"]", kRefused,
-       "zerotune concatenates the datasets (concat); interleaving them would train on other samples", kLf},
-      {"interleave_probs", kText, "[null]", kRefused, "zerotune concatenates the datasets (mix_strategy concat)", kLf},
-      {"mask_history", kBool, "[false]", kRefused,
-       "zerotune trains on every reply of a conversation; masking the earlier ones would change the labels", kLf},
-      {"ignore_pad_token_for_loss", kBool, "[true]", kRefused,
-       "padding never reaches zerotune's loss, as true makes it", kLf},
-      {"eval_on_each_dataset", kBool, "[false]", kNoEffect, "the evaluation datasets are evaluated together", kLf},
-      {"eval_num_beams", kInt, "[null]", kNoEffect, "evaluation computes the loss only", kLf},
-      {"tool_format", kText, "[null]", kRefused,
-       "zerotune renders tools, calls and results in the chat template's own format; another format is not "
-       "supported",
-       kLf},
-      {"default_system", kText, "[null]", kRefused,
-       "zerotune's templates keep their own default system prompt; put a system message in the data instead", kLf},
-      {"enable_thinking", kBool, "[true, null]", kRefused,
-       "zerotune does not rewrite the thinking part; use --template qwen3_nothink for a template without it", kLf},
-      {"preserve_thinking", kBool, "[false]", kRefused, "zerotune does not rewrite the thinking part", kLf},
-      {"media_dir", kText, "[null]", kNoEffect, kTextOnly, kLf},
+      // ModelArguments: QuantizationArguments.
+      {"quantization_method", kText, "[\"bnb\", \"bitsandbytes\"]", kNoEffect, kNoQuantization, kLf},
+      {"quantization_bit", kInt, "[null]", kRefused,
+       "zerotune trains LoRA on bf16, fp16 or fp32 base weights: drop quantization_bit (`zerotune estimate "
+       "--finetuning_type lora` says whether that fits)",
+       kLf, "QLoRA (training on quantised base weights)"},
+      {"quantization_type", kText, "[\"nf4\"]", kNoEffect, kNoQuantization, kLf},
+      {"double_quantization", kBool, "[true]", kNoEffect, kNoQuantization, kLf},
+      {"quantization_device_map", kText, "[null]", kNoEffect, kNoQuantization, kLf},
 
-      // Multimodal.
+      // ModelArguments: ProcessorArguments.
       {"image_max_pixels", kInt, "[589824]", kNoEffect, kTextOnly, kLf},
       {"image_min_pixels", kInt, "[1024]", kNoEffect, kTextOnly, kLf},
       {"image_do_pan_and_scan", kBool, "[false]", kNoEffect, kTextOnly, kLf},
@@ -123,67 +131,181 @@ const std::vector<OtherArgument>& llama_factory_other_arguments() {
       {"video_maxlen", kInt, "[128]", kNoEffect, kTextOnly, kLf},
       {"use_audio_in_video", kBool, "[false]", kNoEffect, kTextOnly, kLf},
       {"audio_sampling_rate", kInt, "[16000]", kNoEffect, kTextOnly, kLf},
-      {"freeze_vision_tower", kBool, "[true]", kNoEffect, kTextOnly, kLf},
-      {"freeze_multi_modal_projector", kBool, "[true]", kNoEffect, kTextOnly, kLf},
-      {"freeze_language_model", kBool, "[false]", kRefused,
-       "freezing the language model of a text-only model leaves nothing to train", kLf},
-      {"train_mm_proj_only", kBool, "[false]", kNoEffect, kTextOnly, kLf},
 
-      // Methods and optimizers zerotune does not offer.
-      {"pure_bf16", kBool, "[false]", kRefused,
-       "zerotune keeps fp32 master weights under --bf16; pure bf16 training would round every update to bf16", kLf},
-      {"use_llama_pro", kBool, "[false]", kRefused, "LLaMA Pro's block expansion is not implemented", kLf},
-      {"freeze_extra_modules", kText, "[null]", kRefused,
-       "--freeze_trainable_modules names what trains in the chosen layers; extra modules outside them are not "
-       "supported",
+      // ModelArguments: ExportArguments, VllmArguments, SGLangArguments (other llamafactory-cli commands).
+      {"export_dir", kText, "[null]", kNoEffect, kExport, kLf},
+      {"export_size", kInt, "[5]", kNoEffect, kExport, kLf},
+      {"export_device", kText, "[\"cpu\"]", kNoEffect, kExport, kLf},
+      {"export_quantization_bit", kInt, "[null]", kNoEffect, kExport, kLf},
+      {"export_quantization_dataset", kText, "[null]", kNoEffect, kExport, kLf},
+      {"export_quantization_nsamples", kInt, "[128]", kNoEffect, kExport, kLf},
+      {"export_quantization_maxlen", kInt, "[1024]", kNoEffect, kExport, kLf},
+      {"export_legacy_format", kBool, "[false]", kNoEffect, kExport, kLf},
+      {"export_hub_model_id", kText, "[null]", kNoEffect, kExport, kLf},
+      {"vllm_maxlen", kInt, "[4096]", kNoEffect, kInference, kLf},
+      {"vllm_gpu_util", kNumber, "[0.7]", kNoEffect, kInference, kLf},
+      {"vllm_enforce_eager", kBool, "[false]", kNoEffect, kInference, kLf},
+      {"vllm_max_lora_rank", kInt, "[32]", kNoEffect, kInference, kLf},
+      {"vllm_config", kObject, "[null]", kNoEffect, kInference, kLf},
+      {"sglang_maxlen", kInt, "[4096]", kNoEffect, kInference, kLf},
+      {"sglang_mem_fraction", kNumber, "[0.7]", kNoEffect, kInference, kLf},
+      {"sglang_tp_size", kInt, "[-1]", kNoEffect, kInference, kLf},
+      {"sglang_config", kObject, "[null]", kNoEffect, kInference, kLf},
+      {"sglang_lora_backend", kText, "[\"triton\"]", kNoEffect, kInference, kLf},
+
+      // ModelArguments: KTransformersArguments.
+      {"use_kt", kBool, "[false]", kRefused,
+       "zerotune keeps every weight on the GPUs, or offloads them whole with ZeRO stage 3 (a DeepSpeed config with "
+       "offload_param and offload_optimizer): drop use_kt and the kt_* options",
+       kLf, "KTransformers (MoE experts computed on the CPU)"},
+      {"kt_cpu_activation", kText, "[null]", kNoEffect, kNoKt, kLf},
+      {"kt_weight_path", kText, "[null]", kNoEffect, kNoKt, kLf},
+      {"kt_non_expert_weight_path", kText, "[null]", kNoEffect, kNoKt, kLf},
+      {"kt_expert_checkpoint_path", kText, "[null]", kNoEffect, kNoKt, kLf},
+      {"kt_use_lora_experts", kBool, "[null]", kNoEffect, kNoKt, kLf},
+      {"kt_lora_expert_num", kInt, "[null]", kNoEffect, kNoKt, kLf},
+      {"kt_lora_expert_intermediate_size", kInt, "[null]", kNoEffect, kNoKt, kLf},
+
+      // DataArguments.
+      honoured("template", "template"),
+      honoured("dataset", "dataset"),
+      honoured("eval_dataset", "eval_dataset"),
+      honoured("dataset_dir", "dataset_dir"),
+      {"media_dir", kText, "[null]", kNoEffect, kTextOnly, kLf},
+      honoured("cutoff_len", "max_length"),
+      honoured("train_on_prompt", "train_on_prompt"),
+      {"mask_history", kBool, "[false]", kRefused,
+       "zerotune trains on every reply of a conversation: drop the option, or keep only the last turn in the data", kLf,
+       "masking the earlier replies (mask_history)"},
+      {"streaming", kBool, "[false]", kNoEffect, "zerotune reads the whole data into memory", kLf},
+      {"buffer_size", kInt, "[16384]", kNoEffect, "zerotune reads the whole data into memory", kLf},
+      {"mix_strategy", kText, "[\"concat\"]", kRefused,
+       "zerotune concatenates the datasets (mix_strategy concat): drop the option", kLf, "interleaving datasets"},
+      {"interleave_probs", kText, "[null]", kRefused,
+       "zerotune concatenates the datasets (mix_strategy concat): drop the option", kLf, "interleaving datasets"},
+      {"overwrite_cache", kBool, "[false]", kNoEffect, kInMemory, kLf},
+      {"preprocessing_batch_size", kInt, "[1000]", kNoEffect, kInMemory, kLf},
+      {"preprocessing_num_workers", kInt, "[null]", kNoEffect, "zerotune tokenises on --dataloader_num_workers threads",
        kLf},
-      {"additional_target", kText, "[null]", kRefused,
-       "LoRA trains the adapters alone; training whole modules beside them is not supported", kLf},
-      {"loraplus_lr_ratio", kNumber, "[null]", kRefused, "every LoRA matrix learns at --learning_rate", kLf},
-      {"loraplus_lr_embedding", kNumber, "[1e-6]", kNoEffect, "LoRA+ is not used", kLf},
-      {"use_rslora", kBool, "[false]", kRefused,
-       "LoRA scales by lora_alpha / lora_rank (rank-stabilised LoRA is not implemented)", kLf},
-      {"use_dora", kBool, "[false]", kRefused, "DoRA is not implemented", kLf},
-      {"pissa_init", kBool, "[false]", kRefused, "LoRA starts from random A and zero B (PiSSA is not implemented)",
-       kLf},
-      {"pissa_iter", kInt, "[16]", kNoEffect, "PiSSA is not used", kLf},
-      {"pissa_convert", kBool, "[false]", kRefused, "PiSSA is not implemented", kLf},
-      {"oft_rank", kInt, "[0]", kRefused, "OFT is not implemented", kLf},
-      {"oft_block_size", kInt, "[32]", kNoEffect, "OFT is not used", kLf},
-      {"oft_target", kText, "[\"all\"]", kNoEffect, "OFT is not used", kLf},
-      {"module_dropout", kNumber, "[0]", kNoEffect, "OFT is not used", kLf},
-      {"use_galore", kBool, "[false]", kRefused, kOptimizer, kLf},
-      {"use_apollo", kBool, "[false]", kRefused, kOptimizer, kLf},
-      {"use_badam", kBool, "[false]", kRefused, kOptimizer, kLf},
-      {"use_adam_mini", kBool, "[false]", kRefused, kOptimizer, kLf},
-      {"use_muon", kBool, "[false]", kRefused, kOptimizer, kLf},
-      {"use_dft_loss", kBool, "[false]", kRefused, kLoss, kLf},
-      {"use_asft_loss", kBool, "[false]", kRefused, kLoss, kLf},
-      {"use_eaft_loss", kBool, "[false]", kRefused, kLoss, kLf},
-      {"asft_alpha", kNumber, "[0.1]", kNoEffect, "the ASFT loss is not used", kLf},
-      {"eaft_alpha", kNumber, "[1.0]", kNoEffect, "the EAFT loss is not used", kLf},
-      {"disable_shuffling", kBool, "[false]", kRefused,
-       "zerotune trains the samples in an order shuffled by --seed; training them in file order would change the "
-       "run",
-       kLf},
-      {"early_stopping_steps", kInt, "[null]", kRefused, "zerotune trains to max_steps or num_train_epochs", kLf},
-      {"use_mca", kBool, "[false]", kRefused, "Megatron is not used; zerotune trains data parallel with ZeRO", kLf},
-      {"use_megatron_bridge", kBool, "[false]", kRefused,
-       "Megatron is not used; zerotune trains data parallel with ZeRO", kLf},
-      {"megatron_bridge_args", kObject, "[null]", kNoEffect, "Megatron is not used", kLf},
-      {"use_hyper_parallel", kBool, "[false]", kRefused, "zerotune trains data parallel with ZeRO", kLf},
-      {"hyper_parallel_args", kText, "[null]", kNoEffect, "hyper parallelism is not used", kLf},
-      {"hyper_parallel_cp_size", kInt, "[1]", kRefused, "context parallelism is not implemented", kLf},
-      {"use_kt", kBool, "[false]", kRefused, "KTransformers is not used", kLf},
-      {"fp8", kBool, "[false]", kRefused, "zerotune trains in bf16, fp16 or fp32, not fp8", kLf},
+      honoured("max_samples", "max_samples"),
+      {"eval_num_beams", kInt, "[null]", kNoEffect, "evaluation computes the loss only", kLf},
+      {"ignore_pad_token_for_loss", kBool, "[true]", kRefused,
+       "padding never reaches zerotune's loss, as true makes it", kLf, "training on padding tokens"},
+      honoured("val_size", "val_size"),
+      {"eval_on_each_dataset", kBool, "[false]", kNoEffect, "the evaluation datasets are evaluated together", kLf},
+      honoured("packing", "packing"),
+      honoured("neat_packing", "neat_packing"),
+      {"tool_format", kText, "[null]", kRefused,
+       "zerotune renders tools, calls and results in the chat template's own format: drop the option", kLf,
+       "another tool format"},
+      {"default_system", kText, "[null]", kRefused,
+       "zerotune's templates keep their own default system prompt: put a system message in the data instead", kLf,
+       "replacing the template's default system prompt in training"},
+      {"enable_thinking", kBool, "[true, null]", kRefused,
+       "use --template qwen3_nothink for a template without the thinking part", kLf,
+       "rewriting the thinking part (enable_thinking false)"},
+      {"preserve_thinking", kBool, "[false]", kRefused, "zerotune renders the template's thinking part as it is", kLf,
+       "keeping earlier turns' thinking (preserve_thinking)"},
+      {"tokenized_path", kText, "[null]", kRefused,
+       "zerotune reads the data files and tokenises them itself: name them with dataset", kLf,
+       "pre-tokenised datasets"},
+      {"data_shared_file_system", kBool, "[false]", kNoEffect, kInMemory, kLf},
+
+      // TrainingArguments' own fields (HF's are in transformers_arguments.cpp): Ray, profiler, FP8.
+      honoured("overwrite_output_dir", "overwrite_output_dir"),
+      {"ray_num_workers", kInt, "[1]", kNoEffect, kNoRay, kLf},
+      {"ray_init_kwargs", kObject, "[null]", kNoEffect, kNoRay, kLf},
+      {"master_addr", kText, "[null]", kNoEffect, "`zerotune launch --master_addr` sets it", kLf},
+      {"master_port", kText, "[null]", kNoEffect, "`zerotune launch --master_port` sets it", kLf},
+      {"ray_run_name", kText, "[null]", kNoEffect, kNoRay, kLf},  // older releases, to placement_strategy
+      {"ray_storage_path", kText, "[\"./saves\"]", kNoEffect, kNoRay, kLf},
+      {"ray_storage_filesystem", kText, "[null]", kNoEffect, kNoRay, kLf},
+      {"resources_per_worker", kObject, "[null, {\"GPU\": 1}]", kNoEffect, kNoRay, kLf},
+      {"placement_strategy", kText, "[\"PACK\"]", kNoEffect, kNoRay, kLf},
+      {"enable_torch_profiler", kBool, "[false]", kNoEffect, kNoProfiler, kLf},
+      {"profiler_output_dir", kText, "[null]", kNoEffect, kNoProfiler, kLf},
+      {"profiler_wait_steps", kInt, "[1]", kNoEffect, kNoProfiler, kLf},
+      {"profiler_warmup_steps", kInt, "[1]", kNoEffect, kNoProfiler, kLf},
+      {"profiler_active_steps", kInt, "[1]", kNoEffect, kNoProfiler, kLf},
+      {"profiler_repeat", kInt, "[1]", kNoEffect, kNoProfiler, kLf},
+      {"profiler_record_shapes", kBool, "[true]", kNoEffect, kNoProfiler, kLf},
+      {"profiler_profile_memory", kBool, "[true]", kNoEffect, kNoProfiler, kLf},
+      {"profiler_with_stack", kBool, "[true]", kNoEffect, kNoProfiler, kLf},
+      {"profile_modules", kText, "[null]", kNoEffect, kNoProfiler, kLf},
+      {"fp8", kBool, "[false]", kRefused, "train in bf16 (bf16 true) instead", kLf, "FP8 training"},
       {"fp8_backend", kText, "[\"auto\"]", kNoEffect, "fp8 is not used", kLf},
       {"fp8_enable_fsdp_float8_all_gather", kBool, "[false]", kNoEffect, "fp8 is not used", kLf},
-      {"compute_accuracy", kBool, "[false]", kNoEffect, "evaluation computes the loss only", kLf},
-      {"plot_loss", kBool, "*", kNoEffect, "zerotune draws training_loss.png and training_lr.png anyway", kLf},
-      {"include_effective_tokens_per_second", kBool, "*", kNoEffect, "tokens_per_second is in every log entry anyway",
-       kLf},
 
-      // Preference and RL stages (stage sft ignores them in LLaMA-Factory too).
+      // MegatronBridgeArguments (USE_MEGATRON_BRIDGE=1); mcore_adapter's (USE_MCA=1) share these names.
+      {"tensor_model_parallel_size", kInt, "[1, null]", kRefused, kDataParallel, kLf, "tensor parallelism"},
+      {"pipeline_model_parallel_size", kInt, "[1, null]", kRefused, kDataParallel, kLf, "pipeline parallelism"},
+      {"expert_model_parallel_size", kInt, "[1, null]", kRefused, "zerotune's models have no experts: drop the option",
+       kLf, "expert parallelism"},
+      {"context_parallel_size", kInt, "[1, null]", kRefused,
+       "each sequence trains on one rank: drop the option; for long sequences use gradient checkpointing and ZeRO "
+       "stage 3",
+       kLf, "context parallelism"},
+      {"virtual_pipeline_model_parallel_size", kInt, "[null]", kRefused, kDataParallel, kLf,
+       "interleaved pipeline parallelism"},
+      {"sequence_parallel", kBool, "[false]", kNoEffect,
+       "it splits tensor-parallel activations; zerotune runs no tensor parallelism", kLf},
+      {"recompute_granularity", kText, "[null]", kNoEffect, kRecompute, kLf},
+      {"recompute_method", kText, "[null]", kNoEffect, kRecompute, kLf},
+      {"recompute_num_layers", kInt, "[null]", kNoEffect, kRecompute, kLf},
+      {"account_for_embedding_in_pipeline_split", kBool, "[null, false]", kNoEffect, kNoPipeline, kLf},
+      {"account_for_loss_in_pipeline_split", kBool, "[null, false]", kNoEffect, kNoPipeline, kLf},
+      {"bias_activation_fusion", kBool, "[null, true]", kNoEffect, kOwnKernels, kLf},
+      {"apply_rope_fusion", kBool, "[null, true]", kNoEffect, kOwnKernels, kLf},
+      {"masked_softmax_fusion", kBool, "[null, true]", kNoEffect, kOwnKernels, kLf},
+      {"cross_entropy_loss_fusion", kBool, "[null, true]", kNoEffect, kOwnKernels, kLf},
+      {"moe_grouped_gemm", kBool, "[null]", kNoEffect, kNoExperts, kLf},
+      {"moe_token_dispatcher_type", kText, "[null]", kNoEffect, kNoExperts, kLf},
+      {"calculate_per_token_loss", kBool, "[null, true]", kNoEffect,
+       "zerotune divides the loss by the label tokens of the whole global batch, as true does", kLf},
+      {"use_distributed_optimizer", kBool, "[true]", kNoEffect,
+       "zerotune shards the optimizer state by the DeepSpeed config's ZeRO stage (--deepspeed)", kLf},
+      {"overlap_param_gather", kBool, "[true]", kNoEffect,
+       "ZeRO overlaps its communication as the DeepSpeed config's overlap_comm says", kLf},
+      {"overlap_grad_reduce", kBool, "[true]", kNoEffect,
+       "ZeRO overlaps its communication as the DeepSpeed config's overlap_comm says", kLf},
+      {"use_packed_sequences", kBool, "[false]", kNoEffect, "zerotune packs samples with packing (or neat_packing)",
+       kLf},
+      {"mixed_precision", kText, "[\"bf16_mixed\"]", kNoEffect, "bf16 and fp16 set the precision", kLf},
+      {"megatron_pretrained_checkpoint", kText, "[null]", kRefused,
+       "zerotune loads the Hugging Face folder (config.json and *.safetensors) model_name_or_path names", kLf,
+       "loading Megatron checkpoints"},
+      {"export_hf_on_finish", kBool, "*", kNoEffect, "zerotune saves a Hugging Face folder in output_dir anyway", kLf},
+      {"extra_config", kText, "[null]", kNoEffect, kNoMegatron, kLf},
+
+      // FinetuningArguments: FreezeArguments, LoraArguments, OFTArguments.
+      honoured("freeze_trainable_layers", "freeze_trainable_layers"),
+      honoured("freeze_trainable_modules", "freeze_trainable_modules"),
+      {"freeze_extra_modules", kText, "[null]", kRefused,
+       "freeze_trainable_modules names what trains in the chosen layers: drop the option", kLf,
+       "training extra modules beside the unfrozen layers"},
+      {"additional_target", kText, "[null]", kRefused, "LoRA trains the adapters alone: drop the option", kLf,
+       "training whole modules beside the LoRA adapters"},
+      honoured("lora_alpha", "lora_alpha"),
+      honoured("lora_dropout", "lora_dropout"),
+      honoured("lora_rank", "lora_rank"),
+      honoured("lora_target", "lora_target"),
+      {"loraplus_lr_ratio", kNumber, "[null]", kRefused, "every LoRA matrix learns at learning_rate: drop the option",
+       kLf, "LoRA+"},
+      {"loraplus_lr_embedding", kNumber, "[1e-6]", kNoEffect, "LoRA+ is not used", kLf},
+      {"use_rslora", kBool, "[false]", kRefused, "LoRA scales by lora_alpha / lora_rank: drop the option", kLf,
+       "rank-stabilised LoRA (rsLoRA)"},
+      {"use_dora", kBool, "[false]", kRefused, "train plain LoRA: drop the option", kLf, "DoRA"},
+      {"pissa_init", kBool, "[false]", kRefused, "LoRA starts from random A and zero B: drop the option", kLf, "PiSSA"},
+      {"pissa_iter", kInt, "[16]", kNoEffect, "PiSSA is not used", kLf},
+      {"pissa_convert", kBool, "[false]", kRefused, "LoRA starts from random A and zero B: drop the option", kLf,
+       "PiSSA"},
+      {"create_new_adapter", kBool, "[false]", kNoEffect, "zerotune train always starts a new adapter", kLf},
+      {"module_dropout", kNumber, "[0]", kNoEffect, "OFT is not used", kLf},
+      {"oft_rank", kInt, "[0]", kRefused, "train LoRA (finetuning_type lora) instead", kLf, "OFT"},
+      {"oft_block_size", kInt, "[32]", kNoEffect, "OFT is not used", kLf},
+      {"oft_target", kText, "[\"all\"]", kNoEffect, "OFT is not used", kLf},
+
+      // FinetuningArguments: RLHFArguments (stage sft ignores them in LLaMA-Factory too).
       {"pref_beta", kNumber, "[0.1]", kNoEffect, kOtherStages, kLf},
       {"pref_ftx", kNumber, "[0]", kNoEffect, kOtherStages, kLf},
       {"pref_bco_weight", kNumber, "[0]", kNoEffect, kOtherStages, kLf},
@@ -192,7 +314,6 @@ const std::vector<OtherArgument>& llama_factory_other_arguments() {
       {"kto_chosen_weight", kNumber, "[1.0]", kNoEffect, kOtherStages, kLf},
       {"kto_rejected_weight", kNumber, "[1.0]", kNoEffect, kOtherStages, kLf},
       {"simpo_gamma", kNumber, "[0.5]", kNoEffect, kOtherStages, kLf},
-      {"ld_alpha", kNumber, "[null]", kNoEffect, kOtherStages, kLf},
       {"ppo_buffer_size", kInt, "[1]", kNoEffect, kOtherStages, kLf},
       {"ppo_epochs", kInt, "[4]", kNoEffect, kOtherStages, kLf},
       {"ppo_score_norm", kBool, "[false]", kNoEffect, kOtherStages, kLf},
@@ -205,8 +326,36 @@ const std::vector<OtherArgument>& llama_factory_other_arguments() {
       {"reward_model_adapters", kText, "[null]", kNoEffect, kOtherStages, kLf},
       {"reward_model_quantization_bit", kInt, "[null]", kNoEffect, kOtherStages, kLf},
       {"reward_model_type", kText, "[\"lora\"]", kNoEffect, kOtherStages, kLf},
+      {"ld_alpha", kNumber, "[null]", kNoEffect, kOtherStages, kLf},
 
-      // Reporting, launching, profiling.
+      // FinetuningArguments: GaloreArguments, ApolloArguments, BAdamArgument.
+      {"use_galore", kBool, "[false]", kRefused, kAdamW, kLf, "GaLore (gradient low-rank projection)"},
+      {"galore_target", kText, "[\"all\"]", kNoEffect, kNoGalore, kLf},
+      {"galore_rank", kInt, "[16]", kNoEffect, kNoGalore, kLf},
+      {"galore_update_interval", kInt, "[200]", kNoEffect, kNoGalore, kLf},
+      {"galore_scale", kNumber, "[2.0]", kNoEffect, kNoGalore, kLf},
+      {"galore_proj_type", kText, "[\"std\"]", kNoEffect, kNoGalore, kLf},
+      {"galore_layerwise", kBool, "[false]", kNoEffect, kNoGalore, kLf},
+      {"use_apollo", kBool, "[false]", kRefused, kAdamW, kLf, "APOLLO (the approximated-gradient-scaling optimizer)"},
+      {"apollo_target", kText, "[\"all\"]", kNoEffect, kNoApollo, kLf},
+      {"apollo_rank", kInt, "[16]", kNoEffect, kNoApollo, kLf},
+      {"apollo_update_interval", kInt, "[200]", kNoEffect, kNoApollo, kLf},
+      {"apollo_scale", kNumber, "[32.0]", kNoEffect, kNoApollo, kLf},
+      {"apollo_proj", kText, "[\"random\"]", kNoEffect, kNoApollo, kLf},
+      {"apollo_proj_type", kText, "[\"std\"]", kNoEffect, kNoApollo, kLf},
+      {"apollo_scale_type", kText, "[\"channel\"]", kNoEffect, kNoApollo, kLf},
+      {"apollo_layerwise", kBool, "[false]", kNoEffect, kNoApollo, kLf},
+      {"apollo_scale_front", kBool, "[false]", kNoEffect, kNoApollo, kLf},
+      {"use_badam", kBool, "[false]", kRefused, kAdamW, kLf, "BAdam (block-coordinate Adam)"},
+      {"badam_mode", kText, "[\"layer\"]", kNoEffect, kNoBadam, kLf},
+      {"badam_start_block", kInt, "[null]", kNoEffect, kNoBadam, kLf},
+      {"badam_switch_mode", kText, "[\"ascending\", null]", kNoEffect, kNoBadam, kLf},
+      {"badam_switch_interval", kInt, "[50, null]", kNoEffect, kNoBadam, kLf},
+      {"badam_update_ratio", kNumber, "[0.05]", kNoEffect, kNoBadam, kLf},
+      {"badam_mask_mode", kText, "[\"adjacent\"]", kNoEffect, kNoBadam, kLf},
+      {"badam_verbose", kInt, "[0]", kNoEffect, kNoBadam, kLf},
+
+      // FinetuningArguments: SwanLabArguments.
       {"use_swanlab", kBool, "[false]", kNoEffect, "zerotune reports to no integration", kLf},
       {"swanlab_project", kText, "[\"llamafactory\"]", kNoEffect, "zerotune reports to no integration", kLf},
       {"swanlab_workspace", kText, "[null]", kNoEffect, "zerotune reports to no integration", kLf},
@@ -216,58 +365,57 @@ const std::vector<OtherArgument>& llama_factory_other_arguments() {
       {"swanlab_logdir", kText, "[null]", kNoEffect, "zerotune reports to no integration", kLf},
       {"swanlab_lark_webhook_url", kText, "[null]", kNoEffect, "zerotune reports to no integration", kLf},
       {"swanlab_lark_secret", kText, "[null]", kNoEffect, "zerotune reports to no integration", kLf},
-      {"ray_run_name", kText, "[null]", kNoEffect, kNoRay, kLf},
-      {"ray_storage_path", kText, "[\"./saves\"]", kNoEffect, kNoRay, kLf},
-      {"ray_storage_filesystem", kText, "[null]", kNoEffect, kNoRay, kLf},
-      {"ray_num_workers", kInt, "[1]", kNoEffect, kNoRay, kLf},
-      {"resources_per_worker", kObject, "[null, {\"GPU\": 1}]", kNoEffect, kNoRay, kLf},
-      {"placement_strategy", kText, "[\"PACK\"]", kNoEffect, kNoRay, kLf},
-      {"ray_init_kwargs", kObject, "[null]", kNoEffect, kNoRay, kLf},
-      {"master_addr", kText, "[null]", kNoEffect, "`zerotune launch --master_addr` sets it", kLf},
-      {"master_port", kText, "[null]", kNoEffect, "`zerotune launch --master_port` sets it", kLf},
-      {"enable_torch_profiler", kBool, "[false]", kNoEffect, kNoProfiler, kLf},
-      {"profiler_output_dir", kText, "[null]", kNoEffect, kNoProfiler, kLf},
-      {"profiler_wait_steps", kInt, "[1]", kNoEffect, kNoProfiler, kLf},
-      {"profiler_warmup_steps", kInt, "[1]", kNoEffect, kNoProfiler, kLf},
-      {"profiler_active_steps", kInt, "[1]", kNoEffect, kNoProfiler, kLf},
-      {"profiler_repeat", kInt, "[1]", kNoEffect, kNoProfiler, kLf},
-      {"profiler_record_shapes", kBool, "[true]", kNoEffect, kNoProfiler, kLf},
-      {"profiler_profile_memory", kBool, "[true]", kNoEffect, kNoProfiler, kLf},
-      {"profiler_with_stack", kBool, "[true]", kNoEffect, kNoProfiler, kLf},
-      {"profile_modules", kText, "[null]", kNoEffect, kNoProfiler, kLf},
 
-      // Generation, export and inference engines (other llamafactory-cli commands).
+      // FinetuningArguments' own fields.
+      {"pure_bf16", kBool, "[false]", kRefused,
+       "zerotune keeps fp32 master weights under bf16: drop the option (bf16 true trains in mixed precision)", kLf,
+       "pure bf16 training"},
+      honoured("stage", "stage"),
+      honoured("finetuning_type", "finetuning_type"),
+      {"use_llama_pro", kBool, "[false]", kRefused, "train the model's own layers: drop the option", kLf,
+       "LLaMA Pro's block expansion"},
+      {"use_adam_mini", kBool, "[false]", kRefused, kAdamW, kLf, "Adam-mini"},
+      {"use_mca", kBool, "[false]", kRefused, kDataParallel, kLf, "Megatron-Core training (mcore_adapter)"},
+      {"use_megatron_bridge", kBool, "[false]", kRefused, kDataParallel, kLf, "Megatron Bridge training"},
+      {"megatron_bridge_args", kObject, "[null]", kNoEffect, kNoMegatron, kLf},
+      {"use_hyper_parallel", kBool, "[false]", kRefused, kDataParallel, kLf, "HyperParallel training"},
+      {"hyper_parallel_args", kText, "[null]", kNoEffect, "HyperParallel is not used", kLf},
+      {"hyper_parallel_cp_size", kInt, "[1]", kRefused, "each sequence trains on one rank: drop the option", kLf,
+       "context parallelism"},
+      {"use_muon", kBool, "[false]", kRefused, kAdamW, kLf, "the Muon optimizer"},
+      {"use_dft_loss", kBool, "[false]", kRefused, kCrossEntropy, kLf, "the DFT loss"},
+      {"use_asft_loss", kBool, "[false]", kRefused, kCrossEntropy, kLf, "the ASFT loss"},
+      {"asft_alpha", kNumber, "[0.1]", kNoEffect, "the ASFT loss is not used", kLf},
+      {"use_eaft_loss", kBool, "[false]", kRefused, kCrossEntropy, kLf, "the EAFT loss"},
+      {"eaft_alpha", kNumber, "[1.0]", kNoEffect, "the EAFT loss is not used", kLf},
+      {"freeze_vision_tower", kBool, "[true]", kNoEffect, kTextOnly, kLf},
+      {"freeze_multi_modal_projector", kBool, "[true]", kNoEffect, kTextOnly, kLf},
+      {"freeze_language_model", kBool, "[false]", kRefused,
+       "a text-only model would have nothing left to train: drop the option", kLf, "freezing the language model"},
+      {"train_mm_proj_only", kBool, "[false]", kNoEffect, kTextOnly, kLf},  // older releases
+      {"compute_accuracy", kBool, "[false]", kNoEffect, "evaluation computes the loss only", kLf},
+      {"disable_shuffling", kBool, "[false]", kRefused,
+       "zerotune trains the samples in an order shuffled by seed: drop the option", kLf,
+       "training the samples in file order"},
+      {"early_stopping_steps", kInt, "[null]", kRefused,
+       "zerotune trains to max_steps or num_train_epochs: drop the option", kLf, "early stopping"},
+      {"plot_loss", kBool, "*", kNoEffect, "zerotune draws training_loss.png and training_lr.png anyway", kLf},
+      {"include_effective_tokens_per_second", kBool, "*", kNoEffect, "tokens_per_second is in every log entry anyway",
+       kLf},
+
+      // GeneratingArguments (`llamafactory-cli chat` and prediction). max_length is also
+      // zerotune's sample length: beside cutoff_len in one file it is read as this generation
+      // limit and warned about (argument_reader.cpp).
       {"do_sample", kBool, "[true]", kNoEffect, kInference, kLf},
       {"temperature", kNumber, "[0.95]", kNoEffect, kInference, kLf},
       {"top_p", kNumber, "[0.7]", kNoEffect, kInference, kLf},
       {"top_k", kInt, "[50]", kNoEffect, kInference, kLf},
       {"num_beams", kInt, "[1]", kNoEffect, kInference, kLf},
+      honoured("max_length", "max_length"),
       {"max_new_tokens", kInt, "[1024]", kNoEffect, kInference, kLf},
       {"repetition_penalty", kNumber, "[1.0]", kNoEffect, kInference, kLf},
       {"length_penalty", kNumber, "[1.0]", kNoEffect, kInference, kLf},
       {"skip_special_tokens", kBool, "[true]", kNoEffect, kInference, kLf},
-      {"infer_backend", kText, "[\"huggingface\", \"hf\"]", kNoEffect, kInference, kLf},
-      {"infer_dtype", kText, "[\"auto\"]", kNoEffect, kInference, kLf},
-      {"use_kv_cache", kBool, "[true]", kNoEffect, kInference, kLf},
-      {"vllm_maxlen", kInt, "[4096]", kNoEffect, kInference, kLf},
-      {"vllm_gpu_util", kNumber, "[0.7]", kNoEffect, kInference, kLf},
-      {"vllm_enforce_eager", kBool, "[false]", kNoEffect, kInference, kLf},
-      {"vllm_max_lora_rank", kInt, "[32]", kNoEffect, kInference, kLf},
-      {"vllm_config", kObject, "[null]", kNoEffect, kInference, kLf},
-      {"sglang_maxlen", kInt, "[4096]", kNoEffect, kInference, kLf},
-      {"sglang_mem_fraction", kNumber, "[0.7]", kNoEffect, kInference, kLf},
-      {"sglang_tp_size", kInt, "[-1]", kNoEffect, kInference, kLf},
-      {"sglang_config", kObject, "[null]", kNoEffect, kInference, kLf},
-      {"sglang_lora_backend", kText, "[\"triton\"]", kNoEffect, kInference, kLf},
-      {"export_dir", kText, "[null]", kNoEffect, kExport, kLf},
-      {"export_size", kInt, "[5]", kNoEffect, kExport, kLf},
-      {"export_device", kText, "[\"cpu\"]", kNoEffect, kExport, kLf},
-      {"export_quantization_bit", kInt, "[null]", kNoEffect, kExport, kLf},
-      {"export_quantization_dataset", kText, "[null]", kNoEffect, kExport, kLf},
-      {"export_quantization_nsamples", kInt, "[128]", kNoEffect, kExport, kLf},
-      {"export_quantization_maxlen", kInt, "[1024]", kNoEffect, kExport, kLf},
-      {"export_legacy_format", kBool, "[false]", kNoEffect, kExport, kLf},
-      {"export_hub_model_id", kText, "[null]", kNoEffect, kExport, kLf},
   };
   return table;
 }

@@ -13,7 +13,8 @@ const std::unordered_map<std::string_view, const OtherArgument*>& index() {
   static const auto by_name = [] {
     std::unordered_map<std::string_view, const OtherArgument*> map;
     for (const auto* table : {&transformers_other_arguments(), &llama_factory_other_arguments()})
-      for (const OtherArgument& argument : *table) map.emplace(argument.name, &argument);
+      for (const OtherArgument& argument : *table)
+        if (argument.verdict != Verdict::kHonoured) map.emplace(argument.name, &argument);
     return map;
   }();
   return by_name;
@@ -55,6 +56,12 @@ const OtherArgument* find_other_argument(std::string_view name) {
   return found == index().end() ? nullptr : found->second;
 }
 
+const char* llama_factory_flag(std::string_view name) {
+  for (const OtherArgument& argument : llama_factory_other_arguments())
+    if (argument.verdict == Verdict::kHonoured && name == argument.name) return argument.reason;
+  return nullptr;
+}
+
 bool is_secret(std::string_view name) {
   for (std::string_view tail : {"_token", "_api_key", "_secret", "_webhook_url"})
     if (name.size() > tail.size() && name.substr(name.size() - tail.size()) == tail) return true;
@@ -68,9 +75,11 @@ Judgement judge(const OtherArgument& argument, const json& value) {
     const char* whose = argument.origin == Origin::kLlamaFactory ? " (LLaMA-Factory)" : "";
     return {Judgement::kWarning, flag + whose + " has no effect in zerotune: " + argument.reason};
   }
-  if (argument.origin == Origin::kLlamaFactory)
-    return {Judgement::kRefusal, flag + " " + shown(value) +
-                                     ": this is a LLaMA-Factory option zerotune does not support: " + argument.reason};
+  if (argument.origin == Origin::kLlamaFactory) {
+    const std::string feature = argument.feature ? argument.feature : argument.name;
+    return {Judgement::kRefusal, flag + " " + shown(value) + " (LLaMA-Factory): " + feature +
+                                     " is not supported by zerotune; " + argument.reason};
+  }
   return {Judgement::kRefusal, flag + " " + shown(value) + " is not supported: " + argument.reason};
 }
 

@@ -3,6 +3,8 @@
 // zerotune does not honour. Each is either without effect, for a reason, and warned about once
 // when given a value other than its default; or refused, for a reason, when a value other
 // than its default would change the training result and zerotune cannot do what it asks.
+// LLaMA-Factory's table lists every option of its argument classes, the honoured ones too
+// (with the zerotune flag each sets), so that one table says what becomes of each.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -15,7 +17,8 @@ namespace zt::train {
 // How a flag's text becomes a value, as HfArgumentParser types the field.
 enum class ValueKind { kBool, kInteger, kNumber, kText, kList, kObject };
 
-enum class Verdict { kNoEffect, kRefused };
+// kHonoured: a LLaMA-Factory name for one of zerotune's flags (argument_table.h).
+enum class Verdict { kHonoured, kNoEffect, kRefused };
 
 enum class Origin { kTransformers, kLlamaFactory };
 
@@ -26,15 +29,21 @@ struct OtherArgument {
   // does anyway); "*": every value.
   const char* quiet;
   Verdict verdict;
+  // kNoEffect: why; kRefused: why, and what to do instead; kHonoured: the flag it sets.
   const char* reason;
   Origin origin = Origin::kTransformers;
+  // A refused LLaMA-Factory option: the feature it asks for ("GaLore"), which the message names.
+  const char* feature = nullptr;
 };
 
 // HF TrainingArguments' fields (transformers_arguments.cpp) and LLaMA-Factory's options
 // (llama_factory_arguments.cpp).
 const std::vector<OtherArgument>& transformers_other_arguments();
 const std::vector<OtherArgument>& llama_factory_other_arguments();
+// The entry of an accepted name without a member; nullptr for honoured and unknown names.
 const OtherArgument* find_other_argument(std::string_view name);
+// The zerotune flag a LLaMA-Factory name sets (cutoff_len: max_length), or nullptr.
+const char* llama_factory_flag(std::string_view name);
 
 // What a given value means: nothing to say, a warning, or a refusal, with its text.
 struct Judgement {

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <string>
+#include <vector>
 
 #include "tests/common/process_test_util.h"
 
@@ -46,10 +48,52 @@ TEST_F(ArgumentsCli, LlamaFactoryExampleTrains) {
 TEST_F(ArgumentsCli, UnsupportedOptionStopsTheRunWithTheReason) {
   const testing::CliRun run = testing::run_zerotune(llama_factory_run("quantization_bit=4"), dir_);
   EXPECT_EQ(run.exit_code, 2) << run.output;  // the arguments are refused: bad usage
-  EXPECT_NE(run.output.find("--quantization_bit 4: this is a LLaMA-Factory option zerotune does not support"),
+  EXPECT_NE(run.output.find("--quantization_bit 4 (LLaMA-Factory): QLoRA (training on quantised base weights) is "
+                            "not supported by zerotune"),
             std::string::npos)
       << run.output;
   EXPECT_FALSE(fs::exists(dir_ / "out" / "train_log.jsonl"));
+}
+
+// Files of the methods and backends zerotune does not offer: a usage error naming the feature,
+// not an unknown argument.
+TEST_F(ArgumentsCli, MethodFilesAreRefusedNamingTheFeature) {
+  const std::vector<std::pair<const char*, const char*>> files = {
+      {"galore_full_sft.yaml",
+       "--use_galore true (LLaMA-Factory): GaLore (gradient low-rank projection) is not "
+       "supported by zerotune; zerotune trains with AdamW"},
+      {"apollo_full_sft.yaml", "--use_apollo true (LLaMA-Factory): APOLLO"},
+      {"badam_full_sft.yaml", "--use_badam true (LLaMA-Factory): BAdam (block-coordinate Adam) is not supported"},
+      {"kt_lora_sft.yaml",
+       "--use_kt true (LLaMA-Factory): KTransformers (MoE experts computed on the CPU) is not "
+       "supported"},
+      {"mca_moe_full.json",
+       "--pipeline_model_parallel_size 4 (LLaMA-Factory): pipeline parallelism is not "
+       "supported by zerotune; zerotune trains data parallel with ZeRO"}};
+  for (const auto& [file, part] : files) {
+    const testing::CliRun run =
+        testing::run_zerotune("train " + (kSource / "tests/data/args/llama_factory/methods" / file).string() +
+                                  " --output_dir " + (dir_ / "out").string(),
+                              dir_);
+    EXPECT_EQ(run.exit_code, 2) << file << "\n" << run.output;
+    EXPECT_NE(run.output.find(part), std::string::npos) << file << "\n" << run.output;
+    EXPECT_EQ(run.output.find("unknown argument"), std::string::npos) << file << "\n" << run.output;
+  }
+}
+
+// Settings of features zerotune does not use are warned about by name, and the run trains.
+TEST_F(ArgumentsCli, SettingsWithoutEffectWarnAndTrainingGoesOn) {
+  const testing::CliRun run = testing::run_zerotune(
+      llama_factory_run("galore_rank=128 badam_verbose=2 kt_cpu_activation=retain recompute_granularity=full "
+                        "sequence_parallel=true"),
+      dir_);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  for (const char* name :
+       {"galore_rank", "badam_verbose", "kt_cpu_activation", "recompute_granularity", "sequence_parallel"})
+    EXPECT_EQ(count_of(run.output, std::string("--") + name + " (LLaMA-Factory) has no effect in zerotune"), 1u)
+        << name << "\n"
+        << run.output;
+  EXPECT_TRUE(fs::exists(dir_ / "out" / "train_log.jsonl"));
 }
 
 }  // namespace

@@ -206,10 +206,10 @@ TEST(ArgumentsFile, LlamaFactoryOptionsZerotuneCannotHonourAreRefusedByName) {
       "pure_bf16: true\nmix_strategy: interleave_under\n");
   for (const char* part :
        {"--stage dpo (DPO preference training) is not supported: zerotune train runs supervised fine-tuning",
-        "--quantization_bit 4: this is a LLaMA-Factory option zerotune does not support: zerotune trains on "
-        "unquantised weights",
-        "--use_dora true: this is a LLaMA-Factory option zerotune does not support: DoRA is not implemented",
-        "--pure_bf16 true: this is a LLaMA-Factory option", "--mix_strategy interleave_under"})
+        "--quantization_bit 4 (LLaMA-Factory): QLoRA (training on quantised base weights) is not supported by "
+        "zerotune; zerotune trains LoRA on bf16, fp16 or fp32 base weights",
+        "--use_dora true (LLaMA-Factory): DoRA is not supported by zerotune",
+        "--pure_bf16 true (LLaMA-Factory): pure bf16 training", "--mix_strategy interleave_under"})
     EXPECT_NE(msg.find(part), std::string::npos) << part << "\n" << msg;
   EXPECT_NE(yaml_error("model_name_or_path: m\noutput_dir: o\ndataset: a\nstage: rm\n").find("reward modelling"),
             std::string::npos);
