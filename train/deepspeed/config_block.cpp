@@ -1,5 +1,8 @@
 #include "train/deepspeed/config_block.h"
 
+#include <algorithm>
+#include <cctype>
+
 #include "runtime/terminal/closest_name.h"
 #include "train/deepspeed/config_value.h"
 
@@ -7,6 +10,32 @@ namespace zt::train {
 namespace {
 
 bool is_auto(const nlohmann::json& value) { return value.is_string() && value.get<std::string>() == "auto"; }
+
+std::string lower(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
+  return text;
+}
+
+// Whether `a` becomes `b` by one typing slip: a letter added, dropped, replaced, or two
+// neighbours swapped (zero_optimisation, train_batch_sise, optimzer, optimzier), or by letter
+// case alone (Zero_Optimization).
+bool one_edit_apart(const std::string& a, const std::string& b) {
+  if (a == b) return false;
+  if (lower(a) == lower(b)) return true;
+  if (a.size() == b.size()) {
+    std::size_t first = 0;
+    while (a[first] == b[first]) ++first;
+    if (a.compare(first + 1, std::string::npos, b, first + 1, std::string::npos) == 0) return true;  // replaced
+    return first + 1 < a.size() && a[first] == b[first + 1] && a[first + 1] == b[first] &&
+           a.compare(first + 2, std::string::npos, b, first + 2, std::string::npos) == 0;  // swapped
+  }
+  const std::string& longer = a.size() > b.size() ? a : b;
+  const std::string& shorter = a.size() > b.size() ? b : a;
+  if (longer.size() != shorter.size() + 1) return false;
+  std::size_t first = 0;
+  while (first < shorter.size() && longer[first] == shorter[first]) ++first;
+  return longer.compare(first + 1, std::string::npos, shorter, first, std::string::npos) == 0;  // one more
+}
 
 }  // namespace
 
@@ -46,10 +75,15 @@ void ConfigBlock::ignore(const std::string& key, const std::string& reason, std:
   if (has(key)) warnings.push_back(where(key) + " " + reason + "; ignored");
 }
 
+bool ConfigBlock::is_comment(const std::string& key) {
+  return key.rfind('_', 0) == 0 || key.rfind("//", 0) == 0 || key.rfind('#', 0) == 0 ||
+         lower(key).find("comment") != std::string::npos;
+}
+
 std::vector<std::string> ConfigBlock::unread() const {
   std::vector<std::string> keys;
   for (const auto& [key, value] : node_.items())
-    if (!used_.count(key)) keys.push_back(key);
+    if (!used_.count(key) && !is_comment(key)) keys.push_back(key);
   return keys;
 }
 
@@ -59,23 +93,31 @@ std::optional<std::string> ConfigBlock::misspelled(const std::string& key) const
   return closest_name(key, known);
 }
 
+std::optional<std::string> ConfigBlock::mistyped(const std::string& key) const {
+  std::set<std::string> known = known_;
+  known.insert(used_.begin(), used_.end());
+  for (const std::string& candidate : known)
+    if (!inert_.count(candidate) && one_edit_apart(key, candidate)) return candidate;
+  return std::nullopt;
+}
+
 std::string ConfigBlock::with_suggestion(const std::string& key) const {
   const std::optional<std::string> known = misspelled(key);
   return path_of(key) + (known ? " (did you mean " + path_of(*known) + "?)" : "");
 }
 
-void ConfigBlock::warn_unused(const std::string& reason, std::vector<std::string>& warnings) const {
-  std::string misspellings;
+void ConfigBlock::note_unread(const std::string& reason, std::vector<std::string>& warnings) const {
+  std::string mistypings;
   std::size_t count = 0;
   for (const std::string& key : unread()) {
-    if (misspelled(key))
-      misspellings += (count++ == 0 ? "" : ", ") + with_suggestion(key);
+    if (const std::optional<std::string> meant = mistyped(key))
+      mistypings += (count++ == 0 ? "" : ", ") + path_of(key) + " (did you mean " + path_of(*meant) + "?)";
     else
-      warnings.push_back(where(key) + " " + reason + "; ignored");
+      warnings.push_back(source_ + ": " + with_suggestion(key) + " " + reason + "; ignored");
   }
   if (count == 0) return;
   const bool one = count == 1;
-  fail(source_ + ": " + misspellings + (one ? " is not a DeepSpeed setting" : " are not DeepSpeed settings") +
+  fail(source_ + ": " + mistypings + (one ? " is not a DeepSpeed setting" : " are not DeepSpeed settings") +
        "; ignoring " + (one ? "it" : "them") + " would run without what " + (one ? "it was" : "they were") +
        " meant to set: correct the spelling");
 }

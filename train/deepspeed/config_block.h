@@ -1,6 +1,6 @@
 // Typed reading of one object of a ds_config.json (a block), the way DeepSpeed reads that
 // block: each read names the key's full path and the config in its error, and the keys never
-// read are listed afterwards, to be warned about or refused by name.
+// read are listed afterwards, to be noted or refused by name.
 #pragma once
 
 #include <cstdint>
@@ -82,14 +82,26 @@ class ConfigBlock {
   ConfigBlock child(const std::string& key, BlockKind kind);
 
   // A key DeepSpeed knows whose value changes nothing in zerotune's training: read as T
-  // (so a value DeepSpeed would refuse is still refused) and otherwise left alone.
+  // (so a value DeepSpeed would refuse is still refused) and otherwise left alone. A near
+  // miss of such a key is only noted (note_unread): what it was meant to set changes nothing.
   template <typename T>
   void accept(const std::string& key) {
     find<T>(key);
+    inert_.insert(key);
   }
 
   // A key DeepSpeed knows, of any shape, whose value changes nothing in zerotune's training.
-  void accept_any(const std::string& key) { used_.insert(key); }
+  void accept_any(const std::string& key) {
+    used_.insert(key);
+    inert_.insert(key);
+  }
+
+  // A key DeepSpeed knows, of any shape, that matters here (a section's switch, which the
+  // caller reads through value_of): counted as read, and a near miss of it is an error.
+  void read_any(const std::string& key) {
+    used_.insert(key);
+    known_.insert(key);
+  }
 
   // A key zerotune does not honour: one warning, with the reason, when it holds a value.
   void ignore(const std::string& key, const std::string& reason, std::vector<std::string>& warnings);
@@ -102,25 +114,33 @@ class ConfigBlock {
       warnings.push_back(where(key) + " = " + value_of(key)->dump() + " " + reason + "; ignored");
   }
 
-  // The keys never read, of a block whose unknown keys DeepSpeed does not refuse: one that is
-  // a likely misspelling of a key the block knows is an error naming both (ignoring it would
-  // run without what it was meant to set); any other gets one warning, "<key> <reason>;
-  // ignored".
-  void warn_unused(const std::string& reason, std::vector<std::string>& warnings) const;
-  // One error naming every key never read, which DeepSpeed refuses too, each with the known
-  // key it most likely misspells: `owner` is what they are not settings of ("DeepSpeed's fp16
-  // block").
+  // The keys never read, of a block DeepSpeed reads key by key and whose other keys it
+  // ignores. A comment key (is_comment) passes silently. One a single edit (or only letter
+  // case) away from a key that matters here, one zerotune honours, warns about or refuses, is
+  // an error naming both, since ignoring it would run without what it was meant to set. Any
+  // other is accepted with one note, "<key> <reason>; ignored", naming the known key it is
+  // nearest to, if any.
+  void note_unread(const std::string& reason, std::vector<std::string>& warnings) const;
+  // One error naming every key never read but comments, which DeepSpeed refuses too (its
+  // config models forbid other keys), each with the known key it most likely misspells:
+  // `owner` is what they are not settings of ("DeepSpeed's fp16 block").
   void refuse_unknown(const std::string& owner) const;
+
+  // A key written as a comment: starting with "_", "//" or "#", or containing "comment" in any
+  // letter case ("_comment", "comment", "//", "#note"). Never an error, never a note.
+  static bool is_comment(const std::string& key);
 
   // "source: full.path.key", for messages.
   std::string where(const std::string& key) const;
   std::string path_of(const std::string& key) const;
 
  private:
-  std::vector<std::string> unread() const;  // the keys never read
+  std::vector<std::string> unread() const;  // the keys never read, comments left out
   // The known key `key` most likely misspells: the nearest of those read or asked for (every
   // reader asks for all the keys its block knows, present or not).
   std::optional<std::string> misspelled(const std::string& key) const;
+  // The key that matters (known, and not accepted as changing nothing) one edit from `key`.
+  std::optional<std::string> mistyped(const std::string& key) const;
   std::string with_suggestion(const std::string& key) const;  // "path.key (did you mean known?)"
   void refuse_unfilled_auto(const std::string& key, const nlohmann::json& value, const std::string& expected) const;
 
@@ -158,6 +178,7 @@ class ConfigBlock {
   std::string source_;
   BlockKind kind_;
   std::set<std::string> used_;
+  std::set<std::string> inert_;          // keys accepted as changing nothing in zerotune
   mutable std::set<std::string> known_;  // every key asked for
 };
 

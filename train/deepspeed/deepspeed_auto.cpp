@@ -28,7 +28,7 @@ bool same_value(const json& a, const json& b) {
 
 class AutoFiller {
  public:
-  explicit AutoFiller(json& ds) : ds_(ds) {}
+  AutoFiller(json& ds, bool compare) : ds_(ds), compare_(compare) {}
 
   // Sets `path` (dotted) to `value` when it says "auto"; when it holds another value and
   // must_match, records a mismatch with the flag `flag`. A missing or null key stays as it is.
@@ -37,7 +37,7 @@ class AutoFiller {
     if (!node || node->is_null()) return;
     if (is_auto(*node)) {
       *node = value;
-    } else if (must_match && !same_value(*node, value)) {
+    } else if (compare_ && must_match && !same_value(*node, value)) {
       mismatches_.push_back("- ds " + path + "=" + node->dump() + " vs hf " + flag + "=" + value.dump());
     }
   }
@@ -64,6 +64,7 @@ class AutoFiller {
   }
 
   json& ds_;
+  bool compare_;  // whether a set value is compared with its flag
   std::vector<std::string> mismatches_;
 };
 
@@ -92,7 +93,7 @@ void fill_hidden_size_keys(AutoFiller& filler, const json& ds, std::int64_t hidd
 
 void fill_hf_auto(json& ds, const AutoFillContext& context, const std::string& source) {
   const TrainingArguments& args = context.args;
-  AutoFiller filler(ds);
+  AutoFiller filler(ds, context.compare_with_flags);
   const std::int64_t train_batch =
       args.per_device_train_batch_size * args.gradient_accumulation_steps * context.world_size;
   filler.fill("train_micro_batch_size_per_gpu", args.per_device_train_batch_size, "per_device_train_batch_size");

@@ -20,8 +20,10 @@ void read_precision(ConfigBlock& root, DeepSpeedConfig& config);
 OptimizerConfig read_optimizer(ConfigBlock block, std::vector<std::string>& warnings);
 LrScheduleConfig read_scheduler(ConfigBlock block, std::vector<std::string>& warnings);
 
-// DeepSpeed's other top-level keys: silent when switched off or when they change nothing
-// here, one warning each otherwise (deepspeed_features.cpp).
-void read_other_features(ConfigBlock& root, std::vector<std::string>& warnings);
+// DeepSpeed's other top-level keys and sections (deepspeed_sections.h): silent when switched
+// off or when they change nothing here, one warning each for a feature zerotune does not
+// have, an error for one that would train otherwise; `config` holds the precision already
+// read (deepspeed_features.cpp).
+void read_other_features(ConfigBlock& root, const DeepSpeedConfig& config, std::vector<std::string>& warnings);
 
 }  // namespace zt::train

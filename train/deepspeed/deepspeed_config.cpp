@@ -128,9 +128,22 @@ DeepSpeedConfig parse_deepspeed_config(const nlohmann::json& ds, int world_size,
   config.steps_per_print = root.find<std::int64_t>("steps_per_print");
   config.wall_clock_breakdown = root.get("wall_clock_breakdown", false);
   config.zero.communication_data_type = read_communication_data_type(root);
-  read_other_features(root, config.warnings);
-  root.warn_unused("is not a DeepSpeed setting (DeepSpeed ignores it too: check the spelling)", config.warnings);
+  read_other_features(root, config, config.warnings);
+  root.note_unread("is not a DeepSpeed setting: DeepSpeed ignores it, and so does zerotune", config.warnings);
   return config;
+}
+
+DeepSpeedConfig parse_deepspeed_without_flags(nlohmann::json ds, std::int64_t hidden_size, const std::string& source) {
+  ZT_REQUIRE(ds.is_object(), source + " must hold a JSON object, got " + ds.dump());
+  for (const char* key : {"train_batch_size", "gradient_accumulation_steps"}) ds.erase(key);
+  ds["train_micro_batch_size_per_gpu"] = 1;
+  TrainingArguments args;
+  args.per_device_train_batch_size = 1;
+  args.gradient_accumulation_steps = 1;
+  // A schedule long enough that no warmup written in the config outlasts it.
+  constexpr std::int64_t kLongRun = 1'000'000'000;
+  fill_hf_auto(ds, {args, 1, hidden_size, kLongRun, 0, /*compare_with_flags=*/false}, source);
+  return parse_deepspeed_config(ds, 1, source);
 }
 
 DeepSpeedConfig parse_deepspeed_text(std::string_view json_text, const AutoFillContext& context,

@@ -77,6 +77,9 @@ struct AutoFillContext {
   std::int64_t hidden_size = 0;
   std::int64_t total_steps = 0;
   std::int64_t warmup_steps = 0;
+  // false: every "auto" takes its value, and a set value is not compared with the flags
+  // (for a reading without flags: parse_deepspeed_without_flags).
+  bool compare_with_flags = true;
 };
 
 // HF's trainer_config_process + trainer_config_finalize on `ds` in place: every "auto" gets
@@ -91,6 +94,13 @@ DeepSpeedConfig parse_deepspeed_config(const nlohmann::json& ds, int world_size,
 // makes it), filled and parsed. Throws only zt::Error, whatever the text.
 DeepSpeedConfig parse_deepspeed_text(std::string_view json_text, const AutoFillContext& context,
                                      const std::string& source);
+
+// A config read as `zerotune train` reads it but without the training flags (what `zerotune
+// estimate --deepspeed` has): every key judged the same way (the same warnings, and the same
+// error for a key zerotune refuses), the batch triple left out, each "auto" HF Trainer fills
+// from a flag given a value of its shape, and the ZeRO sizes that follow the model filled from
+// `hidden_size` as HF fills them. Values HF compares with its flags are checked by `train`.
+DeepSpeedConfig parse_deepspeed_without_flags(nlohmann::json ds, std::int64_t hidden_size, const std::string& source);
 
 // --deepspeed's value: the path of a ds_config.json, or (starting with '{' after white
 // space, as HF's TrainingArguments takes a dict) the config itself, which messages then

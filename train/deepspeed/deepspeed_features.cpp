@@ -1,87 +1,71 @@
 // DeepSpeed's top-level keys besides the batch, clipping, optimizer, scheduler, precision and
-// ZeRO (runtime/config.py and the feature configs it builds). A key switched off, left at
-// DeepSpeed's default, or one that changes nothing under HF Trainer (where the Trainer, not
-// DeepSpeed, loads data and writes logs) is accepted silently; one that asks for something
-// zerotune does not do gets one warning saying so.
+// ZeRO (runtime/config.py and every sub-config it builds), each with a decision: a feature
+// zerotune does not have is warned about by name while it is on, or refused with the reason
+// where running without it would train otherwise than the config describes (another parallel
+// layout, other batch sizes); a key with no bearing on a run under HF Trainer (where the
+// Trainer, not DeepSpeed, loads the data and writes the checkpoints) is accepted silently.
+// Inside a section the keys DeepSpeed reads are listed (deepspeed_sections.h), so that a near
+// miss of a key that switches it on is an error and any other unknown key only a note.
 #include <algorithm>
+#include <optional>
 
 #include "train/deepspeed/deepspeed_blocks.h"
+#include "train/deepspeed/deepspeed_sections.h"
 
 namespace zt::train {
 namespace {
 
-struct Feature {
-  const char* key;
-  const char* reason;  // completes "<key> <reason>; ignored"
-};
+using nlohmann::json;
 
-// Blocks that are on only while their switch ("enabled" unless named) is true.
-struct SwitchedFeature {
-  const char* key;
-  const char* reason;
-  const char* switch_key = "enabled";
-};
-
-const SwitchedFeature kSwitchedFeatures[] = {
-    {"tensorboard", "is not supported: zerotune writes train_log.jsonl and loss-curve PNGs"},
-    {"wandb", "is not supported: zerotune writes train_log.jsonl and loss-curve PNGs"},
-    {"csv_monitor", "is not supported: zerotune writes train_log.jsonl and loss-curve PNGs"},
-    {"comet", "is not supported: zerotune writes train_log.jsonl and loss-curve PNGs"},
-    {"flops_profiler", "is not supported: zerotune logs tokens/s and MFU itself"},
-    {"comms_logger", "is not supported: --zero_trace logs every collective"},
-    {"autotuning", "is not supported; `zerotune estimate` recommends a ZeRO configuration"},
-    {"eigenvalue", "is not supported"},
-    {"progressive_layer_drop", "is not supported"},
-    {"curriculum_learning", "is not supported"},
-    {"data_efficiency", "is not supported"},
-    {"elasticity", "is not supported: the batch sizes are the config's and the flags'"},
-    {"nebula", "is not supported: zerotune writes its own checkpoints"},
-    {"hybrid_engine", "is not supported"},
-    {"amp", "(apex AMP) is not supported; use fp16 or bf16"},
-    {"torch_autocast", "is not supported; use fp16 or bf16"},
-    {"compile", "(DeepCompile) is not supported", "deepcompile"},
-};
-
-// Keys with no bearing on a run under HF Trainer, or whose every value zerotune honours.
-const char* const kInertKeys[] = {
-    "zero_allow_untested_optimizer",  // zerotune's optimizers are its own
-    "zero_force_ds_cpu_optimizer",    // offload always steps zerotune's CPU Adam
-    "dataloader_drop_last",           // the Trainer, not DeepSpeed, loads the data
-    "vocabulary_size",                // DeepSpeed only warns about its alignment
-    "checkpoint",                     // how DeepSpeed writes its own checkpoints
-    "timers",                         // DeepSpeed's throughput timers
-    "log_level",                      // ZT_LOG_LEVEL sets zerotune's
-    "seq_parallel_communication_data_type",
-    "use_data_before_expert_parallelism",
-    "pipeline",  // the pipeline engine's settings; zerotune has no pipeline parallelism
-    "aio",       // NVMe offload's I/O
-    "graph_harvesting",
-    "dump_state",
-    "disable_allgather",
-    "managed_gradient_accumulation",
-};
-
-// Features that are on by being present.
-const Feature kPresentFeatures[] = {
-    {"sparse_attention", "is not supported"},
-    {"compression_training", "is not supported"},
-    {"weight_quantization", "is not supported"},
-    {"quantize_training", "is not supported"},
-};
-
-// A switch that is absent, null, false or an "auto" nothing filled is off.
-bool switched_on(const nlohmann::json& block, const char* switch_key) {
-  const auto it = block.find(switch_key);
-  return it != block.end() && !it->is_null() && *it != false && *it != "auto";
+// A switch DeepSpeed reads as off: absent, null, false, 0, "false", or an "auto" nothing filled.
+bool is_off(const json* value) {
+  if (value == nullptr || value->is_null() || *value == false || *value == "auto" || *value == "false") return true;
+  return value->is_number() && value->get<double>() == 0.0;
 }
 
-bool all_off(const nlohmann::json& block) {
-  return std::all_of(block.begin(), block.end(),
-                     [](const nlohmann::json& value) { return value.is_null() || value == false; });
+// Whether any "enabled" inside `node`, at any depth, is on (compression_training's techniques).
+bool any_enabled(const json& node) {
+  if (node.is_array()) return std::any_of(node.begin(), node.end(), any_enabled);
+  if (!node.is_object()) return false;
+  if (const auto it = node.find("enabled"); it != node.end() && !is_off(&*it)) return true;
+  return std::any_of(node.begin(), node.end(), any_enabled);
+}
+
+// The key of `section` that turns it on ("" when it is on by being present), or nullopt while
+// it is off.
+std::optional<std::string> switched_on(const Section& section, ConfigBlock& block, const json& node) {
+  if (section.effect == Effect::kNone) return std::nullopt;
+  if (section.nested_switches) return any_enabled(node) ? std::optional<std::string>("") : std::nullopt;
+  if (section.switches.empty()) return "";
+  for (const std::string& key : section.switches)
+    if (!is_off(block.value_of(key))) return key;
+  return std::nullopt;
+}
+
+// One section: an object, on or off by its switches, its unknown keys noted (a near miss of a
+// switch is an error: ignoring it would leave the section off).
+void read_section(ConfigBlock& root, const Section& section, std::vector<std::string>& warnings) {
+  if (section.effect == Effect::kNone) root.accept_any(section.key);
+  if (!root.has(section.key)) return;
+  ConfigBlock block = root.child(section.key, BlockKind::kAsWritten);  // refuses a value that is not an object
+  const json& node = *root.value_of(section.key);
+  if (const std::optional<std::string> on = switched_on(section, block, node)) {
+    const std::string named = on->empty() ? block.where("") : block.where(*on) + " = " + node.at(*on).dump();
+    if (section.effect == Effect::kRefuse)
+      fail(named + " asks for " + section.what + ", which zerotune training does not support: " + section.why);
+    warnings.push_back(named + " (" + section.what + ") has no effect in zerotune: " + section.why + "; ignored");
+  }
+  if (section.fields == std::vector<std::string>{"*"}) {  // handed on whole: any key may be one DeepSpeed reads
+    for (const auto& [key, value] : node.items()) block.accept_any(key);
+    return;
+  }
+  for (const std::string& key : section.switches) block.read_any(key);
+  for (const std::string& key : section.fields) block.accept_any(key);
+  block.note_unread(std::string("is not read by DeepSpeed's ") + section.key + " section", warnings);
 }
 
 void read_gradient_averaging(ConfigBlock& root, std::vector<std::string>& warnings) {
-  const char* averaging = "is not supported: zerotune sums gradients in fp32 and divides once by the token count";
+  const char* averaging = "has no effect in zerotune: it sums gradients in fp32 and divides once by the token count";
   root.ignore_unless("prescale_gradients", false, averaging, warnings);
   root.ignore_unless("gradient_predivide_factor", 1.0, averaging, warnings);
   std::string op = root.get<std::string>("gradient_allreduce_op", "mean");
@@ -90,40 +74,84 @@ void read_gradient_averaging(ConfigBlock& root, std::vector<std::string>& warnin
              root.where("gradient_allreduce_op") + " '" + op + "' is not one of mean, sum (DeepSpeed's choices)");
   if (op == "sum")
     warnings.push_back(root.where("gradient_allreduce_op") +
-                       " sum is not supported: gradients are averaged over the ranks, as mean does; ignored");
+                       " sum has no effect in zerotune: gradients are averaged over the ranks, as mean does; ignored");
+}
+
+// The dtype one of DeepSpeed's names for it (its DtypeEnum) stands for; "" for another name.
+std::string dtype_named(std::string name) {
+  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+  for (const char* fp16 : {"fp16", "float16", "half", "torch.float16"})
+    if (name == fp16) return "fp16";
+  for (const char* bf16 : {"bf16", "bfloat16", "torch.bfloat16"})
+    if (name == bf16) return "bf16";
+  for (const char* fp32 : {"fp32", "float32", "float", "torch.float32"})
+    if (name == fp32) return "fp32";
+  return name == "int8" || name == "torch.int8" ? "int8" : "";
+}
+
+// data_types: grad_accum_dtype and buffer_dtype choose what zerotune fixes; param_dtype only
+// restates the precision, and DeepSpeed refuses one that disagrees with fp16/bf16.
+void read_data_types(ConfigBlock& root, const DeepSpeedConfig& config, std::vector<std::string>& warnings) {
+  ConfigBlock block = root.child("data_types", BlockKind::kAsWritten);
+  std::string named[3];
+  const char* keys[3] = {"grad_accum_dtype", "param_dtype", "buffer_dtype"};
+  for (int i = 0; i < 3; ++i) {
+    if (!block.has(keys[i])) continue;
+    const std::string name = block.get<std::string>(keys[i], "");
+    named[i] = dtype_named(name);
+    ZT_REQUIRE(!named[i].empty(),
+               block.where(keys[i]) + " '" + name + "' is not a dtype DeepSpeed knows (fp32, fp16, bf16, int8)");
+  }
+  if (!named[0].empty() && named[0] != "fp32")
+    warnings.push_back(block.where("grad_accum_dtype") + " = " + block.value_of("grad_accum_dtype")->dump() +
+                       " has no effect in zerotune: gradients accumulate in fp32; ignored");
+  const std::string precision = config.fp16 ? "fp16" : config.bf16 ? "bf16" : "fp32";
+  ZT_REQUIRE(named[1].empty() || named[1] == precision,
+             block.where("param_dtype") + " " + named[1] + " disagrees with the precision, " + precision +
+                 " (fp16/bf16 \"enabled\", or the flags), and DeepSpeed refuses that too: enable the matching "
+                 "block or remove param_dtype");
+  if (!named[2].empty())
+    warnings.push_back(block.where("buffer_dtype") + " = " + block.value_of("buffer_dtype")->dump() +
+                       " has no effect in zerotune: the model's buffers keep the dtype they are built in; ignored");
+  block.note_unread("is not read by DeepSpeed's data_types section", warnings);
+}
+
+// Parallel layouts zerotune does not train with: the data-parallel size, and what each rank
+// holds, would differ from what the config describes.
+void refuse_other_parallelism(ConfigBlock& root, std::vector<std::string>& warnings) {
+  if (const std::int64_t size = root.get<std::int64_t>("sequence_parallel_size", 1); size > 1)
+    fail(root.where("sequence_parallel_size") + " = " + std::to_string(size) +
+         " asks for DeepSpeed's Ulysses sequence parallelism (each sequence split over " + std::to_string(size) +
+         " GPUs, which divides the data-parallel size), which zerotune training does not support: remove it or "
+         "set it to 1");
+  if (root.has("seq_parallel_communication_data_type")) {
+    const std::string type = root.get<std::string>("seq_parallel_communication_data_type", "");
+    const std::string named = dtype_named(type);
+    ZT_REQUIRE(named == "fp32" || named == "fp16" || named == "bf16",
+               root.where("seq_parallel_communication_data_type") + " '" + type + "' is not one of fp32, fp16, bf16");
+  }
+  root.accept_any("seq_parallel_communication_data_type");  // sequence parallelism's, which is off here
+  if (!root.has("tensor_parallel")) return;
+  ConfigBlock block = root.child("tensor_parallel", BlockKind::kModel);
+  if (const std::int64_t size = block.get<std::int64_t>("autotp_size", 0); size > 1)  // 0 and 1 are both off
+    fail(block.where("autotp_size") + " = " + std::to_string(size) +
+         " asks for DeepSpeed's AutoTP training (each layer split over " + std::to_string(size) +
+         " GPUs), which zerotune training does not support: remove the tensor_parallel block (or set autotp_size "
+         "to 0) to train data-parallel, with ZeRO stage 3 to shard the weights over the GPUs");
+  for (const char* key : kTensorParallelFields) block.accept_any(key);
+  block.note_unread("is not read by DeepSpeed's tensor_parallel section", warnings);
 }
 
 }  // namespace
 
-void read_other_features(ConfigBlock& root, std::vector<std::string>& warnings) {
-  for (const SwitchedFeature& feature : kSwitchedFeatures) {
-    if (!root.has(feature.key)) continue;
-    root.child(feature.key, BlockKind::kAsWritten);  // refuses a value that is not an object
-    if (switched_on(*root.value_of(feature.key), feature.switch_key))
-      warnings.push_back(root.where(feature.key) + " " + feature.reason + "; ignored");
-  }
+void read_other_features(ConfigBlock& root, const DeepSpeedConfig& config, std::vector<std::string>& warnings) {
+  for (const Section& section : kSections) read_section(root, section, warnings);
   for (const char* key : kInertKeys) root.accept_any(key);
-  for (const Feature& feature : kPresentFeatures) root.ignore(feature.key, feature.reason, warnings);
-  root.ignore_unless("memory_breakdown", false, "is not supported: zerotune logs GPU memory itself", warnings);
-  root.ignore_unless("sparse_gradients", false, "is not supported: gradients are dense", warnings);
-  root.ignore_unless<std::int64_t>("sequence_parallel_size", 1, "(sequence parallelism) is not supported", warnings);
+  root.ignore_unless("memory_breakdown", false, "has no effect in zerotune: it logs GPU memory itself", warnings);
+  root.ignore_unless("sparse_gradients", false, "has no effect in zerotune: gradients are dense", warnings);
   read_gradient_averaging(root, warnings);
-  root.child("activation_checkpointing", BlockKind::kAsWritten);
-  if (root.has("activation_checkpointing") && !all_off(*root.value_of("activation_checkpointing")))
-    warnings.push_back(root.where("activation_checkpointing") +
-                       " configures deepspeed.checkpointing, which the models do not call: pass "
-                       "--gradient_checkpointing; ignored");
-  if (root.has("tensor_parallel")) {
-    ConfigBlock block = root.child("tensor_parallel", BlockKind::kModel);
-    if (block.get<std::int64_t>("autotp_size", 0) > 1)  // 0 and 1 are both off
-      warnings.push_back(block.where("autotp_size") + " (tensor parallelism in training) is not supported; ignored");
-  }
-  if (root.has("data_types")) {
-    ConfigBlock block = root.child("data_types", BlockKind::kAsWritten);
-    block.ignore_unless<std::string>("grad_accum_dtype", "fp32", "is not supported: gradients accumulate in fp32",
-                                     warnings);
-    block.warn_unused("is not supported", warnings);
-  }
+  refuse_other_parallelism(root, warnings);
+  read_data_types(root, config, warnings);
 }
 
 }  // namespace zt::train

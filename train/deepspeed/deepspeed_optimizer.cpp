@@ -38,8 +38,8 @@ OptimizerConfig read_optimizer(ConfigBlock block, std::vector<std::string>& warn
   params.accept<bool>("torch_adam");  // torch's implementation of the same update
   params.accept<bool>("set_grad_none");
   params.ignore_unless("fp32_optimizer_states", true, "is not supported (Adam's moments are fp32)", warnings);
-  params.warn_unused("is not a parameter of DeepSpeed's Adam", warnings);
-  block.warn_unused("is not used by DeepSpeed's optimizer block", warnings);
+  params.note_unread("is not a parameter of DeepSpeed's Adam", warnings);
+  block.note_unread("is not read by DeepSpeed's optimizer block", warnings);
   return optimizer;
 }
 

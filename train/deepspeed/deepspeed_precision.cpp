@@ -58,7 +58,7 @@ void read_precision(ConfigBlock& root, DeepSpeedConfig& config) {
   ZT_REQUIRE(!bf16 || !bfloat16 || *bf16 == *bfloat16,
              root.where("bf16") + " and bfloat16 (its older name) are both given and differ; keep bf16 only");
   const char* name = bf16 || !bfloat16 ? "bf16" : "bfloat16";
-  root.accept_any(bf16 ? "bfloat16" : "bf16");
+  if (bf16 && bfloat16) root.accept_any("bfloat16");  // equal to bf16, read as it
   config.bf16 = read_bf16(root.child(name, BlockKind::kModel), config.warnings);
   ZT_REQUIRE(!(config.fp16 && config.bf16),
              root.where("") + ": fp16 and " + name + " are both enabled; enable one (DeepSpeed refuses both)");

@@ -143,7 +143,7 @@ LrScheduleConfig read_scheduler(ConfigBlock block, std::vector<std::string>& war
                                      "the first step (a resumed run continues where its checkpoint stopped)",
                                      warnings);
   params.refuse_unknown(type + " (its parameters: " + listed(parameters_of(schedule.kind)) + ")");
-  block.warn_unused("is not used by DeepSpeed's scheduler block", warnings);
+  block.note_unread("is not read by DeepSpeed's scheduler block", warnings);
   return schedule;
 }
 

@@ -1,6 +1,6 @@
 // ds_config.json as DeepSpeed and HF Trainer read it: "auto" filling and where "auto" is left
 // to DeepSpeed, mismatches reported together, the batch triple's rules, the precision and
-// optimizer blocks, which keys warn, and the config given as text.
+// optimizer blocks, and the config given as text. Which keys warn: deepspeed_keys_test.cpp.
 #include <gtest/gtest.h>
 
 #include "tests/common/op_test_util.h"
@@ -231,60 +231,6 @@ TEST(DeepSpeedConfig, OptimizerBlock) {
                                         "params": {"max_grad_norm": 1.0}}})");
                            }),
                            {"optimizer.params.max_grad_norm", "gradient_clipping"});
-}
-
-// Keys switched off, left at DeepSpeed's default, or without effect under HF Trainer ask for
-// nothing and are not warned about.
-TEST(DeepSpeedConfig, KeysThatAskForNothingDoNotWarn) {
-  DeepSpeedConfig config = parsed(R"({"train_batch_size": 8, "steps_per_print": 10,
-      "wall_clock_breakdown": false, "memory_breakdown": false, "prescale_gradients": false,
-      "gradient_predivide_factor": 1.0, "sparse_gradients": false, "gradient_allreduce_op": "MEAN",
-      "zero_allow_untested_optimizer": true, "zero_force_ds_cpu_optimizer": false, "dataloader_drop_last": true,
-      "tensorboard": {"enabled": false, "output_path": "runs"}, "wandb": {"enabled": false},
-      "csv_monitor": {"enabled": false}, "flops_profiler": {"enabled": false, "profile_step": 1},
-      "comms_logger": {"enabled": false}, "amp": {"enabled": false}, "compile": {"deepcompile": false},
-      "activation_checkpointing": {"partition_activations": false, "cpu_checkpointing": false,
-                                   "number_checkpoints": null},
-      "checkpoint": {"use_node_local_storage": true}, "data_types": {"grad_accum_dtype": "fp32"},
-      "tensor_parallel": {"autotp_size": 1}, "communication_data_type": "FP32",
-      "zero_optimization": {"stage": 2, "allgather_partitions": true, "allgather_bucket_size": 5e8,
-                            "round_robin_gradients": true, "load_from_fp32_weights": true,
-                            "zero_quantized_weights": false, "mics_shard_size": -1}})");
-  EXPECT_TRUE(config.warnings.empty()) << all_warnings(config);
-}
-
-TEST(DeepSpeedConfig, KeysThatAskForWhatZerotuneDoesNotDoWarnOnce) {
-  DeepSpeedConfig config = parsed(R"({"train_batch_size": 8, "memory_breakdown": true,
-      "tensorboard": {"enabled": true}, "flops_profiler": {"enabled": true}, "prescale_gradients": true,
-      "activation_checkpointing": {"partition_activations": true}, "data_types": {"grad_accum_dtype": "bf16"},
-      "gradient_allreduce_op": "sum", "mystery_knob": 1,
-      "zero_optimization": {"stage": 2, "zero_quantized_gradients": true, "load_from_fp32_weights": false}})");
-  for (const char* key :
-       {"ds.json: memory_breakdown = true", "ds.json: tensorboard", "ds.json: flops_profiler",
-        "ds.json: prescale_gradients", "ds.json: activation_checkpointing", "data_types.grad_accum_dtype",
-        "gradient_allreduce_op", "ds.json: mystery_knob is not a DeepSpeed setting",
-        "zero_optimization.zero_quantized_gradients", "zero_optimization.load_from_fp32_weights"})
-    EXPECT_TRUE(has_warning(config, key)) << key << "\n" << all_warnings(config);
-  EXPECT_EQ(config.warnings.size(), 10u) << all_warnings(config);
-}
-
-// Ignoring a misspelt block (or key) would run without what it sets: it is refused with the
-// name it misspells. A key far from every known one is warned about, as DeepSpeed ignores it.
-TEST(DeepSpeedConfig, AMisspeltKeyIsRefusedWithTheNameItMisspells) {
-  auto error = [](const std::string& text) { return testing::error_of([&] { parsed(text); }); };
-  testing::expect_mentions(error(R"({"train_batch_size": 8, "zero_optimizaton": {"stage": 2}})"),
-                           {"ds.json: zero_optimizaton (did you mean zero_optimization?) is not a DeepSpeed setting",
-                            "correct the spelling"});
-  testing::expect_mentions(error(R"({"train_batch_size": 8, "optimzer": {"type": "AdamW"}, "gradient_cliping": 1})"),
-                           {"ds.json: gradient_cliping (did you mean gradient_clipping?), optimzer (did you mean "
-                            "optimizer?) are not DeepSpeed settings"});
-  testing::expect_mentions(error(R"({"train_batch_size": 8, "optimizer": {"type": "AdamW", "parms": {"lr": 1}}})"),
-                           {"ds.json: optimizer.parms (did you mean optimizer.params?)"});
-  testing::expect_mentions(
-      error(R"({"train_batch_size": 8, "optimizer": {"type": "AdamW", "params": {"weight_decy": 0.1}}})"),
-      {"ds.json: optimizer.params.weight_decy (did you mean optimizer.params.weight_decay?)"});
-  const DeepSpeedConfig config = parsed(R"({"train_batch_size": 8, "my_team_notes": "v2"})");
-  EXPECT_TRUE(has_warning(config, "ds.json: my_team_notes is not a DeepSpeed setting")) << all_warnings(config);
 }
 
 TEST(DeepSpeedConfig, WallClockBreakdownIsHonouredWithoutAWarning) {

@@ -1,6 +1,7 @@
 // Published DeepSpeed configs (tests/data/ds_configs/), each loaded with the flags a user of
 // that project passes, on a model of hidden size 64, 100 steps with 10 of warmup: the values
-// that decide the run, and the warnings, are DeepSpeed's reading of them.
+// that decide the run, and the warnings, are DeepSpeed's reading of them. Each is also read
+// without flags, as `zerotune estimate --deepspeed` reads it, with the same warnings or error.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -21,13 +22,26 @@ struct Launch {
 
 TrainingArguments arguments(const Launch& launch) { return deepspeed_test_arguments(launch.flags); }
 
-DeepSpeedConfig load(const std::string& file, const Launch& launch = {}) {
+DeepSpeedConfig load_for_training(const std::string& file, const Launch& launch) {
   const TrainingArguments args = arguments(launch);
   return load_deepspeed_config((kConfigs / file).string(), AutoFillContext{args, launch.world_size, 64, 100, 10});
 }
 
+DeepSpeedConfig load_without_flags(const std::string& file) {
+  const std::string path = (kConfigs / file).string();
+  return parse_deepspeed_without_flags(read_deepspeed_json(path), 64, path);
+}
+
+DeepSpeedConfig load(const std::string& file, const Launch& launch = {}) {
+  const DeepSpeedConfig config = load_for_training(file, launch);
+  EXPECT_EQ(load_without_flags(file).warnings, config.warnings) << file << ": the estimate's reading differs";
+  return config;
+}
+
 std::string error_loading(const std::string& file, const Launch& launch = {}) {
-  return testing::error_of([&] { load(file, launch); });
+  const std::string error = testing::error_of([&] { load_for_training(file, launch); });
+  EXPECT_EQ(testing::error_of([&] { load_without_flags(file); }), error) << file << ": the estimate's reading differs";
+  return error;
 }
 
 std::string joined(const std::vector<std::string>& warnings) {
@@ -188,11 +202,10 @@ TEST(RealConfigs, DeepSpeedExamples) {
     EXPECT_NE(joined(imagenet.warnings).find(key), std::string::npos) << key << "\n" << joined(imagenet.warnings);
   EXPECT_EQ(imagenet.warnings.size(), 3u) << joined(imagenet.warnings);
 
-  const DeepSpeedConfig tp = load("deepspeed_examples/tensor_parallel_hf_ds_config.json");
-  EXPECT_TRUE(tp.zero.stage3_gather_16bit_weights_on_model_save);
-  EXPECT_EQ(tp.scheduler->kind, ScheduleKind::kWarmupDecayLR);
-  ASSERT_EQ(tp.warnings.size(), 1u) << joined(tp.warnings);
-  testing::expect_mentions(tp.warnings[0], {"tensor_parallel.autotp_size"});
+  // AutoTP training splits each layer over the GPUs: refused, with how to train without it.
+  testing::expect_mentions(error_loading("deepspeed_examples/tensor_parallel_hf_ds_config.json"),
+                           {"tensor_parallel.autotp_size = 4 asks for DeepSpeed's AutoTP training",
+                            "remove the tensor_parallel block (or set autotp_size to 0)"});
 
   const DeepSpeedConfig bf16 = load("deepspeed_examples/bf16_master_weight_bf16_full.json",
                                     {2,
@@ -217,6 +230,72 @@ TEST(RealConfigs, DeepSpeedExamples) {
   expect_batch(pipe, 8, 4, 256);
   EXPECT_TRUE(pipe.optimizer->decoupled_weight_decay);
   EXPECT_TRUE(pipe.warnings.empty()) << joined(pipe.warnings);
+}
+
+// Comment keys and keys DeepSpeed does not read, as LLaMA-Factory and axolotl ship them.
+TEST(RealConfigs, CommentsAndKeysDeepSpeedDoesNotRead) {
+  // LLaMA-Factory's AutoTP example: its "_comment" passes; its AutoTP is what is refused.
+  const std::string autotp = "llama_factory/ds_z2_autotp_config.json";
+  testing::expect_mentions(error_loading(autotp), {"tensor_parallel.autotp_size = 2 asks for DeepSpeed's AutoTP "
+                                                   "training (each layer split over 2 GPUs)"});
+  nlohmann::json without_tp = read_deepspeed_json((kConfigs / autotp).string());
+  ASSERT_TRUE(without_tp.contains("_comment"));
+  without_tp.erase("tensor_parallel");
+  const TrainingArguments args = arguments({});
+  const DeepSpeedConfig z2 = load_deepspeed_config(without_tp.dump(), AutoFillContext{args, 2, 64, 100, 10});
+  EXPECT_EQ(z2.zero.stage, 2);
+  EXPECT_TRUE(z2.warnings.empty()) << joined(z2.warnings);
+
+  // comms_config and monitor_config are names of DeepSpeed's Python attributes, not keys it
+  // reads (its monitors are top-level tensorboard, wandb, csv_monitor, comet): a note each.
+  const DeepSpeedConfig fp8 = load("llama_factory/ds_z3_fp8_config.json");
+  EXPECT_EQ(fp8.zero.stage, 3);
+  EXPECT_TRUE(fp8.zero.offload_optimizer);
+  EXPECT_FALSE(fp8.zero.offload_pin_memory);
+  ASSERT_EQ(fp8.warnings.size(), 2u) << joined(fp8.warnings);
+  testing::expect_mentions(joined(fp8.warnings),
+                           {"comms_config (did you mean comms_logger?) is not a DeepSpeed setting",
+                            "monitor_config is not a DeepSpeed setting: DeepSpeed ignores it"});
+
+  // axolotl's torch.compile block: "backend" is a field of DeepSpeed 0.13-0.14.3's torch.compile
+  // settings; "disable" was never one. Compiling changes nothing here.
+  const DeepSpeedConfig compile = load("axolotl/zero1_torch_compile.json");
+  EXPECT_EQ(compile.zero.stage, 1);
+  ASSERT_EQ(compile.warnings.size(), 1u) << joined(compile.warnings);
+  testing::expect_mentions(compile.warnings[0],
+                           {"compile.disable is not read by DeepSpeed's compile section; ignored"});
+}
+
+// DeepSpeedExamples' configs for features zerotune does not have: each warned about by name,
+// or refused where it would train otherwise.
+TEST(RealConfigs, DeepSpeedExamplesFeatures) {
+  const DeepSpeedConfig tune = load("deepspeed_examples/autotuning_hf_ds_config_tune.json");
+  EXPECT_EQ(tune.micro_batch_per_gpu, 4);
+  ASSERT_EQ(tune.warnings.size(), 1u) << joined(tune.warnings);
+  testing::expect_mentions(tune.warnings[0], {"autotuning.enabled = true (DeepSpeed's autotuner) has no effect"});
+
+  const Launch small{2,
+                     {"--per_device_train_batch_size", "2", "--gradient_accumulation_steps", "1", "--learning_rate",
+                      "1e-4", "--adam_beta1", "0.8", "--weight_decay", "3e-7"}};
+  const DeepSpeedConfig ltd = load("deepspeed_examples/data_efficiency_gpt_base_random_ltd.json", small);
+  expect_batch(ltd, 2, 1, 4);
+  EXPECT_EQ(ltd.warnings.size(), 2u) << joined(ltd.warnings);
+  testing::expect_mentions(joined(ltd.warnings), {"data_efficiency.enabled = true", "prescale_gradients = true"});
+
+  Launch quantized{2,
+                   {"--per_device_train_batch_size", "4", "--gradient_accumulation_steps", "1", "--learning_rate",
+                    "1e-3", "--adam_beta1", "0.8", "--weight_decay", "3e-7", "--fp16"}};
+  const DeepSpeedConfig w8a8 = load("deepspeed_examples/compression_gpt2_W8A8_Qgroup64_fp16.json", quantized);
+  EXPECT_TRUE(w8a8.fp16);
+  EXPECT_EQ(w8a8.warnings.size(), 3u) << joined(w8a8.warnings);
+  testing::expect_mentions(joined(w8a8.warnings), {"compression_training (DeepSpeed's compression",
+                                                   "prescale_gradients = true", "sets none of initial_scale_power"});
+
+  // AutoSP: sequences split over 2 GPUs, which the batch sizes were written for.
+  testing::expect_mentions(
+      error_loading("deepspeed_examples/autosp_config.json",
+                    {1, {"--per_device_train_batch_size", "1", "--gradient_accumulation_steps", "1", "--bf16"}}),
+      {"sequence_parallel_size = 2 asks for DeepSpeed's Ulysses sequence parallelism"});
 }
 
 }  // namespace
