@@ -157,8 +157,13 @@ std::string size_list(const std::vector<double>& sizes) {
 
 std::string zero_name(const train::MemorySettings& s) {
   const std::string stage = "ZeRO stage " + std::to_string(s.stage);
-  if (s.offload_param) return stage + (s.offload ? " with optimizer and parameter offload" : " with parameter offload");
-  return stage + (s.offload ? " with" : " without") + " optimizer offload";
+  char share[48] = "";
+  if (s.offload && s.offload_ratio < 1.0)
+    std::snprintf(share, sizeof share, " (ratio %.1f: the CPU updates that share)", s.offload_ratio);
+  if (s.offload_param)
+    return stage +
+           (s.offload ? " with optimizer" + std::string(share) + " and parameter offload" : " with parameter offload");
+  return stage + (s.offload ? " with optimizer offload" + std::string(share) : " without optimizer offload");
 }
 
 // The table's offload column: none, cpu (the optimizer), param, both.
@@ -245,6 +250,7 @@ void print_table(const models::ModelConfig& config, train::MemorySettings settin
 std::string deepspeed_json(const train::MemorySettings& s) {
   nlohmann::ordered_json zero{{"stage", s.stage}};
   if (s.offload) zero["offload_optimizer"] = {{"device", "cpu"}};
+  if (s.offload && s.offload_ratio < 1.0) zero["offload_optimizer"]["ratio"] = s.offload_ratio;
   if (s.offload_param) zero["offload_param"] = {{"device", "cpu"}};
   return nlohmann::ordered_json{
       {"train_micro_batch_size_per_gpu", "auto"}, {"zero_optimization", zero}, {"bf16", {{"enabled", "auto"}}}}

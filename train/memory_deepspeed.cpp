@@ -80,16 +80,12 @@ DeepSpeedMemorySettings memory_settings_from_deepspeed(const std::string& path_o
     s.micro_batch = micro.get<std::int64_t>();
   }
 
-  // Only the ZeRO block reaches the parser, with a micro-batch it accepts: the rest of the
-  // config would be checked against training flags the estimate does not have.
-  json zero_only = {{"train_micro_batch_size_per_gpu", "auto"}};
-  if (config.contains("zero_optimization")) zero_only["zero_optimization"] = config["zero_optimization"];
-  args.per_device_train_batch_size = s.micro_batch;
-  args.gradient_accumulation_steps = 1;
-  const AutoFillContext context{.args = args, .world_size = s.world_size(), .hidden_size = hidden_size};
-  const DeepSpeedConfig parsed = parse_deepspeed_text(zero_only.dump(), context, read.source);
+  // Every key is judged as `zerotune train` judges it; the values HF compares with training
+  // flags are checked when `zerotune train` runs the config.
+  const DeepSpeedConfig parsed = parse_deepspeed_without_flags(config, hidden_size, read.source);
   s.stage = parsed.zero.stage;
   s.offload = parsed.zero.offload_optimizer;
+  s.offload_ratio = parsed.zero.offload_ratio;
   s.offload_param = parsed.zero.offload_param;
   s.reduce_bucket_size = parsed.zero.reduce_bucket_size;
   s.persistence_threshold = parsed.zero.stage3_param_persistence_threshold;

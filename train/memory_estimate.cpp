@@ -1,6 +1,7 @@
 #include "train/memory_estimate.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "models/peft/lora.h"
@@ -159,15 +160,18 @@ MemoryEstimate estimate_model_states(const models::ModelConfig& config, const Me
   // Stage 1 accumulates whole fp32 gradients until the boundary; the others only their part,
   // which optimizer offload keeps in host memory under ZeRO (one rank without ZeRO-3 runs
   // the single-device optimizer, whose gradients stay on the device).
-  const bool host_gradients = s.offload && (world > 1 || stage3);
+  // A partial offload (ratio below 1) keeps its gradients on the GPU, and the master weights
+  // and moments of the device's share.
+  const bool host_gradients = s.offload && s.offload_ratio >= 1.0 && (world > 1 || stage3);
   e.gpu.gradients = kFp32 * ((host_gradients ? 0 : owned) + (world > 1 && s.stage == 1 ? psi_trainable : 0));
   const std::int64_t wire = static_cast<std::int64_t>(dtype_size(s.communication_dtype.value_or(s.dtype)));
-  ModelStateBytes& optimizer_home = s.offload ? e.host : e.gpu;
-  optimizer_home.optimizer_state = 3 * kFp32 * owned;
-  if (s.offload) {  // the host's copies of the owned gradient and of the updated weights
-    e.host.gradients = kFp32 * owned;
-    e.host.parameters = width * owned;
-  }
+  const auto offloaded =
+      s.offload ? static_cast<std::int64_t>(std::llround(s.offload_ratio * static_cast<double>(owned))) : 0;
+  e.gpu.optimizer_state = 3 * kFp32 * (owned - offloaded);
+  e.host.optimizer_state = 3 * kFp32 * offloaded;
+  // The host's copies of its share's gradient and of the updated weights.
+  e.host.gradients = kFp32 * offloaded;
+  e.host.parameters = width * offloaded;
   e.host.parameters += width * host_weights;
   if (stage3) {
     const std::int64_t unit = largest_gathered_unit(config), bucket = std::min(unit, psi_trainable);

@@ -51,6 +51,7 @@ struct MemorySettings {
   int stage = 0;
   bool offload = false;
   bool offload_param = false;  // stage 3: each rank's shard of the working weights in host memory
+  double offload_ratio = 1.0;  // offload_optimizer.ratio: the CPU Adam's share; below 1 the gradients stay on the GPU
   int gpus_per_node = 1;
   int nodes = 1;
   std::int64_t micro_batch = 1;

@@ -7,6 +7,18 @@ bool fits(const MemoryEstimate& e, const MemoryBudget& budget) {
   return e.gpu_total() <= budget.gpu_bytes && (!budget.host_bytes || e.host_per_node() <= *budget.host_bytes);
 }
 
+// With optimizer offload, the smallest CPU share (ratio, in tenths) that still fits: the GPU
+// updates the rest while the CPU Adam runs (partial offload), so the step waits less.
+MemorySettings least_offloaded(const models::ModelConfig& config, MemorySettings s, const MemoryBudget& budget) {
+  if (!s.offload) return s;
+  for (int tenths = 1; tenths < 10; ++tenths) {
+    MemorySettings partial = s;
+    partial.offload_ratio = tenths / 10.0;
+    if (fits(estimate_memory(config, partial), budget)) return partial;
+  }
+  return s;
+}
+
 // Steps 1-3 for what `base` trains.
 std::optional<Recommendation> search(const models::ModelConfig& config, const MemorySettings& base,
                                      const MemoryBudget& budget) {
@@ -19,8 +31,10 @@ std::optional<Recommendation> search(const models::ModelConfig& config, const Me
         s.offload_param = row.offload_param;
         s.gradient_checkpointing = checkpointing;
         s.micro_batch = micro;
-        const MemoryEstimate e = estimate_memory(config, s);
-        if (fits(e, budget)) return Recommendation{.settings = s, .estimate = e};
+        if (fits(estimate_memory(config, s), budget)) {
+          s = least_offloaded(config, s, budget);
+          return Recommendation{.settings = s, .estimate = estimate_memory(config, s)};
+        }
       }
       if (base.gradient_checkpointing) break;  // already on: nothing more to try
     }

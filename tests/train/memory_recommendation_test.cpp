@@ -93,6 +93,24 @@ TEST(MemoryRecommendation, SevenBillionOnTwoToEightCardsOf24GiBOffloadsTheOptimi
   }
 }
 
+// Where the optimizer offload fits with room to spare, the GPU keeps as much of the update as
+// fits (partial offload, offload_optimizer.ratio): the smallest CPU share in tenths, with the
+// gradients on the GPU; one tenth less does not fit.
+TEST(MemoryRecommendation, OffloadKeepsTheLargestGpuShareThatFits) {
+  const MemoryBudget budget{.gpu_bytes = 48 * kGiB};
+  const std::optional<Recommendation> r = recommend(on_gpus(2), budget);
+  ASSERT_TRUE(r.has_value());
+  expect_real(*r, budget);
+  EXPECT_TRUE(r->settings.offload);
+  ASSERT_LT(r->settings.offload_ratio, 1.0) << "a 48 GiB card holds part of the update";
+  EXPECT_GT(r->settings.offload_ratio, 0.0);
+  EXPECT_GT(r->estimate.gpu.gradients, 0) << "a partial offload keeps the gradients on the GPU";
+  EXPECT_GT(r->estimate.gpu.optimizer_state, 0);
+  MemorySettings more_on_gpu = r->settings;
+  more_on_gpu.offload_ratio -= 0.1;
+  EXPECT_GT(estimate_memory(qwen25_7b(), more_on_gpu).gpu_total(), budget.gpu_bytes);
+}
+
 MemorySettings one_gpu_2048_checkpointed() {
   MemorySettings s = on_gpus(1);
   s.max_length = 2048;
