@@ -165,5 +165,31 @@ TEST_F(ReadmeOtherCommands, EveryFlagIsOneTheCommandsHelpLists) {
   EXPECT_GE(checked, 5) << "found too few README commands to check; has the README's layout changed?";
 }
 
+// The train commands' flags, alone or launched, as `zerotune train --help` (the binary's) lists
+// them under its sections; the values of README's enum flags among the choices shown.
+TEST_F(ReadmeOtherCommands, TrainFlagsAreInTrainHelp) {
+  const CliRun help = run_zerotune("train --help", dir_);
+  ASSERT_EQ(help.exit_code, 0) << help.output;
+  for (const char* section : {"\nModel and output:\n", "\nData:\n", "\nFine-tuning method:\n",
+                              "\nDeepSpeed and distributed:\n", "\nLogging and saving:\n"})
+    EXPECT_NE(help.output.find(section), std::string::npos) << section << " missing from\n" << help.output;
+  int checked = 0;
+  for (const ReadmeCommand& command : readme_commands()) {
+    const Words& words = command.words;
+    const auto train = std::find(words.begin(), words.end(), "train");
+    if (words.size() < 2 || (words[1] != "train" && words[1] != "launch") || train == words.end()) continue;
+    for (auto word = train + 1; word != words.end(); ++word) {
+      if (word->rfind("--", 0) != 0) continue;
+      EXPECT_TRUE(lists_flag(help.output, *word)) << *word << " is not in `zerotune train --help`: " << command.text;
+      const bool enum_flag = *word == "--finetuning_type" || *word == "--lr_scheduler_type";
+      if (enum_flag && word + 1 != words.end()) {
+        EXPECT_TRUE(lists_flag(help.output, *(word + 1))) << *word << " " << *(word + 1) << " not among its choices";
+      }
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 20) << "found too few README train flags to check; has the README's layout changed?";
+}
+
 }  // namespace
 }  // namespace zt::testing

@@ -27,6 +27,13 @@ struct ArgumentSpec {
   const char* help;
 };
 
+// The flags in the order and sections `zerotune train --help` shows them in.
+struct ArgumentSection {
+  const char* title;
+  std::vector<ArgumentSpec> specs;
+};
+const std::vector<ArgumentSection>& argument_sections();
+// Every honoured flag, section after section.
 const std::vector<ArgumentSpec>& argument_table();
 // Appends one line per missing, out-of-range or conflicting argument.
 void validate_training_arguments(const TrainingArguments& args, std::vector<std::string>& errors);
