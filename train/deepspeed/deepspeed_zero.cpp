@@ -35,12 +35,23 @@ void read_offload_optimizer(ConfigBlock block, ZeroConfig& zero, std::vector<std
   zero.offload_ratio = block.get("ratio", 1.0);
   ZT_REQUIRE(zero.offload_ratio >= 0.0 && zero.offload_ratio <= 1.0,
              block.where("ratio") + " must be in [0, 1] (DeepSpeed's range)");
-  const double cores = block.get("cpuadam_cores_perc", 0.8);
-  ZT_REQUIRE(cores >= 0.0 && cores <= 1.0,
-             block.where("cpuadam_cores_perc") + " must be in [0, 1] (DeepSpeed's range)");
+  // DeepSpeed's share of the cores for its CPU Adam; unset, zerotune takes every core given
+  // to the rank (ops/optim/cpu_adam.h), which DeepSpeed's default of 0.8 would not.
+  if (block.has("cpuadam_cores_perc")) {
+    const double cores = block.get("cpuadam_cores_perc", 0.8);
+    ZT_REQUIRE(cores > 0.0 && cores <= 1.0,
+               block.where("cpuadam_cores_perc") + " must be in (0, 1]: the share of the rank's cores");
+    zero.offload_cpu_cores_share = cores;
+  }
   block.accept<std::string>("nvme_path");
   block.get_at_least<std::int64_t>("buffer_count", 4, 0);
   for (const char* key : {"pipeline_read", "pipeline_write", "fast_init"}) block.accept<bool>(key);
+  // DeepSpeed's NVMe swapping settings; offloading to host memory has no swap buffers.
+  for (const char* key : {"nvme_path", "buffer_count", "pipeline_read", "pipeline_write", "fast_init"})
+    if (zero.offload_optimizer && block.has(key))
+      warnings.push_back(block.where(key) +
+                         " applies to NVMe offload only: with device cpu the optimizer state lives in host memory "
+                         "whole; ignored");
   block.ignore_unless("super_offload", false, "is not supported (the CPU Adam is zerotune's own)", warnings);
   block.refuse_unknown("DeepSpeed's offload_optimizer block");
 }

@@ -145,6 +145,23 @@ TEST(DeepSpeedZero, OffloadRatioIsTheCpuShare) {
   }
 }
 
+// The offload_optimizer fields of NVMe swapping are named in a warning with device cpu;
+// cpuadam_cores_perc, when given, is the CPU Adam's share of the rank's cores.
+TEST(DeepSpeedZero, OffloadOptimizerFieldsAreHonouredOrNamed) {
+  const DeepSpeedConfig nvme_fields = zero(R"({"stage": 2, "offload_optimizer": {"device": "cpu", "buffer_count": 4,
+                                               "fast_init": false, "pipeline_read": false}})");
+  for (const char* key : {"buffer_count", "fast_init", "pipeline_read"})
+    EXPECT_TRUE(has_warning(nvme_fields, std::string("offload_optimizer.") + key + " applies to NVMe offload only"))
+        << key;
+  EXPECT_FALSE(nvme_fields.zero.offload_cpu_cores_share.has_value());
+  EXPECT_EQ(zero(R"({"stage": 2, "offload_optimizer": {"device": "cpu", "cpuadam_cores_perc": 0.5}})")
+                .zero.offload_cpu_cores_share,
+            0.5);
+  EXPECT_NE(zero_error(R"({"stage": 2, "offload_optimizer": {"device": "cpu", "cpuadam_cores_perc": 0}})")
+                .find("cpuadam_cores_perc"),
+            std::string::npos);
+}
+
 // Under stage 3, offload_param {device: cpu} keeps the weights' shards in host memory; the
 // NVMe buffer sizes are named in a warning, and NVMe itself is refused with what to write.
 TEST(DeepSpeedZero, ParameterOffloadUnderStage3) {
