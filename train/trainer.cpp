@@ -416,9 +416,25 @@ double Trainer::evaluate() {
       .mean();
 }
 
+// reduce_lr_on_plateau: HF's Trainer steps it with each evaluation's metric during training
+// (not the evaluation on start, nor do_eval's at the end).
+void Trainer::step_plateau_schedule(double eval_loss) {
+  const double before = schedule_.rate(scheduler_step_);
+  if (!schedule_.observe_metric(eval_loss) || !is_main_rank()) return;
+  progress_.clear();
+  ZT_LOG(kInfo, "step " << state_.global_step << ": eval_loss has not improved on " << schedule_.plateau_state().best
+                        << " for more than " << plan_.schedule.plateau.patience
+                        << " evaluations (reduce_lr_on_plateau): learning rate " << before << " -> "
+                        << schedule_.rate(scheduler_step_));
+}
+
 void Trainer::maybe_evaluate_and_save(bool epoch_ended) {
   const std::int64_t step = state_.global_step;
-  if (evaluation_due(args_, plan_, step, state_.epoch, epoch_ended)) record(eval_entry(evaluate(), state_));
+  if (evaluation_due(args_, plan_, step, state_.epoch, epoch_ended)) {
+    const double eval_loss = evaluate();
+    record(eval_entry(eval_loss, state_));
+    step_plateau_schedule(eval_loss);
+  }
   const bool save_now = (args_.save_strategy == IntervalStrategy::kSteps && step % plan_.save_steps == 0) ||
                         (args_.save_strategy == IntervalStrategy::kEpoch && epoch_ended);
   if (save_now) save_checkpoint_now();

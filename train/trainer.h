@@ -93,6 +93,7 @@ class Trainer {
   void add_memory(nlohmann::json& entry) const;
   void add_offload(nlohmann::json& entry) const;
   void record(const nlohmann::json& entry);
+  void step_plateau_schedule(double eval_loss);
   void maybe_evaluate_and_save(bool epoch_ended);
   // train/trainer_checkpoint.cpp
   CheckpointRanks checkpoint_ranks() const;

@@ -2,6 +2,8 @@
 // part in both (train/checkpoint/checkpoint_ranks.h): each writes and reads only the optimizer state it
 // holds.
 
+#include <cmath>
+
 #include "runtime/generator.h"
 #include "runtime/log.h"
 #include "train/checkpoint/checkpoint_ranks.h"
@@ -9,6 +11,28 @@
 #include "train/trainer.h"
 
 namespace zt::train {
+namespace {
+
+// reduce_lr_on_plateau's state; the best is null before the first evaluation (JSON has no inf).
+nlohmann::json plateau_json(const PlateauState& state) {
+  return {{"best", std::isfinite(state.best) ? nlohmann::json(state.best) : nlohmann::json()},
+          {"bad_evaluations", state.bad_evaluations},
+          {"cooldown_counter", state.cooldown_counter},
+          {"evaluations", state.evaluations},
+          {"lr", state.lr}};
+}
+
+PlateauState plateau_from_json(const nlohmann::json& json, const PlateauState& fresh) {
+  PlateauState state = fresh;
+  if (!json.at("best").is_null()) state.best = json.at("best").get<double>();
+  state.bad_evaluations = json.at("bad_evaluations").get<std::int64_t>();
+  state.cooldown_counter = json.at("cooldown_counter").get<std::int64_t>();
+  state.evaluations = json.at("evaluations").get<std::int64_t>();
+  state.lr = json.at("lr").get<double>();
+  return state;
+}
+
+}  // namespace
 
 CheckpointRanks Trainer::checkpoint_ranks() const {
   return {.comm = comm_, .device = model_.model->device(), .zero_stage = comm_ ? plan_.zero.stage : 0};
@@ -30,6 +54,7 @@ void Trainer::save_checkpoint_now() {
                              {"world_size", world_size()},
                              {"loss_scaler", to_json(scaler_.state())},
                              {"rng", {{"seed", rng.seed}, {"offset", rng.offset}}}};
+  if (schedule_.on_plateau()) save.contents.run_state["lr_plateau"] = plateau_json(schedule_.plateau_state());
   save.contents.training_args = nlohmann::json::parse(training_arguments_json(args_));
   if (!args_.save_only_model) save.optimizer = optimizer_.get();
   save.optimizer_step = scheduler_step_;  // the updates applied: DeepSpeed does not count skipped steps
@@ -55,6 +80,9 @@ void Trainer::resume(const std::string& directory) {
   state_.global_step = run.at("global_step").get<std::int64_t>();
   restore_data_position(run);
   scaler_.restore(loss_scaler_state_from_json(run.at("loss_scaler")));
+  // A checkpoint of a run on another schedule has none: the plateau starts afresh.
+  if (schedule_.on_plateau() && run.contains("lr_plateau"))
+    schedule_.restore_plateau_state(plateau_from_json(run["lr_plateau"], schedule_.plateau_state()));
   default_generator().set_state(
       {run.at("rng").at("seed").get<std::uint64_t>(), run.at("rng").at("offset").get<std::uint64_t>()});
   state_.epoch = epoch_progress();

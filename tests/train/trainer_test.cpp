@@ -335,6 +335,44 @@ TEST_F(TrainerRun, EvaluationIsLoggedAsHfDoes) {
   EXPECT_EQ(evals, 2);
 }
 
+// reduce_lr_on_plateau, stepped with each evaluation's eval_loss as HF's Trainer steps it. An
+// absolute threshold of 100 makes every evaluation after the first a bad one, so with patience
+// 0 each halves the rate the next step trains at; a run resumed from step 3 continues from the
+// plateau's saved state.
+TEST_F(TrainerRun, ReduceLrOnPlateauHalvesTheRateAfterEachBadEvaluationAndResumes) {
+  const std::vector<std::string> plateau = {
+      "--max_steps",           "6",
+      "--logging_steps",       "1",
+      "--eval_strategy",       "steps",
+      "--eval_steps",          "1",
+      "--validation_file",     "v",
+      "--lr_scheduler_type",   "reduce_lr_on_plateau",
+      "--lr_scheduler_kwargs", R"({"factor": 0.5, "patience": 0, "threshold": 100,
+                                                                        "threshold_mode": "abs"})"};
+  const auto rates = [](const TrainerState& state) {
+    std::vector<double> out;
+    for (const auto& entry : state.log_history)
+      if (entry.contains("learning_rate")) out.push_back(entry["learning_rate"].get<double>());
+    return out;
+  };
+  std::vector<std::string> saving = plateau;
+  saving.insert(saving.end(), {"--save_strategy", "steps", "--save_steps", "3"});
+  auto [model, state] = run(arguments(saving));
+  const std::vector<double> straight = rates(state);
+  ASSERT_EQ(straight.size(), 6u);
+  const double expected[] = {3e-3, 3e-3, 1.5e-3, 7.5e-4, 3.75e-4, 1.875e-4};
+  for (std::size_t i = 0; i < 6; ++i) EXPECT_DOUBLE_EQ(straight[i], expected[i]) << "step " << i + 1;
+  const nlohmann::json run_state = nlohmann::json::parse(std::ifstream(dir_ / "checkpoint-3" / "zerotune_state.json"));
+  EXPECT_EQ(run_state["lr_plateau"]["evaluations"], 3) << run_state.dump();
+
+  std::vector<std::string> resuming = plateau;
+  resuming.insert(resuming.end(), {"--resume_from_checkpoint", (dir_ / "checkpoint-3").string()});
+  auto [again, resumed] = run(arguments(resuming));
+  const std::vector<double> continued = rates(resumed);
+  ASSERT_EQ(continued.size(), 6u);
+  for (std::size_t i = 3; i < 6; ++i) EXPECT_DOUBLE_EQ(continued[i], expected[i]) << "resumed step " << i + 1;
+}
+
 TEST_F(TrainerRun, EveryLogEntryGoesToTheJsonlFileAndTheCurvesAreDrawn) {
   auto [model, state] = run(arguments({"--max_steps", "6", "--logging_steps", "2", "--eval_strategy", "steps",
                                        "--eval_steps", "3", "--validation_file", "v"}));

@@ -7,6 +7,7 @@
 #include "runtime/error.h"
 #include "text/chat_template/chat_template.h"
 #include "train/args/argument_table.h"
+#include "train/optim/lr_scheduler_kwargs.h"
 
 namespace zt::train {
 namespace {
@@ -98,6 +99,29 @@ void check_data(const TrainingArguments& args, std::vector<std::string>& errors)
   require(!args.eval_on_start || has_eval, errors, "--eval_on_start" + eval_data);
 }
 
+// --lr_scheduler_type's options as transformers checks them, and reduce_lr_on_plateau's needs:
+// evaluations during training (HF's __post_init__ requires an eval strategy) whose metric is the
+// eval_loss zerotune computes.
+void check_schedule(const TrainingArguments& args, std::vector<std::string>& errors) {
+  const nlohmann::json kwargs =
+      nlohmann::json::parse(args.lr_scheduler_kwargs.empty() ? "{}" : args.lr_scheduler_kwargs, nullptr, false);
+  if (!kwargs.is_object())
+    return errors.push_back("--lr_scheduler_kwargs must be a JSON object, got '" + args.lr_scheduler_kwargs + "'");
+  LrScheduleConfig scratch;
+  scratch.kind = hf_schedule_kind(args.lr_scheduler_type);  // one of the flag's choices
+  std::vector<std::string> notes;                           // the training plan repeats them
+  read_lr_scheduler_kwargs(kwargs, args.learning_rate, scratch, errors, notes);
+  if (scratch.kind != ScheduleKind::kReduceOnPlateau) return;
+  require(args.eval_strategy != IntervalStrategy::kNo, errors,
+          "--lr_scheduler_type reduce_lr_on_plateau requires an eval strategy: it lowers the rate when eval_loss "
+          "stops improving (--eval_strategy steps or epoch, with evaluation data)");
+  const nlohmann::json metric = args.other_arguments.value("metric_for_best_model", nlohmann::json());
+  require(metric.is_null() || metric == "loss" || metric == "eval_loss", errors,
+          "--lr_scheduler_type reduce_lr_on_plateau steps on metric_for_best_model " + metric.dump() +
+              ", but zerotune's evaluation computes eval_loss only; drop metric_for_best_model (it defaults to "
+              "loss)");
+}
+
 // LLaMA-Factory's stages other than sft and pt train something else than a language model.
 void check_stage(const TrainingArguments& args, std::vector<std::string>& errors) {
   static const std::vector<std::pair<std::string, std::string>> stages = {{"rm", "reward modelling"},
@@ -125,14 +149,7 @@ void check_combinations(const TrainingArguments& args, std::vector<std::string>&
   static const std::regex device("auto|cpu|cuda|cuda:[0-9]+");
   require(std::regex_match(args.device, device), errors,
           "--device '" + args.device + "' is not accepted; use auto, cpu, cuda or cuda:N");
-  if (!args.lr_scheduler_kwargs.empty()) {
-    nlohmann::json kwargs = nlohmann::json::parse(args.lr_scheduler_kwargs, nullptr, false);
-    require(kwargs.is_object(), errors,
-            "--lr_scheduler_kwargs must be a JSON object, got '" + args.lr_scheduler_kwargs + "'");
-    for (const char* key : {"min_lr_rate", "min_lr"})
-      require(!kwargs.is_object() || !kwargs.contains(key) || kwargs[key].is_number(), errors,
-              std::string("--lr_scheduler_kwargs: ") + key + " must be a number");
-  }
+  check_schedule(args, errors);
   if (args.deepspeed_inline()) {
     nlohmann::json ds = nlohmann::json::parse(args.deepspeed, nullptr, false);
     require(ds.is_object(), errors,

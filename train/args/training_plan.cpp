@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "runtime/error.h"
+#include "train/optim/lr_scheduler_kwargs.h"
 
 namespace zt::train {
 namespace {
@@ -14,32 +15,34 @@ std::int64_t steps_per_epoch(std::int64_t micro_batches, std::int64_t accumulati
   return std::max<std::int64_t>(1, (micro_batches + accumulation - 1) / accumulation);
 }
 
-// HF's "constant" schedule ignores warm-up without a word; a user who asked for warm-up steps
-// is told, once, which schedule would honour them.
-void warn_of_ignored_warmup(TrainingPlan& plan) {
-  if (plan.schedule.kind != ScheduleKind::kConstant || plan.schedule.warmup_steps <= 0) return;
-  plan.warnings.push_back("--warmup_steps/--warmup_ratio ask for " + std::to_string(plan.schedule.warmup_steps) +
-                          " warm-up steps, but --lr_scheduler_type constant has no warm-up (as in HF): the rate is "
-                          "constant from step 1; use --lr_scheduler_type constant_with_warmup to warm up");
+// HF's "constant" and "reduce_lr_on_plateau" schedules ignore warm-up without a word; a user who
+// asked for warm-up steps is told, once. Then what the schedule's options and phases mean
+// (`kwargs_notes`: options without effect).
+void warn_about_schedule(TrainingPlan& plan, const std::vector<std::string>& kwargs_notes) {
+  const ScheduleKind kind = plan.schedule.kind;
+  if ((kind == ScheduleKind::kConstant || kind == ScheduleKind::kReduceOnPlateau) && plan.schedule.warmup_steps > 0)
+    plan.warnings.push_back(
+        "--warmup_steps/--warmup_ratio ask for " + std::to_string(plan.schedule.warmup_steps) +
+        " warm-up steps, but --lr_scheduler_type " +
+        (kind == ScheduleKind::kConstant
+             ? "constant has no warm-up (as in HF): the rate is constant from step 1; use --lr_scheduler_type "
+               "constant_with_warmup to warm up"
+             : "reduce_lr_on_plateau has no warm-up (as in HF): the rate starts at --learning_rate"));
+  plan.warnings.insert(plan.warnings.end(), kwargs_notes.begin(), kwargs_notes.end());
+  for (const std::string& warning : lr_schedule_warnings(plan.schedule)) plan.warnings.push_back(warning);
 }
 
-LrScheduleConfig hf_schedule(const TrainingArguments& args, std::int64_t total, std::int64_t warmup) {
+LrScheduleConfig hf_schedule(const TrainingArguments& args, std::int64_t total, std::int64_t warmup,
+                             std::vector<std::string>& warnings) {
   LrScheduleConfig schedule;
   schedule.kind = hf_schedule_kind(args.lr_scheduler_type);
   schedule.peak_lr = args.learning_rate;
   schedule.total_steps = total;
   schedule.warmup_steps = warmup;
-  if (schedule.kind == ScheduleKind::kCosineWithMinLr) {
-    nlohmann::json kwargs = nlohmann::json::parse(args.lr_scheduler_kwargs.empty() ? "{}" : args.lr_scheduler_kwargs);
-    if (kwargs.contains("min_lr_rate")) {
-      schedule.min_lr_rate = kwargs["min_lr_rate"].get<double>();
-    } else {
-      ZT_REQUIRE(kwargs.contains("min_lr"),
-                 "--lr_scheduler_type cosine_with_min_lr needs --lr_scheduler_kwargs "
-                 "'{\"min_lr_rate\": 0.1}' or '{\"min_lr\": 1e-6}'");
-      schedule.min_lr_rate = kwargs["min_lr"].get<double>() / args.learning_rate;
-    }
-  }
+  std::vector<std::string> errors;  // none: validate_training_arguments read the same options
+  read_lr_scheduler_kwargs(nlohmann::json::parse(args.lr_scheduler_kwargs.empty() ? "{}" : args.lr_scheduler_kwargs),
+                           args.learning_rate, schedule, errors, warnings);
+  ZT_REQUIRE(errors.empty(), errors.empty() ? "" : errors.front());
   return schedule;
 }
 
@@ -96,12 +99,13 @@ TrainingPlan plan_training(const TrainingArguments& args, const MicroBatchCounte
   const std::int64_t warmup = args.warmup_steps_for(plan.max_steps);
   plan.precision = args.bf16 ? Precision::kBFloat16 : args.fp16 ? Precision::kFloat16 : Precision::kFloat32;
   plan.optimizer = {args.learning_rate, args.adam_beta1, args.adam_beta2, args.adam_epsilon, args.weight_decay, true};
-  plan.schedule = hf_schedule(args, plan.max_steps, warmup);
+  std::vector<std::string> kwargs_notes;
+  plan.schedule = hf_schedule(args, plan.max_steps, warmup, kwargs_notes);
   plan.max_grad_norm = args.max_grad_norm;
   if (plan.precision == Precision::kFloat16) plan.loss_scaler = LossScalerConfig{};
   resolve_intervals(plan, args);
   if (args.deepspeed.empty()) {
-    warn_of_ignored_warmup(plan);
+    warn_about_schedule(plan, kwargs_notes);
     return plan;
   }
 
@@ -121,11 +125,13 @@ TrainingPlan plan_training(const TrainingArguments& args, const MicroBatchCounte
     plan.steps_per_epoch = steps_per_epoch(count_micro_batches(plan.micro_batch), plan.accumulation);
     if (args.max_steps <= 0)
       plan.max_steps = static_cast<std::int64_t>(std::ceil(args.num_train_epochs * plan.steps_per_epoch));
-    plan.schedule = hf_schedule(args, plan.max_steps, args.warmup_steps_for(plan.max_steps));
+    kwargs_notes.clear();
+    plan.schedule = hf_schedule(args, plan.max_steps, args.warmup_steps_for(plan.max_steps), kwargs_notes);
   }
   plan.max_grad_norm = ds.gradient_clipping;
   if (ds.optimizer) plan.optimizer = *ds.optimizer;
   if (ds.scheduler) {
+    kwargs_notes.clear();  // the config's scheduler replaces --lr_scheduler_type
     plan.schedule = *ds.scheduler;
     if (plan.schedule.peak_lr_from_optimizer) plan.schedule.peak_lr = plan.optimizer.lr;
   }
@@ -135,7 +141,7 @@ TrainingPlan plan_training(const TrainingArguments& args, const MicroBatchCounte
   plan.zero = ds.zero;
   plan.wall_clock_breakdown = ds.wall_clock_breakdown;
   plan.warnings = ds.warnings;
-  warn_of_ignored_warmup(plan);
+  warn_about_schedule(plan, kwargs_notes);
   resolve_intervals(plan, args);
   return plan;
 }

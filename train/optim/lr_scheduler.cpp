@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numbers>
+#include <utility>
 
 #include "runtime/error.h"
 
@@ -15,20 +16,37 @@ std::string joined(const std::vector<std::string>& names) {
   return out;
 }
 
-double warmup_fraction(std::int64_t step, std::int64_t warmup_steps) {
-  return static_cast<double>(step) / static_cast<double>(std::max<std::int64_t>(1, warmup_steps));
-}
-
 bool is_deepspeed(ScheduleKind kind) {
   return kind == ScheduleKind::kWarmupLR || kind == ScheduleKind::kWarmupDecayLR ||
          kind == ScheduleKind::kWarmupCosineLR || kind == ScheduleKind::kOneCycle || kind == ScheduleKind::kLRRangeTest;
 }
 
+// transformers' SchedulerType values, in its order, each with its kind.
+const std::vector<std::pair<std::string, ScheduleKind>>& hf_schedules() {
+  static const std::vector<std::pair<std::string, ScheduleKind>> schedules = {
+      {"linear", ScheduleKind::kLinear},
+      {"cosine", ScheduleKind::kCosine},
+      {"cosine_with_restarts", ScheduleKind::kCosineWithRestarts},
+      {"polynomial", ScheduleKind::kPolynomial},
+      {"constant", ScheduleKind::kConstant},
+      {"constant_with_warmup", ScheduleKind::kConstantWithWarmup},
+      {"inverse_sqrt", ScheduleKind::kInverseSqrt},
+      {"reduce_lr_on_plateau", ScheduleKind::kReduceOnPlateau},
+      {"cosine_with_min_lr", ScheduleKind::kCosineWithMinLr},
+      {"cosine_warmup_with_min_lr", ScheduleKind::kCosineWarmupWithMinLr},
+      {"warmup_stable_decay", ScheduleKind::kWarmupStableDecay},
+  };
+  return schedules;
+}
+
 }  // namespace
 
 const std::vector<std::string>& hf_schedule_names() {
-  static const std::vector<std::string> names = {"linear", "cosine", "cosine_with_min_lr", "constant",
-                                                 "constant_with_warmup"};
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const auto& [name, kind] : hf_schedules()) out.push_back(name);
+    return out;
+  }();
   return names;
 }
 
@@ -39,12 +57,9 @@ const std::vector<std::string>& deepspeed_schedule_names() {
 }
 
 ScheduleKind hf_schedule_kind(const std::string& name) {
-  static const ScheduleKind kinds[] = {ScheduleKind::kLinear, ScheduleKind::kCosine, ScheduleKind::kCosineWithMinLr,
-                                       ScheduleKind::kConstant, ScheduleKind::kConstantWithWarmup};
-  const auto& names = hf_schedule_names();
-  auto it = std::find(names.begin(), names.end(), name);
-  ZT_REQUIRE(it != names.end(), "--lr_scheduler_type '" + name + "' is not supported; accepted: " + joined(names));
-  return kinds[it - names.begin()];
+  for (const auto& [candidate, kind] : hf_schedules())
+    if (candidate == name) return kind;
+  zt::fail("--lr_scheduler_type '" + name + "' is not supported; accepted: " + joined(hf_schedule_names()));
 }
 
 ScheduleKind deepspeed_schedule_kind(const std::string& type) {
@@ -62,33 +77,20 @@ LrSchedule::LrSchedule(const LrScheduleConfig& config) : config_(config) {
   ZT_REQUIRE(config.warmup_steps >= 0, "warmup steps must be >= 0, got " + std::to_string(config.warmup_steps));
   ZT_REQUIRE(config.min_lr_rate >= 0.0 && config.min_lr_rate <= 1.0,
              "cosine_with_min_lr: min_lr_rate must be in [0, 1], got " + std::to_string(config.min_lr_rate));
+  ZT_REQUIRE(config.kind != ScheduleKind::kPolynomial || config.peak_lr > config.hf.lr_end,
+             "polynomial: lr_end (" + std::to_string(config.hf.lr_end) + ") must be smaller than initial lr (" +
+                 std::to_string(config.peak_lr) + ")");
+  ZT_REQUIRE(config.plateau.factor < 1.0, "reduce_lr_on_plateau: factor should be < 1.0");
   // DeepSpeed warms up over at least two steps, so that log(warmup) is never zero.
   if (is_deepspeed(config_.kind)) config_.warmup_steps = std::max<std::int64_t>(2, config_.warmup_steps);
+  plateau_.best = config_.plateau.maximize ? -HUGE_VAL : HUGE_VAL;
+  plateau_.lr = config_.peak_lr;
 }
 
 double LrSchedule::rate(std::int64_t step) const {
   if (is_deepspeed(config_.kind)) return deepspeed_rate(step - 1);
+  if (on_plateau()) return plateau_.lr;
   return config_.peak_lr * hf_factor(step);
-}
-
-double LrSchedule::hf_factor(std::int64_t step) const {
-  const std::int64_t warmup = config_.warmup_steps;
-  if (config_.kind == ScheduleKind::kConstant) return 1.0;
-  if (step < warmup) return warmup_fraction(step, warmup);
-  const double after = static_cast<double>(std::max<std::int64_t>(1, config_.total_steps - warmup));
-  const double progress = static_cast<double>(step - warmup) / after;
-  switch (config_.kind) {
-    case ScheduleKind::kLinear:
-      return std::max(0.0, static_cast<double>(config_.total_steps - step) / after);
-    case ScheduleKind::kCosine:
-      return std::max(0.0, 0.5 * (1.0 + std::cos(std::numbers::pi * progress)));
-    case ScheduleKind::kCosineWithMinLr: {
-      const double cosine = 0.5 * (1.0 + std::cos(std::numbers::pi * progress));
-      return std::max(0.0, cosine * (1.0 - config_.min_lr_rate) + config_.min_lr_rate);
-    }
-    default:
-      return 1.0;  // constant_with_warmup after its warmup
-  }
 }
 
 // The share of the warmup done once `last` updates have been counted (last < warmup).

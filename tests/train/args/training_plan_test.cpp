@@ -68,6 +68,66 @@ TEST(TrainingPlan, WarmupWithTheConstantScheduleWarns) {
                   .warnings.empty());
 }
 
+// --lr_scheduler_kwargs reach the schedule (tests/train/optim/lr_scheduler_hf_test.cpp has the
+// rates); problems with them are usage errors reported with the others, before any loading.
+TEST(TrainingPlan, ScheduleKwargsReachTheSchedule) {
+  TrainingPlan plan = plan_training(args_with({"--max_steps", "20", "--lr_scheduler_type", "polynomial",
+                                               "--lr_scheduler_kwargs", R"({"lr_end": 1e-6, "power": 2})"}),
+                                    ten_samples);
+  EXPECT_EQ(plan.schedule.kind, ScheduleKind::kPolynomial);
+  EXPECT_DOUBLE_EQ(plan.schedule.hf.lr_end, 1e-6);
+  EXPECT_DOUBLE_EQ(plan.schedule.hf.power, 2.0);
+  EXPECT_TRUE(plan.warnings.empty());
+  plan = plan_training(args_with({"--max_steps", "20", "--lr_scheduler_type", "warmup_stable_decay",
+                                  "--lr_scheduler_kwargs", R"({"num_decay_steps": 5, "decay_type": "linear"})"}),
+                       ten_samples);
+  EXPECT_EQ(plan.schedule.hf.num_decay_steps, 5);
+  EXPECT_EQ(plan.schedule.hf.decay_type, WsdShape::kLinear);
+  EXPECT_TRUE(plan.warnings.empty());
+  plan = plan_training(args_with({"--max_steps", "20", "--lr_scheduler_type", "inverse_sqrt", "--lr_scheduler_kwargs",
+                                  R"({"timescale": 50})"}),
+                       ten_samples);
+  ASSERT_EQ(plan.warnings.size(), 1u);
+  testing::expect_mentions(plan.warnings[0], {"timescale", "no effect", "inverse_sqrt", "10000 without warmup"});
+  const std::string msg = testing::error_of([] {
+    parse_training_arguments({"--model_name_or_path", "m", "--output_dir", "o", "--train_file", "t",
+                              "--lr_scheduler_type", "cosine_with_restarts", "--lr_scheduler_kwargs",
+                              R"({"cycles": 2})", "--lr_scheduler_kwargs", "[1]"});
+  });
+  testing::expect_mentions(msg, {"--lr_scheduler_kwargs must be a JSON object"});
+  testing::expect_mentions(
+      testing::error_of([] {
+        parse_training_arguments({"--model_name_or_path", "m", "--output_dir", "o", "--train_file", "t",
+                                  "--lr_scheduler_type", "cosine_with_restarts", "--lr_scheduler_kwargs",
+                                  R"({"cycles": 2})"});
+      }),
+      {"--lr_scheduler_kwargs for cosine_with_restarts: cycles is not an option", "it takes num_cycles"});
+}
+
+// As HF's __post_init__: reduce_lr_on_plateau needs evaluations during training, on the loss;
+// it has no warm-up, which a user asking for one is told.
+TEST(TrainingPlan, ReduceLrOnPlateauNeedsEvaluations) {
+  testing::expect_mentions(testing::error_of([] {
+                             args_with({"--lr_scheduler_type", "reduce_lr_on_plateau"});
+                           }),
+                           {"reduce_lr_on_plateau requires an eval strategy", "--eval_strategy steps or epoch"});
+  testing::expect_mentions(testing::error_of([] {
+                             args_with({"--lr_scheduler_type", "reduce_lr_on_plateau", "--eval_strategy", "steps",
+                                        "--validation_file", "v", "--metric_for_best_model", "accuracy"});
+                           }),
+                           {"metric_for_best_model \"accuracy\"", "eval_loss only"});
+  TrainingPlan plan =
+      plan_training(args_with({"--lr_scheduler_type", "reduce_lr_on_plateau", "--eval_strategy", "steps",
+                               "--validation_file", "v", "--lr_scheduler_kwargs", R"({"patience": 2, "factor": 0.5})",
+                               "--max_steps", "10", "--warmup_steps", "2", "--metric_for_best_model", "eval_loss"}),
+                    ten_samples);
+  EXPECT_EQ(plan.schedule.kind, ScheduleKind::kReduceOnPlateau);
+  EXPECT_EQ(plan.schedule.plateau.patience, 2);
+  EXPECT_DOUBLE_EQ(plan.schedule.plateau.factor, 0.5);
+  ASSERT_EQ(plan.warnings.size(), 1u);
+  testing::expect_mentions(plan.warnings[0], {"2 warm-up steps", "reduce_lr_on_plateau has no warm-up"});
+}
+
 TEST(TrainingPlan, IntervalsBelowOneAreSharesOfTheSteps) {
   // 10 micro-batches of 1, 4 epochs: 40 steps.
   TrainingPlan plan = plan_training(

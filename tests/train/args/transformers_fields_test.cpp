@@ -353,9 +353,10 @@ TEST(TransformersFields, ListAndDictFieldsTakeTheirHfForms) {
                            "--label_names has no effect"})
     EXPECT_NE(all.find(part), std::string::npos) << part << "\n" << all;
   EXPECT_TRUE(parse({"--report_to", "none"}).warnings.empty());
-  EXPECT_NE(error_for({"--lr_scheduler_kwargs", R"({"min_lr_rate": "low"})"})
-                .find("--lr_scheduler_kwargs: min_lr_rate must be a number"),
-            std::string::npos);
+  EXPECT_NE(
+      error_for({"--lr_scheduler_type", "cosine_with_min_lr", "--lr_scheduler_kwargs", R"({"min_lr_rate": "low"})"})
+          .find("--lr_scheduler_kwargs for cosine_with_min_lr: min_lr_rate must be a number"),
+      std::string::npos);
   const std::string msg = error_for({"--gradient_checkpointing_kwargs", "{use_reentrant: false}"});
   EXPECT_NE(msg.find("--gradient_checkpointing_kwargs looks like a JSON object but is not valid JSON"),
             std::string::npos)
