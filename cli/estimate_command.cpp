@@ -36,11 +36,13 @@ constexpr const char* kUsage =
     "needs (model states; stage 3's gathered modules; activations of a packed micro-batch of B x S\n"
     "tokens; the fused loss; a 1 GiB reserve) and the GiB of host memory each node needs, and marks the\n"
     "rows that fit --gpu_memory, or without it GPUs of 24, 40, 48, 80, 96 and 141 GiB (and the visible\n"
-    "GPU's). Then it recommends the fastest configuration that fits, with the `zerotune train` flags\n"
-    "that run it: stages 0, 1, 2, then 1-2 with optimizer offload, then 3, then 3 with optimizer\n"
-    "offload, then 3 with parameter offload, the slowest (param, then both); in each, gradient\n"
-    "checkpointing only when needed and the micro-batch halved only when needed; LoRA only when no\n"
-    "full fine-tuning fits. Needs no GPU. The model states are zerotune's own buffers;\n"
+    "GPU's). Then it recommends the fastest configuration that fits within 90% of the GPU (the rest\n"
+    "is headroom for fragmentation and the CUDA context), with the `zerotune train` flags that run\n"
+    "it: stages 0, 1, 2, then 1-2 with optimizer offload (each at the asked micro-batch, then halved);\n"
+    "only when none fits, the same with gradient checkpointing, then stage 3 and 3 with optimizer\n"
+    "offload (whose engine recomputes every layer); then 3 with parameter offload, the slowest (param,\n"
+    "then both); LoRA only when no full fine-tuning fits. Needs no GPU. The model states are\n"
+    "zerotune's own buffers;\n"
     "docs/TRAINING.md (Memory) says how they differ from DeepSpeed's.\n"
     "  --num_gpus             GPUs per node (also --num_gpus_per_node), default the visible GPUs (1 with\n"
     "                         none); the world is N x M ranks\n"
@@ -302,9 +304,19 @@ void print_recommendation(const train::Recommendation& r, const train::MemorySet
   std::cout << "  zerotune train" << train_flags(r, flags) << " ...\n";
 }
 
+// Why a row the table marks as fitting may not be the one recommended.
+std::string headroom_note(double budget) {
+  std::ostringstream text;
+  text << "(a recommendation uses at most " << train::kUsableGpuShare * 100 << "% of the GPU, "
+       << std::floor(budget * train::kUsableGpuShare * 100) / 100
+       << " GiB here: the rest is headroom for allocator fragmentation, the CUDA context and library workspaces)";
+  return text.str();
+}
+
 std::string nothing_fits(double budget, std::optional<double> host) {
   return "nothing fits " + budget_text(budget, host) +
-         ", not even LoRA with gradient checkpointing and micro-batch 1: lower --max_length, use more GPUs" +
+         ", not even LoRA with gradient checkpointing and micro-batch 1 within " +
+         size_text(budget * train::kUsableGpuShare) + " GiB: lower --max_length, use more GPUs" +
          (host ? " or more host memory" : "");
 }
 
@@ -327,9 +339,10 @@ void print_recommendations(const models::ModelConfig& config, const train::Memor
       print_recommendation(*r, settings, flags, budgets[0], host);
     else
       std::cout << nothing_fits(budgets[0], host) << "\n";
+    std::cout << headroom_note(budgets[0]) << "\n";
     return;
   }
-  std::cout << "recommended, by GPU memory:\n";
+  std::cout << "recommended, by GPU memory (each within " << train::kUsableGpuShare * 100 << "% of the GPU):\n";
   for (double budget : budgets) {
     const auto r = recommend(config, settings, flags, budget, host);
     std::cout << cell(size_text(budget), 6)

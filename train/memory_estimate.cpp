@@ -94,8 +94,7 @@ std::int64_t activation_bytes(const models::ModelConfig& c, const MemorySettings
   const std::int64_t width = static_cast<std::int64_t>(dtype_size(s.dtype));
   const std::int64_t layer = tokens * layer_bytes_per_token(c, width);
   const std::int64_t top = tokens * (2 * c.hidden_size * width + kFp32);  // the final norm's input and output
-  const bool recomputes = s.gradient_checkpointing || runs_zero3_engine(s);
-  if (!recomputes) return c.num_layers * layer + top + layer;
+  if (!recomputes_layers(s)) return c.num_layers * layer + top + layer;
   // Each layer's input, then during backward one layer recomputed and its gradients.
   return c.num_layers * tokens * c.hidden_size * width + top + 2 * layer;
 }
@@ -181,6 +180,8 @@ MemoryEstimate estimate_model_states(const models::ModelConfig& config, const Me
   }
   return e;
 }
+
+bool recomputes_layers(const MemorySettings& s) { return s.gradient_checkpointing || runs_zero3_engine(s); }
 
 MemoryEstimate estimate_memory(const models::ModelConfig& config, const MemorySettings& settings) {
   MemoryEstimate e = estimate_model_states(config, settings);

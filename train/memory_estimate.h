@@ -93,6 +93,10 @@ struct MemoryEstimate {
 
 MemoryEstimate estimate_memory(const models::ModelConfig& config, const MemorySettings& settings);
 
+// Whether backward recomputes each layer's forward: gradient checkpointing, or stage 3's
+// engine, which always does (it gathers each module again for its backward).
+bool recomputes_layers(const MemorySettings& settings);
+
 // The model states alone (what the trainer's start-up report is compared with).
 MemoryEstimate estimate_model_states(const models::ModelConfig& config, const MemorySettings& settings);
 

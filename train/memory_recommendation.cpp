@@ -3,8 +3,9 @@
 namespace zt::train {
 namespace {
 
+// Within the GPU share a recommendation may use, and the host memory when it is known.
 bool fits(const MemoryEstimate& e, const MemoryBudget& budget) {
-  return e.gpu_total() <= budget.gpu_bytes && (!budget.host_bytes || e.host_per_node() <= *budget.host_bytes);
+  return e.gpu_total() <= budget.usable_gpu_bytes() && (!budget.host_bytes || e.host_per_node() <= *budget.host_bytes);
 }
 
 // With optimizer offload, the smallest CPU share (ratio, in tenths) that still fits: the GPU
@@ -19,26 +20,39 @@ MemorySettings least_offloaded(const models::ModelConfig& config, MemorySettings
   return s;
 }
 
-// Steps 1-3 for what `base` trains.
-std::optional<Recommendation> search(const models::ModelConfig& config, const MemorySettings& base,
-                                     const MemoryBudget& budget) {
+// The first of the rows with (or without) parameter offload that fits, in kFastestFirst's
+// order, each at the asked micro-batch and then halved. With `recompute` every row recomputes
+// its layers in backward (gradient checkpointing turned on where the row would not already);
+// without it, rows that recompute anyway (stage 3's engine) wait for the pass with it.
+std::optional<Recommendation> first_fitting_row(const models::ModelConfig& config, const MemorySettings& base,
+                                                const MemoryBudget& budget, bool parameter_offload, bool recompute) {
   for (const ZeroRow& row : kFastestFirst) {
-    for (bool checkpointing : {base.gradient_checkpointing, true}) {
-      for (std::int64_t micro = base.micro_batch; micro >= 1; micro /= 2) {
-        MemorySettings s = base;
-        s.stage = row.stage;
-        s.offload = row.offload;
-        s.offload_param = row.offload_param;
-        s.gradient_checkpointing = checkpointing;
-        s.micro_batch = micro;
-        if (fits(estimate_memory(config, s), budget)) {
-          s = least_offloaded(config, s, budget);
-          return Recommendation{.settings = s, .estimate = estimate_memory(config, s)};
-        }
+    if (row.offload_param != parameter_offload) continue;
+    for (std::int64_t micro = base.micro_batch; micro >= 1; micro /= 2) {
+      MemorySettings s = base;
+      s.stage = row.stage;
+      s.offload = row.offload;
+      s.offload_param = row.offload_param;
+      s.micro_batch = micro;
+      if (recompute && !recomputes_layers(s)) s.gradient_checkpointing = true;
+      if (recomputes_layers(s) != recompute) break;
+      if (fits(estimate_memory(config, s), budget)) {
+        s = least_offloaded(config, s, budget);
+        return Recommendation{.settings = s, .estimate = estimate_memory(config, s)};
       }
-      if (base.gradient_checkpointing) break;  // already on: nothing more to try
     }
   }
+  return std::nullopt;
+}
+
+// Steps 1-3 for what `base` trains: recomputation (when not asked for) before parameter offload.
+std::optional<Recommendation> search(const models::ModelConfig& config, const MemorySettings& base,
+                                     const MemoryBudget& budget) {
+  for (bool parameter_offload : {false, true})
+    for (bool recompute : {false, true}) {
+      if (!recompute && base.gradient_checkpointing) continue;  // asked for: every row recomputes
+      if (auto found = first_fitting_row(config, base, budget, parameter_offload, recompute)) return found;
+    }
   return std::nullopt;
 }
 
