@@ -33,7 +33,8 @@ constexpr const char* kUsage =
     "(\"\"\") starts a turn of several lines, sent when the next such line ends it. /reset starts a\n"
     "new conversation, /exit leaves; Ctrl-C stops the current answer. A thinking model's reasoning\n"
     "(Qwen3's <think> block) is shown after 'reasoning:', dimmed on a terminal, and its answer after\n"
-    "'answer:'.\n"
+    "'answer:'. An answer cut at its length limit is followed by a line saying so and what raises\n"
+    "the limit (by default an answer gets up to 2048 new tokens, fewer where the context ends first).\n"
     "  --system   a system prompt put ahead of every conversation (also --default_system, LLaMA-Factory's\n"
     "             name)\n";
 
@@ -60,10 +61,18 @@ class InterruptScope {
   void (*previous_)(int);
 };
 
+// What came of a turn: the answer's new tokens, and a line for the user when the answer was
+// cut at its length limit or the conversation has no room left for one.
+struct ChatAnswer {
+  std::vector<std::int64_t> ids;
+  std::string note;
+  bool no_room = false;  // nothing was generated: the conversation fills the context
+};
+
 // One prompt's answer: its new tokens, each streamed through `sink`, stopping early once
 // `cancelled` says so.
-using Answer = std::function<std::vector<std::int64_t>(
-    const std::vector<std::int64_t>& prompt, const infer::TokenSink& sink, const std::function<bool()>& cancelled)>;
+using Answer = std::function<ChatAnswer(const std::vector<std::int64_t>& prompt, const infer::TokenSink& sink,
+                                        const std::function<bool()>& cancelled)>;
 
 // The terminal's side of the chat: tokenizer, template and history.
 class Conversation {
@@ -95,9 +104,10 @@ class Conversation {
       text += piece;
       printer.put(piece);
     };
+    ChatAnswer answer;
     {
       InterruptScope scope;
-      generate({prompt.ids.begin(), prompt.ids.end()}, print, [] { return interrupted.load(); });
+      answer = generate({prompt.ids.begin(), prompt.ids.end()}, print, [] { return interrupted.load(); });
       const std::string rest = stream.finish();
       text += rest;
       printer.put(rest);
@@ -105,6 +115,11 @@ class Conversation {
       if (interrupted) std::cout << " [stopped]";
     }
     std::cout << "\n";
+    if (!interrupted && !answer.note.empty()) std::cout << answer.note << "\n";
+    if (answer.no_room) {
+      history_.pop_back();  // the question was never answered: leave it out of the next turn's prompt
+      return;
+    }
     history_.push_back({"assistant", text});
   }
 
@@ -156,6 +171,28 @@ void converse(Conversation& conversation, const LineReader& read_line, const Ans
   }
 }
 
+// Generates the answer to `prompt` through `run`, its length fitted to the room the
+// conversation leaves, and says so when the answer is cut or there is no room.
+ChatAnswer answer_turn(const Flags& flags, const models::CausalLM& model, const models::GenerationOptions& options,
+                       const std::vector<std::int64_t>& prompt,
+                       const std::function<std::vector<std::int64_t>(const models::GenerationOptions&)>& run) {
+  const models::FittedAnswer fitted = answer_options(options, model, prompt.size());
+  ChatAnswer answer;
+  if (fitted.limit == models::AnswerLimit::kContext && fitted.options.max_new_tokens == 0) {
+    answer.no_room = true;
+    answer.note = "[no room for an answer: the conversation (" + std::to_string(prompt.size()) +
+                  " tokens) fills the model's context of " + std::to_string(models::context_length(model.config())) +
+                  " tokens; /reset starts a new conversation]";
+    return answer;
+  }
+  answer.ids = run(fitted.options);
+  if (cut_at_limit(fitted.options, answer.ids))
+    answer.note = "[answer cut at " + std::to_string(answer.ids.size()) +
+                  " new tokens: " + limit_reason(fitted, flags, model) +
+                  (fitted.limit == models::AnswerLimit::kContext ? "; /reset starts a new conversation]" : "]");
+  return answer;
+}
+
 int chat_on_one_device(Flags& flags) {
   const std::string dir = flags["--model_name_or_path"];
   Conversation conversation(flags, dir);
@@ -169,7 +206,9 @@ int chat_on_one_device(Flags& flags) {
     return line;
   };
   converse(conversation, read_line, [&](const auto& prompt, const auto& sink, const auto& cancelled) {
-    return engine.run({{prompt, options}}, sink, cancelled)[0];
+    return answer_turn(flags, model, options, prompt, [&](const models::GenerationOptions& fitted) {
+      return engine.run({{prompt, fitted}}, sink, cancelled)[0];
+    });
   });
   return 0;
 }
@@ -183,7 +222,12 @@ void chat_on_rank(const Flags& flags, Conversation& conversation, infer::TensorP
   if (rank.comm.rank() != 0) {
     // Rank 0 acts on Ctrl-C for all (a launcher forwards it to every process).
     if (infer::launched_as_ranks()) std::signal(SIGINT, SIG_IGN);
-    while (std::optional<std::vector<std::int64_t>> prompt = turns.receive()) engine.run({{*prompt, options}});
+    // The same fitted length as rank 0's: the same prompt on the same model.
+    while (std::optional<std::vector<std::int64_t>> prompt = turns.receive()) {
+      const models::FittedAnswer fitted = answer_options(options, rank.shard, prompt->size());
+      if (fitted.limit != models::AnswerLimit::kContext || fitted.options.max_new_tokens > 0)
+        engine.run({{*prompt, fitted.options}});
+    }
     return;
   }
   // A rank of `zerotune launch` runs in a process group of its own, which the terminal stops
@@ -196,7 +240,9 @@ void chat_on_rank(const Flags& flags, Conversation& conversation, infer::TensorP
   auto read_line = [&] { return lines.next(kKeepAliveInterval, [&] { turns.send_keep_alive(); }); };
   converse(conversation, read_line, [&](const auto& prompt, const auto& sink, const auto& cancelled) {
     turns.send_turn(prompt);
-    return engine.run({{prompt, options}}, sink, cancelled)[0];
+    return answer_turn(flags, rank.shard, options, prompt, [&](const models::GenerationOptions& fitted) {
+      return engine.run({{prompt, fitted}}, sink, cancelled)[0];
+    });
   });
   turns.send_end();
 }

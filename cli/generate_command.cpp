@@ -118,13 +118,30 @@ void print_results(const std::string& format, const Prompts& prompts,
 }
 
 // Counts finished prompts for the progress bar: a prompt is done at an eos id or its limit.
-infer::TokenSink progress_sink(train::ProgressBar& bar, const models::GenerationOptions& options,
+infer::TokenSink progress_sink(train::ProgressBar& bar, const std::vector<infer::GenerationRequest>& requests,
                                std::vector<std::int64_t>& produced, std::int64_t& finished) {
-  return [&bar, &options, &produced, &finished](std::size_t request, std::int64_t token) {
+  return [&bar, &requests, &produced, &finished](std::size_t request, std::int64_t token) {
+    const models::GenerationOptions& options = requests[request].options;
     const auto& eos = options.eos_token_ids;
     if (++produced[request] == options.max_new_tokens || std::find(eos.begin(), eos.end(), token) != eos.end())
       bar.update(++finished, 0.0);
   };
+}
+
+// One line on stderr when answers stopped at their length limit rather than at a stop token,
+// saying what set the limit (the first cut answer's) and how to raise it.
+void report_cut_answers(const Flags& flags, const models::CausalLM& model,
+                        const std::vector<models::FittedAnswer>& fitted,
+                        const std::vector<std::vector<std::int64_t>>& results) {
+  std::size_t cut = 0, first = 0;
+  for (std::size_t i = 0; i < results.size(); ++i)
+    if (cut_at_limit(fitted[i].options, results[i]) && cut++ == 0) first = i;
+  if (cut == 0) return;
+  const std::string which = results.size() == 1
+                                ? "the answer was"
+                                : std::to_string(cut) + " of " + std::to_string(results.size()) + " answers were";
+  std::cerr << "generate: " << which << " cut at the length limit (finish_reason \"length\"; the first at "
+            << results[first].size() << " new tokens: " << limit_reason(fitted[first], flags, model) << ")\n";
 }
 
 // What every rank needs before it generates: the prompts, tokenized.
@@ -155,7 +172,11 @@ using RunRequests = std::function<std::vector<std::vector<std::int64_t>>(
 void generate(const Flags& flags, const Inputs& in, const models::CausalLM& model, const RunRequests& run, bool shows) {
   models::GenerationOptions options = generation_options_from(flags, in.dir, model, *in.tokenizer, in.chat.get());
   std::vector<infer::GenerationRequest> requests;
-  for (const auto& ids : in.prompts.ids) requests.push_back({ids, options});
+  std::vector<models::FittedAnswer> fitted;
+  for (const auto& ids : in.prompts.ids) {
+    fitted.push_back(answer_options(options, model, ids.size()));
+    requests.push_back({ids, fitted.back().options});
+  }
   if (!shows) {
     run(requests, {});
     return;
@@ -166,7 +187,7 @@ void generate(const Flags& flags, const Inputs& in, const models::CausalLM& mode
   train::ProgressBar bar(0, static_cast<std::int64_t>(requests.size()), to_file && isatty(STDERR_FILENO));
   std::vector<std::int64_t> produced(requests.size(), 0);
   std::int64_t finished = 0;
-  infer::TokenSink sink = progress_sink(bar, options, produced, finished);
+  infer::TokenSink sink = progress_sink(bar, requests, produced, finished);
   if (streamed) sink = [&stream](std::size_t, std::int64_t token) { std::cout << stream.put(token) << std::flush; };
 
   std::vector<std::vector<std::int64_t>> results = run(requests, sink);
@@ -179,6 +200,7 @@ void generate(const Flags& flags, const Inputs& in, const models::CausalLM& mode
   } else {
     print_results(in.format, in.prompts, results, *in.tokenizer, options);
   }
+  report_cut_answers(flags, model, fitted, results);
 }
 
 int generate_text(Flags& flags) {

@@ -13,7 +13,8 @@ namespace zt::cli {
 
 const char* const kGenerationUsage =
     "  --max_new_tokens N, --min_new_tokens N   new tokens per answer (defaults from\n"
-    "                           generation_config.json, else 20 and 0)\n"
+    "                           generation_config.json, else up to 2048, fewer where the model's\n"
+    "                           context or the file's max_length leaves less; and 0)\n"
     "  --do_sample [true|false] --temperature T --top_k K --top_p P --repetition_penalty R --seed S\n"
     "                           transformers' sampling settings; unset ones come from\n"
     "                           generation_config.json (greedy when it has none)\n"
@@ -44,6 +45,10 @@ int run_generation_command(const std::vector<std::string>& args, FlagSpec spec, 
   spec.positive_flags.insert({"--max_batch", "--block_size", "--tp"});
   const std::string full_usage = std::string(usage) + kGenerationUsage + kHubModelUsage;
   return run_with_flags(args, spec, full_usage.c_str(), [&body](Flags& flags) {
+    ZT_REQUIRE_USAGE(
+        !flags.count("--merge_lora") || flags.at("--merge_lora") != "true" || flags.count("--adapter_name_or_path"),
+        "--merge_lora merges a LoRA adapter into the weights: add --adapter_name_or_path with a LoRA "
+        "adapter");
     resolve_model_flag(flags);
     return body(flags);
   });
@@ -54,7 +59,10 @@ models::GenerationOptions generation_options_from(const Flags& flags, const std:
                                                   const models::ChatTemplate* chat_template) {
   models::GenerationOptions options = models::load_generation_options(model_dir, model.config());
   auto flag = [&](const char* name) { return flags.count(name) ? &flags.at(name) : nullptr; };
-  if (auto v = flag("--max_new_tokens")) options.max_new_tokens = integer_flag("--max_new_tokens", *v);
+  if (auto v = flag("--max_new_tokens")) {
+    options.max_new_tokens = integer_flag("--max_new_tokens", *v);
+    options.max_new_tokens_set = true;
+  }
   if (auto v = flag("--min_new_tokens")) options.min_new_tokens = integer_flag("--min_new_tokens", *v);
   if (auto v = flag("--do_sample")) options.do_sample = *v == "true";
   if (auto v = flag("--temperature")) options.temperature = number_flag("--temperature", *v);
@@ -69,8 +77,43 @@ models::GenerationOptions generation_options_from(const Flags& flags, const std:
   if (stops.empty()) add_stop(tokenizer.special_ids().eos);
   if (chat_template != nullptr)
     for (const std::string& token : chat_template->end_of_turn_tokens()) add_stop(tokenizer.token_to_id(token));
-  models::check_generation_options(options);
+  // generation_config.json was checked as it was read: what fails now, the flags brought.
+  try {
+    models::check_generation_options(options);
+  } catch (const Error& e) {
+    fail_usage(std::string("the sampling flags: ") + e.what());
+  }
   return options;
+}
+
+models::FittedAnswer answer_options(const models::GenerationOptions& options, const models::CausalLM& model,
+                                    std::size_t prompt_tokens) {
+  const auto tokens = static_cast<std::int64_t>(prompt_tokens);
+  return models::fit_answer_length(options, tokens, infer::answer_room(model, tokens));
+}
+
+bool cut_at_limit(const models::GenerationOptions& options, const std::vector<std::int64_t>& generated) {
+  const auto& stops = options.eos_token_ids;
+  const bool stopped = !generated.empty() && std::find(stops.begin(), stops.end(), generated.back()) != stops.end();
+  return !stopped && static_cast<std::int64_t>(generated.size()) >= options.max_new_tokens;
+}
+
+std::string limit_reason(const models::FittedAnswer& fitted, const Flags& flags, const models::CausalLM& model) {
+  const std::string raise = "; a larger --max_new_tokens allows more";
+  switch (fitted.limit) {
+    case models::AnswerLimit::kSet:
+      return flags.count("--max_new_tokens") ? "--max_new_tokens " + flags.at("--max_new_tokens") + raise
+                                             : "generation_config.json's max_new_tokens" + raise;
+    case models::AnswerLimit::kDefault:
+      return "zerotune's default of " + std::to_string(models::kDefaultMaxNewTokens) + " new tokens" + raise;
+    case models::AnswerLimit::kMaxLength:
+      return "generation_config.json's max_length of " + std::to_string(fitted.options.max_length) +
+             " tokens, which counts the prompt too" + raise;
+    case models::AnswerLimit::kContext:
+      break;
+  }
+  return "the prompt and answer fill the model's context of " + std::to_string(models::context_length(model.config())) +
+         " tokens (" + model.config().source + ")";
 }
 
 namespace {
@@ -80,7 +123,8 @@ models::CausalLM as_asked(const Flags& flags, models::CausalLM model) {
   model.set_small_m_layers(flags.count("--fused_decode") && flags.at("--fused_decode") == "true");
   if (!flags.count("--merge_lora") || flags.at("--merge_lora") != "true") return model;
   if (model.lora().empty())
-    fail("--merge_lora merges a LoRA adapter into the weights: add --adapter_name_or_path with a LoRA adapter");
+    fail("--merge_lora merges a LoRA adapter into the weights, but --adapter_name_or_path " +
+         flags.at("--adapter_name_or_path") + " holds no LoRA matrices (a prefix-tuning adapter?)");
   models::merge_lora(model);
   return model;
 }
@@ -124,12 +168,17 @@ int tensor_parallel_size(const Flags& flags) {
 
 void run_tensor_parallel_from_flags(Flags& flags, const std::function<void(infer::TensorParallelRank&)>& body) {
   const int size = tensor_parallel_size(flags);
-  models::check_tensor_parallel_size(models::load_config(flags.at("--model_name_or_path")), size);
+  const models::ModelConfig config = models::load_config(flags.at("--model_name_or_path"));
+  try {
+    models::check_tensor_parallel_size(config, size);
+  } catch (const Error& e) {
+    fail_usage(e.what());  // --tp's value does not suit this model
+  }
   const std::string device_flag = flags.count("--device") ? flags.at("--device") : "";
-  ZT_REQUIRE(!infer::launched_as_ranks() || device_flag.rfind("cuda:", 0) != 0,
-             "--device " + device_flag +
-                 " under a launcher: each tensor-parallel rank uses the GPU of its "
-                 "LOCAL_RANK; give --device cuda or leave it out");
+  ZT_REQUIRE_USAGE(!infer::launched_as_ranks() || device_flag.rfind("cuda:", 0) != 0,
+                   "--device " + device_flag +
+                       " under a launcher: each tensor-parallel rank uses the GPU of its "
+                       "LOCAL_RANK; give --device cuda or leave it out");
   const Device device = check_run_device(flags);
   const DType dtype = dtype_from_flags(flags, device);
   // The whole model goes to the host, not the GPU: only the shards need the device's memory.

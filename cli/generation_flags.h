@@ -37,6 +37,18 @@ models::GenerationOptions generation_options_from(const Flags& flags, const std:
                                                   const models::CausalLM& model, const models::Tokenizer& tokenizer,
                                                   const models::ChatTemplate* chat_template);
 
+// The options of one prompt of `prompt_tokens` on `model`: generation_options_from's, with the
+// answer's length fitted to the room the prompt leaves (models::fit_answer_length).
+models::FittedAnswer answer_options(const models::GenerationOptions& options, const models::CausalLM& model,
+                                    std::size_t prompt_tokens);
+
+// Whether `generated` stopped at its length limit rather than at a stop id: a cut answer.
+bool cut_at_limit(const models::GenerationOptions& options, const std::vector<std::int64_t>& generated);
+
+// What set the limit an answer of `fitted` was cut at, and how to raise it, for a message:
+// "--max_new_tokens 64; a larger --max_new_tokens allows more".
+std::string limit_reason(const models::FittedAnswer& fitted, const Flags& flags, const models::CausalLM& model);
+
 infer::EngineOptions engine_options_from(const Flags& flags);
 
 // --device's device (flags.h), checked before a model goes there: a GPU must be one zerotune's

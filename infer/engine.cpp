@@ -1,6 +1,7 @@
 #include "infer/engine.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "infer/continuous_batch.h"
 #include "runtime/device.h"
@@ -37,6 +38,13 @@ KvCachePlan plan_kv_cache(const models::CausalLM& model, const EngineOptions& op
     plan.blocks = std::min(plan.blocks, static_cast<std::int64_t>(free_bytes * memory_share) / plan.block_bytes);
   }
   return plan;
+}
+
+std::int64_t answer_room(const models::CausalLM& model, std::int64_t prompt_tokens) {
+  const std::int64_t context = models::context_length(model.config());
+  if (context == 0) return std::numeric_limits<std::int64_t>::max();
+  const std::int64_t first_position = models::first_position_after(model.prefix_positions(), prefix_length_of(model));
+  return context - first_position - prompt_tokens;
 }
 
 Engine::Engine(const models::CausalLM& model, EngineOptions options) : model_(model), options_(options) {

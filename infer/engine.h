@@ -48,6 +48,11 @@ struct KvCachePlan {
 KvCachePlan plan_kv_cache(const models::CausalLM& model, const EngineOptions& options,
                           const std::vector<GenerationRequest>& requests, double memory_share = 0.9);
 
+// Positions of `model`'s context that a prompt of `prompt_tokens` leaves for its answer
+// (counted after a PEFT prefix that takes positions); negative when the prompt alone does not
+// fit, and as many as an int64 holds for a model whose config names no context.
+std::int64_t answer_room(const models::CausalLM& model, std::int64_t prompt_tokens);
+
 class Engine {
  public:
   explicit Engine(const models::CausalLM& model, EngineOptions options = {});

@@ -1,5 +1,6 @@
 #include "models/generation/generate_options.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "models/config/config_json.h"
@@ -11,6 +12,7 @@ GenerationOptions load_generation_options(const std::string& model_dir, const Mo
   std::string path = (std::filesystem::path(model_dir) / "generation_config.json").string();
   if (!std::filesystem::is_regular_file(path)) {
     GenerationOptions defaults;
+    defaults.max_new_tokens = kDefaultMaxNewTokens;
     defaults.eos_token_ids = config.eos_token_ids;
     return defaults;
   }
@@ -22,7 +24,9 @@ GenerationOptions parse_generation_config(const nlohmann::ordered_json& json, co
   GenerationOptions options;
   options.eos_token_ids = std::move(default_eos_ids);
   detail::ConfigKeys keys(json, source);
-  options.max_new_tokens = keys.integer("max_new_tokens", options.max_new_tokens);
+  options.max_new_tokens_set = keys.has("max_new_tokens");
+  options.max_new_tokens = keys.integer("max_new_tokens", kDefaultMaxNewTokens);
+  options.max_length = keys.integer("max_length", 0);
   options.min_new_tokens = keys.integer("min_new_tokens", options.min_new_tokens);
   options.do_sample = keys.boolean("do_sample", options.do_sample);
   options.temperature = keys.number("temperature", options.temperature);
@@ -38,8 +42,26 @@ GenerationOptions parse_generation_config(const nlohmann::ordered_json& json, co
   return options;
 }
 
+FittedAnswer fit_answer_length(GenerationOptions options, std::int64_t prompt_tokens, std::int64_t room) {
+  if (options.max_new_tokens_set) return {options, AnswerLimit::kSet};
+  FittedAnswer fitted{options, AnswerLimit::kDefault};
+  std::int64_t& tokens = fitted.options.max_new_tokens;
+  if (options.max_length > 0 && options.max_length - prompt_tokens < tokens) {
+    tokens = options.max_length - prompt_tokens;
+    fitted.limit = AnswerLimit::kMaxLength;
+  }
+  if (room < tokens) {
+    tokens = room;
+    fitted.limit = AnswerLimit::kContext;
+  }
+  tokens = std::max<std::int64_t>(tokens, 0);
+  fitted.options.min_new_tokens = std::min(fitted.options.min_new_tokens, tokens);
+  return fitted;
+}
+
 void check_generation_options(const GenerationOptions& o) {
   ZT_REQUIRE(o.max_new_tokens >= 0, "max_new_tokens must not be negative, got " + std::to_string(o.max_new_tokens));
+  ZT_REQUIRE(o.max_length >= 0, "max_length must not be negative, got " + std::to_string(o.max_length));
   ZT_REQUIRE(o.min_new_tokens >= 0 && o.min_new_tokens <= o.max_new_tokens,
              "min_new_tokens must be between 0 and max_new_tokens (" + std::to_string(o.max_new_tokens) + "), got " +
                  std::to_string(o.min_new_tokens));

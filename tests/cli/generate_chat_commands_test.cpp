@@ -208,7 +208,9 @@ TEST_F(GenerateCli, ChatTakesATurnOfSeveralLinesBetweenTripleQuotes) {
   const std::size_t at = chat.output.find("assistant> ");
   ASSERT_NE(at, std::string::npos) << chat.output;
   EXPECT_EQ(chat.output.find("assistant> ", at + 1), std::string::npos) << "one turn only: " << chat.output;
-  const std::string answer = chat.output.substr(at + 11, chat.output.find("\nuser>", at) - at - 11);
+  // The answer runs up to the next prompt, or to the line saying it was cut at --max_new_tokens.
+  const std::size_t end = std::min(chat.output.find("\nuser>", at), chat.output.find("\n[answer cut", at));
+  const std::string answer = chat.output.substr(at + 11, end - at - 11);
 
   const fs::path prompt = write("prompt.jsonl", "\"line one\\nline two\"\n");
   const CliRun joined = zerotune(generate("--input_file " + prompt.string() + sampling + " --output_format jsonl"));
@@ -221,6 +223,57 @@ TEST_F(GenerateCli, ChatTakesATurnOfSeveralLinesBetweenTripleQuotes) {
   const CliRun first_line = zerotune(generate("--prompt \"line one\" --output_format jsonl" + sampling));
   EXPECT_EQ(first_line.output.find(result["output"].dump()), std::string::npos)
       << "the sampled answer depends on the whole prompt, so the comparison above means something";
+}
+
+// The shipped model's generation_config.json sets no length: an answer is not cut at
+// transformers' legacy 20 tokens but runs to its eos or the end of the 256-token context,
+// and the cut is said (generate on stderr, chat on a line of its own), with what raises it.
+TEST_F(GenerateCli, WithoutALimitAnAnswerRunsToTheContextAndACutIsSaid) {
+  const std::string plain = "generate --model_name_or_path " + kModel + " --device cpu ";
+  const CliRun run = zerotune(plain + "--prompt \"a b c\" --output_format jsonl");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const std::size_t line = run.output.find("{\"prompt\"");
+  ASSERT_NE(line, std::string::npos) << run.output;
+  const nlohmann::json result = nlohmann::json::parse(run.output.substr(line, run.output.find('\n', line) - line));
+  const CliRun tokens =
+      zerotune("tokenize --model_name_or_path " + kModel + " < " + write("abc.txt", "a b c\n").string());
+  ASSERT_EQ(id_lines(tokens.output).size(), 1u) << tokens.output;
+  const std::size_t prompt_tokens = id_lines(tokens.output)[0].size();
+  ASSERT_EQ(result["finish_reason"], "length") << "the tiny model runs to the end of its context: " << run.output;
+  EXPECT_GT(result["output_ids"].size(), 20u);
+  EXPECT_EQ(result["output_ids"].size(), 256 - prompt_tokens) << run.output;
+  EXPECT_NE(run.output.find("generate: the answer was cut at the length limit"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("fill the model's context of 256 tokens"), std::string::npos) << run.output;
+
+  // generation_config.json's max_length counts the prompt too, as in transformers.
+  const fs::path model = folder_ / "limited_model";
+  fs::create_directories(model);
+  for (const auto& entry : fs::directory_iterator(kModel)) fs::copy_file(entry.path(), model / entry.path().filename());
+  std::ofstream(model / "generation_config.json") << R"({"eos_token_id": [502, 500], "max_length": 40})";
+  const CliRun limited = zerotune("generate --model_name_or_path " + model.string() +
+                                  " --device cpu --prompt \"a b c\" --output_format ids");
+  ASSERT_EQ(limited.exit_code, 0) << limited.output;
+  ASSERT_EQ(id_lines(limited.output).size(), 1u) << limited.output;
+  EXPECT_EQ(id_lines(limited.output)[0].size(), 40 - prompt_tokens);
+  EXPECT_NE(limited.output.find("generation_config.json's max_length of 40 tokens, which counts the prompt too"),
+            std::string::npos)
+      << limited.output;
+
+  const fs::path turns = write("turns.txt", "hello again\n/exit\n");
+  const CliRun chat =
+      zerotune("chat --model_name_or_path " + kModel + " --device cpu --max_new_tokens 5 < " + turns.string());
+  ASSERT_EQ(chat.exit_code, 0) << chat.output;
+  EXPECT_NE(chat.output.find("\n[answer cut at 5 new tokens: --max_new_tokens 5; a larger --max_new_tokens allows "
+                             "more]\n"),
+            std::string::npos)
+      << chat.output;
+  // Without a limit the same turn runs on to the context, and the next one finds no room.
+  const fs::path two = write("two.txt", "hello again\nand again\n/exit\n");
+  const CliRun long_chat = zerotune("chat --model_name_or_path " + kModel + " --device cpu < " + two.string());
+  ASSERT_EQ(long_chat.exit_code, 0) << long_chat.output;
+  EXPECT_NE(long_chat.output.find("fill the model's context of 256 tokens"), std::string::npos) << long_chat.output;
+  EXPECT_NE(long_chat.output.find("; /reset starts a new conversation]"), std::string::npos) << long_chat.output;
+  EXPECT_NE(long_chat.output.find("[no room for an answer: the conversation ("), std::string::npos) << long_chat.output;
 }
 
 }  // namespace

@@ -147,12 +147,57 @@ TEST(GenerationConfig, ReadFromTheModelFolder) {
   EXPECT_DOUBLE_EQ(qwen.temperature, 0.7);
   EXPECT_DOUBLE_EQ(qwen.top_p, 0.8);
   EXPECT_EQ(qwen.top_k, 20);
+  // Neither file says how long an answer may be: not transformers' 20 tokens, but
+  // kDefaultMaxNewTokens, fitted to each prompt later (fit_answer_length).
+  EXPECT_FALSE(qwen.max_new_tokens_set);
+  EXPECT_EQ(qwen.max_new_tokens, kDefaultMaxNewTokens);
+  EXPECT_EQ(defaults.max_new_tokens, kDefaultMaxNewTokens);
+  EXPECT_EQ(qwen.max_length, 0);
+  // GLM-4-9B-Chat's file sets max_length (prompt and answer together), another max_new_tokens.
+  testing::write_bytes(dir.file("generation_config.json"), R"({"max_length": 128000, "top_p": 0.8})");
+  EXPECT_EQ(load_generation_options(dir.str(), config).max_length, 128000);
+  testing::write_bytes(dir.file("generation_config.json"), R"({"max_new_tokens": 512})");
+  const GenerationOptions limited = load_generation_options(dir.str(), config);
+  EXPECT_TRUE(limited.max_new_tokens_set);
+  EXPECT_EQ(limited.max_new_tokens, 512);
+  testing::write_bytes(dir.file("generation_config.json"), R"({"max_length": -3})");
+  expect_mentions(error_of([&] { load_generation_options(dir.str(), config); }),
+                  {"generation_config.json", "max_length", "-3"});
   testing::write_bytes(dir.file("generation_config.json"), R"({"top_k": "twenty"})");
   expect_mentions(error_of([&] { load_generation_options(dir.str(), config); }),
                   {"generation_config.json", "top_k", "integer"});
   testing::write_bytes(dir.file("generation_config.json"), R"({"do_sample": true, "top_p": 1.5})");
   expect_mentions(error_of([&] { load_generation_options(dir.str(), config); }),
                   {"generation_config.json", "top_p", "1.5"});
+}
+
+// An answer's length when nothing set one: the default, cut by generation_config.json's
+// max_length (which counts the prompt) and by the context the prompt leaves; a max_new_tokens
+// that was set is kept, for the engine to refuse with the numbers when it does not fit.
+TEST(GenerationConfig, AnAnswerGetsTheDefaultLengthUnlessMaxLengthOrTheContextLeavesLess) {
+  GenerationOptions options;
+  options.max_new_tokens = kDefaultMaxNewTokens;
+  options.min_new_tokens = 100;
+  FittedAnswer fitted = fit_answer_length(options, 30, 100000);
+  EXPECT_EQ(fitted.options.max_new_tokens, kDefaultMaxNewTokens);
+  EXPECT_EQ(fitted.limit, AnswerLimit::kDefault);
+  fitted = fit_answer_length(options, 30, 226);
+  EXPECT_EQ(fitted.options.max_new_tokens, 226);
+  EXPECT_EQ(fitted.limit, AnswerLimit::kContext);
+  EXPECT_EQ(fitted.options.min_new_tokens, 100);
+  fitted = fit_answer_length(options, 30, 40);
+  EXPECT_EQ(fitted.options.min_new_tokens, 40) << "min_new_tokens cannot exceed what is left";
+  fitted = fit_answer_length(options, 300, -44);
+  EXPECT_EQ(fitted.options.max_new_tokens, 0) << "a prompt past the context is refused where it runs";
+  options.max_length = 64;
+  fitted = fit_answer_length(options, 30, 226);
+  EXPECT_EQ(fitted.options.max_new_tokens, 34);
+  EXPECT_EQ(fitted.limit, AnswerLimit::kMaxLength);
+  options.max_new_tokens = 5000;
+  options.max_new_tokens_set = true;
+  fitted = fit_answer_length(options, 30, 226);
+  EXPECT_EQ(fitted.options.max_new_tokens, 5000);
+  EXPECT_EQ(fitted.limit, AnswerLimit::kSet);
 }
 
 }  // namespace
