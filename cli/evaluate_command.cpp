@@ -87,6 +87,7 @@ std::optional<train::TokenizedSample> scored_text(const std::string& text, const
     return std::nullopt;
   }
   ++out.truncated;
+  out.cut.text += sample.ids.size() - max_length;
   return train::truncate_tail(sample, max_length);
 }
 
@@ -105,8 +106,7 @@ train::EncodedDataset encode(const train::Dataset& dataset, const Flags& flags, 
 
 // Samples cut, skipped or dropped on the way, as training logs them.
 void report_encoding(const std::string& path, const train::EncodedDataset& encoded, std::int64_t max_length) {
-  if (encoded.truncated)
-    ZT_LOG(kWarn, path << ": " << encoded.truncated << " sample(s) truncated to --max_length " << max_length);
+  if (encoded.truncated) ZT_LOG(kWarn, train::truncation_summary(path, encoded, max_length));
   if (encoded.skipped)
     ZT_LOG(kWarn, path << ": " << encoded.skipped << " sample(s) skipped: longer than --max_length " << max_length
                        << " (--overlong_samples skip)");

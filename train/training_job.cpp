@@ -64,8 +64,7 @@ EncodedDataset encode_samples(const Dataset& dataset, const std::string& path,
   if (args.stage == "pt" && args.packing)
     ZT_LOG(kInfo, path << ": " << dataset.size() << " texts chained into " << encoded.samples.size() << " blocks of "
                        << args.max_length << " tokens (--stage pt packs them; --packing false keeps one per text)");
-  if (encoded.truncated)
-    ZT_LOG(kWarn, path << ": " << encoded.truncated << " sample(s) truncated to --max_length " << args.max_length);
+  if (encoded.truncated) ZT_LOG(kWarn, truncation_summary(path, encoded, args.max_length));
   if (encoded.skipped)
     ZT_LOG(kWarn, path << ": " << encoded.skipped << " sample(s) skipped: longer than --max_length " << args.max_length
                        << " (--overlong_samples skip)");

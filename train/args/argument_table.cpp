@@ -44,8 +44,8 @@ const std::vector<ArgumentSection>& argument_sections() {
            {"overlong_samples",
             &A::overlong_samples,
             {},
-            "samples over max_length: truncate (cut the prompt first, keeping the last reply) or skip; both counted "
-            "in the log"},
+            "samples over max_length: truncate (each turn's prompt and reply cut in order, as LLaMA-Factory's "
+            "cutoff_len does) or skip; both counted in the log"},
            {"train_on_prompt", &A::train_on_prompt, {}, "compute the loss on prompt tokens too"},
            {"packing", &A::packing, {}, "pack samples into full-length rows (no cross-attention)"},
            {"neat_packing", &A::neat_packing, {}, "LLaMA-Factory: packing without cross-attention (--packing)"},

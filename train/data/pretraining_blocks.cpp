@@ -38,6 +38,7 @@ EncodedDataset pretraining_samples(const Dataset& texts, const std::string& sour
     for (const std::string& text : texts.texts) {
       std::vector<std::int32_t> ids = text_ids(text, tokenizer, eos);
       if (ids.size() > block) {
+        out.cut.text += ids.size() - block;
         ids.resize(block);
         ++out.truncated;
       }

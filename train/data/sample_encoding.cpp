@@ -8,6 +8,7 @@
 #include <thread>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include "runtime/error.h"
 #include "train/data/sample_truncation.h"
@@ -21,31 +22,32 @@ struct EncodeSettings {
   const EncodeOptions& options;
 };
 
-// Where the last reply starts: the last run of answer tokens, which ends the conversation
-// (Qwen's "\n" after <|im_end|> aside). Without answer tokens all of it is prompt.
-std::size_t last_reply_begin(const models::EncodedConversation& encoded) {
-  std::size_t end = encoded.answer.size();
-  while (end > 0 && !encoded.answer[end - 1]) --end;
-  std::size_t begin = end;
-  while (begin > 0 && encoded.answer[begin - 1]) --begin;
-  return end == 0 ? encoded.answer.size() : begin;
+// The turns of an encoded conversation, as LLaMA-Factory pairs its messages: each prompt
+// is the run of untrained tokens before a run of answer tokens, its reply; what follows the
+// last reply (Qwen's "\n" after <|im_end|>) belongs to it. A conversation without an answer
+// is one prompt.
+std::vector<Turn> turns_of(const models::EncodedConversation& encoded) {
+  std::vector<Turn> turns;
+  const std::size_t length = encoded.answer.size();
+  std::size_t at = 0;
+  while (at < length) {
+    Turn turn{.prompt_begin = at};
+    while (at < length && !encoded.answer[at]) ++at;
+    turn.reply_begin = at;
+    while (at < length && encoded.answer[at]) ++at;
+    turn.end = at;
+    if (turn.reply_begin == turn.end && !turns.empty()) {
+      turns.back().end = at;  // untrained tokens after the last reply
+      break;
+    }
+    turns.push_back(turn);
+  }
+  return turns;
 }
 
-// The tokens the template writes between the last prompt message and the reply: what the
-// conversation without its reply gains from a generation prompt.
-std::size_t reply_header_length(const Conversation& conversation, const EncodeSettings& settings) {
-  const std::vector<models::ChatMessage> prompt(conversation.messages.begin(), conversation.messages.end() - 1);
-  auto length = [&](bool generation_prompt) {
-    return settings.chat_template.encode(settings.tokenizer, prompt, generation_prompt, conversation.tools).ids.size();
-  };
-  const std::size_t with = length(true);
-  const std::size_t without = length(false);
-  return with > without ? with - without : 0;
-}
-
-// The conversation's ids and labels, and where its last reply begins.
-std::pair<TokenizedSample, ReplySpan> encode_conversation(const Conversation& conversation,
-                                                          const EncodeSettings& settings) {
+// The conversation's ids and labels, and its turns.
+std::pair<TokenizedSample, std::vector<Turn>> encode_conversation(const Conversation& conversation,
+                                                                  const EncodeSettings& settings) {
   const models::EncodedConversation encoded =
       settings.chat_template.encode(settings.tokenizer, conversation.messages, false, conversation.tools);
   TokenizedSample sample;
@@ -53,15 +55,12 @@ std::pair<TokenizedSample, ReplySpan> encode_conversation(const Conversation& co
     sample.ids.push_back(encoded.ids[i]);
     sample.labels.push_back(encoded.answer[i] || settings.options.train_on_prompt ? encoded.ids[i] : kIgnoreIndex);
   }
-  ReplySpan reply{last_reply_begin(encoded), 0};
-  // Only a sample that will be cut pays for the header's two extra encodings.
-  if (static_cast<std::int64_t>(sample.ids.size()) > settings.options.max_length)
-    reply.header = std::min(reply_header_length(conversation, settings), reply.begin);
-  return {std::move(sample), reply};
+  return {std::move(sample), turns_of(encoded)};
 }
 
 // The same, with a template's refusal (a role or tools it has no place for) naming the sample.
-std::pair<TokenizedSample, ReplySpan> encode_sample(const Conversation& conversation, const EncodeSettings& settings) {
+std::pair<TokenizedSample, std::vector<Turn>> encode_sample(const Conversation& conversation,
+                                                            const EncodeSettings& settings) {
   try {
     return encode_conversation(conversation, settings);
   } catch (const Error& e) {
@@ -75,19 +74,24 @@ std::optional<TokenizedSample> encode_one(const Dataset& dataset, std::size_t s,
                                           EncodedDataset& out) {
   const auto max_length = static_cast<std::size_t>(settings.options.max_length);
   TokenizedSample sample;
-  ReplySpan reply;
+  std::vector<Turn> turns;
   if (dataset.format == DataFormat::kText)
     sample = encode_text(dataset.texts[s], settings.tokenizer);
   else
-    std::tie(sample, reply) = encode_sample(dataset.samples[s], settings);
+    std::tie(sample, turns) = encode_sample(dataset.samples[s], settings);
   if (sample.ids.size() <= max_length) return sample;
   if (settings.options.overlong == Overlong::kSkip) {
     ++out.skipped;
     return std::nullopt;
   }
   ++out.truncated;
-  return dataset.format == DataFormat::kText ? truncate_tail(sample, max_length)
-                                             : truncate_keeping_reply(sample, reply, max_length);
+  if (dataset.format == DataFormat::kText) {
+    out.cut.text += sample.ids.size() - max_length;
+    return truncate_tail(sample, max_length);
+  }
+  Truncated truncated = truncate_turns(sample, turns, max_length);
+  out.cut += truncated.cut;
+  return std::move(truncated.sample);
 }
 
 // Encodes samples [begin, end) into `out`, in order.
@@ -116,6 +120,27 @@ TokenizedSample encode_text(const std::string& text, const models::Tokenizer& to
   if (eos && (sample.ids.empty() || sample.ids.back() != *eos)) sample.ids.push_back(*eos);
   sample.labels = sample.ids;
   return sample;
+}
+
+std::string truncation_summary(const std::string& path, const EncodedDataset& encoded, std::int64_t max_length) {
+  if (encoded.truncated == 0) return "";
+  const CutTokens& cut = encoded.cut;
+  const bool turns = cut.prompt + cut.reply > 0;
+  std::vector<std::string> parts;
+  if (turns)
+    parts.push_back(
+        std::to_string(cut.prompt) + " prompt tokens and " + std::to_string(cut.reply) + " reply tokens cut" +
+        (cut.dropped_turns > 0 ? ", of which " + std::to_string(cut.dropped_turns) + " later turn(s) dropped whole"
+                               : ""));
+  if (cut.text > 0) parts.push_back(std::to_string(cut.text) + " tokens of text tails cut");
+  std::string line = path + ": " + std::to_string(encoded.truncated) + " sample(s) truncated to --max_length " +
+                     std::to_string(max_length);
+  for (std::size_t i = 0; i < parts.size(); ++i) line += (i == 0 ? ": " : "; ") + parts[i];
+  if (turns)
+    line +=
+        " (each turn keeps the start of its prompt and of its reply, as LLaMA-Factory's cutoff_len does; "
+        "--overlong_samples skip leaves such samples out)";
+  return line;
 }
 
 std::int32_t padding_token(const models::Tokenizer& tokenizer) {
@@ -156,6 +181,7 @@ EncodedDataset encode_dataset(const Dataset& dataset, const models::ChatTemplate
   EncodedDataset out;
   for (EncodedDataset& part : results) {
     out.truncated += part.truncated;
+    out.cut += part.cut;
     out.skipped += part.skipped;
     out.dropped += part.dropped;
     std::move(part.samples.begin(), part.samples.end(), std::back_inserter(out.samples));

@@ -3,7 +3,8 @@
 // end-of-turn token included; every token with --train_on_prompt) and -100 elsewhere; a
 // template's refusal (tools it has no format for) names the sample. A plain text is tokenized as
 // run_clm does, then ends with eos, and every token is trained. Samples longer than
-// --max_length are cut keeping the last reply (train/data/sample_truncation.h) or skipped. With
+// --max_length are cut as LLaMA-Factory cuts them to cutoff_len (train/data/sample_truncation.h)
+// or skipped. With
 // workers > 0 (--dataloader_num_workers) the samples are encoded on that many threads; the
 // result is the same, in the same order.
 #pragma once
@@ -14,6 +15,7 @@
 #include "text/chat_template/chat_template.h"
 #include "train/data/batching.h"
 #include "train/data/dataset.h"
+#include "train/data/sample_truncation.h"
 
 namespace zt::train {
 
@@ -30,6 +32,7 @@ struct EncodeOptions {
 struct EncodedDataset {
   std::vector<TokenizedSample> samples;
   std::size_t truncated = 0;  // samples cut to max_length
+  CutTokens cut;              // what the cuts took away
   std::size_t skipped = 0;    // samples over max_length left out (Overlong::kSkip)
   std::size_t dropped = 0;    // samples left with no label to learn from
 };
@@ -38,6 +41,11 @@ struct EncodedDataset {
 // merged pieces is locked, regex match data is per thread), so the workers share them.
 EncodedDataset encode_dataset(const Dataset& dataset, const models::ChatTemplate& chat_template,
                               const models::Tokenizer& tokenizer, const EncodeOptions& options);
+
+// The log line of the samples cut from `path` to `max_length`, with what was cut ("3
+// sample(s) truncated to --max_length 512: 410 prompt tokens and 95 reply tokens cut, 2 later
+// turns dropped ..."); empty when none was.
+std::string truncation_summary(const std::string& path, const EncodedDataset& encoded, std::int64_t max_length);
 
 // A plain-text document: the tokenizer's own special tokens (GLM's [gMASK] sop; none for
 // Qwen), as run_clm and `zerotune evaluate` encode it, then eos (when the tokenizer has one

@@ -1,14 +1,12 @@
 #include "train/data/sample_truncation.h"
 
 #include <algorithm>
+#include <string>
 
 #include "runtime/error.h"
 
 namespace zt::train {
 namespace {
-
-// The prompt is owed this share of max_length (1 / kPromptShareDivisor) before the reply is cut.
-constexpr std::size_t kPromptShareDivisor = 4;
 
 void append(const TokenizedSample& from, std::size_t begin, std::size_t end, TokenizedSample& to) {
   to.ids.insert(to.ids.end(), from.ids.begin() + static_cast<std::ptrdiff_t>(begin),
@@ -17,22 +15,57 @@ void append(const TokenizedSample& from, std::size_t begin, std::size_t end, Tok
                    from.labels.begin() + static_cast<std::ptrdiff_t>(end));
 }
 
+void require_covering(const std::vector<Turn>& turns, std::size_t length) {
+  std::size_t at = 0;
+  for (const Turn& t : turns) {
+    ZT_REQUIRE(t.prompt_begin == at && t.prompt_begin <= t.reply_begin && t.reply_begin <= t.end,
+               "truncate_turns: turn [" + std::to_string(t.prompt_begin) + ", " + std::to_string(t.reply_begin) + ", " +
+                   std::to_string(t.end) + ") does not follow the previous one, which ended at " + std::to_string(at));
+    at = t.end;
+  }
+  ZT_REQUIRE(at == length, "truncate_turns: the turns cover " + std::to_string(at) + " of the sample's " +
+                               std::to_string(length) + " tokens");
+}
+
 }  // namespace
 
-TokenizedSample truncate_keeping_reply(const TokenizedSample& sample, const ReplySpan& reply, std::size_t max_length) {
-  const std::size_t length = sample.ids.size();
-  ZT_REQUIRE(reply.begin <= length && reply.header <= reply.begin,
-             "truncate_keeping_reply: reply at " + std::to_string(reply.begin) + " with a header of " +
-                 std::to_string(reply.header) + " tokens does not fit a sample of " + std::to_string(length));
-  if (length <= max_length) return sample;
-  const std::size_t prompt = reply.begin;
-  const std::size_t prompt_owed = std::min(prompt, max_length / kPromptShareDivisor);
-  const std::size_t reply_kept = std::min(length - prompt, max_length - prompt_owed);
-  const std::size_t prompt_kept = std::min(prompt, max_length - reply_kept);
-  const std::size_t header_kept = std::min(reply.header, prompt_kept / 2);
-  TokenizedSample out;
-  append(sample, 0, prompt_kept - header_kept, out);
-  append(sample, prompt - header_kept, prompt + reply_kept, out);
+TurnLengths turn_lengths_within(std::size_t prompt, std::size_t reply, std::size_t budget) {
+  std::size_t reply_limit = 0;
+  if (reply * 2 < budget)
+    reply_limit = budget;  // the prompt gives way
+  else if (prompt * 2 < budget)
+    reply_limit = budget - prompt;  // the reply gives way
+  else  // both give way, in proportion (LLaMA-Factory's int() of the same product, in exact arithmetic)
+    reply_limit = budget * reply / (prompt + reply);
+  TurnLengths kept;
+  kept.reply = std::min(reply_limit, reply);
+  kept.prompt = std::min(budget - kept.reply, prompt);
+  return kept;
+}
+
+Truncated truncate_turns(const TokenizedSample& sample, const std::vector<Turn>& turns, std::size_t max_length) {
+  require_covering(turns, sample.ids.size());
+  Truncated out;
+  if (sample.ids.size() <= max_length) {
+    out.sample = sample;
+    return out;
+  }
+  std::size_t total = 0;
+  for (const Turn& t : turns) {
+    const std::size_t prompt = t.reply_begin - t.prompt_begin, reply = t.end - t.reply_begin;
+    if (total >= max_length) {
+      out.cut.prompt += prompt;
+      out.cut.reply += reply;
+      ++out.cut.dropped_turns;
+      continue;
+    }
+    const TurnLengths kept = turn_lengths_within(prompt, reply, max_length - total);
+    append(sample, t.prompt_begin, t.prompt_begin + kept.prompt, out.sample);
+    append(sample, t.reply_begin, t.reply_begin + kept.reply, out.sample);
+    out.cut.prompt += prompt - kept.prompt;
+    out.cut.reply += reply - kept.reply;
+    total += kept.prompt + kept.reply;
+  }
   return out;
 }
 

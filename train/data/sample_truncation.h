@@ -1,33 +1,66 @@
-// How a sample longer than --max_length is cut (--overlong_samples truncate).
+// How a sample longer than --max_length is cut (--overlong_samples truncate): as
+// LLaMA-Factory cuts one to its cutoff_len (its supervised processor and infer_seqlen), so a
+// data set and a length give the same training tokens in both tools.
 //
-// A conversation is there to teach its last reply, so the cut falls on the prompt (every
-// token before the last reply) first:
-//   1. the prompt is owed min(prompt, max_length / 4) tokens: a reply without the question
-//      it answers teaches little;
-//   2. the reply keeps min(reply, max_length - what the prompt is owed); only a reply longer
-//      than that loses its tail;
-//   3. the prompt keeps what is left: its first tokens (the template's prefix, the system
-//      prompt, the start of the conversation) and its last `reply_header` tokens (what opens
-//      the reply, `<|im_start|>assistant\n` for Qwen), the header taking at most half of
-//      the kept prompt; the middle of the prompt goes.
-// The cut depends on the lengths alone, so a sample is always cut the same way. A plain text
-// has no reply: its tail goes.
+// A conversation is a list of turns, each a prompt (LLaMA-Factory's source: everything since
+// the previous reply, the template's prefix and system prompt in the first) and a reply (its
+// target: the tokens trained). The turns are taken in order, each within what the earlier ones
+// left of max_length:
+//   - a reply shorter than half of that stays whole and the prompt keeps what is left;
+//   - else a prompt shorter than half stays whole and the reply keeps what is left;
+//   - else both are cut, in proportion to their lengths;
+// each keeping its first tokens. Once max_length is used up, the later turns are dropped.
+// So the system prompt and the start of the question survive, and a long question can push
+// the end of the question, the reply header or a later turn out. A plain text has no turns:
+// its tail goes.
 #pragma once
 
 #include <cstddef>
+#include <vector>
 
 #include "train/data/batching.h"
 
 namespace zt::train {
 
-// Where the last reply begins in a conversation, and how many of the prompt's last tokens
-// open it.
-struct ReplySpan {
-  std::size_t begin = 0;
-  std::size_t header = 0;
+// One turn of a conversation's ids: the prompt [prompt_begin, reply_begin) and the reply
+// [reply_begin, end).
+struct Turn {
+  std::size_t prompt_begin = 0;
+  std::size_t reply_begin = 0;
+  std::size_t end = 0;
 };
 
-TokenizedSample truncate_keeping_reply(const TokenizedSample& sample, const ReplySpan& reply, std::size_t max_length);
+// LLaMA-Factory's infer_seqlen: the lengths a prompt and a reply keep within `budget` tokens.
+struct TurnLengths {
+  std::size_t prompt = 0;
+  std::size_t reply = 0;
+};
+TurnLengths turn_lengths_within(std::size_t prompt, std::size_t reply, std::size_t budget);
+
+// What a cut took away.
+struct CutTokens {
+  std::size_t prompt = 0;         // prompt tokens cut, those of dropped turns included
+  std::size_t reply = 0;          // reply tokens cut, those of dropped turns included
+  std::size_t dropped_turns = 0;  // turns left out whole once max_length was used up
+  std::size_t text = 0;           // plain texts' tails
+
+  CutTokens& operator+=(const CutTokens& other) {
+    prompt += other.prompt;
+    reply += other.reply;
+    dropped_turns += other.dropped_turns;
+    text += other.text;
+    return *this;
+  }
+};
+
+struct Truncated {
+  TokenizedSample sample;
+  CutTokens cut;
+};
+
+// `sample` cut to max_length turn by turn. `turns` cover the sample from 0, in order, back to
+// back (a zt::Error otherwise).
+Truncated truncate_turns(const TokenizedSample& sample, const std::vector<Turn>& turns, std::size_t max_length);
 
 TokenizedSample truncate_tail(const TokenizedSample& sample, std::size_t max_length);
 

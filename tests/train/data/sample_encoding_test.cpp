@@ -1,6 +1,7 @@
 // Encoding a dataset on several threads (--dataloader_num_workers) gives exactly the samples,
 // in the same order, and the same counts as one thread; plain texts train every token and
-// end with eos; an over-long conversation keeps its last reply, or is skipped and counted.
+// end with eos; an over-long conversation is cut as LLaMA-Factory cuts it to cutoff_len, or is
+// skipped, and counted.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -111,89 +112,102 @@ std::string words(int count, const std::string& word) {
   return out;
 }
 
-// A conversation encoded whole, and cut to max_length.
+// A conversation encoded whole, and cut to max_length as LLaMA-Factory cuts it to cutoff_len.
 class Truncation : public SampleEncoding {
  protected:
-  std::pair<TokenizedSample, TokenizedSample> whole_and_cut(std::vector<models::ChatMessage> messages,
-                                                            std::int64_t max_length) {
+  std::pair<TokenizedSample, EncodedDataset> whole_and_cut(std::vector<models::ChatMessage> messages,
+                                                           std::int64_t max_length) {
     const Dataset data = conversations({Conversation{std::move(messages)}});
     const EncodedDataset whole = encode_dataset(data, *template_, *tokenizer_, {.max_length = 1 << 20});
     const EncodedDataset cut = encode_dataset(data, *template_, *tokenizer_, {.max_length = max_length});
     EXPECT_EQ(whole.truncated, 0u);
     EXPECT_EQ(cut.truncated, 1u);
     EXPECT_EQ(cut.samples.at(0).ids.size(), static_cast<std::size_t>(max_length));
-    return {whole.samples.at(0), cut.samples.at(0)};
+    return {whole.samples.at(0), cut};
   }
-  // The reply's ids: the last run of labelled tokens, then what follows it (Qwen's "\n").
-  static std::vector<std::int32_t> reply_of(const TokenizedSample& sample) {
+  // Where the reply begins: the last run of labelled tokens.
+  static std::size_t reply_begin(const TokenizedSample& sample) {
     std::size_t begin = sample.labels.size();
     while (sample.labels[begin - 1] == kIgnoreIndex) --begin;
-    while (sample.labels[begin - 1] != kIgnoreIndex) --begin;
-    return {sample.ids.begin() + static_cast<std::ptrdiff_t>(begin), sample.ids.end()};
+    while (begin > 0 && sample.labels[begin - 1] != kIgnoreIndex) --begin;
+    return begin;
   }
-  // "<|im_start|>assistant\n": what opens a Qwen reply.
-  std::vector<std::int32_t> reply_header() const {
-    std::vector<std::int32_t> header = {*tokenizer_->token_to_id("<|im_start|>")};
-    for (models::TokenId id : tokenizer_->encode("assistant\n", false)) header.push_back(id);
-    return header;
+  // The first `prompt` ids of the sample, then `reply` ids from where its reply begins.
+  static std::vector<std::int32_t> heads(const TokenizedSample& sample, std::size_t prompt, std::size_t reply) {
+    const auto start = sample.ids.begin() + static_cast<std::ptrdiff_t>(reply_begin(sample));
+    std::vector<std::int32_t> ids(sample.ids.begin(), sample.ids.begin() + static_cast<std::ptrdiff_t>(prompt));
+    ids.insert(ids.end(), start, start + static_cast<std::ptrdiff_t>(reply));
+    return ids;
   }
-  static bool starts_with(const std::vector<std::int32_t>& ids, const std::vector<std::int32_t>& prefix) {
-    return ids.size() >= prefix.size() && std::equal(prefix.begin(), prefix.end(), ids.begin());
-  }
-  static bool ends_with(const std::vector<std::int32_t>& ids, const std::vector<std::int32_t>& suffix) {
-    return ids.size() >= suffix.size() && std::equal(suffix.rbegin(), suffix.rend(), ids.rbegin());
+  std::string text(const std::vector<std::int32_t>& ids) const {
+    return tokenizer_->decode(std::vector<models::TokenId>(ids.begin(), ids.end()), false);
   }
 };
 
-TEST_F(Truncation, ALongPromptIsCutInTheMiddleAndTheReplyStaysWhole) {
+// The issue LLaMA-Factory's rule settles: the system prompt and the start of the question stay,
+// and a short reply stays whole behind them.
+TEST_F(Truncation, ALongQuestionKeepsTheSystemPromptAndItsStartAndTheShortReplyStaysWhole) {
   auto [whole, cut] =
       whole_and_cut({{"system", "Be brief."}, {"user", words(300, "w")}, {"assistant", "Yes, it is."}}, 96);
-  const std::vector<std::int32_t> reply = reply_of(whole);
-  ASSERT_LT(reply.size(), 96u * 3 / 4);  // short enough to stay whole
-  // The reply, its header and the start of the conversation (system prompt included) survive.
-  std::vector<std::int32_t> opened = reply_header();
-  opened.insert(opened.end(), reply.begin(), reply.end());
-  EXPECT_TRUE(ends_with(cut.ids, opened));
-  const std::size_t head = 96 - opened.size();
-  EXPECT_TRUE(starts_with(cut.ids, std::vector<std::int32_t>(whole.ids.begin(), whole.ids.begin() + head)));
-  EXPECT_EQ(reply_of(cut), reply);
-  EXPECT_EQ(std::count_if(cut.labels.begin(), cut.labels.end(), [](std::int32_t l) { return l != kIgnoreIndex; }),
+  const std::size_t reply = whole.ids.size() - reply_begin(whole);
+  ASSERT_LT(reply * 2, 96u);  // short enough to stay whole
+  const TokenizedSample& sample = cut.samples.at(0);
+  EXPECT_EQ(sample.ids, heads(whole, 96 - reply, reply));
+  EXPECT_NE(text(sample.ids).find("Be brief."), std::string::npos) << text(sample.ids);
+  EXPECT_NE(text(sample.ids).find("w0 w1 w2"), std::string::npos) << text(sample.ids);
+  EXPECT_EQ(cut.cut.prompt, whole.ids.size() - 96);
+  EXPECT_EQ(cut.cut.reply, 0u);
+  EXPECT_EQ(std::count_if(sample.labels.begin(), sample.labels.end(), [](std::int32_t l) { return l != kIgnoreIndex; }),
             std::count_if(whole.labels.begin(), whole.labels.end(), [](std::int32_t l) { return l != kIgnoreIndex; }));
 }
 
 TEST_F(Truncation, ALongReplyLosesOnlyItsTailBehindAShortPrompt) {
   auto [whole, cut] = whole_and_cut({{"user", "Count."}, {"assistant", words(300, "n")}}, 64);
-  // The prompt is under a quarter of max_length: it stays whole and the reply fills the rest.
-  EXPECT_EQ(cut.ids, std::vector<std::int32_t>(whole.ids.begin(), whole.ids.begin() + 64));
-  EXPECT_EQ(cut.labels, std::vector<std::int32_t>(whole.labels.begin(), whole.labels.begin() + 64));
+  // The prompt is under half of max_length: it stays whole and the reply fills the rest.
+  EXPECT_EQ(cut.samples.at(0).ids, std::vector<std::int32_t>(whole.ids.begin(), whole.ids.begin() + 64));
+  EXPECT_EQ(cut.samples.at(0).labels, std::vector<std::int32_t>(whole.labels.begin(), whole.labels.begin() + 64));
+  EXPECT_EQ(cut.cut.prompt, 0u);
+  EXPECT_EQ(cut.cut.reply, whole.ids.size() - 64);
 }
 
-TEST_F(Truncation, ALongPromptAndALongReplyShareMaxLength) {
-  auto [whole, cut] = whole_and_cut({{"user", words(300, "q")}, {"assistant", words(300, "a")}}, 64);
-  // The prompt keeps its quarter (head and reply header), the reply the other three quarters.
-  const std::vector<std::int32_t> header = reply_header();
-  EXPECT_TRUE(
-      starts_with(cut.ids, std::vector<std::int32_t>(whole.ids.begin(), whole.ids.begin() + 16 - header.size())));
-  EXPECT_EQ(std::vector<std::int32_t>(cut.ids.begin() + 16 - header.size(), cut.ids.begin() + 16), header);
-  EXPECT_TRUE(starts_with(reply_of(whole), std::vector<std::int32_t>(cut.ids.begin() + 16, cut.ids.end())));
-  for (std::size_t i = 16; i < 64; ++i) EXPECT_EQ(cut.labels[i], cut.ids[i]) << i;
+TEST_F(Truncation, ALongPromptAndALongReplyShareMaxLengthInProportion) {
+  auto [whole, cut] = whole_and_cut({{"user", words(300, "q")}, {"assistant", words(200, "a")}}, 64);
+  const std::size_t prompt = reply_begin(whole), reply = whole.ids.size() - prompt;
+  const std::size_t kept_reply = 64 * reply / (prompt + reply);
+  EXPECT_EQ(cut.samples.at(0).ids, heads(whole, 64 - kept_reply, kept_reply));
+  EXPECT_EQ(cut.cut.prompt, prompt - (64 - kept_reply));
+  EXPECT_EQ(cut.cut.reply, reply - kept_reply);
 }
 
-TEST_F(Truncation, MultiTurnKeepsTheLastReply) {
+// Turns are cut in order: a long first answer uses max_length up, and the second turn is
+// dropped, as LLaMA-Factory drops it.
+TEST_F(Truncation, MultiTurnCutsInOrderAndDropsTheTurnsThatFindNoRoom) {
   auto [whole, cut] = whole_and_cut({{"user", "First question?"},
                                      {"assistant", words(200, "a")},
                                      {"user", "And the second?"},
                                      {"assistant", "Second answer."}},
                                     80);
-  const std::vector<std::int32_t> last = reply_of(whole);
-  EXPECT_EQ(reply_of(cut), last);
-  EXPECT_TRUE(ends_with(cut.ids, last));
-  // The first turn opens the cut sample; the middle, in the long first answer, is what went.
-  const std::size_t head = 80 - last.size() - reply_header().size();
-  EXPECT_TRUE(starts_with(cut.ids, std::vector<std::int32_t>(whole.ids.begin(), whole.ids.begin() + head)));
-  EXPECT_TRUE(
-      ends_with(std::vector<std::int32_t>(cut.ids.begin(), cut.ids.end() - static_cast<std::ptrdiff_t>(last.size())),
-                reply_header()));
+  EXPECT_EQ(cut.samples.at(0).ids, std::vector<std::int32_t>(whole.ids.begin(), whole.ids.begin() + 80));
+  EXPECT_EQ(cut.cut.dropped_turns, 1u);
+  EXPECT_EQ(cut.cut.prompt + cut.cut.reply, whole.ids.size() - 80);
+  EXPECT_EQ(text(cut.samples.at(0).ids).find("Second answer."), std::string::npos);
+}
+
+// The log line says how many samples were cut and what went from them.
+TEST_F(Truncation, TheLogSaysWhatWasCut) {
+  const Dataset data = conversations({Conversation{{{"user", words(300, "q")}, {"assistant", "Fine."}}},
+                                      Conversation{{{"user", "Hi"}, {"assistant", "Hello"}}}});
+  const EncodedDataset cut = encode_dataset(data, *template_, *tokenizer_, {.max_length = 64});
+  ASSERT_EQ(cut.truncated, 1u);
+  const std::string line = truncation_summary("data.json", cut, 64);
+  EXPECT_NE(line.find("data.json: 1 sample(s) truncated to --max_length 64: " + std::to_string(cut.cut.prompt) +
+                      " prompt tokens and 0 reply tokens cut"),
+            std::string::npos)
+      << line;
+  EXPECT_GT(cut.cut.prompt, 0u);
+  EXPECT_NE(line.find("LLaMA-Factory's cutoff_len"), std::string::npos) << line;
+  EXPECT_EQ(truncation_summary("data.json", encode_dataset(data, *template_, *tokenizer_, {.max_length = 4096}), 4096),
+            "");
 }
 
 TEST_F(Truncation, SkippingLeavesOverLongConversationsOutAndCountsThem) {
