@@ -3,16 +3,40 @@
 #include <algorithm>
 #include <random>
 
+#include "runtime/error.h"
 #include "serve/api_error.h"
 
 namespace zt::serve {
 namespace {
 
+// Tool calls are read out of answers in the <tool_call> blocks Qwen's templates teach
+// (tool_calls.h); a template that writes calls another way would have its calls sent as text.
+void require_tool_call_format(const ApiRequest& request, const ServedModel& model) {
+  if (!request.tools.parse_calls || model.chat_template->name().starts_with("qwen")) return;
+  throw invalid_request(
+      "'tools': this server reads tool calls in the <tool_call> format of Qwen's chat templates "
+      "(vLLM's hermes parser), but it serves the template '" +
+          std::string(model.chat_template->name()) +
+          "', which writes them another way; send the request without tools, or serve a Qwen "
+          "model (--template qwen, qwen2, qwen3)",
+      "tools");
+}
+
+std::vector<models::TokenId> chat_prompt(const ApiRequest& request, const ServedModel& model) {
+  require_tool_call_format(request, model);
+  try {
+    return model.chat_template
+        ->encode(*model.tokenizer, request.messages, /*add_generation_prompt=*/true, request.tools.tools)
+        .ids;
+  } catch (const Error& error) {  // what the template cannot render is the request's to fix
+    throw invalid_request(std::string("the chat template cannot render this conversation: ") + error.what(),
+                          "messages");
+  }
+}
+
 std::vector<std::int64_t> prompt_tokens(const ApiRequest& request, const ServedModel& model) {
   std::vector<models::TokenId> ids =
-      request.messages.empty()
-          ? model.tokenizer->encode(request.prompt)
-          : model.chat_template->encode(*model.tokenizer, request.messages, /*add_generation_prompt=*/true).ids;
+      request.messages.empty() ? model.tokenizer->encode(request.prompt) : chat_prompt(request, model);
   if (ids.empty()) throw invalid_request("the prompt is empty", request.messages.empty() ? "prompt" : "messages");
   return {ids.begin(), ids.end()};
 }

@@ -38,7 +38,10 @@ struct Answer {
   Answer(RouteContext& context, const ApiRequest& request, infer::GenerationRequest engine_request)
       : active(context),
         context(context),
-        format(!request.messages.empty(), context.model.name, context.requests++, request.include_usage),
+        format(!request.messages.empty(), context.model.name, request.include_usage),
+        parse_tool_calls(request.tools.parse_calls),
+        max_tool_calls(request.tools.parallel_tool_calls ? SIZE_MAX : 1),
+        tool_stream(max_tool_calls),
         text(*context.model.tokenizer, request.sampling.stop),
         eos(engine_request.options.eos_token_ids),
         usage{.prompt_tokens = static_cast<std::int64_t>(engine_request.prompt.size())},
@@ -61,7 +64,14 @@ struct Answer {
     return piece;
   }
 
+  // Streaming with tools: the next piece as what to send (content and tool-call deltas).
+  ToolCallStream::Delta next_with_tool_calls() {
+    text_so_far += next();
+    return tool_stream.next(text_so_far, finished);
+  }
+
   std::string finish_reason() const {
+    if (tool_stream.called()) return "tool_calls";
     const bool at_eos = std::find(eos.begin(), eos.end(), last_token) != eos.end();
     return text.stopped() || (usage.completion_tokens > 0 && at_eos) ? "stop" : "length";
   }
@@ -80,6 +90,10 @@ struct Answer {
   Active active;
   RouteContext& context;
   ResponseFormat format;
+  bool parse_tool_calls;
+  std::size_t max_tool_calls;
+  ToolCallStream tool_stream;
+  std::string text_so_far;  // streaming with tools: what the stream parses
   AnswerText text;
   std::vector<std::int64_t> eos;
   Usage usage;
@@ -93,11 +107,16 @@ void respond_whole(Answer& answer, httplib::Response& response) {
   std::string text;
   while (!answer.finished) text += answer.next();
   answer.log("done");
-  response.set_content(json_text(answer.format.whole(text, answer.finish_reason(), answer.usage)), "application/json");
+  const ExtractedToolCalls calls =
+      answer.parse_tool_calls ? extract_tool_calls(text, answer.max_tool_calls) : ExtractedToolCalls{};
+  const nlohmann::json body = calls.called ? answer.format.whole_with_tool_calls(calls, "tool_calls", answer.usage)
+                                           : answer.format.whole(text, answer.finish_reason(), answer.usage);
+  response.set_content(json_text(body), "application/json");
 }
 
-// Server-sent events: the role first (chat), then a chunk per piece of text as it comes, the
-// finish reason, the usage when asked, and [DONE]. Each call of the provider sends what the
+// Server-sent events: the role first (chat), then a chunk per piece of text (or of tool calls,
+// when the request offers tools) as it comes, the finish reason, the usage when asked, and
+// [DONE]. Each call of the provider sends what the
 // next tokens bring; a write that fails means the client went away.
 void respond_streamed(std::shared_ptr<Answer> answer, bool chat, httplib::Response& response) {
   auto provider = [answer, chat, role_sent = !chat](std::size_t, httplib::DataSink& sink) mutable {
@@ -106,15 +125,20 @@ void respond_streamed(std::shared_ptr<Answer> answer, bool chat, httplib::Respon
       return sink.write(event.data(), event.size());
     };
     if (!role_sent && !(role_sent = send(answer->format.role_chunk()))) return false;
-    std::string piece;
+    nlohmann::json chunk;
     try {
-      piece = answer->next();
+      if (answer->parse_tool_calls) {
+        const ToolCallStream::Delta delta = answer->next_with_tool_calls();
+        if (!delta.empty()) chunk = answer->format.tool_call_chunk(delta);
+      } else if (const std::string piece = answer->next(); !piece.empty()) {
+        chunk = answer->format.text_chunk(piece);
+      }
     } catch (const ApiError& error) {
       const std::string event = server_sent_event(error.body());
       sink.write(event.data(), event.size());
       return false;
     }
-    if (!piece.empty() && !send(answer->format.text_chunk(piece))) return false;
+    if (!chunk.is_null() && !send(chunk)) return false;
     if (!answer->finished) return true;
     if (!send(answer->format.finish_chunk(answer->finish_reason()))) return false;
     if (answer->format.include_usage() && !send(answer->format.usage_chunk(answer->usage))) return false;

@@ -19,10 +19,10 @@ json usage_json(const Usage& usage) {
 
 }  // namespace
 
-ResponseFormat::ResponseFormat(bool chat, std::string model, std::uint64_t request_number, bool include_usage)
+ResponseFormat::ResponseFormat(bool chat, std::string model, bool include_usage)
     : chat_(chat),
       model_(std::move(model)),
-      id_((chat ? "chatcmpl-" : "cmpl-") + std::to_string(request_number)),
+      id_((chat ? "chatcmpl-" : "cmpl-") + random_hex(24)),
       created_(unix_time()),
       include_usage_(include_usage) {}
 
@@ -37,13 +37,29 @@ json ResponseFormat::choice(const std::string& text, const json& finish_reason, 
   return choice;
 }
 
-json ResponseFormat::whole(const std::string& text, const std::string& finish_reason, const Usage& usage) const {
+json ResponseFormat::completion(json choice, const Usage& usage) const {
   return {{"id", id_},
           {"object", chat_ ? "chat.completion" : "text_completion"},
           {"created", created_},
           {"model", model_},
-          {"choices", json::array({choice(text, finish_reason, /*delta=*/false)})},
+          {"choices", json::array({std::move(choice)})},
           {"usage", usage_json(usage)}};
+}
+
+json ResponseFormat::whole(const std::string& text, const std::string& finish_reason, const Usage& usage) const {
+  return completion(choice(text, finish_reason, /*delta=*/false), usage);
+}
+
+json ResponseFormat::whole_with_tool_calls(const ExtractedToolCalls& calls, const std::string& finish_reason,
+                                           const Usage& usage) const {
+  json choice = this->choice("", finish_reason, /*delta=*/false);
+  json& message = choice["message"];
+  message["content"] = calls.content ? json(*calls.content) : json(nullptr);
+  message["tool_calls"] = json::array();
+  for (const ToolCallOut& call : calls.calls)
+    message["tool_calls"].push_back(
+        {{"id", call.id}, {"type", "function"}, {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
+  return completion(std::move(choice), usage);
 }
 
 json ResponseFormat::chunk(json choice) const {
@@ -63,6 +79,12 @@ json ResponseFormat::role_chunk() const {
 }
 
 json ResponseFormat::text_chunk(const std::string& text) const { return chunk(choice(text, nullptr, true)); }
+
+json ResponseFormat::tool_call_chunk(const ToolCallStream::Delta& delta) const {
+  json piece = choice(delta.content, nullptr, true);
+  if (!delta.tool_calls.empty()) piece["delta"]["tool_calls"] = delta.tool_calls;
+  return chunk(std::move(piece));
+}
 
 json ResponseFormat::finish_chunk(const std::string& finish_reason) const {
   return chunk(choice("", finish_reason, true));

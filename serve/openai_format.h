@@ -1,13 +1,16 @@
 // The OpenAI API's response bodies for one request: a whole chat.completion or
 // text_completion, or, when streaming, its chunks (chat.completion.chunk: a first one with the
-// role, one per piece of text, a last one with finish_reason, and with include_usage one
-// more with the usage and no choices), each sent as a server-sent event.
+// role, one per piece of text or of tool calls, a last one with finish_reason, and with
+// include_usage one more with the usage and no choices), each sent as a server-sent event.
+// Ids are chatcmpl-/cmpl- and 24 random hex digits, so that they differ across processes.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
 #include <nlohmann/json.hpp>
+
+#include "serve/tool_calls.h"
 
 namespace zt::serve {
 
@@ -18,21 +21,28 @@ struct Usage {
 
 class ResponseFormat {
  public:
-  // `chat`: /v1/chat/completions' shapes, else /v1/completions'. `request_number` makes the id.
-  ResponseFormat(bool chat, std::string model, std::uint64_t request_number, bool include_usage);
+  // `chat`: /v1/chat/completions' shapes, else /v1/completions'.
+  ResponseFormat(bool chat, std::string model, bool include_usage);
 
   const std::string& id() const { return id_; }
   bool include_usage() const { return include_usage_; }
   nlohmann::json whole(const std::string& text, const std::string& finish_reason, const Usage& usage) const;
+  // Chat only: an answer that calls tools, its message's content (null when nullopt) beside
+  // message.tool_calls.
+  nlohmann::json whole_with_tool_calls(const ExtractedToolCalls& calls, const std::string& finish_reason,
+                                       const Usage& usage) const;
   // Chat only: the role, before any text.
   nlohmann::json role_chunk() const;
   nlohmann::json text_chunk(const std::string& text) const;
+  // Chat only: delta.content (when not empty) and delta.tool_calls.
+  nlohmann::json tool_call_chunk(const ToolCallStream::Delta& delta) const;
   nlohmann::json finish_chunk(const std::string& finish_reason) const;
   nlohmann::json usage_chunk(const Usage& usage) const;
 
  private:
   nlohmann::json chunk(nlohmann::json choice) const;
   nlohmann::json choice(const std::string& text, const nlohmann::json& finish_reason, bool delta) const;
+  nlohmann::json completion(nlohmann::json choice, const Usage& usage) const;
 
   bool chat_;
   std::string model_;

@@ -12,6 +12,10 @@ namespace {
 using nlohmann::json;
 
 json parse_object(const std::string& body) {
+  if (body.find_first_not_of(" \t\r\n") == std::string::npos)
+    throw invalid_request(
+        "the request body is empty: send a JSON object (the request's fields) with Content-Type: "
+        "application/json");
   json parsed = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (parsed.is_discarded())
     throw invalid_request(
@@ -80,7 +84,6 @@ void refuse_unsupported(const json& body) {
   refuse_unless("presence_penalty", 0);
   refuse_unless("frequency_penalty", 0);
   refuse_unless("logit_bias", json::object());
-  refuse_unless("tools", json::array());
 }
 
 void read_common(const json& body, ApiRequest& request) {
@@ -150,7 +153,10 @@ std::vector<models::ChatMessage> messages_field(const json& body) {
       throw invalid_request(
           "'" + where + ".role' must be system, developer, user, assistant or tool, got '" + name + "'",
           where + ".role");
-    result.push_back({name, message_content(message, where)});
+    std::vector<models::ToolCall> calls = message_tool_calls(message, where);
+    if (!calls.empty() && name != "assistant")
+      throw invalid_request("'" + where + ".tool_calls' belongs to assistant messages only", where + ".tool_calls");
+    result.push_back({name, message_content(message, where), std::move(calls)});
   }
   return result;
 }
@@ -170,6 +176,7 @@ ApiRequest parse_chat_request(const std::string& body) {
   ApiRequest request;
   read_common(parsed, request);
   request.messages = messages_field(parsed);
+  request.tools = read_tool_fields(parsed, body);
   return request;
 }
 

@@ -1,8 +1,8 @@
 // The bodies of POST /v1/chat/completions and /v1/completions read and checked as OpenAI
 // does: fields it does not know are ignored, a null field counts as absent, and a field of
 // the wrong type or out of range is an ApiError 400 naming it. Fields OpenAI has that this
-// server cannot honour (n > 1, logprobs, tools, penalties, ...) are refused by name rather
-// than silently ignored.
+// server cannot honour (n > 1, logprobs, penalties, a forced tool call, ...) are refused by
+// name rather than silently ignored. Tools: serve/tool_request.h.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "serve/tool_request.h"
 #include "text/chat_template/chat_template.h"
 
 namespace zt::serve {
@@ -29,13 +30,14 @@ struct SamplingFields {
 struct ApiRequest {
   std::string model;                          // empty when the client named none
   std::vector<models::ChatMessage> messages;  // chat completions
+  ToolFields tools;                           // chat completions
   std::string prompt;                         // completions
   SamplingFields sampling;
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
 };
 
-// Throws ApiError (400) for malformed JSON or a bad field.
+// Throws ApiError (400) for an empty body, malformed JSON or a bad field.
 ApiRequest parse_chat_request(const std::string& body);
 ApiRequest parse_completion_request(const std::string& body);
 

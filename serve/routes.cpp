@@ -41,6 +41,46 @@ httplib::Server::Handler guarded(RouteContext& context,
   };
 }
 
+// The methods each route answers (cpp-httplib answers HEAD through the GET handlers).
+const std::vector<std::pair<std::string, std::string>>& route_methods() {
+  static const std::vector<std::pair<std::string, std::string>> routes = {
+      {"/health", "GET, HEAD"},
+      {"/v1/models", "GET, HEAD"},
+      {"/v1/chat/completions", "POST"},
+      {"/v1/completions", "POST"},
+  };
+  return routes;
+}
+
+// What cpp-httplib answered on its own, as an OpenAI error: a route asked with a method it
+// does not take (405, with Allow), a path that does not exist (404), a POST whose body could
+// not be read (400: no Content-Length, or a broken chunked body) and a body over the limit (413).
+ApiError unhandled(const httplib::Request& request, httplib::Response& response) {
+  if (response.status == 413)
+    return ApiError(413, "the request body is larger than this server accepts", "invalid_request_error");
+  for (const auto& [path, methods] : route_methods()) {
+    if (request.path != path) continue;
+    if (response.status == 404) {
+      response.set_header("Allow", methods);
+      return ApiError(405, "Invalid method for URL (" + request.method + " " + path + "): it takes " + methods,
+                      "invalid_request_error", "", "method_not_allowed");
+    }
+    if (response.status == 400 && request.method == "POST")
+      return ApiError(400,
+                      "the request body is empty or could not be read: send a JSON object with Content-Type: "
+                      "application/json and a Content-Length",
+                      "invalid_request_error");
+  }
+  if (response.status == 404)
+    return ApiError(404,
+                    "no route " + request.method + " " + request.path +
+                        ": this server answers POST /v1/chat/completions, POST /v1/completions, GET /v1/models "
+                        "and GET /health",
+                    "invalid_request_error", "", "unknown_url");
+  return ApiError(response.status, "the request could not be read (" + request.method + " " + request.path + ")",
+                  "invalid_request_error");
+}
+
 }  // namespace
 
 void add_routes(httplib::Server& server, RouteContext& context) {
@@ -56,14 +96,12 @@ void add_routes(httplib::Server& server, RouteContext& context) {
   server.Post("/v1/completions", guarded(context, [&context](const auto& request, auto& response) {
                 respond_with_generation(context, parse_completion_request(request.body), response);
               }));
-  // Routes that do not exist, and requests cpp-httplib refused (a body over the limit: 413);
-  // errors the routes answered already keep their body.
+  // What cpp-httplib answered on its own (unhandled); errors the routes answered already keep
+  // their body.
   server.set_error_handler(
       httplib::Server::HandlerWithResponse([](const httplib::Request& request, httplib::Response& response) {
         if (!response.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-        const std::string message = response.status == 413 ? "the request body is larger than this server accepts"
-                                                           : "no route " + request.method + " " + request.path;
-        respond_error(response, ApiError(response.status, message, "invalid_request_error"));
+        respond_error(response, unhandled(request, response));
         return httplib::Server::HandlerResponse::Handled;
       }));
 }

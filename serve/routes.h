@@ -1,6 +1,7 @@
 // The HTTP routes of the OpenAI API on a cpp-httplib server: GET /health, GET /v1/models,
 // POST /v1/chat/completions and POST /v1/completions (generation_route.h), behind the API
-// key when one is set, with every failure answered as an OpenAI error body.
+// key when one is set, with every failure answered as an OpenAI error body (a route asked
+// with a method it does not take: 405 with Allow).
 #pragma once
 
 #include <atomic>
@@ -19,7 +20,6 @@ struct RouteContext {
   EngineLoop& engine;
   std::string api_key;       // empty: no key needed
   std::int64_t started = 0;  // unix time, GET /v1/models' "created"
-  std::atomic<std::uint64_t> requests{0};
   // Stopping: generation requests are refused (503) and the server waits for `active`, the
   // answers being generated or sent, to reach 0 (cpp-httplib cuts open streams when stopped).
   std::atomic<bool> draining{false};

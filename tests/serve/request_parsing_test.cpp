@@ -72,5 +72,77 @@ TEST(RequestParsing, BadFieldsAreRefusedByName) {
   EXPECT_EQ(refused_param("{" + messages + ", \"n\": 1, \"presence_penalty\": 0, \"logprobs\": false}"), "no error");
 }
 
+TEST(RequestParsing, AnEmptyBodySaysSo) {
+  for (const std::string body : {"", "  \n"}) {
+    try {
+      parse_chat_request(body);
+      ADD_FAILURE() << "an empty body was accepted";
+    } catch (const ApiError& error) {
+      EXPECT_EQ(error.status(), 400);
+      EXPECT_NE(std::string(error.what()).find("the request body is empty"), std::string::npos) << error.what();
+    }
+  }
+}
+
+// tools as the template prints them (the function's keys in OpenAI's order, the parameters'
+// as sent), tool_choice auto or none, and earlier calls and results in the messages.
+TEST(RequestParsing, ReadsToolsAndToolCalls) {
+  const ApiRequest chat = parse_chat_request(R"({
+    "messages": [{"role": "user", "content": "weather in Paris?"},
+                 {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function",
+                    "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]},
+                 {"role": "tool", "tool_call_id": "call_1", "content": "18 C"}],
+    "tools": [{"function": {"parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+                                           "required": ["city"]},
+                            "description": "the weather", "name": "get_weather", "strict": true},
+               "type": "function"}],
+    "parallel_tool_calls": false})");
+  ASSERT_EQ(chat.tools.tools.size(), 1u);
+  EXPECT_EQ(chat.tools.tools[0],
+            R"({"type":"function","function":{"name":"get_weather","description":"the weather",)"
+            R"("parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}})");
+  EXPECT_TRUE(chat.tools.parse_calls);
+  EXPECT_FALSE(chat.tools.parallel_tool_calls);
+  ASSERT_EQ(chat.messages.size(), 3u);
+  EXPECT_EQ(chat.messages[1].content, "");
+  ASSERT_EQ(chat.messages[1].tool_calls.size(), 1u);
+  EXPECT_EQ(chat.messages[1].tool_calls[0].name, "get_weather");
+  EXPECT_EQ(chat.messages[1].tool_calls[0].arguments, R"({"city": "Paris"})");
+  EXPECT_EQ(chat.messages[2].role, "tool");
+  EXPECT_EQ(chat.messages[2].content, "18 C");
+
+  // tool_choice none: the model is not shown the tools, and nothing is parsed.
+  const ApiRequest none = parse_chat_request(
+      R"({"messages": [{"role": "user", "content": "hi"}], "tool_choice": "none",
+          "tools": [{"type": "function", "function": {"name": "f"}}]})");
+  EXPECT_TRUE(none.tools.tools.empty());
+  EXPECT_FALSE(none.tools.parse_calls);
+  EXPECT_FALSE(
+      parse_chat_request(R"({"messages": [{"role": "user", "content": "hi"}], "tools": []})").tools.parse_calls);
+}
+
+TEST(RequestParsing, BadToolFieldsAreRefusedByName) {
+  const std::string messages = R"("messages": [{"role": "user", "content": "hi"}])";
+  const std::string tools = R"("tools": [{"type": "function", "function": {"name": "f"}}])";
+  EXPECT_EQ(refused_param("{" + messages + ", " + tools + ", \"tool_choice\": \"required\"}"), "tool_choice");
+  EXPECT_EQ(refused_param("{" + messages + ", " + tools +
+                          R"(, "tool_choice": {"type": "function", "function": {"name": "f"}}})"),
+            "tool_choice");
+  EXPECT_EQ(refused_param("{" + messages + ", \"tool_choice\": \"auto\"}"), "tool_choice");
+  EXPECT_EQ(refused_param("{" + messages + R"(, "tools": {"name": "f"}})"), "tools");
+  EXPECT_EQ(refused_param("{" + messages + R"(, "tools": [{"type": "code_interpreter"}]})"), "tools[0].type");
+  EXPECT_EQ(refused_param("{" + messages + R"(, "tools": [{"type": "function", "function": {"name": ""}}]})"),
+            "tools[0].function.name");
+  EXPECT_EQ(refused_param("{" + messages + R"(, "tools": [{"function": {"name": "f", "parameters": []}}]})"),
+            "tools[0].function.parameters");
+  EXPECT_EQ(refused_param("{" + messages + ", " + tools + ", \"parallel_tool_calls\": 1}"), "parallel_tool_calls");
+  EXPECT_EQ(refused_param(R"({"messages": [{"role": "assistant", "tool_calls": [{"type": "function",
+              "function": {"name": "f", "arguments": "{not json"}}]}]})"),
+            "messages[0].tool_calls[0].function.arguments");
+  EXPECT_EQ(refused_param(R"({"messages": [{"role": "user", "tool_calls": [{"function": {"name": "f"}}]}]})"),
+            "messages[0].tool_calls");
+  EXPECT_EQ(refused_param("{" + messages + ", " + tools + ", \"tool_choice\": \"auto\"}"), "no error");
+}
+
 }  // namespace
 }  // namespace zt::serve
