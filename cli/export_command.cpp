@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "cli/command.h"
+#include "cli/export_output.h"
 #include "cli/flags.h"
 #include "models/peft/lora_files.h"
 #include "models/weights/weights.h"
@@ -21,7 +22,7 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr const char* kUsage =
-    "usage: zerotune export --model_name_or_path DIR --output_dir OUT\n"
+    "usage: zerotune export --model_name_or_path DIR --output_dir OUT [--overwrite_output_dir]\n"
     "                       [--adapter_name_or_path ADAPTER --merge_lora] [--dtype float32|bfloat16|float16]\n"
     "       zerotune export --checkpoint CKPT --output_dir OUT [--merge_lora] [--weights master|working]\n"
     "                       [--model_name_or_path DIR] [--dtype float32|bfloat16|float16]\n\n"
@@ -37,7 +38,11 @@ constexpr const char* kUsage =
     "checkpoint's training_args.json unless --model_name_or_path is given. A LoRA checkpoint is\n"
     "written as a PEFT adapter folder, or merged into DIR's weights with --merge_lora; a P-Tuning\n"
     "checkpoint is refused (its prefix folder already is the exported form).\n"
-    "  --output_dir   also accepted as --export_dir (LLaMA-Factory's name)\n"
+    "  --output_dir   also accepted as --export_dir (LLaMA-Factory's name); a new folder, written as a hidden\n"
+    "                 .NAME.partial beside it and renamed into place once complete. A folder that holds\n"
+    "                 files is refused, unless --overwrite_output_dir (files of the same names replaced);\n"
+    "                 one holding the other kind of export (an adapter where a model goes, or the\n"
+    "                 reverse) always is\n"
     "  --weights      master (default): the optimizer's float32 masters; working: the checkpoint's\n"
     "                 model files (what a checkpoint saved with --save_only_model always gives)\n"
     "  --dtype        default the torch_dtype of DIR/config.json, else float32; with --checkpoint,\n"
@@ -46,7 +51,7 @@ constexpr const char* kUsage =
 const FlagSpec kFlagSpec{.command = "export",
                          .value_flags = {"--model_name_or_path", "--revision", "--adapter_name_or_path", "--output_dir",
                                          "--dtype", "--checkpoint", "--weights"},
-                         .bool_flags = {"--merge_lora"},
+                         .bool_flags = {"--merge_lora", "--overwrite_output_dir"},
                          .required = {"--output_dir"},
                          .aliases = {{"--export_dir", "--output_dir"}},
                          .choices = {{"--weights", {"master", "working"}}}};
@@ -75,36 +80,43 @@ void check_flag_combinations(const Flags& flags) {
 std::optional<DType> dtype_flag(Flags& flags) {
   if (!flags.count("--dtype")) return std::nullopt;
   const DType dtype = parse_dtype(flags["--dtype"]);
-  ZT_REQUIRE(is_floating(dtype), "--dtype " + flags["--dtype"] + ": the weights need a floating-point dtype");
+  ZT_REQUIRE_USAGE(is_floating(dtype), "--dtype " + flags["--dtype"] + ": the weights need a floating-point dtype");
   return dtype;
 }
 
-int export_checkpoint(Flags& flags) {
+// A LoRA checkpoint exports as an adapter unless merged; everything else as a model.
+ExportKind export_kind(const Flags& flags) {
+  const bool adapter_checkpoint =
+      flags.count("--checkpoint") && fs::exists(fs::path(flags.at("--checkpoint")) / "adapter_config.json");
+  return adapter_checkpoint && !is_set(flags, "--merge_lora") ? ExportKind::kAdapter : ExportKind::kModel;
+}
+
+int export_checkpoint(Flags& flags, ExportFolder& out) {
   train::CheckpointExport request{
       .checkpoint = flags["--checkpoint"],
       .output_dir = flags["--output_dir"],
+      .write_dir = out.write_dir(),
       .base_model = flags.count("--model_name_or_path") ? flags["--model_name_or_path"] : "",
       .base_revision = flags.count("--revision") ? flags["--revision"] : "",
       .working_weights = flags.count("--weights") && flags["--weights"] == "working",
       .merge_lora = is_set(flags, "--merge_lora"),
       .dtype = dtype_flag(flags)};
-  std::cerr << train::export_checkpoint(request) << "\n";
+  const std::string done = train::export_checkpoint(request);
+  out.commit();
+  std::cerr << done << "\n";
   return 0;
 }
 
-int export_model(Flags& flags) {
+int export_model(Flags& flags, ExportFolder& out) {
   const std::string name = flags["--model_name_or_path"];
   resolve_model_flag(flags);
-  const std::string dir = flags["--model_name_or_path"], out = flags["--output_dir"];
-  std::error_code different;  // a path that does not exist is no other one
-  ZT_REQUIRE(!fs::equivalent(dir, out, different),
-             "--output_dir " + out + " is the model folder itself; export into another folder");
+  const std::string dir = flags["--model_name_or_path"];
+  const std::optional<DType> asked = dtype_flag(flags);
   const models::ModelConfig config = models::load_config(dir);
-  const std::string dtype_text = flags.count("--dtype")       ? flags["--dtype"]
-                                 : config.torch_dtype.empty() ? std::string("float32")
-                                                              : config.torch_dtype;
-  const DType dtype = parse_dtype(dtype_text);
-  ZT_REQUIRE(is_floating(dtype), "--dtype " + dtype_text + ": the weights need a floating-point dtype");
+  const std::string dtype_text = config.torch_dtype.empty() ? std::string("float32") : config.torch_dtype;
+  const DType dtype = asked ? *asked : parse_dtype(dtype_text);
+  ZT_REQUIRE(is_floating(dtype), config.source + ": torch_dtype " + dtype_text +
+                                     " is no floating-point dtype for the weights; give --dtype");
 
   // Merged in float32 on the CPU, then rounded once to the saved dtype.
   models::CausalLM model = models::load_model(dir, {.device = Device::cpu(), .dtype = DType::kF32});
@@ -114,17 +126,32 @@ int export_model(Flags& flags) {
     std::cerr << "merged the LoRA adapter " << flags["--adapter_name_or_path"] << " (r " << lora.rank << ", alpha "
               << lora.alpha << ")\n";
   }
-  models::save_model(model, out, {.dtype = dtype});
-  std::cerr << "exported " << name << " to " << out << " (" << dtype_name(dtype) << ")\n";
+  models::save_model(model, out.write_dir(), {.dtype = dtype});
+  out.commit();
+  std::cerr << "exported " << name << " to " << flags["--output_dir"] << " (" << dtype_name(dtype) << ")\n";
   return 0;
+}
+
+// The model folder itself (or the checkpoint) as --output_dir: its files would be replaced
+// while they are read.
+void refuse_writing_over_the_input(Flags& flags) {
+  const std::string out = flags.at("--output_dir");
+  std::error_code different;  // a path that does not exist is no other one
+  for (const char* input : {"--model_name_or_path", "--checkpoint", "--adapter_name_or_path"})
+    if (flags.count(input))
+      ZT_REQUIRE_USAGE(!fs::equivalent(flags.at(input), out, different),
+                       "--output_dir " + out + " is the folder of " + input + " itself; export into another folder");
 }
 
 int run_export(const std::vector<std::string>& args) {
   const std::string usage = std::string(kUsage) + kHubModelUsage;
   return run_with_flags(args, kFlagSpec, usage.c_str(), [](Flags& flags) {
     check_flag_combinations(flags);
+    dtype_flag(flags);  // a --dtype that is no floating-point type is refused before any work
     require_writable_folder(flags.at("--output_dir"), "--output_dir");
-    return flags.count("--checkpoint") ? export_checkpoint(flags) : export_model(flags);
+    refuse_writing_over_the_input(flags);
+    ExportFolder out(flags.at("--output_dir"), export_kind(flags), is_set(flags, "--overwrite_output_dir"));
+    return flags.count("--checkpoint") ? export_checkpoint(flags, out) : export_model(flags, out);
   });
 }
 

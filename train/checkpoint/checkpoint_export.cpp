@@ -15,6 +15,7 @@
 #include "runtime/atomic_file.h"
 #include "runtime/error.h"
 #include "runtime/log.h"
+#include "runtime/usage_error.h"
 #include "tensor/safetensors/safetensors_index.h"
 #include "train/args/training_arguments.h"
 #include "train/checkpoint/checkpoint.h"
@@ -76,8 +77,13 @@ Checkpoint open_checkpoint(const CheckpointExport& request) {
 }
 
 void require_not_folder(const std::string& out, const std::string& folder, const std::string& what) {
-  ZT_REQUIRE(!fs::exists(out) || !fs::equivalent(out, folder),
-             "--output_dir " + out + " is the " + what + " itself; export into another folder");
+  ZT_REQUIRE_USAGE(!fs::exists(out) || !fs::equivalent(out, folder),
+                   "--output_dir " + out + " is the " + what + " itself; export into another folder");
+}
+
+// Where the files go: write_dir when the caller stages them there, else output_dir.
+const std::string& destination(const CheckpointExport& request) {
+  return request.write_dir.empty() ? request.output_dir : request.write_dir;
 }
 
 struct Expected {
@@ -171,12 +177,12 @@ void export_model_folder(const Checkpoint& checkpoint, const CheckpointExport& r
       from_masters ? base : SafetensorsCheckpoint::open(model_weights_path(checkpoint.dir));
   const TensorPlan plan = model_tensor_plan(checkpoint, specs, from_masters ? nullptr : &source, base, dtype);
   // transformers refuses safetensors files whose metadata does not say format "pt".
-  save_sharded_safetensors_streamed(request.output_dir, plan, request.max_shard_bytes, {{"format", "pt"}});
-  write_file_atomically((fs::path(request.output_dir) / "config.json").string(), config.raw.dump(2) + "\n");
+  save_sharded_safetensors_streamed(destination(request), plan, request.max_shard_bytes, {{"format", "pt"}});
+  write_file_atomically((fs::path(destination(request)) / "config.json").string(), config.raw.dump(2) + "\n");
   const fs::path generation = fs::path(checkpoint.base) / "generation_config.json";
   if (fs::is_regular_file(generation))
-    copy_file_atomically(generation, fs::path(request.output_dir) / generation.filename());
-  models::copy_companion_files(checkpoint.base, request.output_dir);
+    copy_file_atomically(generation, fs::path(destination(request)) / generation.filename());
+  models::copy_companion_files(checkpoint.base, destination(request));
 }
 
 // LoRA unmerged: the checkpoint's adapter folder with A and B from their masters.
@@ -194,12 +200,12 @@ void export_adapter_folder(const Checkpoint& checkpoint, const CheckpointExport&
     plan.add({name, dtype.value_or(adapter.info(name).dtype), adapter.info(name).shape}, [&, name] {
       return converted(from_masters ? checkpoint.masters->master(name) : adapter.get(name), dtype);
     });
-  fs::create_directories(request.output_dir);
-  save_safetensors_streamed((fs::path(request.output_dir) / models::kAdapterWeightsFile).string(), plan,
+  fs::create_directories(destination(request));
+  save_safetensors_streamed((fs::path(destination(request)) / models::kAdapterWeightsFile).string(), plan,
                             {{"format", "pt"}});
   copy_file_atomically(adapter_dir / models::kAdapterConfigFile,
-                       fs::path(request.output_dir) / models::kAdapterConfigFile);
-  models::copy_companion_files(checkpoint.base, request.output_dir);
+                       fs::path(destination(request)) / models::kAdapterConfigFile);
+  models::copy_companion_files(checkpoint.base, destination(request));
 }
 
 // LoRA merged: the base in float32 with the checkpoint's adapter, its A and B replaced by their
@@ -220,7 +226,7 @@ void export_merged_lora(const Checkpoint& checkpoint, const CheckpointExport& re
     }
   }
   models::merge_lora(model);
-  models::save_model(model, request.output_dir, {.max_shard_bytes = request.max_shard_bytes, .dtype = dtype});
+  models::save_model(model, destination(request), {.max_shard_bytes = request.max_shard_bytes, .dtype = dtype});
 }
 
 }  // namespace

@@ -30,6 +30,9 @@ namespace zt::train {
 struct CheckpointExport {
   std::string checkpoint;  // an output_dir/checkpoint-N folder
   std::string output_dir;
+  // Where the files are written when not output_dir itself: a staging folder the caller renames
+  // to output_dir once the export is complete (cli/export_command.cpp).
+  std::string write_dir = {};
   std::string base_model;          // empty: the model_name_or_path of the checkpoint's training_args.json
   std::string base_revision = {};  // a hub id's revision; empty: training_args.json's model_revision, else main
   bool working_weights = false;    // the checkpoint's model files instead of the float32 masters

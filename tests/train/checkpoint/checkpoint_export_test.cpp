@@ -223,9 +223,13 @@ TEST_F(ExportCheckpoint, MismatchedMastersAreAllReported) {
 
 TEST_F(ExportCheckpoint, RefusesToOverwriteTheCheckpointOrTheBase) {
   const fs::path checkpoint = train("--finetuning_type full");
+  // A folder with files needs --overwrite_output_dir, and even then not these two.
+  const CliRun occupied = export_checkpoint(checkpoint, kModel);
+  EXPECT_EQ(occupied.exit_code, 2) << occupied.output;
+  EXPECT_NE(occupied.output.find("already exists and is not empty"), std::string::npos) << occupied.output;
   for (const std::string& out : {checkpoint.string(), kModel}) {
-    const CliRun run = export_checkpoint(checkpoint, out);
-    EXPECT_NE(run.exit_code, 0) << out;
+    const CliRun run = export_checkpoint(checkpoint, out, "--overwrite_output_dir");
+    EXPECT_EQ(run.exit_code, 2) << out;
     EXPECT_NE(run.output.find("export into another folder"), std::string::npos) << run.output;
   }
   EXPECT_TRUE(fs::exists(checkpoint / train::kOptimizerIndexFile));
