@@ -29,6 +29,8 @@ bool is_hub_model_id(const std::string& name_or_path) {
   if (std::filesystem::exists(name, ec)) return false;
   const std::size_t slash = name.find('/');
   if (slash == std::string::npos) return is_id_part(name);
+  // `models/Qwen2.5-7B` where ./models exists is a path with a mistyped last part, not a repo.
+  if (std::filesystem::is_directory(name.substr(0, slash), ec)) return false;
   return is_id_part(name.substr(0, slash)) && is_id_part(name.substr(slash + 1));
 }
 

@@ -8,7 +8,8 @@ namespace zt::models::hub {
 // True when --model_name_or_path names a repo on the hub rather than a local folder, as
 // transformers decides: anything that exists on disk, or starts like a path (/ . ~), is a path;
 // other text of the hub's id form, `name` or `org/name` (letters, digits, - _ . ; no -- or
-// ..; at most 96 characters), is an id.
+// ..; at most 96 characters), is an id, unless `org` is a local folder (then the path exists
+// in part and its last part is mistyped: the error should say so, not try the network).
 bool is_hub_model_id(const std::string& name_or_path);
 
 // "models--Org--Name": the repo's folder in the cache.

@@ -11,6 +11,7 @@
 #include "models/hub/repo_id.h"
 #include "runtime/error.h"
 #include "runtime/log.h"
+#include "runtime/terminal/closest_name.h"
 
 namespace zt::models::hub {
 namespace {
@@ -61,22 +62,49 @@ std::string described(const std::string& repo_id, const std::string& revision) {
        manual_download_hint(repo_id, revision) + "; or install libcurl4-openssl-dev and rebuild zerotune");
 }
 
-}  // namespace
-
-std::string resolve_model_path(const std::string& name_or_path, const std::string& revision, ModelParts parts) {
-  // A local folder needs no hub settings, so a stray HF_ENDPOINT cannot fail its command.
-  const bool hub = is_hub_model_id(name_or_path);
-  return resolve_model_path(name_or_path, revision, parts, hub ? hub_settings_from_environment() : HubSettings{});
+// The nearest existing folder on the way to `path` (its deepest existing ancestor), "." for a
+// relative path none of whose parts exists.
+std::filesystem::path nearest_existing_folder(const std::filesystem::path& path) {
+  std::error_code ec;
+  std::filesystem::path at = path.lexically_normal();
+  while (at.has_relative_path() && !at.empty() && !std::filesystem::is_directory(at, ec)) at = at.parent_path();
+  return at.empty() ? std::filesystem::path(".") : at;
 }
 
-std::string resolve_model_path(const std::string& name_or_path, const std::string& revision, ModelParts parts,
-                               const HubSettings& settings) {
-  const std::string wanted = revision.empty() ? "main" : revision;
-  if (!is_hub_model_id(name_or_path)) {
-    if (wanted != "main")
-      ZT_LOG(kWarn, "--revision " << wanted << " is ignored: " << name_or_path << " is a local folder");
-    return name_or_path;
-  }
+// The folder in `folder` whose name is close to `name`'s, when there is one.
+std::optional<std::filesystem::path> close_folder(const std::filesystem::path& folder, const std::string& name) {
+  std::error_code ec;
+  std::vector<std::string> entries;
+  for (std::filesystem::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec))
+    if (it->is_directory(ec)) entries.push_back(it->path().filename().string());
+  const std::optional<std::string> close = closest_name(name, entries);
+  if (!close) return std::nullopt;
+  return folder == "." ? std::filesystem::path(".") / *close : folder / *close;
+}
+
+// A local path (models/hub/repo_id.h tells) that is not a folder: what is there instead, the
+// nearest folder that exists on its way, and the closest name in it.
+[[noreturn]] void fail_no_folder(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec))
+    fail(path + " is a file, not a model folder: give the folder that holds config.json and the weights");
+  if (path.front() == '~')
+    fail("no such folder: " + path +
+         " (zerotune does not expand ~: leave it unquoted for the shell to expand, or "
+         "write the path out)");
+  const std::filesystem::path missing = std::filesystem::path(path).lexically_normal();
+  const std::filesystem::path nearest = nearest_existing_folder(missing.parent_path());
+  const std::filesystem::path rest = missing.lexically_relative(nearest);
+  const std::string next = (rest.empty() ? missing.filename() : *rest.begin()).string();
+  const std::optional<std::filesystem::path> close = close_folder(nearest, next);
+  fail("no such folder: " + path + " (" + (nearest == "." ? std::string("the current folder") : nearest.string()) +
+       " has no " + next + (close ? "; did you mean " + close->string() + "?" : std::string()) +
+       "); give the path of a model folder, or a hub id such as Qwen/Qwen2.5-0.5B");
+}
+
+// The snapshot folder of hub id `name_or_path` at `wanted`, from the cache or downloaded into it.
+std::string resolve_hub_id(const std::string& name_or_path, const std::string& wanted, ModelParts parts,
+                           const HubSettings& settings) {
   const std::filesystem::path revision_path(wanted);
   ZT_REQUIRE(
       revision_path.is_relative() && std::find(revision_path.begin(), revision_path.end(), "..") == revision_path.end(),
@@ -107,6 +135,35 @@ std::string resolve_model_path(const std::string& name_or_path, const std::strin
     return *usable;
   }
   return downloader.folder().string();
+}
+
+}  // namespace
+
+std::string resolve_model_path(const std::string& name_or_path, const std::string& revision, ModelParts parts) {
+  // A local folder needs no hub settings, so a stray HF_ENDPOINT cannot fail its command.
+  const bool hub = is_hub_model_id(name_or_path);
+  return resolve_model_path(name_or_path, revision, parts, hub ? hub_settings_from_environment() : HubSettings{});
+}
+
+std::string resolve_model_path(const std::string& name_or_path, const std::string& revision, ModelParts parts,
+                               const HubSettings& settings) {
+  const std::string wanted = revision.empty() ? "main" : revision;
+  if (!is_hub_model_id(name_or_path)) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(name_or_path, ec)) fail_no_folder(name_or_path);
+    if (wanted != "main")
+      ZT_LOG(kWarn, "--revision " << wanted << " is ignored: " << name_or_path << " is a local folder");
+    return name_or_path;
+  }
+  try {
+    return resolve_hub_id(name_or_path, wanted, parts, settings);
+  } catch (const Error& e) {
+    // `qwen-7b` for the local folder qwen_7b reads as a hub id: name the folder it may mean.
+    const std::optional<std::filesystem::path> close =
+        name_or_path.find('/') == std::string::npos ? close_folder(".", name_or_path) : std::nullopt;
+    if (!close) throw;
+    fail(std::string(e.what()) + ". Or did you mean the local folder " + close->string() + "?");
+  }
 }
 
 }  // namespace zt::models::hub

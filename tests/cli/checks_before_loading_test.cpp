@@ -16,6 +16,7 @@ class ChecksBeforeLoading : public testing::FolderTest {
     FolderTest::SetUp();
     std::ofstream(dir_ / "a_file") << "x";
     std::filesystem::create_directories(dir_ / "a_folder");
+    std::filesystem::create_directories(dir_ / "no_model");  // a folder that holds no model
   }
   std::string path(const std::string& name) const { return (dir_ / name).string(); }
   void expect_refused(const std::string& arguments, const std::string& message) {

@@ -62,6 +62,9 @@ TEST(HubModelId, PathsStayPathsAndOrgNameIsAnId) {
   const fs::path cwd = fs::current_path();
   fs::current_path(ZT_SOURCE_DIR);
   EXPECT_FALSE(is_hub_model_id("examples/tiny-qwen"));
+  // So is one whose first part exists: the rest is a mistyped path, not a repo.
+  EXPECT_FALSE(is_hub_model_id("examples/tiny-qwn"));
+  EXPECT_TRUE(is_hub_model_id("Qwen/tiny-qwen")) << "no folder Qwen here";
   fs::current_path(cwd);
 }
 
@@ -218,8 +221,40 @@ TEST_F(HandMadeCache, ARevisionCannotLeaveTheRepoFolder) {
 }
 
 TEST_F(HandMadeCache, LocalPathsAreReturnedAsGiven) {
-  for (const std::string& path : std::vector<std::string>{"/no/such/model", "./relative", dir_.string()})
+  fs::create_directories(dir_ / "models/qwen-7b");
+  for (const std::string& path : std::vector<std::string>{dir_.string(), (dir_ / "models/qwen-7b").string()})
     EXPECT_EQ(resolve_model_path(path, "main", kWholeModel, settings_), path);
+}
+
+void expect_parts(const std::string& message, const std::vector<std::string>& parts) {
+  for (const std::string& part : parts)
+    EXPECT_NE(message.find(part), std::string::npos) << part << " not in " << message;
+}
+
+// A local path that is no folder is said to be one, with what does exist on its way and the
+// closest name there, never tried on the hub (whose error would be about the network).
+TEST_F(HandMadeCache, AMistypedLocalPathIsNoSuchFolder) {
+  fs::create_directories(dir_ / "models/qwen-7b");
+  std::ofstream(dir_ / "models/config.json") << "{}";
+  const std::string mistyped = (dir_ / "models/qwen-7c").string();
+  expect_parts(error_of([&] { resolve_model_path(mistyped, "main", kWholeModel, settings_); }),
+               {"no such folder: " + mistyped, (dir_ / "models").string() + " has no qwen-7c",
+                "did you mean " + (dir_ / "models/qwen-7b").string() + "?"});
+  expect_parts(
+      error_of([&] { resolve_model_path((dir_ / "modles/qwen-7b").string(), "main", kWholeModel, settings_); }),
+      {dir_.string() + " has no modles", "did you mean " + (dir_ / "models").string() + "?"});
+  expect_parts(error_of([&] { resolve_model_path("/no/such/model", "main", kWholeModel, settings_); }),
+               {"no such folder: /no/such/model", "/ has no no"});
+  expect_parts(
+      error_of([&] { resolve_model_path((dir_ / "models/config.json").string(), "main", kWholeModel, settings_); }),
+      {"is a file, not a model folder"});
+  const fs::path cwd = fs::current_path();
+  fs::current_path(dir_);
+  const std::string message = error_of([&] { resolve_model_path("models/qwen7b", "main", kWholeModel, settings_); });
+  fs::current_path(cwd);
+  EXPECT_NE(message.find("no such folder: models/qwen7b (models has no qwen7b; did you mean models/qwen-7b?)"),
+            std::string::npos)
+      << message;
 }
 
 TEST(DownloadProgressLine, ShowsShareBytesTimeAndSpeed) {
