@@ -9,6 +9,7 @@
 #include "runtime/error.h"
 #include "runtime/philox.h"
 #include "runtime/terminal/text_list.h"
+#include "runtime/usage_error.h"
 
 namespace zt::models {
 namespace {
@@ -51,14 +52,17 @@ std::vector<std::string> parse_lora_target(const std::string& text, const ModelC
   const std::vector<std::string> known = lora_module_names(config);
   std::vector<std::string> names = split_comma_list(text);
   if (names.size() == 1 && (names[0] == "all" || names[0] == "all-linear")) return known;
-  ZT_REQUIRE(!names.empty(), "--lora_target is empty; give module names such as " + join_list(known) + ", or all");
+  // A wrong name is a wrong command line (or arguments file): a usage error, exit code 2.
+  ZT_REQUIRE_USAGE(!names.empty(),
+                   "--lora_target is empty; give module names such as " + join_list(known) + ", or all");
   const ParameterLayout layout = parameter_layout(config);
   for (const std::string& name : names) {
     bool found = false;
     for (const LayerSpecs& layer : layout.layers)
       for (const auto& spec : layer) found = found || (is_linear(spec) && targets({name}, module_path(*spec)));
-    ZT_REQUIRE(found, "LoRA target '" + name + "' is not a linear module of the " + architecture_name(config.arch) +
-                          " model's layers; its modules are " + join_list(known) + " (or all for every one of them)");
+    ZT_REQUIRE_USAGE(found, "--lora_target '" + name + "' is not a linear module of the " +
+                                architecture_name(config.arch) + " model's layers; its modules are " +
+                                join_list(known) + " (or all for every one of them)");
   }
   return names;
 }

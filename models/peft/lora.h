@@ -21,8 +21,8 @@ namespace zt::models {
 std::vector<std::string> lora_module_names(const ModelConfig& config);
 
 // --lora_target: comma-separated module names, or "all" (PEFT's "all-linear": every linear
-// module of the decoder layers, never the LM head). A name that matches no module is an
-// error listing the model's module names.
+// module of the decoder layers, never the LM head). A name that matches no module is a
+// zt::UsageError listing the model's module names.
 std::vector<std::string> parse_lora_target(const std::string& text, const ModelConfig& config);
 
 // Puts fresh updates beside every targeted projection (replacing any LoRA already there),

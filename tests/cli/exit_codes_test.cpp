@@ -1,8 +1,11 @@
 // Every subcommand's exit codes, as README states them: 2 when the command line is refused
 // (an unknown flag or command, a flag without its value or with a value of the wrong kind, a
-// required flag missing, no prompt), 1 for every other error.
+// required flag missing, no prompt, flags that exclude or need each other, for train every
+// problem with the arguments), 1 for every other error.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -73,6 +76,27 @@ TEST_F(ExitCodes, NoPromptAndAnUnknownCommandAreUsage) {
   expect_exit("generate --model_name_or_path m --prompt hi --input_file p.jsonl", 2);
   expect_exit("launch --nproc_per_node 2", 2);  // no command to launch
   expect_exit("trian", 2);
+}
+
+// Usage found once the model's config or the disk is read is still usage: a flag's value the
+// model cannot take, flags that need each other, an output folder the arguments must change.
+TEST_F(ExitCodes, ArgumentsTheModelOrTheOutputFolderRefuseAreUsage) {
+  const std::string model = std::string(ZT_SOURCE_DIR) + "/examples/tiny-qwen";
+  const std::string generate = "generate --model_name_or_path " + model + " --prompt hi --device cpu ";
+  for (const std::string flags :
+       {"--do_sample --temperature 0", "--do_sample --top_p 2", "--max_new_tokens -3",
+        "--min_new_tokens 5 --max_new_tokens 2", "--repetition_penalty 0", "--merge_lora", "--tp 5"})
+    expect_exit(generate + flags, 2);
+  const std::string train = "train --model_name_or_path " + model + " --train_file " + ZT_SOURCE_DIR +
+                            "/examples/data/alpaca_demo.json --device cpu --max_steps 1 --output_dir ";
+  expect_exit(train + (dir_ / "a").string() + " --lora_target q_prj", 2);
+  expect_exit(train + (dir_ / "b").string() + " --finetuning_type freeze --freeze_trainable_layers 9", 2);
+  expect_exit(train + model + " --overwrite_output_dir", 2);
+  std::filesystem::create_directories(dir_ / "used");
+  std::ofstream(dir_ / "used/notes.txt") << "mine";
+  expect_exit(train + (dir_ / "used").string(), 2);
+  expect_exit("estimate --config " + model + "/config.json --num_gpus 1 --finetuning_type lora --lora_target q_prj", 2);
+  expect_exit("export --model_name_or_path " + model + " --output_dir " + (dir_ / "e").string() + " --dtype int32", 2);
 }
 
 TEST_F(ExitCodes, EveryOtherErrorIsOne) {

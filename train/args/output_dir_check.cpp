@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "runtime/error.h"
+#include "runtime/usage_error.h"
 #include "runtime/user_paths.h"
 
 namespace zt::train {
@@ -73,9 +74,9 @@ std::vector<std::string> data_files(const TrainingArguments& args) {
 void refuse_within(const TrainingArguments& args, const std::string& given, const std::string& flag,
                    const std::string& what, const std::string& advice) {
   if (!is_directory(given)) return;  // a hub id or nothing: no files of the user's to replace
-  ZT_REQUIRE(!within(normalised(args.output_dir), normalised(given)),
-             "--output_dir " + args.output_dir + " is " + what + " (" + flag + " " + given +
-                 ") or lies inside it: the run's saves would replace or mix with its files; " + advice);
+  ZT_REQUIRE_USAGE(!within(normalised(args.output_dir), normalised(given)),
+                   "--output_dir " + args.output_dir + " is " + what + " (" + flag + " " + given +
+                       ") or lies inside it: the run's saves would replace or mix with its files; " + advice);
 }
 
 void check_not_overwriting_inputs(const TrainingArguments& args) {
@@ -90,9 +91,9 @@ void check_not_overwriting_inputs(const TrainingArguments& args) {
     const std::string first = inside.begin()->string();
     const bool replaced =
         (std::next(inside.begin()) == inside.end() && written_by_the_run(first)) || first.rfind("checkpoint-", 0) == 0;
-    ZT_REQUIRE(!replaced, "data file " + file + " is where the run writes into --output_dir " + args.output_dir + " (" +
-                              inside.string() +
-                              "), so training would replace it; move the data or choose another --output_dir");
+    ZT_REQUIRE_USAGE(!replaced, "data file " + file + " is where the run writes into --output_dir " + args.output_dir +
+                                    " (" + inside.string() +
+                                    "), so training would replace it; move the data or choose another --output_dir");
   }
 }
 
@@ -103,10 +104,10 @@ void check_output_dir(const TrainingArguments& args) {
   const fs::path out(args.output_dir);
   std::error_code ignored;
   const bool occupied = fs::is_directory(out, ignored) && !fs::is_empty(out, ignored);
-  ZT_REQUIRE(!occupied || args.overwrite_output_dir || !args.resume_from_checkpoint.empty(),
-             "output directory " + args.output_dir +
-                 " already exists and is not empty; use --overwrite_output_dir "
-                 "to train into it anyway, or --resume_from_checkpoint to continue the run in it");
+  ZT_REQUIRE_USAGE(!occupied || args.overwrite_output_dir || !args.resume_from_checkpoint.empty(),
+                   "output directory " + args.output_dir +
+                       " already exists and is not empty; use --overwrite_output_dir "
+                       "to train into it anyway, or --resume_from_checkpoint to continue the run in it");
   check_not_overwriting_inputs(args);
 }
 

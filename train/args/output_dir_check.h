@@ -10,7 +10,9 @@
 
 namespace zt::train {
 
-// Throws zt::Error naming both paths and what to do.
+// Throws naming both paths and what to do: a zt::UsageError when the arguments are the problem
+// (an occupied folder, one that is an input), a zt::Error when the disk is (a file in the way,
+// no permission).
 void check_output_dir(const TrainingArguments& args);
 
 }  // namespace zt::train

@@ -59,8 +59,13 @@ TEST_F(Preflight, AnOutputDirThatCannotBeAFolderOrIsOccupied) {
                  path("a_file") + " is a file, so the path cannot be created");
   fs::create_directories(dir_ / "used");
   std::ofstream(dir_ / "used" / "notes.txt") << "mine";
+  // An occupied folder, or one the run's inputs are in, is a problem with the arguments: exit 2.
   expect_refused(train("no_model", "--output_dir " + path("used")),
-                 "output directory " + path("used") + " already exists and is not empty; use --overwrite_output_dir");
+                 "output directory " + path("used") + " already exists and is not empty; use --overwrite_output_dir",
+                 2);
+  fs::create_directories(dir_ / "model");
+  expect_refused(train("model", "--output_dir " + path("model") + " --overwrite_output_dir"),
+                 "--output_dir " + path("model") + " is the model folder", 2);
 }
 
 TEST_F(Preflight, AResumeCheckpointThatIsMissingOrIsNoCheckpoint) {
