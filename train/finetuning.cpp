@@ -2,9 +2,11 @@
 
 #include <cstdio>
 #include <memory>
+#include <sstream>
 
 #include "runtime/error.h"
 #include "runtime/terminal/text_list.h"
+#include "runtime/usage_error.h"
 
 namespace zt::train {
 namespace {
@@ -84,6 +86,31 @@ models::PrefixConfig prefix_config(const TrainingArguments& args) {
   return {.pre_seq_len = args.pre_seq_len, .prefix_projection = args.prefix_projection};
 }
 
+std::string finetuning_description(const TrainingArguments& args) {
+  std::ostringstream text;
+  switch (args.finetuning_type) {
+    case FinetuningType::kLora:
+      text << "LoRA rank " << args.lora_rank << ", alpha "
+           << args.lora_alpha.value_or(2.0 * static_cast<double>(args.lora_rank)) << ", on "
+           << (args.lora_target == "all" ? std::string("all linear modules") : args.lora_target);
+      break;
+    case FinetuningType::kFull:
+      text << "full fine-tuning";
+      break;
+    case FinetuningType::kFreeze:
+      text << "freeze: " << (args.freeze_trainable_layers > 0 ? "last " : "first ")
+           << std::abs(args.freeze_trainable_layers) << " layers train";
+      break;
+    case FinetuningType::kPtuning:
+      text << "P-Tuning v2, a prefix of " << args.pre_seq_len << " tokens";
+      break;
+  }
+  if (!args.was_given("finetuning_type"))
+    text << " (--finetuning_type lora is the default, as in LLaMA-Factory; --finetuning_type full trains every "
+            "parameter)";
+  return text.str();
+}
+
 std::string trainable_summary(const models::CausalLM& model, const std::vector<TrainableParameter>& trainable) {
   std::int64_t trained = 0, added = 0;
   for (const TrainableParameter& p : trainable) {
@@ -103,9 +130,10 @@ std::vector<TrainableParameter> select_trainable(models::CausalLM& model, const 
   if (method == FinetuningType::kLora) return select_lora(model, args);
   if (method == FinetuningType::kPtuning) return select_ptuning(model, args);
   const std::int64_t num_layers = model.config().num_layers;
-  ZT_REQUIRE(method != FinetuningType::kFreeze || std::abs(args.freeze_trainable_layers) <= num_layers,
-             "--freeze_trainable_layers " + std::to_string(args.freeze_trainable_layers) + " but the model has " +
-                 std::to_string(num_layers) + " layers");
+  // Flags the model cannot satisfy are problems with the arguments: usage errors (exit code 2).
+  ZT_REQUIRE_USAGE(method != FinetuningType::kFreeze || std::abs(args.freeze_trainable_layers) <= num_layers,
+                   "--freeze_trainable_layers " + std::to_string(args.freeze_trainable_layers) + " but the model has " +
+                       std::to_string(num_layers) + " layers");
   std::vector<std::string> modules;
   if (args.freeze_trainable_modules != "all") modules = split_comma_list(args.freeze_trainable_modules);
   std::vector<TrainableParameter> trainable;
@@ -114,9 +142,10 @@ std::vector<TrainableParameter> select_trainable(models::CausalLM& model, const 
     variable.set_requires_grad(trains);
     if (trains) trainable.push_back({name, variable, decays(name, variable.data())});
   }
-  ZT_REQUIRE(!trainable.empty(), "--freeze_trainable_modules " + args.freeze_trainable_modules +
-                                     " matches no parameter of the trainable layers; module names are the parts "
-                                     "after 'layers.N.', e.g. mlp, self_attn (Qwen) or mlp, self_attention (ChatGLM)");
+  ZT_REQUIRE_USAGE(!trainable.empty(),
+                   "--freeze_trainable_modules " + args.freeze_trainable_modules +
+                       " matches no parameter of the trainable layers; module names are the parts "
+                       "after 'layers.N.', e.g. mlp, self_attn (Qwen) or mlp, self_attention (ChatGLM)");
   return trainable;
 }
 

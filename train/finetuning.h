@@ -28,6 +28,11 @@ models::LoraConfig lora_config(const TrainingArguments& args, const models::Mode
 // The prefix of --pre_seq_len and --prefix_projection, with ChatGLM's dropout.
 models::PrefixConfig prefix_config(const TrainingArguments& args);
 
+// The method in a few words for the start line ("LoRA rank 8, alpha 16, on all linear
+// modules"); when --finetuning_type was not given, that LoRA is the default and how to train
+// every parameter instead.
+std::string finetuning_description(const TrainingArguments& args);
+
 // "trainable params: 4,399,104 || all params: 498,431,872 || trainable%: 0.8826", as PEFT's
 // print_trainable_parameters reports it; all params count what the method adds to the model.
 std::string trainable_summary(const models::CausalLM& model, const std::vector<TrainableParameter>& trainable);

@@ -444,9 +444,8 @@ TrainerState Trainer::train() {
   const StopSignalScope stop_signals;
   const bool resuming = !args_.resume_from_checkpoint.empty();
   if (resuming) resume(resolve_resume_checkpoint(args_.resume_from_checkpoint, args_.output_dir));
-  if (is_main_rank())
-    log_file_ =
-        std::make_unique<TrainLogFile>(args_.output_dir, resuming ? std::optional(state_.global_step) : std::nullopt);
+  // Resumed, the file restarts from the checkpoint's log_history: it and trainer_state.json agree.
+  if (is_main_rank()) log_file_ = std::make_unique<TrainLogFile>(args_.output_dir, state_.log_history);
   const bool bar = is_main_rank() && ProgressBar::stderr_is_terminal() && !args_.disable_tqdm.value_or(false);
   progress_ = ProgressBar(state_.global_step, plan_.max_steps, bar);
   if (args_.eval_on_start) record(eval_entry(evaluate(), state_));

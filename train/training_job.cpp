@@ -159,14 +159,19 @@ int train_one_rank(const TrainingArguments& args, const RunInputs& inputs, distr
   };
   TrainingPlan plan = plan_training(args, count, world, config.hidden_size);
   options.dtype = device.is_cpu() && plan.precision != Precision::kFloat32 ? DType::kF32 : plan.working_dtype();
-  if (device.is_cpu() && plan.precision != Precision::kFloat32)
+  if (device.is_cpu() && plan.precision != Precision::kFloat32) {
     ZT_LOG(kWarn, "--" << precision_name(plan.precision)
                        << " on the CPU: training in float32 instead (weights, activations, gradients and every op's "
                           "arithmetic); 16-bit training needs a GPU");
+    // float32 gradients do not underflow: fp16's loss scaling (and its loss_scale in the log and
+    // checkpoints) belongs to a run that computes in fp16, which this one does not.
+    plan.loss_scaler.reset();
+  }
   auto model = std::make_shared<models::CausalLM>(models::load_model(model_dir, options));
   ZT_LOG(kInfo, "run " << args.run_name << ": model " << args.model_name_or_path << " (" << model->num_parameters()
                        << " parameters) on " << (device.is_cpu() ? "cpu" : "cuda:" + std::to_string(device.index))
-                       << ", " << running_precision(plan, device) << ", " << data.train.size() << " samples, "
+                       << ", " << running_precision(plan, device) << ", " << finetuning_description(args) << ", "
+                       << data.train.size() << " samples, "
                        << (args.stage == "pt" ? "no template (--stage pt)" : "template " + template_name) << ", "
                        << plan.max_steps << " steps");
   if (!data.train.empty() && (comm == nullptr || comm->rank() == 0))

@@ -5,7 +5,6 @@
 
 #include <cstdint>
 #include <fstream>
-#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -14,10 +13,11 @@ namespace zt::train {
 
 class TrainLogFile {
  public:
-  // A fresh run (resumed_step empty) starts the file anew. A run resumed at step S keeps the
-  // earlier run's lines up to S and drops the later ones, which it is about to log again,
-  // along with a line cut short by a kill.
-  TrainLogFile(const std::string& output_dir, std::optional<std::int64_t> resumed_step);
+  // Starts the file with `earlier`: nothing for a fresh run; for a resumed one, the log_history
+  // of the checkpoint it resumes, so the file and trainer_state.json list the same entries
+  // (the first run's later lines, its closing summary among them, are what the resumed run
+  // logs again or never reached; a line cut short by a kill goes too).
+  TrainLogFile(const std::string& output_dir, const nlohmann::json& earlier);
 
   void append(const nlohmann::json& entry);
 

@@ -97,7 +97,7 @@ TEST(ProgressLine, ShowsStepPercentElapsedEtaSpeedAndLoss) {
 class TrainLog : public testing::FolderTest {};
 
 TEST_F(TrainLog, EachEntryIsALineAtOnce) {
-  TrainLogFile log(dir_.string(), std::nullopt);
+  TrainLogFile log(dir_.string(), nlohmann::json::array());
   log.append({{"loss", 1.5}, {"step", 1}});
   ASSERT_EQ(testing::train_log_entries(dir_).size(), 1u);  // flushed while the file is still open
   log.append({{"eval_loss", 1.25}, {"step", 1}});
@@ -105,22 +105,26 @@ TEST_F(TrainLog, EachEntryIsALineAtOnce) {
   EXPECT_EQ(testing::train_log_entries(dir_)[1]["eval_loss"], 1.25);
 }
 
-TEST_F(TrainLog, AFreshRunStartsOverAndAResumedOneDropsWhatItWillRepeat) {
+// A resumed run's file starts with the checkpoint's log_history, whatever the earlier run wrote
+// after it (the steps it will log again, its closing summary, a line cut short by a kill).
+TEST_F(TrainLog, AFreshRunStartsOverAndAResumedOneStartsFromTheCheckpointsHistory) {
   {
-    TrainLogFile log(dir_.string(), std::nullopt);
+    TrainLogFile log(dir_.string(), nlohmann::json::array());
     for (int step = 1; step <= 4; ++step) log.append({{"loss", step}, {"step", step}});
+    log.append({{"step", 4}, {"train_loss", 2.5}, {"train_runtime", 1.0}});
   }
   std::ofstream(dir_ / TrainLogFile::kFileName, std::ios::app) << R"({"loss": 5, "st)";  // killed mid-line
+  const nlohmann::json history = nlohmann::json::array({{{"loss", 1}, {"step", 2}}, {{"loss", 2}, {"step", 4}}});
   {
-    TrainLogFile log(dir_.string(), 2);  // resumed from checkpoint-2
-    log.append({{"loss", 30}, {"step", 3}});
+    TrainLogFile log(dir_.string(), history);  // resumed from checkpoint-4, which logged every second step
+    log.append({{"loss", 30}, {"step", 5}});
   }
   std::vector<nlohmann::json> kept = testing::train_log_entries(dir_);
   ASSERT_EQ(kept.size(), 3u);
-  EXPECT_EQ(kept[0]["step"], 1);
-  EXPECT_EQ(kept[1]["step"], 2);
+  EXPECT_EQ(kept[0], history[0]);
+  EXPECT_EQ(kept[1], history[1]);
   EXPECT_EQ(kept[2]["loss"], 30);
-  TrainLogFile fresh(dir_.string(), std::nullopt);
+  TrainLogFile fresh(dir_.string(), nlohmann::json::array());
   EXPECT_TRUE(testing::train_log_entries(dir_).empty());
 }
 
