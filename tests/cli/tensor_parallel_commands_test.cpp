@@ -49,7 +49,9 @@ std::string rank0_lines(const std::string& output, int& others) {
 TEST(TensorParallelCli, GenerateInProcessRanksPrintWhatOneRankPrints) {
   const CliRun one = run_zerotune(generate_flags() + " --tp 1", folder());
   ASSERT_EQ(one.exit_code, 0) << one.output;
-  ASSERT_EQ(std::count(one.output.begin(), one.output.end(), '\n'), 3) << one.output;
+  // A line of ids per prompt, then the line saying the answers stopped at --max_new_tokens.
+  ASSERT_EQ(std::count(one.output.begin(), one.output.end(), '\n'), 4) << one.output;
+  EXPECT_NE(one.output.find("generate: 3 of 3 answers were cut at the length limit"), std::string::npos) << one.output;
   for (const char* tp : {"2", "6"}) {
     const CliRun split = run_zerotune(generate_flags() + " --tp " + tp, folder());
     ASSERT_EQ(split.exit_code, 0) << split.output;
