@@ -64,7 +64,7 @@ def train(args, work, shape, stage, offload, micro, accumulation, checkpointing,
     if checkpointing:
         cmd.append("--gradient_checkpointing")
     if args.profile and offload != "none":
-        cmd += ["--profile_steps", str(args.warmup + args.steps)]
+        cmd += ["--profile_steps", str(args.steps)]
     env = dict(os.environ, **({"ZT_CUDA_MEMORY_LIMIT": memory_limit} if memory_limit else {}))
     arrivals = []
     with tt.MemoryPoll(args.gpu) as memory:
@@ -76,13 +76,13 @@ def train(args, work, shape, stage, offload, micro, accumulation, checkpointing,
     tokens_per_step = micro * accumulation * SEQ
     rate, source = tt.zerotune_throughput(entries, arrivals, args, tokens_per_step)
     peaks = [e["memory_peak_gib"] for e in entries if "memory_peak_gib" in e]
-    profile_start = next((i for i, l in enumerate(lines) if "profile" in l.lower() and "|" in l), None)
+    profile_start = next((i for i, l in enumerate(lines) if "step profile: steps" in l), None)
     return {"shape": tt.SHAPES[shape]["name"], "stage": stage, "offload": offload, "micro_batch": micro,
             "accumulation": accumulation, "gpu_memory_limit": memory_limit, "tokens_per_second": rate,
             "timed_by": source, "alloc_peak_gib": max(peaks) if peaks else None,
             "nvidia_smi_peak_gib": memory.peak_gib(),
             "offload_log": [l for l in lines if "offload" in l.lower()][-10:],
-            "profile": lines[profile_start:profile_start + 40] if profile_start is not None else []}
+            "profile": lines[profile_start:profile_start + 20] if profile_start is not None else []}
 
 
 def parse_rows(text):
