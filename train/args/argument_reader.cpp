@@ -181,6 +181,11 @@ void ArgumentReader::read_flag(const std::string& given_name, std::optional<std:
     while (i + 1 < tokens.size() && !is_flag(tokens[i + 1]) && !is_override(tokens[i + 1]))
       items.push_back(tokens[++i]);
     return set_other(name, std::move(items));
+  } else if (!value && spec && spec->list && next_is_value) {
+    std::string items;
+    while (i + 1 < tokens.size() && !is_flag(tokens[i + 1]) && !is_override(tokens[i + 1]))
+      items += (items.empty() ? "" : ",") + tokens[++i];
+    value = items;
   } else if (!value && next_is_value) {
     value = tokens[++i];
   } else if (!value) {

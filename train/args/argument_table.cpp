@@ -160,6 +160,17 @@ const std::vector<ArgumentSection>& argument_sections() {
            {"logging_steps", &A::logging_steps, {}, "log every N optimizer steps (< 1: a share of max_steps)"},
            {"logging_first_step", &A::logging_first_step, {}, "log the first step too"},
            {"disable_tqdm", &A::disable_tqdm, {}, "no progress bar (it shows only on a terminal anyway)"},
+           {"report_to",
+            &A::report_to,
+            {},
+            "where log entries also go: tensorboard (or all) writes TensorBoard event files into --logging_dir, "
+            "none nowhere; HF's other integrations (wandb, mlflow, comet_ml, ...) are warned about and ignored",
+            true},
+           {"logging_dir",
+            &A::logging_dir,
+            {},
+            "folder of the TensorBoard event files (default: output_dir/runs/<date>_<hostname>, or "
+            "TENSORBOARD_LOGGING_DIR when set)"},
            {"save_strategy", &A::save_strategy, {}, "when to save checkpoints"},
            {"save_steps", &A::save_steps, {}, "save every N steps (save_strategy steps; < 1: a share of max_steps)"},
            {"save_total_limit", &A::save_total_limit, {}, "keep at most N checkpoints"},

@@ -25,6 +25,9 @@ struct ArgumentSpec {
   ArgumentMember member;
   std::vector<std::string> choices;  // empty: any value of the member's type (an enum's: its names)
   const char* help;
+  // A list (a string member): on the command line the words after the flag, joined by commas
+  // as a file's list is; training_args.json records two or more as a list.
+  bool list = false;
 };
 
 // The flags in the order and sections `zerotune train --help` shows them in.

@@ -50,6 +50,8 @@ constexpr const char* kNoKt = "it sets KTransformers, which zerotune does not su
 constexpr const char* kNoMegatron = "it configures Megatron, which zerotune does not use";
 constexpr const char* kNoPipeline = "it splits pipeline stages; zerotune runs no pipeline parallelism";
 constexpr const char* kNoExperts = "zerotune's models have no experts";
+constexpr const char* kNoSwanlab =
+    "zerotune does not report to SwanLab; --report_to tensorboard writes TensorBoard event files";
 constexpr const char* kRecompute =
     "zerotune recomputes whole layers under gradient checkpointing, on in LLaMA-Factory's files unless "
     "disable_gradient_checkpointing";
@@ -356,15 +358,15 @@ const std::vector<OtherArgument>& llama_factory_other_arguments() {
       {"badam_verbose", kInt, "[0]", kNoEffect, kNoBadam, kLf},
 
       // FinetuningArguments: SwanLabArguments.
-      {"use_swanlab", kBool, "[false]", kNoEffect, "zerotune reports to no integration", kLf},
-      {"swanlab_project", kText, "[\"llamafactory\"]", kNoEffect, "zerotune reports to no integration", kLf},
-      {"swanlab_workspace", kText, "[null]", kNoEffect, "zerotune reports to no integration", kLf},
-      {"swanlab_run_name", kText, "[null]", kNoEffect, "zerotune reports to no integration", kLf},
-      {"swanlab_mode", kText, "[\"cloud\"]", kNoEffect, "zerotune reports to no integration", kLf},
-      {"swanlab_api_key", kText, "[null]", kNoEffect, "zerotune reports to no integration", kLf},
-      {"swanlab_logdir", kText, "[null]", kNoEffect, "zerotune reports to no integration", kLf},
-      {"swanlab_lark_webhook_url", kText, "[null]", kNoEffect, "zerotune reports to no integration", kLf},
-      {"swanlab_lark_secret", kText, "[null]", kNoEffect, "zerotune reports to no integration", kLf},
+      {"use_swanlab", kBool, "[false]", kNoEffect, kNoSwanlab, kLf},
+      {"swanlab_project", kText, "[\"llamafactory\"]", kNoEffect, kNoSwanlab, kLf},
+      {"swanlab_workspace", kText, "[null]", kNoEffect, kNoSwanlab, kLf},
+      {"swanlab_run_name", kText, "[null]", kNoEffect, kNoSwanlab, kLf},
+      {"swanlab_mode", kText, "[\"cloud\"]", kNoEffect, kNoSwanlab, kLf},
+      {"swanlab_api_key", kText, "[null]", kNoEffect, kNoSwanlab, kLf},
+      {"swanlab_logdir", kText, "[null]", kNoEffect, kNoSwanlab, kLf},
+      {"swanlab_lark_webhook_url", kText, "[null]", kNoEffect, kNoSwanlab, kLf},
+      {"swanlab_lark_secret", kText, "[null]", kNoEffect, kNoSwanlab, kLf},
 
       // FinetuningArguments' own fields.
       {"pure_bf16", kBool, "[false]", kRefused,

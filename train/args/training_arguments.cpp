@@ -14,6 +14,7 @@
 #include "train/args/argument_reader.h"
 #include "train/args/argument_table.h"
 #include "train/args/other_arguments.h"
+#include "train/args/report_to.h"
 #include "train/args/yaml_file.h"
 
 namespace zt::train {
@@ -34,6 +35,16 @@ OrderedJson text_or_object(const std::string& name, const std::string& text) {
   return parsed.is_object() ? parsed : OrderedJson(text);
 }
 
+// A list member as HF records it: one name as a string, several as a list.
+OrderedJson list_or_text(const std::string& text) {
+  if (text.find(',') == std::string::npos) return text;
+  OrderedJson items = OrderedJson::array();
+  std::istringstream in(text);
+  for (std::string item; std::getline(in, item, ',');)
+    if (!item.empty()) items.push_back(item);
+  return items;
+}
+
 OrderedJson member_json(const TrainingArguments& args, const ArgumentSpec& spec) {
   return std::visit(
       [&](auto member) -> OrderedJson {
@@ -49,7 +60,7 @@ OrderedJson member_json(const TrainingArguments& args, const ArgumentSpec& spec)
         else if constexpr (std::is_same_v<Field, double>)
           return number(field);
         else if constexpr (std::is_same_v<Field, std::string>)
-          return text_or_object(spec.name, field);
+          return spec.list ? list_or_text(field) : text_or_object(spec.name, field);
         else
           return OrderedJson(field);
       },
@@ -99,6 +110,7 @@ TrainingArguments finish(TrainingArguments args, std::vector<std::string> errors
   if (!errors.empty()) report(errors);
   apply_implied(args, errors);
   judge_other_arguments(args, errors);
+  judge_report_to(args, errors);
   validate_training_arguments(args, errors);
   if (!errors.empty()) report(errors);
   return args;

@@ -94,6 +94,10 @@ struct TrainingArguments {
   std::optional<double> eval_steps;  // defaults to logging_steps, as in HF
   double eval_delay = 0;             // steps (or epochs with eval_strategy epoch) before the first evaluation
   bool eval_on_start = false;
+  // HF's integrations by name (train/args/report_to.h): tensorboard, or all, writes TensorBoard
+  // event files into logging_dir; several names are separated by commas.
+  std::string report_to = "none";
+  std::string logging_dir;  // empty: HF's default (train/report/tensorboard_destination.h)
 
   // Precision, memory, data loading, reproducibility.
   bool bf16 = false;

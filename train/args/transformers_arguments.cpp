@@ -11,9 +11,9 @@ constexpr ValueKind kBool = ValueKind::kBool, kInt = ValueKind::kInteger, kNumbe
 constexpr Verdict kNoEffect = Verdict::kNoEffect, kRefused = Verdict::kRefused;
 
 constexpr const char* kNoHub = "zerotune uploads nothing; the model and checkpoints are in output_dir";
-constexpr const char* kNoIntegration =
-    "zerotune reports to no integration; every metric is in output_dir/train_log.jsonl, trainer_state.json and "
-    "the log";
+constexpr const char* kNoTrackio =
+    "only Trackio reads it, and zerotune reports to TensorBoard alone (--report_to tensorboard); every metric is in "
+    "output_dir/train_log.jsonl, trainer_state.json and the log";
 constexpr const char* kLossOnly = "evaluation computes the loss only (eval_loss)";
 constexpr const char* kNoCompile = "zerotune's kernels are compiled ahead of time; there is nothing to compile";
 constexpr const char* kNoFsdp =
@@ -54,18 +54,14 @@ const std::vector<OtherArgument>& transformers_other_arguments() {
       {"past_index", kInt, "[-1]", kNoEffect, "only models with mems (Transformer-XL, XLNet) use it"},
 
       // Logging and reporting.
-      {"logging_dir", kText, "[null]", kNoEffect,
-       "zerotune writes no TensorBoard events; every log entry is in output_dir/train_log.jsonl and "
-       "trainer_state.json"},
       {"log_level", kText, "[\"passive\"]", kNoEffect, "set ZT_LOG_LEVEL=debug|info|warn|error instead"},
       {"log_level_replica", kText, "[\"warning\", \"passive\"]", kNoEffect,
        "ranks other than 0 print warnings and errors; ZT_LOG_ALL_RANKS=1 makes them print everything"},
       {"log_on_each_node", kBool, "[true]", kNoEffect, "rank 0 prints the log; ZT_LOG_ALL_RANKS=1 makes every rank"},
       {"logging_nan_inf_filter", kBool, "[true]", kNoEffect,
        "it changes only what is logged; zerotune logs each step's loss as computed"},
-      {"report_to", kList, "[\"none\", \"all\", null, [], [\"none\"], [\"all\"]]", kNoEffect, kNoIntegration},
-      {"project", kText, "[\"huggingface\"]", kNoEffect, kNoIntegration},
-      {"trackio_space_id", kText, "[\"trackio\", null]", kNoEffect, kNoIntegration},
+      {"project", kText, "[\"huggingface\"]", kNoEffect, kNoTrackio},
+      {"trackio_space_id", kText, "[\"trackio\", null]", kNoEffect, kNoTrackio},
       {"ray_scope", kText, "[\"last\"]", kNoEffect, "hyperparameter search is not part of zerotune train"},
       {"include_tokens_per_second", kBool, "*", kNoEffect, "tokens_per_second is in every log entry anyway"},
       {"include_num_input_tokens_seen", kText, "*", kNoEffect, "num_input_tokens_seen is in trainer_state.json anyway"},
