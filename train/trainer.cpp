@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <optional>
 
@@ -22,6 +23,7 @@
 #include "train/evaluation.h"
 #include "train/report/interruption_report.h"
 #include "train/report/loss_curve.h"
+#include "train/report/tensorboard_destination.h"
 #include "train/zero/single_rank_note.h"
 #include "train/zero/zero3_optimizer.h"
 #include "train/zero/zero_optimizer.h"
@@ -73,6 +75,18 @@ bool log_due(const TrainingArguments& args, const TrainingPlan& plan, std::int64
     default:
       return step % plan.logging_steps == 0 || step == plan.max_steps;
   }
+}
+
+// --report_to tensorboard and DeepSpeed's tensorboard block: an event file in each folder they
+// name, and the folders said once, with the command that shows them.
+std::unique_ptr<TensorBoardLog> open_tensorboard(const TrainingArguments& args, const TrainingPlan& plan,
+                                                 std::optional<std::int64_t> resumed_step) {
+  const std::vector<std::string> folders = tensorboard_folders(args, plan.deepspeed_tensorboard, std::time(nullptr));
+  if (folders.empty()) return nullptr;
+  auto log = std::make_unique<TensorBoardLog>(folders, training_arguments_json(args), resumed_step);
+  for (const std::string& folder : folders)
+    ZT_LOG(kInfo, "TensorBoard event files go to " << folder << " (tensorboard --logdir " << folder << ")");
+  return log;
 }
 
 // HF's evaluation strategies, none before eval_delay steps (or epochs).
@@ -406,6 +420,7 @@ void Trainer::add_offload(nlohmann::json& entry) const {
 void Trainer::record(const nlohmann::json& entry) {
   state_.log_history.push_back(entry);
   if (log_file_) log_file_->append(entry);
+  if (tensorboard_) tensorboard_->append(entry);
   progress_.clear();
   ZT_LOG(kInfo, log_line(entry));
 }
@@ -445,7 +460,10 @@ TrainerState Trainer::train() {
   const bool resuming = !args_.resume_from_checkpoint.empty();
   if (resuming) resume(resolve_resume_checkpoint(args_.resume_from_checkpoint, args_.output_dir));
   // Resumed, the file restarts from the checkpoint's log_history: it and trainer_state.json agree.
-  if (is_main_rank()) log_file_ = std::make_unique<TrainLogFile>(args_.output_dir, state_.log_history);
+  if (is_main_rank()) {
+    log_file_ = std::make_unique<TrainLogFile>(args_.output_dir, state_.log_history);
+    tensorboard_ = open_tensorboard(args_, plan_, resuming ? std::optional(state_.global_step) : std::nullopt);
+  }
   const bool bar = is_main_rank() && ProgressBar::stderr_is_terminal() && !args_.disable_tqdm.value_or(false);
   progress_ = ProgressBar(state_.global_step, plan_.max_steps, bar);
   if (args_.eval_on_start) record(eval_entry(evaluate(), state_));

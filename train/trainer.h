@@ -2,9 +2,9 @@
 // optimizer steps (the loss of a step is the mean over every label token of its window, as
 // HF Trainer normalises with num_items_in_batch), fp16 loss scaling with skipped steps, the
 // learning-rate schedule, logging (trainer_state.json's log_history, output_dir/train_log.jsonl,
-// a progress bar on a terminal, throughput and memory figures, loss-curve images at the end),
-// evaluation, checkpoints and resuming from them. The loss is the fused LM head +
-// cross-entropy, so the [tokens, vocab] logits are never held.
+// TensorBoard event files when asked for, a progress bar on a terminal, throughput and memory
+// figures, loss-curve images at the end), evaluation, checkpoints and resuming from them. The loss is the fused LM head
+// + cross-entropy, so the [tokens, vocab] logits are never held.
 #pragma once
 
 #include <functional>
@@ -23,6 +23,7 @@
 #include "train/optim/loss_scaler.h"
 #include "train/optim/optimizer.h"
 #include "train/report/step_profile_report.h"
+#include "train/report/tensorboard_log.h"
 #include "train/report/train_log.h"
 #include "train/report/train_metrics.h"
 #include "train/report/wall_clock_breakdown.h"
@@ -132,6 +133,7 @@ class Trainer {
   std::unique_ptr<WallClockBreakdown> wall_clock_;  // with wall_clock_breakdown
   std::unique_ptr<StepProfileSession> profile_;     // with --profile_steps
   std::unique_ptr<TrainLogFile> log_file_;          // rank 0 only
+  std::unique_ptr<TensorBoardLog> tensorboard_;     // rank 0 only, when a TensorBoard folder is asked for
   ProgressBar progress_{0, 0, false};
   std::string last_checkpoint_;  // saved or resumed from by this run
   int stopped_by_ = 0;

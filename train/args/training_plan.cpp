@@ -6,6 +6,7 @@
 
 #include "runtime/error.h"
 #include "train/optim/lr_scheduler_kwargs.h"
+#include "train/report/tensorboard_destination.h"
 
 namespace zt::train {
 namespace {
@@ -140,6 +141,7 @@ TrainingPlan plan_training(const TrainingArguments& args, const MicroBatchCounte
   if (ds.fp16) plan.loss_scaler = ds.loss_scaler;
   plan.zero = ds.zero;
   plan.wall_clock_breakdown = ds.wall_clock_breakdown;
+  plan.deepspeed_tensorboard = deepspeed_tensorboard_folder(read_deepspeed_json(args.deepspeed), ds.source);
   plan.warnings = ds.warnings;
   warn_about_schedule(plan, kwargs_notes);
   resolve_intervals(plan, args);

@@ -37,6 +37,8 @@ struct TrainingPlan {
   std::int64_t eval_steps = 500;
   std::int64_t save_steps = 500;
   bool wall_clock_breakdown = false;  // DeepSpeed's per-phase step times
+  // The folder of the config's enabled `tensorboard` block (train/report/tensorboard_destination.h).
+  std::optional<std::string> deepspeed_tensorboard;
   std::vector<std::string> warnings;
 
   DType working_dtype() const;

@@ -34,7 +34,7 @@ bool any_enabled(const json& node) {
 // The key of `section` that turns it on ("" when it is on by being present), or nullopt while
 // it is off.
 std::optional<std::string> switched_on(const Section& section, ConfigBlock& block, const json& node) {
-  if (section.effect == Effect::kNone) return std::nullopt;
+  if (section.effect == Effect::kNone || section.effect == Effect::kHonour) return std::nullopt;
   if (section.nested_switches) return any_enabled(node) ? std::optional<std::string>("") : std::nullopt;
   if (section.switches.empty()) return "";
   for (const std::string& key : section.switches)
@@ -60,7 +60,8 @@ void read_section(ConfigBlock& root, const Section& section, std::vector<std::st
     return;
   }
   for (const std::string& key : section.switches) block.read_any(key);
-  for (const std::string& key : section.fields) block.accept_any(key);
+  for (const std::string& key : section.fields)  // a section zerotune honours: a near miss of any of its keys matters
+    section.effect == Effect::kHonour ? block.read_any(key) : block.accept_any(key);
   block.note_unread(std::string("is not read by DeepSpeed's ") + section.key + " section", warnings);
 }
 

@@ -13,6 +13,7 @@ enum class Effect {
   kNone,    // changes nothing in a zerotune run: accepted silently
   kWarn,    // a feature zerotune does not have: one warning while on, and the run goes on
   kRefuse,  // on, it would train otherwise than the config says: an error
+  kHonour,  // zerotune does what it asks (read elsewhere): no word, and a near miss of its key is an error
 };
 
 struct Section {
@@ -33,10 +34,11 @@ inline const char* const kPrecisionWhy = "the precision is fp16's or bf16's (the
 inline const char* const kCheckpointWhy = "zerotune writes its own checkpoints";
 
 inline const Section kSections[] = {
+    // Honoured: train/report/tensorboard_destination.h reads its folder.
     {"tensorboard",
-     Effect::kWarn,
+     Effect::kHonour,
      "DeepSpeed's TensorBoard monitor",
-     kMonitorWhy,
+     "zerotune writes TensorBoard event files into output_path/job_name",
      {"enabled"},
      {"output_path", "job_name"}},
     {"wandb",

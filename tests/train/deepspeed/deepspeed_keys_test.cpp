@@ -62,15 +62,16 @@ TEST(DeepSpeedKeys, KeysThatAskForWhatZerotuneDoesNotDoWarnOnce) {
       "compression_training": {"sparse_pruning": {"shared_parameters": {"enabled": true}}},
       "zero_optimization": {"stage": 2, "zero_quantized_gradients": true, "load_from_fp32_weights": false}})");
   for (const char* key :
-       {"ds.json: memory_breakdown = true has no effect in zerotune", "ds.json: tensorboard.enabled = true",
-        "ds.json: flops_profiler.enabled = true", "ds.json: prescale_gradients",
-        "ds.json: activation_checkpointing.partition_activations = true", "data_types.grad_accum_dtype",
-        "gradient_allreduce_op", "ds.json: mystery_knob is not a DeepSpeed setting", "ds.json: compile.deepcompile",
+       {"ds.json: memory_breakdown = true has no effect in zerotune", "ds.json: flops_profiler.enabled = true",
+        "ds.json: prescale_gradients", "ds.json: activation_checkpointing.partition_activations = true",
+        "data_types.grad_accum_dtype", "gradient_allreduce_op", "ds.json: mystery_knob is not a DeepSpeed setting",
+        "ds.json: compile.deepcompile",
         "ds.json: sparse_attention (DeepSpeed's sparse attention kernels) has no effect in zerotune",
         "ds.json: compression_training", "zero_optimization.zero_quantized_gradients",
         "zero_optimization.load_from_fp32_weights"})
     EXPECT_TRUE(has_warning(config, key)) << key << "\n" << all_warnings(config);
-  EXPECT_EQ(config.warnings.size(), 13u) << all_warnings(config);
+  EXPECT_EQ(config.warnings.size(), 12u) << all_warnings(config);
+  EXPECT_FALSE(has_warning(config, "tensorboard")) << all_warnings(config);  // honoured
   // compression_training with every technique off asks for nothing.
   EXPECT_TRUE(parsed(R"({"train_batch_size": 8, "compression_training": {"weight_quantization":
                           {"shared_parameters": {"enabled": false}}}})")
@@ -114,6 +115,9 @@ TEST(DeepSpeedKeys, ANearMissOfAKeyThatMattersIsRefused) {
                            {"tensorbord (did you mean tensorboard?)"});
   testing::expect_mentions(error(R"({"train_batch_size": 8, "tensorboard": {"enable": true}})"),
                            {"ds.json: tensorboard.enable (did you mean tensorboard.enabled?)"});
+  // tensorboard is honoured: a slip in the folder's keys would write the events elsewhere.
+  testing::expect_mentions(error(R"({"train_batch_size": 8, "tensorboard": {"enabled": true, "output_pth": "tb"}})"),
+                           {"ds.json: tensorboard.output_pth (did you mean tensorboard.output_path?)"});
   testing::expect_mentions(error(R"({"train_batch_size": 8, "optimizer": {"type": "AdamW", "parms": {"lr": 1}}})"),
                            {"ds.json: optimizer.parms (did you mean optimizer.params?)"});
   testing::expect_mentions(
