@@ -23,8 +23,9 @@ const char* const kGenerationUsage =
     "  --fused_decode [true|false]  decode steps through one-launch linears with the norms, biases,\n"
     "                           SwiGLU and residual adds folded in (the same tokens; off by default\n"
     "                           until its GPU kernels are measured; not with LoRA kept apart or --tp)\n"
-    "  --template NAME          chat template: qwen (Qwen2.5), qwen2, qwen3, qwen3_nothink, glm4, chatglm3,\n"
-    "                           chatglm2 or none (default: the model's);\n"
+    "  --template NAME          chat template: LLaMA-Factory's qwen, qwen3, qwen3_nothink, glm4, chatglm3\n"
+    "                           or empty, or the model family's own qwen2, qwen2.5, chatglm2 or none\n"
+    "                           (default: the model's own template);\n"
     "                           given to generate, plain prompts become a user's turn in it\n"
     "  --max_batch N            sequences decoding together (default 32)\n"
     "  --block_size N           tokens per KV-cache block (default 16)\n"
@@ -192,7 +193,7 @@ infer::TensorParallelOptions tensor_parallel_options_from(const Flags& flags, co
 
 std::unique_ptr<models::ChatTemplate> chat_template_from(const Flags& flags, const std::string& model_dir) {
   if (flags.count("--template")) return models::make_chat_template(flags.at("--template"));
-  return models::make_chat_template(models::chat_template_name_for_model(model_dir));
+  return models::make_model_chat_template(models::chat_template_name_for_model(model_dir));
 }
 
 }  // namespace zt::cli

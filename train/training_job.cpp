@@ -143,9 +143,15 @@ int train_one_rank(const TrainingArguments& args, const RunInputs& inputs, distr
   ZT_REQUIRE(options.attn_impl == ops::AttentionImpl::kZerotune || device.is_cuda(),
              "--attn_impl cudnn needs a GPU; on the CPU use --attn_impl zerotune");
   auto tokenizer = models::load_tokenizer(model_dir);
+  // A named template is LLaMA-Factory's of that name; without one, the model's own.
+  auto chat_template = args.template_name.empty()
+                           ? models::make_model_chat_template(models::chat_template_name_for_model(model_dir))
+                           : models::make_chat_template(args.template_name);
   const std::string template_name =
-      args.template_name.empty() ? models::chat_template_name_for_model(model_dir) : args.template_name;
-  auto chat_template = models::make_chat_template(template_name);
+      std::string(chat_template->name()) + " (" + std::string(chat_template->origin()) + ")";
+  if (const std::string warning = models::chat_template_warning(args.template_name);
+      !warning.empty() && (comm == nullptr || comm->rank() == 0))
+    ZT_LOG(kWarn, warning);
   TrainerData data;
   data.train = encode_samples(selected.train, selected.train_source, *chat_template, *tokenizer, args).samples;
   if (selected.eval)

@@ -11,6 +11,7 @@ namespace {
 class NoChatTemplate final : public ChatTemplate {
  public:
   std::string_view name() const override { return "none"; }
+  std::string_view origin() const override { return "zerotune's"; }
   std::vector<ChatPart> parts(const std::vector<ChatMessage>& messages, bool, const ChatTools& tools) const override {
     require_no_tools(messages, tools, name());
     require_roles(messages, name(), {"system", "user", "assistant"});
@@ -22,12 +23,12 @@ class NoChatTemplate final : public ChatTemplate {
 
 struct BuiltIn {
   std::string_view name;
-  std::string_view alias;  // LLaMA-Factory's name or a clearer one for the same template; may be empty
+  std::string_view alias;  // another name for the same template; may be empty
   std::unique_ptr<ChatTemplate> (*make)();
 };
 
-// `qwen` is the Qwen2.5 layout, as LLaMA-Factory's `qwen` template is.
-const std::array<BuiltIn, 8> kBuiltIns = {{
+// The model families' own templates, by the names chat_template_name_for_model() gives.
+const std::array<BuiltIn, 8> kModelTemplates = {{
     {"qwen", "qwen2.5", make_qwen2_5_chat_template},
     {"qwen2", "", make_qwen2_chat_template},
     {"qwen3", "", [] { return make_qwen3_chat_template(true); }},
@@ -35,8 +36,12 @@ const std::array<BuiltIn, 8> kBuiltIns = {{
     {"glm4", "", make_glm4_chat_template},
     {"chatglm3", "", make_chatglm3_chat_template},
     {"chatglm2", "", make_chatglm2_chat_template},
-    {"none", "", [] { return std::unique_ptr<ChatTemplate>(std::make_unique<NoChatTemplate>()); }},
+    {"none", "", make_no_chat_template},
 }};
+
+// Names LLaMA-Factory does not have (or no longer has): --template gives the model family's own
+// template for them. qwen2.5 is Qwen2.5 Instruct's own, where `qwen` is LLaMA-Factory's.
+const std::array<std::string_view, 4> kZerotuneNames = {"qwen2", "qwen2.5", "chatglm2", "none"};
 
 bool has_tool_calls(const std::vector<ChatMessage>& messages) {
   for (const ChatMessage& m : messages)
@@ -50,7 +55,28 @@ std::vector<std::int64_t> EncodedConversation::labels() const {
   std::vector<std::int64_t> out(ids.size(), -100);
   for (std::size_t i = 0; i < ids.size(); ++i)
     if (answer[i]) out[i] = ids[i];
+  for (const auto& [at, label] : relabelled) out.at(at) = label;
   return out;
+}
+
+TokenId ChatTemplate::eos_id(const Tokenizer& tokenizer) const {
+  const std::optional<TokenId> eos = tokenizer.special_ids().eos;
+  if (!eos)
+    zt::fail("chat template '" + std::string(name()) +
+             "' ends answers with the tokenizer's eos, but the tokenizer read "
+             "from " +
+             tokenizer.source() + " names no eos_token (tokenizer_config.json)");
+  return *eos;
+}
+
+TokenId ChatTemplate::token_id(const Tokenizer& tokenizer, const ChatPart& part) const {
+  if (part.eos) return eos_id(tokenizer);
+  const std::optional<TokenId> id = tokenizer.token_to_id(part.text);
+  if (!id)
+    zt::fail("chat template '" + std::string(name()) + "' needs the token '" + part.text +
+             "', which the tokenizer read from " + tokenizer.source() +
+             " does not have: choose the template of this model (" + chat_template_names() + ")");
+  return *id;
 }
 
 std::string ChatTemplate::render(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
@@ -74,23 +100,22 @@ EncodedConversation ChatTemplate::encode(const Tokenizer& tokenizer, const std::
     }
     pending.clear();
   };
+  std::optional<std::size_t> tail_begin;
   for (const ChatPart& part : parts(messages, add_generation_prompt, tools)) {
-    if (part.is_token) {
-      flush();
-      const std::optional<TokenId> id = tokenizer.token_to_id(part.text);
-      if (!id)
-        zt::fail("chat template '" + std::string(name()) + "' needs the token '" + part.text +
-                 "', which the tokenizer read from " + tokenizer.source() +
-                 " does not have: choose the template of this model (" + chat_template_names() + ")");
-      out.ids.push_back(*id);
-      out.answer.push_back(part.answer);
+    if (!joins_text() || part.is_token || part.answer != pending_answer) flush();
+    if (part.kept_by_cut && !tail_begin) tail_begin = out.ids.size();
+    if (!part.is_token) {
+      pending += part.text;
+      pending_answer = part.answer;
       continue;
     }
-    if (!joins_text() || part.answer != pending_answer) flush();
-    pending += part.text;
-    pending_answer = part.answer;
+    const TokenId id = token_id(tokenizer, part);
+    if (part.labelled_eos) out.relabelled.emplace_back(out.ids.size(), eos_id(tokenizer));
+    out.ids.push_back(id);
+    out.answer.push_back(part.answer);
   }
   flush();
+  if (tail_begin) out.kept_tail = out.ids.size() - *tail_begin;
   return out;
 }
 
@@ -118,18 +143,35 @@ void require_no_tools(const std::vector<ChatMessage>& messages, const ChatTools&
 }
 
 std::string chat_template_names() {
-  std::string names;
-  for (const BuiltIn& t : kBuiltIns) {
-    names += (names.empty() ? "" : ", ") + std::string(t.name);
-    if (!t.alias.empty()) names += " (alias " + std::string(t.alias) + ")";
-  }
-  return names;
+  std::string own;
+  for (std::string_view name : kZerotuneNames) own += (own.empty() ? "" : ", ") + std::string(name);
+  return llama_factory_template_names() + " (LLaMA-Factory's), " + own + " (the model family's own template)";
 }
 
-std::unique_ptr<ChatTemplate> make_chat_template(std::string_view name) {
-  for (const BuiltIn& t : kBuiltIns)
-    if (name == t.name || (!t.alias.empty() && name == t.alias)) return t.make();
-  zt::fail("unknown chat template '" + std::string(name) + "'; accepted: " + chat_template_names());
+std::string chat_template_warning(std::string_view name) {
+  if (name != "chatglm2") return "";
+  return "template chatglm2 renders ChatGLM2's own prompt ([Round 1] ... rounds, the last answer trained): "
+         "LLaMA-Factory 0.9.5 dropped its chatglm2 template, and its older one wrote [Round 0] first and trained "
+         "every answer";
 }
+
+std::unique_ptr<ChatTemplate> make_chat_template(std::string_view name, const ChatTemplateOptions& options) {
+  if (auto llama_factory = make_llama_factory_template(name, options)) return llama_factory;
+  for (std::string_view own : kZerotuneNames)
+    if (name == own) return make_model_chat_template(name);
+  zt::fail("unknown chat template '" + std::string(name) + "'; accepted: " + chat_template_names() +
+           ". Other LLaMA-Factory templates (llama3, mistral, gemma, deepseek3, ...) are not implemented: their "
+           "models are not ones zerotune trains");
+}
+
+std::unique_ptr<ChatTemplate> make_model_chat_template(std::string_view name) {
+  for (const BuiltIn& t : kModelTemplates)
+    if (name == t.name || (!t.alias.empty() && name == t.alias)) return t.make();
+  std::string names;
+  for (const BuiltIn& t : kModelTemplates) names += (names.empty() ? "" : ", ") + std::string(t.name);
+  zt::fail("no model chat template named '" + std::string(name) + "'; accepted: " + names);
+}
+
+std::unique_ptr<ChatTemplate> make_no_chat_template() { return std::make_unique<NoChatTemplate>(); }
 
 }  // namespace zt::models

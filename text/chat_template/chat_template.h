@@ -1,13 +1,16 @@
-// Built-in chat templates: each renders a conversation as its model family's own chat template
-// does (the Jinja text of the family's tokenizer_config.json, or its tokenizer code where the
-// Jinja has no place for tools), and encodes it to ids with a mask of the tokens the model is
-// trained to produce (the assistant's answers and tool calls). See docs/TOKENIZERS.md.
+// Built-in chat templates, of two kinds. A template named by --template (LLaMA-Factory's
+// `template:`) renders what LLaMA-Factory's template of that name renders (its data/template.py:
+// make_chat_template). The template of a model folder renders what the model family's own chat
+// template renders (the Jinja text of its tokenizer_config.json, or its tokenizer code where the
+// Jinja has no place for tools: make_model_chat_template). Both encode a conversation to ids with
+// the labels of the tokens the model is trained to produce. See docs/TOKENIZERS.md.
 #pragma once
 
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "text/chat_template/template_choice.h"
@@ -36,15 +39,31 @@ struct ChatPart {
   // What render() shows when it differs from `text`: "" for tokens only training adds (the
   // eos after an answer), " content" where ChatGLM's template writes sentencepiece's space.
   std::optional<std::string> shown;
+  // A token: the tokenizer's eos, whatever its name (`text` unused).
+  bool eos = false;
+  // A prompt token labelled with the tokenizer's eos: LLaMA-Factory's efficient eos trains the
+  // first token of the turn after an answer to produce eos there.
+  bool labelled_eos = false;
+  // Kept whole by a cut to max_length: LLaMA-Factory appends its efficient eos after cutting.
+  bool kept_by_cut = false;
 };
 
 inline ChatPart chat_text(std::string text, bool answer) { return {std::move(text), false, answer, std::nullopt}; }
 inline ChatPart chat_token(std::string name, bool answer) { return {std::move(name), true, answer, std::nullopt}; }
+inline ChatPart chat_eos(bool answer) {
+  ChatPart part = chat_token("", answer);
+  part.eos = true;
+  return part;
+}
 
 struct EncodedConversation {
   std::vector<TokenId> ids;
   std::vector<bool> answer;  // per id: part of an assistant answer
-  // ids where `answer`, -100 elsewhere: the labels of supervised fine-tuning.
+  // Prompt ids labelled with another id (ChatPart::labelled_eos): (position, label).
+  std::vector<std::pair<std::size_t, TokenId>> relabelled;
+  std::size_t kept_tail = 0;  // ids at the end that a cut keeps (ChatPart::kept_by_cut)
+  // ids where `answer`, the `relabelled` labels, -100 elsewhere: the labels of supervised
+  // fine-tuning.
   std::vector<std::int64_t> labels() const;
 };
 
@@ -73,16 +92,41 @@ class ChatTemplate {
   virtual std::vector<ChatPart> parts(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
                                       const ChatTools& tools) const = 0;
 
+  // Why --train_on_prompt cannot be used with this template; "" when it can.
+  virtual std::string train_on_prompt_refusal() const { return ""; }
+  // Whose layout it renders, for logs: "LLaMA-Factory's", "the model's own", "zerotune's".
+  virtual std::string_view origin() const { return "the model's own"; }
+
  protected:
   // Whether adjacent text parts are encoded as one string (byte-level BPE sees the whole
   // rendered text) or one by one (ChatGLM's sentencepiece encodes each piece separately).
   virtual bool joins_text() const { return true; }
+
+ private:
+  TokenId eos_id(const Tokenizer& tokenizer) const;
+  TokenId token_id(const Tokenizer& tokenizer, const ChatPart& part) const;
 };
 
-// A built-in template by name: qwen (alias qwen2.5), qwen2, qwen3, qwen3_nothink, glm4,
-// chatglm3, chatglm2, none. Any other name is an error listing them.
-std::unique_ptr<ChatTemplate> make_chat_template(std::string_view name);
+// LLaMA-Factory's settings of a reasoning template (qwen3): its enable_thinking (true, false,
+// or null, which keeps the thinking given but adds the empty block as prompt).
+struct ChatTemplateOptions {
+  std::optional<bool> enable_thinking = true;
+};
+
+// The template a name given by --template (LLaMA-Factory's `template:`) stands for:
+// LLaMA-Factory's qwen, qwen3, qwen3_nothink, glm4, chatglm3 and empty as its template.py
+// renders them; zerotune's own qwen2, qwen2.5, chatglm2 and none as the model families' chat
+// templates render them. Any other name is an error listing them.
+std::unique_ptr<ChatTemplate> make_chat_template(std::string_view name, const ChatTemplateOptions& options = {});
 std::string chat_template_names();
+// A warning for a name whose template differs from what LLaMA-Factory's template of that name
+// rendered (chatglm2, which LLaMA-Factory dropped); "" for the others.
+std::string chat_template_warning(std::string_view name);
+
+// The model family's own chat template, by the name chat_template_name_for_model() gives:
+// qwen (Qwen2.5, alias qwen2.5), qwen2, qwen3, qwen3_nothink (Qwen3 with enable_thinking false),
+// glm4, chatglm3, chatglm2, none.
+std::unique_ptr<ChatTemplate> make_model_chat_template(std::string_view name);
 
 // Templates' shared checks: a non-empty conversation of the given roles only; no tools.
 void require_roles(const std::vector<ChatMessage>& messages, std::string_view template_name,
@@ -95,5 +139,10 @@ std::unique_ptr<ChatTemplate> make_qwen3_chat_template(bool enable_thinking);
 std::unique_ptr<ChatTemplate> make_chatglm3_chat_template();
 std::unique_ptr<ChatTemplate> make_glm4_chat_template();
 std::unique_ptr<ChatTemplate> make_chatglm2_chat_template();
+std::unique_ptr<ChatTemplate> make_no_chat_template();
+// LLaMA-Factory's template of `name`; nullptr when it is not one zerotune implements.
+std::unique_ptr<ChatTemplate> make_llama_factory_template(std::string_view name, const ChatTemplateOptions& options);
+// The names make_llama_factory_template() knows, comma separated.
+std::string llama_factory_template_names();
 
 }  // namespace zt::models

@@ -6,7 +6,6 @@
 #include <optional>
 #include <string>
 #include <thread>
-#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -24,11 +23,10 @@ struct EncodeSettings {
 
 // The turns of an encoded conversation, as LLaMA-Factory pairs its messages: each prompt
 // is the run of untrained tokens before a run of answer tokens, its reply; what follows the
-// last reply (Qwen's "\n" after <|im_end|>) belongs to it. A conversation without an answer
-// is one prompt.
-std::vector<Turn> turns_of(const models::EncodedConversation& encoded) {
+// last reply (Qwen's "\n" after <|im_end|> in the model's own template) belongs to it. A
+// conversation without an answer is one prompt. `length` leaves out the kept tail.
+std::vector<Turn> turns_of(const models::EncodedConversation& encoded, std::size_t length) {
   std::vector<Turn> turns;
-  const std::size_t length = encoded.answer.size();
   std::size_t at = 0;
   while (at < length) {
     Turn turn{.prompt_begin = at};
@@ -45,22 +43,31 @@ std::vector<Turn> turns_of(const models::EncodedConversation& encoded) {
   return turns;
 }
 
-// The conversation's ids and labels, and its turns.
-std::pair<TokenizedSample, std::vector<Turn>> encode_conversation(const Conversation& conversation,
-                                                                  const EncodeSettings& settings) {
+// An encoded conversation: its ids and labels, its turns, and how many ids at its end a cut
+// keeps (LLaMA-Factory's efficient eos, appended after its cut).
+struct EncodedSample {
+  TokenizedSample sample;
+  std::vector<Turn> turns;
+  std::size_t kept_tail = 0;
+};
+
+EncodedSample encode_conversation(const Conversation& conversation, const EncodeSettings& settings) {
   const models::EncodedConversation encoded =
       settings.chat_template.encode(settings.tokenizer, conversation.messages, false, conversation.tools);
-  TokenizedSample sample;
+  EncodedSample out;
+  const std::vector<std::int64_t> labels = encoded.labels();
   for (std::size_t i = 0; i < encoded.ids.size(); ++i) {
-    sample.ids.push_back(encoded.ids[i]);
-    sample.labels.push_back(encoded.answer[i] || settings.options.train_on_prompt ? encoded.ids[i] : kIgnoreIndex);
+    out.sample.ids.push_back(encoded.ids[i]);
+    out.sample.labels.push_back(settings.options.train_on_prompt ? encoded.ids[i]
+                                                                 : static_cast<std::int32_t>(labels[i]));
   }
-  return {std::move(sample), turns_of(encoded)};
+  out.kept_tail = encoded.kept_tail;
+  out.turns = turns_of(encoded, encoded.ids.size() - encoded.kept_tail);
+  return out;
 }
 
 // The same, with a template's refusal (a role or tools it has no place for) naming the sample.
-std::pair<TokenizedSample, std::vector<Turn>> encode_sample(const Conversation& conversation,
-                                                            const EncodeSettings& settings) {
+EncodedSample encode_sample(const Conversation& conversation, const EncodeSettings& settings) {
   try {
     return encode_conversation(conversation, settings);
   } catch (const Error& e) {
@@ -69,17 +76,33 @@ std::pair<TokenizedSample, std::vector<Turn>> encode_sample(const Conversation& 
   }
 }
 
+// A conversation over max_length cut turn by turn within what its kept tail leaves, then the
+// tail: LLaMA-Factory counts its efficient eos before the turns and appends it after them.
+TokenizedSample cut_conversation(const EncodedSample& encoded, std::size_t max_length, CutTokens& cut) {
+  const TokenizedSample& whole = encoded.sample;
+  const std::size_t body = whole.ids.size() - encoded.kept_tail;
+  TokenizedSample head;
+  head.ids.assign(whole.ids.begin(), whole.ids.begin() + static_cast<std::ptrdiff_t>(body));
+  head.labels.assign(whole.labels.begin(), whole.labels.begin() + static_cast<std::ptrdiff_t>(body));
+  Truncated truncated = truncate_turns(head, encoded.turns, max_length - std::min(encoded.kept_tail, max_length));
+  cut += truncated.cut;
+  TokenizedSample& out = truncated.sample;
+  out.ids.insert(out.ids.end(), whole.ids.begin() + static_cast<std::ptrdiff_t>(body), whole.ids.end());
+  out.labels.insert(out.labels.end(), whole.labels.begin() + static_cast<std::ptrdiff_t>(body), whole.labels.end());
+  return std::move(out);
+}
+
 // The sample of dataset entry `s`, cut to max_length; nullopt when it is skipped instead.
 std::optional<TokenizedSample> encode_one(const Dataset& dataset, std::size_t s, const EncodeSettings& settings,
                                           EncodedDataset& out) {
   const auto max_length = static_cast<std::size_t>(settings.options.max_length);
-  TokenizedSample sample;
-  std::vector<Turn> turns;
+  EncodedSample encoded;
   if (dataset.format == DataFormat::kText)
-    sample = encode_text(dataset.texts[s], settings.tokenizer);
+    encoded.sample = encode_text(dataset.texts[s], settings.tokenizer);
   else
-    std::tie(sample, turns) = encode_sample(dataset.samples[s], settings);
-  if (sample.ids.size() <= max_length) return sample;
+    encoded = encode_sample(dataset.samples[s], settings);
+  TokenizedSample& sample = encoded.sample;
+  if (sample.ids.size() <= max_length) return std::move(sample);
   if (settings.options.overlong == Overlong::kSkip) {
     ++out.skipped;
     return std::nullopt;
@@ -89,9 +112,7 @@ std::optional<TokenizedSample> encode_one(const Dataset& dataset, std::size_t s,
     out.cut.text += sample.ids.size() - max_length;
     return truncate_tail(sample, max_length);
   }
-  Truncated truncated = truncate_turns(sample, turns, max_length);
-  out.cut += truncated.cut;
-  return std::move(truncated.sample);
+  return cut_conversation(encoded, max_length, out.cut);
 }
 
 // Encodes samples [begin, end) into `out`, in order.
@@ -154,6 +175,9 @@ EncodedDataset encode_dataset(const Dataset& dataset, const models::ChatTemplate
   ZT_REQUIRE(workers >= 0, "encode_dataset: workers is " + std::to_string(workers) + "; it must be >= 0");
   ZT_REQUIRE(options.max_length > 1,
              "encode_dataset: max_length is " + std::to_string(options.max_length) + "; it must be > 1");
+  if (options.train_on_prompt && dataset.format != DataFormat::kText)
+    if (const std::string refusal = chat_template.train_on_prompt_refusal(); !refusal.empty())
+      fail("--train_on_prompt: " + refusal);
   const EncodeSettings settings{chat_template, tokenizer, options};
   const std::size_t count = dataset.size();
   const std::size_t parts =

@@ -1,6 +1,7 @@
 // Datasets to training samples. A conversation goes through the chat template with its
 // tools: ids, and labels that are the ids on the assistant's replies and tool calls (their
-// end-of-turn token included; every token with --train_on_prompt) and -100 elsewhere; a
+// end-of-turn token included; every token with --train_on_prompt, which LLaMA-Factory's
+// efficient-eos templates refuse), eos where such a template trains it, and -100 elsewhere; a
 // template's refusal (tools it has no format for) names the sample. A plain text is tokenized as
 // run_clm does, then ends with eos, and every token is trained. Samples longer than
 // --max_length are cut as LLaMA-Factory cuts them to cutoff_len (train/data/sample_truncation.h)

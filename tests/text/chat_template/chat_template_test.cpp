@@ -1,11 +1,10 @@
-// The built-in chat templates: rendered text worked out from each model's own template, and
+// The model families' own chat templates: rendered text worked out from each model's own template, and
 // the encoding for training (which tokens are answers, tool calls included, tool results not),
 // checked with a tokenizer that makes every encode call visible.
 #include <gtest/gtest.h>
 
-#include <map>
-
 #include "tests/common/op_test_util.h"
+#include "tests/text/chat_template/fake_tokenizer.h"
 #include "text/chat_template/chat_template.h"
 
 namespace zt::models {
@@ -13,55 +12,10 @@ namespace {
 
 using testing::error_of;
 
-constexpr TokenId kPieceStart = 999;  // FakeTokenizer opens every encode call's output with it
-
-// encode(text) = [999, bytes of text...]; template tokens have ids from a fixed table.
-class FakeTokenizer final : public Tokenizer {
- public:
-  FakeTokenizer() : Tokenizer("fake tokenizer") {}
-  std::vector<TokenId> encode(std::string_view text, bool) const override {
-    std::vector<TokenId> ids = {kPieceStart};
-    for (char c : text) ids.push_back(static_cast<unsigned char>(c));
-    return ids;
-  }
-  void append_token_bytes(TokenId, bool, DecodeState&, std::string&) const override {}
-  std::optional<TokenId> token_to_id(std::string_view token) const override {
-    auto it = tokens.find(std::string(token));
-    if (it == tokens.end()) return std::nullopt;
-    return it->second;
-  }
-  std::string id_to_token(TokenId) const override { return {}; }
-  std::int64_t vocab_size() const override { return 2000; }
-  bool is_special(TokenId) const override { return false; }
-  std::string_view format() const override { return "fake"; }
-
-  std::map<std::string, TokenId> tokens = {{"<|im_start|>", 1001},  {"<|im_end|>", 1002},     {"[gMASK]", 1003},
-                                           {"sop", 1004},           {"<sop>", 1005},          {"<|system|>", 1006},
-                                           {"<|user|>", 1007},      {"<|assistant|>", 1008},  {"</s>", 1009},
-                                           {"<|endoftext|>", 1010}, {"<|observation|>", 1011}};
-};
-
-// What one encode call of `text` gives, with every id marked as answer or not.
-struct Expected {
-  std::vector<TokenId> ids;
-  std::vector<bool> answer;
-  Expected& piece(const std::string& text, bool is_answer = false) {
-    ids.push_back(kPieceStart);
-    for (char c : text) ids.push_back(static_cast<unsigned char>(c));
-    answer.resize(ids.size(), is_answer);
-    return *this;
-  }
-  Expected& token(TokenId id, bool is_answer = false) {
-    ids.push_back(id);
-    answer.push_back(is_answer);
-    return *this;
-  }
-};
-
 void expect_encoding(std::string_view template_name, const std::vector<ChatMessage>& messages, bool generation_prompt,
                      const Expected& expected) {
   FakeTokenizer tok;
-  const EncodedConversation got = make_chat_template(template_name)->encode(tok, messages, generation_prompt);
+  const EncodedConversation got = make_model_chat_template(template_name)->encode(tok, messages, generation_prompt);
   EXPECT_EQ(got.ids, expected.ids) << template_name;
   EXPECT_EQ(got.answer, expected.answer) << template_name;
   const std::vector<std::int64_t> labels = got.labels();
@@ -69,7 +23,7 @@ void expect_encoding(std::string_view template_name, const std::vector<ChatMessa
 }
 
 std::string render(std::string_view name, const std::vector<ChatMessage>& messages, bool generation_prompt) {
-  return make_chat_template(name)->render(messages, generation_prompt);
+  return make_model_chat_template(name)->render(messages, generation_prompt);
 }
 
 TEST(ChatTemplate, QwenFamiliesDifferInSystemPromptAndThinkBlock) {
@@ -237,9 +191,9 @@ TEST(ChatTemplate, Chatglm2TrainsTheLastAnswerAndEos) {
 }
 
 TEST(ChatTemplate, RefusalsSayWhatIsAccepted) {
-  EXPECT_NE(error_of([] {
-              make_chat_template("llama3");
-            }).find("accepted: qwen (alias qwen2.5), qwen2, qwen3, qwen3_nothink, glm4, chatglm3, chatglm2, none"),
+  EXPECT_NE(error_of([] { make_chat_template("llama3"); })
+                .find("accepted: qwen, qwen3, qwen3_nothink, glm4, chatglm3, empty (LLaMA-Factory's), qwen2, qwen2.5, "
+                      "chatglm2, none (the model family's own template)"),
             std::string::npos);
   EXPECT_NE(error_of([] {
               render("qwen", {{"function", "x"}}, false);
@@ -252,7 +206,7 @@ TEST(ChatTemplate, RefusalsSayWhatIsAccepted) {
             }).find("chat template 'chatglm2' has no tool format, but this conversation calls tools"),
             std::string::npos);
   EXPECT_NE(error_of([] {
-              make_chat_template("none")->render({{"user", "u"}}, true, {R"({"type": "function"})"});
+              make_model_chat_template("none")->render({{"user", "u"}}, true, {R"({"type": "function"})"});
             }).find("chat template 'none' has no tool format, but this conversation offers tools"),
             std::string::npos);
   EXPECT_NE(error_of([] { render("qwen", {}, true); }).find("the conversation is empty"), std::string::npos);
@@ -267,7 +221,7 @@ TEST(ChatTemplate, RefusalsSayWhatIsAccepted) {
   FakeTokenizer tok;
   tok.tokens.erase("<|im_start|>");
   EXPECT_NE(error_of([&] {
-              make_chat_template("qwen")->encode(tok, {{"user", "u"}}, true);
+              make_model_chat_template("qwen")->encode(tok, {{"user", "u"}}, true);
             }).find("chat template 'qwen' needs the token '<|im_start|>'"),
             std::string::npos);
 }

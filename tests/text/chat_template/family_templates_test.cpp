@@ -49,7 +49,7 @@ TEST_P(FamilyTemplate, RendersAsTheFamilysOwnTemplate) {
   ASSERT_FALSE(expected.at("cases").empty());
   for (const json& c : expected.at("cases")) {
     const std::string name = c.at("template");
-    const auto chat = make_chat_template(name);
+    const auto chat = make_model_chat_template(name);
     const std::string text = chat->render(messages_of(c.at("messages")), c.at("add_generation_prompt"), tools_of(c));
     EXPECT_EQ(text, c.at("text").get<std::string>())
         << GetParam() << ": case " << c.at("name").get<std::string>() << ", template " << name << ", rendered by "

@@ -1,7 +1,7 @@
-// One tool-use conversation per family encoded with a real tokenizer of that family: ids where
-// the family's own code puts them (template tokens by id, added tokens such as <tool_call>
-// matched inside text, ChatGLM's pieces encoded one by one) and labels on exactly the
-// assistant's answers, tool calls included, tool results not.
+// One tool-use conversation per family encoded with a real tokenizer of that family (the model's
+// own template, and LLaMA-Factory's where it differs): ids where the family's own code puts them (template tokens by
+// id, added tokens such as <tool_call> matched inside text, ChatGLM's pieces encoded one by one) and labels on exactly
+// the assistant's answers, tool calls included, tool results not.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -66,7 +66,7 @@ TEST(TemplateTokens, QwenToolCallsAndResultsWithTheQwenTokenizer) {
   const std::string call =
       "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>";
   for (const char* name : {"qwen", "qwen3"}) {
-    const auto chat = make_chat_template(name);
+    const auto chat = make_model_chat_template(name);
     const EncodedConversation encoded = chat->encode(*tok, tool_round(), false, kTools);
     // No answer starts with whitespace, so the pieces encode as the whole text does.
     EXPECT_EQ(encoded.ids, tok->encode(chat->render(tool_round(), false, kTools), false)) << name;
@@ -82,7 +82,7 @@ TEST(TemplateTokens, QwenToolCallsAndResultsWithTheQwenTokenizer) {
 TEST(TemplateTokens, Glm4ToolCallWithGlm4Tokens) {
   if (!tokenizers_available()) GTEST_SKIP() << "built without the text libraries";
   const auto tok = load_tokenizer((fs::path(ZT_SOURCE_DIR) / "tests/data/tokenizer/tiny_tiktoken").string());
-  const EncodedConversation encoded = make_chat_template("glm4")->encode(*tok, tool_round(), false);
+  const EncodedConversation encoded = make_model_chat_template("glm4")->encode(*tok, tool_round(), false);
   // tiny_tiktoken's GLM-4 specials: <|endoftext|> 260, [gMASK] 262, <sop> 264, <|user|> 267,
   // <|assistant|> 268, <|observation|> 269.
   std::vector<TokenId> expected = {262, 264, 267};
@@ -107,6 +107,64 @@ TEST(TemplateTokens, Glm4ToolCallWithGlm4Tokens) {
   token(260, true);
   EXPECT_EQ(encoded.ids, expected);
   EXPECT_EQ(encoded.answer, answer);
+}
+
+// LLaMA-Factory's glm4 (--template glm4): the same ids as GLM-4's own template, but the
+// supervised labels put eos where the model's answer ends: on <|observation|> after the call
+// (efficient_eos), and the final eos.
+TEST(TemplateTokens, LlamaFactoryGlm4LabelsEosAfterEachAnswer) {
+  if (!tokenizers_available()) GTEST_SKIP() << "built without the text libraries";
+  const auto tok = load_tokenizer((fs::path(ZT_SOURCE_DIR) / "tests/data/tokenizer/tiny_tiktoken").string());
+  const EncodedConversation encoded = make_chat_template("glm4")->encode(*tok, tool_round(), false);
+  std::vector<TokenId> ids = {262, 264, 267};
+  std::vector<std::int64_t> labels(3, -100);
+  auto text = [&](const std::string& s, bool trained) {
+    for (TokenId id : tok->encode(s, false)) {
+      ids.push_back(id);
+      labels.push_back(trained ? id : -100);
+    }
+  };
+  text("\nWeather in Paris?", false);
+  ids.push_back(268);
+  labels.push_back(-100);
+  text("get_weather\n{\"city\": \"Paris\"}", true);
+  ids.push_back(269);
+  labels.push_back(260);  // <|observation|> labelled <|endoftext|>
+  text("\n17", false);
+  ids.push_back(268);
+  labels.push_back(-100);
+  text("\nIt is 17.", true);
+  ids.push_back(260);
+  labels.push_back(260);
+  EXPECT_EQ(encoded.ids, ids);
+  EXPECT_EQ(encoded.labels(), labels);
+  EXPECT_EQ(encoded.kept_tail, 1u);
+}
+
+// LLaMA-Factory's qwen3: get_thought_word_ids encodes the empty thought by itself, so an answer
+// starting with newlines is not joined to its "\n\n" as the whole rendered text would be.
+TEST(TemplateTokens, LlamaFactoryQwen3EncodesTheEmptyThoughtApart) {
+  if (!tokenizers_available() || qwen_tokenizer_dir().empty())
+    GTEST_SKIP() << "no Qwen tokenizer: set ZT_QWEN_TOKENIZER_DIR to a folder with Qwen's tokenizer.json";
+  const auto tok = load_tokenizer(qwen_tokenizer_dir());
+  const auto chat = make_chat_template("qwen3");
+  const std::vector<ChatMessage> messages = {{"user", "Hi"}, {"assistant", "\n\nHello"}};
+  const TokenId start = *tok->token_to_id("<|im_start|>"), end = *tok->token_to_id("<|im_end|>");
+  std::vector<TokenId> expected;
+  auto add = [&](const std::vector<TokenId>& more) { expected.insert(expected.end(), more.begin(), more.end()); };
+  add({start});
+  add(tok->encode("user\nHi", false));
+  add({end});
+  add(tok->encode("\n", false));
+  add({start});
+  add(tok->encode("assistant\n", false));
+  add(tok->encode("<think>\n\n</think>\n\n", false));
+  add(tok->encode("\n\nHello", false));
+  add({end});
+  add(tok->encode("\n", false));
+  const EncodedConversation encoded = chat->encode(*tok, messages, false);
+  EXPECT_EQ(encoded.ids, expected);
+  EXPECT_NE(encoded.ids, tok->encode(chat->render(messages, false), false));
 }
 
 #if ZT_HAVE_TEXT
@@ -161,7 +219,7 @@ class ChatGlmTokens : public ::testing::Test {
 
 TEST_F(ChatGlmTokens, Chatglm3ToolCallAsItsFineTuningCodeEncodesIt) {
   const auto tok = load_tokenizer(dir_.string());
-  const EncodedConversation encoded = make_chat_template("chatglm3")->encode(*tok, tool_round(), false);
+  const EncodedConversation encoded = make_model_chat_template("chatglm3")->encode(*tok, tool_round(), false);
   std::vector<TokenId> expected = {special(1), special(3), special(6)};
   std::vector<bool> answer(3, false);
   auto add = [&](const std::vector<TokenId>& ids, bool is_answer) {
@@ -184,9 +242,39 @@ TEST_F(ChatGlmTokens, Chatglm3ToolCallAsItsFineTuningCodeEncodesIt) {
   EXPECT_EQ(encoded.answer, answer);
 }
 
+// LLaMA-Factory's chatglm3: {"token": ...} slots, "\n" and the content encoded apart, a call
+// in GLM-4's format as one piece, eos labelled on <|observation|> and appended at the end.
+TEST_F(ChatGlmTokens, LlamaFactoryChatglm3EncodesEachElementApart) {
+  const auto tok = load_tokenizer(dir_.string());
+  ASSERT_EQ(tok->special_ids().eos, sp_.eos_id());
+  const EncodedConversation encoded = make_chat_template("chatglm3")->encode(*tok, tool_round(), false);
+  std::vector<TokenId> ids = {special(1), special(3), special(6)};
+  std::vector<std::int64_t> labels(3, -100);
+  auto add = [&](const std::vector<TokenId>& more, bool trained) {
+    for (TokenId id : more) {
+      ids.push_back(id);
+      labels.push_back(trained ? id : -100);
+    }
+  };
+  add(piece("\n"), false);
+  add(piece("Weather in Paris?"), false);
+  add({special(7)}, false);
+  add(piece("get_weather\n{\"city\": \"Paris\"}"), true);
+  ids.push_back(special(8));
+  labels.push_back(sp_.eos_id());  // <|observation|> labelled eos
+  add(piece("\n"), false);
+  add(piece("17"), false);
+  add({special(7)}, false);
+  add(piece("\n"), true);
+  add(piece("It is 17."), true);
+  add({sp_.eos_id()}, true);
+  EXPECT_EQ(encoded.ids, ids);
+  EXPECT_EQ(encoded.labels(), labels);
+}
+
 TEST_F(ChatGlmTokens, Chatglm2TrainsTheLastAnswerAndRefusesTools) {
   const auto tok = load_tokenizer(dir_.string());
-  const auto chat = make_chat_template("chatglm2");
+  const auto chat = make_model_chat_template("chatglm2");
   const EncodedConversation encoded = chat->encode(
       *tok, {{"user", "你好"}, {"assistant", "Weather"}, {"user", "Paris?"}, {"assistant", "It is 17."}}, false);
   std::vector<TokenId> expected = {special(1), special(3)};

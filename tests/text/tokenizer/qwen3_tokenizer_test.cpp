@@ -125,7 +125,7 @@ TEST_F(Qwen3Tokenizer, ChatTemplateMatchesApplyChatTemplate) {
     std::vector<ChatMessage> messages;
     for (const json& m : c.at("messages")) messages.push_back({m.at("role"), m.at("content")});
     const bool generation_prompt = c.at("add_generation_prompt").get<bool>();
-    const auto chat = make_chat_template(c.at("template").get<std::string>());
+    const auto chat = make_model_chat_template(c.at("template").get<std::string>());
     const std::string name = c.at("name");
     const std::string text = chat->render(messages, generation_prompt);
     EXPECT_EQ(text, c.at("text").get<std::string>()) << name;

@@ -248,6 +248,7 @@ Conversation tool_conversation() {
 }
 
 TEST_F(SampleEncoding, ToolCallsAreTrainedAndToolResultsAreNot) {
+  // LLaMA-Factory's qwen template: its response slot "{{content}}<|im_end|>\n" is trained whole.
   const auto qwen = models::make_chat_template("qwen");
   const EncodedDataset encoded =
       encode_dataset(conversations({tool_conversation()}), *qwen, *tokenizer_, {.max_length = 4096});
@@ -255,12 +256,74 @@ TEST_F(SampleEncoding, ToolCallsAreTrainedAndToolResultsAreNot) {
   EXPECT_EQ(
       trained_texts(encoded.samples[0], *tokenizer_),
       (std::vector<std::string>{
-          "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call><|im_end|>",
-          "It is 17.<|im_end|>"}));
+          "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call><|im_end|>\n",
+          "It is 17.<|im_end|>\n"}));
+  // Qwen2.5's own template leaves the newline after <|im_end|> to the next prompt.
+  const auto own = models::make_model_chat_template("qwen");
+  EXPECT_EQ(
+      trained_texts(
+          encode_dataset(conversations({tool_conversation()}), *own, *tokenizer_, {.max_length = 4096}).samples.at(0),
+          *tokenizer_)
+          .back(),
+      "It is 17.<|im_end|>");
+}
+
+// LLaMA-Factory's glm4 (efficient_eos), with GLM-4's special tokens: the supervised processor
+// labels the first token of each later prompt with eos, counts the final eos before the turns
+// (total_length starts at 1) and appends it after cutting them.
+class EfficientEos : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!models::tokenizers_available()) GTEST_SKIP() << models::tokenizer_support_message();
+    tokenizer_ = models::load_tokenizer(std::string(ZT_SOURCE_DIR) + "/tests/data/tokenizer/tiny_tiktoken");
+  }
+  static constexpr std::int32_t kEos = 260, kUser = 267;  // tiny_tiktoken's <|endoftext|>, <|user|>
+  std::unique_ptr<models::Tokenizer> tokenizer_;
+  const std::unique_ptr<models::ChatTemplate> glm4_ = models::make_chat_template("glm4");
+};
+
+TEST_F(EfficientEos, EosIsTrainedAfterEachAnswerAndKeptThroughACut) {
+  const Dataset data = conversations(
+      {Conversation{{{"user", "q1"}, {"assistant", words(40, "a")}, {"user", "q2"}, {"assistant", "a2"}}}});
+  const TokenizedSample whole = encode_dataset(data, *glm4_, *tokenizer_, {.max_length = 1 << 20}).samples.at(0);
+  const auto second_user =
+      static_cast<std::size_t>(std::find(whole.ids.begin() + 3, whole.ids.end(), kUser) - whole.ids.begin());
+  ASSERT_LT(second_user, whole.ids.size());
+  EXPECT_EQ(whole.labels[second_user], kEos);  // at <|user|>: eos, not <|user|>
+  EXPECT_EQ(whole.labels[second_user + 1], kIgnoreIndex);
+  EXPECT_EQ(whole.ids.back(), kEos);
+  EXPECT_EQ(whole.labels.back(), kEos);
+
+  // The first turn's prompt: [gMASK] <sop> <|user|> "\nq1" <|assistant|>; its answer up to the
+  // second <|user|>. Cut to 40: the turns share 39 (infer_seqlen), the second turn finds no room.
+  std::size_t prompt = 0;
+  while (whole.labels[prompt] == kIgnoreIndex) ++prompt;
+  const TurnLengths kept = turn_lengths_within(prompt, second_user - prompt, 39);
+  const EncodedDataset cut = encode_dataset(data, *glm4_, *tokenizer_, {.max_length = 40});
+  ASSERT_EQ(cut.truncated, 1u);
+  std::vector<std::int32_t> expected(whole.ids.begin(), whole.ids.begin() + static_cast<std::ptrdiff_t>(kept.prompt));
+  expected.insert(expected.end(), whole.ids.begin() + static_cast<std::ptrdiff_t>(prompt),
+                  whole.ids.begin() + static_cast<std::ptrdiff_t>(prompt + kept.reply));
+  expected.push_back(kEos);
+  EXPECT_EQ(cut.samples.at(0).ids, expected);
+  EXPECT_EQ(cut.samples.at(0).labels.back(), kEos);
+  EXPECT_EQ(cut.cut.dropped_turns, 1u);
+}
+
+TEST_F(EfficientEos, TrainOnPromptIsRefusedAsLlamaFactoryRefusesIt) {
+  const Dataset data = conversations({Conversation{{{"user", "q"}, {"assistant", "a"}}}});
+  const std::string error = testing::error_of(
+      [&] { encode_dataset(data, *glm4_, *tokenizer_, {.max_length = 64, .train_on_prompt = true}); });
+  EXPECT_NE(error.find("--train_on_prompt: LLaMA-Factory's template 'glm4' trains eos"), std::string::npos) << error;
+  // The model's own GLM-4 template trains the prompt as it is.
+  const auto own = models::make_model_chat_template("glm4");
+  const TokenizedSample sample =
+      encode_dataset(data, *own, *tokenizer_, {.max_length = 64, .train_on_prompt = true}).samples.at(0);
+  EXPECT_EQ(sample.labels.front(), sample.ids.front());
 }
 
 TEST_F(SampleEncoding, ATemplateWithoutToolsNamesTheSample) {
-  const auto chatglm2 = models::make_chat_template("chatglm2");
+  const auto chatglm2 = models::make_model_chat_template("chatglm2");
   const std::string error = testing::error_of(
       [&] { encode_dataset(conversations({tool_conversation()}), *chatglm2, *tokenizer_, {.max_length = 4096}); });
   EXPECT_NE(error.find("data.json: sample 4: chat template 'chatglm2' has no tool format"), std::string::npos) << error;
