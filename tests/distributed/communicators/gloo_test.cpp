@@ -369,7 +369,10 @@ TEST(GlooTraining, LaunchedProcessesEndWithTheWeightsOfInProcessRanks) {
 // cannot see, since they load nothing), while rank 0 goes on into the first collective.
 std::vector<std::string> rank_train_args(const fs::path& root, int rank) {
   std::vector<std::string> args = train_args(root / "out", kData);
-  if (rank == 1) args[2] = (root / "missing_model").string();
+  if (rank == 1) {
+    fs::create_directories(root / "missing_model");  // a folder, empty: no tokenizer, no weights
+    args[2] = (root / "missing_model").string();
+  }
   return args;
 }
 
