@@ -107,7 +107,7 @@ TEST(TrainingArguments, ProblemsAreUsageErrorsTheTemplateNameIncluded) {
   EXPECT_THROW(parse_training_arguments({"--output_dir", "out"}), UsageError);
   const std::string msg = error_for(with({"--template", "qwen4", "--warmup_ratio", "2"}));
   testing::expect_mentions(msg, {"the arguments have 2 problems", "--template: unknown chat template 'qwen4'",
-                                 "accepted: qwen (alias qwen2.5), qwen2, qwen3"});
+                                 "accepted: qwen, qwen3, qwen3_nothink, glm4, chatglm3, empty (LLaMA-Factory's)"});
   EXPECT_EQ(parse_training_arguments(with({"--template", "glm4"})).template_name, "glm4");
 }
 
