@@ -38,8 +38,9 @@ const std::vector<ArgumentSection>& argument_sections() {
            {"template",
             &A::template_name,
             {},
-            "chat template: qwen (Qwen2.5), qwen2, qwen3, qwen3_nothink, glm4, chatglm3, chatglm2, none (default: the "
-            "model's)"},
+            "chat template: LLaMA-Factory's qwen, qwen3, qwen3_nothink, glm4, chatglm3, empty (rendered as "
+            "LLaMA-Factory renders them), or a model family's own qwen2, qwen2.5, chatglm2, none (default: the model's "
+            "own template)"},
            {"max_length", &A::max_length, {}, "longest sample in tokens; see --overlong_samples"},
            {"overlong_samples",
             &A::overlong_samples,
