@@ -160,8 +160,8 @@ std::unique_ptr<ChatTemplate> make_chat_template(std::string_view name, const Ch
   for (std::string_view own : kZerotuneNames)
     if (name == own) return make_model_chat_template(name);
   zt::fail("unknown chat template '" + std::string(name) + "'; accepted: " + chat_template_names() +
-           ". Other LLaMA-Factory templates (llama3, mistral, gemma, deepseek3, ...) are not implemented: their "
-           "models are not ones zerotune trains");
+           ". zerotune renders no other LLaMA-Factory template (llama3, mistral, gemma, deepseek3, ...): it trains "
+           "Qwen and GLM models");
 }
 
 std::unique_ptr<ChatTemplate> make_model_chat_template(std::string_view name) {
