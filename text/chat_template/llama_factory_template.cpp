@@ -149,7 +149,7 @@ class LlamaFactoryTemplate final : public ChatTemplate {
 
   // ReasoningTemplate: encode_multiturn removes every answer's thinking when enable_thinking is
   // False; encode_oneturn (a generation prompt) removes the earlier answers' (preserve_thinking
-  // false, as zerotune always trains).
+  // false: zerotune refuses the option).
   void drop_thoughts(std::vector<Message>& turns, bool generation) const {
     if (!spec_.reasoning || (!generation && !thinking_off())) return;
     for (std::size_t i = 1; i < turns.size(); i += 2) turns[i].content = remove_thought(turns[i].content);
