@@ -154,10 +154,12 @@ TEST(LlamaFactoryOptions, TheTableIsConsistent) {
     }
     EXPECT_FALSE(flags.count(entry.name)) << entry.name << " is a zerotune flag, so its entry is never read";
     EXPECT_EQ(find_other_argument(entry.name), &entry) << entry.name << " is shadowed by an HF field's entry";
-    if (entry.verdict == Verdict::kRefused)
+    if (entry.verdict == Verdict::kRefused) {
       EXPECT_NE(entry.feature, nullptr) << "the refusal of " << entry.name << " names no feature";
-    if (std::string_view(entry.quiet) != "*")
+    }
+    if (std::string_view(entry.quiet) != "*") {
       EXPECT_TRUE(json::parse(entry.quiet, nullptr, false).is_array()) << entry.name << ": " << entry.quiet;
+    }
   }
 }
 
