@@ -35,7 +35,10 @@ void refuse_mixing(const fs::path& folder, ExportKind kind, const std::string& s
 fs::path staging_folder(const fs::path& target) {
   fs::path clean = target.lexically_normal();
   if (clean.filename().empty()) clean = clean.parent_path();
-  return clean.parent_path() / ("." + clean.filename().string() + ".partial");
+  std::string name = ".";  // appended piece by piece: GCC 12 warns falsely (-Wrestrict) on "." + name
+  name += clean.filename().string();
+  name += ".partial";
+  return clean.parent_path() / name;
 }
 
 }  // namespace

@@ -51,12 +51,16 @@ std::string described(const nlohmann::ordered_json& quantization, const std::str
     return found == quantization.end() ? nlohmann::ordered_json() : *found;
   };
   std::string text = shown_name(method);
+  // Appended piece by piece: GCC 12 warns falsely (-Wrestrict) on " " + a temporary string.
   if (at("load_in_4bit") == true) {
     const nlohmann::ordered_json type = at("bnb_4bit_quant_type");
-    return text + " 4-bit" + (type.is_string() ? " " + type.get<std::string>() : "");
+    text += " 4-bit";
+    if (type.is_string()) text.append(" ").append(type.get<std::string>());
+    return text;
   }
-  if (at("load_in_8bit") == true) return text + " 8-bit";
-  if (at("bits").is_number_integer()) text += " " + std::to_string(at("bits").get<std::int64_t>()) + "-bit";
+  if (at("load_in_8bit") == true) return text.append(" 8-bit");
+  if (at("bits").is_number_integer())
+    text.append(" ").append(std::to_string(at("bits").get<std::int64_t>())).append("-bit");
   return text;
 }
 
