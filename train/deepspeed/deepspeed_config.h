@@ -36,8 +36,8 @@ struct ZeroConfig {
   bool offload_pin_memory = true;  // DeepSpeed's default since it pins offload buffers by default
   double offload_ratio = 1.0;      // offload_optimizer.ratio: the CPU Adam's share (partial offload below 1)
   std::optional<double> offload_cpu_cores_share{};  // offload_optimizer.cpuadam_cores_perc, when given
-  bool offload_param = false;                     // offload_param.device "cpu" (or cpu_offload_param) under stage 3
-  bool offload_param_pin_memory = true;           // offload_param.pin_memory, defaulting as offload_pin_memory does
+  bool offload_param = false;                       // offload_param.device "cpu" (or cpu_offload_param) under stage 3
+  bool offload_param_pin_memory = true;             // offload_param.pin_memory, defaulting as offload_pin_memory does
   // The top-level communication_data_type: the dtype gradients are reduced in; unset: the
   // working dtype they come in, as DeepSpeed does.
   std::optional<DType> communication_data_type{};
