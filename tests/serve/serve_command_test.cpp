@@ -172,6 +172,7 @@ TEST_F(Serve, ThirtyTwoConcurrentStreamsEachGetTheirTokensAlone) {
   for (int i = 0; i < kRequests; ++i) {
     const Streamed result = running[i].get();
     EXPECT_EQ(result.text, alone[i]) << "request " << i;
+    ASSERT_FALSE(result.events.empty()) << "request " << i;
     EXPECT_EQ(result.events.back(), "[DONE]") << "request " << i;
   }
 }
