@@ -41,7 +41,8 @@ std::string entry_of(const std::string& help, const std::string& flag) {
 }
 
 TEST(TrainHelp, GroupsTheFlagsIntoSections) {
-  const std::string help = "\n" + training_arguments_help();
+  std::string help = "\n";  // appended: GCC 12 warns falsely (-Wrestrict) on "\n" + a temporary string
+  help += training_arguments_help();
   std::size_t previous = 0;
   for (const char* title :
        {"Model and output:", "Data:", "Training:", "Optimizer and learning-rate schedule:", "Precision and memory:",
