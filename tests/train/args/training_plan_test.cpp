@@ -1,6 +1,7 @@
 // The resolved training plan: HF's step arithmetic, precision and schedule from the flags,
 // and the DeepSpeed config taking over its blocks.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -158,7 +159,10 @@ TEST(TrainingPlan, WarmupStepsBelowOneAreAShareAsInTransformers5) {
 class DeepSpeedPlan : public ::testing::Test {
  protected:
   std::string write(const std::string& text) {
-    path_ = std::filesystem::temp_directory_path() / "zt_plan_ds.json";
+    // One file per test and process: ctest runs this program's tests side by side.
+    path_ = std::filesystem::temp_directory_path() /
+            ("zt_plan_ds_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "_" +
+             std::to_string(getpid()) + ".json");
     std::ofstream(path_) << text;
     return path_.string();
   }
