@@ -20,7 +20,7 @@ import shutil
 import sys
 import tempfile
 
-STUBS = {
+STAND_INS = {
     "extras/logging.py": "class _Logger:\n    def __getattr__(self, name):\n        return lambda *a, **k: None\n\n"
     "def get_logger(name=None):\n    return _Logger()\n",
     "data/data_utils.py": "from enum import Enum\nfrom typing import Union\n\n"
@@ -39,7 +39,7 @@ def load_templates(src: pathlib.Path):
         (package / folder / "__init__.py").write_text("")
     for name in ("template.py", "formatter.py", "tool_utils.py"):
         shutil.copy(src / "llamafactory" / "data" / name, package / "data" / name)
-    for path, text in STUBS.items():
+    for path, text in STAND_INS.items():
         (package / path).write_text(text)
     sys.path.insert(0, str(package.parent))
     from llamafactory.data import template  # noqa: E402

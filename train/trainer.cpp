@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <optional>
@@ -101,18 +100,11 @@ nlohmann::json eval_entry(double eval_loss, const TrainerState& state) {
   return {{"eval_loss", round_to(eval_loss, 4)}, {"epoch", round_to(state.epoch, 4)}, {"step", state.global_step}};
 }
 
-// cpuadam_cores_perc's share of the cores given to the rank, at least one; unset, or with
-// ZT_CPU_ADAM_THREADS set (0: ops::default_cpu_adam_threads decides): all of them.
-int cpu_adam_threads(std::optional<double> share) {
-  if (!share || std::getenv("ZT_CPU_ADAM_THREADS") != nullptr) return 0;
-  return std::max(1, static_cast<int>(std::lround(*share * ops::default_cpu_adam_threads())));
-}
-
 std::unique_ptr<OptimizerEngine> make_optimizer(const TrainerModel& model, const TrainingPlan& plan,
                                                 distributed::Communicator* comm) {
   const OffloadOptions offload{.enabled = plan.zero.offload_optimizer,
                                .pin_memory = plan.zero.offload_pin_memory,
-                               .threads = cpu_adam_threads(plan.zero.offload_cpu_cores_share),
+                               .threads = ops::default_cpu_adam_threads(plan.zero.offload_cpu_cores_share),
                                .ratio = plan.zero.offload_ratio,
                                .accumulation = plan.accumulation};
   if (comm == nullptr) return std::make_unique<Optimizer>(model.trainable, plan.optimizer, offload);

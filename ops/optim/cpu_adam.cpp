@@ -106,7 +106,7 @@ CpuAdamIsa best_cpu_adam_isa() {
   return CpuAdamIsa::kScalar;
 }
 
-int default_cpu_adam_threads() {
+int default_cpu_adam_threads(std::optional<double> core_share) {
   if (const char* value = std::getenv("ZT_CPU_ADAM_THREADS")) {
     char* end = nullptr;
     const long threads = std::strtol(value, &end, 10);
@@ -118,7 +118,8 @@ int default_cpu_adam_threads() {
   int allowed = machine;
   cpu_set_t mask;
   if (sched_getaffinity(0, sizeof(mask), &mask) == 0) allowed = std::max(1, CPU_COUNT(&mask));
-  return cores_per_rank(allowed, machine, current_rank().local_world_size);
+  const int cores = cores_per_rank(allowed, machine, current_rank().local_world_size);
+  return core_share ? std::max(1, static_cast<int>(std::lround(*core_share * cores))) : cores;
 }
 
 int cores_per_rank(int cores, int machine_cores, int local_ranks) {

@@ -36,8 +36,9 @@ struct CpuAdamSpan {
 // ZT_CPU_ADAM_THREADS, when set; else the cores given to this rank: those the process may run
 // on (its affinity mask), shared evenly by the ranks of the node (current_rank()'s
 // local_world_size: the launcher's, or the in-process ranks) unless the launcher bound the
-// process to a subset of the machine's cores (then they are this rank's alone).
-int default_cpu_adam_threads();
+// process to a subset of the machine's cores (then they are this rank's alone), or
+// `core_share` of them (DeepSpeed's cpuadam_cores_perc), at least one.
+int default_cpu_adam_threads(std::optional<double> core_share = std::nullopt);
 // That share: `cores` the process may run on out of `machine_cores`, `local_ranks` on the node.
 int cores_per_rank(int cores, int machine_cores, int local_ranks);
 

@@ -102,11 +102,6 @@ AdamWStepCore::AdamWStepCore(const OptimizerConfig& config, OwnedPartition owned
   grads_ = offload.gradients_on_host ? offload_->host_grads() : Tensor::zeros({numel_}, DType::kF32, device);
 }
 
-// One of the three states of `span`: a view of the device's share or of the host block.
-Tensor AdamWStepCore::span_state(StatePart part, const OwnedSpan& span) const {
-  return state_range(part, span.offset, span.numel);
-}
-
 Tensor AdamWStepCore::state_range(StatePart part, std::int64_t offset, std::int64_t numel) const {
   auto device_share = [&]() -> const Tensor& {
     return part == StatePart::kMaster ? master_ : part == StatePart::kExpAvg ? exp_avg_ : exp_avg_sq_;
@@ -138,8 +133,9 @@ std::vector<StateSlice> AdamWStepCore::held_state() const {
   std::vector<StateSlice> slices;
   for (const OwnedSpan& s : spans_)
     slices.push_back({s.name, s.shape, s.parameter_offset, s.parameter_offset + s.numel,
-                      span_state(StatePart::kMaster, s), span_state(StatePart::kExpAvg, s),
-                      span_state(StatePart::kExpAvgSq, s)});
+                      state_range(StatePart::kMaster, s.offset, s.numel),
+                      state_range(StatePart::kExpAvg, s.offset, s.numel),
+                      state_range(StatePart::kExpAvgSq, s.offset, s.numel)});
   return slices;
 }
 

@@ -13,7 +13,8 @@
 //   clip     DeepSpeed's combined divisor: the loss scale, times the clip factor
 //   decay    decoupled (AdamW), or first added to the gradient (Adam with L2 regularisation)
 //   update   every span in one multi-tensor update on the device, or, with offload
-//            (train/optim/optimizer_offload.h), tile by tile on the host
+//            (train/optim/optimizer_offload.h), tile by tile on the host; a partial offload
+//            (ratio below 1) keeps the first spans on the device and updates both at once
 //   weights  the engine writes its working weights: from the masters, or from the new
 //            weights the offload sends back
 #pragma once
@@ -105,9 +106,6 @@ class AdamWStepCore {
   // in one place (the device's share, or the offload's host block), else a copy on the device.
   Tensor state_range(StatePart part, std::int64_t offset, std::int64_t numel) const;
   std::int64_t numel() const { return numel_; }
-  // Where the offloaded share of the partition begins (numel() without offload, 0 when all of
-  // it is offloaded): OffloadOptions::ratio, rounded to whole spans.
-  std::int64_t offload_split() const { return split_; }
   // fp32, flat, of the partition's numel.
   const Tensor& grads() const { return grads_; }
   const std::vector<OwnedSpan>& spans() const { return spans_; }
@@ -135,7 +133,6 @@ class AdamWStepCore {
 
  private:
   void update_on_device(const ops::AdamWConfig& adam);
-  Tensor span_state(StatePart part, const OwnedSpan& span) const;
 
   OptimizerConfig config_;
   std::vector<OwnedSpan> spans_;

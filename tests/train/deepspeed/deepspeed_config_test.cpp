@@ -20,20 +20,6 @@ DeepSpeedConfig filled(json ds, int world_size = 2, std::vector<std::string> ext
   return parse_deepspeed_config(ds, world_size, "ds.json");
 }
 
-DeepSpeedConfig parsed(const std::string& text) { return parse_deepspeed_config(json::parse(text), 1, "ds.json"); }
-
-bool has_warning(const DeepSpeedConfig& config, const std::string& part) {
-  for (const std::string& w : config.warnings)
-    if (w.find(part) != std::string::npos) return true;
-  return false;
-}
-
-std::string all_warnings(const DeepSpeedConfig& config) {
-  std::string out;
-  for (const std::string& w : config.warnings) out += w + "\n";
-  return out;
-}
-
 TEST(DeepSpeedConfig, AutoTakesTheFlags) {
   DeepSpeedConfig config = filled(json::parse(R"({
     "train_batch_size": "auto", "train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": "auto",
@@ -169,16 +155,16 @@ TEST(DeepSpeedConfig, BatchTripleMismatchShowsTheNumbersAndTheFormula) {
 }
 
 TEST(DeepSpeedConfig, Fp16BlockWithDeepSpeedDefaultsAndRanges) {
-  DeepSpeedConfig config =
-      parsed(R"({"train_batch_size": 8, "fp16": {"enabled": true, "loss_scale_window": 500, "hysteresis": 1}})");
+  DeepSpeedConfig config = parsed_deepspeed(
+      R"({"train_batch_size": 8, "fp16": {"enabled": true, "loss_scale_window": 500, "hysteresis": 1}})");
   EXPECT_TRUE(config.fp16);
   EXPECT_EQ(config.loss_scaler.loss_scale_window, 500);
   EXPECT_EQ(config.loss_scaler.hysteresis, 1);
   EXPECT_EQ(config.loss_scaler.initial_scale_power, 16);
-  config = parsed(R"({"train_batch_size": 8, "fp16": {"enabled": true}})");
+  config = parsed_deepspeed(R"({"train_batch_size": 8, "fp16": {"enabled": true}})");
   EXPECT_TRUE(has_warning(config, "documented defaults"));
   // A config model converts as pydantic does: "true" is true, "1000" is 1000.
-  config = parsed(R"({"train_batch_size": 8, "fp16": {"enabled": "true", "loss_scale_window": "1000",
+  config = parsed_deepspeed(R"({"train_batch_size": 8, "fp16": {"enabled": "true", "loss_scale_window": "1000",
                       "min_loss_scale": 2.0, "auto_cast": false, "fp16_master_weights_and_grads": false}})");
   EXPECT_TRUE(config.fp16);
   EXPECT_EQ(config.loss_scaler.loss_scale_window, 1000);
@@ -189,56 +175,59 @@ TEST(DeepSpeedConfig, Fp16BlockWithDeepSpeedDefaultsAndRanges) {
                           R"({"train_batch_size": 8, "fp16": {"enabled": true, "min_loss_scale": true}})",
                           R"({"train_batch_size": 8, "fp16": {"enabled": true, "hysteresis": 1.5}})",
                           R"({"train_batch_size": 8, "fp16": {"enabled": true, "loss_scale_windw": 100}})"})
-    EXPECT_NE(testing::error_of([&] { parsed(bad); }).find("ds.json: fp16."), std::string::npos) << bad;
-  testing::expect_mentions(testing::error_of([] {
-                             parsed(R"({"train_batch_size": 8, "fp16": {"enabled": true}, "bf16": {"enabled": true}})");
-                           }),
-                           {"both enabled"});
-  EXPECT_TRUE(has_warning(parsed(R"({"train_batch_size": 8, "fp16": {"enabled": true, "auto_cast": true}})"),
+    EXPECT_NE(testing::error_of([&] { parsed_deepspeed(bad); }).find("ds.json: fp16."), std::string::npos) << bad;
+  testing::expect_mentions(
+      testing::error_of(
+          [] { parsed_deepspeed(R"({"train_batch_size": 8, "fp16": {"enabled": true}, "bf16": {"enabled": true}})"); }),
+      {"both enabled"});
+  EXPECT_TRUE(has_warning(parsed_deepspeed(R"({"train_batch_size": 8, "fp16": {"enabled": true, "auto_cast": true}})"),
                           "fp16.auto_cast"));
 }
 
 // "bfloat16" is bf16's older name: DeepSpeed reads it when there is no "bf16".
 TEST(DeepSpeedConfig, Bf16UnderEitherName) {
-  EXPECT_TRUE(parsed(R"({"train_batch_size": 8, "bfloat16": {"enabled": true}})").bf16);
-  EXPECT_TRUE(parsed(R"({"train_batch_size": 8, "bf16": {"enabled": true}, "bfloat16": {"enabled": true}})").bf16);
+  EXPECT_TRUE(parsed_deepspeed(R"({"train_batch_size": 8, "bfloat16": {"enabled": true}})").bf16);
+  EXPECT_TRUE(
+      parsed_deepspeed(R"({"train_batch_size": 8, "bf16": {"enabled": true}, "bfloat16": {"enabled": true}})").bf16);
   testing::expect_mentions(testing::error_of([] {
-                             parsed(R"({"train_batch_size": 8, "bf16": {"enabled": true},
+                             parsed_deepspeed(R"({"train_batch_size": 8, "bf16": {"enabled": true},
                                         "bfloat16": {"enabled": false}})");
                            }),
                            {"bf16", "bfloat16", "differ"});
-  DeepSpeedConfig config = parsed(R"({"train_batch_size": 8, "bf16": {"enabled": true, "immediate_grad_update": false,
+  DeepSpeedConfig config =
+      parsed_deepspeed(R"({"train_batch_size": 8, "bf16": {"enabled": true, "immediate_grad_update": false,
                                       "check_grad_overflow": true, "bf16_master_weights_and_grads": true}})");
   EXPECT_TRUE(has_warning(config, "bf16.bf16_master_weights_and_grads = true"));
   EXPECT_EQ(config.warnings.size(), 1u) << all_warnings(config);
 }
 
 TEST(DeepSpeedConfig, OptimizerBlock) {
-  DeepSpeedConfig config = parsed(R"({"train_batch_size": 8,
+  DeepSpeedConfig config = parsed_deepspeed(R"({"train_batch_size": 8,
       "optimizer": {"type": "Adam", "params": {"lr": 3e-4, "betas": [0.8, 0.95], "adam_w_mode": false,
                     "torch_adam": true}}})");
   EXPECT_FALSE(config.optimizer->decoupled_weight_decay);
   EXPECT_EQ(config.optimizer->beta1, 0.8);
   EXPECT_EQ(config.optimizer->lr, 3e-4);
   EXPECT_TRUE(config.warnings.empty()) << all_warnings(config);
-  EXPECT_TRUE(parsed(R"({"train_batch_size": 8, "optimizer": {"type": "adamw", "params": {"adam_w_mode": false}}})")
-                  .optimizer->decoupled_weight_decay);  // AdamW is decoupled whatever adam_w_mode says
+  EXPECT_TRUE(
+      parsed_deepspeed(R"({"train_batch_size": 8, "optimizer": {"type": "adamw", "params": {"adam_w_mode": false}}})")
+          .optimizer->decoupled_weight_decay);  // AdamW is decoupled whatever adam_w_mode says
   testing::expect_mentions(
-      testing::error_of([] { parsed(R"({"train_batch_size": 8, "optimizer": {"type": "Lamb"}})"); }),
+      testing::error_of([] { parsed_deepspeed(R"({"train_batch_size": 8, "optimizer": {"type": "Lamb"}})"); }),
       {"ds.json: optimizer.type 'Lamb'"});
   testing::expect_mentions(testing::error_of([] {
-                             parsed(R"({"train_batch_size": 8, "optimizer": {"type": "AdamW",
+                             parsed_deepspeed(R"({"train_batch_size": 8, "optimizer": {"type": "AdamW",
                                         "params": {"max_grad_norm": 1.0}}})");
                            }),
                            {"optimizer.params.max_grad_norm", "gradient_clipping"});
 }
 
 TEST(DeepSpeedConfig, WallClockBreakdownIsHonouredWithoutAWarning) {
-  EXPECT_FALSE(parsed(R"({"train_batch_size": 8})").wall_clock_breakdown);
-  const DeepSpeedConfig config = parsed(R"({"train_batch_size": 8, "wall_clock_breakdown": true})");
+  EXPECT_FALSE(parsed_deepspeed(R"({"train_batch_size": 8})").wall_clock_breakdown);
+  const DeepSpeedConfig config = parsed_deepspeed(R"({"train_batch_size": 8, "wall_clock_breakdown": true})");
   EXPECT_TRUE(config.wall_clock_breakdown);
   EXPECT_TRUE(config.warnings.empty()) << all_warnings(config);
-  EXPECT_THROW(parsed(R"({"train_batch_size": 8, "wall_clock_breakdown": "yes"})"), Error);
+  EXPECT_THROW(parsed_deepspeed(R"({"train_batch_size": 8, "wall_clock_breakdown": "yes"})"), Error);
 }
 
 // ZeRO reduces gradients in the dtype asked for, without a warning; unset, in the working

@@ -14,24 +14,10 @@ namespace {
 
 using nlohmann::json;
 
-DeepSpeedConfig parsed(const std::string& text) { return parse_deepspeed_config(json::parse(text), 1, "ds.json"); }
-
-bool has_warning(const DeepSpeedConfig& config, const std::string& part) {
-  for (const std::string& w : config.warnings)
-    if (w.find(part) != std::string::npos) return true;
-  return false;
-}
-
-std::string all_warnings(const DeepSpeedConfig& config) {
-  std::string out;
-  for (const std::string& w : config.warnings) out += w + "\n";
-  return out;
-}
-
 // Keys switched off, left at DeepSpeed's default, or without effect under HF Trainer ask for
 // nothing and are not warned about.
 TEST(DeepSpeedKeys, KeysThatAskForNothingDoNotWarn) {
-  DeepSpeedConfig config = parsed(R"({"train_batch_size": 8, "steps_per_print": 10,
+  DeepSpeedConfig config = parsed_deepspeed(R"({"train_batch_size": 8, "steps_per_print": 10,
       "wall_clock_breakdown": false, "memory_breakdown": false, "prescale_gradients": false,
       "gradient_predivide_factor": 1.0, "sparse_gradients": false, "gradient_allreduce_op": "MEAN",
       "zero_allow_untested_optimizer": true, "zero_force_ds_cpu_optimizer": false, "dataloader_drop_last": true,
@@ -54,7 +40,7 @@ TEST(DeepSpeedKeys, KeysThatAskForNothingDoNotWarn) {
 }
 
 TEST(DeepSpeedKeys, KeysThatAskForWhatZerotuneDoesNotDoWarnOnce) {
-  DeepSpeedConfig config = parsed(R"({"train_batch_size": 8, "memory_breakdown": true,
+  DeepSpeedConfig config = parsed_deepspeed(R"({"train_batch_size": 8, "memory_breakdown": true,
       "tensorboard": {"enabled": true}, "flops_profiler": {"enabled": true}, "prescale_gradients": true,
       "activation_checkpointing": {"partition_activations": true}, "data_types": {"grad_accum_dtype": "bf16"},
       "gradient_allreduce_op": "sum", "mystery_knob": 1, "compile": {"deepcompile": true},
@@ -73,14 +59,14 @@ TEST(DeepSpeedKeys, KeysThatAskForWhatZerotuneDoesNotDoWarnOnce) {
   EXPECT_EQ(config.warnings.size(), 12u) << all_warnings(config);
   EXPECT_FALSE(has_warning(config, "tensorboard")) << all_warnings(config);  // honoured
   // compression_training with every technique off asks for nothing.
-  EXPECT_TRUE(parsed(R"({"train_batch_size": 8, "compression_training": {"weight_quantization":
+  EXPECT_TRUE(parsed_deepspeed(R"({"train_batch_size": 8, "compression_training": {"weight_quantization":
                           {"shared_parameters": {"enabled": false}}}})")
                   .warnings.empty());
 }
 
 // Keys written as comments are never an error and never a note, wherever they are.
 TEST(DeepSpeedKeys, CommentKeysPassSilently) {
-  const DeepSpeedConfig config = parsed(R"({"_comment": "ZeRO-2 for 8 GPUs", "comment": "tuned on A100",
+  const DeepSpeedConfig config = parsed_deepspeed(R"({"_comment": "ZeRO-2 for 8 GPUs", "comment": "tuned on A100",
       "//": "see the wiki", "#": "v2", "Comments": ["one", "two"], "train_batch_size": 8,
       "optimizer": {"type": "AdamW", "_comment": "c", "params": {"lr": 1e-4, "_note": "from the paper"}},
       "scheduler": {"type": "WarmupLR", "params": {"_comment": "c"}},
@@ -96,7 +82,7 @@ TEST(DeepSpeedKeys, CommentKeysPassSilently) {
 // run without what it sets: it is refused with the name it misspells. Any other key DeepSpeed
 // does not read is accepted with a note, naming the known key it is near, if any.
 TEST(DeepSpeedKeys, ANearMissOfAKeyThatMattersIsRefused) {
-  auto error = [](const std::string& text) { return testing::error_of([&] { parsed(text); }); };
+  auto error = [](const std::string& text) { return testing::error_of([&] { parsed_deepspeed(text); }); };
   testing::expect_mentions(error(R"({"train_batch_size": 8, "zero_optimisation": {"stage": 2}})"),
                            {"ds.json: zero_optimisation (did you mean zero_optimization?) is not a DeepSpeed setting",
                             "ignoring it would run without what it was meant to set: correct the spelling"});
@@ -127,7 +113,7 @@ TEST(DeepSpeedKeys, ANearMissOfAKeyThatMattersIsRefused) {
                            {"elasticity.enable (did you mean elasticity.enabled?)"});
 
   // Far from every key, or near one that changes nothing here: a note, and the run goes on.
-  const DeepSpeedConfig config = parsed(R"({"train_batch_size": 8, "my_team_notes": "v2", "timer": {},
+  const DeepSpeedConfig config = parsed_deepspeed(R"({"train_batch_size": 8, "my_team_notes": "v2", "timer": {},
       "zero_optimization_stage": 2, "checkpoint": {"tag_validaton": "Warn"}, "flops_profiler": {"color": "red"}})");
   for (const char* note :
        {"ds.json: my_team_notes is not a DeepSpeed setting: DeepSpeed ignores it, and so does zerotune; ignored",
@@ -140,7 +126,7 @@ TEST(DeepSpeedKeys, ANearMissOfAKeyThatMattersIsRefused) {
   EXPECT_EQ(config.warnings.size(), 5u) << all_warnings(config);
   EXPECT_EQ(config.zero.stage, 0);
   // Sections DeepSpeed hands on whole (apex's options, the pipeline's) take any key.
-  EXPECT_TRUE(parsed(R"({"train_batch_size": 8, "amp": {"enabled": false, "opt_levl": "O2"},
+  EXPECT_TRUE(parsed_deepspeed(R"({"train_batch_size": 8, "amp": {"enabled": false, "opt_levl": "O2"},
                          "pipeline": {"anything": 1}})")
                   .warnings.empty());
 }
@@ -149,7 +135,7 @@ TEST(DeepSpeedKeys, ANearMissOfAKeyThatMattersIsRefused) {
 // what to write instead; its off values are accepted silently (KeysThatAskForNothingDoNotWarn).
 TEST(DeepSpeedKeys, FeaturesThatWouldTrainOtherwiseAreRefused) {
   auto error = [](const std::string& rest) {
-    return testing::error_of([&] { parsed(R"({"train_batch_size": 8, )" + rest + "}"); });
+    return testing::error_of([&] { parsed_deepspeed(R"({"train_batch_size": 8, )" + rest + "}"); });
   };
   for (const char* autotp : {R"("tensor_parallel": {"autotp_size": 2})", R"("tensor_parallel": {"autotp_size": "4"})"})
     testing::expect_mentions(error(autotp), {"ds.json: tensor_parallel.autotp_size = ", "DeepSpeed's AutoTP training",
@@ -170,7 +156,7 @@ TEST(DeepSpeedKeys, FeaturesThatWouldTrainOtherwiseAreRefused) {
                            {"ds.json: data_types.param_dtype fp16 disagrees with the precision, bf16"});
   testing::expect_mentions(error(R"("data_types": {"grad_accum_dtype": "fp8"})"),
                            {"data_types.grad_accum_dtype 'fp8' is not a dtype DeepSpeed knows"});
-  EXPECT_TRUE(parsed(R"({"train_batch_size": 8, "bf16": {"enabled": true},
+  EXPECT_TRUE(parsed_deepspeed(R"({"train_batch_size": 8, "bf16": {"enabled": true},
                          "data_types": {"param_dtype": "torch.bfloat16"}})")
                   .warnings.empty());
 }

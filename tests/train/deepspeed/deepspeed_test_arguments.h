@@ -1,11 +1,14 @@
-// The training arguments the DeepSpeed config tests start from: micro-batch 4, accumulation 2,
-// learning rate 2e-5, plus `extra`.
+// What the DeepSpeed config tests share: the training arguments they start from (micro-batch 4,
+// accumulation 2, learning rate 2e-5, plus `extra`), a config read alone, and its warnings.
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "train/args/training_arguments.h"
+#include "train/deepspeed/deepspeed_config.h"
 
 namespace zt::train {
 
@@ -24,6 +27,24 @@ inline TrainingArguments deepspeed_test_arguments(const std::vector<std::string>
                                   "2e-5"};
   all.insert(all.end(), extra.begin(), extra.end());
   return parse_training_arguments(all);
+}
+
+// `text` read as ds.json at world size 1, without training flags to fill its "auto" values.
+inline DeepSpeedConfig parsed_deepspeed(const std::string& text) {
+  return parse_deepspeed_config(nlohmann::json::parse(text), 1, "ds.json");
+}
+
+inline bool has_warning(const DeepSpeedConfig& config, const std::string& part) {
+  for (const std::string& w : config.warnings)
+    if (w.find(part) != std::string::npos) return true;
+  return false;
+}
+
+// Every warning, a line each, for a failure message.
+inline std::string all_warnings(const DeepSpeedConfig& config) {
+  std::string out;
+  for (const std::string& w : config.warnings) out += w + "\n";
+  return out;
 }
 
 }  // namespace zt::train

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/common/op_test_util.h"
+#include "tests/train/deepspeed/deepspeed_test_arguments.h"
 #include "train/deepspeed/deepspeed_config.h"
 
 namespace zt::train {
@@ -18,12 +19,6 @@ DeepSpeedConfig zero(const std::string& block) {
 
 std::string zero_error(const std::string& block) {
   return testing::error_of([&] { zero(block); });
-}
-
-bool has_warning(const DeepSpeedConfig& config, const std::string& part) {
-  for (const std::string& w : config.warnings)
-    if (w.find(part) != std::string::npos) return true;
-  return false;
 }
 
 TEST(DeepSpeedZero, DefaultsAreDeepSpeeds) {
