@@ -1,0 +1,433 @@
+#!/usr/bin/env python3
+"""Checks that the prose keeps up with the tree; run by ctest as `scripts.check_docs`.
+
+    scripts/check_docs.py [ROOT]      (ROOT: the repository, default this script's parent's parent)
+
+What it checks, each problem printed as `file:line: what is wrong; what to do`:
+
+- Every folder of code (a top-level folder holding *.h, *.cpp, *.cu, *.cuh or *.py files, and
+  each folder below it; tests/ only at its top, since its folders mirror the source tree) has a
+  README.md, or else an entry header named after the folder (`foo/foo.h`) whose opening
+  comment describes it.
+- That README (or entry header) names every source file of its folder: written out
+  (`trainer.cpp`) or in the short forms the READMEs use (`trainer.h/.cpp`, `trainer.{h,cpp}`).
+- README.md's Layout section names every top-level folder of code (`serve/`).
+- docs/ARCHITECTURE.md's folder map names every folder of code (tests/ at its top only).
+- Counts of things in the tree written in the prose are right: `N test programs` (the
+  *_test.cpp/.cu files under tests/), `N libFuzzer targets` and, in fuzz's prose, `N targets`
+  (the zt_add_fuzz_target calls of fuzz/CMakeLists.txt), `in N folders` in a folder's README
+  (its subfolders).
+- Every link of README.md, docs/*.md and the folders' READMEs resolves: markdown links to
+  relative paths, paths that start at a top-level folder (`train/zero/zero_engine.h`,
+  `docs/ZERO.md`, `bench/*_bench.cu`, from the root or else from the README's folder) where
+  they end in a file name or `/`, `../` paths, and bare document names (`DEVICE.md`), found
+  beside the file, in docs/ or at the root.
+
+Exits 0 when there is no problem, 1 when there is one, 2 on bad usage.
+"""
+import glob
+import os
+import re
+import sys
+
+SOURCE_EXTENSIONS = (".h", ".cpp", ".cu", ".cuh", ".py")
+NOT_CODE = {"tests", "examples", "docs", "cmake"}  # top-level folders outside the per-file rule
+NUMBER_WORDS = {
+    w: i
+    for i, w in enumerate(
+        "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+        "fifteen sixteen seventeen eighteen nineteen twenty".split()
+    )
+}
+NUMBER = r"(\d+|" + "|".join(NUMBER_WORDS) + r")"
+
+
+class Problems:
+    """Problems found, in the order found, each with its place and what to do."""
+
+    def __init__(self, root):
+        self.root = root
+        self.items = []
+
+    def add(self, path, line, what, todo):
+        place = os.path.relpath(path, self.root) + ("/" if path.endswith(os.sep) else "")
+        place += ":" + str(line) if line else ""
+        self.items.append(place + ": " + what + "; " + todo)
+
+
+# ---------------------------------------------------------------------------------------------
+# The tree
+
+
+def skipped_dir(root, parent, name):
+    """Hidden folders, caches and build folders at the top are not part of the tree's code."""
+    if name.startswith(".") or name == "__pycache__":
+        return True
+    return parent == root and name.startswith("build")
+
+
+def walk(root, top):
+    """(folder, its subfolder names, its file names) for `top` and every folder below it."""
+    for folder, dirs, files in os.walk(os.path.join(root, top)):
+        dirs[:] = sorted(d for d in dirs if not skipped_dir(root, folder, d))
+        yield folder, dirs, sorted(files)
+
+
+def is_source(name):
+    return name.endswith(SOURCE_EXTENSIONS)
+
+
+def top_level_entries(root):
+    return sorted(e for e in os.listdir(root) if not skipped_dir(root, root, e))
+
+
+def code_folders(root):
+    """Top-level folders that hold source files (at any depth), in name order."""
+    tops = []
+    for entry in top_level_entries(root):
+        if os.path.isdir(os.path.join(root, entry)):
+            if any(any(is_source(f) for f in files) for _, _, files in walk(root, entry)):
+                tops.append(entry)
+    return tops
+
+
+def documented_folders(root):
+    """Every folder that must describe its files: code folders and all below them (not tests/,
+    examples/, docs/, cmake/), each with the source files it holds itself."""
+    folders = []
+    for top in code_folders(root):
+        if top in NOT_CODE:
+            continue
+        for folder, _, files in walk(root, top):
+            subtree_has_code = any(any(is_source(f) for f in fs) for _, _, fs in walk(root, os.path.relpath(folder, root)))
+            if subtree_has_code:
+                folders.append((folder, [f for f in files if is_source(f)]))
+    return folders
+
+
+# ---------------------------------------------------------------------------------------------
+# Names written in prose
+
+
+def named_files(text):
+    """File names a text names: `a.h`, `dir/a.h`, `a.h/.cpp`, `a.h/.cpp/.cu`, `a.{h,cpp}`."""
+    names = set()
+    for stem, exts in re.findall(r"([\w.-]+)\.\{([\w,]+)\}", text):
+        names.update(stem + "." + e for e in exts.split(","))
+    for token in re.findall(r"[\w./-]+", text):
+        parts = token.split("/")
+        for i, part in enumerate(parts):
+            if re.fullmatch(r"[\w-][\w.-]*\.\w+", part):
+                names.add(part)
+                stem = part.rsplit(".", 1)[0]
+                for alternative in parts[i + 1 :]:
+                    if not re.fullmatch(r"\.\w+", alternative):
+                        break
+                    names.add(stem + alternative)
+    return names
+
+
+def entry_header_comment(path):
+    """The opening comment block of a header (// or /* */ lines before the first code line)."""
+    lines = []
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            stripped = line.strip()
+            if stripped.startswith(("//", "/*", "*")) or (lines and stripped == ""):
+                lines.append(line)
+            elif stripped.startswith("#pragma once") and not lines:
+                continue
+            else:
+                break
+    return "".join(lines)
+
+
+def folder_doc(folder):
+    """(path, text) of the folder's README.md, or of its entry header, or None."""
+    readme = os.path.join(folder, "README.md")
+    if os.path.isfile(readme):
+        with open(readme, encoding="utf-8") as f:
+            return readme, f.read()
+    for ext in (".h", ".cuh"):
+        header = os.path.join(folder, os.path.basename(folder) + ext)
+        if os.path.isfile(header):
+            comment = entry_header_comment(header)
+            if comment.strip():
+                return header, comment
+    return None
+
+
+def check_folder_docs(root, problems):
+    for folder, sources in documented_folders(root):
+        doc = folder_doc(folder)
+        rel = os.path.relpath(folder, root) + "/"
+        if doc is None:
+            problems.add(
+                folder + os.sep,
+                None,
+                "a folder of code without a README.md",
+                "write " + rel + "README.md saying what the folder is for and how each of its files fits",
+            )
+            continue
+        path, text = doc
+        names = named_files(text)
+        for source in sources:
+            if source not in names and os.path.join(folder, source) != path:
+                problems.add(
+                    os.path.join(folder, source),
+                    1,
+                    "not named in " + os.path.relpath(path, root),
+                    "add a line for `" + source + "` there saying what it holds and how it fits",
+                )
+
+
+# ---------------------------------------------------------------------------------------------
+# README.md's layout and ARCHITECTURE.md's folder map
+
+
+def section(lines, title):
+    """(the heading's line number, the lines below it) of the `## title` section."""
+    start = None
+    for i, line in enumerate(lines):
+        if start is None and re.match(r"##\s+" + re.escape(title) + r"\s*$", line):
+            start = i + 1
+        elif start is not None and line.startswith("## "):
+            return start, lines[start:i]
+    return (start, lines[start:]) if start is not None else (None, [])
+
+
+def check_layout(root, problems):
+    readme = os.path.join(root, "README.md")
+    if not os.path.isfile(readme):
+        problems.add(readme, None, "no README.md", "write one, with a `## Layout` section naming every top-level folder")
+        return
+    with open(readme, encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    first, body = section(lines, "Layout")
+    if first is None:
+        problems.add(readme, None, "no `## Layout` section", "add one naming every top-level folder of code")
+        return
+    named = set(re.findall(r"`([\w.-]+)/`", "\n".join(body)))
+    for top in code_folders(root):
+        if top not in named:
+            problems.add(readme, first, "the Layout section does not name `" + top + "/`", "add it with what it holds")
+
+
+def folder_map_names(body):
+    """Folder paths a folder map names: unindented lines give top-level folders (`bench/ fuzz/`),
+    indented ones folders below the last top-level folder (`  attention/flash/`, `  norm/ rope/`)."""
+    names, parent = set(), None
+    for line in body:
+        match = re.match(r"( *)((?:[\w.-]+(?:/[\w.-]+)*/ ?)+)", line)
+        if not match:
+            continue
+        indent, folders = len(match.group(1)), match.group(2).split()
+        if indent == 0:
+            names.update(f.rstrip("/") for f in folders)
+            parent = folders[-1].rstrip("/") if len(folders) == 1 else None
+        elif parent:
+            names.update(parent + "/" + f.rstrip("/") for f in folders)
+    return names
+
+
+def check_architecture_map(root, problems):
+    doc = os.path.join(root, "docs", "ARCHITECTURE.md")
+    if not os.path.isfile(doc):
+        problems.add(doc, None, "no docs/ARCHITECTURE.md", "write it, with a `## Folder map` section")
+        return
+    with open(doc, encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    first, body = section(lines, "Folder map")
+    if first is None:
+        problems.add(doc, None, "no `## Folder map` section", "add one naming every folder of code")
+        return
+    named = folder_map_names(body)
+    wanted = [os.path.relpath(folder, root) for folder, _ in documented_folders(root)]
+    wanted += [top for top in code_folders(root) if top in NOT_CODE]
+    for folder in wanted:
+        if folder.replace(os.sep, "/") not in named:
+            problems.add(
+                doc, first, "the folder map does not name `" + folder + "/`", "add it under its parent with what it holds"
+            )
+
+
+# ---------------------------------------------------------------------------------------------
+# Counts
+
+
+def test_programs(root):
+    return sum(
+        1 for _, _, files in walk(root, "tests") for f in files if f.endswith(("_test.cpp", "_test.cu"))
+    )
+
+
+def fuzz_targets(root):
+    path = os.path.join(root, "fuzz", "CMakeLists.txt")
+    if not os.path.isfile(path):
+        return 0
+    with open(path, encoding="utf-8") as f:
+        return len(re.findall(r"^\s*zt_add_fuzz_target\(", f.read(), re.M))
+
+
+def subfolders(folder):
+    return sum(1 for e in os.listdir(folder) if os.path.isdir(os.path.join(folder, e)) and not e.startswith("."))
+
+
+def count_rules(root, path):
+    """(pattern with one NUMBER group, what it counts, the true count) for a document."""
+    rel = os.path.relpath(path, root).replace(os.sep, "/")
+    rules = [
+        (NUMBER + r" test programs\b", "test programs (tests/**/*_test.cpp, *_test.cu)", lambda: test_programs(root)),
+        (NUMBER + r" (?:libFuzzer|fuzz) targets\b", "fuzz targets (fuzz/CMakeLists.txt)", lambda: fuzz_targets(root)),
+    ]
+    if rel == "fuzz/README.md":
+        rules.append((NUMBER + r" targets\b", "fuzz targets (fuzz/CMakeLists.txt)", lambda: fuzz_targets(root)))
+    else:
+        rules.append((r"fuzz: " + NUMBER + r" targets\b", "fuzz targets (fuzz/CMakeLists.txt)", lambda: fuzz_targets(root)))
+    if rel.endswith("/README.md"):
+        folder = os.path.dirname(path)
+        rules.append((r"\bin " + NUMBER + r" folders\b", "subfolders of " + rel[: -len("README.md")], lambda: subfolders(folder)))
+    return rules
+
+
+def as_number(word):
+    return int(word) if word.isdigit() else NUMBER_WORDS[word.lower()]
+
+
+def check_counts(root, path, lines, problems):
+    for pattern, what, count in count_rules(root, path):
+        for number, line in enumerate(lines, 1):
+            for match in re.finditer(pattern, line, re.I):
+                written, actual = as_number(match.group(1)), count()
+                if written != actual:
+                    problems.add(
+                        path,
+                        number,
+                        "says " + match.group(0) + " but the tree has " + str(actual) + " " + what,
+                        "write " + str(actual) + ", or drop the number",
+                    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Links and paths
+
+
+def code_spans(line):
+    return re.findall(r"`([^`]+)`", line)
+
+
+def markdown_links(line):
+    return re.findall(r"\]\(([^)\s]+)\)", line)
+
+
+def clean_piece(piece):
+    """A path as written in prose, without the punctuation and line number around it."""
+    piece = piece.strip("(\"'[]")
+    piece = re.sub(r"[.,;:)]+$", "", piece) if not piece.endswith("/") else piece
+    return re.sub(r":\d+(-\d+)?$", "", piece).split("#")[0]
+
+
+def exists(base, path):
+    full = os.path.normpath(os.path.join(base, path))
+    if any(c in path for c in "*?["):
+        return bool(glob.glob(full))
+    return os.path.exists(full)
+
+
+def path_candidates(line, tops):
+    """Repository paths a prose line names: pieces that start at a top-level entry or with ../
+    and end in a file name or `/`, plus bare document names (NAME.md). Placeholders are left."""
+    pieces = []
+    for span in code_spans(line):
+        pieces += span.split()
+    pieces += re.findall(r"(?<![\w/`.-])((?:\.\./)*[\w.-]+/[\w./*-]+)(?![\w./*<{$-])", re.sub(r"`[^`]*`", "", line))
+    candidates = []
+    for piece in map(clean_piece, pieces):
+        if not piece or any(c in piece for c in "<>{}$~=\\") or "..." in piece or "://" in piece:
+            continue
+        first = piece.split("/", 1)[0]
+        relative = piece.startswith("../")
+        if not relative and (first not in tops or "/" not in piece or first.startswith("build")):
+            continue
+        last = piece.rstrip("/").rsplit("/", 1)[-1]
+        if piece.endswith("/") or "." in last or "*" in last:
+            candidates.append(piece)
+    candidates += re.findall(r"(?<![\w/.-])([A-Z][A-Z0-9_]*\.md)\b", line)
+    return candidates
+
+
+def resolves(root, doc_dir, path):
+    if path.startswith("../") or path.startswith("./"):
+        return exists(doc_dir, path)
+    if re.fullmatch(r"[A-Z][A-Z0-9_]*\.md", path):
+        return any(exists(base, path) for base in (doc_dir, os.path.join(root, "docs"), root))
+    return exists(root, path) or exists(doc_dir, path)
+
+
+def check_links(root, path, lines, problems):
+    doc_dir, tops = os.path.dirname(path), set(top_level_entries(root))
+    for number, line in enumerate(lines, 1):
+        for target in markdown_links(line):
+            if re.match(r"[a-z]+:", target) or target.startswith("#"):
+                continue
+            if not exists(doc_dir, target.split("#")[0]):
+                problems.add(path, number, "link to " + target + " which does not exist", "point it at the file meant")
+        for candidate in path_candidates(line, tops):
+            if not resolves(root, doc_dir, candidate):
+                problems.add(
+                    path,
+                    number,
+                    "names " + candidate + " which the repository does not hold",
+                    "name a path that exists (written from the repository root), or the thing without a path",
+                )
+
+
+def prose_files(root):
+    """README.md, docs/*.md and the README.md of every folder (build folders and tests' data aside)."""
+    files = [os.path.join(root, "README.md")]
+    files += sorted(glob.glob(os.path.join(root, "docs", "*.md")))
+    for top in top_level_entries(root):
+        if not os.path.isdir(os.path.join(root, top)):
+            continue
+        for folder, _, names in walk(root, top):
+            if "README.md" in names and not os.path.relpath(folder, root).startswith(os.path.join("tests", "data")):
+                files.append(os.path.join(folder, "README.md"))
+    return [f for f in files if os.path.isfile(f)]
+
+
+def check_prose(root, problems):
+    checked = 0
+    for path in prose_files(root):
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+        check_counts(root, path, lines, problems)
+        check_links(root, path, lines, problems)
+        checked += 1
+    return checked
+
+
+def main(argv):
+    if len(argv) > 2 or (len(argv) == 2 and argv[1] in ("-h", "--help")):
+        print(__doc__.strip(), file=sys.stderr)
+        return 2
+    root = os.path.abspath(argv[1] if len(argv) == 2 else os.path.join(os.path.dirname(__file__), ".."))
+    if not os.path.isdir(root):
+        print("check_docs: " + root + " is no folder; give the repository's root", file=sys.stderr)
+        return 2
+    problems = Problems(root)
+    check_folder_docs(root, problems)
+    check_layout(root, problems)
+    check_architecture_map(root, problems)
+    documents = check_prose(root, problems)
+    for item in problems.items:
+        print(item)
+    folders = len(documented_folders(root))
+    if problems.items:
+        print("check_docs: %d problem(s) in %d folders of code and %d documents" % (len(problems.items), folders, documents))
+        return 1
+    print("check_docs: %d folders of code and %d documents agree with the tree" % (folders, documents))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
