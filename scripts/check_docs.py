@@ -11,7 +11,8 @@ What it checks, each problem printed as `file:line: what is wrong; what to do`:
   comment describes it.
 - That README (or entry header) names every source file of its folder: written out
   (`trainer.cpp`) or in the short forms the READMEs use (`trainer.h/.cpp`, `trainer.{h,cpp}`).
-- README.md's Layout section names every top-level folder of code (`serve/`).
+- README.md's Layout section names every top-level folder of code (`serve/`) and every
+  docs/*.md.
 - docs/ARCHITECTURE.md's folder map names every folder of code (tests/ at its top only).
 - Counts of things in the tree written in the prose are right: `N test programs` (the
   *_test.cpp/.cu files under tests/), `N libFuzzer targets` and, in fuzz's prose, `N targets`
@@ -207,10 +208,16 @@ def check_layout(root, problems):
     if first is None:
         problems.add(readme, None, "no `## Layout` section", "add one naming every top-level folder of code")
         return
-    named = set(re.findall(r"`([\w.-]+)/`", "\n".join(body)))
+    text = "\n".join(body)
+    named = set(re.findall(r"`([\w.-]+)/`", text))
     for top in code_folders(root):
         if top not in named:
             problems.add(readme, first, "the Layout section does not name `" + top + "/`", "add it with what it holds")
+    for doc in sorted(glob.glob(os.path.join(root, "docs", "*.md"))):
+        if "docs/" + os.path.basename(doc) not in text:
+            problems.add(
+                readme, first, "the Layout section does not name docs/" + os.path.basename(doc), "add it to its list of docs"
+            )
 
 
 def folder_map_names(body):

@@ -70,6 +70,7 @@ write_tree "$work/bad"
 t=$work/bad
 mkdir -p "$t"/tools "$t"/lib/new
 touch "$t"/lib/f.cpp "$t"/lib/sub/g.cpp "$t"/lib/new/h.cpp "$t"/tests/lib/f_test.cpp "$t"/tools/tool.py
+printf '# New\n' >"$t"/docs/NEW.md
 printf '# srv/\n\n`server.cpp` serves, in 1 folders: see `srv/gone.h`, `../lib/nothing.h` and DEVICE.md.\n' >"$t"/srv/README.md
 printf '# fuzz/\n\nThree targets: `b_fuzz.cpp`, [the seeds](corpus/) and one more.\n' >"$t"/fuzz/README.md
 expect "$t" "lib/f.cpp:1: not named in lib/README.md; add a line for \`f.cpp\` there saying what it holds and how it fits
@@ -77,6 +78,7 @@ lib/new/: a folder of code without a README.md; write lib/new/README.md saying w
 lib/sub/g.cpp:1: not named in lib/sub/sub.h; add a line for \`g.cpp\` there saying what it holds and how it fits
 tools/: a folder of code without a README.md; write tools/README.md saying what the folder is for and how each of its files fits
 README.md:5: the Layout section does not name \`tools/\`; add it with what it holds
+README.md:5: the Layout section does not name docs/NEW.md; add it to its list of docs
 docs/ARCHITECTURE.md:3: the folder map does not name \`lib/new/\`; add it under its parent with what it holds
 docs/ARCHITECTURE.md:3: the folder map does not name \`tools/\`; add it under its parent with what it holds
 README.md:3: says 2 test programs but the tree has 3 test programs (tests/**/*_test.cpp, *_test.cu); write 3, or drop the number
@@ -86,7 +88,7 @@ srv/README.md:3: says in 1 folders but the tree has 0 subfolders of srv/; write 
 srv/README.md:3: names srv/gone.h which the repository does not hold; name a path that exists (written from the repository root), or the thing without a path
 srv/README.md:3: names ../lib/nothing.h which the repository does not hold; name a path that exists (written from the repository root), or the thing without a path
 srv/README.md:3: names DEVICE.md which the repository does not hold; name a path that exists (written from the repository root), or the thing without a path
-check_docs: 14 problem(s) in 6 folders of code and 5 documents" 1
+check_docs: 15 problem(s) in 6 folders of code and 6 documents" 1
 
 expect "$work/missing" "check_docs: $work/missing is no folder; give the repository's root" 2
 echo "check_docs.py: every kind of problem found, a tree that agrees passes"
