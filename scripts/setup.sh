@@ -2,7 +2,8 @@
 # Installs the Debian packages the build needs (only those missing), then configures and
 # builds into ${ZT_BUILD_DIR:-build} the targets named: `scripts/setup.sh [TARGET...]`,
 # default `all` (the binary, the tests and the benchmarks). demo.sh sources it for the
-# `zerotune` target alone, test.sh for `all`. Each long step is announced before it starts.
+# `zerotune` target alone, test.sh for `all` and the packages only the tests need. Each long
+# step is announced before it starts.
 set -euo pipefail
 
 ZT_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -13,6 +14,9 @@ ZT_PACKAGES=(cmake ninja-build ccache g++ pkg-config nlohmann-json3-dev libsente
 # Debian's npm only where no npm came with the installed nodejs (NodeSource's nodejs carries
 # its own and conflicts with Debian's).
 command -v npm >/dev/null || ZT_PACKAGES+=(npm)
+# What only the test suite needs: test.sh sets ZT_FOR_TESTS=1 before sourcing this (chromium:
+# tests/serve/chat_page_test.cpp opens the chat page in it, headless).
+[ "${ZT_FOR_TESTS:-}" = 1 ] && ZT_PACKAGES+=(chromium)
 
 # Minutes a first build takes on 2 cores with nothing in ccache, measured with
 # CCACHE_DISABLE=1 in a fresh folder, kernels as compute_80 PTX (README, Install).

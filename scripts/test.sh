@@ -5,6 +5,7 @@
 # last line counts the tests passed, failed and skipped with the reasons for skipping, and the
 # exit status is non-zero when anything failed.
 set -euo pipefail
+ZT_FOR_TESTS=1
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh" all
 
 failed_steps=()

@@ -2,6 +2,7 @@
 
 #include "runtime/log.h"
 #include "serve/api_error.h"
+#include "serve/chat_page.h"
 #include "serve/generation_route.h"
 #include "serve/openai_format.h"
 
@@ -44,9 +45,8 @@ httplib::Server::Handler guarded(RouteContext& context,
 // The methods each route answers (cpp-httplib answers HEAD through the GET handlers).
 const std::vector<std::pair<std::string, std::string>>& route_methods() {
   static const std::vector<std::pair<std::string, std::string>> routes = {
-      {"/health", "GET, HEAD"},
-      {"/v1/models", "GET, HEAD"},
-      {"/v1/chat/completions", "POST"},
+      {"/", "GET, HEAD"},          {"/health", "GET, HEAD"},
+      {"/v1/models", "GET, HEAD"}, {"/v1/chat/completions", "POST"},
       {"/v1/completions", "POST"},
   };
   return routes;
@@ -74,8 +74,8 @@ ApiError unhandled(const httplib::Request& request, httplib::Response& response)
   if (response.status == 404)
     return ApiError(404,
                     "no route " + request.method + " " + request.path +
-                        ": this server answers POST /v1/chat/completions, POST /v1/completions, GET /v1/models "
-                        "and GET /health",
+                        ": this server answers POST /v1/chat/completions, POST /v1/completions, GET /v1/models, "
+                        "GET /health and GET / (the chat page)",
                     "invalid_request_error", "", "unknown_url");
   return ApiError(response.status, "the request could not be read (" + request.method + " " + request.path + ")",
                   "invalid_request_error");
@@ -84,6 +84,12 @@ ApiError unhandled(const httplib::Request& request, httplib::Response& response)
 }  // namespace
 
 void add_routes(httplib::Server& server, RouteContext& context) {
+  // The chat page needs no key: a browser cannot send one when it opens a page; the page sends
+  // the one typed into it with its own requests.
+  server.Get("/", [](const httplib::Request&, httplib::Response& response) {
+    const std::string_view page = chat_page_html();
+    response.set_content(page.data(), page.size(), "text/html; charset=utf-8");
+  });
   server.Get("/health", [](const httplib::Request&, httplib::Response& response) {
     response.set_content("{}", "application/json");
   });

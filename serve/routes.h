@@ -1,7 +1,8 @@
-// The HTTP routes of the OpenAI API on a cpp-httplib server: GET /health, GET /v1/models,
-// POST /v1/chat/completions and POST /v1/completions (generation_route.h), behind the API
-// key when one is set, with every failure answered as an OpenAI error body (a route asked
-// with a method it does not take: 405 with Allow).
+// The HTTP routes on a cpp-httplib server: the chat page at GET / (chat_page.h), and the
+// OpenAI API: GET /health, GET /v1/models, POST /v1/chat/completions and POST
+// /v1/completions (generation_route.h), behind the API key when one is set, with every
+// failure answered as an OpenAI error body (a route asked with a method it does not take:
+// 405 with Allow).
 #pragma once
 
 #include <atomic>

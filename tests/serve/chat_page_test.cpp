@@ -1,0 +1,137 @@
+// zerotune serve's chat page (GET /) in a real browser: Debian's chromium, headless, opens the
+// page with the test hook of its query string (the settings it names, and a message sent on
+// load), and the DOM, read once the stream has ended, holds the streamed answer, which must
+// equal the greedy answer of a whole (non-streamed) request for the same conversation. Also: the page
+// is self-contained HTML, and other methods on / get 405. Skips, saying so, only when chromium
+// is not installed (scripts/setup.sh installs it for scripts/test.sh).
+#include <gtest/gtest.h>
+
+#include "tests/serve/headless_chromium.h"
+#include "tests/serve/serve_test_util.h"
+
+namespace {
+
+using namespace zt::testing::serve;
+
+std::string url_encoded(const std::string& text) {
+  static const char* kHex = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : text) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+// The last assistant message the page shows: its data-state (streaming, done, stopped, error)
+// and its text.
+constexpr const char* kLastAnswer = R"js((() => {
+  const boxes = document.querySelectorAll(".message.assistant");
+  const box = boxes[boxes.length - 1];
+  return box ? { state: box.dataset.state, text: box.querySelector(".content").textContent } : null;
+})())js";
+
+class ChatPage : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    folder_ = new fs::path(fs::path(ZT_BINARY_DIR) / ("chat_page_test_" + std::to_string(getpid())));
+    fs::remove_all(*folder_);
+    fs::create_directories(*folder_);
+    server_ = new ServerProcess(*folder_);
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    std::error_code ignored;
+    fs::remove_all(*folder_, ignored);
+    delete folder_;
+  }
+
+  // What the page shows once its answer to the query's message has ended (or after 60 s),
+  // opened in a headless chromium of its own.
+  static json answer_shown(const std::string& chromium, const std::string& query) {
+    const std::string run = std::to_string(++runs_);
+    zt::testing::HeadlessChromium browser(chromium, *folder_ / ("profile_" + run),
+                                          *folder_ / ("chromium_" + run + ".log"));
+    if (!browser.started()) {
+      ADD_FAILURE() << "cannot start " << chromium;
+      return {};
+    }
+    const std::string url = "http://127.0.0.1:" + std::to_string(server_->port()) + "/?" + query;
+    const std::string error = browser.open(url);
+    EXPECT_EQ(error, "") << url;
+    json shown;
+    for (auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+         std::chrono::steady_clock::now() < deadline; std::this_thread::sleep_for(std::chrono::milliseconds(100))) {
+      shown = browser.evaluate(kLastAnswer);
+      if (shown.is_object() && shown["state"] != "streaming") break;
+    }
+    EXPECT_TRUE(shown.is_object()) << "the page shows no answer: " << url;
+    return shown.is_object() ? shown : json{{"state", ""}, {"text", ""}};
+  }
+
+  static fs::path* folder_;
+  static ServerProcess* server_;
+  static int runs_;
+};
+fs::path* ChatPage::folder_ = nullptr;
+ServerProcess* ChatPage::server_ = nullptr;
+int ChatPage::runs_ = 0;
+
+TEST_F(ChatPage, IsOneSelfContainedHtmlPageAndOnlyGetIsAllowed) {
+  ASSERT_NE(server_->port(), 0);
+  httplib::Client client = server_->client();
+  const httplib::Result page = client.Get("/");
+  ASSERT_TRUE(page);
+  EXPECT_EQ(page->status, 200);
+  EXPECT_EQ(page->get_header_value("Content-Type"), "text/html; charset=utf-8");
+  EXPECT_EQ(page->body.rfind("<!DOCTYPE html>", 0), 0u);
+  EXPECT_NE(page->body.find("/v1/chat/completions"), std::string::npos);
+  // No outside assets: no external scripts, styles, images or fonts.
+  for (const char* outside : {"src=", "<link", "url(", "http://", "https://", "import "})
+    EXPECT_EQ(page->body.find(outside), std::string::npos) << outside;
+  const httplib::Result post = client.Post("/", "{}", "application/json");
+  ASSERT_TRUE(post);
+  EXPECT_EQ(post->status, 405);
+  EXPECT_EQ(post->get_header_value("Allow"), "GET, HEAD");
+  EXPECT_NE(post->body.find("method_not_allowed"), std::string::npos) << post->body;
+}
+
+// The page's answer, streamed and shown, is the server's greedy answer: with a system prompt,
+// max_tokens and temperature from the query, and again cut at a stop string.
+TEST_F(ChatPage, ShowsTheStreamedAnswerInAHeadlessBrowser) {
+  const std::string chromium = zt::testing::find_chromium();
+  if (chromium.empty()) GTEST_SKIP() << "chromium is not installed (scripts/setup.sh installs it for the tests)";
+  ASSERT_NE(server_->port(), 0);
+  const std::string system = "You answer in short <lines> & plain words.";
+  const std::string message = "What is 2+2?";
+  json body = {{"messages", {{{"role", "system"}, {"content", system}}, {{"role", "user"}, {"content", message}}}},
+               {"temperature", 0},
+               {"max_tokens", 40}};
+  httplib::Client client = server_->client();
+  const std::string whole = post(client, "/v1/chat/completions", body)["choices"][0]["message"]["content"];
+  ASSERT_FALSE(whole.empty()) << "the tiny model answered nothing: pick another message";
+  const std::string query =
+      "system=" + url_encoded(system) + "&temperature=0&max_tokens=40&message=" + url_encoded(message);
+  const json shown = answer_shown(chromium, query);
+  EXPECT_EQ(shown["state"], "done") << shown["text"];
+  EXPECT_EQ(shown["text"], whole);
+
+  // A stop string typed into the page (one a line) reaches the request.
+  std::size_t at = whole.size() / 2;
+  while (at < whole.size() && !std::isalnum(static_cast<unsigned char>(whole[at]))) ++at;
+  ASSERT_LT(at, whole.size()) << "no letter in the second half of: " << whole;
+  const std::string stop = whole.substr(at, 1);
+  body["stop"] = {stop};
+  const std::string stopped = post(client, "/v1/chat/completions", body)["choices"][0]["message"]["content"];
+  ASSERT_LT(stopped.size(), whole.size());
+  const json shown_stopped = answer_shown(chromium, query + "&stop=" + url_encoded(stop));
+  EXPECT_EQ(shown_stopped["state"], "done") << shown_stopped["text"];
+  EXPECT_EQ(shown_stopped["text"], stopped);
+}
+
+}  // namespace
