@@ -22,7 +22,8 @@ What it checks, each problem printed as `file:line: what is wrong; what to do`:
   relative paths, paths that start at a top-level folder (`train/zero/zero_engine.h`,
   `docs/ZERO.md`, `bench/*_bench.cu`, from the root or else from the README's folder) where
   they end in a file name or `/`, `../` paths, and bare document names (`DEVICE.md`), found
-  beside the file, in docs/ or at the root.
+  beside the file, in docs/ or at the root; C++ and CUDA file names written without a folder
+  (`sample_encoding.h`) are those of files somewhere in the tree.
 
 Exits 0 when there is no problem, 1 when there is one, 2 on bad usage.
 """
@@ -32,6 +33,7 @@ import re
 import sys
 
 SOURCE_EXTENSIONS = (".h", ".cpp", ".cu", ".cuh", ".py")
+CPP_EXTENSIONS = (".h", ".cpp", ".cu", ".cuh")  # names of other projects' files are Python's
 NOT_CODE = {"tests", "examples", "docs", "cmake"}  # top-level folders outside the per-file rule
 NUMBER_WORDS = {
     w: i
@@ -371,9 +373,37 @@ def resolves(root, doc_dir, path):
     return exists(root, path) or exists(doc_dir, path)
 
 
-def check_links(root, path, lines, problems):
+def tree_file_names(root):
+    """The name of every file in the tree, in any folder."""
+    names = set()
+    for top in top_level_entries(root):
+        if os.path.isdir(os.path.join(root, top)):
+            for _, _, files in walk(root, top):
+                names.update(files)
+        else:
+            names.add(top)
+    return names
+
+
+def source_names(line):
+    """C++ and CUDA file names a line's code spans give without a folder (`trainer.h/.cpp`), patterns
+    (`*_test.cpp`, `<name>_fuzz.cpp`) and abbreviations (`_gpu_test.cpp`) aside."""
+    names = set()
+    for span in code_spans(line):
+        for piece in span.split():
+            if "/" in re.sub(r"/\.\w+", "", piece) or any(c in piece for c in "*<>{}$"):
+                continue
+            names.update(n for n in named_files(piece) if n.endswith(CPP_EXTENSIONS) and not n.startswith(("_", ".")))
+    return names
+
+
+def check_links(root, path, lines, problems, file_names):
     doc_dir, tops = os.path.dirname(path), set(top_level_entries(root))
     for number, line in enumerate(lines, 1):
+        for name in sorted(source_names(line) - file_names):
+            problems.add(
+                path, number, "names " + name + ", which no folder of the repository holds", "name the file that exists"
+            )
         for target in markdown_links(line):
             if re.match(r"[a-z]+:", target) or target.startswith("#"):
                 continue
@@ -403,12 +433,12 @@ def prose_files(root):
 
 
 def check_prose(root, problems):
-    checked = 0
+    checked, file_names = 0, tree_file_names(root)
     for path in prose_files(root):
         with open(path, encoding="utf-8") as f:
             lines = f.read().splitlines()
         check_counts(root, path, lines, problems)
-        check_links(root, path, lines, problems)
+        check_links(root, path, lines, problems, file_names)
         checked += 1
     return checked
 
