@@ -9,8 +9,9 @@ What it checks, each problem printed as `file:line: what is wrong; what to do`:
   each folder below it; tests/ only at its top, since its folders mirror the source tree) has a
   README.md, or else an entry header named after the folder (`foo/foo.h`) whose opening
   comment describes it.
-- That README (or entry header) names every source file of its folder: written out
-  (`trainer.cpp`) or in the short forms the READMEs use (`trainer.h/.cpp`, `trainer.{h,cpp}`).
+- That README (or entry header) names every source file of its folder, written out
+  (`trainer.cpp`) or in the short forms the READMEs use (`trainer.h/.cpp`, `trainer.{h,cpp}`),
+  and every subfolder that holds code (`zero/`).
 - README.md's Layout section names every top-level folder of code (`serve/`) and every
   docs/*.md.
 - docs/ARCHITECTURE.md's folder map names every folder of code (tests/ at its top only).
@@ -94,6 +95,21 @@ def code_folders(root):
     return tops
 
 
+def has_code(root, folder):
+    return any(any(is_source(f) for f in files) for _, _, files in walk(root, os.path.relpath(folder, root)))
+
+
+def code_subfolders(root, folder):
+    """Names of the folder's subfolders that hold code."""
+    return [
+        d
+        for d in sorted(os.listdir(folder))
+        if os.path.isdir(os.path.join(folder, d))
+        and not skipped_dir(root, folder, d)
+        and has_code(root, os.path.join(folder, d))
+    ]
+
+
 def documented_folders(root):
     """Every folder that must describe its files: code folders and all below them (not tests/,
     examples/, docs/, cmake/), each with the source files it holds itself."""
@@ -102,8 +118,7 @@ def documented_folders(root):
         if top in NOT_CODE:
             continue
         for folder, _, files in walk(root, top):
-            subtree_has_code = any(any(is_source(f) for f in fs) for _, _, fs in walk(root, os.path.relpath(folder, root)))
-            if subtree_has_code:
+            if has_code(root, folder):
                 folders.append((folder, [f for f in files if is_source(f)]))
     return folders
 
@@ -173,6 +188,14 @@ def check_folder_docs(root, problems):
             )
             continue
         path, text = doc
+        for sub in code_subfolders(root, folder):
+            if not re.search(r"(?<![\w-])" + re.escape(sub) + "/", text):
+                problems.add(
+                    os.path.join(folder, sub) + os.sep,
+                    None,
+                    "not named in " + os.path.relpath(path, root),
+                    "add a line for `" + sub + "/` there saying what it holds",
+                )
         names = named_files(text)
         for source in sources:
             if source not in names and os.path.join(folder, source) != path:

@@ -73,7 +73,8 @@ touch "$t"/lib/f.cpp "$t"/lib/sub/g.cpp "$t"/lib/new/h.cpp "$t"/tests/lib/f_test
 printf '# New\n' >"$t"/docs/NEW.md
 printf '# srv/\n\n`server.cpp` serves, in 1 folders: see `srv/gone.h`, `../lib/nothing.h` and DEVICE.md.\n`ghost.h/.cpp` help; `*_x.cpp`, `_gpu_test.cpp`, `<name>.cpp` and `loader.py` are no files of the tree.\n' >"$t"/srv/README.md
 printf '# fuzz/\n\nThree targets: `b_fuzz.cpp`, [the seeds](corpus/) and one more.\n' >"$t"/fuzz/README.md
-expect "$t" "lib/f.cpp:1: not named in lib/README.md; add a line for \`f.cpp\` there saying what it holds and how it fits
+expect "$t" "lib/new/: not named in lib/README.md; add a line for \`new/\` there saying what it holds
+lib/f.cpp:1: not named in lib/README.md; add a line for \`f.cpp\` there saying what it holds and how it fits
 lib/new/: a folder of code without a README.md; write lib/new/README.md saying what the folder is for and how each of its files fits
 lib/sub/g.cpp:1: not named in lib/sub/sub.h; add a line for \`g.cpp\` there saying what it holds and how it fits
 tools/: a folder of code without a README.md; write tools/README.md saying what the folder is for and how each of its files fits
@@ -90,7 +91,7 @@ srv/README.md:3: names ../lib/nothing.h which the repository does not hold; name
 srv/README.md:3: names DEVICE.md which the repository does not hold; name a path that exists (written from the repository root), or the thing without a path
 srv/README.md:4: names ghost.cpp, which no folder of the repository holds; name the file that exists
 srv/README.md:4: names ghost.h, which no folder of the repository holds; name the file that exists
-check_docs: 17 problem(s) in 6 folders of code and 6 documents" 1
+check_docs: 18 problem(s) in 6 folders of code and 6 documents" 1
 
 expect "$work/missing" "check_docs: $work/missing is no folder; give the repository's root" 2
 echo "check_docs.py: every kind of problem found, a tree that agrees passes"
