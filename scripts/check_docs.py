@@ -25,6 +25,9 @@ What it checks, each problem printed as `file:line: what is wrong; what to do`:
   they end in a file name or `/`, `../` paths, and bare document names (`DEVICE.md`), found
   beside the file, in docs/ or at the root; C++ and CUDA file names written without a folder
   (`sample_encoding.h`) are those of files somewhere in the tree.
+- Every flag the prose gives zerotune (`--learning_rate`, in prose or in a command of
+  zerotune's) is spelt by the code outside tests/ (`--name`, or a name train/args/ reads);
+  other programs' flags (`torchrun --no-python`, `ctest -L cpu`) are left alone.
 
 Exits 0 when there is no problem, 1 when there is one, 2 on bad usage.
 """
@@ -442,6 +445,61 @@ def check_links(root, path, lines, problems, file_names):
                 )
 
 
+def known_flags(root):
+    """Every `--flag` the code outside tests/ spells, and the names train/args/ reads flags by."""
+    flags = set()
+    for top in code_folders(root):
+        if top in NOT_CODE:
+            continue
+        for folder, _, files in walk(root, top):
+            for name in files:
+                if name.endswith(SOURCE_EXTENSIONS + (".sh",)):
+                    with open(os.path.join(folder, name), encoding="utf-8", errors="replace") as f:
+                        text = f.read()
+                    flags.update(re.findall(r"--([A-Za-z][\w-]*)", text))
+                    if os.path.relpath(folder, root).replace(os.sep, "/") == "train/args":
+                        flags.update(re.findall(r'"([a-z][a-z0-9_]*)"', text))
+    return flags
+
+
+def zerotune_flags(line, in_code_block):
+    """Flags a line gives to zerotune: in its prose, and in commands (code spans, or the whole
+    line in a code block, its shell comment aside) led by zerotune or from where zerotune
+    appears in them (`torchrun --no-python zerotune train --bf16` gives only --bf16);
+    placeholders in capitals left out."""
+    flags = []
+    spans = [re.sub(r"(^|\s)#.*", "", line)] if in_code_block else code_spans(line)
+    for command in (c for span in spans for c in re.split(r"&&|\|\||[|;]", span)):
+        owner = None
+        for i, word in enumerate(command.split()):
+            program = os.path.basename(word)
+            if i == 0 and not word.startswith("-"):
+                owner = program
+            if program == "zerotune":
+                owner = program
+            if owner in (None, "zerotune"):
+                flags += re.findall(r"^--([A-Za-z][\w-]*)", word)
+    if not in_code_block:
+        flags += re.findall(r"(?<![\w-])--([A-Za-z][\w-]*)", re.sub(r"`[^`]*`", "", line))
+    return [f for f in flags if not f.isupper()]
+
+
+def check_flags(path, lines, problems, flags):
+    in_fence = False
+    for number, line in enumerate(lines, 1):
+        if line.lstrip().startswith("```"):
+            in_fence = not in_fence
+            continue
+        for flag in zerotune_flags(line, in_fence or line.startswith("    ")):
+            if flag not in flags:
+                problems.add(
+                    path,
+                    number,
+                    "names the flag --" + flag + ", which no code outside tests/ reads",
+                    "name the flag as the code spells it, or drop it",
+                )
+
+
 def prose_files(root):
     """README.md, docs/*.md and the README.md of every folder (build folders and tests' data aside)."""
     files = [os.path.join(root, "README.md")]
@@ -456,12 +514,13 @@ def prose_files(root):
 
 
 def check_prose(root, problems):
-    checked, file_names = 0, tree_file_names(root)
+    checked, file_names, flags = 0, tree_file_names(root), known_flags(root)
     for path in prose_files(root):
         with open(path, encoding="utf-8") as f:
             lines = f.read().splitlines()
         check_counts(root, path, lines, problems)
         check_links(root, path, lines, problems, file_names)
+        check_flags(path, lines, problems, flags)
         checked += 1
     return checked
 

@@ -14,7 +14,9 @@ trap 'rm -rf "$work"' EXIT
 write_tree() {
   local t=$1
   mkdir -p "$t"/lib/sub "$t"/srv "$t"/tests/lib "$t"/fuzz "$t"/docs "$t"/build/lib "$t"/.hidden
-  touch "$t"/lib/{a.h,a.cpp,b.h,b.cpp,c.cuh,c.cu,d.py} "$t"/lib/sub/{sub.h,e.cpp} "$t"/srv/server.cpp
+  touch "$t"/lib/{a.h,b.h,b.cpp,c.cuh,c.cu,d.py} "$t"/lib/sub/{sub.h,e.cpp} "$t"/srv/server.cpp
+  echo 'const char* kUsage = "usage: zerotune run [--good_flag N]";' >"$t"/lib/a.cpp
+  echo 'const char* kUsage = "--tested_only";' >"$t"/tests/lib/a_test.cpp  # tests/ spells no flag for the docs
   touch "$t"/tests/lib/a_test.cpp "$t"/tests/lib/c_gpu_test.cu "$t"/fuzz/b_fuzz.cpp
   touch "$t"/build/lib/generated.cpp "$t"/.hidden/x.cpp  # build and hidden folders are not code
   printf '// lib/sub/: helpers of lib/, described here rather than in a README.\n// e.cpp: the one helper.\n#pragma once\n' >"$t"/lib/sub/sub.h
@@ -28,6 +30,12 @@ The suite builds 2 test programs and runs 2 libFuzzer targets (`fuzz: 2 targets`
 
 `lib/`, `srv/`, `fuzz/` and `tests/`; `lib/a.h` starts it, see [the map](docs/ARCHITECTURE.md#map)
 and docs/ARCHITECTURE.md; TensorBoard tags such as `train/loss` and `https://x.org/a/b.h` are no paths.
+Flags: --good_flag, `zerotune run --good_flag 2`, `torchrun --no-python zerotune run --good_flag`,
+`ctest --output-on-failure`, `--NAME`.
+
+```bash
+zerotune run --good_flag 1   # and srun --cpu-bind is srun's
+```
 EOF
   cat >"$t"/docs/ARCHITECTURE.md <<'EOF'
 # Map
@@ -70,7 +78,7 @@ write_tree "$work/bad"
 t=$work/bad
 mkdir -p "$t"/tools "$t"/lib/new
 touch "$t"/lib/f.cpp "$t"/lib/sub/g.cpp "$t"/lib/new/h.cpp "$t"/tests/lib/f_test.cpp "$t"/tools/tool.py
-printf '# New\n' >"$t"/docs/NEW.md
+printf '# New\n\n`zerotune run --gone_flag` and --tested_only.\n' >"$t"/docs/NEW.md
 printf '# srv/\n\n`server.cpp` serves, in 1 folders: see `srv/gone.h`, `../lib/nothing.h` and DEVICE.md.\n`ghost.h/.cpp` help; `*_x.cpp`, `_gpu_test.cpp`, `<name>.cpp` and `loader.py` are no files of the tree.\n' >"$t"/srv/README.md
 printf '# fuzz/\n\nThree targets: `b_fuzz.cpp`, [the seeds](corpus/) and one more.\n' >"$t"/fuzz/README.md
 expect "$t" "lib/new/: not named in lib/README.md; add a line for \`new/\` there saying what it holds
@@ -83,6 +91,8 @@ README.md:5: the Layout section does not name docs/NEW.md; add it to its list of
 docs/ARCHITECTURE.md:3: the folder map does not name \`lib/new/\`; add it under its parent with what it holds
 docs/ARCHITECTURE.md:3: the folder map does not name \`tools/\`; add it under its parent with what it holds
 README.md:3: says 2 test programs but the tree has 3 test programs (tests/**/*_test.cpp, *_test.cu); write 3, or drop the number
+docs/NEW.md:3: names the flag --gone_flag, which no code outside tests/ reads; name the flag as the code spells it, or drop it
+docs/NEW.md:3: names the flag --tested_only, which no code outside tests/ reads; name the flag as the code spells it, or drop it
 fuzz/README.md:3: says Three targets but the tree has 2 fuzz targets (fuzz/CMakeLists.txt); write 2, or drop the number
 fuzz/README.md:3: link to corpus/ which does not exist; point it at the file meant
 srv/README.md:3: says in 1 folders but the tree has 0 subfolders of srv/; write 0, or drop the number
@@ -91,7 +101,7 @@ srv/README.md:3: names ../lib/nothing.h which the repository does not hold; name
 srv/README.md:3: names DEVICE.md which the repository does not hold; name a path that exists (written from the repository root), or the thing without a path
 srv/README.md:4: names ghost.cpp, which no folder of the repository holds; name the file that exists
 srv/README.md:4: names ghost.h, which no folder of the repository holds; name the file that exists
-check_docs: 18 problem(s) in 6 folders of code and 6 documents" 1
+check_docs: 20 problem(s) in 6 folders of code and 6 documents" 1
 
 expect "$work/missing" "check_docs: $work/missing is no folder; give the repository's root" 2
 echo "check_docs.py: every kind of problem found, a tree that agrees passes"
