@@ -5,9 +5,9 @@
 
 What it checks, each problem printed as `file:line: what is wrong; what to do`:
 
-- Every folder of code (a top-level folder holding *.h, *.cpp, *.cu, *.cuh or *.py files, and
-  each folder below it; tests/ only at its top, since its folders mirror the source tree) has a
-  README.md, or else an entry header named after the folder (`foo/foo.h`) whose opening
+- Every folder of code (a folder holding *.h, *.cpp, *.cu, *.cuh or *.py files, itself or below
+  it; not tests/, whose folders mirror the source tree as tests/README.md says, nor examples/)
+  has a README.md, or else an entry header named after the folder (`foo/foo.h`) whose opening
   comment describes it.
 - That README (or entry header) names every source file of its folder, written out
   (`trainer.cpp`) or in the short forms the READMEs use (`trainer.h/.cpp`, `trainer.{h,cpp}`),
@@ -90,15 +90,12 @@ def top_level_entries(root):
 
 def code_folders(root):
     """Top-level folders that hold source files (at any depth), in name order."""
-    tops = []
-    for entry in top_level_entries(root):
-        if os.path.isdir(os.path.join(root, entry)):
-            if any(any(is_source(f) for f in files) for _, _, files in walk(root, entry)):
-                tops.append(entry)
-    return tops
+    tops = [os.path.join(root, e) for e in top_level_entries(root)]
+    return [os.path.basename(t) for t in tops if os.path.isdir(t) and has_code(root, t)]
 
 
 def has_code(root, folder):
+    """Whether a folder (a path under root) holds source files, itself or below."""
     return any(any(is_source(f) for f in files) for _, _, files in walk(root, os.path.relpath(folder, root)))
 
 
