@@ -59,7 +59,8 @@ void run_chunk(const LinearCrossEntropyProblem& p, const LinearCrossEntropyResul
   bool grads = r.grad_hidden != nullptr || r.grad_weight != nullptr;
   const char* labels = static_cast<const char*>(p.labels) + start * dtype_size(p.label_dtype);
   chunk_loss_and_grad({logits, ldt, padded_vocab(p.vocab), p.dtype, labels, p.label_dtype, rows, p.vocab,
-                       p.ignore_index, p.mean, p.grad_scale, r.valid_count, token_loss + start, grads},
+                       p.ignore_index, p.mean, p.grad_scale, r.valid_count, token_loss + start, grads,
+                       p.token_weights != nullptr ? p.token_weights + start : nullptr},
                       stream);
   if (r.grad_hidden != nullptr) {
     char* gh = static_cast<char*>(r.grad_hidden) + start * p.hidden_size * dtype_size(p.dtype);
@@ -101,7 +102,9 @@ std::int64_t default_chunk_tokens(std::int64_t tokens, std::int64_t vocab, bool 
 void linear_cross_entropy(const LinearCrossEntropyProblem& p, const LinearCrossEntropyResult& r, cudaStream_t stream) {
   check_problem(p);
   count_valid_labels(p.labels, p.label_dtype, p.tokens, p.ignore_index, r.valid_count, stream);
-  ScratchBuffer token_loss(static_cast<std::size_t>(p.tokens) * sizeof(float), stream);
+  // The caller's per-token losses when asked for, else a scratch buffer.
+  ScratchBuffer scratch(r.token_loss != nullptr ? 0 : static_cast<std::size_t>(p.tokens) * sizeof(float), stream);
+  float* token_loss = r.token_loss != nullptr ? r.token_loss : scratch.as<float>();
   if (p.tokens == 0 && r.grad_weight != nullptr)
     ZT_CUDA_CHECK(
         cudaMemsetAsync(r.grad_weight, 0, static_cast<std::size_t>(p.vocab * p.hidden_size) * sizeof(float), stream));
@@ -109,9 +112,9 @@ void linear_cross_entropy(const LinearCrossEntropyProblem& p, const LinearCrossE
     std::int64_t chunk = std::min(p.chunk_tokens, p.tokens);
     ScratchBuffer logits(chunk_logits_bytes(chunk, p.vocab, p.float32_logits, p.dtype), stream);
     for (std::int64_t start = 0; start < p.tokens; start += chunk)
-      run_chunk(p, r, logits.data(), token_loss.as<float>(), start, std::min(chunk, p.tokens - start), stream);
+      run_chunk(p, r, logits.data(), token_loss, start, std::min(chunk, p.tokens - start), stream);
   }
-  reduce_token_loss(token_loss.as<float>(), p.tokens, p.mean, r.valid_count, r.loss, stream);
+  reduce_token_loss(token_loss, p.tokens, p.mean, r.valid_count, r.loss, stream);
 }
 
 }  // namespace zt::cuda

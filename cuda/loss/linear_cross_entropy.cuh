@@ -27,6 +27,9 @@ struct LinearCrossEntropyProblem {
   float grad_scale = 1.0f;        // gradients are those of loss · grad_scale
   std::int64_t chunk_tokens = 0;  // >= 1
   bool float32_logits = true;     // a chunk's logits in float32, else in dtype
+  // [tokens] float32 or null: the loss is sum (or mean) of weight · token loss, and each
+  // token's gradient is multiplied by its weight.
+  const float* token_weights = nullptr;
 };
 
 struct LinearCrossEntropyResult {
@@ -34,6 +37,7 @@ struct LinearCrossEntropyResult {
   std::int64_t* valid_count = nullptr;  // device scalar
   void* grad_hidden = nullptr;          // [tokens, hidden_size] of dtype, or null when not wanted
   float* grad_weight = nullptr;         // [vocab, hidden_size] float32, or null when not wanted
+  float* token_loss = nullptr;          // [tokens] float32 (weighted), or null when not wanted
 };
 
 void linear_cross_entropy(const LinearCrossEntropyProblem& p, const LinearCrossEntropyResult& r, cudaStream_t stream);

@@ -77,8 +77,8 @@ __device__ __forceinline__ void store_pack(G* row, std::int64_t j0, std::int64_t
 template <typename L, typename G, typename Label>
 __global__ void __launch_bounds__(1024)
     chunk_loss_kernel(L* logits, std::int64_t ld, const Label* labels, std::int64_t vocab, std::int64_t ignore_index,
-                      bool mean, float grad_scale, const std::int64_t* valid_count, float* token_loss,
-                      bool write_grad) {
+                      bool mean, float grad_scale, const std::int64_t* valid_count, float* token_loss, bool write_grad,
+                      const float* token_weights) {
   constexpr int N = kVectorWidth<L>;
   __shared__ Lse scratch[32];
   const std::int64_t row_index = blockIdx.x;
@@ -113,9 +113,11 @@ __global__ void __launch_bounds__(1024)
   }
   acc = block_merge(acc, scratch);
   const float lse = acc.max + logf(acc.sum);
-  if (owns_label) token_loss[row_index] = lse - label_logit;
+  const float weight = token_weights != nullptr ? token_weights[row_index] : 1.0f;
+  if (owns_label) token_loss[row_index] = (lse - label_logit) * weight;
   if (!write_grad) return;
-  const float scale = mean ? grad_scale / static_cast<float>(*valid_count) : grad_scale;  // a label is valid here
+  float scale = mean ? grad_scale / static_cast<float>(*valid_count) : grad_scale;  // a label is valid here
+  scale *= weight;
   for (std::int64_t base = 0; base < vocab; base += step) {
     const std::int64_t j0 = base + threadIdx.x * N;
     load_pack<L, N>(row, j0, vocab, 0.0f, v);
@@ -179,7 +181,7 @@ void chunk_loss_and_grad(const ChunkLossArgs& a, cudaStream_t stream) {
       chunk_loss_kernel<L, G, Label>
           <<<static_cast<unsigned>(a.rows), threads_for_row(a.vocab, kVectorWidth<L>), 0, stream>>>(
               static_cast<L*>(a.logits), a.ld_logits, static_cast<const Label*>(a.labels), a.vocab, a.ignore_index,
-              a.mean, a.grad_scale, a.valid_count, a.token_loss, a.write_grad);
+              a.mean, a.grad_scale, a.valid_count, a.token_loss, a.write_grad, a.token_weights);
     });
   });
   ZT_CUDA_CHECK(cudaGetLastError());

@@ -33,6 +33,9 @@ struct ChunkLossArgs {
   const std::int64_t* valid_count = nullptr;  // device: labelled tokens of the whole batch
   float* token_loss = nullptr;                // [rows]: logsumexp - logit[label], 0 when ignored
   bool write_grad = false;
+  // [rows] float32 or null: each row's loss and gradient multiplied by its weight (the
+  // per-sequence factors of a preference loss).
+  const float* token_weights = nullptr;
 };
 void chunk_loss_and_grad(const ChunkLossArgs& args, cudaStream_t stream);
 

@@ -39,6 +39,15 @@ void check_inputs(const Tensor& hidden, const Tensor& weight, const Tensor& labe
   ZT_REQUIRE(
       std::isfinite(options.grad_scale) && options.grad_scale > 0.0,
       std::string(kOp) + ": grad_scale is " + std::to_string(options.grad_scale) + "; it must be finite and > 0");
+  const Tensor& weights = options.token_weights;
+  if (!weights.defined()) return;
+  ZT_REQUIRE(weights.dtype() == loss_dtype(hidden.dtype()) && weights.dim() == 1 && weights.size(0) == hidden.size(0) &&
+                 weights.device() == hidden.device(),
+             std::string(kOp) + ": token_weights has shape " + shape_str(weights.shape()) + " and dtype " +
+                 dtype_name(weights.dtype()) + "; it must be [" + std::to_string(hidden.size(0)) + "] of " +
+                 dtype_name(loss_dtype(hidden.dtype())) +
+                 " (the loss's dtype) on hidden's device, one weight per "
+                 "token");
 }
 
 // CPU reference in float64, one token at a time (so it holds one row of logits), rounded
@@ -48,6 +57,9 @@ LinearCrossEntropyOutput cpu_forward(const Tensor& hidden, const Tensor& weight,
                                      const LinearCrossEntropyGradsNeeded& needed) {
   const std::int64_t tokens = hidden.size(0), size = hidden.size(1), vocab = weight.size(0);
   const std::vector<double> h = hidden.to_vector(), w = weight.to_vector(), y = labels.to_vector();
+  const std::vector<double> token_weight =
+      options.token_weights.defined() ? options.token_weights.to_vector() : std::vector<double>(tokens, 1.0);
+  std::vector<double> token_loss(tokens, 0.0);
   std::int64_t valid =
       std::count_if(y.begin(), y.end(), [&](double l) { return static_cast<std::int64_t>(l) != options.ignore_index; });
   const bool mean = options.reduction == Reduction::kMean;
@@ -62,10 +74,11 @@ LinearCrossEntropyOutput cpu_forward(const Tensor& hidden, const Tensor& weight,
     double max = *std::max_element(z.begin(), z.end()), sum = 0.0;
     for (double x : z) sum += std::exp(x - max);
     double lse = max + std::log(sum);
-    total += lse - z[label];
+    token_loss[t] = (lse - z[label]) * token_weight[t];
+    total += token_loss[t];
     if (!needed.hidden && !needed.weight) continue;
     for (std::int64_t v = 0; v < vocab; ++v) {
-      double d = (std::exp(z[v] - lse) - (v == label ? 1.0 : 0.0)) * scale;
+      double d = (std::exp(z[v] - lse) - (v == label ? 1.0 : 0.0)) * scale * token_weight[t];
       const double* wv = w.data() + v * size;
       for (std::int64_t k = 0; k < size && needed.hidden; ++k) grad_h[t * size + k] += d * wv[k];
       for (std::int64_t k = 0; k < size && needed.weight; ++k) grad_w[v * size + k] += d * ht[k];
@@ -76,6 +89,7 @@ LinearCrossEntropyOutput cpu_forward(const Tensor& hidden, const Tensor& weight,
                                Tensor::from_values({static_cast<double>(valid)}, {}, DType::kI64), Tensor(), Tensor()};
   if (needed.hidden) out.grad_hidden = Tensor::from_values(grad_h, hidden.shape(), hidden.dtype());
   if (needed.weight) out.grad_weight = Tensor::from_values(grad_w, weight.shape(), loss_dtype(weight.dtype()));
+  if (options.token_losses) out.token_loss = Tensor::from_values(token_loss, {tokens}, loss_dtype(hidden.dtype()));
   return out;
 }
 
@@ -89,6 +103,7 @@ LinearCrossEntropyOutput cuda_forward(const Tensor& hidden, const Tensor& weight
                                Tensor()};
   if (needed.hidden) out.grad_hidden = Tensor::empty(hidden.shape(), hidden.dtype(), device);
   if (needed.weight) out.grad_weight = Tensor::empty(weight.shape(), DType::kF32, device);
+  if (options.token_losses) out.token_loss = Tensor::empty({tokens}, DType::kF32, device);
   cuda::LinearCrossEntropyProblem p;
   p.hidden = hidden.data_ptr();
   p.weight = weight.data_ptr();
@@ -105,9 +120,12 @@ LinearCrossEntropyOutput cuda_forward(const Tensor& hidden, const Tensor& weight
   p.chunk_tokens = options.chunk_tokens > 0
                        ? options.chunk_tokens
                        : cuda::default_chunk_tokens(tokens, vocab, options.float32_logits, hidden.dtype());
+  const Tensor weights = options.token_weights.defined() ? options.token_weights.contiguous() : Tensor();
+  p.token_weights = weights.defined() ? weights.data<float>() : nullptr;
   cuda::LinearCrossEntropyResult r{out.loss.data<float>(), out.valid_count.data<std::int64_t>(),
                                    needed.hidden ? out.grad_hidden.data_ptr() : nullptr,
-                                   needed.weight ? out.grad_weight.data<float>() : nullptr};
+                                   needed.weight ? out.grad_weight.data<float>() : nullptr,
+                                   options.token_losses ? out.token_loss.data<float>() : nullptr};
   cuda::linear_cross_entropy(p, r, current_stream());
   return out;
 }

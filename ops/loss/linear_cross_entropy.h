@@ -25,6 +25,13 @@ struct LinearCrossEntropyOptions {
   // The gradients computed in the forward are those of loss · grad_scale: a loss scaler's
   // scale, so that float16 gradients of the logits do not underflow. Finite and > 0.
   double grad_scale = 1.0;
+  // [tokens] of the loss's dtype on hidden's device, or undefined: the loss is the sum (mean) of
+  // weight · token loss and each token's gradient is multiplied by its weight, so that a loss
+  // of per-sequence log-probabilities (a preference loss) forms its head gradients in the one
+  // pass. A weight may be negative or 0.
+  Tensor token_weights{};
+  // Also return each token's loss (weighted), to sum per sequence.
+  bool token_losses = false;
 };
 
 struct LinearCrossEntropyGradsNeeded {
@@ -40,6 +47,7 @@ struct LinearCrossEntropyOutput {
   // float64); each undefined unless needed.
   Tensor grad_hidden;
   Tensor grad_weight;
+  Tensor token_loss{};  // [tokens] of the loss's dtype when options.token_losses, 0 where ignored
 };
 
 // hidden [tokens, hidden_size], weight [vocab, hidden_size] (an lm_head, or the tied

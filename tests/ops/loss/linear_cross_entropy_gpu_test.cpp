@@ -138,6 +138,32 @@ TEST_F(LinearCrossEntropyGpu, MatchesCpuOverShapesDtypesAndChunks) {
 
 // The CPU reference would take minutes at this size; the unfused float32 GPU ops, tested
 // against the CPU themselves, are the reference instead.
+// Preference training's use: per-token weights of either sign (one per sequence) and the
+// per-token losses, over chunks smaller than the batch.
+TEST_F(LinearCrossEntropyGpu, TokenWeightsAndTokenLossesMatchCpu) {
+  for (DType dtype : {DType::kF32, DType::kBF16}) {
+    GpuCase c{.tokens = 300, .vocab = 1003, .hidden = 64, .dtype = dtype, .reduction = Reduction::kSum, .chunk = 128};
+    const std::string what = c.str();
+    Inputs cpu = make_inputs(c, 17), gpu = to_gpu(cpu);
+    std::vector<double> weights;
+    for (std::int64_t t = 0; t < c.tokens; ++t) weights.push_back(t < 100 ? 0.75 : (t < 220 ? -1.5 : 0.0));
+    ops::LinearCrossEntropyOptions options = c.options();
+    options.token_losses = true;
+    options.token_weights = Tensor::from_values(weights, {c.tokens}, DType::kF32);
+    ops::LinearCrossEntropyOutput want =
+        ops::linear_cross_entropy_forward(cpu.hidden, cpu.weight, cpu.labels, options, {true, true});
+    options.token_weights = options.token_weights.to(Device::cuda());
+    ops::LinearCrossEntropyOutput have =
+        ops::linear_cross_entropy_forward(gpu.hidden, gpu.weight, gpu.labels, options, {true, true});
+    expect_scalar_near(have.loss, want.loss.item(), loss_tolerance(c), what + " weighted loss");
+    testing::expect_gpu_near(have.token_loss, want.token_loss, dtype == DType::kF32 ? 1e-4 : 1e-3,
+                             what + " token losses");
+    const double tol = testing::gpu_tolerance(dtype);
+    testing::expect_gpu_matches(have.grad_hidden, want.grad_hidden, tol, what + " grad_hidden");
+    testing::expect_gpu_matches(have.grad_weight, want.grad_weight, tol, what + " grad_weight");
+  }
+}
+
 TEST_F(LinearCrossEntropyGpu, LargestShapeMatchesUnfusedFloat32Ops) {
   ZT_SKIP_WITHOUT_GPU();
   for (DType dtype : {DType::kF32, DType::kBF16}) {

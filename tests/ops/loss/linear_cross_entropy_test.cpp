@@ -111,6 +111,41 @@ TEST(LinearCrossEntropy, GradientsMatchFiniteDifferences) {
   }
 }
 
+// Per-token weights (preference training's per-sequence factors, of either sign): the loss is
+// the weighted sum, each token's loss and gradient rows scale by its weight; gradients still
+// match finite differences.
+TEST(LinearCrossEntropy, TokenWeightsScaleEachTokensLossAndGradient) {
+  const Tensor hidden = random_tensor({6, 4}, 1), weight = random_tensor({9, 4}, 2), labels = labels_for(6, 9, 3);
+  const std::vector<double> w = {0.5, -2.0, 0.0, 1.25, -0.75, 3.0};
+  ops::LinearCrossEntropyOptions plain = options_of(ops::Reduction::kSum, 1.0);
+  plain.token_losses = true;
+  ops::LinearCrossEntropyOptions weighted = plain;
+  weighted.token_weights = Tensor::from_values(w, {6}, DType::kF64);
+  const auto base = ops::linear_cross_entropy_forward(hidden, weight, labels, plain, kBoth);
+  const auto out = ops::linear_cross_entropy_forward(hidden, weight, labels, weighted, kBoth);
+  const std::vector<double> base_tokens = base.token_loss.to_vector(), tokens = out.token_loss.to_vector();
+  const std::vector<double> base_rows = base.grad_hidden.to_vector(), rows = out.grad_hidden.to_vector();
+  double sum = 0.0;
+  for (std::size_t t = 0; t < 6; ++t) {
+    EXPECT_NEAR(tokens[t], w[t] * base_tokens[t], 1e-12) << t;
+    sum += tokens[t];
+    for (std::size_t k = 0; k < 4; ++k) EXPECT_NEAR(rows[t * 4 + k], w[t] * base_rows[t * 4 + k], 1e-12) << t;
+  }
+  EXPECT_NEAR(out.loss.item(), sum, 1e-12);
+  auto forward = [&](const std::vector<Tensor>& in) {
+    return ops::linear_cross_entropy_forward(in[0], in[1], in[2], weighted).loss;
+  };
+  auto backward = [&](const std::vector<Tensor>& in, const Tensor& probe) {
+    ops::LinearCrossEntropyOutput o = ops::linear_cross_entropy_forward(in[0], in[1], in[2], weighted, kBoth);
+    ops::LinearCrossEntropyGrads g = ops::linear_cross_entropy_backward(probe, o, DType::kF64, weighted);
+    return std::vector<Tensor>{g.grad_hidden, g.grad_weight, Tensor()};
+  };
+  testing::expect_gradients_match("weighted linear_cross_entropy", forward, backward, {hidden, weight, labels},
+                                  {true, true, false});
+  weighted.token_weights = Tensor::from_values(w, {6}, DType::kF32);
+  EXPECT_THROW(ops::linear_cross_entropy_forward(hidden, weight, labels, weighted), Error);  // not the loss's dtype
+}
+
 TEST(LinearCrossEntropy, AllIgnoredGivesZeroLossAndZeroGradients) {
   Tensor hidden = random_tensor({5, 3}, 4), weight = random_tensor({7, 3}, 5);
   Tensor labels = Tensor::full({5}, -100, DType::kI64);
