@@ -26,6 +26,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: zerotune evaluate --model_name_or_path DIR --validation_file F [--template NAME]\n"
+    "                         [--enable_thinking true|false]\n"
     "                         [--max_length N] [--overlong_samples truncate|skip] [--train_on_prompt]\n"
     "                         [--per_device_eval_batch_size N] [--adapter_name_or_path ADAPTER]\n"
     "                         [--ptuning_checkpoint DIR] [--device cpu|cuda|cuda:N] [--dtype D]\n\n"
@@ -37,6 +38,7 @@ constexpr const char* kUsage =
     "  --template           chat template: LLaMA-Factory's qwen, qwen3, qwen3_nothink, glm4, chatglm3 or\n"
     "                       empty, or the model family's own qwen2, qwen2.5, chatglm2 or none\n"
     "                       (default: the model's own template)\n"
+    "  --enable_thinking    false: Qwen3's templates without thinking, as training with it (default true)\n"
     "  --max_length         longest sample in tokens (default 1024, as training; also --cutoff_len,\n"
     "                       LLaMA-Factory's name)\n"
     "  --overlong_samples   truncate (default: cut the prompt, keep the last reply) or skip\n"
@@ -52,7 +54,7 @@ constexpr const char* kUsage =
 FlagSpec flag_spec() {
   FlagSpec spec{.command = "evaluate",
                 .value_flags = kModelFlags,
-                .bool_flags = {"--train_on_prompt"},
+                .bool_flags = {"--train_on_prompt", "--enable_thinking"},
                 .required = {"--model_name_or_path", "--validation_file"},
                 .aliases = {{"--cutoff_len", "--max_length"}},
                 .integer_flags = {"--max_length", "--per_device_eval_batch_size"},

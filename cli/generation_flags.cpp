@@ -27,6 +27,9 @@ const char* const kGenerationUsage =
     "                           or empty, or the model family's own qwen2, qwen2.5, chatglm2 or none\n"
     "                           (default: the model's own template);\n"
     "                           given to generate, plain prompts become a user's turn in it\n"
+    "  --enable_thinking [true|false]  false: Qwen3's templates (qwen3, a Qwen3 model's own) end the\n"
+    "                           prompt with the empty thought, so the model answers without thinking\n"
+    "                           (LLaMA-Factory's and transformers' enable_thinking; default true)\n"
     "  --max_batch N            sequences decoding together (default 32)\n"
     "  --block_size N           tokens per KV-cache block (default 16)\n"
     "  --tp N                   tensor parallelism: heads and MLP split over N ranks (Megatron's scheme).\n"
@@ -192,8 +195,9 @@ infer::TensorParallelOptions tensor_parallel_options_from(const Flags& flags, co
 }
 
 std::unique_ptr<models::ChatTemplate> chat_template_from(const Flags& flags, const std::string& model_dir) {
-  if (flags.count("--template")) return models::make_chat_template(flags.at("--template"));
-  return models::make_model_chat_template(models::chat_template_name_for_model(model_dir));
+  const std::string name = flags.count("--template") ? flags.at("--template") : "";
+  const bool thinking = !flags.count("--enable_thinking") || flags.at("--enable_thinking") == "true";
+  return models::make_run_chat_template(name, model_dir, {.enable_thinking = thinking});
 }
 
 }  // namespace zt::cli

@@ -21,7 +21,8 @@ namespace zt::cli {
 inline const std::set<std::string> kGenerationFlags{
     "--max_new_tokens", "--min_new_tokens", "--temperature", "--top_k",    "--top_p", "--repetition_penalty",
     "--seed",           "--max_batch",      "--block_size",  "--template", "--tp"};
-inline const std::set<std::string> kGenerationBoolFlags{"--do_sample", "--merge_lora", "--fused_decode"};
+inline const std::set<std::string> kGenerationBoolFlags{"--do_sample", "--merge_lora", "--fused_decode",
+                                                        "--enable_thinking"};
 
 // Usage lines for the flags above.
 extern const char* const kGenerationUsage;
@@ -61,7 +62,7 @@ Device check_run_device(const Flags& flags);
 models::CausalLM load_generation_model(Flags& flags);
 models::CausalLM load_generation_model(Flags& flags, Device device, DType dtype);
 
-// --template NAME, else the model's own (models::chat_template_name_for_model).
+// --template NAME, else the model's own (models::make_run_chat_template), with --enable_thinking.
 std::unique_ptr<models::ChatTemplate> chat_template_from(const Flags& flags, const std::string& model_dir);
 
 // --tp N: the ranks the model is split over (default 1, the whole model on one device).

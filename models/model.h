@@ -101,6 +101,11 @@ class CausalLM {
   }
   const PrefixSource& prefix_source() const { return prefix_source_; }
   PrefixPositions prefix_positions() const { return prefix_positions_; }
+  // With the adapters switched off the forward is the base model's, the adapters kept in place
+  // (PEFT's disable_adapter(); models/peft/adapters_disabled.h scopes it): the reference model
+  // of preference training, without a second copy of the weights.
+  void set_adapters_enabled(bool enabled) { adapters_enabled_ = enabled; }
+  bool adapters_enabled() const { return adapters_enabled_; }
 
   // Non-parameter tensors of the checkpoint (RoPE buffers), carried from load to save.
   const NamedTensors& buffers() const { return buffers_; }
@@ -152,6 +157,7 @@ class CausalLM {
   std::vector<LayerLora> lora_;
   PrefixSource prefix_source_;
   PrefixPositions prefix_positions_ = PrefixPositions::kFromZero;
+  bool adapters_enabled_ = true;
   NamedTensors buffers_;
   std::string source_dir_;
 };

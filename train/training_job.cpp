@@ -144,9 +144,8 @@ int train_one_rank(const TrainingArguments& args, const RunInputs& inputs, distr
              "--attn_impl cudnn needs a GPU; on the CPU use --attn_impl zerotune");
   auto tokenizer = models::load_tokenizer(model_dir);
   // A named template is LLaMA-Factory's of that name; without one, the model's own.
-  auto chat_template = args.template_name.empty()
-                           ? models::make_model_chat_template(models::chat_template_name_for_model(model_dir))
-                           : models::make_chat_template(args.template_name);
+  auto chat_template =
+      models::make_run_chat_template(args.template_name, model_dir, {.enable_thinking = args.enable_thinking});
   const std::string template_name =
       std::string(chat_template->name()) + " (" + std::string(chat_template->origin()) + ")";
   if (const std::string warning = models::chat_template_warning(args.template_name);

@@ -172,6 +172,15 @@ std::unique_ptr<ChatTemplate> make_model_chat_template(std::string_view name) {
   zt::fail("no model chat template named '" + std::string(name) + "'; accepted: " + names);
 }
 
+std::unique_ptr<ChatTemplate> make_run_chat_template(std::string_view name, const std::string& model_dir,
+                                                     const ChatTemplateOptions& options) {
+  if (!name.empty()) return make_chat_template(name, options);
+  const std::string own = chat_template_name_for_model(model_dir);
+  // Qwen3's Jinja tests `enable_thinking is false`: null thinks, as true does.
+  if (own == "qwen3" && options.enable_thinking == false) return make_model_chat_template("qwen3_nothink");
+  return make_model_chat_template(own);
+}
+
 std::unique_ptr<ChatTemplate> make_no_chat_template() { return std::make_unique<NoChatTemplate>(); }
 
 }  // namespace zt::models

@@ -128,6 +128,13 @@ std::string chat_template_warning(std::string_view name);
 // glm4, chatglm3, chatglm2, none.
 std::unique_ptr<ChatTemplate> make_model_chat_template(std::string_view name);
 
+// The template of a run (train, chat, generate, serve): --template `name`'s (make_chat_template,
+// with `options`), or, when `name` is empty, the model's own (make_model_chat_template of
+// chat_template_name_for_model(model_dir)), where enable_thinking false renders Qwen3's own as
+// its chat template does given enable_thinking=False (qwen3_nothink).
+std::unique_ptr<ChatTemplate> make_run_chat_template(std::string_view name, const std::string& model_dir,
+                                                     const ChatTemplateOptions& options = {});
+
 // Templates' shared checks: a non-empty conversation of the given roles only; no tools.
 void require_roles(const std::vector<ChatMessage>& messages, std::string_view template_name,
                    const std::vector<std::string_view>& roles);

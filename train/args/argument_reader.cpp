@@ -99,6 +99,19 @@ std::string assign(TrainingArguments& args, const ArgumentSpec& spec, const std:
       spec.member);
 }
 
+// A file's null for `spec`: an optional member becomes none; any other keeps its value.
+void clear_optional(TrainingArguments& args, const ArgumentSpec& spec) {
+  std::visit(
+      [&](auto member) {
+        using Field = std::remove_reference_t<decltype(args.*member)>;
+        if constexpr (std::is_same_v<Field, std::optional<bool>> ||
+                      std::is_same_v<Field, std::optional<std::int64_t>> ||
+                      std::is_same_v<Field, std::optional<double>>)
+          args.*member = std::nullopt;
+      },
+      spec.member);
+}
+
 bool is_bool(const ArgumentSpec& spec) {
   return std::holds_alternative<bool TrainingArguments::*>(spec.member) ||
          std::holds_alternative<std::optional<bool> TrainingArguments::*>(spec.member);
@@ -210,7 +223,10 @@ void ArgumentReader::read_object(const json& object, const std::string& source) 
     const std::string name = canonical_argument_name(given_name);
     const OtherArgument* other = find_other_argument(name);
     if (const ArgumentSpec* spec = find_spec(name)) {
-      if (!value.is_null()) set_member(spec->name, text_of(value), source + ": ");
+      if (!value.is_null())
+        set_member(spec->name, text_of(value), source + ": ");
+      else
+        clear_optional(args_, *spec);
     } else if (other) {
       if (value.is_null()) continue;
       const bool typed =

@@ -19,7 +19,9 @@ class ArgumentReader {
   // `--name value`, `--name=value`, a boolean's bare `--name`, a list's `--name a b c`, and
   // LLaMA-Factory's `name=value` overrides.
   void read_flags(const std::vector<std::string>& tokens);
-  // A file's top-level object of names and values; null leaves the default, as HF's parser does.
+  // A file's top-level object of names and values. null makes an optional argument none, as HF's
+  // parser does (enable_thinking: null is LLaMA-Factory's third setting), and leaves any other
+  // at its default.
   void read_object(const nlohmann::json& object, const std::string& source);
 
  private:

@@ -41,6 +41,12 @@ const std::vector<ArgumentSection>& argument_sections() {
             "chat template: LLaMA-Factory's qwen, qwen3, qwen3_nothink, glm4, chatglm3, empty (rendered as "
             "LLaMA-Factory renders them), or a model family's own qwen2, qwen2.5, chatglm2, none (default: the model's "
             "own template)"},
+           {"enable_thinking",
+            &A::enable_thinking,
+            {},
+            "LLaMA-Factory: false trains qwen3 (and a Qwen3 model's own template) without thinking, every "
+            "answer's thought removed and the empty one put in the prompt; null (in a file) keeps the data's "
+            "thinking (default true)"},
            {"max_length", &A::max_length, {}, "longest sample in tokens; see --overlong_samples"},
            {"overlong_samples",
             &A::overlong_samples,
@@ -66,8 +72,9 @@ const std::vector<ArgumentSection>& argument_sections() {
             &A::stage,
             {},
             "LLaMA-Factory's stage: sft (supervised fine-tuning on conversations through the chat template) or pt "
-            "(pre-training on plain text: no template, every token trained, packed unless --packing false); rm, ppo, "
-            "dpo and kto are refused"},
+            "(pre-training on plain text: no template, every token trained, packed unless --packing false) or dpo "
+            "(preference training on chosen and rejected answers: see Preference training); rm, ppo and kto are "
+            "refused"},
            {"do_train",
             &A::do_train,
             {},
@@ -136,6 +143,34 @@ const std::vector<ArgumentSection>& argument_sections() {
            {"lora_target", &A::lora_target, {}, "comma-separated module names, or all"},
            {"pre_seq_len", &A::pre_seq_len, {}, "P-Tuning v2 prefix length"},
            {"prefix_projection", &A::prefix_projection, {}, "P-Tuning v2 with the MLP reparameterisation"},
+       }},
+      {"Preference training (--stage dpo; TRL's DPOConfig names in brackets)",
+       {
+           {"pref_beta", &A::pref_beta, {}, "[beta] the preference loss's beta (inverse temperature)"},
+           {"pref_loss",
+            &A::pref_loss,
+            {},
+            "[loss_type] sigmoid (DPO), hinge, ipo, kto_pair, orpo or simpo (the last two need no reference model)"},
+           {"pref_ftx", &A::pref_ftx, {}, "add this times the chosen answer's mean token loss (an SFT term)"},
+           {"simpo_gamma", &A::simpo_gamma, {}, "simpo: the target reward margin"},
+           {"dpo_label_smoothing",
+            &A::dpo_label_smoothing,
+            {},
+            "[label_smoothing] sigmoid: the probability that a pair's preference is flipped (conservative DPO)"},
+           {"pref_bco_weight", &A::pref_bco_weight, {}, "BCO's share of the loss: only 0 is accepted"},
+           {"rpo_alpha",
+            &A::rpo_alpha,
+            {},
+            "TRL: add this times the chosen answers' token-mean NLL (RPO); unset: none"},
+           {"reference_free",
+            &A::reference_free,
+            {},
+            "TRL: no reference model, its log-probabilities taken as 0 (sigmoid, hinge, ipo, kto_pair)"},
+           {"precompute_ref_log_probs",
+            &A::precompute_ref_log_probs,
+            {},
+            "TRL: the reference's log-probabilities of every pair in a first pass, so no reference is held while "
+            "training"},
        }},
       {"DeepSpeed and distributed",
        {
@@ -209,6 +244,10 @@ const std::vector<std::pair<std::string, std::string>>& argument_aliases() {
       {"data_path", "train_file"},
       {"eval_data_path", "validation_file"},
       {"model_max_length", "max_length"},
+      // TRL's DPOConfig names for LLaMA-Factory's.
+      {"beta", "pref_beta"},
+      {"loss_type", "pref_loss"},
+      {"label_smoothing", "dpo_label_smoothing"},
   };
   return aliases;
 }

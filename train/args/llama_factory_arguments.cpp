@@ -23,7 +23,7 @@ constexpr const char* kInference = "it configures inference; `zerotune generate`
 constexpr const char* kExport = "it configures export; `zerotune export` does that";
 constexpr const char* kNoModelScope =
     "zerotune downloads from the Hugging Face hub (HF_ENDPOINT) only, not ModelScope or Modelers";
-constexpr const char* kOtherStages = "it applies to the rm, ppo, dpo and kto stages, which zerotune does not run";
+constexpr const char* kOtherStages = "it applies to the rm, ppo and kto stages, which zerotune does not run";
 constexpr const char* kOwnKernels =
     "zerotune's fused RMSNorm, RoPE, SwiGLU and linear + cross-entropy kernels always run";
 constexpr const char* kNoRay = "Ray is not used; `zerotune launch` starts the ranks";
@@ -203,9 +203,7 @@ const std::vector<OtherArgument>& llama_factory_other_arguments() {
       {"default_system", kText, "[null]", kRefused,
        "zerotune's templates keep their own default system prompt: put a system message in the data instead", kLf,
        "replacing the template's default system prompt in training"},
-      {"enable_thinking", kBool, "[true, null]", kRefused,
-       "use --template qwen3_nothink for a template without the thinking part", kLf,
-       "rewriting the thinking part (enable_thinking false)"},
+      honoured("enable_thinking", "enable_thinking"),
       {"preserve_thinking", kBool, "[false]", kRefused, "zerotune renders the template's thinking part as it is", kLf,
        "keeping earlier turns' thinking (preserve_thinking)"},
       {"tokenized_path", kText, "[null]", kRefused,
@@ -307,28 +305,34 @@ const std::vector<OtherArgument>& llama_factory_other_arguments() {
       {"oft_block_size", kInt, "[32]", kNoEffect, "OFT is not used", kLf},
       {"oft_target", kText, "[\"all\"]", kNoEffect, "OFT is not used", kLf},
 
-      // FinetuningArguments: RLHFArguments (stage sft ignores them in LLaMA-Factory too).
-      {"pref_beta", kNumber, "[0.1]", kNoEffect, kOtherStages, kLf},
-      {"pref_ftx", kNumber, "[0]", kNoEffect, kOtherStages, kLf},
-      {"pref_bco_weight", kNumber, "[0]", kNoEffect, kOtherStages, kLf},
-      {"pref_loss", kText, "[\"sigmoid\"]", kNoEffect, kOtherStages, kLf},
-      {"dpo_label_smoothing", kNumber, "[0]", kNoEffect, kOtherStages, kLf},
+      // FinetuningArguments: RLHFArguments (stage sft ignores them in LLaMA-Factory too; --stage
+      // dpo honours the preference options).
+      honoured("pref_beta", "pref_beta"),
+      honoured("pref_ftx", "pref_ftx"),
+      honoured("pref_bco_weight", "pref_bco_weight"),
+      honoured("pref_loss", "pref_loss"),
+      honoured("dpo_label_smoothing", "dpo_label_smoothing"),
       {"kto_chosen_weight", kNumber, "[1.0]", kNoEffect, kOtherStages, kLf},
       {"kto_rejected_weight", kNumber, "[1.0]", kNoEffect, kOtherStages, kLf},
-      {"simpo_gamma", kNumber, "[0.5]", kNoEffect, kOtherStages, kLf},
+      honoured("simpo_gamma", "simpo_gamma"),
       {"ppo_buffer_size", kInt, "[1]", kNoEffect, kOtherStages, kLf},
       {"ppo_epochs", kInt, "[4]", kNoEffect, kOtherStages, kLf},
       {"ppo_score_norm", kBool, "[false]", kNoEffect, kOtherStages, kLf},
       {"ppo_target", kNumber, "[6.0]", kNoEffect, kOtherStages, kLf},
       {"ppo_whiten_rewards", kBool, "[false]", kNoEffect, kOtherStages, kLf},
-      {"ref_model", kText, "[null]", kNoEffect, kOtherStages, kLf},
-      {"ref_model_adapters", kText, "[null]", kNoEffect, kOtherStages, kLf},
-      {"ref_model_quantization_bit", kInt, "[null]", kNoEffect, kOtherStages, kLf},
+      {"ref_model", kText, "[null]", kRefused,
+       "--stage dpo's reference is the model being trained with its adapter switched off (LoRA, P-Tuning) or a "
+       "frozen copy of its initial weights: drop the option",
+       kLf, "a separate reference model"},
+      {"ref_model_adapters", kText, "[null]", kRefused, "the reference model is the base model: drop the option", kLf,
+       "adapters on the reference model"},
+      {"ref_model_quantization_bit", kInt, "[null]", kNoEffect, "the reference model is never quantised", kLf},
       {"reward_model", kText, "[null]", kNoEffect, kOtherStages, kLf},
       {"reward_model_adapters", kText, "[null]", kNoEffect, kOtherStages, kLf},
       {"reward_model_quantization_bit", kInt, "[null]", kNoEffect, kOtherStages, kLf},
       {"reward_model_type", kText, "[\"lora\"]", kNoEffect, kOtherStages, kLf},
-      {"ld_alpha", kNumber, "[null]", kNoEffect, kOtherStages, kLf},
+      {"ld_alpha", kNumber, "[null]", kRefused, "drop the option: answers are scored by all their tokens", kLf,
+       "LD-DPO's down-weighting of the verbose part of longer answers"},
 
       // FinetuningArguments: GaloreArguments, ApolloArguments, BAdamArgument.
       {"use_galore", kBool, "[false]", kRefused, kAdamW, kLf, "GaLore (gradient low-rank projection)"},

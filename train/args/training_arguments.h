@@ -117,6 +117,9 @@ struct TrainingArguments {
   std::string train_file;  // a file, or several separated by commas
   std::string validation_file;
   std::string template_name;  // --template; empty picks the model's own
+  // LLaMA-Factory's: false renders a reasoning template (qwen3) without thinking; null keeps the
+  // data's thinking but prompts with the empty thought (text/chat_template/chat_template.h).
+  std::optional<bool> enable_thinking = true;
   std::int64_t max_length = 1024;
   Overlong overlong_samples = Overlong::kTruncate;
   bool train_on_prompt = false;
@@ -143,6 +146,18 @@ struct TrainingArguments {
   std::string lora_target = "all";
   std::int64_t pre_seq_len = 16;
   bool prefix_projection = false;
+
+  // Preference training (--stage dpo, train/preference/): LLaMA-Factory's names; TRL's DPOConfig
+  // names are aliases (beta, loss_type, label_smoothing) or these members (rpo_alpha, ...).
+  double pref_beta = 0.1;
+  std::string pref_loss = "sigmoid";  // sigmoid | hinge | ipo | kto_pair | orpo | simpo
+  double pref_ftx = 0.0;
+  double simpo_gamma = 0.5;
+  double dpo_label_smoothing = 0.0;
+  double pref_bco_weight = 0.0;  // BCO's share: only 0 is run
+  std::optional<double> rpo_alpha;
+  bool reference_free = false;
+  bool precompute_ref_log_probs = false;
 
   // Distributed.
   std::int64_t ddp_timeout = 1800;
