@@ -113,7 +113,7 @@ void CausalLM::set_lora(std::vector<LayerLora> lora) {
 Variable CausalLM::run_layer(std::int64_t layer, const Variable& x, const TokenLayout& tokens, const PrefixKv* prefix,
                              KvCache* cache) const {
   const auto index = static_cast<std::size_t>(layer);
-  const LayerLora* lora = lora_.empty() ? nullptr : &lora_[index];
+  const LayerLora* lora = lora_.empty() || !adapters_enabled_ ? nullptr : &lora_[index];
   const PartialSumReducer* reducer = partial_sum_reducer_ ? &partial_sum_reducer_ : nullptr;
   const LayerParameters parameters{&layers_[index],    lora,   prefix, autograd::grad_enabled(),
                                    {recorder_, layer}, reducer};
@@ -182,7 +182,7 @@ Variable CausalLM::forward_packed(const Tensor& input_ids, const Tensor& positio
     record_activation(recorder_, "model.embed_tokens", x);
   }
   std::vector<PrefixKv> prefixes;
-  if (prefix_source_ && cache == nullptr) {
+  if (prefix_source_ && adapters_enabled_ && cache == nullptr) {
     GatheredModule gathered(gatherer_, {ModuleKind::kPrefixEncoder});
     prefixes = prefix_source_(tokens.cu_seqlens.numel() - 1);
   }

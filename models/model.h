@@ -30,6 +30,10 @@ struct ModelOptions {
   // Cached steps of at most 32 tokens (decode) through ops/gemv's one-launch linears
   // (models/small_m_decoder.h); the GPU kernels await their first measured run.
   bool small_m_layers = false;
+  // A bitsandbytes 4-bit checkpoint (config.bnb_4bit): keep its linear weights packed, each
+  // layer's dequantized only while it computes (models/quant/), rather than dequantizing them
+  // all at load.
+  bool keep_4bit_weights = false;
 };
 
 struct NamedParameter {
@@ -72,6 +76,13 @@ class CausalLM {
   // layer in backward). The gatherer must outlive every forward and backward that uses it.
   void set_parameter_gatherer(ParameterGatherer* gatherer) { gatherer_ = gatherer; }
   ParameterGatherer* parameter_gatherer() const { return gatherer_; }
+  // A gatherer the model keeps alive itself (models/quant/: 4-bit base weights dequantized per
+  // layer), shared by copies of the model; set as the model's gatherer.
+  void own_parameter_gatherer(std::shared_ptr<ParameterGatherer> gatherer) {
+    owned_gatherer_ = std::move(gatherer);
+    gatherer_ = owned_gatherer_.get();
+  }
+  const std::shared_ptr<ParameterGatherer>& owned_parameter_gatherer() const { return owned_gatherer_; }
   // Activations by name (models/activation_dump.h): with a recorder set, every forward hands
   // it each point's output; it must outlive those forwards. nullptr (the default) records nothing.
   void set_activation_recorder(ActivationRecorder* recorder) { recorder_ = recorder; }
@@ -149,6 +160,7 @@ class CausalLM {
   std::vector<NamedParameter> parameters_;
   std::int64_t num_parameters_ = 0;
   ParameterGatherer* gatherer_ = nullptr;
+  std::shared_ptr<ParameterGatherer> owned_gatherer_;
   ActivationRecorder* recorder_ = nullptr;
   PartialSumReducer partial_sum_reducer_;
   std::unordered_map<std::string, std::size_t> index_;
