@@ -185,7 +185,9 @@ std::size_t Trainer::local_batch_count(std::size_t units) const {
 
 void Trainer::start_epoch(std::int64_t epoch) {
   position_ = {.epoch = epoch, .units = 0};
-  epoch_units_ = epoch_units(data_.train, args_.max_length, args_.packing, args_.data_order_seed(), epoch);
+  epoch_units_ = model_.preference
+                     ? pair_units(data_.train.size() / 2, args_.data_order_seed(), epoch)
+                     : epoch_units(data_.train, args_.max_length, args_.packing, args_.data_order_seed(), epoch);
 }
 
 // This rank's share of the next global batch: up to `accumulation` micro-batches (the last
@@ -269,11 +271,19 @@ double Trainer::forward_backward(const PackedBatch& batch, double loss_factor) {
   optimizer_->begin_micro_batch();
   using Phase = WallClockBreakdown::Phase;
   autograd::Variable loss_sum;
+  double value = 0.0;
   {
     PhaseTimer timing(wall_clock_.get(), Phase::kForward);
-    loss_sum = models::summed_token_loss(*model_.model, tensors, fused_grad_scale(loss_factor));
+    if (model_.preference) {
+      PreferenceStep step = model_.preference->forward(
+          *model_.model, tensors, static_cast<std::size_t>(loss_units(batch)), fused_grad_scale(loss_factor));
+      loss_sum = step.surrogate;
+      value = step.loss_sum;
+    } else {
+      loss_sum = models::summed_token_loss(*model_.model, tensors, fused_grad_scale(loss_factor));
+      value = loss_sum.data().to_vector().at(0);
+    }
   }
-  const double value = loss_sum.data().to_vector().at(0);
   {
     PhaseTimer timing(wall_clock_.get(), Phase::kBackwardInner);
     autograd::scale(loss_sum, loss_factor).backward();
@@ -290,15 +300,21 @@ double Trainer::forward_backward(const PackedBatch& batch, double loss_factor) {
   return value;
 }
 
+std::int64_t Trainer::loss_units(const PackedBatch& batch) const {
+  if (!model_.preference) return batch.label_tokens;
+  return batch.filler ? 0 : static_cast<std::int64_t>(batch.cu_seqlens.size() - 1) / 2;
+}
+
 double Trainer::run_optimizer_step() {
   const auto start = std::chrono::steady_clock::now();
   if (profile_) profile_->begin(state_.global_step + 1);
   std::vector<PackedBatch> window = next_window();
-  std::int64_t label_tokens = 0;
-  for (const PackedBatch& batch : window) label_tokens += batch.label_tokens;
-  // The mean over every label token of the global batch; ZeRO sums gradients over ranks.
+  std::int64_t units = 0;
+  for (const PackedBatch& batch : window) units += loss_units(batch);
+  // The mean over every label token (preference pair) of the global batch; ZeRO sums
+  // gradients over ranks.
   const double normaliser =
-      std::max(1.0, sum_over_ranks(static_cast<double>(label_tokens), "the global batch's label tokens"));
+      std::max(1.0, sum_over_ranks(static_cast<double>(units), "the global batch's label tokens (or pairs)"));
   double loss_sum = 0.0;
   for (std::size_t i = 0; i < window.size(); ++i) {
     loss_sum += forward_backward(window[i], scaler_.scale() / normaliser);
@@ -363,6 +379,9 @@ void Trainer::maybe_log(double step_loss, const StepResult& result, double lr) {
                           {"learning_rate", lr},
                           {"epoch", round_to(state_.epoch, 4)},
                           {"step", state_.global_step}};
+  if (model_.preference)
+    model_.preference->log_metrics(entry,
+                                   [this](double value, const char* what) { return sum_over_ranks(value, what); });
   add_throughput(entry);
   add_memory(entry);
   add_offload(entry);

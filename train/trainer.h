@@ -22,6 +22,7 @@
 #include "train/data/batching.h"
 #include "train/optim/loss_scaler.h"
 #include "train/optim/optimizer.h"
+#include "train/preference/preference_objective.h"
 #include "train/report/step_profile_report.h"
 #include "train/report/tensorboard_log.h"
 #include "train/report/train_log.h"
@@ -39,6 +40,9 @@ struct TrainerModel {
   std::vector<TrainableParameter> trainable;
   std::function<void(const std::string& directory)> save;
   std::function<void(const std::string& directory)> load;
+  // --stage dpo: the loss of preference pairs (the data is then pairs, chosen then rejected);
+  // null: the token loss.
+  std::shared_ptr<PreferenceObjective> preference{};
 };
 
 struct TrainerData {
@@ -79,6 +83,8 @@ class Trainer {
 
   double run_optimizer_step();
   double forward_backward(const PackedBatch& batch, double loss_factor);
+  // What the loss is a mean over: a micro-batch's label tokens, or its preference pairs.
+  std::int64_t loss_units(const PackedBatch& batch) const;
   // With wall_clock_breakdown, rank 0 prints the micro-batch's times (and the step's).
   void log_wall_clock(bool step_ended);
   std::vector<PackedBatch> next_window();

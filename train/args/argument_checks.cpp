@@ -1,5 +1,6 @@
 // The checks HF's TrainingArguments.__post_init__, LLaMA-Factory's parser and the method flags
 // need: required arguments, ranges, and flags that contradict each other or the chosen method.
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -8,6 +9,7 @@
 #include "text/chat_template/chat_template.h"
 #include "train/args/argument_table.h"
 #include "train/optim/lr_scheduler_kwargs.h"
+#include "train/preference/preference_loss.h"
 
 namespace zt::train {
 namespace {
@@ -122,19 +124,48 @@ void check_schedule(const TrainingArguments& args, std::vector<std::string>& err
               "loss)");
 }
 
-// LLaMA-Factory's stages other than sft and pt train something else than a language model.
+// LLaMA-Factory's stages other than sft, pt and dpo train something else than a language model.
 void check_stage(const TrainingArguments& args, std::vector<std::string>& errors) {
-  static const std::vector<std::pair<std::string, std::string>> stages = {{"rm", "reward modelling"},
-                                                                          {"ppo", "PPO"},
-                                                                          {"dpo", "DPO preference training"},
-                                                                          {"kto", "KTO preference training"}};
-  if (args.stage == "sft" || args.stage == "pt") return;
+  static const std::vector<std::pair<std::string, std::string>> stages = {
+      {"rm", "reward modelling"}, {"ppo", "PPO"}, {"kto", "KTO preference training"}};
+  if (args.stage == "sft" || args.stage == "pt" || args.stage == "dpo") return;
   std::string what = "an unknown stage";
   for (const auto& [name, description] : stages)
     if (args.stage == name) what = description;
   errors.push_back("--stage " + args.stage + " (" + what +
-                   ") is not supported: zerotune train runs supervised fine-tuning (--stage sft) and pre-training on "
-                   "plain text (--stage pt)");
+                   ") is not supported: zerotune train runs supervised fine-tuning (--stage sft), pre-training on "
+                   "plain text (--stage pt) and preference training (--stage dpo)");
+}
+
+// --stage dpo's options (LLaMA-Factory's RLHFArguments, TRL's DPOConfig), as both check them.
+void check_preference(const TrainingArguments& args, std::vector<std::string>& errors) {
+  if (!preference_loss_from_name(args.pref_loss)) {
+    static const std::vector<std::string> trl_only = {"robust",    "exo_pair", "nca_pair", "bco_pair",
+                                                      "sppo_hard", "aot",      "aot_pair", "apo_zero",
+                                                      "apo_down",  "discopop", "sft"};
+    const bool trl = std::find(trl_only.begin(), trl_only.end(), args.pref_loss) != trl_only.end();
+    errors.push_back("--pref_loss (TRL's loss_type) " + args.pref_loss + (trl ? " is TRL's, which" : ", which") +
+                     " zerotune does not run: use sigmoid, hinge, ipo, kto_pair, orpo or simpo");
+  }
+  require(std::isfinite(args.pref_beta) && args.pref_beta > 0, errors, "--pref_beta (TRL's beta) must be > 0");
+  require(args.dpo_label_smoothing >= 0 && args.dpo_label_smoothing <= 0.5, errors,
+          "--dpo_label_smoothing (TRL's label_smoothing) must be in [0, 0.5]");
+  require(std::isfinite(args.simpo_gamma), errors, "--simpo_gamma must be a number");
+  require(args.pref_ftx >= 0, errors, "--pref_ftx must be >= 0");
+  require(args.pref_bco_weight == 0, errors,
+          "--pref_bco_weight " + std::to_string(args.pref_bco_weight) +
+              ": BCO's share of the preference loss is not run (its running reward mean); use 0");
+  require(!args.rpo_alpha || *args.rpo_alpha >= 0, errors, "--rpo_alpha must be >= 0");
+  if (args.stage != "dpo") return;
+  require(!args.packing, errors,
+          "--packing with --stage dpo: a pair's chosen and rejected answers are scored as whole sequences and are "
+          "never packed with other samples; drop --packing (and neat_packing)");
+  require(args.validation_file.empty() && args.eval_dataset.empty() && args.val_size == 0, errors,
+          "--stage dpo evaluates no preference data yet: drop --validation_file, --eval_dataset and --val_size (and "
+          "the evaluation flags)");
+  require(!args.precompute_ref_log_probs, errors,
+          "--precompute_ref_log_probs is not run yet: drop it (the reference is the base model with the adapter off "
+          "for LoRA and P-Tuning, and a frozen copy of the initial weights for full and freeze)");
 }
 
 void check_combinations(const TrainingArguments& args, std::vector<std::string>& errors) {
@@ -179,6 +210,7 @@ void validate_training_arguments(const TrainingArguments& args, std::vector<std:
   check_ranges(args, errors);
   check_combinations(args, errors);
   check_stage(args, errors);
+  check_preference(args, errors);
   check_method_flags(args, errors);
 }
 

@@ -187,6 +187,29 @@ const std::vector<OtherArgument>& transformers_other_arguments() {
       // The training scripts' own (stanford_alpaca, FastChat), beside data_path and model_max_length.
       {"lazy_preprocess", kBool, "[false]", kNoEffect,
        "zerotune tokenises the data once, before the first step (--dataloader_num_workers threads)"},
+
+      // TRL's DPOConfig (a TrainingArguments of its own) beside the names --stage dpo honours
+      // (beta, loss_type, label_smoothing, rpo_alpha, reference_free, precompute_ref_log_probs).
+      {"max_prompt_length", kInt, "[null]", kNoEffect,
+       "zerotune cuts each pair to --max_length as LLaMA-Factory's cutoff_len does (the prompt and the longer answer "
+       "share it), not the prompt and the answers to limits of their own"},
+      {"max_completion_length", kInt, "[null]", kNoEffect,
+       "zerotune cuts each pair to --max_length as LLaMA-Factory's cutoff_len does (the prompt and the longer answer "
+       "share it), not the prompt and the answers to limits of their own"},
+      {"truncation_mode", kText, "[\"keep_end\", \"keep_start\"]", kNoEffect,
+       "zerotune cuts each pair to --max_length as LLaMA-Factory's cutoff_len does"},
+      {"disable_dropout", kBool, "[true]", kRefused,
+       "--stage dpo trains without dropout (LoRA's too), as TRL's default disable_dropout does: drop the option",
+       Origin::kTransformers, "preference training with dropout"},
+      {"sync_ref_model", kBool, "[false]", kRefused, "the reference stays the initial model: drop the option",
+       Origin::kTransformers, "TR-DPO's reference updates"},
+      {"use_weighting", kBool, "[false]", kRefused, "drop the option", Origin::kTransformers,
+       "WPO's weighting of the pairs"},
+      {"f_divergence_type", kText, "[\"reverse_kl\"]", kRefused, "drop the option (reverse KL is DPO's)",
+       Origin::kTransformers, "f-DPO's other divergences"},
+      {"generate_during_eval", kBool, "[false]", kNoEffect, "zerotune generates nothing while training"},
+      {"padding_value", kInt, "[null]", kNoEffect, "pairs are packed without padding, or padded with --padding"},
+      {"label_pad_token_id", kInt, "[-100]", kNoEffect, "the answers' labels are the only ones scored"},
   };
   return table;
 }

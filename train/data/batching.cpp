@@ -52,6 +52,12 @@ std::vector<BatchUnit> epoch_units(const std::vector<TokenizedSample>& samples, 
   return units;
 }
 
+std::vector<BatchUnit> pair_units(std::size_t pairs, std::uint64_t seed, std::int64_t epoch, bool shuffle) {
+  std::vector<BatchUnit> units;
+  for (std::size_t pair : epoch_order(pairs, seed, epoch, shuffle)) units.push_back({2 * pair, 2 * pair + 1});
+  return units;
+}
+
 std::vector<std::vector<std::size_t>> plan_epoch(const std::vector<TokenizedSample>& samples, std::int64_t batch_size,
                                                  std::int64_t max_length, bool packing, std::uint64_t seed,
                                                  std::int64_t epoch, bool shuffle) {

@@ -44,6 +44,11 @@ using BatchUnit = std::vector<std::size_t>;
 std::vector<BatchUnit> epoch_units(const std::vector<TokenizedSample>& samples, std::int64_t max_length, bool packing,
                                    std::uint64_t seed, std::int64_t epoch, bool shuffle = true);
 
+// Preference pairs (--stage dpo): samples 2i and 2i+1 are pair i's chosen and rejected
+// answers, one unit, so a micro-batch packs [c0, r0, c1, r1, ...]; the pairs in the order
+// shuffled by (seed, epoch) as epoch_units shuffles samples.
+std::vector<BatchUnit> pair_units(std::size_t pairs, std::uint64_t seed, std::int64_t epoch, bool shuffle = true);
+
 // The sample indices of each micro-batch of one epoch on one device: the epoch's units,
 // batch_size at a time.
 std::vector<std::vector<std::size_t>> plan_epoch(const std::vector<TokenizedSample>& samples, std::int64_t batch_size,

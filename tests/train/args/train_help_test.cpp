@@ -87,7 +87,8 @@ TEST(TrainHelp, DescribesStageAsItIsHandled) {
   const std::string stage = entry_of(training_arguments_help(), "stage");
   EXPECT_NE(stage.find("sft"), std::string::npos) << stage;
   EXPECT_NE(stage.find("pt (pre-training on plain text"), std::string::npos) << stage;
-  EXPECT_NE(stage.find("rm, ppo, dpo and kto are refused"), std::string::npos) << stage;
+  EXPECT_NE(stage.find("or dpo (preference training"), std::string::npos) << stage;
+  EXPECT_NE(stage.find("rm, ppo and kto are refused"), std::string::npos) << stage;
   EXPECT_EQ(stage.find("only"), std::string::npos) << "sft is not the only stage: " << stage;
 }
 

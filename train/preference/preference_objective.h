@@ -1,0 +1,70 @@
+// The loss of --stage dpo for the trainer: one micro-batch of pairs, packed [c0, r0, c1, r1, ...]
+// into one forward, scored by the policy (and the reference), through a preference loss
+// (preference_loss.h), with the head's gradients formed for backward
+// (models/sequence_log_probs.h); and TRL's log keys over the pairs since the last log entry.
+// The trainer's loop, accumulation, ZeRO engines and checkpoints are those of SFT: this only
+// replaces the token loss.
+#pragma once
+
+#include <functional>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "autograd/variable.h"
+#include "models/batch.h"
+#include "models/model.h"
+#include "models/sequence_log_probs.h"
+#include "train/preference/preference_loss.h"
+
+namespace zt::train {
+
+// Where the reference's log-probabilities come from.
+struct PreferenceReference {
+  enum class Kind {
+    kNone,         // orpo, simpo, reference_free: no reference
+    kAdaptersOff,  // LoRA and P-Tuning: the policy with its adapters switched off
+    kFrozenCopy,   // full and freeze: a frozen copy of the initial weights
+  };
+  Kind kind = Kind::kNone;
+  std::shared_ptr<const models::CausalLM> copy{};  // kFrozenCopy
+};
+
+struct PreferenceStep {
+  // Its backward gives the gradients of `loss_sum` (times the grad_scale its head's gradients
+  // were formed with, which the upstream gradient divides out, as the fused token loss's).
+  autograd::Variable surrogate;
+  double loss_sum = 0.0;  // the micro-batch's mean loss times its pairs
+};
+
+class PreferenceObjective {
+ public:
+  PreferenceObjective(PreferenceOptions options, PreferenceReference reference);
+
+  // `pairs` is the micro-batch's pair count: its sequences / 2, or 0 for a filler batch (no
+  // data, run for ZeRO's collectives), which adds nothing.
+  PreferenceStep forward(models::CausalLM& policy, const models::PackedBatch& batch, std::size_t pairs,
+                         double grad_scale);
+
+  // TRL's keys (rewards/*, logps/*, logits/*; LLaMA-Factory's sft_loss and odds_ratio_loss for
+  // orpo) over the pairs of every rank since the last call, which `sum` adds up; then starts
+  // again. Every rank calls it at the same step.
+  void log_metrics(nlohmann::json& entry, const std::function<double(double, const char*)>& sum);
+
+  const PreferenceOptions& options() const { return options_; }
+
+ private:
+  struct Totals {
+    double pairs = 0, chosen_rewards = 0, rejected_rewards = 0, accuracies = 0, chosen_logps = 0, rejected_logps = 0,
+           chosen_logits = 0, chosen_logit_count = 0, rejected_logits = 0, rejected_logit_count = 0, sft_loss = 0,
+           odds_ratio_loss = 0;
+  };
+  models::SequenceLogProbs reference_log_probs(models::CausalLM& policy, const models::PackedBatch& batch) const;
+  void add_to_totals(const PreferenceLoss& loss, const models::SequenceLogProbs& policy, std::int64_t vocab);
+
+  PreferenceOptions options_;
+  PreferenceReference reference_;
+  Totals totals_;
+};
+
+}  // namespace zt::train
