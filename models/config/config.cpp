@@ -79,7 +79,7 @@ ModelConfig parse_config(const nlohmann::ordered_json& json, const std::string& 
   detail::ConfigKeys keys(json, source);
   ModelConfig config;
   config.arch = architecture_of(keys);
-  detail::refuse_quantized(keys);
+  detail::read_quantization(keys, config);
   config.raw = json;
   config.source = source;
   if (config.arch == Architecture::kChatGlm)

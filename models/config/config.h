@@ -58,6 +58,11 @@ struct ModelConfig {
   std::vector<std::int64_t> eos_token_ids;
   std::string torch_dtype;  // as written ("bfloat16", ...); empty when absent
 
+  // bitsandbytes 4-bit weights (quantization_config: quant_method bitsandbytes, load_in_4bit):
+  // the decoder's linear weights are stored packed (models/quant/); false for dense weights.
+  bool bnb_4bit = false;
+  std::vector<std::string> bnb_skip_modules;  // llm_int8_skip_modules: modules left unquantized
+
   nlohmann::ordered_json raw;  // the file as read, key order kept, written back unchanged on save
   std::string source;          // the file it came from, for error messages
 

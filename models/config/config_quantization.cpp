@@ -1,7 +1,8 @@
 // A config.json that declares its weights quantized (quantization_config, as transformers'
-// quantizers write it; compression_config in older compressed-tensors files): its tensors are
-// packed integers, scales and zero points rather than the bf16/fp16/fp32 matrices zerotune
-// loads, so the model is refused here, naming the method, before any weight is read.
+// quantizers write it; compression_config in older compressed-tensors files). bitsandbytes'
+// 4-bit layout (QLoRA's "-bnb-4bit" checkpoints) loads through models/quant/; every other
+// method's tensors are packed integers, scales and zero points zerotune does not read, so the
+// model is refused here, naming the method, before any weight is read.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -83,18 +84,38 @@ std::optional<Quantization> declared_quantization(const ConfigKeys& keys) {
   return std::nullopt;
 }
 
+// bitsandbytes 4-bit: the packed weights carry their own quant states; the config says which
+// modules were left dense.
+void read_bnb_4bit(const ConfigKeys& keys, const char* key, ModelConfig& config) {
+  const ConfigKeys quantization(*keys.object(key), keys.source() + " " + key);
+  config.bnb_4bit = true;
+  const nlohmann::ordered_json* skip = nullptr;
+  const auto& object = *keys.object(key);
+  if (const auto found = object.find("llm_int8_skip_modules"); found != object.end()) skip = &*found;
+  if (skip == nullptr || skip->is_null()) return;
+  if (!skip->is_array()) quantization.fail("llm_int8_skip_modules must be a list of module names");
+  for (const auto& name : *skip) {
+    if (!name.is_string()) quantization.fail("llm_int8_skip_modules must be a list of module names");
+    config.bnb_skip_modules.push_back(name.get<std::string>());
+  }
+}
+
 }  // namespace
 
-void refuse_quantized(const ConfigKeys& keys) {
+void read_quantization(const ConfigKeys& keys, ModelConfig& config) {
   const std::optional<Quantization> declared = declared_quantization(keys);
   if (!declared) return;
   const std::string key = declared->key;
+  const nlohmann::ordered_json& quantization = *keys.object(key);
+  const bool four_bit = quantization.value("load_in_4bit", false) == true;
+  if (declared->method == "bitsandbytes" && four_bit) return read_bnb_4bit(keys, declared->key, config);
   const std::string what = declared->method.empty() ? "a method its " + key + " does not name"
-                                                    : described(*keys.object(key), declared->method) + " (" + key +
+                                                    : described(quantization, declared->method) + " (" + key +
                                                           ".quant_method '" + declared->method + "')";
   keys.fail("the model's weights are quantized with " + what +
-            "; zerotune loads, trains and runs unquantized bf16, fp16 or fp32 weights only: use the model this one "
-            "was quantized from (usually the same name without -GPTQ, -AWQ, -FP8, -Int4 or -bnb-4bit)");
+            "; zerotune loads unquantized bf16, fp16 or fp32 weights, and bitsandbytes 4-bit ones (load_in_4bit): use "
+            "the model this one was quantized from (usually the same name without -GPTQ, -AWQ, -FP8, -Int4 or "
+            "-bnb-8bit)");
 }
 
 }  // namespace zt::models::detail

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "autograd/grad_mode.h"
+#include "models/quant/quantized_checkpoint.h"
 #include "models/weights/hf_names.h"
 #include "models/weights/tensor_mismatches.h"
 #include "models/weights/weights.h"
@@ -47,6 +48,8 @@ std::string describe(const ModelConfig& config) {
 void load_weights(CausalLM& model, const std::string& path) {
   require_safetensors(path);
   SafetensorsCheckpoint checkpoint = SafetensorsCheckpoint::open(weights_file(path));
+  if (model.config().bnb_4bit)
+    return quant::load_bnb_4bit_weights(model, checkpoint, path, model.options().keep_4bit_weights);
   std::vector<std::string> problems = tensor_mismatches(
       model.named_parameters(), checkpoint,
       [&](const std::string& name) { return is_carried_buffer(name) || is_tied_head_copy(model.config(), name); });

@@ -2,6 +2,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <unordered_map>
 
 #include "models/weights/weights.h"
 #include "runtime/atomic_file.h"
@@ -67,10 +68,25 @@ void write_generation_config(const CausalLM& model, const std::string& dir) {
   write_file_atomically(target.string(), generation_config_from(model.config()).dump(2) + "\n");
 }
 
+// Each parameter's whole value. 4-bit base weights (models/quant/) exist whole only while their
+// layer is gathered: each is dequantized, kept, and its layer released.
+std::unordered_map<std::string, Tensor> whole_values(const CausalLM& model) {
+  std::unordered_map<std::string, Tensor> values;
+  ParameterGatherer* owned = model.owned_parameter_gatherer().get();
+  for (const ModuleParameters& module : model.modules()) {
+    GatheredModule gathered(owned, module.module);
+    for (const NamedParameter& p : module.parameters) values[p.name] = p.variable.data();
+  }
+  return values;
+}
+
 NamedTensors tensors_to_save(const CausalLM& model, const SaveOptions& options) {
   NamedTensors tensors;
-  for (const NamedParameter& p : model.named_parameters())
-    tensors.emplace_back(p.name, options.dtype ? p.variable.data().to(*options.dtype) : p.variable.data());
+  const std::unordered_map<std::string, Tensor> values = whole_values(model);
+  for (const NamedParameter& p : model.named_parameters()) {
+    const Tensor& value = values.at(p.name);
+    tensors.emplace_back(p.name, options.dtype ? value.to(*options.dtype) : value);
+  }
   for (const auto& buffer : model.buffers()) tensors.push_back(buffer);
   return tensors;
 }
@@ -84,7 +100,10 @@ void save_model(const CausalLM& model, const std::string& dir, const SaveOptions
   if (error) fail("cannot create the model folder '" + dir + "': " + error.message());
   // transformers refuses safetensors files whose metadata does not say format "pt".
   save_sharded_safetensors(dir, tensors_to_save(model, options), options.max_shard_bytes, {{"format", "pt"}});
-  write_file_atomically((fs::path(dir) / "config.json").string(), model.config().raw.dump(2) + "\n");
+  // The weights written are dense, whatever the checkpoint they were loaded from.
+  nlohmann::ordered_json config = model.config().raw;
+  if (model.config().bnb_4bit) config.erase("quantization_config");
+  write_file_atomically((fs::path(dir) / "config.json").string(), config.dump(2) + "\n");
   write_generation_config(model, dir);
   copy_companion_files(model.source_dir(), dir);
 }

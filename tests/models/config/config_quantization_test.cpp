@@ -1,6 +1,7 @@
 // A config.json that declares quantized weights is refused naming the method, with the
 // quantization_config blocks the published quantized models carry (GPTQ and AWQ Qwen2.5, a
-// bitsandbytes save, Qwen3's FP8, EETQ, HQQ, compressed-tensors): never read as if unquantized.
+// bitsandbytes 8-bit save, Qwen3's FP8, EETQ, HQQ, compressed-tensors): never read as if
+// unquantized. bitsandbytes 4-bit is read (models/quant/ loads its weights).
 #include <gtest/gtest.h>
 
 #include "models/config/config.h"
@@ -33,10 +34,6 @@ TEST(QuantizedConfig, EachMethodIsRefusedByName) {
       {R"({"bits": 4, "group_size": 128, "modules_to_not_convert": null, "quant_method": "awq",
            "version": "gemm", "zero_point": true})",
        "AWQ 4-bit (quantization_config.quant_method 'awq')"},
-      {R"({"_load_in_4bit": true, "_load_in_8bit": false, "bnb_4bit_compute_dtype": "bfloat16",
-           "bnb_4bit_quant_type": "nf4", "bnb_4bit_use_double_quant": true, "load_in_4bit": true,
-           "load_in_8bit": false, "quant_method": "bitsandbytes"})",
-       "bitsandbytes 4-bit nf4 (quantization_config.quant_method 'bitsandbytes')"},
       {R"({"load_in_8bit": true, "llm_int8_threshold": 6.0, "quant_method": "bitsandbytes"})", "bitsandbytes 8-bit"},
       {R"({"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8", "weight_block_size": [128, 128]})",
        "FP8 (quantization_config.quant_method 'fp8')"},
@@ -48,13 +45,13 @@ TEST(QuantizedConfig, EachMethodIsRefusedByName) {
        "compressed-tensors (quantization_config.quant_method 'compressed-tensors')"},
       {R"({"quant_method": "some_new_method"})", "some_new_method (quantization_config.quant_method"},
       // bitsandbytes as transformers saved it before quant_method was written.
-      {R"({"load_in_4bit": true, "bnb_4bit_quant_type": "fp4"})", "bitsandbytes 4-bit fp4"},
+      {R"({"load_in_8bit": true})", "bitsandbytes 8-bit"},
       {R"({"bits": "four"})", "a method its quantization_config does not name"},
   };
   for (const Declared& method : methods) {
     const std::string msg = error_with("quantization_config", method.block);
     expect_mentions(msg, {"Qwen2.5-7B-Instruct-q/config.json: the model's weights are quantized with ", method.named,
-                          "zerotune loads, trains and runs unquantized bf16, fp16 or fp32 weights only",
+                          "zerotune loads unquantized bf16, fp16 or fp32 weights, and bitsandbytes 4-bit ones",
                           "use the model this one was quantized from"});
   }
 }
@@ -69,6 +66,26 @@ TEST(QuantizedConfig, NullIsUnquantizedAndAMalformedBlockNamesTheKey) {
   config["quantization_config"] = nullptr;
   EXPECT_EQ(parse_config(config, "config.json").arch, Architecture::kQwen2);
   expect_mentions(error_with("quantization_config", R"("gptq")"), {"key 'quantization_config' must be an object"});
+}
+
+TEST(QuantizedConfig, BitsandbytesFourBitIsRead) {
+  ordered_json config = tiny_config_json(Architecture::kQwen2);
+  EXPECT_FALSE(parse_config(config, "config.json").bnb_4bit);
+  config["quantization_config"] = ordered_json::parse(
+      R"({"_load_in_4bit": true, "_load_in_8bit": false, "bnb_4bit_compute_dtype": "bfloat16",
+          "bnb_4bit_quant_type": "nf4", "bnb_4bit_use_double_quant": true, "load_in_4bit": true,
+          "load_in_8bit": false, "llm_int8_skip_modules": ["lm_head", "mlp.down_proj"],
+          "quant_method": "bitsandbytes"})");
+  const ModelConfig read = parse_config(config, "config.json");
+  EXPECT_TRUE(read.bnb_4bit);
+  EXPECT_EQ(read.bnb_skip_modules, (std::vector<std::string>{"lm_head", "mlp.down_proj"}));
+  // Saved before transformers wrote quant_method.
+  config["quantization_config"] = ordered_json::parse(R"({"load_in_4bit": true, "bnb_4bit_quant_type": "fp4"})");
+  EXPECT_TRUE(parse_config(config, "config.json").bnb_4bit);
+  config["quantization_config"] =
+      ordered_json::parse(R"({"load_in_4bit": true, "quant_method": "bitsandbytes", "llm_int8_skip_modules": "x"})");
+  expect_mentions(error_of([&] { parse_config(config, "config.json"); }),
+                  {"quantization_config", "llm_int8_skip_modules must be a list of module names"});
 }
 
 // An unsupported family is named first: a quantized Llama is refused for being a Llama.

@@ -1,0 +1,98 @@
+#include "models/quant/quantized_linears.h"
+
+#include "models/weights/hf_names.h"
+#include "runtime/error.h"
+
+namespace zt::models::quant {
+namespace {
+
+constexpr int kLinearSlots[] = {kQkv, kQ, kK, kV, kO, kGateUp, kGate, kUp, kDown};
+
+void set_empty(const Variable& variable, DType dtype, Device device) {
+  variable.impl()->data = Tensor::empty({0}, dtype, device);
+}
+
+}  // namespace
+
+QuantizedLinears::QuantizedLinears(std::vector<Entry> entries, DType compute_dtype)
+    : entries_(std::move(entries)), compute_dtype_(compute_dtype) {
+  for (std::size_t i = 0; i < entries_.size(); ++i) {
+    const auto layer = static_cast<std::size_t>(entries_[i].layer);
+    if (by_layer_.size() <= layer) by_layer_.resize(layer + 1);
+    by_layer_[layer].push_back(i);
+  }
+  users_.assign(by_layer_.size(), 0);
+  for (const Entry& e : entries_) set_empty(e.variable, compute_dtype_, e.weight.device());
+}
+
+void QuantizedLinears::gather(const ModuleRef& module) {
+  if (module.kind != ModuleKind::kLayer || module.layer >= static_cast<std::int64_t>(by_layer_.size())) return;
+  const auto layer = static_cast<std::size_t>(module.layer);
+  if (users_[layer]++ > 0) return;
+  for (std::size_t i : by_layer_[layer]) {
+    const Entry& e = entries_[i];
+    Tensor dense = e.weight.dequantize(e.weight.state.dtype);
+    // bitsandbytes dequantizes to the dtype it quantized from, then casts to the compute dtype.
+    e.variable.impl()->data = dense.dtype() == compute_dtype_ ? dense : dense.to(compute_dtype_);
+  }
+}
+
+void QuantizedLinears::release(const ModuleRef& module) {
+  if (module.kind != ModuleKind::kLayer || module.layer >= static_cast<std::int64_t>(by_layer_.size())) return;
+  const auto layer = static_cast<std::size_t>(module.layer);
+  ZT_REQUIRE(users_[layer] > 0, "4-bit weights: " + module_name(module) + " was released more often than gathered");
+  if (--users_[layer] > 0) return;
+  for (std::size_t i : by_layer_[layer]) set_empty(entries_[i].variable, compute_dtype_, entries_[i].weight.device());
+}
+
+std::int64_t QuantizedLinears::nbytes() const {
+  std::int64_t total = 0;
+  for (const Entry& e : entries_) total += e.weight.nbytes();
+  return total;
+}
+
+bool is_quantizable_linear(const ModelConfig& config, const std::string& parameter_name) {
+  const ParameterLayout layout = parameter_layout(config);
+  for (const LayerSpecs& specs : layout.layers)
+    for (int slot : kLinearSlots)
+      if (specs[slot] && specs[slot]->name == parameter_name) return true;
+  return false;
+}
+
+bool is_skipped_module(const std::string& parameter_name, const std::vector<std::string>& skip_modules) {
+  const std::string module = parameter_name.ends_with(".weight")
+                                 ? parameter_name.substr(0, parameter_name.size() - std::string(".weight").size())
+                                 : parameter_name;
+  for (const std::string& skip : skip_modules) {
+    if (skip.empty()) continue;
+    if (module == skip || module.ends_with("." + skip) || module.find(skip + ".") != std::string::npos) return true;
+  }
+  return false;
+}
+
+std::int64_t quantize_linears(CausalLM& model, const Quant4Options& options,
+                              const std::vector<std::string>& skip_modules) {
+  ZT_REQUIRE(model.parameter_gatherer() == nullptr,
+             "4-bit base weights cannot be combined with ZeRO stage 3 (both partition the model's weights): "
+             "use ZeRO stage 0-2, or drop --quantization_bit");
+  std::vector<QuantizedLinears::Entry> entries;
+  const ParameterLayout layout = parameter_layout(model.config());
+  for (std::size_t layer = 0; layer < layout.layers.size(); ++layer)
+    for (int slot : kLinearSlots) {
+      const std::optional<ParamSpec>& spec = layout.layers[layer][slot];
+      if (!spec || is_skipped_module(spec->name, skip_modules)) continue;
+      const Variable& variable = model.parameter(spec->name);
+      ZT_REQUIRE(!variable.requires_grad(),
+                 "'" + spec->name +
+                     "' is trained, but 4-bit weights are frozen: train LoRA on a 4-bit base "
+                     "(--finetuning_type lora)");
+      entries.push_back({static_cast<std::int64_t>(layer), spec->name, variable,
+                         quantize_weight(variable.data(), options, spec->name)});
+    }
+  auto linears = std::make_shared<QuantizedLinears>(std::move(entries), model.dtype());
+  const std::int64_t bytes = linears->nbytes();
+  model.own_parameter_gatherer(std::move(linears));
+  return bytes;
+}
+
+}  // namespace zt::models::quant

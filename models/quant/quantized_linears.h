@@ -1,0 +1,58 @@
+// A model's frozen linear weights held in 4 bits (QLoRA's base), dequantized one layer at a
+// time. It is the model's parameter gatherer (models/parameter_gatherer.h): between uses every
+// quantized weight's Variable holds an empty tensor; gather(layer i) dequantizes that layer's
+// weights into them (the model's dtype, on its device), release(layer i) lets them go. A layer
+// that records gradients runs as gathered_checkpoint, recomputed in backward from the 4-bit
+// weights (as --gradient_checkpointing does): at most one layer's weights exist whole at a time,
+// and the weights get no gradient (they are frozen; LoRA beside them trains).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "models/model.h"
+#include "models/quant/quantized_weight.h"
+
+namespace zt::models::quant {
+
+class QuantizedLinears : public ParameterGatherer {
+ public:
+  struct Entry {
+    std::int64_t layer = 0;
+    std::string name;  // the parameter's checkpoint name
+    Variable variable;
+    Quant4Weight weight;
+  };
+  QuantizedLinears(std::vector<Entry> entries, DType compute_dtype);
+
+  void gather(const ModuleRef& module) override;
+  void release(const ModuleRef& module) override;
+
+  const std::vector<Entry>& entries() const { return entries_; }
+  std::int64_t nbytes() const;  // the 4-bit weights with their scales
+
+ private:
+  std::vector<Entry> entries_;
+  std::vector<std::vector<std::size_t>> by_layer_;
+  std::vector<int> users_;  // gathers not yet released, per layer
+  DType compute_dtype_;
+};
+
+// The decoder layers' linear weights (attention q, k, v, o, MLP gate, up, down, or their fused
+// forms), by parameter name: what bitsandbytes replaces (every nn.Linear but the LM head);
+// embeddings, norms and biases stay as they are.
+bool is_quantizable_linear(const ModelConfig& config, const std::string& parameter_name);
+
+// transformers' llm_int8_skip_modules: `name` (a parameter) belongs to a module listed there.
+bool is_skipped_module(const std::string& parameter_name, const std::vector<std::string>& skip_modules);
+
+// Quantizes the model's quantizable linear weights (but those of skipped modules) as
+// bitsandbytes would, frees their dense values and makes the result the model's gatherer
+// (CausalLM::own_parameter_gatherer). The weights must be frozen and no gatherer set yet.
+// Returns the bytes the 4-bit weights hold.
+std::int64_t quantize_linears(CausalLM& model, const Quant4Options& options,
+                              const std::vector<std::string>& skip_modules = {});
+
+}  // namespace zt::models::quant
