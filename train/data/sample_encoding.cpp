@@ -43,42 +43,24 @@ std::vector<Turn> turns_of(const models::EncodedConversation& encoded, std::size
   return turns;
 }
 
-// An encoded conversation: its ids and labels, its turns, and how many ids at its end a cut
-// keeps (LLaMA-Factory's efficient eos, appended after its cut).
-struct EncodedSample {
-  TokenizedSample sample;
-  std::vector<Turn> turns;
-  std::size_t kept_tail = 0;
-};
-
-EncodedSample encode_conversation(const Conversation& conversation, const EncodeSettings& settings) {
+EncodedChatSample encode_conversation(const Conversation& conversation, const models::ChatTemplate& chat_template,
+                                      const models::Tokenizer& tokenizer, bool train_on_prompt) {
   const models::EncodedConversation encoded =
-      settings.chat_template.encode(settings.tokenizer, conversation.messages, false, conversation.tools);
-  EncodedSample out;
+      chat_template.encode(tokenizer, conversation.messages, false, conversation.tools);
+  EncodedChatSample out;
   const std::vector<std::int64_t> labels = encoded.labels();
   for (std::size_t i = 0; i < encoded.ids.size(); ++i) {
     out.sample.ids.push_back(encoded.ids[i]);
-    out.sample.labels.push_back(settings.options.train_on_prompt ? encoded.ids[i]
-                                                                 : static_cast<std::int32_t>(labels[i]));
+    out.sample.labels.push_back(train_on_prompt ? encoded.ids[i] : static_cast<std::int32_t>(labels[i]));
   }
   out.kept_tail = encoded.kept_tail;
   out.turns = turns_of(encoded, encoded.ids.size() - encoded.kept_tail);
   return out;
 }
 
-// The same, with a template's refusal (a role or tools it has no place for) naming the sample.
-EncodedSample encode_sample(const Conversation& conversation, const EncodeSettings& settings) {
-  try {
-    return encode_conversation(conversation, settings);
-  } catch (const Error& e) {
-    if (conversation.source.empty()) throw;
-    fail(conversation.source + ": " + e.what());
-  }
-}
-
 // A conversation over max_length cut turn by turn within what its kept tail leaves, then the
 // tail: LLaMA-Factory counts its efficient eos before the turns and appends it after them.
-TokenizedSample cut_conversation(const EncodedSample& encoded, std::size_t max_length, CutTokens& cut) {
+TokenizedSample cut_conversation(const EncodedChatSample& encoded, std::size_t max_length, CutTokens& cut) {
   const TokenizedSample& whole = encoded.sample;
   const std::size_t body = whole.ids.size() - encoded.kept_tail;
   TokenizedSample head;
@@ -96,11 +78,12 @@ TokenizedSample cut_conversation(const EncodedSample& encoded, std::size_t max_l
 std::optional<TokenizedSample> encode_one(const Dataset& dataset, std::size_t s, const EncodeSettings& settings,
                                           EncodedDataset& out) {
   const auto max_length = static_cast<std::size_t>(settings.options.max_length);
-  EncodedSample encoded;
+  EncodedChatSample encoded;
   if (dataset.format == DataFormat::kText)
     encoded.sample = encode_text(dataset.texts[s], settings.tokenizer);
   else
-    encoded = encode_sample(dataset.samples[s], settings);
+    encoded = encode_chat_sample(dataset.samples[s], settings.chat_template, settings.tokenizer,
+                                 settings.options.train_on_prompt);
   TokenizedSample& sample = encoded.sample;
   if (sample.ids.size() <= max_length) return std::move(sample);
   if (settings.options.overlong == Overlong::kSkip) {
@@ -133,6 +116,42 @@ void encode_range(const Dataset& dataset, std::size_t begin, std::size_t end, co
 }
 
 }  // namespace
+
+EncodedChatSample encode_chat_sample(const Conversation& conversation, const models::ChatTemplate& chat_template,
+                                     const models::Tokenizer& tokenizer, bool train_on_prompt) {
+  try {
+    return encode_conversation(conversation, chat_template, tokenizer, train_on_prompt);
+  } catch (const Error& e) {
+    if (conversation.source.empty()) throw;
+    fail(conversation.source + ": " + e.what());
+  }
+}
+
+std::size_t encoding_parts(std::size_t count, int workers) {
+  ZT_REQUIRE(workers >= 0, "encoding: workers is " + std::to_string(workers) + "; it must be >= 0");
+  return std::clamp<std::size_t>(static_cast<std::size_t>(workers), 1, std::max<std::size_t>(count, 1));
+}
+
+void run_in_parts(std::size_t count, std::size_t parts,
+                  const std::function<void(std::size_t part, std::size_t begin, std::size_t end)>& work) {
+  if (parts == 1) {
+    work(0, 0, count);
+    return;
+  }
+  std::vector<std::exception_ptr> errors(parts);
+  std::vector<std::thread> threads;
+  for (std::size_t p = 0; p < parts; ++p)
+    threads.emplace_back([&, p] {
+      try {
+        work(p, count * p / parts, count * (p + 1) / parts);
+      } catch (...) {
+        errors[p] = std::current_exception();
+      }
+    });
+  for (std::thread& thread : threads) thread.join();
+  for (const std::exception_ptr& error : errors)
+    if (error) std::rethrow_exception(error);  // the first sample's error, as one thread would report
+}
 
 TokenizedSample encode_text(const std::string& text, const models::Tokenizer& tokenizer) {
   TokenizedSample sample;
@@ -171,8 +190,6 @@ std::int32_t padding_token(const models::Tokenizer& tokenizer) {
 
 EncodedDataset encode_dataset(const Dataset& dataset, const models::ChatTemplate& chat_template,
                               const models::Tokenizer& tokenizer, const EncodeOptions& options) {
-  const int workers = options.workers;
-  ZT_REQUIRE(workers >= 0, "encode_dataset: workers is " + std::to_string(workers) + "; it must be >= 0");
   ZT_REQUIRE(options.max_length > 1,
              "encode_dataset: max_length is " + std::to_string(options.max_length) + "; it must be > 1");
   if (options.train_on_prompt && dataset.format != DataFormat::kText)
@@ -180,28 +197,11 @@ EncodedDataset encode_dataset(const Dataset& dataset, const models::ChatTemplate
       fail("--train_on_prompt: " + refusal);
   const EncodeSettings settings{chat_template, tokenizer, options};
   const std::size_t count = dataset.size();
-  const std::size_t parts =
-      std::clamp<std::size_t>(static_cast<std::size_t>(workers), 1, std::max<std::size_t>(count, 1));
-  if (parts == 1) {
-    EncodedDataset out;
-    encode_range(dataset, 0, count, settings, out);
-    return out;
-  }
   // Contiguous ranges, concatenated in order afterwards, keep the samples' order.
-  std::vector<EncodedDataset> results(parts);
-  std::vector<std::exception_ptr> errors(parts);
-  std::vector<std::thread> threads;
-  for (std::size_t p = 0; p < parts; ++p)
-    threads.emplace_back([&, p] {
-      try {
-        encode_range(dataset, count * p / parts, count * (p + 1) / parts, settings, results[p]);
-      } catch (...) {
-        errors[p] = std::current_exception();
-      }
-    });
-  for (std::thread& thread : threads) thread.join();
-  for (const std::exception_ptr& error : errors)
-    if (error) std::rethrow_exception(error);  // the first sample's error, as one thread would report
+  std::vector<EncodedDataset> results(encoding_parts(count, options.workers));
+  run_in_parts(count, results.size(), [&](std::size_t part, std::size_t begin, std::size_t end) {
+    encode_range(dataset, begin, end, settings, results[part]);
+  });
   EncodedDataset out;
   for (EncodedDataset& part : results) {
     out.truncated += part.truncated;

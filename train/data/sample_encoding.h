@@ -10,6 +10,7 @@
 // result is the same, in the same order.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,25 @@ struct EncodedDataset {
   std::size_t skipped = 0;    // samples over max_length left out (Overlong::kSkip)
   std::size_t dropped = 0;    // samples left with no label to learn from
 };
+
+// A conversation encoded as supervised fine-tuning trains it: ids and labels (the ids
+// everywhere with `train_on_prompt`), its turns for a cut, and how many ids at its end a cut
+// keeps (LLaMA-Factory's efficient eos, appended after its cut). A template's refusal (a role
+// or tools it has no place for) names the sample. The preference encoder builds on it.
+struct EncodedChatSample {
+  TokenizedSample sample;
+  std::vector<Turn> turns;
+  std::size_t kept_tail = 0;
+};
+EncodedChatSample encode_chat_sample(const Conversation& conversation, const models::ChatTemplate& chat_template,
+                                     const models::Tokenizer& tokenizer, bool train_on_prompt);
+
+// How many contiguous parts `count` samples are encoded in with `workers` threads (0: one
+// part, on the calling thread); run_in_parts runs work(part, begin, end) for each, on its own
+// thread when there are several, and rethrows the first part's error.
+std::size_t encoding_parts(std::size_t count, int workers);
+void run_in_parts(std::size_t count, std::size_t parts,
+                  const std::function<void(std::size_t part, std::size_t begin, std::size_t end)>& work);
 
 // Tokenizers and chat templates are immutable once loaded (a byte-level BPE's cache of
 // merged pieces is locked, regex match data is per thread), so the workers share them.

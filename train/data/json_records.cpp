@@ -1,0 +1,86 @@
+#include "train/data/json_records.h"
+
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+
+#include "runtime/error.h"
+#include "runtime/json_text.h"
+
+namespace zt::train {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+// What makes a record more than text, as LLaMA-Factory lays multimodal data out: a non-empty
+// `images`, `videos` or `audios` list, or a message content part that is not text.
+std::optional<std::string> media_of(const json& record) {
+  if (!record.is_object()) return std::nullopt;
+  for (const char* key : {"images", "videos", "audios"})
+    if (record.contains(key) && record[key].is_array() && !record[key].empty())
+      return std::string("\"").append(key).append("\"");
+  for (const char* list : {"messages", "conversations"}) {
+    if (!record.contains(list) || !record[list].is_array()) continue;
+    for (const json& turn : record[list])
+      for (const char* key : {"content", "value"})
+        if (turn.is_object() && turn.contains(key) && turn[key].is_array())
+          for (const json& part : turn[key])
+            if (part.is_object() && part.value("type", "") != "text")
+              return "content parts of type " + part.value("type", json("(none)")).dump();
+  }
+  return std::nullopt;
+}
+
+std::vector<JsonRecord> read_json_lines(std::string_view text, const std::string& path) {
+  std::vector<JsonRecord> records;
+  std::istringstream in{std::string(text)};
+  std::string line;
+  for (std::size_t number = 1; std::getline(in, line); ++number) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    records.push_back({parse_json<json>(line, path, nullptr, number), number});
+  }
+  return records;
+}
+
+}  // namespace
+
+std::vector<JsonRecord> read_json_records(std::string_view text, const std::string& path) {
+  const std::size_t start = text.find_first_not_of(" \t\r\n");
+  if (start == std::string_view::npos || text[start] != '[') return read_json_lines(text, path);
+  json array = parse_json<json>(text, path);
+  std::vector<JsonRecord> records;
+  for (json& record : array) records.push_back({std::move(record), 0});
+  return records;
+}
+
+std::string read_data_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  ZT_REQUIRE(in, "cannot read the data file " + path + ": check the path");
+  return {(std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()};
+}
+
+void refuse_media(const std::vector<JsonRecord>& records, const std::string& path) {
+  struct Count {
+    std::size_t samples = 0;
+    std::size_t first = 0;
+  };
+  std::map<std::string, Count> counts;
+  std::size_t with_media = 0;
+  for (std::size_t i = 0; i < records.size(); ++i)
+    if (std::optional<std::string> media = media_of(records[i].value)) {
+      Count& count = counts[*media];
+      if (count.samples++ == 0) count.first = i;
+      ++with_media;
+    }
+  if (counts.empty()) return;
+  std::string found;
+  for (const auto& [what, count] : counts)
+    found += (found.empty() ? "" : "; ") + what + " in " + std::to_string(count.samples) + ", the first sample " +
+             std::to_string(count.first);
+  fail(path + ": " + std::to_string(with_media) + " of " + std::to_string(records.size()) +
+       " samples carry images, videos or audio (" + found +
+       "); zerotune trains on text only: remove those samples, or the key where the text does not refer to the media");
+}
+
+}  // namespace zt::train
