@@ -3,8 +3,8 @@
 # 60), as many at once as there are cores, each from a temporary copy of its seed corpus
 # fuzz/corpus/<target>/ so the repo does not grow. Exits non-zero on any finding; crashing
 # inputs are kept in <build>/findings/<target>/ with the fuzzer's log, to reproduce with
-# `<build>/<target> FILE`. The last line is the verdict: "fuzz: 13 targets, 20 s each, no
-# crash", or which targets failed and where their inputs are. Thirteen targets at 20 s take
+# `<build>/<target> FILE`. The last line is the verdict: "fuzz: 14 targets, 20 s each, no
+# crash", or which targets failed and where their inputs are. Fourteen targets at 20 s take
 # about two and a half minutes on two cores once built.
 #
 #   scripts/fuzz.sh [SECONDS]        environment: ZT_FUZZ_BUILD_DIR (default build-fuzz),

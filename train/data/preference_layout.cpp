@@ -1,0 +1,278 @@
+#include "train/data/preference_layout.h"
+
+#include <utility>
+
+#include "runtime/error.h"
+
+namespace zt::train {
+namespace {
+
+using json = nlohmann::ordered_json;
+using models::ChatMessage;
+
+// The record's value under `key`; null when the column is unnamed or the record lacks it.
+const json& column(const json& record, const std::string& key) {
+  static const json absent;
+  return key.empty() || !record.is_object() || !record.contains(key) ? absent : record[key];
+}
+
+// Moves the last turn of a conversation read with the answer appended out as that answer;
+// refused when it says nothing.
+ChatMessage take_answer(Conversation& conversation, const std::string& side, const SampleSource& where) {
+  ChatMessage answer = std::move(conversation.messages.back());
+  conversation.messages.pop_back();
+  ZT_REQUIRE(!answer.content.empty() || !answer.tool_calls.empty(),
+             where.str() + ": the answer \"" + side +
+                 "\" is empty; a pair needs two answers: fill it in or drop "
+                 "the record");
+  return answer;
+}
+
+std::string string_answer(const json& record, const std::string& key, const SampleSource& where) {
+  const json& value = column(record, key);
+  ZT_REQUIRE(!value.is_null(), where.str() + " has no \"" + key + "\"; a preference record holds two answers");
+  ZT_REQUIRE(value.is_string(),
+             where.str() + ": \"" + key + "\" must be a string (the answer), got " + value.dump().substr(0, 200));
+  ZT_REQUIRE(!value.get<std::string>().empty(), where.str() + ": the answer \"" + key +
+                                                    "\" is empty; a pair needs two answers: fill it in or drop the "
+                                                    "record");
+  return value.get<std::string>();
+}
+
+// LLaMA-Factory's alpaca ranking, rewritten into an alpaca sample answered by `chosen`.
+PreferenceConversation from_alpaca_ranking(const json& record, const RankingColumns& columns,
+                                           const SampleSource& where) {
+  json sample = json::object();
+  const std::pair<const std::string*, const char*> keys[] = {{&columns.prompt, "instruction"},
+                                                             {&columns.query, "input"},
+                                                             {&columns.system, "system"},
+                                                             {&columns.history, "history"},
+                                                             {&columns.tools, "tools"}};
+  for (const auto& [from, to] : keys)
+    if (const json& value = column(record, *from); !value.is_null()) sample[to] = value;
+  ZT_REQUIRE(sample.contains("instruction"), where.str() + " has no \"" + columns.prompt + "\", the instruction");
+  sample["output"] = string_answer(record, columns.chosen, where);
+  const std::string rejected = string_answer(record, columns.rejected, where);
+  PreferenceConversation pair;
+  pair.prompt = from_alpaca(sample, where);
+  pair.chosen = take_answer(pair.prompt, columns.chosen, where);
+  pair.rejected = {"assistant", rejected};
+  return pair;
+}
+
+// A turn of a dataset_info.json entry with its own tags, in the SFT reader's OpenAI layout.
+json retagged(const json& turn, const RankingColumns& columns, const SampleSource& where) {
+  ZT_REQUIRE(turn.is_object(), where.str() + ": every message must be an object, got " + turn.dump().substr(0, 200));
+  const json& speaker = column(turn, columns.role_tag);
+  const std::pair<const std::string*, const char*> roles[] = {{&columns.user_tag, "user"},
+                                                              {&columns.assistant_tag, "assistant"},
+                                                              {&columns.observation_tag, "tool"},
+                                                              {&columns.function_tag, "function_call"},
+                                                              {&columns.system_tag, "system"}};
+  json out = turn;
+  out.erase(columns.role_tag);
+  out.erase(columns.content_tag);
+  for (const auto& [tag, role] : roles)
+    if (speaker.is_string() && !tag->empty() && speaker == *tag) out["role"] = role;
+  ZT_REQUIRE(out.contains("role"), where.str() + ": a message's \"" + columns.role_tag + "\" is " + speaker.dump() +
+                                       ", none of the entry's tags (user " + columns.user_tag + ", assistant " +
+                                       columns.assistant_tag + ", observation " + columns.observation_tag +
+                                       ", function " + columns.function_tag + ", system " + columns.system_tag +
+                                       "): fix the record or the entry's \"tags\"");
+  out["content"] = column(turn, columns.content_tag);
+  return out;
+}
+
+bool speaks_as(const json& turn, std::initializer_list<const char*> speakers) {
+  for (const char* key : {"from", "role"})
+    if (turn.is_object() && turn.contains(key) && turn[key].is_string())
+      for (const char* speaker : speakers)
+        if (turn[key] == speaker) return true;
+  return false;
+}
+
+// LLaMA-Factory's ShareGPT ranking: the prompt's turns, then each answer appended as the last
+// turn of a ShareGPT sample. With `columns` the keys and speakers are the entry's, rewritten
+// into OpenAI's; without, the record is read as the SFT reader reads ShareGPT and OpenAI turns.
+PreferenceConversation from_sharegpt_ranking(const json& record, const RankingColumns* columns,
+                                             const SampleSource& where) {
+  const std::string list_key = columns ? columns->messages : record.contains("messages") ? "messages" : "conversations";
+  const std::string chosen_key = columns ? columns->chosen : "chosen";
+  const std::string rejected_key = columns ? columns->rejected : "rejected";
+  const json& turns = column(record, list_key);
+  ZT_REQUIRE(turns.is_array() && !turns.empty(),
+             where.str() + ": \"" + list_key + "\" must be a non-empty list of the prompt's turns");
+  // The SFT reader's ShareGPT sample: OpenAI's turns where the entry's were rewritten.
+  const std::string sample_key = !columns && list_key == "conversations" ? "conversations" : "messages";
+  json sample = json::object();
+  json& prompt = sample[sample_key] = json::array();
+  for (const json& turn : turns) prompt.push_back(columns ? retagged(turn, *columns, where) : turn);
+  // A system turn first is the system prompt, as LLaMA-Factory takes it before the column.
+  if (const json& system = column(record, columns ? columns->system : "system");
+      !system.is_null() && !speaks_as(prompt[0], {"system"}))
+    sample["system"] = system;
+  if (const json& tools = column(record, columns ? columns->tools : "tools"); !tools.is_null()) sample["tools"] = tools;
+
+  PreferenceConversation pair;
+  for (const std::string* side : {&chosen_key, &rejected_key}) {
+    const json& answer = column(record, *side);
+    ZT_REQUIRE(answer.is_object(), where.str() + ": \"" + *side +
+                                       "\" must be one message, {\"from\": \"gpt\", \"value\": ...} or {\"role\": "
+                                       "\"assistant\", \"content\": ...}, got " +
+                                       answer.dump().substr(0, 200));
+    json one = sample;
+    one[sample_key].push_back(columns ? retagged(answer, *columns, where) : answer);
+    ZT_REQUIRE(speaks_as(one[sample_key].back(), {"gpt", "assistant", "model", "function_call"}),
+               where.str() + ": \"" + *side + "\" must be the assistant's message (or a function call), got " +
+                   answer.dump().substr(0, 200));
+    Conversation conversation = from_sharegpt(one, where);
+    ChatMessage message = take_answer(conversation, *side, where);
+    (side == &chosen_key ? pair.chosen : pair.rejected) = std::move(message);
+    pair.prompt = std::move(conversation);
+  }
+  return pair;
+}
+
+bool conversational(const json& value) { return value.is_array(); }
+
+// The byte where a string's code point starts, at or before `at`.
+std::size_t code_point_start(const std::string& text, std::size_t at) {
+  while (at > 0 && at < text.size() && (static_cast<unsigned char>(text[at]) & 0xC0) == 0x80) --at;
+  return at;
+}
+
+// TRL's extract_prompt: the prompt both answers start with, taken off them. The first place
+// they differ ends it (one element back when one answer is the other's start); for text a space
+// just before that place goes to the answers.
+std::size_t shared_prompt_length(const json& chosen, const json& rejected) {
+  if (conversational(chosen)) {
+    const std::size_t n = std::min(chosen.size(), rejected.size());
+    std::size_t at = 0;
+    while (at < n && chosen[at] == rejected[at]) ++at;
+    return at == n && n > 0 ? n - 1 : at;
+  }
+  const std::string& a = chosen.get_ref<const std::string&>();
+  const std::string& b = rejected.get_ref<const std::string&>();
+  const std::size_t n = std::min(a.size(), b.size());
+  std::size_t at = 0;
+  while (at < n && a[at] == b[at]) ++at;
+  if (at == n) return n > 0 ? code_point_start(a, n - 1) : 0;
+  at = code_point_start(a, at);
+  if (at > 0 && a[at - 1] == ' ') --at;
+  return at;
+}
+
+// Elements (or bytes of text) [from, to) of `value`, `to` past the end taken as its end.
+json slice(const json& value, std::size_t from, std::size_t to) {
+  if (!conversational(value)) return value.get<std::string>().substr(from, to - from);
+  json out = json::array();
+  for (std::size_t i = from; i < to && i < value.size(); ++i) out.push_back(value[i]);
+  return out;
+}
+
+// A TRL answer given as a list of messages: the one assistant message after the prompt.
+json one_answer(const json& messages, const char* side, const SampleSource& where) {
+  ZT_REQUIRE(messages.size() == 1, where.str() + ": \"" + side + "\" holds " + std::to_string(messages.size()) +
+                                       " messages after the prompt; zerotune trains one answer per side: keep the "
+                                       "one assistant message, or move earlier turns into \"prompt\"");
+  return messages[0];
+}
+
+// TRL's preference layout: prompt, chosen and rejected as text (a user turn and its answers)
+// or as lists of messages; without a prompt of the answers' kind, the prompt the answers share.
+PreferenceConversation from_trl(const json& record, const SampleSource& where) {
+  const json& chosen = column(record, "chosen");
+  const json& rejected = column(record, "rejected");
+  for (const auto& [value, side] : {std::pair{&chosen, "chosen"}, std::pair{&rejected, "rejected"}})
+    ZT_REQUIRE(
+        value->is_string() || value->is_array(),
+        where.str() + ": \"" + side + "\" must be a string or a list of messages, got " + value->dump().substr(0, 200));
+  ZT_REQUIRE(conversational(chosen) == conversational(rejected),
+             where.str() + ": \"chosen\" and \"rejected\" must both be strings or both lists of messages");
+  json prompt = column(record, "prompt"), chosen_part = chosen, rejected_part = rejected;
+  const bool explicit_prompt =
+      (prompt.is_string() || prompt.is_array()) && conversational(prompt) == conversational(chosen);
+  if (!explicit_prompt) {  // TRL's maybe_extract_prompt
+    const std::size_t length = shared_prompt_length(chosen, rejected);
+    ZT_REQUIRE(length > 0, where.str() + ": \"chosen\" and \"rejected\" share no prompt; give it as \"prompt\"");
+    prompt = slice(chosen, 0, length);
+    chosen_part = slice(chosen, length, std::string::npos);
+    rejected_part = slice(rejected, length, std::string::npos);
+  }
+  json sample = json::object();
+  json& messages = sample["messages"] = json::array();
+  if (conversational(prompt)) {
+    messages = prompt;
+    ZT_REQUIRE(!messages.empty(), where.str() + ": \"prompt\" holds no message");
+    if (const json& tools = column(record, "tools"); !tools.is_null()) sample["tools"] = tools;
+  } else {
+    messages.push_back({{"role", "user"}, {"content", prompt}});
+  }
+  PreferenceConversation pair;
+  for (const auto& [answer, side] : {std::pair{&chosen_part, "chosen"}, std::pair{&rejected_part, "rejected"}}) {
+    json one = sample;
+    one["messages"].push_back(conversational(*answer) ? one_answer(*answer, side, where)
+                                                      : json{{"role", "assistant"}, {"content", *answer}});
+    ZT_REQUIRE(speaks_as(one["messages"].back(), {"assistant"}), where.str() + ": \"" + side +
+                                                                     "\" must be the assistant's message, got " +
+                                                                     one["messages"].back().dump().substr(0, 200));
+    Conversation conversation = from_sharegpt(one, where);
+    (std::string(side) == "chosen" ? pair.chosen : pair.rejected) = take_answer(conversation, side, where);
+    pair.prompt = std::move(conversation);
+  }
+  return pair;
+}
+
+// The keys the SFT reader takes in an alpaca record.
+RankingColumns alpaca_keys() {
+  RankingColumns keys;
+  keys.history = "history";
+  keys.system = "system";
+  keys.tools = "tools";
+  return keys;
+}
+
+}  // namespace
+
+std::string layout_name(PreferenceLayout layout) {
+  switch (layout) {
+    case PreferenceLayout::kAlpacaRanking:
+      return "LLaMA-Factory's alpaca ranking (\"instruction\", \"chosen\", \"rejected\")";
+    case PreferenceLayout::kShareGptRanking:
+      return "LLaMA-Factory's ShareGPT ranking (\"conversations\" or \"messages\", \"chosen\", \"rejected\")";
+    case PreferenceLayout::kTrlExplicit:
+      return "TRL's preference layout (\"prompt\", \"chosen\", \"rejected\")";
+    case PreferenceLayout::kTrlImplicit:
+      return "TRL's implicit-prompt layout (\"chosen\" and \"rejected\" only)";
+  }
+  return "";
+}
+
+std::optional<PreferenceLayout> layout_of(const json& record) {
+  if (!record.is_object() || !record.contains("chosen") || !record.contains("rejected")) return std::nullopt;
+  if (record.contains("instruction")) return PreferenceLayout::kAlpacaRanking;
+  if (record.contains("conversations") || record.contains("messages")) return PreferenceLayout::kShareGptRanking;
+  if (record.contains("prompt")) return PreferenceLayout::kTrlExplicit;
+  return PreferenceLayout::kTrlImplicit;
+}
+
+PreferenceConversation preference_of(const json& record, PreferenceLayout layout, const SampleSource& where) {
+  switch (layout) {
+    case PreferenceLayout::kAlpacaRanking:
+      return from_alpaca_ranking(record, alpaca_keys(), where);
+    case PreferenceLayout::kShareGptRanking:
+      return from_sharegpt_ranking(record, nullptr, where);
+    case PreferenceLayout::kTrlExplicit:
+    case PreferenceLayout::kTrlImplicit:
+      return from_trl(record, where);
+  }
+  fail(where.str() + ": unknown preference layout");
+}
+
+PreferenceConversation preference_of(const json& record, const RankingColumns& columns, const SampleSource& where) {
+  ZT_REQUIRE(record.is_object(), where.str() + " is not a JSON object");
+  return columns.sharegpt ? from_sharegpt_ranking(record, &columns, where)
+                          : from_alpaca_ranking(record, columns, where);
+}
+
+}  // namespace zt::train
