@@ -7,6 +7,8 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <mutex>
 
 #include "autograd/grad_mode.h"
 #include "distributed/communicators/inprocess_communicator.h"
@@ -184,7 +186,8 @@ class PreferenceTrainerRun : public testing::FolderTest {
     return parse_training_arguments(all);
   }
 
-  std::pair<std::shared_ptr<models::CausalLM>, TrainerState> run(const TrainingArguments& args) {
+  std::pair<std::shared_ptr<models::CausalLM>, TrainerState> run(const TrainingArguments& args,
+                                                                 distributed::Communicator* comm = nullptr) {
     auto model = std::make_shared<models::CausalLM>(random_model(7, DType::kF32));
     auto reference = std::make_shared<const models::CausalLM>(random_model(7, DType::kF32));
     TrainerModel trained;
@@ -197,9 +200,10 @@ class PreferenceTrainerRun : public testing::FolderTest {
     trained.preference = std::make_shared<PreferenceObjective>(
         options, PreferenceReference{.kind = PreferenceReference::Kind::kFrozenCopy, .copy = reference});
     TrainerData data{pair_samples(8), {}};
+    const int world = comm ? comm->world_size() : 1;
     TrainingPlan plan = plan_training(
-        args, [](std::int64_t micro) { return (8 + micro - 1) / micro; }, 1);
-    Trainer trainer(trained, std::move(data), plan, args);
+        args, [&](std::int64_t micro) { return ((8 + micro - 1) / micro + world - 1) / world; }, world);
+    Trainer trainer(trained, std::move(data), plan, args, comm);
     TrainerState state = trainer.train();
     return {model, state};
   }
@@ -231,6 +235,57 @@ TEST_F(PreferenceTrainerRun, ResumingContinuesExactlyAsTheUninterruptedRun) {
     EXPECT_EQ(straight->named_parameters()[i].variable.data().to_vector(),
               resumed->named_parameters()[i].variable.data().to_vector())
         << straight->named_parameters()[i].name;
+}
+
+std::string write_zero_config(int stage) {
+  const fs::path ds = fs::temp_directory_path() / ("zt_preference_ds" + std::to_string(stage) + ".json");
+  std::ofstream(ds) << R"({"train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": "auto",
+                           "zero_optimization": {"reduce_bucket_size": 300, "stage": )"
+                    << stage << "}}";
+  return ds.string();
+}
+
+// Two ranks of micro-batches of 2 pairs against one device accumulating two such micro-batches:
+// the same pairs per step, so the same loss, metrics and weights up to float32 rounding, under
+// every ZeRO stage (stage 3 gathers the head for both of its passes; its weights stay
+// partitioned, so its log is compared). Clipping off, as ZeRO sums the norm in another order.
+TEST_F(PreferenceTrainerRun, ZeroStagesOnTwoRanksFollowTheSingleDevice) {
+  const std::vector<std::string> common = {"--max_steps",     "6", "--logging_steps", "1",
+                                           "--max_grad_norm", "0", "--learning_rate", "3e-3"};
+  auto with = [&](std::vector<std::string> extra) {
+    extra.insert(extra.end(), common.begin(), common.end());
+    return arguments(extra);
+  };
+  const auto [single, single_state] = run(with({"--gradient_accumulation_steps", "2"}));
+  std::vector<std::vector<double>> single_weights;
+  for (const auto& p : single->named_parameters()) single_weights.push_back(p.variable.data().to_vector());
+  fs::remove_all(dir_);
+  for (int stage : {0, 1, 2, 3}) {
+    const std::string what = "stage " + std::to_string(stage);
+    const std::string ds = write_zero_config(stage);
+    std::mutex mutex;
+    TrainerState rank0;
+    std::vector<std::vector<double>> rank0_weights;
+    distributed::run_inprocess_ranks(2, std::chrono::seconds(60), [&](distributed::Communicator& comm) {
+      auto [model, state] = run(with({"--deepspeed", ds}), &comm);
+      std::vector<std::vector<double>> weights;
+      if (stage != 3)
+        for (const auto& p : model->named_parameters()) weights.push_back(p.variable.data().to_vector());
+      std::lock_guard<std::mutex> lock(mutex);
+      if (comm.rank() == 0) rank0 = state, rank0_weights = weights;
+    });
+    fs::remove(ds);
+    ASSERT_EQ(rank0.global_step, 6) << what;
+    for (std::size_t step = 0; step < 6; ++step)
+      for (const char* key :
+           {"loss", "rewards/chosen", "rewards/margins", "rewards/accuracies", "logps/rejected", "logits/chosen"})
+        EXPECT_NEAR(rank0.log_history[step][key].get<double>(), single_state.log_history[step][key].get<double>(), 1e-4)
+            << what << " step " << step + 1 << " " << key;
+    for (std::size_t i = 0; i < rank0_weights.size(); ++i)
+      for (std::size_t k = 0; k < single_weights[i].size(); ++k)
+        ASSERT_NEAR(rank0_weights[i][k], single_weights[i][k], 1e-5) << what << " parameter " << i;
+    fs::remove_all(dir_);
+  }
 }
 
 }  // namespace
