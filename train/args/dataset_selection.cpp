@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <random>
@@ -83,17 +84,29 @@ void check_layout(const json& entry, const std::string& formatting, bool pretrai
   }
 }
 
-// A dataset_info.json entry as a file zerotune reads the way LLaMA-Factory would.
-std::string entry_file(const std::string& name, const json& entry, const fs::path& dataset_dir, const fs::path& info,
-                       bool pretraining) {
+// A dataset_info.json entry as a file zerotune reads the way LLaMA-Factory would, with the
+// columns of a ranking entry. Ranking data is what --stage dpo trains on, and only it.
+PreferenceFile entry_file(const std::string& name, const json& entry, const fs::path& dataset_dir, const fs::path& info,
+                          const std::string& stage) {
   const std::string where = info.string() + ": dataset \"" + name + "\"";
+  const bool pretraining = stage == "pt";
   ZT_REQUIRE(entry.is_object(), where + " is not an object");
   for (const char* remote : {"hf_hub_url", "ms_hub_url", "om_hub_url", "script_url", "cloud_file_name"})
     ZT_REQUIRE(!entry.contains(remote), where + " is loaded from " + remote +
                                             "; zerotune reads local files: download it and name its file_name");
   ZT_REQUIRE(entry.contains("file_name") && entry["file_name"].is_string(), where + " has no file_name");
-  ZT_REQUIRE(!(entry.contains("ranking") && entry["ranking"] == true),
-             where + " is preference (ranking) data, for the rm, dpo and kto stages; zerotune train runs sft");
+  const bool ranking = entry.contains("ranking") && entry["ranking"] == true;
+  ZT_REQUIRE(!ranking || stage == "dpo", where +
+                                             " is preference (ranking) data, which --stage dpo trains on; this run's "
+                                             "--stage is " +
+                                             stage +
+                                             ": name a dataset of instructions and answers, or train with "
+                                             "--stage dpo");
+  ZT_REQUIRE(ranking || stage != "dpo",
+             where +
+                 " is not preference data (its entry has no \"ranking\": true); --stage dpo trains on pairs of "
+                 "a chosen and a rejected answer: name a ranking dataset, or add \"ranking\": true to the entry "
+                 "if its records hold \"chosen\" and \"rejected\"");
   ZT_REQUIRE(!entry.contains("num_samples"), where +
                                                  " samples num_samples of the file, which zerotune does not; "
                                                  "cut the file, or use --max_samples for its first samples");
@@ -104,12 +117,18 @@ std::string entry_file(const std::string& name, const json& entry, const fs::pat
              where + " has formatting \"" + formatting + "\"; zerotune reads alpaca and sharegpt");
   ZT_REQUIRE(!pretraining || formatting == "alpaca",
              where + " has formatting \"" + formatting + "\"; --stage pt reads plain text, alpaca-formatted");
-  check_layout(entry, formatting, pretraining, "columns", where);
-  check_layout(entry, formatting, pretraining, "tags", where);
-  const fs::path file = dataset_dir / entry["file_name"].get<std::string>();
-  ZT_REQUIRE(is_file(file),
-             where + ": " + file.string() + " is not a file (zerotune reads one JSON or JSON Lines file per dataset)");
-  return file.string();
+  PreferenceFile file;
+  if (ranking) {
+    file.columns = ranking_columns(entry, where);  // honoured, as LLaMA-Factory reads them
+  } else {
+    check_layout(entry, formatting, pretraining, "columns", where);
+    check_layout(entry, formatting, pretraining, "tags", where);
+  }
+  const fs::path path = dataset_dir / entry["file_name"].get<std::string>();
+  ZT_REQUIRE(is_file(path),
+             where + ": " + path.string() + " is not a file (zerotune reads one JSON or JSON Lines file per dataset)");
+  file.path = path.string();
+  return file;
 }
 
 json read_dataset_info(const fs::path& info) {
@@ -163,25 +182,19 @@ Dataset subset(const Dataset& data, const std::vector<std::size_t>& indices) {
   return part;
 }
 
-}  // namespace
-
-std::vector<std::string> data_files(const std::string& list) {
-  if (is_file(list)) return {list};
-  return split_list(list);
-}
-
-std::vector<std::string> llama_factory_files(const std::string& names, const std::string& dataset_dir,
-                                             bool pretraining) {
+// LLaMA-Factory's comma-separated dataset names as files, for `stage`.
+std::vector<PreferenceFile> named_files(const std::string& names, const std::string& dataset_dir,
+                                        const std::string& stage) {
   const fs::path info_path = fs::path(dataset_dir) / "dataset_info.json";
   const json info = read_dataset_info(info_path);
-  std::vector<std::string> files;
+  std::vector<PreferenceFile> files;
   for (const std::string& name : split_list(names)) {
     if (info.contains(name)) {
-      files.push_back(entry_file(name, info[name], dataset_dir, info_path, pretraining));
+      files.push_back(entry_file(name, info[name], dataset_dir, info_path, stage));
     } else if (is_file(name)) {
-      files.push_back(name);
+      files.push_back({name});
     } else if (is_file(fs::path(dataset_dir) / name)) {
-      files.push_back((fs::path(dataset_dir) / name).string());
+      files.push_back({(fs::path(dataset_dir) / name).string()});
     } else {
       std::vector<std::string> known;
       for (const auto& [key, entry] : info.items()) known.push_back(key);
@@ -194,8 +207,35 @@ std::vector<std::string> llama_factory_files(const std::string& names, const std
   return files;
 }
 
-std::pair<Dataset, Dataset> split_validation(const Dataset& data, double val_size, std::uint64_t seed) {
-  const std::size_t count = data.size();
+// Every preference file cut to its first max_samples pairs, then concatenated.
+PreferenceDataset read_preference_files(const std::vector<PreferenceFile>& files,
+                                        const std::optional<std::int64_t>& max_samples) {
+  PreferenceDataset all;
+  for (const PreferenceFile& file : files) {
+    require_readable_file(file.path, "data file");
+    PreferenceDataset data = load_preference_dataset(file.path, file.columns);
+    if (max_samples && data.pairs.size() > static_cast<std::size_t>(*max_samples))
+      data.pairs.resize(static_cast<std::size_t>(*max_samples));
+    std::move(data.pairs.begin(), data.pairs.end(), std::back_inserter(all.pairs));
+  }
+  return all;
+}
+
+std::vector<PreferenceFile> plain_files(const std::vector<std::string>& paths) {
+  std::vector<PreferenceFile> files;
+  for (const std::string& path : paths) files.push_back({path});
+  return files;
+}
+
+std::string joined_paths(const std::vector<PreferenceFile>& files) {
+  std::vector<std::string> paths;
+  for (const PreferenceFile& file : files) paths.push_back(file.path);
+  return joined(paths);
+}
+
+// LLaMA-Factory's val_size as sample indices: {train, eval}, each in the file's order.
+std::pair<std::vector<std::size_t>, std::vector<std::size_t>> validation_indices(std::size_t count, double val_size,
+                                                                                 std::uint64_t seed) {
   const auto eval_count =
       static_cast<std::size_t>(val_size >= 1 ? val_size : std::ceil(val_size * static_cast<double>(count)));
   ZT_REQUIRE(eval_count >= 1 && eval_count < count,
@@ -211,10 +251,65 @@ std::pair<Dataset, Dataset> split_validation(const Dataset& data, double val_siz
   std::vector<std::size_t> train(order.begin() + static_cast<std::ptrdiff_t>(eval_count), order.end());
   std::sort(eval.begin(), eval.end());
   std::sort(train.begin(), train.end());
+  return {train, eval};
+}
+
+PreferenceDataset pairs_at(const PreferenceDataset& data, const std::vector<std::size_t>& indices) {
+  PreferenceDataset part;
+  for (std::size_t i : indices) part.pairs.push_back(data.pairs[i]);
+  return part;
+}
+
+// --stage dpo: the preference pairs the arguments name.
+SelectedData select_preferences(const TrainingArguments& args) {
+  SelectedData selected;
+  const std::vector<PreferenceFile> train_files = args.dataset.empty()
+                                                      ? plain_files(data_files(args.train_file))
+                                                      : preference_files(args.dataset, args.dataset_dir);
+  selected.train_pairs = read_preference_files(train_files, args.max_samples);
+  selected.train_source = joined_paths(train_files);
+  std::vector<PreferenceFile> eval_files;
+  if (!args.validation_file.empty()) eval_files = plain_files(data_files(args.validation_file));
+  if (!args.eval_dataset.empty()) eval_files = preference_files(args.eval_dataset, args.dataset_dir);
+  if (!eval_files.empty()) {
+    selected.eval_pairs = read_preference_files(eval_files, args.max_samples);
+    selected.eval_source = joined_paths(eval_files);
+  } else if (args.val_size > 0) {
+    const auto [train, eval] =
+        validation_indices(selected.train_pairs.pairs.size(), args.val_size, static_cast<std::uint64_t>(args.seed));
+    selected.eval_pairs = pairs_at(selected.train_pairs, eval);
+    selected.train_pairs = pairs_at(selected.train_pairs, train);
+    selected.eval_source = "--val_size " + number_text(args.val_size) + " of " + selected.train_source;
+  }
+  return selected;
+}
+
+}  // namespace
+
+std::vector<std::string> data_files(const std::string& list) {
+  if (is_file(list)) return {list};
+  return split_list(list);
+}
+
+std::vector<std::string> llama_factory_files(const std::string& names, const std::string& dataset_dir,
+                                             bool pretraining) {
+  std::vector<std::string> paths;
+  for (PreferenceFile& file : named_files(names, dataset_dir, pretraining ? "pt" : "sft"))
+    paths.push_back(std::move(file.path));
+  return paths;
+}
+
+std::vector<PreferenceFile> preference_files(const std::string& names, const std::string& dataset_dir) {
+  return named_files(names, dataset_dir, "dpo");
+}
+
+std::pair<Dataset, Dataset> split_validation(const Dataset& data, double val_size, std::uint64_t seed) {
+  const auto [train, eval] = validation_indices(data.size(), val_size, seed);
   return {subset(data, train), subset(data, eval)};
 }
 
 SelectedData select_data(const TrainingArguments& args) {
+  if (args.stage == "dpo") return select_preferences(args);
   SelectedData selected;
   const std::vector<std::string> train_files =
       args.dataset.empty() ? data_files(args.train_file)

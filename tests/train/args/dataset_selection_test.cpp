@@ -131,5 +131,73 @@ TEST(DatasetSelection, EvalDatasetNamesTheEvaluationData) {
   EXPECT_EQ(selected.eval_source, (kData / "chat_openai.jsonl").string());
 }
 
+// --stage dpo: ranking entries with their columns honoured, files in any preference layout;
+// entries of other data refused by name, as ranking entries are under sft.
+TrainingArguments dpo(std::vector<std::string> extra) {
+  TrainingArguments args = arguments(std::move(extra));
+  args.stage = "dpo";
+  return args;
+}
+
+std::vector<std::string> chosen(const PreferenceDataset& data) {
+  std::vector<std::string> answers;
+  for (const PreferenceConversation& pair : data.pairs) answers.push_back(pair.chosen.content);
+  return answers;
+}
+
+TEST(DatasetSelection, RankingEntriesAreForStageDpo) {
+  const std::vector<PreferenceFile> files = preference_files("dpo_en_demo, dpo_renamed, dpo_detected", kData.string());
+  ASSERT_EQ(files.size(), 3u);
+  EXPECT_EQ(files[0].path, (kData / "dpo_en_demo.json").string());
+  ASSERT_TRUE(files[0].columns);
+  EXPECT_TRUE(files[0].columns->sharegpt);
+  ASSERT_TRUE(files[1].columns);
+  EXPECT_EQ(files[1].columns->chosen, "good");
+  EXPECT_EQ(files[1].columns->query, "");  // not listed: not read, as LLaMA-Factory reads columns
+  EXPECT_FALSE(files[2].columns);          // no columns: the layout is detected
+
+  std::string msg = testing::error_of([] { preference_files("identity", kData.string()); });
+  EXPECT_NE(msg.find("dataset \"identity\" is not preference data (its entry has no \"ranking\": true); --stage dpo "
+                     "trains on pairs of a chosen and a rejected answer"),
+            std::string::npos)
+      << msg;
+  msg = error_for("dpo_en_demo");
+  EXPECT_NE(msg.find("dataset \"dpo_en_demo\" is preference (ranking) data, which --stage dpo trains on; this run's "
+                     "--stage is sft"),
+            std::string::npos)
+      << msg;
+  msg = testing::error_of([] { preference_files("dpo_with_images", kData.string()); });
+  EXPECT_NE(msg.find("maps the column images; zerotune trains on text only"), std::string::npos) << msg;
+}
+
+TEST(DatasetSelection, StageDpoSelectsPreferencePairs) {
+  SelectedData selected =
+      select_data(dpo({"--dataset", "dpo_en_demo,dpo_renamed", "--dataset_dir", kData.string(), "--max_samples", "3"}));
+  EXPECT_TRUE(selected.train.samples.empty());
+  EXPECT_EQ(chosen(selected.train_pairs),
+            (std::vector<std::string>{"Red is a primary colour.", "6.", "Bonjour.", "Paris.", "Jupiter."}));
+  EXPECT_EQ(selected.train_pairs.pairs[3].prompt.messages.back().content, "Capital of France?");  // no input read
+  EXPECT_EQ(selected.train_source,
+            (kData / "dpo_en_demo.json").string() + ", " + (kData / "dpo_renamed.jsonl").string());
+  EXPECT_FALSE(selected.eval_pairs);
+
+  // A file named directly, its layout detected; --val_size splits pairs as it splits samples.
+  selected = select_data(dpo({"--train_file", (kData / "dpo_en_demo.json").string(), "--val_size", "0.25"}));
+  ASSERT_TRUE(selected.eval_pairs);
+  EXPECT_EQ(selected.eval_pairs->pairs.size(), 1u);
+  EXPECT_EQ(selected.train_pairs.pairs.size(), 3u);
+  std::vector<std::string> all = chosen(selected.train_pairs);
+  all.push_back(selected.eval_pairs->pairs[0].chosen.content);
+  std::sort(all.begin(), all.end());
+  EXPECT_EQ(all, (std::vector<std::string>{"6.", "Bonjour.", "Red is a primary colour.", "tac"}));
+
+  selected = select_data(dpo(
+      {"--dataset", "dpo_detected", "--eval_dataset", "dpo_renamed", "--dataset_dir", kData.string(), "--do_eval"}));
+  EXPECT_EQ(selected.train_pairs.pairs.size(), 4u);
+  ASSERT_TRUE(selected.eval_pairs);
+  EXPECT_EQ(chosen(*selected.eval_pairs), (std::vector<std::string>{"Paris.", "Jupiter."}));
+  EXPECT_EQ(selected.eval_source, (kData / "dpo_renamed.jsonl").string());
+}
+
 }  // namespace
 }  // namespace zt::train
