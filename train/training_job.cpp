@@ -26,6 +26,7 @@
 #include "train/data/sample_encoding.h"
 #include "train/deepspeed/deepspeed_config.h"
 #include "train/finetuning.h"
+#include "train/preference/preference_setup.h"
 #include "train/report/sample_preview.h"
 #include "train/report/startup_report.h"
 #include "train/trainer.h"
@@ -151,15 +152,24 @@ int train_one_rank(const TrainingArguments& args, const RunInputs& inputs, distr
   if (const std::string warning = models::chat_template_warning(args.template_name);
       !warning.empty() && (comm == nullptr || comm->rank() == 0))
     ZT_LOG(kWarn, warning);
+  // --stage dpo trains on pairs, laid out chosen then rejected (train/preference/).
+  const bool pairs = args.stage == "dpo";
   TrainerData data;
-  data.train = encode_samples(selected.train, selected.train_source, *chat_template, *tokenizer, args).samples;
-  if (selected.eval)
-    data.eval = encode_samples(*selected.eval, selected.eval_source, *chat_template, *tokenizer, args).samples;
+  if (pairs) {
+    data.train = preference_samples(selected.train_pairs, selected.train_source, *chat_template, *tokenizer, args);
+  } else {
+    data.train = encode_samples(selected.train, selected.train_source, *chat_template, *tokenizer, args).samples;
+    if (selected.eval)
+      data.eval = encode_samples(*selected.eval, selected.eval_source, *chat_template, *tokenizer, args).samples;
+  }
   data.layout = {.pad_to_longest = args.padding == Padding::kLongest, .pad_id = padding_token(*tokenizer)};
   const models::ModelConfig config = models::load_config(model_dir);
   auto count = [&](std::int64_t micro) {
-    const std::int64_t batches = static_cast<std::int64_t>(
-        plan_epoch(data.train, micro, args.max_length, args.packing, args.data_order_seed(), 0).size());
+    const auto units = static_cast<std::int64_t>(data.train.size() / 2);
+    const std::int64_t batches =
+        pairs ? (units + micro - 1) / micro
+              : static_cast<std::int64_t>(
+                    plan_epoch(data.train, micro, args.max_length, args.packing, args.data_order_seed(), 0).size());
     return (batches + world - 1) / world;
   };
   TrainingPlan plan = plan_training(args, count, world, config.hidden_size);
@@ -176,7 +186,7 @@ int train_one_rank(const TrainingArguments& args, const RunInputs& inputs, distr
   ZT_LOG(kInfo, "run " << args.run_name << ": model " << args.model_name_or_path << " (" << model->num_parameters()
                        << " parameters) on " << (device.is_cpu() ? "cpu" : "cuda:" + std::to_string(device.index))
                        << ", " << running_precision(plan, device) << ", " << finetuning_description(args) << ", "
-                       << data.train.size() << " samples, "
+                       << (pairs ? data.train.size() / 2 : data.train.size()) << (pairs ? " pairs, " : " samples, ")
                        << (args.stage == "pt" ? "no template (--stage pt)" : "template " + template_name) << ", "
                        << plan.max_steps << " steps");
   if (!data.train.empty() && (comm == nullptr || comm->rank() == 0))
@@ -188,6 +198,14 @@ int train_one_rank(const TrainingArguments& args, const RunInputs& inputs, distr
   ZT_LOG(kInfo, "attention: " << ops::attention_kernel_description(options.attn_impl, device, options.dtype,
                                                                    model->config().head_dim));
   set_save_and_load(trained, model, args);
+  if (pairs) {
+    disable_lora_dropout(*model, args);
+    // A resumed run's reference is rebuilt from the base model, as the run started from it.
+    trained.preference = make_preference_objective(args, comm ? plan.zero.stage : 0, [&] {
+      return std::shared_ptr<const models::CausalLM>(
+          std::make_shared<models::CausalLM>(models::load_model(model_dir, options)));
+    });
+  }
   Trainer trainer(trained, std::move(data), plan, args, comm);
   report_model_states(comm, held_model_states(trainer.optimizer(), working_weight_bytes(*model, trained)), device);
   trainer.train();
