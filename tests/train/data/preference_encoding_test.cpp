@@ -228,6 +228,40 @@ TEST_P(PreferenceEncoding, TheDemoPairsFitWhole) {
   EXPECT_EQ(identical_pairs_note(kDemo, demo), "");
 }
 
+// LLaMA-Factory's glm4 (efficient eos) with GLM-4's special tokens: its pairwise processor
+// appends eos to each answer before the cut, so a cut answer loses it (SFT keeps it).
+TEST(PreferenceEfficientEos, EosEndsEachAnswerAndIsCutWithIt) {
+  if (!models::tokenizers_available()) GTEST_SKIP() << models::tokenizer_support_message();
+  constexpr std::int32_t kEos = 260;  // tiny_tiktoken's <|endoftext|>
+  const auto tokenizer = models::load_tokenizer(std::string(ZT_SOURCE_DIR) + "/tests/data/tokenizer/tiny_tiktoken");
+  const auto glm4 = models::make_chat_template("glm4");
+  PreferenceDataset data;
+  data.pairs.push_back({Conversation{{{"user", "q1"}, {"assistant", "a1"}, {"user", "q2"}}},
+                        {"assistant", words(20, "a")},
+                        {"assistant", "b"}});
+  const EncodedPreferences whole = encode_preferences(data, *glm4, *tokenizer, {.max_length = 1 << 20});
+  ASSERT_EQ(whole.pairs.size(), 1u);
+  const auto prompt_ids = glm4->encode(*tokenizer, data.pairs[0].prompt.messages, true).ids;
+  const std::size_t p = prompt_ids.size();
+  for (const TokenizedSample* side : {&whole.pairs[0].chosen, &whole.pairs[0].rejected}) {
+    EXPECT_EQ(slice(side->ids, 0, p), std::vector<std::int32_t>(prompt_ids.begin(), prompt_ids.end()));
+    // The history's answer is not trained, nor is the eos SFT labels at the next <|user|>.
+    EXPECT_EQ(slice(side->labels, 0, p), std::vector<std::int32_t>(p, kIgnoreIndex));
+    EXPECT_EQ(side->ids.back(), kEos);
+    EXPECT_EQ(slice(side->labels, p, side->ids.size()), slice(side->ids, p, side->ids.size()));
+  }
+  // The prompt is short, so the longer answer gives way and keeps max_length - prompt tokens.
+  const std::size_t chosen = whole.pairs[0].chosen.ids.size() - p;
+  const std::size_t m = 2 * p + 4;
+  ASSERT_GT(chosen, m - p);
+  const EncodedPreferences cut =
+      encode_preferences(data, *glm4, *tokenizer, {.max_length = static_cast<std::int64_t>(m)});
+  ASSERT_EQ(cut.truncated, 1u);
+  EXPECT_EQ(cut.pairs[0].chosen.ids, slice(whole.pairs[0].chosen.ids, 0, m));
+  EXPECT_NE(cut.pairs[0].chosen.ids.back(), kEos);
+  EXPECT_EQ(cut.pairs[0].rejected.ids, whole.pairs[0].rejected.ids);  // shorter than its share: whole, eos kept
+}
+
 // LLaMA-Factory's qwen and qwen3 templates (qwen3 trains the answer's empty thought), and the
 // model families' own (Qwen2.5's default system prompt, Qwen3's thinking).
 INSTANTIATE_TEST_SUITE_P(Templates, PreferenceEncoding, ::testing::Values("qwen", "qwen3", "own_qwen", "own_qwen3"),
