@@ -1,36 +1,17 @@
 #include "train/memory_deepspeed.h"
 
-#include <fstream>
 #include <optional>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "runtime/error.h"
-#include "train/args/training_arguments.h"
+#include "runtime/usage_error.h"
 #include "train/deepspeed/deepspeed_config.h"
 
 namespace zt::train {
 namespace {
 
 using nlohmann::json;
-
-struct ConfigText {
-  std::string text;
-  std::string source;
-};
-
-// As load_deepspeed_config reads --deepspeed: inline JSON when it starts with '{'.
-ConfigText read_config(const std::string& path_or_json) {
-  const std::size_t first = path_or_json.find_first_not_of(" \t\r\n");
-  if (first != std::string::npos && path_or_json[first] == '{')
-    return {path_or_json, "the deepspeed config in the arguments"};
-  std::ifstream in(path_or_json);
-  ZT_REQUIRE(in, "cannot read the DeepSpeed config " + path_or_json + " (--deepspeed): check the path");
-  std::stringstream text;
-  text << in.rdbuf();
-  return {text.str(), path_or_json};
-}
 
 // A block's "enabled" where the config sets it to true or false ("auto" and absence leave it
 // to the flags).
@@ -55,34 +36,29 @@ std::optional<DType> config_dtype(const json& config) {
 
 DeepSpeedMemorySettings memory_settings_from_deepspeed(const std::string& path_or_json, const MemorySettings& flags,
                                                        const GivenFlags& given, std::int64_t hidden_size) {
-  const ConfigText read = read_config(path_or_json);
-  TrainingArguments args;
-  const json config = json::parse(read.text, nullptr, /*allow_exceptions=*/false);
-  if (!config.is_object()) {
-    // The parser says where the text goes wrong, as `zerotune train` would.
-    parse_deepspeed_text(read.text, {.args = args, .hidden_size = hidden_size}, read.source);
-    fail(read.source + " is not a JSON object");
-  }
-  DeepSpeedMemorySettings out{flags, read.source};
+  // Read as `zerotune train` reads it (the same errors, usage errors for what the config says).
+  const json config = read_deepspeed_json(path_or_json);
+  const std::string source = deepspeed_config_source(path_or_json);
+  DeepSpeedMemorySettings out{flags, source};
   MemorySettings& s = out.settings;
 
   if (const std::optional<DType> dtype = config_dtype(config)) {
-    ZT_REQUIRE(!given.dtype || *dtype == flags.dtype, read.source + " trains in " + dtype_name(*dtype) +
-                                                          " but --dtype is " + dtype_name(flags.dtype) +
-                                                          ": drop --dtype or change the config");
+    ZT_REQUIRE_USAGE(!given.dtype || *dtype == flags.dtype, source + " trains in " + dtype_name(*dtype) +
+                                                                " but --dtype is " + dtype_name(flags.dtype) +
+                                                                ": drop --dtype or change the config");
     s.dtype = *dtype;
   }
   const json& micro = config.value("train_micro_batch_size_per_gpu", json());
   if (micro.is_number_integer() && micro.get<std::int64_t>() > 0) {
-    ZT_REQUIRE(!given.micro_batch || micro.get<std::int64_t>() == flags.micro_batch,
-               read.source + " sets train_micro_batch_size_per_gpu " + micro.dump() + " but --micro_batch is " +
-                   std::to_string(flags.micro_batch) + ": drop --micro_batch or set the config's to \"auto\"");
+    ZT_REQUIRE_USAGE(!given.micro_batch || micro.get<std::int64_t>() == flags.micro_batch,
+                     source + " sets train_micro_batch_size_per_gpu " + micro.dump() + " but --micro_batch is " +
+                         std::to_string(flags.micro_batch) + ": drop --micro_batch or set the config's to \"auto\"");
     s.micro_batch = micro.get<std::int64_t>();
   }
 
   // Every key is judged as `zerotune train` judges it; the values HF compares with training
   // flags are checked when `zerotune train` runs the config.
-  const DeepSpeedConfig parsed = parse_deepspeed_without_flags(config, hidden_size, read.source);
+  const DeepSpeedConfig parsed = parse_deepspeed_without_flags(config, hidden_size, source);
   s.stage = parsed.zero.stage;
   s.offload = parsed.zero.offload_optimizer;
   s.offload_ratio = parsed.zero.offload_ratio;

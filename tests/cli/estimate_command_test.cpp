@@ -261,10 +261,10 @@ TEST(EstimateCli, DeepSpeedConfigIsReadAndItsFitReportedFirst) {
 
   const CliRun bad =
       zerotune("estimate --config " + kQwen7b + " --deepspeed '{\"zero_optimization\": {\"stage\": 5}}'");
-  EXPECT_EQ(bad.exit_code, 1) << bad.output;
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;  // what a config says is part of the arguments
   EXPECT_NE(bad.output.find("zero_optimization.stage must be 0, 1, 2 or 3, got 5"), std::string::npos) << bad.output;
   const CliRun conflict = zerotune("estimate --config " + kQwen7b + " --micro_batch 4 --deepspeed " + offload);
-  EXPECT_EQ(conflict.exit_code, 1) << conflict.output;
+  EXPECT_EQ(conflict.exit_code, 2) << conflict.output;
   EXPECT_NE(conflict.output.find("sets train_micro_batch_size_per_gpu 2 but --micro_batch is 4"), std::string::npos)
       << conflict.output;
 }

@@ -7,6 +7,7 @@
 
 #include "runtime/error.h"
 #include "runtime/json_text.h"
+#include "runtime/usage_error.h"
 #include "runtime/user_paths.h"
 #include "train/deepspeed/deepspeed_blocks.h"
 
@@ -14,6 +15,23 @@ namespace zt::train {
 namespace {
 
 constexpr int kMaxDepth = 64;  // far deeper than any DeepSpeed config nests
+
+// What a config says is part of the arguments (HF's TrainingArguments takes it as a dict too):
+// JSON that does not parse, a key refused, a value of the wrong type or out of range, a value
+// that contradicts a flag are usage errors (exit code 2), as a bad flag is. A file that cannot
+// be read stays an error of its own, as a data file's.
+template <class Read>
+auto as_usage_error(Read&& read) -> decltype(read()) {
+  try {
+    return read();
+  } catch (const UsageError&) {
+    throw;
+  } catch (const NoGpuError&) {
+    throw;
+  } catch (const Error& e) {
+    throw UsageError(e.what());
+  }
+}
 
 // a * b * c, or nullopt when it does not fit in 64 bits.
 std::optional<std::int64_t> product(std::int64_t a, std::int64_t b, std::int64_t c) {
@@ -76,7 +94,7 @@ std::optional<DType> read_communication_data_type(ConfigBlock& root) {
 
 // The config's JSON object; a key given twice in one object is an error, as DeepSpeed makes it
 // when it reads a file, and nesting is bounded so that no input can exhaust the stack.
-nlohmann::json parse_json_object(std::string_view text, const std::string& source) {
+nlohmann::json read_json_object(std::string_view text, const std::string& source) {
   std::vector<std::pair<std::set<std::string>, std::string>> objects;  // keys seen, and the last one
   std::string duplicate;
   auto callback = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
@@ -100,6 +118,11 @@ nlohmann::json parse_json_object(std::string_view text, const std::string& sourc
   return ds;
 }
 
+// read_json_object, its errors usage errors.
+nlohmann::json parse_json_object(std::string_view text, const std::string& source) {
+  return as_usage_error([&] { return read_json_object(text, source); });
+}
+
 bool is_inline(const std::string& path_or_json) {
   const std::size_t first = path_or_json.find_first_not_of(" \t\r\n");
   return first != std::string::npos && path_or_json[first] == '{';
@@ -109,9 +132,8 @@ std::string source_of(const std::string& path_or_json) {
   return is_inline(path_or_json) ? "the deepspeed config in the arguments" : path_or_json;
 }
 
-}  // namespace
-
-DeepSpeedConfig parse_deepspeed_config(const nlohmann::json& ds, int world_size, const std::string& source) {
+// parse_deepspeed_config's reading, its errors still plain zt::Errors.
+DeepSpeedConfig read_config(const nlohmann::json& ds, int world_size, const std::string& source) {
   ZT_REQUIRE(world_size >= 1, source + ": the world size must be >= 1, got " + std::to_string(world_size));
   ConfigBlock root(ds, "", source, BlockKind::kAsWritten);
   DeepSpeedConfig config;
@@ -133,6 +155,12 @@ DeepSpeedConfig parse_deepspeed_config(const nlohmann::json& ds, int world_size,
   return config;
 }
 
+}  // namespace
+
+DeepSpeedConfig parse_deepspeed_config(const nlohmann::json& ds, int world_size, const std::string& source) {
+  return as_usage_error([&] { return read_config(ds, world_size, source); });
+}
+
 DeepSpeedConfig parse_deepspeed_without_flags(nlohmann::json ds, std::int64_t hidden_size, const std::string& source) {
   ZT_REQUIRE(ds.is_object(), source + " must hold a JSON object, got " + ds.dump());
   for (const char* key : {"train_batch_size", "gradient_accumulation_steps"}) ds.erase(key);
@@ -142,14 +170,14 @@ DeepSpeedConfig parse_deepspeed_without_flags(nlohmann::json ds, std::int64_t hi
   args.gradient_accumulation_steps = 1;
   // A schedule long enough that no warmup written in the config outlasts it.
   constexpr std::int64_t kLongRun = 1'000'000'000;
-  fill_hf_auto(ds, {args, 1, hidden_size, kLongRun, 0, /*compare_with_flags=*/false}, source);
+  as_usage_error([&] { fill_hf_auto(ds, {args, 1, hidden_size, kLongRun, 0, /*compare_with_flags=*/false}, source); });
   return parse_deepspeed_config(ds, 1, source);
 }
 
 DeepSpeedConfig parse_deepspeed_text(std::string_view json_text, const AutoFillContext& context,
                                      const std::string& source) {
   nlohmann::json ds = parse_json_object(json_text, source);
-  fill_hf_auto(ds, context, source);
+  as_usage_error([&] { fill_hf_auto(ds, context, source); });
   return parse_deepspeed_config(ds, context.world_size, source);
 }
 
@@ -163,6 +191,8 @@ nlohmann::json read_deepspeed_json(const std::string& path_or_json) {
   return parse_json_object(text.str(), path_or_json);
 }
 
+std::string deepspeed_config_source(const std::string& path_or_json) { return source_of(path_or_json); }
+
 bool offloads_parameters(const std::string& path_or_json) {
   if (path_or_json.empty()) return false;
   const nlohmann::json ds = read_deepspeed_json(path_or_json);
@@ -175,7 +205,7 @@ bool offloads_parameters(const std::string& path_or_json) {
 
 DeepSpeedConfig load_deepspeed_config(const std::string& path_or_json, const AutoFillContext& context) {
   nlohmann::json ds = read_deepspeed_json(path_or_json);
-  fill_hf_auto(ds, context, source_of(path_or_json));
+  as_usage_error([&] { fill_hf_auto(ds, context, source_of(path_or_json)); });
   return parse_deepspeed_config(ds, context.world_size, source_of(path_or_json));
 }
 

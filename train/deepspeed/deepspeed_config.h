@@ -112,6 +112,8 @@ DeepSpeedConfig load_deepspeed_config(const std::string& path_or_json, const Aut
 // anything is filled or typed: what can be checked before the Trainer knows the data and the
 // model (a file that is missing or not valid JSON, a key given twice).
 nlohmann::json read_deepspeed_json(const std::string& path_or_json);
+// How messages name --deepspeed's config: its path, or "the deepspeed config in the arguments".
+std::string deepspeed_config_source(const std::string& path_or_json);
 
 // Whether --deepspeed's config (empty: none) asks for stage 3 with parameter offload to the
 // CPU, read before the model loads: one process then runs the ZeRO-3 engine over one rank

@@ -88,15 +88,16 @@ TEST_F(Preflight, DataFilesThatAreMissingOrDoNotParse) {
                  path("bad.json") + ":3:30: not valid JSON");
 }
 
+// What the config says is part of the arguments: usage errors (exit code 2).
 TEST_F(Preflight, ADeepSpeedConfigThatDoesNotParseOrMisspellsABlock) {
   std::ofstream(dir_ / "broken_ds.json")
       << "{\"train_batch_size\": \"auto\",\n  \"zero_optimization\": {\"stage\": 2,}}";
   expect_refused(train("no_model", "--output_dir " + path("out") + " --deepspeed " + path("broken_ds.json")),
-                 path("broken_ds.json") + ":2:36: not valid JSON");
+                 path("broken_ds.json") + ":2:36: not valid JSON", 2);
   // Typed after the data is encoded (its "auto" values need the step count), still before the weights.
   std::ofstream(dir_ / "typo_ds.json") << R"({"train_batch_size": "auto", "zero_optimizaton": {"stage": 2}})";
   expect_refused(train("damaged", "--output_dir " + path("out") + " --deepspeed " + path("typo_ds.json")),
-                 "zero_optimizaton (did you mean zero_optimization?) is not a DeepSpeed setting");
+                 "zero_optimizaton (did you mean zero_optimization?) is not a DeepSpeed setting", 2);
 }
 
 TEST_F(Preflight, AnUnknownTemplateIsRefusedWithTheArguments) {
