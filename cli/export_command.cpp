@@ -10,6 +10,7 @@
 #include "cli/export_output.h"
 #include "cli/flags.h"
 #include "models/peft/lora_files.h"
+#include "models/quant/quantized_linears.h"
 #include "models/weights/weights.h"
 #include "runtime/error.h"
 #include "runtime/usage_error.h"
@@ -23,14 +24,16 @@ namespace fs = std::filesystem;
 
 constexpr const char* kUsage =
     "usage: zerotune export --model_name_or_path DIR --output_dir OUT [--overwrite_output_dir]\n"
-    "                       [--adapter_name_or_path ADAPTER --merge_lora] [--dtype float32|bfloat16|float16]\n"
+    "                       [--adapter_name_or_path ADAPTER --merge_lora [--quantization_bit 4 ...]]\n"
+    "                       [--dtype float32|bfloat16|float16]\n"
     "       zerotune export --checkpoint CKPT --output_dir OUT [--merge_lora] [--weights master|working]\n"
     "                       [--model_name_or_path DIR] [--dtype float32|bfloat16|float16]\n\n"
     "Writes OUT as a Hugging Face model folder (config.json, safetensors weights, generation config,\n"
     "the tokenizer files of DIR). With an adapter, W + (lora_alpha / r) * B A is computed in float32\n"
     "for every adapted weight and stored instead of W; --merge_lora is then required, since an\n"
     "adapter folder already is PEFT's format and is exported only merged. Without an adapter the\n"
-    "model is written as it is (to change its dtype).\n"
+    "model is written as it is (to change its dtype). A model folder saved in bitsandbytes' 4 bits\n"
+    "is dequantized and written dense.\n"
     "With --checkpoint (an output_dir/checkpoint-N folder of zerotune train), the weights are the\n"
     "float32 master weights of its optimizer state (optimizer_index.json and the ranks' files, or\n"
     "an older checkpoint's optimizer.safetensors) for the trained parameters and DIR's for the\n"
@@ -43,18 +46,27 @@ constexpr const char* kUsage =
     "                 files is refused, unless --overwrite_output_dir (files of the same names replaced);\n"
     "                 one holding the other kind of export (an adapter where a model goes, or the\n"
     "                 reverse) always is\n"
+    "  --quantization_bit 4 [--quantization_type nf4|fp4] [--double_quantization true|false]\n"
+    "                 merge a QLoRA adapter trained on a dense DIR quantized at load into the base as that\n"
+    "                 run computed with it: each linear weight quantized to 4 bits and dequantized (defaults\n"
+    "                 nf4 with double quantization, as LLaMA-Factory's); without it the adapter is merged\n"
+    "                 into DIR's weights as they are, as LLaMA-Factory merges QLoRA adapters\n"
     "  --weights      master (default): the optimizer's float32 masters; working: the checkpoint's\n"
     "                 model files (what a checkpoint saved with --save_only_model always gives)\n"
     "  --dtype        default the torch_dtype of DIR/config.json, else float32; with --checkpoint,\n"
     "                 float32 for the masters and the stored dtype for --weights working\n";
 
-const FlagSpec kFlagSpec{.command = "export",
-                         .value_flags = {"--model_name_or_path", "--revision", "--adapter_name_or_path", "--output_dir",
-                                         "--dtype", "--checkpoint", "--weights"},
-                         .bool_flags = {"--merge_lora", "--overwrite_output_dir"},
-                         .required = {"--output_dir"},
-                         .aliases = {{"--export_dir", "--output_dir"}},
-                         .choices = {{"--weights", {"master", "working"}}}};
+const FlagSpec kFlagSpec{
+    .command = "export",
+    .value_flags = {"--model_name_or_path", "--revision", "--adapter_name_or_path", "--output_dir", "--dtype",
+                    "--checkpoint", "--weights", "--quantization_bit", "--quantization_type", "--double_quantization"},
+    .bool_flags = {"--merge_lora", "--overwrite_output_dir"},
+    .required = {"--output_dir"},
+    .aliases = {{"--export_dir", "--output_dir"}},
+    .choices = {{"--weights", {"master", "working"}},
+                {"--quantization_bit", {"4"}},
+                {"--quantization_type", {"nf4", "fp4"}},
+                {"--double_quantization", {"true", "false"}}}};
 
 bool is_set(const Flags& flags, const char* flag) { return flags.count(flag) && flags.at(flag) == "true"; }
 
@@ -75,6 +87,29 @@ void check_flag_combinations(const Flags& flags) {
                    "--adapter_name_or_path without --merge_lora: an adapter is exported merged into the model; add "
                    "--merge_lora (the adapter folder itself already is PEFT's format)");
   ZT_REQUIRE_USAGE(!merge || adapter, "--merge_lora needs the adapter to merge: add --adapter_name_or_path");
+  for (const char* flag : {"--quantization_type", "--double_quantization"})
+    ZT_REQUIRE_USAGE(!flags.count(flag) || flags.count("--quantization_bit"),
+                     std::string(flag) + " describes the 4-bit base of --quantization_bit 4: add that");
+  ZT_REQUIRE_USAGE(!flags.count("--quantization_bit") || merge,
+                   "--quantization_bit 4 says which base a QLoRA adapter is merged into: it needs "
+                   "--adapter_name_or_path and --merge_lora");
+}
+
+// --quantization_bit 4: the base as the QLoRA run computed with it (models/quant/).
+void round_trip_base(Flags& flags, models::CausalLM& model, DType stored) {
+  if (!flags.count("--quantization_bit")) return;
+  ZT_REQUIRE_USAGE(!model.config().bnb_4bit, "--quantization_bit 4: " + model.config().source +
+                                                 " is already saved in 4 bits, and its dequantized weights are what "
+                                                 "the adapter is merged into: drop --quantization_bit");
+  const models::quant::Quant4Options options{
+      .type = ops::quant4::parse_quant4_type(flags.count("--quantization_type") ? flags["--quantization_type"] : "nf4",
+                                             "--quantization_type"),
+      .double_quant = !flags.count("--double_quantization") || flags["--double_quantization"] == "true",
+      .blocksize = 64};
+  models::quant::round_trip_linears(model, options, stored);
+  std::cerr << "the base's linear weights quantized to 4 bits (" << ops::quant4::quant4_type_name(options.type)
+            << (options.double_quant ? ", double quantization" : "")
+            << ") and dequantized, as the QLoRA run saw them\n";
 }
 
 std::optional<DType> dtype_flag(Flags& flags) {
@@ -120,6 +155,7 @@ int export_model(Flags& flags, ExportFolder& out) {
 
   // Merged in float32 on the CPU, then rounded once to the saved dtype.
   models::CausalLM model = models::load_model(dir, {.device = Device::cpu(), .dtype = DType::kF32});
+  round_trip_base(flags, model, parse_dtype(dtype_text));
   if (flags.count("--adapter_name_or_path")) {
     const models::LoraConfig lora = models::load_lora_adapter(model, flags["--adapter_name_or_path"]);
     models::merge_lora(model);

@@ -26,6 +26,7 @@
 #include "train/data/sample_encoding.h"
 #include "train/deepspeed/deepspeed_config.h"
 #include "train/finetuning.h"
+#include "train/quantized_base.h"
 #include "train/preference/preference_setup.h"
 #include "train/report/sample_preview.h"
 #include "train/report/startup_report.h"
@@ -157,6 +158,8 @@ int train_one_rank(const TrainingArguments& args, const RunInputs& inputs, distr
   TrainerData data;
   if (pairs) {
     data.train = preference_samples(selected.train_pairs, selected.train_source, *chat_template, *tokenizer, args);
+    if (selected.eval_pairs)
+      data.eval = preference_samples(*selected.eval_pairs, selected.eval_source, *chat_template, *tokenizer, args);
   } else {
     data.train = encode_samples(selected.train, selected.train_source, *chat_template, *tokenizer, args).samples;
     if (selected.eval)
@@ -182,6 +185,7 @@ int train_one_rank(const TrainingArguments& args, const RunInputs& inputs, distr
     // checkpoints) belongs to a run that computes in fp16, which this one does not.
     plan.loss_scaler.reset();
   }
+  plan_4bit_loading(options, config, args);
   auto model = std::make_shared<models::CausalLM>(models::load_model(model_dir, options));
   ZT_LOG(kInfo, "run " << args.run_name << ": model " << args.model_name_or_path << " (" << model->num_parameters()
                        << " parameters) on " << (device.is_cpu() ? "cpu" : "cuda:" + std::to_string(device.index))
@@ -194,6 +198,7 @@ int train_one_rank(const TrainingArguments& args, const RunInputs& inputs, distr
   TrainerModel trained;
   trained.model = model.get();
   trained.trainable = select_trainable(*model, args);
+  if (const std::string held = quantize_base(*model, args, plan.zero.stage); !held.empty()) ZT_LOG(kInfo, held);
   ZT_LOG(kInfo, trainable_summary(*model, trained.trainable));
   ZT_LOG(kInfo, "attention: " << ops::attention_kernel_description(options.attn_impl, device, options.dtype,
                                                                    model->config().head_dim));

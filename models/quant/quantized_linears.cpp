@@ -1,5 +1,6 @@
 #include "models/quant/quantized_linears.h"
 
+#include "autograd/grad_mode.h"
 #include "models/weights/hf_names.h"
 #include "runtime/error.h"
 
@@ -93,6 +94,16 @@ std::int64_t quantize_linears(CausalLM& model, const Quant4Options& options,
   const std::int64_t bytes = linears->nbytes();
   model.own_parameter_gatherer(std::move(linears));
   return bytes;
+}
+
+void round_trip_linears(CausalLM& model, const Quant4Options& options, DType stored_dtype,
+                        const std::vector<std::string>& skip_modules) {
+  autograd::NoGradGuard no_recording;
+  for (const NamedParameter& p : model.named_parameters()) {
+    if (!is_quantizable_linear(model.config(), p.name) || is_skipped_module(p.name, skip_modules)) continue;
+    Tensor target = p.variable.data();
+    target.copy_from(quantize_weight(target.to(stored_dtype), options, p.name).dequantize(stored_dtype));
+  }
 }
 
 }  // namespace zt::models::quant

@@ -55,4 +55,11 @@ bool is_skipped_module(const std::string& parameter_name, const std::vector<std:
 std::int64_t quantize_linears(CausalLM& model, const Quant4Options& options,
                               const std::vector<std::string>& skip_modules = {});
 
+// The dense base as a QLoRA run computed with it: each quantizable linear weight (but skipped
+// modules) replaced by its 4-bit round trip, quantized from and dequantized to `stored_dtype`
+// (the dtype the weights were loaded in) and converted back to the model's dtype. What an
+// adapter trained on that base is merged into.
+void round_trip_linears(CausalLM& model, const Quant4Options& options, DType stored_dtype,
+                        const std::vector<std::string>& skip_modules = {});
+
 }  // namespace zt::models::quant

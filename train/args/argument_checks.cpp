@@ -8,6 +8,7 @@
 #include "runtime/error.h"
 #include "text/chat_template/chat_template.h"
 #include "train/args/argument_table.h"
+#include "train/args/base_quantization.h"
 #include "train/optim/lr_scheduler_kwargs.h"
 #include "train/preference/preference_loss.h"
 
@@ -160,9 +161,6 @@ void check_preference(const TrainingArguments& args, std::vector<std::string>& e
   require(!args.packing, errors,
           "--packing with --stage dpo: a pair's chosen and rejected answers are scored as whole sequences and are "
           "never packed with other samples; drop --packing (and neat_packing)");
-  require(args.validation_file.empty() && args.eval_dataset.empty() && args.val_size == 0, errors,
-          "--stage dpo evaluates no preference data yet: drop --validation_file, --eval_dataset and --val_size (and "
-          "the evaluation flags)");
   require(!args.precompute_ref_log_probs, errors,
           "--precompute_ref_log_probs is not run yet: drop it (the reference is the base model with the adapter off "
           "for LoRA and P-Tuning, and a frozen copy of the initial weights for full and freeze)");
@@ -212,6 +210,7 @@ void validate_training_arguments(const TrainingArguments& args, std::vector<std:
   check_stage(args, errors);
   check_preference(args, errors);
   check_method_flags(args, errors);
+  check_base_quantization(args, errors);
 }
 
 }  // namespace zt::train

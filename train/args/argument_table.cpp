@@ -144,6 +144,29 @@ const std::vector<ArgumentSection>& argument_sections() {
            {"pre_seq_len", &A::pre_seq_len, {}, "P-Tuning v2 prefix length"},
            {"prefix_projection", &A::prefix_projection, {}, "P-Tuning v2 with the MLP reparameterisation"},
        }},
+      {"Quantization (QLoRA: LoRA on a 4-bit base; transformers' BitsAndBytesConfig names in brackets)",
+       {
+           {"quantization_bit", &A::quantization_bit, {}, "4: the frozen base linears in bitsandbytes' 4 bits"},
+           {"quantization_method", &A::quantization_method, {"bnb", "bitsandbytes"}, "bitsandbytes (the only one)"},
+           {"quantization_type",
+            &A::quantization_type,
+            {"nf4", "fp4"},
+            "[bnb_4bit_quant_type] the 4-bit code book (default nf4; fp4 under load_in_4bit)"},
+           {"double_quantization",
+            &A::double_quantization,
+            {},
+            "[bnb_4bit_use_double_quant] quantize the block scales too (default true; false under load_in_4bit)"},
+           {"load_in_4bit", &A::load_in_4bit, {}, "[transformers] as --quantization_bit 4, with its defaults"},
+           {"load_in_8bit", &A::load_in_8bit, {}, "[transformers] 8-bit bitsandbytes: refused"},
+           {"bnb_4bit_compute_dtype",
+            &A::bnb_4bit_compute_dtype,
+            {},
+            "[transformers] the dtype the layers compute in: the training dtype (bf16 with --bf16)"},
+           {"bnb_4bit_quant_storage",
+            &A::bnb_4bit_quant_storage,
+            {"uint8", "bfloat16", "float16", "float32"},
+            "[transformers] the dtype the packed codes are viewed as (the bytes are the same)"},
+       }},
       {"Preference training (--stage dpo; TRL's DPOConfig names in brackets)",
        {
            {"pref_beta", &A::pref_beta, {}, "[beta] the preference loss's beta (inverse temperature)"},
@@ -248,6 +271,9 @@ const std::vector<std::pair<std::string, std::string>>& argument_aliases() {
       {"beta", "pref_beta"},
       {"loss_type", "pref_loss"},
       {"label_smoothing", "dpo_label_smoothing"},
+      // transformers' BitsAndBytesConfig names for LLaMA-Factory's.
+      {"bnb_4bit_quant_type", "quantization_type"},
+      {"bnb_4bit_use_double_quant", "double_quantization"},
   };
   return aliases;
 }

@@ -34,7 +34,6 @@ constexpr const char* kTokens =
     "zerotune trains with the tokenizer's vocabulary as it is: drop the option, or use a model whose tokenizer "
     "already has the tokens";
 constexpr const char* kInMemory = "the data is tokenised in memory before the first step, every run";
-constexpr const char* kNoQuantization = "nothing is quantised (quantization_bit is refused)";
 constexpr const char* kAdamW =
     "zerotune trains with AdamW on every trained parameter: drop the option and its settings; for less optimizer "
     "memory train LoRA (finetuning_type lora) or offload the optimizer state (a DeepSpeed config with "
@@ -113,14 +112,12 @@ const std::vector<OtherArgument>& llama_factory_other_arguments() {
       {"trust_remote_code", kBool, "[false]", kNoEffect, "zerotune runs no code from the model folder", kLf},
 
       // ModelArguments: QuantizationArguments.
-      {"quantization_method", kText, "[\"bnb\", \"bitsandbytes\"]", kNoEffect, kNoQuantization, kLf},
-      {"quantization_bit", kInt, "[null]", kRefused,
-       "zerotune trains LoRA on bf16, fp16 or fp32 base weights: drop quantization_bit (`zerotune estimate "
-       "--finetuning_type lora` says whether that fits)",
-       kLf, "QLoRA (training on quantised base weights)"},
-      {"quantization_type", kText, "[\"nf4\"]", kNoEffect, kNoQuantization, kLf},
-      {"double_quantization", kBool, "[true]", kNoEffect, kNoQuantization, kLf},
-      {"quantization_device_map", kText, "[null]", kNoEffect, kNoQuantization, kLf},
+      honoured("quantization_method", "quantization_method"),
+      honoured("quantization_bit", "quantization_bit"),
+      honoured("quantization_type", "quantization_type"),
+      honoured("double_quantization", "double_quantization"),
+      {"quantization_device_map", kText, "[null]", kNoEffect,
+       "it places a quantised model for inference; zerotune places every rank's copy on its own GPU", kLf},
 
       // ModelArguments: ProcessorArguments.
       {"image_max_pixels", kInt, "[589824]", kNoEffect, kTextOnly, kLf},

@@ -147,6 +147,18 @@ struct TrainingArguments {
   std::int64_t pre_seq_len = 16;
   bool prefix_projection = false;
 
+  // QLoRA (train/args/base_quantization.h): the frozen base linears in bitsandbytes' 4 bits.
+  // LLaMA-Factory's names, and transformers' BitsAndBytesConfig's (whose defaults differ: fp4,
+  // no double quantization; bnb_4bit_quant_type and bnb_4bit_use_double_quant are aliases).
+  std::optional<std::int64_t> quantization_bit;
+  std::string quantization_method = "bnb";
+  std::string quantization_type;            // nf4 | fp4; empty: the default of the name that asked
+  std::optional<bool> double_quantization;  // unset: the default of the name that asked
+  bool load_in_4bit = false;
+  bool load_in_8bit = false;
+  std::string bnb_4bit_compute_dtype;  // empty: the training dtype
+  std::string bnb_4bit_quant_storage = "uint8";
+
   // Preference training (--stage dpo, train/preference/): LLaMA-Factory's names; TRL's DPOConfig
   // names are aliases (beta, loss_type, label_smoothing) or these members (rpo_alpha, ...).
   double pref_beta = 0.1;

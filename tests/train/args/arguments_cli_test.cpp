@@ -46,11 +46,9 @@ TEST_F(ArgumentsCli, LlamaFactoryExampleTrains) {
 }
 
 TEST_F(ArgumentsCli, UnsupportedOptionStopsTheRunWithTheReason) {
-  const testing::CliRun run = testing::run_zerotune(llama_factory_run("quantization_bit=4"), dir_);
+  const testing::CliRun run = testing::run_zerotune(llama_factory_run("use_dora=true"), dir_);
   EXPECT_EQ(run.exit_code, 2) << run.output;  // the arguments are refused: bad usage
-  EXPECT_NE(run.output.find("--quantization_bit 4 (LLaMA-Factory): QLoRA (training on quantised base weights) is "
-                            "not supported by zerotune"),
-            std::string::npos)
+  EXPECT_NE(run.output.find("--use_dora true (LLaMA-Factory): DoRA is not supported by zerotune"), std::string::npos)
       << run.output;
   EXPECT_FALSE(fs::exists(dir_ / "out" / "train_log.jsonl"));
 }

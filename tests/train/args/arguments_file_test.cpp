@@ -202,12 +202,11 @@ TEST(ArgumentsFile, ModelRevisionChoosesTheHubIdsRevision) {
 
 TEST(ArgumentsFile, LlamaFactoryOptionsZerotuneCannotHonourAreRefusedByName) {
   const std::string msg = yaml_error(
-      "model_name_or_path: m\noutput_dir: o\ndataset: a\nstage: kto\nquantization_bit: 4\nuse_dora: true\n"
+      "model_name_or_path: m\noutput_dir: o\ndataset: a\nstage: kto\nquantization_bit: 8\nuse_dora: true\n"
       "pure_bf16: true\nmix_strategy: interleave_under\n");
   for (const char* part :
        {"--stage kto (KTO preference training) is not supported: zerotune train runs supervised fine-tuning",
-        "--quantization_bit 4 (LLaMA-Factory): QLoRA (training on quantised base weights) is not supported by "
-        "zerotune; zerotune trains LoRA on bf16, fp16 or fp32 base weights",
+        "--quantization_bit 8: zerotune quantizes base weights to bitsandbytes' 4 bits (NF4 or FP4) only",
         "--use_dora true (LLaMA-Factory): DoRA is not supported by zerotune",
         "--pure_bf16 true (LLaMA-Factory): pure bf16 training", "--mix_strategy interleave_under"})
     EXPECT_NE(msg.find(part), std::string::npos) << part << "\n" << msg;

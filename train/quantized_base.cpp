@@ -1,0 +1,63 @@
+#include "train/quantized_base.h"
+
+#include <sstream>
+
+#include "models/quant/quantized_linears.h"
+#include "runtime/error.h"
+#include "train/args/base_quantization.h"
+#include "train/args/enum_names.h"
+
+namespace zt::train {
+namespace {
+
+std::string mib(std::int64_t bytes) {
+  std::ostringstream text;
+  text.precision(1);
+  text << std::fixed << static_cast<double>(bytes) / (1024.0 * 1024.0) << " MiB";
+  return text.str();
+}
+
+std::string held_line(const models::CausalLM& model, const std::string& how) {
+  const auto* linears = dynamic_cast<const models::quant::QuantizedLinears*>(model.owned_parameter_gatherer().get());
+  if (linears == nullptr) return "";
+  std::int64_t dense = 0;
+  for (const auto& entry : linears->entries())
+    dense += entry.weight.state.numel() * static_cast<std::int64_t>(dtype_size(model.dtype()));
+  return "4-bit base (" + how + "): " + std::to_string(linears->entries().size()) + " linear weights in " +
+         mib(linears->nbytes()) + " instead of " + mib(dense) +
+         ", each layer dequantized while it computes and recomputed in backward";
+}
+
+}  // namespace
+
+void plan_4bit_loading(models::ModelOptions& options, const models::ModelConfig& config,
+                       const TrainingArguments& args) {
+  if (!config.bnb_4bit) return;
+  ZT_REQUIRE(args.finetuning_type == FinetuningType::kLora,
+             config.source +
+                 " declares bitsandbytes 4-bit weights, which cannot be trained: train LoRA on them "
+                 "(--finetuning_type lora), or use the unquantized model for --finetuning_type " +
+                 std::string(name_of(args.finetuning_type)));
+  options.keep_4bit_weights = true;
+}
+
+std::string quantize_base(models::CausalLM& model, const TrainingArguments& args, int zero_stage) {
+  const std::optional<BaseQuantization> asked = base_quantization(args);
+  if (!asked && !model.config().bnb_4bit) return "";
+  ZT_REQUIRE(zero_stage != 3,
+             "a 4-bit base and ZeRO stage 3 both partition the base weights: use ZeRO stage 0, 1 or 2 (LoRA's "
+             "optimizer state is small), or drop the quantization");
+  if (model.config().bnb_4bit) {
+    std::string how = "the checkpoint's own";
+    if (asked) how += "; the quantization arguments do not re-quantize it";
+    return held_line(model, how);
+  }
+  const models::quant::Quant4Options options{
+      .type = ops::quant4::parse_quant4_type(asked->quant_type, "--quantization_type"),
+      .double_quant = asked->double_quant,
+      .blocksize = 64};
+  models::quant::quantize_linears(model, options, {});
+  return held_line(model, asked->quant_type + (asked->double_quant ? ", double quantization" : "") + ", blocks of 64");
+}
+
+}  // namespace zt::train
