@@ -442,6 +442,22 @@ double Trainer::evaluate() {
       .mean();
 }
 
+nlohmann::json Trainer::evaluation_entry(double* eval_loss) {
+  if (!model_.preference) {
+    const double loss = evaluate();
+    if (eval_loss) *eval_loss = loss;
+    return eval_entry(loss, state_);
+  }
+  ZT_REQUIRE(!data_.eval.empty(), "evaluate: no evaluation data (--validation_file)");
+  nlohmann::json entry =
+      model_.preference->evaluate(*model_.model, data_.eval, args_.per_device_eval_batch_size, data_.layout);
+  if (eval_loss) *eval_loss = entry["eval_loss"].get<double>();
+  entry["eval_loss"] = round_to(entry["eval_loss"].get<double>(), 4);
+  entry["epoch"] = round_to(state_.epoch, 4);
+  entry["step"] = state_.global_step;
+  return entry;
+}
+
 // reduce_lr_on_plateau: HF's Trainer steps it with each evaluation's metric during training
 // (not the evaluation on start, nor do_eval's at the end).
 void Trainer::step_plateau_schedule(double eval_loss) {
@@ -457,8 +473,8 @@ void Trainer::step_plateau_schedule(double eval_loss) {
 void Trainer::maybe_evaluate_and_save(bool epoch_ended) {
   const std::int64_t step = state_.global_step;
   if (evaluation_due(args_, plan_, step, state_.epoch, epoch_ended)) {
-    const double eval_loss = evaluate();
-    record(eval_entry(eval_loss, state_));
+    double eval_loss = 0.0;
+    record(evaluation_entry(&eval_loss));
     step_plateau_schedule(eval_loss);
   }
   const bool save_now = (args_.save_strategy == IntervalStrategy::kSteps && step % plan_.save_steps == 0) ||
@@ -477,7 +493,7 @@ TrainerState Trainer::train() {
   }
   const bool bar = is_main_rank() && ProgressBar::stderr_is_terminal() && !args_.disable_tqdm.value_or(false);
   progress_ = ProgressBar(state_.global_step, plan_.max_steps, bar);
-  if (args_.eval_on_start) record(eval_entry(evaluate(), state_));
+  if (args_.eval_on_start) record(evaluation_entry());
   const auto start = std::chrono::steady_clock::now();
   const std::int64_t first_step = state_.global_step;
   while (state_.global_step < plan_.max_steps && (stopped_by_ = stop_signal_of_any_rank()) == 0) {
@@ -503,7 +519,7 @@ TrainerState Trainer::train() {
                             {"epoch", round_to(state_.epoch, 4)},
                             {"step", state_.global_step}};
   record(summary);
-  if (args_.do_eval && !evaluated_last) record(eval_entry(evaluate(), state_));
+  if (args_.do_eval && !evaluated_last) record(evaluation_entry());
   if (comm_) {  // no rank reads the output before it is complete
     distributed::CollectiveLabel label([] { return std::string("trainer: barrier before the final save"); });
     comm_->barrier();

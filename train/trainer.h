@@ -101,6 +101,9 @@ class Trainer {
   void add_offload(nlohmann::json& entry) const;
   void record(const nlohmann::json& entry);
   void step_plateau_schedule(double eval_loss);
+  // An evaluation's log entry: eval_loss (and under --stage dpo TRL's eval_ keys).
+  // The unrounded eval_loss goes to `eval_loss` when given.
+  nlohmann::json evaluation_entry(double* eval_loss = nullptr);
   void maybe_evaluate_and_save(bool epoch_ended);
   // train/trainer_checkpoint.cpp
   CheckpointRanks checkpoint_ranks() const;

@@ -1,11 +1,13 @@
 #include "train/preference/preference_objective.h"
 
+#include <numeric>
 #include <utility>
 
 #include "autograd/grad_mode.h"
 #include "models/peft/adapters_disabled.h"
 #include "models/sequence_log_probs.h"
 #include "runtime/error.h"
+#include "train/evaluation.h"
 
 namespace zt::train {
 
@@ -102,6 +104,27 @@ void PreferenceObjective::log_metrics(nlohmann::json& entry, const std::function
     entry["sft_loss"] = mean(t.sft_loss, pairs, "sft_loss");
     entry["odds_ratio_loss"] = mean(t.odds_ratio_loss, pairs, "odds_ratio_loss");
   }
+}
+
+nlohmann::json PreferenceObjective::evaluate(models::CausalLM& policy, const std::vector<TokenizedSample>& samples,
+                                             std::int64_t pairs_per_batch, const BatchLayout& layout) const {
+  autograd::NoGradGuard no_grad;
+  PreferenceObjective evaluation(options_, reference_);  // its own totals
+  const std::size_t pairs = samples.size() / 2,
+                    per_batch = static_cast<std::size_t>(std::max<std::int64_t>(1, pairs_per_batch));
+  double loss_sum = 0.0;
+  for (std::size_t first = 0; first < pairs; first += per_batch) {
+    const std::size_t count = std::min(per_batch, pairs - first);
+    std::vector<std::size_t> indices(2 * count);
+    std::iota(indices.begin(), indices.end(), 2 * first);
+    loss_sum +=
+        evaluation.forward(policy, device_batch(pack(samples, indices, layout), policy.device()), count, 1.0).loss_sum;
+  }
+  nlohmann::json metrics;
+  evaluation.log_metrics(metrics, [](double value, const char*) { return value; });
+  nlohmann::json entry = {{"eval_loss", loss_sum / static_cast<double>(std::max<std::size_t>(pairs, 1))}};
+  for (const auto& [key, value] : metrics.items()) entry["eval_" + key] = value;
+  return entry;
 }
 
 }  // namespace zt::train

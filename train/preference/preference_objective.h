@@ -15,6 +15,7 @@
 #include "models/batch.h"
 #include "models/model.h"
 #include "models/sequence_log_probs.h"
+#include "train/data/batching.h"
 #include "train/preference/preference_loss.h"
 
 namespace zt::train {
@@ -50,6 +51,13 @@ class PreferenceObjective {
   // orpo) over the pairs of every rank since the last call, which `sum` adds up; then starts
   // again. Every rank calls it at the same step.
   void log_metrics(nlohmann::json& entry, const std::function<double(double, const char*)>& sum);
+
+  // The evaluation of `samples` (pairs, chosen then rejected) without gradients, pairs_per_batch
+  // pairs a forward: the mean loss over the pairs as `eval_loss` (unrounded) and TRL's keys prefixed
+  // `eval_`, as TRL logs an evaluation. Every rank evaluates every pair (in step, for ZeRO-3's
+  // gathers), so nothing is summed over ranks.
+  nlohmann::json evaluate(models::CausalLM& policy, const std::vector<TokenizedSample>& samples,
+                          std::int64_t pairs_per_batch, const BatchLayout& layout) const;
 
   const PreferenceOptions& options() const { return options_; }
 

@@ -199,7 +199,7 @@ class PreferenceTrainerRun : public testing::FolderTest {
     PreferenceOptions options{.beta = args.pref_beta};
     trained.preference = std::make_shared<PreferenceObjective>(
         options, PreferenceReference{.kind = PreferenceReference::Kind::kFrozenCopy, .copy = reference});
-    TrainerData data{pair_samples(8), {}};
+    TrainerData data{pair_samples(8), pair_samples(3)};
     const int world = comm ? comm->world_size() : 1;
     TrainingPlan plan = plan_training(
         args, [&](std::int64_t micro) { return ((8 + micro - 1) / micro + world - 1) / world; }, world);
@@ -222,6 +222,27 @@ TEST_F(PreferenceTrainerRun, RewardAccuracyRisesAndTrlKeysAreLogged) {
     EXPECT_TRUE(first.contains(key)) << key;
   // The reference is the initial model: the first step's rewards are zero before any update.
   EXPECT_NEAR(first["loss"].get<double>(), std::log(2.0), 0.2);
+}
+
+// Evaluation scores the evaluation pairs as training does, without gradients: eval_loss and
+// TRL's keys prefixed eval_, the first (on start) equal to the loss of the initial model.
+TEST_F(PreferenceTrainerRun, EvaluationLogsEvalLossAndTrlKeysWithTheEvalPrefix) {
+  const auto [model, state] =
+      run(arguments({"--max_steps", "8", "--validation_file", "y", "--eval_strategy", "steps", "--eval_steps", "4",
+                     "--eval_on_start", "--per_device_eval_batch_size", "2"}));
+  std::vector<nlohmann::json> evaluations;
+  for (const nlohmann::json& entry : state.log_history)
+    if (entry.contains("eval_loss")) evaluations.push_back(entry);
+  ASSERT_EQ(evaluations.size(), 3u);  // on start, steps 4 and 8
+  for (const char* key :
+       {"eval_rewards/chosen", "eval_rewards/rejected", "eval_rewards/accuracies", "eval_rewards/margins",
+        "eval_logps/chosen", "eval_logps/rejected", "eval_logits/chosen", "eval_logits/rejected"})
+    EXPECT_TRUE(evaluations.back().contains(key)) << key;
+  // The reference is the initial model: on start every reward is 0 and the loss is log 2.
+  EXPECT_NEAR(evaluations.front()["eval_loss"].get<double>(), std::log(2.0), 1e-4);
+  EXPECT_EQ(evaluations.front()["eval_rewards/chosen"].get<double>(), 0.0);
+  EXPECT_LT(evaluations.back()["eval_loss"].get<double>(), evaluations.front()["eval_loss"].get<double>());
+  EXPECT_EQ(evaluations.back()["step"], 8);
 }
 
 TEST_F(PreferenceTrainerRun, ResumingContinuesExactlyAsTheUninterruptedRun) {
