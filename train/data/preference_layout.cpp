@@ -16,15 +16,16 @@ const json& column(const json& record, const std::string& key) {
   return key.empty() || !record.is_object() || !record.contains(key) ? absent : record[key];
 }
 
-// Moves the last turn of a conversation read with the answer appended out as that answer;
-// refused when it says nothing.
+void require_said(bool said, const std::string& side, const SampleSource& where) {
+  ZT_REQUIRE(said, where.str() + ": the answer \"" + side +
+                       "\" is empty; a pair needs two answers: fill it in or drop the record");
+}
+
+// The answer a conversation was read with as its last turn, taken off it.
 ChatMessage take_answer(Conversation& conversation, const std::string& side, const SampleSource& where) {
   ChatMessage answer = std::move(conversation.messages.back());
   conversation.messages.pop_back();
-  ZT_REQUIRE(!answer.content.empty() || !answer.tool_calls.empty(),
-             where.str() + ": the answer \"" + side +
-                 "\" is empty; a pair needs two answers: fill it in or drop "
-                 "the record");
+  require_said(!answer.content.empty() || !answer.tool_calls.empty(), side, where);
   return answer;
 }
 
@@ -33,9 +34,7 @@ std::string string_answer(const json& record, const std::string& key, const Samp
   ZT_REQUIRE(!value.is_null(), where.str() + " has no \"" + key + "\"; a preference record holds two answers");
   ZT_REQUIRE(value.is_string(),
              where.str() + ": \"" + key + "\" must be a string (the answer), got " + value.dump().substr(0, 200));
-  ZT_REQUIRE(!value.get<std::string>().empty(), where.str() + ": the answer \"" + key +
-                                                    "\" is empty; a pair needs two answers: fill it in or drop the "
-                                                    "record");
+  require_said(!value.get<std::string>().empty(), key, where);
   return value.get<std::string>();
 }
 
