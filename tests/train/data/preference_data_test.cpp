@@ -233,6 +233,32 @@ TEST(PreferenceData, ShareGptColumnsAndTagsOfADatasetInfoEntry) {
   EXPECT_HAS(msg, "sample 0: a message's \"speaker\" is \"human\", none of the entry's tags (user me, assistant bot");
 }
 
+// LLaMA-Factory's OpenAI-style sharegpt entry (role/content tags), with a tool's result in
+// the prompt and tool calls in an answer.
+TEST(PreferenceData, OpenAiTagsOfADatasetInfoEntry) {
+  const std::optional<RankingColumns> columns = ranking_columns(json::parse(R"({"formatting": "sharegpt",
+    "ranking": true, "columns": {"messages": "messages", "chosen": "chosen", "rejected": "rejected", "tools": "tools"},
+    "tags": {"role_tag": "role", "content_tag": "content", "user_tag": "user", "assistant_tag": "assistant",
+             "observation_tag": "tool", "system_tag": "system"}})"),
+                                                                "info: dataset \"x\"");
+  const PreferenceDataset data =
+      parse(R"({"messages": [{"role": "system", "content": "S"}, {"role": "user", "content": "weather?"},)"
+            R"( {"role": "assistant", "content": null, "tool_calls": [{"type": "function", "function": {"name": "w",)"
+            R"( "arguments": "{}"}}]}, {"role": "tool", "content": "rain"}],)"
+            R"( "chosen": {"role": "assistant", "content": "It rains."},)"
+            R"( "rejected": {"role": "assistant", "content": null, "tool_calls": [{"type": "function",)"
+            R"( "function": {"name": "w", "arguments": "{}"}}]}, "tools": [{"name": "w"}]})",
+            columns);
+  ASSERT_EQ(data.pairs.size(), 1u);
+  EXPECT_EQ(turns(data.pairs[0]),
+            (std::vector<std::string>{"system: S", "user: weather?", "assistant: ", "tool: rain"}));
+  EXPECT_EQ(data.pairs[0].prompt.messages[2].tool_calls.size(), 1u);
+  EXPECT_EQ(data.pairs[0].chosen.content, "It rains.");
+  ASSERT_EQ(data.pairs[0].rejected.tool_calls.size(), 1u);
+  EXPECT_EQ(data.pairs[0].rejected.tool_calls[0].name, "w");
+  EXPECT_EQ(data.pairs[0].prompt.tools.size(), 1u);
+}
+
 TEST(PreferenceData, RankingColumnsRefuseWhatZerotuneDoesNotTrain) {
   const auto columns_error = [](const std::string& entry) {
     return testing::error_of([&] { ranking_columns(json::parse(entry), "info: dataset \"x\""); });
