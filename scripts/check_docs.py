@@ -493,7 +493,8 @@ def check_flags(path, lines, problems, flags):
                     path,
                     number,
                     "names the flag --" + flag + ", which no code outside tests/ reads",
-                    "name the flag as the code spells it, or drop it",
+                    "name the flag as the code spells it; another program's flag goes after that program's name"
+                    " in one code span (`srun --cpu-bind`)",
                 )
 
 

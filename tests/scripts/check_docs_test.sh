@@ -91,8 +91,8 @@ README.md:5: the Layout section does not name docs/NEW.md; add it to its list of
 docs/ARCHITECTURE.md:3: the folder map does not name \`lib/new/\`; add it under its parent with what it holds
 docs/ARCHITECTURE.md:3: the folder map does not name \`tools/\`; add it under its parent with what it holds
 README.md:3: says 2 test programs but the tree has 3 test programs (tests/**/*_test.cpp, *_test.cu); write 3, or drop the number
-docs/NEW.md:3: names the flag --gone_flag, which no code outside tests/ reads; name the flag as the code spells it, or drop it
-docs/NEW.md:3: names the flag --tested_only, which no code outside tests/ reads; name the flag as the code spells it, or drop it
+docs/NEW.md:3: names the flag --gone_flag, which no code outside tests/ reads; name the flag as the code spells it; another program's flag goes after that program's name in one code span (\`srun --cpu-bind\`)
+docs/NEW.md:3: names the flag --tested_only, which no code outside tests/ reads; name the flag as the code spells it; another program's flag goes after that program's name in one code span (\`srun --cpu-bind\`)
 fuzz/README.md:3: says Three targets but the tree has 2 fuzz targets (fuzz/CMakeLists.txt); write 2, or drop the number
 fuzz/README.md:3: link to corpus/ which does not exist; point it at the file meant
 srv/README.md:3: says in 1 folders but the tree has 0 subfolders of srv/; write 0, or drop the number
