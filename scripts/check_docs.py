@@ -9,7 +9,8 @@ What it checks, each problem printed as `file:line: what is wrong; what to do`:
   it; not tests/, whose folders mirror the source tree as tests/README.md says, nor examples/)
   has a README.md, or else an entry header named after the folder (`foo/foo.h`) whose opening
   comment describes it.
-- That README (or entry header) names every source file of its folder, written out
+- That README opens with a `# ` heading (clang-format run over a README mangles it), and it
+  (or the entry header) names every source file of its folder, written out
   (`trainer.cpp`) or in the short forms the READMEs use (`trainer.h/.cpp`, `trainer.{h,cpp}`),
   and every subfolder that holds code (`zero/`).
 - README.md's Layout section names every top-level folder of code (`serve/`) and every
@@ -188,6 +189,13 @@ def check_folder_docs(root, problems):
             )
             continue
         path, text = doc
+        if path.endswith("README.md") and not text.startswith("# "):
+            problems.add(
+                path,
+                1,
+                "does not open with a `# " + rel + "` heading (clang-format run over it mangles a README so)",
+                "restore its text (git log -p -- " + os.path.relpath(path, root) + ") and format only C++/CUDA files",
+            )
         for sub in code_subfolders(root, folder):
             if not re.search(r"(?<![\w-])" + re.escape(sub) + "/", text):
                 problems.add(

@@ -79,12 +79,13 @@ t=$work/bad
 mkdir -p "$t"/tools "$t"/lib/new
 touch "$t"/lib/f.cpp "$t"/lib/sub/g.cpp "$t"/lib/new/h.cpp "$t"/tests/lib/f_test.cpp "$t"/tools/tool.py
 printf '# New\n\n`zerotune run --gone_flag` and --tested_only.\n' >"$t"/docs/NEW.md
-printf '# srv/\n\n`server.cpp` serves, in 1 folders: see `srv/gone.h`, `../lib/nothing.h` and DEVICE.md.\n`ghost.h/.cpp` help; `*_x.cpp`, `_gpu_test.cpp`, `<name>.cpp` and `loader.py` are no files of the tree.\n' >"$t"/srv/README.md
+printf '#srv /\n\n`server.cpp` serves, in 1 folders: see `srv/gone.h`, `../lib/nothing.h` and DEVICE.md.\n`ghost.h/.cpp` help; `*_x.cpp`, `_gpu_test.cpp`, `<name>.cpp` and `loader.py` are no files of the tree.\n' >"$t"/srv/README.md
 printf '# fuzz/\n\nThree targets: `b_fuzz.cpp`, [the seeds](corpus/) and one more.\n' >"$t"/fuzz/README.md
 expect "$t" "lib/new/: not named in lib/README.md; add a line for \`new/\` there saying what it holds
 lib/f.cpp:1: not named in lib/README.md; add a line for \`f.cpp\` there saying what it holds and how it fits
 lib/new/: a folder of code without a README.md; write lib/new/README.md saying what the folder is for and how each of its files fits
 lib/sub/g.cpp:1: not named in lib/sub/sub.h; add a line for \`g.cpp\` there saying what it holds and how it fits
+srv/README.md:1: does not open with a \`# srv/\` heading (clang-format run over it mangles a README so); restore its text (git log -p -- srv/README.md) and format only C++/CUDA files
 tools/: a folder of code without a README.md; write tools/README.md saying what the folder is for and how each of its files fits
 README.md:5: the Layout section does not name \`tools/\`; add it with what it holds
 README.md:5: the Layout section does not name docs/NEW.md; add it to its list of docs
@@ -101,7 +102,7 @@ srv/README.md:3: names ../lib/nothing.h which the repository does not hold; name
 srv/README.md:3: names DEVICE.md which the repository does not hold; name a path that exists (written from the repository root), or the thing without a path
 srv/README.md:4: names ghost.cpp, which no folder of the repository holds; name the file that exists
 srv/README.md:4: names ghost.h, which no folder of the repository holds; name the file that exists
-check_docs: 20 problem(s) in 6 folders of code and 6 documents" 1
+check_docs: 21 problem(s) in 6 folders of code and 6 documents" 1
 
 expect "$work/missing" "check_docs: $work/missing is no folder; give the repository's root" 2
 echo "check_docs.py: every kind of problem found, a tree that agrees passes"
