@@ -1,9 +1,14 @@
 #include "serve/server.h"
 
+#include <sys/socket.h>
+
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <cstring>
 #include <iostream>
+#include <memory>
 #include <thread>
 
 #include <httplib.h>
@@ -35,11 +40,27 @@ class SignalScope {
   void (*previous_pipe_)(int) = nullptr;
 };
 
+// The listen backlog cpp-httplib's library was built with (CPPHTTPLIB_LISTEN_BACKLOG, 5 in
+// Debian's) is too short for many clients connecting at once: past it the kernel answers with
+// SYN cookies, some of which fail once the queue has stayed full, and those clients get their
+// connection reset before any request is read. So the listening socket is found as it is
+// created and listen() called again with a long backlog (Linux takes a second listen() as a
+// new backlog; the kernel caps it at net.core.somaxconn).
+constexpr int kListenBacklog = 1024;
+
 int bind(httplib::Server& server, const ServerOptions& options) {
+  auto listening = std::make_shared<int>(-1);
+  server.set_socket_options([listening](socket_t sock) {
+    httplib::default_socket_options(sock);
+    *listening = sock;
+  });
   const int port = options.port == 0 ? server.bind_to_any_port(options.host)
                                      : (server.bind_to_port(options.host, options.port) ? options.port : -1);
   ZT_REQUIRE(port > 0, "serve: cannot listen on " + options.host + ":" + std::to_string(options.port) +
                            " (in use, or not an address of this machine): pick another --port or --host");
+  if (*listening >= 0 && ::listen(*listening, kListenBacklog) != 0)
+    ZT_WARN("serve: cannot lengthen the listen backlog (" << std::strerror(errno)
+                                                          << "): many clients connecting at once may be reset");
   return port;
 }
 
