@@ -63,7 +63,9 @@ struct PreferenceSample {
 struct EncodedPreferences {
   std::vector<PreferenceSample> pairs;
   std::size_t truncated = 0;  // pairs cut to max_length
-  std::size_t skipped = 0;    // pairs left out (over max_length with Overlong::kSkip, or empty answer)
+  // Pairs left out: over max_length with Overlong::kSkip, or an answer with no label left to
+  // learn from (empty answers are refused when the file is read).
+  std::size_t skipped = 0;
 };
 
 // The pairs through `chat_template`, cut to options.max_length as LLaMA-Factory's pairwise
