@@ -275,8 +275,9 @@ double Trainer::forward_backward(const PackedBatch& batch, double loss_factor) {
   {
     PhaseTimer timing(wall_clock_.get(), Phase::kForward);
     if (model_.preference) {
-      PreferenceStep step = model_.preference->forward(
-          *model_.model, tensors, static_cast<std::size_t>(loss_units(batch)), fused_grad_scale(loss_factor));
+      PreferenceStep step =
+          model_.preference->forward(*model_.model, tensors, static_cast<std::size_t>(loss_units(batch)),
+                                     fused_grad_scale(loss_factor), batch.samples);
       loss_sum = step.surrogate;
       value = step.loss_sum;
     } else {
@@ -486,6 +487,16 @@ TrainerState Trainer::train() {
   const StopSignalScope stop_signals;
   const bool resuming = !args_.resume_from_checkpoint.empty();
   if (resuming) resume(resolve_resume_checkpoint(args_.resume_from_checkpoint, args_.output_dir));
+  // precompute_ref_log_probs: the reference's log-probabilities of every pair, once, before the
+  // first step (a resumed run has them from its checkpoint).
+  if (model_.preference && model_.preference->precomputes() && !model_.preference->has_precomputed()) {
+    if (is_main_rank())
+      ZT_LOG(kInfo, "precomputing the reference log-probabilities of every pair (precompute_ref_log_probs)");
+    const std::int64_t per_batch = std::max(plan_.micro_batch, args_.per_device_eval_batch_size);
+    model_.preference->set_precomputed(
+        model_.preference->precompute_reference(*model_.model, data_.train, per_batch, data_.layout),
+        model_.preference->precompute_reference(*model_.model, data_.eval, per_batch, data_.layout));
+  }
   // Resumed, the file restarts from the checkpoint's log_history: it and trainer_state.json agree.
   if (is_main_rank()) {
     log_file_ = std::make_unique<TrainLogFile>(args_.output_dir, state_.log_history);

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "runtime/error.h"
 #include "runtime/generator.h"
 #include "runtime/log.h"
 #include "train/checkpoint/checkpoint_ranks.h"
@@ -55,6 +56,9 @@ void Trainer::save_checkpoint_now() {
                              {"loss_scaler", to_json(scaler_.state())},
                              {"rng", {{"seed", rng.seed}, {"offset", rng.offset}}}};
   if (schedule_.on_plateau()) save.contents.run_state["lr_plateau"] = plateau_json(schedule_.plateau_state());
+  // The reference was the initial model: a resumed run can no longer compute it.
+  if (model_.preference && model_.preference->precomputes())
+    save.contents.run_state["reference_log_probs"] = model_.preference->precomputed_json();
   save.contents.training_args = nlohmann::json::parse(training_arguments_json(args_));
   if (!args_.save_only_model) save.optimizer = optimizer_.get();
   save.optimizer_step = scheduler_step_;  // the updates applied: DeepSpeed does not count skipped steps
@@ -85,6 +89,13 @@ void Trainer::resume(const std::string& directory) {
     schedule_.restore_plateau_state(plateau_from_json(run["lr_plateau"], schedule_.plateau_state()));
   default_generator().set_state(
       {run.at("rng").at("seed").get<std::uint64_t>(), run.at("rng").at("offset").get<std::uint64_t>()});
+  if (model_.preference && model_.preference->precomputes()) {
+    ZT_REQUIRE(run.contains("reference_log_probs"),
+               directory +
+                   " holds no precomputed reference log-probabilities (reference_log_probs in its run "
+                   "state): resume it without --precompute_ref_log_probs, as it was trained");
+    model_.preference->load_precomputed(run["reference_log_probs"]);
+  }
   state_.epoch = epoch_progress();
   last_checkpoint_ = directory;
   ZT_LOG(kInfo, "resumed from " << directory << " at step " << state_.global_step);

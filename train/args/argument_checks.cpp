@@ -161,9 +161,6 @@ void check_preference(const TrainingArguments& args, std::vector<std::string>& e
   require(!args.packing, errors,
           "--packing with --stage dpo: a pair's chosen and rejected answers are scored as whole sequences and are "
           "never packed with other samples; drop --packing (and neat_packing)");
-  require(!args.precompute_ref_log_probs, errors,
-          "--precompute_ref_log_probs is not run yet: drop it (the reference is the base model with the adapter off "
-          "for LoRA and P-Tuning, and a frozen copy of the initial weights for full and freeze)");
 }
 
 void check_combinations(const TrainingArguments& args, std::vector<std::string>& errors) {

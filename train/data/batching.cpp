@@ -86,6 +86,7 @@ PackedBatch pack(const std::vector<TokenizedSample>& samples, const std::vector<
   std::size_t longest = 0;
   for (std::size_t index : indices) longest = std::max(longest, samples.at(index).ids.size());
   PackedBatch batch;
+  batch.samples = indices;
   batch.cu_seqlens.push_back(0);
   for (std::size_t index : indices) {
     const TokenizedSample& sample = samples.at(index);

@@ -32,6 +32,7 @@ struct PackedBatch {
   std::vector<std::int32_t> cu_seqlens;  // [sequences + 1]
   std::int64_t label_tokens = 0;         // labels that are not kIgnoreIndex
   bool filler = false;                   // no data: see filler_batch()
+  std::vector<std::size_t> samples{};    // the sample indices packed, in order
 };
 
 // What batch sizes count, as sample indices: one sample, or with packing one row of whole

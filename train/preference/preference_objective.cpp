@@ -19,6 +19,8 @@ PreferenceObjective::PreferenceObjective(PreferenceOptions options, PreferenceRe
                  (needed ? "needs a reference model" : "takes no reference model"));
   ZT_REQUIRE(reference_.kind != PreferenceReference::Kind::kFrozenCopy || reference_.copy,
              "preference training: no reference copy");
+  ZT_REQUIRE(reference_.kind != PreferenceReference::Kind::kInitialPolicy || reference_.precomputed,
+             "preference training: the initial policy is a reference only precomputed");
 }
 
 // No gradient, nothing kept for backward.
@@ -32,9 +34,17 @@ models::SequenceLogProbs PreferenceObjective::reference_log_probs(models::Causal
 }
 
 PreferenceStep PreferenceObjective::forward(models::CausalLM& policy, const models::PackedBatch& batch,
-                                            std::size_t pairs, double grad_scale) {
+                                            std::size_t pairs, double grad_scale,
+                                            const std::vector<std::size_t>& samples) {
   std::optional<models::SequenceLogProbs> reference;
-  if (pairs > 0 && reference_.kind != PreferenceReference::Kind::kNone) reference = reference_log_probs(policy, batch);
+  if (pairs > 0 && reference_.precomputed) {
+    ZT_REQUIRE(samples.size() == 2 * pairs && has_precomputed(),
+               "preference training: the precomputed reference log-probabilities are missing for this batch");
+    reference.emplace();
+    for (std::size_t sample : samples) reference->sums.push_back(precomputed_.at(sample));
+  } else if (pairs > 0 && reference_.kind != PreferenceReference::Kind::kNone) {
+    reference = reference_log_probs(policy, batch);
+  }
   const models::SequenceScorer scorer(policy, batch);
   const models::SequenceLogProbs& scores = scorer.log_probs();
   std::vector<double> coefficients(scores.sums.size(), 0.0);
@@ -110,6 +120,7 @@ nlohmann::json PreferenceObjective::evaluate(models::CausalLM& policy, const std
                                              std::int64_t pairs_per_batch, const BatchLayout& layout) const {
   autograd::NoGradGuard no_grad;
   PreferenceObjective evaluation(options_, reference_);  // its own totals
+  evaluation.precomputed_ = precomputed_eval_;
   const std::size_t pairs = samples.size() / 2,
                     per_batch = static_cast<std::size_t>(std::max<std::int64_t>(1, pairs_per_batch));
   double loss_sum = 0.0;
@@ -118,13 +129,46 @@ nlohmann::json PreferenceObjective::evaluate(models::CausalLM& policy, const std
     std::vector<std::size_t> indices(2 * count);
     std::iota(indices.begin(), indices.end(), 2 * first);
     loss_sum +=
-        evaluation.forward(policy, device_batch(pack(samples, indices, layout), policy.device()), count, 1.0).loss_sum;
+        evaluation.forward(policy, device_batch(pack(samples, indices, layout), policy.device()), count, 1.0, indices)
+            .loss_sum;
   }
   nlohmann::json metrics;
   evaluation.log_metrics(metrics, [](double value, const char*) { return value; });
   nlohmann::json entry = {{"eval_loss", loss_sum / static_cast<double>(std::max<std::size_t>(pairs, 1))}};
   for (const auto& [key, value] : metrics.items()) entry["eval_" + key] = value;
   return entry;
+}
+
+std::vector<double> PreferenceObjective::precompute_reference(models::CausalLM& policy,
+                                                              const std::vector<TokenizedSample>& samples,
+                                                              std::int64_t pairs_per_batch,
+                                                              const BatchLayout& layout) const {
+  autograd::NoGradGuard no_grad;
+  std::optional<models::AdaptersDisabled> base;
+  if (reference_.kind == PreferenceReference::Kind::kAdaptersOff) base.emplace(policy);
+  std::vector<double> sums;
+  const std::size_t per_batch = static_cast<std::size_t>(std::max<std::int64_t>(1, pairs_per_batch));
+  for (std::size_t first = 0; first < samples.size(); first += 2 * per_batch) {
+    std::vector<std::size_t> indices(std::min(2 * per_batch, samples.size() - first));
+    std::iota(indices.begin(), indices.end(), first);
+    const models::SequenceLogProbs scores =
+        models::SequenceScorer(policy, device_batch(pack(samples, indices, layout), policy.device())).log_probs();
+    sums.insert(sums.end(), scores.sums.begin(), scores.sums.end());
+  }
+  return sums;
+}
+
+void PreferenceObjective::set_precomputed(std::vector<double> train, std::vector<double> eval) {
+  precomputed_ = std::move(train);
+  precomputed_eval_ = std::move(eval);
+}
+
+nlohmann::json PreferenceObjective::precomputed_json() const {
+  return {{"train", precomputed_}, {"eval", precomputed_eval_}};
+}
+
+void PreferenceObjective::load_precomputed(const nlohmann::json& saved) {
+  set_precomputed(saved.at("train").get<std::vector<double>>(), saved.at("eval").get<std::vector<double>>());
 }
 
 }  // namespace zt::train

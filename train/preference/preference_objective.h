@@ -23,12 +23,16 @@ namespace zt::train {
 // Where the reference's log-probabilities come from.
 struct PreferenceReference {
   enum class Kind {
-    kNone,         // orpo, simpo, reference_free: no reference
-    kAdaptersOff,  // LoRA and P-Tuning: the policy with its adapters switched off
-    kFrozenCopy,   // full and freeze: a frozen copy of the initial weights
+    kNone,           // orpo, simpo, reference_free: no reference
+    kAdaptersOff,    // LoRA and P-Tuning: the policy with its adapters switched off
+    kFrozenCopy,     // full and freeze: a frozen copy of the initial weights
+    kInitialPolicy,  // full and freeze, precomputed: the policy itself before its first step
   };
   Kind kind = Kind::kNone;
   std::shared_ptr<const models::CausalLM> copy{};  // kFrozenCopy
+  // TRL's precompute_ref_log_probs: every pair's reference log-probabilities once, before the
+  // first step (kAdaptersOff or kInitialPolicy), kept and saved with checkpoints.
+  bool precomputed = false;
 };
 
 struct PreferenceStep {
@@ -43,9 +47,25 @@ class PreferenceObjective {
   PreferenceObjective(PreferenceOptions options, PreferenceReference reference);
 
   // `pairs` is the micro-batch's pair count: its sequences / 2, or 0 for a filler batch (no
-  // data, run for ZeRO's collectives), which adds nothing.
+  // data, run for ZeRO's collectives), which adds nothing. With a precomputed reference,
+  // `samples` are the batch's sample indices (PackedBatch::samples) into the data it was
+  // precomputed for.
   PreferenceStep forward(models::CausalLM& policy, const models::PackedBatch& batch, std::size_t pairs,
-                         double grad_scale);
+                         double grad_scale, const std::vector<std::size_t>& samples = {});
+
+  // precompute_ref_log_probs: whether the reference is read from a table, and whether the
+  // table is there yet.
+  bool precomputes() const { return reference_.precomputed; }
+  bool has_precomputed() const { return !precomputed_.empty(); }
+  // The reference's summed log-probabilities of every sample (pairs, chosen then rejected),
+  // without gradients, pairs_per_batch pairs a forward; every rank computes all of them, in
+  // step. Before the first step: under kInitialPolicy the policy is the reference only then.
+  std::vector<double> precompute_reference(models::CausalLM& policy, const std::vector<TokenizedSample>& samples,
+                                           std::int64_t pairs_per_batch, const BatchLayout& layout) const;
+  // The tables of the training and evaluation samples, as set or as a checkpoint holds them.
+  void set_precomputed(std::vector<double> train, std::vector<double> eval);
+  nlohmann::json precomputed_json() const;
+  void load_precomputed(const nlohmann::json& saved);
 
   // TRL's keys (rewards/*, logps/*, logits/*; LLaMA-Factory's sft_loss and odds_ratio_loss for
   // orpo) over the pairs of every rank since the last call, which `sum` adds up; then starts
@@ -73,6 +93,7 @@ class PreferenceObjective {
   PreferenceOptions options_;
   PreferenceReference reference_;
   Totals totals_;
+  std::vector<double> precomputed_, precomputed_eval_;  // per sample, when precomputed
 };
 
 }  // namespace zt::train

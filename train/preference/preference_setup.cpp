@@ -45,14 +45,19 @@ PreferenceReference preference_reference(const PreferenceOptions& options, const
                                          int zero_stage,
                                          const std::function<std::shared_ptr<const models::CausalLM>()>& load_copy) {
   if (!uses_reference(options)) return {};
-  if (args.finetuning_type == FinetuningType::kLora || args.finetuning_type == FinetuningType::kPtuning)
-    return {.kind = PreferenceReference::Kind::kAdaptersOff};
+  const bool adapters =
+      args.finetuning_type == FinetuningType::kLora || args.finetuning_type == FinetuningType::kPtuning;
+  if (args.precompute_ref_log_probs)
+    return {.kind = adapters ? PreferenceReference::Kind::kAdaptersOff : PreferenceReference::Kind::kInitialPolicy,
+            .precomputed = true};
+  if (adapters) return {.kind = PreferenceReference::Kind::kAdaptersOff};
   std::string refusal = "--stage dpo with --finetuning_type ";
   refusal += name_of(args.finetuning_type);
   refusal += " under ZeRO stage 3: the " + preference_loss_name(options.loss) +
              " loss needs a reference model, a frozen copy of the initial weights, which zerotune does not partition "
-             "yet; train LoRA (--finetuning_type lora: the reference is the base model with the adapter off), use "
-             "--pref_loss orpo or simpo (no reference), or ZeRO stage 1 or 2";
+             "yet; add --precompute_ref_log_probs (the reference's log-probabilities in a first pass), train LoRA "
+             "(--finetuning_type lora: the reference is the base model with the adapter off), use --pref_loss orpo "
+             "or simpo (no reference), or ZeRO stage 1 or 2";
   ZT_REQUIRE(zero_stage != 3, refusal);
   ZT_LOG(kInfo, "reference model: a frozen copy of the initial weights (--finetuning_type "
                     << name_of(args.finetuning_type) << "), " << preference_loss_name(options.loss) << " loss");

@@ -24,7 +24,9 @@ std::vector<TokenizedSample> preference_samples(const PreferenceDataset& data, c
 
 // The reference for `options`: none (orpo, simpo, reference_free), the policy with its adapter
 // off (LoRA, P-Tuning), or a frozen copy of the initial weights made by `load_copy` (full and
-// freeze). A frozen copy is whole on each rank, so under ZeRO-3 it is refused.
+// freeze). A frozen copy is whole on each rank, so under ZeRO-3 it is refused. With
+// precompute_ref_log_probs the adapter-off policy or the initial policy is scored once, before
+// the first step, and no copy is made.
 PreferenceReference preference_reference(const PreferenceOptions& options, const TrainingArguments& args,
                                          int zero_stage,
                                          const std::function<std::shared_ptr<const models::CausalLM>()>& load_copy);

@@ -187,7 +187,8 @@ class PreferenceTrainerRun : public testing::FolderTest {
   }
 
   std::pair<std::shared_ptr<models::CausalLM>, TrainerState> run(const TrainingArguments& args,
-                                                                 distributed::Communicator* comm = nullptr) {
+                                                                 distributed::Communicator* comm = nullptr,
+                                                                 bool precomputed = false) {
     auto model = std::make_shared<models::CausalLM>(random_model(7, DType::kF32));
     auto reference = std::make_shared<const models::CausalLM>(random_model(7, DType::kF32));
     TrainerModel trained;
@@ -198,7 +199,9 @@ class PreferenceTrainerRun : public testing::FolderTest {
     trained.load = [model](const std::string& d) { models::load_weights(*model, model_weights_path(d)); };
     PreferenceOptions options{.beta = args.pref_beta};
     trained.preference = std::make_shared<PreferenceObjective>(
-        options, PreferenceReference{.kind = PreferenceReference::Kind::kFrozenCopy, .copy = reference});
+        options, precomputed
+                     ? PreferenceReference{.kind = PreferenceReference::Kind::kInitialPolicy, .precomputed = true}
+                     : PreferenceReference{.kind = PreferenceReference::Kind::kFrozenCopy, .copy = reference});
     TrainerData data{pair_samples(8), pair_samples(3)};
     const int world = comm ? comm->world_size() : 1;
     TrainingPlan plan = plan_training(
@@ -256,6 +259,31 @@ TEST_F(PreferenceTrainerRun, ResumingContinuesExactlyAsTheUninterruptedRun) {
     EXPECT_EQ(straight->named_parameters()[i].variable.data().to_vector(),
               resumed->named_parameters()[i].variable.data().to_vector())
         << straight->named_parameters()[i].name;
+}
+
+// precompute_ref_log_probs: the initial policy scored once before the first step trains as the
+// frozen copy does, and a resumed run takes the table from its checkpoint (the policy is no
+// longer the reference then).
+TEST_F(PreferenceTrainerRun, PrecomputedReferenceTrainsAsTheFrozenCopyAndResumes) {
+  const auto [copy, copy_state] = run(arguments({"--max_steps", "6"}));
+  fs::remove_all(dir_);
+  const auto [precomputed, precomputed_state] = run(arguments({"--max_steps", "6"}), nullptr, true);
+  for (std::size_t i = 0; i < copy->named_parameters().size(); ++i) {
+    const std::vector<double> a = copy->named_parameters()[i].variable.data().to_vector();
+    const std::vector<double> b = precomputed->named_parameters()[i].variable.data().to_vector();
+    for (std::size_t k = 0; k < a.size(); ++k) ASSERT_NEAR(a[k], b[k], 1e-6) << i;
+  }
+  fs::remove_all(dir_);
+  run(arguments({"--max_steps", "6", "--save_strategy", "steps", "--save_steps", "3"}), nullptr, true);
+  const nlohmann::json saved = load_checkpoint((dir_ / "checkpoint-3").string()).run_state;
+  ASSERT_TRUE(saved.contains("reference_log_probs"));
+  EXPECT_EQ(saved["reference_log_probs"]["train"].size(), 16u);  // 8 pairs
+  const auto [resumed, resumed_state] =
+      run(arguments({"--max_steps", "6", "--resume_from_checkpoint", (dir_ / "checkpoint-3").string()}), nullptr, true);
+  for (std::size_t i = 0; i < resumed->named_parameters().size(); ++i)
+    EXPECT_EQ(resumed->named_parameters()[i].variable.data().to_vector(),
+              precomputed->named_parameters()[i].variable.data().to_vector())
+        << i;
 }
 
 std::string write_zero_config(int stage) {
