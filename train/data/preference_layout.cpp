@@ -250,7 +250,11 @@ std::string layout_name(PreferenceLayout layout) {
 std::optional<PreferenceLayout> layout_of(const json& record) {
   if (!record.is_object() || !record.contains("chosen") || !record.contains("rejected")) return std::nullopt;
   if (record.contains("instruction")) return PreferenceLayout::kAlpacaRanking;
-  if (record.contains("conversations") || record.contains("messages")) return PreferenceLayout::kShareGptRanking;
+  // TRL's conversational answers are lists; a `messages` beside them is another column (as in
+  // ultrafeedback_binarized, where it repeats the chosen conversation), which TRL ignores.
+  const bool trl_answers = record["chosen"].is_array();
+  if (record.contains("conversations") || (record.contains("messages") && !trl_answers))
+    return PreferenceLayout::kShareGptRanking;
   if (record.contains("prompt")) return PreferenceLayout::kTrlExplicit;
   return PreferenceLayout::kTrlImplicit;
 }

@@ -24,7 +24,8 @@ enum class PreferenceLayout {
 // "LLaMA-Factory's alpaca ranking (\"instruction\", \"chosen\", \"rejected\")" and the like.
 std::string layout_name(PreferenceLayout layout);
 
-// The layout a record's keys name; nullopt when it holds no "chosen" and "rejected".
+// The layout a record's keys name (a `messages` key is TRL's other column where the answers
+// are lists of messages); nullopt when it holds no "chosen" and "rejected".
 std::optional<PreferenceLayout> layout_of(const nlohmann::ordered_json& record);
 
 // One record read in `layout`, or through `columns` when a dataset_info.json entry gives them.

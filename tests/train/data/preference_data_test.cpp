@@ -129,6 +129,17 @@ TEST(PreferenceData, TrlTextPromptWithConversationsTakesThePromptFromThem) {
   expect_answers(data.pairs[0], "blue", "green");
 }
 
+// HuggingFaceH4/ultrafeedback_binarized's columns: a `messages` column beside TRL's lists is
+// not LLaMA-Factory's ShareGPT prompt, and TRL reads the prompt from the answers.
+TEST(PreferenceData, UltrafeedbackColumnsAreTrl) {
+  const PreferenceDataset data = parse(R"([{"prompt": "sky?", "prompt_id": "1", "score_chosen": 9.0,
+    "chosen": [{"role": "user", "content": "sky?"}, {"role": "assistant", "content": "blue"}],
+    "rejected": [{"role": "user", "content": "sky?"}, {"role": "assistant", "content": "green"}],
+    "messages": [{"role": "user", "content": "sky?"}, {"role": "assistant", "content": "blue"}]}])");
+  EXPECT_EQ(turns(data.pairs[0]), (std::vector<std::string>{"user: sky?"}));
+  expect_answers(data.pairs[0], "blue", "green");
+}
+
 TEST(PreferenceData, IdenticalAnswersAreReadAndNoted) {
   const PreferenceDataset data = parse(R"([{"instruction": "a", "chosen": "x", "rejected": "x"},
                                            {"instruction": "b", "chosen": "x", "rejected": "y"}])");
