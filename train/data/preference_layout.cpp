@@ -169,6 +169,16 @@ json slice(const json& value, std::size_t from, std::size_t to) {
   return out;
 }
 
+// " (its other keys: system, question)", naming where a prompt may be; "" when there are none.
+std::string other_keys(const json& record) {
+  std::string keys;
+  for (const auto& [key, value] : record.items()) {
+    if (key == "chosen" || key == "rejected" || key == "prompt") continue;
+    keys.append(keys.empty() ? " (its other keys: " : ", ").append(key);
+  }
+  return keys.empty() ? keys : keys.append(")");
+}
+
 // A TRL answer given as a list of messages: the one assistant message after the prompt.
 json one_answer(const json& messages, const char* side, const SampleSource& where) {
   ZT_REQUIRE(messages.size() == 1, where.str() + ": \"" + side + "\" holds " + std::to_string(messages.size()) +
@@ -193,7 +203,9 @@ PreferenceConversation from_trl(const json& record, const SampleSource& where) {
       (prompt.is_string() || prompt.is_array()) && conversational(prompt) == conversational(chosen);
   if (!explicit_prompt) {  // TRL's maybe_extract_prompt
     const std::size_t length = shared_prompt_length(chosen, rejected);
-    ZT_REQUIRE(length > 0, where.str() + ": \"chosen\" and \"rejected\" share no prompt; give it as \"prompt\"");
+    ZT_REQUIRE(length > 0, where.str() + ": \"chosen\" and \"rejected\" share no prompt" + other_keys(record) +
+                               ": name the prompt \"prompt\", or map the record's keys with a dataset_info.json "
+                               "entry's columns (prompt, system, ...) and --dataset");
     prompt = slice(chosen, 0, length);
     chosen_part = slice(chosen, length, std::string::npos);
     rejected_part = slice(rejected, length, std::string::npos);

@@ -183,7 +183,12 @@ TEST(PreferenceData, BadRecordsAreRefusedWithTheirPosition) {
   msg = error_for(R"([{"prompt": "q", "chosen": "a", "rejected": [{"role": "assistant", "content": "b"}]}])");
   EXPECT_HAS(msg, "\"chosen\" and \"rejected\" must both be strings or both lists of messages");
   msg = error_for(R"([{"chosen": "yes", "rejected": "no"}])");
-  EXPECT_HAS(msg, "sample 0: \"chosen\" and \"rejected\" share no prompt; give it as \"prompt\"");
+  EXPECT_HAS(msg, "sample 0: \"chosen\" and \"rejected\" share no prompt: name the prompt \"prompt\"");
+  // Intel/orca_dpo_pairs' keys: LLaMA-Factory reads them through an entry's columns.
+  msg = error_for(R"([{"system": "S", "question": "q", "chosen": "yes", "rejected": "no"}])");
+  EXPECT_HAS(msg,
+             "share no prompt (its other keys: system, question): name the prompt \"prompt\", or map the "
+             "record's keys with a dataset_info.json entry's columns");
   msg = error_for(R"([{"prompt": "q", "chosen": {"a": 1}, "rejected": "b"}])");
   EXPECT_HAS(msg, "\"chosen\" must be a string or a list of messages");
 }
