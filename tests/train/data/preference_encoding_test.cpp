@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <string>
 
+#include "runtime/error.h"
 #include "text/chat_template/chat_template.h"
 #include "text/tokenizer/tokenizer.h"
 #include "train/data/preference_data.h"
@@ -226,6 +227,26 @@ TEST_P(PreferenceEncoding, TheDemoPairsFitWhole) {
   EXPECT_EQ(encoded.pairs.size(), demo.pairs.size());
   EXPECT_EQ(encoded.truncated + encoded.skipped, 0u);
   EXPECT_EQ(identical_pairs_note(kDemo, demo), "");
+}
+
+// A template's refusal names the record, as for SFT samples.
+TEST(PreferenceTemplateRefusal, NamesTheRecord) {
+  if (!models::tokenizers_available()) GTEST_SKIP() << models::tokenizer_support_message();
+  const auto tokenizer = models::load_tokenizer(kModel);
+  const auto none = models::make_chat_template("none");  // no tool format
+  const PreferenceDataset data = parse_preference_dataset(
+      R"([{"instruction": "q", "chosen": "a", "rejected": "b"},
+          {"instruction": "q", "chosen": "a", "rejected": "b", "tools": [{"name": "w"}]}])",
+      "pairs.json");
+  for (int workers : {0, 2}) {
+    std::string msg;
+    try {
+      encode_preferences(data, *none, *tokenizer, {.workers = workers});
+    } catch (const Error& e) {
+      msg = e.what();
+    }
+    EXPECT_NE(msg.find("pairs.json: sample 1: chat template 'none' has no tool format"), std::string::npos) << msg;
+  }
 }
 
 // LLaMA-Factory's glm4 (efficient eos) with GLM-4's special tokens: its pairwise processor
