@@ -30,7 +30,8 @@ constexpr const char* kUsage =
     "                         [--micro_batch B] [--max_length S] [--gradient_checkpointing]\n"
     "                         [--dtype bfloat16|float16|float32] [--gpu_memory GIB] [--host_memory GIB]\n"
     "                         [--reduce_bucket_size N] [--deepspeed ds_config.json]\n"
-    "                         [--finetuning_type full|lora [--lora_rank R] [--lora_target MODULES]]\n\n"
+    "                         [--finetuning_type full|lora [--lora_rank R] [--lora_target MODULES]\n"
+    "                         [--quantization_bit 4 [--double_quantization true|false]]]\n\n"
     "Prints, for ZeRO stages 0-3 without and with optimizer offload (offload none, cpu) and for stage 3\n"
     "with parameter offload, alone and with optimizer offload (offload param, both), the GiB each GPU\n"
     "needs (model states; stage 3's gathered modules; activations of a packed micro-batch of B x S\n"
@@ -41,7 +42,8 @@ constexpr const char* kUsage =
     "it: stages 0, 1, 2, then 1-2 with optimizer offload (each at the asked micro-batch, then halved);\n"
     "only when none fits, the same with gradient checkpointing, then stage 3 and 3 with optimizer\n"
     "offload (whose engine recomputes every layer); then 3 with parameter offload, the slowest (param,\n"
-    "then both); LoRA only when no full fine-tuning fits. Needs no GPU. The model states are\n"
+    "then both); LoRA only when no full fine-tuning fits, and QLoRA (LoRA on a 4-bit base) only when\n"
+    "no LoRA fits. Needs no GPU. The model states are\n"
     "zerotune's own buffers;\n"
     "docs/TRAINING.md (Memory) says how they differ from DeepSpeed's.\n"
     "  --num_gpus             GPUs per node (also --num_gpus_per_node), default the visible GPUs (1 with\n"
@@ -56,24 +58,29 @@ constexpr const char* kUsage =
     "                         buckets, precision and micro-batch, read as zerotune train reads them;\n"
     "                         its fit is reported first\n"
     "  --finetuning_type      full (default) or lora: only the LoRA matrices train (--lora_rank, default 8,\n"
-    "                         and --lora_target, default all, also size the LoRA a full run falls back to)\n";
+    "                         and --lora_target, default all, also size the LoRA a full run falls back to)\n"
+    "  --quantization_bit     4: QLoRA, the decoder's linear weights in bitsandbytes' 4 bits (blocks of 64,\n"
+    "                         --double_quantization true by default: 1-byte block scales), every layer\n"
+    "                         recomputed in backward; stages 0-2 only\n";
 
-const FlagSpec kFlagSpec{
-    .command = "estimate",
-    .value_flags = {"--model_name_or_path", "--revision", "--config", "--num_gpus", "--num_nodes", "--micro_batch",
-                    "--max_length", "--dtype", "--gpu_memory", "--host_memory", "--reduce_bucket_size",
-                    "--finetuning_type", "--lora_rank", "--lora_target", "--deepspeed"},
-    .bool_flags = {"--gradient_checkpointing"},
-    .one_of = {"--model_name_or_path", "--config"},
-    .aliases = {{"--num_gpus_per_node", "--num_gpus"},
-                {"--per_device_train_batch_size", "--micro_batch"},
-                {"--cutoff_len", "--max_length"}},
-    .number_flags = {"--gpu_memory", "--host_memory"},
-    .integer_flags = {"--num_gpus", "--num_nodes", "--micro_batch", "--max_length", "--reduce_bucket_size",
-                      "--lora_rank"},
-    .positive_flags = {"--num_gpus", "--num_nodes", "--micro_batch", "--max_length", "--reduce_bucket_size",
-                       "--lora_rank", "--gpu_memory", "--host_memory"},
-    .choices = {{"--finetuning_type", {"full", "lora"}}}};
+const FlagSpec kFlagSpec{.command = "estimate",
+                         .value_flags = {"--model_name_or_path", "--revision", "--config", "--num_gpus", "--num_nodes",
+                                         "--micro_batch", "--max_length", "--dtype", "--gpu_memory", "--host_memory",
+                                         "--reduce_bucket_size", "--finetuning_type", "--lora_rank", "--lora_target",
+                                         "--deepspeed", "--quantization_bit", "--double_quantization"},
+                         .bool_flags = {"--gradient_checkpointing"},
+                         .one_of = {"--model_name_or_path", "--config"},
+                         .aliases = {{"--num_gpus_per_node", "--num_gpus"},
+                                     {"--per_device_train_batch_size", "--micro_batch"},
+                                     {"--cutoff_len", "--max_length"}},
+                         .number_flags = {"--gpu_memory", "--host_memory"},
+                         .integer_flags = {"--num_gpus", "--num_nodes", "--micro_batch", "--max_length",
+                                           "--reduce_bucket_size", "--lora_rank"},
+                         .positive_flags = {"--num_gpus", "--num_nodes", "--micro_batch", "--max_length",
+                                            "--reduce_bucket_size", "--lora_rank", "--gpu_memory", "--host_memory"},
+                         .choices = {{"--finetuning_type", {"full", "lora"}},
+                                     {"--quantization_bit", {"4"}},
+                                     {"--double_quantization", {"true", "false"}}}};
 
 // The memory of common training GPUs, as their makers state it: RTX 3090/4090 and A10 (24),
 // A100 40GB (40), A40, L40S and RTX 6000 Ada (48), A100/H100 80GB (80), RTX PRO 6000 (96) and
@@ -121,6 +128,15 @@ train::MemorySettings settings_from_flags(const Flags& flags, const models::Mode
   if (flags.count("--finetuning_type") && flags.at("--finetuning_type") == "lora")
     s.trainable_numels = train::lora_trainable_numels(config, integer_flag_or(flags, "--lora_rank", 8),
                                                       flags.count("--lora_target") ? flags.at("--lora_target") : "all");
+  ZT_REQUIRE_USAGE(!flags.count("--double_quantization") || flags.count("--quantization_bit"),
+                   "--double_quantization describes the 4-bit base of --quantization_bit 4: add that");
+  if (flags.count("--quantization_bit")) {
+    ZT_REQUIRE_USAGE(!s.full_finetuning(),
+                     "--quantization_bit 4 trains LoRA on the 4-bit base (quantized weights "
+                     "cannot be trained): add --finetuning_type lora");
+    s.quantized_base = true;
+    s.double_quant = !flags.count("--double_quantization") || flags.at("--double_quantization") == "true";
+  }
   return s;
 }
 
@@ -179,8 +195,11 @@ bool offloads(const train::MemorySettings& s) { return s.offload || s.offload_pa
 void print_header(const models::ModelConfig& config, const train::MemorySettings& s, const train::MemoryEstimate& e,
                   bool gpus_given) {
   std::cout << architecture_name(config.arch) << " model, " << millions(e.model_parameters) << " parameters"
-            << (s.full_finetuning() ? "" : ", " + millions(e.trainable_parameters) + " trainable (LoRA)") << ", "
-            << dtype_name(s.dtype) << "; " << s.nodes << " node(s) x " << s.gpus_per_node << " GPU(s)"
+            << (s.full_finetuning() ? "" : ", " + millions(e.trainable_parameters) + " trainable (LoRA)")
+            << (s.quantized_base
+                    ? std::string(", 4-bit base (QLoRA") + (s.double_quant ? ", double quantization)" : ")")
+                    : std::string())
+            << ", " << dtype_name(s.dtype) << "; " << s.nodes << " node(s) x " << s.gpus_per_node << " GPU(s)"
             << (gpus_given           ? ""
                 : visible_gpus() > 0 ? " (the visible GPUs)"
                                      : " (no GPU is visible; --num_gpus sets the count)")
@@ -224,11 +243,12 @@ void print_table(const models::ModelConfig& config, train::MemorySettings settin
   for (double budget : budgets) fits_header.append(" ").append(cell(size_text(budget), 4));
   fits_header += " GiB";
   for (const train::ZeroRow& row : kTableRows) {
+    if (settings.quantized_base && row.stage == 3) continue;  // both partition the base weights
     settings.stage = row.stage;
     settings.offload = row.offload;
     settings.offload_param = row.offload_param;
     const train::MemoryEstimate e = train::estimate_memory(config, settings);
-    if (&row == std::begin(kTableRows)) {
+    if (row.stage == 0 && !row.offload) {
       print_header(config, settings, e, gpus_given);
       std::cout << "stage  offload  params  gradients  optimizer  gathered  activations  per GPU  host per node"
                 << fits_header << "\n";
@@ -266,6 +286,7 @@ std::string train_flags(const train::Recommendation& r, const Flags& flags) {
     out += " --finetuning_type lora" +
            (flags.count("--lora_rank") ? " --lora_rank " + flags.at("--lora_rank") : std::string()) +
            (flags.count("--lora_target") ? " --lora_target " + flags.at("--lora_target") : std::string());
+  if (r.switched_to_qlora) out += " --quantization_bit 4";
   if (r.settings.gradient_checkpointing) out += " --gradient_checkpointing";
   out += " --per_device_train_batch_size " + std::to_string(r.settings.micro_batch);
   return out + " --deepspeed '" + deepspeed_json(r.settings) + "'";
@@ -285,7 +306,10 @@ std::string recommendation_text(const train::Recommendation& r, const train::Mem
   text << zero_name(s);
   if (s.gradient_checkpointing != asked.gradient_checkpointing) text << ", gradient checkpointing";
   if (s.micro_batch != asked.micro_batch) text << ", micro-batch " << s.micro_batch;
-  if (r.switched_to_lora) text << ", LoRA (" << millions(r.estimate.trainable_parameters) << " trainable)";
+  if (r.switched_to_qlora)
+    text << ", QLoRA (LoRA on a 4-bit base, " << millions(r.estimate.trainable_parameters) << " trainable)";
+  else if (r.switched_to_lora)
+    text << ", LoRA (" << millions(r.estimate.trainable_parameters) << " trainable)";
   text << ", " << gib(r.estimate.gpu_total()) << " of " << budget << " GiB per GPU";
   if (offloads(s)) text << ", " << gib(r.estimate.host_per_node()) << " GiB of host memory per node";
   return text.str();
@@ -297,6 +321,10 @@ void print_recommendation(const train::Recommendation& r, const train::MemorySet
   std::cout << "recommended: " << recommendation_text(r, asked, budget) << "\n";
   if (r.switched_to_lora)
     std::cout << "  full fine-tuning fits in no configuration within " << budget_text(budget, host) << "\n";
+  if (r.switched_to_qlora)
+    std::cout << "  LoRA on the " << dtype_name(asked.dtype) << " base fits no configuration without parameter offload "
+              << "within " << budget_text(budget, host)
+              << " (dequantizing a layer costs less than moving it over PCIe in every pass)\n";
   if (s.micro_batch < asked.micro_batch)
     std::cout << "  " << asked.micro_batch / s.micro_batch
               << "x the --gradient_accumulation_steps keeps the global batch of micro-batch " << asked.micro_batch
@@ -315,7 +343,7 @@ std::string headroom_note(double budget) {
 
 std::string nothing_fits(double budget, std::optional<double> host) {
   return "nothing fits " + budget_text(budget, host) +
-         ", not even LoRA with gradient checkpointing and micro-batch 1 within " +
+         ", not even QLoRA (LoRA on a 4-bit base) with micro-batch 1 within " +
          size_text(budget * train::kUsableGpuShare) + " GiB: lower --max_length, use more GPUs" +
          (host ? " or more host memory" : "");
 }

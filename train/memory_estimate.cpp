@@ -5,7 +5,9 @@
 #include <numeric>
 
 #include "models/peft/lora.h"
+#include "models/quant/quantized_linears.h"
 #include "models/weights/hf_names.h"
+#include "ops/quant4/blockwise.h"
 #include "runtime/error.h"
 #include "train/optim/optimizer_offload.h"
 #include "train/zero/zero_layout.h"
@@ -89,6 +91,27 @@ std::int64_t layer_bytes_per_token(const models::ModelConfig& c, std::int64_t wi
 // rank runs the single-device optimizer.
 bool runs_zero3_engine(const MemorySettings& s) { return s.stage == 3 && (s.world_size() > 1 || s.offload_param); }
 
+// QLoRA's base: the linears' elements, their 4-bit bytes, and the largest layer's elements
+// (dequantized while it computes).
+struct QuantizedLinears {
+  std::int64_t numel = 0, bytes = 0, largest_layer = 0;
+};
+
+QuantizedLinears quantized_linears(const models::ModelConfig& config, bool double_quant) {
+  QuantizedLinears q;
+  for (const std::vector<models::ParamSpec>& layer : models::quant::quantizable_linear_specs(config)) {
+    std::int64_t layer_numel = 0;
+    for (const models::ParamSpec& spec : layer) {
+      const std::int64_t n = shape_numel(spec.shape);
+      layer_numel += n;
+      q.bytes += ops::quant4::quantized_bytes(n, ops::quant4::kDefaultBlocksize, double_quant);
+    }
+    q.numel += layer_numel;
+    q.largest_layer = std::max(q.largest_layer, layer_numel);
+  }
+  return q;
+}
+
 std::int64_t activation_bytes(const models::ModelConfig& c, const MemorySettings& s) {
   const std::int64_t tokens = s.micro_batch * s.max_length;
   const std::int64_t width = static_cast<std::int64_t>(dtype_size(s.dtype));
@@ -124,6 +147,8 @@ void check_settings(const MemorySettings& s) {
   ZT_REQUIRE(s.stage >= 0 && s.stage <= 3, "ZeRO stage " + std::to_string(s.stage) + " does not exist (0-3)");
   ZT_REQUIRE(s.gpus_per_node >= 1 && s.nodes >= 1, "memory estimate: GPUs per node and nodes must be >= 1");
   ZT_REQUIRE(s.micro_batch >= 1 && s.max_length >= 1, "memory estimate: micro batch and max length must be >= 1");
+  ZT_REQUIRE(!s.quantized_base || (!s.full_finetuning() && !runs_zero3_engine(s)),
+             "memory estimate: a 4-bit base trains LoRA, under ZeRO stages 0-2");
 }
 
 }  // namespace
@@ -156,6 +181,11 @@ MemoryEstimate estimate_model_states(const models::ModelConfig& config, const Me
     if (s.offload_param) host_weights = shard;  // parameter offload: the shard lives in host memory
   }
   e.gpu.parameters = width * weights;
+  if (s.quantized_base) {
+    const QuantizedLinears q = quantized_linears(config, s.double_quant);
+    e.gpu.parameters += q.bytes - width * q.numel;
+    e.transient += width * q.largest_layer;
+  }
   // Stage 1 accumulates whole fp32 gradients until the boundary; the others only their part,
   // which optimizer offload keeps in host memory under ZeRO (one rank without ZeRO-3 runs
   // the single-device optimizer, whose gradients stay on the device).
@@ -176,12 +206,14 @@ MemoryEstimate estimate_model_states(const models::ModelConfig& config, const Me
     const std::int64_t unit = largest_gathered_unit(config), bucket = std::min(unit, psi_trainable);
     e.transient = 2 * width * unit + wire * (bucket + (bucket + world - 1) / world);
   } else if (world > 1) {
-    e.transient = bucket_staging_bytes(layout, wire, s.stage > 0);
+    e.transient += bucket_staging_bytes(layout, wire, s.stage > 0);
   }
   return e;
 }
 
-bool recomputes_layers(const MemorySettings& s) { return s.gradient_checkpointing || runs_zero3_engine(s); }
+bool recomputes_layers(const MemorySettings& s) {
+  return s.gradient_checkpointing || runs_zero3_engine(s) || s.quantized_base;
+}
 
 MemoryEstimate estimate_memory(const models::ModelConfig& config, const MemorySettings& settings) {
   MemoryEstimate e = estimate_model_states(config, settings);

@@ -26,6 +26,12 @@
 // train/zero/zero3_partitioner.h) moves each rank's working-weight shard (2Ψ/N) to host memory
 // too: the GPU keeps the parameters that stay whole, and the gathered modules (the transient).
 //
+// QLoRA (quantized_base): the decoder's linear weights take Q(n) = n/2 + 4·n/64 bytes each (n/2 +
+// n/64 + 4·n/16384 + 1 KiB under double quantization: ops/quant4/blockwise.h quantized_bytes)
+// instead of 2n; embeddings, norms, biases and the LM head stay in the working dtype; one
+// layer's linears are dequantized at a time (a transient in the working dtype), and every layer
+// is recomputed in backward. A 7B model's 6.5B linear weights: 3.5 GiB instead of 13 GiB.
+//
 // Activations are the tensors autograd saves in the packed (varlen) forward of
 // models/decoder.cpp, per token and layer, plus one layer's worth of gradients in flight
 // during backward; with gradient checkpointing (and always under stage 3, which recomputes
@@ -63,6 +69,11 @@ struct MemorySettings {
   std::int64_t reduce_bucket_size = 500'000'000;  // DeepSpeed's default, in elements
   std::optional<DType> communication_dtype{};     // communication_data_type; unset: dtype
   std::int64_t persistence_threshold = 100'000;   // stage3_param_persistence_threshold
+  // QLoRA (models/quant/): the decoder's linear weights held in bitsandbytes' 4 bits, blocks of
+  // 64, each layer's dequantized while it computes and recomputed in backward. LoRA only, and
+  // never stage 3.
+  bool quantized_base = false;
+  bool double_quant = true;  // a block's scale in 1 byte (+ the nested scales) rather than 4
 
   int world_size() const { return gpus_per_node * nodes; }
   bool full_finetuning() const { return trainable_numels.empty(); }
@@ -94,7 +105,7 @@ struct MemoryEstimate {
 MemoryEstimate estimate_memory(const models::ModelConfig& config, const MemorySettings& settings);
 
 // Whether backward recomputes each layer's forward: gradient checkpointing, or stage 3's
-// engine, which always does (it gathers each module again for its backward).
+// engine or a 4-bit base, which always do (they gather each module again for its backward).
 bool recomputes_layers(const MemorySettings& settings);
 
 // The model states alone (what the trainer's start-up report is compared with).

@@ -28,6 +28,7 @@ std::optional<Recommendation> first_fitting_row(const models::ModelConfig& confi
                                                 const MemoryBudget& budget, bool parameter_offload, bool recompute) {
   for (const ZeroRow& row : kFastestFirst) {
     if (row.offload_param != parameter_offload) continue;
+    if (base.quantized_base && row.stage == 3) continue;  // both partition the base weights
     for (std::int64_t micro = base.micro_batch; micro >= 1; micro /= 2) {
       MemorySettings s = base;
       s.stage = row.stage;
@@ -45,15 +46,38 @@ std::optional<Recommendation> first_fitting_row(const models::ModelConfig& confi
   return std::nullopt;
 }
 
+// The rows with (or without) parameter offload for what `base` trains: recomputation (when not
+// asked for) second.
+std::optional<Recommendation> search_rows(const models::ModelConfig& config, const MemorySettings& base,
+                                          const MemoryBudget& budget, bool parameter_offload) {
+  for (bool recompute : {false, true}) {
+    if (!recompute && base.gradient_checkpointing) continue;  // asked for: every row recomputes
+    if (auto found = first_fitting_row(config, base, budget, parameter_offload, recompute)) return found;
+  }
+  return std::nullopt;
+}
+
 // Steps 1-3 for what `base` trains: recomputation (when not asked for) before parameter offload.
 std::optional<Recommendation> search(const models::ModelConfig& config, const MemorySettings& base,
                                      const MemoryBudget& budget) {
   for (bool parameter_offload : {false, true})
-    for (bool recompute : {false, true}) {
-      if (!recompute && base.gradient_checkpointing) continue;  // asked for: every row recomputes
-      if (auto found = first_fitting_row(config, base, budget, parameter_offload, recompute)) return found;
-    }
+    if (auto found = search_rows(config, base, budget, parameter_offload)) return found;
   return std::nullopt;
+}
+
+// LoRA's search: QLoRA (a 4-bit base, stages 0-2) comes before parameter offload, whose every
+// module crosses PCIe in every pass.
+std::optional<Recommendation> search_lora(const models::ModelConfig& config, const MemorySettings& lora,
+                                          const MemoryBudget& budget) {
+  if (auto found = search_rows(config, lora, budget, false)) return found;
+  MemorySettings qlora = lora;
+  qlora.quantized_base = true;
+  qlora.double_quant = true;
+  if (auto found = search_rows(config, qlora, budget, false)) {
+    found->switched_to_qlora = true;
+    return found;
+  }
+  return search_rows(config, lora, budget, true);
 }
 
 }  // namespace
@@ -61,11 +85,13 @@ std::optional<Recommendation> search(const models::ModelConfig& config, const Me
 std::optional<Recommendation> recommend_configuration(const models::ModelConfig& config, const MemorySettings& asked,
                                                       const MemoryBudget& budget,
                                                       const std::vector<std::int64_t>& lora_numels) {
+  if (asked.quantized_base) return search(config, asked, budget);
+  if (!asked.full_finetuning()) return search_lora(config, asked, budget);
   if (std::optional<Recommendation> found = search(config, asked, budget)) return found;
-  if (!asked.full_finetuning() || lora_numels.empty()) return std::nullopt;
+  if (lora_numels.empty()) return std::nullopt;
   MemorySettings lora = asked;
   lora.trainable_numels = lora_numels;
-  std::optional<Recommendation> found = search(config, lora, budget);
+  std::optional<Recommendation> found = search_lora(config, lora, budget);
   if (found) found->switched_to_lora = true;
   return found;
 }

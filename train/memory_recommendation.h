@@ -15,7 +15,10 @@
 //      then with checkpointing: every module crosses PCIe in every pass (and once more in the
 //      recomputation), the slowest of all, and the only way a model whose weights outgrow the
 //      GPU trains on one.
-// When nothing that trains what was asked fits, the same search runs for LoRA. A configuration
+// When nothing that trains what was asked fits, the same search runs for LoRA. LoRA's search
+// (asked or fallen back to) tries QLoRA (LoRA on a 4-bit base, NF4 with double quantization,
+// stages 0-2, every layer recomputed) after the rows without parameter offload and before those
+// with it: dequantizing a layer costs less than moving it over PCIe in every pass. A configuration
 // that needs more host memory than the node has (offload) does not fit either. Where optimizer
 // offload fits, the GPU keeps the largest share of the update that fits (offload ratio).
 #pragma once
@@ -60,6 +63,7 @@ struct Recommendation {
   MemorySettings settings;  // stage, offload, micro_batch, gradient_checkpointing, trainable_numels
   MemoryEstimate estimate;  // estimate_memory(config, settings): within kUsableGpuShare of the budget
   bool switched_to_lora = false;
+  bool switched_to_qlora = false;  // settings.quantized_base: --quantization_bit 4 was not asked for
 };
 
 // `asked` gives the world, the dtype, the sequence length and what trains (trainable_numels,

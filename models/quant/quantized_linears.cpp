@@ -52,11 +52,20 @@ std::int64_t QuantizedLinears::nbytes() const {
   return total;
 }
 
-bool is_quantizable_linear(const ModelConfig& config, const std::string& parameter_name) {
-  const ParameterLayout layout = parameter_layout(config);
-  for (const LayerSpecs& specs : layout.layers)
+std::vector<std::vector<ParamSpec>> quantizable_linear_specs(const ModelConfig& config) {
+  std::vector<std::vector<ParamSpec>> layers;
+  for (const LayerSpecs& specs : parameter_layout(config).layers) {
+    layers.emplace_back();
     for (int slot : kLinearSlots)
-      if (specs[slot] && specs[slot]->name == parameter_name) return true;
+      if (specs[slot]) layers.back().push_back(*specs[slot]);
+  }
+  return layers;
+}
+
+bool is_quantizable_linear(const ModelConfig& config, const std::string& parameter_name) {
+  for (const std::vector<ParamSpec>& layer : quantizable_linear_specs(config))
+    for (const ParamSpec& spec : layer)
+      if (spec.name == parameter_name) return true;
   return false;
 }
 
@@ -77,18 +86,17 @@ std::int64_t quantize_linears(CausalLM& model, const Quant4Options& options,
              "4-bit base weights cannot be combined with ZeRO stage 3 (both partition the model's weights): "
              "use ZeRO stage 0-2, or drop --quantization_bit");
   std::vector<QuantizedLinears::Entry> entries;
-  const ParameterLayout layout = parameter_layout(model.config());
-  for (std::size_t layer = 0; layer < layout.layers.size(); ++layer)
-    for (int slot : kLinearSlots) {
-      const std::optional<ParamSpec>& spec = layout.layers[layer][slot];
-      if (!spec || is_skipped_module(spec->name, skip_modules)) continue;
-      const Variable& variable = model.parameter(spec->name);
+  const std::vector<std::vector<ParamSpec>> layers = quantizable_linear_specs(model.config());
+  for (std::size_t layer = 0; layer < layers.size(); ++layer)
+    for (const ParamSpec& spec : layers[layer]) {
+      if (is_skipped_module(spec.name, skip_modules)) continue;
+      const Variable& variable = model.parameter(spec.name);
       ZT_REQUIRE(!variable.requires_grad(),
-                 "'" + spec->name +
+                 "'" + spec.name +
                      "' is trained, but 4-bit weights are frozen: train LoRA on a 4-bit base "
                      "(--finetuning_type lora)");
-      entries.push_back({static_cast<std::int64_t>(layer), spec->name, variable,
-                         quantize_weight(variable.data(), options, spec->name)});
+      entries.push_back({static_cast<std::int64_t>(layer), spec.name, variable,
+                         quantize_weight(variable.data(), options, spec.name)});
     }
   auto linears = std::make_shared<QuantizedLinears>(std::move(entries), model.dtype());
   const std::int64_t bytes = linears->nbytes();

@@ -41,8 +41,9 @@ class QuantizedLinears : public ParameterGatherer {
 };
 
 // The decoder layers' linear weights (attention q, k, v, o, MLP gate, up, down, or their fused
-// forms), by parameter name: what bitsandbytes replaces (every nn.Linear but the LM head);
-// embeddings, norms and biases stay as they are.
+// forms): what bitsandbytes replaces (every nn.Linear but the LM head); embeddings, norms and
+// biases stay as they are. By layer, in checkpoint order.
+std::vector<std::vector<ParamSpec>> quantizable_linear_specs(const ModelConfig& config);
 bool is_quantizable_linear(const ModelConfig& config, const std::string& parameter_name);
 
 // transformers' llm_int8_skip_modules: `name` (a parameter) belongs to a module listed there.

@@ -38,6 +38,12 @@ bool valid_4bit_blocksize(std::int64_t blocksize) {
 
 std::int64_t block_count(std::int64_t values, std::int64_t blocksize) { return (values + blocksize - 1) / blocksize; }
 
+std::int64_t quantized_bytes(std::int64_t n, std::int64_t blocksize, bool double_quant) {
+  const std::int64_t blocks = block_count(n, blocksize);
+  const std::int64_t scales = double_quant ? blocks + 4 * block_count(blocks, kNestedBlocksize) + 4 * 256 : 4 * blocks;
+  return (n + 1) / 2 + scales;
+}
+
 void require_finite(std::span<const float> values, const std::string& name) {
   for (std::size_t i = 0; i < values.size(); ++i)
     if (!std::isfinite(values[i]))

@@ -56,6 +56,10 @@ Blockwise8 quantize_blockwise_8bit(std::span<const float> values, std::int64_t b
 std::vector<float> dequantize_blockwise_8bit(std::span<const std::uint8_t> codes, std::span<const float> absmax,
                                              std::int64_t blocksize, const std::array<float, 256>& map);
 
+// The bytes a 4-bit tensor of n values holds: (n + 1) / 2 of codes and, per block, an fp32 absmax
+// or, double-quantized, a uint8 code with an fp32 scale per 256 codes and the 256-entry map.
+std::int64_t quantized_bytes(std::int64_t n, std::int64_t blocksize, bool double_quant);
+
 // The absmax of a 4-bit tensor, double-quantized.
 struct NestedAbsmax {
   std::vector<std::uint8_t> codes;  // one per 4-bit block ("absmax" in the checkpoint, uint8)

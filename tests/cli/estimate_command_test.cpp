@@ -74,6 +74,25 @@ TEST(EstimateCli, ReadsTheModelFolderAndLoraFlags) {
   EXPECT_NE(run.output.find("2 node(s) x 2 GPU(s)"), std::string::npos) << run.output;
 }
 
+// QLoRA: --quantization_bit 4 counts the 4-bit base, and a card too small for the bf16 base
+// gets QLoRA recommended with the flags that run it.
+TEST(EstimateCli, CountsAndRecommendsAFourBitBase) {
+  const CliRun four = zerotune("estimate --config " + qwen25_config() +
+                               " --num_gpus 1 --gpu_memory 24 --finetuning_type lora --quantization_bit 4");
+  ASSERT_EQ(four.exit_code, 0) << four.output;
+  EXPECT_NE(four.output.find("4-bit base (QLoRA, double quantization)"), std::string::npos) << four.output;
+  EXPECT_EQ(four.output.find("    3 "), std::string::npos) << "no stage 3 rows: " << four.output;
+  const CliRun small =
+      zerotune("estimate --config " + qwen25_config() + " --num_gpus 1 --gpu_memory 2.5 --host_memory 4");
+  ASSERT_EQ(small.exit_code, 0) << small.output;
+  EXPECT_NE(small.output.find("QLoRA (LoRA on a 4-bit base"), std::string::npos) << small.output;
+  EXPECT_NE(small.output.find("--finetuning_type lora --quantization_bit 4"), std::string::npos) << small.output;
+  const CliRun full =
+      zerotune("estimate --config " + qwen25_config() + " --num_gpus 1 --gpu_memory 24 --quantization_bit 4");
+  EXPECT_EQ(full.exit_code, 2) << full.output;
+  EXPECT_NE(full.output.find("--quantization_bit 4 trains LoRA"), std::string::npos) << full.output;
+}
+
 TEST(EstimateCli, RefusesBadUsageByName) {
   const CliRun unknown = zerotune("estimate --config " + qwen25_config() + " --num_gpus 8 --gpu_memory 80 --stage 2");
   EXPECT_EQ(unknown.exit_code, 2) << unknown.output;
