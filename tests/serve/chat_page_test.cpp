@@ -1,9 +1,10 @@
 // zerotune serve's chat page (GET /) in a real browser: Debian's chromium, headless, opens the
 // page with the test hook of its query string (the settings it names, and a message sent on
 // load), and the DOM, read once the stream has ended, holds the streamed answer, which must
-// equal the greedy answer of a whole (non-streamed) request for the same conversation. Also: the page
-// is self-contained HTML, and other methods on / get 405. Skips, saying so, only when chromium
-// is not installed (scripts/setup.sh installs it for scripts/test.sh).
+// equal the greedy answer of a whole (non-streamed) request for the same conversation; Stop
+// pressed mid-answer keeps its start and cancels the request. Also: the page is self-contained
+// HTML, and other methods on / get 405. Skips, saying so, only when chromium is not installed
+// (scripts/setup.sh installs it for scripts/test.sh).
 #include <gtest/gtest.h>
 
 #include "tests/serve/headless_chromium.h"
@@ -36,6 +37,16 @@ constexpr const char* kLastAnswer = R"js((() => {
   return box ? { state: box.dataset.state, text: box.querySelector(".content").textContent } : null;
 })())js";
 
+// The same, pressing Stop first if the answer has begun and is still streaming.
+constexpr const char* kStopOnceAnswering = R"js((() => {
+  const boxes = document.querySelectorAll(".message.assistant");
+  const box = boxes[boxes.length - 1];
+  if (!box) return null;
+  const text = box.querySelector(".content").textContent;
+  if (box.dataset.state === "streaming" && text !== "") document.getElementById("stop_button").click();
+  return { state: box.dataset.state, text };
+})())js";
+
 class ChatPage : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -52,8 +63,9 @@ class ChatPage : public ::testing::Test {
   }
 
   // What the page shows once its answer to the query's message has ended (or after 60 s),
-  // opened in a headless chromium of its own.
-  static json answer_shown(const std::string& chromium, const std::string& query) {
+  // opened in a headless chromium of its own; with `press_stop`, Stop is pressed as soon as
+  // the answer has begun.
+  static json answer_shown(const std::string& chromium, const std::string& query, bool press_stop = false) {
     const std::string run = std::to_string(++runs_);
     zt::testing::HeadlessChromium browser(chromium, *folder_ / ("profile_" + run),
                                           *folder_ / ("chromium_" + run + ".log"));
@@ -66,8 +78,9 @@ class ChatPage : public ::testing::Test {
     EXPECT_EQ(error, "") << url;
     json shown;
     for (auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-         std::chrono::steady_clock::now() < deadline; std::this_thread::sleep_for(std::chrono::milliseconds(100))) {
-      shown = browser.evaluate(kLastAnswer);
+         std::chrono::steady_clock::now() < deadline;
+         std::this_thread::sleep_for(std::chrono::milliseconds(press_stop ? 5 : 100))) {
+      shown = browser.evaluate(press_stop ? kStopOnceAnswering : kLastAnswer);
       if (shown.is_object() && shown["state"] != "streaming") break;
     }
     EXPECT_TRUE(shown.is_object()) << "the page shows no answer: " << url;
@@ -132,6 +145,35 @@ TEST_F(ChatPage, ShowsTheStreamedAnswerInAHeadlessBrowser) {
   const json shown_stopped = answer_shown(chromium, query + "&stop=" + url_encoded(stop));
   EXPECT_EQ(shown_stopped["state"], "done") << shown_stopped["text"];
   EXPECT_EQ(shown_stopped["text"], stopped);
+}
+
+// Stop aborts the stream: the page keeps what came (the start of the greedy answer) and says
+// it stopped, and the server drops the request, logging that its client went away.
+TEST_F(ChatPage, StopAbortsTheStream) {
+  const std::string chromium = zt::testing::find_chromium();
+  if (chromium.empty()) GTEST_SKIP() << "chromium is not installed (scripts/setup.sh installs it for the tests)";
+  ASSERT_NE(server_->port(), 0);
+  const std::string message = "What is 2+2?";
+  constexpr int kLongAnswer = 180;  // as long as the tiny model's context allows, so Stop comes first
+  httplib::Client client = server_->client();
+  const std::string whole = post(client, "/v1/chat/completions",
+                                 {{"messages", {{{"role", "user"}, {"content", message}}}},
+                                  {"temperature", 0},
+                                  {"max_tokens", kLongAnswer}})["choices"][0]["message"]["content"];
+  const json shown = answer_shown(
+      chromium, "temperature=0&max_tokens=" + std::to_string(kLongAnswer) + "&message=" + url_encoded(message),
+      /*press_stop=*/true);
+  ASSERT_EQ(shown["state"], "stopped") << "the answer ended before Stop could be pressed: " << shown["text"];
+  const std::string text = shown["text"];
+  EXPECT_FALSE(text.empty());
+  EXPECT_LT(text.size(), whole.size());
+  EXPECT_EQ(whole.rfind(text, 0), 0u) << "not the start of the answer: " << text;
+  bool cancelled = false;
+  for (int tries = 0; tries < 100 && !cancelled; ++tries) {
+    cancelled = server_->log().find("cancelled (the client went away)") != std::string::npos;
+    if (!cancelled) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(cancelled) << server_->log();
 }
 
 }  // namespace
