@@ -285,7 +285,9 @@ TEST(PreferenceEfficientEos, EosEndsEachAnswerAndIsCutWithIt) {
 
 // LLaMA-Factory's qwen and qwen3 templates (qwen3 trains the answer's empty thought), and the
 // model families' own (Qwen2.5's default system prompt, Qwen3's thinking).
-INSTANTIATE_TEST_SUITE_P(Templates, PreferenceEncoding, ::testing::Values("qwen", "qwen3", "own_qwen", "own_qwen3"),
+INSTANTIATE_TEST_SUITE_P(Templates, PreferenceEncoding,
+                         ::testing::Values("qwen", "qwen3", "qwen3_nothink", "own_qwen", "own_qwen3",
+                                           "own_qwen3_nothink"),
                          [](const auto& info) { return std::string(info.param); });
 
 }  // namespace
