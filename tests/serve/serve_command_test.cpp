@@ -1,7 +1,8 @@
 // zerotune serve as a user runs it, on the shipped tiny model (CPU) on a loopback port picked
 // by the system, through cpp-httplib's client: answers equal to `zerotune generate`, streamed
 // and whole alike; 32 streams at once each getting its tokens alone; a client leaving
-// mid-stream; every bad input answered in OpenAI's error shape; the API key; a drain on SIGTERM.
+// mid-stream; every bad input answered in OpenAI's error shape; the API key; a drain on SIGTERM;
+// --enable_thinking reaching the chat template.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <spawn.h>
@@ -94,8 +95,8 @@ TEST_F(Serve, GreedyChatAndCompletionEqualGenerateWholeAndStreamed) {
   EXPECT_EQ(first["object"], "chat.completion.chunk");
   EXPECT_EQ(first["choices"][0]["delta"]["role"], "assistant");
   EXPECT_EQ(streamed.events.back(), "[DONE]");
-  EXPECT_EQ(streamed.text, expected_chat["output"]);
-  EXPECT_EQ(streamed.finish_reason, expected_chat["finish_reason"]);
+  EXPECT_EQ(streamed.text, expected_chat["output"].get<std::string>());
+  EXPECT_EQ(streamed.finish_reason, expected_chat["finish_reason"].get<std::string>());
   EXPECT_EQ(streamed.usage, whole["usage"]);
 
   const json expected_text = generate(R"("a b c")", 6);
@@ -320,6 +321,24 @@ TEST(ServeOptions, SigtermDrainsTheRequestsInFlightAndExitsZero) {
   const std::vector<std::string> events = events_of(in_flight.get());
   ASSERT_FALSE(events.empty());
   EXPECT_EQ(events.back(), "[DONE]") << "the request in flight was answered to its end";
+}
+
+// --enable_thinking false reaches the chat template: Qwen3's generation prompt then ends with
+// the empty thought, so the same conversation counts more prompt tokens, and the answer
+// starts after it.
+TEST_F(Serve, EnableThinkingFalseEndsAQwen3PromptWithTheEmptyThought) {
+  const fs::path folder = *folder_ / "thinking";
+  fs::create_directories(folder / "on");
+  fs::create_directories(folder / "off");
+  ServerProcess thinking(folder / "on", {"--template", "qwen3"});
+  ServerProcess not_thinking(folder / "off", {"--template", "qwen3", "--enable_thinking", "false"});
+  ASSERT_NE(thinking.port(), 0);
+  ASSERT_NE(not_thinking.port(), 0);
+  const json body = {{"messages", {{{"role", "user"}, {"content", "Hi"}}}}, {"max_tokens", 2}, {"temperature", 0}};
+  httplib::Client on = thinking.client(), off = not_thinking.client();
+  const std::int64_t with_thought = post(off, "/v1/chat/completions", body)["usage"]["prompt_tokens"];
+  const std::int64_t without = post(on, "/v1/chat/completions", body)["usage"]["prompt_tokens"];
+  EXPECT_GT(with_thought, without);
 }
 
 }  // namespace
