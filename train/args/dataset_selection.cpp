@@ -11,6 +11,7 @@
 
 #include "runtime/error.h"
 #include "runtime/json_text.h"
+#include "runtime/log.h"
 #include "runtime/user_paths.h"
 
 namespace zt::train {
@@ -216,6 +217,7 @@ PreferenceDataset read_preference_files(const std::vector<PreferenceFile>& files
     PreferenceDataset data = load_preference_dataset(file.path, file.columns);
     if (max_samples && data.pairs.size() > static_cast<std::size_t>(*max_samples))
       data.pairs.resize(static_cast<std::size_t>(*max_samples));
+    if (const std::string note = identical_pairs_note(file.path, data); !note.empty()) ZT_LOG(kWarn, note);
     std::move(data.pairs.begin(), data.pairs.end(), std::back_inserter(all.pairs));
   }
   return all;

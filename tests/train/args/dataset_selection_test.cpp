@@ -191,6 +191,19 @@ TEST(DatasetSelection, StageDpoSelectsPreferencePairs) {
   std::sort(all.begin(), all.end());
   EXPECT_EQ(all, (std::vector<std::string>{"6.", "Bonjour.", "Red is a primary colour.", "tac"}));
 
+  // Pairs with two equal answers are kept, with a warning naming the file.
+  const fs::path same = fs::temp_directory_path() / "zt_identical_pairs.jsonl";
+  std::ofstream(same) << R"({"prompt": "q", "chosen": "a", "rejected": "a"})"
+                      << "\n"
+                      << R"({"prompt": "q", "chosen": "a", "rejected": "b"})"
+                      << "\n";
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(select_data(dpo({"--train_file", same.string()})).train_pairs.pairs.size(), 2u);
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(log.find(same.string() + ": 1 of 2 pairs have the same chosen and rejected answer"), std::string::npos)
+      << log;
+  fs::remove(same);
+
   selected = select_data(dpo(
       {"--dataset", "dpo_detected", "--eval_dataset", "dpo_renamed", "--dataset_dir", kData.string(), "--do_eval"}));
   EXPECT_EQ(selected.train_pairs.pairs.size(), 4u);
