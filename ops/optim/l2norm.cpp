@@ -2,10 +2,12 @@
 
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "cuda/optim/l2norm.cuh"
 #include "ops/elementwise/elementwise_host.h"
 #include "ops/op_checks.h"
+#include "ops/optim/host_chunks.h"
 #include "runtime/error.h"
 #include "runtime/streams/current_stream.h"
 
@@ -38,6 +40,31 @@ Tensor l2_norm_cuda(const std::vector<Tensor>& tensors) {
   return out;
 }
 
+// Adds the squares to `sum` in float64. A tensor of one chunk is added element by element, as
+// a plain loop over the list would; a larger one (an offloaded partition of billions of
+// elements) is summed chunk by chunk on every core (ops/optim/host_chunks.h) and the chunks'
+// sums added in order, the same on any number of cores.
+void add_squares(const Tensor& packed, double& sum) {
+  const std::int64_t n = packed.numel();
+  std::vector<double> partial((n + kHostChunkElements - 1) / kHostChunkElements, 0.0);
+  host::dispatch_float(packed.dtype(), kOp, [&]<typename T>() {
+    const T* data = packed.data<T>();
+    if (partial.size() <= 1) {
+      for (std::int64_t i = 0; i < n; ++i) sum += to_double(data[i]) * to_double(data[i]);
+      return;
+    }
+    for_each_host_chunk(n, [&](std::int64_t begin, std::int64_t end, std::int64_t chunk) {
+      double lanes[4] = {};  // four running sums: the additions need not wait on each other
+      std::int64_t i = begin;
+      for (; i + 4 <= end; i += 4)
+        for (int lane = 0; lane < 4; ++lane) lanes[lane] += to_double(data[i + lane]) * to_double(data[i + lane]);
+      for (; i < end; ++i) lanes[0] += to_double(data[i]) * to_double(data[i]);
+      partial[static_cast<std::size_t>(chunk)] = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
+    });
+    for (double chunk_sum : partial) sum += chunk_sum;
+  });
+}
+
 }  // namespace
 
 Tensor l2_norm(const std::vector<Tensor>& tensors) {
@@ -48,11 +75,7 @@ Tensor l2_norm(const std::vector<Tensor>& tensors) {
   bool any_f64 = false;
   for (const Tensor& t : tensors) {
     any_f64 = any_f64 || t.dtype() == DType::kF64;
-    Tensor packed = t.contiguous();
-    host::dispatch_float(packed.dtype(), kOp, [&]<typename T>() {
-      const T* data = packed.data<T>();
-      for (std::int64_t i = 0; i < packed.numel(); ++i) sum += to_double(data[i]) * to_double(data[i]);
-    });
+    add_squares(t.contiguous(), sum);
   }
   return Tensor::full({}, std::sqrt(sum), any_f64 ? DType::kF64 : DType::kF32);
 }

@@ -8,6 +8,7 @@
 #include "distributed/communicators/collective_label.h"
 #include "ops/elementwise/accumulate.h"
 #include "ops/optim/adamw.h"
+#include "ops/optim/host_chunks.h"
 #include "ops/optim/l2norm.h"
 #include "runtime/error.h"
 
@@ -170,6 +171,14 @@ StepResult AdamWStepCore::step(const StepRequest& request, const GradientNorm& n
   }
   offload_->log_report_once();
   return result;
+}
+
+// Host gradients (optimizer offload's block, or a CPU run's) are zeroed on every core.
+void AdamWStepCore::zero_grad() {
+  if (grads_.device().is_cpu())
+    ops::zero_host_tensor(grads_);
+  else
+    grads_.zero_();
 }
 
 // Every span of the device's share in one update: a few launches on the GPU instead of one

@@ -117,7 +117,7 @@ class AdamWStepCore {
   // The gradients are the offload's host block (OffloadOptions::gradients_on_host).
   bool gradients_in_host_block() const { return offload_ && offload_->host_grads().data_ptr() == grads_.data_ptr(); }
 
-  void zero_grad() { grads_.zero_(); }
+  void zero_grad();
   // One slice per span, viewing the state.
   std::vector<StateSlice> held_state() const;
 
