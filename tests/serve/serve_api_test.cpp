@@ -153,8 +153,8 @@ TEST_F(ServeApi, ToolsAndToolCallsAreRenderedThroughTheTemplate) {
   EXPECT_TRUE(choice["finish_reason"] == "stop" || choice["finish_reason"] == "length") << answer.dump();
   // Streamed, the same answer comes through the tool-call parser.
   const Streamed streamed = stream(client, "/v1/chat/completions", body);
-  EXPECT_EQ(streamed.text, choice["message"]["content"]);
-  EXPECT_EQ(streamed.finish_reason, choice["finish_reason"]);
+  EXPECT_EQ(streamed.text, choice["message"]["content"].get<std::string>());
+  EXPECT_EQ(streamed.finish_reason, choice["finish_reason"].get<std::string>());
 
   // tool_choice none: the tools stay out of the prompt.
   body["tool_choice"] = "none";
