@@ -99,6 +99,22 @@ TEST_F(ExitCodes, ArgumentsTheModelOrTheOutputFolderRefuseAreUsage) {
   expect_exit("export --model_name_or_path " + model + " --output_dir " + (dir_ / "e").string() + " --dtype int32", 2);
 }
 
+// A DeepSpeed config is part of the arguments: what it says wrong is usage, in train and
+// estimate; a config file that does not exist is an error like a missing data file.
+TEST_F(ExitCodes, ADeepSpeedConfigsValuesAreUsage) {
+  const std::string model = std::string(ZT_SOURCE_DIR) + "/examples/tiny-qwen";
+  const std::string train = "train --model_name_or_path " + model + " --train_file " + ZT_SOURCE_DIR +
+                            "/examples/data/alpaca_demo.json --device cpu --max_steps 1 --output_dir ";
+  std::ofstream(dir_ / "stage5.json") << R"({"train_batch_size": "auto", "zero_optimization": {"stage": 5}})";
+  std::ofstream(dir_ / "batch.json") << R"({"train_batch_size": "x"})";
+  std::ofstream(dir_ / "type.json") << R"({"train_batch_size": "auto", "gradient_clipping": [1]})";
+  std::ofstream(dir_ / "twice.json") << R"({"train_batch_size": "auto", "fp16": {}, "fp16": {}})";
+  for (const char* config : {"stage5.json", "batch.json", "type.json", "twice.json"})
+    expect_exit(train + (dir_ / "out").string() + " --deepspeed " + (dir_ / config).string(), 2);
+  expect_exit("estimate --model_name_or_path " + model + " --deepspeed " + (dir_ / "stage5.json").string(), 2);
+  expect_exit(train + (dir_ / "out").string() + " --deepspeed " + (dir_ / "absent.json").string(), 1);
+}
+
 TEST_F(ExitCodes, EveryOtherErrorIsOne) {
   const std::string model = absent_model();
   expect_exit("generate --model_name_or_path " + model + " --prompt hi --device cpu", 1);
