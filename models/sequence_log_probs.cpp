@@ -8,14 +8,14 @@
 
 namespace zt::models {
 
-SequenceScorer::SequenceScorer(const CausalLM& model, const PackedBatch& batch) : model_(model) {
+SequenceScorer::SequenceScorer(const CausalLM& model, const PackedBatch& batch, bool logit_sums) : model_(model) {
   ZT_REQUIRE(batch.labels.defined(), "sequence log-probabilities: the batch has no labels");
   const std::vector<double> bounds = batch.cu_seqlens.to_vector();
   const std::vector<double> labels = batch.labels.to_vector();
   const std::size_t sequences = bounds.size() - 1;
   sequence_of_token_.assign(labels.size(), -1);
   log_probs_ = {std::vector<double>(sequences, 0.0), std::vector<std::int64_t>(sequences, 0),
-                std::vector<double>(sequences, 0.0)};
+                std::vector<double>(logit_sums ? sequences : 0, 0.0)};
   for (std::size_t s = 0; s < sequences; ++s)
     for (auto t = static_cast<std::size_t>(bounds[s]); t < static_cast<std::size_t>(bounds[s + 1]); ++t)
       if (static_cast<std::int64_t>(labels[t]) != kIgnoreIndex) {
@@ -31,14 +31,17 @@ SequenceScorer::SequenceScorer(const CausalLM& model, const PackedBatch& batch) 
       {.reduction = ops::Reduction::kSum, .ignore_index = kIgnoreIndex, .token_losses = true});
   // The sum of a token's logits over the vocabulary is its hidden state times the sum of the
   // head's rows: one product of [tokens, hidden] by [hidden] instead of the logits.
-  const autograd::Variable row_sum = autograd::sum(model.lm_head_weight(), 0, true);
-  const std::vector<double> token_logit_sums = autograd::linear(hidden_.detach(), row_sum).data().to_vector();
+  std::vector<double> token_logit_sums;
+  if (logit_sums) {
+    const autograd::Variable row_sum = autograd::sum(model.lm_head_weight(), 0, true);
+    token_logit_sums = autograd::linear(hidden_.detach(), row_sum).data().to_vector();
+  }
   const std::vector<double> token_losses = losses.token_loss.to_vector();
   for (std::size_t t = 0; t < labels.size(); ++t) {
     const std::int64_t s = sequence_of_token_[t];
     if (s < 0) continue;
     log_probs_.sums[static_cast<std::size_t>(s)] -= token_losses[t];
-    log_probs_.logit_sums[static_cast<std::size_t>(s)] += token_logit_sums[t];
+    if (logit_sums) log_probs_.logit_sums[static_cast<std::size_t>(s)] += token_logit_sums[t];
   }
 }
 

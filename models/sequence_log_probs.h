@@ -24,12 +24,14 @@ struct SequenceLogProbs {
   std::vector<double> sums;                // per sequence: sum of its label tokens' log-probabilities
   std::vector<std::int64_t> label_tokens;  // per sequence: its tokens whose label is not kIgnoreIndex
   std::vector<double> logit_sums;          // per sequence: the logits summed over its label tokens and the vocabulary
+                                           // (empty when not asked for)
 };
 
 class SequenceScorer {
  public:
-  // batch.labels must be defined. Under NoGradGuard nothing is kept for backward.
-  SequenceScorer(const CausalLM& model, const PackedBatch& batch);
+  // batch.labels must be defined. Under NoGradGuard nothing is kept for backward. The logits'
+  // sums (a metric) cost a pass over the head's rows: a reference scoring skips them.
+  SequenceScorer(const CausalLM& model, const PackedBatch& batch, bool logit_sums = true);
 
   const SequenceLogProbs& log_probs() const { return log_probs_; }
 

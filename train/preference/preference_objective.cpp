@@ -28,9 +28,9 @@ models::SequenceLogProbs PreferenceObjective::reference_log_probs(models::Causal
                                                                   const models::PackedBatch& batch) const {
   autograd::NoGradGuard no_grad;
   if (reference_.kind == PreferenceReference::Kind::kFrozenCopy)
-    return models::SequenceScorer(*reference_.copy, batch).log_probs();
+    return models::SequenceScorer(*reference_.copy, batch, false).log_probs();
   models::AdaptersDisabled base(policy);
-  return models::SequenceScorer(policy, batch).log_probs();
+  return models::SequenceScorer(policy, batch, false).log_probs();
 }
 
 PreferenceStep PreferenceObjective::forward(models::CausalLM& policy, const models::PackedBatch& batch,
@@ -152,7 +152,8 @@ std::vector<double> PreferenceObjective::precompute_reference(models::CausalLM& 
     std::vector<std::size_t> indices(std::min(2 * per_batch, samples.size() - first));
     std::iota(indices.begin(), indices.end(), first);
     const models::SequenceLogProbs scores =
-        models::SequenceScorer(policy, device_batch(pack(samples, indices, layout), policy.device())).log_probs();
+        models::SequenceScorer(policy, device_batch(pack(samples, indices, layout), policy.device()), false)
+            .log_probs();
     sums.insert(sums.end(), scores.sums.begin(), scores.sums.end());
   }
   return sums;
