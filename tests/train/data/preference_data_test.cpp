@@ -129,6 +129,19 @@ TEST(PreferenceData, TrlTextPromptWithConversationsTakesThePromptFromThem) {
   expect_answers(data.pairs[0], "blue", "green");
 }
 
+// TRL's extract_prompt when one answer is the start of the other: its loop ends without a
+// difference, one element (or character) before the shorter one's end.
+TEST(PreferenceData, TrlImplicitPromptWhenOneAnswerStartsTheOther) {
+  PreferenceDataset data = parse(R"([{"chosen": "Say: yes", "rejected": "Say: yes!"}])");
+  EXPECT_EQ(turns(data.pairs[0]), (std::vector<std::string>{"user: Say: ye"}));
+  expect_answers(data.pairs[0], "s", "s!");
+  data = parse(R"([{"chosen": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}],
+                    "rejected": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]}])");
+  EXPECT_EQ(turns(data.pairs[0]), (std::vector<std::string>{"user: q"}));
+  expect_answers(data.pairs[0], "a", "a");
+  EXPECT_HAS(identical_pairs_note("pairs.json", data), "1 of 1 pairs have the same chosen and rejected answer");
+}
+
 // HuggingFaceH4/ultrafeedback_binarized's columns: a `messages` column beside TRL's lists is
 // not LLaMA-Factory's ShareGPT prompt, and TRL reads the prompt from the answers.
 TEST(PreferenceData, UltrafeedbackColumnsAreTrl) {
