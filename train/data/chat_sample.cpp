@@ -161,8 +161,11 @@ Conversation from_alpaca(const json& sample, const SampleSource& where) {
       conversation.messages.push_back({"assistant", turn[1].get<std::string>()});
     }
   }
+  // The instruction and the input, each when not empty, joined by a newline (LLaMA-Factory's
+  // "\n".join of its prompt and query columns).
   std::string prompt = text_field(sample, "instruction", where, true);
-  if (std::string input = text_field(sample, "input", where, false); !input.empty()) prompt += "\n" + input;
+  if (std::string input = text_field(sample, "input", where, false); !input.empty())
+    prompt.append(prompt.empty() ? "" : "\n").append(input);
   conversation.messages.push_back({"user", prompt});
   conversation.messages.push_back({"assistant", text_field(sample, "output", where, true)});
   return conversation;

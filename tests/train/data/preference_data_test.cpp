@@ -41,6 +41,12 @@ void expect_answers(const PreferenceConversation& pair, const std::string& chose
 
 #define EXPECT_HAS(text, part) EXPECT_NE((text).find(part), std::string::npos) << (text)
 
+// An empty instruction leaves the input alone, as LLaMA-Factory joins the non-empty ones.
+TEST(PreferenceData, AlpacaEmptyInstructionIsNotJoined) {
+  const PreferenceDataset data = parse(R"([{"instruction": "", "input": "4 2", "chosen": "a", "rejected": "b"}])");
+  EXPECT_EQ(turns(data.pairs[0]), (std::vector<std::string>{"user: 4 2"}));
+}
+
 TEST(PreferenceData, AlpacaRankingWithSystemAndHistory) {
   const PreferenceDataset data = parse(R"([
     {"instruction": "Translate", "input": "猫", "chosen": "cat", "rejected": "dog"},
