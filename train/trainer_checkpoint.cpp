@@ -94,7 +94,7 @@ void Trainer::resume(const std::string& directory) {
                directory +
                    " holds no precomputed reference log-probabilities (reference_log_probs in its run "
                    "state): resume it without --precompute_ref_log_probs, as it was trained");
-    model_.preference->load_precomputed(run["reference_log_probs"]);
+    model_.preference->load_precomputed(run["reference_log_probs"], data_.train.size(), data_.eval.size(), directory);
   }
   state_.epoch = epoch_progress();
   last_checkpoint_ = directory;

@@ -168,8 +168,16 @@ nlohmann::json PreferenceObjective::precomputed_json() const {
   return {{"train", precomputed_}, {"eval", precomputed_eval_}};
 }
 
-void PreferenceObjective::load_precomputed(const nlohmann::json& saved) {
-  set_precomputed(saved.at("train").get<std::vector<double>>(), saved.at("eval").get<std::vector<double>>());
+void PreferenceObjective::load_precomputed(const nlohmann::json& saved, std::size_t train_samples,
+                                           std::size_t eval_samples, const std::string& source) {
+  std::vector<double> train = saved.at("train").get<std::vector<double>>();
+  std::vector<double> eval = saved.at("eval").get<std::vector<double>>();
+  ZT_REQUIRE(train.size() == train_samples && eval.size() == eval_samples,
+             source + " holds reference log-probabilities of " + std::to_string(train.size() / 2) + " training and " +
+                 std::to_string(eval.size() / 2) + " evaluation pairs, but this run has " +
+                 std::to_string(train_samples / 2) + " and " + std::to_string(eval_samples / 2) +
+                 ": resume with the data, --max_length and --max_samples it was trained with");
+  set_precomputed(std::move(train), std::move(eval));
 }
 
 }  // namespace zt::train

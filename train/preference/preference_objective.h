@@ -65,7 +65,10 @@ class PreferenceObjective {
   // The tables of the training and evaluation samples, as set or as a checkpoint holds them.
   void set_precomputed(std::vector<double> train, std::vector<double> eval);
   nlohmann::json precomputed_json() const;
-  void load_precomputed(const nlohmann::json& saved);
+  // A checkpoint's tables, which must have one value per sample of this run's data (else the
+  // data changed since they were computed, and zt::Error names `source`).
+  void load_precomputed(const nlohmann::json& saved, std::size_t train_samples, std::size_t eval_samples,
+                        const std::string& source);
 
   // TRL's keys (rewards/*, logps/*, logits/*; LLaMA-Factory's sft_loss and odds_ratio_loss for
   // orpo) over the pairs of every rank since the last call, which `sum` adds up; then starts
