@@ -1,5 +1,7 @@
 #include "models/model.h"
 
+#include <algorithm>
+#include <iterator>
 #include <optional>
 
 #include "autograd/checkpoint.h"
@@ -7,6 +9,7 @@
 #include "autograd/grad_mode.h"
 #include "models/model_embedding.h"
 #include "models/model_inputs.h"
+#include "models/quant/quantized_linears.h"
 #include "models/weights/hf_names.h"
 #include "runtime/error.h"
 
@@ -28,19 +31,27 @@ CausalLM::CausalLM(ModelConfig config, ModelOptions options)
     : config_(std::make_shared<const ModelConfig>(std::move(config))), options_(options) {
   ZT_REQUIRE(is_floating(options_.dtype),
              std::string("a model's dtype must be floating point, got ") + dtype_name(options_.dtype));
-  auto add = [this](const ParamSpec& spec) {
-    Variable v(Tensor::zeros(spec.shape, options_.dtype, options_.device), true, spec.name);
+  // 4-bit linears start empty: their values arrive as a QuantizedLinears (models/quant/).
+  auto add = [this](const ParamSpec& spec, bool unallocated = false) {
+    Variable v(unallocated ? Tensor::empty({0}, options_.dtype, options_.device)
+                           : Tensor::zeros(spec.shape, options_.dtype, options_.device),
+               true, spec.name);
     index_[spec.name] = parameters_.size();
     parameters_.push_back({spec.name, v});
-    num_parameters_ += v.data().numel();
+    num_parameters_ += shape_numel(spec.shape);
     return v;
+  };
+  const bool four_bit = options_.linears_in_4bit(*config_);
+  auto packed = [&](int slot, const ParamSpec& spec) {
+    return four_bit && std::find(std::begin(kLinearSlots), std::end(kLinearSlots), slot) != std::end(kLinearSlots) &&
+           !(options_.keep_4bit_weights && quant::is_skipped_module(spec.name, config_->bnb_skip_modules));
   };
   ParameterLayout layout = parameter_layout(*config_);
   embedding_ = add(layout.embedding);
   for (const LayerSpecs& specs : layout.layers) {
     LayerWeights weights;
     for (int slot = 0; slot < kLayerSlotCount; ++slot)
-      if (specs[slot]) weights[slot] = add(*specs[slot]);
+      if (specs[slot]) weights[slot] = add(*specs[slot], packed(slot, *specs[slot]));
     layers_.push_back(weights);
   }
   if (layout.final_norm) final_norm_ = add(*layout.final_norm);

@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "models/decoder.h"
 #include "models/generation/kv_cache.h"
 #include "models/parameter_gatherer.h"
+#include "models/quant/quantized_weight.h"
 #include "tensor/safetensors/safetensors.h"
 
 namespace zt::models {
@@ -34,6 +36,15 @@ struct ModelOptions {
   // layer's dequantized only while it computes (models/quant/), rather than dequantizing them
   // all at load.
   bool keep_4bit_weights = false;
+  // A dense checkpoint: quantize its decoder linears to 4 bits as they are read (QLoRA's base,
+  // models/quant/), so the dense weights never sit on the device.
+  std::optional<quant::Quant4Options> quantize_base = std::nullopt;
+
+  // Whether the decoder's linear weights arrive in 4 bits for a model of `config`: the
+  // constructor then leaves them unallocated (the loader fills a QuantizedLinears instead).
+  bool linears_in_4bit(const ModelConfig& config) const {
+    return quantize_base.has_value() || (keep_4bit_weights && config.bnb_4bit);
+  }
 };
 
 struct NamedParameter {

@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "models/quant/quantized_linears.h"
+#include "ops/quant4/blockwise.h"
 #include "runtime/error.h"
 #include "train/args/base_quantization.h"
 #include "train/args/enum_names.h"
@@ -28,17 +29,26 @@ std::string held_line(const models::CausalLM& model, const std::string& how) {
          ", each layer dequantized while it computes and recomputed in backward";
 }
 
+models::quant::Quant4Options quant4_options(const BaseQuantization& asked) {
+  return {.type = ops::quant4::parse_quant4_type(asked.quant_type, "--quantization_type"),
+          .double_quant = asked.double_quant,
+          .blocksize = ops::quant4::kDefaultBlocksize};
+}
+
 }  // namespace
 
 void plan_4bit_loading(models::ModelOptions& options, const models::ModelConfig& config,
                        const TrainingArguments& args) {
-  if (!config.bnb_4bit) return;
-  ZT_REQUIRE(args.finetuning_type == FinetuningType::kLora,
-             config.source +
-                 " declares bitsandbytes 4-bit weights, which cannot be trained: train LoRA on them "
-                 "(--finetuning_type lora), or use the unquantized model for --finetuning_type " +
-                 std::string(name_of(args.finetuning_type)));
-  options.keep_4bit_weights = true;
+  if (config.bnb_4bit) {
+    ZT_REQUIRE(args.finetuning_type == FinetuningType::kLora,
+               config.source +
+                   " declares bitsandbytes 4-bit weights, which cannot be trained: train LoRA on them "
+                   "(--finetuning_type lora), or use the unquantized model for --finetuning_type " +
+                   std::string(name_of(args.finetuning_type)));
+    options.keep_4bit_weights = true;
+  } else if (const std::optional<BaseQuantization> asked = base_quantization(args)) {
+    options.quantize_base = quant4_options(*asked);
+  }
 }
 
 std::string quantize_base(models::CausalLM& model, const TrainingArguments& args, int zero_stage) {
@@ -52,11 +62,8 @@ std::string quantize_base(models::CausalLM& model, const TrainingArguments& args
     if (asked) how += "; the quantization arguments do not re-quantize it";
     return held_line(model, how);
   }
-  const models::quant::Quant4Options options{
-      .type = ops::quant4::parse_quant4_type(asked->quant_type, "--quantization_type"),
-      .double_quant = asked->double_quant,
-      .blocksize = 64};
-  models::quant::quantize_linears(model, options, {});
+  // Quantized as it loaded (plan_4bit_loading); a model loaded dense is quantized now.
+  if (model.owned_parameter_gatherer() == nullptr) models::quant::quantize_linears(model, quant4_options(*asked), {});
   return held_line(model, asked->quant_type + (asked->double_quant ? ", double quantization" : "") + ", blocks of 64");
 }
 

@@ -12,13 +12,15 @@
 
 namespace zt::train {
 
-// Before loading: a 4-bit model folder is kept packed (options.keep_4bit_weights). Throws
-// zt::Error for a method other than LoRA on it, as its weights cannot be trained.
+// Before loading: a 4-bit model folder is kept packed (options.keep_4bit_weights), a dense one
+// asked to be quantized is quantized as it loads (options.quantize_base), so the dense linears
+// never sit on the device. Throws zt::Error for a method other than LoRA on a 4-bit folder, as
+// its weights cannot be trained.
 void plan_4bit_loading(models::ModelOptions& options, const models::ModelConfig& config, const TrainingArguments& args);
 
 // After the LoRA is attached and the base frozen: quantizes the base's decoder linears when the
-// arguments ask and the folder was dense. Returns a line for the log (what is held in 4 bits,
-// and its size), empty when the base is dense. Throws for ZeRO stage 3, which partitions the
+// arguments ask and the model was loaded dense (a caller that skipped plan_4bit_loading). Returns a line for the log
+// (what is held in 4 bits, and its size), empty when the base is dense. Throws for ZeRO stage 3, which partitions the
 // same weights.
 std::string quantize_base(models::CausalLM& model, const TrainingArguments& args, int zero_stage);
 

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <set>
+#include <unordered_map>
 
 #include "autograd/grad_mode.h"
 #include "models/quant/quantized_linears.h"
@@ -29,6 +30,24 @@ struct Stored {
   std::vector<std::pair<NamedParameter, Quant4Type>> packed;
 };
 
+// Each parameter's shape as the layout gives it (a 4-bit linear's Variable holds nothing).
+std::unordered_map<std::string, Shape> parameter_shapes(const ModelConfig& config) {
+  std::unordered_map<std::string, Shape> shapes;
+  for (const ParamSpec& spec : parameter_layout(config).all()) shapes[spec.name] = spec.shape;
+  return shapes;
+}
+
+std::int64_t layer_of(const std::string& name) { return std::stoll(name.substr(name.find("layers.") + 7)); }
+
+void report_problems(const CausalLM& model, const std::vector<std::string>& problems, const std::string& path,
+                     const char* what) {
+  if (problems.empty()) return;
+  std::string message = std::string("the ") + what + " in '" + path + "' do not match " + model.config().source + ": " +
+                        std::to_string(problems.size()) + " problem(s)";
+  for (const std::string& line : problems) message.append("\n  ").append(line);
+  fail(message + "\ncheck that config.json belongs to these weights and that every shard is present");
+}
+
 Stored split_by_storage(const CausalLM& model, const SafetensorsCheckpoint& checkpoint) {
   Stored stored;
   for (const NamedParameter& p : model.named_parameters()) {
@@ -47,20 +66,25 @@ void require_consistent(const CausalLM& model, const SafetensorsCheckpoint& chec
     quantized.insert(p.name);
     for (const char* suffix : kCompanions) quantized.insert(p.name + suffix);
   }
-  const std::vector<std::string> problems = tensor_mismatches(stored.dense, checkpoint, [&](const std::string& name) {
+  std::vector<std::string> problems = tensor_mismatches(stored.dense, checkpoint, [&](const std::string& name) {
     return quantized.count(name) != 0 || is_carried_buffer(name) || is_tied_head_copy(model.config(), name);
   });
-  if (problems.empty()) return;
-  std::string message = "the 4-bit weights in '" + path + "' do not match " + model.config().source + ": " +
-                        std::to_string(problems.size()) + " problem(s)";
-  for (const std::string& line : problems) message.append("\n  ").append(line);
-  fail(message + "\ncheck that config.json belongs to these weights and that every shard is present");
+  for (const NamedParameter& p : stored.dense)
+    if (p.variable.data().numel() == 0)
+      problems.push_back("stored dense: " + p.name + " (a decoder linear not in llm_int8_skip_modules)");
+  report_problems(model, problems, path, "4-bit weights");
+}
+
+void load_carried_buffers(CausalLM& model, const SafetensorsCheckpoint& checkpoint) {
+  NamedTensors buffers;
+  for (const std::string& name : checkpoint.names())
+    if (is_carried_buffer(name)) buffers.emplace_back(name, checkpoint.get(name).clone());
+  model.set_buffers(std::move(buffers));
 }
 
 }  // namespace
 
-void load_bnb_4bit_weights(CausalLM& model, const SafetensorsCheckpoint& checkpoint, const std::string& path,
-                           bool keep_4bit) {
+void load_bnb_4bit_weights(CausalLM& model, const SafetensorsCheckpoint& checkpoint, const std::string& path) {
   const Stored stored = split_by_storage(model, checkpoint);
   if (stored.packed.empty())
     fail(model.config().source + " declares bitsandbytes 4-bit weights (quantization_config), but no weight in '" +
@@ -71,22 +95,58 @@ void load_bnb_4bit_weights(CausalLM& model, const SafetensorsCheckpoint& checkpo
     Tensor target = p.variable.data();
     target.copy_from(checkpoint.get(p.name));
   }
+  const std::unordered_map<std::string, Shape> shapes = parameter_shapes(model.config());
   std::vector<QuantizedLinears::Entry> kept;
   for (const auto& [p, type] : stored.packed) {
-    const Quant4Weight weight = read_quantized_weight(checkpoint, p.name, type, p.variable.data().shape());
-    if (keep_4bit && is_quantizable_linear(model.config(), p.name)) {
-      const std::int64_t layer = std::stoll(p.name.substr(p.name.find("layers.") + 7));
-      kept.push_back({layer, p.name, p.variable, weight.to(model.device())});
+    const Quant4Weight weight = read_quantized_weight(checkpoint, p.name, type, shapes.at(p.name));
+    if (p.variable.data().numel() == 0) {  // left unallocated for its 4 bits (keep_4bit_weights)
+      kept.push_back({layer_of(p.name), p.name, p.variable, weight.to(model.device())});
       continue;
     }
     Tensor target = p.variable.data();
     target.copy_from(weight.dequantize(weight.state.dtype));
   }
-  NamedTensors buffers;
-  for (const std::string& name : checkpoint.names())
-    if (is_carried_buffer(name)) buffers.emplace_back(name, checkpoint.get(name).clone());
-  model.set_buffers(std::move(buffers));
+  load_carried_buffers(model, checkpoint);
   if (!kept.empty()) model.own_parameter_gatherer(std::make_shared<QuantizedLinears>(std::move(kept), model.dtype()));
+}
+
+void load_quantizing_linears(CausalLM& model, const SafetensorsCheckpoint& checkpoint, const std::string& path,
+                             const Quant4Options& options) {
+  const std::unordered_map<std::string, Shape> shapes = parameter_shapes(model.config());
+  std::vector<NamedParameter> dense;
+  std::vector<NamedParameter> linears;
+  for (const NamedParameter& p : model.named_parameters())
+    (p.variable.data().numel() == 0 && shape_numel(shapes.at(p.name)) != 0 ? linears : dense).push_back(p);
+  std::set<std::string> linear_names;
+  for (const NamedParameter& p : linears) linear_names.insert(p.name);
+  std::vector<std::string> problems = tensor_mismatches(dense, checkpoint, [&](const std::string& name) {
+    return linear_names.count(name) != 0 || is_carried_buffer(name) || is_tied_head_copy(model.config(), name);
+  });
+  for (const NamedParameter& p : linears) {
+    const Shape& shape = shapes.at(p.name);
+    if (!checkpoint.contains(p.name))
+      problems.push_back("missing: " + p.name + " " + shape_str(shape));
+    else if (checkpoint.info(p.name).shape != shape)
+      problems.push_back("wrong shape: " + p.name + " is " + shape_str(checkpoint.info(p.name).shape) + ", expected " +
+                         shape_str(shape));
+    else if (!is_floating(checkpoint.info(p.name).dtype))
+      problems.push_back("wrong dtype: " + p.name + " is " + dtype_name(checkpoint.info(p.name).dtype) +
+                         ", expected floating point");
+  }
+  report_problems(model, problems, path, "weights");
+  autograd::NoGradGuard no_recording;
+  for (const NamedParameter& p : dense) {
+    Tensor target = p.variable.data();
+    target.copy_from(checkpoint.get(p.name));
+  }
+  // Quantized from the stored values in the model's dtype, as bitsandbytes quantizes the weights
+  // transformers loaded in torch_dtype; only the 4 bits reach the device.
+  std::vector<QuantizedLinears::Entry> entries;
+  for (const NamedParameter& p : linears)
+    entries.push_back({layer_of(p.name), p.name, p.variable,
+                       quantize_weight(checkpoint.get(p.name).to(model.dtype()), options, p.name).to(model.device())});
+  load_carried_buffers(model, checkpoint);
+  model.own_parameter_gatherer(std::make_shared<QuantizedLinears>(std::move(entries), model.dtype()));
 }
 
 nlohmann::ordered_json bnb_4bit_quantization_config(const Quant4Options& options, DType compute_dtype,

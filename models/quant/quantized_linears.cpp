@@ -7,8 +7,6 @@
 namespace zt::models::quant {
 namespace {
 
-constexpr int kLinearSlots[] = {kQkv, kQ, kK, kV, kO, kGateUp, kGate, kUp, kDown};
-
 void set_empty(const Variable& variable, DType dtype, Device device) {
   variable.impl()->data = Tensor::empty({0}, dtype, device);
 }

@@ -52,6 +52,10 @@ enum LayerSlot : int {
 
 using LayerSpecs = std::array<std::optional<ParamSpec>, kLayerSlotCount>;
 
+// The slots of the decoder's linear weights (attention q, k, v, o and the MLP's gate, up, down,
+// or their fused forms): what bitsandbytes quantizes (models/quant/).
+inline constexpr int kLinearSlots[] = {kQkv, kQ, kK, kV, kO, kGateUp, kGate, kUp, kDown};
+
 struct ParameterLayout {
   ParamSpec embedding;
   std::vector<LayerSpecs> layers;

@@ -48,8 +48,9 @@ std::string describe(const ModelConfig& config) {
 void load_weights(CausalLM& model, const std::string& path) {
   require_safetensors(path);
   SafetensorsCheckpoint checkpoint = SafetensorsCheckpoint::open(weights_file(path));
-  if (model.config().bnb_4bit)
-    return quant::load_bnb_4bit_weights(model, checkpoint, path, model.options().keep_4bit_weights);
+  if (model.config().bnb_4bit) return quant::load_bnb_4bit_weights(model, checkpoint, path);
+  if (model.options().quantize_base)
+    return quant::load_quantizing_linears(model, checkpoint, path, *model.options().quantize_base);
   std::vector<std::string> problems = tensor_mismatches(
       model.named_parameters(), checkpoint,
       [&](const std::string& name) { return is_carried_buffer(name) || is_tied_head_copy(model.config(), name); });

@@ -136,6 +136,30 @@ TEST_F(QuantizedCheckpoint, QuantizingAtLoadEqualsThePreQuantizedFolder) {
   EXPECT_THROW(quantize_linears(model, options), Error);  // a second gatherer
 }
 
+TEST_F(QuantizedCheckpoint, QuantizedAsItLoadsNeverHoldingTheDenseLinears) {
+  for (const Quant4Options options : {Quant4Options{.type = Quant4Type::kNf4, .double_quant = true},
+                                      Quant4Options{.type = Quant4Type::kFp4, .double_quant = false}}) {
+    const CausalLM model = load_model(kTiny, {.quantize_base = options});
+    EXPECT_EQ(model.num_parameters(), load_model(kTiny).num_parameters());
+    EXPECT_EQ(model.parameter("model.layers.0.self_attn.q_proj.weight").data().numel(), 0);
+    EXPECT_GT(model.parameter("model.layers.0.self_attn.q_proj.bias").data().numel(), 0);
+    expect_equal(logits(model), logits(reference_dequantized(options)), "quantized as it loads");
+  }
+}
+
+TEST_F(QuantizedCheckpoint, SkippedModulesStayDense) {
+  const std::vector<std::string> skip = {"mlp.down_proj"};
+  save_bnb_4bit_model(load_model(kTiny), dir_.string(), {}, skip);
+  const SafetensorsFile file = SafetensorsFile::open((dir_ / "model.safetensors").string());
+  EXPECT_EQ(file.info("model.layers.1.mlp.down_proj.weight").dtype, DType::kF32);
+  EXPECT_FALSE(file.contains("model.layers.1.mlp.down_proj.weight.absmax"));
+  const CausalLM packed = load_model(dir_.string(), {.keep_4bit_weights = true});
+  EXPECT_EQ(packed.config().bnb_skip_modules, skip);
+  EXPECT_GT(packed.parameter("model.layers.1.mlp.down_proj.weight").data().numel(), 0);
+  EXPECT_EQ(packed.parameter("model.layers.1.mlp.up_proj.weight").data().numel(), 0);
+  expect_equal(logits(packed), logits(load_model(dir_.string())), "with a dense down_proj");
+}
+
 TEST_F(QuantizedCheckpoint, LoraGradientsThroughFourBitLayersEqualTheDequantizedModel) {
   const Quant4Options options{.type = Quant4Type::kNf4, .double_quant = true};
   save_bnb_4bit_model(load_model(kTiny), dir_.string(), options);
