@@ -194,10 +194,15 @@ infer::TensorParallelOptions tensor_parallel_options_from(const Flags& flags, co
   return {.engine = engine_options_from(flags), .ranks_per_device = rank.ranks_per_device};
 }
 
-std::unique_ptr<models::ChatTemplate> chat_template_from(const Flags& flags, const std::string& model_dir) {
+bool enable_thinking_from(const Flags& flags) {
+  return !flags.count("--enable_thinking") || flags.at("--enable_thinking") == "true";
+}
+
+std::unique_ptr<models::ChatTemplate> chat_template_from(const Flags& flags, const std::string& model_dir,
+                                                         std::optional<bool> enable_thinking) {
   const std::string name = flags.count("--template") ? flags.at("--template") : "";
-  const bool thinking = !flags.count("--enable_thinking") || flags.at("--enable_thinking") == "true";
-  return models::make_run_chat_template(name, model_dir, {.enable_thinking = thinking});
+  return models::make_run_chat_template(name, model_dir,
+                                        {.enable_thinking = enable_thinking.value_or(enable_thinking_from(flags))});
 }
 
 }  // namespace zt::cli

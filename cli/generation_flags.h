@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -62,8 +63,11 @@ Device check_run_device(const Flags& flags);
 models::CausalLM load_generation_model(Flags& flags);
 models::CausalLM load_generation_model(Flags& flags, Device device, DType dtype);
 
-// --template NAME, else the model's own (models::make_run_chat_template), with --enable_thinking.
-std::unique_ptr<models::ChatTemplate> chat_template_from(const Flags& flags, const std::string& model_dir);
+// --template NAME, else the model's own (models::make_run_chat_template), with --enable_thinking
+// (default true), or with `enable_thinking` when given.
+std::unique_ptr<models::ChatTemplate> chat_template_from(const Flags& flags, const std::string& model_dir,
+                                                         std::optional<bool> enable_thinking = std::nullopt);
+bool enable_thinking_from(const Flags& flags);
 
 // --tp N: the ranks the model is split over (default 1, the whole model on one device).
 int tensor_parallel_size(const Flags& flags);

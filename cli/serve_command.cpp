@@ -72,6 +72,7 @@ struct ServedFiles {
   std::string dir;
   std::unique_ptr<models::Tokenizer> tokenizer;
   std::unique_ptr<models::ChatTemplate> chat_template;
+  std::unique_ptr<models::ChatTemplate> other_thinking_template;  // enable_thinking the other way
 };
 
 // The HTTP server over `engine` until SIGINT or SIGTERM drains it.
@@ -81,6 +82,8 @@ void serve_with(const Flags& flags, const ServedFiles& files, const models::Caus
       .name = served_model_name(flags),
       .tokenizer = files.tokenizer.get(),
       .chat_template = files.chat_template.get(),
+      .enable_thinking = enable_thinking_from(flags),
+      .other_thinking_template = files.other_thinking_template.get(),
       .defaults = generation_options_from(flags, files.dir, model, *files.tokenizer, files.chat_template.get()),
       .limits_new_tokens = flags.count("--max_new_tokens") > 0,
       .max_request_tokens = engine.max_request_tokens() - engine.first_position()};
@@ -108,9 +111,11 @@ void serve_on_rank(const Flags& flags, const ServedFiles& files, infer::TensorPa
 }
 
 int serve_model(Flags& flags) {
-  ServedFiles files{.dir = flags.at("--model_name_or_path"), .tokenizer = {}, .chat_template = {}};
+  ServedFiles files{
+      .dir = flags.at("--model_name_or_path"), .tokenizer = {}, .chat_template = {}, .other_thinking_template = {}};
   files.tokenizer = models::load_tokenizer(files.dir);
   files.chat_template = chat_template_from(flags, files.dir);
+  files.other_thinking_template = chat_template_from(flags, files.dir, !enable_thinking_from(flags));
   if (tensor_parallel_size(flags) > 1) {
     run_tensor_parallel_from_flags(flags, [&](infer::TensorParallelRank& rank) { serve_on_rank(flags, files, rank); });
     return 0;

@@ -22,11 +22,16 @@ void require_tool_call_format(const ApiRequest& request, const ServedModel& mode
       "tools");
 }
 
+const models::ChatTemplate& chat_template(const ApiRequest& request, const ServedModel& model) {
+  const bool other = request.enable_thinking && *request.enable_thinking != model.enable_thinking;
+  return other && model.other_thinking_template ? *model.other_thinking_template : *model.chat_template;
+}
+
 std::vector<models::TokenId> chat_prompt(const ApiRequest& request, const ServedModel& model) {
   require_tool_call_format(request, model);
   try {
-    return model.chat_template
-        ->encode(*model.tokenizer, request.messages, /*add_generation_prompt=*/true, request.tools.tools)
+    return chat_template(request, model)
+        .encode(*model.tokenizer, request.messages, /*add_generation_prompt=*/true, request.tools.tools)
         .ids;
   } catch (const Error& error) {  // what the template cannot render is the request's to fix
     throw invalid_request(std::string("the chat template cannot render this conversation: ") + error.what(),

@@ -18,7 +18,11 @@ namespace zt::serve {
 struct ServedModel {
   std::string name;  // the id clients send as "model"
   const models::Tokenizer* tokenizer = nullptr;
-  const models::ChatTemplate* chat_template = nullptr;
+  const models::ChatTemplate* chat_template = nullptr;  // as --enable_thinking renders
+  bool enable_thinking = true;                          // --enable_thinking
+  // The template with enable_thinking the other way, for a request whose
+  // chat_template_kwargs.enable_thinking differs from the server's.
+  const models::ChatTemplate* other_thinking_template = nullptr;
   models::GenerationOptions defaults;  // stop ids included
   bool limits_new_tokens = false;      // defaults.max_new_tokens caps requests without max_tokens
   // The most prompt and new tokens one request may have (the context after any prefix).

@@ -169,6 +169,21 @@ std::string prompt_field(const json& body) {
   return prompt->get<std::string>();
 }
 
+// vLLM's chat_template_kwargs, the keyword arguments its chat template renders with: of those
+// zerotune's templates take enable_thinking; another key is refused rather than ignored.
+std::optional<bool> enable_thinking_field(const json& body) {
+  const json* kwargs = field(body, "chat_template_kwargs");
+  if (kwargs == nullptr) return std::nullopt;
+  if (!kwargs->is_object()) throw invalid_request("'chat_template_kwargs' must be an object", "chat_template_kwargs");
+  for (const auto& [key, value] : kwargs->items())
+    if (key != "enable_thinking")
+      throw invalid_request(
+          "'chat_template_kwargs." + key + "' is not taken: this server's chat templates take only enable_thinking",
+          "chat_template_kwargs");
+  const json* thinking = field(*kwargs, "enable_thinking");
+  return thinking ? std::optional<bool>(bool_field(*thinking, "chat_template_kwargs.enable_thinking")) : std::nullopt;
+}
+
 }  // namespace
 
 ApiRequest parse_chat_request(const std::string& body) {
@@ -177,6 +192,7 @@ ApiRequest parse_chat_request(const std::string& body) {
   read_common(parsed, request);
   request.messages = messages_field(parsed);
   request.tools = read_tool_fields(parsed, body);
+  request.enable_thinking = enable_thinking_field(parsed);
   return request;
 }
 

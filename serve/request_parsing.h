@@ -31,7 +31,10 @@ struct ApiRequest {
   std::string model;                          // empty when the client named none
   std::vector<models::ChatMessage> messages;  // chat completions
   ToolFields tools;                           // chat completions
-  std::string prompt;                         // completions
+  // vLLM's chat_template_kwargs.enable_thinking (chat completions): unset, the server's
+  // --enable_thinking.
+  std::optional<bool> enable_thinking;
+  std::string prompt;  // completions
   SamplingFields sampling;
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage

@@ -72,6 +72,22 @@ TEST(RequestParsing, BadFieldsAreRefusedByName) {
   EXPECT_EQ(refused_param("{" + messages + ", \"n\": 1, \"presence_penalty\": 0, \"logprobs\": false}"), "no error");
 }
 
+// vLLM's chat_template_kwargs: enable_thinking is taken (null: the server's), any other key refused.
+TEST(RequestParsing, ChatTemplateKwargsTakeEnableThinking) {
+  const std::string messages = R"("messages": [{"role": "user", "content": "hi"}])";
+  EXPECT_EQ(parse_chat_request("{" + messages + "}").enable_thinking, std::nullopt);
+  EXPECT_EQ(
+      parse_chat_request("{" + messages + R"(, "chat_template_kwargs": {"enable_thinking": false}})").enable_thinking,
+      std::optional<bool>(false));
+  EXPECT_EQ(
+      parse_chat_request("{" + messages + R"(, "chat_template_kwargs": {"enable_thinking": null}})").enable_thinking,
+      std::nullopt);
+  EXPECT_EQ(refused_param("{" + messages + R"(, "chat_template_kwargs": {"enable_thinking": "no"}})"),
+            "chat_template_kwargs.enable_thinking");
+  EXPECT_EQ(refused_param("{" + messages + R"(, "chat_template_kwargs": {"thinking": true}})"), "chat_template_kwargs");
+  EXPECT_EQ(refused_param("{" + messages + R"(, "chat_template_kwargs": [1]})"), "chat_template_kwargs");
+}
+
 TEST(RequestParsing, AnEmptyBodySaysSo) {
   for (const std::string body : {"", "  \n"}) {
     try {

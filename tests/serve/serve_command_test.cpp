@@ -324,8 +324,8 @@ TEST(ServeOptions, SigtermDrainsTheRequestsInFlightAndExitsZero) {
 }
 
 // --enable_thinking false reaches the chat template: Qwen3's generation prompt then ends with
-// the empty thought, so the same conversation counts more prompt tokens, and the answer
-// starts after it.
+// the empty thought, so the same conversation counts more prompt tokens; a request's
+// chat_template_kwargs.enable_thinking overrides the flag.
 TEST_F(Serve, EnableThinkingFalseEndsAQwen3PromptWithTheEmptyThought) {
   const fs::path folder = *folder_ / "thinking";
   fs::create_directories(folder / "on");
@@ -339,6 +339,12 @@ TEST_F(Serve, EnableThinkingFalseEndsAQwen3PromptWithTheEmptyThought) {
   const std::int64_t with_thought = post(off, "/v1/chat/completions", body)["usage"]["prompt_tokens"];
   const std::int64_t without = post(on, "/v1/chat/completions", body)["usage"]["prompt_tokens"];
   EXPECT_GT(with_thought, without);
+  // A request's chat_template_kwargs.enable_thinking (vLLM's) overrides the server's, either way.
+  json asked = body;
+  asked["chat_template_kwargs"] = {{"enable_thinking", false}};
+  EXPECT_EQ(post(on, "/v1/chat/completions", asked)["usage"]["prompt_tokens"], with_thought);
+  asked["chat_template_kwargs"] = {{"enable_thinking", true}};
+  EXPECT_EQ(post(off, "/v1/chat/completions", asked)["usage"]["prompt_tokens"], without);
 }
 
 }  // namespace
