@@ -4,6 +4,7 @@
 
 #include "autograd/functions.h"
 #include "autograd/grad_mode.h"
+#include "ops/gemm/matmul.h"
 #include "runtime/error.h"
 
 namespace zt::models {
@@ -33,8 +34,12 @@ SequenceScorer::SequenceScorer(const CausalLM& model, const PackedBatch& batch, 
   // head's rows: one product of [tokens, hidden] by [hidden] instead of the logits.
   std::vector<double> token_logit_sums;
   if (logit_sums) {
-    const autograd::Variable row_sum = autograd::sum(model.lm_head_weight(), 0, true);
-    token_logit_sums = autograd::linear(hidden_.detach(), row_sum).data().to_vector();
+    // The head's rows summed as one product (ones · weight): a GEMV that reads the weight once
+    // at full bandwidth, where a reduction over its leading dim runs a thread per column.
+    const Tensor& weight = model.lm_head_weight().data();
+    const Tensor ones = Tensor::full({1, weight.size(0)}, 1.0, weight.dtype(), weight.device());
+    const Tensor row_sum = ops::matmul_forward(ones, weight);                                  // [1, hidden]
+    token_logit_sums = ops::matmul_forward(hidden_.data(), row_sum, false, true).to_vector();  // [tokens, 1]
   }
   const std::vector<double> token_losses = losses.token_loss.to_vector();
   for (std::size_t t = 0; t < labels.size(); ++t) {
