@@ -12,6 +12,7 @@
 #include "models/hub/resolve_model.h"
 #include "models/peft/lora_files.h"
 #include "models/peft/prefix_encoder_files.h"
+#include "models/quant/quantized_linears.h"
 #include "models/weights/weights.h"
 #include "ops/attention/attention_backend.h"
 #include "runtime/device.h"
@@ -104,12 +105,13 @@ void set_save_and_load(TrainerModel& trained, const std::shared_ptr<models::Caus
   trained.load = [model](const std::string& dir) { models::load_weights(*model, model_weights_path(dir)); };
 }
 
-// The model's weights and the adapters trained beside it, in the working dtype.
+// The model's weights (a 4-bit base's linears at their packed size) and the adapters trained
+// beside it, in the working dtype.
 std::int64_t working_weight_bytes(const models::CausalLM& model, const TrainerModel& trained) {
-  std::int64_t numel = model.num_parameters();
+  std::int64_t adapters = 0;
   for (const TrainableParameter& p : trained.trainable)
-    if (!model.has_parameter(p.name)) numel += p.variable.data().numel();
-  return numel * static_cast<std::int64_t>(dtype_size(model.dtype()));
+    if (!model.has_parameter(p.name)) adapters += p.variable.data().numel();
+  return models::quant::resident_weight_bytes(model) + adapters * static_cast<std::int64_t>(dtype_size(model.dtype()));
 }
 
 // The precision the start line states: what runs, not only what was asked.

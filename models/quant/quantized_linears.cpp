@@ -67,6 +67,15 @@ bool is_quantizable_linear(const ModelConfig& config, const std::string& paramet
   return false;
 }
 
+std::int64_t resident_weight_bytes(const CausalLM& model) {
+  const auto width = static_cast<std::int64_t>(dtype_size(model.dtype()));
+  std::int64_t bytes = model.num_parameters() * width;
+  if (const auto* linears = dynamic_cast<const QuantizedLinears*>(model.owned_parameter_gatherer().get()))
+    for (const QuantizedLinears::Entry& e : linears->entries())
+      bytes += e.weight.nbytes() - e.weight.state.numel() * width;
+  return bytes;
+}
+
 bool is_skipped_module(const std::string& parameter_name, const std::vector<std::string>& skip_modules) {
   const std::string module = parameter_name.ends_with(".weight")
                                  ? parameter_name.substr(0, parameter_name.size() - std::string(".weight").size())

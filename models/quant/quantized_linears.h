@@ -46,6 +46,10 @@ class QuantizedLinears : public ParameterGatherer {
 std::vector<std::vector<ParamSpec>> quantizable_linear_specs(const ModelConfig& config);
 bool is_quantizable_linear(const ModelConfig& config, const std::string& parameter_name);
 
+// The bytes the model's weights hold on its device: num_parameters() in its dtype, less the
+// linears held in 4 bits, plus those 4 bits with their scales.
+std::int64_t resident_weight_bytes(const CausalLM& model);
+
 // transformers' llm_int8_skip_modules: `name` (a parameter) belongs to a module listed there.
 bool is_skipped_module(const std::string& parameter_name, const std::vector<std::string>& skip_modules);
 

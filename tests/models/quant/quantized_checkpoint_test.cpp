@@ -144,6 +144,15 @@ TEST_F(QuantizedCheckpoint, QuantizedAsItLoadsNeverHoldingTheDenseLinears) {
     EXPECT_EQ(model.parameter("model.layers.0.self_attn.q_proj.weight").data().numel(), 0);
     EXPECT_GT(model.parameter("model.layers.0.self_attn.q_proj.bias").data().numel(), 0);
     expect_equal(logits(model), logits(reference_dequantized(options)), "quantized as it loads");
+    // Resident: the dense float32 model less its linears' 4 bytes a weight, plus their 4 bits.
+    std::int64_t linear_numel = 0, packed_bytes = 0;
+    for (const auto& layer : quantizable_linear_specs(model.config()))
+      for (const ParamSpec& spec : layer) {
+        linear_numel += shape_numel(spec.shape);
+        packed_bytes += ops::quant4::quantized_bytes(shape_numel(spec.shape), 64, options.double_quant);
+      }
+    EXPECT_EQ(resident_weight_bytes(model), 4 * (model.num_parameters() - linear_numel) + packed_bytes);
+    EXPECT_EQ(resident_weight_bytes(load_model(kTiny)), 4 * model.num_parameters());
   }
 }
 
