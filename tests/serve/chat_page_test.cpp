@@ -2,8 +2,9 @@
 // page with the test hook of its query string (the settings it names, and a message sent on
 // load), and the DOM, read once the stream has ended, holds the streamed answer, which must
 // equal the greedy answer of a whole (non-streamed) request for the same conversation; Stop
-// pressed mid-answer keeps its start and cancels the request. Also: the page is self-contained
-// HTML, and other methods on / get 405. Skips, saying so, only when chromium is not installed
+// pressed mid-answer keeps its start and cancels the request; the thinking setting reaches the
+// request; a <think> block is shown apart. Also: the page is self-contained HTML, and other
+// methods on / get 405. Skips, saying so, only when chromium is not installed
 // (scripts/setup.sh installs it for scripts/test.sh).
 #include <gtest/gtest.h>
 
@@ -65,7 +66,8 @@ class ChatPage : public ::testing::Test {
   // What the page shows once its answer to the query's message has ended (or after 60 s),
   // opened in a headless chromium of its own; with `press_stop`, Stop is pressed as soon as
   // the answer has begun.
-  static json answer_shown(const std::string& chromium, const std::string& query, bool press_stop = false) {
+  static json answer_shown(const std::string& chromium, const std::string& query, bool press_stop = false,
+                           int port = 0) {
     const std::string run = std::to_string(++runs_);
     zt::testing::HeadlessChromium browser(chromium, *folder_ / ("profile_" + run),
                                           *folder_ / ("chromium_" + run + ".log"));
@@ -73,7 +75,7 @@ class ChatPage : public ::testing::Test {
       ADD_FAILURE() << "cannot start " << chromium;
       return {};
     }
-    const std::string url = "http://127.0.0.1:" + std::to_string(server_->port()) + "/?" + query;
+    const std::string url = "http://127.0.0.1:" + std::to_string(port ? port : server_->port()) + "/?" + query;
     const std::string error = browser.open(url);
     EXPECT_EQ(error, "") << url;
     json shown;
@@ -174,6 +176,52 @@ TEST_F(ChatPage, StopAbortsTheStream) {
     if (!cancelled) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   EXPECT_TRUE(cancelled) << server_->log();
+}
+
+// The thinking setting reaches the request as chat_template_kwargs.enable_thinking: on a qwen3
+// server the page's answer with thinking off is the greedy answer to that request.
+TEST_F(ChatPage, SendsTheThinkingSetting) {
+  const std::string chromium = zt::testing::find_chromium();
+  if (chromium.empty()) GTEST_SKIP() << "chromium is not installed (scripts/setup.sh installs it for the tests)";
+  fs::create_directories(*folder_ / "qwen3");
+  ServerProcess qwen3(*folder_ / "qwen3", {"--template", "qwen3"});
+  ASSERT_NE(qwen3.port(), 0);
+  const std::string message = "What is 2+2?";
+  json body = {{"messages", {{{"role", "user"}, {"content", message}}}}, {"temperature", 0}, {"max_tokens", 24}};
+  httplib::Client client = qwen3.client();
+  body["chat_template_kwargs"] = {{"enable_thinking", false}};
+  const std::string off = post(client, "/v1/chat/completions", body)["choices"][0]["message"]["content"];
+  body["chat_template_kwargs"] = {{"enable_thinking", true}};
+  const std::string on = post(client, "/v1/chat/completions", body)["choices"][0]["message"]["content"];
+  ASSERT_NE(off, on) << "pick a message whose answers differ, or this test shows nothing";
+  const json shown =
+      answer_shown(chromium, "temperature=0&max_tokens=24&enable_thinking=false&message=" + url_encoded(message),
+                   /*press_stop=*/false, qwen3.port());
+  EXPECT_EQ(shown["state"], "done");
+  EXPECT_EQ(shown["text"], off);
+}
+
+// The page's own reading of a <think> block at the start of an answer, run in the browser.
+TEST_F(ChatPage, ShowsAThinkBlockApart) {
+  const std::string chromium = zt::testing::find_chromium();
+  if (chromium.empty()) GTEST_SKIP() << "chromium is not installed (scripts/setup.sh installs it for the tests)";
+  ASSERT_NE(server_->port(), 0);
+  zt::testing::HeadlessChromium browser(chromium, *folder_ / "profile_think", *folder_ / "chromium_think.log");
+  ASSERT_TRUE(browser.started());
+  ASSERT_EQ(browser.open("http://127.0.0.1:" + std::to_string(server_->port()) + "/"), "");
+  auto split = [&](const std::string& text) {
+    json result;
+    for (int tries = 0; tries < 100 && !result.is_object(); ++tries) {  // until the page's script has run
+      result =
+          browser.evaluate("typeof splitThinking === 'function' ? splitThinking(" + json(text).dump() + ") : null");
+      if (!result.is_object()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return result;
+  };
+  EXPECT_EQ(split("<think>\nr1\n</think>\n\nThe answer."), (json{{"reasoning", "r1"}, {"answer", "The answer."}}));
+  EXPECT_EQ(split("<think>\nstill thinking"), (json{{"reasoning", "still thinking"}, {"answer", ""}}));
+  EXPECT_EQ(split("No thought <think>here</think>"),
+            (json{{"reasoning", ""}, {"answer", "No thought <think>here</think>"}}));
 }
 
 }  // namespace
