@@ -2,6 +2,8 @@
 // loads a model, naming the method, before any weight is read: the shipped tiny model with a
 // quantization_config added (its weights stay unquantized, so a command that ignored the
 // declaration would run, and one that read the weights first would not name the method).
+// bitsandbytes 4-bit is the exception: a folder in its layout runs, and one that only claims it
+// is refused saying so.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -9,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "models/quant/quantized_checkpoint.h"
+#include "models/weights/weights.h"
 #include "tests/common/process_test_util.h"
 
 namespace zt {
@@ -62,8 +66,6 @@ TEST_F(QuantizedModel, EveryCommandThatLoadsTheModelRefusesIt) {
 TEST_F(QuantizedModel, EachMethodIsNamed) {
   const std::pair<const char*, const char*> methods[] = {
       {R"({"bits": 4, "group_size": 128, "quant_method": "awq", "version": "gemm", "zero_point": true})", "AWQ 4-bit"},
-      {R"({"load_in_4bit": true, "bnb_4bit_quant_type": "nf4", "quant_method": "bitsandbytes"})",
-       "bitsandbytes 4-bit nf4"},
       {R"({"load_in_8bit": true, "quant_method": "bitsandbytes"})", "bitsandbytes 8-bit"},
       {R"({"activation_scheme": "dynamic", "quant_method": "fp8", "weight_block_size": [128, 128]})", "FP8"},
       {R"({"quant_method": "eetq", "weights": "int8"})", "EETQ"},
@@ -73,6 +75,22 @@ TEST_F(QuantizedModel, EachMethodIsNamed) {
     const std::string model = quantized_model(quantization);
     expect_refused("generate --device cpu --model_name_or_path " + model + " --prompt hi", method);
   }
+}
+
+TEST_F(QuantizedModel, BitsandbytesFourBitRunsAndAClaimOfItIsRefused) {
+  const fs::path four_bit = dir_ / "bnb";
+  models::quant::save_bnb_4bit_model(models::load_model(kTinyModel.string()), four_bit.string(), {});
+  const testing::CliRun run = testing::run_zerotune(
+      "generate --device cpu --model_name_or_path " + four_bit.string() + " --prompt hi --max_new_tokens 4", dir_);
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  const std::string claimed =
+      quantized_model(R"({"load_in_4bit": true, "bnb_4bit_quant_type": "nf4", "quant_method": "bitsandbytes"})");
+  const testing::CliRun refused =
+      testing::run_zerotune("generate --device cpu --model_name_or_path " + claimed + " --prompt hi", dir_);
+  EXPECT_EQ(refused.exit_code, 1) << refused.output;
+  EXPECT_NE(refused.output.find("declares bitsandbytes 4-bit weights (quantization_config), but no weight"),
+            std::string::npos)
+      << refused.output;
 }
 
 }  // namespace
