@@ -3,9 +3,9 @@
 // load), and the DOM, read once the stream has ended, holds the streamed answer, which must
 // equal the greedy answer of a whole (non-streamed) request for the same conversation; Stop
 // pressed mid-answer keeps its start and cancels the request; the thinking setting reaches the
-// request; a <think> block is shown apart. Also: the page is self-contained HTML, and other
-// methods on / get 405. Skips, saying so, only when chromium is not installed
-// (scripts/setup.sh installs it for scripts/test.sh).
+// request; a <think> block is shown apart; a second message goes with the conversation. Also:
+// the page is self-contained HTML, and other methods on / get 405. Skips, saying so, only when
+// chromium is not installed (scripts/setup.sh installs it for scripts/test.sh).
 #include <gtest/gtest.h>
 
 #include "tests/serve/headless_chromium.h"
@@ -222,6 +222,48 @@ TEST_F(ChatPage, ShowsAThinkBlockApart) {
   EXPECT_EQ(split("<think>\nstill thinking"), (json{{"reasoning", "still thinking"}, {"answer", ""}}));
   EXPECT_EQ(split("No thought <think>here</think>"),
             (json{{"reasoning", ""}, {"answer", "No thought <think>here</think>"}}));
+}
+
+// A second message typed into the page is sent with the conversation so far: its answer is the
+// greedy answer to both turns.
+TEST_F(ChatPage, KeepsTheConversation) {
+  const std::string chromium = zt::testing::find_chromium();
+  if (chromium.empty()) GTEST_SKIP() << "chromium is not installed (scripts/setup.sh installs it for the tests)";
+  ASSERT_NE(server_->port(), 0);
+  zt::testing::HeadlessChromium browser(chromium, *folder_ / "profile_turns", *folder_ / "chromium_turns.log");
+  ASSERT_TRUE(browser.started());
+  ASSERT_EQ(browser.open("http://127.0.0.1:" + std::to_string(server_->port()) +
+                         "/?temperature=0&max_tokens=12&message=" + url_encoded("What is 2+2?")),
+            "");
+  auto answered = [&](std::size_t answers) {  // the last answer, once `answers` have ended
+    for (int tries = 0; tries < 600; ++tries) {
+      const json count = browser.evaluate("document.querySelectorAll('.message.assistant').length");
+      const json shown = browser.evaluate(kLastAnswer);
+      if (count == answers && shown.is_object() && shown["state"] != "streaming") return shown;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return json{{"state", "never"}, {"text", ""}};
+  };
+  const json first = answered(1);
+  ASSERT_EQ(first["state"], "done");
+  browser.evaluate(
+      "document.getElementById('message').value = 'And 3+3?'; "
+      "document.getElementById('composer').requestSubmit(); true");
+  const json second = answered(2);
+  ASSERT_EQ(second["state"], "done");
+  const json body = {{"messages",
+                      {{{"role", "user"}, {"content", "What is 2+2?"}},
+                       {{"role", "assistant"}, {"content", first["text"]}},
+                       {{"role", "user"}, {"content", "And 3+3?"}}}},
+                     {"temperature", 0},
+                     {"max_tokens", 12}};
+  httplib::Client client = server_->client();
+  const std::string with_history = post(client, "/v1/chat/completions", body)["choices"][0]["message"]["content"];
+  const json alone = {
+      {"messages", {{{"role", "user"}, {"content", "And 3+3?"}}}}, {"temperature", 0}, {"max_tokens", 12}};
+  ASSERT_NE(post(client, "/v1/chat/completions", alone)["choices"][0]["message"]["content"], with_history)
+      << "pick messages whose answers differ with and without the first turn, or this test shows nothing";
+  EXPECT_EQ(second["text"], with_history);
 }
 
 }  // namespace
