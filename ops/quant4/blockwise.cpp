@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <thread>
 
+#include "ops/worker_pool.h"
 #include "runtime/error.h"
 
 namespace zt::ops::quant4 {
@@ -53,27 +55,57 @@ void require_finite(std::span<const float> values, const std::string& name) {
            "unquantized to find where the value came from)");
 }
 
+namespace {
+
+// Blocks [first, last) of `values` into `out` (sized for all of them). A blocksize is even, so
+// blocks never share a byte and ranges of blocks can be written by different threads.
+void quantize_blocks(std::span<const float> values, std::int64_t blocksize, Quant4Type type, std::int64_t first,
+                     std::int64_t last, Packed4& out) {
+  const auto n = static_cast<std::int64_t>(values.size());
+  for (std::int64_t block = first; block < last; ++block) {
+    const std::int64_t start = block * blocksize, count = std::min(blocksize, n - start);
+    const BlockScale scale =
+        block_scale(values.subspan(static_cast<std::size_t>(start), static_cast<std::size_t>(count)));
+    out.absmax[static_cast<std::size_t>(block)] = scale.absmax;
+    // A block's values beyond the tensor's end count as zeros (the kernel loads them as 0).
+    for (std::int64_t i = start; i < start + count + (count % 2); ++i) {
+      const float v = i < n ? values[static_cast<std::size_t>(i)] : 0.0f;
+      const std::uint8_t code = nearest_code(type, v * scale.reciprocal);
+      std::uint8_t& byte = out.packed[static_cast<std::size_t>(i / 2)];
+      byte = static_cast<std::uint8_t>(i % 2 == 0 ? (code << 4) : (byte | code));
+    }
+  }
+}
+
+// The host's threads, shared by every quantization of the process (a model's weights are
+// quantized one after another as they load).
+WorkerPool& quantization_pool() {
+  static WorkerPool pool(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  return pool;
+}
+
+}  // namespace
+
 Packed4 quantize_4bit(std::span<const float> values, std::int64_t blocksize, Quant4Type type, const std::string& name) {
   ZT_REQUIRE(valid_4bit_blocksize(blocksize), "'" + name + "': 4-bit blocksize " + std::to_string(blocksize) +
                                                   " is not one of bitsandbytes' 32, 64, 128, ..., 4096");
   require_finite(values, name);
   const auto n = static_cast<std::int64_t>(values.size());
+  const std::int64_t blocks = block_count(n, blocksize);
   Packed4 result;
   result.packed.assign(static_cast<std::size_t>((n + 1) / 2), 0);
-  result.absmax.reserve(static_cast<std::size_t>(block_count(n, blocksize)));
-  for (std::int64_t start = 0; start < n; start += blocksize) {
-    const std::int64_t count = std::min(blocksize, n - start);
-    const BlockScale scale =
-        block_scale(values.subspan(static_cast<std::size_t>(start), static_cast<std::size_t>(count)));
-    result.absmax.push_back(scale.absmax);
-    // A block's values beyond the tensor's end count as zeros (the kernel loads them as 0).
-    for (std::int64_t i = start; i < start + count + (count % 2); ++i) {
-      const float v = i < n ? values[static_cast<std::size_t>(i)] : 0.0f;
-      const std::uint8_t code = nearest_code(type, v * scale.reciprocal);
-      std::uint8_t& byte = result.packed[static_cast<std::size_t>(i / 2)];
-      byte = static_cast<std::uint8_t>(i % 2 == 0 ? (code << 4) : (byte | code));
-    }
+  result.absmax.assign(static_cast<std::size_t>(blocks), 0.0f);
+  constexpr std::int64_t kSerialValues = std::int64_t{1} << 20;  // below this, threads cost more than they save
+  if (n < kSerialValues) {
+    quantize_blocks(values, blocksize, type, 0, blocks, result);
+    return result;
   }
+  WorkerPool& pool = quantization_pool();
+  const std::int64_t share = (blocks + pool.size() - 1) / pool.size();
+  pool.run([&](int worker) {
+    const std::int64_t first = std::min(blocks, worker * share);
+    quantize_blocks(values, blocksize, type, first, std::min(blocks, first + share), result);
+  });
   return result;
 }
 

@@ -186,6 +186,26 @@ TEST(Quant4Blockwise, RandomBlocksRoundTripWithinHalfAGap) {
   }
 }
 
+// A tensor large enough to be quantized on several threads gives, block by block, what each
+// block quantized alone gives.
+TEST(Quant4Blockwise, ThreadedQuantizationEqualsBlockByBlock) {
+  const std::vector<float> values = normal_values((std::size_t{1} << 21) + 131, 5);
+  const Packed4 whole = quantize_4bit(values, 64, Quant4Type::kNf4, "w");
+  ASSERT_EQ(whole.absmax.size(), (values.size() + 63) / 64);
+  for (std::size_t block = 0; block < whole.absmax.size(); block += 997) {
+    const std::size_t start = block * 64, count = std::min<std::size_t>(64, values.size() - start);
+    const Packed4 alone =
+        quantize_4bit(std::span<const float>(values).subspan(start, count), 64, Quant4Type::kNf4, "w");
+    EXPECT_EQ(whole.absmax[block], alone.absmax[0]) << block;
+    for (std::size_t byte = 0; byte < alone.packed.size(); ++byte)
+      ASSERT_EQ(whole.packed[start / 2 + byte], alone.packed[byte]) << block;
+  }
+  const std::size_t last = whole.absmax.size() - 1;
+  const Packed4 tail = quantize_4bit(std::span<const float>(values).subspan(last * 64), 64, Quant4Type::kNf4, "w");
+  EXPECT_EQ(whole.absmax[last], tail.absmax[0]);
+  EXPECT_EQ(whole.packed.back(), tail.packed.back());
+}
+
 TEST(Quant4Blockwise, NonFiniteWeightsAreRefusedByName) {
   for (float bad : {std::nanf(""), std::numeric_limits<float>::infinity()}) {
     std::vector<float> values(10, 0.5f);
