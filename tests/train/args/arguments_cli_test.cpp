@@ -45,6 +45,15 @@ TEST_F(ArgumentsCli, LlamaFactoryExampleTrains) {
     EXPECT_TRUE(fs::exists(dir_ / "out" / file)) << file;
 }
 
+// LLaMA-Factory's QLoRA (its examples/train_qlora/ files add quantization_bit: 4 to the LoRA
+// file): the base's linears in NF4 with double quantization, the adapter saved as usual.
+TEST_F(ArgumentsCli, QuantizationBitFourTrainsQlora) {
+  const testing::CliRun run = testing::run_zerotune(llama_factory_run("quantization_bit=4"), dir_);
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("4-bit base (nf4, double quantization, blocks of 64)"), std::string::npos) << run.output;
+  EXPECT_TRUE(fs::exists(dir_ / "out" / "adapter_model.safetensors"));
+}
+
 TEST_F(ArgumentsCli, UnsupportedOptionStopsTheRunWithTheReason) {
   const testing::CliRun run = testing::run_zerotune(llama_factory_run("use_dora=true"), dir_);
   EXPECT_EQ(run.exit_code, 2) << run.output;  // the arguments are refused: bad usage
