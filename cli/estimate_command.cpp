@@ -388,6 +388,10 @@ int estimate(Flags& flags) {
     const train::DeepSpeedMemorySettings ds = train::memory_settings_from_deepspeed(
         flags.at("--deepspeed"), settings,
         {.dtype = flags.count("--dtype") > 0, .micro_batch = flags.count("--micro_batch") > 0}, config.hidden_size);
+    ZT_REQUIRE_USAGE(!settings.quantized_base || ds.settings.stage < 3,
+                     ds.source +
+                         ": ZeRO stage 3 partitions the base weights a 4-bit base holds packed: use stage 0-2 "
+                         "with --quantization_bit 4");
     print_deepspeed_fit(config, ds, budgets);
     settings = ds.settings;
   }

@@ -91,6 +91,11 @@ TEST(EstimateCli, CountsAndRecommendsAFourBitBase) {
       zerotune("estimate --config " + qwen25_config() + " --num_gpus 1 --gpu_memory 24 --quantization_bit 4");
   EXPECT_EQ(full.exit_code, 2) << full.output;
   EXPECT_NE(full.output.find("--quantization_bit 4 trains LoRA"), std::string::npos) << full.output;
+  const CliRun stage3 = zerotune("estimate --config " + qwen25_config() +
+                                 " --num_gpus 2 --gpu_memory 24 --finetuning_type lora --quantization_bit 4 "
+                                 "--deepspeed '{\"zero_optimization\": {\"stage\": 3}}'");
+  EXPECT_EQ(stage3.exit_code, 2) << stage3.output;
+  EXPECT_NE(stage3.output.find("ZeRO stage 3 partitions the base weights"), std::string::npos) << stage3.output;
 }
 
 TEST(EstimateCli, RefusesBadUsageByName) {
