@@ -8,6 +8,8 @@
 #include <filesystem>
 
 #include "autograd/grad_mode.h"
+#include "models/config/config_presets.h"
+#include "models/init.h"
 #include "models/peft/lora.h"
 #include "models/quant/quantized_checkpoint.h"
 #include "models/quant/quantized_linears.h"
@@ -30,15 +32,18 @@ struct Batch {
   Tensor ids, positions, cu_seqlens;
 };
 
-Batch batch() {
-  return {Tensor::from_values({5, 17, 230, 41, 9, 300, 77, 12}, {8}, DType::kI64),
-          Tensor::from_values({0, 1, 2, 3, 4, 0, 1, 2}, {8}, DType::kI64),
+// Token ids below `vocab` (the tiny presets have a few dozen).
+Batch batch(std::int64_t vocab = 503) {
+  std::vector<double> ids;
+  for (double id : {5, 17, 230, 41, 9, 300, 77, 12})
+    ids.push_back(static_cast<double>(static_cast<std::int64_t>(id) % vocab));
+  return {Tensor::from_values(ids, {8}, DType::kI64), Tensor::from_values({0, 1, 2, 3, 4, 0, 1, 2}, {8}, DType::kI64),
           Tensor::from_values({0, 5, 8}, {3}, DType::kI32)};
 }
 
 Tensor logits(const CausalLM& model) {
   autograd::NoGradGuard no_recording;
-  const Batch b = batch();
+  const Batch b = batch(model.config().vocab_size);
   return model.forward(b.ids, b.positions, b.cu_seqlens).data();
 }
 
@@ -203,6 +208,24 @@ TEST_F(QuantizedCheckpoint, LoraGradientsThroughFourBitLayersEqualTheDequantized
   for (std::size_t i = 0; i < dense.size(); ++i) {
     const std::vector<double> a = dense[i].to_vector(), b = packed[i].to_vector();
     for (std::size_t k = 0; k < a.size(); ++k) ASSERT_NEAR(a[k], b[k], 1e-6 * (1 + std::fabs(a[k]))) << i << " " << k;
+  }
+}
+
+// Every architecture's linears (GLM's fused [gate; up], ChatGLM's query_key_value and
+// dense_4h_to_h, Qwen3's q/k norms beside them) round-trip through the layout and load kept
+// 4-bit to the logits of the folder dequantized at load.
+TEST_F(QuantizedCheckpoint, EveryArchitectureLoadsKeptFourBit) {
+  for (Architecture arch :
+       {Architecture::kQwen2, Architecture::kQwen3, Architecture::kGlm, Architecture::kGlm4, Architecture::kChatGlm}) {
+    const fs::path folder = dir_ / architecture_name(arch);
+    save_bnb_4bit_model(init_model(parse_config(tiny_config_json(arch), "config.json"), 7), folder.string(), {});
+    const CausalLM packed = load_model(folder.string(), {.keep_4bit_weights = true});
+    const auto* linears = dynamic_cast<const QuantizedLinears*>(packed.owned_parameter_gatherer().get());
+    ASSERT_NE(linears, nullptr) << architecture_name(arch);
+    std::size_t expected = 0;
+    for (const auto& layer : quantizable_linear_specs(packed.config())) expected += layer.size();
+    EXPECT_EQ(linears->entries().size(), expected) << architecture_name(arch);
+    expect_equal(logits(packed), logits(load_model(folder.string())), architecture_name(arch));
   }
 }
 
