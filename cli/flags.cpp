@@ -209,7 +209,11 @@ void load_ptuning_checkpoint(models::CausalLM& model, const std::string& dir) {
 }  // namespace
 
 models::CausalLM load_model_from_flags(Flags& flags, Device device, DType dtype) {
-  models::CausalLM model = models::load_model(flags["--model_name_or_path"], {.device = device, .dtype = dtype});
+  return load_model_from_flags(flags, models::ModelOptions{.device = device, .dtype = dtype});
+}
+
+models::CausalLM load_model_from_flags(Flags& flags, const models::ModelOptions& options) {
+  models::CausalLM model = models::load_model(flags["--model_name_or_path"], options);
   if (flags.count("--adapter_name_or_path")) models::load_peft_adapter(model, flags["--adapter_name_or_path"]);
   if (flags.count("--ptuning_checkpoint")) load_ptuning_checkpoint(model, flags["--ptuning_checkpoint"]);
   return model;

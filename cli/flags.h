@@ -67,6 +67,8 @@ void resolve_model_flag(Flags& flags, models::hub::ModelParts parts = models::hu
 models::CausalLM load_model_from_flags(Flags& flags);
 // The same model on `device` in `dtype` (tensor parallelism loads it on the CPU to split it).
 models::CausalLM load_model_from_flags(Flags& flags, Device device, DType dtype);
+// The same model loaded with `options` (a 4-bit base: cli/four_bit_base.h).
+models::CausalLM load_model_from_flags(Flags& flags, const models::ModelOptions& options);
 
 // --device, else the GPU when one is usable; a GPU that is not usable is an error.
 Device device_from_flags(const Flags& flags);

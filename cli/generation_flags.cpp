@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "cli/four_bit_base.h"
 #include "models/peft/lora.h"
 #include "models/tensor_parallel.h"
 #include "runtime/device.h"
@@ -47,7 +48,8 @@ int run_generation_command(const std::vector<std::string>& args, FlagSpec spec, 
       {"--max_new_tokens", "--min_new_tokens", "--top_k", "--seed", "--max_batch", "--block_size", "--tp"});
   spec.number_flags.insert({"--temperature", "--top_p", "--repetition_penalty"});
   spec.positive_flags.insert({"--max_batch", "--block_size", "--tp"});
-  const std::string full_usage = std::string(usage) + kGenerationUsage + kHubModelUsage;
+  add_four_bit_flags(spec);
+  const std::string full_usage = std::string(usage) + kGenerationUsage + kFourBitUsage + kHubModelUsage;
   return run_with_flags(args, spec, full_usage.c_str(), [&body](Flags& flags) {
     ZT_REQUIRE_USAGE(
         !flags.count("--merge_lora") || flags.at("--merge_lora") != "true" || flags.count("--adapter_name_or_path"),
@@ -148,8 +150,12 @@ Device check_run_device(const Flags& flags) {
 }
 
 models::CausalLM load_generation_model(Flags& flags) {
-  check_run_device(flags);
-  return as_asked(flags, load_model_from_flags(flags));
+  const Device device = check_run_device(flags);
+  models::ModelOptions options{.device = device, .dtype = dtype_from_flags(flags, device)};
+  plan_four_bit_base(flags, models::load_config(flags.at("--model_name_or_path")), options);
+  models::CausalLM model = load_model_from_flags(flags, options);
+  if (const std::string held = four_bit_base_line(model); !held.empty()) ZT_LOG(kInfo, held);
+  return as_asked(flags, std::move(model));
 }
 
 models::CausalLM load_generation_model(Flags& flags, Device device, DType dtype) {
@@ -178,6 +184,7 @@ void run_tensor_parallel_from_flags(Flags& flags, const std::function<void(infer
   } catch (const Error& e) {
     fail_usage(e.what());  // --tp's value does not suit this model
   }
+  check_four_bit_tensor_parallel(flags, config);
   const std::string device_flag = flags.count("--device") ? flags.at("--device") : "";
   ZT_REQUIRE_USAGE(!infer::launched_as_ranks() || device_flag.rfind("cuda:", 0) != 0,
                    "--device " + device_flag +

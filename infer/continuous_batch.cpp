@@ -1,11 +1,13 @@
 #include "infer/continuous_batch.h"
 
 #include <algorithm>
+#include <mutex>
 
 #include "autograd/grad_mode.h"
 #include "infer/batch_forward.h"
 #include "infer/decode_graph.h"
 #include "runtime/error.h"
+#include "runtime/log.h"
 
 namespace zt::infer {
 
@@ -47,8 +49,17 @@ ContinuousBatch::ContinuousBatch(const models::CausalLM& model, const EngineOpti
   }
   const std::int64_t widest = cache_->blocks_for(cache_->prefix_length() + max_request_tokens);
   cache_->set_table_width(widest);
-  if (options.cuda_graphs && model.device().is_cuda())
-    graphs_ = std::make_unique<DecodeGraphs>(model, *cache_, options.max_batch, widest);
+  if (!options.cuda_graphs || !model.device().is_cuda()) return;
+  // A 4-bit base (models/quant/) dequantizes each layer into memory allocated as the step runs,
+  // which a replayed graph would read after it was freed: such steps run eagerly.
+  if (model.parameter_gatherer() != nullptr) {
+    static std::once_flag said;  // once a run, not at every chat turn
+    std::call_once(said, [] {
+      ZT_LOG(kInfo, "decode steps run without CUDA graphs: the 4-bit base dequantizes each layer as a step runs");
+    });
+    return;
+  }
+  graphs_ = std::make_unique<DecodeGraphs>(model, *cache_, options.max_batch, widest);
 }
 
 ContinuousBatch::~ContinuousBatch() = default;

@@ -1,0 +1,88 @@
+#include "cli/four_bit_base.h"
+
+#include <sstream>
+
+#include "models/quant/quantized_linears.h"
+#include "ops/quant4/blockwise.h"
+#include "ops/quant4/code_books.h"
+#include "runtime/log.h"
+#include "runtime/usage_error.h"
+
+namespace zt::cli {
+
+const char* const kFourBitUsage =
+    "  --quantization_bit 4     run on a 4-bit base: the decoder's linear weights quantized to\n"
+    "                           bitsandbytes' 4 bits as they load, each layer dequantized while it\n"
+    "                           computes (a folder saved in 4 bits, \"-bnb-4bit\", is kept 4-bit\n"
+    "                           without it); a LoRA adapter runs beside them; not with --merge_lora\n"
+    "                           or --tp\n"
+    "  --quantization_type nf4|fp4  the 4-bit code (default nf4)\n"
+    "  --double_quantization [true|false]  quantize the block scales too (default true)\n";
+
+namespace {
+
+bool flag_is_true(const Flags& flags, const std::string& name) { return flags.count(name) && flags.at(name) == "true"; }
+
+std::string mib(std::int64_t bytes) {
+  std::ostringstream text;
+  text.precision(1);
+  text << std::fixed << static_cast<double>(bytes) / (1024.0 * 1024.0) << " MiB";
+  return text.str();
+}
+
+}  // namespace
+
+void add_four_bit_flags(FlagSpec& spec) {
+  spec.value_flags.insert(kFourBitValueFlags.begin(), kFourBitValueFlags.end());
+  spec.bool_flags.insert(kFourBitBoolFlags.begin(), kFourBitBoolFlags.end());
+  spec.choices["--quantization_bit"] = {"4"};
+  spec.choices["--quantization_type"] = {"nf4", "fp4"};
+}
+
+void plan_four_bit_base(const Flags& flags, const models::ModelConfig& config, models::ModelOptions& options) {
+  const bool asked = flags.count("--quantization_bit") > 0;
+  for (const char* setting : {"--quantization_type", "--double_quantization"})
+    ZT_REQUIRE_USAGE(asked || !flags.count(setting),
+                     std::string(setting) + " configures the 4-bit base of --quantization_bit 4: add that");
+  if (!asked && !config.bnb_4bit) return;
+  ZT_REQUIRE_USAGE(!flag_is_true(flags, "--merge_lora"),
+                   "--merge_lora with a 4-bit base (" +
+                       std::string(config.bnb_4bit ? config.source + " is saved in 4 bits" : "--quantization_bit 4") +
+                       "): there is no dense weight to merge the LoRA update into. Drop --merge_lora to run the "
+                       "adapter beside the 4-bit weights, or write a merged dense model with zerotune export "
+                       "--merge_lora --quantization_bit 4 and generate from that");
+  if (config.bnb_4bit) {
+    options.keep_4bit_weights = true;
+    if (asked)
+      ZT_LOG(kInfo, config.source << " is saved in 4 bits: its own quantization is used; --quantization_bit and "
+                                     "its settings do not quantize it again");
+    return;
+  }
+  const std::string type = flags.count("--quantization_type") ? flags.at("--quantization_type") : "nf4";
+  options.quantize_base = models::quant::Quant4Options{
+      .type = ops::quant4::parse_quant4_type(type, "--quantization_type"),
+      .double_quant = !flags.count("--double_quantization") || flag_is_true(flags, "--double_quantization"),
+      .blocksize = ops::quant4::kDefaultBlocksize};
+}
+
+void check_four_bit_tensor_parallel(const Flags& flags, const models::ModelConfig& config) {
+  ZT_REQUIRE_USAGE(!flags.count("--quantization_bit"),
+                   "--quantization_bit 4 with --tp " + flags.at("--tp") +
+                       ": tensor parallelism splits dense weights and does not take a 4-bit base; drop one of them");
+  if (config.bnb_4bit)
+    ZT_LOG(kWarn, config.source << " is saved in 4 bits; --tp " << flags.at("--tp")
+                                << " splits dense weights, so they are dequantized at load (the whole model in "
+                                   "the working dtype); run without --tp to keep them in 4 bits");
+}
+
+std::string four_bit_base_line(const models::CausalLM& model) {
+  const auto* linears = dynamic_cast<const models::quant::QuantizedLinears*>(model.owned_parameter_gatherer().get());
+  if (linears == nullptr) return "";
+  std::int64_t dense = 0;
+  for (const auto& entry : linears->entries())
+    dense += entry.weight.state.numel() * static_cast<std::int64_t>(dtype_size(model.dtype()));
+  return "4-bit base: " + std::to_string(linears->entries().size()) + " linear weights in " + mib(linears->nbytes()) +
+         " instead of " + mib(dense) + ", each layer dequantized while it computes";
+}
+
+}  // namespace zt::cli

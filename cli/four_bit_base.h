@@ -1,0 +1,42 @@
+// A 4-bit base under generate, chat and serve: the decoder's linear weights held in
+// bitsandbytes' 4 bits (models/quant/), each layer dequantized only while it computes, the same
+// mechanism QLoRA trains on. The base is a "-bnb-4bit" folder (its config.json's
+// quantization_config), kept packed, or a dense folder quantized as it loads under
+// --quantization_bit 4 (LLaMA-Factory's inference argument, with its --quantization_type and
+// --double_quantization). A LoRA adapter (--adapter_name_or_path) runs beside the 4-bit
+// weights. What cannot take them is refused by name: --merge_lora (no dense weight to merge
+// into) and --quantization_bit 4 with --tp (the split needs dense weights).
+#pragma once
+
+#include <set>
+#include <string>
+
+#include "cli/flags.h"
+#include "models/config/config.h"
+#include "models/model.h"
+
+namespace zt::cli {
+
+inline const std::set<std::string> kFourBitValueFlags{"--quantization_bit", "--quantization_type"};
+inline const std::set<std::string> kFourBitBoolFlags{"--double_quantization"};
+
+// Usage lines for the flags above.
+extern const char* const kFourBitUsage;
+
+// Adds the flags above, with their accepted values, to a generating command's `spec`.
+void add_four_bit_flags(FlagSpec& spec);
+
+// Sets `options` (before loading) so the linears of `config`'s model arrive in 4 bits when the
+// folder is saved so or --quantization_bit 4 asks; refuses --merge_lora with such a base and
+// the 4-bit settings without --quantization_bit 4. Logs what the base holds.
+void plan_four_bit_base(const Flags& flags, const models::ModelConfig& config, models::ModelOptions& options);
+
+// Before a model is loaded dense to be split over --tp ranks: --quantization_bit 4 is refused;
+// a "-bnb-4bit" folder is dequantized for the split, and the log says so.
+void check_four_bit_tensor_parallel(const Flags& flags, const models::ModelConfig& config);
+
+// The log's line once a 4-bit base is loaded: how many linears, their bytes against the dense
+// ones. Empty for a dense model.
+std::string four_bit_base_line(const models::CausalLM& model);
+
+}  // namespace zt::cli
