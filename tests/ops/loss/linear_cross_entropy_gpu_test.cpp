@@ -141,6 +141,7 @@ TEST_F(LinearCrossEntropyGpu, MatchesCpuOverShapesDtypesAndChunks) {
 // Preference training's use: per-token weights of either sign (one per sequence) and the
 // per-token losses, over chunks smaller than the batch.
 TEST_F(LinearCrossEntropyGpu, TokenWeightsAndTokenLossesMatchCpu) {
+  ZT_SKIP_WITHOUT_GPU();
   for (DType dtype : {DType::kF32, DType::kBF16}) {
     GpuCase c{.tokens = 300, .vocab = 1003, .hidden = 64, .dtype = dtype, .reduction = Reduction::kSum, .chunk = 128};
     const std::string what = c.str();
