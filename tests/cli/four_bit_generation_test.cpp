@@ -1,12 +1,14 @@
-// generate on a 4-bit base kept 4-bit, as a user runs it (CPU): a folder saved in bitsandbytes'
-// layout and the dense tiny model under --quantization_bit 4 give the greedy tokens of the same
-// model dequantized to a dense folder, alone and with a LoRA adapter beside the 4-bit weights;
-// the log reports the linears held in fewer bytes than dense; what cannot take a 4-bit base is
-// refused by name.
+// generate and chat on a 4-bit base kept 4-bit, as a user runs them (CPU): a folder saved in
+// bitsandbytes' layout and the dense tiny model under --quantization_bit 4 give the greedy tokens
+// of the same model dequantized to a dense folder, alone, with --fused_decode and with a LoRA
+// adapter beside the 4-bit weights; the log reports the linears held in fewer bytes than dense; what cannot take a
+// 4-bit base is refused by name.
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <regex>
+#include <sstream>
 
 #include <unistd.h>
 
@@ -68,8 +70,27 @@ class FourBitGeneration : public ::testing::Test {
     EXPECT_EQ(run.exit_code, 0) << arguments << "\n" << run.output;
     return fs::exists(ids) ? zt::testing::read_text(ids) : "";
   }
+  static std::string turns_file() {
+    const fs::path turns = *dir_ / "turns.txt";
+    std::ofstream(turns) << "hello\nwhat is two and two\n/exit\n";
+    return turns.string();
+  }
   static std::string model(const char* name) { return " --model_name_or_path " + (*dir_ / name).string(); }
   static std::string adapter() { return " --adapter_name_or_path " + (*dir_ / "adapter").string(); }
+
+  // The answers of a chat of two turns, with the adapter.
+  static std::vector<std::string> chat_answers(const std::string& model_arguments) {
+    const zt::testing::CliRun chat = zt::testing::run_zerotune(
+        "chat --device cpu --max_new_tokens 6 --min_new_tokens 6" + model_arguments + " < " + turns_file(), *dir_);
+    EXPECT_EQ(chat.exit_code, 0) << chat.output;
+    std::vector<std::string> answers;
+    std::istringstream in(chat.output);
+    for (std::string line; std::getline(in, line);)
+      for (std::size_t at = line.find("assistant> "); at != std::string::npos; at = line.find("assistant> ", at + 1))
+        answers.push_back(line.substr(at + 11, line.find("user>", at) - at - 11));
+    EXPECT_EQ(answers.size(), 2u) << chat.output;
+    return answers;
+  }
 
   static fs::path* dir_;
 };
@@ -79,11 +100,18 @@ fs::path* FourBitGeneration::dir_ = nullptr;
 TEST_F(FourBitGeneration, GreedyTokensEqualTheDequantizedModelsWithAndWithoutAnAdapter) {
   const std::string dense = greedy_ids(model("dense"));
   EXPECT_EQ(greedy_ids(model("bnb")), dense);
+  EXPECT_EQ(greedy_ids(model("bnb") + " --fused_decode"), dense);  // its layers read the dequantized weights
   EXPECT_EQ(greedy_ids(" --model_name_or_path " + kTiny + " --quantization_bit 4"), dense);
   const std::string adapted = greedy_ids(model("dense") + adapter());
   EXPECT_NE(adapted, dense) << "the adapter changes nothing: the test would not see it ignored";
   EXPECT_EQ(greedy_ids(model("bnb") + adapter()), adapted);
   EXPECT_EQ(greedy_ids(" --model_name_or_path " + kTiny + " --quantization_bit 4" + adapter()), adapted);
+}
+
+TEST_F(FourBitGeneration, ChatOnTheFourBitBaseAnswersAsTheDequantizedModel) {
+  const std::vector<std::string> adapted = chat_answers(model("bnb") + adapter());
+  EXPECT_EQ(adapted, chat_answers(model("dense") + adapter()));
+  EXPECT_NE(adapted, chat_answers(model("bnb"))) << "the adapter changed no answer";
 }
 
 TEST_F(FourBitGeneration, TheLinearsAreHeldInFewerBytesThanDense) {
