@@ -13,44 +13,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runtime/dtype.h"
 #include "train/args/training_arguments.h"
 #include "train/optim/loss_scaler.h"
 #include "train/optim/lr_scheduler.h"
+#include "train/optim/optimizer_config.h"
+#include "train/zero/zero_config.h"
 
 namespace zt::train {
-
-struct ZeroConfig {
-  int stage = 0;
-  bool contiguous_gradients = true;
-  bool reduce_scatter = true;
-  std::int64_t reduce_bucket_size = 500'000'000;
-  bool overlap_comm = false;  // DeepSpeed: true by default for stage 3 only
-  std::int64_t sub_group_size = 1'000'000'000;
-  std::int64_t stage3_prefetch_bucket_size = 50'000'000;
-  std::int64_t stage3_param_persistence_threshold = 100'000;
-  std::int64_t stage3_max_live_parameters = 1'000'000'000;
-  std::int64_t stage3_max_reuse_distance = 1'000'000'000;
-  bool stage3_gather_16bit_weights_on_model_save = false;
-  bool offload_optimizer = false;  // offload_optimizer.device "cpu"
-  bool offload_pin_memory = true;  // DeepSpeed's default since it pins offload buffers by default
-  double offload_ratio = 1.0;      // offload_optimizer.ratio: the CPU Adam's share (partial offload below 1)
-  std::optional<double> offload_cpu_cores_share{};  // offload_optimizer.cpuadam_cores_perc, when given
-  bool offload_param = false;                       // offload_param.device "cpu" (or cpu_offload_param) under stage 3
-  bool offload_param_pin_memory = true;             // offload_param.pin_memory, defaulting as offload_pin_memory does
-  // The top-level communication_data_type: the dtype gradients are reduced in; unset: the
-  // working dtype they come in, as DeepSpeed does.
-  std::optional<DType> communication_data_type{};
-};
-
-struct OptimizerConfig {
-  double lr = 1e-3;
-  double beta1 = 0.9;
-  double beta2 = 0.999;
-  double eps = 1e-8;
-  double weight_decay = 0.0;
-  bool decoupled_weight_decay = true;  // AdamW; DeepSpeed's "Adam" with adam_w_mode false is L2
-};
 
 struct DeepSpeedConfig {
   std::string source;  // the config's name in messages: its path, or where it was given

@@ -29,7 +29,6 @@
 #include "autograd/variable.h"
 #include "distributed/communicator.h"
 #include "ops/optim/adamw.h"
-#include "train/deepspeed/deepspeed_config.h"
 #include "train/optim/optimizer.h"
 #include "train/optim/optimizer_offload.h"
 

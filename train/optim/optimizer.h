@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "autograd/variable.h"
-#include "train/deepspeed/deepspeed_config.h"
+#include "train/optim/optimizer_config.h"
 #include "train/optim/optimizer_offload.h"
 
 namespace zt::train {

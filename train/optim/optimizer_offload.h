@@ -20,7 +20,7 @@
 #include "ops/optim/cpu_adam.h"
 #include "runtime/streams/stream.h"
 #include "tensor/tensor.h"
-#include "train/deepspeed/deepspeed_config.h"
+#include "train/optim/optimizer_config.h"
 
 namespace zt::train {
 

@@ -41,9 +41,9 @@
 
 #include "distributed/communicator.h"
 #include "models/model.h"
-#include "train/deepspeed/deepspeed_config.h"
 #include "train/optim/optimizer.h"
 #include "train/zero/zero3_partitioner.h"
+#include "train/zero/zero_config.h"
 #include "train/zero/zero_engine.h"
 #include "train/zero/zero_layout.h"
 
