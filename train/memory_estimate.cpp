@@ -144,7 +144,6 @@ void place_optimizer_state(HeldModelStates& held, const OptimizerOffload* offloa
 }
 
 void check_settings(const MemorySettings& s) {
-  ZT_REQUIRE(s.stage >= 0 && s.stage <= 3, "ZeRO stage " + std::to_string(s.stage) + " does not exist (0-3)");
   ZT_REQUIRE(s.gpus_per_node >= 1 && s.nodes >= 1, "memory estimate: GPUs per node and nodes must be >= 1");
   ZT_REQUIRE(s.micro_batch >= 1 && s.max_length >= 1, "memory estimate: micro batch and max length must be >= 1");
   ZT_REQUIRE(!s.quantized_base || (!s.full_finetuning() && !runs_zero3_engine(s)),

@@ -27,8 +27,6 @@ void read_offload_optimizer(ConfigBlock block, ZeroConfig& zero, std::vector<std
   ZT_REQUIRE(device == "none" || device == "cpu" || device == "nvme",
              block.where("device") + " '" + device + "' is not one of none, cpu, nvme");
   ZT_REQUIRE(device != "nvme", block.where("device") + " 'nvme' is not supported; use cpu or none");
-  ZT_REQUIRE(device == "none" || zero.stage >= 1,
-             block.where("device") + " cpu needs ZeRO stage 1, 2 or 3 (stage is 0)");
   zero.offload_optimizer = device == "cpu";
   zero.offload_pin_memory = block.get("pin_memory", zero.offload_pin_memory);
   // Partial offload (ZeRO-Offload++): DeepSpeed takes it under stage 3, zerotune at stages 1-3.
@@ -100,10 +98,12 @@ void read_offload(ConfigBlock& block, ZeroConfig& zero, std::vector<std::string>
   read_offload_optimizer(block.child("offload_optimizer", kModel), zero, warnings);
   read_offload_param(block.child("offload_param", kModel), zero, warnings);
   if (deprecated_present(block, "cpu_offload", optimizer_block, "offload_optimizer", warnings) &&
-      block.get("cpu_offload", false)) {
-    ZT_REQUIRE(zero.stage >= 1, block.where("cpu_offload") + " true needs ZeRO stage 1, 2 or 3 (stage is 0)");
+      block.get("cpu_offload", false))
     zero.offload_optimizer = true;
-  }
+  // DeepSpeed offloads the partitioned optimizer state: there is none to offload at stage 0.
+  ZT_REQUIRE(!zero.offload_optimizer || zero.stage >= 1,
+             block.where(optimizer_block ? "offload_optimizer" : "cpu_offload") +
+                 " offloads the optimizer, which needs ZeRO stage 1, 2 or 3 (stage is 0)");
   if (deprecated_present(block, "cpu_offload_param", param_block, "offload_param", warnings) &&
       block.get("cpu_offload_param", false))
     apply_param_offload("cpu", block.where("cpu_offload_param"), zero, warnings);

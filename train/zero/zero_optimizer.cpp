@@ -12,10 +12,7 @@ ZeroOptimizer::ZeroOptimizer(std::vector<TrainableParameter> parameters, const O
                              const OffloadOptions& offload, const GradientReduction& reduction)
     : ZeroEngine(communicator, stage, parameters.empty() ? Device::cpu() : parameters[0].variable.data().device(),
                  parameters.empty() ? DType::kF32 : parameters[0].variable.data().dtype(), reduction) {
-  ZT_REQUIRE(stage >= 0 && stage <= 2, "ZeRO stage " + std::to_string(stage) + " is not one this optimizer runs (0-2)");
   ZT_REQUIRE(!parameters.empty(), "ZeRO: nothing to train");
-  ZT_REQUIRE(!offload.enabled || stage >= 1,
-             "rank " + std::to_string(comm_.rank()) + ": optimizer offload needs ZeRO stage 1 or 2 (stage is 0)");
   std::vector<std::int64_t> numels;
   std::vector<Parameter> described;
   for (const TrainableParameter& p : parameters) {

@@ -16,7 +16,9 @@
 // share with stage 3. Gradients are summed over ranks: the trainer normalises the loss by the
 // label tokens of the whole global batch. With offload (stages 1 and 2) a rank's master
 // weights and moments live in host memory and its gradient chunk goes there to be applied
-// (train/optim/optimizer_offload.h); the gather is unchanged.
+// (train/optim/optimizer_offload.h); the gather is unchanged. The stage and the offload are
+// taken as given: the zero_optimization reader (train/deepspeed/deepspeed_zero.cpp) checks
+// them, and the trainer hands stage 3 to Zero3Optimizer.
 #pragma once
 
 #include <vector>

@@ -128,6 +128,17 @@ TEST(DeepSpeedZero, OffloadBlocks) {
                                                                                               << zero_error(bad);
 }
 
+// Optimizer offload moves the partitioned optimizer state: the config is refused at stage 0,
+// under the block's name or its deprecated boolean's.
+TEST(DeepSpeedZero, OptimizerOffloadNeedsAStageThatPartitions) {
+  testing::expect_mentions(zero_error(R"({"stage": 0, "offload_optimizer": {"device": "cpu"}})"),
+                           {"ds.json: zero_optimization.offload_optimizer", "stage 1, 2 or 3"});
+  testing::expect_mentions(zero_error(R"({"stage": 0, "cpu_offload": true})"),
+                           {"ds.json: zero_optimization.cpu_offload", "stage 1, 2 or 3"});
+  EXPECT_FALSE(zero(R"({"stage": 0, "offload_optimizer": {"device": "none"}})").zero.offload_optimizer);
+  EXPECT_TRUE(zero(R"({"stage": 1, "offload_optimizer": {"device": "cpu"}})").zero.offload_optimizer);
+}
+
 // DeepSpeed's partial offload (ZeRO-Offload++, stage 3 there) is honoured at stages 1-3: the
 // CPU Adam's share of the partition.
 TEST(DeepSpeedZero, OffloadRatioIsTheCpuShare) {

@@ -252,14 +252,5 @@ TEST(PartialOffload, NonFiniteGradientSkipsTheStepOnBothSides) {
   }
 }
 
-TEST(Offload, RefusedAtStageZero) {
-  distributed::run_inprocess_ranks(1, 10s, [&](distributed::Communicator& comm) {
-    Model model;
-    testing::expect_mentions(
-        testing::error_of([&] { ZeroOptimizer(model.parameters(), config(), comm, 0, 11, offload()); }),
-        {"offload", "stage 1 or 2"});
-  });
-}
-
 }  // namespace
 }  // namespace zt::train
