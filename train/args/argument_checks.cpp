@@ -9,7 +9,7 @@
 #include "text/chat_template/chat_template.h"
 #include "train/args/argument_table.h"
 #include "train/args/base_quantization.h"
-#include "train/optim/lr_scheduler_kwargs.h"
+#include "train/args/lr_scheduler_kwargs.h"
 #include "train/preference/preference_loss.h"
 
 namespace zt::train {

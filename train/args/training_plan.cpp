@@ -5,7 +5,7 @@
 #include <tuple>
 
 #include "runtime/error.h"
-#include "train/optim/lr_scheduler_kwargs.h"
+#include "train/args/lr_scheduler_kwargs.h"
 #include "train/report/tensorboard_destination.h"
 
 namespace zt::train {

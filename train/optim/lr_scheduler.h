@@ -62,7 +62,7 @@ struct RangeTestConfig {
 // The shape of warmup_stable_decay's warmup and decay (its warmup_type, decay_type).
 enum class WsdShape { kLinear, kCosine, kOneMinusSqrt };
 
-// transformers' schedule options, from --lr_scheduler_kwargs (lr_scheduler_kwargs.h), with
+// transformers' schedule options, from --lr_scheduler_kwargs (train/args/lr_scheduler_kwargs.h), with
 // transformers' defaults.
 struct HfScheduleOptions {
   std::optional<double> num_cycles;      // cosine waves; default 0.5, cosine_with_restarts' 1

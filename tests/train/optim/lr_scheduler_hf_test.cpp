@@ -16,8 +16,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "train/args/lr_scheduler_kwargs.h"
 #include "train/optim/lr_scheduler.h"
-#include "train/optim/lr_scheduler_kwargs.h"
 
 namespace zt::train {
 namespace {

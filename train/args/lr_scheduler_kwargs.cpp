@@ -1,4 +1,4 @@
-#include "train/optim/lr_scheduler_kwargs.h"
+#include "train/args/lr_scheduler_kwargs.h"
 
 #include <cmath>
 #include <optional>
