@@ -134,6 +134,16 @@ TEST_F(FourBitGeneration, TheLinearsAreHeldInFewerBytesThanDense) {
   EXPECT_EQ(four_bit.parameter("model.layers.0.mlp.down_proj.weight").data().numel(), 0);
 }
 
+// Tensor parallelism splits dense weights: a 4-bit folder is dequantized for it, and the log
+// says so rather than doing it silently.
+TEST_F(FourBitGeneration, UnderTensorParallelismAFourBitFolderIsDequantizedWithAWarning) {
+  EXPECT_EQ(greedy_ids(model("bnb") + " --tp 2"), greedy_ids(model("dense")));
+  const zt::testing::CliRun run =
+      zerotune("generate --device cpu --prompt hi --max_new_tokens 2 --tp 2" + model("bnb"));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("splits dense weights, so they are dequantized at load"), std::string::npos) << run.output;
+}
+
 TEST_F(FourBitGeneration, WhatCannotTakeAFourBitBaseIsRefusedByName) {
   const zt::testing::CliRun merged =
       zerotune("generate --device cpu --prompt hi --merge_lora" + model("bnb") + adapter());
