@@ -1,7 +1,5 @@
 #include "cli/four_bit_base.h"
 
-#include <sstream>
-
 #include "models/quant/quantized_linears.h"
 #include "ops/quant4/blockwise.h"
 #include "ops/quant4/code_books.h"
@@ -22,13 +20,6 @@ const char* const kFourBitUsage =
 namespace {
 
 bool flag_is_true(const Flags& flags, const std::string& name) { return flags.count(name) && flags.at(name) == "true"; }
-
-std::string mib(std::int64_t bytes) {
-  std::ostringstream text;
-  text.precision(1);
-  text << std::fixed << static_cast<double>(bytes) / (1024.0 * 1024.0) << " MiB";
-  return text.str();
-}
 
 }  // namespace
 
@@ -76,13 +67,8 @@ void check_four_bit_tensor_parallel(const Flags& flags, const models::ModelConfi
 }
 
 std::string four_bit_base_line(const models::CausalLM& model) {
-  const auto* linears = dynamic_cast<const models::quant::QuantizedLinears*>(model.owned_parameter_gatherer().get());
-  if (linears == nullptr) return "";
-  std::int64_t dense = 0;
-  for (const auto& entry : linears->entries())
-    dense += entry.weight.state.numel() * static_cast<std::int64_t>(dtype_size(model.dtype()));
-  return "4-bit base: " + std::to_string(linears->entries().size()) + " linear weights in " + mib(linears->nbytes()) +
-         " instead of " + mib(dense) + ", each layer dequantized while it computes";
+  const std::string held = models::quant::held_in_4bit(model);
+  return held.empty() ? "" : "4-bit base: " + held + ", each layer dequantized while it computes";
 }
 
 }  // namespace zt::cli

@@ -1,7 +1,5 @@
 #include "train/quantized_base.h"
 
-#include <sstream>
-
 #include "models/quant/quantized_linears.h"
 #include "ops/quant4/blockwise.h"
 #include "runtime/error.h"
@@ -11,22 +9,10 @@
 namespace zt::train {
 namespace {
 
-std::string mib(std::int64_t bytes) {
-  std::ostringstream text;
-  text.precision(1);
-  text << std::fixed << static_cast<double>(bytes) / (1024.0 * 1024.0) << " MiB";
-  return text.str();
-}
-
 std::string held_line(const models::CausalLM& model, const std::string& how) {
-  const auto* linears = dynamic_cast<const models::quant::QuantizedLinears*>(model.owned_parameter_gatherer().get());
-  if (linears == nullptr) return "";
-  std::int64_t dense = 0;
-  for (const auto& entry : linears->entries())
-    dense += entry.weight.state.numel() * static_cast<std::int64_t>(dtype_size(model.dtype()));
-  return "4-bit base (" + how + "): " + std::to_string(linears->entries().size()) + " linear weights in " +
-         mib(linears->nbytes()) + " instead of " + mib(dense) +
-         ", each layer dequantized while it computes and recomputed in backward";
+  const std::string held = models::quant::held_in_4bit(model);
+  if (held.empty()) return "";
+  return "4-bit base (" + how + "): " + held + ", each layer dequantized while it computes and recomputed in backward";
 }
 
 models::quant::Quant4Options quant4_options(const BaseQuantization& asked) {

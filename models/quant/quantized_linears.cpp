@@ -1,5 +1,7 @@
 #include "models/quant/quantized_linears.h"
 
+#include <sstream>
+
 #include "autograd/grad_mode.h"
 #include "models/weights/hf_names.h"
 #include "runtime/error.h"
@@ -74,6 +76,27 @@ std::int64_t resident_weight_bytes(const CausalLM& model) {
     for (const QuantizedLinears::Entry& e : linears->entries())
       bytes += e.weight.nbytes() - e.weight.state.numel() * width;
   return bytes;
+}
+
+namespace {
+
+std::string mib(std::int64_t bytes) {
+  std::ostringstream text;
+  text.precision(1);
+  text << std::fixed << static_cast<double>(bytes) / (1024.0 * 1024.0) << " MiB";
+  return text.str();
+}
+
+}  // namespace
+
+std::string held_in_4bit(const CausalLM& model) {
+  const auto* linears = dynamic_cast<const QuantizedLinears*>(model.owned_parameter_gatherer().get());
+  if (linears == nullptr) return "";
+  std::int64_t dense = 0;
+  for (const QuantizedLinears::Entry& e : linears->entries())
+    dense += e.weight.state.numel() * static_cast<std::int64_t>(dtype_size(model.dtype()));
+  return std::to_string(linears->entries().size()) + " linear weights in " + mib(linears->nbytes()) + " instead of " +
+         mib(dense);
 }
 
 bool is_skipped_module(const std::string& parameter_name, const std::vector<std::string>& skip_modules) {
