@@ -2,7 +2,8 @@
 // bench/generate_throughput.py to set beside transformers' generate in the same run.
 //
 //   generate_bench MODEL_DIR [--batch B] [--prompt_tokens P] [--new_tokens N]
-//                  [--cuda_graphs true|false] [--fused_decode true|false] [--seed S]
+//                  [--cuda_graphs true|false] [--fused_decode true|false] [--quantization_bit 4]
+//                  [--seed S]
 //
 // B prompts of P random ids each (seeded) generate exactly N tokens (greedy, no eos), in one
 // batch, bf16 on the GPU. Prints one JSON line: prefill seconds (prompts in, first tokens out),
@@ -10,6 +11,9 @@
 // first decode step's CUDA graph capture is left out), prefill TFLOP/s (2 x parameters per
 // prompt token, plus causal attention) and the peak device memory. --fused_decode runs the
 // decode steps through the one-launch fused linears (models/small_m_decoder.h).
+// --quantization_bit 4 runs on a 4-bit base as `zerotune generate --quantization_bit 4` does
+// (NF4 with double quantization, each layer dequantized as a step runs, no CUDA graphs; a
+// "-bnb-4bit" folder keeps its own 4 bits); without it such a folder is dequantized at load.
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
@@ -29,13 +33,17 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 std::map<std::string, std::string> parse(int argc, char** argv) {
-  std::map<std::string, std::string> flags{
-      {"--batch", "1"},          {"--prompt_tokens", "128"},  {"--new_tokens", "128"},
-      {"--cuda_graphs", "true"}, {"--fused_decode", "false"}, {"--seed", "0"}};
+  std::map<std::string, std::string> flags{{"--batch", "1"},
+                                           {"--prompt_tokens", "128"},
+                                           {"--new_tokens", "128"},
+                                           {"--cuda_graphs", "true"},
+                                           {"--fused_decode", "false"},
+                                           {"--seed", "0"},
+                                           {"--quantization_bit", "none"}};
   if (argc < 2)
     zt::fail(
         "usage: generate_bench MODEL_DIR [--batch B] [--prompt_tokens P] [--new_tokens N] "
-        "[--cuda_graphs true|false] [--fused_decode true|false] [--seed S]");
+        "[--cuda_graphs true|false] [--fused_decode true|false] [--quantization_bit 4] [--seed S]");
   flags["model"] = argv[1];
   for (int i = 2; i + 1 < argc; i += 2) {
     ZT_REQUIRE(flags.count(argv[i]) && std::string(argv[i]) != "model", std::string("unknown flag ") + argv[i]);
@@ -58,7 +66,15 @@ int run(int argc, char** argv) {
   const std::int64_t batch = std::stoll(flags["--batch"]), prompt = std::stoll(flags["--prompt_tokens"]);
   const std::int64_t new_tokens = std::stoll(flags["--new_tokens"]);
   ZT_REQUIRE(new_tokens >= 4, "--new_tokens must be at least 4");
-  zt::models::CausalLM model = zt::models::load_model(flags["model"], {zt::Device::cuda(), zt::DType::kBF16});
+  zt::models::ModelOptions model_options{.device = zt::Device::cuda(), .dtype = zt::DType::kBF16};
+  ZT_REQUIRE(flags["--quantization_bit"] == "none" || flags["--quantization_bit"] == "4",
+             "--quantization_bit takes 4, got " + flags["--quantization_bit"]);
+  if (flags["--quantization_bit"] == "4") {
+    model_options.keep_4bit_weights = true;
+    if (!zt::models::load_config(flags["model"]).bnb_4bit)
+      model_options.quantize_base = zt::models::quant::Quant4Options{};
+  }
+  zt::models::CausalLM model = zt::models::load_model(flags["model"], model_options);
   model.set_small_m_layers(flags["--fused_decode"] == "true");
   std::mt19937_64 random(std::stoull(flags["--seed"]));
   std::uniform_int_distribution<std::int64_t> id(100, model.config().vocab_size - 1);
