@@ -1,8 +1,8 @@
 // generate and chat on a 4-bit base kept 4-bit, as a user runs them (CPU): a folder saved in
 // bitsandbytes' layout and the dense tiny model under --quantization_bit 4 give the greedy tokens
 // of the same model dequantized to a dense folder, alone, with --fused_decode and with a LoRA
-// adapter beside the 4-bit weights; the log reports the linears held in fewer bytes than dense; what cannot take a
-// 4-bit base is refused by name.
+// adapter beside the 4-bit weights, FP4 without double quantization when asked; the log reports the linears held in
+// fewer bytes than dense; what cannot take a 4-bit base is refused by name.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -17,6 +17,7 @@
 #include "models/quant/quantized_checkpoint.h"
 #include "models/quant/quantized_linears.h"
 #include "models/weights/weights.h"
+#include "ops/quant4/code_books.h"
 #include "tests/common/process_test_util.h"
 
 namespace zt {
@@ -35,6 +36,9 @@ class FourBitGeneration : public ::testing::Test {
     dir_ = new fs::path(fs::path(ZT_BINARY_DIR) / ("four_bit_generation_test_" + std::to_string(getpid())));
     fs::remove_all(*dir_);
     fs::create_directories(*dir_);
+    models::CausalLM fp4 = models::load_model(kTiny);
+    models::quant::round_trip_linears(fp4, {.type = ops::quant4::Quant4Type::kFp4, .double_quant = false}, DType::kF32);
+    models::save_model(fp4, (*dir_ / "dense_fp4").string());
     models::CausalLM model = models::load_model(kTiny);
     models::quant::save_bnb_4bit_model(model, (*dir_ / "bnb").string(), {});
     models::quant::round_trip_linears(model, {}, DType::kF32);
@@ -106,6 +110,15 @@ TEST_F(FourBitGeneration, GreedyTokensEqualTheDequantizedModelsWithAndWithoutAnA
   EXPECT_NE(adapted, dense) << "the adapter changes nothing: the test would not see it ignored";
   EXPECT_EQ(greedy_ids(model("bnb") + adapter()), adapted);
   EXPECT_EQ(greedy_ids(" --model_name_or_path " + kTiny + " --quantization_bit 4" + adapter()), adapted);
+}
+
+// --quantization_type and --double_quantization reach the quantization: FP4 without double
+// quantization gives the tokens of the model quantized so, not NF4's.
+TEST_F(FourBitGeneration, TheQuantizationSettingsAreTheOnesGiven) {
+  const std::string fp4 = greedy_ids(" --model_name_or_path " + kTiny +
+                                     " --quantization_bit 4 --quantization_type fp4 --double_quantization false");
+  EXPECT_EQ(fp4, greedy_ids(model("dense_fp4")));
+  EXPECT_NE(fp4, greedy_ids(model("dense")));
 }
 
 TEST_F(FourBitGeneration, ChatOnTheFourBitBaseAnswersAsTheDequantizedModel) {
