@@ -1,8 +1,9 @@
 // generate and chat on a 4-bit base kept 4-bit, as a user runs them (CPU): a folder saved in
-// bitsandbytes' layout and the dense tiny model under --quantization_bit 4 give the greedy tokens
-// of the same model dequantized to a dense folder, alone, with --fused_decode and with a LoRA
-// adapter beside the 4-bit weights, FP4 without double quantization when asked; the log reports the linears held in
-// fewer bytes than dense; what cannot take a 4-bit base is refused by name.
+// bitsandbytes' layout and the dense tiny model under --quantization_bit 4 give the greedy
+// tokens of the same model dequantized to a dense folder, alone, with --fused_decode and with a
+// LoRA adapter beside the 4-bit weights, FP4 without double quantization when asked; the log
+// reports the linears held in fewer bytes than dense; under --tp a 4-bit folder is dequantized
+// with a warning; what cannot take a 4-bit base is refused by name.
 #include <gtest/gtest.h>
 
 #include <filesystem>
