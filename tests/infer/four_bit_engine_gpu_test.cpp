@@ -2,7 +2,8 @@
 // "-bnb-4bit" folder or --quantization_bit 4): every architecture's fixture saved in
 // bitsandbytes' layout and loaded kept 4-bit (each layer dequantized by cuda/quant4's kernel as
 // a step runs, the decode steps eager) gives the greedy tokens of the same folder dequantized
-// at load, with and without a LoRA adapter beside the 4-bit weights, float32 and bfloat16.
+// at load, with and without a LoRA adapter beside the 4-bit weights, float32 and bfloat16, and
+// the device holds fewer bytes for it.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -12,6 +13,7 @@
 #include "models/quant/quantized_checkpoint.h"
 #include "models/quant/quantized_linears.h"
 #include "models/weights/weights.h"
+#include "runtime/memory/caching_allocator.h"
 #include "tests/common/model_fixture_util.h"
 #include "tests/common/process_test_util.h"
 #include "tests/common/test_util.h"
@@ -52,9 +54,13 @@ TEST_F(FourBitEngineGpu, GreedyTokensEqualTheDequantizedModelsWithAndWithoutLora
     const std::string folder = (dir_ / arch).string();
     models::quant::save_bnb_4bit_model(models::load_model(testing::fixture_dir(arch)), folder, {});
     for (const DType dtype : {DType::kF32, DType::kBF16}) {
+      const std::size_t before = device_allocator(0).stats().allocated_bytes;
       models::CausalLM four_bit =
           models::load_model(folder, {.device = Device::cuda(), .dtype = dtype, .keep_4bit_weights = true});
+      const std::size_t four_bit_bytes = device_allocator(0).stats().allocated_bytes - before;
       models::CausalLM dense = models::load_model(folder, {.device = Device::cuda(), .dtype = dtype});
+      const std::size_t dense_bytes = device_allocator(0).stats().allocated_bytes - before - four_bit_bytes;
+      EXPECT_LT(four_bit_bytes, dense_bytes) << arch << ": the device holds no less for the 4-bit base";
       ASSERT_NE(four_bit.parameter_gatherer(), nullptr) << arch;
       EXPECT_LT(models::quant::resident_weight_bytes(four_bit), models::quant::resident_weight_bytes(dense)) << arch;
       const std::string where = std::string(arch) + " " + dtype_name(dtype);
