@@ -33,6 +33,23 @@ PlateauState plateau_from_json(const nlohmann::json& json, const PlateauState& f
   return state;
 }
 
+// The fp16 loss scaler's state under the names of DeepSpeed's DynamicLossScaler.
+nlohmann::json loss_scaler_json(const LossScalerState& state) {
+  return {{"cur_scale", state.scale},
+          {"cur_hysteresis", state.current_hysteresis},
+          {"cur_iter", state.iteration},
+          {"last_overflow_iter", state.last_overflow_iteration}};
+}
+
+LossScalerState loss_scaler_from_json(const nlohmann::json& json) {
+  LossScalerState state;
+  state.scale = json.at("cur_scale").get<double>();
+  state.current_hysteresis = json.at("cur_hysteresis").get<int>();
+  state.iteration = json.at("cur_iter").get<std::int64_t>();
+  state.last_overflow_iteration = json.at("last_overflow_iter").get<std::int64_t>();
+  return state;
+}
+
 }  // namespace
 
 CheckpointRanks Trainer::checkpoint_ranks() const {
@@ -53,7 +70,7 @@ void Trainer::save_checkpoint_now() {
                              {"micro_batch", plan_.micro_batch},
                              {"gradient_accumulation_steps", plan_.accumulation},
                              {"world_size", world_size()},
-                             {"loss_scaler", to_json(scaler_.state())},
+                             {"loss_scaler", loss_scaler_json(scaler_.state())},
                              {"rng", {{"seed", rng.seed}, {"offset", rng.offset}}}};
   if (schedule_.on_plateau()) save.contents.run_state["lr_plateau"] = plateau_json(schedule_.plateau_state());
   // The reference was the initial model: a resumed run can no longer compute it.
@@ -83,7 +100,7 @@ void Trainer::resume(const std::string& directory) {
   state_.num_input_tokens_seen = saved.num_input_tokens_seen;
   state_.global_step = run.at("global_step").get<std::int64_t>();
   restore_data_position(run);
-  scaler_.restore(loss_scaler_state_from_json(run.at("loss_scaler")));
+  scaler_.restore(loss_scaler_from_json(run.at("loss_scaler")));
   // A checkpoint of a run on another schedule has none: the plateau starts afresh.
   if (schedule_.on_plateau() && run.contains("lr_plateau"))
     schedule_.restore_plateau_state(plateau_from_json(run["lr_plateau"], schedule_.plateau_state()));

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <nlohmann/json.hpp>
 
 #include "runtime/error.h"
 
@@ -44,22 +43,6 @@ void LossScaler::update(bool overflow) {
     }
   }
   ++state_.iteration;
-}
-
-nlohmann::json to_json(const LossScalerState& state) {
-  return {{"cur_scale", state.scale},
-          {"cur_hysteresis", state.current_hysteresis},
-          {"cur_iter", state.iteration},
-          {"last_overflow_iter", state.last_overflow_iteration}};
-}
-
-LossScalerState loss_scaler_state_from_json(const nlohmann::json& json) {
-  LossScalerState state;
-  state.scale = json.at("cur_scale").get<double>();
-  state.current_hysteresis = json.at("cur_hysteresis").get<int>();
-  state.iteration = json.at("cur_iter").get<std::int64_t>();
-  state.last_overflow_iteration = json.at("last_overflow_iter").get<std::int64_t>();
-  return state;
 }
 
 }  // namespace zt::train

@@ -8,8 +8,6 @@
 #include <cstdint>
 #include <string>
 
-#include <nlohmann/json_fwd.hpp>
-
 namespace zt::train {
 
 struct LossScalerConfig {
@@ -47,8 +45,5 @@ class LossScaler {
   LossScalerConfig config_;
   LossScalerState state_;
 };
-
-nlohmann::json to_json(const LossScalerState& state);
-LossScalerState loss_scaler_state_from_json(const nlohmann::json& json);
 
 }  // namespace zt::train
