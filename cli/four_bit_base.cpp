@@ -21,6 +21,13 @@ namespace {
 
 bool flag_is_true(const Flags& flags, const std::string& name) { return flags.count(name) && flags.at(name) == "true"; }
 
+// --quantization_type and --double_quantization describe the base of --quantization_bit 4.
+void check_settings_have_a_base(const Flags& flags) {
+  for (const char* setting : {"--quantization_type", "--double_quantization"})
+    ZT_REQUIRE_USAGE(flags.count("--quantization_bit") || !flags.count(setting),
+                     std::string(setting) + " configures the 4-bit base of --quantization_bit 4: add that");
+}
+
 }  // namespace
 
 void add_four_bit_flags(FlagSpec& spec) {
@@ -31,10 +38,8 @@ void add_four_bit_flags(FlagSpec& spec) {
 }
 
 void plan_four_bit_base(const Flags& flags, const models::ModelConfig& config, models::ModelOptions& options) {
+  check_settings_have_a_base(flags);
   const bool asked = flags.count("--quantization_bit") > 0;
-  for (const char* setting : {"--quantization_type", "--double_quantization"})
-    ZT_REQUIRE_USAGE(asked || !flags.count(setting),
-                     std::string(setting) + " configures the 4-bit base of --quantization_bit 4: add that");
   if (!asked && !config.bnb_4bit) return;
   ZT_REQUIRE_USAGE(!flag_is_true(flags, "--merge_lora"),
                    "--merge_lora with a 4-bit base (" +
@@ -57,6 +62,7 @@ void plan_four_bit_base(const Flags& flags, const models::ModelConfig& config, m
 }
 
 void check_four_bit_tensor_parallel(const Flags& flags, const models::ModelConfig& config) {
+  check_settings_have_a_base(flags);
   ZT_REQUIRE_USAGE(!flags.count("--quantization_bit"),
                    "--quantization_bit 4 with --tp " + flags.at("--tp") +
                        ": tensor parallelism splits dense weights and does not take a 4-bit base; drop one of them");
