@@ -46,7 +46,9 @@ void plan_four_bit_base(const Flags& flags, const models::ModelConfig& config, m
                        std::string(config.bnb_4bit ? config.source + " is saved in 4 bits" : "--quantization_bit 4") +
                        "): there is no dense weight to merge the LoRA update into. Drop --merge_lora to run the "
                        "adapter beside the 4-bit weights, or write a merged dense model with zerotune export "
-                       "--merge_lora --quantization_bit 4 and generate from that");
+                       "--merge_lora" +
+                       (config.bnb_4bit ? " (which dequantizes the base)" : " --quantization_bit 4") +
+                       " and generate from that");
   if (config.bnb_4bit) {
     options.keep_4bit_weights = true;
     if (asked)
