@@ -222,14 +222,6 @@ void expect_same_weights(const std::vector<Tensor>& a, const std::vector<Tensor>
     EXPECT_LE(relative_error(a[i], b[i]), tolerance) << what << " parameter " << i;
 }
 
-std::string write_zero_config(int stage) {
-  const fs::path ds = fs::temp_directory_path() / ("zt_trainer_ds" + std::to_string(stage) + ".json");
-  std::ofstream(ds) << R"({"train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": "auto",
-                           "zero_optimization": {"reduce_bucket_size": 300, "stage": )"
-                    << stage << "}}";
-  return ds.string();
-}
-
 // Two ranks on micro-batches of 2, against one device on the same global batch of 4. With
 // accumulation 2 the device sums the gradients of the very micro-batches the ranks run, so
 // losses and weights agree to float32 rounding; clipping is off, as its norm is summed in
@@ -248,7 +240,7 @@ TEST_F(TrainerRun, ZeroOnTwoRanksFollowsTheSingleDeviceRunOnTheGlobalBatch) {
       run(with({"--per_device_train_batch_size", "2", "--gradient_accumulation_steps", "2"}), 13);
   fs::remove_all(dir_);
   for (int stage : {0, 1, 2}) {
-    const std::string ds = write_zero_config(stage);
+    const std::string ds = testing::write_zero_config("zt_trainer_ds", stage);
     std::mutex mutex;
     TrainerState rank0;
     std::vector<Tensor> rank0_weights;
@@ -284,7 +276,7 @@ TEST_F(TrainerRun, ZeroOnTwoRanksFollowsTheSingleDeviceRunOnTheGlobalBatch) {
 // uninterrupted two-rank run did. Checkpoint 3 is mid-epoch, before the epoch's short last
 // global batch. Clipping is off for the reason given above.
 TEST_F(TrainerRun, ACheckpointFromTwoRanksResumesOnOneWithTwiceTheAccumulation) {
-  const std::string ds = write_zero_config(1);
+  const std::string ds = testing::write_zero_config("zt_trainer_ds", 1);
   std::mutex mutex;
   std::vector<Tensor> straight;
   distributed::run_inprocess_ranks(2, std::chrono::seconds(30), [&](distributed::Communicator& comm) {

@@ -286,14 +286,6 @@ TEST_F(PreferenceTrainerRun, PrecomputedReferenceTrainsAsTheFrozenCopyAndResumes
         << i;
 }
 
-std::string write_zero_config(int stage) {
-  const fs::path ds = fs::temp_directory_path() / ("zt_preference_ds" + std::to_string(stage) + ".json");
-  std::ofstream(ds) << R"({"train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": "auto",
-                           "zero_optimization": {"reduce_bucket_size": 300, "stage": )"
-                    << stage << "}}";
-  return ds.string();
-}
-
 // Two ranks of micro-batches of 2 pairs against one device accumulating two such micro-batches:
 // the same pairs per step, so the same loss, metrics and weights up to float32 rounding, under
 // every ZeRO stage (stage 3 gathers the head for both of its passes; its weights stay
@@ -311,7 +303,7 @@ TEST_F(PreferenceTrainerRun, ZeroStagesOnTwoRanksFollowTheSingleDevice) {
   fs::remove_all(dir_);
   for (int stage : {0, 1, 2, 3}) {
     const std::string what = "stage " + std::to_string(stage);
-    const std::string ds = write_zero_config(stage);
+    const std::string ds = testing::write_zero_config("zt_preference_ds", stage);
     std::mutex mutex;
     TrainerState rank0;
     std::vector<std::vector<double>> rank0_weights;
