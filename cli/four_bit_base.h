@@ -28,7 +28,8 @@ void add_four_bit_flags(FlagSpec& spec);
 
 // Sets `options` (before loading) so the linears of `config`'s model arrive in 4 bits when the
 // folder is saved so or --quantization_bit 4 asks; refuses --merge_lora with such a base and
-// the 4-bit settings without --quantization_bit 4. Logs what the base holds.
+// the 4-bit settings without --quantization_bit 4. Logs that --quantization_bit leaves a folder
+// already saved in 4 bits as it is.
 void plan_four_bit_base(const Flags& flags, const models::ModelConfig& config, models::ModelOptions& options);
 
 // Before a model is loaded dense to be split over --tp ranks: --quantization_bit 4 is refused;

@@ -59,7 +59,8 @@ infer::EngineOptions engine_options_from(const Flags& flags);
 Device check_run_device(const Flags& flags);
 
 // load_model_from_flags after check_run_device, with the LoRA adapter merged into the weights
-// under --merge_lora.
+// under --merge_lora, and the base kept 4-bit for a "-bnb-4bit" folder or --quantization_bit 4
+// (cli/four_bit_base.h). The second form, which tensor parallelism loads with, is always dense.
 models::CausalLM load_generation_model(Flags& flags);
 models::CausalLM load_generation_model(Flags& flags, Device device, DType dtype);
 
