@@ -519,11 +519,31 @@ def prose_files(root):
     return [f for f in files if os.path.isfile(f)]
 
 
+def closed_spans(lines):
+    """The lines with every code span closed on its own line: a span that goes on to the next
+    line (`zerotune` at a line's end, `export --merge_lora` at the next one's start) is cut in
+    two, so that each line's spans and prose read as written. Code blocks stay as they are."""
+    closed, open_span, in_fence = [], False, False
+    for line in lines:
+        if line.lstrip().startswith("```"):
+            in_fence, open_span = not in_fence, False
+        if in_fence or line.lstrip().startswith("```"):
+            closed.append(line)
+            continue
+        text = ("`" if open_span else "") + line
+        if text.count("`") % 2:
+            text, open_span = text + "`", True
+        else:
+            open_span = False
+        closed.append(text)
+    return closed
+
+
 def check_prose(root, problems):
     checked, file_names, flags = 0, tree_file_names(root), known_flags(root)
     for path in prose_files(root):
         with open(path, encoding="utf-8") as f:
-            lines = f.read().splitlines()
+            lines = closed_spans(f.read().splitlines())
         check_counts(root, path, lines, problems)
         check_links(root, path, lines, problems, file_names)
         check_flags(path, lines, problems, flags)

@@ -31,7 +31,8 @@ The suite builds 2 test programs and runs 2 libFuzzer targets (`fuzz: 2 targets`
 `lib/`, `srv/`, `fuzz/` and `tests/`; `lib/a.h` starts it, see [the map](docs/ARCHITECTURE.md#map)
 and docs/ARCHITECTURE.md; TensorBoard tags such as `train/loss` and `https://x.org/a/b.h` are no paths.
 Flags: --good_flag, `zerotune run --good_flag 2`, `torchrun --no-python zerotune run --good_flag`,
-`ctest --output-on-failure`, `--NAME`.
+`ctest --output-on-failure`, `--NAME`, and a span over two lines: `zerotune
+run --good_flag`, which takes `--good_flag` with `--good_flag`.
 
 ```bash
 zerotune run --good_flag 1   # and srun --cpu-bind is srun's
