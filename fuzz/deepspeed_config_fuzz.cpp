@@ -1,5 +1,5 @@
 // Fuzzes ds_config.json reading (HF's "auto" filling, then DeepSpeed's typing and checks) with
-// arbitrary text and the default training arguments. zt::Error is the expected rejection;
+// arbitrary text and the default values of HF's flags. zt::Error is the expected rejection;
 // anything else escaping, a sanitizer report, or an accepted config that breaks DeepSpeed's
 // batch rule or its other checks is a finding.
 #include <cstddef>
@@ -15,7 +15,6 @@ using zt::fuzz::require;
 namespace {
 
 constexpr int kWorldSize = 2;
-const zr::TrainingArguments kDefaultArguments;  // HF's defaults: every "auto" has a value
 
 // What the trainer takes for granted about an accepted config.
 void check_invariants(const zr::DeepSpeedConfig& c) {
@@ -30,7 +29,10 @@ void check_invariants(const zr::DeepSpeedConfig& c) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text = zt::fuzz::as_text(data, size);
-  const zr::AutoFillContext context{.args = kDefaultArguments,
+  // HF's defaults of the flags: every "auto" has a value.
+  const zr::AutoFillContext context{.per_device_train_batch_size = 8,
+                                    .max_grad_norm = 1.0,
+                                    .optimizer = {.lr = 5e-5},
                                     .world_size = kWorldSize,
                                     .hidden_size = 1024,
                                     .total_steps = 1000,

@@ -83,6 +83,24 @@ const char* precision_name(Precision precision) {
   }
 }
 
+OptimizerConfig optimizer_from_flags(const TrainingArguments& args) {
+  return {args.learning_rate, args.adam_beta1, args.adam_beta2, args.adam_epsilon, args.weight_decay, true};
+}
+
+AutoFillContext deepspeed_auto_context(const TrainingArguments& args, int world_size, std::int64_t hidden_size,
+                                       std::int64_t total_steps, std::int64_t warmup_steps) {
+  return {.per_device_train_batch_size = args.per_device_train_batch_size,
+          .gradient_accumulation_steps = args.gradient_accumulation_steps,
+          .max_grad_norm = args.max_grad_norm,
+          .optimizer = optimizer_from_flags(args),
+          .fp16 = args.fp16,
+          .bf16 = args.bf16,
+          .world_size = world_size,
+          .hidden_size = hidden_size,
+          .total_steps = total_steps,
+          .warmup_steps = warmup_steps};
+}
+
 TrainingPlan plan_training(const TrainingArguments& args, const MicroBatchCounter& count_micro_batches, int world_size,
                            std::int64_t hidden_size) {
   const std::int64_t micro_batches_per_epoch = count_micro_batches(args.per_device_train_batch_size);
@@ -99,7 +117,7 @@ TrainingPlan plan_training(const TrainingArguments& args, const MicroBatchCounte
                                              : args.num_train_epochs;
   const std::int64_t warmup = args.warmup_steps_for(plan.max_steps);
   plan.precision = args.bf16 ? Precision::kBFloat16 : args.fp16 ? Precision::kFloat16 : Precision::kFloat32;
-  plan.optimizer = {args.learning_rate, args.adam_beta1, args.adam_beta2, args.adam_epsilon, args.weight_decay, true};
+  plan.optimizer = optimizer_from_flags(args);
   std::vector<std::string> kwargs_notes;
   plan.schedule = hf_schedule(args, plan.max_steps, warmup, kwargs_notes);
   plan.max_grad_norm = args.max_grad_norm;
@@ -110,7 +128,8 @@ TrainingPlan plan_training(const TrainingArguments& args, const MicroBatchCounte
     return plan;
   }
 
-  DeepSpeedConfig ds = load_deepspeed_config(args.deepspeed, {args, world_size, hidden_size, plan.max_steps, warmup});
+  DeepSpeedConfig ds = load_deepspeed_config(
+      args.deepspeed, deepspeed_auto_context(args, world_size, hidden_size, plan.max_steps, warmup));
   for (auto [flag, flag_value, ds_value] :
        {std::tuple{"per_device_train_batch_size", args.per_device_train_batch_size, ds.micro_batch_per_gpu},
         std::tuple{"gradient_accumulation_steps", args.gradient_accumulation_steps, ds.gradient_accumulation_steps}})

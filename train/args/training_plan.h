@@ -53,6 +53,14 @@ using MicroBatchCounter = std::function<std::int64_t(std::int64_t micro_batch)>;
 TrainingPlan plan_training(const TrainingArguments& args, const MicroBatchCounter& count_micro_batches,
                            int world_size = 1, std::int64_t hidden_size = 0);
 
+// AdamW's hyperparameters as the flags give them (--learning_rate, --adam_beta1, --adam_beta2,
+// --adam_epsilon, --weight_decay).
+OptimizerConfig optimizer_from_flags(const TrainingArguments& args);
+
+// What HF Trainer fills a DeepSpeed config's "auto" from: the flags' values and the run's shape.
+AutoFillContext deepspeed_auto_context(const TrainingArguments& args, int world_size, std::int64_t hidden_size,
+                                       std::int64_t total_steps, std::int64_t warmup_steps);
+
 const char* precision_name(Precision precision);
 
 }  // namespace zt::train

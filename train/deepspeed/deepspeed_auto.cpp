@@ -92,23 +92,23 @@ void fill_hidden_size_keys(AutoFiller& filler, const json& ds, std::int64_t hidd
 }  // namespace
 
 void fill_hf_auto(json& ds, const AutoFillContext& context, const std::string& source) {
-  const TrainingArguments& args = context.args;
+  const OptimizerConfig& adam = context.optimizer;
   AutoFiller filler(ds, context.compare_with_flags);
   const std::int64_t train_batch =
-      args.per_device_train_batch_size * args.gradient_accumulation_steps * context.world_size;
-  filler.fill("train_micro_batch_size_per_gpu", args.per_device_train_batch_size, "per_device_train_batch_size");
-  filler.fill("gradient_accumulation_steps", args.gradient_accumulation_steps, "gradient_accumulation_steps");
+      context.per_device_train_batch_size * context.gradient_accumulation_steps * context.world_size;
+  filler.fill("train_micro_batch_size_per_gpu", context.per_device_train_batch_size, "per_device_train_batch_size");
+  filler.fill("gradient_accumulation_steps", context.gradient_accumulation_steps, "gradient_accumulation_steps");
   filler.fill("train_batch_size", train_batch,
               "train_batch_size (world_size * per_device_train_batch_size * gradient_accumulation_steps)");
-  filler.fill("gradient_clipping", args.max_grad_norm, "max_grad_norm");
-  filler.fill("optimizer.params.lr", args.learning_rate, "learning_rate");
-  filler.fill("optimizer.params.betas", json::array({args.adam_beta1, args.adam_beta2}), "adam_beta1+adam_beta2");
-  filler.fill("optimizer.params.eps", args.adam_epsilon, "adam_epsilon");
-  filler.fill("optimizer.params.weight_decay", args.weight_decay, "weight_decay");
+  filler.fill("gradient_clipping", context.max_grad_norm, "max_grad_norm");
+  filler.fill("optimizer.params.lr", adam.lr, "learning_rate");
+  filler.fill("optimizer.params.betas", json::array({adam.beta1, adam.beta2}), "adam_beta1+adam_beta2");
+  filler.fill("optimizer.params.eps", adam.eps, "adam_epsilon");
+  filler.fill("optimizer.params.weight_decay", adam.weight_decay, "weight_decay");
   filler.fill("scheduler.params.warmup_min_lr", 0, "warmup_min_lr", false);
-  filler.fill("scheduler.params.warmup_max_lr", args.learning_rate, "learning_rate");
-  filler.fill("fp16.enabled", args.fp16, "fp16");
-  filler.fill("bf16.enabled", args.bf16, "bf16");
+  filler.fill("scheduler.params.warmup_max_lr", adam.lr, "learning_rate");
+  filler.fill("fp16.enabled", context.fp16, "fp16");
+  filler.fill("bf16.enabled", context.bf16, "bf16");
   fill_hidden_size_keys(filler, ds, context.hidden_size, source);
   filler.fill("scheduler.params.total_num_steps", context.total_steps, "num_training_steps (calculated)");
   filler.fill("scheduler.params.warmup_num_steps", context.warmup_steps, "warmup_steps");

@@ -165,12 +165,11 @@ DeepSpeedConfig parse_deepspeed_without_flags(nlohmann::json ds, std::int64_t hi
   ZT_REQUIRE(ds.is_object(), source + " must hold a JSON object, got " + ds.dump());
   for (const char* key : {"train_batch_size", "gradient_accumulation_steps"}) ds.erase(key);
   ds["train_micro_batch_size_per_gpu"] = 1;
-  TrainingArguments args;
-  args.per_device_train_batch_size = 1;
-  args.gradient_accumulation_steps = 1;
-  // A schedule long enough that no warmup written in the config outlasts it.
+  // A schedule long enough that no warmup written in the config outlasts it; the flags' values
+  // are the context's defaults, each of its flag's shape.
   constexpr std::int64_t kLongRun = 1'000'000'000;
-  as_usage_error([&] { fill_hf_auto(ds, {args, 1, hidden_size, kLongRun, 0, /*compare_with_flags=*/false}, source); });
+  const AutoFillContext context{.hidden_size = hidden_size, .total_steps = kLongRun, .compare_with_flags = false};
+  as_usage_error([&] { fill_hf_auto(ds, context, source); });
   return parse_deepspeed_config(ds, 1, source);
 }
 

@@ -13,7 +13,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "train/args/training_arguments.h"
 #include "train/optim/loss_scaler.h"
 #include "train/optim/lr_scheduler.h"
 #include "train/optim/optimizer_config.h"
@@ -39,10 +38,16 @@ struct DeepSpeedConfig {
   std::vector<std::string> warnings;
 };
 
-// What the Trainer knows when it fills "auto": the flags, the data-parallel size, the
+// What the Trainer knows when it fills "auto": the values of the flags HF fills it from
+// (train/args/training_plan.h reads them from the arguments), the data-parallel size, the
 // model's hidden size, and the schedule's length.
 struct AutoFillContext {
-  const TrainingArguments& args;
+  std::int64_t per_device_train_batch_size = 1;
+  std::int64_t gradient_accumulation_steps = 1;
+  double max_grad_norm = 0.0;
+  OptimizerConfig optimizer{};  // --learning_rate, --adam_beta1, --adam_beta2, --adam_epsilon, --weight_decay
+  bool fp16 = false;
+  bool bf16 = false;
   int world_size = 1;
   std::int64_t hidden_size = 0;
   std::int64_t total_steps = 0;

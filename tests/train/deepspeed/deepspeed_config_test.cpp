@@ -16,7 +16,7 @@ TrainingArguments flags(std::vector<std::string> extra = {"--bf16"}) { return de
 
 DeepSpeedConfig filled(json ds, int world_size = 2, std::vector<std::string> extra = {"--bf16"}) {
   TrainingArguments args = flags(extra);
-  fill_hf_auto(ds, AutoFillContext{args, world_size, 64, 100, 10}, "ds.json");
+  fill_hf_auto(ds, deepspeed_auto_context(args, world_size, 64, 100, 10), "ds.json");
   return parse_deepspeed_config(ds, world_size, "ds.json");
 }
 
@@ -88,17 +88,16 @@ TEST(DeepSpeedConfig, UnfilledAutoSaysWhatTheKeyTakes) {
   // The hidden size the three bucket sizes follow must be known, as HF insists.
   json ds = json::parse(R"({"train_batch_size": 16, "zero_optimization": {"reduce_bucket_size": "auto"}})");
   TrainingArguments args = flags();
-  testing::expect_mentions(testing::error_of([&] {
-                             fill_hf_auto(ds, AutoFillContext{args, 2, 0, 10, 0}, "ds.json");
-                           }),
-                           {"zero_optimization.reduce_bucket_size", "hidden_size"});
+  testing::expect_mentions(
+      testing::error_of([&] { fill_hf_auto(ds, deepspeed_auto_context(args, 2, 0, 10, 0), "ds.json"); }),
+      {"zero_optimization.reduce_bucket_size", "hidden_size"});
 }
 
 TEST(DeepSpeedConfig, EveryMismatchIsListedTogetherSuggestingAuto) {
   json ds = json::parse(R"({"train_micro_batch_size_per_gpu": 8, "gradient_clipping": 0.5,
                             "optimizer": {"type": "AdamW", "params": {"lr": 1e-4}}, "bf16": {"enabled": false}})");
   TrainingArguments args = flags();
-  std::string msg = testing::error_of([&] { fill_hf_auto(ds, AutoFillContext{args, 1, 0, 10, 0}, "ds.json"); });
+  std::string msg = testing::error_of([&] { fill_hf_auto(ds, deepspeed_auto_context(args, 1, 0, 10, 0), "ds.json"); });
   for (const char* part : {"ds train_micro_batch_size_per_gpu=8 vs hf per_device_train_batch_size=4",
                            "ds gradient_clipping=0.5 vs hf max_grad_norm=1.0", "ds optimizer.params.lr=0.0001",
                            "ds bf16.enabled=false vs hf bf16=true", "\"auto\""})
@@ -111,7 +110,8 @@ TEST(DeepSpeedConfig, MismatchesCompareAsPythonDoes) {
                             "gradient_clipping": 1, "bf16": {"enabled": 1}, "optimizer": {"type": "AdamW",
                             "params": {"lr": null}}})");
   TrainingArguments args = flags();
-  EXPECT_EQ(testing::error_of([&] { fill_hf_auto(ds, AutoFillContext{args, 1, 0, 10, 0}, "ds.json"); }), "no error");
+  EXPECT_EQ(testing::error_of([&] { fill_hf_auto(ds, deepspeed_auto_context(args, 1, 0, 10, 0), "ds.json"); }),
+            "no error");
 }
 
 TEST(DeepSpeedConfig, BatchTripleInferenceFollowsDeepSpeed) {
@@ -249,7 +249,7 @@ TEST(DeepSpeedConfig, CommunicationDataTypeIsHonoured) {
 
 TEST(DeepSpeedConfig, TextAndArgumentsGiveTheConfigItself) {
   TrainingArguments args = flags();
-  const AutoFillContext context{args, 1, 64, 10, 0};
+  const AutoFillContext context = deepspeed_auto_context(args, 1, 64, 10, 0);
   DeepSpeedConfig config = load_deepspeed_config(
       "  \n{\"train_micro_batch_size_per_gpu\": \"auto\", \"zero_optimization\": {\"stage\": 1}}", context);
   EXPECT_EQ(config.micro_batch_per_gpu, 4);
@@ -266,7 +266,7 @@ TEST(DeepSpeedConfig, TextAndArgumentsGiveTheConfigItself) {
 
 TEST(DeepSpeedConfig, TextThatIsNotAConfigIsAClearError) {
   TrainingArguments args = flags();
-  const AutoFillContext context{args, 1, 64, 10, 0};
+  const AutoFillContext context = deepspeed_auto_context(args, 1, 64, 10, 0);
   auto error = [&](const std::string& text) {
     return testing::error_of([&] { parse_deepspeed_text(text, context, "ds.json"); });
   };

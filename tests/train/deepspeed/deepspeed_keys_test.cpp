@@ -179,7 +179,7 @@ TEST(DeepSpeedKeys, WithoutFlagsEveryKeyIsJudgedAsForTraining) {
       deepspeed_test_arguments({"--per_device_train_batch_size", "8", "--gradient_accumulation_steps", "8",
                                 "--max_grad_norm", "0.3", "--learning_rate", "3e-4"});
   json filled = ds;
-  fill_hf_auto(filled, AutoFillContext{args, 1, 64, 1000, 100}, "ds.json");
+  fill_hf_auto(filled, deepspeed_auto_context(args, 1, 64, 1000, 100), "ds.json");
   const DeepSpeedConfig train = parse_deepspeed_config(filled, 1, "ds.json");
   EXPECT_EQ(estimate.warnings, train.warnings) << all_warnings(estimate) << "--\n" << all_warnings(train);
   EXPECT_EQ(estimate.warnings.size(), 2u) << all_warnings(estimate);

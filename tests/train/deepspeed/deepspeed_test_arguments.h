@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "train/args/training_arguments.h"
+#include "train/args/training_plan.h"
 #include "train/deepspeed/deepspeed_config.h"
 
 namespace zt::train {

@@ -24,7 +24,8 @@ TrainingArguments arguments(const Launch& launch) { return deepspeed_test_argume
 
 DeepSpeedConfig load_for_training(const std::string& file, const Launch& launch) {
   const TrainingArguments args = arguments(launch);
-  return load_deepspeed_config((kConfigs / file).string(), AutoFillContext{args, launch.world_size, 64, 100, 10});
+  return load_deepspeed_config((kConfigs / file).string(),
+                               deepspeed_auto_context(args, launch.world_size, 64, 100, 10));
 }
 
 DeepSpeedConfig load_without_flags(const std::string& file) {
@@ -242,7 +243,7 @@ TEST(RealConfigs, CommentsAndKeysDeepSpeedDoesNotRead) {
   ASSERT_TRUE(without_tp.contains("_comment"));
   without_tp.erase("tensor_parallel");
   const TrainingArguments args = arguments({});
-  const DeepSpeedConfig z2 = load_deepspeed_config(without_tp.dump(), AutoFillContext{args, 2, 64, 100, 10});
+  const DeepSpeedConfig z2 = load_deepspeed_config(without_tp.dump(), deepspeed_auto_context(args, 2, 64, 100, 10));
   EXPECT_EQ(z2.zero.stage, 2);
   EXPECT_TRUE(z2.warnings.empty()) << joined(z2.warnings);
 
