@@ -24,32 +24,33 @@
 namespace zt::cli {
 namespace {
 
-constexpr const char* kUsage =
-    "usage: zerotune evaluate --model_name_or_path DIR --validation_file F [--template NAME]\n"
-    "                         [--enable_thinking true|false]\n"
-    "                         [--max_length N] [--overlong_samples truncate|skip] [--train_on_prompt]\n"
-    "                         [--per_device_eval_batch_size N] [--adapter_name_or_path ADAPTER]\n"
-    "                         [--ptuning_checkpoint DIR] [--device cpu|cuda|cuda:N] [--dtype D]\n\n"
-    "Prints {\"eval_loss\", \"perplexity\", \"eval_tokens\", \"eval_samples\"} as JSON: the mean next-token\n"
-    "loss over the label tokens of F, as `zerotune train --validation_file F` evaluates it with the same\n"
-    "flags. F is what training reads (alpaca, ShareGPT or OpenAI messages, or {\"text\": ...}; a JSON\n"
-    "array or JSON Lines). Conversations go through the chat template with labels on the replies;\n"
-    "a plain text is scored as run_clm does, every token predicted (no eos appended).\n"
-    "  --template           chat template: LLaMA-Factory's qwen, qwen3, qwen3_nothink, glm4, chatglm3 or\n"
-    "                       empty, or the model family's own qwen2, qwen2.5, chatglm2 or none\n"
-    "                       (default: the model's own template)\n"
-    "  --enable_thinking    false: Qwen3's templates without thinking, as training with it (default true)\n"
-    "  --max_length         longest sample in tokens (default 1024, as training; also --cutoff_len,\n"
-    "                       LLaMA-Factory's name)\n"
-    "  --overlong_samples   truncate (default: cut the prompt, keep the last reply) or skip\n"
-    "  --train_on_prompt    score every token of a conversation, not only the replies\n"
-    "  --per_device_eval_batch_size  samples per forward (default 8, as training)\n"
-    "  --adapter_name_or_path  a PEFT adapter folder applied to the model: LoRA or prefix tuning\n"
-    "  --ptuning_checkpoint    a P-Tuning v2 prefix (zerotune train --finetuning_type ptuning);\n"
-    "                          a PEFT prefix-tuning folder is also taken here\n"
-    "  --device   default cuda when a GPU is usable, else cpu\n"
-    "  --dtype    default bfloat16 on a GPU, float32 on the CPU; the trainer evaluates in its\n"
-    "             working dtype, so pass --dtype float16 for a model trained with --fp16\n";
+std::string usage_text() {
+  return std::string(
+             "usage: zerotune evaluate --model_name_or_path DIR --validation_file F [--template NAME]\n"
+             "                         [--enable_thinking true|false]\n"
+             "                         [--max_length N] [--overlong_samples truncate|skip] [--train_on_prompt]\n"
+             "                         [--per_device_eval_batch_size N] [--adapter_name_or_path ADAPTER]\n"
+             "                         [--ptuning_checkpoint DIR] [--device cpu|cuda|cuda:N] [--dtype D]\n\n"
+             "Prints {\"eval_loss\", \"perplexity\", \"eval_tokens\", \"eval_samples\"} as JSON: the mean next-token\n"
+             "loss over the label tokens of F, as `zerotune train --validation_file F` evaluates it with the same\n"
+             "flags. F is what training reads (alpaca, ShareGPT or OpenAI messages, or {\"text\": ...}; a JSON\n"
+             "array or JSON Lines). Conversations go through the chat template with labels on the replies;\n"
+             "a plain text is scored as run_clm does, every token predicted (no eos appended).\n") +
+         template_usage("  --template           ") +
+         std::string(
+             "  --enable_thinking    false: Qwen3's templates without thinking, as training with it (default true)\n"
+             "  --max_length         longest sample in tokens (default 1024, as training; also --cutoff_len,\n"
+             "                       LLaMA-Factory's name)\n"
+             "  --overlong_samples   truncate (default: cut the prompt, keep the last reply) or skip\n"
+             "  --train_on_prompt    score every token of a conversation, not only the replies\n"
+             "  --per_device_eval_batch_size  samples per forward (default 8, as training)\n"
+             "  --adapter_name_or_path  a PEFT adapter folder applied to the model: LoRA or prefix tuning\n"
+             "  --ptuning_checkpoint    a P-Tuning v2 prefix (zerotune train --finetuning_type ptuning);\n"
+             "                          a PEFT prefix-tuning folder is also taken here\n"
+             "  --device   default cuda when a GPU is usable, else cpu\n"
+             "  --dtype    default bfloat16 on a GPU, float32 on the CPU; the trainer evaluates in its\n"
+             "             working dtype, so pass --dtype float16 for a model trained with --fp16\n");
+}
 
 FlagSpec flag_spec() {
   FlagSpec spec{.command = "evaluate",
@@ -139,7 +140,7 @@ int evaluate_model(Flags& flags) {
 }
 
 int run_evaluate(const std::vector<std::string>& args) {
-  const std::string usage = std::string(kUsage) + kHubModelUsage;
+  const std::string usage = usage_text() + kHubModelUsage;
   return run_with_flags(args, flag_spec(), usage.c_str(), [](Flags& flags) {
     resolve_model_flag(flags);
     return evaluate_model(flags);

@@ -9,34 +9,42 @@
 #include "runtime/error.h"
 #include "runtime/log.h"
 #include "runtime/usage_error.h"
+#include "text/chat_template/template_names.h"
 
 namespace zt::cli {
 
-const char* const kGenerationUsage =
-    "  --max_new_tokens N, --min_new_tokens N   new tokens per answer (defaults from\n"
-    "                           generation_config.json, else up to 2048, fewer where the model's\n"
-    "                           context or the file's max_length leaves less; and 0)\n"
-    "  --do_sample [true|false] --temperature T --top_k K --top_p P --repetition_penalty R --seed S\n"
-    "                           transformers' sampling settings; unset ones come from\n"
-    "                           generation_config.json (greedy when it has none)\n"
-    "  --merge_lora [true|false]  merge --adapter_name_or_path's LoRA into the weights at load\n"
-    "                           (the same tokens up to rounding, no extra work per token)\n"
-    "  --fused_decode [true|false]  decode steps through one-launch linears with the norms, biases,\n"
-    "                           SwiGLU and residual adds folded in (the same tokens; off by default\n"
-    "                           until its GPU kernels are measured; not with LoRA kept apart or --tp)\n"
-    "  --template NAME          chat template: LLaMA-Factory's qwen, qwen3, qwen3_nothink, glm4, chatglm3\n"
-    "                           or empty, or the model family's own qwen2, qwen2.5, chatglm2 or none\n"
-    "                           (default: the model's own template);\n"
-    "                           given to generate, plain prompts become a user's turn in it\n"
-    "  --enable_thinking [true|false]  false: Qwen3's templates (qwen3, a Qwen3 model's own) end the\n"
-    "                           prompt with the empty thought, so the model answers without thinking\n"
-    "                           (LLaMA-Factory's and transformers' enable_thinking; default true)\n"
-    "  --max_batch N            sequences decoding together (default 32)\n"
-    "  --block_size N           tokens per KV-cache block (default 16)\n"
-    "  --tp N                   tensor parallelism: heads and MLP split over N ranks (Megatron's scheme).\n"
-    "                           Under a launcher (zerotune launch --nproc_per_node N, torchrun, mpirun,\n"
-    "                           srun) one rank per process and GPU; without one, N in-process ranks on\n"
-    "                           --device: the same tokens as --tp 1, no faster (for tests and learning)\n";
+std::string template_usage(const std::string& head) {
+  const std::string pad(head.size(), ' ');
+  return head + "chat template (default: the model's own template):\n" + pad + "LLaMA-Factory's " +
+         models::llama_factory_template_names() + "\n" + pad + "or the model family's own " +
+         models::model_family_template_names() + "\n";
+}
+
+std::string generation_usage() {
+  return std::string(
+             "  --max_new_tokens N, --min_new_tokens N   new tokens per answer (defaults from\n"
+             "                           generation_config.json, else up to 2048, fewer where the model's\n"
+             "                           context or the file's max_length leaves less; and 0)\n"
+             "  --do_sample [true|false] --temperature T --top_k K --top_p P --repetition_penalty R --seed S\n"
+             "                           transformers' sampling settings; unset ones come from\n"
+             "                           generation_config.json (greedy when it has none)\n"
+             "  --merge_lora [true|false]  merge --adapter_name_or_path's LoRA into the weights at load\n"
+             "                           (the same tokens up to rounding, no extra work per token)\n"
+             "  --fused_decode [true|false]  decode steps through one-launch linears with the norms, biases,\n"
+             "                           SwiGLU and residual adds folded in (the same tokens; off by default\n"
+             "                           until its GPU kernels are measured; not with LoRA kept apart or --tp)\n") +
+         template_usage("  --template NAME          ") +
+         "                           given to generate: plain prompts become a user's turn in it\n"
+         "  --enable_thinking [true|false]  false: Qwen3's templates (qwen3, a Qwen3 model's own) end the\n"
+         "                           prompt with the empty thought, so the model answers without thinking\n"
+         "                           (LLaMA-Factory's and transformers' enable_thinking; default true)\n"
+         "  --max_batch N            sequences decoding together (default 32)\n"
+         "  --block_size N           tokens per KV-cache block (default 16)\n"
+         "  --tp N                   tensor parallelism: heads and MLP split over N ranks (Megatron's scheme).\n"
+         "                           Under a launcher (zerotune launch --nproc_per_node N, torchrun, mpirun,\n"
+         "                           srun) one rank per process and GPU; without one, N in-process ranks on\n"
+         "                           --device: the same tokens as --tp 1, no faster (for tests and learning)\n";
+}
 
 int run_generation_command(const std::vector<std::string>& args, FlagSpec spec, const char* usage,
                            const std::function<int(Flags&)>& body) {
@@ -49,7 +57,7 @@ int run_generation_command(const std::vector<std::string>& args, FlagSpec spec, 
   spec.number_flags.insert({"--temperature", "--top_p", "--repetition_penalty"});
   spec.positive_flags.insert({"--max_batch", "--block_size", "--tp"});
   add_four_bit_flags(spec);
-  const std::string full_usage = std::string(usage) + kGenerationUsage + kFourBitUsage + kHubModelUsage;
+  const std::string full_usage = std::string(usage) + generation_usage() + kFourBitUsage + kHubModelUsage;
   return run_with_flags(args, spec, full_usage.c_str(), [&body](Flags& flags) {
     ZT_REQUIRE_USAGE(
         !flags.count("--merge_lora") || flags.at("--merge_lora") != "true" || flags.count("--adapter_name_or_path"),

@@ -26,10 +26,13 @@ inline const std::set<std::string> kGenerationBoolFlags{"--do_sample", "--merge_
                                                         "--enable_thinking"};
 
 // Usage lines for the flags above.
-extern const char* const kGenerationUsage;
+std::string generation_usage();
+// The usage lines of --template, `head` ("  --template NAME" padded to the help column) first:
+// the accepted names, as the chat-template registry lists them.
+std::string template_usage(const std::string& head);
 
 // run_with_flags for a generating command: its flags are `spec`'s (the command's own), the
-// model's and the ones above; its usage is `usage` followed by kGenerationUsage.
+// model's and the ones above; its usage is `usage` followed by generation_usage().
 int run_generation_command(const std::vector<std::string>& args, FlagSpec spec, const char* usage,
                            const std::function<int(Flags&)>& body);
 

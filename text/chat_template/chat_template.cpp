@@ -3,6 +3,7 @@
 #include <array>
 
 #include "runtime/error.h"
+#include "text/chat_template/template_names.h"
 
 namespace zt::models {
 namespace {
@@ -142,10 +143,21 @@ void require_no_tools(const std::vector<ChatMessage>& messages, const ChatTools&
            "leave the tool samples out");
 }
 
-std::string chat_template_names() {
+std::string model_family_template_names() {
   std::string own;
   for (std::string_view name : kZerotuneNames) own += (own.empty() ? "" : ", ") + std::string(name);
-  return llama_factory_template_names() + " (LLaMA-Factory's), " + own + " (the model family's own template)";
+  return own;
+}
+
+std::vector<std::string> accepted_chat_template_names() {
+  std::vector<std::string> names = llama_factory_template_name_list();
+  names.insert(names.end(), kZerotuneNames.begin(), kZerotuneNames.end());
+  return names;
+}
+
+std::string chat_template_names() {
+  return llama_factory_template_names() + " (LLaMA-Factory's), " + model_family_template_names() +
+         " (the model family's own template)";
 }
 
 std::string chat_template_warning(std::string_view name) {

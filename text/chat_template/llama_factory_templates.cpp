@@ -3,6 +3,7 @@
 // ChatGLM3, and `empty` for base models). Slots are written as there; an element that is a
 // {"token": ...} dict there is a string of the token alone here, split out by name either way.
 #include "text/chat_template/llama_factory_template.h"
+#include "text/chat_template/template_names.h"
 
 namespace zt::models {
 namespace {
@@ -93,9 +94,15 @@ std::unique_ptr<ChatTemplate> make_llama_factory_template(std::string_view name,
   return nullptr;
 }
 
+std::vector<std::string> llama_factory_template_name_list() {
+  std::vector<std::string> names;
+  for (const Spec& spec : specs()) names.push_back(spec.name);
+  return names;
+}
+
 std::string llama_factory_template_names() {
   std::string names;
-  for (const Spec& spec : specs()) names += (names.empty() ? "" : ", ") + spec.name;
+  for (const std::string& name : llama_factory_template_name_list()) names += (names.empty() ? "" : ", ") + name;
   return names;
 }
 

@@ -1,8 +1,21 @@
 #include "train/args/argument_table.h"
 
+#include "text/chat_template/chat_template.h"
+#include "text/chat_template/template_names.h"
 #include "train/optim/lr_scheduler.h"
 
 namespace zt::train {
+namespace {
+
+// --template's help, its names read from the chat-template registry; kept for the table's life.
+const std::string& template_help() {
+  static const std::string help = "chat template: LLaMA-Factory's " + models::llama_factory_template_names() +
+                                  " (rendered as LLaMA-Factory renders them) or a model family's own " +
+                                  models::model_family_template_names() + " (default: the model's own template)";
+  return help;
+}
+
+}  // namespace
 
 const std::vector<ArgumentSection>& argument_sections() {
   using A = TrainingArguments;
@@ -35,12 +48,7 @@ const std::vector<ArgumentSection>& argument_sections() {
            {"eval_dataset", &A::eval_dataset, {}, "LLaMA-Factory: evaluation dataset names, or files"},
            {"val_size", &A::val_size, {}, "evaluate on this share of the training data (>= 1: that many samples)"},
            {"max_samples", &A::max_samples, {}, "train on the first N samples of each data file"},
-           {"template",
-            &A::template_name,
-            {},
-            "chat template: LLaMA-Factory's qwen, qwen3, qwen3_nothink, glm4, chatglm3, empty (rendered as "
-            "LLaMA-Factory renders them), or a model family's own qwen2, qwen2.5, chatglm2, none (default: the model's "
-            "own template)"},
+           {"template", &A::template_name, {}, template_help().c_str()},
            {"enable_thinking",
             &A::enable_thinking,
             {},

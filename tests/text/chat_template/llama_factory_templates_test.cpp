@@ -11,6 +11,7 @@
 #include "tests/common/op_test_util.h"
 #include "tests/text/chat_template/fake_tokenizer.h"
 #include "text/chat_template/chat_template.h"
+#include "text/chat_template/template_names.h"
 
 namespace zt::models {
 namespace {
@@ -351,6 +352,19 @@ TEST(LlamaFactoryTemplates, EachElementIsEncodedOnItsOwn) {
   const std::vector<std::int64_t> labels = got.labels();
   for (std::size_t i = 0; i < labels.size(); ++i)
     EXPECT_EQ(labels[i], i == second_user ? 1010 : got.answer[i] ? got.ids[i] : -100) << i;
+}
+
+// The registry the help texts print is the list make_chat_template accepts, no more, no less.
+TEST(LlamaFactoryTemplates, AcceptedNamesAreTheRegistry) {
+  const std::vector<std::string> names = accepted_chat_template_names();
+  EXPECT_EQ(names, (std::vector<std::string>{"qwen", "qwen3", "qwen3_nothink", "glm4", "chatglm3", "empty", "qwen2",
+                                             "qwen2.5", "chatglm2", "none"}));
+  for (const std::string& name : names) EXPECT_NE(make_chat_template(name), nullptr) << name;
+  const std::string listed = chat_template_names();
+  for (const std::string& name : names)
+    EXPECT_NE(listed.find(name), std::string::npos) << name << " is accepted but the error's list omits it";
+  EXPECT_EQ(llama_factory_template_names() + ", " + model_family_template_names(),
+            "qwen, qwen3, qwen3_nothink, glm4, chatglm3, empty, qwen2, qwen2.5, chatglm2, none");
 }
 
 // Names: LLaMA-Factory's that zerotune implements give its template; zerotune's own give the
