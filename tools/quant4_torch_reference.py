@@ -11,8 +11,9 @@ rather than in its kernels, as torch computes them, set beside ops/quant4's:
                 mean computed in double and rounded once (what ops/quant4 uses).
 
 ops/quant4/code_books.cpp computes the map with torch's CPU linspace formula (the first half
-counted up from start, the second down from end, in float32); this script repeats that in
-Python, rounding to float32 after every operation, and compares it with torch's map entry by
+counted up from start, the second down from end, in float32, each element one fused
+multiply-add as torch's vectorised build computes it); this script repeats that in Python,
+rounding to float32 after every operation, and compares it with torch's map entry by
 entry: a difference (a torch build whose compiler fused a multiply-add, say) is printed and
 the exit status is 1. The offsets are reported as the ulps between torch's mean and the
 double one (ops/quant4 uses the latter). Writes the JSON (every float as its IEEE-754 bits) to
@@ -38,7 +39,9 @@ def zerotune_linspace(start: float, end: float, steps: int) -> list:
     start, end = f32(start), f32(end)
     step = f32(f32(end - start) / (steps - 1))
     half = steps // 2
-    return [f32(start + f32(step * i)) if i < half else f32(end - f32(step * (steps - i - 1))) for i in range(steps)]
+    # One fused multiply-add, as torch's AVX2 build computes it: the exact step * i + start fits a
+    # double here (24 + 7 bits), so one rounding to float32 is the fma's.
+    return [f32(start + step * i) if i < half else f32(end - step * (steps - i - 1)) for i in range(steps)]
 
 
 def zerotune_map() -> list:

@@ -2,7 +2,12 @@
 // random and adversarial blocks (zeros, one huge value, denormals, odd sizes, NaN/Inf).
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
 #include <limits>
 #include <random>
 #include <vector>
@@ -95,6 +100,23 @@ TEST(Quant4CodeBooks, DynamicMapIsCreateDynamicMap) {
   EXPECT_EQ(nearest_in_map(map, 1.0f), 255);
   EXPECT_EQ(nearest_in_map(map, -1.0f), 0);
   for (int i = 0; i < 256; ++i) EXPECT_EQ(nearest_in_map(map, map[i]), i) << i;
+}
+
+// The map torch itself builds (tools/quant4_torch_reference.py run with torch 2.11 on the GPU
+// machine), compared bit for bit: the nested absmax codes index it, so one ulp apart in an entry
+// changes the dequantized weight of every block whose absmax falls on that code.
+TEST(Quant4CodeBooks, DynamicMapEqualsTorchsBitForBit) {
+  std::ifstream file(ZT_SOURCE_DIR "/tests/data/quant4/torch_dynamic_map.json");
+  ASSERT_TRUE(file) << "tests/data/quant4/torch_dynamic_map.json";
+  const nlohmann::json torch_map = nlohmann::json::parse(file);
+  const auto& expected = torch_map.at("dynamic_map_bits");
+  ASSERT_EQ(expected.size(), 256u);
+  const std::array<float, 256>& map = dynamic_map();
+  for (int i = 0; i < 256; ++i) {
+    std::uint32_t bits = 0;
+    std::memcpy(&bits, &map[i], sizeof bits);
+    EXPECT_EQ(bits, expected[i].get<std::uint32_t>()) << "entry " << i << " (" << map[i] << ")";
+  }
 }
 
 TEST(Quant4Blockwise, HandQuantizedBlock) {
