@@ -114,6 +114,10 @@ def run_zerotune(args, work, model_dir):
            str(args.warmup + args.steps), "--logging_steps", "1", "--save_strategy", "no", "--report_to", "none",
            "--learning_rate", str(LR), "--pref_beta", str(BETA), "--finetuning_type", "lora", "--lora_rank", "8",
            "--lora_target", "all", "--device", "cuda"]
+    # The warm-up steps after the first are profiled: the measured steps run unprofiled.
+    profiled = args.profile and args.warmup >= 2
+    if profiled:
+        cmd += ["--profile_steps", str(args.warmup - 1)]
     with MemoryPoll(args.gpu) as memory:
         code, lines = run_logged(cmd)
     if code != 0:
@@ -121,9 +125,11 @@ def run_zerotune(args, work, model_dir):
     entries = [e for e in log_entries(output_dir, lines) if "loss" in e]
     rates = [e["tokens_per_second"] for e in entries[args.warmup:]]
     peaks = [e["memory_peak_gib"] for e in entries if "memory_peak_gib" in e]
+    profile = json.loads((output_dir / "step_profile.json").read_text()) if profiled else None
     shutil.rmtree(output_dir, ignore_errors=True)
     return {"tokens_per_second": len(rates) / sum(1.0 / r for r in rates), "peak_gib": memory.peak_gib(),
-            "alloc_peak_gib": max(peaks) if peaks else None, "rewards/accuracies": entries[-1].get("rewards/accuracies")}
+            "alloc_peak_gib": max(peaks) if peaks else None, "rewards/accuracies": entries[-1].get("rewards/accuracies"),
+            "profile": profile}
 
 
 def run_peer(args, model_dir):
@@ -146,6 +152,8 @@ def main():
     parser.add_argument("--steps", type=int, default=8)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--gpu", type=int, default=0)
+    parser.add_argument("--profile", action="store_true",
+                        help="zerotune's step profile over the warm-up steps after the first; its top costs printed")
     parser.add_argument("--out", help="write the results as JSON here")
     parser.add_argument("--worker", choices=["peft"], help=argparse.SUPPRESS)
     parser.add_argument("--model-dir", help=argparse.SUPPRESS)
@@ -165,6 +173,9 @@ def main():
               f"{(r.get('alloc_peak_gib') or 0):6.2f} GiB")
     print(f"  zerotune / peer: {zerotune['tokens_per_second'] / peer['tokens_per_second']:.2f}x throughput, "
           f"{zerotune['peak_gib'] / peer['peak_gib']:.2f}x memory")
+    if zerotune["profile"]:
+        print("  zerotune's profile: " + " · ".join(
+            f"{f['name']} {f['share']:.0%}" for f in zerotune["profile"]["families"][:8]))
     if args.out:
         Path(args.out).write_text(json.dumps({"zerotune": zerotune, "peer": peer}, indent=1) + "\n")
 

@@ -6,8 +6,9 @@ step, full fine-tune in bf16 with fp32 master weights and AdamW, with `zerotune 
 with transformers (SDPA attention, bf16 autocast over fp32 weights, fused torch AdamW;
 eager and torch.compile); then LoRA (rank 8 on every linear layer) with zerotune against
 transformers + PEFT in pure bf16. The 7b (Qwen2.5-7B) and glm4-9b (GLM-4-9B) shapes run
-LoRA only, both sides with gradient checkpointing. Prints tokens/s, MFU and peak memory of
-each, one table, and under each row the three largest costs of zerotune's step profile
+LoRA only, both sides with gradient checkpointing; with --qlora, zerotune also trains them with
+the base quantized to NF4 at load (QLoRA) beside the same HF + PEFT bf16 LoRA peer. Prints
+tokens/s, MFU and peak memory of each, one table, and under each row the three largest costs of zerotune's step profile
 (--profile_steps over the warm-up steps after the first, so the measured steps run unprofiled).
 
   python3 bench/train_throughput.py --zerotune build-gpu/bin/zerotune --tokenizer DIR \\
@@ -288,7 +289,7 @@ def zerotune_throughput(entries, arrivals, args, tokens_per_step):
     return args.steps * tokens_per_step / seconds, "log line arrival"
 
 
-def run_zerotune(args, work, model_dir, method):
+def run_zerotune(args, work, model_dir, method, extra=()):
     output_dir = work / f"out-{model_dir.name}-{method}"
     cmd = [args.zerotune, "train", "--model_name_or_path", str(model_dir), "--train_file", str(work / "data.json"),
            "--output_dir", str(output_dir), "--overwrite_output_dir", "--template", "none", "--train_on_prompt",
@@ -303,7 +304,7 @@ def run_zerotune(args, work, model_dir, method):
     profiled = args.warmup >= 2
     if profiled:
         cmd += ["--profile_steps", str(args.warmup - 1)]
-    cmd += args.zerotune_args.split()
+    cmd += args.zerotune_args.split() + list(extra)
     arrivals = []
 
     def on_line(line):
@@ -393,9 +394,15 @@ def benchmark(args):
                 zt_lora, lines = run_zerotune(args, work, model_dir, "lora")
                 if zt_lora is None:
                     fail(f"zerotune train (LoRA, {name})", lines)
+                peer = with_mfu(run_peer(args, "peft", model_dir), shape)
                 rows.append({"shape": name, "method": "LoRA r8", "peer_name": "HF + PEFT",
-                             "zerotune": with_mfu(zt_lora, shape),
-                             "peer": with_mfu(run_peer(args, "peft", model_dir), shape)})
+                             "zerotune": with_mfu(zt_lora, shape), "peer": peer})
+                if args.qlora:
+                    zt_qlora, lines = run_zerotune(args, work, model_dir, "lora", ["--quantization_bit", "4"])
+                    if zt_qlora is None:
+                        fail(f"zerotune train (QLoRA, {name})", lines)
+                    rows.append({"shape": name, "method": "QLoRA r8", "peer_name": "HF + PEFT (bf16 LoRA)",
+                                 "zerotune": with_mfu(zt_qlora, shape), "peer": peer})
                 continue
             zt, lines = run_zerotune(args, work, model_dir, "full")
             if zt is None:
@@ -438,6 +445,8 @@ def main():
     parser.add_argument("--zerotune-only", action="store_true", help="no peers: zerotune's rows and profiles alone")
     parser.add_argument("--zerotune-args", default="", help="extra zerotune train flags, e.g. '--attn_impl cudnn'")
     parser.add_argument("--gpu", type=int, default=0, help="nvidia-smi index of the GPU the runs use")
+    parser.add_argument("--qlora", action="store_true",
+                        help="7b/glm4-9b: also zerotune's QLoRA (--quantization_bit 4, NF4) beside the same peer")
     parser.add_argument("--out", help="write every measurement here as JSON")
     parser.add_argument("--worker", choices=["build", "hf", "hf-compile", "peft"], help=argparse.SUPPRESS)
     parser.add_argument("--workdir", help=argparse.SUPPRESS)
