@@ -63,9 +63,11 @@ TEST(SequenceLogProbsGpu, AdaptersDisabledScoresTheBaseModel) {
   const CausalLM base = init_model(config, 5, {.device = Device::cuda(), .dtype = DType::kF32});
   std::vector<LayerLora> lora(static_cast<std::size_t>(config.num_layers));
   for (LayerLora& layer : lora)
+    // Random factors: constant ones shift every query entry alike, which attention barely sees.
     layer[kQ] = LoraUpdate{
-        .a = Variable(Tensor::full({2, config.hidden_size}, 0.05, DType::kF32, Device::cuda())),
-        .b = Variable(Tensor::full({config.num_heads * config.head_dim, 2}, 0.05, DType::kF32, Device::cuda())),
+        .a = Variable(Tensor::normal({2, config.hidden_size}, 4, 0, 0.0, 0.5, DType::kF32).to(Device::cuda())),
+        .b = Variable(
+            Tensor::normal({config.num_heads * config.head_dim, 2}, 5, 0, 0.0, 0.5, DType::kF32).to(Device::cuda())),
         .scale = 2.0};
   model.set_lora(lora);
   autograd::NoGradGuard no_grad;
