@@ -73,7 +73,7 @@ def quantized(torch, name, rows, cols, dynamic_map):
         name + ".absmax": torch.randint(150, 200, (blocks,), dtype=torch.uint8, device="cuda").cpu(),
         name + ".quant_map": torch.tensor(NF4, dtype=torch.float32),
         name + ".nested_absmax": torch.full((-(-blocks // NESTED_BLOCK),), 0.05, dtype=torch.float32),
-        name + ".nested_quant_map": dynamic_map,
+        name + ".nested_quant_map": dynamic_map.clone(),  # safetensors refuses shared storage
         name + ".quant_state.bitsandbytes__nf4": torch.tensor(list(json.dumps(state).encode()), dtype=torch.uint8),
     }
 
