@@ -40,4 +40,13 @@ inline unsigned grid_size(std::int64_t work_items, int threads_per_block, unsign
   return blocks > max_blocks ? max_blocks : static_cast<unsigned>(blocks);
 }
 
+// Threads for one block working along a row: a multiple of the warp size, 32 to 256, and
+// `long_row_threads` from 8192 elements on. A reduction's order follows the block size, so a
+// kernel keeps its choice here for its results to keep their bits.
+inline int row_block_threads(std::int64_t row_length, int long_row_threads = 256) {
+  if (row_length >= 8192) return long_row_threads;
+  if (row_length >= 256) return 256;
+  return row_length <= 32 ? 32 : static_cast<int>((row_length + 31) / 32 * 32);
+}
+
 }  // namespace zt::cuda

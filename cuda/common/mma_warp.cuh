@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "cuda/common/mma.cuh"
+#include "cuda/common/shuffle_reduce.cuh"
 #include "cuda/common/tile_smem.cuh"
 
 namespace zt::cuda::mma {
@@ -80,16 +81,6 @@ template <typename T, int kN8>
 __device__ __forceinline__ void to_a(FragA (&a)[kN8 / 2], const FragC (&c)[kN8]) {
 #pragma unroll
   for (int kk = 0; kk < kN8 / 2; ++kk) a[kk] = pack_a<T>(c[2 * kk], c[2 * kk + 1]);
-}
-
-// Reductions over the 4 lanes of a quad, which together hold one accumulator row.
-__device__ __forceinline__ float quad_max(float v) {
-  v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
-  return fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
-}
-__device__ __forceinline__ float quad_sum(float v) {
-  v += __shfl_xor_sync(0xffffffffu, v, 1);
-  return v + __shfl_xor_sync(0xffffffffu, v, 2);
 }
 
 }  // namespace zt::cuda::mma

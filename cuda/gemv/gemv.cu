@@ -53,8 +53,8 @@
 
 #include "cuda/common/cuda_common.cuh"
 #include "cuda/common/mma.cuh"
-#include "cuda/common/reduce_block.cuh"
 #include "cuda/common/scratch_buffer.h"
+#include "cuda/common/shuffle_reduce.cuh"
 #include "cuda/common/vector_io.cuh"
 #include "cuda/elementwise/elementwise_dispatch.cuh"
 #include "cuda/norm/rmsnorm_row.cuh"
@@ -272,10 +272,7 @@ struct FmaAccumulator {
 #pragma unroll
     for (int r = 0; r < 2; ++r)
 #pragma unroll
-      for (int m = 0; m < kRows; ++m) {
-        sum[r][m] += __shfl_xor_sync(0xffffffffu, sum[r][m], 1);
-        sum[r][m] += __shfl_xor_sync(0xffffffffu, sum[r][m], 2);
-      }
+      for (int m = 0; m < kRows; ++m) sum[r][m] = quad_sum(sum[r][m]);
   }
 
   __device__ __forceinline__ void store(float* tile, int column0, int lane) const {

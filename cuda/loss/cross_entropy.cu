@@ -5,7 +5,7 @@
 
 #include "cuda/common/cuda_common.cuh"
 #include "cuda/common/scratch_buffer.h"
-#include "cuda/common/softmax_reduce.cuh"
+#include "cuda/common/shuffle_reduce.cuh"
 #include "cuda/elementwise/elementwise_dispatch.cuh"
 #include "runtime/check.h"
 #include "runtime/error.h"
@@ -17,15 +17,14 @@ namespace {
 template <typename T, typename Label>
 __global__ void token_loss_kernel(const T* logits, const Label* labels, std::int64_t tokens, std::int64_t vocab,
                                   std::int64_t ignore_index, float* logsumexp, float* token_loss) {
-  __shared__ float scratch[32];
   for (std::int64_t t = blockIdx.x; t < tokens; t += gridDim.x) {
     const T* row = logits + t * vocab;
     float max = -INFINITY;
     for (std::int64_t j = threadIdx.x; j < vocab; j += blockDim.x) max = fmaxf(max, load_float(row + j));
-    max = block_reduce(max, -INFINITY, scratch, MaxOp{});
+    max = block_reduce(max, -INFINITY, MaxOp{});
     float sum = 0.0f;
     for (std::int64_t j = threadIdx.x; j < vocab; j += blockDim.x) sum += expf(load_float(row + j) - max);
-    sum = block_reduce(sum, 0.0f, scratch, SumOp{});
+    sum = block_reduce(sum, 0.0f, SumOp{});
     if (threadIdx.x == 0) {
       float lse = max + logf(sum);
       auto label = static_cast<std::int64_t>(labels[t]);
@@ -39,16 +38,14 @@ __global__ void token_loss_kernel(const T* logits, const Label* labels, std::int
 template <typename Label>
 __global__ void reduce_loss_kernel(const float* token_loss, const Label* labels, std::int64_t tokens,
                                    std::int64_t ignore_index, bool mean, float* loss, std::int64_t* valid_count) {
-  __shared__ float float_scratch[32];
-  __shared__ long long count_scratch[32];
   float sum = 0.0f;
   long long count = 0;
   for (std::int64_t t = threadIdx.x; t < tokens; t += blockDim.x) {
     sum += token_loss[t];
     count += static_cast<std::int64_t>(labels[t]) != ignore_index;
   }
-  sum = block_reduce(sum, 0.0f, float_scratch, SumOp{});
-  count = block_reduce(count, 0ll, count_scratch, SumOp{});
+  sum = block_reduce(sum, 0.0f, SumOp{});
+  count = block_reduce(count, 0ll, SumOp{});
   if (threadIdx.x == 0) {
     // All tokens ignored: loss 0, not torch's 0/0 = NaN, so a micro-batch of padding alone
     // adds nothing instead of poisoning the step.
@@ -89,7 +86,7 @@ void cross_entropy_forward(const CrossEntropyProblem& p, float* logsumexp, float
     ScratchBuffer token_loss(static_cast<std::size_t>(p.tokens) * sizeof(float), stream);
     const auto* labels = static_cast<const Label*>(p.labels);
     if (p.tokens > 0) {
-      token_loss_kernel<<<grid_size(p.tokens, 1), row_threads(p.vocab), 0, stream>>>(
+      token_loss_kernel<<<grid_size(p.tokens, 1), row_block_threads(p.vocab, 1024), 0, stream>>>(
           static_cast<const T*>(p.logits), labels, p.tokens, p.vocab, p.ignore_index, logsumexp,
           token_loss.as<float>());
       ZT_CUDA_CHECK(cudaGetLastError());
@@ -105,7 +102,7 @@ void cross_entropy_backward(const CrossEntropyProblem& p, const float* grad_loss
   if (p.tokens == 0) return;
   ZT_REQUIRE(p.vocab >= 1, "cross_entropy_backward: the vocabulary must have at least one entry");
   dispatch_float_and_index_types(p.dtype, p.label_dtype, "cross_entropy", "labels", [&]<typename T, typename Label>() {
-    cross_entropy_backward_kernel<<<grid_size(p.tokens, 1), row_threads(p.vocab), 0, stream>>>(
+    cross_entropy_backward_kernel<<<grid_size(p.tokens, 1), row_block_threads(p.vocab, 1024), 0, stream>>>(
         static_cast<const T*>(p.logits), static_cast<const Label*>(p.labels), p.tokens, p.vocab, p.ignore_index, p.mean,
         grad_loss, logsumexp, valid_count, static_cast<T*>(grad_logits));
   });

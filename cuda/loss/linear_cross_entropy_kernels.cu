@@ -4,7 +4,7 @@
 #include <string>
 
 #include "cuda/common/cuda_common.cuh"
-#include "cuda/common/softmax_reduce.cuh"
+#include "cuda/common/shuffle_reduce.cuh"
 #include "cuda/common/vector_io.cuh"
 #include "cuda/elementwise/elementwise_dispatch.cuh"
 #include "runtime/check.h"
@@ -32,24 +32,17 @@ struct Lse {
   float sum;
 };
 
-__device__ __forceinline__ Lse merge(Lse a, Lse b) {
-  float m = fmaxf(a.max, b.max);
-  if (m == -INFINITY) return {m, 0.0f};  // both empty: exp(-inf - -inf) would be NaN
-  return {m, a.sum * expf(a.max - m) + b.sum * expf(b.max - m)};
-}
+// The log-sum-exp of the values of two streams, for block_reduce.
+struct MergeLse {
+  __device__ Lse operator()(Lse a, Lse b) const {
+    float m = fmaxf(a.max, b.max);
+    if (m == -INFINITY) return {m, 0.0f};  // both empty: exp(-inf - -inf) would be NaN
+    return {m, a.sum * expf(a.max - m) + b.sum * expf(b.max - m)};
+  }
+};
 
-__device__ Lse block_merge(Lse value, Lse* scratch) {
-  int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  for (int offset = 16; offset > 0; offset /= 2)
-    value = merge(value,
-                  {__shfl_xor_sync(0xffffffffu, value.max, offset), __shfl_xor_sync(0xffffffffu, value.sum, offset)});
-  if (lane == 0) scratch[warp] = value;
-  __syncthreads();
-  value = lane < static_cast<int>(blockDim.x / 32) ? scratch[lane] : Lse{-INFINITY, 0.0f};
-  for (int offset = 16; offset > 0; offset /= 2)
-    value = merge(value,
-                  {__shfl_xor_sync(0xffffffffu, value.max, offset), __shfl_xor_sync(0xffffffffu, value.sum, offset)});
-  return value;
+__device__ __forceinline__ Lse shfl_xor(Lse value, int offset) {
+  return {zt::cuda::shfl_xor(value.max, offset), zt::cuda::shfl_xor(value.sum, offset)};
 }
 
 // Elements j0 .. j0 + N of a row as floats; past the row's end, `fill`.
@@ -80,7 +73,6 @@ __global__ void __launch_bounds__(1024)
                       bool mean, float grad_scale, const std::int64_t* valid_count, float* token_loss, bool write_grad,
                       const float* token_weights) {
   constexpr int N = kVectorWidth<L>;
-  __shared__ Lse scratch[32];
   const std::int64_t row_index = blockIdx.x;
   const L* row = logits + row_index * ld;
   G* grad = reinterpret_cast<G*>(logits + row_index * ld);
@@ -111,7 +103,7 @@ __global__ void __launch_bounds__(1024)
       label_logit = v[label - j0];
     }
   }
-  acc = block_merge(acc, scratch);
+  acc = block_reduce(acc, Lse{-INFINITY, 0.0f}, MergeLse{});
   const float lse = acc.max + logf(acc.sum);
   const float weight = token_weights != nullptr ? token_weights[row_index] : 1.0f;
   if (owns_label) token_loss[row_index] = (lse - label_logit) * weight;
@@ -131,20 +123,18 @@ __global__ void __launch_bounds__(1024)
 template <typename Label>
 __global__ void count_valid_kernel(const Label* labels, std::int64_t tokens, std::int64_t ignore_index,
                                    std::int64_t* valid_count) {
-  __shared__ long long scratch[32];
   long long count = 0;
   for (std::int64_t t = threadIdx.x; t < tokens; t += blockDim.x)
     count += static_cast<std::int64_t>(labels[t]) != ignore_index;
-  count = block_reduce(count, 0ll, scratch, SumOp{});
+  count = block_reduce(count, 0ll, SumOp{});
   if (threadIdx.x == 0) *valid_count = count;
 }
 
 __global__ void reduce_loss_kernel(const float* token_loss, std::int64_t tokens, bool mean,
                                    const std::int64_t* valid_count, float* loss) {
-  __shared__ float scratch[32];
   float sum = 0.0f;
   for (std::int64_t t = threadIdx.x; t < tokens; t += blockDim.x) sum += token_loss[t];
-  sum = block_reduce(sum, 0.0f, scratch, SumOp{});
+  sum = block_reduce(sum, 0.0f, SumOp{});
   if (threadIdx.x != 0) return;
   // All tokens ignored: loss 0, as cross_entropy gives, so padding alone adds nothing.
   std::int64_t count = *valid_count;

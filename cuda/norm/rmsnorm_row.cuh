@@ -16,7 +16,7 @@
 #include <initializer_list>
 
 #include "cuda/common/cuda_common.cuh"
-#include "cuda/common/reduce_block.cuh"
+#include "cuda/common/shuffle_reduce.cuh"
 #include "cuda/common/vector_io.cuh"
 #include "cuda/norm/rmsnorm.cuh"
 #include "runtime/dtype.h"

@@ -7,8 +7,8 @@
 
 #include "cuda/common/cuda_common.cuh"
 #include "cuda/common/multi_tensor.cuh"
-#include "cuda/common/reduce_block.cuh"
 #include "cuda/common/scratch_buffer.h"
+#include "cuda/common/shuffle_reduce.cuh"
 #include "cuda/common/vector_io.cuh"
 #include "cuda/elementwise/elementwise_dispatch.cuh"
 #include "runtime/check.h"

@@ -2,10 +2,11 @@
 
 #include <climits>
 #include <string>
+#include <type_traits>
 
 #include "cuda/common/cuda_common.cuh"
-#include "cuda/common/reduce_block.cuh"
 #include "cuda/common/scratch_buffer.h"
+#include "cuda/common/shuffle_reduce.cuh"
 #include "cuda/common/vector_io.cuh"
 #include "cuda/elementwise/elementwise_dispatch.cuh"
 #include "runtime/check.h"
@@ -83,32 +84,29 @@ __device__ __forceinline__ void keep_first(V& value, int& index, V other, int ot
 }
 
 template <typename V>
-__device__ __forceinline__ void warp_argmax(V& value, int& index) {
-  for (int offset = 16; offset > 0; offset >>= 1) {
-    const V other = __shfl_xor_sync(0xffffffffu, value, offset);
-    const int other_index = __shfl_xor_sync(0xffffffffu, index, offset);
-    keep_first(value, index, other, other_index);
-  }
+struct Candidate {
+  V value;
+  int index;
+};
+
+template <typename V>
+__device__ __forceinline__ Candidate<V> shfl_xor(Candidate<V> c, int offset) {
+  return {zt::cuda::shfl_xor(c.value, offset), zt::cuda::shfl_xor(c.index, offset)};
 }
 
-// Every thread of the block calls it; thread 0 gets the block's first maximum. blockDim.x is
-// a multiple of 32; the trailing barrier lets the next row reuse the shared slots.
+// The candidate `precedes` puts first, for block_reduce.
+struct FirstMax {
+  template <typename V>
+  __device__ Candidate<V> operator()(Candidate<V> a, Candidate<V> b) const {
+    keep_first(a.value, a.index, b.value, b.index);
+    return a;
+  }
+};
+
+// Every thread of the block calls it and gets the block's first maximum.
 template <typename V>
 __device__ int block_argmax(V value, int index) {
-  __shared__ V warp_values[32];
-  __shared__ int warp_indices[32];
-  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  warp_argmax(value, index);
-  if (lane == 0) warp_values[warp] = value, warp_indices[warp] = index;
-  __syncthreads();
-  if (warp == 0) {
-    const bool filled = lane < blockDim.x / 32;
-    value = filled ? warp_values[lane] : V(-INFINITY);
-    index = filled ? warp_indices[lane] : INT_MAX;
-    warp_argmax(value, index);
-  }
-  __syncthreads();
-  return index;
+  return block_reduce(Candidate<V>{value, index}, Candidate<V>{V(-INFINITY), INT_MAX}, FirstMax{}).index;
 }
 
 // V: the comparison type (double for float64, float otherwise); kW elements per load (16
@@ -135,7 +133,7 @@ template <typename T, typename V>
 void launch_argmax(const void* x, std::int64_t* out, std::int64_t rows, std::int64_t cols, std::int64_t row_stride,
                    cudaStream_t stream) {
   constexpr int kW = kVectorWidth<T>;
-  const int threads = cols >= 8192 ? 512 : row_block_threads(cols);
+  const int threads = row_block_threads(cols, 512);
   const unsigned blocks = grid_size(rows, 1);
   const T* data = static_cast<const T*>(x);
   if (is_aligned(x, 16) && cols % kW == 0 && row_stride % kW == 0)
@@ -179,23 +177,10 @@ void argmax_rows(const void* x, std::int64_t* out, DType dtype, std::int64_t row
   if (rows == 0) return;
   ZT_REQUIRE(cols >= 1 && cols < INT_MAX,
              "argmax_rows kernel: cols " + std::to_string(cols) + " must be in 1 .. " + std::to_string(INT_MAX - 1));
-  switch (dtype) {
-    case DType::kF64:
-      launch_argmax<double, double>(x, out, rows, cols, row_stride, stream);
-      break;
-    case DType::kF32:
-      launch_argmax<float, float>(x, out, rows, cols, row_stride, stream);
-      break;
-    case DType::kBF16:
-      launch_argmax<__nv_bfloat16, float>(x, out, rows, cols, row_stride, stream);
-      break;
-    case DType::kF16:
-      launch_argmax<__half, float>(x, out, rows, cols, row_stride, stream);
-      break;
-    default:
-      throw Error(std::string("argmax_rows kernel: takes float64, float32, bfloat16 or float16, got ") +
-                  dtype_name(dtype));
-  }
+  dispatch_float_type<GpuFloatTypesWithF64>(dtype, "argmax_rows", [&]<typename T>() {
+    using V = std::conditional_t<std::is_same_v<T, double>, double, float>;  // the comparison type
+    launch_argmax<T, V>(x, out, rows, cols, row_stride, stream);
+  });
   ZT_CUDA_CHECK(cudaGetLastError());
 }
 

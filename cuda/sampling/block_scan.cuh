@@ -1,7 +1,8 @@
-// Block-wide reductions and scans of the sampling kernel. Their order is fixed by blockDim.x
-// alone (warp shuffles, then warp 0 over the warp results), so a float64 sum has the same bits
-// on every run. Every thread of the block calls them (they synchronise); blockDim.x is a
-// multiple of 32. The trailing barrier of each lets the next call reuse its shared slots.
+// Block-wide scans and searches of the sampling kernel, on the reductions of
+// cuda/common/shuffle_reduce.cuh. Their order is fixed by blockDim.x alone (warp shuffles,
+// then warp 0 over the warp results), so a float64 sum has the same bits on every run. Every
+// thread of the block calls them (they synchronise); blockDim.x is a multiple of 32. The
+// trailing barrier of each lets the next call reuse its shared slots.
 //
 // The id-order functions give each thread one contiguous chunk of the row, so a prefix over the
 // threads is a prefix in id order.
@@ -10,46 +11,9 @@
 #include <climits>
 #include <cstdint>
 
+#include "cuda/common/shuffle_reduce.cuh"
+
 namespace zt::cuda::sampling {
-
-struct MaxOf {
-  template <typename T>
-  __device__ T operator()(T a, T b) const {
-    return a > b ? a : b;
-  }
-};
-struct MinOf {
-  template <typename T>
-  __device__ T operator()(T a, T b) const {
-    return a < b ? a : b;
-  }
-};
-struct SumOf {
-  template <typename T>
-  __device__ T operator()(T a, T b) const {
-    return a + b;
-  }
-};
-
-// op over every thread's value; `identity` fills the slots of absent warps.
-template <typename T, typename Op>
-__device__ T block_reduce(T value, T identity, Op op) {
-  __shared__ T warp_results[32];
-  __shared__ T result;
-  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  for (int offset = 16; offset > 0; offset >>= 1) value = op(value, __shfl_xor_sync(0xffffffffu, value, offset));
-  if (lane == 0) warp_results[warp] = value;
-  __syncthreads();
-  if (warp == 0) {
-    T v = lane < blockDim.x / 32 ? warp_results[lane] : identity;
-    for (int offset = 16; offset > 0; offset >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, offset));
-    if (lane == 0) result = v;
-  }
-  __syncthreads();
-  const T out = result;
-  __syncthreads();
-  return out;
-}
 
 // The sum of `value` over the threads before this one (0 for thread 0); `total` gets the sum
 // over all. Each partial sum is built by appending, never by subtracting, so float64 prefixes
@@ -85,39 +49,31 @@ __device__ T block_exclusive_sum(T value, T& total) {
   return out;
 }
 
+// A value with its index, for block_first_argmax.
+struct Best {
+  double value;
+  int index;
+};
+__device__ __forceinline__ Best shfl_xor(Best b, int offset) {
+  return {zt::cuda::shfl_xor(b.value, offset), zt::cuda::shfl_xor(b.index, offset)};
+}
+// std::max_element's choice between two: the larger value, on a tie the smaller index. A NaN
+// is never larger, so it is never taken.
+struct FirstLargest {
+  __device__ Best operator()(Best a, Best b) const {
+    return b.value > a.value || (b.value == a.value && b.index < a.index) ? b : a;
+  }
+};
+
 // The index std::max_element picks from value(0 .. cols): the first of the largest values.
 // A NaN never compares larger, so NaNs are passed over, unless value(0) is one (then 0).
 template <typename Value>
 __device__ int block_first_argmax(int cols, Value value) {
-  __shared__ double warp_values[32];
-  __shared__ int warp_indices[32];
-  __shared__ int result;
-  double best = -INFINITY;
-  int best_index = INT_MAX;  // what every element, -inf included, precedes
-  auto take = [&](double v, int i) {
-    if (v > best || (v == best && i < best_index)) best = v, best_index = i;
-  };
-  for (int i = threadIdx.x; i < cols; i += blockDim.x) take(value(i), i);
-  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  for (int offset = 16; offset > 0; offset >>= 1) {
-    const double v = __shfl_xor_sync(0xffffffffu, best, offset);
-    take(v, __shfl_xor_sync(0xffffffffu, best_index, offset));
-  }
-  if (lane == 0) warp_values[warp] = best, warp_indices[warp] = best_index;
-  __syncthreads();
-  if (warp == 0) {
-    best = -INFINITY, best_index = INT_MAX;
-    if (lane < blockDim.x / 32) take(warp_values[lane], warp_indices[lane]);
-    for (int offset = 16; offset > 0; offset >>= 1) {
-      const double v = __shfl_xor_sync(0xffffffffu, best, offset);
-      take(v, __shfl_xor_sync(0xffffffffu, best_index, offset));
-    }
-    if (lane == 0) result = isnan(value(0)) ? 0 : best_index;
-  }
-  __syncthreads();
-  const int out = result;
-  __syncthreads();
-  return out;
+  const FirstLargest first_largest;
+  Best best{-INFINITY, INT_MAX};  // what every element, -inf included, precedes
+  for (int i = threadIdx.x; i < cols; i += blockDim.x) best = first_largest(best, Best{value(i), i});
+  best = block_reduce(best, Best{-INFINITY, INT_MAX}, first_largest);
+  return isnan(value(0)) ? 0 : best.index;
 }
 
 // This thread's contiguous share [begin, end) of 0 .. cols.
@@ -174,7 +130,7 @@ __device__ int block_first_crossing(int cols, double uniform, Prob prob) {
       break;
     }
   }
-  return block_reduce(found, INT_MAX, MinOf());
+  return block_reduce(found, INT_MAX, MinOp{});
 }
 
 }  // namespace zt::cuda::sampling

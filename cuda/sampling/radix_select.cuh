@@ -97,8 +97,8 @@ __device__ int choose_bin(std::uint64_t below, std::uint64_t threshold, SelectSh
     }
     running += sh.weight[b];
   }
-  crossing = block_reduce(crossing, INT_MAX, MinOf());
-  last = block_reduce(last, -1, MaxOf());
+  crossing = block_reduce(crossing, INT_MAX, MinOp{});
+  last = block_reduce(last, -1, MaxOp{});
   const int bin = crossing != INT_MAX ? crossing : last;
   if (bin >= first && bin < first + kPerThread) {
     unsigned long long under = below + before;
@@ -128,12 +128,12 @@ __device__ KeyGroup select_key_group(int cols, std::uint64_t threshold, bool sto
     std::uint64_t lowest = ~std::uint64_t{0}, highest = 0;
     histogram_digit(cols, g, shift, (1u << width) - 1, key_of, weight_of, sh, lowest, highest);
     __syncthreads();
-    lowest = block_reduce(lowest, ~std::uint64_t{0}, MinOf());
-    highest = block_reduce(highest, std::uint64_t{0}, MaxOf());
+    lowest = block_reduce(lowest, ~std::uint64_t{0}, MinOp{});
+    highest = block_reduce(highest, std::uint64_t{0}, MaxOp{});
     if (lowest == highest) {  // one key: g.below, g.count stay; the weight is all of this pass's
       unsigned long long own = 0;
       for (int b = threadIdx.x; b < kBins; b += blockDim.x) own += sh.weight[b];
-      g.weight = block_reduce(own, 0ull, SumOf());
+      g.weight = block_reduce(own, 0ull, SumOp{});
       g.key = lowest, g.bits = 64;
       return g;
     }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cuda/common/scratch_buffer.h"
+#include "cuda/elementwise/elementwise_dispatch.cuh"
 #include "cuda/sampling/block_scan.cuh"
 #include "cuda/sampling/radix_select.cuh"
 #include "runtime/check.h"
@@ -125,7 +126,7 @@ __device__ std::int64_t sample_token(const double* values, double* exps, int col
   const double top = effective(block_first_argmax(cols, effective));
   double own = 0.0;
   for (int i = threadIdx.x; i < cols; i += blockDim.x) own += exps[i] = exp(effective(i) - top);
-  const double total = block_reduce(own, 0.0, SumOf());  // its barrier publishes exps
+  const double total = block_reduce(own, 0.0, SumOp{});  // its barrier publishes exps
   TopPCut cut;
   if (rule.top_p < 1.0) cut = top_p_cut(cols, rule.top_p, top, total, exps, effective, sh);
   auto dropped = [=](int i) {
@@ -136,7 +137,7 @@ __device__ std::int64_t sample_token(const double* values, double* exps, int col
   auto final_exp = [=](int i) { return dropped(i) ? dropped_exp : exps[i]; };
   own = 0.0;
   for (int i = threadIdx.x; i < cols; i += blockDim.x) own += final_exp(i);
-  const double final_total = block_reduce(own, 0.0, SumOf());
+  const double final_total = block_reduce(own, 0.0, SumOp{});
   const int pick = block_first_crossing(cols, rule.uniform, [=](int i) { return final_exp(i) / final_total; });
   if (pick != INT_MAX) return pick;
   return block_first_argmax(cols, [=](int i) { return dropped(i) ? -INFINITY : effective(i); });
@@ -223,19 +224,9 @@ void sample_rows(const void* logits, DType dtype, std::int64_t rows, std::int64_
   sampling::DeviceRules device_rules{ScratchBuffer(host.size(), stream)};
   ZT_CUDA_CHECK(cudaMemcpyAsync(device_rules.buffer.data(), host.data(), host.size(), cudaMemcpyHostToDevice, stream));
   const int width = static_cast<int>(cols);
-  switch (dtype) {
-    case DType::kF64:
-      return sampling::launch<double>(logits, rows, width, row_stride, device_rules, out, stream);
-    case DType::kF32:
-      return sampling::launch<float>(logits, rows, width, row_stride, device_rules, out, stream);
-    case DType::kBF16:
-      return sampling::launch<__nv_bfloat16>(logits, rows, width, row_stride, device_rules, out, stream);
-    case DType::kF16:
-      return sampling::launch<__half>(logits, rows, width, row_stride, device_rules, out, stream);
-    default:
-      throw Error(std::string("sample_rows kernel: takes float64, float32, bfloat16 or float16, got ") +
-                  dtype_name(dtype));
-  }
+  dispatch_float_type<GpuFloatTypesWithF64>(dtype, "sample_rows", [&]<typename T>() {
+    sampling::launch<T>(logits, rows, width, row_stride, device_rules, out, stream);
+  });
 }
 
 }  // namespace zt::cuda

@@ -30,21 +30,17 @@ Acc<T> round(Acc<T> value) {
   return load<T>(store<T>(value));
 }
 
-// Calls f.template operator()<T>() for the float dtypes the CPU references take.
+// Calls f.template operator()<T>() for the float dtypes the CPU references take, through the
+// one host dtype switch (tensor/dispatch.h).
 template <typename F>
 decltype(auto) dispatch_float(DType dtype, const char* op, F&& f) {
-  switch (dtype) {
-    case DType::kF64:
-      return f.template operator()<double>();
-    case DType::kF32:
-      return f.template operator()<float>();
-    case DType::kBF16:
-      return f.template operator()<BFloat16>();
-    case DType::kF16:
-      return f.template operator()<Half>();
-    default:
+  using Result = decltype(f.template operator()<float>());
+  return dispatch_dtype(dtype, [&]<typename T>() -> Result {
+    if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>)
+      return f.template operator()<T>();
+    else
       throw Error(std::string(op) + ": takes float64, float32, bfloat16 or float16, got " + dtype_name(dtype));
-  }
+  });
 }
 
 }  // namespace zt::ops::host

@@ -27,7 +27,7 @@
 #include <memory>
 #include <string>
 
-#include "cuda/attention/simple/attention_tiles.cuh"
+#include "cuda/attention/attention_layout.cuh"
 #include "cuda/common/cuda_common.cuh"
 #include "cuda/common/mma_warp.cuh"
 #include "cuda/common/scratch_buffer.h"
@@ -41,8 +41,6 @@ namespace zt::cuda {
 namespace {
 
 using attention_detail::allow_shared_bytes;
-using attention_detail::warp_max;
-using attention_detail::warp_sum;
 using mma::FragA;
 using mma::FragC;
 
@@ -248,7 +246,7 @@ __global__ void __launch_bounds__(kThreads)
       float row_max = m[half];
 #pragma unroll
       for (int n8 = 0; n8 < kTileN / 8; ++n8) row_max = fmaxf(row_max, fmaxf(s[n8].x[2 * half], s[n8].x[2 * half + 1]));
-      row_max = mma::quad_max(row_max);
+      row_max = quad_max(row_max);
       const float rescale = mma::exp2_approx(m[half] - row_max);
       m[half] = row_max;
       float sum = 0.0f;
@@ -281,7 +279,7 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
     const int r = group + 8 * half;
-    const float total = mma::quad_sum(l[half]);
+    const float total = quad_sum(l[half]);
     if (quad == 0) {
       row_max[warp][r] = m[half];
       row_sum[warp][r] = total;

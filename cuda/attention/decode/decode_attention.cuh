@@ -3,7 +3,7 @@
 // key_pool and value_pool [num_blocks, block_size, num_kv_heads, head_dim]; row b of
 // block_table [batch, max_blocks_per_seq] (int32) lists the pages of sequence b in order, so
 // its token t lies in page block_table[b][t / block_size] at offset t % block_size. Query head
-// h reads kv head h / (num_heads / num_kv_heads) (GQA), as in cuda/attention/simple/attention.cuh.
+// h reads kv head h / (num_heads / num_kv_heads) (GQA), as in cuda/attention/attention_contract.cuh.
 //
 // Why split-KV: at decode time there are only batch × kv_heads independent problems, far too
 // few blocks to read the cache at full bandwidth when batch is small. Each sequence's token

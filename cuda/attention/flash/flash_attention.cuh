@@ -1,5 +1,5 @@
 // Tensor-core attention in the FlashAttention-2 scheme, on the same packed varlen layout and
-// raw pointers as cuda/attention/simple/attention.cuh (see there and docs/ATTENTION.md): mma.sync m16n8k16
+// raw pointers as cuda/attention/attention_contract.cuh (see there and docs/ATTENTION.md): mma.sync m16n8k16
 // products with fp32 accumulation, K/V (or Q/dO) tiles streamed through swizzled shared memory
 // by cp.async with one tile in flight while the previous one is used, an online softmax in
 // registers, and probabilities reused as the A operand of P·V without a shared-memory trip.
@@ -11,7 +11,7 @@
 
 #include <initializer_list>
 
-#include "cuda/attention/simple/attention.cuh"
+#include "cuda/attention/attention_contract.cuh"
 #include "runtime/dtype.h"
 
 namespace zt::cuda {

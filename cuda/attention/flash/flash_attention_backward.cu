@@ -35,7 +35,7 @@ __global__ void __launch_bounds__(128)
 #pragma unroll
       for (int e = 0; e < 8; ++e) sum += static_cast<float>(ov[e]) * static_cast<float>(dv[e]);
     }
-    sum = attention_detail::warp_sum(sum);
+    sum = warp_sum(sum);
     if (lane == 0) delta[row] = sum;
   }
 }

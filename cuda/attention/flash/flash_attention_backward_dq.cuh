@@ -5,7 +5,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include "cuda/attention/simple/attention.cuh"
+#include "cuda/attention/attention_contract.cuh"
 #include "runtime/dtype.h"
 
 namespace zt::cuda::flash_detail {

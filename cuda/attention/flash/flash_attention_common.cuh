@@ -1,5 +1,5 @@
 // Pieces the tensor-core attention kernels share: the packed layout's addressing (from
-// attention_tiles.cuh), where a lane's accumulator entries lie, masking, the block of the
+// ../attention_layout.cuh), where a lane's accumulator entries lie, masking, the block of the
 // query-tile kernels (the forward and the deterministic dQ), and the host-side dispatch over
 // dtype and head_dim.
 #pragma once
@@ -9,9 +9,11 @@
 #include <cmath>
 #include <string>
 
-#include "cuda/attention/simple/attention_tiles.cuh"
+#include "cuda/attention/attention_layout.cuh"
+#include "cuda/common/cuda_common.cuh"
 #include "cuda/common/mma_warp.cuh"
 #include "cuda/common/tile_smem.cuh"
+#include "cuda/elementwise/elementwise_dispatch.cuh"
 #include "runtime/check.h"
 #include "runtime/error.h"
 
@@ -65,7 +67,7 @@ __device__ __forceinline__ void online_softmax(FragC (&s)[kN8], float (&m)[2], f
     float row_max = m[half];
 #pragma unroll
     for (int n = 0; n < kN8; ++n) row_max = fmaxf(row_max, fmaxf(s[n].x[2 * half], s[n].x[2 * half + 1]));
-    row_max = mma::quad_max(row_max);
+    row_max = quad_max(row_max);
     const float reference = row_max == -INFINITY ? 0.0f : row_max * scale_log2;
     rescale[half] = mma::exp2_approx(m[half] * scale_log2 - reference);
     m[half] = row_max;
@@ -230,15 +232,8 @@ void dispatch_flash(DType dtype, int head_dim, F&& f) {
                     " is not one of 64, 96, 128; use the simple kernels of cuda/attention/simple/attention.cuh");
     }
   };
-  switch (dtype) {
-    case DType::kBF16:
-      return with_type.template operator()<__nv_bfloat16>();
-    case DType::kF16:
-      return with_type.template operator()<__half>();
-    default:
-      throw Error(std::string("flash attention kernels take bfloat16 or float16, got ") + dtype_name(dtype) +
-                  "; use the simple kernels of cuda/attention/simple/attention.cuh");
-  }
+  dispatch_float_type<GpuHalfTypes>(dtype, "flash attention kernels", with_type,
+                                    "; use the simple kernels of cuda/attention/simple/attention.cuh");
 }
 
 }  // namespace zt::cuda::flash_detail

@@ -56,7 +56,7 @@ __global__ void __launch_bounds__(32 * kWarps)
   float inverse[2];
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
-    l[half] = mma::quad_sum(l[half]);
+    l[half] = quad_sum(l[half]);
     inverse[half] = 1.0f / l[half];
   }
   block.store_rows(shared, row0, o, inverse, out);

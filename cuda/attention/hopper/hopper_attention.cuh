@@ -1,5 +1,5 @@
 // Attention for Hopper (sm_90a) in the FlashAttention-3 scheme, on the packed varlen layout and
-// raw pointers of cuda/attention/simple/attention.cuh: tiles arrive by TMA bulk copies into
+// raw pointers of cuda/attention/attention_contract.cuh: tiles arrive by TMA bulk copies into
 // 128-byte-swizzled shared memory, one producer warpgroup keeps a ring of K and V tiles full
 // while two consumer warpgroups (64 query rows each) multiply with wgmma straight from shared
 // memory, and each consumer overlaps the next tile's S = Q·Kᵀ with the current tile's softmax
@@ -12,7 +12,7 @@
 
 #include <initializer_list>
 
-#include "cuda/attention/simple/attention.cuh"
+#include "cuda/attention/attention_contract.cuh"
 #include "runtime/dtype.h"
 
 namespace zt::cuda {

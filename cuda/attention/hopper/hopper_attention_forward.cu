@@ -137,7 +137,7 @@ __global__ void __launch_bounds__(ForwardShape<kD>::kThreads, 1)
   const std::int64_t row_stride = static_cast<std::int64_t>(dims.num_heads) * kD;
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
-    l[half] = mma::quad_sum(l[half]);
+    l[half] = quad_sum(l[half]);
     const int i = block.q0 + row0 + lane.group + 8 * half;
     if (i >= block.seq.len) continue;
     const float inverse = 1.0f / l[half];
