@@ -3,9 +3,23 @@
 #include <bit>
 #include <cmath>
 
+#include "runtime/enum_names.h"
 #include "runtime/error.h"
 
 namespace zt {
+namespace {
+
+// As torch prints them; parse_dtype also takes the usual short forms.
+constexpr EnumName<DType> kDTypeNames[] = {
+    {DType::kF32, "float32"}, {DType::kF64, "float64"}, {DType::kF16, "float16"}, {DType::kBF16, "bfloat16"},
+    {DType::kI32, "int32"},   {DType::kI64, "int64"},   {DType::kU8, "uint8"},    {DType::kBool, "bool"}};
+constexpr EnumName<DType> kDTypeAliases[] = {{DType::kF32, "fp32"},  {DType::kF32, "f32"}, {DType::kF32, "float"},
+                                             {DType::kF64, "fp64"},  {DType::kF64, "f64"}, {DType::kF64, "double"},
+                                             {DType::kF16, "fp16"},  {DType::kF16, "f16"}, {DType::kF16, "half"},
+                                             {DType::kBF16, "bf16"}, {DType::kI32, "i32"}, {DType::kI64, "i64"},
+                                             {DType::kU8, "u8"}};
+
+}  // namespace
 
 std::size_t dtype_size(DType dtype) {
   switch (dtype) {
@@ -25,44 +39,13 @@ std::size_t dtype_size(DType dtype) {
   return 0;
 }
 
-const char* dtype_name(DType dtype) {
-  switch (dtype) {
-    case DType::kF32:
-      return "float32";
-    case DType::kF64:
-      return "float64";
-    case DType::kF16:
-      return "float16";
-    case DType::kBF16:
-      return "bfloat16";
-    case DType::kI32:
-      return "int32";
-    case DType::kI64:
-      return "int64";
-    case DType::kU8:
-      return "uint8";
-    case DType::kBool:
-      return "bool";
-  }
-  return "unknown";
-}
+const char* dtype_name(DType dtype) { return name_of(kDTypeNames, dtype); }
 
 bool is_floating(DType dtype) {
   return dtype == DType::kF32 || dtype == DType::kF64 || dtype == DType::kF16 || dtype == DType::kBF16;
 }
 
-DType parse_dtype(const std::string& text) {
-  if (text == "float32" || text == "fp32" || text == "f32" || text == "float") return DType::kF32;
-  if (text == "float64" || text == "fp64" || text == "f64" || text == "double") return DType::kF64;
-  if (text == "float16" || text == "fp16" || text == "f16" || text == "half") return DType::kF16;
-  if (text == "bfloat16" || text == "bf16") return DType::kBF16;
-  if (text == "int32" || text == "i32") return DType::kI32;
-  if (text == "int64" || text == "i64") return DType::kI64;
-  if (text == "uint8" || text == "u8") return DType::kU8;
-  if (text == "bool") return DType::kBool;
-  throw Error("unknown dtype '" + text +
-              "'; use one of float32, float64, float16, bfloat16, int32, int64, uint8, bool");
-}
+DType parse_dtype(const std::string& text) { return parse_name(kDTypeNames, kDTypeAliases, text, "dtype"); }
 
 float bf16_bits_to_float(std::uint16_t bits) { return std::bit_cast<float>(static_cast<std::uint32_t>(bits) << 16); }
 

@@ -5,6 +5,7 @@
 #include <iostream>
 #include <mutex>
 
+#include "runtime/enum_names.h"
 #include "runtime/error.h"
 #include "runtime/rank.h"
 
@@ -52,11 +53,10 @@ Level level() { return static_cast<Level>(level_storage().load()); }
 void set_level(Level new_level) { level_storage() = static_cast<int>(new_level); }
 
 Level parse_level(const std::string& name) {
-  if (name == "debug") return Level::kDebug;
-  if (name == "info") return Level::kInfo;
-  if (name == "warn" || name == "warning") return Level::kWarn;
-  if (name == "error") return Level::kError;
-  throw Error("unknown log level '" + name + "'; use one of debug, info, warn, error");
+  constexpr EnumName<Level> kNames[] = {
+      {Level::kDebug, "debug"}, {Level::kInfo, "info"}, {Level::kWarn, "warn"}, {Level::kError, "error"}};
+  constexpr EnumName<Level> kAliases[] = {{Level::kWarn, "warning"}};
+  return parse_name(kNames, kAliases, name, "log level");
 }
 
 bool enabled(Level wanted) {

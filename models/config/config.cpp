@@ -2,32 +2,29 @@
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "models/config/config_parsers.h"
+#include "runtime/enum_names.h"
 #include "runtime/error.h"
 #include "runtime/json_text.h"
 
 namespace zt::models {
 namespace {
 
-struct ArchitectureName {
-  Architecture arch;
-  const char* name;
-};
-constexpr ArchitectureName kArchitectures[] = {{Architecture::kQwen2, "qwen2"},
-                                               {Architecture::kQwen3, "qwen3"},
-                                               {Architecture::kGlm, "glm"},
-                                               {Architecture::kGlm4, "glm4"},
-                                               {Architecture::kChatGlm, "chatglm"}};
+constexpr EnumName<Architecture> kArchitectures[] = {{Architecture::kQwen2, "qwen2"},
+                                                     {Architecture::kQwen3, "qwen3"},
+                                                     {Architecture::kGlm, "glm"},
+                                                     {Architecture::kGlm4, "glm4"},
+                                                     {Architecture::kChatGlm, "chatglm"}};
 
 Architecture architecture_of(const detail::ConfigKeys& keys) {
   if (!keys.has("model_type"))
     keys.fail("no 'model_type' key; zerotune reads " + supported_model_types() +
               " (config.json as transformers or THUDM's code writes it)");
   std::string type = keys.string("model_type", "");
-  for (const auto& [arch, name] : kArchitectures)
-    if (type == name) return arch;
+  if (std::optional<Architecture> arch = find_value(kArchitectures, type)) return *arch;
   keys.fail("model_type '" + type + "' is not supported; supported: " + supported_model_types());
 }
 
@@ -51,17 +48,9 @@ void check_shapes(const detail::ConfigKeys& keys, const ModelConfig& c) {
 
 }  // namespace
 
-const char* architecture_name(Architecture arch) {
-  for (const auto& [a, name] : kArchitectures)
-    if (a == arch) return name;
-  return "unknown";
-}
+const char* architecture_name(Architecture arch) { return name_of(kArchitectures, arch); }
 
-std::string supported_model_types() {
-  std::string list;
-  for (const auto& entry : kArchitectures) list += (list.empty() ? "" : ", ") + std::string(entry.name);
-  return list;
-}
+std::string supported_model_types() { return names_of(kArchitectures); }
 
 nlohmann::ordered_json read_json_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -1,9 +1,11 @@
 #include "models/peft/adapter_config.h"
 
 #include <cmath>
+#include <optional>
 #include <utility>
 
 #include "models/config/config_json.h"
+#include "runtime/enum_names.h"
 
 namespace zt::models {
 namespace {
@@ -57,8 +59,9 @@ double LoraConfig::scale() const {
 PeftAdapterKind parse_peft_adapter_kind(const nlohmann::ordered_json& json, const std::string& source) {
   const detail::ConfigKeys keys(json, source);
   const std::string type = keys.string("peft_type", "");
-  if (type == "LORA") return PeftAdapterKind::kLora;
-  if (type == "PREFIX_TUNING") return PeftAdapterKind::kPrefix;
+  constexpr EnumName<PeftAdapterKind> kPeftTypes[] = {{PeftAdapterKind::kLora, "LORA"},
+                                                      {PeftAdapterKind::kPrefix, "PREFIX_TUNING"}};
+  if (std::optional<PeftAdapterKind> kind = find_value(kPeftTypes, type)) return *kind;
   if (type == "P_TUNING" || type == "PROMPT_TUNING" || type == "MULTITASK_PROMPT_TUNING")
     keys.fail("peft_type is '" + type +
               "': it learns virtual token embeddings put in front of the input, "

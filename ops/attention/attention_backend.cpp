@@ -1,20 +1,28 @@
 #include "ops/attention/attention_backend.h"
 
+#include <optional>
+
 #include "ops/attention/attention.h"
 #include "ops/attention/attention_backend_cudnn.h"
+#include "runtime/enum_names.h"
 #include "runtime/error.h"
 
 namespace zt::ops {
 
+namespace {
+constexpr EnumName<AttentionImpl> kImplNames[] = {{AttentionImpl::kZerotune, "zerotune"},
+                                                  {AttentionImpl::kCudnn, "cudnn"}};
+}  // namespace
+
 AttentionImpl attention_impl_from_name(const std::string& name) {
-  if (name == "zerotune") return AttentionImpl::kZerotune;
-  if (name == "cudnn") return AttentionImpl::kCudnn;
+  if (std::optional<AttentionImpl> impl = find_value(kImplNames, name)) return *impl;
+  // The names with what each one runs, which a bare list of names would not say.
   fail("attn_impl is \"" + name +
        "\"; use \"zerotune\" (zerotune's own kernels, every case) or \"cudnn\" "
        "(cuDNN's fused flash attention: bfloat16/float16 on the GPU, no prefix)");
 }
 
-const char* attention_impl_name(AttentionImpl impl) { return impl == AttentionImpl::kCudnn ? "cudnn" : "zerotune"; }
+const char* attention_impl_name(AttentionImpl impl) { return name_of(kImplNames, impl); }
 
 std::string attention_kernel_description(AttentionImpl impl, Device device, DType dtype, std::int64_t head_dim) {
   if (impl == AttentionImpl::kCudnn) return "cuDNN fused flash attention";

@@ -11,6 +11,7 @@
 
 #include "ops/optim/adamw_scalars.h"
 #include "ops/optim/cpu_adam_kernels.h"
+#include "runtime/enum_names.h"
 #include "runtime/error.h"
 #include "runtime/rank.h"
 
@@ -79,14 +80,9 @@ std::vector<cpu_adam::Range> ranges_between(const std::vector<CpuAdamSpan>& span
 }  // namespace
 
 const char* cpu_adam_isa_name(CpuAdamIsa isa) {
-  switch (isa) {
-    case CpuAdamIsa::kAvx512:
-      return "avx512";
-    case CpuAdamIsa::kAvx2:
-      return "avx2";
-    default:
-      return "scalar";
-  }
+  constexpr EnumName<CpuAdamIsa> kNames[] = {
+      {CpuAdamIsa::kScalar, "scalar"}, {CpuAdamIsa::kAvx2, "avx2"}, {CpuAdamIsa::kAvx512, "avx512"}};
+  return name_of(kNames, isa, "scalar");
 }
 
 bool cpu_supports(CpuAdamIsa isa) {

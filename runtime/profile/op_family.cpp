@@ -1,43 +1,33 @@
 #include "runtime/profile/op_family.h"
 
+#include <iterator>
+
+#include "runtime/enum_names.h"
+
 namespace zt {
 
-const char* op_family_name(OpFamily family) {
-  switch (family) {
-    case OpFamily::kGemm:
-      return "gemm";
-    case OpFamily::kAttention:
-      return "attention";
-    case OpFamily::kNorm:
-      return "norm";
-    case OpFamily::kRope:
-      return "rope";
-    case OpFamily::kSwiglu:
-      return "swiglu";
-    case OpFamily::kEmbedding:
-      return "embedding";
-    case OpFamily::kLossHead:
-      return "loss_head";
-    case OpFamily::kElementwise:
-      return "elementwise";
-    case OpFamily::kGradAccumulate:
-      return "grad_accumulate";
-    case OpFamily::kOptimizer:
-      return "optimizer";
-    case OpFamily::kCollective:
-      return "collectives";
-    case OpFamily::kOffloadCopy:
-      return "offload_copy";
-    case OpFamily::kCpuAdam:
-      return "cpu_adam";
-    case OpFamily::kOffloadWait:
-      return "offload_wait";
-    case OpFamily::kOtherOps:
-      return "other_ops";
-    case OpFamily::kUntracked:
-      return "untracked";
-  }
-  return "?";
-}
+namespace {
+
+constexpr EnumName<OpFamily> kOpFamilyNames[] = {{OpFamily::kGemm, "gemm"},
+                                                 {OpFamily::kAttention, "attention"},
+                                                 {OpFamily::kNorm, "norm"},
+                                                 {OpFamily::kRope, "rope"},
+                                                 {OpFamily::kSwiglu, "swiglu"},
+                                                 {OpFamily::kEmbedding, "embedding"},
+                                                 {OpFamily::kLossHead, "loss_head"},
+                                                 {OpFamily::kElementwise, "elementwise"},
+                                                 {OpFamily::kGradAccumulate, "grad_accumulate"},
+                                                 {OpFamily::kOptimizer, "optimizer"},
+                                                 {OpFamily::kCollective, "collectives"},
+                                                 {OpFamily::kOffloadCopy, "offload_copy"},
+                                                 {OpFamily::kCpuAdam, "cpu_adam"},
+                                                 {OpFamily::kOffloadWait, "offload_wait"},
+                                                 {OpFamily::kOtherOps, "other_ops"},
+                                                 {OpFamily::kUntracked, "untracked"}};
+static_assert(std::size(kOpFamilyNames) == kOpFamilyCount, "a family without a name");
+
+}  // namespace
+
+const char* op_family_name(OpFamily family) { return name_of(kOpFamilyNames, family, "?"); }
 
 }  // namespace zt

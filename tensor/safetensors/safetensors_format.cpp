@@ -9,10 +9,16 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/enum_names.h"
 #include "runtime/error.h"
 
 namespace zt::safetensors {
 namespace {
+
+// The header's dtype strings, as the safetensors format spells them.
+constexpr EnumName<DType> kDTypeCodes[] = {{DType::kF32, "F32"},   {DType::kF64, "F64"},  {DType::kF16, "F16"},
+                                           {DType::kBF16, "BF16"}, {DType::kI32, "I32"},  {DType::kI64, "I64"},
+                                           {DType::kU8, "U8"},     {DType::kBool, "BOOL"}};
 
 using nlohmann::json;
 
@@ -235,33 +241,9 @@ void check_names_writable(const std::vector<TensorInfo>& tensors, const std::str
 
 }  // namespace
 
-const char* dtype_code(DType dtype) {
-  switch (dtype) {
-    case DType::kF32:
-      return "F32";
-    case DType::kF64:
-      return "F64";
-    case DType::kF16:
-      return "F16";
-    case DType::kBF16:
-      return "BF16";
-    case DType::kI32:
-      return "I32";
-    case DType::kI64:
-      return "I64";
-    case DType::kU8:
-      return "U8";
-    case DType::kBool:
-      return "BOOL";
-  }
-  return "?";
-}
+const char* dtype_code(DType dtype) { return name_of(kDTypeCodes, dtype, "?"); }
 
-std::optional<DType> parse_dtype_code(std::string_view code) {
-  for (DType dtype : kAllDTypes)
-    if (code == dtype_code(dtype)) return dtype;
-  return std::nullopt;
-}
+std::optional<DType> parse_dtype_code(std::string_view code) { return find_value(kDTypeCodes, code); }
 
 std::uint64_t tensor_nbytes(DType dtype, const Dims& shape, const std::string& tensor, const std::string& source) {
   bool overflow = false;
