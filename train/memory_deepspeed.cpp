@@ -37,8 +37,9 @@ std::optional<DType> config_dtype(const json& config) {
 DeepSpeedMemorySettings memory_settings_from_deepspeed(const std::string& path_or_json, const MemorySettings& flags,
                                                        const GivenFlags& given, std::int64_t hidden_size) {
   // Read as `zerotune train` reads it (the same errors, usage errors for what the config says).
-  const json config = read_deepspeed_json(path_or_json);
-  const std::string source = deepspeed_config_source(path_or_json);
+  const DeepSpeedInput input = read_deepspeed_input(path_or_json);
+  const json& config = input.json;
+  const std::string& source = input.source;
   DeepSpeedMemorySettings out{flags, source};
   MemorySettings& s = out.settings;
 

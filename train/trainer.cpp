@@ -107,8 +107,11 @@ std::unique_ptr<OptimizerEngine> make_optimizer(const TrainerModel& model, const
                                .threads = ops::default_cpu_adam_threads(plan.zero.offload_cpu_cores_share),
                                .ratio = plan.zero.offload_ratio,
                                .accumulation = plan.accumulation};
-  if (comm == nullptr) return std::make_unique<Optimizer>(model.trainable, plan.optimizer, offload);
-  if (plan.zero.stage == 3)
+  const EngineChoice engine = choose_engine(plan, comm != nullptr);
+  if (!engine.needs_ranks()) return std::make_unique<Optimizer>(model.trainable, plan.optimizer, offload);
+  ZT_REQUIRE(comm != nullptr,
+             "trainer: ZeRO stage 3 with parameter offload runs over a communicator, even of one rank; none was given");
+  if (engine.kind == EngineKind::kZero3)
     return std::make_unique<Zero3Optimizer>(*model.model, model.trainable, plan.optimizer, *comm, plan.zero, offload);
   return std::make_unique<ZeroOptimizer>(
       model.trainable, plan.optimizer, *comm, plan.zero.stage, plan.zero.reduce_bucket_size, offload,
@@ -146,7 +149,7 @@ Trainer::Trainer(TrainerModel model, TrainerData data, TrainingPlan plan, Traini
   for (const std::string& warning : plan_.warnings) ZT_LOG(kWarn, warning);
   if (world_size() == 1)
     if (const auto note = single_rank_zero_note({.stage = plan_.zero.stage,
-                                                 .zero_engine = comm_ != nullptr,
+                                                 .zero_engine = choose_engine(plan_, comm_ != nullptr).needs_ranks(),
                                                  .offload = plan_.zero.offload_optimizer,
                                                  .offload_param = plan_.zero.offload_param}))
       ZT_LOG(kWarn, *note);

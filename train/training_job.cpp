@@ -25,7 +25,6 @@
 #include "train/checkpoint/checkpoint.h"
 #include "train/data/pretraining_blocks.h"
 #include "train/data/sample_encoding.h"
-#include "train/deepspeed/deepspeed_config.h"
 #include "train/finetuning.h"
 #include "train/preference/preference_setup.h"
 #include "train/quantized_base.h"
@@ -120,22 +119,90 @@ std::string running_precision(const TrainingPlan& plan, Device device) {
   return std::string("fp32 (--") + precision_name(plan.precision) + " runs as fp32 on the CPU)";
 }
 
-// What a run reads before its ranks start, once per process: the data check_before_loading
-// read, and the model as a local folder (the hub cache's snapshot of a hub id), while
+// What every rank of this process trains with, prepared once before its ranks start: the
+// model as a local folder (the hub cache's snapshot of a hub id, while
 // args.model_name_or_path keeps the name as given, for training_args.json and
-// adapter_config.json to record as HF does.
-struct RunInputs {
-  SelectedData selected;
+// adapter_config.json to record as HF does), the data check_before_loading read encoded
+// through the tokenizer and chat template, and the plan resolved with the DeepSpeed config it
+// read, which decides the engine.
+struct PreparedRun {
   std::string model_dir;
+  std::shared_ptr<const models::Tokenizer> tokenizer;
+  std::string template_description;
+  models::ModelConfig config;
+  TrainerData data;
+  TrainingPlan plan;
+  DType working_dtype = DType::kF32;  // on the CPU, float32 whatever the plan's precision
 };
 
+// The process's ranks as known before the plan: `world` data-parallel ranks, of which
+// `launched` say whether a launcher started them (one process each) and `communicator`
+// whether they reduce over one (a launcher's single CPU process has nobody to talk to).
+struct RankLayout {
+  int world = 1;
+  bool launched = false;
+  bool communicator = false;
+  bool main_process = true;  // prints what the job prints once
+};
+
+TrainerData encoded_data(const TrainingArguments& args, const SelectedData& selected,
+                         const models::ChatTemplate& chat_template, const models::Tokenizer& tokenizer) {
+  TrainerData data;
+  // --stage dpo trains on pairs, laid out chosen then rejected (train/preference/).
+  if (args.stage == "dpo") {
+    data.train = preference_samples(selected.train_pairs, selected.train_source, chat_template, tokenizer, args);
+    if (selected.eval_pairs)
+      data.eval = preference_samples(*selected.eval_pairs, selected.eval_source, chat_template, tokenizer, args);
+  } else {
+    data.train = encode_samples(selected.train, selected.train_source, chat_template, tokenizer, args).samples;
+    if (selected.eval)
+      data.eval = encode_samples(*selected.eval, selected.eval_source, chat_template, tokenizer, args).samples;
+  }
+  data.layout = {.pad_to_longest = args.padding == Padding::kLongest, .pad_id = padding_token(tokenizer)};
+  return data;
+}
+
+PreparedRun prepare_run(const TrainingArguments& args, const CheckedInputs& checked, std::string model_dir,
+                        const RankLayout& ranks) {
+  PreparedRun run;
+  run.model_dir = std::move(model_dir);
+  run.tokenizer = models::load_tokenizer(run.model_dir);
+  // A named template is LLaMA-Factory's of that name; without one, the model's own.
+  auto chat_template =
+      models::make_run_chat_template(args.template_name, run.model_dir, {.enable_thinking = args.enable_thinking});
+  run.template_description = std::string(chat_template->name()) + " (" + std::string(chat_template->origin()) + ")";
+  if (const std::string warning = models::chat_template_warning(args.template_name);
+      !warning.empty() && ranks.main_process)
+    ZT_LOG(kWarn, warning);
+  run.data = encoded_data(args, checked.data, *chat_template, *run.tokenizer);
+  run.config = models::load_config(run.model_dir);
+  const bool pairs = args.stage == "dpo";
+  auto count = [&](std::int64_t micro) {
+    const auto units = static_cast<std::int64_t>(run.data.train.size() / 2);
+    const std::int64_t batches =
+        pairs ? (units + micro - 1) / micro
+              : static_cast<std::int64_t>(
+                    plan_epoch(run.data.train, micro, args.max_length, args.packing, args.data_order_seed(), 0).size());
+    return (batches + ranks.world - 1) / ranks.world;
+  };
+  run.plan = plan_training(args, checked.deepspeed, count, ranks.world, run.config.hidden_size);
+  run.working_dtype = run.plan.working_dtype();
+  if (runs_on_cpu(args) && run.plan.precision != Precision::kFloat32) {
+    run.working_dtype = DType::kF32;
+    ZT_LOG(kWarn, "--" << precision_name(run.plan.precision)
+                       << " on the CPU: training in float32 instead (weights, activations, gradients and every op's "
+                          "arithmetic); 16-bit training needs a GPU");
+    // float32 gradients do not underflow: fp16's loss scaling (and its loss_scale in the log and
+    // checkpoints) belongs to a run that computes in fp16, which this one does not.
+    run.plan.loss_scaler.reset();
+  }
+  return run;
+}
+
 // One rank's whole run; returns the signal that stopped it early, or 0.
-int train_one_rank(const TrainingArguments& args, const RunInputs& inputs, distributed::Communicator* comm,
+int train_one_rank(const TrainingArguments& args, const PreparedRun& run, distributed::Communicator* comm,
                    int local_rank) {
-  const SelectedData& selected = inputs.selected;
-  const std::string& model_dir = inputs.model_dir;
   const Device device = resolve_device(args, local_rank);
-  const int world = comm ? comm->world_size() : 1;
   if (device.is_cuda())
     cuda::set_float32_matmul_tf32(args.tf32.value_or(false));
   else if (args.tf32.value_or(false))
@@ -146,57 +213,21 @@ int train_one_rank(const TrainingArguments& args, const RunInputs& inputs, distr
   options.attn_impl = ops::attention_impl_from_name(args.attn_impl);
   ZT_REQUIRE(options.attn_impl == ops::AttentionImpl::kZerotune || device.is_cuda(),
              "--attn_impl cudnn needs a GPU; on the CPU use --attn_impl zerotune");
-  auto tokenizer = models::load_tokenizer(model_dir);
-  // A named template is LLaMA-Factory's of that name; without one, the model's own.
-  auto chat_template =
-      models::make_run_chat_template(args.template_name, model_dir, {.enable_thinking = args.enable_thinking});
-  const std::string template_name =
-      std::string(chat_template->name()) + " (" + std::string(chat_template->origin()) + ")";
-  if (const std::string warning = models::chat_template_warning(args.template_name);
-      !warning.empty() && (comm == nullptr || comm->rank() == 0))
-    ZT_LOG(kWarn, warning);
-  // --stage dpo trains on pairs, laid out chosen then rejected (train/preference/).
   const bool pairs = args.stage == "dpo";
-  TrainerData data;
-  if (pairs) {
-    data.train = preference_samples(selected.train_pairs, selected.train_source, *chat_template, *tokenizer, args);
-    if (selected.eval_pairs)
-      data.eval = preference_samples(*selected.eval_pairs, selected.eval_source, *chat_template, *tokenizer, args);
-  } else {
-    data.train = encode_samples(selected.train, selected.train_source, *chat_template, *tokenizer, args).samples;
-    if (selected.eval)
-      data.eval = encode_samples(*selected.eval, selected.eval_source, *chat_template, *tokenizer, args).samples;
-  }
-  data.layout = {.pad_to_longest = args.padding == Padding::kLongest, .pad_id = padding_token(*tokenizer)};
-  const models::ModelConfig config = models::load_config(model_dir);
-  auto count = [&](std::int64_t micro) {
-    const auto units = static_cast<std::int64_t>(data.train.size() / 2);
-    const std::int64_t batches =
-        pairs ? (units + micro - 1) / micro
-              : static_cast<std::int64_t>(
-                    plan_epoch(data.train, micro, args.max_length, args.packing, args.data_order_seed(), 0).size());
-    return (batches + world - 1) / world;
-  };
-  TrainingPlan plan = plan_training(args, count, world, config.hidden_size);
-  options.dtype = device.is_cpu() && plan.precision != Precision::kFloat32 ? DType::kF32 : plan.working_dtype();
-  if (device.is_cpu() && plan.precision != Precision::kFloat32) {
-    ZT_LOG(kWarn, "--" << precision_name(plan.precision)
-                       << " on the CPU: training in float32 instead (weights, activations, gradients and every op's "
-                          "arithmetic); 16-bit training needs a GPU");
-    // float32 gradients do not underflow: fp16's loss scaling (and its loss_scale in the log and
-    // checkpoints) belongs to a run that computes in fp16, which this one does not.
-    plan.loss_scaler.reset();
-  }
-  plan_4bit_loading(options, config, args);
-  auto model = std::make_shared<models::CausalLM>(models::load_model(model_dir, options));
+  const bool main_rank = comm == nullptr || comm->rank() == 0;
+  const TrainingPlan& plan = run.plan;
+  const EngineChoice engine = choose_engine(plan, comm != nullptr);
+  TrainerData data = run.data;
+  options.dtype = run.working_dtype;
+  plan_4bit_loading(options, run.config, args);
+  auto model = std::make_shared<models::CausalLM>(models::load_model(run.model_dir, options));
   ZT_LOG(kInfo, "run " << args.run_name << ": model " << args.model_name_or_path << " (" << model->num_parameters()
                        << " parameters) on " << (device.is_cpu() ? "cpu" : "cuda:" + std::to_string(device.index))
                        << ", " << running_precision(plan, device) << ", " << finetuning_description(args) << ", "
                        << (pairs ? data.train.size() / 2 : data.train.size()) << (pairs ? " pairs, " : " samples, ")
-                       << (args.stage == "pt" ? "no template (--stage pt)" : "template " + template_name) << ", "
-                       << plan.max_steps << " steps");
-  if (!data.train.empty() && (comm == nullptr || comm->rank() == 0))
-    ZT_LOG(kInfo, sample_preview(data.train.front(), *tokenizer));
+                       << (args.stage == "pt" ? "no template (--stage pt)" : "template " + run.template_description)
+                       << ", " << plan.max_steps << " steps");
+  if (!data.train.empty() && main_rank) ZT_LOG(kInfo, sample_preview(data.train.front(), *run.tokenizer));
   TrainerModel trained;
   trained.model = model.get();
   trained.trainable = select_trainable(*model, args);
@@ -208,9 +239,9 @@ int train_one_rank(const TrainingArguments& args, const RunInputs& inputs, distr
   if (pairs) {
     disable_lora_dropout(*model, args);
     // A resumed run's reference is rebuilt from the base model, as the run started from it.
-    trained.preference = make_preference_objective(args, comm ? plan.zero.stage : 0, [&] {
+    trained.preference = make_preference_objective(args, engine.zero_stage, [&] {
       return std::shared_ptr<const models::CausalLM>(
-          std::make_shared<models::CausalLM>(models::load_model(model_dir, options)));
+          std::make_shared<models::CausalLM>(models::load_model(run.model_dir, options)));
     });
   }
   Trainer trainer(trained, std::move(data), plan, args, comm);
@@ -222,12 +253,12 @@ int train_one_rank(const TrainingArguments& args, const RunInputs& inputs, distr
 
 // A rank of several; under --zero_trace its collectives pass through a TracingCommunicator
 // writing output_dir/zero_trace_rank{R}.jsonl, timed from `run_start` (one for all in-process ranks).
-int train_rank_of_many(const TrainingArguments& args, const RunInputs& inputs, distributed::Communicator& comm,
+int train_rank_of_many(const TrainingArguments& args, const PreparedRun& run, distributed::Communicator& comm,
                        int local_rank, std::chrono::steady_clock::time_point run_start) {
-  if (!args.zero_trace) return train_one_rank(args, inputs, &comm, local_rank);
+  if (!args.zero_trace) return train_one_rank(args, run, &comm, local_rank);
   const fs::path trace_path = fs::path(args.output_dir) / distributed::trace_file_name(comm.rank());
   distributed::TracingCommunicator traced(comm, trace_path.string(), run_start);
-  return train_one_rank(args, inputs, &traced, local_rank);
+  return train_one_rank(args, run, &traced, local_rank);
 }
 
 }  // namespace
@@ -236,48 +267,54 @@ int run_training_job(const TrainingArguments& args) {
   // The checks first, in seconds; then the model, downloaded once per process before its ranks
   // start (the ranks of a launcher's processes share the hub cache through its file locks, so
   // one downloads while the others wait).
-  RunInputs inputs{.selected = check_before_loading(args), .model_dir = {}};
-  inputs.model_dir = models::hub::resolve_model_path(args.model_name_or_path, args.model_revision);
+  const CheckedInputs checked = check_before_loading(args);
+  std::string model_dir = models::hub::resolve_model_path(args.model_name_or_path, args.model_revision);
   const ProcessRank rank = rank_from_environment();
-  const auto timeout = std::chrono::seconds(args.ddp_timeout);
-  const auto run_start = std::chrono::steady_clock::now();
-  // One process whose config offloads parameters under stage 3 runs the ZeRO-3 engine over one
-  // in-process rank: its shard is the whole model, held in host memory (docs/ZERO.md).
-  const bool one_offloading_rank =
-      !rank.distributed && args.inprocess_ranks <= 1 && offloads_parameters(args.deepspeed);
-  if (args.inprocess_ranks > 1 || one_offloading_rank) {
-    ZT_REQUIRE(!rank.distributed,
-               "--inprocess_ranks cannot be combined with a launcher's ranks (" + rank.launcher + ")");
-    std::atomic<int> stopped_by{0};  // every rank stops after the same step, for the same signal
-    auto one_rank = [&](distributed::Communicator& comm) {
-      if (const int signal = train_rank_of_many(args, inputs, comm, 0, run_start)) stopped_by = signal;
-    };
-    distributed::run_inprocess_ranks(static_cast<int>(std::max<std::int64_t>(args.inprocess_ranks, 1)), timeout,
-                                     one_rank);
-    return stopped_by;
-  }
+  ZT_REQUIRE(!rank.distributed || args.inprocess_ranks <= 1,
+             "--inprocess_ranks cannot be combined with a launcher's ranks (" + rank.launcher + ")");
+  const bool on_cpu = runs_on_cpu(args);
   // A launcher's single GPU rank still runs NCCL (as torchrun + DeepSpeed do): the whole
   // collective path is exercised; one CPU process has nobody to talk to.
-  if (!rank.distributed || (rank.world_size == 1 && runs_on_cpu(args))) {
-    ZT_REQUIRE(!args.zero_trace,
-               "--zero_trace traces the collectives between ranks, and this run has one rank; add "
-               "--inprocess_ranks 2 to watch them on one machine");
-    return train_one_rank(args, inputs, nullptr, rank.local_rank);
+  const RankLayout ranks{
+      .world = rank.distributed ? rank.world_size : static_cast<int>(std::max<std::int64_t>(args.inprocess_ranks, 1)),
+      .launched = rank.distributed,
+      .communicator = rank.distributed ? !(rank.world_size == 1 && on_cpu) : args.inprocess_ranks > 1,
+      .main_process = !rank.distributed || rank.rank == 0};
+  const auto timeout = std::chrono::seconds(args.ddp_timeout);
+  const auto run_start = std::chrono::steady_clock::now();
+  if (ranks.launched && ranks.communicator) {
+    // Processes on GPUs reduce over NCCL; on the CPU, over Gloo's TCP transport. They connect
+    // before preparing, so that a rank that fails to prepare ends the others at once.
+    if (!on_cpu && !cuda_available())
+      throw NoGpuError("rank " + std::to_string(rank.rank) + ": --device " + args.device + ": " +
+                       cuda_unavailable_reason() + "; --device cpu trains the processes on the CPU over Gloo");
+    if (!on_cpu) set_cuda_device(rank.local_rank);
+    std::unique_ptr<distributed::Communicator> comm = distributed::connect_launched_rank(rank, on_cpu, timeout);
+    if (on_cpu) {
+      if (rank.rank == 0)
+        ZT_LOG(kInfo, "world size " << rank.world_size << " (" << rank.launcher << "), Gloo on the CPU");
+    } else {
+      report_world(*comm, rank.local_rank, rank.launcher);
+    }
+    const PreparedRun run = prepare_run(args, checked, std::move(model_dir), ranks);
+    return train_rank_of_many(args, run, *comm, rank.local_rank, run_start);
   }
-  // Processes on GPUs reduce over NCCL; on the CPU, over Gloo's TCP transport.
-  const bool on_cpu = runs_on_cpu(args);
-  if (!on_cpu && !cuda_available())
-    throw NoGpuError("rank " + std::to_string(rank.rank) + ": --device " + args.device + ": " +
-                     cuda_unavailable_reason() + "; --device cpu trains the processes on the CPU over Gloo");
-  if (!on_cpu) set_cuda_device(rank.local_rank);
-  std::unique_ptr<distributed::Communicator> comm = distributed::connect_launched_rank(rank, on_cpu, timeout);
-  if (on_cpu) {
-    if (rank.rank == 0)
-      ZT_LOG(kInfo, "world size " << rank.world_size << " (" << rank.launcher << "), Gloo on the CPU");
-  } else {
-    report_world(*comm, rank.local_rank, rank.launcher);
+  const PreparedRun run = prepare_run(args, checked, std::move(model_dir), ranks);
+  // In-process ranks where the engine needs them: as many as asked, or the one that runs
+  // stage 3 with parameter offload in one process (its shard is the whole model, held in host
+  // memory).
+  if (choose_engine(run.plan, ranks.communicator).needs_ranks()) {
+    std::atomic<int> stopped_by{0};  // every rank stops after the same step, for the same signal
+    auto one_rank = [&](distributed::Communicator& comm) {
+      if (const int signal = train_rank_of_many(args, run, comm, 0, run_start)) stopped_by = signal;
+    };
+    distributed::run_inprocess_ranks(ranks.world, timeout, one_rank);
+    return stopped_by;
   }
-  return train_rank_of_many(args, inputs, *comm, rank.local_rank, run_start);
+  ZT_REQUIRE(!args.zero_trace,
+             "--zero_trace traces the collectives between ranks, and this run has one rank; add "
+             "--inprocess_ranks 2 to watch them on one machine");
+  return train_one_rank(args, run, nullptr, rank.local_rank);
 }
 
 }  // namespace zt::train

@@ -5,7 +5,6 @@
 #include "runtime/user_paths.h"
 #include "train/args/output_dir_check.h"
 #include "train/checkpoint/checkpoint.h"
-#include "train/deepspeed/deepspeed_config.h"
 
 namespace zt::train {
 namespace {
@@ -22,11 +21,13 @@ void check_resume_checkpoint(const TrainingArguments& args) {
 
 }  // namespace
 
-SelectedData check_before_loading(const TrainingArguments& args) {
+CheckedInputs check_before_loading(const TrainingArguments& args) {
   check_output_dir(args);
   check_resume_checkpoint(args);
-  if (!args.deepspeed.empty()) read_deepspeed_json(args.deepspeed);
-  return select_data(args);
+  CheckedInputs checked;
+  if (!args.deepspeed.empty()) checked.deepspeed = read_deepspeed_input(args.deepspeed);
+  checked.data = select_data(args);
+  return checked;
 }
 
 }  // namespace zt::train

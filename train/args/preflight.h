@@ -6,13 +6,22 @@
 // --template name included, were checked when they were parsed.
 #pragma once
 
+#include <optional>
+
 #include "train/args/dataset_selection.h"
 #include "train/args/training_arguments.h"
+#include "train/deepspeed/deepspeed_config.h"
 
 namespace zt::train {
 
-// Throws zt::Error naming the flag, the path and what to do. Returns the data it read, so
-// that the run reads it once.
-SelectedData check_before_loading(const TrainingArguments& args);
+// What the checks read, so that the run reads each file once: the data, and the DeepSpeed
+// config's JSON (none without --deepspeed), which plan_training fills and types.
+struct CheckedInputs {
+  SelectedData data;
+  std::optional<DeepSpeedInput> deepspeed;
+};
+
+// Throws zt::Error naming the flag, the path and what to do.
+CheckedInputs check_before_loading(const TrainingArguments& args);
 
 }  // namespace zt::train

@@ -103,6 +103,19 @@ AutoFillContext deepspeed_auto_context(const TrainingArguments& args, int world_
 
 TrainingPlan plan_training(const TrainingArguments& args, const MicroBatchCounter& count_micro_batches, int world_size,
                            std::int64_t hidden_size) {
+  std::optional<DeepSpeedInput> deepspeed;
+  if (!args.deepspeed.empty()) deepspeed = read_deepspeed_input(args.deepspeed);
+  return plan_training(args, deepspeed, count_micro_batches, world_size, hidden_size);
+}
+
+EngineChoice choose_engine(const TrainingPlan& plan, bool has_ranks) {
+  const bool zero3 = plan.zero.stage == 3;
+  if (!has_ranks && !(zero3 && plan.zero.offload_param)) return {};
+  return {.kind = zero3 ? EngineKind::kZero3 : EngineKind::kZero, .zero_stage = plan.zero.stage};
+}
+
+TrainingPlan plan_training(const TrainingArguments& args, const std::optional<DeepSpeedInput>& deepspeed,
+                           const MicroBatchCounter& count_micro_batches, int world_size, std::int64_t hidden_size) {
   const std::int64_t micro_batches_per_epoch = count_micro_batches(args.per_device_train_batch_size);
   ZT_REQUIRE(micro_batches_per_epoch > 0, "the training data gives no batch: check --train_file and --max_length");
   TrainingPlan plan;
@@ -123,13 +136,13 @@ TrainingPlan plan_training(const TrainingArguments& args, const MicroBatchCounte
   plan.max_grad_norm = args.max_grad_norm;
   if (plan.precision == Precision::kFloat16) plan.loss_scaler = LossScalerConfig{};
   resolve_intervals(plan, args);
-  if (args.deepspeed.empty()) {
+  if (!deepspeed) {
     warn_about_schedule(plan, kwargs_notes);
     return plan;
   }
 
-  DeepSpeedConfig ds = load_deepspeed_config(
-      args.deepspeed, deepspeed_auto_context(args, world_size, hidden_size, plan.max_steps, warmup));
+  DeepSpeedConfig ds =
+      load_deepspeed_config(*deepspeed, deepspeed_auto_context(args, world_size, hidden_size, plan.max_steps, warmup));
   for (auto [flag, flag_value, ds_value] :
        {std::tuple{"per_device_train_batch_size", args.per_device_train_batch_size, ds.micro_batch_per_gpu},
         std::tuple{"gradient_accumulation_steps", args.gradient_accumulation_steps, ds.gradient_accumulation_steps}})
@@ -160,7 +173,7 @@ TrainingPlan plan_training(const TrainingArguments& args, const MicroBatchCounte
   if (ds.fp16) plan.loss_scaler = ds.loss_scaler;
   plan.zero = ds.zero;
   plan.wall_clock_breakdown = ds.wall_clock_breakdown;
-  plan.deepspeed_tensorboard = deepspeed_tensorboard_folder(read_deepspeed_json(args.deepspeed), ds.source);
+  plan.deepspeed_tensorboard = deepspeed_tensorboard_folder(deepspeed->json, ds.source);
   plan.warnings = ds.warnings;
   warn_about_schedule(plan, kwargs_notes);
   resolve_intervals(plan, args);

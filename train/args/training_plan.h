@@ -48,10 +48,34 @@ struct TrainingPlan {
 // micro-batch, inferring it from train_batch_size).
 using MicroBatchCounter = std::function<std::int64_t(std::int64_t micro_batch)>;
 
-// Reads and fills the DeepSpeed config when --deepspeed is given. A micro-batch or
-// accumulation that the config infers differently from a flag the user gave is an error.
+// Fills and types `deepspeed`, --deepspeed's config as check_before_loading read it (none
+// without the flag). A micro-batch or accumulation that the config infers differently from a
+// flag the user gave is an error.
+TrainingPlan plan_training(const TrainingArguments& args, const std::optional<DeepSpeedInput>& deepspeed,
+                           const MicroBatchCounter& count_micro_batches, int world_size = 1,
+                           std::int64_t hidden_size = 0);
+// The same, reading --deepspeed's config first: for a caller that holds only the arguments.
 TrainingPlan plan_training(const TrainingArguments& args, const MicroBatchCounter& count_micro_batches,
                            int world_size = 1, std::int64_t hidden_size = 0);
+
+// The engine that runs a plan's optimizer steps: the single-device optimizer
+// (train/optim/optimizer.h), or ZeRO over the ranks of a communicator, stages 0-2
+// (train/zero/zero_optimizer.h) or stage 3 (train/zero/zero3_optimizer.h).
+enum class EngineKind { kSingleDevice, kZero, kZero3 };
+
+struct EngineChoice {
+  EngineKind kind = EngineKind::kSingleDevice;
+  int zero_stage = 0;  // the stage the engine partitions at; 0 for the single-device optimizer
+  bool needs_ranks() const { return kind != EngineKind::kSingleDevice; }
+};
+
+// The one decision of which engine runs, asked by train/training_job.cpp (which starts the
+// ranks it needs) and the Trainer (which builds it). `has_ranks`: the run has a communicator
+// (several ranks, or a launcher's single GPU rank); ZeRO then runs at the plan's stage.
+// Without one the single-device optimizer runs, except under stage 3 with parameter offload:
+// that runs ZeRO-3 over one in-process rank whose shard, the whole model, is held in host
+// memory, since the single-device optimizer keeps the weights on the device (docs/ZERO.md).
+EngineChoice choose_engine(const TrainingPlan& plan, bool has_ranks);
 
 // AdamW's hyperparameters as the flags give them (--learning_rate, --adam_beta1, --adam_beta2,
 // --adam_epsilon, --weight_decay).

@@ -180,32 +180,21 @@ DeepSpeedConfig parse_deepspeed_text(std::string_view json_text, const AutoFillC
   return parse_deepspeed_config(ds, context.world_size, source);
 }
 
-nlohmann::json read_deepspeed_json(const std::string& path_or_json) {
-  if (is_inline(path_or_json)) return parse_json_object(path_or_json, source_of(path_or_json));
+DeepSpeedInput read_deepspeed_input(const std::string& path_or_json) {
+  const std::string source = source_of(path_or_json);
+  if (is_inline(path_or_json)) return {parse_json_object(path_or_json, source), source};
   require_readable_file(path_or_json, "the DeepSpeed config (--deepspeed)");
   std::ifstream in(path_or_json);
   ZT_REQUIRE(in, "cannot read the DeepSpeed config " + path_or_json + " (--deepspeed): check the path");
   std::stringstream text;
   text << in.rdbuf();
-  return parse_json_object(text.str(), path_or_json);
+  return {parse_json_object(text.str(), source), source};
 }
 
-std::string deepspeed_config_source(const std::string& path_or_json) { return source_of(path_or_json); }
-
-bool offloads_parameters(const std::string& path_or_json) {
-  if (path_or_json.empty()) return false;
-  const nlohmann::json ds = read_deepspeed_json(path_or_json);
-  const nlohmann::json zero = ds.value("zero_optimization", nlohmann::json::object());
-  if (!zero.is_object() || zero.value("stage", nlohmann::json()) != 3) return false;
-  const nlohmann::json param = zero.value("offload_param", nlohmann::json::object());
-  return (param.is_object() && param.value("device", nlohmann::json()) == "cpu") ||
-         zero.value("cpu_offload_param", nlohmann::json()) == true;
-}
-
-DeepSpeedConfig load_deepspeed_config(const std::string& path_or_json, const AutoFillContext& context) {
-  nlohmann::json ds = read_deepspeed_json(path_or_json);
-  as_usage_error([&] { fill_hf_auto(ds, context, source_of(path_or_json)); });
-  return parse_deepspeed_config(ds, context.world_size, source_of(path_or_json));
+DeepSpeedConfig load_deepspeed_config(const DeepSpeedInput& input, const AutoFillContext& context) {
+  nlohmann::json ds = input.json;
+  as_usage_error([&] { fill_hf_auto(ds, context, input.source); });
+  return parse_deepspeed_config(ds, context.world_size, input.source);
 }
 
 }  // namespace zt::train

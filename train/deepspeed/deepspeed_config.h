@@ -77,21 +77,20 @@ DeepSpeedConfig parse_deepspeed_text(std::string_view json_text, const AutoFillC
 // `hidden_size` as HF fills them. Values HF compares with its flags are checked by `train`.
 DeepSpeedConfig parse_deepspeed_without_flags(nlohmann::json ds, std::int64_t hidden_size, const std::string& source);
 
-// --deepspeed's value: the path of a ds_config.json, or (starting with '{' after white
-// space, as HF's TrainingArguments takes a dict) the config itself, which messages then
-// call "the deepspeed config in the arguments".
-DeepSpeedConfig load_deepspeed_config(const std::string& path_or_json, const AutoFillContext& context);
+// --deepspeed's config as written, read once before anything is filled or typed: its JSON
+// object and how messages name it (its path, or "the deepspeed config in the arguments").
+struct DeepSpeedInput {
+  nlohmann::json json;
+  std::string source;
+};
 
-// The JSON object of --deepspeed's value, read and parsed as load_deepspeed_config does, before
-// anything is filled or typed: what can be checked before the Trainer knows the data and the
-// model (a file that is missing or not valid JSON, a key given twice).
-nlohmann::json read_deepspeed_json(const std::string& path_or_json);
-// How messages name --deepspeed's config: its path, or "the deepspeed config in the arguments".
-std::string deepspeed_config_source(const std::string& path_or_json);
+// --deepspeed's value: the path of a ds_config.json, or (starting with '{' after white space,
+// as HF's TrainingArguments takes a dict) the config itself. What can be checked before the
+// Trainer knows the data and the model is checked here: a file that is missing or not valid
+// JSON, a key given twice.
+DeepSpeedInput read_deepspeed_input(const std::string& path_or_json);
 
-// Whether --deepspeed's config (empty: none) asks for stage 3 with parameter offload to the
-// CPU, read before the model loads: one process then runs the ZeRO-3 engine over one rank
-// (train/training_job.cpp), since the single-device optimizer keeps weights on the device.
-bool offloads_parameters(const std::string& path_or_json);
+// The config read once, filled ("auto") from `context` and typed.
+DeepSpeedConfig load_deepspeed_config(const DeepSpeedInput& input, const AutoFillContext& context);
 
 }  // namespace zt::train

@@ -200,5 +200,34 @@ TEST_F(DeepSpeedPlan, ABatchThatContradictsTheFlagsIsAnErrorElseTheConfigDecides
   EXPECT_EQ(plan.steps_per_epoch, 2);
 }
 
+// One decision for which engine runs: ZeRO at the config's stage wherever there are ranks;
+// without them the single-device optimizer, except that stage 3 with parameter offload needs a
+// rank of its own (one process then runs ZeRO-3 over one in-process rank).
+TEST_F(DeepSpeedPlan, TheEngineFollowsTheRanksAndParameterOffload) {
+  const TrainingPlan plain = plan_training(args_with({}), ten_samples);
+  EXPECT_EQ(choose_engine(plain, false).kind, EngineKind::kSingleDevice);
+  EXPECT_EQ(choose_engine(plain, true).kind, EngineKind::kZero);
+  EXPECT_EQ(choose_engine(plain, true).zero_stage, 0);
+  const TrainingPlan stage2 = plan_training(
+      args_with(
+          {"--deepspeed", write(R"({"train_micro_batch_size_per_gpu": "auto", "zero_optimization": {"stage": 2}})")}),
+      ten_samples);
+  EXPECT_FALSE(choose_engine(stage2, false).needs_ranks());
+  EXPECT_EQ(choose_engine(stage2, false).zero_stage, 0);
+  EXPECT_EQ(choose_engine(stage2, true).zero_stage, 2);
+  const TrainingPlan offload = plan_training(
+      args_with({"--deepspeed", write(R"({"train_micro_batch_size_per_gpu": "auto", "zero_optimization": {"stage": 3,
+                 "offload_param": {"device": "cpu"}}})")}),
+      ten_samples);
+  EXPECT_EQ(choose_engine(offload, false).kind, EngineKind::kZero3);
+  EXPECT_EQ(choose_engine(offload, true).kind, EngineKind::kZero3);
+  const TrainingPlan stage3 = plan_training(
+      args_with({"--deepspeed", write(R"({"train_micro_batch_size_per_gpu": "auto", "zero_optimization": {"stage": 3,
+                 "offload_optimizer": {"device": "cpu"}}})")}),
+      ten_samples);
+  EXPECT_EQ(choose_engine(stage3, false).kind, EngineKind::kSingleDevice);
+  EXPECT_EQ(choose_engine(stage3, true).kind, EngineKind::kZero3);
+}
+
 }  // namespace
 }  // namespace zt::train

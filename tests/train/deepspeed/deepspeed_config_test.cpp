@@ -251,17 +251,21 @@ TEST(DeepSpeedConfig, TextAndArgumentsGiveTheConfigItself) {
   TrainingArguments args = flags();
   const AutoFillContext context = deepspeed_auto_context(args, 1, 64, 10, 0);
   DeepSpeedConfig config = load_deepspeed_config(
-      "  \n{\"train_micro_batch_size_per_gpu\": \"auto\", \"zero_optimization\": {\"stage\": 1}}", context);
+      read_deepspeed_input("  \n{\"train_micro_batch_size_per_gpu\": \"auto\", \"zero_optimization\": {\"stage\": 1}}"),
+      context);
   EXPECT_EQ(config.micro_batch_per_gpu, 4);
   EXPECT_EQ(config.zero.stage, 1);
   EXPECT_EQ(config.source, "the deepspeed config in the arguments");
-  const std::string msg = testing::error_of(
-      [&] { load_deepspeed_config(R"({"train_batch_size": 8, "zero_optimization": {"stage": 7}})", context); });
+  const std::string msg = testing::error_of([&] {
+    load_deepspeed_config(read_deepspeed_input(R"({"train_batch_size": 8, "zero_optimization": {"stage": 7}})"),
+                          context);
+  });
   testing::expect_mentions(msg,
                            {"the deepspeed config in the arguments: zero_optimization.stage must be 0, 1, 2 or 3"});
   EXPECT_EQ(msg.find("train_batch_size"), std::string::npos) << msg;  // the object is not echoed
-  testing::expect_mentions(testing::error_of([&] { load_deepspeed_config("/no/such/ds.json", context); }),
-                           {"the DeepSpeed config (--deepspeed) /no/such/ds.json does not exist"});
+  testing::expect_mentions(
+      testing::error_of([&] { load_deepspeed_config(read_deepspeed_input("/no/such/ds.json"), context); }),
+      {"the DeepSpeed config (--deepspeed) /no/such/ds.json does not exist"});
 }
 
 TEST(DeepSpeedConfig, TextThatIsNotAConfigIsAClearError) {

@@ -24,13 +24,13 @@ TrainingArguments arguments(const Launch& launch) { return deepspeed_test_argume
 
 DeepSpeedConfig load_for_training(const std::string& file, const Launch& launch) {
   const TrainingArguments args = arguments(launch);
-  return load_deepspeed_config((kConfigs / file).string(),
+  return load_deepspeed_config(read_deepspeed_input((kConfigs / file).string()),
                                deepspeed_auto_context(args, launch.world_size, 64, 100, 10));
 }
 
 DeepSpeedConfig load_without_flags(const std::string& file) {
   const std::string path = (kConfigs / file).string();
-  return parse_deepspeed_without_flags(read_deepspeed_json(path), 64, path);
+  return parse_deepspeed_without_flags(read_deepspeed_input(path).json, 64, path);
 }
 
 DeepSpeedConfig load(const std::string& file, const Launch& launch = {}) {
@@ -239,11 +239,12 @@ TEST(RealConfigs, CommentsAndKeysDeepSpeedDoesNotRead) {
   const std::string autotp = "llama_factory/ds_z2_autotp_config.json";
   testing::expect_mentions(error_loading(autotp), {"tensor_parallel.autotp_size = 2 asks for DeepSpeed's AutoTP "
                                                    "training (each layer split over 2 GPUs)"});
-  nlohmann::json without_tp = read_deepspeed_json((kConfigs / autotp).string());
+  nlohmann::json without_tp = read_deepspeed_input((kConfigs / autotp).string()).json;
   ASSERT_TRUE(without_tp.contains("_comment"));
   without_tp.erase("tensor_parallel");
   const TrainingArguments args = arguments({});
-  const DeepSpeedConfig z2 = load_deepspeed_config(without_tp.dump(), deepspeed_auto_context(args, 2, 64, 100, 10));
+  const DeepSpeedConfig z2 =
+      load_deepspeed_config(read_deepspeed_input(without_tp.dump()), deepspeed_auto_context(args, 2, 64, 100, 10));
   EXPECT_EQ(z2.zero.stage, 2);
   EXPECT_TRUE(z2.warnings.empty()) << joined(z2.warnings);
 
