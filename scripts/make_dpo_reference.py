@@ -21,24 +21,14 @@ import torch
 import torch.nn.functional as F
 from transformers import AutoModelForCausalLM
 
+from preference_cases import CASES
+
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = ROOT / "examples" / "tiny-qwen"
 # (prompt, chosen answer, rejected answer) as token ids.
 PAIRS = [
     ([3, 7, 13, 11], [30, 4, 8], [5, 2]),
     ([9, 1, 4], [4, 8, 6, 21, 2], [20, 21, 3]),
-]
-CASES = [
-    ("sigmoid", {"loss": "sigmoid", "beta": 0.1}),
-    ("sigmoid_smoothing", {"loss": "sigmoid", "beta": 0.5, "label_smoothing": 0.2}),
-    ("hinge", {"loss": "hinge", "beta": 0.5}),
-    ("ipo", {"loss": "ipo", "beta": 0.1}),
-    ("kto_pair", {"loss": "kto_pair", "beta": 0.1}),
-    ("orpo", {"loss": "orpo", "beta": 0.1}),
-    ("simpo", {"loss": "simpo", "beta": 2.0, "simpo_gamma": 0.5}),
-    ("sigmoid_ftx", {"loss": "sigmoid", "beta": 0.1, "ftx": 0.5}),
-    ("sigmoid_rpo", {"loss": "sigmoid", "beta": 0.1, "rpo_alpha": 1.0}),
-    ("sigmoid_reference_free", {"loss": "sigmoid", "beta": 0.1, "reference_free": True}),
 ]
 GRADIENT_PARAMETERS = ["model.embed_tokens.weight", "model.layers.0.self_attn.q_proj.weight", "model.layers.1.mlp.down_proj.weight"]
 

@@ -10,6 +10,8 @@ Prints the C++ table tests/train/preference/preference_loss_test.cpp holds:
 """
 import math
 
+from preference_cases import CASES
+
 # Two micro-batches of three pairs: summed log-probabilities and label-token counts.
 CHOSEN = [-12.5, -30.25, -7.0]
 REJECTED = [-14.0, -28.5, -9.75]
@@ -82,20 +84,6 @@ def grads(opt):
             g.append((loss(opt, up_c, up_r)[0] - loss(opt, dn_c, dn_r)[0]) / (2 * h))
         out.append(g)
     return out
-
-
-CASES = [
-    ("sigmoid", {"loss": "sigmoid", "beta": 0.1}),
-    ("sigmoid_smoothing", {"loss": "sigmoid", "beta": 0.5, "label_smoothing": 0.2}),
-    ("hinge", {"loss": "hinge", "beta": 0.5}),
-    ("ipo", {"loss": "ipo", "beta": 0.1}),
-    ("kto_pair", {"loss": "kto_pair", "beta": 0.1}),
-    ("orpo", {"loss": "orpo", "beta": 0.1}),
-    ("simpo", {"loss": "simpo", "beta": 2.0, "simpo_gamma": 0.5}),
-    ("sigmoid_ftx", {"loss": "sigmoid", "beta": 0.1, "ftx": 0.5}),
-    ("sigmoid_rpo", {"loss": "sigmoid", "beta": 0.1, "rpo_alpha": 1.0}),
-    ("sigmoid_reference_free", {"loss": "sigmoid", "beta": 0.1, "reference_free": True}),
-]
 
 
 def fmt(values):
