@@ -1,11 +1,17 @@
-// QLoRA's base linears on the GPU today: the 4-bit weight dequantized to bfloat16 by
-// cuda/quant4's kernel, then the bf16 product through cuBLASLt (dequantize-then-cuBLAS), against
-// the same product on a bf16 weight already in memory (plain bf16 LoRA's base). Qwen2.5-7B's
-// layer shapes, NF4 with double quantization; at 1 row (a decode step) and 2048 rows (a
-// training micro-batch of 2048 tokens). Three timings per layer and row count:
+// QLoRA's base linears on the GPU: the 4-bit weight dequantized to bfloat16 by cuda/quant4's
+// kernel, then the bf16 product through cuBLASLt (dequantize-then-cuBLAS: prefill and
+// training), the 4-bit GEMV on the packed weight (a decode step of up to 8 rows), against the
+// same product on a bf16 weight already in memory (plain bf16 LoRA's base). Qwen2.5-7B's layer
+// shapes, NF4 with double quantization; at 1 and 8 rows (decode steps) and 2048 rows (a
+// training micro-batch of 2048 tokens). The timings per layer and row count:
 //   dequantize        the kernel alone; bytes: the codes and scales read, the bf16 weight written
-//   dequantize_gemm   the kernel then the product (what a QLoRA forward runs per linear)
-//   bf16_gemm         the product on a bf16 weight (the ceiling a fused kernel aims at)
+//   dequantize_gemm   the kernel then the product (what a QLoRA forward of many rows runs per
+//                     linear); bytes as dequantize's
+//   gemv4             the 4-bit GEMV (what a decode step runs); bytes: the codes and scales, x
+//                     and y: its copy_fraction is how near the packed weight streams at the
+//                     copy rate
+//   bf16_gemm         the product on a bf16 weight (the ceiling a fused kernel aims at); bytes:
+//                     the bf16 weight
 // Weight sets rotate so that each iteration reads from DRAM.
 //   build/bench/dequantize4_bench --benchmark_counters_tabular=true
 #include <benchmark/benchmark.h>
@@ -13,6 +19,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 
 #include "bench/gpu_bench.h"
@@ -69,6 +76,17 @@ void BM_Dequantize(benchmark::State& state, const Layer& l, bool with_gemm) {
   state.counters["4bit_MiB"] = static_cast<double>(cpu.nbytes()) / (1 << 20);
 }
 
+void BM_Gemv4(benchmark::State& state, const Layer& l) {
+  if (!cuda_available()) return state.SkipWithError("no CUDA GPU");
+  const std::int64_t rows = state.range(0);
+  const Quant4Weight cpu = quantized(l);
+  RotatingSets<Quant4Weight> weights(sets_for(l.numel() / 2), [&](int) { return cpu.to(Device::cuda()); });
+  const Tensor x = Tensor::normal({rows, l.k}, 1, 0, 0.0, 1.0, DType::kBF16, Device::cuda());
+  time_on_gpu(state, [&] { weights.next().linear(x); });
+  report_bandwidth(state, static_cast<double>(cpu.nbytes()) + 2.0 * static_cast<double>(rows * (l.k + l.n)));
+  state.counters["4bit_MiB"] = static_cast<double>(cpu.nbytes()) / (1 << 20);
+}
+
 void BM_Bf16Gemm(benchmark::State& state, const Layer& l) {
   if (!cuda_available()) return state.SkipWithError("no CUDA GPU");
   const std::int64_t rows = state.range(0);
@@ -84,11 +102,14 @@ void BM_Bf16Gemm(benchmark::State& state, const Layer& l) {
 const bool kRegistered = [] {
   for (const Layer& l : kLayers) {
     const std::string name = l.name;
-    for (benchmark::internal::Benchmark* b :
-         {benchmark::RegisterBenchmark((name + "/dequantize").c_str(), BM_Dequantize, l, false),
-          benchmark::RegisterBenchmark((name + "/dequantize_gemm").c_str(), BM_Dequantize, l, true),
-          benchmark::RegisterBenchmark((name + "/bf16_gemm").c_str(), BM_Bf16Gemm, l)})
-      b->ArgName("rows")->Arg(1)->Arg(2048)->UseManualTime()->Unit(benchmark::kMicrosecond);
+    auto configure = [](benchmark::internal::Benchmark* b, std::initializer_list<std::int64_t> rows) {
+      b->ArgName("rows")->UseManualTime()->Unit(benchmark::kMicrosecond);
+      for (std::int64_t r : rows) b->Arg(r);
+    };
+    configure(benchmark::RegisterBenchmark((name + "/dequantize").c_str(), BM_Dequantize, l, false), {1, 2048});
+    configure(benchmark::RegisterBenchmark((name + "/dequantize_gemm").c_str(), BM_Dequantize, l, true), {1, 8, 2048});
+    configure(benchmark::RegisterBenchmark((name + "/gemv4").c_str(), BM_Gemv4, l), {1, 8});
+    configure(benchmark::RegisterBenchmark((name + "/bf16_gemm").c_str(), BM_Bf16Gemm, l), {1, 8, 2048});
   }
   return true;
 }();

@@ -9,24 +9,14 @@
 
 #include <cuda_runtime_api.h>
 
-#include <cstdint>
-
+#include "cuda/quant4/packed4.cuh"
 #include "runtime/dtype.h"
 
 namespace zt::cuda {
 
 struct Dequantize4Args {
-  const std::uint8_t* packed = nullptr;  // [(n + 1) / 2], first code in the high nibble
-  bool nf4 = true;                       // else FP4
-  std::int64_t n = 0;                    // values
-  std::int64_t blocksize = 64;
-  const float* absmax = nullptr;               // [blocks]; null under double quantization
-  const std::uint8_t* absmax_codes = nullptr;  // [blocks] (double quantization)
-  const float* nested_absmax = nullptr;        // [ceil(blocks / nested_blocksize)]
-  const float* nested_map = nullptr;           // [256]
-  float nested_offset = 0.0f;
-  std::int64_t nested_blocksize = 256;
-  void* out = nullptr;  // [n] contiguous, of out_dtype
+  Packed4Weight weight;
+  void* out = nullptr;  // [weight.n] contiguous, of out_dtype
   DType out_dtype = DType::kBF16;
 };
 

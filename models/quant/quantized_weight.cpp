@@ -6,6 +6,8 @@
 #include <vector>
 
 #include "cuda/quant4/dequantize4.cuh"
+#include "cuda/quant4/gemv4.cuh"
+#include "ops/gemm/linear.h"
 #include "ops/quant4/blockwise.h"
 #include "runtime/error.h"
 #include "runtime/streams/current_stream.h"
@@ -44,25 +46,44 @@ Tensor dequantize_cpu(const Quant4Weight& w, DType dtype) {
   return cpu_tensor(values, DType::kF32).to(dtype).view(Shape(w.state.shape));
 }
 
+// The weight's device pointers as cuda/quant4's kernels read them.
+cuda::Packed4Weight device_view(const Quant4Weight& w) {
+  cuda::Packed4Weight view{.packed = w.packed.data<std::uint8_t>(),
+                           .nf4 = w.state.type == Quant4Type::kNf4,
+                           .n = w.state.numel(),
+                           .blocksize = w.state.blocksize};
+  if (w.state.nested) {
+    view.absmax_codes = w.absmax.data<std::uint8_t>();
+    view.nested_absmax = w.nested_absmax.data<float>();
+    view.nested_map = w.nested_map.data<float>();
+    view.nested_offset = w.state.nested->offset;
+    view.nested_blocksize = w.state.nested->blocksize;
+  } else {
+    view.absmax = w.absmax.data<float>();
+  }
+  return view;
+}
+
 Tensor dequantize_gpu(const Quant4Weight& w, DType dtype) {
   Tensor out = Tensor::empty(Shape(w.state.shape), dtype, w.device(), current_stream());
-  cuda::Dequantize4Args args{.packed = w.packed.data<std::uint8_t>(),
-                             .nf4 = w.state.type == Quant4Type::kNf4,
-                             .n = w.state.numel(),
-                             .blocksize = w.state.blocksize,
-                             .out = out.data_ptr(),
-                             .out_dtype = dtype};
-  if (w.state.nested) {
-    args.absmax_codes = w.absmax.data<std::uint8_t>();
-    args.nested_absmax = w.nested_absmax.data<float>();
-    args.nested_map = w.nested_map.data<float>();
-    args.nested_offset = w.state.nested->offset;
-    args.nested_blocksize = w.state.nested->blocksize;
-  } else {
-    args.absmax = w.absmax.data<float>();
-  }
-  cuda::dequantize_4bit(args, current_stream());
+  cuda::dequantize_4bit({.weight = device_view(w), .out = out.data_ptr(), .out_dtype = dtype}, current_stream());
   return out;
+}
+
+Tensor linear_gpu(const Quant4Weight& w, const Tensor& x, const Tensor& bias) {
+  const std::int64_t rows = x.size(0), out_features = w.state.shape[0];
+  Tensor y = Tensor::empty({rows, out_features}, x.dtype(), x.device(), current_stream());
+  cuda::gemv_4bit({.weight = device_view(w),
+                   .rows = rows,
+                   .in_features = w.state.shape[1],
+                   .out_features = out_features,
+                   .x = x.data_ptr(),
+                   .bias = bias.defined() ? bias.data_ptr() : nullptr,
+                   .y = y.data_ptr(),
+                   .dtype = x.dtype(),
+                   .weight_dtype = w.state.dtype},
+                  current_stream());
+  return y;
 }
 
 std::optional<safetensors::TensorInfo> info_of(const SafetensorsCheckpoint& checkpoint, const std::string& name) {
@@ -96,6 +117,16 @@ std::int64_t Quant4Weight::nbytes() const {
 
 Tensor Quant4Weight::dequantize(DType dtype) const {
   return device().is_cpu() ? dequantize_cpu(*this, dtype) : dequantize_gpu(*this, dtype);
+}
+
+Tensor Quant4Weight::linear(const Tensor& x, const Tensor& bias) const {
+  ZT_REQUIRE(state.shape.size() == 2 && x.dim() == 2 && x.size(1) == state.shape[1],
+             "4-bit linear: x " + shape_str(x.shape()) + " does not match the weight " + shape_str(Shape(state.shape)));
+  ZT_REQUIRE(x.device() == device() && (!bias.defined() || (bias.device() == device() && bias.dtype() == x.dtype())),
+             "4-bit linear: x and the bias must be on the weight's device, the bias in x's dtype");
+  if (device().is_cpu() || x.size(0) > cuda::kGemv4MaxRows)
+    return ops::linear_forward(x, dequantize(state.dtype).to(x.dtype()), bias);
+  return linear_gpu(*this, x.contiguous(), bias.defined() ? bias.contiguous() : bias);
 }
 
 Quant4Weight Quant4Weight::to(Device target) const {

@@ -1,7 +1,7 @@
 // One linear layer's weight held in bitsandbytes' 4-bit form (quant_state.h) on a device:
 // about half a byte per weight at rest, dequantized whole into a transient tensor when the
-// layer computes. Made by quantizing a dense weight, or read from a pre-quantized checkpoint;
-// written back in the same layout.
+// layer computes, or multiplied as it is held by a decode step's few rows. Made by quantizing a dense weight, or read
+// from a pre-quantized checkpoint; written back in the same layout.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +33,12 @@ struct Quant4Weight {
   // The weight, of state.shape, in `dtype` on the weight's device (the CPU reference on the CPU,
   // cuda/quant4's kernel on a GPU: the same bits).
   Tensor dequantize(DType dtype) const;
+  // x [rows, in_features] · weightᵀ (+ bias [out_features]) in x's dtype, the weight read as
+  // dequantize(state.dtype) converted to x's dtype. On a GPU, up to cuda::kGemv4MaxRows rows run
+  // cuda/quant4's 4-bit GEMV on the packed codes (the weight is never written out whole; the
+  // result equals dequantize-then-GEMM up to the order of the sums); more rows, and the CPU,
+  // dequantize and call ops::linear_forward (on the CPU: the gather path's bits).
+  Tensor linear(const Tensor& x, const Tensor& bias = Tensor()) const;
   Quant4Weight to(Device device) const;
   // CPU tensors named as bitsandbytes names them: `name` (uint8 [(n + 1) / 2, 1]), name.absmax,
   // name.quant_map, [name.nested_absmax, name.nested_quant_map,] name.quant_state.bitsandbytes__*.

@@ -4,40 +4,11 @@
 #include <cmath>
 #include <vector>
 
+#include "ops/quant4/code_book_values.h"
 #include "runtime/error.h"
 
 namespace zt::ops::quant4 {
 namespace {
-
-// bitsandbytes' nf4_dequantization_lut: create_normal_map(offset=0.9677083) rounded to float32.
-constexpr std::array<float, 16> kNf4 = {-1.0f,
-                                        -0.6961928009986877f,
-                                        -0.5250730514526367f,
-                                        -0.39491748809814453f,
-                                        -0.28444138169288635f,
-                                        -0.18477343022823334f,
-                                        -0.09105003625154495f,
-                                        0.0f,
-                                        0.07958029955625534f,
-                                        0.16093020141124725f,
-                                        0.24611230194568634f,
-                                        0.33791524171829224f,
-                                        0.44070982933044434f,
-                                        0.5626170039176941f,
-                                        0.7229568362236023f,
-                                        1.0f};
-
-// [0, 0.0625, 8, 12, 4, 6, 2, 3] and their negatives (code | 0b1000), divided by 12 in float32 as
-// get_4bit_type does; the sign bit of code 8 gives -0.
-std::array<float, 16> make_fp4() {
-  constexpr float kMagnitudes[8] = {0.0f, 0.0625f, 8.0f, 12.0f, 4.0f, 6.0f, 2.0f, 3.0f};
-  std::array<float, 16> values{};
-  for (int code = 0; code < 8; ++code) {
-    values[code] = kMagnitudes[code] / 12.0f;
-    values[code + 8] = -kMagnitudes[code] / 12.0f;
-  }
-  return values;
-}
 
 // torch.linspace(start, end, steps, dtype=float32) as its CPU kernel computes each element:
 // the first half counted up from start, the second half down from end, in float. That kernel is
@@ -83,8 +54,9 @@ Quant4Type parse_quant4_type(const std::string& name, const std::string& where) 
 }
 
 const std::array<float, 16>& code_book(Quant4Type type) {
-  static const std::array<float, 16> fp4 = make_fp4();
-  return type == Quant4Type::kNf4 ? kNf4 : fp4;
+  static const std::array<float, 16> nf4 = std::to_array(kNf4Values.values);
+  static const std::array<float, 16> fp4 = std::to_array(kFp4Values.values);
+  return type == Quant4Type::kNf4 ? nf4 : fp4;
 }
 
 // The thresholds are bitsandbytes' own float literals (midpoints of neighbouring codes); they

@@ -1,0 +1,143 @@
+// cuda/quant4's 4-bit GEMV (through Quant4Weight::linear) against the CPU reference: the weight
+// dequantized by ops/quant4 and converted as the gather path converts it, then a matmul in
+// double. NF4 and FP4, with and without double quantization, scale blocks of 64, 128 and 256,
+// 1 to 8 rows, x in float32, bfloat16 and float16 from weights quantized out of each of the
+// three, with and without a bias, on shapes the 16-byte path takes (K a multiple of 32; rows
+// starting inside a scale block) and shapes it cannot (K = 70, an odd K whose rows share a
+// byte).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "cuda/quant4/gemv4.cuh"
+#include "models/quant/quantized_weight.h"
+#include "tests/common/test_util.h"
+
+namespace zt::models::quant {
+namespace {
+
+// Half the spacing of dtype's numbers relative to a value: the rounding of y.
+double rounding(DType dtype) {
+  return dtype == DType::kBF16  ? std::ldexp(1.0, -8)
+         : dtype == DType::kF16 ? std::ldexp(1.0, -11)
+                                : std::ldexp(1.0, -24);
+}
+
+struct Case {
+  std::int64_t n, k;
+};
+
+std::string describe(const Case& c, Quant4Type type, bool nested, std::int64_t blocksize, DType stored, DType dtype,
+                     std::int64_t rows, bool bias) {
+  std::string text = std::to_string(c.n) + "x" + std::to_string(c.k);
+  text += std::string(" ") + quant4_type_name(type) + (nested ? " nested" : "") + " blocksize ";
+  text += std::to_string(blocksize) + " stored " + dtype_name(stored) + " x " + dtype_name(dtype) + " rows ";
+  text += std::to_string(rows) + (bias ? " bias" : "");
+  return text;
+}
+
+// y from the GPU against sum_k x[m, k] * w[n, k] (+ bias) in double. The GPU sums the same
+// products in float in another order: each partial sum may be off by a float rounding, so the
+// difference is at most K * 2^-24 * sum_k |x w| (the bound on a float sum of K terms), plus the
+// rounding of y to its dtype.
+void expect_near_reference(const Tensor& y_gpu, const Tensor& x, const Tensor& dense, const Tensor& bias,
+                           const std::string& what) {
+  const std::vector<double> y = y_gpu.to(Device::cpu(), DType::kF32).to_vector();
+  const std::vector<double> xs = x.to(DType::kF32).to_vector(), ws = dense.to(DType::kF32).to_vector();
+  const std::vector<double> bs = bias.defined() ? bias.to(DType::kF32).to_vector() : std::vector<double>();
+  const std::int64_t rows = x.size(0), k = x.size(1), n = dense.size(0);
+  for (std::int64_t m = 0; m < rows; ++m)
+    for (std::int64_t j = 0; j < n; ++j) {
+      double sum = bs.empty() ? 0.0 : bs[static_cast<std::size_t>(j)], magnitude = std::fabs(sum);
+      for (std::int64_t i = 0; i < k; ++i) {
+        const double product = xs[static_cast<std::size_t>(m * k + i)] * ws[static_cast<std::size_t>(j * k + i)];
+        sum += product;
+        magnitude += std::fabs(product);
+      }
+      const double order = static_cast<double>(k + 1) * std::ldexp(1.0, -24) * magnitude;
+      const double tolerance = order + rounding(y_gpu.dtype()) * (std::fabs(sum) + order);
+      ASSERT_NEAR(y[static_cast<std::size_t>(m * n + j)], sum, tolerance) << what << " y[" << m << ", " << j << "]";
+    }
+}
+
+TEST(Gemv4Gpu, MatchesTheCpuReferenceUpToTheOrderOfTheSum) {
+  ZT_SKIP_WITHOUT_GPU();
+  const Case cases[] = {{72, 320}, {33, 96}, {5, 70}, {3, 37}};
+  std::uint64_t seed = 1;
+  for (const Case& c : cases)
+    for (Quant4Type type : {Quant4Type::kNf4, Quant4Type::kFp4})
+      for (bool nested : {true, false})
+        for (std::int64_t blocksize : {64, 128, 256})
+          for (DType stored : {DType::kF32, DType::kBF16, DType::kF16}) {
+            const Tensor w = Tensor::normal({c.n, c.k}, seed++, 0, 0.0, 0.02, DType::kF32).to(stored);
+            const Quant4Weight cpu =
+                quantize_weight(w, {.type = type, .double_quant = nested, .blocksize = blocksize}, "w");
+            const Quant4Weight gpu = cpu.to(Device::cuda());
+            for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
+              // What the gather path hands the GEMM: dequantized in the stored dtype, then converted.
+              const Tensor dense = cpu.dequantize(stored).to(dtype);
+              for (std::int64_t rows = 1; rows <= cuda::kGemv4MaxRows; ++rows)
+                for (bool with_bias : {false, true}) {
+                  const Tensor x = Tensor::normal({rows, c.k}, seed++, 0, 0.0, 1.0, DType::kF32).to(dtype);
+                  const Tensor bias =
+                      with_bias ? Tensor::normal({c.n}, seed++, 0, 0.0, 1.0, DType::kF32).to(dtype) : Tensor();
+                  const Tensor y = gpu.linear(x.to(Device::cuda()), with_bias ? bias.to(Device::cuda()) : Tensor());
+                  ASSERT_EQ(y.dtype(), dtype);
+                  ASSERT_EQ(y.shape(), (Shape{rows, c.n}));
+                  expect_near_reference(y, x, dense, bias,
+                                        describe(c, type, nested, blocksize, stored, dtype, rows, with_bias));
+                }
+            }
+          }
+}
+
+// With x one-hot per row, y[m, n] is a single product, 1 * w[n, k_m]: no sum to reorder, so it
+// must equal the dequantized weight exactly, each value decoded and rounded (through the
+// stored dtype, then x's) as dequantize_4bit and the conversion round it.
+TEST(Gemv4Gpu, EachWeightIsTheDequantizedValueExactly) {
+  ZT_SKIP_WITHOUT_GPU();
+  const Case cases[] = {{72, 320}, {5, 70}};
+  for (const Case& c : cases)
+    for (Quant4Type type : {Quant4Type::kNf4, Quant4Type::kFp4})
+      for (bool nested : {true, false})
+        for (DType stored : {DType::kF32, DType::kBF16, DType::kF16})
+          for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
+            Tensor w = Tensor::normal({c.n, c.k}, 3, 0, 0.0, 0.02, DType::kF32);
+            w.data<float>()[c.k + 7] = 9.0f;  // a block whose other values quantize to few codes
+            const Quant4Weight cpu =
+                quantize_weight(w.to(stored), {.type = type, .double_quant = nested, .blocksize = 64}, "w");
+            const std::vector<double> dense = cpu.dequantize(stored).to(dtype).to(DType::kF32).to_vector();
+            const std::int64_t rows = cuda::kGemv4MaxRows;
+            std::vector<double> hot(static_cast<std::size_t>(rows * c.k), 0.0);
+            std::vector<std::int64_t> column(static_cast<std::size_t>(rows));
+            for (std::int64_t m = 0; m < rows; ++m) {
+              column[static_cast<std::size_t>(m)] = (37 * m + 5) % c.k;
+              hot[static_cast<std::size_t>(m * c.k + column[static_cast<std::size_t>(m)])] = 1.0;
+            }
+            const Tensor x = Tensor::from_values(hot, {rows, c.k}, DType::kF32).to(dtype);
+            const std::vector<double> y =
+                cpu.to(Device::cuda()).linear(x.to(Device::cuda())).to(Device::cpu(), DType::kF32).to_vector();
+            const std::string what = describe(c, type, nested, 64, stored, dtype, rows, false);
+            for (std::int64_t m = 0; m < rows; ++m)
+              for (std::int64_t j = 0; j < c.n; ++j)
+                ASSERT_EQ(y[static_cast<std::size_t>(m * c.n + j)],
+                          dense[static_cast<std::size_t>(j * c.k + column[static_cast<std::size_t>(m)])])
+                    << what << " y[" << m << ", " << j << "]";
+          }
+}
+
+// More rows than the GEMV takes go through the dequantized weight and cuBLASLt, the same values.
+TEST(Gemv4Gpu, MoreRowsThanTheKernelTakesDequantizeFirst) {
+  ZT_SKIP_WITHOUT_GPU();
+  const Tensor w = Tensor::normal({40, 128}, 9, 0, 0.0, 0.02, DType::kBF16);
+  const Quant4Weight cpu = quantize_weight(w, {}, "w");
+  const Tensor x = Tensor::normal({cuda::kGemv4MaxRows + 3, 128}, 10, 0, 0.0, 1.0, DType::kBF16);
+  const Tensor y = cpu.to(Device::cuda()).linear(x.to(Device::cuda()));
+  ASSERT_EQ(y.shape(), (Shape{cuda::kGemv4MaxRows + 3, 40}));
+  expect_near_reference(y, x, cpu.dequantize(DType::kBF16), Tensor(), "11 rows");
+}
+
+}  // namespace
+}  // namespace zt::models::quant
