@@ -8,6 +8,7 @@
 #include "autograd/functions.h"
 #include "autograd/grad_mode.h"
 #include "models/small_m_decoder.h"
+#include "ops/gemm/lora_linear.h"
 #include "ops/norm/rmsnorm.h"
 #include "runtime/error.h"
 
@@ -35,8 +36,24 @@ std::optional<Projection> fusable_projection(const LayerParameters& p, int slot,
   return layer;
 }
 
+// The projection of a weight the gatherer holds (a 4-bit weight on a decode step, no
+// gradient): its product read from the weight as held, the LoRA update added as lora_linear
+// adds it. Nothing for a weight held dense.
+std::optional<Variable> held_projection(const LayerParameters& p, const Variable& h, int slot, int bias_slot) {
+  if (p.held_weights == nullptr) return std::nullopt;
+  const Tensor bias = bias_slot >= 0 && (*p.weights)[bias_slot].defined() ? (*p.weights)[bias_slot].data() : Tensor();
+  std::optional<Tensor> y = p.held_weights->held_linear((*p.weights)[slot], h.data(), bias);
+  if (!y) return std::nullopt;
+  if (p.lora != nullptr && (*p.lora)[slot]) {
+    const LoraUpdate& update = *(*p.lora)[slot];
+    ops::add_lora_update(*y, h.data(), update.a.data(), update.b.data(), update.scale);
+  }
+  return Variable(*y);
+}
+
 // The projection of weight slot `slot` plus the LoRA update sitting beside it.
 Variable project(const LayerParameters& p, const Variable& h, int slot, int bias_slot) {
+  if (std::optional<Variable> held = held_projection(p, h, slot, bias_slot)) return *held;
   if (std::optional<Projection> layer = fusable_projection(p, slot, bias_slot))
     return layer->lora_a.defined()
                ? lora_linear(h, layer->weight, layer->bias, layer->lora_a, layer->lora_b, layer->lora_scale)
@@ -52,7 +69,7 @@ std::vector<Variable> project_each(const LayerParameters& p, const Variable& h,
   std::vector<Projection> layers;
   for (const auto& [slot, bias_slot] : slots)
     if (std::optional<Projection> layer = fusable_projection(p, slot, bias_slot)) layers.push_back(*layer);
-  if (layers.size() == slots.size()) return projections(h, layers);
+  if (layers.size() == slots.size() && p.held_weights == nullptr) return projections(h, layers);
   std::vector<Variable> outputs;
   for (const auto& [slot, bias_slot] : slots) outputs.push_back(project(p, h, slot, bias_slot));
   return outputs;

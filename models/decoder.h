@@ -13,6 +13,7 @@
 #include "models/activation_dump.h"
 #include "models/config/config.h"
 #include "models/generation/kv_cache.h"
+#include "models/parameter_gatherer.h"
 #include "models/peft/adapters.h"
 #include "models/weights/hf_names.h"
 #include "ops/attention/attention_backend.h"
@@ -41,6 +42,9 @@ struct LayerParameters {
   bool training = false;                                   // adapter dropout on: this forward will be differentiated
   LayerRecording record;                                   // the layer's activations, when a recorder is set
   const PartialSumReducer* reduce_partial_sums = nullptr;  // null: the layer is whole on this device
+  // Set when the layer runs ungathered (ParameterGatherer::multiplies_held): each linear
+  // multiplies through held_linear, the weights' Variables being empty.
+  const ParameterGatherer* held_weights = nullptr;
 };
 
 // x [tokens, hidden] -> [tokens, hidden]. With a cache (no gradient), the cache computes the

@@ -126,9 +126,13 @@ Variable CausalLM::run_layer(std::int64_t layer, const Variable& x, const TokenL
   const auto index = static_cast<std::size_t>(layer);
   const LayerLora* lora = lora_.empty() || !adapters_enabled_ ? nullptr : &lora_[index];
   const PartialSumReducer* reducer = partial_sum_reducer_ ? &partial_sum_reducer_ : nullptr;
-  const LayerParameters parameters{&layers_[index],    lora,   prefix, autograd::grad_enabled(),
-                                   {recorder_, layer}, reducer};
   const ModuleRef module{ModuleKind::kLayer, layer};
+  // The 4-bit base on a decode step: the linears multiply the packed weights, nothing gathered.
+  const bool held =
+      gatherer_ != nullptr && !autograd::grad_enabled() && gatherer_->multiplies_held(module, x.data().size(0));
+  const LayerParameters parameters{
+      &layers_[index], lora, prefix, autograd::grad_enabled(), {recorder_, layer}, reducer, held ? gatherer_ : nullptr};
+  if (held) return decoder_layer(*config_, layer, parameters, x, tokens, cache);
   const bool recompute =
       cache == nullptr && autograd::grad_enabled() && (options_.gradient_checkpointing || gatherer_ != nullptr);
   if (!recompute) {

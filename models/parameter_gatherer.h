@@ -10,6 +10,9 @@
 //   LM head        around the head's matmul; the trainer brackets the fused head + loss
 //   prefix encoder around the P-Tuning prefix computation (the tape keeps what it saved)
 //
+// A gatherer that can multiply by a layer's weights as it holds them may let the layer skip
+// its gather (multiplies_held below): models/quant/'s 4-bit base on a decode step.
+//
 // train/zero/zero3_partitioner.h implements the gatherer with all-gathers of each module's flat
 // shards, and may start gathering the modules it expects next while one computes (its
 // prefetch); gather() of such a module then only waits for it. Without a gatherer set on the
@@ -17,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,6 +52,18 @@ class ParameterGatherer {
   // The module's partitioned parameters may hold nothing again (memory the autograd tape
   // still references is freed when the tape lets go of it).
   virtual void release(const ModuleRef& module) = 0;
+
+  // Whether a forward of `module` on `rows` tokens that records no gradient may skip gather()
+  // and release(), because the gatherer multiplies by the weights as it holds them (the 4-bit
+  // base's GEMV on a decode step: models/quant/). Then each linear of the module asks
+  // held_linear() first. None by default: ZeRO-3 must gather.
+  virtual bool multiplies_held(const ModuleRef& /*module*/, std::int64_t /*rows*/) const { return false; }
+  // x [rows, in] · weightᵀ (+ bias) read from `weight` as held, in x's dtype; nullopt for a
+  // weight the gatherer does not hold (one kept dense), which the caller multiplies as it is.
+  virtual std::optional<Tensor> held_linear(const Variable& /*weight*/, const Tensor& /*x*/,
+                                            const Tensor& /*bias*/) const {
+    return std::nullopt;
+  }
 };
 
 // gather() now, release() at the end of the scope; nothing when `gatherer` is null.

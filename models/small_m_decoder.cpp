@@ -71,7 +71,7 @@ Tensor mlp(const ModelConfig& c, const LayerWeights& w, const Tensor& h) {
 bool small_m_layer_applies(const ModelConfig& config, const LayerParameters& parameters, const Variable& x,
                            const TokenLayout& tokens, const KvCache* cache) {
   return tokens.small_m_layers && cache != nullptr && !autograd::grad_enabled() &&
-         x.data().size(0) <= ops::kSmallMMaxRows && parameters.lora == nullptr &&
+         x.data().size(0) <= ops::kSmallMMaxRows && parameters.lora == nullptr && parameters.held_weights == nullptr &&
          parameters.reduce_partial_sums == nullptr && parameters.record.recorder == nullptr && !config.sandwich_norms;
 }
 

@@ -13,8 +13,8 @@ namespace zt::models {
 
 // Whether the step may take this layer: asked for (TokenLayout::small_m_layers), with a cache
 // and no gradient, few enough tokens, and none of what the fused linears do not carry (LoRA
-// beside the weights, a tensor-parallel shard, GLM-4's norms after attention and MLP, an
-// activation recorder).
+// beside the weights, weights left ungathered in 4 bits, a tensor-parallel shard, GLM-4's
+// norms after attention and MLP, an activation recorder).
 bool small_m_layer_applies(const ModelConfig& config, const LayerParameters& parameters, const Variable& x,
                            const TokenLayout& tokens, const KvCache* cache);
 

@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "autograd/grad_mode.h"
+#include "cuda/quant4/gemv4.cuh"
 #include "models/weights/hf_names.h"
 #include "runtime/error.h"
 
@@ -21,6 +22,7 @@ QuantizedLinears::QuantizedLinears(std::vector<Entry> entries, DType compute_dty
     const auto layer = static_cast<std::size_t>(entries_[i].layer);
     if (by_layer_.size() <= layer) by_layer_.resize(layer + 1);
     by_layer_[layer].push_back(i);
+    by_variable_.emplace(entries_[i].variable.impl().get(), i);
   }
   users_.assign(by_layer_.size(), 0);
   for (const Entry& e : entries_) set_empty(e.variable, compute_dtype_, e.weight.device());
@@ -44,6 +46,17 @@ void QuantizedLinears::release(const ModuleRef& module) {
   ZT_REQUIRE(users_[layer] > 0, "4-bit weights: " + module_name(module) + " was released more often than gathered");
   if (--users_[layer] > 0) return;
   for (std::size_t i : by_layer_[layer]) set_empty(entries_[i].variable, compute_dtype_, entries_[i].weight.device());
+}
+
+bool QuantizedLinears::multiplies_held(const ModuleRef& module, std::int64_t rows) const {
+  return module.kind == ModuleKind::kLayer && module.layer < static_cast<std::int64_t>(by_layer_.size()) &&
+         !by_layer_[static_cast<std::size_t>(module.layer)].empty() && rows >= 1 && rows <= cuda::kGemv4MaxRows;
+}
+
+std::optional<Tensor> QuantizedLinears::held_linear(const Variable& weight, const Tensor& x, const Tensor& bias) const {
+  const auto found = by_variable_.find(weight.impl().get());
+  if (found == by_variable_.end()) return std::nullopt;
+  return entries_[found->second].weight.linear(x, bias);
 }
 
 std::int64_t QuantizedLinears::nbytes() const {

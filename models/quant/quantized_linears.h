@@ -9,7 +9,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "models/model.h"
@@ -29,6 +31,8 @@ class QuantizedLinears : public ParameterGatherer {
 
   void gather(const ModuleRef& module) override;
   void release(const ModuleRef& module) override;
+  bool multiplies_held(const ModuleRef& module, std::int64_t rows) const override;
+  std::optional<Tensor> held_linear(const Variable& weight, const Tensor& x, const Tensor& bias) const override;
 
   const std::vector<Entry>& entries() const { return entries_; }
   std::int64_t nbytes() const;  // the 4-bit weights with their scales
@@ -36,6 +40,7 @@ class QuantizedLinears : public ParameterGatherer {
  private:
   std::vector<Entry> entries_;
   std::vector<std::vector<std::size_t>> by_layer_;
+  std::unordered_map<const autograd::VariableImpl*, std::size_t> by_variable_;
   std::vector<int> users_;  // gathers not yet released, per layer
   DType compute_dtype_;
 };

@@ -32,9 +32,18 @@ LoraLinearOutput lora_linear_forward(const Tensor& x, const Tensor& weight, cons
                                      const Tensor& b, double scale) {
   check_update(x, weight, a, b);
   Tensor y = linear_forward(x, weight, bias);
+  Tensor down = add_lora_update(y, x, a, b, scale);
+  return {y, down};
+}
+
+Tensor add_lora_update(const Tensor& y, const Tensor& x, const Tensor& a, const Tensor& b, double scale) {
+  check_update(x, Tensor(), a, b);
+  ZT_REQUIRE(y.is_contiguous() && y.dtype() == x.dtype() && y.numel() == x.numel() / x.size(-1) * b.size(0),
+             "lora_linear: the output " + shape_str(y.shape()) + " does not take lora_B " + shape_str(b.shape()) +
+                 "'s rows for x " + shape_str(x.shape()));
   Tensor down = scale_forward(detail::gemm(as_rows(x), false, a, true), scale);
   detail::gemm_add(as_rows(y), down, false, b, true);
-  return {y, down};
+  return down;
 }
 
 LoraLinearGrads lora_linear_backward(const Tensor& grad_y, const Tensor& x, const Tensor& weight, const Tensor& a,

@@ -20,6 +20,11 @@ struct LoraLinearOutput {
 LoraLinearOutput lora_linear_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& a,
                                      const Tensor& b, double scale);
 
+// The update alone onto a y computed otherwise (a 4-bit weight's product, models/quant/):
+// y [..., out] (contiguous, x's dtype) += scale · (x · Aᵀ) · Bᵀ through the GEMM's epilogue,
+// as lora_linear_forward adds it. Returns scale · x · Aᵀ.
+Tensor add_lora_update(const Tensor& y, const Tensor& x, const Tensor& a, const Tensor& b, double scale);
+
 struct LoraLinearGrads {
   LinearGrads base;  // of x, W and the bias, as linear_backward gives them
   Tensor grad_a;     // [rank, in]

@@ -105,7 +105,7 @@ fs::path* FourBitGeneration::dir_ = nullptr;
 TEST_F(FourBitGeneration, GreedyTokensEqualTheDequantizedModelsWithAndWithoutAnAdapter) {
   const std::string dense = greedy_ids(model("dense"));
   EXPECT_EQ(greedy_ids(model("bnb")), dense);
-  EXPECT_EQ(greedy_ids(model("bnb") + " --fused_decode"), dense);  // its layers read the dequantized weights
+  EXPECT_EQ(greedy_ids(model("bnb") + " --fused_decode"), dense);  // decode steps multiply the 4-bit weights
   EXPECT_EQ(greedy_ids(" --model_name_or_path " + kTiny + " --quantization_bit 4"), dense);
   const std::string adapted = greedy_ids(model("dense") + adapter());
   EXPECT_NE(adapted, dense) << "the adapter changes nothing: the test would not see it ignored";

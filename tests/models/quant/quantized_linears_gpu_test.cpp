@@ -1,5 +1,6 @@
 // The 4-bit base on the GPU: the tiny model saved in bitsandbytes' layout, loaded on a GPU in
-// bfloat16 kept 4-bit (each layer dequantized by cuda/quant4's kernel) and dequantized at load,
+// bfloat16 kept 4-bit (each layer dequantized by cuda/quant4's kernel: a forward of more tokens
+// than the 4-bit GEMV takes, see held_decode_gpu_test for fewer) and dequantized at load,
 // gives the same logits bit for bit (the same weights through the same GEMMs), and LoRA's
 // gradients through the 4-bit layers match the dense model's.
 #include <gtest/gtest.h>
@@ -33,9 +34,10 @@ TEST_F(QuantizedLinearsGpu, KeptFourBitEqualsDequantizedAtLoad) {
     lora.rank = 4;
     lora.target_modules = parse_lora_target("all", model.config());
     attach_lora(model, lora, 3);
-    const Tensor ids = Tensor::from_values({5, 17, 230, 41, 9, 300, 77, 12}, {8}, DType::kI64);
-    const Tensor positions = Tensor::from_values({0, 1, 2, 3, 4, 0, 1, 2}, {8}, DType::kI64);
-    const Tensor cu = Tensor::from_values({0, 5, 8}, {3}, DType::kI32);
+    // More tokens than the 4-bit GEMV takes: the forward without gradients gathers too.
+    const Tensor ids = Tensor::from_values({5, 17, 230, 41, 9, 300, 77, 12, 64, 3}, {10}, DType::kI64);
+    const Tensor positions = Tensor::from_values({0, 1, 2, 3, 4, 0, 1, 2, 3, 4}, {10}, DType::kI64);
+    const Tensor cu = Tensor::from_values({0, 5, 10}, {3}, DType::kI32);
     Tensor logits;
     {
       autograd::NoGradGuard off;
@@ -43,7 +45,7 @@ TEST_F(QuantizedLinearsGpu, KeptFourBitEqualsDequantizedAtLoad) {
     }
     model
         .loss(model.forward(ids, positions, cu),
-              Tensor::from_values({17, 230, 41, 9, -100, 77, 12, -100}, {8}, DType::kI64))
+              Tensor::from_values({17, 230, 41, 9, -100, 77, 12, 64, 3, -100}, {10}, DType::kI64))
         .backward();
     std::vector<Tensor> grads{logits};
     for (const NamedParameter& p : lora_parameters(model))
