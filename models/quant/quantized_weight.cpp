@@ -124,7 +124,7 @@ Tensor Quant4Weight::linear(const Tensor& x, const Tensor& bias) const {
              "4-bit linear: x " + shape_str(x.shape()) + " does not match the weight " + shape_str(Shape(state.shape)));
   ZT_REQUIRE(x.device() == device() && (!bias.defined() || (bias.device() == device() && bias.dtype() == x.dtype())),
              "4-bit linear: x and the bias must be on the weight's device, the bias in x's dtype");
-  if (device().is_cpu() || x.size(0) > cuda::kGemv4MaxRows)
+  if (device().is_cpu() || x.size(0) == 0 || x.size(0) > cuda::kGemv4MaxRows)
     return ops::linear_forward(x, dequantize(state.dtype).to(x.dtype()), bias);
   return linear_gpu(*this, x.contiguous(), bias.defined() ? bias.contiguous() : bias);
 }
