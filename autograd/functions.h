@@ -87,4 +87,12 @@ namespace zt::autograd {
 Variable linear_cross_entropy(const Variable& hidden, const Variable& weight, const Tensor& labels,
                               const ops::LinearCrossEntropyOptions& options = {});
 
+// The same node over a forward already run (with the options it ran with): `forward.loss` is
+// the Variable's value and its backward scales `forward`'s gradients, as linear_cross_entropy's
+// does. For a caller that adjusts those gradients between the pass and the recording
+// (models/sequence_log_probs.h: per-sequence factors known only after the pass).
+Variable linear_cross_entropy_recorded(const Variable& hidden, const Variable& weight,
+                                       ops::LinearCrossEntropyOutput forward,
+                                       const ops::LinearCrossEntropyOptions& options);
+
 }  // namespace zt::autograd

@@ -14,6 +14,12 @@ Variable linear_cross_entropy(const Variable& hidden, const Variable& weight, co
   ops::LinearCrossEntropyGradsNeeded needed{recording && hidden.requires_grad(), recording && weight.requires_grad()};
   ops::LinearCrossEntropyOutput forward =
       ops::linear_cross_entropy_forward(hidden.data(), weight.data(), labels, options, needed);
+  return linear_cross_entropy_recorded(hidden, weight, std::move(forward), options);
+}
+
+Variable linear_cross_entropy_recorded(const Variable& hidden, const Variable& weight,
+                                       ops::LinearCrossEntropyOutput forward,
+                                       const ops::LinearCrossEntropyOptions& options) {
   Tensor loss = forward.loss;
   DType weight_dtype = weight.data().dtype();
   return record_one("linear_cross_entropy", std::move(loss), {hidden, weight},

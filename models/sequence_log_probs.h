@@ -6,9 +6,13 @@
 //   1. the scorer runs the body (recorded when grad mode is on) and the head's per-token
 //      losses without gradients, giving each sequence's log-probability;
 //   2. the preference loss, a function of those numbers, says d(loss)/d(log p) of each;
-//   3. weighted() runs the head once more with those factors as per-token weights, forming
-//      the head's gradients of sum_i factor_i · log p_i in the one pass, as SFT's loss does.
-// The head runs twice instead of keeping the logits; under ZeRO-3 it is gathered for each.
+//   3. weighted() forms the head's gradients of sum_i factor_i · log p_i. A trainable head
+//      runs once more with those factors as per-token weights (its weight gradient needs
+//      them inside the pass over the vocabulary). A frozen head (LoRA) needs only the hidden
+//      states' gradient, which is linear in each token's factor: step 1's pass forms each
+//      token's gradient of its own loss beside the loss, and weighted() scales those rows, so
+//      the head runs once.
+// Under ZeRO-3 the head is gathered for each pass.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +21,7 @@
 #include "autograd/variable.h"
 #include "models/batch.h"
 #include "models/model.h"
+#include "ops/loss/linear_cross_entropy.h"
 
 namespace zt::models {
 
@@ -42,11 +47,17 @@ class SequenceScorer {
   autograd::Variable weighted(const std::vector<double>& coefficients, double grad_scale = 1.0) const;
 
  private:
+  autograd::Variable scaled_unit_pass(const std::vector<double>& weights, DType dtype, double grad_scale) const;
+
   const CausalLM& model_;
   Tensor labels_;
   std::vector<std::int64_t> sequence_of_token_;  // -1 where the label is ignored
   autograd::Variable hidden_;
   SequenceLogProbs log_probs_;
+  // A frozen head's pass (step 3 above): its grad_hidden holds each token's gradient of its own
+  // loss, and token_losses_ the losses weighted() sums into its value. Undefined otherwise.
+  ops::LinearCrossEntropyOutput unit_pass_;
+  std::vector<double> token_losses_;
 };
 
 }  // namespace zt::models

@@ -23,35 +23,44 @@ PackedBatch pair_batch(Device device) {
                         device);
 }
 
+// With the head training (its gradients formed in a second pass) and frozen (one pass whose
+// rows weighted() scales, as under LoRA).
 TEST(SequenceLogProbsGpu, ScoresAndHeadGradientsMatchTheCpu) {
   ZT_SKIP_WITHOUT_GPU();
   const ModelConfig config = testing::tiny_trainer_config();
   const std::vector<double> coefficients = {0.7, -1.3, 0.25, 2.0};
-  const CausalLM cpu = init_model(config, 3, {.dtype = DType::kF32});
-  const SequenceScorer cpu_scorer(cpu, pair_batch(Device::cpu()));
-  cpu_scorer.weighted(coefficients, 2.0).backward();
-  for (DType dtype : {DType::kF32, DType::kBF16}) {
-    SCOPED_TRACE(dtype_name(dtype));
-    const double tolerance = dtype == DType::kF32 ? 1e-4 : 5e-2;
-    const CausalLM gpu = init_model(config, 3, {.device = Device::cuda(), .dtype = dtype});
-    const SequenceScorer scorer(gpu, pair_batch(Device::cuda()));
-    const SequenceLogProbs& want = cpu_scorer.log_probs();
-    const SequenceLogProbs& have = scorer.log_probs();
-    EXPECT_EQ(have.label_tokens, want.label_tokens);
-    for (std::size_t s = 0; s < want.sums.size(); ++s) {
-      EXPECT_NEAR(have.sums[s], want.sums[s], tolerance * std::max(1.0, std::abs(want.sums[s]))) << s;
-      EXPECT_NEAR(have.logit_sums[s], want.logit_sums[s], tolerance * std::max(1.0, std::abs(want.logit_sums[s]))) << s;
-    }
-    scorer.weighted(coefficients, 2.0).backward();
-    for (const char* name : {"lm_head.weight", "model.layers.1.mlp.down_proj.weight"}) {
-      const std::vector<double> a = cpu.parameter(name).grad().to_vector();
-      const std::vector<double> b = gpu.parameter(name).grad().to(Device::cpu()).to_vector();
-      double scale = 0.0, worst = 0.0;
-      for (std::size_t i = 0; i < a.size(); ++i) {
-        scale = std::max(scale, std::abs(a[i]));
-        worst = std::max(worst, std::abs(a[i] - b[i]));
+  for (bool frozen_head : {false, true}) {
+    SCOPED_TRACE(frozen_head ? "frozen head" : "trained head");
+    const CausalLM cpu = init_model(config, 3, {.dtype = DType::kF32});
+    if (frozen_head) cpu.lm_head_weight().set_requires_grad(false);
+    const SequenceScorer cpu_scorer(cpu, pair_batch(Device::cpu()));
+    cpu_scorer.weighted(coefficients, 2.0).backward();
+    for (DType dtype : {DType::kF32, DType::kBF16}) {
+      SCOPED_TRACE(dtype_name(dtype));
+      const double tolerance = dtype == DType::kF32 ? 1e-4 : 5e-2;
+      const CausalLM gpu = init_model(config, 3, {.device = Device::cuda(), .dtype = dtype});
+      if (frozen_head) gpu.lm_head_weight().set_requires_grad(false);
+      const SequenceScorer scorer(gpu, pair_batch(Device::cuda()));
+      const SequenceLogProbs& want = cpu_scorer.log_probs();
+      const SequenceLogProbs& have = scorer.log_probs();
+      EXPECT_EQ(have.label_tokens, want.label_tokens);
+      for (std::size_t s = 0; s < want.sums.size(); ++s) {
+        EXPECT_NEAR(have.sums[s], want.sums[s], tolerance * std::max(1.0, std::abs(want.sums[s]))) << s;
+        EXPECT_NEAR(have.logit_sums[s], want.logit_sums[s], tolerance * std::max(1.0, std::abs(want.logit_sums[s])))
+            << s;
       }
-      EXPECT_LE(worst, tolerance * std::max(scale, 1e-3)) << name;
+      scorer.weighted(coefficients, 2.0).backward();
+      for (const char* name : {"lm_head.weight", "model.layers.1.mlp.down_proj.weight"}) {
+        if (!cpu.parameter(name).requires_grad()) continue;
+        const std::vector<double> a = cpu.parameter(name).grad().to_vector();
+        const std::vector<double> b = gpu.parameter(name).grad().to(Device::cpu()).to_vector();
+        double scale = 0.0, worst = 0.0;
+        for (std::size_t i = 0; i < a.size(); ++i) {
+          scale = std::max(scale, std::abs(a[i]));
+          worst = std::max(worst, std::abs(a[i] - b[i]));
+        }
+        EXPECT_LE(worst, tolerance * std::max(scale, 1e-3)) << name;
+      }
     }
   }
 }

@@ -120,6 +120,35 @@ TEST(SequenceLogProbs, WeightedSumHasTheGradientOfFiniteDifferences) {
   EXPECT_GT(checked, 10);
 }
 
+// A frozen head (LoRA's) runs once: the scorer's pass keeps each token's gradient and weighted()
+// scales it. The body's gradients, the value and the log-probabilities equal those of the same
+// model whose head trains (two passes, the factors inside the second).
+TEST(SequenceLogProbs, AFrozenHeadGivesTheTrainableHeadsBodyGradients) {
+  const std::vector<double> coefficients = {0.7, -1.3, 0.25, 2.0};
+  const PackedBatch batch = pair_batch();
+  const CausalLM trained = random_model(7), frozen = random_model(7);
+  frozen.lm_head_weight().set_requires_grad(false);
+  ASSERT_TRUE(trained.lm_head_weight().requires_grad());
+  const SequenceScorer trained_scorer(trained, batch), frozen_scorer(frozen, batch);
+  EXPECT_EQ(frozen_scorer.log_probs().sums, trained_scorer.log_probs().sums);
+  const autograd::Variable a = trained_scorer.weighted(coefficients, 8.0);
+  const autograd::Variable b = frozen_scorer.weighted(coefficients, 8.0);
+  EXPECT_NEAR(b.data().item(), a.data().item(), 1e-12);
+  a.backward();
+  b.backward();
+  int compared = 0;
+  for (const auto& p : frozen.named_parameters()) {
+    if (!p.variable.requires_grad()) continue;
+    const std::vector<double> want = trained.parameter(p.name).grad().to_vector();
+    const std::vector<double> have = p.variable.grad().to_vector();
+    ASSERT_EQ(have.size(), want.size()) << p.name;
+    for (std::size_t i = 0; i < want.size(); ++i)
+      EXPECT_NEAR(have[i], want[i], 1e-12 * std::max(1.0, std::abs(want[i]))) << p.name << "[" << i << "]";
+    ++compared;
+  }
+  EXPECT_GT(compared, 5);
+}
+
 TEST(AdaptersDisabled, TheModelRunsAsTheBaseModelAndTheAdapterComesBack) {
   CausalLM with_lora = random_model(9);
   const CausalLM base = random_model(9);
