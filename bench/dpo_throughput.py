@@ -113,7 +113,10 @@ def run_zerotune(args, work, model_dir):
            "--max_length", str(SEQ), "--per_device_train_batch_size", str(PAIRS), "--bf16", "--max_steps",
            str(args.warmup + args.steps), "--logging_steps", "1", "--save_strategy", "no", "--report_to", "none",
            "--learning_rate", str(LR), "--pref_beta", str(BETA), "--finetuning_type", "lora", "--lora_rank", "8",
-           "--lora_target", "all", "--device", "cuda"]
+           "--lora_target", "all", "--device", "cuda",
+           # --stage makes the arguments LLaMA-Factory's, whose default recomputes activations in
+           # backward; the peer keeps them, as TRL does by default.
+           "--gradient_checkpointing", "false"]
     # The warm-up steps after the first are profiled: the measured steps run unprofiled.
     profiled = args.profile and args.warmup >= 2
     if profiled:
