@@ -48,34 +48,24 @@ constexpr const char* kStopOnceAnswering = R"js((() => {
   return { state: box.dataset.state, text };
 })())js";
 
-class ChatPage : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    folder_ = new fs::path(fs::path(ZT_BINARY_DIR) / ("chat_page_test_" + std::to_string(getpid())));
-    fs::remove_all(*folder_);
-    fs::create_directories(*folder_);
-    server_ = new ServerProcess(*folder_);
-  }
-  static void TearDownTestSuite() {
-    delete server_;
-    std::error_code ignored;
-    fs::remove_all(*folder_, ignored);
-    delete folder_;
-  }
+class ChatPage : public SuiteServer<ChatPage> {
+ public:
+  static constexpr const char* kName = "chat_page_test";
 
+ protected:
   // What the page shows once its answer to the query's message has ended (or after 60 s),
   // opened in a headless chromium of its own; with `press_stop`, Stop is pressed as soon as
   // the answer has begun.
   static json answer_shown(const std::string& chromium, const std::string& query, bool press_stop = false,
                            int port = 0) {
     const std::string run = std::to_string(++runs_);
-    zt::testing::HeadlessChromium browser(chromium, *folder_ / ("profile_" + run),
-                                          *folder_ / ("chromium_" + run + ".log"));
+    zt::testing::HeadlessChromium browser(chromium, suite_folder() / ("profile_" + run),
+                                          suite_folder() / ("chromium_" + run + ".log"));
     if (!browser.started()) {
       ADD_FAILURE() << "cannot start " << chromium;
       return {};
     }
-    const std::string url = "http://127.0.0.1:" + std::to_string(port ? port : server_->port()) + "/?" + query;
+    const std::string url = "http://127.0.0.1:" + std::to_string(port ? port : server().port()) + "/?" + query;
     const std::string error = browser.open(url);
     EXPECT_EQ(error, "") << url;
     json shown;
@@ -89,17 +79,13 @@ class ChatPage : public ::testing::Test {
     return shown.is_object() ? shown : json{{"state", ""}, {"text", ""}};
   }
 
-  static fs::path* folder_;
-  static ServerProcess* server_;
   static int runs_;
 };
-fs::path* ChatPage::folder_ = nullptr;
-ServerProcess* ChatPage::server_ = nullptr;
 int ChatPage::runs_ = 0;
 
 TEST_F(ChatPage, IsOneSelfContainedHtmlPageAndOnlyGetIsAllowed) {
-  ASSERT_NE(server_->port(), 0);
-  httplib::Client client = server_->client();
+  ASSERT_NE(server().port(), 0);
+  httplib::Client client = server().client();
   const httplib::Result page = client.Get("/");
   ASSERT_TRUE(page);
   EXPECT_EQ(page->status, 200);
@@ -121,13 +107,13 @@ TEST_F(ChatPage, IsOneSelfContainedHtmlPageAndOnlyGetIsAllowed) {
 TEST_F(ChatPage, ShowsTheStreamedAnswerInAHeadlessBrowser) {
   const std::string chromium = zt::testing::find_chromium();
   if (chromium.empty()) GTEST_SKIP() << "chromium is not installed (scripts/setup.sh installs it for the tests)";
-  ASSERT_NE(server_->port(), 0);
+  ASSERT_NE(server().port(), 0);
   const std::string system = "You answer in short <lines> & plain words.";
   const std::string message = "What is 2+2?";
   json body = {{"messages", {{{"role", "system"}, {"content", system}}, {{"role", "user"}, {"content", message}}}},
                {"temperature", 0},
                {"max_tokens", 40}};
-  httplib::Client client = server_->client();
+  httplib::Client client = server().client();
   const std::string whole = post(client, "/v1/chat/completions", body)["choices"][0]["message"]["content"];
   ASSERT_FALSE(whole.empty()) << "the tiny model answered nothing: pick another message";
   const std::string query =
@@ -154,10 +140,10 @@ TEST_F(ChatPage, ShowsTheStreamedAnswerInAHeadlessBrowser) {
 TEST_F(ChatPage, StopAbortsTheStream) {
   const std::string chromium = zt::testing::find_chromium();
   if (chromium.empty()) GTEST_SKIP() << "chromium is not installed (scripts/setup.sh installs it for the tests)";
-  ASSERT_NE(server_->port(), 0);
+  ASSERT_NE(server().port(), 0);
   const std::string message = "What is 2+2?";
   constexpr int kLongAnswer = 180;  // as long as the tiny model's context allows, so Stop comes first
-  httplib::Client client = server_->client();
+  httplib::Client client = server().client();
   const std::string whole = post(client, "/v1/chat/completions",
                                  {{"messages", {{{"role", "user"}, {"content", message}}}},
                                   {"temperature", 0},
@@ -176,10 +162,10 @@ TEST_F(ChatPage, StopAbortsTheStream) {
   EXPECT_EQ(whole.rfind(text, 0), 0u) << "not the start of the answer: " << text;
   bool cancelled = false;
   for (int tries = 0; tries < 100 && !cancelled; ++tries) {
-    cancelled = server_->log().find("cancelled (the client went away)") != std::string::npos;
+    cancelled = server().log().find("cancelled (the client went away)") != std::string::npos;
     if (!cancelled) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  EXPECT_TRUE(cancelled) << server_->log();
+  EXPECT_TRUE(cancelled) << server().log();
 }
 
 // The thinking setting reaches the request as chat_template_kwargs.enable_thinking: on a qwen3
@@ -187,8 +173,8 @@ TEST_F(ChatPage, StopAbortsTheStream) {
 TEST_F(ChatPage, SendsTheThinkingSetting) {
   const std::string chromium = zt::testing::find_chromium();
   if (chromium.empty()) GTEST_SKIP() << "chromium is not installed (scripts/setup.sh installs it for the tests)";
-  fs::create_directories(*folder_ / "qwen3");
-  ServerProcess qwen3(*folder_ / "qwen3", {"--template", "qwen3"});
+  fs::create_directories(suite_folder() / "qwen3");
+  ServerProcess qwen3(suite_folder() / "qwen3", {"--template", "qwen3"});
   ASSERT_NE(qwen3.port(), 0);
   const std::string message = "What is 2+2?";
   json body = {{"messages", {{{"role", "user"}, {"content", message}}}}, {"temperature", 0}, {"max_tokens", 24}};
@@ -209,10 +195,11 @@ TEST_F(ChatPage, SendsTheThinkingSetting) {
 TEST_F(ChatPage, ShowsAThinkBlockApart) {
   const std::string chromium = zt::testing::find_chromium();
   if (chromium.empty()) GTEST_SKIP() << "chromium is not installed (scripts/setup.sh installs it for the tests)";
-  ASSERT_NE(server_->port(), 0);
-  zt::testing::HeadlessChromium browser(chromium, *folder_ / "profile_think", *folder_ / "chromium_think.log");
+  ASSERT_NE(server().port(), 0);
+  zt::testing::HeadlessChromium browser(chromium, suite_folder() / "profile_think",
+                                        suite_folder() / "chromium_think.log");
   ASSERT_TRUE(browser.started());
-  ASSERT_EQ(browser.open("http://127.0.0.1:" + std::to_string(server_->port()) + "/"), "");
+  ASSERT_EQ(browser.open("http://127.0.0.1:" + std::to_string(server().port()) + "/"), "");
   auto split = [&](const std::string& text) {
     json result;
     for (int tries = 0; tries < 100 && !result.is_object(); ++tries) {  // until the page's script has run
@@ -233,10 +220,11 @@ TEST_F(ChatPage, ShowsAThinkBlockApart) {
 TEST_F(ChatPage, KeepsTheConversation) {
   const std::string chromium = zt::testing::find_chromium();
   if (chromium.empty()) GTEST_SKIP() << "chromium is not installed (scripts/setup.sh installs it for the tests)";
-  ASSERT_NE(server_->port(), 0);
-  zt::testing::HeadlessChromium browser(chromium, *folder_ / "profile_turns", *folder_ / "chromium_turns.log");
+  ASSERT_NE(server().port(), 0);
+  zt::testing::HeadlessChromium browser(chromium, suite_folder() / "profile_turns",
+                                        suite_folder() / "chromium_turns.log");
   ASSERT_TRUE(browser.started());
-  ASSERT_EQ(browser.open("http://127.0.0.1:" + std::to_string(server_->port()) +
+  ASSERT_EQ(browser.open("http://127.0.0.1:" + std::to_string(server().port()) +
                          "/?temperature=0&max_tokens=12&message=" + url_encoded("What is 2+2?")),
             "");
   auto answered = [&](std::size_t answers) {  // the last answer, once `answers` have ended
@@ -261,7 +249,7 @@ TEST_F(ChatPage, KeepsTheConversation) {
                        {{"role", "user"}, {"content", "And 3+3?"}}}},
                      {"temperature", 0},
                      {"max_tokens", 12}};
-  httplib::Client client = server_->client();
+  httplib::Client client = server().client();
   const std::string with_history = post(client, "/v1/chat/completions", body)["choices"][0]["message"]["content"];
   const json alone = {
       {"messages", {{{"role", "user"}, {"content", "And 3+3?"}}}}, {"temperature", 0}, {"max_tokens", 12}};

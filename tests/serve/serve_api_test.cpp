@@ -31,27 +31,15 @@ std::string long_context_model(const fs::path& folder) {
   return model.string();
 }
 
-class ServeApi : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    // One folder per process: ctest runs each test as its own process, in parallel.
-    folder_ = new fs::path(fs::path(ZT_BINARY_DIR) / ("serve_api_test_" + std::to_string(getpid())));
-    fs::remove_all(*folder_);
-    fs::create_directories(*folder_);
-    server_ = new ServerProcess(*folder_, {"--template", "qwen"}, long_context_model(*folder_));
+class ServeApi : public SuiteServer<ServeApi> {
+ public:
+  static constexpr const char* kName = "serve_api_test";
+  // The tiny model with a longer context, served with the qwen template.
+  static std::unique_ptr<ServerProcess> start_server(const fs::path& folder) {
+    return std::make_unique<ServerProcess>(folder, std::vector<std::string>{"--template", "qwen"},
+                                           long_context_model(folder));
   }
-  static void TearDownTestSuite() {
-    delete server_;
-    std::error_code ignored;
-    fs::remove_all(*folder_, ignored);
-    delete folder_;
-  }
-
-  static fs::path* folder_;
-  static ServerProcess* server_;
 };
-fs::path* ServeApi::folder_ = nullptr;
-ServerProcess* ServeApi::server_ = nullptr;
 
 json error_of(const httplib::Result& result) {
   const json body = json::parse(result->body, nullptr, false);
@@ -60,7 +48,7 @@ json error_of(const httplib::Result& result) {
 }
 
 TEST_F(ServeApi, AnEmptyBodyIsA400SayingSo) {
-  httplib::Client client = server_->client();
+  httplib::Client client = server().client();
   // Content-Length 0, and no Content-Length at all (cpp-httplib cannot read a body then).
   const httplib::Result empty = client.Post("/v1/chat/completions", "", "application/json");
   ASSERT_TRUE(empty);
@@ -82,7 +70,7 @@ TEST_F(ServeApi, AnEmptyBodyIsA400SayingSo) {
 }
 
 TEST_F(ServeApi, AWrongMethodIsA405WithAllow) {
-  httplib::Client client = server_->client();
+  httplib::Client client = server().client();
   const httplib::Result get = client.Get("/v1/chat/completions");
   ASSERT_TRUE(get);
   EXPECT_EQ(get->status, 405);
@@ -101,11 +89,11 @@ TEST_F(ServeApi, AWrongMethodIsA405WithAllow) {
 
 // Two server processes: their first answers' ids are random, not a counter restarting at 0.
 TEST_F(ServeApi, IdsDifferAcrossProcesses) {
-  const fs::path other_folder = *folder_ / "other";
+  const fs::path other_folder = suite_folder() / "other";
   fs::create_directories(other_folder);
   ServerProcess other(other_folder);
   const json body = {{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"max_tokens", 1}};
-  httplib::Client first_client = server_->client(), other_client = other.client();
+  httplib::Client first_client = server().client(), other_client = other.client();
   const std::string first = post(first_client, "/v1/chat/completions", body)["id"];
   const std::string second = post(other_client, "/v1/chat/completions", body)["id"];
   EXPECT_TRUE(std::regex_match(first, std::regex("chatcmpl-[0-9a-f]{24}"))) << first;
@@ -137,7 +125,7 @@ std::size_t template_tokens(const std::vector<std::string>& tools) {
 }
 
 TEST_F(ServeApi, ToolsAndToolCallsAreRenderedThroughTheTemplate) {
-  httplib::Client client = server_->client();
+  httplib::Client client = server().client();
   json body = {{"messages", tool_conversation()}, {"tools", kTools}, {"max_tokens", 4}, {"temperature", 0}};
   const json answer = post(client, "/v1/chat/completions", body);
   // As the server passes it to the template: OpenAI's key order for the function, the
@@ -162,7 +150,7 @@ TEST_F(ServeApi, ToolsAndToolCallsAreRenderedThroughTheTemplate) {
 }
 
 TEST_F(ServeApi, ToolRequestsItCannotHonourAreRefused) {
-  httplib::Client client = server_->client();
+  httplib::Client client = server().client();
   json body = {{"messages", tool_conversation()}, {"tools", kTools}, {"tool_choice", "required"}};
   json error = post(client, "/v1/chat/completions", body, 400)["error"];
   EXPECT_EQ(error["param"], "tool_choice");
@@ -173,7 +161,7 @@ TEST_F(ServeApi, ToolRequestsItCannotHonourAreRefused) {
   EXPECT_EQ(error["param"], "messages[1].tool_calls[0].function.arguments");
 
   // A template that writes calls in another format: refused rather than sent back as text.
-  const fs::path glm_folder = *folder_ / "glm";
+  const fs::path glm_folder = suite_folder() / "glm";
   fs::create_directories(glm_folder);
   ServerProcess glm(glm_folder, {"--template", "glm4"});
   httplib::Client glm_client = glm.client();

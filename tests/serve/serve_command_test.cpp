@@ -27,42 +27,26 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using namespace zt::testing::serve;
 
-class Serve : public ::testing::Test {
+class Serve : public SuiteServer<Serve> {
+ public:
+  static constexpr const char* kName = "serve_command_test";
+
  protected:
-  static void SetUpTestSuite() {
-    // One folder per process: ctest runs each test of this suite as its own process, in
-    // parallel, and a shared folder would be emptied under a running server.
-    folder_ = new fs::path(fs::path(ZT_BINARY_DIR) / ("serve_command_test_" + std::to_string(getpid())));
-    fs::remove_all(*folder_);
-    fs::create_directories(*folder_);
-    server_ = new ServerProcess(*folder_);
-  }
-  static void TearDownTestSuite() {
-    delete server_;
-    std::error_code ignored;
-    fs::remove_all(*folder_, ignored);
-    delete folder_;
-  }
   // `zerotune generate`'s greedy output for a prompt file line, as JSON.
   json generate(const std::string& prompt_line, int new_tokens) {
-    const fs::path prompts = *folder_ / "prompts.jsonl", out = *folder_ / "out.jsonl";
+    const fs::path prompts = suite_folder() / "prompts.jsonl", out = suite_folder() / "out.jsonl";
     std::ofstream(prompts) << prompt_line << "\n";
     const zt::testing::CliRun run = zt::testing::run_zerotune(
         "generate --model_name_or_path " + kModel + " --device cpu --max_new_tokens " + std::to_string(new_tokens) +
             " --input_file " + prompts.string() + " --output_file " + out.string(),
-        *folder_);
+        suite_folder());
     EXPECT_EQ(run.exit_code, 0) << run.output;
     return json::parse(zt::testing::read_text(out));
   }
-
-  static fs::path* folder_;
-  static ServerProcess* server_;
 };
-fs::path* Serve::folder_ = nullptr;
-ServerProcess* Serve::server_ = nullptr;
 
 TEST_F(Serve, HealthAndTheServedModel) {
-  httplib::Client client = server_->client();
+  httplib::Client client = server().client();
   const httplib::Result health = client.Get("/health");
   ASSERT_TRUE(health);
   EXPECT_EQ(health->status, 200);
@@ -74,7 +58,7 @@ TEST_F(Serve, HealthAndTheServedModel) {
 }
 
 TEST_F(Serve, GreedyChatAndCompletionEqualGenerateWholeAndStreamed) {
-  httplib::Client client = server_->client();
+  httplib::Client client = server().client();
   const json chat_body = {{"model", "tiny-qwen"},
                           {"messages", {{{"role", "user"}, {"content", "Spell out the digits."}}}},
                           {"max_tokens", 7},
@@ -111,7 +95,7 @@ TEST_F(Serve, GreedyChatAndCompletionEqualGenerateWholeAndStreamed) {
 // goes on to the tokens asked for. The tiny model's near-even draws at temperature 2 pick one
 // of its two eos ids within 60 tokens for some seed; the test takes the first such seed.
 TEST_F(Serve, MinTokensAndIgnoreEosKeepTheAnswerGoing) {
-  httplib::Client client = server_->client();
+  httplib::Client client = server().client();
   json body = {{"prompt", "a b c"}, {"max_tokens", 60}, {"temperature", 2}};
   std::int64_t natural_tokens = 0;
   for (int seed = 0; seed < 200 && natural_tokens == 0; ++seed) {
@@ -133,7 +117,7 @@ TEST_F(Serve, MinTokensAndIgnoreEosKeepTheAnswerGoing) {
 }
 
 TEST_F(Serve, StopStringsCutTheAnswerBeforeThem) {
-  httplib::Client client = server_->client();
+  httplib::Client client = server().client();
   const json body = {{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"max_tokens", 12}, {"temperature", 0}};
   const std::string full = post(client, "/v1/chat/completions", body)["choices"][0]["message"]["content"];
   // Two ASCII letters from the middle of the answer (not a piece of a multi-byte character).
@@ -156,7 +140,7 @@ TEST_F(Serve, ThirtyTwoConcurrentStreamsEachGetTheirTokensAlone) {
   constexpr int kRequests = 32;
   std::vector<json> bodies;
   std::vector<std::string> alone;
-  httplib::Client client = server_->client();
+  httplib::Client client = server().client();
   for (int i = 0; i < kRequests; ++i) {
     bodies.push_back({{"prompt", "request " + std::to_string(i) + (i % 3 ? " with more words" : "")},
                       {"max_tokens", 8 + i % 5},
@@ -167,7 +151,7 @@ TEST_F(Serve, ThirtyTwoConcurrentStreamsEachGetTheirTokensAlone) {
   std::vector<std::future<Streamed>> running;
   for (int i = 0; i < kRequests; ++i)
     running.push_back(std::async(std::launch::async, [&, i] {
-      httplib::Client own = server_->client();
+      httplib::Client own = server().client();
       return stream(own, "/v1/completions", bodies[i]);
     }));
   for (int i = 0; i < kRequests; ++i) {
@@ -181,14 +165,14 @@ TEST_F(Serve, ThirtyTwoConcurrentStreamsEachGetTheirTokensAlone) {
 // --tp 2 as in-process ranks: rank 0 serves and sends each step's plan to rank 1; concurrent
 // requests, greedy and sampled, get the answers one device gives, and SIGTERM ends both ranks.
 TEST_F(Serve, TensorParallelRanksAnswerAsOneDevice) {
-  const fs::path folder = *folder_ / "tensor_parallel";
+  const fs::path folder = suite_folder() / "tensor_parallel";
   fs::create_directories(folder);
   ServerProcess ranks(folder, {"--tp", "2"});
   ASSERT_NE(ranks.port(), 0);
   constexpr int kRequests = 8;
   std::vector<json> bodies;
   std::vector<std::string> one_device;
-  httplib::Client client = server_->client();
+  httplib::Client client = server().client();
   for (int i = 0; i < kRequests; ++i) {
     bodies.push_back({{"messages", {{{"role", "user"}, {"content", "question " + std::to_string(i)}}}},
                       {"max_tokens", 6 + i},
@@ -207,8 +191,8 @@ TEST_F(Serve, TensorParallelRanksAnswerAsOneDevice) {
 }
 
 TEST_F(Serve, AClientLeavingMidStreamFreesItsSequenceAndTheServerGoesOn) {
-  httplib::Client client = server_->client();
-  const std::string request_log_before = server_->log();
+  httplib::Client client = server().client();
+  const std::string request_log_before = server().log();
   int chunks = 0;
   const json body = {{"prompt", "a b c"}, {"max_tokens", 200}, {"temperature", 0}, {"stream", true}};
   httplib::Request request;
@@ -224,7 +208,7 @@ TEST_F(Serve, AClientLeavingMidStreamFreesItsSequenceAndTheServerGoesOn) {
   std::smatch match;
   std::string log;
   for (int tries = 0; tries < 100; ++tries) {
-    log = server_->log();
+    log = server().log();
     if (std::regex_search(log, match, cancelled)) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
@@ -235,7 +219,7 @@ TEST_F(Serve, AClientLeavingMidStreamFreesItsSequenceAndTheServerGoesOn) {
 }
 
 TEST_F(Serve, BadInputGetsOpenAiErrorsWithTheRightStatus) {
-  httplib::Client client = server_->client();
+  httplib::Client client = server().client();
   struct Case {
     std::string path, body;
     int status;
@@ -327,7 +311,7 @@ TEST(ServeOptions, SigtermDrainsTheRequestsInFlightAndExitsZero) {
 // the empty thought, so the same conversation counts more prompt tokens; a request's
 // chat_template_kwargs.enable_thinking overrides the flag.
 TEST_F(Serve, EnableThinkingFalseEndsAQwen3PromptWithTheEmptyThought) {
-  const fs::path folder = *folder_ / "thinking";
+  const fs::path folder = suite_folder() / "thinking";
   fs::create_directories(folder / "on");
   fs::create_directories(folder / "off");
   ServerProcess thinking(folder / "on", {"--template", "qwen3"});

@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <chrono>
 #include <filesystem>
+#include <memory>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -100,6 +101,43 @@ class ServerProcess {
   pid_t pid_ = 0;
   int port_ = 0;
   bool exited_ = false;
+};
+
+// The fixture base of a suite whose tests share one `zerotune serve` process, started once per
+// test process in a folder of its own: ctest runs each test as its own process, in parallel,
+// and a shared folder would be emptied under a running server.
+//   class Serve : public SuiteServer<Serve> {
+//    public:
+//     static constexpr const char* kName = "serve_command_test";  // names the folder
+//   };
+// A suite that serves something else than the tiny model with its defaults also defines
+//   static std::unique_ptr<ServerProcess> start_server(const fs::path& folder);
+template <typename Suite>
+class SuiteServer : public ::testing::Test {
+ public:
+  static std::unique_ptr<ServerProcess> start_server(const fs::path& folder) {
+    return std::make_unique<ServerProcess>(folder);
+  }
+
+ protected:
+  static void SetUpTestSuite() {
+    folder_ = fs::path(ZT_BINARY_DIR) / (std::string(Suite::kName) + "_" + std::to_string(getpid()));
+    fs::remove_all(folder_);
+    fs::create_directories(folder_);
+    server_ = Suite::start_server(folder_);
+  }
+  static void TearDownTestSuite() {
+    server_.reset();
+    std::error_code ignored;
+    fs::remove_all(folder_, ignored);
+  }
+
+  static const fs::path& suite_folder() { return folder_; }
+  static ServerProcess& server() { return *server_; }
+
+ private:
+  static inline fs::path folder_;
+  static inline std::unique_ptr<ServerProcess> server_;
 };
 
 inline json post(httplib::Client& client, const std::string& path, const json& body, int expected_status = 200) {
