@@ -59,7 +59,7 @@ void check_param(const Namer& name, const AdamWParam& p) {
 }
 
 float decay_factor_of(const AdamWParam& p, const AdamWConfig& c) {
-  return static_cast<float>(1.0 - c.lr * p.weight_decay.value_or(c.weight_decay));
+  return static_cast<float>(1.0 - c.lr * p.weight_decay.value_or(c.hyperparameters.weight_decay));
 }
 
 template <typename G>
@@ -167,13 +167,13 @@ Tensor adamw_step_multi(const std::vector<AdamWParam>& params, const AdamWConfig
 cuda::AdamWScalars adamw_scalars(const AdamWConfig& c) {
   auto step = static_cast<double>(c.step);
   cuda::AdamWScalars s;
-  s.beta1 = static_cast<float>(c.beta1);
-  s.one_minus_beta1 = static_cast<float>(1.0 - c.beta1);
-  s.beta2 = static_cast<float>(c.beta2);
-  s.one_minus_beta2 = static_cast<float>(1.0 - c.beta2);
-  s.step_size = static_cast<float>(c.lr / (1.0 - std::pow(c.beta1, step)));
-  s.bias_correction2_sqrt = static_cast<float>(std::sqrt(1.0 - std::pow(c.beta2, step)));
-  s.eps = static_cast<float>(c.eps);
+  s.beta1 = static_cast<float>(c.hyperparameters.beta1);
+  s.one_minus_beta1 = static_cast<float>(1.0 - c.hyperparameters.beta1);
+  s.beta2 = static_cast<float>(c.hyperparameters.beta2);
+  s.one_minus_beta2 = static_cast<float>(1.0 - c.hyperparameters.beta2);
+  s.step_size = static_cast<float>(c.lr / (1.0 - std::pow(c.hyperparameters.beta1, step)));
+  s.bias_correction2_sqrt = static_cast<float>(std::sqrt(1.0 - std::pow(c.hyperparameters.beta2, step)));
+  s.eps = static_cast<float>(c.hyperparameters.eps);
   s.grad_scale = static_cast<float>(c.grad_scale);
   return s;
 }

@@ -15,12 +15,19 @@
 
 namespace zt::ops {
 
-struct AdamWConfig {
-  double lr = 1e-3;
+// AdamW's hyperparameters besides the learning rate, declared once: the step reads them here,
+// and a run's optimizer settings are these (train/optim/optimizer_config.h), from the flags or
+// a DeepSpeed optimizer block.
+struct AdamWHyperparameters {
   double beta1 = 0.9;
   double beta2 = 0.999;
   double eps = 1e-8;
   double weight_decay = 0.0;
+};
+
+struct AdamWConfig {
+  double lr = 1e-3;  // this step's rate (in training, the schedule's)
+  AdamWHyperparameters hyperparameters{};
   std::int64_t step = 1;    // this step's 1-based count, for the bias corrections
   double grad_scale = 1.0;  // the loss scale times any clip divisor; the gradient is divided by it
   // The caller has seen that every gradient is finite (their L2 norm is): the step skips its
@@ -41,7 +48,7 @@ Tensor adamw_step(const Tensor& master, const Tensor& exp_avg, const Tensor& exp
 struct AdamWParam {
   Tensor master, exp_avg, exp_avg_sq, grad;
   Tensor working;                      // may be undefined
-  std::optional<double> weight_decay;  // instead of config.weight_decay (HF: 0 for biases and norms)
+  std::optional<double> weight_decay;  // instead of config.hyperparameters.weight_decay (HF: 0 for biases and norms)
 };
 
 // adamw_step over every parameter at once, bit for bit as adamw_step on each, in a few

@@ -71,7 +71,7 @@ std::vector<cpu_adam::Range> ranges_between(const std::vector<CpuAdamSpan>& span
     if (s.working)
       r.working = static_cast<char*>(s.working) + from * static_cast<std::int64_t>(dtype_size(s.working_dtype));
     r.n = to - from;
-    r.decay_factor = static_cast<float>(1.0 - config.lr * s.weight_decay.value_or(config.weight_decay));
+    r.decay_factor = static_cast<float>(1.0 - config.lr * s.weight_decay.value_or(config.hyperparameters.weight_decay));
     ranges.push_back(r);
   }
   return ranges;

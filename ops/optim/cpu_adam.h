@@ -30,7 +30,7 @@ struct CpuAdamSpan {
   void* working = nullptr;  // bfloat16/float16/float32 copy of master; may be null
   DType working_dtype = DType::kF32;
   std::int64_t numel = 0;
-  std::optional<double> weight_decay;  // instead of config.weight_decay
+  std::optional<double> weight_decay;  // instead of config.hyperparameters.weight_decay
 };
 
 // ZT_CPU_ADAM_THREADS, when set; else the cores given to this rank: those the process may run

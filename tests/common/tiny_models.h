@@ -141,7 +141,7 @@ class TinyAdamW {
     autograd::NoGradGuard no_recording;
     ++step_;
     for (std::size_t i = 0; i < params_.size(); ++i) {
-      ops::AdamWConfig config{.lr = 2e-2, .weight_decay = 0.01, .step = step_};
+      ops::AdamWConfig config{.lr = 2e-2, .hyperparameters = {.weight_decay = 0.01}, .step = step_};
       ops::adamw_step(params_[i].data(), exp_avg_[i], exp_avg_sq_[i], params_[i].grad(), config);
       params_[i].zero_grad();
     }

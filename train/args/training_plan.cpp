@@ -84,7 +84,12 @@ const char* precision_name(Precision precision) {
 }
 
 OptimizerConfig optimizer_from_flags(const TrainingArguments& args) {
-  return {args.learning_rate, args.adam_beta1, args.adam_beta2, args.adam_epsilon, args.weight_decay, true};
+  OptimizerConfig optimizer;
+  optimizer.beta1 = args.adam_beta1;
+  optimizer.beta2 = args.adam_beta2;
+  optimizer.eps = args.adam_epsilon;
+  optimizer.weight_decay = args.weight_decay;
+  return optimizer;
 }
 
 AutoFillContext deepspeed_auto_context(const TrainingArguments& args, int world_size, std::int64_t hidden_size,
@@ -92,6 +97,7 @@ AutoFillContext deepspeed_auto_context(const TrainingArguments& args, int world_
   return {.per_device_train_batch_size = args.per_device_train_batch_size,
           .gradient_accumulation_steps = args.gradient_accumulation_steps,
           .max_grad_norm = args.max_grad_norm,
+          .learning_rate = args.learning_rate,
           .optimizer = optimizer_from_flags(args),
           .fp16 = args.fp16,
           .bf16 = args.bf16,
@@ -166,7 +172,8 @@ TrainingPlan plan_training(const TrainingArguments& args, const std::optional<De
   if (ds.scheduler) {
     kwargs_notes.clear();  // the config's scheduler replaces --lr_scheduler_type
     plan.schedule = *ds.scheduler;
-    if (plan.schedule.peak_lr_from_optimizer) plan.schedule.peak_lr = plan.optimizer.lr;
+    if (plan.schedule.peak_lr_from_optimizer)
+      plan.schedule.peak_lr = ds.optimizer ? ds.optimizer->lr : args.learning_rate;
   }
   if (ds.fp16 || ds.bf16) plan.precision = ds.fp16 ? Precision::kFloat16 : Precision::kBFloat16;
   plan.loss_scaler.reset();

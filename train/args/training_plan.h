@@ -27,7 +27,7 @@ struct TrainingPlan {
   double num_train_epochs = 1.0;
   Precision precision = Precision::kFloat32;
   OptimizerConfig optimizer;
-  LrScheduleConfig schedule;
+  LrScheduleConfig schedule;  // its peak_lr is the plan's one learning rate
   double max_grad_norm = 0.0;
   std::optional<LossScalerConfig> loss_scaler;  // fp16 only
   ZeroConfig zero;
@@ -77,8 +77,8 @@ struct EngineChoice {
 // memory, since the single-device optimizer keeps the weights on the device (docs/ZERO.md).
 EngineChoice choose_engine(const TrainingPlan& plan, bool has_ranks);
 
-// AdamW's hyperparameters as the flags give them (--learning_rate, --adam_beta1, --adam_beta2,
-// --adam_epsilon, --weight_decay).
+// AdamW's hyperparameters as the flags give them (--adam_beta1, --adam_beta2, --adam_epsilon,
+// --weight_decay); --learning_rate is the schedule's peak.
 OptimizerConfig optimizer_from_flags(const TrainingArguments& args);
 
 // What HF Trainer fills a DeepSpeed config's "auto" from: the flags' values and the run's shape.

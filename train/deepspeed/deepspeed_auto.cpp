@@ -101,12 +101,12 @@ void fill_hf_auto(json& ds, const AutoFillContext& context, const std::string& s
   filler.fill("train_batch_size", train_batch,
               "train_batch_size (world_size * per_device_train_batch_size * gradient_accumulation_steps)");
   filler.fill("gradient_clipping", context.max_grad_norm, "max_grad_norm");
-  filler.fill("optimizer.params.lr", adam.lr, "learning_rate");
+  filler.fill("optimizer.params.lr", context.learning_rate, "learning_rate");
   filler.fill("optimizer.params.betas", json::array({adam.beta1, adam.beta2}), "adam_beta1+adam_beta2");
   filler.fill("optimizer.params.eps", adam.eps, "adam_epsilon");
   filler.fill("optimizer.params.weight_decay", adam.weight_decay, "weight_decay");
   filler.fill("scheduler.params.warmup_min_lr", 0, "warmup_min_lr", false);
-  filler.fill("scheduler.params.warmup_max_lr", adam.lr, "learning_rate");
+  filler.fill("scheduler.params.warmup_max_lr", context.learning_rate, "learning_rate");
   filler.fill("fp16.enabled", context.fp16, "fp16");
   filler.fill("bf16.enabled", context.bf16, "bf16");
   fill_hidden_size_keys(filler, ds, context.hidden_size, source);

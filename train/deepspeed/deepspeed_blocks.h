@@ -17,7 +17,7 @@ void read_zero(ConfigBlock& root, ZeroConfig& zero, std::vector<std::string>& wa
 void read_precision(ConfigBlock& root, DeepSpeedConfig& config);
 
 // optimizer and scheduler (deepspeed_optimizer.cpp, deepspeed_scheduler.cpp).
-OptimizerConfig read_optimizer(ConfigBlock block, std::vector<std::string>& warnings);
+DeepSpeedOptimizer read_optimizer(ConfigBlock block, std::vector<std::string>& warnings);
 LrScheduleConfig read_scheduler(ConfigBlock block, std::vector<std::string>& warnings);
 
 // DeepSpeed's other top-level keys and sections (deepspeed_sections.h): silent when switched

@@ -20,6 +20,12 @@
 
 namespace zt::train {
 
+// The optimizer block: AdamW's settings, and the block's own learning rate, the peak of a
+// scheduler block that takes it from the optimizer (HF fills its "auto" from --learning_rate).
+struct DeepSpeedOptimizer : OptimizerConfig {
+  double lr = 1e-3;
+};
+
 struct DeepSpeedConfig {
   std::string source;  // the config's name in messages: its path, or where it was given
   std::int64_t train_batch_size = 0;
@@ -27,8 +33,8 @@ struct DeepSpeedConfig {
   std::int64_t gradient_accumulation_steps = 0;
   std::vector<std::string> inferred;  // which of the batch triple DeepSpeed's rules filled in
   double gradient_clipping = 0.0;
-  std::optional<OptimizerConfig> optimizer;   // absent: the Trainer's AdamW from the flags
-  std::optional<LrScheduleConfig> scheduler;  // absent: --lr_scheduler_type
+  std::optional<DeepSpeedOptimizer> optimizer;  // absent: the Trainer's AdamW from the flags
+  std::optional<LrScheduleConfig> scheduler;    // absent: --lr_scheduler_type
   bool fp16 = false;
   LossScalerConfig loss_scaler;
   bool bf16 = false;
@@ -45,7 +51,8 @@ struct AutoFillContext {
   std::int64_t per_device_train_batch_size = 1;
   std::int64_t gradient_accumulation_steps = 1;
   double max_grad_norm = 0.0;
-  OptimizerConfig optimizer{};  // --learning_rate, --adam_beta1, --adam_beta2, --adam_epsilon, --weight_decay
+  double learning_rate = 1e-3;  // --learning_rate
+  OptimizerConfig optimizer{};  // --adam_beta1, --adam_beta2, --adam_epsilon, --weight_decay
   bool fp16 = false;
   bool bf16 = false;
   int world_size = 1;

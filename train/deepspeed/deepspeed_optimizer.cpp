@@ -15,7 +15,7 @@ std::string lower(std::string text) {
 
 }  // namespace
 
-OptimizerConfig read_optimizer(ConfigBlock block, std::vector<std::string>& warnings) {
+DeepSpeedOptimizer read_optimizer(ConfigBlock block, std::vector<std::string>& warnings) {
   const std::string type = block.get<std::string>("type", "");
   ZT_REQUIRE(lower(type) == "adam" || lower(type) == "adamw",
              block.where("type") + " '" + type + "' is not supported; use Adam or AdamW");
@@ -24,7 +24,7 @@ OptimizerConfig read_optimizer(ConfigBlock block, std::vector<std::string>& warn
   ZT_REQUIRE(!params.has("max_grad_norm"), params.where("max_grad_norm") +
                                                " is refused by DeepSpeed as an optimizer parameter; set "
                                                "gradient_clipping at the top level instead");
-  OptimizerConfig optimizer;
+  DeepSpeedOptimizer optimizer;
   optimizer.lr = params.get("lr", optimizer.lr);
   if (auto betas = params.find<std::vector<double>>("betas")) {
     ZT_REQUIRE(betas->size() == 2, params.where("betas") + " must hold two numbers");

@@ -145,9 +145,7 @@ StepResult AdamWStepCore::step(const StepRequest& request, const GradientNorm& n
   const StepResult result{.skipped = norm.overflow, .grad_norm = norm.scaled / request.loss_scale};
   if (result.skipped) return result;
   const ops::AdamWConfig adam{.lr = request.lr,
-                              .beta1 = config_.beta1,
-                              .beta2 = config_.beta2,
-                              .eps = config_.eps,
+                              .hyperparameters = config_,
                               .step = request.step,
                               .grad_scale = clip_divisor(result.grad_norm, request.loss_scale, request.max_grad_norm),
                               // The norm is finite (else the step was skipped above): so is every gradient.

@@ -44,7 +44,7 @@ TEST(AdamWMulti, EqualsOneAdamWStepPerParameterBitForBit) {
       Tensor grad = Tensor::normal(shapes[i], 100 * step + i, 0, 0.0, 4.0, grad_dtypes[i]);
       params.push_back({multi[i].master, multi[i].exp_avg, multi[i].exp_avg_sq, grad, multi[i].working, decays[i]});
       ops::AdamWConfig own = config;
-      own.weight_decay = decays[i];
+      own.hyperparameters.weight_decay = decays[i];
       EXPECT_FALSE(
           ops::adamw_step(single[i].master, single[i].exp_avg, single[i].exp_avg_sq, grad, own, single[i].working)
               .item());
@@ -68,7 +68,7 @@ TEST(AdamWMulti, WeightDecayDefaultsToTheConfigs) {
   ops::adamw_step(b.master, b.exp_avg, b.exp_avg_sq, grad, config);
   EXPECT_EQ(a.master.to_vector(), b.master.to_vector());
   ops::adamw_step_multi({{a.master, a.exp_avg, a.exp_avg_sq, grad, Tensor(), 0.0}}, config);
-  config.weight_decay = 0.0;
+  config.hyperparameters.weight_decay = 0.0;
   ops::adamw_step(b.master, b.exp_avg, b.exp_avg_sq, grad, config);
   EXPECT_EQ(a.master.to_vector(), b.master.to_vector());
 }

@@ -30,13 +30,14 @@ State fresh_state(const Shape& shape, std::uint64_t seed) {
 
 // The formula of ops/optim/adamw.h, one element at a time in float64.
 void reference_step(Values& p, Values& m, Values& v, const Values& grad, const ops::AdamWConfig& c) {
-  double bc1 = 1 - std::pow(c.beta1, c.step), bc2 = 1 - std::pow(c.beta2, c.step);
+  const ops::AdamWHyperparameters& h = c.hyperparameters;
+  double bc1 = 1 - std::pow(h.beta1, c.step), bc2 = 1 - std::pow(h.beta2, c.step);
   for (std::size_t i = 0; i < p.size(); ++i) {
     double g = grad[i] / c.grad_scale;
-    p[i] -= c.lr * c.weight_decay * p[i];
-    m[i] = c.beta1 * m[i] + (1 - c.beta1) * g;
-    v[i] = c.beta2 * v[i] + (1 - c.beta2) * g * g;
-    p[i] -= c.lr / bc1 * m[i] / (std::sqrt(v[i]) / std::sqrt(bc2) + c.eps);
+    p[i] -= c.lr * h.weight_decay * p[i];
+    m[i] = h.beta1 * m[i] + (1 - h.beta1) * g;
+    v[i] = h.beta2 * v[i] + (1 - h.beta2) * g * g;
+    p[i] -= c.lr / bc1 * m[i] / (std::sqrt(v[i]) / std::sqrt(bc2) + h.eps);
   }
 }
 

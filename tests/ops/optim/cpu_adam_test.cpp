@@ -84,7 +84,10 @@ void expect_same_params(const std::vector<Param>& actual, const std::vector<Para
 }
 
 AdamWConfig config(std::int64_t step) {
-  return {.lr = 3e-2, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .weight_decay = 0.1, .step = step, .grad_scale = 4.0};
+  return {.lr = 3e-2,
+          .hyperparameters = {.beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .weight_decay = 0.1},
+          .step = step,
+          .grad_scale = 4.0};
 }
 
 using Case = std::tuple<CpuAdamIsa, std::optional<DType>>;

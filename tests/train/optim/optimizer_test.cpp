@@ -62,8 +62,10 @@ TEST(Optimizer, StepIsAdamWOnTheUnscaledClippedGradient) {
   // The same update by hand: AdamW with grad_scale = loss_scale * (norm + 1e-6) / clip.
   Tensor master = w0.to(DType::kF32), m = Tensor::zeros({3, 4}, DType::kF32, Device::cpu()),
          v = Tensor::zeros({3, 4}, DType::kF32, Device::cpu());
-  ops::AdamWConfig expected{
-      .lr = 1e-2, .weight_decay = 0.1, .step = 1, .grad_scale = loss_scale * (result.grad_norm + 1e-6) / clip};
+  ops::AdamWConfig expected{.lr = 1e-2,
+                            .hyperparameters = {.weight_decay = 0.1},
+                            .step = 1,
+                            .grad_scale = loss_scale * (result.grad_norm + 1e-6) / clip};
   ops::adamw_step(master, m, v, grad, expected);
   EXPECT_EQ(p.weight.data().to_vector(), master.to_vector());
 }
