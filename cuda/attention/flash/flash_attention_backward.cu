@@ -26,16 +26,7 @@ __global__ void __launch_bounds__(128)
   const int lane = threadIdx.x % 32;
   for (std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * kWarps + threadIdx.x / 32; row < rows;
        row += static_cast<std::int64_t>(gridDim.x) * kWarps) {
-    float sum = 0.0f;
-    for (int c = lane; c < kD / 8; c += 32) {
-      const uint4 o = *reinterpret_cast<const uint4*>(out + row * kD + c * 8);
-      const uint4 d = *reinterpret_cast<const uint4*>(grad_out + row * kD + c * 8);
-      const T* ov = reinterpret_cast<const T*>(&o);
-      const T* dv = reinterpret_cast<const T*>(&d);
-#pragma unroll
-      for (int e = 0; e < 8; ++e) sum += static_cast<float>(ov[e]) * static_cast<float>(dv[e]);
-    }
-    sum = warp_sum(sum);
+    const float sum = row_dot<T, kD>(out + row * kD, grad_out + row * kD, lane);
     if (lane == 0) delta[row] = sum;
   }
 }

@@ -91,6 +91,22 @@ __device__ __forceinline__ void rescale_rows(FragC (&o)[kD8], const float (&resc
     for (int e = 0; e < 4; ++e) o[d].x[e] *= rescale[e / 2];
 }
 
+// Σ_c out[c]·grad_out[c] over one kD-wide row (the backward's delta), read by a warp in
+// 16-byte chunks (lane l: chunks l, l + 32, ...) and summed across it; every lane gets it.
+template <typename T, int kD>
+__device__ __forceinline__ float row_dot(const T* out, const T* grad_out, int lane) {
+  float sum = 0.0f;
+  for (int c = lane; c < kD / 8; c += 32) {
+    const uint4 o = *reinterpret_cast<const uint4*>(out + c * 8);
+    const uint4 d = *reinterpret_cast<const uint4*>(grad_out + c * 8);
+    const T* ov = reinterpret_cast<const T*>(&o);
+    const T* dv = reinterpret_cast<const T*>(&d);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) sum += static_cast<float>(ov[e]) * static_cast<float>(dv[e]);
+  }
+  return warp_sum(sum);
+}
+
 // The block shape of the query-tile kernels (the forward, the deterministic dQ): 16 query rows
 // per warp, key tiles of kBlockN. Shared memory holds kQueryTiles query-side tiles (Q, reused
 // to stage the output, then dO where the kernel reads it), then K and V, each double-buffered.

@@ -40,16 +40,7 @@ __global__ void __launch_bounds__(128)
   const std::int64_t rows = tokens * heads;
   for (std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * 4 + threadIdx.x / 32; row < rows;
        row += static_cast<std::int64_t>(gridDim.x) * 4) {
-    float sum = 0.0f;
-    for (int c = lane; c < kD / 8; c += 32) {
-      const uint4 o = *reinterpret_cast<const uint4*>(out + row * kD + c * 8);
-      const uint4 d = *reinterpret_cast<const uint4*>(grad_out + row * kD + c * 8);
-      const T* ov = reinterpret_cast<const T*>(&o);
-      const T* dv = reinterpret_cast<const T*>(&d);
-#pragma unroll
-      for (int e = 0; e < 8; ++e) sum += static_cast<float>(ov[e]) * static_cast<float>(dv[e]);
-    }
-    sum = warp_sum(sum);
+    const float sum = flash_detail::row_dot<T, kD>(out + row * kD, grad_out + row * kD, lane);
     if (lane == 0) {
       const std::int64_t transposed = (row % heads) * tokens + row / heads;
       delta[transposed] = sum;
@@ -322,13 +313,8 @@ void launch_backward(const AttentionDims& dims, const AttentionInputs& in, DType
   BackwardMaps maps{};
   maps.q = rows_map(in.q, dtype, dims.total_tokens, dims.num_heads, kD, Shape::kBlockM);
   maps.grad_out = rows_map(grad_out, dtype, dims.total_tokens, dims.num_heads, kD, Shape::kBlockM);
-  maps.k = rows_map(in.k, dtype, dims.total_tokens, dims.num_kv_heads, kD, Shape::kBlockN);
-  maps.v = rows_map(in.v, dtype, dims.total_tokens, dims.num_kv_heads, kD, Shape::kBlockN);
-  if (dims.prefix_len > 0) {
-    const std::int64_t prefix_rows = static_cast<std::int64_t>(dims.batch) * dims.prefix_len;
-    maps.prefix_k = rows_map(in.prefix_k, dtype, prefix_rows, dims.num_kv_heads, kD, Shape::kBlockN);
-    maps.prefix_v = rows_map(in.prefix_v, dtype, prefix_rows, dims.num_kv_heads, kD, Shape::kBlockN);
-  }
+  const KeyMaps keys = key_maps(dims, in, dtype, kD, Shape::kBlockN);
+  maps.k = keys.k, maps.v = keys.v, maps.prefix_k = keys.prefix_k, maps.prefix_v = keys.prefix_v;
   const int splits = scratch.key_sums != nullptr ? hopper_backward_head_splits(dims) : 1;
   const std::int64_t key_elements = dims.total_tokens * dims.num_kv_heads * kD;
   float* dk_sum = splits > 1 ? scratch.key_sums : nullptr;

@@ -160,13 +160,8 @@ void launch_forward(const AttentionDims& dims, const AttentionInputs& in, DType 
   using Shape = ForwardShape<kD>;
   ForwardMaps maps{};
   maps.q = rows_map(in.q, dtype, dims.total_tokens, dims.num_heads, kD, Shape::kBlockM);
-  maps.k = rows_map(in.k, dtype, dims.total_tokens, dims.num_kv_heads, kD, Shape::kBlockN);
-  maps.v = rows_map(in.v, dtype, dims.total_tokens, dims.num_kv_heads, kD, Shape::kBlockN);
-  if (dims.prefix_len > 0) {
-    const std::int64_t prefix_rows = static_cast<std::int64_t>(dims.batch) * dims.prefix_len;
-    maps.prefix_k = rows_map(in.prefix_k, dtype, prefix_rows, dims.num_kv_heads, kD, Shape::kBlockN);
-    maps.prefix_v = rows_map(in.prefix_v, dtype, prefix_rows, dims.num_kv_heads, kD, Shape::kBlockN);
-  }
+  const KeyMaps keys = key_maps(dims, in, dtype, kD, Shape::kBlockN);
+  maps.k = keys.k, maps.v = keys.v, maps.prefix_k = keys.prefix_k, maps.prefix_v = keys.prefix_v;
   auto kernel = hopper_forward_kernel<T, kD>;
   ZT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Shape::kSharedBytes));
   const dim3 grid(tiles_of(dims.max_seqlen, Shape::kBlockM), dims.num_heads, dims.batch);
