@@ -11,7 +11,10 @@
 // so no load waits on another's result. x is
 // read through the read-only cache in 16-byte vectors (every warp reads the same x; it stays in
 // L1/L2), and each x vector feeds kRowsPerWarp rows of W. The code book sits in shared memory,
-// its 16 entries in 16 banks, so a warp's lookups never conflict. Each lane sums its products
+// its 16 entries in 16 banks, so a warp's lookups never conflict. The kernel is bound by the
+// instructions each weight costs, so they are few: a 32-bit word's 8 codes become book offsets
+// with two masks and one byte permute per code, and a byte's two values are rounded to the
+// dtype by one paired conversion. Each lane sums its products
 // in float; the warp then sums its lanes by shuffles. Other shapes take the value-per-lane
 // path: the same arithmetic, one code at a time.
 #include "cuda/quant4/gemv4.cuh"
@@ -54,6 +57,31 @@ __device__ __forceinline__ float weight_value(const float* book, unsigned code, 
     return round_to<T>(value);
   else
     return round_to<T>(round_to<W>(value));
+}
+
+// Two values rounded to D and back, one conversion for the pair (the same bits as each alone).
+template <typename D>
+__device__ __forceinline__ void round_pair(float& a, float& b) {
+  if constexpr (std::is_same_v<D, __nv_bfloat16>) {
+    const __nv_bfloat162 pair = __floats2bfloat162_rn(a, b);
+    a = __low2float(pair);
+    b = __high2float(pair);
+  } else if constexpr (std::is_same_v<D, __half>) {
+    const __half2 pair = __floats2half2_rn(a, b);
+    a = __low2float(pair);
+    b = __high2float(pair);
+  }
+}
+
+// weight_value for the two codes of a byte, given as byte offsets into the book (4 * code).
+template <typename T, typename W>
+__device__ __forceinline__ void weight_pair(const float* book, unsigned first_offset, unsigned second_offset,
+                                            float scale, float& first, float& second) {
+  const char* bytes = reinterpret_cast<const char*>(book);
+  first = __fmul_rn(*reinterpret_cast<const float*>(bytes + first_offset), scale);
+  second = __fmul_rn(*reinterpret_cast<const float*>(bytes + second_offset), scale);
+  if constexpr (!std::is_same_v<W, T> && !std::is_same_v<W, float>) round_pair<W>(first, second);
+  round_pair<T>(first, second);
 }
 
 // The code book, and under double quantization the nested map, into shared memory.
@@ -123,13 +151,14 @@ __device__ __forceinline__ void accumulate(const Packed4Weight& pw, const float*
     float w[kRowsPerWarp][8];
 #pragma unroll
     for (int r = 0; r < kRowsPerWarp; ++r) {
+      // 4 * each byte's first (high) and second (low) code, byte by byte: the book offsets.
       const unsigned codes = (&c.codes[r].x)[word];
+      const unsigned firsts = (codes >> 2) & 0x3C3C3C3Cu;
+      const unsigned seconds = (codes << 2) & 0x3C3C3C3Cu;
 #pragma unroll
-      for (int b = 0; b < 4; ++b) {
-        const unsigned byte = (codes >> (8 * b)) & 0xFFu;
-        w[r][2 * b] = weight_value<T, W>(book, byte >> 4, scale[r]);
-        w[r][2 * b + 1] = weight_value<T, W>(book, byte & 0x0Fu, scale[r]);
-      }
+      for (int b = 0; b < 4; ++b)
+        weight_pair<T, W>(book, __byte_perm(firsts, 0, 0x4440 | b), __byte_perm(seconds, 0, 0x4440 | b), scale[r],
+                          w[r][2 * b], w[r][2 * b + 1]);
     }
 #pragma unroll
     for (int m = 0; m < kRows; ++m) {
