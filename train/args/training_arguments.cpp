@@ -9,6 +9,7 @@
 #include "runtime/json_text.h"
 #include "runtime/log.h"
 #include "runtime/rank.h"
+#include "runtime/terminal/help_entry.h"
 #include "runtime/usage_error.h"
 #include "runtime/user_paths.h"
 #include "train/args/argument_reader.h"
@@ -131,11 +132,6 @@ void log_warnings(const TrainingArguments& args) {
   for (const std::string& warning : args.warnings) ZT_LOG(kWarn, warning);
 }
 
-// --help's layout: the flag (and its choices) in the first kHelpColumn columns, its help
-// wrapped to kHelpWidth beside it, or below it when the flag is wider.
-constexpr std::size_t kHelpColumn = 34;
-constexpr std::size_t kHelpWidth = 100;
-
 // The names a flag accepts, for flags limited to a few: its spec's or its enum's.
 std::vector<std::string> choices_of(const ArgumentSpec& spec) {
   if (!spec.choices.empty()) return spec.choices;
@@ -148,49 +144,6 @@ std::vector<std::string> choices_of(const ArgumentSpec& spec) {
           return std::vector<std::string>{};
       },
       spec.member);
-}
-
-std::string joined(const std::vector<std::string>& names, const char* separator) {
-  std::string out;
-  for (const std::string& name : names) out += (out.empty() ? "" : separator) + name;
-  return out;
-}
-
-// `text` word-wrapped into lines that start at kHelpColumn; the first line continues `head`.
-std::string wrapped(std::string head, const std::string& text) {
-  const std::string indent(kHelpColumn, ' ');
-  if (head.size() >= kHelpColumn - 1) head += "\n" + indent;
-  head.resize(std::max(head.size(), head.rfind('\n') + 1 + kHelpColumn), ' ');
-  std::size_t line_start = head.rfind('\n') + 1;
-  std::istringstream words(text);
-  bool first = true;
-  for (std::string word; words >> word; first = false) {
-    if (!first && head.size() - line_start + 1 + word.size() > kHelpWidth) {
-      head += "\n" + indent;
-      line_start = head.size() - indent.size();
-    } else if (!first) {
-      head += ' ';
-    }
-    head += word;
-  }
-  return head + "\n";
-}
-
-// One flag of --help: `--name {a,b}` (argparse's way of listing choices; when that would not fit
-// a line, the choices go into the help), the help, and the default.
-std::string help_entry(const ArgumentSpec& spec, const std::string& default_value) {
-  const std::vector<std::string> choices = choices_of(spec);
-  std::string head = std::string("  --") + spec.name;
-  std::string help = spec.help;
-  if (!choices.empty()) {
-    const std::string listed = " {" + joined(choices, ",") + "}";
-    if (head.size() + listed.size() <= kHelpWidth)
-      head += listed;
-    else
-      help += "; one of: " + joined(choices, ", ");
-  }
-  if (!default_value.empty()) help += " [" + default_value + "]";
-  return wrapped(head, help);
 }
 
 }  // namespace
@@ -264,7 +217,7 @@ std::string training_arguments_help() {
     for (const ArgumentSpec& spec : section.specs) {
       const OrderedJson value = member_json(defaults, spec);
       const std::string shown = value.is_null() ? "" : value.is_string() ? value.get<std::string>() : value.dump();
-      out += help_entry(spec, shown);
+      out += help_entry(std::string("  --") + spec.name, choices_of(spec), spec.help, shown);
     }
   }
   out +=
