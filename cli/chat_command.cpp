@@ -25,18 +25,23 @@
 namespace zt::cli {
 namespace {
 
-constexpr const char* kUsage =
-    "usage: zerotune chat --model_name_or_path DIR [--system TEXT] [--template NAME]\n"
-    "                     [sampling flags below] [--adapter_name_or_path ADAPTER] [--ptuning_checkpoint DIR]\n"
-    "                     [--device cpu|cuda|cuda:N] [--dtype D] [--tp N]\n\n"
+constexpr const char* kDescription =
     "Reads your turns from stdin and streams the model's answers. A line of three double quotes\n"
     "(\"\"\") starts a turn of several lines, sent when the next such line ends it. /reset starts a\n"
     "new conversation, /exit leaves; Ctrl-C stops the current answer. A thinking model's reasoning\n"
     "(Qwen3's <think> block) is shown after 'reasoning:', dimmed on a terminal, and its answer after\n"
     "'answer:'. An answer cut at its length limit is followed by a line saying so and what raises\n"
-    "the limit (by default an answer gets up to 2048 new tokens, fewer where the context ends first).\n"
-    "  --system   a system prompt put ahead of every conversation (also --default_system, LLaMA-Factory's\n"
-    "             name)\n";
+    "the limit (by default an answer gets up to 2048 new tokens, fewer where the context ends first).\n";
+
+FlagTable flag_table() {
+  return generation_table({.command = "chat",
+                           .description = kDescription,
+                           .groups = {{"Conversation",
+                                       {{.name = "--system",
+                                         .value = "TEXT",
+                                         .help = "a system prompt put ahead of every conversation",
+                                         .aliases = {"--default_system"}}}}}});
+}
 
 // Opens and closes a turn of several lines.
 constexpr std::string_view kBlockDelimiter = R"(""")";
@@ -255,13 +260,10 @@ int chat(Flags& flags) {
   return 0;
 }
 
-int run_chat(const std::vector<std::string>& args) {
-  return run_generation_command(
-      args, {.command = "chat", .value_flags = {"--system"}, .aliases = {{"--default_system", "--system"}}}, kUsage,
-      chat);
-}
+int run_chat(const std::vector<std::string>& args) { return run_generation_command(args, flag_table(), chat); }
 
-const Registration registration{{"chat", "talk with a model on the terminal (streaming, multi-turn)", run_chat}};
+const Registration registration{
+    {"chat", "talk with a model on the terminal (streaming, multi-turn)", run_chat, flag_table}};
 
 }  // namespace
 }  // namespace zt::cli

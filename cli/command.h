@@ -6,12 +6,16 @@
 #include <string>
 #include <vector>
 
+#include "cli/flag_table.h"
+
 namespace zt::cli {
 
 struct Command {
   std::string name;
   std::string summary;
   std::function<int(const std::vector<std::string>& args)> run;
+  // The command's flag table (cli/flag_table.h), for the commands that parse one.
+  std::function<FlagTable()> flags = {};
 };
 
 std::vector<Command>& registry();

@@ -2,33 +2,30 @@
 #include <iostream>
 
 #include "cli/command.h"
+#include "cli/flag_table.h"
 #include "runtime/env_report.h"
-#include "runtime/usage_error.h"
 
 namespace zt::cli {
 namespace {
 
-int run_env(const std::vector<std::string>& args) {
-  bool as_json = false;
-  for (const auto& arg : args) {
-    if (arg == "--json") {
-      as_json = true;
-    } else if (arg == "--help" || arg == "-h") {
-      std::cout << "usage: zerotune env [--json]\n\n"
-                   "Prints the zerotune build, CUDA driver/runtime, cuBLAS, NCCL and cuDNN versions,\n"
-                   "every visible GPU with peer access, and the launcher/NCCL variables that are set.\n"
-                   "  --json   the same report as one JSON object\n";
-      return 0;
-    } else {
-      fail_usage("unknown option '" + arg + "'; accepted: --json, --help");
-    }
-  }
-  nlohmann::json report = collect_environment_report();
-  std::cout << (as_json ? report.dump(2) : format_environment_report(report)) << "\n";
-  return 0;
+FlagTable flag_table() {
+  return {.command = "env",
+          .description =
+              "Prints the zerotune build, CUDA driver/runtime, cuBLAS, NCCL and cuDNN versions,\n"
+              "every visible GPU with peer access, and the launcher/NCCL variables that are set.\n",
+          .groups = {
+              {"Output", {{.name = "--json", .kind = FlagKind::kBool, .help = "the same report as one JSON object"}}}}};
 }
 
-const Registration registration{{"env", "report build, libraries, GPUs and launcher environment", run_env}};
+int run_env(const std::vector<std::string>& args) {
+  return run_with_flags(args, flag_table(), [](Flags& flags) {
+    nlohmann::json report = collect_environment_report();
+    std::cout << (bool_flag_or(flags, "--json", false) ? report.dump(2) : format_environment_report(report)) << "\n";
+    return 0;
+  });
+}
+
+const Registration registration{{"env", "report build, libraries, GPUs and launcher environment", run_env, flag_table}};
 
 }  // namespace
 }  // namespace zt::cli

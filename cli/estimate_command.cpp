@@ -13,6 +13,7 @@
 
 #include "cli/command.h"
 #include "cli/flags.h"
+#include "cli/four_bit_base.h"
 #include "models/config/config.h"
 #include "runtime/device.h"
 #include "runtime/error.h"
@@ -25,13 +26,7 @@
 namespace zt::cli {
 namespace {
 
-constexpr const char* kUsage =
-    "usage: zerotune estimate (--model_name_or_path DIR | --config config.json) [--num_gpus N] [--num_nodes M]\n"
-    "                         [--micro_batch B] [--max_length S] [--gradient_checkpointing]\n"
-    "                         [--dtype bfloat16|float16|float32] [--gpu_memory GIB] [--host_memory GIB]\n"
-    "                         [--reduce_bucket_size N] [--deepspeed ds_config.json]\n"
-    "                         [--finetuning_type full|lora [--lora_rank R] [--lora_target MODULES]\n"
-    "                         [--quantization_bit 4 [--double_quantization true|false]]]\n\n"
+constexpr const char* kDescription =
     "Prints, for ZeRO stages 0-3 without and with optimizer offload (offload none, cpu) and for stage 3\n"
     "with parameter offload, alone and with optimizer offload (offload param, both), the GiB each GPU\n"
     "needs (model states; stage 3's gathered modules; activations of a packed micro-batch of B x S\n"
@@ -43,44 +38,92 @@ constexpr const char* kUsage =
     "only when none fits, the same with gradient checkpointing, then stage 3 and 3 with optimizer\n"
     "offload (whose engine recomputes every layer); then 3 with parameter offload, the slowest (param,\n"
     "then both); LoRA only when no full fine-tuning fits, and QLoRA (LoRA on a 4-bit base) only when\n"
-    "no LoRA fits. Needs no GPU. The model states are\n"
-    "zerotune's own buffers;\n"
-    "docs/TRAINING.md (Memory) says how they differ from DeepSpeed's.\n"
-    "  --num_gpus             GPUs per node (also --num_gpus_per_node), default the visible GPUs (1 with\n"
-    "                         none); the world is N x M ranks\n"
-    "  --micro_batch          sequences per micro-batch (also --per_device_train_batch_size), default 1\n"
-    "  --max_length           tokens per sequence (also --cutoff_len, LLaMA-Factory's name), default 1024\n"
-    "  --gpu_memory           GiB per GPU; default: a column for each common size\n"
-    "  --host_memory          GiB of host memory per node; when given, offload that needs more is not\n"
-    "                         recommended\n"
-    "  --reduce_bucket_size   ZeRO bucket in elements, default 500000000 (DeepSpeed's)\n"
-    "  --deepspeed            your DeepSpeed config (a path or the JSON itself): its ZeRO stage, offload,\n"
-    "                         buckets, precision and micro-batch, read as zerotune train reads them;\n"
-    "                         its fit is reported first\n"
-    "  --finetuning_type      full (default) or lora: only the LoRA matrices train (--lora_rank, default 8,\n"
-    "                         and --lora_target, default all, also size the LoRA a full run falls back to)\n"
-    "  --quantization_bit     4: QLoRA, the decoder's linear weights in bitsandbytes' 4 bits (blocks of 64,\n"
-    "                         --double_quantization true by default: 1-byte block scales), every layer\n"
-    "                         recomputed in backward; stages 0-2 only\n";
+    "no LoRA fits. Needs no GPU. The model states are zerotune's own buffers; docs/TRAINING.md\n"
+    "(Memory) says how they differ from DeepSpeed's.\n";
 
-const FlagSpec kFlagSpec{.command = "estimate",
-                         .value_flags = {"--model_name_or_path", "--revision", "--config", "--num_gpus", "--num_nodes",
-                                         "--micro_batch", "--max_length", "--dtype", "--gpu_memory", "--host_memory",
-                                         "--reduce_bucket_size", "--finetuning_type", "--lora_rank", "--lora_target",
-                                         "--deepspeed", "--quantization_bit", "--double_quantization"},
-                         .bool_flags = {"--gradient_checkpointing"},
-                         .one_of = {"--model_name_or_path", "--config"},
-                         .aliases = {{"--num_gpus_per_node", "--num_gpus"},
-                                     {"--per_device_train_batch_size", "--micro_batch"},
-                                     {"--cutoff_len", "--max_length"}},
-                         .number_flags = {"--gpu_memory", "--host_memory"},
-                         .integer_flags = {"--num_gpus", "--num_nodes", "--micro_batch", "--max_length",
-                                           "--reduce_bucket_size", "--lora_rank"},
-                         .positive_flags = {"--num_gpus", "--num_nodes", "--micro_batch", "--max_length",
-                                            "--reduce_bucket_size", "--lora_rank", "--gpu_memory", "--host_memory"},
-                         .choices = {{"--finetuning_type", {"full", "lora"}},
-                                     {"--quantization_bit", {"4"}},
-                                     {"--double_quantization", {"true", "false"}}}};
+// Defaults of a run's shape where neither flag nor DeepSpeed config gives it.
+constexpr std::int64_t kDefaultNodes = 1;
+constexpr std::int64_t kDefaultMicroBatch = 1;
+constexpr std::int64_t kDefaultMaxLength = 1024;
+constexpr std::int64_t kDefaultLoraRank = 8;
+constexpr const char* kDefaultLoraTarget = "all";
+
+FlagTable flag_table() {
+  return {
+      .command = "estimate",
+      .description = kDescription,
+      .groups =
+          {{"Model",
+            {with_help(model_flag("--model_name_or_path"),
+                       "the model folder whose config.json is read, or a hub id (Org/Name), of which only config.json "
+                       "is read from the hub cache or downloaded there"),
+             model_flag("--revision"),
+             {.name = "--config", .value = "config.json", .help = "a model's config.json instead of its folder"}}},
+           {"The run",
+            {{.name = "--num_gpus",
+              .kind = FlagKind::kPositiveInteger,
+              .value = "N",
+              .help = "GPUs per node, default the visible GPUs (1 with none); the world is N x M ranks",
+              .aliases = {"--num_gpus_per_node"}},
+             {.name = "--num_nodes",
+              .kind = FlagKind::kPositiveInteger,
+              .value = "M",
+              .help = "nodes",
+              .default_value = std::to_string(kDefaultNodes)},
+             {.name = "--micro_batch",
+              .kind = FlagKind::kPositiveInteger,
+              .value = "B",
+              .help = "sequences per micro-batch",
+              .default_value = std::to_string(kDefaultMicroBatch),
+              .aliases = {"--per_device_train_batch_size"}},
+             {.name = "--max_length",
+              .kind = FlagKind::kPositiveInteger,
+              .value = "S",
+              .help = "tokens per sequence",
+              .default_value = std::to_string(kDefaultMaxLength),
+              .aliases = {"--cutoff_len"}},
+             {.name = "--gradient_checkpointing", .kind = FlagKind::kBool, .help = "recompute activations in backward"},
+             with_help(model_flag("--dtype"), "the training dtype: bfloat16, float16 or float32"),
+             {.name = "--reduce_bucket_size",
+              .kind = FlagKind::kPositiveInteger,
+              .value = "N",
+              .help = "ZeRO bucket in elements (DeepSpeed's default)",
+              .default_value = std::to_string(train::MemorySettings{}.reduce_bucket_size)},
+             {.name = "--deepspeed",
+              .value = "ds_config.json",
+              .help = "your DeepSpeed config (a path or the JSON itself): its ZeRO stage, offload, buckets, precision "
+                      "and micro-batch, read as zerotune train reads them; its fit is reported first"}}},
+           {"Memory",
+            {{.name = "--gpu_memory",
+              .kind = FlagKind::kPositiveNumber,
+              .value = "GIB",
+              .help = "GiB per GPU; default: a column for each common size"},
+             {.name = "--host_memory",
+              .kind = FlagKind::kPositiveNumber,
+              .value = "GIB",
+              .help = "GiB of host memory per node; when given, offload that needs more is not recommended"}}},
+           {"Fine-tuning method",
+            {{.name = "--finetuning_type",
+              .kind = FlagKind::kChoice,
+              .help = "full or lora: only the LoRA matrices train (--lora_rank and --lora_target also size the LoRA "
+                      "a full run falls back to)",
+              .default_value = "full",
+              .choices = {"full", "lora"}},
+             {.name = "--lora_rank",
+              .kind = FlagKind::kPositiveInteger,
+              .value = "R",
+              .help = "LoRA rank r",
+              .default_value = std::to_string(kDefaultLoraRank)},
+             {.name = "--lora_target",
+              .value = "MODULES",
+              .help = "comma-separated module names, or all",
+              .default_value = kDefaultLoraTarget},
+             with_help(four_bit_flag("--quantization_bit"),
+                       "QLoRA: the decoder's linear weights in bitsandbytes' 4 bits (blocks of 64), every layer "
+                       "recomputed in backward; stages 0-2 only"),
+             with_help(four_bit_flag("--double_quantization"), "with --quantization_bit 4: 1-byte block scales")}}},
+      .one_of = {"--model_name_or_path", "--config"}};
+}
 
 // The memory of common training GPUs, as their makers state it: RTX 3090/4090 and A10 (24),
 // A100 40GB (40), A40, L40S and RTX 6000 Ada (48), A100/H100 80GB (80), RTX PRO 6000 (96) and
@@ -117,17 +160,17 @@ std::vector<double> gpu_budgets(const std::optional<double>& given) {
 train::MemorySettings settings_from_flags(const Flags& flags, const models::ModelConfig& config) {
   train::MemorySettings s;
   s.gpus_per_node = static_cast<int>(integer_flag_or(flags, "--num_gpus", std::max(1, visible_gpus())));
-  s.nodes = static_cast<int>(integer_flag_or(flags, "--num_nodes", 1));
-  s.micro_batch = integer_flag_or(flags, "--micro_batch", 1);
-  s.max_length = integer_flag_or(flags, "--max_length", 1024);
+  s.nodes = static_cast<int>(integer_flag_or(flags, "--num_nodes", kDefaultNodes));
+  s.micro_batch = integer_flag_or(flags, "--micro_batch", kDefaultMicroBatch);
+  s.max_length = integer_flag_or(flags, "--max_length", kDefaultMaxLength);
   s.reduce_bucket_size = integer_flag_or(flags, "--reduce_bucket_size", s.reduce_bucket_size);
-  s.gradient_checkpointing = flags.count("--gradient_checkpointing") && flags.at("--gradient_checkpointing") == "true";
+  s.gradient_checkpointing = bool_flag_or(flags, "--gradient_checkpointing", false);
   if (flags.count("--dtype")) s.dtype = parse_dtype(flags.at("--dtype"));
   ZT_REQUIRE_USAGE(s.dtype == DType::kBF16 || s.dtype == DType::kF16 || s.dtype == DType::kF32,
                    std::string("--dtype ") + dtype_name(s.dtype) + ": training runs in bfloat16, float16 or float32");
-  if (flags.count("--finetuning_type") && flags.at("--finetuning_type") == "lora")
-    s.trainable_numels = train::lora_trainable_numels(config, integer_flag_or(flags, "--lora_rank", 8),
-                                                      flags.count("--lora_target") ? flags.at("--lora_target") : "all");
+  if (text_flag_or(flags, "--finetuning_type", "full") == "lora")
+    s.trainable_numels = train::lora_trainable_numels(config, integer_flag_or(flags, "--lora_rank", kDefaultLoraRank),
+                                                      text_flag_or(flags, "--lora_target", kDefaultLoraTarget));
   ZT_REQUIRE_USAGE(!flags.count("--double_quantization") || flags.count("--quantization_bit"),
                    "--double_quantization describes the 4-bit base of --quantization_bit 4: add that");
   if (flags.count("--quantization_bit")) {
@@ -135,7 +178,7 @@ train::MemorySettings settings_from_flags(const Flags& flags, const models::Mode
                      "--quantization_bit 4 trains LoRA on the 4-bit base (quantized weights "
                      "cannot be trained): add --finetuning_type lora");
     s.quantized_base = true;
-    s.double_quant = !flags.count("--double_quantization") || flags.at("--double_quantization") == "true";
+    s.double_quant = bool_flag_or(flags, "--double_quantization", true);
   }
   return s;
 }
@@ -354,8 +397,8 @@ std::optional<train::Recommendation> recommend(const models::ModelConfig& config
       .gpu_bytes = static_cast<std::int64_t>(budget * kGiB),
       .host_bytes = host ? std::optional<std::int64_t>(static_cast<std::int64_t>(*host * kGiB)) : std::nullopt};
   const std::vector<std::int64_t> lora =
-      train::lora_trainable_numels(config, integer_flag_or(flags, "--lora_rank", 8),
-                                   flags.count("--lora_target") ? flags.at("--lora_target") : "all");
+      train::lora_trainable_numels(config, integer_flag_or(flags, "--lora_rank", kDefaultLoraRank),
+                                   text_flag_or(flags, "--lora_target", kDefaultLoraTarget));
   return train::recommend_configuration(config, settings, limits, lora);
 }
 
@@ -401,15 +444,14 @@ int estimate(Flags& flags) {
 }
 
 int run_estimate(const std::vector<std::string>& args) {
-  const std::string usage = std::string(kUsage) + kHubModelUsage;
-  return run_with_flags(args, kFlagSpec, usage.c_str(), [](Flags& flags) {
+  return run_with_flags(args, flag_table(), [](Flags& flags) {
     resolve_model_flag(flags, models::hub::kConfigOnly);
     return estimate(flags);
   });
 }
 
 const Registration registration{
-    {"estimate", "memory per GPU and per node for each ZeRO stage and offload", run_estimate}};
+    {"estimate", "memory per GPU and per node for each ZeRO stage and offload", run_estimate, flag_table}};
 
 }  // namespace
 }  // namespace zt::cli

@@ -15,6 +15,7 @@
 #include "runtime/log.h"
 #include "runtime/usage_error.h"
 #include "text/tokenizer/tokenizer.h"
+#include "train/args/enum_names.h"
 #include "train/args/training_arguments.h"
 #include "train/data/dataset.h"
 #include "train/data/sample_encoding.h"
@@ -24,54 +25,57 @@
 namespace zt::cli {
 namespace {
 
-std::string usage_text() {
-  return std::string(
-             "usage: zerotune evaluate --model_name_or_path DIR --validation_file F [--template NAME]\n"
-             "                         [--enable_thinking true|false]\n"
-             "                         [--max_length N] [--overlong_samples truncate|skip] [--train_on_prompt]\n"
-             "                         [--per_device_eval_batch_size N] [--adapter_name_or_path ADAPTER]\n"
-             "                         [--ptuning_checkpoint DIR] [--device cpu|cuda|cuda:N] [--dtype D]\n\n"
-             "Prints {\"eval_loss\", \"perplexity\", \"eval_tokens\", \"eval_samples\"} as JSON: the mean next-token\n"
-             "loss over the label tokens of F, as `zerotune train --validation_file F` evaluates it with the same\n"
-             "flags. F is what training reads (alpaca, ShareGPT or OpenAI messages, or {\"text\": ...}; a JSON\n"
-             "array or JSON Lines). Conversations go through the chat template with labels on the replies;\n"
-             "a plain text is scored as run_clm does, every token predicted (no eos appended).\n") +
-         template_usage("  --template           ") +
-         std::string(
-             "  --enable_thinking    false: Qwen3's templates without thinking, as training with it (default true)\n"
-             "  --max_length         longest sample in tokens (default 1024, as training; also --cutoff_len,\n"
-             "                       LLaMA-Factory's name)\n"
-             "  --overlong_samples   truncate (default: cut the prompt, keep the last reply) or skip\n"
-             "  --train_on_prompt    score every token of a conversation, not only the replies\n"
-             "  --per_device_eval_batch_size  samples per forward (default 8, as training)\n"
-             "  --adapter_name_or_path  a PEFT adapter folder applied to the model: LoRA or prefix tuning\n"
-             "  --ptuning_checkpoint    a P-Tuning v2 prefix (zerotune train --finetuning_type ptuning);\n"
-             "                          a PEFT prefix-tuning folder is also taken here\n"
-             "  --device   default cuda when a GPU is usable, else cpu\n"
-             "  --dtype    default bfloat16 on a GPU, float32 on the CPU; the trainer evaluates in its\n"
-             "             working dtype, so pass --dtype float16 for a model trained with --fp16\n");
-}
+constexpr const char* kDescription =
+    "Prints {\"eval_loss\", \"perplexity\", \"eval_tokens\", \"eval_samples\"} as JSON: the mean next-token\n"
+    "loss over the label tokens of F, as `zerotune train --validation_file F` evaluates it with the same\n"
+    "flags. F is what training reads (alpaca, ShareGPT or OpenAI messages, or {\"text\": ...}; a JSON\n"
+    "array or JSON Lines). Conversations go through the chat template with labels on the replies;\n"
+    "a plain text is scored as run_clm does, every token predicted (no eos appended).\n";
 
-FlagSpec flag_spec() {
-  FlagSpec spec{.command = "evaluate",
-                .value_flags = kModelFlags,
-                .bool_flags = {"--train_on_prompt", "--enable_thinking"},
-                .required = {"--model_name_or_path", "--validation_file"},
-                .aliases = {{"--cutoff_len", "--max_length"}},
-                .integer_flags = {"--max_length", "--per_device_eval_batch_size"},
-                .positive_flags = {"--max_length", "--per_device_eval_batch_size"},
-                .choices = {{"--overlong_samples", {"truncate", "skip"}}}};
-  spec.value_flags.insert(
-      {"--validation_file", "--template", "--max_length", "--overlong_samples", "--per_device_eval_batch_size"});
-  return spec;
+FlagTable flag_table() {
+  const train::TrainingArguments training;  // evaluate's defaults are training's
+  FlagGroup model = model_flags();
+  for (Flag& flag : model.flags)
+    if (flag.name == "--dtype")
+      flag.help +=
+          "; the trainer evaluates in its working dtype, so pass --dtype float16 for a model trained with "
+          "--fp16";
+  return {.command = "evaluate",
+          .description = kDescription,
+          .groups = {{"Data",
+                      {{.name = "--validation_file", .value = "F", .help = "the data to score"},
+                       template_flag(),
+                       with_help(enable_thinking_flag(),
+                                 "false: Qwen3's templates without thinking, as training "
+                                 "with it"),
+                       {.name = "--max_length",
+                        .kind = FlagKind::kPositiveInteger,
+                        .value = "N",
+                        .help = "longest sample in tokens, as training",
+                        .default_value = std::to_string(training.max_length),
+                        .aliases = {"--cutoff_len"}},
+                       {.name = "--overlong_samples",
+                        .kind = FlagKind::kChoice,
+                        .help = "truncate (cut the prompt, keep the last reply) or skip",
+                        .default_value = train::name_of(training.overlong_samples),
+                        .choices = train::enum_name_list<train::Overlong>()},
+                       {.name = "--train_on_prompt",
+                        .kind = FlagKind::kBool,
+                        .help = "score every token of a conversation, not only the replies"},
+                       {.name = "--per_device_eval_batch_size",
+                        .kind = FlagKind::kPositiveInteger,
+                        .value = "N",
+                        .help = "samples per forward, as training",
+                        .default_value = std::to_string(training.per_device_eval_batch_size)}}},
+                     model},
+          .required = {"--model_name_or_path", "--validation_file"}};
 }
 
 train::EncodeOptions encode_options(const Flags& flags) {
   const train::TrainingArguments training;  // evaluate's defaults are training's
-  train::EncodeOptions options{
-      .max_length = integer_flag_or(flags, "--max_length", training.max_length),
-      .train_on_prompt = flags.count("--train_on_prompt") && flags.at("--train_on_prompt") == "true",
-      .overlong = training.overlong_samples};
+  train::EncodeOptions options{.max_length = integer_flag_or(flags, "--max_length", training.max_length),
+                               .train_on_prompt = bool_flag_or(flags, "--train_on_prompt", false),
+                               .overlong = training.overlong_samples};
   if (flags.count("--overlong_samples"))
     options.overlong = *train::enum_from_name<train::Overlong>(flags.at("--overlong_samples"));
   ZT_REQUIRE_USAGE(options.max_length > 1, "--max_length must be at least 2: one token predicts the next");
@@ -140,15 +144,14 @@ int evaluate_model(Flags& flags) {
 }
 
 int run_evaluate(const std::vector<std::string>& args) {
-  const std::string usage = usage_text() + kHubModelUsage;
-  return run_with_flags(args, flag_spec(), usage.c_str(), [](Flags& flags) {
+  return run_with_flags(args, flag_table(), [](Flags& flags) {
     resolve_model_flag(flags);
     return evaluate_model(flags);
   });
 }
 
 const Registration registration{
-    {"evaluate", "loss and perplexity of a model on a data file, as training evaluates", run_evaluate}};
+    {"evaluate", "loss and perplexity of a model on a data file, as training evaluates", run_evaluate, flag_table}};
 
 }  // namespace
 }  // namespace zt::cli

@@ -9,6 +9,7 @@
 #include "cli/command.h"
 #include "cli/export_output.h"
 #include "cli/flags.h"
+#include "cli/four_bit_base.h"
 #include "models/peft/lora_files.h"
 #include "models/quant/quantized_linears.h"
 #include "models/weights/weights.h"
@@ -22,12 +23,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr const char* kUsage =
-    "usage: zerotune export --model_name_or_path DIR --output_dir OUT [--overwrite_output_dir]\n"
-    "                       [--adapter_name_or_path ADAPTER --merge_lora [--quantization_bit 4 ...]]\n"
-    "                       [--dtype float32|bfloat16|float16]\n"
-    "       zerotune export --checkpoint CKPT --output_dir OUT [--merge_lora] [--weights master|working]\n"
-    "                       [--model_name_or_path DIR] [--dtype float32|bfloat16|float16]\n\n"
+constexpr const char* kDescription =
+    "From a model folder (--model_name_or_path DIR) or a training checkpoint (--checkpoint CKPT).\n"
     "Writes OUT as a Hugging Face model folder (config.json, safetensors weights, generation config,\n"
     "the tokenizer files of DIR). With an adapter, W + (lora_alpha / r) * B A is computed in float32\n"
     "for every adapted weight and stored instead of W; --merge_lora is then required, since an\n"
@@ -40,35 +37,53 @@ constexpr const char* kUsage =
     "others, as DeepSpeed's zero_to_fp32 recovers them; DIR is the model_name_or_path of the\n"
     "checkpoint's training_args.json unless --model_name_or_path is given. A LoRA checkpoint is\n"
     "written as a PEFT adapter folder, or merged into DIR's weights with --merge_lora; a P-Tuning\n"
-    "checkpoint is refused (its prefix folder already is the exported form).\n"
-    "  --output_dir   also accepted as --export_dir (LLaMA-Factory's name); a new folder, written as a hidden\n"
-    "                 .NAME.partial beside it and renamed into place once complete. A folder that holds\n"
-    "                 files is refused, unless --overwrite_output_dir (files of the same names replaced);\n"
-    "                 one holding the other kind of export (an adapter where a model goes, or the\n"
-    "                 reverse) always is\n"
-    "  --quantization_bit 4 [--quantization_type nf4|fp4] [--double_quantization true|false]\n"
-    "                 merge a QLoRA adapter trained on a dense DIR quantized at load into the base as that\n"
-    "                 run computed with it: each linear weight quantized to 4 bits and dequantized (defaults\n"
-    "                 nf4 with double quantization, as LLaMA-Factory's); without it the adapter is merged\n"
-    "                 into DIR's weights as they are, as LLaMA-Factory merges QLoRA adapters\n"
-    "  --weights      master (default): the optimizer's float32 masters; working: the checkpoint's\n"
-    "                 model files (what a checkpoint saved with --save_only_model always gives)\n"
-    "  --dtype        default the torch_dtype of DIR/config.json, else float32; with --checkpoint,\n"
-    "                 float32 for the masters and the stored dtype for --weights working\n";
+    "checkpoint is refused (its prefix folder already is the exported form).\n";
 
-const FlagSpec kFlagSpec{
-    .command = "export",
-    .value_flags = {"--model_name_or_path", "--revision", "--adapter_name_or_path", "--output_dir", "--dtype",
-                    "--checkpoint", "--weights", "--quantization_bit", "--quantization_type", "--double_quantization"},
-    .bool_flags = {"--merge_lora", "--overwrite_output_dir"},
-    .required = {"--output_dir"},
-    .aliases = {{"--export_dir", "--output_dir"}},
-    .choices = {{"--weights", {"master", "working"}},
-                {"--quantization_bit", {"4"}},
-                {"--quantization_type", {"nf4", "fp4"}},
-                {"--double_quantization", {"true", "false"}}}};
+FlagTable flag_table() {
+  const std::string model_help = model_flag("--model_name_or_path").help;
+  return {
+      .command = "export",
+      .description = kDescription,
+      .groups =
+          {{"What to export",
+            {with_help(model_flag("--model_name_or_path"),
+                       "the model to export, or with --checkpoint the base it was trained from (default: the "
+                       "checkpoint's training_args.json's); " +
+                           model_help),
+             model_flag("--revision"),
+             {.name = "--checkpoint", .value = "CKPT", .help = "an output_dir/checkpoint-N folder of zerotune train"},
+             {.name = "--weights",
+              .kind = FlagKind::kChoice,
+              .help = "master: the optimizer's float32 masters; working: the checkpoint's model files (what a "
+                      "checkpoint saved with --save_only_model always gives)",
+              .default_value = "master",
+              .choices = {"master", "working"}},
+             with_help(model_flag("--adapter_name_or_path"), "a LoRA adapter folder, merged into the model"),
+             {.name = "--merge_lora", .kind = FlagKind::kBool, .help = "merge the LoRA adapter into the weights"}}},
+           {"Output",
+            {{.name = "--output_dir",
+              .value = "OUT",
+              .help = "a new folder, written as a hidden .NAME.partial beside it and renamed into place once "
+                      "complete. A folder that holds files is refused, unless --overwrite_output_dir (files of the "
+                      "same names replaced); one holding the other kind of export (an adapter where a model goes, "
+                      "or the reverse) always is",
+              .aliases = {"--export_dir"}},
+             {.name = "--overwrite_output_dir",
+              .kind = FlagKind::kBool,
+              .help = "write into a folder that holds files"},
+             with_help(model_flag("--dtype"),
+                       "default the torch_dtype of DIR/config.json, else float32; with --checkpoint, float32 for the "
+                       "masters and the stored dtype for --weights working")}},
+           {"QLoRA's base (a dense DIR quantized at load)",
+            {with_help(four_bit_flag("--quantization_bit"),
+                       "merge a QLoRA adapter into the base as that run computed with it: each linear weight "
+                       "quantized to 4 bits and dequantized; without it the adapter is merged into DIR's weights as "
+                       "they are, as LLaMA-Factory merges QLoRA adapters"),
+             four_bit_flag("--quantization_type"), four_bit_flag("--double_quantization")}}},
+      .required = {"--output_dir"}};
+}
 
-bool is_set(const Flags& flags, const char* flag) { return flags.count(flag) && flags.at(flag) == "true"; }
+bool is_set(const Flags& flags, const char* flag) { return bool_flag_or(flags, flag, false); }
 
 // What export refuses beyond the flag grammar: an adapter it would not merge, the reverse, and
 // flags of one source (a model folder or a checkpoint) given with the other.
@@ -102,9 +117,8 @@ void round_trip_base(Flags& flags, models::CausalLM& model, DType stored) {
                                                  " is already saved in 4 bits, and its dequantized weights are what "
                                                  "the adapter is merged into: drop --quantization_bit");
   const models::quant::Quant4Options options{
-      .type = ops::quant4::parse_quant4_type(flags.count("--quantization_type") ? flags["--quantization_type"] : "nf4",
-                                             "--quantization_type"),
-      .double_quant = !flags.count("--double_quantization") || flags["--double_quantization"] == "true",
+      .type = ops::quant4::parse_quant4_type(text_flag_or(flags, "--quantization_type", "nf4"), "--quantization_type"),
+      .double_quant = bool_flag_or(flags, "--double_quantization", true),
       .blocksize = 64};
   models::quant::round_trip_linears(model, options, stored);
   std::cerr << "the base's linear weights quantized to 4 bits (" << ops::quant4::quant4_type_name(options.type)
@@ -180,8 +194,7 @@ void refuse_writing_over_the_input(Flags& flags) {
 }
 
 int run_export(const std::vector<std::string>& args) {
-  const std::string usage = std::string(kUsage) + kHubModelUsage;
-  return run_with_flags(args, kFlagSpec, usage.c_str(), [](Flags& flags) {
+  return run_with_flags(args, flag_table(), [](Flags& flags) {
     check_flag_combinations(flags);
     dtype_flag(flags);  // a --dtype that is no floating-point type is refused before any work
     require_writable_folder(flags.at("--output_dir"), "--output_dir");
@@ -191,8 +204,9 @@ int run_export(const std::vector<std::string>& args) {
   });
 }
 
-const Registration registration{
-    {"export", "write a model folder, with a LoRA adapter merged into it, or from a checkpoint", run_export}};
+const Registration registration{{"export",
+                                 "write a model folder, with a LoRA adapter merged into it, or from a checkpoint",
+                                 run_export, flag_table}};
 
 }  // namespace
 }  // namespace zt::cli

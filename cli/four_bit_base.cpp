@@ -3,19 +3,40 @@
 #include "models/quant/quantized_linears.h"
 #include "ops/quant4/blockwise.h"
 #include "ops/quant4/code_books.h"
+#include "runtime/error.h"
 #include "runtime/log.h"
 #include "runtime/usage_error.h"
 
 namespace zt::cli {
 
-const char* const kFourBitUsage =
-    "  --quantization_bit 4     run on a 4-bit base: the decoder's linear weights quantized to\n"
-    "                           bitsandbytes' 4 bits as they load, each layer dequantized while it\n"
-    "                           computes (a folder saved in 4 bits, \"-bnb-4bit\", is kept 4-bit\n"
-    "                           without it); a LoRA adapter runs beside them; not with --merge_lora\n"
-    "                           or --tp\n"
-    "  --quantization_type nf4|fp4  the 4-bit code (default nf4)\n"
-    "  --double_quantization [true|false]  quantize the block scales too (default true)\n";
+Flag four_bit_flag(const std::string& name) {
+  static const std::vector<Flag> declared = {
+      {.name = "--quantization_bit",
+       .kind = FlagKind::kChoice,
+       .help = "run on a 4-bit base: the decoder's linear weights quantized to bitsandbytes' 4 bits as they load, "
+               "each layer dequantized while it computes (a folder saved in 4 bits, \"-bnb-4bit\", is kept 4-bit "
+               "without it); a LoRA adapter runs beside them; not with --merge_lora or --tp",
+       .choices = {"4"}},
+      {.name = "--quantization_type",
+       .kind = FlagKind::kChoice,
+       .help = "the 4-bit code",
+       .default_value = "nf4",
+       .choices = {"nf4", "fp4"}},
+      {.name = "--double_quantization",
+       .kind = FlagKind::kBool,
+       .help = "quantize the block scales too",
+       .default_value = "true"},
+  };
+  for (const Flag& flag : declared)
+    if (flag.name == name) return flag;
+  fail("no 4-bit flag " + name);
+}
+
+FlagGroup four_bit_flags() {
+  return {"4-bit base (LLaMA-Factory's inference arguments)",
+          {four_bit_flag("--quantization_bit"), four_bit_flag("--quantization_type"),
+           four_bit_flag("--double_quantization")}};
+}
 
 namespace {
 
@@ -29,13 +50,6 @@ void check_settings_have_a_base(const Flags& flags) {
 }
 
 }  // namespace
-
-void add_four_bit_flags(FlagSpec& spec) {
-  spec.value_flags.insert(kFourBitValueFlags.begin(), kFourBitValueFlags.end());
-  spec.bool_flags.insert(kFourBitBoolFlags.begin(), kFourBitBoolFlags.end());
-  spec.choices["--quantization_bit"] = {"4"};
-  spec.choices["--quantization_type"] = {"nf4", "fp4"};
-}
 
 void plan_four_bit_base(const Flags& flags, const models::ModelConfig& config, models::ModelOptions& options) {
   check_settings_have_a_base(flags);

@@ -8,7 +8,6 @@
 // into) and --quantization_bit 4 with --tp (the split needs dense weights).
 #pragma once
 
-#include <set>
 #include <string>
 
 #include "cli/flags.h"
@@ -17,14 +16,12 @@
 
 namespace zt::cli {
 
-inline const std::set<std::string> kFourBitValueFlags{"--quantization_bit", "--quantization_type"};
-inline const std::set<std::string> kFourBitBoolFlags{"--double_quantization"};
-
-// Usage lines for the flags above.
-extern const char* const kFourBitUsage;
-
-// Adds the flags above, with their accepted values, to a generating command's `spec`.
-void add_four_bit_flags(FlagSpec& spec);
+// --quantization_bit 4, --quantization_type and --double_quantization, declared once for
+// generate, chat, serve, export and estimate (LLaMA-Factory's names; the help says what a
+// generating command does with them, and export and estimate give their own).
+Flag four_bit_flag(const std::string& name);
+// The group of the three, as a generating command takes them.
+FlagGroup four_bit_flags();
 
 // Sets `options` (before loading) so the linears of `config`'s model arrive in 4 bits when the
 // folder is saved so or --quantization_bit 4 asks; refuses --merge_lora with such a base and

@@ -21,27 +21,34 @@
 namespace zt::cli {
 namespace {
 
-constexpr const char* kUsage =
-    "usage: zerotune generate --model_name_or_path DIR (--prompt TEXT | --input_file FILE)\n"
-    "                         [--output_file FILE] [--output_format text|ids|jsonl]\n"
-    "                         [sampling and batching flags below] [--adapter_name_or_path ADAPTER]\n"
-    "                         [--ptuning_checkpoint DIR] [--device cpu|cuda|cuda:N] [--dtype D] [--tp N]\n\n"
+constexpr const char* kDescription =
     "Continues each prompt and prints the new text (tokenized with the model's special tokens;\n"
     "generation stops after an eos token). Prompts of --input_file (JSON Lines or a JSON array)\n"
     "are plain strings, {\"prompt\": ...}, alpaca {\"instruction\", \"input\"} or conversations\n"
     "({\"messages\": ...} / {\"conversations\": ...}); conversations go through the chat template.\n"
     "A plain prompt (--prompt, a string, {\"prompt\"}) goes to the model as it is, or, when --template\n"
-    "is given, as a user's turn through that template, followed by the template's assistant header.\n"
-    "  --output_file    writes one JSON line per prompt, in input order (prompt, output,\n"
-    "                   output_ids, finish_reason), atomically; a progress bar shows on a terminal\n"
-    "  --output_format  text (default; one prompt streams as it is generated, several are each\n"
-    "                   preceded by a line '=== prompt I of N ==='), ids (a JSON array of the new\n"
-    "                   token ids per prompt) or jsonl (as --output_file writes)\n"
-    "  --adapter_name_or_path  a PEFT adapter folder applied to the model: LoRA or prefix tuning\n"
-    "  --ptuning_checkpoint    a P-Tuning v2 prefix (zerotune train --finetuning_type ptuning);\n"
-    "                          a PEFT prefix-tuning folder is also taken here\n"
-    "  --device   default cuda when a GPU is usable, else cpu\n"
-    "  --dtype    default bfloat16 on a GPU, float32 on the CPU\n";
+    "is given, as a user's turn through that template, followed by the template's assistant header.\n";
+
+FlagTable flag_table() {
+  return generation_table(
+      {.command = "generate",
+       .description = kDescription,
+       .groups = {{"Prompts and output",
+                   {{.name = "--prompt", .value = "TEXT", .help = "one prompt"},
+                    {.name = "--input_file", .value = "FILE", .help = "a file of prompts"},
+                    {.name = "--output_file",
+                     .value = "FILE",
+                     .help = "writes one JSON line per prompt, in input order (prompt, output, output_ids, "
+                             "finish_reason), atomically; a progress bar shows on a terminal"},
+                    {.name = "--output_format",
+                     .kind = FlagKind::kChoice,
+                     .help = "text (one prompt streams as it is generated, several are each preceded by a line "
+                             "'=== prompt I of N ==='), ids (a JSON array of the new token ids per prompt) or "
+                             "jsonl (as --output_file writes)",
+                     .default_value = "text",
+                     .choices = {"text", "ids", "jsonl"}}}}},
+       .one_of = {"--prompt", "--input_file"}});
+}
 
 struct Prompts {
   std::vector<std::string> shown;  // what the output files call the prompt
@@ -155,7 +162,7 @@ struct Inputs {
 Inputs read_inputs(const Flags& flags) {
   Inputs in;
   in.dir = flags.at("--model_name_or_path");
-  in.format = flags.count("--output_format") ? flags.at("--output_format") : "text";
+  in.format = text_flag_or(flags, "--output_format", "text");
   if (flags.count("--output_file")) require_writable_file(flags.at("--output_file"), "--output_file");
   in.chat = chat_template_from(flags, in.dir);  // first: an unknown --template is named before any file is read
   in.tokenizer = models::load_tokenizer(in.dir);
@@ -221,16 +228,11 @@ int generate_text(Flags& flags) {
 }
 
 int run_generate(const std::vector<std::string>& args) {
-  return run_generation_command(args,
-                                {.command = "generate",
-                                 .value_flags = {"--prompt", "--input_file", "--output_file", "--output_format"},
-                                 .one_of = {"--prompt", "--input_file"},
-                                 .choices = {{"--output_format", {"text", "ids", "jsonl"}}}},
-                                kUsage, generate_text);
+  return run_generation_command(args, flag_table(), generate_text);
 }
 
 const Registration registration{
-    {"generate", "continue prompts with a model (greedy or sampled, batched)", run_generate}};
+    {"generate", "continue prompts with a model (greedy or sampled, batched)", run_generate, flag_table}};
 
 }  // namespace
 }  // namespace zt::cli

@@ -13,56 +13,97 @@
 
 namespace zt::cli {
 
-std::string template_usage(const std::string& head) {
-  const std::string pad(head.size(), ' ');
-  return head + "chat template (default: the model's own template):\n" + pad + "LLaMA-Factory's " +
-         models::llama_factory_template_names() + "\n" + pad + "or the model family's own " +
-         models::model_family_template_names() + "\n";
+Flag template_flag() {
+  return {.name = "--template",
+          .kind = FlagKind::kTemplate,
+          .value = "NAME",
+          .help = "chat template (default: the model's own template): LLaMA-Factory's " +
+                  models::llama_factory_template_names() + " or the model family's own " +
+                  models::model_family_template_names()};
 }
 
-std::string generation_usage() {
-  return std::string(
-             "  --max_new_tokens N, --min_new_tokens N   new tokens per answer (defaults from\n"
-             "                           generation_config.json, else up to 2048, fewer where the model's\n"
-             "                           context or the file's max_length leaves less; and 0)\n"
-             "  --do_sample [true|false] --temperature T --top_k K --top_p P --repetition_penalty R --seed S\n"
-             "                           transformers' sampling settings; unset ones come from\n"
-             "                           generation_config.json (greedy when it has none)\n"
-             "  --merge_lora [true|false]  merge --adapter_name_or_path's LoRA into the weights at load\n"
-             "                           (the same tokens up to rounding, no extra work per token)\n"
-             "  --fused_decode [true|false]  decode steps through one-launch linears with the norms, biases,\n"
-             "                           SwiGLU and residual adds folded in (the same tokens; off by default\n"
-             "                           until its GPU kernels are measured; not with LoRA kept apart or --tp)\n") +
-         template_usage("  --template NAME          ") +
-         "                           given to generate: plain prompts become a user's turn in it\n"
-         "  --enable_thinking [true|false]  false: Qwen3's templates (qwen3, a Qwen3 model's own) end the\n"
-         "                           prompt with the empty thought, so the model answers without thinking\n"
-         "                           (LLaMA-Factory's and transformers' enable_thinking; default true)\n"
-         "  --max_batch N            sequences decoding together (default 32)\n"
-         "  --block_size N           tokens per KV-cache block (default 16)\n"
-         "  --tp N                   tensor parallelism: heads and MLP split over N ranks (Megatron's scheme).\n"
-         "                           Under a launcher (zerotune launch --nproc_per_node N, torchrun, mpirun,\n"
-         "                           srun) one rank per process and GPU; without one, N in-process ranks on\n"
-         "                           --device: the same tokens as --tp 1, no faster (for tests and learning)\n";
+Flag enable_thinking_flag() {
+  return {.name = "--enable_thinking",
+          .kind = FlagKind::kBool,
+          .help =
+              "false: Qwen3's templates (qwen3, a Qwen3 model's own) end the prompt with the empty thought, so "
+              "the model answers without thinking (LLaMA-Factory's and transformers' enable_thinking)",
+          .default_value = "true"};
 }
 
-int run_generation_command(const std::vector<std::string>& args, FlagSpec spec, const char* usage,
+std::vector<FlagGroup> generation_flag_groups() {
+  const infer::EngineOptions engine;
+  FlagGroup sampling{
+      "Sampling (transformers' GenerationConfig names; one not given comes from generation_config.json)",
+      {{.name = "--max_new_tokens",
+        .kind = FlagKind::kInteger,
+        .value = "N",
+        .help = "new tokens per answer at most (else up to " + std::to_string(models::kDefaultMaxNewTokens) +
+                "; fewer where the model's context or generation_config.json's max_length leaves less)"},
+       {.name = "--min_new_tokens",
+        .kind = FlagKind::kInteger,
+        .value = "N",
+        .help = "new tokens before a stop counts"},
+       {.name = "--do_sample",
+        .kind = FlagKind::kBool,
+        .help = "sample (else greedy when generation_config.json says "
+                "nothing)"},
+       {.name = "--temperature", .kind = FlagKind::kNumber, .value = "T", .help = "the logits divided by T"},
+       {.name = "--top_k", .kind = FlagKind::kInteger, .value = "K", .help = "sample among the K likeliest tokens"},
+       {.name = "--top_p",
+        .kind = FlagKind::kNumber,
+        .value = "P",
+        .help = "sample among the likeliest tokens "
+                "holding P of the probability"},
+       {.name = "--repetition_penalty",
+        .kind = FlagKind::kNumber,
+        .value = "R",
+        .help = "logits of tokens already in the sequence divided by R (multiplied when negative)"},
+       {.name = "--seed", .kind = FlagKind::kInteger, .value = "S", .help = "the sampling's random seed"}}};
+  FlagGroup chat{"Chat template", {template_flag(), enable_thinking_flag()}};
+  FlagGroup engine_flags{
+      "Engine",
+      {{.name = "--max_batch",
+        .kind = FlagKind::kPositiveInteger,
+        .value = "N",
+        .help = "sequences decoding together",
+        .default_value = std::to_string(engine.max_batch)},
+       {.name = "--block_size",
+        .kind = FlagKind::kPositiveInteger,
+        .value = "N",
+        .help = "tokens per KV-cache block",
+        .default_value = std::to_string(engine.block_size)},
+       {.name = "--tp",
+        .kind = FlagKind::kPositiveInteger,
+        .value = "N",
+        .help = "tensor parallelism: heads and MLP split over N ranks (Megatron's scheme). Under a launcher "
+                "(zerotune launch --nproc_per_node N, torchrun, mpirun, srun) one rank per process and GPU; without "
+                "one, N in-process ranks on --device: the same tokens as --tp 1, no faster (for tests and learning)",
+        .default_value = "1"},
+       {.name = "--merge_lora",
+        .kind = FlagKind::kBool,
+        .help = "merge --adapter_name_or_path's LoRA into the weights at load (the same tokens up to rounding, no "
+                "extra work per token)"},
+       {.name = "--fused_decode",
+        .kind = FlagKind::kBool,
+        .help = "decode steps through one-launch linears with the norms, biases, SwiGLU and residual adds folded in "
+                "(the same tokens; off by default until its GPU kernels are measured; not with LoRA kept apart or "
+                "--tp)"}}};
+  return {model_flags(), sampling, chat, engine_flags, four_bit_flags()};
+}
+
+FlagTable generation_table(FlagTable own) {
+  for (FlagGroup& group : generation_flag_groups()) own.groups.push_back(std::move(group));
+  own.required.insert(own.required.begin(), "--model_name_or_path");
+  return own;
+}
+
+int run_generation_command(const std::vector<std::string>& args, const FlagTable& table,
                            const std::function<int(Flags&)>& body) {
-  spec.value_flags.insert(kModelFlags.begin(), kModelFlags.end());
-  spec.value_flags.insert(kGenerationFlags.begin(), kGenerationFlags.end());
-  spec.bool_flags.insert(kGenerationBoolFlags.begin(), kGenerationBoolFlags.end());
-  spec.required.push_back("--model_name_or_path");
-  spec.integer_flags.insert(
-      {"--max_new_tokens", "--min_new_tokens", "--top_k", "--seed", "--max_batch", "--block_size", "--tp"});
-  spec.number_flags.insert({"--temperature", "--top_p", "--repetition_penalty"});
-  spec.positive_flags.insert({"--max_batch", "--block_size", "--tp"});
-  add_four_bit_flags(spec);
-  const std::string full_usage = std::string(usage) + generation_usage() + kFourBitUsage + kHubModelUsage;
-  return run_with_flags(args, spec, full_usage.c_str(), [&body](Flags& flags) {
-    ZT_REQUIRE_USAGE(
-        !flags.count("--merge_lora") || flags.at("--merge_lora") != "true" || flags.count("--adapter_name_or_path"),
-        "--merge_lora merges a LoRA adapter into the weights: add --adapter_name_or_path with a LoRA "
-        "adapter");
+  return run_with_flags(args, table, [&body](Flags& flags) {
+    ZT_REQUIRE_USAGE(!bool_flag_or(flags, "--merge_lora", false) || flags.count("--adapter_name_or_path"),
+                     "--merge_lora merges a LoRA adapter into the weights: add --adapter_name_or_path with a LoRA "
+                     "adapter");
     resolve_model_flag(flags);
     return body(flags);
   });

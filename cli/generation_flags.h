@@ -6,8 +6,8 @@
 
 #include <functional>
 #include <optional>
-#include <set>
 #include <string>
+#include <vector>
 
 #include "cli/flags.h"
 #include "infer/engine.h"
@@ -19,21 +19,23 @@
 
 namespace zt::cli {
 
-inline const std::set<std::string> kGenerationFlags{
-    "--max_new_tokens", "--min_new_tokens", "--temperature", "--top_k",    "--top_p", "--repetition_penalty",
-    "--seed",           "--max_batch",      "--block_size",  "--template", "--tp"};
-inline const std::set<std::string> kGenerationBoolFlags{"--do_sample", "--merge_lora", "--fused_decode",
-                                                        "--enable_thinking"};
+// --template NAME (the names from text/chat_template/template_names.h) and --enable_thinking,
+// declared once for generate, chat, serve and evaluate.
+Flag template_flag();
+Flag enable_thinking_flag();
 
-// Usage lines for the flags above.
-std::string generation_usage();
-// The usage lines of --template, `head` ("  --template NAME" padded to the help column) first:
-// the accepted names, as the chat-template registry lists them.
-std::string template_usage(const std::string& head);
+// The flags every generating command takes beside its own, declared once: the model's
+// (cli/flags.h), the sampling flags (transformers' GenerationConfig names), the chat
+// template, the engine's batching, --tp, --merge_lora, --fused_decode and the 4-bit base's.
+std::vector<FlagGroup> generation_flag_groups();
 
-// run_with_flags for a generating command: its flags are `spec`'s (the command's own), the
-// model's and the ones above; its usage is `usage` followed by generation_usage().
-int run_generation_command(const std::vector<std::string>& args, FlagSpec spec, const char* usage,
+// A generating command's whole table: `own` (the command's own flags), the groups above after
+// them, --model_name_or_path required.
+FlagTable generation_table(FlagTable own);
+
+// run_with_flags for a generating command's table (generation_table): --merge_lora checked to
+// have an adapter and --model_name_or_path resolved to a folder before `body` runs.
+int run_generation_command(const std::vector<std::string>& args, const FlagTable& table,
                            const std::function<int(Flags&)>& body);
 
 // generation_config.json of `model_dir` overridden by the flags; stops also at the

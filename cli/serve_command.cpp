@@ -18,20 +18,38 @@
 namespace zt::cli {
 namespace {
 
-constexpr const char* kUsage =
-    "usage: zerotune serve --model_name_or_path DIR [--host 127.0.0.1] [--port 8000] [--api_key KEY]\n"
-    "                      [--served_model_name NAME] [--adapter_name_or_path ADAPTER] [--ptuning_checkpoint DIR]\n"
-    "                      [--device cpu|cuda|cuda:N] [--dtype D] [--max_batch N] [--tp N] [sampling flags below]\n\n"
+constexpr const char* kDescription =
     "Serves the model over the OpenAI API: POST /v1/chat/completions, POST /v1/completions (both\n"
     "streaming with \"stream\": true), GET /v1/models, GET /health. Ctrl-C stops accepting, answers\n"
-    "the requests in flight and exits. See docs/SERVE.md.\n"
-    "  --host ADDRESS           the address to listen on (default 127.0.0.1: this machine only)\n"
-    "  --port N                 the port (default 8000; 0 picks a free one, printed)\n"
-    "  --api_key KEY            require 'Authorization: Bearer KEY' on every /v1 request\n"
-    "  --served_model_name NAME the model id clients send (default: the model folder's name)\n"
-    "  --max_model_len N        the most prompt and new tokens of one request (default: the model's context)\n"
-    "  The sampling flags set the defaults of requests that do not say (max_new_tokens: the\n"
-    "  rest of the context unless given).\n";
+    "the requests in flight and exits. The sampling flags set the defaults of requests that do not\n"
+    "say (max_new_tokens: the rest of the context unless given). See docs/SERVE.md.\n";
+
+FlagTable flag_table() {
+  return generation_table(
+      {.command = "serve",
+       .description = kDescription,
+       .groups = {{"Server",
+                   {{.name = "--host",
+                     .value = "ADDRESS",
+                     .help = "the address to listen on (127.0.0.1: this machine only)",
+                     .default_value = "127.0.0.1"},
+                    {.name = "--port",
+                     .kind = FlagKind::kInteger,
+                     .value = "N",
+                     .help = "the port (0 picks a free one, printed)",
+                     .default_value = "8000"},
+                    {.name = "--api_key",
+                     .value = "KEY",
+                     .help = "require 'Authorization: Bearer KEY' on every /v1 "
+                             "request"},
+                    {.name = "--served_model_name",
+                     .value = "NAME",
+                     .help = "the model id clients send (default: the model folder's name)"},
+                    {.name = "--max_model_len",
+                     .kind = FlagKind::kInteger,
+                     .value = "N",
+                     .help = "the most prompt and new tokens of one request (default: the model's context)"}}}}});
+}
 
 #if ZT_HAVE_HTTPLIB
 
@@ -137,16 +155,10 @@ int serve_model(Flags&) {
 
 #endif
 
-int run_serve(const std::vector<std::string>& args) {
-  return run_generation_command(
-      args,
-      {.command = "serve",
-       .value_flags = {"--host", "--port", "--api_key", "--served_model_name", "--max_model_len"},
-       .integer_flags = {"--port", "--max_model_len"}},
-      kUsage, serve_model);
-}
+int run_serve(const std::vector<std::string>& args) { return run_generation_command(args, flag_table(), serve_model); }
 
-const Registration registration{{"serve", "serve a model over the OpenAI API (continuous batching)", run_serve}};
+const Registration registration{
+    {"serve", "serve a model over the OpenAI API (continuous batching)", run_serve, flag_table}};
 
 }  // namespace
 }  // namespace zt::cli

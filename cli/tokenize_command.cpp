@@ -13,22 +13,30 @@
 namespace zt::cli {
 namespace {
 
-const char* kUsage =
-    "usage: zerotune tokenize --model_name_or_path DIR [--revision REV] [--decode]\n"
-    "                         [--add_special_tokens true|false] [--skip_special_tokens true|false]\n\n"
-    "Reads lines on stdin and encodes each with the tokenizer of DIR (tokenizer.json, vocab.json +\n"
-    "merges.txt, or tokenizer.model), writing one JSON array of ids per line.\n"
-    "  --decode               read one JSON array of ids per line and write its text instead\n"
-    "  --add_special_tokens   add the model's prefix tokens, as HF does by default (default true)\n"
-    "  --skip_special_tokens  leave special tokens out of decoded text (default false)\n"
-    "Boolean flags accept --flag, --flag true and --flag false.\n"
-    "DIR may be a hub id (Org/Name): its tokenizer files are read from the hub cache, or downloaded there\n"
-    "(see --revision in `zerotune generate --help`).\n";
-
-const FlagSpec kFlagSpec{.command = "tokenize",
-                         .value_flags = {"--model_name_or_path", "--revision"},
-                         .bool_flags = {"--decode", "--add_special_tokens", "--skip_special_tokens"},
-                         .required = {"--model_name_or_path"}};
+FlagTable flag_table() {
+  return {.command = "tokenize",
+          .description =
+              "Reads lines on stdin and encodes each with the tokenizer of DIR (tokenizer.json, vocab.json +\n"
+              "merges.txt, or tokenizer.model), writing one JSON array of ids per line.\n",
+          .groups = {{"Tokenizer",
+                      {with_help(model_flag("--model_name_or_path"),
+                                 "the model folder whose tokenizer is read, or a hub id (Org/Name), of which only "
+                                 "the tokenizer files are read from the hub cache or downloaded there"),
+                       model_flag("--revision"),
+                       {.name = "--decode",
+                        .kind = FlagKind::kBool,
+                        .help = "read one JSON array of ids per line and write its text instead",
+                        .default_value = "false"},
+                       {.name = "--add_special_tokens",
+                        .kind = FlagKind::kBool,
+                        .help = "add the model's prefix tokens, as HF does by default",
+                        .default_value = "true"},
+                       {.name = "--skip_special_tokens",
+                        .kind = FlagKind::kBool,
+                        .help = "leave special tokens out of decoded text",
+                        .default_value = "false"}}}},
+          .required = {"--model_name_or_path"}};
+}
 
 std::vector<models::TokenId> parse_ids(const std::string& line) {
   nlohmann::json json;
@@ -46,15 +54,10 @@ std::vector<models::TokenId> parse_ids(const std::string& line) {
   return ids;
 }
 
-// A boolean flag's value, or `fallback` when it is not given.
-bool flag_or(const Flags& flags, const std::string& name, bool fallback) {
-  return flags.count(name) ? flags.at(name) == "true" : fallback;
-}
-
 int tokenize(Flags& flags) {
-  const bool decode = flag_or(flags, "--decode", false);
-  const bool add_special_tokens = flag_or(flags, "--add_special_tokens", true);
-  const bool skip_special_tokens = flag_or(flags, "--skip_special_tokens", false);
+  const bool decode = bool_flag_or(flags, "--decode", false);
+  const bool add_special_tokens = bool_flag_or(flags, "--add_special_tokens", true);
+  const bool skip_special_tokens = bool_flag_or(flags, "--skip_special_tokens", false);
   resolve_model_flag(flags, models::hub::kTokenizerOnly);
   const auto tokenizer = models::load_tokenizer(flags.at("--model_name_or_path"));
   std::string line;
@@ -71,10 +74,10 @@ int tokenize(Flags& flags) {
   return 0;
 }
 
-int run_tokenize(const std::vector<std::string>& args) { return run_with_flags(args, kFlagSpec, kUsage, tokenize); }
+int run_tokenize(const std::vector<std::string>& args) { return run_with_flags(args, flag_table(), tokenize); }
 
 const Registration registration{
-    {"tokenize", "encode text to token ids (or --decode ids) with a model's tokenizer", run_tokenize}};
+    {"tokenize", "encode text to token ids (or --decode ids) with a model's tokenizer", run_tokenize, flag_table}};
 
 }  // namespace
 }  // namespace zt::cli
