@@ -23,6 +23,12 @@ const Flag* FlagTable::find(const std::string& name) const {
   return nullptr;
 }
 
+Flag flag_named(const std::vector<Flag>& declared, const std::string& name) {
+  for (const Flag& flag : declared)
+    if (flag.name == name) return flag;
+  fail("no flag " + name + " is declared here");
+}
+
 namespace {
 
 // Names users bring from LLaMA-Factory or from training to a command that calls the thing

@@ -55,6 +55,10 @@ struct FlagTable {
   const Flag* find(const std::string& name) const;
 };
 
+// The flag called `name` among `declared` (a list of shared declarations); a name not there is
+// a bug, reported as an error.
+Flag flag_named(const std::vector<Flag>& declared, const std::string& name);
+
 // Every given flag by its name (an alias's by the flag's name; booleans as "true"/"false").
 using Flags = std::map<std::string, std::string>;
 

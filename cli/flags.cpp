@@ -37,9 +37,7 @@ Flag model_flag(const std::string& name) {
        .value = "D",
        .help = "float32, bfloat16 or float16 (default bfloat16 on a GPU, float32 on the CPU)"},
   };
-  for (const Flag& flag : declared)
-    if (flag.name == name) return flag;
-  fail("no model flag " + name);
+  return flag_named(declared, name);
 }
 
 Flag with_help(Flag flag, std::string help) {

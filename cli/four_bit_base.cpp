@@ -3,7 +3,6 @@
 #include "models/quant/quantized_linears.h"
 #include "ops/quant4/blockwise.h"
 #include "ops/quant4/code_books.h"
-#include "runtime/error.h"
 #include "runtime/log.h"
 #include "runtime/usage_error.h"
 
@@ -27,9 +26,7 @@ Flag four_bit_flag(const std::string& name) {
        .help = "quantize the block scales too",
        .default_value = "true"},
   };
-  for (const Flag& flag : declared)
-    if (flag.name == name) return flag;
-  fail("no 4-bit flag " + name);
+  return flag_named(declared, name);
 }
 
 FlagGroup four_bit_flags() {
