@@ -64,9 +64,9 @@ std::optional<double> peak_flops_of(Device device) {
 
 // HF's logging strategies, and logging_first_step; zerotune also logs the last step, whatever
 // its number, unless told not to log.
-bool log_due(const TrainingArguments& args, const TrainingPlan& plan, std::int64_t step, bool epoch_ended) {
-  if (args.logging_first_step && step == 1) return true;
-  switch (args.logging_strategy) {
+bool log_due(const TrainingPlan& plan, std::int64_t step, bool epoch_ended) {
+  if (plan.logging_first_step && step == 1) return true;
+  switch (plan.logging_strategy) {
     case IntervalStrategy::kNo:
       return false;
     case IntervalStrategy::kEpoch:
@@ -78,22 +78,20 @@ bool log_due(const TrainingArguments& args, const TrainingPlan& plan, std::int64
 
 // --report_to tensorboard and DeepSpeed's tensorboard block: an event file in each folder they
 // name, and the folders said once, with the command that shows them.
-std::unique_ptr<TensorBoardLog> open_tensorboard(const TrainingArguments& args, const TrainingPlan& plan,
-                                                 std::optional<std::int64_t> resumed_step) {
-  const std::vector<std::string> folders = tensorboard_folders(args, plan.deepspeed_tensorboard, std::time(nullptr));
+std::unique_ptr<TensorBoardLog> open_tensorboard(const TrainingPlan& plan, std::optional<std::int64_t> resumed_step) {
+  const std::vector<std::string> folders = tensorboard_folders(plan.tensorboard, std::time(nullptr));
   if (folders.empty()) return nullptr;
-  auto log = std::make_unique<TensorBoardLog>(folders, training_arguments_json(args), resumed_step);
+  auto log = std::make_unique<TensorBoardLog>(folders, plan.arguments_json, resumed_step);
   for (const std::string& folder : folders)
     ZT_LOG(kInfo, "TensorBoard event files go to " << folder << " (tensorboard --logdir " << folder << ")");
   return log;
 }
 
 // HF's evaluation strategies, none before eval_delay steps (or epochs).
-bool evaluation_due(const TrainingArguments& args, const TrainingPlan& plan, std::int64_t step, double epoch,
-                    bool epoch_ended) {
-  if (args.eval_strategy == IntervalStrategy::kSteps)
-    return step % plan.eval_steps == 0 && static_cast<double>(step) >= args.eval_delay;
-  return args.eval_strategy == IntervalStrategy::kEpoch && epoch_ended && epoch >= args.eval_delay;
+bool evaluation_due(const TrainingPlan& plan, std::int64_t step, double epoch, bool epoch_ended) {
+  if (plan.eval_strategy == IntervalStrategy::kSteps)
+    return step % plan.eval_steps == 0 && static_cast<double>(step) >= plan.eval_delay;
+  return plan.eval_strategy == IntervalStrategy::kEpoch && epoch_ended && epoch >= plan.eval_delay;
 }
 
 nlohmann::json eval_entry(double eval_loss, const TrainerState& state) {
@@ -120,12 +118,10 @@ std::unique_ptr<OptimizerEngine> make_optimizer(const TrainerModel& model, const
 
 }  // namespace
 
-Trainer::Trainer(TrainerModel model, TrainerData data, TrainingPlan plan, TrainingArguments args,
-                 distributed::Communicator* communicator)
+Trainer::Trainer(TrainerModel model, TrainerData data, TrainingPlan plan, distributed::Communicator* communicator)
     : model_(std::move(model)),
       data_(std::move(data)),
       plan_(std::move(plan)),
-      args_(std::move(args)),
       comm_(communicator),
       optimizer_(make_optimizer(model_, plan_, comm_)),
       scaler_(plan_.loss_scaler.value_or(LossScalerConfig{.static_scale = 1.0})),
@@ -135,8 +131,8 @@ Trainer::Trainer(TrainerModel model, TrainerData data, TrainingPlan plan, Traini
   flops_model_ = flops_model(model_.model->config(), model_.model->num_parameters());
   peak_flops_ = peak_flops_of(model_.model->device());
   if (plan_.wall_clock_breakdown) wall_clock_ = std::make_unique<WallClockBreakdown>(model_.model->device());
-  if (args_.profile_steps > 0)
-    profile_ = std::make_unique<StepProfileSession>(model_.model->device(), args_.profile_steps, args_.output_dir,
+  if (plan_.profile_steps > 0)
+    profile_ = std::make_unique<StepProfileSession>(model_.model->device(), plan_.profile_steps, plan_.output_dir,
                                                     is_main_rank());
   state_.max_steps = plan_.max_steps;
   state_.logging_steps = plan_.logging_steps;
@@ -155,16 +151,11 @@ Trainer::Trainer(TrainerModel model, TrainerData data, TrainingPlan plan, Traini
       ZT_LOG(kWarn, *note);
 }
 
-// LoRA and P-Tuning write only the trained parameters; the other methods the whole model.
-bool Trainer::saves_only_trainable() const {
-  return args_.finetuning_type == FinetuningType::kLora || args_.finetuning_type == FinetuningType::kPtuning;
-}
-
 // Runs `write` on the main rank with the model's weights readable. Under ZeRO-3 every rank
 // takes part: the weights are gathered module by module into the main rank's host memory,
 // never whole on one GPU.
 void Trainer::on_main_rank_with_weights(const std::function<void()>& write) {
-  optimizer_->with_whole_weights(saves_only_trainable(), [&] {
+  optimizer_->with_whole_weights(plan_.saves_only_trainable, [&] {
     if (is_main_rank()) write();
   });
 }
@@ -189,8 +180,8 @@ std::size_t Trainer::local_batch_count(std::size_t units) const {
 void Trainer::start_epoch(std::int64_t epoch) {
   position_ = {.epoch = epoch, .units = 0};
   epoch_units_ = model_.preference
-                     ? pair_units(data_.train.size() / 2, args_.data_order_seed(), epoch)
-                     : epoch_units(data_.train, args_.max_length, args_.packing, args_.data_order_seed(), epoch);
+                     ? pair_units(data_.train.size() / 2, plan_.data_order_seed, epoch)
+                     : epoch_units(data_.train, plan_.max_length, plan_.packing, plan_.data_order_seed, epoch);
 }
 
 // This rank's share of the next global batch: up to `accumulation` micro-batches (the last
@@ -261,7 +252,7 @@ void Trainer::report_interruption() const {
                           .step = state_.global_step,
                           .max_steps = plan_.max_steps,
                           .last_checkpoint = last_checkpoint_,
-                          .save_strategy = args_.save_strategy,
+                          .save_strategy = plan_.save_strategy,
                           .save_steps = plan_.save_steps,
                           .launched = rank_from_environment().distributed};
   ZT_LOG(kWarn, interruption_message(stop, own_command_line()));
@@ -377,7 +368,7 @@ void Trainer::maybe_log(double step_loss, const StepResult& result, double lr) {
   loss_since_log_ += step_loss;
   ++steps_since_log_;
   grad_norm_ = result.grad_norm;
-  if (!log_due(args_, plan_, state_.global_step, epoch_ended())) return;
+  if (!log_due(plan_, state_.global_step, epoch_ended())) return;
   nlohmann::json entry = {{"loss", round_to(loss_since_log_ / steps_since_log_, 4)},
                           {"grad_norm", grad_norm_},
                           {"learning_rate", lr},
@@ -442,8 +433,7 @@ void Trainer::record(const nlohmann::json& entry) {
 
 double Trainer::evaluate() {
   ZT_REQUIRE(!data_.eval.empty(), "evaluate: no evaluation data (--validation_file)");
-  return evaluation_loss(*model_.model, data_.eval, args_.per_device_eval_batch_size, args_.max_length, data_.layout)
-      .mean();
+  return evaluation_loss(*model_.model, data_.eval, plan_.eval_micro_batch, plan_.max_length, data_.layout).mean();
 }
 
 nlohmann::json Trainer::evaluation_entry(double* eval_loss) {
@@ -453,8 +443,7 @@ nlohmann::json Trainer::evaluation_entry(double* eval_loss) {
     return eval_entry(loss, state_);
   }
   ZT_REQUIRE(!data_.eval.empty(), "evaluate: no evaluation data (--validation_file)");
-  nlohmann::json entry =
-      model_.preference->evaluate(*model_.model, data_.eval, args_.per_device_eval_batch_size, data_.layout);
+  nlohmann::json entry = model_.preference->evaluate(*model_.model, data_.eval, plan_.eval_micro_batch, data_.layout);
   if (eval_loss) *eval_loss = entry["eval_loss"].get<double>();
   entry["eval_loss"] = round_to(entry["eval_loss"].get<double>(), 4);
   entry["epoch"] = round_to(state_.epoch, 4);
@@ -476,38 +465,38 @@ void Trainer::step_plateau_schedule(double eval_loss) {
 
 void Trainer::maybe_evaluate_and_save(bool epoch_ended) {
   const std::int64_t step = state_.global_step;
-  if (evaluation_due(args_, plan_, step, state_.epoch, epoch_ended)) {
+  if (evaluation_due(plan_, step, state_.epoch, epoch_ended)) {
     double eval_loss = 0.0;
     record(evaluation_entry(&eval_loss));
     step_plateau_schedule(eval_loss);
   }
-  const bool save_now = (args_.save_strategy == IntervalStrategy::kSteps && step % plan_.save_steps == 0) ||
-                        (args_.save_strategy == IntervalStrategy::kEpoch && epoch_ended);
+  const bool save_now = (plan_.save_strategy == IntervalStrategy::kSteps && step % plan_.save_steps == 0) ||
+                        (plan_.save_strategy == IntervalStrategy::kEpoch && epoch_ended);
   if (save_now) save_checkpoint_now();
 }
 
 TrainerState Trainer::train() {
   const StopSignalScope stop_signals;
-  const bool resuming = !args_.resume_from_checkpoint.empty();
-  if (resuming) resume(resolve_resume_checkpoint(args_.resume_from_checkpoint, args_.output_dir));
+  const bool resuming = !plan_.resume_from_checkpoint.empty();
+  if (resuming) resume(resolve_resume_checkpoint(plan_.resume_from_checkpoint, plan_.output_dir));
   // precompute_ref_log_probs: the reference's log-probabilities of every pair, once, before the
   // first step (a resumed run has them from its checkpoint).
   if (model_.preference && model_.preference->precomputes() && !model_.preference->has_precomputed()) {
     if (is_main_rank())
       ZT_LOG(kInfo, "precomputing the reference log-probabilities of every pair (precompute_ref_log_probs)");
-    const std::int64_t per_batch = std::max(plan_.micro_batch, args_.per_device_eval_batch_size);
+    const std::int64_t per_batch = std::max(plan_.micro_batch, plan_.eval_micro_batch);
     model_.preference->set_precomputed(
         model_.preference->precompute_reference(*model_.model, data_.train, per_batch, data_.layout),
         model_.preference->precompute_reference(*model_.model, data_.eval, per_batch, data_.layout));
   }
   // Resumed, the file restarts from the checkpoint's log_history: it and trainer_state.json agree.
   if (is_main_rank()) {
-    log_file_ = std::make_unique<TrainLogFile>(args_.output_dir, state_.log_history);
-    tensorboard_ = open_tensorboard(args_, plan_, resuming ? std::optional(state_.global_step) : std::nullopt);
+    log_file_ = std::make_unique<TrainLogFile>(plan_.output_dir, state_.log_history);
+    tensorboard_ = open_tensorboard(plan_, resuming ? std::optional(state_.global_step) : std::nullopt);
   }
-  const bool bar = is_main_rank() && ProgressBar::stderr_is_terminal() && !args_.disable_tqdm.value_or(false);
+  const bool bar = is_main_rank() && ProgressBar::stderr_is_terminal() && plan_.progress_bar;
   progress_ = ProgressBar(state_.global_step, plan_.max_steps, bar);
-  if (args_.eval_on_start) record(evaluation_entry());
+  if (plan_.eval_on_start) record(evaluation_entry());
   const auto start = std::chrono::steady_clock::now();
   const std::int64_t first_step = state_.global_step;
   while (state_.global_step < plan_.max_steps && (stopped_by_ = stop_signal_of_any_rank()) == 0) {
@@ -533,17 +522,17 @@ TrainerState Trainer::train() {
                             {"epoch", round_to(state_.epoch, 4)},
                             {"step", state_.global_step}};
   record(summary);
-  if (args_.do_eval && !evaluated_last) record(evaluation_entry());
+  if (plan_.eval_at_end && !evaluated_last) record(evaluation_entry());
   if (comm_) {  // no rank reads the output before it is complete
     distributed::CollectiveLabel label([] { return std::string("trainer: barrier before the final save"); });
     comm_->barrier();
   }
   on_main_rank_with_weights([&] {
-    std::filesystem::create_directories(args_.output_dir);
-    model_.save(args_.output_dir);
-    write_file_atomically((std::filesystem::path(args_.output_dir) / "trainer_state.json").string(),
+    std::filesystem::create_directories(plan_.output_dir);
+    model_.save(plan_.output_dir);
+    write_file_atomically((std::filesystem::path(plan_.output_dir) / "trainer_state.json").string(),
                           to_json(state_).dump(2) + "\n");
-    write_loss_curves(args_.output_dir, state_.log_history);
+    write_loss_curves(plan_.output_dir, state_.log_history);
   });
   return state_;
 }

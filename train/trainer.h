@@ -57,8 +57,8 @@ class Trainer {
   // global batch is dealt out to the ranks (deal_global_batch), and the loss is normalised
   // by the label tokens of the whole global batch. Every rank constructs and runs its own
   // Trainer.
-  Trainer(TrainerModel model, TrainerData data, TrainingPlan plan, TrainingArguments args,
-          distributed::Communicator* communicator = nullptr);
+  // The plan is all the Trainer reads of the run's settings.
+  Trainer(TrainerModel model, TrainerData data, TrainingPlan plan, distributed::Communicator* communicator = nullptr);
 
   // Trains to plan.max_steps (resuming first when the arguments say so), saves the final
   // model and trainer_state.json into output_dir, and returns the final state. A stop signal
@@ -117,13 +117,11 @@ class Trainer {
   int stop_signal_of_any_rank() const;
   void report_interruption() const;
   bool is_main_rank() const { return comm_ == nullptr || comm_->rank() == 0; }
-  bool saves_only_trainable() const;
   void on_main_rank_with_weights(const std::function<void()>& write);
 
   TrainerModel model_;
   TrainerData data_;
   TrainingPlan plan_;
-  TrainingArguments args_;
   distributed::Communicator* comm_;
   std::unique_ptr<OptimizerEngine> optimizer_;
   LossScaler scaler_;

@@ -53,12 +53,13 @@ LossScalerState loss_scaler_from_json(const nlohmann::json& json) {
 }  // namespace
 
 CheckpointRanks Trainer::checkpoint_ranks() const {
-  return {.comm = comm_, .device = model_.model->device(), .zero_stage = comm_ ? plan_.zero.stage : 0};
+  return {
+      .comm = comm_, .device = model_.model->device(), .zero_stage = choose_engine(plan_, comm_ != nullptr).zero_stage};
 }
 
 void Trainer::save_checkpoint_now() {
   CheckpointSave save;
-  save.output_dir = args_.output_dir;
+  save.output_dir = plan_.output_dir;
   save.step = state_.global_step;
   save.contents.write_model = model_.save;
   save.contents.trainer_state = to_json(state_);
@@ -76,8 +77,8 @@ void Trainer::save_checkpoint_now() {
   // The reference was the initial model: a resumed run can no longer compute it.
   if (model_.preference && model_.preference->precomputes())
     save.contents.run_state["reference_log_probs"] = model_.preference->precomputed_json();
-  save.contents.training_args = nlohmann::json::parse(training_arguments_json(args_));
-  if (!args_.save_only_model) save.optimizer = optimizer_.get();
+  save.contents.training_args = nlohmann::json::parse(plan_.arguments_json);
+  if (plan_.save_optimizer) save.optimizer = optimizer_.get();
   save.optimizer_step = scheduler_step_;  // the updates applied: DeepSpeed does not count skipped steps
   save.on_main_rank_with_weights = [this](const std::function<void()>& write) { on_main_rank_with_weights(write); };
   const std::string path = save_checkpoint_on_ranks(checkpoint_ranks(), save);
@@ -85,7 +86,7 @@ void Trainer::save_checkpoint_now() {
   last_checkpoint_ = path;
   progress_.clear();
   ZT_LOG(kInfo, "saved " << path);
-  if (args_.save_total_limit) rotate_checkpoints(args_.output_dir, *args_.save_total_limit);
+  if (plan_.save_total_limit) rotate_checkpoints(plan_.output_dir, *plan_.save_total_limit);
 }
 
 void Trainer::resume(const std::string& directory) {
@@ -93,7 +94,7 @@ void Trainer::resume(const std::string& directory) {
   // Checked before the weights load, so a damaged file fails the resume at once, by name.
   const TrainerState saved = trainer_state_from_json(checkpoint.trainer_state, directory + "/trainer_state.json");
   const nlohmann::json& run = checkpoint.run_state;
-  optimizer_->load_weights(saves_only_trainable(), [&] { model_.load(directory); });
+  optimizer_->load_weights(plan_.saves_only_trainable, [&] { model_.load(directory); });
   scheduler_step_ = run.at("scheduler_step").get<std::int64_t>();
   load_optimizer_state_on_ranks(checkpoint_ranks(), directory, *optimizer_, scheduler_step_);
   state_.log_history = saved.log_history;
@@ -131,7 +132,7 @@ ResumedRun Trainer::resumed_run() const {
                        .world_size = world_size(),
                        .max_steps = plan_.max_steps,
                        .num_train_epochs = plan_.num_train_epochs},
-          .max_steps_given = args_.max_steps > 0,
+          .max_steps_given = plan_.max_steps_given,
           .steps_per_epoch = plan_.steps_per_epoch,
           .warmup_steps = plan_.schedule.warmup_steps,
           .next_lr = schedule_.rate(scheduler_step_)};

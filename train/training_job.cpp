@@ -244,7 +244,7 @@ int train_one_rank(const TrainingArguments& args, const PreparedRun& run, distri
           std::make_shared<models::CausalLM>(models::load_model(run.model_dir, options)));
     });
   }
-  Trainer trainer(trained, std::move(data), plan, args, comm);
+  Trainer trainer(trained, std::move(data), plan, comm);
   report_model_states(comm, held_model_states(trainer.optimizer(), working_weight_bytes(*model, trained)), device);
   trainer.train();
   if (trainer.stopped_by() == 0) ZT_LOG(kInfo, "saved the model to " << args.output_dir);

@@ -60,7 +60,7 @@ class TrainerNotes : public testing::FolderTest {
     const int world = comm ? comm->world_size() : 1;
     const TrainingPlan plan = plan_training(
         args, [&](std::int64_t micro) { return ((16 + micro - 1) / micro + world - 1) / world; }, world);
-    Trainer(trained, {samples(16), {}}, plan, args, comm).train();
+    Trainer(trained, {samples(16), {}}, plan, comm).train();
   }
 
   std::string captured(const std::function<void()>& run) {

@@ -77,7 +77,7 @@ class TrainerRun : public testing::FolderTest {
           return (batches + world - 1) / world;
         },
         static_cast<int>(world));
-    return {model, std::make_unique<Trainer>(trained, std::move(data), plan, args, comm)};
+    return {model, std::make_unique<Trainer>(trained, std::move(data), plan, comm)};
   }
 
   // Trains a fresh model (seed 7) and returns it with the trainer's state.

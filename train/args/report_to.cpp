@@ -88,4 +88,11 @@ void judge_report_to(TrainingArguments& args, std::vector<std::string>& errors) 
                             " has no effect without --report_to tensorboard: only TensorBoard's event files go there");
 }
 
+TensorBoardRequest tensorboard_request(const TrainingArguments& args, std::optional<std::string> deepspeed_folder) {
+  return {.report_to_tensorboard = reports_to_tensorboard(args),
+          .logging_dir = args.logging_dir,
+          .output_dir = args.output_dir,
+          .deepspeed_folder = std::move(deepspeed_folder)};
+}
+
 }  // namespace zt::train

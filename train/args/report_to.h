@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "train/args/training_arguments.h"
+#include "train/report/tensorboard_destination.h"
 
 namespace zt::train {
 
@@ -18,6 +19,10 @@ std::vector<std::string> report_to_integrations(const std::string& value);
 
 // Whether the run writes TensorBoard event files under --logging_dir.
 bool reports_to_tensorboard(const TrainingArguments& args);
+
+// What asks the run for event files: the flags, and the DeepSpeed config's folder (none without
+// its enabled tensorboard block).
+TensorBoardRequest tensorboard_request(const TrainingArguments& args, std::optional<std::string> deepspeed_folder);
 
 // Appends an error for a name HF does not know, or "none" or "all" beside other names; adds one
 // warning naming the integrations zerotune does not report to, and one for a --logging_dir

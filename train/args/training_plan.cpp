@@ -6,7 +6,7 @@
 
 #include "runtime/error.h"
 #include "train/args/lr_scheduler_kwargs.h"
-#include "train/report/tensorboard_destination.h"
+#include "train/args/report_to.h"
 
 namespace zt::train {
 namespace {
@@ -57,6 +57,32 @@ void resolve_intervals(TrainingPlan& plan, const TrainingArguments& args) {
   plan.logging_steps = interval_steps(args.logging_steps, plan.max_steps);
   plan.eval_steps = interval_steps(args.eval_steps.value_or(args.logging_steps), plan.max_steps);
   plan.save_steps = interval_steps(args.save_steps, plan.max_steps);
+}
+
+// What the loop reads of the flags besides the steps' arithmetic, copied once into the plan.
+void resolve_loop(TrainingPlan& plan, const TrainingArguments& args) {
+  plan.logging_strategy = args.logging_strategy;
+  plan.logging_first_step = args.logging_first_step;
+  plan.eval_strategy = args.eval_strategy;
+  plan.eval_delay = args.eval_delay;
+  plan.eval_on_start = args.eval_on_start;
+  plan.eval_at_end = args.do_eval;
+  plan.eval_micro_batch = args.per_device_eval_batch_size;
+  plan.save_strategy = args.save_strategy;
+  plan.save_total_limit = args.save_total_limit;
+  plan.save_optimizer = !args.save_only_model;
+  plan.saves_only_trainable =
+      args.finetuning_type == FinetuningType::kLora || args.finetuning_type == FinetuningType::kPtuning;
+  plan.data_order_seed = args.data_order_seed();
+  plan.max_length = args.max_length;
+  plan.packing = args.packing;
+  plan.output_dir = args.output_dir;
+  plan.resume_from_checkpoint = args.resume_from_checkpoint;
+  plan.max_steps_given = args.max_steps > 0;
+  plan.arguments_json = training_arguments_json(args);
+  plan.tensorboard = tensorboard_request(args, std::nullopt);
+  plan.progress_bar = !args.disable_tqdm.value_or(false);
+  plan.profile_steps = args.profile_steps;
 }
 
 }  // namespace
@@ -142,6 +168,7 @@ TrainingPlan plan_training(const TrainingArguments& args, const std::optional<De
   plan.max_grad_norm = args.max_grad_norm;
   if (plan.precision == Precision::kFloat16) plan.loss_scaler = LossScalerConfig{};
   resolve_intervals(plan, args);
+  resolve_loop(plan, args);
   if (!deepspeed) {
     warn_about_schedule(plan, kwargs_notes);
     return plan;
@@ -180,7 +207,7 @@ TrainingPlan plan_training(const TrainingArguments& args, const std::optional<De
   if (ds.fp16) plan.loss_scaler = ds.loss_scaler;
   plan.zero = ds.zero;
   plan.wall_clock_breakdown = ds.wall_clock_breakdown;
-  plan.deepspeed_tensorboard = deepspeed_tensorboard_folder(deepspeed->json, ds.source);
+  plan.tensorboard.deepspeed_folder = deepspeed_tensorboard_folder(deepspeed->json, ds.source);
   plan.warnings = ds.warnings;
   warn_about_schedule(plan, kwargs_notes);
   resolve_intervals(plan, args);

@@ -13,6 +13,7 @@
 #include "runtime/dtype.h"
 #include "train/args/training_arguments.h"
 #include "train/deepspeed/deepspeed_config.h"
+#include "train/report/tensorboard_destination.h"
 
 namespace zt::train {
 
@@ -36,9 +37,31 @@ struct TrainingPlan {
   std::int64_t logging_steps = 500;
   std::int64_t eval_steps = 500;
   std::int64_t save_steps = 500;
-  bool wall_clock_breakdown = false;  // DeepSpeed's per-phase step times
-  // The folder of the config's enabled `tensorboard` block (train/report/tensorboard_destination.h).
-  std::optional<std::string> deepspeed_tensorboard;
+  // When the loop logs, evaluates and saves besides those intervals: HF's strategies and switches.
+  IntervalStrategy logging_strategy = IntervalStrategy::kSteps;
+  bool logging_first_step = false;
+  IntervalStrategy eval_strategy = IntervalStrategy::kNo;
+  double eval_delay = 0.0;  // steps, or epochs under eval_strategy epoch, before the first evaluation
+  bool eval_on_start = false;
+  bool eval_at_end = false;           // --do_eval
+  std::int64_t eval_micro_batch = 8;  // --per_device_eval_batch_size
+  IntervalStrategy save_strategy = IntervalStrategy::kSteps;
+  std::optional<std::int64_t> save_total_limit;
+  bool save_optimizer = true;         // false under --save_only_model
+  bool saves_only_trainable = false;  // LoRA and P-Tuning write only the parameters they train
+  // How each epoch deals the data (train/data/batching.h).
+  std::uint64_t data_order_seed = 42;  // --data_seed, else --seed
+  std::int64_t max_length = 1024;
+  bool packing = false;
+  // What the run reads and writes.
+  std::string output_dir;
+  std::string resume_from_checkpoint;  // a checkpoint folder, "true" for output_dir's latest; empty: none
+  bool max_steps_given = false;        // --max_steps set the length, not --num_train_epochs
+  std::string arguments_json;          // training_args.json, saved with every checkpoint
+  TensorBoardRequest tensorboard;      // the flags' and the DeepSpeed config's tensorboard folders
+  bool progress_bar = true;            // on a terminal, unless --disable_tqdm
+  std::int64_t profile_steps = 0;      // > 0: that many steps timed per op family
+  bool wall_clock_breakdown = false;   // DeepSpeed's per-phase step times
   std::vector<std::string> warnings;
 
   DType working_dtype() const;

@@ -4,7 +4,6 @@
 #include <filesystem>
 
 #include "runtime/error.h"
-#include "train/args/report_to.h"
 #include "train/report/event_file_writer.h"
 
 namespace zt::train {
@@ -43,17 +42,17 @@ std::optional<std::string> deepspeed_tensorboard_folder(const nlohmann::json& co
   return (std::filesystem::path(output_path) / job_name).string();
 }
 
-std::vector<std::string> tensorboard_folders(const TrainingArguments& args,
-                                             const std::optional<std::string>& deepspeed_folder, std::time_t start) {
+std::vector<std::string> tensorboard_folders(const TensorBoardRequest& request, std::time_t start) {
+  const std::optional<std::string>& deepspeed_folder = request.deepspeed_folder;
   std::vector<std::string> folders;
-  if (reports_to_tensorboard(args)) {
+  if (request.report_to_tensorboard) {
     const char* environment = std::getenv("TENSORBOARD_LOGGING_DIR");
-    if (!args.logging_dir.empty())
-      folders.push_back(args.logging_dir);
+    if (!request.logging_dir.empty())
+      folders.push_back(request.logging_dir);
     else if (environment != nullptr && *environment != '\0')
       folders.push_back(environment);
     else
-      folders.push_back(default_logging_dir(args.output_dir, start));
+      folders.push_back(default_logging_dir(request.output_dir, start));
   }
   if (deepspeed_folder && (folders.empty() || std::filesystem::weakly_canonical(folders[0]) !=
                                                   std::filesystem::weakly_canonical(*deepspeed_folder)))

@@ -13,8 +13,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "train/args/training_arguments.h"
-
 namespace zt::train {
 
 // transformers 4's default logging_dir for a run started at `start` (local time, as
@@ -27,8 +25,16 @@ std::string default_logging_dir(const std::string& output_dir, std::time_t start
 // name that is not a string.
 std::optional<std::string> deepspeed_tensorboard_folder(const nlohmann::json& config, const std::string& source);
 
+// What asks a run for event files: --report_to tensorboard (or all) with --logging_dir, and the
+// DeepSpeed config's enabled tensorboard block (train/args/report_to.h resolves them).
+struct TensorBoardRequest {
+  bool report_to_tensorboard = false;
+  std::string logging_dir = {};  // empty: TENSORBOARD_LOGGING_DIR, else the default under output_dir
+  std::string output_dir = {};
+  std::optional<std::string> deepspeed_folder = std::nullopt;
+};
+
 // Every folder the run writes event files into, each once; empty when nothing asks for them.
-std::vector<std::string> tensorboard_folders(const TrainingArguments& args,
-                                             const std::optional<std::string>& deepspeed_folder, std::time_t start);
+std::vector<std::string> tensorboard_folders(const TensorBoardRequest& request, std::time_t start);
 
 }  // namespace zt::train

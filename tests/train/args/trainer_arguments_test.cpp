@@ -59,7 +59,7 @@ class HonouredRunFlags : public testing::FolderTest {
     trained.load = [model](const std::string& d) { models::load_weights(*model, model_weights_path(d)); };
     TrainerData data{samples(8), samples(3)};
     const TrainingPlan plan = plan_training(args, [](std::int64_t micro) { return (8 + micro - 1) / micro; });
-    Trainer trainer(trained, std::move(data), plan, args);
+    Trainer trainer(trained, std::move(data), plan);
     return trainer.train();
   }
 };

@@ -91,7 +91,7 @@ class PaddedTraining : public testing::FolderTest {
     TrainerData data{samples(12), {}, layout};
     TrainingPlan plan = plan_training(
         args, [](std::int64_t micro) { return (12 + micro - 1) / micro; }, 1);
-    Trainer trainer(trained, std::move(data), plan, args);
+    Trainer trainer(trained, std::move(data), plan);
     return {model, trainer.train()};
   }
 };

@@ -37,7 +37,7 @@ TEST(DeepSpeedWarnings, PrintOncePerJobNotOncePerRank) {
     for (const auto& [name, variable] : model.named_parameters()) trained.trainable.push_back({name, variable, true});
     const TrainingPlan plan = plan_training(
         args, [](std::int64_t) { return 2; }, 2, 16);
-    Trainer trainer(trained, TrainerData{samples, {}}, plan, args, &comm);
+    Trainer trainer(trained, TrainerData{samples, {}}, plan, &comm);
   });
   const std::string printed = ::testing::internal::GetCapturedStderr();
   std::filesystem::remove(ds);

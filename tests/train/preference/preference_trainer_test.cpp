@@ -206,7 +206,7 @@ class PreferenceTrainerRun : public testing::FolderTest {
     const int world = comm ? comm->world_size() : 1;
     TrainingPlan plan = plan_training(
         args, [&](std::int64_t micro) { return ((8 + micro - 1) / micro + world - 1) / world; }, world);
-    Trainer trainer(trained, std::move(data), plan, args, comm);
+    Trainer trainer(trained, std::move(data), plan, comm);
     TrainerState state = trainer.train();
     return {model, state};
   }

@@ -17,6 +17,7 @@
 #include "tests/common/op_test_util.h"
 #include "tests/common/process_test_util.h"
 #include "tests/common/tensorboard_event_reader.h"
+#include "train/args/report_to.h"
 #include "train/args/training_arguments.h"
 #include "train/report/crc32c.h"
 #include "train/report/event_file_writer.h"
@@ -213,18 +214,20 @@ TEST(TensorBoardDestination, TheDefaultIsTransformers4sRunsFolder) {
 
 TEST(TensorBoardDestination, ReportToTensorboardPicksLoggingDirThenTheEnvironmentThenTheDefault) {
   const ScopedEnvironment unset("TENSORBOARD_LOGGING_DIR", nullptr);
-  EXPECT_TRUE(tensorboard_folders(arguments({}), std::nullopt, 0).empty());
-  EXPECT_TRUE(tensorboard_folders(arguments({"--report_to", "wandb"}), std::nullopt, 0).empty());
-  EXPECT_EQ(tensorboard_folders(arguments({"--report_to", "tensorboard"}), std::nullopt, 0),
+  EXPECT_TRUE(tensorboard_folders(tensorboard_request(arguments({}), std::nullopt), 0).empty());
+  EXPECT_TRUE(tensorboard_folders(tensorboard_request(arguments({"--report_to", "wandb"}), std::nullopt), 0).empty());
+  EXPECT_EQ(tensorboard_folders(tensorboard_request(arguments({"--report_to", "tensorboard"}), std::nullopt), 0),
             std::vector<std::string>{default_logging_dir("out", 0)});
-  EXPECT_EQ(tensorboard_folders(arguments({"--report_to", "all"}), std::nullopt, 0),
+  EXPECT_EQ(tensorboard_folders(tensorboard_request(arguments({"--report_to", "all"}), std::nullopt), 0),
             std::vector<std::string>{default_logging_dir("out", 0)});
-  EXPECT_EQ(tensorboard_folders(arguments({"--report_to", "tensorboard", "--logging_dir", "tb"}), std::nullopt, 0),
+  EXPECT_EQ(tensorboard_folders(
+                tensorboard_request(arguments({"--report_to", "tensorboard", "--logging_dir", "tb"}), std::nullopt), 0),
             std::vector<std::string>{"tb"});
   const ScopedEnvironment set("TENSORBOARD_LOGGING_DIR", "from_env");
-  EXPECT_EQ(tensorboard_folders(arguments({"--report_to", "tensorboard"}), std::nullopt, 0),
+  EXPECT_EQ(tensorboard_folders(tensorboard_request(arguments({"--report_to", "tensorboard"}), std::nullopt), 0),
             std::vector<std::string>{"from_env"});
-  EXPECT_EQ(tensorboard_folders(arguments({"--report_to", "tensorboard", "--logging_dir", "tb"}), std::nullopt, 0),
+  EXPECT_EQ(tensorboard_folders(
+                tensorboard_request(arguments({"--report_to", "tensorboard", "--logging_dir", "tb"}), std::nullopt), 0),
             std::vector<std::string>{"tb"});
 }
 
@@ -245,12 +248,17 @@ TEST(TensorBoardDestination, DeepSpeedsBlockAddsItsFolderOnce) {
                                  json::parse(R"({"tensorboard": {"enabled": true, "job_name": 3}})"), "ds.json");
                            }),
                            {"ds.json: tensorboard.job_name must be a string, got 3"});
-  EXPECT_EQ(tensorboard_folders(arguments({}), std::string("logs/sft"), 0), std::vector<std::string>{"logs/sft"});
-  EXPECT_EQ(tensorboard_folders(arguments({"--report_to", "tensorboard", "--logging_dir", "tb"}), std::string("ds"), 0),
-            (std::vector<std::string>{"tb", "ds"}));
-  EXPECT_EQ(tensorboard_folders(arguments({"--report_to", "tensorboard", "--logging_dir", "logs/./sft"}),
-                                std::string("logs/sft"), 0),
-            std::vector<std::string>{"logs/./sft"});
+  EXPECT_EQ(tensorboard_folders(tensorboard_request(arguments({}), std::string("logs/sft")), 0),
+            std::vector<std::string>{"logs/sft"});
+  EXPECT_EQ(
+      tensorboard_folders(
+          tensorboard_request(arguments({"--report_to", "tensorboard", "--logging_dir", "tb"}), std::string("ds")), 0),
+      (std::vector<std::string>{"tb", "ds"}));
+  EXPECT_EQ(
+      tensorboard_folders(tensorboard_request(arguments({"--report_to", "tensorboard", "--logging_dir", "logs/./sft"}),
+                                              std::string("logs/sft")),
+                          0),
+      std::vector<std::string>{"logs/./sft"});
 }
 
 }  // namespace

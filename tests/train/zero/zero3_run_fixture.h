@@ -207,7 +207,7 @@ class Zero3 : public testing::FolderTest {
     TrainingPlan plan = plan_training(
         args, [&](std::int64_t micro) { return ((count + micro - 1) / micro + world - 1) / world; },
         static_cast<int>(world));
-    Trainer trainer(trained, std::move(data), plan, args, comm);
+    Trainer trainer(trained, std::move(data), plan, comm);
     return trainer.train();
   }
 
