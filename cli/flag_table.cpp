@@ -144,7 +144,9 @@ std::string usage_line(const FlagTable& table) {
       line.append(i == 0 ? "" : " | ").append(flag_with_value(*table.find(table.one_of[i])));
     line += ")";
   }
-  return line + " [options]\n";
+  line += " [options]";
+  if (!table.operands.empty()) line.append(" ").append(table.operands);
+  return line + "\n";
 }
 
 std::string flag_entry(const Flag& flag) {
@@ -198,7 +200,12 @@ std::string flags_help(const FlagTable& table) {
     out.append("\n").append(group.title).append(":\n");
     for (const Flag& flag : group.flags) out += flag_entry(flag);
   }
-  out += "\nBooleans take --flag, --flag true or --flag false; a value may also follow '=' (--name=value).\n";
+  bool has_boolean = false;
+  for (const FlagGroup& group : table.groups)
+    for (const Flag& flag : group.flags) has_boolean = has_boolean || flag.kind == FlagKind::kBool;
+  out += has_boolean
+             ? "\nBooleans take --flag, --flag true or --flag false; a value may also follow '=' (--name=value).\n"
+             : "\nA value may also follow '=' (--name=value).\n";
   return out + table.notes;
 }
 

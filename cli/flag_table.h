@@ -50,6 +50,7 @@ struct FlagTable {
   std::vector<std::string> required = {};  // flags that must be given
   std::vector<std::string> one_of = {};    // exactly one of these must be given (when not empty)
   std::string notes = {};                  // --help's prose after the flags
+  std::string operands = {};               // what the usage line shows after the flags ("<command> [args...]")
 
   // The flag `name` or an alias of it stands for; nullptr when the command has none.
   const Flag* find(const std::string& name) const;
@@ -67,7 +68,7 @@ using Flags = std::map<std::string, std::string>;
 // flag's kind, or a missing required flag throws zt::UsageError naming the flag.
 Flags parse_flags(const std::vector<std::string>& args, const FlagTable& table);
 
-// `zerotune <command> --help`: the usage line (the required flags, then [options]), the
+// `zerotune <command> --help`: the usage line (the required flags, [options], the operands), the
 // description, each group's flags with their help, accepted words and defaults, the notes.
 std::string flags_help(const FlagTable& table);
 

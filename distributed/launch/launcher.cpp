@@ -226,14 +226,4 @@ int launch(const LaunchOptions& options) {
   return result;
 }
 
-std::string launch_help() {
-  return "usage: zerotune launch [--nproc_per_node N] [--nnodes M --node_rank R] [--master_addr A]\n"
-         "                       [--master_port P] <command> [args...]\n\n"
-         "Starts N processes of <command> on this node (zerotune's own torchrun), with RANK, LOCAL_RANK,\n"
-         "WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT and ZT_JOB_TOKEN set; prefixes output with\n"
-         "the rank; when one rank fails, stops the others and exits with its status. Each process uses the\n"
-         "GPU LOCAL_RANK among CUDA_VISIBLE_DEVICES. Multi-node: run it on every node with the same\n"
-         "--master_addr/--master_port and ZT_JOB_TOKEN.\n";
-}
-
 }  // namespace zt::distributed

@@ -28,6 +28,4 @@ LaunchOptions parse_launch_arguments(const std::vector<std::string>& args);
 // Runs the job; returns the exit status to exit with (0 when every rank succeeded).
 int launch(const LaunchOptions& options);
 
-std::string launch_help();
-
 }  // namespace zt::distributed
