@@ -248,13 +248,14 @@ int Trainer::stop_signal_of_any_rank() const {
 
 void Trainer::report_interruption() const {
   if (!is_main_rank()) return;
-  const Interruption stop{.signal = stopped_by_,
-                          .step = state_.global_step,
-                          .max_steps = plan_.max_steps,
-                          .last_checkpoint = last_checkpoint_,
-                          .save_strategy = plan_.save_strategy,
-                          .save_steps = plan_.save_steps,
-                          .launched = rank_from_environment().distributed};
+  const Interruption stop{
+      .signal = stopped_by_,
+      .step = state_.global_step,
+      .max_steps = plan_.max_steps,
+      .last_checkpoint = last_checkpoint_,
+      .saves_checkpoints = plan_.save_strategy != IntervalStrategy::kNo,
+      .save_steps = plan_.save_strategy == IntervalStrategy::kSteps ? std::optional(plan_.save_steps) : std::nullopt,
+      .launched = rank_from_environment().distributed};
   ZT_LOG(kWarn, interruption_message(stop, own_command_line()));
 }
 

@@ -26,7 +26,7 @@
 #include "train/data/pretraining_blocks.h"
 #include "train/data/sample_encoding.h"
 #include "train/finetuning.h"
-#include "train/preference/preference_setup.h"
+#include "train/preference_setup.h"
 #include "train/quantized_base.h"
 #include "train/report/sample_preview.h"
 #include "train/report/startup_report.h"

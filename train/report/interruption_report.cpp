@@ -26,16 +26,14 @@ std::string shell_word(const std::string& word) {
 bool starts_with(const std::string& text, std::string_view prefix) { return text.rfind(prefix, 0) == 0; }
 
 std::string checkpoint_hint(const Interruption& stop) {
-  switch (stop.save_strategy) {
-    case IntervalStrategy::kNo:
-      return "Checkpoints are off (--save_strategy no); --save_strategy steps --save_steps N saves one every N steps";
-    case IntervalStrategy::kEpoch:
-      return "The first checkpoint was due at the end of the first epoch (--save_strategy epoch); --save_strategy "
-             "steps --save_steps N saves one every N steps";
-    default:
-      return "The first checkpoint was due at step " + std::to_string(stop.save_steps) + " (--save_steps " +
-             std::to_string(stop.save_steps) + "); a smaller --save_steps saves sooner";
-  }
+  if (!stop.saves_checkpoints)
+    return "Checkpoints are off (--save_strategy no); --save_strategy steps --save_steps N saves one every N steps";
+  if (!stop.save_steps)
+    return "The first checkpoint was due at the end of the first epoch (--save_strategy epoch); --save_strategy "
+           "steps --save_steps N saves one every N steps";
+  const std::string steps = std::to_string(*stop.save_steps);
+  return "The first checkpoint was due at step " + steps + " (--save_steps " + steps +
+         "); a smaller --save_steps saves sooner";
 }
 
 }  // namespace

@@ -5,10 +5,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
-
-#include "train/args/training_arguments.h"
 
 namespace zt::train {
 
@@ -17,8 +16,10 @@ struct Interruption {
   std::int64_t step = 0;  // the last step completed
   std::int64_t max_steps = 0;
   std::string last_checkpoint = {};  // empty: this run has none
-  IntervalStrategy save_strategy = IntervalStrategy::kSteps;
-  std::int64_t save_steps = 0;
+  // When checkpoints are saved (--save_strategy): every save_steps steps, or, without
+  // save_steps, at the end of each epoch; saves_checkpoints false: never.
+  bool saves_checkpoints = true;
+  std::optional<std::int64_t> save_steps = std::nullopt;
   bool launched = false;  // one rank of a launcher's job: the command is the rank's
 };
 

@@ -49,12 +49,13 @@ TEST(InterruptionMessage, WithoutACheckpointSaysHowToGetOne) {
   EXPECT_EQ(interruption_message(stop, kRun),
             "stopped by SIGTERM after step 3 of 100, before this run saved any checkpoint: there is nothing to resume "
             "from. The first checkpoint was due at step 50 (--save_steps 50); a smaller --save_steps saves sooner");
-  stop.save_strategy = IntervalStrategy::kNo;
+  stop.saves_checkpoints = false;
   EXPECT_NE(interruption_message(stop, kRun)
                 .find("Checkpoints are off (--save_strategy no); --save_strategy steps "
                       "--save_steps N saves one every N steps"),
             std::string::npos);
-  stop.save_strategy = IntervalStrategy::kEpoch;
+  stop.saves_checkpoints = true;
+  stop.save_steps = std::nullopt;  // --save_strategy epoch
   EXPECT_NE(interruption_message(stop, kRun).find("at the end of the first epoch (--save_strategy epoch)"),
             std::string::npos);
 }

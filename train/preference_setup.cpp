@@ -1,4 +1,4 @@
-#include "train/preference/preference_setup.h"
+#include "train/preference_setup.h"
 
 #include "runtime/error.h"
 #include "runtime/log.h"
