@@ -85,7 +85,7 @@ class Conversation {
   Conversation(const Flags& flags, const std::string& dir)
       : tokenizer_(models::load_tokenizer(dir)),
         template_(chat_template_from(flags, dir)),
-        system_(flags.count("--system") ? flags.at("--system") : "") {
+        system_(flags.text("--system")) {
     reset();
   }
 

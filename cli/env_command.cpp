@@ -20,7 +20,7 @@ FlagTable flag_table() {
 int run_env(const std::vector<std::string>& args) {
   return run_with_flags(args, flag_table(), [](Flags& flags) {
     nlohmann::json report = collect_environment_report();
-    std::cout << (bool_flag_or(flags, "--json", false) ? report.dump(2) : format_environment_report(report)) << "\n";
+    std::cout << (flags.is_true("--json") ? report.dump(2) : format_environment_report(report)) << "\n";
     return 0;
   });
 }

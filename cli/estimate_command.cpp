@@ -41,13 +41,6 @@ constexpr const char* kDescription =
     "no LoRA fits. Needs no GPU. The model states are zerotune's own buffers; docs/TRAINING.md\n"
     "(Memory) says how they differ from DeepSpeed's.\n";
 
-// Defaults of a run's shape where neither flag nor DeepSpeed config gives it.
-constexpr std::int64_t kDefaultNodes = 1;
-constexpr std::int64_t kDefaultMicroBatch = 1;
-constexpr std::int64_t kDefaultMaxLength = 1024;
-constexpr std::int64_t kDefaultLoraRank = 8;
-constexpr const char* kDefaultLoraTarget = "all";
-
 FlagTable flag_table() {
   return {
       .command = "estimate",
@@ -69,18 +62,18 @@ FlagTable flag_table() {
               .kind = FlagKind::kPositiveInteger,
               .value = "M",
               .help = "nodes",
-              .default_value = std::to_string(kDefaultNodes)},
+              .default_value = "1"},
              {.name = "--micro_batch",
               .kind = FlagKind::kPositiveInteger,
               .value = "B",
               .help = "sequences per micro-batch",
-              .default_value = std::to_string(kDefaultMicroBatch),
+              .default_value = "1",
               .aliases = {"--per_device_train_batch_size"}},
              {.name = "--max_length",
               .kind = FlagKind::kPositiveInteger,
               .value = "S",
               .help = "tokens per sequence",
-              .default_value = std::to_string(kDefaultMaxLength),
+              .default_value = "1024",
               .aliases = {"--cutoff_len"}},
              {.name = "--gradient_checkpointing", .kind = FlagKind::kBool, .help = "recompute activations in backward"},
              with_help(model_flag("--dtype"), "the training dtype: bfloat16, float16 or float32"),
@@ -113,11 +106,11 @@ FlagTable flag_table() {
               .kind = FlagKind::kPositiveInteger,
               .value = "R",
               .help = "LoRA rank r",
-              .default_value = std::to_string(kDefaultLoraRank)},
+              .default_value = "8"},
              {.name = "--lora_target",
               .value = "MODULES",
               .help = "comma-separated module names, or all",
-              .default_value = kDefaultLoraTarget},
+              .default_value = "all"},
              with_help(four_bit_flag("--quantization_bit"),
                        "QLoRA: the decoder's linear weights in bitsandbytes' 4 bits (blocks of 64), every layer "
                        "recomputed in backward; stages 0-2 only"),
@@ -160,17 +153,17 @@ std::vector<double> gpu_budgets(const std::optional<double>& given) {
 train::MemorySettings settings_from_flags(const Flags& flags, const models::ModelConfig& config) {
   train::MemorySettings s;
   s.gpus_per_node = static_cast<int>(integer_flag_or(flags, "--num_gpus", std::max(1, visible_gpus())));
-  s.nodes = static_cast<int>(integer_flag_or(flags, "--num_nodes", kDefaultNodes));
-  s.micro_batch = integer_flag_or(flags, "--micro_batch", kDefaultMicroBatch);
-  s.max_length = integer_flag_or(flags, "--max_length", kDefaultMaxLength);
-  s.reduce_bucket_size = integer_flag_or(flags, "--reduce_bucket_size", s.reduce_bucket_size);
-  s.gradient_checkpointing = bool_flag_or(flags, "--gradient_checkpointing", false);
+  s.nodes = static_cast<int>(flags.integer("--num_nodes"));
+  s.micro_batch = flags.integer("--micro_batch");
+  s.max_length = flags.integer("--max_length");
+  s.reduce_bucket_size = flags.integer("--reduce_bucket_size");
+  s.gradient_checkpointing = flags.is_true("--gradient_checkpointing");
   if (flags.count("--dtype")) s.dtype = parse_dtype(flags.at("--dtype"));
   ZT_REQUIRE_USAGE(s.dtype == DType::kBF16 || s.dtype == DType::kF16 || s.dtype == DType::kF32,
                    std::string("--dtype ") + dtype_name(s.dtype) + ": training runs in bfloat16, float16 or float32");
-  if (text_flag_or(flags, "--finetuning_type", "full") == "lora")
-    s.trainable_numels = train::lora_trainable_numels(config, integer_flag_or(flags, "--lora_rank", kDefaultLoraRank),
-                                                      text_flag_or(flags, "--lora_target", kDefaultLoraTarget));
+  if (flags.text("--finetuning_type") == "lora")
+    s.trainable_numels =
+        train::lora_trainable_numels(config, flags.integer("--lora_rank"), flags.text("--lora_target"));
   ZT_REQUIRE_USAGE(!flags.count("--double_quantization") || flags.count("--quantization_bit"),
                    "--double_quantization describes the 4-bit base of --quantization_bit 4: add that");
   if (flags.count("--quantization_bit")) {
@@ -178,7 +171,7 @@ train::MemorySettings settings_from_flags(const Flags& flags, const models::Mode
                      "--quantization_bit 4 trains LoRA on the 4-bit base (quantized weights "
                      "cannot be trained): add --finetuning_type lora");
     s.quantized_base = true;
-    s.double_quant = bool_flag_or(flags, "--double_quantization", true);
+    s.double_quant = flags.is_true("--double_quantization");
   }
   return s;
 }
@@ -397,8 +390,7 @@ std::optional<train::Recommendation> recommend(const models::ModelConfig& config
       .gpu_bytes = static_cast<std::int64_t>(budget * kGiB),
       .host_bytes = host ? std::optional<std::int64_t>(static_cast<std::int64_t>(*host * kGiB)) : std::nullopt};
   const std::vector<std::int64_t> lora =
-      train::lora_trainable_numels(config, integer_flag_or(flags, "--lora_rank", kDefaultLoraRank),
-                                   text_flag_or(flags, "--lora_target", kDefaultLoraTarget));
+      train::lora_trainable_numels(config, flags.integer("--lora_rank"), flags.text("--lora_target"));
   return train::recommend_configuration(config, settings, limits, lora);
 }
 

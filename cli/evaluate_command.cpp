@@ -73,8 +73,8 @@ FlagTable flag_table() {
 
 train::EncodeOptions encode_options(const Flags& flags) {
   const train::TrainingArguments training;  // evaluate's defaults are training's
-  train::EncodeOptions options{.max_length = integer_flag_or(flags, "--max_length", training.max_length),
-                               .train_on_prompt = bool_flag_or(flags, "--train_on_prompt", false),
+  train::EncodeOptions options{.max_length = flags.integer("--max_length"),
+                               .train_on_prompt = flags.is_true("--train_on_prompt"),
                                .overlong = training.overlong_samples};
   if (flags.count("--overlong_samples"))
     options.overlong = *train::enum_from_name<train::Overlong>(flags.at("--overlong_samples"));

@@ -83,13 +83,11 @@ FlagTable flag_table() {
       .required = {"--output_dir"}};
 }
 
-bool is_set(const Flags& flags, const char* flag) { return bool_flag_or(flags, flag, false); }
-
 // What export refuses beyond the flag grammar: an adapter it would not merge, the reverse, and
 // flags of one source (a model folder or a checkpoint) given with the other.
 void check_flag_combinations(const Flags& flags) {
   const bool adapter = flags.count("--adapter_name_or_path") != 0;
-  const bool merge = is_set(flags, "--merge_lora");
+  const bool merge = flags.is_true("--merge_lora");
   if (flags.count("--checkpoint")) {
     ZT_REQUIRE_USAGE(!adapter,
                      "--adapter_name_or_path with --checkpoint: a LoRA checkpoint carries its adapter; drop "
@@ -117,8 +115,8 @@ void round_trip_base(Flags& flags, models::CausalLM& model, DType stored) {
                                                  " is already saved in 4 bits, and its dequantized weights are what "
                                                  "the adapter is merged into: drop --quantization_bit");
   const models::quant::Quant4Options options{
-      .type = ops::quant4::parse_quant4_type(text_flag_or(flags, "--quantization_type", "nf4"), "--quantization_type"),
-      .double_quant = bool_flag_or(flags, "--double_quantization", true),
+      .type = ops::quant4::parse_quant4_type(flags.text("--quantization_type"), "--quantization_type"),
+      .double_quant = flags.is_true("--double_quantization"),
       .blocksize = 64};
   models::quant::round_trip_linears(model, options, stored);
   std::cerr << "the base's linear weights quantized to 4 bits (" << ops::quant4::quant4_type_name(options.type)
@@ -137,19 +135,18 @@ std::optional<DType> dtype_flag(Flags& flags) {
 ExportKind export_kind(const Flags& flags) {
   const bool adapter_checkpoint =
       flags.count("--checkpoint") && fs::exists(fs::path(flags.at("--checkpoint")) / "adapter_config.json");
-  return adapter_checkpoint && !is_set(flags, "--merge_lora") ? ExportKind::kAdapter : ExportKind::kModel;
+  return adapter_checkpoint && !flags.is_true("--merge_lora") ? ExportKind::kAdapter : ExportKind::kModel;
 }
 
 int export_checkpoint(Flags& flags, ExportFolder& out) {
-  train::CheckpointExport request{
-      .checkpoint = flags["--checkpoint"],
-      .output_dir = flags["--output_dir"],
-      .write_dir = out.write_dir(),
-      .base_model = flags.count("--model_name_or_path") ? flags["--model_name_or_path"] : "",
-      .base_revision = flags.count("--revision") ? flags["--revision"] : "",
-      .working_weights = flags.count("--weights") && flags["--weights"] == "working",
-      .merge_lora = is_set(flags, "--merge_lora"),
-      .dtype = dtype_flag(flags)};
+  train::CheckpointExport request{.checkpoint = flags["--checkpoint"],
+                                  .output_dir = flags["--output_dir"],
+                                  .write_dir = out.write_dir(),
+                                  .base_model = flags.text("--model_name_or_path"),
+                                  .base_revision = flags.count("--revision") ? flags["--revision"] : "",
+                                  .working_weights = flags.text("--weights") == "working",
+                                  .merge_lora = flags.is_true("--merge_lora"),
+                                  .dtype = dtype_flag(flags)};
   const std::string done = train::export_checkpoint(request);
   out.commit();
   std::cerr << done << "\n";
@@ -199,7 +196,7 @@ int run_export(const std::vector<std::string>& args) {
     dtype_flag(flags);  // a --dtype that is no floating-point type is refused before any work
     require_writable_folder(flags.at("--output_dir"), "--output_dir");
     refuse_writing_over_the_input(flags);
-    ExportFolder out(flags.at("--output_dir"), export_kind(flags), is_set(flags, "--overwrite_output_dir"));
+    ExportFolder out(flags.at("--output_dir"), export_kind(flags), flags.is_true("--overwrite_output_dir"));
     return flags.count("--checkpoint") ? export_checkpoint(flags, out) : export_model(flags, out);
   });
 }

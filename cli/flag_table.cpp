@@ -166,6 +166,9 @@ std::string flag_entry(const Flag& flag) {
 
 Flags parse_flags(const std::vector<std::string>& args, const FlagTable& table) {
   Flags flags;
+  for (const FlagGroup& group : table.groups)
+    for (const Flag& flag : group.flags)
+      if (!flag.default_value.empty()) flags.defaults[flag.name] = flag.default_value;
   for (std::size_t i = 0; i < args.size(); ++i) {
     std::string name = args[i], value;
     const auto eq = name.find('=');
@@ -241,12 +244,18 @@ std::int64_t integer_flag_or(const Flags& flags, const std::string& name, std::i
   return flags.count(name) ? integer_flag(name, flags.at(name)) : fallback;
 }
 
-bool bool_flag_or(const Flags& flags, const std::string& name, bool fallback) {
-  return flags.count(name) ? flags.at(name) == "true" : fallback;
+std::string Flags::text(const std::string& name) const {
+  if (const auto given = find(name); given != end()) return given->second;
+  const auto fallback = defaults.find(name);
+  return fallback == defaults.end() ? "" : fallback->second;
 }
 
-std::string text_flag_or(const Flags& flags, const std::string& name, const std::string& fallback) {
-  return flags.count(name) ? flags.at(name) : fallback;
+bool Flags::is_true(const std::string& name) const { return text(name) == "true"; }
+
+std::int64_t Flags::integer(const std::string& name) const {
+  const std::string value = text(name);
+  if (value.empty()) fail(name + " has no value and no default");
+  return integer_flag(name, value);
 }
 
 }  // namespace zt::cli

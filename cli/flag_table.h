@@ -60,8 +60,19 @@ struct FlagTable {
 // a bug, reported as an error.
 Flag flag_named(const std::vector<Flag>& declared, const std::string& name);
 
-// Every given flag by its name (an alias's by the flag's name; booleans as "true"/"false").
-using Flags = std::map<std::string, std::string>;
+// Every given flag by its name (an alias's by the flag's name; booleans as "true"/"false"), and
+// the table's defaults, which the typed reads fall back on: a default lives in the table alone.
+class Flags : public std::map<std::string, std::string> {
+ public:
+  // --name as given, else its default, else empty.
+  std::string text(const std::string& name) const;
+  // Whether the boolean --name is true, as given or by default (no default: false).
+  bool is_true(const std::string& name) const;
+  // --name's whole number, as given or by default; a flag with neither is a bug.
+  std::int64_t integer(const std::string& name) const;
+
+  std::map<std::string, std::string> defaults;
+};
 
 // Every flag of `args` by name. An unknown flag (with the nearest known one, or the command's
 // own flag for a name of LLaMA-Factory or of training), a missing value, a value not of the
@@ -80,11 +91,8 @@ int run_with_flags(const std::vector<std::string>& args, const FlagTable& table,
 // `text` as a number for `flag`; anything else is a zt::UsageError naming both.
 double number_flag(const std::string& flag, const std::string& text);
 std::int64_t integer_flag(const std::string& flag, const std::string& text);
-// The whole number --name holds, or `fallback` when it is not given.
+// The whole number --name holds, or `fallback` when it is not given (for a default that is
+// not one value, such as the visible GPUs).
 std::int64_t integer_flag_or(const Flags& flags, const std::string& name, std::int64_t fallback);
-// Whether the boolean --name was given true, else `fallback` when it was not given at all.
-bool bool_flag_or(const Flags& flags, const std::string& name, bool fallback);
-// --name's text, or `fallback` when it is not given.
-std::string text_flag_or(const Flags& flags, const std::string& name, const std::string& fallback);
 
 }  // namespace zt::cli

@@ -67,7 +67,7 @@ DType dtype_from_flags(const Flags& flags, Device device) {
 
 void resolve_model_flag(Flags& flags, models::hub::ModelParts parts) {
   if (!flags.count("--model_name_or_path")) return;
-  const std::string revision = flags.count("--revision") ? flags.at("--revision") : "main";
+  const std::string revision = flags.text("--revision");
   flags["--model_name_or_path"] = models::hub::resolve_model_path(flags.at("--model_name_or_path"), revision, parts);
 }
 

@@ -37,8 +37,6 @@ FlagGroup four_bit_flags() {
 
 namespace {
 
-bool flag_is_true(const Flags& flags, const std::string& name) { return flags.count(name) && flags.at(name) == "true"; }
-
 // --quantization_type and --double_quantization describe the base of --quantization_bit 4.
 void check_settings_have_a_base(const Flags& flags) {
   for (const char* setting : {"--quantization_type", "--double_quantization"})
@@ -52,7 +50,7 @@ void plan_four_bit_base(const Flags& flags, const models::ModelConfig& config, m
   check_settings_have_a_base(flags);
   const bool asked = flags.count("--quantization_bit") > 0;
   if (!asked && !config.bnb_4bit) return;
-  ZT_REQUIRE_USAGE(!flag_is_true(flags, "--merge_lora"),
+  ZT_REQUIRE_USAGE(!flags.is_true("--merge_lora"),
                    "--merge_lora with a 4-bit base (" +
                        std::string(config.bnb_4bit ? config.source + " is saved in 4 bits" : "--quantization_bit 4") +
                        "): there is no dense weight to merge the LoRA update into. Drop --merge_lora to run the "
@@ -67,11 +65,11 @@ void plan_four_bit_base(const Flags& flags, const models::ModelConfig& config, m
                                      "its settings do not quantize it again");
     return;
   }
-  const std::string type = flags.count("--quantization_type") ? flags.at("--quantization_type") : "nf4";
-  options.quantize_base = models::quant::Quant4Options{
-      .type = ops::quant4::parse_quant4_type(type, "--quantization_type"),
-      .double_quant = !flags.count("--double_quantization") || flag_is_true(flags, "--double_quantization"),
-      .blocksize = ops::quant4::kDefaultBlocksize};
+  const std::string type = flags.text("--quantization_type");
+  options.quantize_base =
+      models::quant::Quant4Options{.type = ops::quant4::parse_quant4_type(type, "--quantization_type"),
+                                   .double_quant = flags.is_true("--double_quantization"),
+                                   .blocksize = ops::quant4::kDefaultBlocksize};
 }
 
 void check_four_bit_tensor_parallel(const Flags& flags, const models::ModelConfig& config) {

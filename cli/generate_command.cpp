@@ -162,7 +162,7 @@ struct Inputs {
 Inputs read_inputs(const Flags& flags) {
   Inputs in;
   in.dir = flags.at("--model_name_or_path");
-  in.format = text_flag_or(flags, "--output_format", "text");
+  in.format = flags.text("--output_format");
   if (flags.count("--output_file")) require_writable_file(flags.at("--output_file"), "--output_file");
   in.chat = chat_template_from(flags, in.dir);  // first: an unknown --template is named before any file is read
   in.tokenizer = models::load_tokenizer(in.dir);

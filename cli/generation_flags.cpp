@@ -101,7 +101,7 @@ FlagTable generation_table(FlagTable own) {
 int run_generation_command(const std::vector<std::string>& args, const FlagTable& table,
                            const std::function<int(Flags&)>& body) {
   return run_with_flags(args, table, [&body](Flags& flags) {
-    ZT_REQUIRE_USAGE(!bool_flag_or(flags, "--merge_lora", false) || flags.count("--adapter_name_or_path"),
+    ZT_REQUIRE_USAGE(!flags.is_true("--merge_lora") || flags.count("--adapter_name_or_path"),
                      "--merge_lora merges a LoRA adapter into the weights: add --adapter_name_or_path with a LoRA "
                      "adapter");
     resolve_model_flag(flags);
@@ -175,8 +175,8 @@ namespace {
 
 // --merge_lora and --fused_decode, applied to the loaded model.
 models::CausalLM as_asked(const Flags& flags, models::CausalLM model) {
-  model.set_small_m_layers(flags.count("--fused_decode") && flags.at("--fused_decode") == "true");
-  if (!flags.count("--merge_lora") || flags.at("--merge_lora") != "true") return model;
+  model.set_small_m_layers(flags.is_true("--fused_decode"));
+  if (!flags.is_true("--merge_lora")) return model;
   if (model.lora().empty())
     fail("--merge_lora merges a LoRA adapter into the weights, but --adapter_name_or_path " +
          flags.at("--adapter_name_or_path") + " holds no LoRA matrices (a prefix-tuning adapter?)");
@@ -234,7 +234,7 @@ void run_tensor_parallel_from_flags(Flags& flags, const std::function<void(infer
     fail_usage(e.what());  // --tp's value does not suit this model
   }
   check_four_bit_tensor_parallel(flags, config);
-  const std::string device_flag = flags.count("--device") ? flags.at("--device") : "";
+  const std::string device_flag = flags.text("--device");
   ZT_REQUIRE_USAGE(!infer::launched_as_ranks() || device_flag.rfind("cuda:", 0) != 0,
                    "--device " + device_flag +
                        " under a launcher: each tensor-parallel rank uses the GPU of its "
@@ -250,13 +250,11 @@ infer::TensorParallelOptions tensor_parallel_options_from(const Flags& flags, co
   return {.engine = engine_options_from(flags), .ranks_per_device = rank.ranks_per_device};
 }
 
-bool enable_thinking_from(const Flags& flags) {
-  return !flags.count("--enable_thinking") || flags.at("--enable_thinking") == "true";
-}
+bool enable_thinking_from(const Flags& flags) { return flags.is_true("--enable_thinking"); }
 
 std::unique_ptr<models::ChatTemplate> chat_template_from(const Flags& flags, const std::string& model_dir,
                                                          std::optional<bool> enable_thinking) {
-  const std::string name = flags.count("--template") ? flags.at("--template") : "";
+  const std::string name = flags.text("--template");
   return models::make_run_chat_template(name, model_dir,
                                         {.enable_thinking = enable_thinking.value_or(enable_thinking_from(flags))});
 }

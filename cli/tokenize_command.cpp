@@ -55,9 +55,9 @@ std::vector<models::TokenId> parse_ids(const std::string& line) {
 }
 
 int tokenize(Flags& flags) {
-  const bool decode = bool_flag_or(flags, "--decode", false);
-  const bool add_special_tokens = bool_flag_or(flags, "--add_special_tokens", true);
-  const bool skip_special_tokens = bool_flag_or(flags, "--skip_special_tokens", false);
+  const bool decode = flags.is_true("--decode");
+  const bool add_special_tokens = flags.is_true("--add_special_tokens");
+  const bool skip_special_tokens = flags.is_true("--skip_special_tokens");
   resolve_model_flag(flags, models::hub::kTokenizerOnly);
   const auto tokenizer = models::load_tokenizer(flags.at("--model_name_or_path"));
   std::string line;

@@ -163,8 +163,15 @@ TEST(FlagTable, ParsesNamesAliasesAndBooleans) {
   EXPECT_EQ(parse_flags({"--name", "x", "--verbose", "false"}, small_table()).at("--verbose"), "false");
   EXPECT_EQ(integer_flag_or(flags, "--count", 7), 3);
   EXPECT_EQ(integer_flag_or(parse_flags({"--name", "x"}, small_table()), "--count", 7), 7);
-  EXPECT_TRUE(bool_flag_or(flags, "--verbose", false));
-  EXPECT_EQ(text_flag_or(flags, "--mode", "fast"), "slow");
+  EXPECT_TRUE(flags.is_true("--verbose"));
+  EXPECT_EQ(flags.text("--mode"), "slow");
+  EXPECT_EQ(flags.integer("--count"), 3);
+  // What is not given reads as its default in the table, or as nothing.
+  const Flags defaults = parse_flags({"--name", "x"}, small_table());
+  EXPECT_EQ(defaults.text("--mode"), "fast");
+  EXPECT_EQ(defaults.count("--mode"), 0u);
+  EXPECT_FALSE(defaults.is_true("--verbose"));
+  EXPECT_EQ(defaults.text("--scale"), "");
 }
 
 // The message of the UsageError parse_flags throws for `args`.
