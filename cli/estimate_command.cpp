@@ -133,7 +133,7 @@ models::ModelConfig config_from_flags(const Flags& flags) {
 // --name as GiB, when given.
 std::optional<double> gib_flag(const Flags& flags, const std::string& name) {
   if (!flags.count(name)) return std::nullopt;
-  return number_flag(name, flags.at(name));
+  return flags.number(name);
 }
 
 int visible_gpus() { return cuda_available() ? cuda_device_count() : 0; }

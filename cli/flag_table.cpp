@@ -258,4 +258,10 @@ std::int64_t Flags::integer(const std::string& name) const {
   return integer_flag(name, value);
 }
 
+double Flags::number(const std::string& name) const {
+  const std::string value = text(name);
+  if (value.empty()) fail(name + " has no value and no default");
+  return number_flag(name, value);
+}
+
 }  // namespace zt::cli

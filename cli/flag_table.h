@@ -70,6 +70,8 @@ class Flags : public std::map<std::string, std::string> {
   bool is_true(const std::string& name) const;
   // --name's whole number, as given or by default; a flag with neither is a bug.
   std::int64_t integer(const std::string& name) const;
+  // --name's number, as given or by default; a flag with neither is a bug.
+  double number(const std::string& name) const;
 
   std::map<std::string, std::string> defaults;
 };

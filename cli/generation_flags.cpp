@@ -113,18 +113,19 @@ models::GenerationOptions generation_options_from(const Flags& flags, const std:
                                                   const models::CausalLM& model, const models::Tokenizer& tokenizer,
                                                   const models::ChatTemplate* chat_template) {
   models::GenerationOptions options = models::load_generation_options(model_dir, model.config());
-  auto flag = [&](const char* name) { return flags.count(name) ? &flags.at(name) : nullptr; };
-  if (auto v = flag("--max_new_tokens")) {
-    options.max_new_tokens = integer_flag("--max_new_tokens", *v);
+  // A flag not given leaves generation_config.json's value.
+  auto given = [&](const char* name) { return flags.count(name) > 0; };
+  if (given("--max_new_tokens")) {
+    options.max_new_tokens = flags.integer("--max_new_tokens");
     options.max_new_tokens_set = true;
   }
-  if (auto v = flag("--min_new_tokens")) options.min_new_tokens = integer_flag("--min_new_tokens", *v);
-  if (auto v = flag("--do_sample")) options.do_sample = *v == "true";
-  if (auto v = flag("--temperature")) options.temperature = number_flag("--temperature", *v);
-  if (auto v = flag("--top_k")) options.top_k = integer_flag("--top_k", *v);
-  if (auto v = flag("--top_p")) options.top_p = number_flag("--top_p", *v);
-  if (auto v = flag("--repetition_penalty")) options.repetition_penalty = number_flag("--repetition_penalty", *v);
-  if (auto v = flag("--seed")) options.seed = static_cast<std::uint64_t>(integer_flag("--seed", *v));
+  if (given("--min_new_tokens")) options.min_new_tokens = flags.integer("--min_new_tokens");
+  if (given("--do_sample")) options.do_sample = flags.is_true("--do_sample");
+  if (given("--temperature")) options.temperature = flags.number("--temperature");
+  if (given("--top_k")) options.top_k = flags.integer("--top_k");
+  if (given("--top_p")) options.top_p = flags.number("--top_p");
+  if (given("--repetition_penalty")) options.repetition_penalty = flags.number("--repetition_penalty");
+  if (given("--seed")) options.seed = static_cast<std::uint64_t>(flags.integer("--seed"));
   std::vector<std::int64_t>& stops = options.eos_token_ids;
   auto add_stop = [&](std::optional<models::TokenId> id) {
     if (id && std::find(stops.begin(), stops.end(), *id) == stops.end()) stops.push_back(*id);
@@ -213,15 +214,14 @@ models::CausalLM load_generation_model(Flags& flags, Device device, DType dtype)
 
 infer::EngineOptions engine_options_from(const Flags& flags) {
   infer::EngineOptions options;
-  if (flags.count("--max_batch")) options.max_batch = integer_flag("--max_batch", flags.at("--max_batch"));
-  if (flags.count("--block_size")) options.block_size = integer_flag("--block_size", flags.at("--block_size"));
+  options.max_batch = flags.integer("--max_batch");  // the table's defaults are EngineOptions'
+  options.block_size = flags.integer("--block_size");
   return options;
 }
 
 int tensor_parallel_size(const Flags& flags) {
-  if (!flags.count("--tp")) return 1;
-  const std::int64_t size = integer_flag("--tp", flags.at("--tp"));
-  ZT_REQUIRE_USAGE(size <= 1024, "--tp must be a number of ranks from 1 up to 1024, got " + flags.at("--tp"));
+  const std::int64_t size = flags.integer("--tp");
+  ZT_REQUIRE_USAGE(size <= 1024, "--tp must be a number of ranks from 1 up to 1024, got " + flags.text("--tp"));
   return static_cast<int>(size);
 }
 

@@ -61,12 +61,10 @@ std::string served_model_name(const Flags& flags) {
 
 serve::ServerOptions server_options(const Flags& flags, const infer::EngineOptions& engine) {
   serve::ServerOptions options;
-  if (flags.count("--host")) options.host = flags.at("--host");
-  if (flags.count("--port")) {
-    const std::int64_t port = integer_flag("--port", flags.at("--port"));
-    ZT_REQUIRE_USAGE(port >= 0 && port <= 65535, "--port must be from 0 to 65535, got " + flags.at("--port"));
-    options.port = static_cast<int>(port);
-  }
+  options.host = flags.text("--host");  // as given, else the table's default
+  const std::int64_t port = flags.integer("--port");
+  ZT_REQUIRE_USAGE(port >= 0 && port <= 65535, "--port must be from 0 to 65535, got " + flags.text("--port"));
+  options.port = static_cast<int>(port);
   if (flags.count("--api_key")) options.api_key = flags.at("--api_key");
   options.http_threads = static_cast<std::size_t>(2 * engine.max_batch + 8);
   return options;
@@ -77,7 +75,7 @@ std::int64_t max_request_tokens(const Flags& flags, const models::CausalLM& mode
   const std::int64_t context = models::context_length(model.config());
   std::int64_t limit = context;
   if (flags.count("--max_model_len")) {
-    limit = integer_flag("--max_model_len", flags.at("--max_model_len"));
+    limit = flags.integer("--max_model_len");
     ZT_REQUIRE(limit >= 2 && (context == 0 || limit <= context),
                "--max_model_len must be from 2 to the model's context of " + std::to_string(context));
   }
