@@ -100,11 +100,16 @@ nlohmann::json eval_entry(double eval_loss, const TrainerState& state) {
 
 std::unique_ptr<OptimizerEngine> make_optimizer(const TrainerModel& model, const TrainingPlan& plan,
                                                 distributed::Communicator* comm) {
-  const OffloadOptions offload{.enabled = plan.zero.offload_optimizer,
-                               .pin_memory = plan.zero.offload_pin_memory,
-                               .threads = ops::default_cpu_adam_threads(plan.zero.offload_cpu_cores_share),
-                               .ratio = plan.zero.offload_ratio,
-                               .accumulation = plan.accumulation};
+  const OffloadOptions offload{
+      .enabled = plan.zero.offload_optimizer,
+      .pin_memory = plan.zero.offload_pin_memory,
+      .threads = ops::default_cpu_adam_threads(plan.zero.offload_cpu_cores_share),
+      .ratio = plan.zero.offload_ratio,
+      // The delayed update reads the gradients while the next step adds
+      // new ones: they stay on the device, copied out once a step.
+      .gradients = plan.offload_delayed_update ? GradientPlacement::kDevice : GradientPlacement::kAuto,
+      .accumulation = plan.accumulation,
+      .delayed_update = plan.offload_delayed_update};
   const EngineChoice engine = choose_engine(plan, comm != nullptr);
   if (!engine.needs_ranks()) return std::make_unique<Optimizer>(model.trainable, plan.optimizer, offload);
   ZT_REQUIRE(comm != nullptr,
@@ -464,15 +469,19 @@ void Trainer::step_plateau_schedule(double eval_loss) {
                         << schedule_.rate(scheduler_step_));
 }
 
+// An update still running behind the steps (--offload_delayed_update) lands before the
+// weights are evaluated or saved: what is measured and saved at step n has n updates.
 void Trainer::maybe_evaluate_and_save(bool epoch_ended) {
   const std::int64_t step = state_.global_step;
-  if (evaluation_due(plan_, step, state_.epoch, epoch_ended)) {
+  const bool evaluate_now = evaluation_due(plan_, step, state_.epoch, epoch_ended);
+  const bool save_now = (plan_.save_strategy == IntervalStrategy::kSteps && step % plan_.save_steps == 0) ||
+                        (plan_.save_strategy == IntervalStrategy::kEpoch && epoch_ended);
+  if (evaluate_now || save_now) optimizer_->settle();
+  if (evaluate_now) {
     double eval_loss = 0.0;
     record(evaluation_entry(&eval_loss));
     step_plateau_schedule(eval_loss);
   }
-  const bool save_now = (plan_.save_strategy == IntervalStrategy::kSteps && step % plan_.save_steps == 0) ||
-                        (plan_.save_strategy == IntervalStrategy::kEpoch && epoch_ended);
   if (save_now) save_checkpoint_now();
 }
 
@@ -504,6 +513,7 @@ TrainerState Trainer::train() {
     run_optimizer_step();
     maybe_evaluate_and_save(epoch_ended());
   }
+  optimizer_->settle();
   if (stopped_by_ != 0) {
     progress_.clear();
     report_interruption();

@@ -208,6 +208,11 @@ const std::vector<ArgumentSection>& argument_sections() {
            {"deepspeed", &A::deepspeed, {}, "path of a DeepSpeed ds_config.json, or the config as a JSON object"},
            {"ddp_timeout", &A::ddp_timeout, {}, "seconds a collective may take before every rank stops"},
            {"inprocess_ranks", &A::inprocess_ranks, {}, "run N data-parallel ranks as threads of this process"},
+           {"offload_delayed_update",
+            &A::offload_delayed_update,
+            {},
+            "with offload_optimizer (stages 1-2): ZeRO-Offload's one-step delayed parameter update; each step's "
+            "CPU Adam runs beside the next step's forward and backward, which use the weights one update older"},
            {"zero_trace",
             &A::zero_trace,
             {},

@@ -55,6 +55,8 @@ struct TrainingArguments {
   // A ds_config.json path, or the config itself as JSON text (HF takes a dict in a file, or
   // '{...}' as a flag); empty: none.
   std::string deepspeed;
+  // ZeRO-Offload's delayed parameter update (DPU) under the config's offload_optimizer.
+  bool offload_delayed_update = false;
   std::string run_name;  // empty: output_dir, as HF names a run
 
   // What the run does: zerotune train always trains; do_eval adds an evaluation at the end.

@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "runtime/error.h"
+#include "runtime/usage_error.h"
 #include "train/args/lr_scheduler_kwargs.h"
 #include "train/args/report_to.h"
 
@@ -83,6 +84,22 @@ void resolve_loop(TrainingPlan& plan, const TrainingArguments& args) {
   plan.tensorboard = tensorboard_request(args, std::nullopt);
   plan.progress_bar = !args.disable_tqdm.value_or(false);
   plan.profile_steps = args.profile_steps;
+}
+
+// The delayed update hands the whole partition to the CPU Adam of stage 1 or 2 (stage 3's
+// weights are gathered from shards the update would still be writing).
+void check_delayed_update(const TrainingPlan& plan) {
+  if (!plan.offload_delayed_update) return;
+  ZT_REQUIRE_USAGE(plan.zero.offload_optimizer,
+                   "--offload_delayed_update delays optimizer offload's update, but the DeepSpeed config offloads "
+                   "no optimizer: add zero_optimization.offload_optimizer {\"device\": \"cpu\"}");
+  ZT_REQUIRE_USAGE(plan.zero.stage == 1 || plan.zero.stage == 2,
+                   "--offload_delayed_update runs under ZeRO stage 1 or 2, but the config has stage " +
+                       std::to_string(plan.zero.stage) + ": use stage 2, or drop the flag");
+  ZT_REQUIRE_USAGE(plan.zero.offload_ratio >= 1.0,
+                   "--offload_delayed_update delays the CPU Adam of the whole partition, but offload_optimizer.ratio "
+                   "is " +
+                       std::to_string(plan.zero.offload_ratio) + ": remove the ratio, or drop the flag");
 }
 
 }  // namespace
@@ -169,6 +186,9 @@ TrainingPlan plan_training(const TrainingArguments& args, const std::optional<De
   if (plan.precision == Precision::kFloat16) plan.loss_scaler = LossScalerConfig{};
   resolve_intervals(plan, args);
   resolve_loop(plan, args);
+  ZT_REQUIRE_USAGE(!args.offload_delayed_update || deepspeed,
+                   "--offload_delayed_update delays optimizer offload's update: add --deepspeed with "
+                   "zero_optimization.offload_optimizer {\"device\": \"cpu\"} (stage 1 or 2)");
   if (!deepspeed) {
     warn_about_schedule(plan, kwargs_notes);
     return plan;
@@ -206,6 +226,8 @@ TrainingPlan plan_training(const TrainingArguments& args, const std::optional<De
   plan.loss_scaler.reset();
   if (ds.fp16) plan.loss_scaler = ds.loss_scaler;
   plan.zero = ds.zero;
+  plan.offload_delayed_update = args.offload_delayed_update;
+  check_delayed_update(plan);
   plan.wall_clock_breakdown = ds.wall_clock_breakdown;
   plan.tensorboard.deepspeed_folder = deepspeed_tensorboard_folder(deepspeed->json, ds.source);
   plan.warnings = ds.warnings;

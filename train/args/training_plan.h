@@ -32,6 +32,8 @@ struct TrainingPlan {
   double max_grad_norm = 0.0;
   std::optional<LossScalerConfig> loss_scaler;  // fp16 only
   ZeroConfig zero;
+  // --offload_delayed_update: the offloaded update lands one step late (OffloadOptions).
+  bool offload_delayed_update = false;
   // Every how many steps the loop logs, evaluates and saves (the arguments' shares of the
   // steps resolved against max_steps, as HF does).
   std::int64_t logging_steps = 500;

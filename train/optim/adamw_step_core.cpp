@@ -84,6 +84,10 @@ AdamWStepCore::AdamWStepCore(const OptimizerConfig& config, OwnedPartition owned
   split_ = offload.enabled ? offload_boundary(spans_, numel_, offload.ratio) : numel_;
   ZT_REQUIRE(!offload.gradients_on_host || split_ == 0,
              "optimizer offload: a partial offload (ratio below 1) keeps the gradients on the device");
+  ZT_REQUIRE(!offload.delayed_update || (offload.enabled && split_ == 0 && !offload.gradients_on_host),
+             "optimizer offload: the delayed update needs the whole partition offloaded (ratio 1) and the gradients "
+             "kept on the device");
+  delayed_ = offload.delayed_update;
   // With offload the initial master is built in host memory and handed over.
   Tensor master = Tensor::zeros({numel_}, DType::kF32, split_ < numel_ ? Device::cpu() : device);
   for (std::size_t i = 0; i < spans_.size(); ++i)
@@ -155,7 +159,11 @@ StepResult AdamWStepCore::step(const StepRequest& request, const GradientNorm& n
     write_working(Tensor());
     return result;
   }
-  if (split_ == 0) {
+  if (delayed_) {
+    // The last step's update lands (the weights the next forward reads), this one starts.
+    settle(write_working);
+    offload_->start(grads_, adam);
+  } else if (split_ == 0) {
     write_working(offload_->step(grads_, adam));
   } else {
     // Partial offload: the device's share is updated on the device while the CPU Adam updates
@@ -171,8 +179,18 @@ StepResult AdamWStepCore::step(const StepRequest& request, const GradientNorm& n
   return result;
 }
 
-// Host gradients (optimizer offload's block, or a CPU run's) are zeroed on every core.
+bool AdamWStepCore::settle(const std::function<void(const Tensor& offloaded)>& write_working) {
+  if (!offload_ || !offload_->pending()) return false;
+  Tensor working = Tensor::empty({numel_}, offload_->working_dtype(), device_);
+  offload_->land(working);
+  write_working(working);
+  return true;
+}
+
+// Host gradients (optimizer offload's block, or a CPU run's) are zeroed on every core. A
+// started update's copies of them must have left first.
 void AdamWStepCore::zero_grad() {
+  if (offload_ && offload_->pending()) offload_->before_gradients_change();
   if (grads_.device().is_cpu())
     ops::zero_host_tensor(grads_);
   else

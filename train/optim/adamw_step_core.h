@@ -14,7 +14,8 @@
 //   decay    decoupled (AdamW), or first added to the gradient (Adam with L2 regularisation)
 //   update   every span in one multi-tensor update on the device, or, with offload
 //            (train/optim/optimizer_offload.h), tile by tile on the host; a partial offload
-//            (ratio below 1) keeps the first spans on the device and updates both at once
+//            (ratio below 1) keeps the first spans on the device and updates both at once;
+//            the delayed update leaves the host's update running into the next step
 //   weights  the engine writes its working weights: from the masters, or from the new
 //            weights the offload sends back
 #pragma once
@@ -127,6 +128,13 @@ class AdamWStepCore {
   StepResult step(const StepRequest& request, const GradientNorm& norm,
                   const std::function<void(const Tensor& offloaded)>& write_working);
 
+  // Under the delayed update (OffloadOptions::delayed_update) step() lands the previous
+  // step's update and starts its own, which runs on while the next forward and backward do.
+  // settle() lands a started update now, writing its weights as step() would: before the
+  // weights or the state are read (evaluation, saving, the end of training). False when
+  // nothing was running.
+  bool settle(const std::function<void(const Tensor& offloaded)>& write_working);
+
   // `numel` master weights from `offset`, in `dtype` on the gradients' device.
   Tensor working_from_masters(std::int64_t offset, std::int64_t numel, DType dtype) const;
 
@@ -141,6 +149,7 @@ class AdamWStepCore {
   Tensor master_, exp_avg_, exp_avg_sq_;  // the device's share
   Tensor grads_;                          // the whole partition
   std::unique_ptr<OptimizerOffload> offload_;
+  bool delayed_ = false;
 };
 
 }  // namespace zt::train

@@ -71,6 +71,10 @@ StepResult Optimizer::step(double lr, double loss_scale, double max_grad_norm, s
                      });
 }
 
+void Optimizer::settle() {
+  core_->settle([this](const Tensor& offloaded) { write_parameters(offloaded); });
+}
+
 // Every parameter takes its run of `partition` (new weights, or the masters).
 void Optimizer::write_parameters(const Tensor& partition) {
   for (std::size_t i = 0; i < parameters_.size(); ++i) {

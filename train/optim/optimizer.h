@@ -84,6 +84,11 @@ class OptimizerEngine {
   // The last step's offload work; nullopt without optimizer offload.
   virtual std::optional<OffloadStepTimes> offload_times() const { return std::nullopt; }
 
+  // Applies an update still running behind the training (optimizer offload's delayed update,
+  // OffloadOptions::delayed_update) to the weights and the state: before they are evaluated,
+  // saved or handed back at the end. Collective under ZeRO.
+  virtual void settle() {}
+
   // The training loop's hooks into an engine that partitions the model's weights (ZeRO-3);
   // the others hold them whole and need nothing.
   // One micro-batch's forward and backward run between these.
@@ -113,6 +118,7 @@ class Optimizer : public OptimizerEngine {
 
   StepResult step(double lr, double loss_scale, double max_grad_norm, std::int64_t step) override;
   void zero_grad() override;
+  void settle() override;
 
   // The fp32 gradient buffer of parameter `i` (what the hooks accumulate into).
   const Tensor& gradient(std::size_t i) const { return grads_[i]; }

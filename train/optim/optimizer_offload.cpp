@@ -90,7 +90,7 @@ void OptimizerOffload::allocate_host(std::int64_t numel, DType working_dtype, bo
   pinned_ = pinned;
 }
 
-double OptimizerOffload::update_tile(const Tile& tile, const ops::AdamWConfig& adam) {
+void OptimizerOffload::update_tile(const Tile& tile, const ops::AdamWConfig& adam, OffloadStepStats& into) {
   ProfileRegion updating(OpFamily::kCpuAdam);
   const auto start = std::chrono::steady_clock::now();
   const std::int64_t working_size = static_cast<std::int64_t>(dtype_size(working_.dtype()));
@@ -108,8 +108,8 @@ double OptimizerOffload::update_tile(const Tile& tile, const ops::AdamWConfig& a
                            std::to_string(tile.end) +
                            ") hold inf/NaN although the gradient norm was finite; "
                            "earlier tiles are already updated, so this run cannot continue");
-  for (const ops::CpuAdamSpan& span : spans) last_.parameters += span.numel;
-  return seconds_since(start);
+  for (const ops::CpuAdamSpan& span : spans) into.parameters += span.numel;
+  into.adam_seconds += seconds_since(start);
 }
 
 void OptimizerOffload::step(const Tensor& grads, const Tensor& working, const ops::AdamWConfig& adam,
@@ -144,7 +144,7 @@ void OptimizerOffload::step_on_host(const Tensor& grads, const Tensor& working, 
       grads_.narrow(0, tile.begin, n).copy_from(grads.narrow(0, tile.begin, n));
     }
     last_.copy_seconds += seconds_since(copy_start);
-    last_.adam_seconds += update_tile(tile, adam);
+    update_tile(tile, adam, last_);
     copy_start = std::chrono::steady_clock::now();
     {
       ProfileRegion copying(OpFamily::kOffloadCopy);
@@ -160,17 +160,8 @@ void OptimizerOffload::step_on_host(const Tensor& grads, const Tensor& working, 
 // memory `working` was given.
 void OptimizerOffload::step_pipelined(const Tensor& grads, const Tensor& working, const ops::AdamWConfig& adam,
                                       const std::function<void()>& beside) {
-  const cudaStream_t to_host = to_host_->get(), to_device = to_device_->get();
-  Event compute_done;
-  compute_done.record(current_stream());
-  compute_done.wait_on(to_host);
-  compute_done.wait_on(to_device);
-  for (std::size_t i = 0; i < tiles_.size(); ++i) {
-    const std::int64_t begin = tiles_[i].begin, n = tiles_[i].end - begin;
-    copy_marks_[4 * i].record(to_host);
-    if (!holds(grads)) grads_.narrow(0, begin, n).copy_from_async(grads.narrow(0, begin, n), to_host);
-    copy_marks_[4 * i + 1].record(to_host);
-  }
+  const cudaStream_t to_device = to_device_->get();
+  queue_gradients_to_host(grads);
   if (beside) beside();
   for (std::size_t i = 0; i < tiles_.size(); ++i) {
     const std::int64_t begin = tiles_[i].begin, n = tiles_[i].end - begin;
@@ -178,7 +169,7 @@ void OptimizerOffload::step_pipelined(const Tensor& grads, const Tensor& working
       ProfileRegion copying(OpFamily::kOffloadCopy);
       copy_marks_[4 * i + 1].synchronize();
     }
-    last_.adam_seconds += update_tile(tiles_[i], adam);
+    update_tile(tiles_[i], adam, last_);
     copy_marks_[4 * i + 2].record(to_device);
     working.narrow(0, begin, n).copy_from_async(working_.narrow(0, begin, n), to_device);
     copy_marks_[4 * i + 3].record(to_device);
@@ -188,10 +179,108 @@ void OptimizerOffload::step_pipelined(const Tensor& grads, const Tensor& working
     ProfileRegion copying(OpFamily::kOffloadCopy);
     to_device_->synchronize();
   }
+  add_copy_seconds();
+}
+
+// Both copy streams first wait for the compute stream's work so far: what produced the
+// gradients, and whatever last used the memory the weights go back to.
+void OptimizerOffload::queue_gradients_to_host(const Tensor& grads) {
+  const cudaStream_t to_host = to_host_->get();
+  Event compute_done;
+  compute_done.record(current_stream());
+  compute_done.wait_on(to_host);
+  compute_done.wait_on(to_device_->get());
+  for (std::size_t i = 0; i < tiles_.size(); ++i) {
+    const std::int64_t begin = tiles_[i].begin, n = tiles_[i].end - begin;
+    copy_marks_[4 * i].record(to_host);
+    if (!holds(grads)) grads_.narrow(0, begin, n).copy_from_async(grads.narrow(0, begin, n), to_host);
+    copy_marks_[4 * i + 1].record(to_host);
+  }
+}
+
+void OptimizerOffload::add_copy_seconds() {
   for (std::size_t i = 0; i < tiles_.size(); ++i)
     last_.copy_seconds += (copy_marks_[4 * i].elapsed_ms(copy_marks_[4 * i + 1]) +
                            copy_marks_[4 * i + 2].elapsed_ms(copy_marks_[4 * i + 3])) /
                           1000.0;
+}
+
+OptimizerOffload::~OptimizerOffload() {
+  if (running_.valid()) running_.wait();
+}
+
+void OptimizerOffload::start(const Tensor& grads, const ops::AdamWConfig& adam) {
+  ZT_REQUIRE(!pending(), "optimizer offload: an update is still running; land it before starting the next");
+  ZT_REQUIRE(!holds(grads),
+             "optimizer offload: the delayed update needs the gradients outside the host block, which "
+             "the next step accumulates into while this update reads it");
+  ZT_REQUIRE(grads.numel() == master_.numel(), "optimizer offload: the partition has " +
+                                                   std::to_string(master_.numel()) + " elements but start got " +
+                                                   std::to_string(grads.numel()) + " gradients");
+  started_at_ = std::chrono::steady_clock::now();
+  started_ = {};
+  started_.copied_bytes = static_cast<std::int64_t>(grads_.nbytes() + working_.nbytes());
+  if (device_.is_cuda()) {
+    queue_gradients_to_host(grads);
+    gradients_left_.emplace();
+    gradients_left_->record(to_host_->get());
+  } else {
+    const auto copy_start = std::chrono::steady_clock::now();
+    grads_.copy_from(grads);
+    started_.copy_seconds += seconds_since(copy_start);
+  }
+  // The thread reads `adam` by value and touches only the host block; each tile waits for its
+  // own copy.
+  running_ = std::async(std::launch::async, [this, adam] {
+    OffloadStepStats updated;
+    for (std::size_t i = 0; i < tiles_.size(); ++i) {
+      if (device_.is_cuda()) copy_marks_[4 * i + 1].synchronize();
+      update_tile(tiles_[i], adam, updated);
+    }
+    return updated;
+  });
+  started_.step_seconds = seconds_since(started_at_);
+}
+
+void OptimizerOffload::before_gradients_change() {
+  if (gradients_left_) gradients_left_->wait_on(current_stream());
+}
+
+void OptimizerOffload::land(const Tensor& working) {
+  ZT_REQUIRE(pending(), "optimizer offload: no update is running");
+  ZT_REQUIRE(working.numel() == master_.numel(), "optimizer offload: the partition has " +
+                                                     std::to_string(master_.numel()) + " elements but land got " +
+                                                     std::to_string(working.numel()) + " weights");
+  const auto land_start = std::chrono::steady_clock::now();
+  last_ = started_;
+  {
+    ProfileRegion waiting(OpFamily::kCpuAdam);  // the part of the CPU Adam the next step did not cover
+    const OffloadStepStats updated = running_.get();
+    last_.parameters = updated.parameters;
+    last_.adam_seconds = updated.adam_seconds;
+  }
+  gradients_left_.reset();
+  const auto copy_start = std::chrono::steady_clock::now();
+  if (device_.is_cuda()) {
+    const cudaStream_t to_device = to_device_->get();
+    Event compute_done;  // whatever last used the memory the weights go to
+    compute_done.record(current_stream());
+    compute_done.wait_on(to_device);
+    for (std::size_t i = 0; i < tiles_.size(); ++i) {
+      const std::int64_t begin = tiles_[i].begin, n = tiles_[i].end - begin;
+      copy_marks_[4 * i + 2].record(to_device);
+      working.narrow(0, begin, n).copy_from_async(working_.narrow(0, begin, n), to_device);
+      copy_marks_[4 * i + 3].record(to_device);
+    }
+    ProfileRegion copying(OpFamily::kOffloadCopy);
+    to_device_->synchronize();
+    add_copy_seconds();
+  } else {
+    ProfileRegion copying(OpFamily::kOffloadCopy);
+    working.narrow(0, 0, working.numel()).copy_from(working_);
+    last_.copy_seconds += seconds_since(copy_start);
+  }
+  last_.step_seconds += seconds_since(land_start);
 }
 
 std::string OptimizerOffload::report() const {
@@ -207,6 +296,7 @@ std::string OptimizerOffload::report() const {
 }
 
 void OptimizerOffload::log_report_once() {
+  if (last_.parameters == 0) return;  // nothing measured yet: a delayed update's first step
   if (log_report_ && !std::exchange(reported_, true)) ZT_LOG(kInfo, report());
 }
 

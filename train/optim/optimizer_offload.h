@@ -10,8 +10,10 @@
 // step(), and only the weights are copied.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
+#include <future>
 #include <memory>
 #include <optional>
 #include <string>
@@ -59,6 +61,11 @@ struct OffloadOptions {
   double ratio = 1.0;
   GradientPlacement gradients = GradientPlacement::kAuto;
   std::int64_t accumulation = 1;  // micro-batches per optimizer step
+  // ZeRO-Offload's one-step delayed parameter update (--offload_delayed_update): each step's
+  // CPU Adam runs behind the next step's forward and backward, whose weights are one update
+  // older; the update lands at the next step (AdamWStepCore::settle). Needs the gradients on
+  // the device and the whole partition on the CPU (ratio 1).
+  bool delayed_update = false;
 };
 
 // A run of the partition that belongs to one parameter, with that parameter's weight decay.
@@ -96,6 +103,8 @@ class OptimizerOffload {
                    const OptimizerConfig& config, const OffloadOptions& options);
   OptimizerOffload(const OptimizerOffload&) = delete;
   OptimizerOffload& operator=(const OptimizerOffload&) = delete;
+  // Waits for a started update: its thread writes the host block.
+  ~OptimizerOffload();
 
   // Host fp32 tensors of the partition's numel; views into them stay valid.
   const Tensor& master() const { return master_; }
@@ -116,6 +125,17 @@ class OptimizerOffload {
   // then writes into the rank's shards or all-gathers.
   Tensor step(const Tensor& grads, const ops::AdamWConfig& adam);
 
+  // The delayed update in two halves. start() queues the gradients' copies to the host (on a
+  // CPU run it copies them) and returns while the CPU Adam updates the host block on a thread
+  // of its own; `grads` (not the host block) may be written again once
+  // before_gradients_change() has ordered the compute stream after those copies. land() waits
+  // for that update and copies its new weights into `working` (the partition, on the device);
+  // an error of the update surfaces there.
+  void start(const Tensor& grads, const ops::AdamWConfig& adam);
+  bool pending() const { return running_.valid(); }
+  void before_gradients_change();
+  void land(const Tensor& working);
+
   DType working_dtype() const { return working_.dtype(); }
   std::int64_t numel() const { return master_.numel(); }
 
@@ -133,12 +153,15 @@ class OptimizerOffload {
     std::vector<OffloadSegment> segments;  // the parts of segments inside [begin, end)
   };
   void allocate_host(std::int64_t numel, DType working_dtype, bool pinned);
-  double update_tile(const Tile& tile, const ops::AdamWConfig& adam);
+  // Adds the tile's parameters and CPU Adam seconds to `into`.
+  void update_tile(const Tile& tile, const ops::AdamWConfig& adam, OffloadStepStats& into);
   bool holds(const Tensor& grads) const { return grads.data_ptr() == grads_.data_ptr(); }
   void step_on_host(const Tensor& grads, const Tensor& working, const ops::AdamWConfig& adam,
                     const std::function<void()>& beside);
   void step_pipelined(const Tensor& grads, const Tensor& working, const ops::AdamWConfig& adam,
                       const std::function<void()>& beside);
+  void queue_gradients_to_host(const Tensor& grads);
+  void add_copy_seconds();
 
   OptimizerConfig config_;
   Device device_;
@@ -152,6 +175,10 @@ class OptimizerOffload {
   OffloadStepStats last_;
   bool log_report_;
   bool reported_ = false;
+  std::future<OffloadStepStats> running_;  // the started update's CPU Adam (delayed update)
+  OffloadStepStats started_;               // the started update's figures so far
+  std::optional<Event> gradients_left_;
+  std::chrono::steady_clock::time_point started_at_{};
 };
 
 }  // namespace zt::train

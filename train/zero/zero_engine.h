@@ -33,6 +33,10 @@ class ZeroEngine : public OptimizerEngine {
   ZeroEngine& operator=(const ZeroEngine&) = delete;
 
   void zero_grad() override;
+  // Collective: a delayed update's weights are all-gathered as a step's are.
+  void settle() override {
+    core_->settle([this](const Tensor& offloaded) { write_all_working_weights(offloaded); });
+  }
   // Collective: every rank must call it. The tensors are in host memory.
   std::map<std::string, Tensor> state_dict() const override;
   // This rank's pieces of each bucket; stage 0: everything, on every rank.
