@@ -1,6 +1,7 @@
 // `zerotune launch`: one process per GPU, torchrun's flags (distributed/launch/launcher.h). The
 // flags ahead of the command are checked against the table here (unknown names with the nearest
 // one, values by kind) and described by --help; the launcher reads them into its options.
+#include <algorithm>
 #include <iostream>
 
 #include "cli/command.h"

@@ -4,7 +4,7 @@
 // naming the flag and what it takes. Also the grammar itself, on a table of its own.
 #include <gtest/gtest.h>
 
-#include <algorithm>
+#include <cctype>
 #include <set>
 #include <sstream>
 #include <string>
