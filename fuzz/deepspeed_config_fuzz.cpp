@@ -32,7 +32,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // HF's defaults of the flags: every "auto" has a value.
   const zr::AutoFillContext context{.per_device_train_batch_size = 8,
                                     .max_grad_norm = 1.0,
-                                    .optimizer = {.lr = 5e-5},
+                                    .learning_rate = 5e-5,
                                     .world_size = kWorldSize,
                                     .hidden_size = 1024,
                                     .total_steps = 1000,

@@ -11,19 +11,10 @@
 #include <optional>
 #include <vector>
 
+#include "ops/optim/adamw_hyperparameters.h"
 #include "tensor/tensor.h"
 
 namespace zt::ops {
-
-// AdamW's hyperparameters besides the learning rate, declared once: the step reads them here,
-// and a run's optimizer settings are these (train/optim/optimizer_config.h), from the flags or
-// a DeepSpeed optimizer block.
-struct AdamWHyperparameters {
-  double beta1 = 0.9;
-  double beta2 = 0.999;
-  double eps = 1e-8;
-  double weight_decay = 0.0;
-};
 
 struct AdamWConfig {
   double lr = 1e-3;  // this step's rate (in training, the schedule's)

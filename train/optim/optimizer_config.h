@@ -1,12 +1,12 @@
 // The optimizer's settings: AdamW's hyperparameters besides the learning rate (declared once,
-// in ops/optim/adamw.h, where the step reads them) and the kind of weight decay. The rate of
+// in ops/optim/adamw_hyperparameters.h, for the step too) and the kind of weight decay. The rate of
 // each step is the schedule's (train/optim/lr_scheduler.h), the plan's one home for it. Filled
 // from the flags (train/args/training_plan.cpp) or from a DeepSpeed config's optimizer block
 // (train/deepspeed/deepspeed_optimizer.cpp), and read by every optimizer engine's step
 // (train/optim/adamw_step_core.h).
 #pragma once
 
-#include "ops/optim/adamw.h"
+#include "ops/optim/adamw_hyperparameters.h"
 
 namespace zt::train {
 

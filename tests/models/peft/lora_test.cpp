@@ -218,7 +218,9 @@ TEST(LoraTraining, StepsChangeOnlyTheLoraMatrices) {
   auto trainable = train::select_trainable(model, lora_arguments({"--lora_dropout", "0.1"}));
   std::vector<Tensor> lora_before;
   for (const auto& p : trainable) lora_before.push_back(p.variable.data().clone());
-  train::Optimizer optimizer(trainable, {.lr = 1e-2, .weight_decay = 0.01});
+  train::OptimizerConfig config;
+  config.weight_decay = 0.01;  // the rate is each step's: 1e-2 below
+  train::Optimizer optimizer(trainable, config);
   const Batch batch = fixture_batch("qwen2");
   for (std::int64_t step = 1; step <= 3; ++step) {
     model.loss(model.forward(batch.ids, batch.positions, batch.cu_seqlens), batch.labels).backward();
