@@ -7,8 +7,9 @@
 
 Each row is `zerotune train` in its own process on random bf16 weights built by transformers
 (bench/train_throughput.py's models and data):
-- ratio rows (--rows, STAGE:OFFLOAD:ACCUMULATION with OFFLOAD none, optimizer, both, or
-  optimizer@RATIO for DeepSpeed's partial offload): Qwen2.5-1.5B, micro-batch 4 x 2048 tokens,
+- ratio rows (--rows, STAGE:OFFLOAD:ACCUMULATION with OFFLOAD none, optimizer, both,
+  optimizer@RATIO for DeepSpeed's partial offload, or optimizer+delayed for
+  --offload_delayed_update): Qwen2.5-1.5B, micro-batch 4 x 2048 tokens,
   full fine-tune; tokens/s of each, and each offloaded row's ratio to the row of the same
   stage and accumulation without offload (the goals: stage 2 with optimizer offload >= 0.80 at
   accumulation 8 and >= 0.50 at 1; stage 3 with both >= 0.60);
@@ -39,7 +40,7 @@ def ds_config(path, stage, offload):
     if stage == 3:
         zero.update({"stage3_prefetch_bucket_size": "auto", "stage3_param_persistence_threshold": "auto",
                      "stage3_max_live_parameters": 1e9})
-    kind, _, ratio = offload.partition("@")
+    kind, _, ratio = offload.removesuffix("+delayed").partition("@")
     if kind in ("optimizer", "both"):
         zero["offload_optimizer"] = {"device": "cpu", "pin_memory": True}
         if ratio:
@@ -63,6 +64,8 @@ def train(args, work, shape, stage, offload, micro, accumulation, checkpointing,
            "--finetuning_type", "full", "--deepspeed", str(config)]
     if checkpointing:
         cmd.append("--gradient_checkpointing")
+    if offload.endswith("+delayed"):
+        cmd.append("--offload_delayed_update")
     if args.profile and offload != "none":
         cmd += ["--profile_steps", str(args.steps)]
     env = dict(os.environ, **({"ZT_CUDA_MEMORY_LIMIT": memory_limit} if memory_limit else {}))
@@ -89,8 +92,9 @@ def parse_rows(text):
     rows = []
     for item in text.split(","):
         stage, offload, accumulation = item.split(":")
-        if offload.partition("@")[0] not in ("none", "optimizer", "both"):
-            raise SystemExit(f"--rows {item}: the offload is none, optimizer, optimizer@RATIO or both")
+        if offload.partition("@")[0] not in ("none", "optimizer", "both", "optimizer+delayed"):
+            raise SystemExit(f"--rows {item}: the offload is none, optimizer, optimizer@RATIO, optimizer+delayed "
+                             "or both")
         rows.append((int(stage), offload, int(accumulation)))
     return rows
 

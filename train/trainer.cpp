@@ -100,10 +100,13 @@ nlohmann::json eval_entry(double eval_loss, const TrainerState& state) {
 
 std::unique_ptr<OptimizerEngine> make_optimizer(const TrainerModel& model, const TrainingPlan& plan,
                                                 distributed::Communicator* comm) {
+  // Delayed, the CPU Adam runs while this thread launches the next step's kernels: it leaves
+  // that thread a core.
+  const int adam_threads = ops::default_cpu_adam_threads(plan.zero.offload_cpu_cores_share);
   const OffloadOptions offload{
       .enabled = plan.zero.offload_optimizer,
       .pin_memory = plan.zero.offload_pin_memory,
-      .threads = ops::default_cpu_adam_threads(plan.zero.offload_cpu_cores_share),
+      .threads = plan.offload_delayed_update ? std::max(1, adam_threads - 1) : adam_threads,
       .ratio = plan.zero.offload_ratio,
       // The delayed update reads the gradients while the next step adds
       // new ones: they stay on the device, copied out once a step.
