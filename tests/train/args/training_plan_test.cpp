@@ -200,6 +200,20 @@ TEST_F(DeepSpeedPlan, ABatchThatContradictsTheFlagsIsAnErrorElseTheConfigDecides
   EXPECT_EQ(plan.steps_per_epoch, 2);
 }
 
+// The config check_before_loading read is the one the plan fills and types: the file is not
+// read again (here it is gone by then), its tensorboard block included.
+TEST_F(DeepSpeedPlan, ThePlanTypesTheConfigReadBeforeLoading) {
+  const std::string ds = write(R"({"train_micro_batch_size_per_gpu": "auto", "zero_optimization": {"stage": 2},
+      "tensorboard": {"enabled": true, "output_path": "logs", "job_name": "sft"}})");
+  const TrainingArguments args = args_with({"--deepspeed", ds});
+  const std::optional<DeepSpeedInput> input = read_deepspeed_input(ds);
+  std::filesystem::remove(ds);
+  const TrainingPlan plan = plan_training(args, input, ten_samples);
+  EXPECT_EQ(plan.zero.stage, 2);
+  EXPECT_EQ(plan.tensorboard.deepspeed_folder, "logs/sft");
+  testing::expect_mentions(testing::error_of([&] { plan_training(args, ten_samples); }), {"does not exist"});
+}
+
 // One decision for which engine runs: ZeRO at the config's stage wherever there are ranks;
 // without them the single-device optimizer, except that stage 3 with parameter offload needs a
 // rank of its own (one process then runs ZeRO-3 over one in-process rank).
