@@ -10,6 +10,7 @@
 
 #include "cli/command.h"
 #include "cli/flags.h"
+#include "cli/four_bit_base.h"
 #include "cli/generation_flags.h"
 #include "runtime/error.h"
 #include "runtime/log.h"
@@ -67,7 +68,8 @@ FlagTable flag_table() {
                         .value = "N",
                         .help = "samples per forward, as training",
                         .default_value = std::to_string(training.per_device_eval_batch_size)}}},
-                     model},
+                     model,
+                     four_bit_flags()},
           .required = {"--model_name_or_path", "--validation_file"}};
 }
 
@@ -132,8 +134,8 @@ int evaluate_model(Flags& flags) {
   ZT_REQUIRE(!encoded.samples.empty(), path +
                                            ": no sample has a token to predict (check --max_length and "
                                            "--overlong_samples)");
-  check_run_device(flags);
-  const models::CausalLM model = load_model_from_flags(flags);
+  const Device device = check_run_device(flags);
+  const models::CausalLM model = load_model_maybe_four_bit(flags, device, dtype_from_flags(flags, device));
   const train::EvaluationLoss loss = train::evaluation_loss(model, encoded.samples, batch_size, options.max_length);
   nlohmann::ordered_json report{{"eval_loss", loss.mean()},
                                 {"perplexity", std::exp(loss.mean())},

@@ -88,4 +88,12 @@ std::string four_bit_base_line(const models::CausalLM& model) {
   return held.empty() ? "" : "4-bit base: " + held + ", each layer dequantized while it computes";
 }
 
+models::CausalLM load_model_maybe_four_bit(Flags& flags, Device device, DType dtype) {
+  models::ModelOptions options{.device = device, .dtype = dtype};
+  plan_four_bit_base(flags, models::load_config(flags.at("--model_name_or_path")), options);
+  models::CausalLM model = load_model_from_flags(flags, options);
+  if (const std::string held = four_bit_base_line(model); !held.empty()) ZT_LOG(kInfo, held);
+  return model;
+}
+
 }  // namespace zt::cli

@@ -37,4 +37,9 @@ void check_four_bit_tensor_parallel(const Flags& flags, const models::ModelConfi
 // ones. Empty for a dense model.
 std::string four_bit_base_line(const models::CausalLM& model);
 
+// --model_name_or_path with its adapters on `device` in `dtype`, the base kept in (or quantized
+// to) 4 bits as plan_four_bit_base says, and the log's line about it: what generate, chat,
+// serve and evaluate load.
+models::CausalLM load_model_maybe_four_bit(Flags& flags, Device device, DType dtype);
+
 }  // namespace zt::cli

@@ -79,6 +79,32 @@ TEST_F(EvaluateCli, GivesTheEvalLossTheTrainerLoggedForTheSameFileAndModel) {
   EXPECT_GT(std::abs(untrained["eval_loss"].get<double>() - logged[0]), 1e-3) << "training changed nothing";
 }
 
+// A 4-bit base (--quantization_bit 4, as a QLoRA run trains on): the loss a QLoRA run logs on
+// start, before any update (its LoRA B is zero), is the quantized base's; near the dense one.
+TEST_F(EvaluateCli, AFourBitBaseGivesTheLossAQloraRunLogsOnStart) {
+  const std::string validation = conversations();
+  const fs::path trained = dir_ / "qlora";
+  const CliRun train = zerotune("train --model_name_or_path " + kModel + " --train_file " + kAlpaca +
+                                " --validation_file " + validation +
+                                " --device cpu --finetuning_type lora --quantization_bit 4 --max_steps 1 "
+                                "--per_device_eval_batch_size 4 --max_length 128 --eval_on_start --save_strategy no "
+                                "--output_dir " +
+                                trained.string());
+  ASSERT_EQ(train.exit_code, 0) << train.output;
+  const std::vector<double> logged = zt::testing::logged_values(trained, "eval_loss");
+  ASSERT_FALSE(logged.empty()) << train.output;
+  const std::string common = "--model_name_or_path " + kModel + " --validation_file " + validation +
+                             " --max_length 128 --per_device_eval_batch_size 4";
+  const CliRun run = zerotune("evaluate --device cpu " + common + " --quantization_bit 4");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("4-bit"), std::string::npos) << "the log says the base is held in 4 bits\n" << run.output;
+  const nlohmann::json four_bit = nlohmann::json::parse(run.output.substr(run.output.find('{')));
+  EXPECT_NEAR(four_bit["eval_loss"].get<double>(), logged[0], 6e-5);
+  const double dense = evaluate(common)["eval_loss"].get<double>();
+  EXPECT_NE(four_bit["eval_loss"].get<double>(), dense);
+  EXPECT_NEAR(four_bit["eval_loss"].get<double>(), dense, 0.05 * dense);
+}
+
 TEST_F(EvaluateCli, ScoresWhatTrainingLabels) {
   const std::string base = "--model_name_or_path " + kModel + " --validation_file " + conversations();
   const nlohmann::json replies = evaluate(base);
