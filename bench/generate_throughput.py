@@ -10,8 +10,8 @@ transformers on the GPU and saved for zerotune. Both generate exactly 128 new to
 128-token random prompts, greedy, at batch 1 and 32. transformers: prefill is timed as
 generate with max_new_tokens=1, decode as (full run - prefill) over the 127 later tokens,
 after a warm-up of both. zerotune: generate_bench's steady decode rate (CUDA graphs on, and
-once off at batch 1), the same with the fused decode layers (--fused_decode), and prefill;
-and for each shape the time to the first token of one 2,048-token prompt on both sides. The copy bandwidth of the GPU is measured in the same run;
+once off at batch 1) and prefill; and for each shape the time to the first token of one
+2,048-token prompt on both sides. The copy bandwidth of the GPU is measured in the same run;
 batch-1 decode is also stated as the weight bytes it moves per second against it.
 """
 import argparse
@@ -82,10 +82,9 @@ def hf_numbers(model, batch):
     return {"prefill_s": prefill, "decode_tokens_per_s": batch * (NEW - 1) / (full - prefill)}
 
 
-def ours(bench, folder, batch, graphs=True, fused=False, prompt=PROMPT, new=NEW):
+def ours(bench, folder, batch, graphs=True, prompt=PROMPT, new=NEW):
     out = subprocess.run([str(bench), str(folder), "--batch", str(batch), "--prompt_tokens", str(prompt),
-                          "--new_tokens", str(new), "--cuda_graphs", "true" if graphs else "false",
-                          "--fused_decode", "true" if fused else "false"],
+                          "--new_tokens", str(new), "--cuda_graphs", "true" if graphs else "false"],
                          capture_output=True, text=True)
     if out.returncode != 0:
         return {"error": out.stderr[-2000:]}
@@ -105,7 +104,6 @@ def run_shape(key, args, bandwidth):
             theirs = hf_numbers(model, batch)
             rows.append({"shape": name, "batch": batch, "transformers": theirs,
                          "zerotune": ours(args.bench, folder, batch),
-                         "zerotune_fused": ours(args.bench, folder, batch, fused=True),
                          "weight_bytes": weight_bytes, "copy_bytes_per_s": bandwidth})
         first_token = {"transformers_s": hf_first_token(model, LONG_PROMPT),
                        "zerotune_s": ours(args.bench, folder, 1, prompt=LONG_PROMPT, new=4).get("prefill_s")}
@@ -117,31 +115,26 @@ def run_shape(key, args, bandwidth):
 
 
 def print_table(rows):
-    print("| shape | batch | zerotune decode tok/s | fused decode tok/s | transformers tok/s | ratio "
-          "| batch-1 weight bandwidth (fused) | zerotune prefill TFLOP/s |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| shape | batch | zerotune decode tok/s | transformers tok/s | ratio "
+          "| batch-1 weight bandwidth | zerotune prefill TFLOP/s |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
         if "transformers" not in r:
             ft = r["first_token"]
-            print(f"| {r['shape']} | 1 | without CUDA graphs: {r['zerotune_no_graphs']} | | | | | |")
+            print(f"| {r['shape']} | 1 | without CUDA graphs: {r['zerotune_no_graphs']} | | | | |")
             print(f"| {r['shape']} | 1 | time to first token, {LONG_PROMPT}-token prompt: zerotune {ft['zerotune_s']} s, "
-                  f"transformers {ft['transformers_s']:.4f} s | | | | | |")
+                  f"transformers {ft['transformers_s']:.4f} s | | | | |")
             continue
         z, t = r["zerotune"], r["transformers"]
         if "error" in z:
-            print(f"| {r['shape']} | {r['batch']} | error: {z['error'][-300:]} | | | | | |")
+            print(f"| {r['shape']} | {r['batch']} | error: {z['error'][-300:]} | | | | |")
             continue
-        f = r["zerotune_fused"]
-        fused = f"{f['decode_tokens_per_s']:.0f}" if "error" not in f else f"error: {f['error'][-200:]}"
-        best = max(z["decode_tokens_per_s"], f.get("decode_tokens_per_s", 0.0))
         share = ""
         if r["batch"] == 1:
             share = f"{r['weight_bytes'] * z['decode_tokens_per_s'] / r['copy_bytes_per_s']:.0%} of copy"
-            if "error" not in f:
-                share += f" ({r['weight_bytes'] * f['decode_tokens_per_s'] / r['copy_bytes_per_s']:.0%})"
-        print(f"| {r['shape']} | {r['batch']} | {z['decode_tokens_per_s']:.0f} | {fused} | "
-              f"{t['decode_tokens_per_s']:.0f} | {best / t['decode_tokens_per_s']:.2f}x | {share} | "
-              f"{z['prefill_tflops']:.0f} |")
+        print(f"| {r['shape']} | {r['batch']} | {z['decode_tokens_per_s']:.0f} | "
+              f"{t['decode_tokens_per_s']:.0f} | {z['decode_tokens_per_s'] / t['decode_tokens_per_s']:.2f}x | "
+              f"{share} | {z['prefill_tflops']:.0f} |")
 
 
 def main():

@@ -53,6 +53,8 @@ const ForeignName kForeignNames[] = {
 
 std::string unknown_flag_message(const std::string& name, const FlagTable& table) {
   const std::string command = "zerotune " + table.command;
+  for (const RemovedFlag& removed : table.removed)
+    if (name == removed.name) return name + " was removed: " + removed.reason + "; drop the flag";
   for (const ForeignName& foreign : kForeignNames) {
     const std::string equivalent = foreign.equivalent;
     if (name == foreign.name && table.find(equivalent.substr(0, equivalent.find(' '))))

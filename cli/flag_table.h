@@ -37,6 +37,13 @@ struct Flag {
   std::vector<std::string> choices = {};  // kChoice's words
 };
 
+// A flag the command once took and no longer does: giving it fails with `reason` and the advice
+// to drop it, rather than with "unknown option".
+struct RemovedFlag {
+  std::string name;    // "--fused_decode"
+  std::string reason;  // completes "--name was removed: ..."
+};
+
 // Flags --help shows together under a title.
 struct FlagGroup {
   std::string title;
@@ -51,6 +58,7 @@ struct FlagTable {
   std::vector<std::string> one_of = {};    // exactly one of these must be given (when not empty)
   std::string notes = {};                  // --help's prose after the flags
   std::string operands = {};               // what the usage line shows after the flags ("<command> [args...]")
+  std::vector<RemovedFlag> removed = {};   // refused with their reason; --help leaves them out
 
   // The flag `name` or an alias of it stands for; nullptr when the command has none.
   const Flag* find(const std::string& name) const;
@@ -76,8 +84,8 @@ class Flags : public std::map<std::string, std::string> {
   std::map<std::string, std::string> defaults;
 };
 
-// Every flag of `args` by name. An unknown flag (with the nearest known one, or the command's
-// own flag for a name of LLaMA-Factory or of training), a missing value, a value not of the
+// Every flag of `args` by name. An unknown flag (with the nearest known one, the command's own
+// flag for a name of LLaMA-Factory or of training, or why a removed flag went), a missing value, a value not of the
 // flag's kind, or a missing required flag throws zt::UsageError naming the flag.
 Flags parse_flags(const std::vector<std::string>& args, const FlagTable& table);
 

@@ -83,17 +83,15 @@ std::vector<FlagGroup> generation_flag_groups() {
        {.name = "--merge_lora",
         .kind = FlagKind::kBool,
         .help = "merge --adapter_name_or_path's LoRA into the weights at load (the same tokens up to rounding, no "
-                "extra work per token)"},
-       {.name = "--fused_decode",
-        .kind = FlagKind::kBool,
-        .help = "decode steps through one-launch linears with the norms, biases, SwiGLU and residual adds folded in "
-                "(the same tokens; off by default until its GPU kernels are measured; not with LoRA kept apart or "
-                "--tp)"}}};
+                "extra work per token)"}}};
   return {model_flags(), sampling, chat, engine_flags, four_bit_flags()};
 }
 
 FlagTable generation_table(FlagTable own) {
   for (FlagGroup& group : generation_flag_groups()) own.groups.push_back(std::move(group));
+  own.removed.push_back({.name = "--fused_decode",
+                         .reason = "the plain decode path (cuBLASLt GEMMs, each step replayed as a CUDA graph), which "
+                                   "every decode step runs, measured faster at every batch size (docs/PERF.md)"});
   own.required.insert(own.required.begin(), "--model_name_or_path");
   return own;
 }
@@ -174,9 +172,8 @@ std::string limit_reason(const models::FittedAnswer& fitted, const Flags& flags,
 
 namespace {
 
-// --merge_lora and --fused_decode, applied to the loaded model.
+// --merge_lora, applied to the loaded model.
 models::CausalLM as_asked(const Flags& flags, models::CausalLM model) {
-  model.set_small_m_layers(flags.is_true("--fused_decode"));
   if (!flags.is_true("--merge_lora")) return model;
   if (model.lora().empty())
     fail("--merge_lora merges a LoRA adapter into the weights, but --adapter_name_or_path " +

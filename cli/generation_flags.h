@@ -26,11 +26,11 @@ Flag enable_thinking_flag();
 
 // The flags every generating command takes beside its own, declared once: the model's
 // (cli/flags.h), the sampling flags (transformers' GenerationConfig names), the chat
-// template, the engine's batching, --tp, --merge_lora, --fused_decode and the 4-bit base's.
+// template, the engine's batching, --tp, --merge_lora and the 4-bit base's.
 std::vector<FlagGroup> generation_flag_groups();
 
 // A generating command's whole table: `own` (the command's own flags), the groups above after
-// them, --model_name_or_path required.
+// them, --model_name_or_path required, and --fused_decode refused with why it was removed.
 FlagTable generation_table(FlagTable own);
 
 // run_with_flags for a generating command's table (generation_table): --merge_lora checked to

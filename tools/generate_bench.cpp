@@ -2,15 +2,13 @@
 // bench/generate_throughput.py to set beside transformers' generate in the same run.
 //
 //   generate_bench MODEL_DIR [--batch B] [--prompt_tokens P] [--new_tokens N]
-//                  [--cuda_graphs true|false] [--fused_decode true|false] [--quantization_bit 4]
-//                  [--seed S]
+//                  [--cuda_graphs true|false] [--quantization_bit 4] [--seed S]
 //
 // B prompts of P random ids each (seeded) generate exactly N tokens (greedy, no eos), in one
 // batch, bf16 on the GPU. Prints one JSON line: prefill seconds (prompts in, first tokens out),
 // decode tokens/s over the steady steps (from each sequence's third token to its last, so the
 // first decode step's CUDA graph capture is left out), prefill TFLOP/s (2 x parameters per
-// prompt token, plus causal attention) and the peak device memory. --fused_decode runs the
-// decode steps through the one-launch fused linears (models/small_m_decoder.h).
+// prompt token, plus causal attention) and the peak device memory.
 // --quantization_bit 4 runs on a 4-bit base as `zerotune generate --quantization_bit 4` does
 // (NF4 with double quantization, each layer dequantized as a step runs, no CUDA graphs; a
 // "-bnb-4bit" folder keeps its own 4 bits); without it such a folder is dequantized at load.
@@ -33,21 +31,24 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 std::map<std::string, std::string> parse(int argc, char** argv) {
-  std::map<std::string, std::string> flags{{"--batch", "1"},
-                                           {"--prompt_tokens", "128"},
-                                           {"--new_tokens", "128"},
-                                           {"--cuda_graphs", "true"},
-                                           {"--fused_decode", "false"},
-                                           {"--seed", "0"},
-                                           {"--quantization_bit", "none"}};
+  std::map<std::string, std::string> flags{{"--batch", "1"},        {"--prompt_tokens", "128"},
+                                           {"--new_tokens", "128"}, {"--cuda_graphs", "true"},
+                                           {"--seed", "0"},         {"--quantization_bit", "none"}};
   if (argc < 2)
     zt::fail(
         "usage: generate_bench MODEL_DIR [--batch B] [--prompt_tokens P] [--new_tokens N] "
-        "[--cuda_graphs true|false] [--fused_decode true|false] [--quantization_bit 4] [--seed S]");
+        "[--cuda_graphs true|false] [--quantization_bit 4] [--seed S]");
   flags["model"] = argv[1];
-  for (int i = 2; i + 1 < argc; i += 2) {
-    ZT_REQUIRE(flags.count(argv[i]) && std::string(argv[i]) != "model", std::string("unknown flag ") + argv[i]);
-    flags[argv[i]] = argv[i + 1];
+  for (int i = 2; i < argc; i += 2) {
+    const std::string name = argv[i];
+    // As `zerotune generate` says it (cli/generation_flags.cpp).
+    ZT_REQUIRE(name != "--fused_decode",
+               "--fused_decode was removed: the plain decode path (cuBLASLt GEMMs, each step replayed as a CUDA "
+               "graph), which every decode step runs, measured faster at every batch size (docs/PERF.md); drop the "
+               "flag");
+    ZT_REQUIRE(flags.count(name) && name != "model", "unknown flag " + name);
+    ZT_REQUIRE(i + 1 < argc, name + " needs a value");
+    flags[name] = argv[i + 1];
   }
   return flags;
 }
@@ -75,7 +76,6 @@ int run(int argc, char** argv) {
       model_options.quantize_base = zt::models::quant::Quant4Options{};
   }
   zt::models::CausalLM model = zt::models::load_model(flags["model"], model_options);
-  model.set_small_m_layers(flags["--fused_decode"] == "true");
   std::mt19937_64 random(std::stoull(flags["--seed"]));
   std::uniform_int_distribution<std::int64_t> id(100, model.config().vocab_size - 1);
   zt::models::GenerationOptions options;

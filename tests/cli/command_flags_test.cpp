@@ -102,6 +102,26 @@ TEST_F(CommandFlags, UnknownAndMistypedFlagsAreRefusedByName) {
   }
 }
 
+// --fused_decode ran decode steps through one-launch fused linears until the plain path measured
+// faster at every batch size; every generating command says so and what to do, and its help no
+// longer lists it.
+TEST_F(CommandFlags, FusedDecodeIsRefusedWithWhyItWasRemoved) {
+  for (const std::string command : {"generate", "chat", "serve"}) {
+    for (const std::string given : {" --fused_decode", " --fused_decode=false", " --fused_decode true"}) {
+      const std::string output = refused(command + " --model_name_or_path missing" + given);
+      EXPECT_NE(output.find("--fused_decode was removed: the plain decode path (cuBLASLt GEMMs, each step replayed "
+                            "as a CUDA graph), which every decode step runs, measured faster at every batch size "
+                            "(docs/PERF.md); drop the flag"),
+                std::string::npos)
+          << command << given << ":\n"
+          << output;
+      EXPECT_EQ(output.find("unknown option"), std::string::npos) << output;
+    }
+    const CliRun help = run_zerotune(command + " --help", dir_);
+    EXPECT_FALSE(names_flag(help.output, "--fused_decode")) << help.output;
+  }
+}
+
 // One flag of each kind per command (each command parses through the same table code, which
 // FlagTable.RefusesWithWhatAndWhere covers kind by kind).
 TEST_F(CommandFlags, ValuesOfTheWrongKindNameTheFlagAndWhatItTakes) {
@@ -153,7 +173,8 @@ FlagTable small_table() {
                         .choices = {"fast", "slow"}},
                        {.name = "--name", .value = "TEXT", .help = "a name", .aliases = {"--title"}},
                        {.name = "--verbose", .kind = FlagKind::kBool, .help = "say more"}}}},
-          .required = {"--name"}};
+          .required = {"--name"},
+          .removed = {{.name = "--turbo", .reason = "the ordinary path measured faster"}}};
 }
 
 TEST(FlagTable, ParsesNamesAliasesAndBooleans) {
@@ -198,6 +219,9 @@ TEST(FlagTable, RefusesWithWhatAndWhere) {
   EXPECT_EQ(usage_error({"--scael", "1"}),
             "unknown option '--scael' (did you mean --scale?); see `zerotune demo --help`");
   EXPECT_EQ(usage_error({"--fp16"}), "unknown option '--fp16'; see `zerotune demo --help`");
+  EXPECT_EQ(usage_error({"--name", "x", "--turbo"}),
+            "--turbo was removed: the ordinary path measured faster; drop the flag");
+  EXPECT_EQ(usage_error({"--turbo=false"}), "--turbo was removed: the ordinary path measured faster; drop the flag");
 }
 
 TEST(FlagTable, HelpShowsUsageKindsChoicesDefaultsAndAliases) {
