@@ -85,8 +85,9 @@ class Flags : public std::map<std::string, std::string> {
 };
 
 // Every flag of `args` by name. An unknown flag (with the nearest known one, the command's own
-// flag for a name of LLaMA-Factory or of training, or why a removed flag went), a missing value, a value not of the
-// flag's kind, or a missing required flag throws zt::UsageError naming the flag.
+// flag for a name of LLaMA-Factory or of training, or why a removed flag went), a missing
+// value, a value not of the flag's kind, or a missing required flag throws zt::UsageError
+// naming the flag.
 Flags parse_flags(const std::vector<std::string>& args, const FlagTable& table);
 
 // `zerotune <command> --help`: the usage line (the required flags, [options], the operands), the

@@ -7,7 +7,6 @@
 
 #include "autograd/functions.h"
 #include "autograd/grad_mode.h"
-#include "models/small_m_decoder.h"
 #include "ops/gemm/lora_linear.h"
 #include "ops/norm/rmsnorm.h"
 #include "runtime/error.h"
@@ -174,8 +173,6 @@ Variable mlp(const ModelConfig& c, const LayerParameters& p, const Variable& h) 
 
 Variable decoder_layer(const ModelConfig& config, std::int64_t layer, const LayerParameters& parameters,
                        const Variable& x, const TokenLayout& tokens, KvCache* cache) {
-  if (small_m_layer_applies(config, parameters, x, tokens, cache))
-    return small_m_decoder_layer(config, layer, parameters, x, tokens, *cache);
   const LayerWeights& weights = *parameters.weights;
   const LayerRecording& record = parameters.record;
   Variable attended = self_attention(config, layer, parameters,

@@ -27,7 +27,6 @@ struct TokenLayout {
   Tensor positions;                                              // [tokens] int64, on the model's device
   Tensor cu_seqlens;                                             // [sequences + 1] int32, on the model's device
   ops::AttentionImpl attn_impl = ops::AttentionImpl::kZerotune;  // for uncached attention
-  bool small_m_layers = false;  // a cached step of few tokens may run models/small_m_decoder.h
 };
 
 // Tensor parallelism (models/tensor_parallel.h): a rank's attention output projection and MLP

@@ -29,9 +29,6 @@ struct ModelOptions {
   bool gradient_checkpointing = false;  // recompute each layer in backward (autograd/checkpoint.h)
   bool deterministic = true;            // the embedding's GPU backward sums in a fixed order
   ops::AttentionImpl attn_impl = ops::AttentionImpl::kZerotune;  // zerotune's kernels or cuDNN's
-  // Cached steps of at most 32 tokens (decode) through ops/gemv's one-launch linears
-  // (models/small_m_decoder.h); the GPU kernels await their first measured run.
-  bool small_m_layers = false;
   // A bitsandbytes 4-bit checkpoint (config.bnb_4bit): keep its linear weights packed, each
   // layer's dequantized only while it computes (models/quant/), rather than dequantizing them
   // all at load.
@@ -69,7 +66,6 @@ class CausalLM {
   Device device() const { return options_.device; }
   DType dtype() const { return options_.dtype; }
   void set_gradient_checkpointing(bool enabled) { options_.gradient_checkpointing = enabled; }
-  void set_small_m_layers(bool enabled) { options_.small_m_layers = enabled; }
 
   // Checkpoint order: embedding, layer by layer, final norm, LM head.
   const std::vector<NamedParameter>& named_parameters() const { return parameters_; }

@@ -55,19 +55,5 @@ TEST(EngineGpu, Bf16GraphsMatchBf16EagerSteps) {
   EXPECT_EQ(graphs[0].size(), static_cast<std::size_t>(requests[0].options.max_new_tokens));
 }
 
-// Decode steps through ops/gemv's one-launch linears (models/small_m_decoder.h) give the
-// reference's greedy tokens (float32) on every architecture, graphs on and off.
-TEST(EngineGpu, FusedDecodeGivesTransformersGreedyTokens) {
-  ZT_SKIP_WITHOUT_GPU();
-  for (const char* arch : {"qwen2", "qwen3", "glm", "glm4", "chatglm"}) {
-    models::CausalLM model = models::load_model(testing::fixture_dir(arch), {Device::cuda(), DType::kF32});
-    model.set_small_m_layers(true);
-    std::vector<Tokens> expected;
-    const std::vector<GenerationRequest> requests = reference_requests(arch, expected);
-    EXPECT_EQ(Engine(model, {.block_size = 16}).run(requests), expected) << arch << " fused, graphs";
-    EXPECT_EQ(Engine(model, {.block_size = 16, .cuda_graphs = false}).run(requests), expected) << arch << " fused";
-  }
-}
-
 }  // namespace
 }  // namespace zt::infer
