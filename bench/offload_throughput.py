@@ -8,7 +8,7 @@
 Each row is `zerotune train` in its own process on random bf16 weights built by transformers
 (bench/train_throughput.py's models and data):
 - ratio rows (--rows, STAGE:OFFLOAD:ACCUMULATION with OFFLOAD none, optimizer, both,
-  optimizer@RATIO for DeepSpeed's partial offload, or optimizer+delayed for
+  optimizer@RATIO for DeepSpeed's partial offload; optimizer+delayed and both+delayed add
   --offload_delayed_update): Qwen2.5-1.5B, micro-batch 4 x 2048 tokens,
   full fine-tune; tokens/s of each, and each offloaded row's ratio to the row of the same
   stage and accumulation without offload (the goals: stage 2 with optimizer offload >= 0.80 at
@@ -92,9 +92,9 @@ def parse_rows(text):
     rows = []
     for item in text.split(","):
         stage, offload, accumulation = item.split(":")
-        if offload.partition("@")[0] not in ("none", "optimizer", "both", "optimizer+delayed"):
-            raise SystemExit(f"--rows {item}: the offload is none, optimizer, optimizer@RATIO, optimizer+delayed "
-                             "or both")
+        if offload.partition("@")[0] not in ("none", "optimizer", "both", "optimizer+delayed", "both+delayed"):
+            raise SystemExit(f"--rows {item}: the offload is none, optimizer, optimizer@RATIO or both, the last two "
+                             "with +delayed for --offload_delayed_update")
         rows.append((int(stage), offload, int(accumulation)))
     return rows
 

@@ -211,7 +211,7 @@ const std::vector<ArgumentSection>& argument_sections() {
            {"offload_delayed_update",
             &A::offload_delayed_update,
             {},
-            "with offload_optimizer (stages 1-2): ZeRO-Offload's one-step delayed parameter update; each step's "
+            "with offload_optimizer: ZeRO-Offload's one-step delayed parameter update; each step's "
             "CPU Adam runs beside the next step's forward and backward, which use the weights one update older"},
            {"zero_trace",
             &A::zero_trace,

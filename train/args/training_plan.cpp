@@ -86,16 +86,13 @@ void resolve_loop(TrainingPlan& plan, const TrainingArguments& args) {
   plan.profile_steps = args.profile_steps;
 }
 
-// The delayed update hands the whole partition to the CPU Adam of stage 1 or 2 (stage 3's
-// weights are gathered from shards the update would still be writing).
+// The delayed update hands the whole partition to the CPU Adam (offload_optimizer's own reader
+// has checked its stage).
 void check_delayed_update(const TrainingPlan& plan) {
   if (!plan.offload_delayed_update) return;
   ZT_REQUIRE_USAGE(plan.zero.offload_optimizer,
                    "--offload_delayed_update delays optimizer offload's update, but the DeepSpeed config offloads "
                    "no optimizer: add zero_optimization.offload_optimizer {\"device\": \"cpu\"}");
-  ZT_REQUIRE_USAGE(plan.zero.stage == 1 || plan.zero.stage == 2,
-                   "--offload_delayed_update runs under ZeRO stage 1 or 2, but the config has stage " +
-                       std::to_string(plan.zero.stage) + ": use stage 2, or drop the flag");
   ZT_REQUIRE_USAGE(plan.zero.offload_ratio >= 1.0,
                    "--offload_delayed_update delays the CPU Adam of the whole partition, but offload_optimizer.ratio "
                    "is " +
@@ -188,7 +185,7 @@ TrainingPlan plan_training(const TrainingArguments& args, const std::optional<De
   resolve_loop(plan, args);
   ZT_REQUIRE_USAGE(!args.offload_delayed_update || deepspeed,
                    "--offload_delayed_update delays optimizer offload's update: add --deepspeed with "
-                   "zero_optimization.offload_optimizer {\"device\": \"cpu\"} (stage 1 or 2)");
+                   "zero_optimization.offload_optimizer {\"device\": \"cpu\"}");
   if (!deepspeed) {
     warn_about_schedule(plan, kwargs_notes);
     return plan;
