@@ -69,8 +69,10 @@ TEST(MemoryQuantizedBase, SevenBillionLinearsInFourBits) {
   single.double_quant = false;
   EXPECT_NEAR(static_cast<double>(estimate_memory(config, single).gpu.parameters - four.gpu.parameters),
               3.0 * static_cast<double>(numel) / 64, 0.001 * static_cast<double>(numel));
-  // Of 9.31 GiB in all: 5.16 of weights (3.13 of them 4-bit), 1 of the loss's logits chunk, 1 of reserve.
-  EXPECT_NEAR(static_cast<double>(four.gpu_total()) / kGiB, 9.31, 0.01);
+  // Of 8.31 GiB in all: 5.16 of weights (3.13 of them 4-bit) and 1 of reserve; the loss's bf16
+  // chunk of logits (0.58) is freed before backward recomputes a layer, whose working set is
+  // larger, so it adds nothing. An H100 run of this shape held 8.20 GiB (nvidia-smi).
+  EXPECT_NEAR(static_cast<double>(four.gpu_total()) / kGiB, 8.31, 0.01);
   MemorySettings stage3 = qlora;
   stage3.stage = 3;
   stage3.gpus_per_node = 2;
