@@ -42,7 +42,6 @@ std::vector<TokenizedSample> preference_samples(const PreferenceDataset& data, c
 }
 
 PreferenceReference preference_reference(const PreferenceOptions& options, const TrainingArguments& args,
-                                         int zero_stage,
                                          const std::function<std::shared_ptr<const models::CausalLM>()>& load_copy) {
   if (!uses_reference(options)) return {};
   const bool adapters =
@@ -51,14 +50,6 @@ PreferenceReference preference_reference(const PreferenceOptions& options, const
     return {.kind = adapters ? PreferenceReference::Kind::kAdaptersOff : PreferenceReference::Kind::kInitialPolicy,
             .precomputed = true};
   if (adapters) return {.kind = PreferenceReference::Kind::kAdaptersOff};
-  std::string refusal = "--stage dpo with --finetuning_type ";
-  refusal += name_of(args.finetuning_type);
-  refusal += " under ZeRO stage 3: the " + preference_loss_name(options.loss) +
-             " loss needs a reference model, a frozen copy of the initial weights, which zerotune does not partition "
-             "yet; add --precompute_ref_log_probs (the reference's log-probabilities in a first pass), train LoRA "
-             "(--finetuning_type lora: the reference is the base model with the adapter off), use --pref_loss orpo "
-             "or simpo (no reference), or ZeRO stage 1 or 2";
-  ZT_REQUIRE(zero_stage != 3, refusal);
   ZT_LOG(kInfo, "reference model: a frozen copy of the initial weights (--finetuning_type "
                     << name_of(args.finetuning_type) << "), " << preference_loss_name(options.loss) << " loss");
   return {.kind = PreferenceReference::Kind::kFrozenCopy, .copy = load_copy()};
@@ -78,10 +69,9 @@ void disable_lora_dropout(models::CausalLM& model, const TrainingArguments& args
 }
 
 std::shared_ptr<PreferenceObjective> make_preference_objective(
-    const TrainingArguments& args, int zero_stage,
-    const std::function<std::shared_ptr<const models::CausalLM>()>& load_copy) {
+    const TrainingArguments& args, const std::function<std::shared_ptr<const models::CausalLM>()>& load_copy) {
   const PreferenceOptions options = preference_options(args);
-  return std::make_shared<PreferenceObjective>(options, preference_reference(options, args, zero_stage, load_copy));
+  return std::make_shared<PreferenceObjective>(options, preference_reference(options, args, load_copy));
 }
 
 }  // namespace zt::train

@@ -24,11 +24,11 @@ std::vector<TokenizedSample> preference_samples(const PreferenceDataset& data, c
 
 // The reference for `options`: none (orpo, simpo, reference_free), the policy with its adapter
 // off (LoRA, P-Tuning), or a frozen copy of the initial weights made by `load_copy` (full and
-// freeze). A frozen copy is whole on each rank, so under ZeRO-3 it is refused. With
+// freeze; under ZeRO-3 the caller's `load_copy` partitions it like the policy,
+// train/zero/zero3_frozen_copy.h). With
 // precompute_ref_log_probs the adapter-off policy or the initial policy is scored once, before
 // the first step, and no copy is made.
 PreferenceReference preference_reference(const PreferenceOptions& options, const TrainingArguments& args,
-                                         int zero_stage,
                                          const std::function<std::shared_ptr<const models::CausalLM>()>& load_copy);
 
 // Preference training runs without dropout, as TRL's and LLaMA-Factory's disable_dropout do:
@@ -37,7 +37,6 @@ void disable_lora_dropout(models::CausalLM& model, const TrainingArguments& args
 
 // The objective the trainer runs for --stage dpo.
 std::shared_ptr<PreferenceObjective> make_preference_objective(
-    const TrainingArguments& args, int zero_stage,
-    const std::function<std::shared_ptr<const models::CausalLM>()>& load_copy);
+    const TrainingArguments& args, const std::function<std::shared_ptr<const models::CausalLM>()>& load_copy);
 
 }  // namespace zt::train

@@ -31,6 +31,7 @@
 #include "train/report/sample_preview.h"
 #include "train/report/startup_report.h"
 #include "train/trainer.h"
+#include "train/zero/zero3_frozen_copy.h"
 
 namespace zt::train {
 namespace {
@@ -239,9 +240,11 @@ int train_one_rank(const TrainingArguments& args, const PreparedRun& run, distri
   if (pairs) {
     disable_lora_dropout(*model, args);
     // A resumed run's reference is rebuilt from the base model, as the run started from it.
-    trained.preference = make_preference_objective(args, engine.zero_stage, [&] {
-      return std::shared_ptr<const models::CausalLM>(
-          std::make_shared<models::CausalLM>(models::load_model(run.model_dir, options)));
+    // Under ZeRO-3 the frozen copy is partitioned like the policy: no rank holds it whole.
+    trained.preference = make_preference_objective(args, [&] {
+      models::CausalLM copy = models::load_model(run.model_dir, options);
+      if (engine.kind == EngineKind::kZero3) return partition_frozen_copy(std::move(copy), *comm, plan.zero);
+      return std::shared_ptr<const models::CausalLM>(std::make_shared<models::CausalLM>(std::move(copy)));
     });
   }
   Trainer trainer(trained, std::move(data), plan, comm);

@@ -22,6 +22,7 @@
 #include "train/checkpoint/checkpoint.h"
 #include "train/preference/preference_objective.h"
 #include "train/trainer.h"
+#include "train/zero/zero3_frozen_copy.h"
 
 namespace zt::train {
 namespace {
@@ -190,7 +191,14 @@ class PreferenceTrainerRun : public testing::FolderTest {
                                                                  distributed::Communicator* comm = nullptr,
                                                                  bool precomputed = false) {
     auto model = std::make_shared<models::CausalLM>(random_model(7, DType::kF32));
-    auto reference = std::make_shared<const models::CausalLM>(random_model(7, DType::kF32));
+    const int world = comm ? comm->world_size() : 1;
+    TrainingPlan plan = plan_training(
+        args, [&](std::int64_t micro) { return ((8 + micro - 1) / micro + world - 1) / world; }, world);
+    // Under ZeRO-3 the frozen reference is partitioned like the policy, as training_job makes it.
+    std::shared_ptr<const models::CausalLM> reference =
+        comm && plan.zero.stage == 3 ? partition_frozen_copy(random_model(7, DType::kF32), *comm, plan.zero)
+                                     : std::make_shared<const models::CausalLM>(random_model(7, DType::kF32));
+    EXPECT_EQ(reference->parameter_gatherer() != nullptr, comm && plan.zero.stage == 3);
     TrainerModel trained;
     trained.model = model.get();
     for (const auto& [name, variable] : model->named_parameters())
@@ -203,9 +211,6 @@ class PreferenceTrainerRun : public testing::FolderTest {
                      ? PreferenceReference{.kind = PreferenceReference::Kind::kInitialPolicy, .precomputed = true}
                      : PreferenceReference{.kind = PreferenceReference::Kind::kFrozenCopy, .copy = reference});
     TrainerData data{pair_samples(8), pair_samples(3)};
-    const int world = comm ? comm->world_size() : 1;
-    TrainingPlan plan = plan_training(
-        args, [&](std::int64_t micro) { return ((8 + micro - 1) / micro + world - 1) / world; }, world);
     Trainer trainer(trained, std::move(data), plan, comm);
     TrainerState state = trainer.train();
     return {model, state};
@@ -288,8 +293,9 @@ TEST_F(PreferenceTrainerRun, PrecomputedReferenceTrainsAsTheFrozenCopyAndResumes
 
 // Two ranks of micro-batches of 2 pairs against one device accumulating two such micro-batches:
 // the same pairs per step, so the same loss, metrics and weights up to float32 rounding, under
-// every ZeRO stage (stage 3 gathers the head for both of its passes; its weights stay
-// partitioned, so its log is compared). Clipping off, as ZeRO sums the norm in another order.
+// every ZeRO stage (stage 3 gathers the head for both of its passes, and the frozen reference,
+// partitioned like the policy, one module at a time; its weights stay partitioned, so its log
+// is compared). Clipping off, as ZeRO sums the norm in another order.
 TEST_F(PreferenceTrainerRun, ZeroStagesOnTwoRanksFollowTheSingleDevice) {
   const std::vector<std::string> common = {"--max_steps",     "6", "--logging_steps", "1",
                                            "--max_grad_norm", "0", "--learning_rate", "3e-3"};
