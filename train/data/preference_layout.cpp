@@ -107,10 +107,11 @@ PreferenceConversation from_sharegpt_ranking(const json& record, const RankingCo
   json& prompt = sample[sample_key] = json::array();
   for (const json& turn : turns) prompt.push_back(columns ? retagged(turn, *columns, where) : turn);
   // A system turn first is the system prompt, as LLaMA-Factory takes it before the column.
-  if (const json& system = column(record, columns ? columns->system : "system");
+  // Copies: a reference returned from a call given a temporary key reads as dangling to GCC 13.
+  if (const json system = column(record, columns ? columns->system : "system");
       !system.is_null() && !speaks_as(prompt[0], {"system"}))
     sample["system"] = system;
-  if (const json& tools = column(record, columns ? columns->tools : "tools"); !tools.is_null()) sample["tools"] = tools;
+  if (const json tools = column(record, columns ? columns->tools : "tools"); !tools.is_null()) sample["tools"] = tools;
 
   PreferenceConversation pair;
   for (const std::string* side : {&chosen_key, &rejected_key}) {
@@ -190,8 +191,8 @@ json one_answer(const json& messages, const char* side, const SampleSource& wher
 // TRL's preference layout: prompt, chosen and rejected as text (a user turn and its answers)
 // or as lists of messages; without a prompt of the answers' kind, the prompt the answers share.
 PreferenceConversation from_trl(const json& record, const SampleSource& where) {
-  const json& chosen = column(record, "chosen");
-  const json& rejected = column(record, "rejected");
+  const json chosen = column(record, "chosen");
+  const json rejected = column(record, "rejected");
   for (const auto& [value, side] : {std::pair{&chosen, "chosen"}, std::pair{&rejected, "rejected"}})
     ZT_REQUIRE(
         value->is_string() || value->is_array(),

@@ -301,17 +301,17 @@ TEST(LossCurve, TitleTickLabelsAndLegendAreDrawnWhereTheLayoutSays) {
   EXPECT_LE(title.y + text_height(kTextScale), axes.top) << "the title sits above the plot";
   EXPECT_NEAR(title.x + text_width(title.text, kTextScale) / 2, 400, 1) << "centred";
 
-  const TextLabel& y_label = find_label(labels, "2.5");
+  const TextLabel y_label = find_label(labels, "2.5");
   expect_label_drawn(png, y_label);
   EXPECT_LT(y_label.x + text_width(y_label.text, kTextScale), axes.left) << "left of the y axis";
   EXPECT_NEAR(y_label.y + kGlyphRows * kTextScale / 2, axes.pixel_y(2.5), 1) << "level with its tick";
 
-  const TextLabel& x_label = find_label(labels, "40");
+  const TextLabel x_label = find_label(labels, "40");
   expect_label_drawn(png, x_label);
   EXPECT_GT(x_label.y, axes.bottom) << "below the x axis";
   EXPECT_NEAR(x_label.x + text_width(x_label.text, kTextScale) / 2, axes.pixel_x(40), 1) << "centred on its tick";
 
-  const TextLabel& name = find_label(labels, "step");
+  const TextLabel name = find_label(labels, "step");
   expect_label_drawn(png, name);
   EXPECT_GE(name.y, x_label.y + text_height(kTextScale)) << "below the tick labels";
 
