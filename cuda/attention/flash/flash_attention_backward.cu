@@ -44,7 +44,6 @@ __global__ void __launch_bounds__(256)
 
 template <int kD, int kWarps, int kBlockM, bool kAtomicDq>
 struct KvShape {
-  static constexpr int kThreads = 32 * kWarps;
   static constexpr int kBlockN = 16 * kWarps;
   using KvTile = tile::SmemTile<kBlockN, kD>;
   using QTile = tile::SmemTile<kBlockM, kD>;
@@ -98,7 +97,7 @@ __global__ void __launch_bounds__(32 * kWarps)
   using Shape = KvShape<kD, kWarps, kBlockM, kAtomicDq>;
   using KvTile = typename Shape::KvTile;
   using QTile = typename Shape::QTile;
-  constexpr int kBlockN = Shape::kBlockN, kThreads = Shape::kThreads;
+  constexpr int kBlockN = Shape::kBlockN, kThreads = 32 * kWarps;
   const int g = blockIdx.y, b = blockIdx.z, k0 = blockIdx.x * kBlockN;
   const Sequence seq = sequence(in.cu_seqlens, b);
   const int prefix = dims.prefix_len, keys = prefix + seq.len;
@@ -223,8 +222,8 @@ void launch_key_value_tiles(const AttentionDims& dims, const AttentionInputs& in
   auto kernel = flash_backward_kv_kernel<T, kD, kWarps, kBlockM, kAtomicDq>;
   allow_shared_bytes(kernel, Shape::kSharedBytes);
   const dim3 grid(tiles_of(dims.prefix_len + dims.max_seqlen, Shape::kBlockN), dims.num_kv_heads, dims.batch);
-  kernel<<<grid, Shape::kThreads, Shape::kSharedBytes, stream>>>(dims, inputs, static_cast<const T*>(grad_out), lse,
-                                                                 scratch.delta, grads, scratch.dq_accum);
+  kernel<<<grid, 32 * kWarps, Shape::kSharedBytes, stream>>>(dims, inputs, static_cast<const T*>(grad_out), lse,
+                                                             scratch.delta, grads, scratch.dq_accum);
   ZT_CUDA_CHECK(cudaGetLastError());
 }
 
