@@ -217,7 +217,7 @@ void OptimizerOffload::start(const Tensor& grads, const ops::AdamWConfig& adam) 
   ZT_REQUIRE(grads.numel() == master_.numel(), "optimizer offload: the partition has " +
                                                    std::to_string(master_.numel()) + " elements but start got " +
                                                    std::to_string(grads.numel()) + " gradients");
-  started_at_ = std::chrono::steady_clock::now();
+  const auto start_time = std::chrono::steady_clock::now();
   started_ = {};
   started_.copied_bytes = static_cast<std::int64_t>(grads_.nbytes() + working_.nbytes());
   if (device_.is_cuda()) {
@@ -239,7 +239,7 @@ void OptimizerOffload::start(const Tensor& grads, const ops::AdamWConfig& adam) 
     }
     return updated;
   });
-  started_.step_seconds = seconds_since(started_at_);
+  started_.step_seconds = seconds_since(start_time);
 }
 
 void OptimizerOffload::before_gradients_change() {

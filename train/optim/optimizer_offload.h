@@ -10,7 +10,6 @@
 // step(), and only the weights are copied.
 #pragma once
 
-#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <future>
@@ -178,7 +177,6 @@ class OptimizerOffload {
   std::future<OffloadStepStats> running_;  // the started update's CPU Adam (delayed update)
   OffloadStepStats started_;               // the started update's figures so far
   std::optional<Event> gradients_left_;
-  std::chrono::steady_clock::time_point started_at_{};
 };
 
 }  // namespace zt::train
