@@ -198,11 +198,7 @@ Device check_run_device(const Flags& flags) {
 
 models::CausalLM load_generation_model(Flags& flags) {
   const Device device = check_run_device(flags);
-  models::ModelOptions options{.device = device, .dtype = dtype_from_flags(flags, device)};
-  plan_four_bit_base(flags, models::load_config(flags.at("--model_name_or_path")), options);
-  models::CausalLM model = load_model_from_flags(flags, options);
-  if (const std::string held = four_bit_base_line(model); !held.empty()) ZT_LOG(kInfo, held);
-  return as_asked(flags, std::move(model));
+  return as_asked(flags, load_model_maybe_four_bit(flags, device, dtype_from_flags(flags, device)));
 }
 
 models::CausalLM load_generation_model(Flags& flags, Device device, DType dtype) {

@@ -35,6 +35,16 @@ class EvaluateCli : public zt::testing::FolderTest {
     return nlohmann::json::parse(run.output.substr(start));
   }
 
+  // `zerotune train` on the demo data, evaluating on `validation`: the eval_loss values it logged.
+  std::vector<double> logged_eval_losses(const fs::path& out, const std::string& validation, const std::string& flags) {
+    const CliRun train =
+        zerotune("train --model_name_or_path " + kModel + " --train_file " + kAlpaca + " --validation_file " +
+                 validation + " --device cpu --per_device_eval_batch_size 4 --max_length 128 --save_strategy no " +
+                 flags + " --output_dir " + out.string());
+    EXPECT_EQ(train.exit_code, 0) << train.output;
+    return zt::testing::logged_values(out, "eval_loss");
+  }
+
   // A validation file of conversations in OpenAI's messages format, some long.
   std::string conversations() {
     const fs::path path = dir_ / "validation.jsonl";
@@ -56,15 +66,11 @@ class EvaluateCli : public zt::testing::FolderTest {
 TEST_F(EvaluateCli, GivesTheEvalLossTheTrainerLoggedForTheSameFileAndModel) {
   const std::string validation = conversations();
   const fs::path trained = dir_ / "trained";
-  const CliRun train = zerotune("train --model_name_or_path " + kModel + " --train_file " + kAlpaca +
-                                " --validation_file " + validation +
-                                " --device cpu --finetuning_type full --max_steps 4 --per_device_train_batch_size 4 "
-                                "--per_device_eval_batch_size 4 --learning_rate 5e-3 --max_length 128 "
-                                "--eval_strategy steps --eval_steps 4 --save_strategy no --output_dir " +
-                                trained.string());
-  ASSERT_EQ(train.exit_code, 0) << train.output;
-  const std::vector<double> logged = zt::testing::logged_values(trained, "eval_loss");
-  ASSERT_EQ(logged.size(), 1u) << train.output;
+  const std::vector<double> logged = logged_eval_losses(
+      trained, validation,
+      "--finetuning_type full --max_steps 4 --per_device_train_batch_size 4 --learning_rate 5e-3 --eval_strategy steps "
+      "--eval_steps 4");
+  ASSERT_EQ(logged.size(), 1u);
 
   const nlohmann::json report = evaluate("--model_name_or_path " + trained.string() + " --validation_file " +
                                          validation + " --max_length 128 --per_device_eval_batch_size 4");
@@ -83,16 +89,9 @@ TEST_F(EvaluateCli, GivesTheEvalLossTheTrainerLoggedForTheSameFileAndModel) {
 // start, before any update (its LoRA B is zero), is the quantized base's; near the dense one.
 TEST_F(EvaluateCli, AFourBitBaseGivesTheLossAQloraRunLogsOnStart) {
   const std::string validation = conversations();
-  const fs::path trained = dir_ / "qlora";
-  const CliRun train = zerotune("train --model_name_or_path " + kModel + " --train_file " + kAlpaca +
-                                " --validation_file " + validation +
-                                " --device cpu --finetuning_type lora --quantization_bit 4 --max_steps 1 "
-                                "--per_device_eval_batch_size 4 --max_length 128 --eval_on_start --save_strategy no "
-                                "--output_dir " +
-                                trained.string());
-  ASSERT_EQ(train.exit_code, 0) << train.output;
-  const std::vector<double> logged = zt::testing::logged_values(trained, "eval_loss");
-  ASSERT_FALSE(logged.empty()) << train.output;
+  const std::vector<double> logged = logged_eval_losses(
+      dir_ / "qlora", validation, "--finetuning_type lora --quantization_bit 4 --max_steps 1 --eval_on_start");
+  ASSERT_FALSE(logged.empty());
   const std::string common = "--model_name_or_path " + kModel + " --validation_file " + validation +
                              " --max_length 128 --per_device_eval_batch_size 4";
   const CliRun run = zerotune("evaluate --device cpu " + common + " --quantization_bit 4");

@@ -160,19 +160,15 @@ void OptimizerOffload::step_on_host(const Tensor& grads, const Tensor& working, 
 // memory `working` was given.
 void OptimizerOffload::step_pipelined(const Tensor& grads, const Tensor& working, const ops::AdamWConfig& adam,
                                       const std::function<void()>& beside) {
-  const cudaStream_t to_device = to_device_->get();
   queue_gradients_to_host(grads);
   if (beside) beside();
   for (std::size_t i = 0; i < tiles_.size(); ++i) {
-    const std::int64_t begin = tiles_[i].begin, n = tiles_[i].end - begin;
     {
       ProfileRegion copying(OpFamily::kOffloadCopy);
       copy_marks_[4 * i + 1].synchronize();
     }
     update_tile(tiles_[i], adam, last_);
-    copy_marks_[4 * i + 2].record(to_device);
-    working.narrow(0, begin, n).copy_from_async(working_.narrow(0, begin, n), to_device);
-    copy_marks_[4 * i + 3].record(to_device);
+    queue_weights_to_device(i, working);
   }
   // The host weights are rewritten next step, and the all-gather reads the device copy.
   {
@@ -196,6 +192,14 @@ void OptimizerOffload::queue_gradients_to_host(const Tensor& grads) {
     if (!holds(grads)) grads_.narrow(0, begin, n).copy_from_async(grads.narrow(0, begin, n), to_host);
     copy_marks_[4 * i + 1].record(to_host);
   }
+}
+
+// Tile i's new weights from the host block into `working`, on the copy stream back, timed.
+void OptimizerOffload::queue_weights_to_device(std::size_t i, const Tensor& working) {
+  const std::int64_t begin = tiles_[i].begin, n = tiles_[i].end - begin;
+  copy_marks_[4 * i + 2].record(to_device_->get());
+  working.narrow(0, begin, n).copy_from_async(working_.narrow(0, begin, n), to_device_->get());
+  copy_marks_[4 * i + 3].record(to_device_->get());
 }
 
 void OptimizerOffload::add_copy_seconds() {
@@ -262,16 +266,10 @@ void OptimizerOffload::land(const Tensor& working) {
   gradients_left_.reset();
   const auto copy_start = std::chrono::steady_clock::now();
   if (device_.is_cuda()) {
-    const cudaStream_t to_device = to_device_->get();
     Event compute_done;  // whatever last used the memory the weights go to
     compute_done.record(current_stream());
-    compute_done.wait_on(to_device);
-    for (std::size_t i = 0; i < tiles_.size(); ++i) {
-      const std::int64_t begin = tiles_[i].begin, n = tiles_[i].end - begin;
-      copy_marks_[4 * i + 2].record(to_device);
-      working.narrow(0, begin, n).copy_from_async(working_.narrow(0, begin, n), to_device);
-      copy_marks_[4 * i + 3].record(to_device);
-    }
+    compute_done.wait_on(to_device_->get());
+    for (std::size_t i = 0; i < tiles_.size(); ++i) queue_weights_to_device(i, working);
     ProfileRegion copying(OpFamily::kOffloadCopy);
     to_device_->synchronize();
     add_copy_seconds();

@@ -160,6 +160,7 @@ class OptimizerOffload {
   void step_pipelined(const Tensor& grads, const Tensor& working, const ops::AdamWConfig& adam,
                       const std::function<void()>& beside);
   void queue_gradients_to_host(const Tensor& grads);
+  void queue_weights_to_device(std::size_t tile, const Tensor& working);
   void add_copy_seconds();
 
   OptimizerConfig config_;
