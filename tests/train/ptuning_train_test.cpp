@@ -10,6 +10,7 @@
 #include "models/config/config.h"
 #include "tensor/safetensors/safetensors.h"
 #include "tests/common/process_test_util.h"
+#include "tests/common/tiny_trainer_model.h"
 #include "train/training_job.h"
 
 namespace zt::train {
@@ -20,34 +21,10 @@ namespace fs = std::filesystem;
 class PtuningTraining : public testing::FolderTest {
  protected:
   void train(const fs::path& output_dir, std::vector<std::string> extra = {}) {
-    std::vector<std::string> args = {"--model_name_or_path",
-                                     std::string(ZT_SOURCE_DIR) + "/examples/tiny-qwen",
-                                     "--train_file",
-                                     std::string(ZT_SOURCE_DIR) + "/examples/data/alpaca_demo.json",
-                                     "--template",
-                                     "qwen",
-                                     "--finetuning_type",
-                                     "ptuning",
-                                     "--pre_seq_len",
-                                     "4",
-                                     "--prefix_projection",
-                                     "true",
-                                     "--max_steps",
-                                     "4",
-                                     "--per_device_train_batch_size",
-                                     "2",
-                                     "--save_steps",
-                                     "2",
-                                     "--logging_steps",
-                                     "1",
-                                     "--learning_rate",
-                                     "1e-2",
-                                     "--device",
-                                     "cpu",
-                                     "--output_dir",
-                                     output_dir.string()};
-    args.insert(args.end(), extra.begin(), extra.end());
-    run_training_job(parse_training_arguments(args));
+    extra.insert(extra.begin(), {"--finetuning_type", "ptuning", "--pre_seq_len", "4", "--prefix_projection", "true",
+                                 "--max_steps", "4", "--save_steps", "2", "--logging_steps", "1", "--learning_rate",
+                                 "1e-2", "--output_dir", output_dir.string()});
+    run_training_job(parse_training_arguments(testing::tiny_qwen_job_flags(extra)));
   }
 };
 

@@ -11,6 +11,7 @@
 
 #include "tests/common/process_test_util.h"
 #include "tests/common/tensorboard_event_reader.h"
+#include "tests/common/tiny_trainer_model.h"
 #include "tests/common/train_log_test_util.h"
 #include "train/report/event_file_writer.h"
 #include "train/report/tensorboard_log.h"
@@ -66,28 +67,9 @@ std::vector<Logged> scalars_in(const fs::path& folder) {
 class TensorBoardTraining : public testing::FolderTest {
  protected:
   void train(const fs::path& output_dir, std::vector<std::string> extra) {
-    std::vector<std::string> args = {"--model_name_or_path",
-                                     std::string(ZT_SOURCE_DIR) + "/examples/tiny-qwen",
-                                     "--train_file",
-                                     std::string(ZT_SOURCE_DIR) + "/examples/data/alpaca_demo.json",
-                                     "--template",
-                                     "qwen",
-                                     "--finetuning_type",
-                                     "full",
-                                     "--max_steps",
-                                     "4",
-                                     "--per_device_train_batch_size",
-                                     "2",
-                                     "--logging_steps",
-                                     "1",
-                                     "--save_strategy",
-                                     "no",
-                                     "--device",
-                                     "cpu",
-                                     "--output_dir",
-                                     output_dir.string()};
-    args.insert(args.end(), extra.begin(), extra.end());
-    run_training_job(parse_training_arguments(args));
+    extra.insert(extra.begin(), {"--finetuning_type", "full", "--max_steps", "4", "--logging_steps", "1",
+                                 "--save_strategy", "no", "--output_dir", output_dir.string()});
+    run_training_job(parse_training_arguments(testing::tiny_qwen_job_flags(extra)));
   }
 };
 

@@ -20,19 +20,6 @@ namespace zt::train {
 namespace {
 namespace fs = std::filesystem;
 
-std::vector<TokenizedSample> samples(int count) {
-  std::vector<TokenizedSample> out;
-  for (int s = 0; s < count; ++s) {
-    TokenizedSample sample;
-    for (int i = 0; i < 6; ++i) {
-      sample.ids.push_back((s + 3 * i) % 32);
-      sample.labels.push_back(i < 2 ? kIgnoreIndex : (s + 3 * i) % 32);
-    }
-    out.push_back(sample);
-  }
-  return out;
-}
-
 std::ptrdiff_t count_of(const std::string& text, const std::string& pattern) {
   const std::regex re(pattern);
   return std::distance(std::sregex_iterator(text.begin(), text.end(), re), std::sregex_iterator());
@@ -40,27 +27,19 @@ std::ptrdiff_t count_of(const std::string& text, const std::string& pattern) {
 
 class TrainerNotes : public testing::FolderTest {
  protected:
-  TrainingArguments arguments(std::vector<std::string> extra) {
-    std::vector<std::string> all = {"--model_name_or_path", "tiny", "--output_dir",    dir_.string(),
-                                    "--train_file",         "x",    "--save_strategy", "no",
-                                    "--finetuning_type",    "full", "--max_length",    "16"};
-    all.insert(all.end(), extra.begin(), extra.end());
-    return parse_training_arguments(all);
+  TrainingArguments arguments(const std::vector<std::string>& extra) {
+    return testing::tiny_trainer_arguments(dir_, extra);
   }
 
   // Trains a fresh tiny model on 16 samples.
   void train(const TrainingArguments& args, distributed::Communicator* comm = nullptr) {
     auto model = std::make_shared<models::CausalLM>(models::init_model(testing::tiny_trainer_config(), 7));
-    TrainerModel trained;
-    trained.model = model.get();
-    for (const auto& [name, variable] : model->named_parameters())
-      trained.trainable.push_back({name, variable, decays(name, variable.data())});
-    trained.save = [model](const std::string& d) { models::save_model(*model, d); };
-    trained.load = [model](const std::string& d) { models::load_weights(*model, model_weights_path(d)); };
+    const TrainerModel trained = testing::train_every_parameter(model);
     const int world = comm ? comm->world_size() : 1;
     const TrainingPlan plan = plan_training(
         args, [&](std::int64_t micro) { return ((16 + micro - 1) / micro + world - 1) / world; }, world);
-    Trainer(trained, {samples(16), {}}, plan, comm).train();
+    // Sample s: tokens s, s + 3, s + 6, ... (mod 32), six of them.
+    Trainer(trained, {testing::chained_samples(16, 6, 1, 1, 3), {}}, plan, comm).train();
   }
 
   std::string captured(const std::function<void()>& run) {

@@ -31,42 +31,20 @@ namespace fs = std::filesystem;
 models::ModelConfig tiny_config() { return testing::tiny_trainer_config(); }
 
 // Sequences whose next token follows from the current one; the first two are the "prompt".
-std::vector<TokenizedSample> samples(int count) {
-  std::vector<TokenizedSample> out;
-  for (int s = 0; s < count; ++s) {
-    TokenizedSample sample;
-    std::int32_t t = s % 32;
-    for (int i = 0; i < 6 + s % 5; ++i) {
-      sample.ids.push_back(t);
-      sample.labels.push_back(i < 2 ? kIgnoreIndex : t);
-      t = (5 * t + 3) % 32;
-    }
-    out.push_back(sample);
-  }
-  return out;
-}
+std::vector<TokenizedSample> samples(int count) { return testing::chained_samples(count, 6, 5, 5, 3); }
 
 class TrainerRun : public testing::FolderTest {
  protected:
   TrainingArguments arguments(std::vector<std::string> extra) {
-    std::vector<std::string> all = {"--model_name_or_path", "tiny", "--output_dir",    dir_.string(),
-                                    "--train_file",         "x",    "--learning_rate", "3e-3",
-                                    "--logging_steps",      "5",    "--save_strategy", "no",
-                                    "--finetuning_type",    "full", "--max_length",    "16"};
-    all.insert(all.end(), extra.begin(), extra.end());
-    return parse_training_arguments(all);
+    extra.insert(extra.begin(), {"--learning_rate", "3e-3", "--logging_steps", "5"});
+    return testing::tiny_trainer_arguments(dir_, extra);
   }
 
   // A trainer of a fresh model (seed 7).
   std::pair<std::shared_ptr<models::CausalLM>, std::unique_ptr<Trainer>> trainer(
       const TrainingArguments& args, int sample_count = 12, distributed::Communicator* comm = nullptr) {
     auto model = std::make_shared<models::CausalLM>(models::init_model(tiny_config(), 7));
-    TrainerModel trained;
-    trained.model = model.get();
-    for (const auto& [name, variable] : model->named_parameters())
-      trained.trainable.push_back({name, variable, decays(name, variable.data())});
-    trained.save = [model](const std::string& d) { models::save_model(*model, d); };
-    trained.load = [model](const std::string& d) { models::load_weights(*model, model_weights_path(d)); };
+    const TrainerModel trained = testing::train_every_parameter(model);
     TrainerData data{samples(sample_count), samples(4)};
     const std::size_t train_count = data.train.size();
     const std::int64_t world = comm ? comm->world_size() : 1;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tests/common/process_test_util.h"
+#include "tests/common/tiny_trainer_model.h"
 #include "train/args/training_arguments.h"
 #include "train/training_job.h"
 
@@ -26,28 +27,10 @@ class TrainingJob : public testing::FolderTest {
     const fs::path ds = dir_ / (name + ".json");
     std::ofstream(ds) << R"({"train_micro_batch_size_per_gpu": "auto", "zero_optimization": )" << zero_optimization
                       << "}";
-    const std::string source = ZT_SOURCE_DIR;
     ::testing::internal::CaptureStderr();
-    const int stopped_by = run_training_job(parse_training_arguments({"--model_name_or_path",
-                                                                      source + "/examples/tiny-qwen",
-                                                                      "--train_file",
-                                                                      source + "/examples/data/alpaca_demo.json",
-                                                                      "--template",
-                                                                      "qwen",
-                                                                      "--finetuning_type",
-                                                                      "full",
-                                                                      "--max_steps",
-                                                                      "2",
-                                                                      "--per_device_train_batch_size",
-                                                                      "2",
-                                                                      "--save_strategy",
-                                                                      "no",
-                                                                      "--device",
-                                                                      "cpu",
-                                                                      "--deepspeed",
-                                                                      ds.string(),
-                                                                      "--output_dir",
-                                                                      (dir_ / name).string()}));
+    const int stopped_by = run_training_job(parse_training_arguments(
+        testing::tiny_qwen_job_flags({"--finetuning_type", "full", "--max_steps", "2", "--save_strategy", "no",
+                                      "--deepspeed", ds.string(), "--output_dir", (dir_ / name).string()})));
     const std::string printed = ::testing::internal::GetCapturedStderr();
     EXPECT_EQ(stopped_by, 0) << printed;
     EXPECT_TRUE(fs::exists(dir_ / name / "model.safetensors")) << printed;

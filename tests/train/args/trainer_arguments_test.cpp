@@ -13,50 +13,16 @@
 namespace zt::train {
 namespace {
 
-std::vector<TokenizedSample> samples(int count) {
-  std::vector<TokenizedSample> out;
-  for (int s = 0; s < count; ++s) {
-    TokenizedSample sample;
-    std::int32_t t = s % 32;
-    for (int i = 0; i < 5 + s % 4; ++i) {
-      sample.ids.push_back(t);
-      sample.labels.push_back(i < 2 ? kIgnoreIndex : t);
-      t = (7 * t + 1) % 32;
-    }
-    out.push_back(sample);
-  }
-  return out;
-}
+std::vector<TokenizedSample> samples(int count) { return testing::chained_samples(count, 5, 4, 7, 1); }
 
 class HonouredRunFlags : public testing::FolderTest {
  protected:
   // Trains a fresh model (seed 3) on 8 samples, micro-batch 2: 4 steps per epoch.
   TrainerState run(std::vector<std::string> extra) {
-    std::vector<std::string> all = {"--model_name_or_path",
-                                    "tiny",
-                                    "--output_dir",
-                                    dir_.string(),
-                                    "--train_file",
-                                    "x",
-                                    "--save_strategy",
-                                    "no",
-                                    "--finetuning_type",
-                                    "full",
-                                    "--max_length",
-                                    "16",
-                                    "--per_device_train_batch_size",
-                                    "2",
-                                    "--validation_file",
-                                    "v"};
-    all.insert(all.end(), extra.begin(), extra.end());
-    const TrainingArguments args = parse_training_arguments(all);
+    extra.insert(extra.begin(), {"--per_device_train_batch_size", "2", "--validation_file", "v"});
+    const TrainingArguments args = testing::tiny_trainer_arguments(dir_, extra);
     auto model = std::make_shared<models::CausalLM>(models::init_model(testing::tiny_trainer_config(), 3));
-    TrainerModel trained;
-    trained.model = model.get();
-    for (const auto& [name, variable] : model->named_parameters())
-      trained.trainable.push_back({name, variable, decays(name, variable.data())});
-    trained.save = [model](const std::string& d) { models::save_model(*model, d); };
-    trained.load = [model](const std::string& d) { models::load_weights(*model, model_weights_path(d)); };
+    const TrainerModel trained = testing::train_every_parameter(model);
     TrainerData data{samples(8), samples(3)};
     const TrainingPlan plan = plan_training(args, [](std::int64_t micro) { return (8 + micro - 1) / micro; });
     Trainer trainer(trained, std::move(data), plan);

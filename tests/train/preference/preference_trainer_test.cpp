@@ -161,30 +161,9 @@ std::vector<TokenizedSample> pair_samples(int pairs) {
 class PreferenceTrainerRun : public testing::FolderTest {
  protected:
   TrainingArguments arguments(std::vector<std::string> extra) {
-    std::vector<std::string> all = {"--model_name_or_path",
-                                    "tiny",
-                                    "--output_dir",
-                                    dir_.string(),
-                                    "--train_file",
-                                    "x",
-                                    "--stage",
-                                    "dpo",
-                                    "--learning_rate",
-                                    "1e-2",
-                                    "--logging_steps",
-                                    "2",
-                                    "--save_strategy",
-                                    "no",
-                                    "--finetuning_type",
-                                    "full",
-                                    "--max_length",
-                                    "16",
-                                    "--per_device_train_batch_size",
-                                    "2",
-                                    "--pref_beta",
-                                    "0.5"};
-    all.insert(all.end(), extra.begin(), extra.end());
-    return parse_training_arguments(all);
+    extra.insert(extra.begin(), {"--stage", "dpo", "--learning_rate", "1e-2", "--logging_steps", "2",
+                                 "--per_device_train_batch_size", "2", "--pref_beta", "0.5"});
+    return testing::tiny_trainer_arguments(dir_, extra);
   }
 
   std::pair<std::shared_ptr<models::CausalLM>, TrainerState> run(const TrainingArguments& args,
@@ -199,12 +178,7 @@ class PreferenceTrainerRun : public testing::FolderTest {
         comm && plan.zero.stage == 3 ? partition_frozen_copy(random_model(7, DType::kF32), *comm, plan.zero)
                                      : std::make_shared<const models::CausalLM>(random_model(7, DType::kF32));
     EXPECT_EQ(reference->parameter_gatherer() != nullptr, comm && plan.zero.stage == 3);
-    TrainerModel trained;
-    trained.model = model.get();
-    for (const auto& [name, variable] : model->named_parameters())
-      trained.trainable.push_back({name, variable, decays(name, variable.data())});
-    trained.save = [model](const std::string& d) { models::save_model(*model, d); };
-    trained.load = [model](const std::string& d) { models::load_weights(*model, model_weights_path(d)); };
+    TrainerModel trained = testing::train_every_parameter(model);
     PreferenceOptions options{.beta = args.pref_beta};
     trained.preference = std::make_shared<PreferenceObjective>(
         options, precomputed

@@ -20,6 +20,7 @@
 // over one partition only) is orders of magnitude above that. Where the summation orders
 // agree (one or two ranks, no accumulation, no clipping) the runs are equal bit for bit with
 // the default eps.
+#include "tests/common/tiny_trainer_model.h"
 #include "tests/train/zero/zero3_run_fixture.h"
 
 namespace zt::train {
@@ -248,36 +249,17 @@ TEST_F(Zero3, TheTrainingJobWritesWholeModelFiles) {
         "stage3_prefetch_bucket_size": "auto", "stage3_param_persistence_threshold": "auto",
         "stage3_max_live_parameters": 1e9, "stage3_max_reuse_distance": 1e9,
         "stage3_gather_16bit_weights_on_model_save": true}})";
-    run_training_job(parse_training_arguments({"--model_name_or_path",
-                                               std::string(ZT_SOURCE_DIR) + "/examples/tiny-qwen",
-                                               "--train_file",
-                                               std::string(ZT_SOURCE_DIR) + "/examples/data/alpaca_demo.json",
-                                               "--template",
-                                               "qwen",
-                                               "--finetuning_type",
-                                               "full",
-                                               "--max_steps",
-                                               "4",
-                                               "--per_device_train_batch_size",
-                                               "2",
-                                               "--save_strategy",
-                                               "no",
-                                               "--device",
-                                               "cpu",
-                                               "--validation_file",
-                                               std::string(ZT_SOURCE_DIR) + "/examples/data/alpaca_demo.json",
-                                               "--eval_strategy",
-                                               "steps",
-                                               "--eval_steps",
-                                               "2",
-                                               "--adam_epsilon",
-                                               "1e-3",
-                                               "--inprocess_ranks",
-                                               "2",
-                                               "--deepspeed",
-                                               ds.string(),
-                                               "--output_dir",
-                                               out.string()}));
+    run_training_job(parse_training_arguments(testing::tiny_qwen_job_flags(
+        {"--finetuning_type", "full",
+         "--max_steps",       "4",
+         "--save_strategy",   "no",
+         "--validation_file", std::string(ZT_SOURCE_DIR) + "/examples/data/alpaca_demo.json",
+         "--eval_strategy",   "steps",
+         "--eval_steps",      "2",
+         "--adam_epsilon",    "1e-3",
+         "--inprocess_ranks", "2",
+         "--deepspeed",       ds.string(),
+         "--output_dir",      out.string()})));
   };
   job(3, dir_ / "stage3");
   job(2, dir_ / "stage2");
