@@ -1,3 +1,5 @@
+#include <optional>
+
 #include "autograd/functions.h"
 #include "autograd/node.h"
 #include "autograd/op_region.h"
@@ -47,23 +49,31 @@ struct SavedProjection {
   std::size_t first_input = 0;  // the weight; then the bias, then lora_a and lora_b
 };
 
-SavedProjection save_projection(const Variable& x, const Projection& layer, std::vector<Variable>& inputs,
-                                std::vector<Tensor>& outputs) {
+// `down`: the layer's columns of the stacked down-projection (ops::LoraStack), when its update
+// is one of several computed together; undefined to compute its own.
+SavedProjection save_projection(const Variable& x, const Projection& layer, const Tensor& down,
+                                std::vector<Variable>& inputs, std::vector<Tensor>& outputs) {
   SavedProjection s;
   s.first_input = inputs.size();
   s.has_bias = layer.bias.defined();
   s.has_lora = layer.lora_a.defined();
   s.lora_scale = layer.lora_scale;
   const Tensor bias = s.has_bias ? layer.bias.data() : Tensor();
-  if (s.has_lora) {
+  if (s.has_lora && down.defined()) {
+    outputs.push_back(ops::linear_forward(x.data(), layer.weight.data(), bias));
+    ops::add_lora_up(outputs.back(), down, layer.lora_b.data());
+    s.down = down;
+  } else if (s.has_lora) {
     ops::LoraLinearOutput y = ops::lora_linear_forward(x.data(), layer.weight.data(), bias, layer.lora_a.data(),
                                                        layer.lora_b.data(), layer.lora_scale);
     outputs.push_back(y.y);
     s.down = y.down;
-    s.lora_a = layer.lora_a.data();
-    s.lora_b = layer.lora_b.data();
   } else {
     outputs.push_back(ops::linear_forward(x.data(), layer.weight.data(), bias));
+  }
+  if (s.has_lora) {
+    s.lora_a = layer.lora_a.data();
+    s.lora_b = layer.lora_b.data();
   }
   s.weight = x.requires_grad() ? layer.weight.data() : Tensor();
   s.sink = layer.weight.is_leaf() && layer.weight.requires_grad() ? layer.weight.grad_sink() : Tensor();
@@ -76,6 +86,17 @@ SavedProjection save_projection(const Variable& x, const Projection& layer, std:
   return s;
 }
 
+// Two or more updates of one scale read x together (ops::LoraStack); otherwise each its own.
+std::optional<ops::LoraStack> shared_lora_stack(const std::vector<Projection>& layers) {
+  if (layers.size() < 2) return std::nullopt;
+  std::vector<Tensor> as;
+  for (const Projection& layer : layers) {
+    if (!layer.lora_a.defined() || layer.lora_scale != layers.front().lora_scale) return std::nullopt;
+    as.push_back(layer.lora_a.data());
+  }
+  return ops::stack_lora(as, layers.front().lora_scale);
+}
+
 }  // namespace
 
 std::vector<Variable> projections(const Variable& x, const std::vector<Projection>& layers) {
@@ -84,37 +105,51 @@ std::vector<Variable> projections(const Variable& x, const std::vector<Projectio
   std::vector<Tensor> outputs;
   std::vector<SavedProjection> saved;
   bool reads_x = false;  // a trained weight or an update needs x in backward
-  for (const Projection& layer : layers) {
-    saved.push_back(save_projection(x, layer, inputs, outputs));
-    reads_x = reads_x || layer.weight.requires_grad() || layer.lora_a.defined();
+  std::optional<ops::LoraStack> stack = shared_lora_stack(layers);
+  const Tensor stacked_down = stack ? ops::lora_stacked_down(x.data(), *stack) : Tensor();
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    const Tensor down = stack ? ops::stacked_down_of(stacked_down, *stack, i) : Tensor();
+    saved.push_back(save_projection(x, layers[i], down, inputs, outputs));
+    reads_x = reads_x || layers[i].weight.requires_grad() || layers[i].lora_a.defined();
   }
   const Tensor saved_x = reads_x ? x.data() : Tensor();
-  return record("linear", std::move(outputs), inputs, [saved, saved_x](const TensorList& g, const NeedsList& needs) {
-    TensorList grads(needs.size());
-    Tensor grad_x;  // the first layer's input gradient; the others' are added into it
-    for (std::size_t i = 0; i < saved.size(); ++i) {
-      const SavedProjection& s = saved[i];
-      const std::size_t k = s.first_input;
-      const ops::LinearGradsNeeded needed{needs[0], needs[k], s.has_bias && needs[k + 1]};
-      const ops::LinearGradTargets into{.grad_x = grad_x, .weight_sink = s.sink};
-      ops::LinearGrads base;
-      if (s.has_lora) {
-        ops::LoraLinearGrads lora =
-            ops::lora_linear_backward(g[i], saved_x, s.weight, s.lora_a, s.lora_b, s.down, s.lora_scale, needed, into);
-        base = lora.base;
-        const std::size_t a_input = k + (s.has_bias ? 2 : 1);
-        grads[a_input] = lora.grad_a;
-        grads[a_input + 1] = lora.grad_b;
-      } else {
-        base = ops::linear_backward(g[i], saved_x, s.weight, needed, into);
-      }
-      grad_x = base.grad_x;
-      grads[k] = base.grad_weight;
-      if (s.has_bias) grads[k + 1] = base.grad_bias;
-    }
-    grads[0] = grad_x;
-    return grads;
-  });
+  return record("linear", std::move(outputs), inputs,
+                [saved, saved_x, stack, stacked_down](const TensorList& g, const NeedsList& needs) {
+                  TensorList grads(needs.size());
+                  Tensor grad_x;  // the first layer's input gradient; the others' are added into it
+                  for (std::size_t i = 0; i < saved.size(); ++i) {
+                    const SavedProjection& s = saved[i];
+                    const std::size_t k = s.first_input;
+                    const ops::LinearGradsNeeded needed{needs[0], needs[k], s.has_bias && needs[k + 1]};
+                    const ops::LinearGradTargets into{.grad_x = grad_x, .weight_sink = s.sink};
+                    ops::LinearGrads base;
+                    if (s.has_lora && !stack) {
+                      ops::LoraLinearGrads lora = ops::lora_linear_backward(g[i], saved_x, s.weight, s.lora_a, s.lora_b,
+                                                                            s.down, s.lora_scale, needed, into);
+                      base = lora.base;
+                      grads[k + (s.has_bias ? 2 : 1)] = lora.grad_a;
+                      grads[k + (s.has_bias ? 3 : 2)] = lora.grad_b;
+                    } else {
+                      base = ops::linear_backward(g[i], saved_x, s.weight, needed, into);
+                    }
+                    grad_x = base.grad_x;
+                    grads[k] = base.grad_weight;
+                    if (s.has_bias) grads[k + 1] = base.grad_bias;
+                  }
+                  if (stack) {
+                    std::vector<Tensor> bs;
+                    for (const SavedProjection& s : saved) bs.push_back(s.lora_b);
+                    ops::LoraStackGrads lora =
+                        ops::lora_stack_backward(g, saved_x, bs, *stack, stacked_down, needs[0] ? grad_x : Tensor());
+                    for (std::size_t i = 0; i < saved.size(); ++i) {
+                      const std::size_t a_input = saved[i].first_input + (saved[i].has_bias ? 2 : 1);
+                      grads[a_input] = lora.grad_a[i];
+                      grads[a_input + 1] = lora.grad_b[i];
+                    }
+                  }
+                  grads[0] = grad_x;
+                  return grads;
+                });
 }
 
 Variable matmul(const Variable& a, const Variable& b, bool transpose_a, bool transpose_b) {

@@ -4,6 +4,7 @@
 
 #include "autograd/functions.h"
 #include "autograd/grad_mode.h"
+#include "autograd/op_region.h"
 #include "ops/elementwise/elementwise.h"
 #include "ops/gemm/matmul.h"
 #include "runtime/error.h"
@@ -29,6 +30,7 @@ SequenceScorer::SequenceScorer(const CausalLM& model, const PackedBatch& batch, 
   const bool frozen_head =
       autograd::grad_enabled() && hidden_.requires_grad() && !model.lm_head_weight().requires_grad();
   autograd::NoGradGuard no_grad;
+  const autograd::OpRegion region("linear_cross_entropy");  // the head's pass, not a recorded op's
   GatheredModule head(model.parameter_gatherer(), model.lm_head_module());
   ops::LinearCrossEntropyOutput losses = ops::linear_cross_entropy_forward(
       hidden_.data(), model.lm_head_weight().data(), labels_,
@@ -70,14 +72,17 @@ autograd::Variable SequenceScorer::scaled_unit_pass(const std::vector<double>& w
     row_factors[t] = weights[t] * grad_scale;
   }
   const Tensor& unit = unit_pass_.grad_hidden;
-  const Tensor factors =
-      Tensor::from_values(row_factors, {static_cast<std::int64_t>(row_factors.size())}, dtype).to(model_.device());
-  // Rows times a per-row factor: the factors run along the trailing dim of the transpose.
-  const Tensor rows = ops::mul_forward(ops::cast_forward(unit, dtype).transpose(0, 1).contiguous(), factors);
   ops::LinearCrossEntropyOutput pass;
-  pass.loss = Tensor::from_values({value}, {}, unit_pass_.loss.dtype()).to(model_.device());
-  pass.valid_count = unit_pass_.valid_count;
-  pass.grad_hidden = ops::cast_forward(rows.transpose(0, 1).contiguous(), unit.dtype());
+  {
+    const autograd::OpRegion region("linear_cross_entropy");
+    const Tensor factors =
+        Tensor::from_values(row_factors, {static_cast<std::int64_t>(row_factors.size())}, dtype).to(model_.device());
+    // Rows times a per-row factor: the factors run along the trailing dim of the transpose.
+    const Tensor rows = ops::mul_forward(ops::cast_forward(unit, dtype).transpose(0, 1).contiguous(), factors);
+    pass.loss = Tensor::from_values({value}, {}, unit_pass_.loss.dtype()).to(model_.device());
+    pass.valid_count = unit_pass_.valid_count;
+    pass.grad_hidden = ops::cast_forward(rows.transpose(0, 1).contiguous(), unit.dtype());
+  }
   return autograd::linear_cross_entropy_recorded(
       hidden_, model_.lm_head_weight(), std::move(pass),
       {.reduction = ops::Reduction::kSum, .ignore_index = kIgnoreIndex, .grad_scale = grad_scale});

@@ -7,6 +7,9 @@
 // update with dropout reads another input than the layer does.
 #pragma once
 
+#include <cstdint>
+#include <vector>
+
 #include "ops/gemm/linear.h"
 #include "tensor/tensor.h"
 
@@ -36,5 +39,31 @@ struct LoraLinearGrads {
 LoraLinearGrads lora_linear_backward(const Tensor& grad_y, const Tensor& x, const Tensor& weight, const Tensor& a,
                                      const Tensor& b, const Tensor& down, double scale, const LinearGradsNeeded& needed,
                                      const LinearGradTargets& into = {});
+
+// Several updates of one input with one scale (q, k and v; gate and up): their A's stacked
+// [Σ rank, in], so the down-projections x · Aᵢᵀ are one GEMM and their input gradients
+// grad_downᵢ · Aᵢ one more, x and grad_x read once for all of them instead of once each.
+struct LoraStack {
+  Tensor a;                           // [Σ rank, in]: each update's A under the one before
+  std::vector<std::int64_t> offsets;  // update i's rows are [offsets[i], offsets[i + 1])
+  double scale = 1.0;
+};
+LoraStack stack_lora(const std::vector<Tensor>& as, double scale);
+
+// scale · x · stack.aᵀ: [rows, Σ rank], update i's down in its columns (stacked_down_of).
+Tensor lora_stacked_down(const Tensor& x, const LoraStack& stack);
+// Update i's [rows, rank] columns of a stacked down, as a strided view.
+Tensor stacked_down_of(const Tensor& down, const LoraStack& stack, std::size_t i);
+// y [..., out] (contiguous, x's dtype) += down · Bᵀ, by the GEMM's epilogue.
+void add_lora_up(const Tensor& y, const Tensor& down, const Tensor& b);
+
+struct LoraStackGrads {
+  std::vector<Tensor> grad_a;  // [rankᵢ, in] each (rows of one [Σ rank, in] product)
+  std::vector<Tensor> grad_b;  // [outᵢ, rankᵢ] each
+};
+// The updates' gradients given each output's grad_y; their input gradient Σᵢ grad_downᵢ · Aᵢ
+// is added into grad_x (x's shape, contiguous) when it is defined. down is lora_stacked_down's.
+LoraStackGrads lora_stack_backward(const std::vector<Tensor>& grad_ys, const Tensor& x, const std::vector<Tensor>& bs,
+                                   const LoraStack& stack, const Tensor& down, const Tensor& grad_x);
 
 }  // namespace zt::ops

@@ -122,6 +122,25 @@ TEST(AutogradFunctions, ProjectionsOfOneInput) {
                         {false, true, false, false, true, true, false});
 }
 
+// Projections whose updates share a scale run them stacked (ops::LoraStack): the same finite
+// differences, with frozen weights as LoRA trains them and a bias on one layer.
+TEST(AutogradFunctions, ProjectionsWithStackedUpdates) {
+  Tensor x = random_tensor({2, 3, 5}, 30), w1 = random_tensor({4, 5}, 31), b1 = random_tensor({4}, 32);
+  Tensor a1 = random_tensor({2, 5}, 33), u1 = random_tensor({4, 2}, 34);
+  Tensor w2 = random_tensor({3, 5}, 35), a2 = random_tensor({1, 5}, 36), u2 = random_tensor({3, 1}, 37);
+  const std::vector<Tensor> weights_of_outputs{random_tensor({2, 3, 4}, 38), random_tensor({2, 3, 3}, 39)};
+  auto fn = [&](const std::vector<Variable>& in) {
+    std::vector<Variable> out = projections(
+        in[0], {{.weight = in[1], .bias = in[2], .lora_a = in[3], .lora_b = in[4], .lora_scale = 2.0},
+                {.weight = in[5], .bias = Variable(), .lora_a = in[6], .lora_b = in[7], .lora_scale = 2.0}});
+    return add(sum(mul(out[0], Variable(weights_of_outputs[0]))), sum(mul(out[1], Variable(weights_of_outputs[1]))));
+  };
+  expect_tape_gradients("stacked updates", fn, {x, w1, b1, a1, u1, w2, a2, u2},
+                        {true, false, true, true, true, false, true, true});
+  expect_tape_gradients("stacked updates, input needs none", fn, {x, w1, b1, a1, u1, w2, a2, u2},
+                        {false, false, false, true, true, false, true, true});
+}
+
 // A weight with a gradient sink: linear adds the weight's gradient into it (across backward
 // calls, as an optimizer's buffer accumulates micro-batches) and delivers none; the input's
 // gradient is delivered as ever; the sink is refused unless float32 of the leaf's shape.

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "ops/gemm/lora_linear.h"
 #include "tests/common/op_test_util.h"
@@ -41,6 +42,36 @@ TEST_F(LoraLinearGpu, MatchesCpuOnAwkwardShapes) {
     check(37, 72, 50, 3, dtype, 10);
     check(1, 8, 5, 1, dtype, 20);
     check(300, 256, 136, 8, dtype, 30);
+  }
+}
+
+// q, k and v's updates stacked (ops::LoraStack) on the GPU against the CPU's.
+TEST_F(LoraLinearGpu, StackedUpdatesMatchCpu) {
+  ZT_SKIP_WITHOUT_GPU();
+  const std::int64_t rows = 133, in = 72;
+  const std::vector<std::int64_t> outs{72, 24, 24}, ranks{8, 8, 4};
+  for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
+    CpuGpuPair x = random_pair({rows, in}, 90, dtype), held = random_pair({rows, in}, 91, dtype);
+    std::vector<Tensor> as_cpu, as_gpu, bs_cpu, bs_gpu, gys_cpu, gys_gpu;
+    for (std::size_t i = 0; i < outs.size(); ++i) {
+      CpuGpuPair a = random_pair({ranks[i], in}, 100 + i, dtype), b = random_pair({outs[i], ranks[i]}, 110 + i, dtype);
+      CpuGpuPair gy = random_pair({rows, outs[i]}, 120 + i, dtype);
+      as_cpu.push_back(a.cpu), as_gpu.push_back(a.gpu), bs_cpu.push_back(b.cpu), bs_gpu.push_back(b.gpu);
+      gys_cpu.push_back(gy.cpu), gys_gpu.push_back(gy.gpu);
+    }
+    const std::string what = dtype_name(dtype);
+    const double tol = 2 * gpu_tolerance(dtype);
+    const ops::LoraStack stack_cpu = ops::stack_lora(as_cpu, 2.0), stack_gpu = ops::stack_lora(as_gpu, 2.0);
+    const Tensor down_cpu = ops::lora_stacked_down(x.cpu, stack_cpu),
+                 down_gpu = ops::lora_stacked_down(x.gpu, stack_gpu);
+    expect_gpu_matches(down_gpu, down_cpu, tol, what + " down");
+    const ops::LoraStackGrads cpu = ops::lora_stack_backward(gys_cpu, x.cpu, bs_cpu, stack_cpu, down_cpu, held.cpu);
+    const ops::LoraStackGrads gpu = ops::lora_stack_backward(gys_gpu, x.gpu, bs_gpu, stack_gpu, down_gpu, held.gpu);
+    expect_gpu_matches(held.gpu, held.cpu, tol, what + " grad_x");
+    for (std::size_t i = 0; i < outs.size(); ++i) {
+      expect_gpu_matches(gpu.grad_a[i], cpu.grad_a[i], tol, what + " grad_a " + std::to_string(i));
+      expect_gpu_matches(gpu.grad_b[i], cpu.grad_b[i], tol, what + " grad_b " + std::to_string(i));
+    }
   }
 }
 

@@ -3,6 +3,8 @@
 // with and without the bias and the input gradient; gemm_add on its own; shapes refused.
 #include <gtest/gtest.h>
 
+#include <vector>
+
 #include "ops/elementwise/elementwise.h"
 #include "ops/gemm/linear.h"
 #include "ops/gemm/lora_linear.h"
@@ -73,6 +75,41 @@ TEST(LoraLinear, RefusesUpdatesThatDoNotFitTheWeight) {
                Error);
   EXPECT_THROW(ops::lora_linear_forward(x, w, Tensor(), random_tensor({2, 6}, 3), random_tensor({5, 3}, 4), 1.0),
                Error);
+}
+
+// Updates of one input stacked (q, k, v with ranks 2, 1 and 3): each output and gradient equals
+// its update alone, the input gradient the sum of theirs, added to what grad_x held.
+TEST(LoraStack, EqualsEachUpdateAlone) {
+  const std::int64_t rows = 7, in = 6;
+  const std::vector<std::int64_t> outs{5, 2, 4}, ranks{2, 1, 3};
+  const double scale = 0.75;
+  Tensor x = random_tensor({rows, in}, 40);
+  std::vector<Tensor> as, bs, gys;
+  for (std::size_t i = 0; i < outs.size(); ++i) {
+    as.push_back(random_tensor({ranks[i], in}, 41 + i));
+    bs.push_back(random_tensor({outs[i], ranks[i]}, 51 + i));
+    gys.push_back(random_tensor({rows, outs[i]}, 61 + i));
+  }
+  const ops::LoraStack stack = ops::stack_lora(as, scale);
+  EXPECT_EQ(stack.offsets, (std::vector<std::int64_t>{0, 2, 3, 6}));
+  const Tensor down = ops::lora_stacked_down(x, stack);
+  Tensor held = random_tensor({rows, in}, 70), grad_x = held.contiguous().clone();
+  const ops::LoraStackGrads grads = ops::lora_stack_backward(gys, x, bs, stack, down, grad_x);
+  Tensor want_grad_x = held;
+  for (std::size_t i = 0; i < outs.size(); ++i) {
+    const Tensor zero_w = Tensor::zeros({outs[i], in}, x.dtype());
+    const ops::LoraLinearOutput alone = ops::lora_linear_forward(x, zero_w, Tensor(), as[i], bs[i], scale);
+    Tensor y = Tensor::zeros({rows, outs[i]}, x.dtype());
+    ops::add_lora_up(y, ops::stacked_down_of(down, stack, i), bs[i]);
+    EXPECT_LE(max_abs_diff(y, alone.y), 1e-12) << "update " << i;
+    const ops::LoraLinearGrads want =
+        ops::lora_linear_backward(gys[i], x, zero_w, as[i], bs[i], alone.down, scale, {.x = true, .weight = false});
+    EXPECT_LE(max_abs_diff(grads.grad_a[i], want.grad_a), 1e-12) << "update " << i;
+    EXPECT_LE(max_abs_diff(grads.grad_b[i], want.grad_b), 1e-12) << "update " << i;
+    want_grad_x = ops::add_forward(want_grad_x, want.base.grad_x);
+  }
+  EXPECT_LE(max_abs_diff(grad_x, want_grad_x), 1e-12);
+  EXPECT_THROW(ops::stack_lora({as[0], random_tensor({2, in + 1}, 80)}, scale), Error);
 }
 
 TEST(GemmAdd, AddsTheProductInPlaceAndRefusesAnotherShape) {
