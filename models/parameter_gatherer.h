@@ -11,7 +11,8 @@
 //   prefix encoder around the P-Tuning prefix computation (the tape keeps what it saved)
 //
 // A gatherer that can multiply by a layer's weights as it holds them may let the layer skip
-// its gather (multiplies_held below): models/quant/'s 4-bit base on a decode step.
+// its gather (multiplies_held below): models/quant/'s 4-bit base on a decode step, a short
+// prefill or an evaluation batch.
 //
 // train/zero/zero3_partitioner.h implements the gatherer with all-gathers of each module's flat
 // shards, and may start gathering the modules it expects next while one computes (its
@@ -55,8 +56,8 @@ class ParameterGatherer {
 
   // Whether a forward of `module` on `rows` tokens that records no gradient may skip gather()
   // and release(), because the gatherer multiplies by the weights as it holds them (the 4-bit
-  // base's GEMV on a decode step: models/quant/). Then each linear of the module asks
-  // held_linear() first. None by default: ZeRO-3 must gather.
+  // base's GEMV or GEMM on up to a few hundred tokens: models/quant/). Then each linear of the
+  // module asks held_linear() first. None by default: ZeRO-3 must gather.
   virtual bool multiplies_held(const ModuleRef& /*module*/, std::int64_t /*rows*/) const { return false; }
   // x [rows, in] · weightᵀ (+ bias) read from `weight` as held, in x's dtype; nullopt for a
   // weight the gatherer does not hold (one kept dense), which the caller multiplies as it is.

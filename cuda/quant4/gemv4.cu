@@ -38,41 +38,6 @@ constexpr int kChunkValues = 32;  // one lane's 16 bytes of codes
 constexpr int kMaxWarpsPerBlock = 4;
 constexpr auto kMaxRows = static_cast<int>(kGemv4MaxRows);
 
-template <typename D>
-__device__ __forceinline__ float round_to(float v) {
-  if constexpr (std::is_same_v<D, __nv_bfloat16>)
-    return __bfloat162float(__float2bfloat16_rn(v));
-  else if constexpr (std::is_same_v<D, __half>)
-    return __half2float(__float2half_rn(v));
-  else
-    return v;
-}
-
-// A weight value as dequantize_4bit writes it in W and the GEMM then reads it in T. __fmul_rn:
-// the product is rounded on its own, never fused with the multiply-add that follows.
-template <typename T, typename W>
-__device__ __forceinline__ float weight_value(const float* book, unsigned code, float scale) {
-  const float value = __fmul_rn(book[code], scale);
-  if constexpr (std::is_same_v<T, W>)
-    return round_to<T>(value);
-  else
-    return round_to<T>(round_to<W>(value));
-}
-
-// Two values rounded to D and back, one conversion for the pair (the same bits as each alone).
-template <typename D>
-__device__ __forceinline__ void round_pair(float& a, float& b) {
-  if constexpr (std::is_same_v<D, __nv_bfloat16>) {
-    const __nv_bfloat162 pair = __floats2bfloat162_rn(a, b);
-    a = __low2float(pair);
-    b = __high2float(pair);
-  } else if constexpr (std::is_same_v<D, __half>) {
-    const __half2 pair = __floats2half2_rn(a, b);
-    a = __low2float(pair);
-    b = __high2float(pair);
-  }
-}
-
 // weight_value for the two codes of a byte, given as byte offsets into the book (4 * code).
 template <typename T, typename W>
 __device__ __forceinline__ void weight_pair(const float* book, unsigned first_offset, unsigned second_offset,

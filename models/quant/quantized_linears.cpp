@@ -3,7 +3,6 @@
 #include <sstream>
 
 #include "autograd/grad_mode.h"
-#include "cuda/quant4/gemv4.cuh"
 #include "models/weights/hf_names.h"
 #include "runtime/error.h"
 
@@ -50,7 +49,7 @@ void QuantizedLinears::release(const ModuleRef& module) {
 
 bool QuantizedLinears::multiplies_held(const ModuleRef& module, std::int64_t rows) const {
   return module.kind == ModuleKind::kLayer && module.layer < static_cast<std::int64_t>(by_layer_.size()) &&
-         !by_layer_[static_cast<std::size_t>(module.layer)].empty() && rows >= 1 && rows <= cuda::kGemv4MaxRows;
+         !by_layer_[static_cast<std::size_t>(module.layer)].empty() && multiplies_packed(rows, compute_dtype_);
 }
 
 std::optional<Tensor> QuantizedLinears::held_linear(const Variable& weight, const Tensor& x, const Tensor& bias) const {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cuda/quant4/dequantize4.cuh"
+#include "cuda/quant4/gemm4.cuh"
 #include "cuda/quant4/gemv4.cuh"
 #include "ops/gemm/linear.h"
 #include "ops/quant4/blockwise.h"
@@ -46,43 +47,33 @@ Tensor dequantize_cpu(const Quant4Weight& w, DType dtype) {
   return cpu_tensor(values, DType::kF32).to(dtype).view(Shape(w.state.shape));
 }
 
-// The weight's device pointers as cuda/quant4's kernels read them.
-cuda::Packed4Weight device_view(const Quant4Weight& w) {
-  cuda::Packed4Weight view{.packed = w.packed.data<std::uint8_t>(),
-                           .nf4 = w.state.type == Quant4Type::kNf4,
-                           .n = w.state.numel(),
-                           .blocksize = w.state.blocksize};
-  if (w.state.nested) {
-    view.absmax_codes = w.absmax.data<std::uint8_t>();
-    view.nested_absmax = w.nested_absmax.data<float>();
-    view.nested_map = w.nested_map.data<float>();
-    view.nested_offset = w.state.nested->offset;
-    view.nested_blocksize = w.state.nested->blocksize;
-  } else {
-    view.absmax = w.absmax.data<float>();
-  }
-  return view;
-}
-
 Tensor dequantize_gpu(const Quant4Weight& w, DType dtype) {
   Tensor out = Tensor::empty(Shape(w.state.shape), dtype, w.device(), current_stream());
-  cuda::dequantize_4bit({.weight = device_view(w), .out = out.data_ptr(), .out_dtype = dtype}, current_stream());
+  cuda::dequantize_4bit({.weight = packed4_view(w), .out = out.data_ptr(), .out_dtype = dtype}, current_stream());
   return out;
 }
 
+// The arguments of both kernels on the packed weight (their structs hold the same fields).
+template <typename Args>
+Args packed_linear_args(const Quant4Weight& w, const Tensor& x, const Tensor& bias, Tensor& y) {
+  return {.weight = packed4_view(w),
+          .rows = x.size(0),
+          .in_features = w.state.shape[1],
+          .out_features = w.state.shape[0],
+          .x = x.data_ptr(),
+          .bias = bias.defined() ? bias.data_ptr() : nullptr,
+          .y = y.data_ptr(),
+          .dtype = x.dtype(),
+          .weight_dtype = w.state.dtype};
+}
+
+// The 4-bit GEMV for a decode step's few rows, the 4-bit GEMM for more.
 Tensor linear_gpu(const Quant4Weight& w, const Tensor& x, const Tensor& bias) {
-  const std::int64_t rows = x.size(0), out_features = w.state.shape[0];
-  Tensor y = Tensor::empty({rows, out_features}, x.dtype(), x.device(), current_stream());
-  cuda::gemv_4bit({.weight = device_view(w),
-                   .rows = rows,
-                   .in_features = w.state.shape[1],
-                   .out_features = out_features,
-                   .x = x.data_ptr(),
-                   .bias = bias.defined() ? bias.data_ptr() : nullptr,
-                   .y = y.data_ptr(),
-                   .dtype = x.dtype(),
-                   .weight_dtype = w.state.dtype},
-                  current_stream());
+  Tensor y = Tensor::empty({x.size(0), w.state.shape[0]}, x.dtype(), x.device(), current_stream());
+  if (x.size(0) <= cuda::kGemv4MaxRows)
+    cuda::gemv_4bit(packed_linear_args<cuda::Gemv4Args>(w, x, bias, y), current_stream());
+  else
+    cuda::gemm_4bit(packed_linear_args<cuda::Gemm4Args>(w, x, bias, y), current_stream());
   return y;
 }
 
@@ -108,6 +99,27 @@ void require_finite_scales(const Tensor& scales, const std::string& name) {
 
 }  // namespace
 
+bool multiplies_packed(std::int64_t rows, DType dtype) {
+  return rows >= 1 && (rows <= cuda::kGemv4MaxRows || (rows <= cuda::kGemm4MaxRows && cuda::gemm_4bit_takes(dtype)));
+}
+
+cuda::Packed4Weight packed4_view(const Quant4Weight& w) {
+  cuda::Packed4Weight view{.packed = w.packed.data<std::uint8_t>(),
+                           .nf4 = w.state.type == Quant4Type::kNf4,
+                           .n = w.state.numel(),
+                           .blocksize = w.state.blocksize};
+  if (w.state.nested) {
+    view.absmax_codes = w.absmax.data<std::uint8_t>();
+    view.nested_absmax = w.nested_absmax.data<float>();
+    view.nested_map = w.nested_map.data<float>();
+    view.nested_offset = w.state.nested->offset;
+    view.nested_blocksize = w.state.nested->blocksize;
+  } else {
+    view.absmax = w.absmax.data<float>();
+  }
+  return view;
+}
+
 std::int64_t Quant4Weight::nbytes() const {
   std::int64_t total = 0;
   for (const Tensor* t : {&packed, &absmax, &nested_absmax, &nested_map})
@@ -124,7 +136,7 @@ Tensor Quant4Weight::linear(const Tensor& x, const Tensor& bias) const {
              "4-bit linear: x " + shape_str(x.shape()) + " does not match the weight " + shape_str(Shape(state.shape)));
   ZT_REQUIRE(x.device() == device() && (!bias.defined() || (bias.device() == device() && bias.dtype() == x.dtype())),
              "4-bit linear: x and the bias must be on the weight's device, the bias in x's dtype");
-  if (device().is_cpu() || x.size(0) == 0 || x.size(0) > cuda::kGemv4MaxRows)
+  if (device().is_cpu() || !multiplies_packed(x.size(0), x.dtype()))
     return ops::linear_forward(x, dequantize(state.dtype).to(x.dtype()), bias);
   return linear_gpu(*this, x.contiguous(), bias.defined() ? bias.contiguous() : bias);
 }

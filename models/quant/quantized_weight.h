@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "cuda/quant4/packed4.cuh"
 #include "models/quant/quant_state.h"
 #include "tensor/safetensors/safetensors.h"
 #include "tensor/safetensors/safetensors_index.h"
@@ -34,16 +35,24 @@ struct Quant4Weight {
   // cuda/quant4's kernel on a GPU: the same bits).
   Tensor dequantize(DType dtype) const;
   // x [rows, in_features] · weightᵀ (+ bias [out_features]) in x's dtype, the weight read as
-  // dequantize(state.dtype) converted to x's dtype. On a GPU, up to cuda::kGemv4MaxRows rows run
-  // cuda/quant4's 4-bit GEMV on the packed codes (the weight is never written out whole; the
-  // result equals dequantize-then-GEMM up to the order of the sums); more rows, and the CPU,
-  // dequantize and call ops::linear_forward (on the CPU: the gather path's bits).
+  // dequantize(state.dtype) converted to x's dtype. On a GPU, rows that multiplies_packed takes
+  // run on the packed codes (the weight is never written out whole; the result equals
+  // dequantize-then-GEMM up to the order of the sums): up to cuda::kGemv4MaxRows cuda/quant4's
+  // 4-bit GEMV, up to cuda::kGemm4MaxRows of bfloat16 or float16 its 4-bit GEMM. More rows, and
+  // the CPU, dequantize and call ops::linear_forward (on the CPU: the gather path's bits).
   Tensor linear(const Tensor& x, const Tensor& bias = Tensor()) const;
   Quant4Weight to(Device device) const;
   // CPU tensors named as bitsandbytes names them: `name` (uint8 [(n + 1) / 2, 1]), name.absmax,
   // name.quant_map, [name.nested_absmax, name.nested_quant_map,] name.quant_state.bitsandbytes__*.
   NamedTensors checkpoint_tensors(const std::string& name) const;
 };
+
+// Whether a GPU linear of `rows` rows (1 or more) of `dtype` multiplies the packed weight (the
+// 4-bit GEMV or GEMM) rather than dequantizing it first.
+bool multiplies_packed(std::int64_t rows, DType dtype);
+
+// The weight's device pointers as cuda/quant4's kernels read them.
+cuda::Packed4Weight packed4_view(const Quant4Weight& w);
 
 // Quantizes `weight` (any float dtype, any device; read on the CPU) as bitsandbytes'
 // quantize_4bit does, its state recording the weight's dtype. Throws zt::Error naming `name`

@@ -9,21 +9,17 @@
 
 #include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "cuda/quant4/gemm4.cuh"
 #include "cuda/quant4/gemv4.cuh"
 #include "models/quant/quantized_weight.h"
 #include "tests/common/test_util.h"
+#include "tests/cuda/quant4/product_reference.h"
 
 namespace zt::models::quant {
 namespace {
-
-// Half the spacing of dtype's numbers relative to a value: the rounding of y.
-double rounding(DType dtype) {
-  return dtype == DType::kBF16  ? std::ldexp(1.0, -8)
-         : dtype == DType::kF16 ? std::ldexp(1.0, -11)
-                                : std::ldexp(1.0, -24);
-}
 
 struct Case {
   std::int64_t n, k;
@@ -36,30 +32,6 @@ std::string describe(const Case& c, Quant4Type type, bool nested, std::int64_t b
   text += std::to_string(blocksize) + " stored " + dtype_name(stored) + " x " + dtype_name(dtype) + " rows ";
   text += std::to_string(rows) + (bias ? " bias" : "");
   return text;
-}
-
-// y from the GPU against sum_k x[m, k] * w[n, k] (+ bias) in double. The GPU sums the same
-// products in float in another order: each partial sum may be off by a float rounding, so the
-// difference is at most K * 2^-24 * sum_k |x w| (the bound on a float sum of K terms), plus the
-// rounding of y to its dtype.
-void expect_near_reference(const Tensor& y_gpu, const Tensor& x, const Tensor& dense, const Tensor& bias,
-                           const std::string& what) {
-  const std::vector<double> y = y_gpu.to(Device::cpu(), DType::kF32).to_vector();
-  const std::vector<double> xs = x.to(DType::kF32).to_vector(), ws = dense.to(DType::kF32).to_vector();
-  const std::vector<double> bs = bias.defined() ? bias.to(DType::kF32).to_vector() : std::vector<double>();
-  const std::int64_t rows = x.size(0), k = x.size(1), n = dense.size(0);
-  for (std::int64_t m = 0; m < rows; ++m)
-    for (std::int64_t j = 0; j < n; ++j) {
-      double sum = bs.empty() ? 0.0 : bs[static_cast<std::size_t>(j)], magnitude = std::fabs(sum);
-      for (std::int64_t i = 0; i < k; ++i) {
-        const double product = xs[static_cast<std::size_t>(m * k + i)] * ws[static_cast<std::size_t>(j * k + i)];
-        sum += product;
-        magnitude += std::fabs(product);
-      }
-      const double order = static_cast<double>(k + 1) * std::ldexp(1.0, -24) * magnitude;
-      const double tolerance = order + rounding(y_gpu.dtype()) * (std::fabs(sum) + order);
-      ASSERT_NEAR(y[static_cast<std::size_t>(m * n + j)], sum, tolerance) << what << " y[" << m << ", " << j << "]";
-    }
 }
 
 TEST(Gemv4Gpu, MatchesTheCpuReferenceUpToTheOrderOfTheSum) {
@@ -128,15 +100,20 @@ TEST(Gemv4Gpu, EachWeightIsTheDequantizedValueExactly) {
           }
 }
 
-// More rows than the GEMV takes go through the dequantized weight and cuBLASLt, the same values.
-TEST(Gemv4Gpu, MoreRowsThanTheKernelTakesDequantizeFirst) {
+// More rows than the 4-bit kernels take, and float32 rows past the GEMV's (the GEMM takes
+// bfloat16 and float16 only), go through the dequantized weight and cuBLASLt: the same values.
+TEST(Gemv4Gpu, MoreRowsThanTheKernelsTakeDequantizeFirst) {
   ZT_SKIP_WITHOUT_GPU();
   const Tensor w = Tensor::normal({40, 128}, 9, 0, 0.0, 0.02, DType::kBF16);
   const Quant4Weight cpu = quantize_weight(w, {}, "w");
-  const Tensor x = Tensor::normal({cuda::kGemv4MaxRows + 3, 128}, 10, 0, 0.0, 1.0, DType::kBF16);
-  const Tensor y = cpu.to(Device::cuda()).linear(x.to(Device::cuda()));
-  ASSERT_EQ(y.shape(), (Shape{cuda::kGemv4MaxRows + 3, 40}));
-  expect_near_reference(y, x, cpu.dequantize(DType::kBF16), Tensor(), "11 rows");
+  for (const auto& [rows, dtype] :
+       {std::pair{cuda::kGemm4MaxRows + 3, DType::kBF16}, std::pair{cuda::kGemv4MaxRows + 3, DType::kF32}}) {
+    const Tensor x = Tensor::normal({rows, 128}, 10, 0, 0.0, 1.0, DType::kF32).to(dtype);
+    const Tensor y = cpu.to(Device::cuda()).linear(x.to(Device::cuda()));
+    ASSERT_EQ(y.shape(), (Shape{rows, 40}));
+    expect_near_reference(y, x, cpu.dequantize(DType::kBF16).to(dtype), Tensor(),
+                          std::to_string(rows) + " rows of " + dtype_name(dtype));
+  }
 }
 
 }  // namespace
