@@ -12,11 +12,11 @@
 #include "cli/flags.h"
 #include "cli/four_bit_base.h"
 #include "cli/generation_flags.h"
+#include "runtime/enum_names.h"
 #include "runtime/error.h"
 #include "runtime/log.h"
 #include "runtime/usage_error.h"
 #include "text/tokenizer/tokenizer.h"
-#include "train/args/enum_names.h"
 #include "train/args/training_arguments.h"
 #include "train/data/dataset.h"
 #include "train/data/sample_encoding.h"
@@ -58,8 +58,8 @@ FlagTable flag_table() {
                        {.name = "--overlong_samples",
                         .kind = FlagKind::kChoice,
                         .help = "truncate (cut the prompt, keep the last reply) or skip",
-                        .default_value = train::name_of(training.overlong_samples),
-                        .choices = train::enum_name_list<train::Overlong>()},
+                        .default_value = name_of(training.overlong_samples),
+                        .choices = enum_name_list<train::Overlong>()},
                        {.name = "--train_on_prompt",
                         .kind = FlagKind::kBool,
                         .help = "score every token of a conversation, not only the replies"},
@@ -79,7 +79,7 @@ train::EncodeOptions encode_options(const Flags& flags) {
                                .train_on_prompt = flags.is_true("--train_on_prompt"),
                                .overlong = training.overlong_samples};
   if (flags.count("--overlong_samples"))
-    options.overlong = *train::enum_from_name<train::Overlong>(flags.at("--overlong_samples"));
+    options.overlong = *enum_from_name<train::Overlong>(flags.at("--overlong_samples"));
   ZT_REQUIRE_USAGE(options.max_length > 1, "--max_length must be at least 2: one token predicts the next");
   return options;
 }

@@ -5,12 +5,18 @@
 //   constexpr EnumName<Level> kLevelNames[] = {{Level::kDebug, "debug"}, {Level::kInfo, "info"}};
 //   name_of(kLevelNames, Level::kInfo) == "info"
 //   parse_name(kLevelNames, "loud", "log level") throws "unknown log level 'loud'; use one of debug, info"
+//
+// Code generic over enums (the argument tables of train/args/) finds a table through the enum's
+// type instead: beside the enum, `constexpr const auto& enum_names(Level) { return kLevelNames; }`,
+// and then name_of(Level::kInfo), enum_from_name<Level>("info") and enum_name_list<Level>().
 #pragma once
 
 #include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <vector>
 
 #include "runtime/error.h"
 
@@ -66,6 +72,24 @@ E parse_name(const EnumName<E> (&table)[N], const EnumName<E> (&aliases)[M], std
              std::string_view what) {
   if (std::optional<E> value = find_value(aliases, name)) return *value;
   return parse_name(table, name, what);
+}
+
+// The forms keyed by the enum's type, through its `enum_names(E)` (found beside the enum).
+template <typename E>
+requires std::is_enum_v<E>
+const char* name_of(E value) { return name_of(enum_names(value), value, ""); }
+
+template <typename E>
+requires std::is_enum_v<E> std::optional<E> enum_from_name(std::string_view name) {
+  return find_value(enum_names(E{}), name);
+}
+
+// Every name in the table's order, for the choices a flag lists.
+template <typename E>
+requires std::is_enum_v<E> std::vector<std::string> enum_name_list() {
+  std::vector<std::string> names;
+  for (const EnumName<E>& entry : enum_names(E{})) names.emplace_back(entry.name);
+  return names;
 }
 
 }  // namespace zt

@@ -2,9 +2,9 @@
 
 #include "models/quant/quantized_linears.h"
 #include "ops/quant4/blockwise.h"
+#include "runtime/enum_names.h"
 #include "runtime/error.h"
 #include "train/args/base_quantization.h"
-#include "train/args/enum_names.h"
 
 namespace zt::train {
 namespace {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "runtime/dtype.h"
 #include "runtime/log.h"
@@ -14,6 +15,7 @@ enum class Color { kRed, kGreen, kBlue };
 
 constexpr EnumName<Color> kColors[] = {{Color::kRed, "red"}, {Color::kGreen, "green"}};
 constexpr EnumName<Color> kColorAliases[] = {{Color::kRed, "crimson"}};
+constexpr const auto& enum_names(Color) { return kColors; }
 
 TEST(EnumNames, NameOfGivesTheTablesNameOrTheFallback) {
   EXPECT_STREQ(name_of(kColors, Color::kGreen), "green");
@@ -53,6 +55,15 @@ TEST(EnumNames, AliasesParseButAreNotListed) {
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()), "unknown color 'teal'; use one of red, green");
   }
+}
+
+// Code generic over enums finds the table through the enum's type.
+TEST(EnumNames, TheTypeKeyedFormsReadTheTableFoundBesideTheEnum) {
+  EXPECT_STREQ(name_of(Color::kGreen), "green");
+  EXPECT_STREQ(name_of(Color::kBlue), "");
+  EXPECT_EQ(enum_from_name<Color>("red"), Color::kRed);
+  EXPECT_FALSE(enum_from_name<Color>("blue").has_value());
+  EXPECT_EQ(enum_name_list<Color>(), (std::vector<std::string>{"red", "green"}));
 }
 
 // The converted tables keep the names and messages they had.

@@ -1,6 +1,6 @@
 #include "train/args/base_quantization.h"
 
-#include "train/args/enum_names.h"
+#include "runtime/enum_names.h"
 
 namespace zt::train {
 namespace {

@@ -4,7 +4,6 @@
 // LLaMA-Factory `llamafactory-cli train args.yaml`).
 #pragma once
 
-#include <array>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -13,38 +12,29 @@
 #include <string_view>
 #include <vector>
 
-#include "train/args/enum_names.h"
+#include "runtime/enum_names.h"
 #include "train/data/sample_encoding.h"
+#include "train/finetuning_type.h"
 
 namespace zt::train {
 
 // When checkpoints are saved (--save_strategy) and the model evaluated (--eval_strategy):
 // HF's IntervalStrategy.
 enum class IntervalStrategy { kNo, kSteps, kEpoch };
-constexpr std::array<EnumName<IntervalStrategy>, 3> enum_names(IntervalStrategy) {
-  return {{{IntervalStrategy::kNo, "no"}, {IntervalStrategy::kSteps, "steps"}, {IntervalStrategy::kEpoch, "epoch"}}};
-}
+inline constexpr EnumName<IntervalStrategy> kIntervalStrategyNames[] = {
+    {IntervalStrategy::kNo, "no"}, {IntervalStrategy::kSteps, "steps"}, {IntervalStrategy::kEpoch, "epoch"}};
+constexpr const auto& enum_names(IntervalStrategy) { return kIntervalStrategyNames; }
 
-// What is trained (--finetuning_type): every parameter, some layers, LoRA matrices beside the
-// frozen model, or a P-Tuning v2 prefix (train/finetuning.h).
-enum class FinetuningType { kFull, kFreeze, kLora, kPtuning };
-constexpr std::array<EnumName<FinetuningType>, 4> enum_names(FinetuningType) {
-  return {{{FinetuningType::kFull, "full"},
-           {FinetuningType::kFreeze, "freeze"},
-           {FinetuningType::kLora, "lora"},
-           {FinetuningType::kPtuning, "ptuning"}}};
-}
+// --finetuning_type names train/finetuning_type.h's FinetuningType.
 
 // --overlong_samples names train/data/sample_encoding.h's Overlong.
-constexpr std::array<EnumName<Overlong>, 2> enum_names(Overlong) {
-  return {{{Overlong::kTruncate, "truncate"}, {Overlong::kSkip, "skip"}}};
-}
+inline constexpr EnumName<Overlong> kOverlongNames[] = {{Overlong::kTruncate, "truncate"}, {Overlong::kSkip, "skip"}};
+constexpr const auto& enum_names(Overlong) { return kOverlongNames; }
 
 // --padding: a micro-batch's samples back to back, or each padded to the longest of them.
 enum class Padding { kNone, kLongest };
-constexpr std::array<EnumName<Padding>, 2> enum_names(Padding) {
-  return {{{Padding::kNone, "none"}, {Padding::kLongest, "longest"}}};
-}
+inline constexpr EnumName<Padding> kPaddingNames[] = {{Padding::kNone, "none"}, {Padding::kLongest, "longest"}};
+constexpr const auto& enum_names(Padding) { return kPaddingNames; }
 
 struct TrainingArguments {
   // Model and output.

@@ -17,10 +17,10 @@
 #include "runtime/log.h"
 #include "runtime/usage_error.h"
 #include "tensor/safetensors/safetensors_index.h"
-#include "train/args/training_arguments.h"
 #include "train/checkpoint/checkpoint.h"
 #include "train/checkpoint/optimizer_state_files.h"
 #include "train/checkpoint/streamed_safetensors.h"
+#include "train/finetuning_type.h"
 
 namespace zt::train {
 namespace {
