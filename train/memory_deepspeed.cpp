@@ -13,22 +13,12 @@ namespace {
 
 using nlohmann::json;
 
-// A block's "enabled" where the config sets it to true or false ("auto" and absence leave it
-// to the flags).
-std::optional<bool> enabled(const json& config, const char* block) {
-  if (!config.contains(block) || !config[block].is_object()) return std::nullopt;
-  const json& value = config[block].value("enabled", json());
-  return value.is_boolean() ? std::optional<bool>(value.get<bool>()) : std::nullopt;
-}
-
-// The working dtype a config sets: bf16 (either of its names) or fp16 enabled, or both
-// disabled (float32). nullopt when it leaves the precision to the flags.
-std::optional<DType> config_dtype(const json& config) {
-  const std::optional<bool> bf16 = enabled(config, "bf16") ? enabled(config, "bf16") : enabled(config, "bfloat16");
-  const std::optional<bool> fp16 = enabled(config, "fp16");
-  if (bf16.value_or(false)) return DType::kBF16;
-  if (fp16.value_or(false)) return DType::kF16;
-  if (bf16 && fp16) return DType::kF32;
+// The working dtype the config decides: fp16 or bf16 enabled, or both set disabled (float32).
+// nullopt where it leaves the precision to the flags.
+std::optional<DType> config_dtype(const DeepSpeedConfig& config) {
+  if (config.fp16) return DType::kF16;
+  if (config.bf16) return DType::kBF16;
+  if (config.precision_set) return DType::kF32;
   return std::nullopt;
 }
 
@@ -43,7 +33,11 @@ DeepSpeedMemorySettings memory_settings_from_deepspeed(const std::string& path_o
   DeepSpeedMemorySettings out{flags, source};
   MemorySettings& s = out.settings;
 
-  if (const std::optional<DType> dtype = config_dtype(config)) {
+  // Every key is judged as `zerotune train` judges it; the values HF compares with training
+  // flags are checked when `zerotune train` runs the config. An "auto" precision is --dtype's.
+  const DeepSpeedConfig parsed = parse_deepspeed_without_flags(
+      config, hidden_size, source, {.fp16 = flags.dtype == DType::kF16, .bf16 = flags.dtype == DType::kBF16});
+  if (const std::optional<DType> dtype = config_dtype(parsed)) {
     ZT_REQUIRE_USAGE(!given.dtype || *dtype == flags.dtype, source + " trains in " + dtype_name(*dtype) +
                                                                 " but --dtype is " + dtype_name(flags.dtype) +
                                                                 ": drop --dtype or change the config");
@@ -57,9 +51,6 @@ DeepSpeedMemorySettings memory_settings_from_deepspeed(const std::string& path_o
     s.micro_batch = micro.get<std::int64_t>();
   }
 
-  // Every key is judged as `zerotune train` judges it; the values HF compares with training
-  // flags are checked when `zerotune train` runs the config.
-  const DeepSpeedConfig parsed = parse_deepspeed_without_flags(config, hidden_size, source);
   s.stage = parsed.zero.stage;
   s.offload = parsed.zero.offload_optimizer;
   s.offload_ratio = parsed.zero.offload_ratio;

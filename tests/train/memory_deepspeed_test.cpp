@@ -65,6 +65,18 @@ TEST(MemoryDeepSpeed, PrecisionAndMicroBatchComeFromTheConfigWhereItSetsThem) {
       << "the rest of the config changes no memory and is not checked against flags the estimate lacks";
 }
 
+// HF fills an "auto" enabled from --fp16 and --bf16; the estimate fills it from --dtype.
+TEST(MemoryDeepSpeed, AnAutoPrecisionIsTheEstimatesDtype) {
+  const std::string both_auto = R"({"fp16": {"enabled": "auto"}, "bf16": {"enabled": "auto"}})";
+  MemorySettings half = flags();
+  half.dtype = DType::kF16;
+  EXPECT_EQ(memory_settings_from_deepspeed(both_auto, half, {.dtype = true}, kHidden).settings.dtype, DType::kF16);
+  EXPECT_EQ(read(both_auto, {.dtype = true}).dtype, DType::kBF16);
+  EXPECT_EQ(read(R"({"fp16": {"enabled": false}, "bf16": {"enabled": "auto"}})", {.dtype = true}).dtype, DType::kBF16);
+  EXPECT_EQ(read(R"({"fp16": {"loss_scale_window": 100}, "bf16": {"enabled": false}})").dtype, DType::kBF16)
+      << "fp16 sets no enabled: the flags decide";
+}
+
 TEST(MemoryDeepSpeed, AFlagThatContradictsTheConfigIsRefused) {
   try {
     read(R"({"train_micro_batch_size_per_gpu": 8})", {.micro_batch = true});

@@ -161,14 +161,19 @@ DeepSpeedConfig parse_deepspeed_config(const nlohmann::json& ds, int world_size,
   return as_usage_error([&] { return read_config(ds, world_size, source); });
 }
 
-DeepSpeedConfig parse_deepspeed_without_flags(nlohmann::json ds, std::int64_t hidden_size, const std::string& source) {
+DeepSpeedConfig parse_deepspeed_without_flags(nlohmann::json ds, std::int64_t hidden_size, const std::string& source,
+                                              PrecisionFlags precision) {
   ZT_REQUIRE(ds.is_object(), source + " must hold a JSON object, got " + ds.dump());
   for (const char* key : {"train_batch_size", "gradient_accumulation_steps"}) ds.erase(key);
   ds["train_micro_batch_size_per_gpu"] = 1;
   // A schedule long enough that no warmup written in the config outlasts it; the flags' values
   // are the context's defaults, each of its flag's shape.
   constexpr std::int64_t kLongRun = 1'000'000'000;
-  const AutoFillContext context{.hidden_size = hidden_size, .total_steps = kLongRun, .compare_with_flags = false};
+  const AutoFillContext context{.fp16 = precision.fp16,
+                                .bf16 = precision.bf16,
+                                .hidden_size = hidden_size,
+                                .total_steps = kLongRun,
+                                .compare_with_flags = false};
   as_usage_error([&] { fill_hf_auto(ds, context, source); });
   return parse_deepspeed_config(ds, 1, source);
 }

@@ -38,6 +38,9 @@ struct DeepSpeedConfig {
   bool fp16 = false;
   LossScalerConfig loss_scaler;
   bool bf16 = false;
+  // Whether both blocks set "enabled" (as written, or an "auto" HF filled from the flags):
+  // both disabled then means float32, where an absent block leaves the precision to the flags.
+  bool precision_set = false;
   ZeroConfig zero;
   std::optional<std::int64_t> steps_per_print;
   bool wall_clock_breakdown = false;  // per-phase step times in the log (train/report/wall_clock_breakdown.h)
@@ -82,7 +85,14 @@ DeepSpeedConfig parse_deepspeed_text(std::string_view json_text, const AutoFillC
 // error for a key zerotune refuses), the batch triple left out, each "auto" HF Trainer fills
 // from a flag given a value of its shape, and the ZeRO sizes that follow the model filled from
 // `hidden_size` as HF fills them. Values HF compares with its flags are checked by `train`.
-DeepSpeedConfig parse_deepspeed_without_flags(nlohmann::json ds, std::int64_t hidden_size, const std::string& source);
+// The fp16 and bf16 "enabled" that are "auto" take `precision`, the estimate's --dtype, as HF
+// fills them from --fp16 and --bf16.
+struct PrecisionFlags {
+  bool fp16 = false;
+  bool bf16 = false;
+};
+DeepSpeedConfig parse_deepspeed_without_flags(nlohmann::json ds, std::int64_t hidden_size, const std::string& source,
+                                              PrecisionFlags precision = {});
 
 // --deepspeed's config as written, read once before anything is filled or typed: its JSON
 // object and how messages name it (its path, or "the deepspeed config in the arguments").

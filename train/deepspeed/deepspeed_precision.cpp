@@ -1,6 +1,7 @@
 // The fp16 and bf16 blocks as DeepSpeed's DeepSpeedFP16Config and DeepSpeedBF16Config models
 // read them (runtime/precision_config.py), bf16 also under its older name bfloat16.
 #include <cmath>
+#include <utility>
 
 #include "train/deepspeed/deepspeed_blocks.h"
 
@@ -51,7 +52,9 @@ bool read_bf16(ConfigBlock block, std::vector<std::string>& warnings) {
 }  // namespace
 
 void read_precision(ConfigBlock& root, DeepSpeedConfig& config) {
-  read_fp16(root.child("fp16", BlockKind::kModel), config);
+  ConfigBlock fp16 = root.child("fp16", BlockKind::kModel);
+  const bool fp16_set = fp16.has("enabled");
+  read_fp16(std::move(fp16), config);
   // DeepSpeed reads "bf16", and "bfloat16" only when there is no "bf16".
   const nlohmann::json* bf16 = root.value_of("bf16");
   const nlohmann::json* bfloat16 = root.value_of("bfloat16");
@@ -59,7 +62,9 @@ void read_precision(ConfigBlock& root, DeepSpeedConfig& config) {
              root.where("bf16") + " and bfloat16 (its older name) are both given and differ; keep bf16 only");
   const char* name = bf16 || !bfloat16 ? "bf16" : "bfloat16";
   if (bf16 && bfloat16) root.accept_any("bfloat16");  // equal to bf16, read as it
-  config.bf16 = read_bf16(root.child(name, BlockKind::kModel), config.warnings);
+  ConfigBlock bf16_block = root.child(name, BlockKind::kModel);
+  config.precision_set = fp16_set && bf16_block.has("enabled");
+  config.bf16 = read_bf16(std::move(bf16_block), config.warnings);
   ZT_REQUIRE(!(config.fp16 && config.bf16),
              root.where("") + ": fp16 and " + name + " are both enabled; enable one (DeepSpeed refuses both)");
 }
