@@ -1,8 +1,10 @@
 // QLoRA's base linears on the GPU: the 4-bit weight dequantized to bfloat16 by cuda/quant4's
-// kernel, then the bf16 product through cuBLASLt (dequantize-then-cuBLAS: prefill and
-// training), the 4-bit GEMV on the packed weight (a decode step of up to 8 rows), against the
-// same product on a bf16 weight already in memory (plain bf16 LoRA's base). Qwen2.5-7B's layer
-// shapes, NF4 with double quantization; at 1 and 8 rows (decode steps) and 2048 rows (a
+// kernel, then the bf16 product through cuBLASLt (dequantize-then-cuBLAS: long prefills and
+// training), the 4-bit GEMV on the packed weight (a decode step of up to 8 rows), the 4-bit
+// GEMM on the packed weight (9 to kGemm4MaxRows rows: batched decode, short prefills,
+// evaluation), against the same product on a bf16 weight already in memory (plain bf16 LoRA's
+// base). Qwen2.5-7B's layer shapes, NF4 with double quantization; at 1 and 8 rows (decode
+// steps), 16 to 256 rows (the GEMM's range, on q_proj and gate_proj) and 2048 rows (a
 // training micro-batch of 2048 tokens). The timings per layer and row count:
 //   dequantize        the kernel alone; bytes: the codes and scales read, the bf16 weight written
 //   dequantize_gemm   the kernel then the product (what a QLoRA forward of many rows runs per
@@ -10,10 +12,15 @@
 //   gemv4             the 4-bit GEMV (what a decode step runs); bytes: the codes and scales, x
 //                     and y: its copy_fraction is how near the packed weight streams at the
 //                     copy rate
+//   gemm4             the 4-bit GEMM, called directly (what a held layer runs on 9 to
+//                     kGemm4MaxRows rows); bytes as gemv4's; kGemm4MaxRows is the most rows
+//                     at which it beats dequantize_gemm
 //   bf16_gemm         the product on a bf16 weight (the ceiling a fused kernel aims at); bytes:
 //                     the bf16 weight
-// Weight sets rotate so that each iteration reads from DRAM.
+// Weight sets rotate so that each iteration reads from DRAM. TFLOP/s: 2 * rows * K * N.
 //   build/bench/dequantize4_bench --benchmark_counters_tabular=true
+//   build/bench/dequantize4_bench --benchmark_counters_tabular=true \
+//       --benchmark_filter='(q|gate)/(gemm4|dequantize_gemm|bf16_gemm)/rows:(16|32|64|128|256)/'
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -21,9 +28,11 @@
 #include <cstdint>
 #include <initializer_list>
 #include <string>
+#include <vector>
 
 #include "bench/gpu_bench.h"
 #include "cuda/gemm/cublaslt_gemm.h"
+#include "cuda/quant4/gemm4.cuh"
 #include "models/quant/quantized_weight.h"
 #include "runtime/device.h"
 #include "runtime/streams/current_stream.h"
@@ -36,15 +45,17 @@ using models::quant::Quant4Weight;
 
 struct Layer {
   const char* name;
-  std::int64_t k, n;  // in_features, out_features
+  std::int64_t k, n;        // in_features, out_features
+  bool gemm4_rows = false;  // also measured at the 4-bit GEMM's row counts
   double numel() const { return static_cast<double>(k) * static_cast<double>(n); }
+  double flops(std::int64_t rows) const { return 2.0 * static_cast<double>(rows) * numel(); }
 };
 
 const Layer kLayers[] = {
-    {"Qwen7B_q", 3584, 3584},
-    {"Qwen7B_kv", 3584, 512},
-    {"Qwen7B_gate", 3584, 18944},
-    {"Qwen7B_down", 18944, 3584},
+    {"Qwen7B_q", 3584, 3584, true},
+    {"Qwen7B_kv", 3584, 512, false},
+    {"Qwen7B_gate", 3584, 18944, true},
+    {"Qwen7B_down", 18944, 3584, false},
 };
 
 // Quantized on the CPU once per layer, copied to the GPU for each rotating set.
@@ -73,6 +84,7 @@ void BM_Dequantize(benchmark::State& state, const Layer& l, bool with_gemm) {
     if (with_gemm) gemm_into(l, x, dense, out);
   });
   report_bandwidth(state, static_cast<double>(cpu.nbytes()) + 2 * l.numel());
+  if (with_gemm) report_tflops(state, l.flops(rows));
   state.counters["4bit_MiB"] = static_cast<double>(cpu.nbytes()) / (1 << 20);
 }
 
@@ -84,6 +96,31 @@ void BM_Gemv4(benchmark::State& state, const Layer& l) {
   const Tensor x = Tensor::normal({rows, l.k}, 1, 0, 0.0, 1.0, DType::kBF16, Device::cuda());
   time_on_gpu(state, [&] { weights.next().linear(x); });
   report_bandwidth(state, static_cast<double>(cpu.nbytes()) + 2.0 * static_cast<double>(rows * (l.k + l.n)));
+  report_tflops(state, l.flops(rows));
+  state.counters["4bit_MiB"] = static_cast<double>(cpu.nbytes()) / (1 << 20);
+}
+
+// gemm_4bit called directly, so that row counts past kGemm4MaxRows measure it too.
+void BM_Gemm4(benchmark::State& state, const Layer& l) {
+  if (!cuda_available()) return state.SkipWithError("no CUDA GPU");
+  const std::int64_t rows = state.range(0);
+  const Quant4Weight cpu = quantized(l);
+  RotatingSets<Quant4Weight> weights(sets_for(l.numel() / 2), [&](int) { return cpu.to(Device::cuda()); });
+  const Tensor x = Tensor::normal({rows, l.k}, 1, 0, 0.0, 1.0, DType::kBF16, Device::cuda());
+  Tensor out = Tensor::empty({rows, l.n}, DType::kBF16, Device::cuda());
+  time_on_gpu(state, [&] {
+    cuda::gemm_4bit({.weight = models::quant::packed4_view(weights.next()),
+                     .rows = rows,
+                     .in_features = l.k,
+                     .out_features = l.n,
+                     .x = x.data_ptr(),
+                     .y = out.data_ptr(),
+                     .dtype = DType::kBF16,
+                     .weight_dtype = cpu.state.dtype},
+                    current_stream());
+  });
+  report_bandwidth(state, static_cast<double>(cpu.nbytes()) + 2.0 * static_cast<double>(rows * (l.k + l.n)));
+  report_tflops(state, l.flops(rows));
   state.counters["4bit_MiB"] = static_cast<double>(cpu.nbytes()) / (1 << 20);
 }
 
@@ -97,19 +134,32 @@ void BM_Bf16Gemm(benchmark::State& state, const Layer& l) {
   Tensor out = Tensor::empty({rows, l.n}, DType::kBF16, Device::cuda());
   time_on_gpu(state, [&] { gemm_into(l, x, weights.next(), out); });
   report_bandwidth(state, 2 * l.numel());
+  report_tflops(state, l.flops(rows));
+}
+
+// Row counts: `few` for every layer, the 4-bit GEMM's as well where the layer asks for them.
+std::vector<std::int64_t> rows_for(const Layer& l, std::initializer_list<std::int64_t> few, bool then_training) {
+  std::vector<std::int64_t> rows(few);
+  if (l.gemm4_rows)
+    for (std::int64_t r : {16, 32, 64, 128, 256}) rows.push_back(r);
+  if (then_training) rows.push_back(2048);
+  return rows;
 }
 
 const bool kRegistered = [] {
   for (const Layer& l : kLayers) {
     const std::string name = l.name;
-    auto configure = [](benchmark::internal::Benchmark* b, std::initializer_list<std::int64_t> rows) {
+    auto configure = [](benchmark::internal::Benchmark* b, const std::vector<std::int64_t>& rows) {
       b->ArgName("rows")->UseManualTime()->Unit(benchmark::kMicrosecond);
       for (std::int64_t r : rows) b->Arg(r);
     };
     configure(benchmark::RegisterBenchmark((name + "/dequantize").c_str(), BM_Dequantize, l, false), {1, 2048});
-    configure(benchmark::RegisterBenchmark((name + "/dequantize_gemm").c_str(), BM_Dequantize, l, true), {1, 8, 2048});
+    configure(benchmark::RegisterBenchmark((name + "/dequantize_gemm").c_str(), BM_Dequantize, l, true),
+              rows_for(l, {1, 8}, true));
     configure(benchmark::RegisterBenchmark((name + "/gemv4").c_str(), BM_Gemv4, l), {1, 8});
-    configure(benchmark::RegisterBenchmark((name + "/bf16_gemm").c_str(), BM_Bf16Gemm, l), {1, 8, 2048});
+    if (l.gemm4_rows)
+      configure(benchmark::RegisterBenchmark((name + "/gemm4").c_str(), BM_Gemm4, l), rows_for(l, {}, false));
+    configure(benchmark::RegisterBenchmark((name + "/bf16_gemm").c_str(), BM_Bf16Gemm, l), rows_for(l, {1, 8}, true));
   }
   return true;
 }();
