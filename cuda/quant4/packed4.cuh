@@ -1,5 +1,5 @@
 // A bitsandbytes 4-bit tensor on the device (ops/quant4/blockwise.h's layout) as raw pointers:
-// what the dequantize kernel and the 4-bit GEMV read. Host code fills it (models/quant/).
+// what the dequantize kernel, the 4-bit GEMV and the 4-bit GEMM read. Host code fills it (models/quant/).
 #pragma once
 
 #include <cstdint>
