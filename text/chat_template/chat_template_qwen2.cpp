@@ -25,15 +25,8 @@ class Qwen2ChatTemplate final : public ChatTemplate {
     const bool system_first = messages.front().role == "system";
     const std::string system = system_first ? messages.front().content : default_system_;
     qwen::append_turn(out, "system", tools.empty() ? system : system + "\n\n" + qwen::tools_block(tools));
-    for (std::size_t i = system_first ? 1 : 0; i < messages.size(); ++i) {
-      const ChatMessage& m = messages[i];
-      if (m.role == "assistant")
-        qwen::append_answer(out, {chat_text(answer(m), true)});
-      else if (m.role == "tool")
-        qwen::append_tool_response(out, messages, i);
-      else
-        qwen::append_turn(out, m.role, m.content);
-    }
+    qwen::append_messages(out, messages, system_first ? 1 : 0,
+                          [&](std::size_t i) { return std::vector<ChatPart>{chat_text(answer(messages[i]), true)}; });
     if (add_generation_prompt) qwen::append_generation_prompt(out);
     return out;
   }

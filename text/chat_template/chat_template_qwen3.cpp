@@ -71,15 +71,8 @@ class Qwen3ChatTemplate final : public ChatTemplate {
     else if (system_first)
       qwen::append_turn(out, "system", messages.front().content);
     const std::size_t last_query = last_query_index(messages);
-    for (std::size_t i = system_first ? 1 : 0; i < messages.size(); ++i) {
-      const ChatMessage& m = messages[i];
-      if (m.role == "assistant")
-        qwen::append_answer(out, answer(m, i > last_query, i + 1 == messages.size()));
-      else if (m.role == "tool")
-        qwen::append_tool_response(out, messages, i);
-      else
-        qwen::append_turn(out, m.role, m.content);
-    }
+    qwen::append_messages(out, messages, system_first ? 1 : 0,
+                          [&](std::size_t i) { return answer(messages[i], i > last_query, i + 1 == messages.size()); });
     if (add_generation_prompt) {
       qwen::append_generation_prompt(out);
       if (!enable_thinking_) out.push_back(chat_text(kEmptyThink, false));

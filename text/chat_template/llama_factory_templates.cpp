@@ -46,21 +46,17 @@ Spec glm4_spec() {
   return spec;
 }
 
-// As glm4, with each token and "\n" an element of its own, encoded apart as sentencepiece
-// pieces; calls in GLM-4's tool format too.
+// As glm4 (its function slot, tool format, stop words and efficient eos), with each token and
+// "\n" an element of its own, encoded apart as sentencepiece pieces.
 Spec chatglm3_spec() {
-  Spec spec;
+  Spec spec = glm4_spec();
   spec.name = "chatglm3";
   spec.prefix = {"[gMASK]", "sop"};
   spec.user = {"<|user|>", "\n", "{{content}}", "<|assistant|>"};
   spec.assistant = {"\n", "{{content}}"};
   spec.system = {"<|system|>", "\n", "{{content}}"};
-  spec.function = {"{{content}}"};
   spec.observation = {"<|observation|>", "\n", "{{content}}", "<|assistant|>"};
-  spec.tool_format = ToolFormat::kGlm4;
-  spec.stop_words = {"<|user|>", "<|observation|>"};
   spec.tokens = {"[gMASK]", "sop", "<|system|>", "<|user|>", "<|assistant|>", "<|observation|>"};
-  spec.efficient_eos = true;
   return spec;
 }
 

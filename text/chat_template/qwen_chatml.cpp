@@ -50,6 +50,19 @@ void append_tool_response(std::vector<ChatPart>& out, const std::vector<ChatMess
   }
 }
 
+void append_messages(std::vector<ChatPart>& out, const std::vector<ChatMessage>& messages, std::size_t first,
+                     const std::function<std::vector<ChatPart>(std::size_t)>& answer) {
+  for (std::size_t i = first; i < messages.size(); ++i) {
+    const ChatMessage& m = messages[i];
+    if (m.role == "assistant")
+      append_answer(out, answer(i));
+    else if (m.role == "tool")
+      append_tool_response(out, messages, i);
+    else
+      append_turn(out, m.role, m.content);
+  }
+}
+
 void append_generation_prompt(std::vector<ChatPart>& out) {
   out.push_back(chat_token("<|im_start|>", false));
   out.push_back(chat_text("assistant\n", false));

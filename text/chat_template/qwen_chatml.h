@@ -2,6 +2,8 @@
 // turn, <tool_call> answers and <tool_response> turns. Used by chat_template_qwen*.cpp.
 #pragma once
 
+#include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -25,6 +27,12 @@ void append_answer(std::vector<ChatPart>& out, std::vector<ChatPart> body);
 
 // Message i, a tool result: consecutive results share one user turn of <tool_response> blocks.
 void append_tool_response(std::vector<ChatPart>& out, const std::vector<ChatMessage>& messages, std::size_t i);
+
+// The messages from `first` on, each as its turn: an assistant message as the answer whose
+// body `answer(i)` gives (each template writes its own), a tool result as a <tool_response>
+// block, any other message as a plain turn.
+void append_messages(std::vector<ChatPart>& out, const std::vector<ChatMessage>& messages, std::size_t first,
+                     const std::function<std::vector<ChatPart>(std::size_t)>& answer);
 
 void append_generation_prompt(std::vector<ChatPart>& out);
 
