@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "distributed/communicators/inprocess_communicator.h"
+#include "tests/train/zero/stage2_test_util.h"
 #include "train/zero/gradient_buckets.h"
 
 namespace zt::train {
@@ -40,19 +41,6 @@ std::vector<double> expected_partition(const ZeroLayout& layout, int rank) {
             partition[static_cast<std::size_t>(layout.partition_offset(b) + piece.chunk_offset + i)] +=
                 gradient(piece.parameter, r, micro)[static_cast<std::size_t>(piece.parameter_offset + i)];
   return partition;
-}
-
-// What two staging buffers and one reduction output may take: the two largest buckets and,
-// reduce-scattered, the largest chunk, in `width` bytes an element.
-std::int64_t staging_bound(const ZeroLayout& layout, std::int64_t width, bool reduce_scattered = true) {
-  std::vector<std::int64_t> padded;
-  std::int64_t chunk = 0;
-  for (const ZeroBucket& bucket : layout.buckets) {
-    padded.push_back(bucket.padded_numel);
-    chunk = std::max(chunk, bucket.chunk());
-  }
-  std::sort(padded.rbegin(), padded.rend());
-  return width * (padded[0] + (padded.size() > 1 ? padded[1] : 0) + (reduce_scattered ? chunk : 0));
 }
 
 struct Case {

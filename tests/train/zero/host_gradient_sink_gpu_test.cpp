@@ -4,23 +4,14 @@
 // where ops::accumulate_ puts the same chunks on the CPU.
 #include <gtest/gtest.h>
 
-#include "ops/elementwise/accumulate.h"
 #include "ops/elementwise/elementwise.h"
 #include "tests/common/op_test_util.h"
 #include "tests/common/test_util.h"
+#include "tests/train/zero/host_gradient_sink_test_util.h"
 #include "train/zero/host_gradient_sink.h"
 
 namespace zt::train {
 namespace {
-
-constexpr std::int64_t kPartition = 10'007, kChunk = 1'000;
-
-std::vector<double> expected_partition(DType dtype) {
-  Tensor partition = testing::random_tensor({kPartition}, 1, DType::kF32);
-  for (std::int64_t i = 0; i < 10; ++i)
-    ops::accumulate_(partition.narrow(0, i * kChunk, kChunk), testing::random_tensor({kChunk}, 10 + i, dtype));
-  return partition.to_vector();
-}
 
 TEST(HostGradientSink, AddsDeviceChunksBehindTheCallerAsAccumulateDoes) {
   ZT_SKIP_WITHOUT_GPU();

@@ -3,22 +3,12 @@
 // bit. host_gradient_sink_gpu_test.cpp has the same from a GPU.
 #include <gtest/gtest.h>
 
-#include "ops/elementwise/accumulate.h"
 #include "tests/common/op_test_util.h"
+#include "tests/train/zero/host_gradient_sink_test_util.h"
 #include "train/zero/host_gradient_sink.h"
 
 namespace zt::train {
 namespace {
-
-constexpr std::int64_t kPartition = 10'007, kChunk = 1'000;
-
-// The partition after chunk i (of `dtype`, seeded i) is added at offset 1000 * i, i < 10.
-std::vector<double> expected_partition(DType dtype) {
-  Tensor partition = testing::random_tensor({kPartition}, 1, DType::kF32);
-  for (std::int64_t i = 0; i < 10; ++i)
-    ops::accumulate_(partition.narrow(0, i * kChunk, kChunk), testing::random_tensor({kChunk}, 10 + i, dtype));
-  return partition.to_vector();
-}
 
 TEST(HostGradientSink, AddsChunksOnTheCpuAsAccumulateDoes) {
   for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {

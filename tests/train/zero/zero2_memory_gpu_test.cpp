@@ -13,12 +13,12 @@
 #include "runtime/memory/caching_allocator.h"
 #include "tests/common/op_test_util.h"
 #include "tests/common/test_util.h"
+#include "tests/train/zero/stage2_test_util.h"
 #include "train/zero/zero_optimizer.h"
 
 namespace zt::train {
 namespace {
 
-using autograd::Variable;
 using namespace std::chrono_literals;
 
 constexpr std::int64_t kWidth = 1024, kLayers = 8;
@@ -27,44 +27,16 @@ constexpr std::int64_t kBucket = 3 * kWidth * kWidth / 2;  // about one and a ha
 constexpr std::int64_t kMiB = 1 << 20;
 
 // kLayers of linear(kWidth -> kWidth) with bias and tanh, in bf16 on the GPU.
-struct Layers {
-  std::vector<Variable> weights, biases;
-  Layers() {
-    for (std::int64_t layer = 0; layer < kLayers; ++layer) {
-      const auto seed = static_cast<std::uint64_t>(layer);
-      weights.emplace_back(
-          testing::random_tensor({kWidth, kWidth}, 10 + seed, DType::kBF16, 0.0, 0.03).to(Device::cuda()), true, "w");
-      biases.emplace_back(testing::random_tensor({kWidth}, 30 + seed, DType::kBF16).to(Device::cuda()), true, "b");
-    }
-  }
-  std::vector<TrainableParameter> parameters() {
-    std::vector<TrainableParameter> all;
-    for (std::size_t i = 0; i < weights.size(); ++i) {
-      const std::string layer = std::to_string(i);
-      all.push_back({std::string("w").append(layer), weights[i], true});
-      all.push_back({std::string("b").append(layer), biases[i], false});
-    }
-    return all;
-  }
-  void backward(int rank, int micro) {
-    Variable h(testing::random_tensor({64, kWidth}, 100 + 10 * static_cast<std::uint64_t>(rank) + micro, DType::kBF16)
-                   .to(Device::cuda()));
-    for (std::size_t i = 0; i < weights.size(); ++i) h = autograd::tanh(autograd::linear(h, weights[i], biases[i]));
-    autograd::sum(autograd::mul(h, h)).backward();
-  }
+struct Layers : TanhLayers {
+  Layers()
+      : TanhLayers({.layers = kLayers,
+                    .width = kWidth,
+                    .rows = 64,
+                    .dtype = DType::kBF16,
+                    .device = Device::cuda(),
+                    .weight_std = 0.03,
+                    .bias_seed = 30}) {}
 };
-
-// Two bf16 buckets (the two largest) and one chunk.
-std::int64_t staging_bound(const ZeroLayout& layout) {
-  std::vector<std::int64_t> padded;
-  std::int64_t chunk = 0;
-  for (const ZeroBucket& bucket : layout.buckets) {
-    padded.push_back(bucket.padded_numel);
-    chunk = std::max(chunk, bucket.chunk());
-  }
-  std::sort(padded.rbegin(), padded.rend());
-  return 2 * (padded[0] + (padded.size() > 1 ? padded[1] : 0) + chunk);
-}
 
 TEST(Zero2Gpu, HoldsItsPartitionAndTwoBucketsAsTheAllocatorMeasures) {
   ZT_SKIP_WITHOUT_GPU();
@@ -81,7 +53,7 @@ TEST(Zero2Gpu, HoldsItsPartitionAndTwoBucketsAsTheAllocatorMeasures) {
       {
         std::lock_guard<std::mutex> lock(mutex);
         state += 16 * optimizer.layout().partition_numel;
-        staging += staging_bound(optimizer.layout());
+        staging += staging_bound(optimizer.layout(), 2);  // bf16 buckets
       }
       comm.barrier();
       if (comm.rank() == 0) {
@@ -100,7 +72,7 @@ TEST(Zero2Gpu, HoldsItsPartitionAndTwoBucketsAsTheAllocatorMeasures) {
         optimizer.zero_grad();
       }
       std::lock_guard<std::mutex> lock(mutex);
-      EXPECT_LE(optimizer.most_staged_gradient_bytes(), staging_bound(optimizer.layout())) << "world " << world;
+      EXPECT_LE(optimizer.most_staged_gradient_bytes(), staging_bound(optimizer.layout(), 2)) << "world " << world;
     });
     // What backward itself holds per rank: a layer's bf16 gradients and the small activations.
     const std::int64_t backward = 8 * kMiB;

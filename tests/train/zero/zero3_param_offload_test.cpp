@@ -11,20 +11,6 @@
 namespace zt::train {
 namespace {
 
-std::vector<double> losses(const TrainerState& state) {
-  std::vector<double> out;
-  for (const nlohmann::json& entry : state.log_history)
-    if (entry.contains("loss")) out.push_back(entry["loss"].get<double>());
-  return out;
-}
-
-std::vector<std::int64_t> skipped_steps(const TrainerState& state) {
-  std::vector<std::int64_t> out;
-  for (const nlohmann::json& entry : state.log_history)
-    if (entry.contains("skipped_steps")) out.push_back(entry["skipped_steps"].get<std::int64_t>());
-  return out;
-}
-
 // Full fine-tuning and LoRA at world sizes 1-3, with accumulation and clipping: the shards in
 // host memory give the same losses and weights as on the device, bit for bit; with optimizer
 // offload as well, the weights of optimizer offload alone.
@@ -33,15 +19,7 @@ TEST_F(Zero3, ParameterOffloadEndsOnTheWeightsWithoutIt) {
     for (int world : {1, 2, 3}) {
       Spec run = accumulated_clipped(method, world);
       run.steps = 3;
-      const std::string name = method + "_" + std::to_string(world);
-      TrainerState plain_state, offload_state;
-      const Weights plain = train(run, name + "_plain", &plain_state);
-      run.offload_param = true;
-      expect_same_weights(train(run, name + "_param", &offload_state), plain, run.label(), 0.0);
-      ASSERT_FALSE(losses(plain_state).empty());
-      EXPECT_EQ(losses(offload_state), losses(plain_state)) << run.label();
-      run.offload = true;
-      expect_same_weights(train(run, name + "_param_optimizer"), plain, run.label());
+      expect_parameter_offload_changes_nothing(run, method + "_" + std::to_string(world));
     }
   }
 }
@@ -67,15 +45,7 @@ TEST_F(Zero3, PartialOptimizerOffloadEndsOnTheWeightsWithoutIt) {
 
 // Under fp16 every rank skips the steps stage 3 without parameter offload skips.
 TEST_F(Zero3, ParameterOffloadSkipsTheSameFp16Overflows) {
-  Spec run = fp16_at_the_edge();
-  run.world = 3;
-  TrainerState plain_state, offload_state;
-  const Weights expected = train(run, "plain", &plain_state);
-  run.offload_param = true;
-  const Weights got = train(run, "param", &offload_state);
-  ASSERT_GT(skipped_steps(plain_state).back(), 0) << "the test needs some overflowed steps";
-  EXPECT_EQ(skipped_steps(offload_state), skipped_steps(plain_state));
-  expect_same_weights(got, expected, run.label(), 0.0);
+  expect_offload_skips_the_same_fp16_overflows(&Spec::offload_param, 0.0);
 }
 
 // A checkpoint of an offloaded run resumes in a plain one and the other way round (at another
@@ -88,20 +58,13 @@ TEST_F(Zero3, ParameterOffloadCheckpointsMoveToAndFromPlainRuns) {
     bool from_offload, to_offload;
   };
   for (const Move& move : {Move{"full", 2, 3, true, false}, Move{"lora", 3, 2, false, true}}) {
-    Spec writer;
-    writer.method = move.method;
-    writer.world = move.from_world;
+    Spec writer = checkpoint_writer(move.method).on_ranks(move.from_world);
     writer.offload_param = move.from_offload;
-    writer.micro = 12 / move.from_world;
-    writer.max_grad_norm = 0.5;
-    writer.extra = {"--save_strategy", "steps", "--save_steps", "2"};
     const std::string name = "writer_" + move.method + std::to_string(move.from_world);
     train(writer, name);
-    Spec reader = writer;
-    reader.world = move.to_world;
+    Spec reader = writer.on_ranks(move.to_world);
     reader.offload_param = move.to_offload;
     reader.offload = move.to_offload;
-    reader.micro = 12 / move.to_world;
     expect_resume_matches_uninterrupted(writer, reader, name);
   }
 }

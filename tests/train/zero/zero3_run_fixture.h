@@ -85,6 +85,13 @@ struct Spec {
     s.world = 0;
     return s;
   }
+  // The same run on `ranks` ranks (0: the single-device trainer), 12 samples a step.
+  Spec on_ranks(int ranks) const {
+    Spec s = *this;
+    s.world = ranks;
+    s.micro = 12 / std::max(ranks, 1);
+    return s;
+  }
   std::string label() const {
     return model + " " + method + " stage " + std::to_string(stage) + " world " + std::to_string(world) +
            " accumulation " + std::to_string(accumulation) + " clip " + std::to_string(max_grad_norm) +
@@ -234,6 +241,15 @@ class Zero3 : public testing::FolderTest {
   // weights of `writer` run on one device without offload and without stopping.
   void expect_resume_matches_uninterrupted(const Spec& writer, Spec reader, const std::string& name) const;
 
+  // `run` trained into `name`_plain, then with parameter offload: the same weights and losses
+  // bit for bit; then with optimizer offload as well: the same weights within the bound.
+  // Leaves both offloads on in `run`; the weights without them.
+  Weights expect_parameter_offload_changes_nothing(Spec& run, const std::string& name) const;
+
+  // fp16_at_the_edge() over 3 ranks, as it is and with `offload` on: every rank skips the steps
+  // the run without it skips, and the weights agree within `bound`.
+  void expect_offload_skips_the_same_fp16_overflows(bool Spec::*offload, double bound) const;
+
   static Weights read_weights(const fs::path& dir) {
     Weights weights;
     for (const auto& entry : fs::directory_iterator(dir)) {
@@ -302,6 +318,16 @@ inline Spec accumulated_clipped(const std::string& method, int world) {
   return run;
 }
 
+// `method` clipped at 0.5, saving a checkpoint every 2 steps: the runs whose checkpoints the
+// resume tests move to other runs.
+inline Spec checkpoint_writer(const std::string& method) {
+  Spec run;
+  run.method = method;
+  run.max_grad_norm = 0.5;
+  run.extra = {"--save_strategy", "steps", "--save_steps", "2"};
+  return run;
+}
+
 // fp16 with the loss scale starting at 2^126, at the edge of float32's range (the CPU model
 // is float32): the scaled gradients overflow in some steps and not in others.
 inline Spec fp16_at_the_edge() {
@@ -311,6 +337,31 @@ inline Spec fp16_at_the_edge() {
   run.accumulation = 2;
   run.max_grad_norm = 0.5;
   return run;
+}
+
+inline Weights Zero3::expect_parameter_offload_changes_nothing(Spec& run, const std::string& name) const {
+  TrainerState plain_state, offload_state;
+  const Weights plain = train(run, name + "_plain", &plain_state);
+  run.offload_param = true;
+  expect_same_weights(train(run, name + "_param", &offload_state), plain, run.label(), 0.0);
+  EXPECT_FALSE(testing::logged_values(plain_state, "loss").empty()) << run.label();
+  EXPECT_EQ(testing::logged_values(offload_state, "loss"), testing::logged_values(plain_state, "loss")) << run.label();
+  run.offload = true;
+  expect_same_weights(train(run, name + "_param_optimizer"), plain, run.label());
+  return plain;
+}
+
+inline void Zero3::expect_offload_skips_the_same_fp16_overflows(bool Spec::*offload, double bound) const {
+  Spec run = fp16_at_the_edge();
+  run.world = 3;
+  TrainerState plain_state, offload_state;
+  const Weights expected = train(run, "plain", &plain_state);
+  run.*offload = true;
+  const Weights got = train(run, "offload", &offload_state);
+  const std::vector<double> plain_skipped = testing::logged_values(plain_state, "skipped_steps");
+  ASSERT_TRUE(!plain_skipped.empty() && plain_skipped.back() > 0) << "the test needs some overflowed steps";
+  EXPECT_EQ(testing::logged_values(offload_state, "skipped_steps"), plain_skipped);
+  expect_same_weights(got, expected, run.label(), bound);
 }
 
 }  // namespace

@@ -143,23 +143,7 @@ TEST_F(Zero3, OffloadEndsOnTheWeightsWithoutOffload) {
 
 // Under fp16 with offload, every rank skips the steps stage 3 without offload skips (the
 // overflow verdict is agreed before the offloaded update starts).
-TEST_F(Zero3, OffloadSkipsTheSameFp16Overflows) {
-  Spec run = fp16_at_the_edge();
-  run.world = 3;
-  auto skipped = [](const TrainerState& state) {
-    std::vector<std::int64_t> out;
-    for (const nlohmann::json& entry : state.log_history)
-      if (entry.contains("skipped_steps")) out.push_back(entry["skipped_steps"].get<std::int64_t>());
-    return out;
-  };
-  TrainerState plain_state, offload_state;
-  const Weights expected = train(run, "plain", &plain_state);
-  run.offload = true;
-  const Weights got = train(run, "offload", &offload_state);
-  ASSERT_GT(skipped(plain_state).back(), 0) << "the test needs some overflowed steps";
-  EXPECT_EQ(skipped(offload_state), skipped(plain_state));
-  expect_same_weights(got, expected, run.label() + " offload");
-}
+TEST_F(Zero3, OffloadSkipsTheSameFp16Overflows) { expect_offload_skips_the_same_fp16_overflows(&Spec::offload, 1e-6); }
 
 // The optimizer state of a checkpoint that `run` wrote: one file per rank (one in all under
 // stage 0, where every rank holds the same state), together holding every element of every
@@ -215,24 +199,16 @@ TEST_F(Zero3, CheckpointsResumeAtAnotherWorldSizeAndStage) {
        {Move{"full", 2, 4, 3, 2}, Move{"full", 2, 4, 1, 3}, Move{"full", 3, 2, 3, 4}, Move{"full", 1, 2, 3, 3, true},
         Move{"full", 0, 2, 2, 4, false, true}, Move{"lora", 3, 3, 3, 0}, Move{"full", 3, 2, 2, 3, true, false},
         Move{"full", 2, 3, 3, 2, false, true}, Move{"lora", 3, 3, 2, 2, true, false}}) {
-    Spec writer;
-    writer.method = move.method;
+    Spec writer = checkpoint_writer(move.method).on_ranks(move.from_world);
     writer.stage = move.from_stage;
-    writer.world = move.from_world;
     writer.offload = move.from_offload;
-    writer.micro = 12 / move.from_world;
-    writer.max_grad_norm = 0.5;
-    writer.extra = {"--save_strategy", "steps", "--save_steps", "2"};
     const std::string name = "writer_" + move.method + std::to_string(move.from_stage) +
                              std::to_string(move.from_world) + (move.from_offload ? "_offload" : "");
     train(writer, name);
-    const fs::path checkpoint = dir_ / name / "checkpoint-2";
-    expect_state_files_of_every_rank(checkpoint, writer);
-    Spec reader = writer;
+    expect_state_files_of_every_rank(dir_ / name / "checkpoint-2", writer);
+    Spec reader = writer.on_ranks(move.to_world);
     reader.stage = move.to_stage;
-    reader.world = move.to_world;
     reader.offload = move.to_offload;
-    reader.micro = 12 / std::max(move.to_world, 1);
     expect_resume_matches_uninterrupted(writer, reader, name);
   }
 }

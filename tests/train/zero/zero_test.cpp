@@ -13,6 +13,7 @@
 #include "autograd/functions.h"
 #include "distributed/communicators/inprocess_communicator.h"
 #include "tests/common/op_test_util.h"
+#include "tests/train/zero/stage2_test_util.h"
 #include "train/zero/zero_optimizer.h"
 
 namespace zt::train {
@@ -169,41 +170,14 @@ TEST(GradientPlacement, AutoKeepsThePartitionOnTheDeviceOnlyWhenAccumulatingAndI
 // Four layers of linear(8 -> 8) with bias and tanh: 288 trainable elements, each parameter a
 // bucket of its own with buckets of 8 elements, whose gradients backward finishes layer by
 // layer.
-struct DeepModel {
-  std::vector<Variable> weights, biases;
-  DeepModel() {
-    for (int layer = 0; layer < 4; ++layer) {
-      weights.emplace_back(testing::random_tensor({8, 8}, 10 + layer, DType::kF32), true, "w");
-      biases.emplace_back(testing::random_tensor({8}, 20 + layer, DType::kF32), true, "b");
-    }
-  }
-  std::vector<TrainableParameter> parameters() {
-    std::vector<TrainableParameter> all;
-    for (std::size_t i = 0; i < weights.size(); ++i) {
-      const std::string layer = std::to_string(i);
-      all.push_back({std::string("w").append(layer), weights[i], true});
-      all.push_back({std::string("b").append(layer), biases[i], false});
-    }
-    return all;
-  }
-  void backward(int rank, int micro) {
-    Variable h(testing::random_tensor({4, 8}, 100 + 10 * rank + micro, DType::kF32));
-    for (std::size_t i = 0; i < weights.size(); ++i) h = autograd::tanh(autograd::linear(h, weights[i], biases[i]));
-    autograd::sum(autograd::mul(h, h)).backward();
-  }
+struct DeepModel : TanhLayers {
+  DeepModel() : TanhLayers({.layers = 4, .width = 8, .rows = 4}) {}
 };
 
 // What stage 2 may hold of gradients on a rank: its fp32 partition (Ψ/N, padding included),
 // two staged buckets (the two largest) and one reduction output (the largest chunk).
 std::int64_t stage2_gradient_bound(const ZeroLayout& layout) {
-  std::vector<std::int64_t> padded;
-  std::int64_t chunk = 0;
-  for (const ZeroBucket& bucket : layout.buckets) {
-    padded.push_back(bucket.padded_numel);
-    chunk = std::max(chunk, bucket.chunk());
-  }
-  std::sort(padded.rbegin(), padded.rend());
-  return 4 * (layout.partition_numel + padded[0] + padded[1] + chunk);
+  return 4 * layout.partition_numel + staging_bound(layout, 4);
 }
 
 // Measured from outside the engine: a second gradient hook on every parameter reads what the
