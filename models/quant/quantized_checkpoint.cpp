@@ -122,17 +122,7 @@ void load_quantizing_linears(CausalLM& model, const SafetensorsCheckpoint& check
   std::vector<std::string> problems = tensor_mismatches(dense, checkpoint, [&](const std::string& name) {
     return linear_names.count(name) != 0 || is_carried_buffer(name) || is_tied_head_copy(model.config(), name);
   });
-  for (const NamedParameter& p : linears) {
-    const Shape& shape = shapes.at(p.name);
-    if (!checkpoint.contains(p.name))
-      problems.push_back("missing: " + p.name + " " + shape_str(shape));
-    else if (checkpoint.info(p.name).shape != shape)
-      problems.push_back("wrong shape: " + p.name + " is " + shape_str(checkpoint.info(p.name).shape) + ", expected " +
-                         shape_str(shape));
-    else if (!is_floating(checkpoint.info(p.name).dtype))
-      problems.push_back("wrong dtype: " + p.name + " is " + dtype_name(checkpoint.info(p.name).dtype) +
-                         ", expected floating point");
-  }
+  for (const NamedParameter& p : linears) add_tensor_mismatch(problems, checkpoint, p.name, shapes.at(p.name));
   report_problems(model, problems, path, "weights");
   autograd::NoGradGuard no_recording;
   for (const NamedParameter& p : dense) {

@@ -12,8 +12,25 @@
 
 namespace zt::models {
 
-// `File` is a SafetensorsFile or a SafetensorsCheckpoint (contains, info, names). Names of
-// the file that `extra_allowed` accepts are not reported as unexpected.
+// `File` is a SafetensorsFile or a SafetensorsCheckpoint (contains, info, names).
+
+// The file's tensor `name`, meant for a parameter of `shape`, appended to `problems` when it is
+// missing, of another shape, or not floating point.
+template <typename File>
+void add_tensor_mismatch(std::vector<std::string>& problems, const File& file, const std::string& name,
+                         const Shape& shape) {
+  if (!file.contains(name))
+    problems.push_back("missing: " + name + " " + shape_str(shape));
+  else if (file.info(name).shape != shape)
+    problems.push_back("wrong shape: " + name + " is " + shape_str(file.info(name).shape) + ", expected " +
+                       shape_str(shape));
+  else if (!is_floating(file.info(name).dtype))
+    problems.push_back("wrong dtype: " + name + " is " + dtype_name(file.info(name).dtype) +
+                       ", expected floating point");
+}
+
+// Every parameter of `expected` checked against the file, then the file's other tensors as
+// unexpected, except the names `extra_allowed` accepts.
 template <typename File>
 std::vector<std::string> tensor_mismatches(const std::vector<NamedParameter>& expected, const File& file,
                                            const std::function<bool(const std::string&)>& extra_allowed = {}) {
@@ -21,15 +38,7 @@ std::vector<std::string> tensor_mismatches(const std::vector<NamedParameter>& ex
   std::set<std::string> wanted;
   for (const NamedParameter& p : expected) {
     wanted.insert(p.name);
-    const Shape& shape = p.variable.data().shape();
-    if (!file.contains(p.name))
-      problems.push_back("missing: " + p.name + " " + shape_str(shape));
-    else if (file.info(p.name).shape != shape)
-      problems.push_back("wrong shape: " + p.name + " is " + shape_str(file.info(p.name).shape) + ", expected " +
-                         shape_str(shape));
-    else if (!is_floating(file.info(p.name).dtype))
-      problems.push_back("wrong dtype: " + p.name + " is " + dtype_name(file.info(p.name).dtype) +
-                         ", expected floating point");
+    add_tensor_mismatch(problems, file, p.name, p.variable.data().shape());
   }
   for (const std::string& name : file.names())
     if (!wanted.count(name) && !(extra_allowed && extra_allowed(name)))
