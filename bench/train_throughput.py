@@ -299,8 +299,9 @@ def run_zerotune(args, work, model_dir, method, extra=(), recompute=True):
            "--report_to", "none", "--learning_rate", str(LR), "--device", "cuda"]
     cmd += ["--finetuning_type", "full"] if method == "full" else ["--finetuning_type", "lora", "--lora_rank", "8",
                                                                    "--lora_target", "all"]
-    if model_dir.name in LORA_ONLY and recompute:
-        cmd += ["--gradient_checkpointing"]
+    if model_dir.name in LORA_ONLY:
+        # LLaMA-Factory's names (--quantization_bit) turn its default, recomputation, on: say which.
+        cmd += ["--gradient_checkpointing"] if recompute else ["--disable_gradient_checkpointing"]
     # The warm-up steps after the first are profiled: the measured steps run unprofiled.
     profiled = args.warmup >= 2
     if profiled:
