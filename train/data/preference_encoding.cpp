@@ -12,17 +12,11 @@
 namespace zt::train {
 namespace {
 
-struct PairSettings {
-  const models::ChatTemplate& chat_template;
-  const models::Tokenizer& tokenizer;
-  const EncodeOptions& options;
-};
-
 // `answer` as the template renders an assistant's last turn, with the labels SFT gives it:
 // the last run of trained tokens of the conversation that it ends, to the end (the template's
 // end of turn, and the final eos of an efficient-eos template, included).
 TokenizedSample answer_tokens(const PreferenceConversation& pair, const models::ChatMessage& answer,
-                              const PairSettings& settings) {
+                              const EncodeSettings& settings) {
   Conversation conversation = pair.prompt;
   conversation.messages.push_back(answer);
   const EncodedChatSample whole = encode_chat_sample(conversation, settings.chat_template, settings.tokenizer, false);
@@ -32,7 +26,7 @@ TokenizedSample answer_tokens(const PreferenceConversation& pair, const models::
           {whole.sample.labels.begin() + from, whole.sample.labels.end()}};
 }
 
-std::vector<models::TokenId> encode_prompt(const Conversation& prompt, const PairSettings& settings) {
+std::vector<models::TokenId> encode_prompt(const Conversation& prompt, const EncodeSettings& settings) {
   try {
     return settings.chat_template.encode(settings.tokenizer, prompt.messages, true, prompt.tools).ids;
   } catch (const Error& e) {
@@ -62,7 +56,7 @@ bool learns(const TokenizedSample& side) {
 
 // One pair; nullopt when it is skipped (over max_length under Overlong::kSkip, or an answer
 // left with nothing to learn).
-std::optional<PreferenceSample> encode_pair(const PreferenceConversation& pair, const PairSettings& settings,
+std::optional<PreferenceSample> encode_pair(const PreferenceConversation& pair, const EncodeSettings& settings,
                                             EncodedPreferences& out) {
   // As LLaMA-Factory's pairwise processor builds a pair: the prompt with its generation prompt
   // (earlier answers as the template renders them in a prompt), then each answer.
@@ -99,7 +93,7 @@ EncodedPreferences encode_preferences(const PreferenceDataset& data, const model
                                       const models::Tokenizer& tokenizer, const EncodeOptions& options) {
   ZT_REQUIRE(options.max_length > 1,
              "encode_preferences: max_length is " + std::to_string(options.max_length) + "; it must be > 1");
-  const PairSettings settings{chat_template, tokenizer, options};
+  const EncodeSettings settings{chat_template, tokenizer, options};
   const std::size_t count = data.pairs.size();
   std::vector<EncodedPreferences> results(encoding_parts(count, options.workers));
   run_in_parts(count, results.size(), [&](std::size_t part, std::size_t begin, std::size_t end) {

@@ -15,12 +15,6 @@
 namespace zt::train {
 namespace {
 
-struct EncodeSettings {
-  const models::ChatTemplate& chat_template;
-  const models::Tokenizer& tokenizer;
-  const EncodeOptions& options;
-};
-
 // The turns of an encoded conversation, as LLaMA-Factory pairs its messages: each prompt
 // is the run of untrained tokens before a run of answer tokens, its reply; what follows the
 // last reply (Qwen's "\n" after <|im_end|> in the model's own template) belongs to it. A

@@ -51,6 +51,14 @@ struct EncodedChatSample {
 EncodedChatSample encode_chat_sample(const Conversation& conversation, const models::ChatTemplate& chat_template,
                                      const models::Tokenizer& tokenizer, bool train_on_prompt);
 
+// What encoding a sample reads besides the sample, handed on together by the dataset's and the
+// preference pairs' encoders.
+struct EncodeSettings {
+  const models::ChatTemplate& chat_template;
+  const models::Tokenizer& tokenizer;
+  const EncodeOptions& options;
+};
+
 // How many contiguous parts `count` samples are encoded in with `workers` threads (0: one
 // part, on the calling thread); run_in_parts runs work(part, begin, end) for each, on its own
 // thread when there are several, and rethrows the first part's error.
