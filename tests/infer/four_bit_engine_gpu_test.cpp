@@ -1,7 +1,8 @@
 // The inference engine on a 4-bit base on the GPU (zerotune generate, chat and serve with a
 // "-bnb-4bit" folder or --quantization_bit 4): every architecture's fixture saved in
 // bitsandbytes' layout and loaded kept 4-bit (prefill layers dequantized by cuda/quant4's
-// kernel as a step runs, decode steps through its 4-bit GEMV, eager) gives the greedy tokens of
+// kernel as a step runs, or in bfloat16 multiplied by its 4-bit GEMM when the step has at most
+// kGemm4MaxRows tokens; decode steps through its 4-bit GEMV; eager) gives the greedy tokens of
 // the same folder dequantized at load, with and without a LoRA adapter beside the 4-bit
 // weights, float32 and bfloat16, and the device holds fewer bytes for it.
 #include <gtest/gtest.h>

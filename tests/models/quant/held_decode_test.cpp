@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "autograd/grad_mode.h"
+#include "cuda/quant4/gemm4.cuh"
 #include "cuda/quant4/gemv4.cuh"
 #include "models/quant/quantized_checkpoint.h"
 #include "models/quant/quantized_linears.h"
@@ -23,9 +24,9 @@ const std::string kTiny = std::string(ZT_SOURCE_DIR) + "/examples/tiny-qwen";
 
 class HeldDecode : public testing::FolderTest {
  protected:
-  CausalLM four_bit() {
+  CausalLM four_bit(DType dtype = DType::kF32) {
     save_bnb_4bit_model(load_model(kTiny), dir_.string(), {});
-    CausalLM model = load_model(dir_.string(), {.keep_4bit_weights = true});
+    CausalLM model = load_model(dir_.string(), {.dtype = dtype, .keep_4bit_weights = true});
     attach_random_lora(model);
     return model;
   }
@@ -55,7 +56,8 @@ TEST_F(HeldDecode, OnlyADecoderLayerOnFewTokensWithoutGradientMultipliesTheHeldW
   const ModuleRef layer0{ModuleKind::kLayer, 0};
   EXPECT_TRUE(linears.multiplies_held(layer0, 1));
   EXPECT_TRUE(linears.multiplies_held(layer0, cuda::kGemv4MaxRows));
-  EXPECT_FALSE(linears.multiplies_held(layer0, cuda::kGemv4MaxRows + 1)) << "prefill gathers";
+  EXPECT_FALSE(linears.multiplies_held(layer0, cuda::kGemv4MaxRows + 1))
+      << "a float32 prefill gathers (the 4-bit GEMM takes bfloat16 and float16)";
   EXPECT_FALSE(linears.multiplies_held(layer0, 0));
   EXPECT_FALSE(linears.multiplies_held({ModuleKind::kLmHead, 0}, 1)) << "the LM head is not held in 4 bits";
   EXPECT_FALSE(linears.multiplies_held({ModuleKind::kLayer, model.config().num_layers}, 1));
@@ -91,6 +93,28 @@ TEST_F(HeldDecode, AFewTokensWithoutGradientSkipTheGatherAndGiveTheGatherPathsLo
   autograd::NoGradGuard off;
   logits(model, cuda::kGemv4MaxRows + 1);
   EXPECT_EQ(counter.layer_gathers, layers) << "more tokens than the GEMV takes are gathered";
+}
+
+// In bfloat16 the 4-bit GEMM's rows are held too: a short prefill (here 9 and 40 tokens) skips
+// the gather, with the gather path's logits on the CPU.
+TEST_F(HeldDecode, ABfloat16ForwardOfUpToTheGemmsRowsSkipsTheGather) {
+  CausalLM model = four_bit(DType::kBF16);
+  const auto& linears = dynamic_cast<const QuantizedLinears&>(*model.owned_parameter_gatherer());
+  const ModuleRef layer0{ModuleKind::kLayer, 0};
+  EXPECT_TRUE(linears.multiplies_held(layer0, cuda::kGemm4MaxRows));
+  EXPECT_FALSE(linears.multiplies_held(layer0, cuda::kGemm4MaxRows + 1)) << "a longer prefill gathers";
+  GatherCounter& counter = GatherCounter::install(model);
+  for (std::int64_t tokens : {cuda::kGemv4MaxRows + 1, std::int64_t{40}}) {
+    const std::string what = std::to_string(tokens) + " tokens";
+    counter.layer_gathers = 0;
+    Tensor held;
+    {
+      autograd::NoGradGuard off;
+      held = logits(model, tokens);
+    }
+    EXPECT_EQ(counter.layer_gathers, 0) << what << ": a layer was gathered";
+    expect_same_bits(held, logits(model, tokens), what);
+  }
 }
 
 }  // namespace
