@@ -3,21 +3,15 @@
 #include <gtest/gtest.h>
 
 #include "tests/common/op_test_util.h"
+#include "tests/train/deepspeed/deepspeed_test_arguments.h"
 #include "train/deepspeed/deepspeed_config.h"
 
 namespace zt::train {
 namespace {
 
-using nlohmann::json;
+DeepSpeedConfig with_scheduler(const std::string& scheduler) { return with_block("scheduler", scheduler); }
 
-DeepSpeedConfig with_scheduler(const std::string& scheduler) {
-  return parse_deepspeed_config(json::parse(R"({"train_batch_size": 8, "scheduler": )" + scheduler + "}"), 1,
-                                "ds.json");
-}
-
-std::string scheduler_error(const std::string& scheduler) {
-  return testing::error_of([&] { with_scheduler(scheduler); });
-}
+std::string scheduler_error(const std::string& scheduler) { return block_error("scheduler", scheduler); }
 
 TEST(DeepSpeedScheduler, WarmupLrPeaksAtTheOptimizersRateUnlessTold) {
   DeepSpeedConfig config = with_scheduler(R"({"type": "WarmupLR", "params": {"warmup_num_steps": 50,

@@ -1,5 +1,6 @@
 // What the DeepSpeed config tests share: the training arguments they start from (micro-batch 4,
-// accumulation 2, learning rate 2e-5, plus `extra`), a config read alone, and its warnings.
+// accumulation 2, learning rate 2e-5, plus `extra`), a config read alone or around one block,
+// and its warnings.
 #pragma once
 
 #include <string>
@@ -7,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/common/op_test_util.h"
 #include "train/args/training_arguments.h"
 #include "train/args/training_plan.h"
 #include "train/deepspeed/deepspeed_config.h"
@@ -33,6 +35,17 @@ inline TrainingArguments deepspeed_test_arguments(const std::vector<std::string>
 // `text` read as ds.json at world size 1, without training flags to fill its "auto" values.
 inline DeepSpeedConfig parsed_deepspeed(const std::string& text) {
   return parse_deepspeed_config(nlohmann::json::parse(text), 1, "ds.json");
+}
+
+// A ds.json of train_batch_size 8 and `block` under `key` ("scheduler", "zero_optimization"),
+// read as parsed_deepspeed reads it; and what reading it refuses with.
+inline DeepSpeedConfig with_block(const std::string& key, const std::string& block) {
+  return parsed_deepspeed(
+      std::string(R"({"train_batch_size": 8, ")").append(key).append("\": ").append(block).append("}"));
+}
+
+inline std::string block_error(const std::string& key, const std::string& block) {
+  return testing::error_of([&] { with_block(key, block); });
 }
 
 inline bool has_warning(const DeepSpeedConfig& config, const std::string& part) {

@@ -10,16 +10,9 @@
 namespace zt::train {
 namespace {
 
-using nlohmann::json;
+DeepSpeedConfig zero(const std::string& block) { return with_block("zero_optimization", block); }
 
-DeepSpeedConfig zero(const std::string& block) {
-  return parse_deepspeed_config(json::parse(R"({"train_batch_size": 8, "zero_optimization": )" + block + "}"), 1,
-                                "ds.json");
-}
-
-std::string zero_error(const std::string& block) {
-  return testing::error_of([&] { zero(block); });
-}
+std::string zero_error(const std::string& block) { return block_error("zero_optimization", block); }
 
 TEST(DeepSpeedZero, DefaultsAreDeepSpeeds) {
   const ZeroConfig z = zero(R"({"stage": 3})").zero;

@@ -45,12 +45,6 @@ std::string error_loading(const std::string& file, const Launch& launch = {}) {
   return error;
 }
 
-std::string joined(const std::vector<std::string>& warnings) {
-  std::string out;
-  for (const std::string& w : warnings) out += w + "\n";
-  return out;
-}
-
 void expect_batch(const DeepSpeedConfig& config, std::int64_t micro, std::int64_t accumulation, std::int64_t total) {
   EXPECT_EQ(config.micro_batch_per_gpu, micro);
   EXPECT_EQ(config.gradient_accumulation_steps, accumulation);
@@ -67,6 +61,13 @@ void expect_full_offload(const DeepSpeedConfig& config, const std::string& file)
     EXPECT_EQ(warning.find("zero_optimization.offload"), std::string::npos) << warning;
 }
 
+// expect_full_offload, the parameters' shards page-locked, and no warning at all.
+void expect_pinned_full_offload_without_warnings(const DeepSpeedConfig& config, const std::string& file) {
+  expect_full_offload(config, file);
+  EXPECT_TRUE(config.zero.offload_param_pin_memory) << file;
+  EXPECT_TRUE(config.warnings.empty()) << file << "\n" << all_warnings(config);
+}
+
 TEST(RealConfigs, LlamaFactory) {
   for (const char* file : {"llama_factory/ds_z0_config.json", "llama_factory/ds_z2_config.json",
                            "llama_factory/ds_z2_offload_config.json"}) {
@@ -77,7 +78,7 @@ TEST(RealConfigs, LlamaFactory) {
     EXPECT_EQ(config.gradient_clipping, 1.0) << file;
     EXPECT_EQ(config.zero.reduce_bucket_size, 500'000'000) << file;
     EXPECT_FALSE(config.zero.overlap_comm) << file;
-    EXPECT_TRUE(config.warnings.empty()) << file << "\n" << joined(config.warnings);
+    EXPECT_TRUE(config.warnings.empty()) << file << "\n" << all_warnings(config);
   }
   EXPECT_EQ(load("llama_factory/ds_z0_config.json").zero.stage, 0);
   EXPECT_EQ(load("llama_factory/ds_z2_config.json").zero.stage, 2);
@@ -94,11 +95,9 @@ TEST(RealConfigs, LlamaFactory) {
   EXPECT_EQ(z3.zero.sub_group_size, 1'000'000'000);
   EXPECT_TRUE(z3.zero.stage3_gather_16bit_weights_on_model_save);
   EXPECT_FALSE(z3.zero.overlap_comm);
-  EXPECT_TRUE(z3.warnings.empty()) << joined(z3.warnings);
+  EXPECT_TRUE(z3.warnings.empty()) << all_warnings(z3);
   const DeepSpeedConfig z3_offload = load("llama_factory/ds_z3_offload_config.json");
-  expect_full_offload(z3_offload, "ds_z3_offload_config.json");
-  EXPECT_TRUE(z3_offload.zero.offload_param_pin_memory);
-  EXPECT_TRUE(z3_offload.warnings.empty()) << joined(z3_offload.warnings);
+  expect_pinned_full_offload_without_warnings(z3_offload, "ds_z3_offload_config.json");
 }
 
 // Its own script, not HF's, fills these "auto"s; zerotune fills them as HF does. The offload
@@ -120,7 +119,7 @@ TEST(RealConfigs, ChatGlmFinetuning) {
     EXPECT_EQ(config.scheduler->warmup_steps, 10) << file;
     EXPECT_EQ(config.scheduler->total_steps, 100) << file;
     EXPECT_TRUE(config.scheduler->warmup_log) << file;  // "cosine" is not a DeepSpeed warmup: log
-    ASSERT_EQ(config.warnings.size(), 1u) << file << "\n" << joined(config.warnings);
+    ASSERT_EQ(config.warnings.size(), 1u) << file << "\n" << all_warnings(config);
     testing::expect_mentions(config.warnings[0], {"warmup_type 'cosine'"});
   }
   EXPECT_EQ(load("chatglm_finetuning/ds_zero2_no_offload.json", launch).zero.stage, 2);
@@ -139,11 +138,9 @@ TEST(RealConfigs, FastChat) {
   EXPECT_TRUE(s2.zero.offload_optimizer);
   EXPECT_TRUE(s2.zero.overlap_comm);
   EXPECT_FALSE(s2.fp16);
-  EXPECT_TRUE(s2.warnings.empty()) << joined(s2.warnings);
+  EXPECT_TRUE(s2.warnings.empty()) << all_warnings(s2);
   const DeepSpeedConfig s3 = load("fastchat/deepspeed_config_s3.json");
-  expect_full_offload(s3, "deepspeed_config_s3.json");
-  EXPECT_TRUE(s3.zero.offload_param_pin_memory);
-  EXPECT_TRUE(s3.warnings.empty()) << joined(s3.warnings);
+  expect_pinned_full_offload_without_warnings(s3, "deepspeed_config_s3.json");
 }
 
 TEST(RealConfigs, Transformers) {
@@ -159,7 +156,7 @@ TEST(RealConfigs, Transformers) {
   EXPECT_FALSE(z2.scheduler->peak_lr_from_optimizer);
   EXPECT_EQ(z2.scheduler->warmup_steps, 10);
   EXPECT_EQ(z2.steps_per_print, 2000);
-  EXPECT_TRUE(z2.warnings.empty()) << joined(z2.warnings);
+  EXPECT_TRUE(z2.warnings.empty()) << all_warnings(z2);
   expect_full_offload(load("transformers/ds_config_zero3.json"), "ds_config_zero3.json");
 }
 
@@ -169,7 +166,7 @@ TEST(RealConfigs, Axolotl) {
   EXPECT_EQ(z1.zero.stage, 1);
   EXPECT_TRUE(z1.zero.overlap_comm);
   EXPECT_EQ(z1.loss_scaler.initial_scale_power, 32);
-  EXPECT_TRUE(z1.warnings.empty()) << joined(z1.warnings);
+  EXPECT_TRUE(z1.warnings.empty()) << all_warnings(z1);
   EXPECT_TRUE(load("axolotl/zero2.json").zero.offload_optimizer);
   for (const char* file : {"axolotl/zero3.json", "axolotl/zero3_bf16.json"}) {
     const DeepSpeedConfig z3 = load(file);
@@ -180,11 +177,11 @@ TEST(RealConfigs, Axolotl) {
     EXPECT_EQ(z3.zero.stage3_max_reuse_distance, 0) << file;
     EXPECT_EQ(z3.zero.stage3_prefetch_bucket_size, 3686) << file;
     EXPECT_TRUE(z3.zero.stage3_gather_16bit_weights_on_model_save) << file;
-    EXPECT_TRUE(z3.warnings.empty()) << file << "\n" << joined(z3.warnings);
+    EXPECT_TRUE(z3.warnings.empty()) << file << "\n" << all_warnings(z3);
   }
   const DeepSpeedConfig params = load("axolotl/zero3_bf16_cpuoffload_params.json");
   EXPECT_TRUE(params.zero.offload_param);
-  EXPECT_TRUE(params.warnings.empty()) << joined(params.warnings);
+  EXPECT_TRUE(params.warnings.empty()) << all_warnings(params);
 }
 
 // Configs written for DeepSpeed alone, loaded with the flags that match their numbers.
@@ -200,8 +197,8 @@ TEST(RealConfigs, DeepSpeedExamples) {
   EXPECT_EQ(imagenet.optimizer->beta1, 0.8);
   for (const char* key :
        {"fp16.auto_cast = true", "cuda_visible_devices is not a DeepSpeed setting", "sets none of initial_scale_power"})
-    EXPECT_NE(joined(imagenet.warnings).find(key), std::string::npos) << key << "\n" << joined(imagenet.warnings);
-  EXPECT_EQ(imagenet.warnings.size(), 3u) << joined(imagenet.warnings);
+    EXPECT_NE(all_warnings(imagenet).find(key), std::string::npos) << key << "\n" << all_warnings(imagenet);
+  EXPECT_EQ(imagenet.warnings.size(), 3u) << all_warnings(imagenet);
 
   // AutoTP training splits each layer over the GPUs: refused, with how to train without it.
   testing::expect_mentions(error_loading("deepspeed_examples/tensor_parallel_hf_ds_config.json"),
@@ -215,9 +212,9 @@ TEST(RealConfigs, DeepSpeedExamples) {
   EXPECT_EQ(bf16.zero.stage, 3);
   EXPECT_EQ(bf16.zero.reduce_bucket_size, 50'000'000);
   EXPECT_EQ(bf16.zero.stage3_param_persistence_threshold, 0);
-  EXPECT_EQ(bf16.warnings.size(), 3u) << joined(bf16.warnings);
+  EXPECT_EQ(bf16.warnings.size(), 3u) << all_warnings(bf16);
   for (const char* key : {"bf16_master_weights_and_grads", "bf16_optimizer_states", "torch_autocast"})
-    EXPECT_NE(joined(bf16.warnings).find(key), std::string::npos) << key;
+    EXPECT_NE(all_warnings(bf16).find(key), std::string::npos) << key;
 
   testing::expect_mentions(error_loading("deepspeed_examples/bing_bert_squad_bsz24_config.json",
                                          {8,
@@ -230,7 +227,7 @@ TEST(RealConfigs, DeepSpeedExamples) {
       {8, {"--per_device_train_batch_size", "8", "--gradient_accumulation_steps", "4", "--learning_rate", "1e-3"}});
   expect_batch(pipe, 8, 4, 256);
   EXPECT_TRUE(pipe.optimizer->decoupled_weight_decay);
-  EXPECT_TRUE(pipe.warnings.empty()) << joined(pipe.warnings);
+  EXPECT_TRUE(pipe.warnings.empty()) << all_warnings(pipe);
 }
 
 // Comment keys and keys DeepSpeed does not read, as LLaMA-Factory and axolotl ship them.
@@ -246,7 +243,7 @@ TEST(RealConfigs, CommentsAndKeysDeepSpeedDoesNotRead) {
   const DeepSpeedConfig z2 =
       load_deepspeed_config(read_deepspeed_input(without_tp.dump()), deepspeed_auto_context(args, 2, 64, 100, 10));
   EXPECT_EQ(z2.zero.stage, 2);
-  EXPECT_TRUE(z2.warnings.empty()) << joined(z2.warnings);
+  EXPECT_TRUE(z2.warnings.empty()) << all_warnings(z2);
 
   // comms_config and monitor_config are names of DeepSpeed's Python attributes, not keys it
   // reads (its monitors are top-level tensorboard, wandb, csv_monitor, comet): a note each.
@@ -254,16 +251,15 @@ TEST(RealConfigs, CommentsAndKeysDeepSpeedDoesNotRead) {
   EXPECT_EQ(fp8.zero.stage, 3);
   EXPECT_TRUE(fp8.zero.offload_optimizer);
   EXPECT_FALSE(fp8.zero.offload_pin_memory);
-  ASSERT_EQ(fp8.warnings.size(), 2u) << joined(fp8.warnings);
-  testing::expect_mentions(joined(fp8.warnings),
-                           {"comms_config (did you mean comms_logger?) is not a DeepSpeed setting",
-                            "monitor_config is not a DeepSpeed setting: DeepSpeed ignores it"});
+  ASSERT_EQ(fp8.warnings.size(), 2u) << all_warnings(fp8);
+  testing::expect_mentions(all_warnings(fp8), {"comms_config (did you mean comms_logger?) is not a DeepSpeed setting",
+                                               "monitor_config is not a DeepSpeed setting: DeepSpeed ignores it"});
 
   // axolotl's torch.compile block: "backend" is a field of DeepSpeed 0.13-0.14.3's torch.compile
   // settings; "disable" was never one. Compiling changes nothing here.
   const DeepSpeedConfig compile = load("axolotl/zero1_torch_compile.json");
   EXPECT_EQ(compile.zero.stage, 1);
-  ASSERT_EQ(compile.warnings.size(), 1u) << joined(compile.warnings);
+  ASSERT_EQ(compile.warnings.size(), 1u) << all_warnings(compile);
   testing::expect_mentions(compile.warnings[0],
                            {"compile.disable is not read by DeepSpeed's compile section; ignored"});
 }
@@ -273,7 +269,7 @@ TEST(RealConfigs, CommentsAndKeysDeepSpeedDoesNotRead) {
 TEST(RealConfigs, DeepSpeedExamplesFeatures) {
   const DeepSpeedConfig tune = load("deepspeed_examples/autotuning_hf_ds_config_tune.json");
   EXPECT_EQ(tune.micro_batch_per_gpu, 4);
-  ASSERT_EQ(tune.warnings.size(), 1u) << joined(tune.warnings);
+  ASSERT_EQ(tune.warnings.size(), 1u) << all_warnings(tune);
   testing::expect_mentions(tune.warnings[0], {"autotuning.enabled = true (DeepSpeed's autotuner) has no effect"});
 
   const Launch small{2,
@@ -281,17 +277,17 @@ TEST(RealConfigs, DeepSpeedExamplesFeatures) {
                       "1e-4", "--adam_beta1", "0.8", "--weight_decay", "3e-7"}};
   const DeepSpeedConfig ltd = load("deepspeed_examples/data_efficiency_gpt_base_random_ltd.json", small);
   expect_batch(ltd, 2, 1, 4);
-  EXPECT_EQ(ltd.warnings.size(), 2u) << joined(ltd.warnings);
-  testing::expect_mentions(joined(ltd.warnings), {"data_efficiency.enabled = true", "prescale_gradients = true"});
+  EXPECT_EQ(ltd.warnings.size(), 2u) << all_warnings(ltd);
+  testing::expect_mentions(all_warnings(ltd), {"data_efficiency.enabled = true", "prescale_gradients = true"});
 
   Launch quantized{2,
                    {"--per_device_train_batch_size", "4", "--gradient_accumulation_steps", "1", "--learning_rate",
                     "1e-3", "--adam_beta1", "0.8", "--weight_decay", "3e-7", "--fp16"}};
   const DeepSpeedConfig w8a8 = load("deepspeed_examples/compression_gpt2_W8A8_Qgroup64_fp16.json", quantized);
   EXPECT_TRUE(w8a8.fp16);
-  EXPECT_EQ(w8a8.warnings.size(), 3u) << joined(w8a8.warnings);
-  testing::expect_mentions(joined(w8a8.warnings), {"compression_training (DeepSpeed's compression",
-                                                   "prescale_gradients = true", "sets none of initial_scale_power"});
+  EXPECT_EQ(w8a8.warnings.size(), 3u) << all_warnings(w8a8);
+  testing::expect_mentions(all_warnings(w8a8), {"compression_training (DeepSpeed's compression",
+                                                "prescale_gradients = true", "sets none of initial_scale_power"});
 
   // AutoSP: sequences split over 2 GPUs, which the batch sizes were written for.
   testing::expect_mentions(
