@@ -84,10 +84,9 @@ __device__ __forceinline__ BackwardWork backward_work(int index, int kv_heads, i
 }
 
 template <typename Shape>
-struct BackwardSharedPlan {
-  std::uint32_t base;
+struct BackwardSharedPlan : hopper::SharedMemoryPlan {
   __device__ __forceinline__ explicit BackwardSharedPlan(const unsigned char* shared)
-      : base((mma::smem_address(shared) + 1023) & ~1023u) {}
+      : SharedMemoryPlan(shared, Shape::kBarrierOffset) {}
   __device__ __forceinline__ std::uint32_t k() const { return base; }
   __device__ __forceinline__ std::uint32_t v() const { return base + Shape::kVOffset; }
   __device__ __forceinline__ std::uint32_t q(int stage) const {
@@ -97,7 +96,6 @@ struct BackwardSharedPlan {
   __device__ __forceinline__ std::uint32_t ds(int buffer) const {
     return base + Shape::kDsOffset + buffer * Shape::kDsBytes;
   }
-  __device__ __forceinline__ std::uint32_t barrier(int i) const { return base + Shape::kBarrierOffset + 8 * i; }
   __device__ __forceinline__ std::uint32_t kv_full() const { return barrier(0); }
   __device__ __forceinline__ std::uint32_t full(int stage) const { return barrier(1 + stage); }
   __device__ __forceinline__ std::uint32_t empty(int stage) const { return barrier(1 + Shape::kStages + stage); }

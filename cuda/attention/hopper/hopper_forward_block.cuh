@@ -45,10 +45,9 @@ struct ForwardMaps {
 
 // Where the block's shared memory lies and which barrier is which.
 template <typename Shape>
-struct SharedPlan {
-  std::uint32_t base;
+struct SharedPlan : hopper::SharedMemoryPlan {
   __device__ __forceinline__ explicit SharedPlan(const unsigned char* shared)
-      : base((mma::smem_address(shared) + 1023) & ~1023u) {}
+      : SharedMemoryPlan(shared, Shape::kBarrierOffset) {}
   __device__ __forceinline__ std::uint32_t q() const { return base; }
   __device__ __forceinline__ std::uint32_t k(int stage) const {
     return base + Shape::kKOffset + stage * Shape::kKvBytes;
@@ -56,7 +55,6 @@ struct SharedPlan {
   __device__ __forceinline__ std::uint32_t v(int stage) const {
     return base + Shape::kVOffset + stage * Shape::kKvBytes;
   }
-  __device__ __forceinline__ std::uint32_t barrier(int i) const { return base + Shape::kBarrierOffset + 8 * i; }
   __device__ __forceinline__ std::uint32_t q_full() const { return barrier(0); }
   __device__ __forceinline__ std::uint32_t k_full(int stage) const { return barrier(1 + stage); }
   __device__ __forceinline__ std::uint32_t k_empty(int stage) const { return barrier(1 + Shape::kStages + stage); }

@@ -13,6 +13,8 @@
 
 #include <cstdint>
 
+#include "cuda/common/mma.cuh"
+
 namespace zt::cuda::hopper {
 
 __device__ __forceinline__ void barrier_init(std::uint32_t barrier, std::uint32_t arrivals) {
@@ -84,5 +86,17 @@ __device__ __forceinline__ void named_barrier_sync(int id, int threads) {
 __device__ __forceinline__ void named_barrier_arrive(int id, int threads) {
   asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
+
+// What every kernel's plan of its dynamic shared memory starts from: addresses from the first
+// 1024-byte boundary (where a 128-byte-swizzled tile must start; the kernel asks for 1024 bytes
+// of slack), and its mbarriers, 8 bytes each, from `barrier_offset`. A kernel's plan adds where
+// its tiles lie and which barrier is which.
+struct SharedMemoryPlan {
+  std::uint32_t base;
+  std::uint32_t barriers;
+  __device__ __forceinline__ SharedMemoryPlan(const unsigned char* shared, int barrier_offset)
+      : base((mma::smem_address(shared) + 1023) & ~1023u), barriers(base + barrier_offset) {}
+  __device__ __forceinline__ std::uint32_t barrier(int i) const { return barriers + 8 * i; }
+};
 
 }  // namespace zt::cuda::hopper
