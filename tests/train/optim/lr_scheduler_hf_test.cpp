@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/train/optim/lr_schedule_test_util.h"
 #include "train/args/lr_scheduler_kwargs.h"
 #include "train/optim/lr_scheduler.h"
 
@@ -23,15 +24,6 @@ namespace zt::train {
 namespace {
 
 using nlohmann::json;
-
-LrScheduleConfig hf(ScheduleKind kind) {
-  LrScheduleConfig config;
-  config.kind = kind;
-  config.peak_lr = 1e-3;
-  config.warmup_steps = 4;
-  config.total_steps = 20;
-  return config;
-}
 
 // The config as --lr_scheduler_kwargs `kwargs` makes it; the test fails on any error.
 LrScheduleConfig with_kwargs(ScheduleKind kind, const json& kwargs) {
@@ -49,57 +41,57 @@ std::vector<std::string> errors_of(ScheduleKind kind, const json& kwargs, double
   return errors;
 }
 
+// The linear warmup these schedules start with: from 0 to the peak over the 4 warmup steps.
+TEST(HfSchedules, LinearWarmupToThePeak) {
+  for (const LrScheduleConfig& config :
+       {with_kwargs(ScheduleKind::kCosineWithRestarts, {{"num_cycles", 3}}),
+        with_kwargs(ScheduleKind::kPolynomial, json::object()), hf(ScheduleKind::kInverseSqrt),
+        with_kwargs(ScheduleKind::kWarmupStableDecay, {{"num_decay_steps", 6}})}) {
+    SCOPED_TRACE("schedule kind " + std::to_string(static_cast<int>(config.kind)));
+    expect_rates(LrSchedule(config), {{0, 0.0}, {2, 0.00050000000000000001}, {4, 0.001}});
+  }
+}
+
 TEST(HfSchedules, CosineTakesNumCycles) {
   LrSchedule wave(with_kwargs(ScheduleKind::kCosine, {{"num_cycles", 1}}));
-  EXPECT_DOUBLE_EQ(wave.rate(4), 0.001);
-  EXPECT_DOUBLE_EQ(wave.rate(8), 0.00050000000000000001);
-  EXPECT_DOUBLE_EQ(wave.rate(12), 0.0);  // the bottom of the wave, halfway
-  EXPECT_DOUBLE_EQ(wave.rate(19), 0.00096193976625564323);
-  EXPECT_DOUBLE_EQ(wave.rate(20), 0.001);  // and back up
+  expect_rates(wave, {
+                         {4, 0.001},
+                         {8, 0.00050000000000000001},
+                         {12, 0.0},  // the bottom of the wave, halfway
+                         {19, 0.00096193976625564323},
+                         {20, 0.001},  // and back up
+                     });
 }
 
 TEST(HfSchedules, CosineWithHardRestarts) {
   LrSchedule three(with_kwargs(ScheduleKind::kCosineWithRestarts, {{"num_cycles", 3}}));
-  EXPECT_DOUBLE_EQ(three.rate(0), 0.0);
-  EXPECT_DOUBLE_EQ(three.rate(2), 0.00050000000000000001);
-  EXPECT_DOUBLE_EQ(three.rate(4), 0.001);
-  EXPECT_DOUBLE_EQ(three.rate(5), 0.00091573480615127266);
-  EXPECT_DOUBLE_EQ(three.rate(9), 9.6073597983847857e-06);
-  EXPECT_DOUBLE_EQ(three.rate(10), 0.00096193976625564344);  // restarted near the top
-  EXPECT_DOUBLE_EQ(three.rate(13), 0.00022221488349019903);
-  EXPECT_DOUBLE_EQ(three.rate(19), 8.4265193848727333e-05);
-  EXPECT_DOUBLE_EQ(three.rate(20), 0.0);  // progress 1: zero from then on
-  EXPECT_DOUBLE_EQ(three.rate(25), 0.0);
+  expect_rates(three, {{5, 0.00091573480615127266},
+                       {9, 9.6073597983847857e-06},
+                       {10, 0.00096193976625564344},  // restarted near the top
+                       {13, 0.00022221488349019903},
+                       {19, 8.4265193848727333e-05},
+                       {20, 0.0},  // progress 1: zero from then on
+                       {25, 0.0}});
   // One cycle by default: cosine's half wave.
   LrSchedule one(with_kwargs(ScheduleKind::kCosineWithRestarts, json::object()));
-  EXPECT_DOUBLE_EQ(one.rate(12), 0.00050000000000000001);
-  EXPECT_DOUBLE_EQ(one.rate(19), 9.6073597983847857e-06);
+  expect_rates(one, {{12, 0.00050000000000000001}, {19, 9.6073597983847857e-06}});
 }
 
 TEST(HfSchedules, PolynomialDecayToLrEnd) {
   LrSchedule linear(with_kwargs(ScheduleKind::kPolynomial, json::object()));  // lr_end 1e-7, power 1
-  EXPECT_DOUBLE_EQ(linear.rate(2), 0.00050000000000000001);
-  EXPECT_DOUBLE_EQ(linear.rate(4), 0.001);
-  EXPECT_DOUBLE_EQ(linear.rate(12), 0.00050004999999999993);
-  EXPECT_DOUBLE_EQ(linear.rate(20), 9.9999999999999995e-08);
-  EXPECT_DOUBLE_EQ(linear.rate(21), 9.9999999999999995e-08);
+  expect_rates(linear, {{12, 0.00050004999999999993}, {20, 9.9999999999999995e-08}, {21, 9.9999999999999995e-08}});
   LrSchedule squared(with_kwargs(ScheduleKind::kPolynomial, {{"lr_end", 1e-5}, {"power", 2}}));
-  EXPECT_DOUBLE_EQ(squared.rate(4), 0.001);
-  EXPECT_DOUBLE_EQ(squared.rate(7), 0.00066355468749999997);
-  EXPECT_DOUBLE_EQ(squared.rate(12), 0.00025750000000000002);
-  EXPECT_DOUBLE_EQ(squared.rate(19), 1.3867187500000001e-05);
-  EXPECT_DOUBLE_EQ(squared.rate(20), 1.0000000000000001e-05);
-  EXPECT_DOUBLE_EQ(squared.rate(30), 1.0000000000000001e-05);
+  expect_rates(squared, {{4, 0.001},
+                         {7, 0.00066355468749999997},
+                         {12, 0.00025750000000000002},
+                         {19, 1.3867187500000001e-05},
+                         {20, 1.0000000000000001e-05},
+                         {30, 1.0000000000000001e-05}});
 }
 
 TEST(HfSchedules, InverseSqrtOverTheWarmupOrTenThousandSteps) {
   LrSchedule warm(hf(ScheduleKind::kInverseSqrt));
-  EXPECT_DOUBLE_EQ(warm.rate(0), 0.0);
-  EXPECT_DOUBLE_EQ(warm.rate(2), 0.00050000000000000001);
-  EXPECT_DOUBLE_EQ(warm.rate(4), 0.001);
-  EXPECT_DOUBLE_EQ(warm.rate(5), 0.00089442719099991591);
-  EXPECT_DOUBLE_EQ(warm.rate(16), 0.00050000000000000001);
-  EXPECT_DOUBLE_EQ(warm.rate(100), 0.00020000000000000001);
+  expect_rates(warm, {{5, 0.00089442719099991591}, {16, 0.00050000000000000001}, {100, 0.00020000000000000001}});
   LrScheduleConfig cold = hf(ScheduleKind::kInverseSqrt);
   cold.warmup_steps = 0;
   EXPECT_DOUBLE_EQ(LrSchedule(cold).rate(0), 0.001);
@@ -108,49 +100,45 @@ TEST(HfSchedules, InverseSqrtOverTheWarmupOrTenThousandSteps) {
 
 TEST(HfSchedules, CosineWarmupWithMinLr) {
   LrSchedule schedule(with_kwargs(ScheduleKind::kCosineWarmupWithMinLr, {{"min_lr_rate", 0.1}}));
-  EXPECT_DOUBLE_EQ(schedule.rate(0), 0.00025000000000000001);  // (0 + 1) / 4: never zero
-  EXPECT_DOUBLE_EQ(schedule.rate(1), 0.00050000000000000001);
-  EXPECT_DOUBLE_EQ(schedule.rate(3), 0.001);
-  EXPECT_DOUBLE_EQ(schedule.rate(4), 0.00099135337618145376);
-  EXPECT_DOUBLE_EQ(schedule.rate(10), 0.00063779064490725775);
-  EXPECT_DOUBLE_EQ(schedule.rate(19), 0.0001);
-  EXPECT_DOUBLE_EQ(schedule.rate(20), 0.00010864662381854631);
+  expect_rates(schedule, {{0, 0.00025000000000000001},  // (0 + 1) / 4: never zero
+                          {1, 0.00050000000000000001},
+                          {3, 0.001},
+                          {4, 0.00099135337618145376},
+                          {10, 0.00063779064490725775},
+                          {19, 0.0001},
+                          {20, 0.00010864662381854631}});
   LrSchedule started(
       with_kwargs(ScheduleKind::kCosineWarmupWithMinLr, {{"min_lr_rate", 0.1}, {"warmup_lr_rate", 0.2}}));
-  EXPECT_DOUBLE_EQ(started.rate(0), 0.00020000000000000001);
-  EXPECT_DOUBLE_EQ(started.rate(1), 0.00046666666666666666);
-  EXPECT_DOUBLE_EQ(started.rate(3), 0.0010000000000000002);
+  expect_rates(started, {{0, 0.00020000000000000001}, {1, 0.00046666666666666666}, {3, 0.0010000000000000002}});
 }
 
 TEST(HfSchedules, WarmupStableDecay) {
   // 4 warmup + (20 - 4 - 6 = 10) stable + 6 decay steps, cosine decay to 0.
   LrSchedule schedule(with_kwargs(ScheduleKind::kWarmupStableDecay, {{"num_decay_steps", 6}}));
-  EXPECT_DOUBLE_EQ(schedule.rate(0), 0.0);
-  EXPECT_DOUBLE_EQ(schedule.rate(2), 0.00050000000000000001);
-  EXPECT_DOUBLE_EQ(schedule.rate(4), 0.001);
-  EXPECT_DOUBLE_EQ(schedule.rate(13), 0.001);
-  EXPECT_DOUBLE_EQ(schedule.rate(14), 0.001);  // the decay's first step
-  EXPECT_DOUBLE_EQ(schedule.rate(16), 0.00075000000000000002);
-  EXPECT_DOUBLE_EQ(schedule.rate(19), 6.6987298107780649e-05);
-  EXPECT_DOUBLE_EQ(schedule.rate(20), 0.0);
-  EXPECT_DOUBLE_EQ(schedule.rate(25), 0.0);
+  expect_rates(schedule, {{13, 0.001},
+                          {14, 0.001},  // the decay's first step
+                          {16, 0.00075000000000000002},
+                          {19, 6.6987298107780649e-05},
+                          {20, 0.0},
+                          {25, 0.0}});
   LrSchedule shaped(with_kwargs(ScheduleKind::kWarmupStableDecay, {{"num_decay_steps", 6},
                                                                    {"num_stable_steps", 5},
                                                                    {"warmup_type", "cosine"},
                                                                    {"decay_type", "1-sqrt"},
                                                                    {"min_lr_ratio", 0.1}}));
-  EXPECT_DOUBLE_EQ(shaped.rate(0), 0.0001);  // warmup starts at min_lr_ratio
-  EXPECT_DOUBLE_EQ(shaped.rate(2), 0.00054999999999999992);
-  EXPECT_DOUBLE_EQ(shaped.rate(8), 0.001);
-  EXPECT_DOUBLE_EQ(shaped.rate(9), 0.001);
-  EXPECT_DOUBLE_EQ(shaped.rate(11), 0.00048038475772933689);
-  EXPECT_DOUBLE_EQ(shaped.rate(13), 0.00026515307716504656);
-  EXPECT_DOUBLE_EQ(shaped.rate(14), 0.00017841616374225078);
-  EXPECT_DOUBLE_EQ(shaped.rate(19), 0.0001);  // after the decay: the floor
+  expect_rates(shaped, {
+                           {0, 0.0001},  // warmup starts at min_lr_ratio
+                           {2, 0.00054999999999999992},
+                           {8, 0.001},
+                           {9, 0.001},
+                           {11, 0.00048038475772933689},
+                           {13, 0.00026515307716504656},
+                           {14, 0.00017841616374225078},
+                           {19, 0.0001},  // after the decay: the floor
+                       });
   LrSchedule linear(with_kwargs(ScheduleKind::kWarmupStableDecay,
                                 {{"num_decay_steps", 6}, {"decay_type", "linear"}, {"min_lr_ratio", 0.1}}));
-  EXPECT_DOUBLE_EQ(linear.rate(17), 0.00055000000000000003);
-  EXPECT_DOUBLE_EQ(linear.rate(19), 0.00024999999999999995);
+  expect_rates(linear, {{17, 0.00055000000000000003}, {19, 0.00024999999999999995}});
   // Phases that do not add up to the training steps are worth a word.
   EXPECT_TRUE(lr_schedule_warnings(with_kwargs(ScheduleKind::kWarmupStableDecay, {{"num_decay_steps", 6}})).empty());
   const auto warnings = lr_schedule_warnings(

@@ -6,19 +6,11 @@
 #include <numbers>
 
 #include "tests/common/op_test_util.h"
+#include "tests/train/optim/lr_schedule_test_util.h"
 #include "train/optim/lr_scheduler.h"
 
 namespace zt::train {
 namespace {
-
-LrScheduleConfig hf(ScheduleKind kind) {
-  LrScheduleConfig config;
-  config.kind = kind;
-  config.peak_lr = 1e-3;
-  config.warmup_steps = 4;
-  config.total_steps = 20;
-  return config;
-}
 
 TEST(LrSchedule, LinearWarmsUpFromZeroThenDecaysToZero) {
   LrSchedule schedule(hf(ScheduleKind::kLinear));
@@ -56,12 +48,8 @@ TEST(LrSchedule, ConstantsIgnoreOrUseWarmup) {
 // update t trains at DeepSpeed's get_lr() with last_batch_iteration t - 1. The expected rates
 // below are DeepSpeed's formulas (lr_schedules.py) worked by hand at that iteration.
 LrScheduleConfig deepspeed(ScheduleKind kind) {
-  LrScheduleConfig config;
-  config.kind = kind;
+  LrScheduleConfig config = schedule_config(kind, 1e-3, 10, 110);
   config.warmup_min_lr = 1e-5;
-  config.peak_lr = 1e-3;
-  config.warmup_steps = 10;
-  config.total_steps = 110;
   return config;
 }
 
