@@ -230,17 +230,27 @@ def section(lines, title):
     return (start, lines[start:]) if start is not None else (None, [])
 
 
-def check_layout(root, problems):
-    readme = os.path.join(root, "README.md")
-    if not os.path.isfile(readme):
-        problems.add(readme, None, "no README.md", "write one, with a `## Layout` section naming every top-level folder")
-        return
-    with open(readme, encoding="utf-8") as f:
+def required_section(root, name, title, problems, what):
+    """The `## title` section of the file `name` below root, as (its path, first line, lines); None,
+    with the problem recorded, when the file or the section is missing. `what`: what it names."""
+    path = os.path.join(root, name)
+    if not os.path.isfile(path):
+        problems.add(path, None, "no " + name, "write it, with a `## " + title + "` section naming " + what)
+        return None
+    with open(path, encoding="utf-8") as f:
         lines = f.read().splitlines()
-    first, body = section(lines, "Layout")
+    first, body = section(lines, title)
     if first is None:
-        problems.add(readme, None, "no `## Layout` section", "add one naming every top-level folder of code")
+        problems.add(path, None, "no `## " + title + "` section", "add one naming " + what)
+        return None
+    return path, first, body
+
+
+def check_layout(root, problems):
+    found = required_section(root, "README.md", "Layout", problems, "every top-level folder of code")
+    if found is None:
         return
+    readme, first, body = found
     text = "\n".join(body)
     named = set(re.findall(r"`([\w.-]+)/`", text))
     for top in code_folders(root):
@@ -271,16 +281,10 @@ def folder_map_names(body):
 
 
 def check_architecture_map(root, problems):
-    doc = os.path.join(root, "docs", "ARCHITECTURE.md")
-    if not os.path.isfile(doc):
-        problems.add(doc, None, "no docs/ARCHITECTURE.md", "write it, with a `## Folder map` section")
+    found = required_section(root, "docs/ARCHITECTURE.md", "Folder map", problems, "every folder of code")
+    if found is None:
         return
-    with open(doc, encoding="utf-8") as f:
-        lines = f.read().splitlines()
-    first, body = section(lines, "Folder map")
-    if first is None:
-        problems.add(doc, None, "no `## Folder map` section", "add one naming every folder of code")
-        return
+    doc, first, body = found
     named = folder_map_names(body)
     wanted = [os.path.relpath(folder, root) for folder, _ in documented_folders(root)]
     wanted += [top for top in code_folders(root) if top in NOT_CODE]
