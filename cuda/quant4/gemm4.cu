@@ -17,17 +17,25 @@
 // mma.sync.m16n8k16 (cuda/common/mma_warp.cuh), fp32 accumulators; the bias joins the fp32
 // sums before y is rounded.
 //
+// A weight with few column tiles (q_proj's 3584 columns make 56 for 132 SMs; down_proj's also
+// walk a K of 18944) would leave most SMs idle, so K is split over blocks (blockIdx.z): each
+// writes its tile's fp32 partial sums to a workspace and a second kernel adds them in split
+// order, adds the bias and rounds y. The order is fixed by the shape and the GPU, so results
+// keep their bits run to run.
+//
 // Shapes the 16-byte path cannot take (K not a multiple of 32, scale blocks not of a multiple
 // of 32 values, codes or x not 16-byte aligned) decode the weight tile one value per thread
 // and load x one element at a time, into the same tiles: the same arithmetic, slower.
 // Out-of-range rows, columns and K are zeros in both tiles, so they add nothing to a sum.
 #include "cuda/quant4/gemm4.cuh"
 
+#include <algorithm>
 #include <string>
 #include <type_traits>
 
 #include "cuda/common/cuda_common.cuh"
 #include "cuda/common/mma_warp.cuh"
+#include "cuda/common/scratch_buffer.h"
 #include "cuda/common/tile_smem.cuh"
 #include "cuda/elementwise/elementwise_dispatch.cuh"
 #include "cuda/quant4/packed4_decode.cuh"
@@ -43,13 +51,24 @@ constexpr int kTileN = 64;
 constexpr int kTileK = 64;
 constexpr int kChunkValues = 32;  // one thread's 16 bytes of codes per step
 constexpr int kChunksPerRow = kTileK / kChunkValues;
-constexpr int kAhead = 2;  // steps between a chunk's load and its decode
+constexpr int kAhead = 2;                // steps between a chunk's load and its decode
+constexpr int kResidentBlocksPerSm = 4;  // what the registers and shared memory of the widest tile allow
+constexpr std::int64_t kMinStepsPerSplit = 8;
+constexpr std::int64_t kMaxSplits = 16;
+constexpr int kReduceThreads = 256;
 
 using WeightTile = tile::SmemTile<kTileN, kTileK>;
 template <int kTileM>
 using XTile = tile::SmemTile<kTileM, kTileK>;
 
 static_assert(kTileN * kChunksPerRow == kThreads, "each thread decodes one chunk of codes per step");
+
+// Block z of a split K runs steps [z * steps, (z + 1) * steps) and writes its fp32 sums to
+// partial[z] ([rows, N] each); with one split partial is null and the block writes y.
+struct KSplit {
+  std::int64_t steps = 0;
+  float* partial = nullptr;
+};
 
 template <int kTileM>
 struct SharedTiles {
@@ -171,7 +190,7 @@ __device__ __forceinline__ void fill_step(const Gemm4Args& a, SharedTiles<kTileM
 }
 
 template <typename T, typename W, int kTileM, bool kWide>
-__global__ void __launch_bounds__(kThreads) gemm_4bit_kernel(Gemm4Args a) {
+__global__ void __launch_bounds__(kThreads) gemm_4bit_kernel(Gemm4Args a, KSplit split) {
   constexpr int kWarpsM = kTileM / 16, kWarpsN = kWarps / kWarpsM;
   constexpr int kN8 = kTileN / 8 / kWarpsN;  // 8-column blocks of y per warp
   static_assert(kWarpsM * kWarpsN == kWarps && kN8 % 2 == 0, "the warps tile the block's rows and columns");
@@ -183,24 +202,26 @@ __global__ void __launch_bounds__(kThreads) gemm_4bit_kernel(Gemm4Args a) {
 
   const std::int64_t m0 = static_cast<std::int64_t>(blockIdx.x) * kTileM;
   const std::int64_t n0 = static_cast<std::int64_t>(blockIdx.y) * kTileN;
-  const std::int64_t steps = (a.in_features + kTileK - 1) / kTileK;
+  const std::int64_t first_step = static_cast<std::int64_t>(blockIdx.z) * split.steps;
+  const std::int64_t end_step = min(first_step + split.steps, (a.in_features + kTileK - 1) / kTileK);
   CodeChunk ahead[kAhead];
   if constexpr (kWide) {
     const int row = static_cast<int>(threadIdx.x) / kChunksPerRow, part = static_cast<int>(threadIdx.x) % kChunksPerRow;
 #pragma unroll
-    for (int i = 0; i < kAhead; ++i) ahead[i] = load_chunk(a, n0 + row, i * kTileK + part * kChunkValues);
+    for (int i = 0; i < kAhead; ++i)
+      ahead[i] = load_chunk(a, n0 + row, (first_step + i) * kTileK + part * kChunkValues);
   }
   const int warp = static_cast<int>(threadIdx.x) / 32;
   const int warp_m = warp % kWarpsM, warp_n = warp / kWarpsM;
   mma::FragC acc[kN8];
   mma::zero(acc);
-  fill_step<T, W, kTileM, kWide>(a, s, ahead, 0, 0, m0, n0);
-  for (std::int64_t step = 0; step < steps; ++step) {
-    const int buffer = static_cast<int>(step % 2);
+  fill_step<T, W, kTileM, kWide>(a, s, ahead, first_step, 0, m0, n0);
+  for (std::int64_t step = first_step; step < end_step; ++step) {
+    const int buffer = static_cast<int>((step - first_step) % 2);
     if constexpr (kWide) tile::cp_async_wait<0>();
     // The step's tiles are complete and visible; every warp is done with the other buffer.
     __syncthreads();
-    if (step + 1 < steps) fill_step<T, W, kTileM, kWide>(a, s, ahead, step + 1, buffer ^ 1, m0, n0);
+    if (step + 1 < end_step) fill_step<T, W, kTileM, kWide>(a, s, ahead, step + 1, buffer ^ 1, m0, n0);
     const std::uint32_t x_tile = mma::smem_address(s.x[buffer]);
     mma::gemm_abt<T, WeightTile, kTileK / 16, kN8>(
         acc, [&](int kk) { return mma::load_a<XTile<kTileM>>(x_tile, warp_m * 16, kk); },
@@ -211,6 +232,9 @@ __global__ void __launch_bounds__(kThreads) gemm_4bit_kernel(Gemm4Args a) {
   const int lane = static_cast<int>(threadIdx.x) % 32, group = lane / 4, quad = lane % 4;
   T* y = static_cast<T*>(a.y);
   const T* bias = static_cast<const T*>(a.bias);
+  float* partial = split.partial == nullptr
+                       ? nullptr
+                       : split.partial + static_cast<std::int64_t>(blockIdx.z) * a.rows * a.out_features;
 #pragma unroll
   for (int j = 0; j < kN8; ++j)
 #pragma unroll
@@ -222,10 +246,29 @@ __global__ void __launch_bounds__(kThreads) gemm_4bit_kernel(Gemm4Args a) {
         const std::int64_t m = m0 + warp_m * 16 + group + 8 * half;
         if (m >= a.rows) continue;
         float sum = acc[j].x[2 * half + e];
-        if (bias != nullptr) sum += load_float(bias + n);
-        store_float(y + m * a.out_features + n, sum);
+        if (partial != nullptr) {
+          partial[m * a.out_features + n] = sum;
+        } else {
+          if (bias != nullptr) sum += load_float(bias + n);
+          store_float(y + m * a.out_features + n, sum);
+        }
       }
     }
+}
+
+// y = the splits' partial sums added in split order (+ bias), rounded to T.
+template <typename T>
+__global__ void __launch_bounds__(kReduceThreads) add_splits_kernel(Gemm4Args a, const float* partial, int splits) {
+  const std::int64_t outputs = a.rows * a.out_features;
+  T* y = static_cast<T*>(a.y);
+  const T* bias = static_cast<const T*>(a.bias);
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * kReduceThreads + threadIdx.x; i < outputs;
+       i += static_cast<std::int64_t>(gridDim.x) * kReduceThreads) {
+    float sum = partial[i];
+    for (int z = 1; z < splits; ++z) sum += partial[z * outputs + i];
+    if (bias != nullptr) sum += load_float(bias + i % a.out_features);
+    store_float(y + i, sum);
+  }
 }
 
 bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
@@ -235,6 +278,23 @@ bool wide_path_fits(const Gemm4Args& a) {
          aligned16(a.x);
 }
 
+int multiprocessors() {
+  int device = 0, count = 0;
+  ZT_CUDA_CHECK(cudaGetDevice(&device));
+  ZT_CUDA_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device));
+  return count;
+}
+
+// How many blocks K is split over: the args' count, or enough for the GPU's resident blocks
+// where the tiles alone are fewer, each split keeping at least kMinStepsPerSplit steps.
+std::int64_t k_splits(const Gemm4Args& a, std::int64_t tiles, std::int64_t steps) {
+  if (a.k_splits > 0) return std::min<std::int64_t>(a.k_splits, steps);
+  const std::int64_t wanted = static_cast<std::int64_t>(kResidentBlocksPerSm) * multiprocessors();
+  if (tiles >= wanted) return 1;
+  const std::int64_t most = std::clamp<std::int64_t>(steps / kMinStepsPerSplit, 1, kMaxSplits);
+  return std::min((wanted + tiles - 1) / tiles, most);
+}
+
 template <typename T, typename W, int kTileM, bool kWide>
 void launch_tiles(const Gemm4Args& a, cudaStream_t stream) {
   const std::int64_t row_tiles = (a.rows + kTileM - 1) / kTileM;
@@ -242,8 +302,21 @@ void launch_tiles(const Gemm4Args& a, cudaStream_t stream) {
   ZT_REQUIRE(row_tiles <= 0x7FFFFFFF && column_tiles <= 65535, "gemm_4bit: " + std::to_string(a.rows) + " x " +
                                                                    std::to_string(a.out_features) +
                                                                    " outputs are more tiles than one grid holds");
-  const dim3 grid(static_cast<unsigned>(row_tiles), static_cast<unsigned>(column_tiles));
-  gemm_4bit_kernel<T, W, kTileM, kWide><<<grid, kThreads, 0, stream>>>(a);
+  const std::int64_t steps = (a.in_features + kTileK - 1) / kTileK;
+  const std::int64_t wanted_splits = k_splits(a, row_tiles * column_tiles, steps);
+  KSplit split;
+  split.steps = (steps + wanted_splits - 1) / wanted_splits;
+  const auto splits = static_cast<int>((steps + split.steps - 1) / split.steps);  // none of them empty
+  const dim3 grid(static_cast<unsigned>(row_tiles), static_cast<unsigned>(column_tiles), static_cast<unsigned>(splits));
+  if (splits == 1) {
+    gemm_4bit_kernel<T, W, kTileM, kWide><<<grid, kThreads, 0, stream>>>(a, split);
+    return;
+  }
+  const std::int64_t outputs = a.rows * a.out_features;
+  ScratchBuffer partial(static_cast<std::size_t>(splits * outputs) * sizeof(float), stream);
+  split.partial = partial.as<float>();
+  gemm_4bit_kernel<T, W, kTileM, kWide><<<grid, kThreads, 0, stream>>>(a, split);
+  add_splits_kernel<T><<<grid_size(outputs, kReduceThreads), kReduceThreads, 0, stream>>>(a, split.partial, splits);
 }
 
 template <typename T, typename W>
@@ -277,6 +350,7 @@ void gemm_4bit(const Gemm4Args& args, cudaStream_t stream) {
              "gemm_4bit: the blocksize must be even and positive");
   ZT_REQUIRE(args.weight.has_scales(), "gemm_4bit: give absmax, or the nested absmax with its codes and map");
   ZT_REQUIRE(args.x != nullptr && args.y != nullptr, "gemm_4bit: x and y must be given");
+  ZT_REQUIRE(args.k_splits >= 0, "gemm_4bit: k_splits must be 0 (chosen) or a positive count");
   if (args.dtype == DType::kBF16)
     launch_for_weight_dtype<__nv_bfloat16>(args, stream);
   else

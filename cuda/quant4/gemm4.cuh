@@ -36,6 +36,10 @@ struct Gemm4Args {
   void* y = nullptr;                  // [rows, N] contiguous, of dtype
   DType dtype = DType::kBF16;         // x, bias and y: bfloat16 or float16
   DType weight_dtype = DType::kBF16;  // the float dtype each weight value is rounded to first
+  // Blocks K is split over for each tile of y, their fp32 partial sums added in split order by
+  // a second kernel: 0 chooses from the shape and the GPU (splits where the tiles alone leave
+  // SMs idle: a narrow weight, or a long K); a positive count forces it (the tests run both).
+  int k_splits = 0;
 };
 
 // Whether gemm_4bit takes activations of `dtype`.

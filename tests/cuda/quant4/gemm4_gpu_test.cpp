@@ -2,11 +2,12 @@
 // converted as the gather path converts it, then a matmul in double. NF4 and FP4, with and
 // without double quantization, weights quantized out of float32, bfloat16 and float16, x in
 // bfloat16 and float16, 9 to 256 rows (one row tile of 16, 32 or 64, and several), with and
-// without a bias, on shapes the 16-byte path takes (K = 352: a half step of K at the end, rows
-// starting inside a scale block; N = 72: a part tile of columns) and shapes it cannot (K = 200,
-// and K = 37 whose rows share a byte). y is filled with NaN before each call, so an output
-// the kernel leaves unwritten fails. Then the dispatch: Quant4Weight::linear runs the GEMM for
-// rows in its range (the same bits as the direct call).
+// without a bias, K whole in each block and split over several, on shapes the 16-byte path
+// takes (K = 352: a half step of K at the end, rows starting inside a scale block; N = 72: a
+// part tile of columns) and shapes it cannot (K = 200, and K = 37 whose rows share a byte). y
+// is filled with NaN before each call, so an output the kernel leaves unwritten fails. Then a
+// narrow weight with a long K, which the kernel splits by itself, and the dispatch:
+// Quant4Weight::linear runs the GEMM for rows in its range (the same bits as the direct call).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -31,17 +32,21 @@ struct Case {
   std::int64_t n, k;
 };
 
+// K whole in each block, and split over 3 (2 for K = 200, 1 for K = 37: whole steps of 64).
+constexpr int kSplits[] = {1, 3};
+
 std::string describe(const Case& c, Quant4Type type, bool nested, std::int64_t blocksize, DType stored, DType dtype,
-                     std::int64_t rows, bool bias) {
+                     std::int64_t rows, bool bias, int k_splits) {
   std::string text = std::to_string(c.n) + "x" + std::to_string(c.k);
   text += std::string(" ") + quant4_type_name(type) + (nested ? " nested" : "") + " blocksize ";
   text += std::to_string(blocksize) + " stored " + dtype_name(stored) + " x " + dtype_name(dtype) + " rows ";
-  text += std::to_string(rows) + (bias ? " bias" : "");
+  text += std::to_string(rows) + (bias ? " bias" : "") + " k_splits " + std::to_string(k_splits);
   return text;
 }
 
-// gemm_4bit on device tensors into a y filled with NaN first.
-Tensor gemm4(const Quant4Weight& gpu, const Tensor& x, const Tensor& bias) {
+// gemm_4bit on device tensors into a y filled with NaN first; K split over `k_splits` blocks
+// (0: as the kernel chooses).
+Tensor gemm4(const Quant4Weight& gpu, const Tensor& x, const Tensor& bias, int k_splits = 0) {
   const std::int64_t rows = x.size(0), n = gpu.state.shape[0];
   Tensor y = Tensor::full({rows, n}, std::numeric_limits<double>::quiet_NaN(), x.dtype(), Device::cuda());
   cuda::gemm_4bit({.weight = packed4_view(gpu),
@@ -52,7 +57,8 @@ Tensor gemm4(const Quant4Weight& gpu, const Tensor& x, const Tensor& bias) {
                    .bias = bias.defined() ? bias.data_ptr() : nullptr,
                    .y = y.data_ptr(),
                    .dtype = x.dtype(),
-                   .weight_dtype = gpu.state.dtype},
+                   .weight_dtype = gpu.state.dtype,
+                   .k_splits = k_splits},
                   current_stream());
   return y;
 }
@@ -82,10 +88,13 @@ TEST(Gemm4Gpu, MatchesTheCpuReferenceUpToTheOrderOfTheSum) {
                 const Tensor x = Tensor::normal({rows, c.k}, seed++, 0, 0.0, 1.0, DType::kF32).to(dtype);
                 const Tensor bias =
                     with_bias ? Tensor::normal({c.n}, seed++, 0, 0.0, 1.0, DType::kF32).to(dtype) : Tensor();
-                const Tensor y = gemm4(gpu, x.to(Device::cuda()), with_bias ? bias.to(Device::cuda()) : Tensor());
-                expect_near_reference(y, x, dense, bias,
-                                      describe(c, type, nested, blocksize, stored, dtype, rows, with_bias),
-                                      kTensorCoreAddError);
+                for (int k_splits : kSplits) {
+                  const Tensor y =
+                      gemm4(gpu, x.to(Device::cuda()), with_bias ? bias.to(Device::cuda()) : Tensor(), k_splits);
+                  expect_near_reference(y, x, dense, bias,
+                                        describe(c, type, nested, blocksize, stored, dtype, rows, with_bias, k_splits),
+                                        kTensorCoreAddError);
+                }
               }
           }
         }
@@ -115,15 +124,37 @@ TEST(Gemm4Gpu, EachWeightIsTheDequantizedValueExactly) {
               hot[static_cast<std::size_t>(m * c.k + column[static_cast<std::size_t>(m)])] = 1.0;
             }
             const Tensor x = Tensor::from_values(hot, {rows, c.k}, dtype).to(Device::cuda());
-            const std::vector<double> y =
-                gemm4(cpu.to(Device::cuda()), x, Tensor()).to(Device::cpu(), DType::kF32).to_vector();
-            const std::string what = describe(c, type, nested, 64, stored, dtype, rows, false);
-            for (std::int64_t m = 0; m < rows; ++m)
-              for (std::int64_t j = 0; j < c.n; ++j)
-                ASSERT_EQ(y[static_cast<std::size_t>(m * c.n + j)],
-                          dense[static_cast<std::size_t>(j * c.k + column[static_cast<std::size_t>(m)])])
-                    << what << " y[" << m << ", " << j << "]";
+            const Quant4Weight gpu = cpu.to(Device::cuda());
+            for (int k_splits : kSplits) {
+              const std::vector<double> y =
+                  gemm4(gpu, x, Tensor(), k_splits).to(Device::cpu(), DType::kF32).to_vector();
+              const std::string what = describe(c, type, nested, 64, stored, dtype, rows, false, k_splits);
+              for (std::int64_t m = 0; m < rows; ++m)
+                for (std::int64_t j = 0; j < c.n; ++j)
+                  ASSERT_EQ(y[static_cast<std::size_t>(m * c.n + j)],
+                            dense[static_cast<std::size_t>(j * c.k + column[static_cast<std::size_t>(m)])])
+                      << what << " y[" << m << ", " << j << "]";
+            }
           }
+}
+
+// One column tile and 64 steps of K: the kernel splits K over blocks to fill the GPU (8 splits
+// of 8 steps), the same product as K whole.
+TEST(Gemm4Gpu, ANarrowWeightWithALongKSplitsItByItself) {
+  ZT_SKIP_WITHOUT_GPU();
+  const Tensor w = Tensor::normal({64, 4096}, 31, 0, 0.0, 0.02, DType::kBF16);
+  const Quant4Weight cpu = quantize_weight(w, {}, "w");
+  const Quant4Weight gpu = cpu.to(Device::cuda());
+  const Tensor dense = cpu.dequantize(DType::kBF16);
+  for (std::int64_t rows : {std::int64_t{16}, std::int64_t{100}}) {
+    const Tensor x = Tensor::normal({rows, 4096}, 32, 0, 0.0, 1.0, DType::kF32).to(DType::kBF16);
+    const Tensor bias = Tensor::normal({64}, 33, 0, 0.0, 1.0, DType::kF32).to(DType::kBF16);
+    for (int k_splits : {0, 1}) {
+      const Tensor y = gemm4(gpu, x.to(Device::cuda()), bias.to(Device::cuda()), k_splits);
+      expect_near_reference(y, x, dense, bias, std::to_string(rows) + " rows, k_splits " + std::to_string(k_splits),
+                            kTensorCoreAddError);
+    }
+  }
 }
 
 // Quant4Weight::linear runs the GEMM for rows past the GEMV's up to kGemm4MaxRows in bfloat16
