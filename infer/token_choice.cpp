@@ -3,6 +3,7 @@
 #include <limits>
 #include <span>
 
+#include "models/generation/generate_sampling.h"
 #include "ops/reduce/reduce.h"
 #include "ops/sampling/sampling.h"
 #include "runtime/philox.h"
@@ -33,14 +34,9 @@ void suppress_eos(const Tensor& logits, std::int64_t row, const std::vector<std:
 ops::RowSampling rules_of(const SequenceState& s) {
   const models::GenerationOptions& o = *s.options;
   const auto step = static_cast<std::uint64_t>(s.generated.size());
-  return {.do_sample = o.do_sample,
-          .temperature = o.temperature,
-          .top_k = o.top_k,
-          .top_p = o.top_p,
-          .repetition_penalty = o.repetition_penalty,
-          .seen = s.seen,
-          .barred = bars_eos(s) ? std::span<const std::int64_t>(o.eos_token_ids) : std::span<const std::int64_t>(),
-          .uniform = philox::uniform(o.seed, step, 0)};
+  return models::row_sampling(
+      o, s.seen, bars_eos(s) ? std::span<const std::int64_t>(o.eos_token_ids) : std::span<const std::int64_t>(),
+      philox::uniform(o.seed, step, 0));
 }
 
 // The rows at `indices`, in that order: the logits themselves when that is all of them.

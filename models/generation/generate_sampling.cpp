@@ -1,7 +1,6 @@
 #include "models/generation/generate_sampling.h"
 
 #include "ops/sampling/logits_processors.h"
-#include "ops/sampling/sampling.h"
 
 namespace zt::models {
 
@@ -19,16 +18,21 @@ void apply_min_new_tokens(std::vector<double>& logits, std::int64_t generated, c
   if (generated < options.min_new_tokens) ops::bar_tokens(logits, options.eos_token_ids);
 }
 
+ops::RowSampling row_sampling(const GenerationOptions& options, std::span<const std::int64_t> seen,
+                              std::span<const std::int64_t> barred, double uniform) {
+  return {.do_sample = options.do_sample,
+          .temperature = options.temperature,
+          .top_k = options.top_k,
+          .top_p = options.top_p,
+          .repetition_penalty = options.repetition_penalty,
+          .seen = seen,
+          .barred = barred,
+          .uniform = uniform};
+}
+
 std::int64_t choose_token(std::vector<double> logits, const std::vector<std::int64_t>& seen,
                           const GenerationOptions& options, double uniform) {
-  return ops::sample_row(std::move(logits), {.do_sample = options.do_sample,
-                                             .temperature = options.temperature,
-                                             .top_k = options.top_k,
-                                             .top_p = options.top_p,
-                                             .repetition_penalty = options.repetition_penalty,
-                                             .seen = seen,
-                                             .barred = {},
-                                             .uniform = uniform});
+  return ops::sample_row(std::move(logits), row_sampling(options, seen, {}, uniform));
 }
 
 }  // namespace zt::models

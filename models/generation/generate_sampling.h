@@ -5,9 +5,11 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "models/generation/generate_options.h"
+#include "ops/sampling/sampling.h"
 
 namespace zt::models {
 
@@ -27,6 +29,12 @@ void apply_top_p(std::vector<double>& logits, double top_p);
 
 // The index of the largest logit (the first of equals).
 std::int64_t argmax(const std::vector<double>& logits);
+
+// The sampling op's rules for one row under `options`: its processors' settings, the ids the
+// penalty applies to, the ids barred (the caller's eos before min_new_tokens) and the draw.
+// The spans must outlive the rules.
+ops::RowSampling row_sampling(const GenerationOptions& options, std::span<const std::int64_t> seen,
+                              std::span<const std::int64_t> barred, double uniform);
 
 // The next token after `seen`: greedy, or sampled with `uniform` in [0, 1).
 std::int64_t choose_token(std::vector<double> logits, const std::vector<std::int64_t>& seen,

@@ -21,6 +21,16 @@ bool is_sha256_etag(const std::string& etag) {
   return true;
 }
 
+std::string lower_hex(const unsigned char* bytes, std::size_t count) {
+  std::string hex;
+  char pair[3];
+  for (std::size_t i = 0; i < count; ++i) {
+    std::snprintf(pair, sizeof(pair), "%02x", bytes[i]);
+    hex += pair;
+  }
+  return hex;
+}
+
 #if ZT_HAVE_DOWNLOADER
 
 std::string sha256_of_file(const std::filesystem::path& path) {
@@ -38,13 +48,7 @@ std::string sha256_of_file(const std::filesystem::path& path) {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int length = 0;
   EVP_DigestFinal_ex(context.get(), digest, &length);
-  std::string hex;
-  char pair[3];
-  for (unsigned int i = 0; i < length; ++i) {
-    std::snprintf(pair, sizeof(pair), "%02x", digest[i]);
-    hex += pair;
-  }
-  return hex;
+  return lower_hex(digest, length);
 }
 
 #else

@@ -20,7 +20,6 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -29,6 +28,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "models/hub/blob_checksum.h"
 
 namespace zt::testing {
 
@@ -40,13 +41,7 @@ inline std::string hex_digest(const EVP_MD* algorithm, const std::string& bytes)
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int length = 0;
   EVP_Digest(bytes.data(), bytes.size(), digest, &length, algorithm, nullptr);
-  std::string hex;
-  char pair[3];
-  for (unsigned int i = 0; i < length; ++i) {
-    std::snprintf(pair, sizeof(pair), "%02x", digest[i]);
-    hex += pair;
-  }
-  return hex;
+  return models::hub::lower_hex(digest, length);
 }
 
 inline std::string sha256_hex(const std::string& bytes) { return hex_digest(EVP_sha256(), bytes); }

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -32,16 +33,8 @@ struct Case {
   double uniform = 0.0;
 
   ops::RowSampling rules() const {
-    ops::RowSampling r{.do_sample = options.do_sample,
-                       .temperature = options.temperature,
-                       .top_k = options.top_k,
-                       .top_p = options.top_p,
-                       .repetition_penalty = options.repetition_penalty,
-                       .seen = seen,
-                       .barred = {},
-                       .uniform = uniform};
-    if (generated < options.min_new_tokens) r.barred = options.eos_token_ids;
-    return r;
+    const std::span<const std::int64_t> eos = options.eos_token_ids;
+    return models::row_sampling(options, seen, generated < options.min_new_tokens ? eos : eos.first(0), uniform);
   }
 
   std::int64_t expected(std::vector<double> row) const {
