@@ -6,9 +6,8 @@
 namespace zt::train {
 namespace {
 
-constexpr ValueKind kBool = ValueKind::kBool, kInt = ValueKind::kInteger, kNumber = ValueKind::kNumber,
-                    kText = ValueKind::kText, kList = ValueKind::kList, kObject = ValueKind::kObject;
-constexpr Verdict kNoEffect = Verdict::kNoEffect, kRefused = Verdict::kRefused;
+using enum ValueKind;
+using enum Verdict;
 
 constexpr const char* kNoHub = "zerotune uploads nothing; the model and checkpoints are in output_dir";
 constexpr const char* kNoTrackio =
@@ -31,7 +30,7 @@ const std::vector<OtherArgument>& transformers_other_arguments() {
       // Evaluation and prediction.
       {"do_predict", kBool, "[false]", kNoEffect, "zerotune train predicts nothing; `zerotune generate` does"},
       {"prediction_loss_only", kBool, "*", kNoEffect, kLossOnly},
-      {"eval_accumulation_steps", kInt, "[null]", kNoEffect, kLossOnly},
+      {"eval_accumulation_steps", kInteger, "[null]", kNoEffect, kLossOnly},
       {"eval_do_concat_batches", kBool, "[true]", kNoEffect, kLossOnly},
       {"eval_use_gather_object", kBool, "[false]", kNoEffect, kLossOnly},
       {"batch_eval_metrics", kBool, "[false]", kNoEffect, kLossOnly},
@@ -47,11 +46,11 @@ const std::vector<OtherArgument>& transformers_other_arguments() {
        "zerotune's final model is the last step's; export another step's with `zerotune export --checkpoint "
        "output_dir/checkpoint-N`"},
       {"predict_with_generate", kBool, "[false]", kNoEffect, kGenerate},
-      {"generation_max_length", kInt, "[null]", kNoEffect, kGenerate},
-      {"generation_num_beams", kInt, "[null]", kNoEffect, kGenerate},
+      {"generation_max_length", kInteger, "[null]", kNoEffect, kGenerate},
+      {"generation_num_beams", kInteger, "[null]", kNoEffect, kGenerate},
       {"generation_config", kText, "[null]", kNoEffect, kGenerate},
       {"use_legacy_prediction_loop", kBool, "[false]", kNoEffect, "zerotune has one evaluation loop"},
-      {"past_index", kInt, "[-1]", kNoEffect, "only models with mems (Transformer-XL, XLNet) use it"},
+      {"past_index", kInteger, "[-1]", kNoEffect, "only models with mems (Transformer-XL, XLNet) use it"},
 
       // Logging and reporting.
       {"log_level", kText, "[\"passive\"]", kNoEffect, "set ZT_LOG_LEVEL=debug|info|warn|error instead"},
@@ -94,7 +93,7 @@ const std::vector<OtherArgument>& transformers_other_arguments() {
       {"remove_unused_columns", kBool, "[true]", kNoEffect, "zerotune reads only the columns of its data formats"},
       {"dataloader_pin_memory", kBool, "[true]", kNoEffect, kInMemory},
       {"dataloader_persistent_workers", kBool, "[false]", kNoEffect, kInMemory},
-      {"dataloader_prefetch_factor", kInt, "[null]", kNoEffect, kInMemory},
+      {"dataloader_prefetch_factor", kInteger, "[null]", kNoEffect, kInMemory},
       {"dispatch_batches", kBool, "[null]", kNoEffect,
        "each rank builds its own micro-batches from the same shuffled order"},
       {"dataloader_drop_last", kBool, "[false]", kRefused,
@@ -130,7 +129,7 @@ const std::vector<OtherArgument>& transformers_other_arguments() {
       {"liger_kernel_config", kObject, "[null]", kNoEffect,
        "zerotune's fused RMSNorm, RoPE, SwiGLU and linear + cross-entropy kernels always run"},
       {"use_cache", kBool, "[false]", kNoEffect, "training keeps no KV cache"},
-      {"torch_empty_cache_steps", kInt, "[null]", kNoEffect,
+      {"torch_empty_cache_steps", kInteger, "[null]", kNoEffect,
        "zerotune's caching allocator reuses its blocks; nothing needs emptying"},
       {"auto_find_batch_size", kBool, "[false]", kNoEffect,
        "zerotune does not retry with a smaller batch; `zerotune estimate` tells what fits"},
@@ -141,7 +140,7 @@ const std::vector<OtherArgument>& transformers_other_arguments() {
        "zerotune's checkpointing recomputes each layer in backward; use_reentrant and torch.utils.checkpoint's "
        "other options do not apply"},
       {"use_mps_device", kBool, "[false]", kNoEffect, kNoTpu},
-      {"tpu_num_cores", kInt, "[null]", kNoEffect, kNoTpu},
+      {"tpu_num_cores", kInteger, "[null]", kNoEffect, kNoTpu},
 
       // Optimizer and loss.
       {"optim_args", kText, "[null, \"\"]", kNoEffect,
@@ -159,24 +158,24 @@ const std::vector<OtherArgument>& transformers_other_arguments() {
        "only with several devices"},
 
       // Distributed training.
-      {"local_rank", kInt, "[-1]", kNoEffect, "the rank comes from the launcher's environment (RANK, LOCAL_RANK)"},
+      {"local_rank", kInteger, "[-1]", kNoEffect, "the rank comes from the launcher's environment (RANK, LOCAL_RANK)"},
       {"ddp_backend", kText, "[null]", kNoEffect, "zerotune uses NCCL between GPUs and Gloo between CPU processes"},
       {"ddp_find_unused_parameters", kBool, "[null]", kNoEffect,
        "no DistributedDataParallel wraps the model; zerotune reduces gradients itself"},
-      {"ddp_bucket_cap_mb", kInt, "[null]", kNoEffect,
+      {"ddp_bucket_cap_mb", kInteger, "[null]", kNoEffect,
        "gradients are reduced in ZeRO buckets of reduce_bucket_size (the DeepSpeed config)"},
       {"ddp_broadcast_buffers", kBool, "[null]", kNoEffect,
        "the models have no buffers; every rank loads the same weights"},
       {"fsdp", kText, "[\"\", false, null, []]", kNoEffect, kNoFsdp},
       {"fsdp_config", kObject, "[null]", kNoEffect, kNoFsdp},
-      {"fsdp_min_num_params", kInt, "[0]", kNoEffect, kNoFsdp},
+      {"fsdp_min_num_params", kInteger, "[0]", kNoEffect, kNoFsdp},
       {"fsdp_transformer_layer_cls_to_wrap", kText, "[null]", kNoEffect, kNoFsdp},
       {"accelerator_config", kObject, "[null]", kNoEffect,
        "Accelerate is not used (its split_batches would change the batch, and is refused)"},
       {"split_batches", kBool, "[null, false]", kRefused,
        "it makes per_device_train_batch_size the size of the whole batch; zerotune's is per device (divide it by "
        "the number of ranks)"},
-      {"tp_size", kInt, "[0, 1]", kRefused,
+      {"tp_size", kInteger, "[0, 1]", kRefused,
        "tensor-parallel training would shrink the data-parallel size and so the global batch; zerotune trains "
        "data parallel (tensor parallelism is `zerotune generate --tp`)"},
       {"parallelism_config", kObject, "[null]", kRefused,
@@ -190,10 +189,10 @@ const std::vector<OtherArgument>& transformers_other_arguments() {
 
       // TRL's DPOConfig (a TrainingArguments of its own) beside the names --stage dpo honours
       // (beta, loss_type, label_smoothing, rpo_alpha, reference_free, precompute_ref_log_probs).
-      {"max_prompt_length", kInt, "[null]", kNoEffect,
+      {"max_prompt_length", kInteger, "[null]", kNoEffect,
        "zerotune cuts each pair to --max_length as LLaMA-Factory's cutoff_len does (the prompt and the longer answer "
        "share it), not the prompt and the answers to limits of their own"},
-      {"max_completion_length", kInt, "[null]", kNoEffect,
+      {"max_completion_length", kInteger, "[null]", kNoEffect,
        "zerotune cuts each pair to --max_length as LLaMA-Factory's cutoff_len does (the prompt and the longer answer "
        "share it), not the prompt and the answers to limits of their own"},
       {"truncation_mode", kText, "[\"keep_end\", \"keep_start\"]", kNoEffect,
@@ -208,8 +207,8 @@ const std::vector<OtherArgument>& transformers_other_arguments() {
       {"f_divergence_type", kText, "[\"reverse_kl\"]", kRefused, "drop the option (reverse KL is DPO's)",
        Origin::kTransformers, "f-DPO's other divergences"},
       {"generate_during_eval", kBool, "[false]", kNoEffect, "zerotune generates nothing while training"},
-      {"padding_value", kInt, "[null]", kNoEffect, "pairs are packed without padding, or padded with --padding"},
-      {"label_pad_token_id", kInt, "[-100]", kNoEffect, "the answers' labels are the only ones scored"},
+      {"padding_value", kInteger, "[null]", kNoEffect, "pairs are packed without padding, or padded with --padding"},
+      {"label_pad_token_id", kInteger, "[-100]", kNoEffect, "the answers' labels are the only ones scored"},
   };
   return table;
 }
