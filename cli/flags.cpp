@@ -29,13 +29,13 @@ Flag model_flag(const std::string& name) {
        .help = "a P-Tuning v2 prefix (zerotune train --finetuning_type ptuning); a PEFT prefix-tuning folder is "
                "also taken here"},
       {.name = "--device",
-       .kind = FlagKind::kDevice,
        .value = "cpu|cuda|cuda:N",
-       .help = "where the model runs (default cuda when a GPU is usable, else cpu)"},
+       .help = "where the model runs (default cuda when a GPU is usable, else cpu)",
+       .check = [](const std::string& value) { parse_device(value); }},
       {.name = "--dtype",
-       .kind = FlagKind::kDtype,
        .value = "D",
-       .help = "float32, bfloat16 or float16 (default bfloat16 on a GPU, float32 on the CPU)"},
+       .help = "float32, bfloat16 or float16 (default bfloat16 on a GPU, float32 on the CPU)",
+       .check = [](const std::string& value) { parse_dtype(value); }},
   };
   return flag_named(declared, name);
 }

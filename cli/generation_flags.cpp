@@ -9,17 +9,18 @@
 #include "runtime/error.h"
 #include "runtime/log.h"
 #include "runtime/usage_error.h"
+#include "text/chat_template/chat_template.h"
 #include "text/chat_template/template_names.h"
 
 namespace zt::cli {
 
 Flag template_flag() {
   return {.name = "--template",
-          .kind = FlagKind::kTemplate,
           .value = "NAME",
           .help = "chat template (default: the model's own template): LLaMA-Factory's " +
                   models::llama_factory_template_names() + " or the model family's own " +
-                  models::model_family_template_names()};
+                  models::model_family_template_names(),
+          .check = [](const std::string& name) { models::make_chat_template(name); }};
 }
 
 Flag enable_thinking_flag() {

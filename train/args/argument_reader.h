@@ -1,5 +1,7 @@
-// Reads arguments into a TrainingArguments: command-line flags, and the object an arguments file
-// holds. Honoured names set their member (argument_table.h); accepted names without a member
+// Reads arguments into a TrainingArguments: command-line flags, read by the grammar of every
+// command (runtime/flags/flag_words.h) through train's flag table, and the object an arguments
+// file holds, its names looked up in the same table. Honoured names set their member
+// (argument_table.h), their values checked by their flag's kind; accepted names without a member
 // are recorded in `other_arguments` (other_arguments.h) and judged once reading is done. Each
 // problem is appended to `errors`, so all of them are reported together.
 #pragma once
@@ -17,7 +19,7 @@ class ArgumentReader {
   ArgumentReader(TrainingArguments& args, std::vector<std::string>& errors) : args_(args), errors_(errors) {}
 
   // `--name value`, `--name=value`, a boolean's bare `--name`, a list's `--name a b c`, and
-  // LLaMA-Factory's `name=value` overrides.
+  // LLaMA-Factory's `name=value` overrides; a word that is no flag is a problem.
   void read_flags(const std::vector<std::string>& tokens);
   // A file's top-level object of names and values. null makes an optional argument none, as HF's
   // parser does (enable_thinking: null is LLaMA-Factory's third setting), and leaves any other
@@ -25,16 +27,11 @@ class ArgumentReader {
   void read_object(const nlohmann::json& object, const std::string& source);
 
  private:
-  void read_flag(const std::string& name, std::optional<std::string> value, const std::vector<std::string>& tokens,
-                 std::size_t& i);
   void set_member(const std::string& name, const std::string& text, const std::string& where);
   void set_other(const std::string& name, nlohmann::json value);
 
   TrainingArguments& args_;
   std::vector<std::string>& errors_;
 };
-
-// The canonical name of `name`: itself, or what an older or LLaMA-Factory name stands for.
-std::string canonical_argument_name(const std::string& name);
 
 }  // namespace zt::train

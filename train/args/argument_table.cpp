@@ -1,5 +1,8 @@
 #include "train/args/argument_table.h"
 
+#include <cmath>
+#include <sstream>
+
 #include "text/chat_template/chat_template.h"
 #include "text/chat_template/template_names.h"
 #include "train/optim/lr_scheduler.h"
@@ -15,6 +18,31 @@ const std::string& template_help() {
   return help;
 }
 
+using OrderedJson = nlohmann::ordered_json;
+
+// Whole numbers as integers, as HF writes its defaults (500, not 500.0).
+OrderedJson number(double value) {
+  if (value == std::floor(value) && std::abs(value) < 1e15) return static_cast<std::int64_t>(value);
+  return value;
+}
+
+// HF's dict fields: given as an object in a file (or '{...}' as a flag), recorded as one.
+OrderedJson text_or_object(const std::string& name, const std::string& text) {
+  if (name != "deepspeed" && name != "lr_scheduler_kwargs") return text;
+  OrderedJson parsed = OrderedJson::parse(text, nullptr, false);  // a path does not parse
+  return parsed.is_object() ? parsed : OrderedJson(text);
+}
+
+// A list member as HF records it: one name as a string, several as a list.
+OrderedJson list_or_text(const std::string& text) {
+  if (text.find(',') == std::string::npos) return text;
+  OrderedJson items = OrderedJson::array();
+  std::istringstream in(text);
+  for (std::string item; std::getline(in, item, ',');)
+    if (!item.empty()) items.push_back(item);
+  return items;
+}
+
 }  // namespace
 
 const std::vector<ArgumentSection>& argument_sections() {
@@ -26,7 +54,7 @@ const std::vector<ArgumentSection>& argument_sections() {
             &A::model_name_or_path,
             {},
             "HF model folder to fine-tune, or a hub id (Org/Name) found in or downloaded to the hub cache (required)"},
-           {"model_revision", &A::model_revision, {}, "branch, tag or commit of a hub id's model (also --revision)"},
+           {"model_revision", &A::model_revision, {}, "branch, tag or commit of a hub id's model"},
            {"output_dir", &A::output_dir, {}, "where checkpoints and the final model go (required)"},
            {"overwrite_output_dir", &A::overwrite_output_dir, {}, "allow a non-empty output_dir"},
            {"run_name", &A::run_name, {}, "the run's name in training_args.json and the log (default: output_dir)"},
@@ -266,6 +294,34 @@ const std::vector<ArgumentSpec>& argument_table() {
     return flat;
   }();
   return table;
+}
+
+const ArgumentSpec* find_argument_spec(const std::string& name) {
+  for (const ArgumentSpec& spec : argument_table())
+    if (name == spec.name) return &spec;
+  return nullptr;
+}
+
+OrderedJson argument_json(const TrainingArguments& args, const ArgumentSpec& spec) {
+  return std::visit(
+      [&](auto member) -> OrderedJson {
+        const auto& field = args.*member;
+        using Field = std::remove_cvref_t<decltype(field)>;
+        if constexpr (std::is_same_v<Field, std::optional<double>>)
+          return field ? number(*field) : OrderedJson(nullptr);
+        else if constexpr (std::is_same_v<Field, std::optional<std::int64_t>> ||
+                           std::is_same_v<Field, std::optional<bool>>)
+          return field ? OrderedJson(*field) : OrderedJson(nullptr);
+        else if constexpr (std::is_enum_v<Field>)
+          return OrderedJson(name_of(field));
+        else if constexpr (std::is_same_v<Field, double>)
+          return number(field);
+        else if constexpr (std::is_same_v<Field, std::string>)
+          return spec.list ? list_or_text(field) : text_or_object(spec.name, field);
+        else
+          return OrderedJson(field);
+      },
+      spec.member);
 }
 
 const std::vector<std::pair<std::string, std::string>>& argument_aliases() {

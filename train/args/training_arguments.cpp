@@ -6,11 +6,10 @@
 #include <sstream>
 
 #include "runtime/error.h"
+#include "runtime/flags/flag_help.h"
 #include "runtime/json_text.h"
 #include "runtime/log.h"
 #include "runtime/rank.h"
-#include "runtime/terminal/help_entry.h"
-#include "runtime/usage_error.h"
 #include "runtime/user_paths.h"
 #include "train/args/argument_reader.h"
 #include "train/args/argument_table.h"
@@ -22,51 +21,6 @@ namespace zt::train {
 namespace {
 
 using OrderedJson = nlohmann::ordered_json;
-
-// Whole numbers as integers, as HF writes its defaults (500, not 500.0).
-OrderedJson number(double value) {
-  if (value == std::floor(value) && std::abs(value) < 1e15) return static_cast<std::int64_t>(value);
-  return value;
-}
-
-// HF's dict fields: given as an object in a file (or '{...}' as a flag), recorded as one.
-OrderedJson text_or_object(const std::string& name, const std::string& text) {
-  if (name != "deepspeed" && name != "lr_scheduler_kwargs") return text;
-  OrderedJson parsed = OrderedJson::parse(text, nullptr, false);  // a path does not parse
-  return parsed.is_object() ? parsed : OrderedJson(text);
-}
-
-// A list member as HF records it: one name as a string, several as a list.
-OrderedJson list_or_text(const std::string& text) {
-  if (text.find(',') == std::string::npos) return text;
-  OrderedJson items = OrderedJson::array();
-  std::istringstream in(text);
-  for (std::string item; std::getline(in, item, ',');)
-    if (!item.empty()) items.push_back(item);
-  return items;
-}
-
-OrderedJson member_json(const TrainingArguments& args, const ArgumentSpec& spec) {
-  return std::visit(
-      [&](auto member) -> OrderedJson {
-        const auto& field = args.*member;
-        using Field = std::remove_cvref_t<decltype(field)>;
-        if constexpr (std::is_same_v<Field, std::optional<double>>)
-          return field ? number(*field) : OrderedJson(nullptr);
-        else if constexpr (std::is_same_v<Field, std::optional<std::int64_t>> ||
-                           std::is_same_v<Field, std::optional<bool>>)
-          return field ? OrderedJson(*field) : OrderedJson(nullptr);
-        else if constexpr (std::is_enum_v<Field>)
-          return OrderedJson(name_of(field));
-        else if constexpr (std::is_same_v<Field, double>)
-          return number(field);
-        else if constexpr (std::is_same_v<Field, std::string>)
-          return spec.list ? list_or_text(field) : text_or_object(spec.name, field);
-        else
-          return OrderedJson(field);
-      },
-      spec.member);
-}
 
 // What HF and LLaMA-Factory imply from what was given.
 void apply_implied(TrainingArguments& args, std::vector<std::string>& errors) {
@@ -96,24 +50,16 @@ void judge_other_arguments(TrainingArguments& args, std::vector<std::string>& er
   }
 }
 
-// The arguments are the command line's (or stand for it, in a file): their problems are usage
+// After reading: parse errors stop here; then implied settings, judgements and checks. The
+// arguments are the command line's (or stand for it, in a file): their problems are usage
 // errors, all of them in one message.
-[[noreturn]] void report(const std::vector<std::string>& errors) {
-  std::string message =
-      errors.size() == 1 ? errors[0] : "the arguments have " + std::to_string(errors.size()) + " problems:";
-  if (errors.size() > 1)
-    for (const std::string& error : errors) message += "\n  " + error;
-  fail_usage(message);
-}
-
-// After reading: parse errors stop here; then implied settings, judgements and checks.
 TrainingArguments finish(TrainingArguments args, std::vector<std::string> errors) {
-  if (!errors.empty()) report(errors);
+  if (!errors.empty()) fail_with_flag_problems(errors);
   apply_implied(args, errors);
   judge_other_arguments(args, errors);
   judge_report_to(args, errors);
   validate_training_arguments(args, errors);
-  if (!errors.empty()) report(errors);
+  if (!errors.empty()) fail_with_flag_problems(errors);
   return args;
 }
 
@@ -130,20 +76,6 @@ std::string read_arguments_file(const std::string& path) {
 void log_warnings(const TrainingArguments& args) {
   if (current_rank().rank != 0) return;
   for (const std::string& warning : args.warnings) ZT_LOG(kWarn, warning);
-}
-
-// The names a flag accepts, for flags limited to a few: its spec's or its enum's.
-std::vector<std::string> choices_of(const ArgumentSpec& spec) {
-  if (!spec.choices.empty()) return spec.choices;
-  return std::visit(
-      [](auto member) {
-        using Field = std::remove_cvref_t<decltype(TrainingArguments{}.*member)>;
-        if constexpr (std::is_enum_v<Field>)
-          return enum_name_list<Field>();
-        else
-          return std::vector<std::string>{};
-      },
-      spec.member);
 }
 
 }  // namespace
@@ -204,27 +136,11 @@ TrainingArguments parse_training_arguments(const std::vector<std::string>& token
 
 std::string training_arguments_json(const TrainingArguments& args) {
   OrderedJson json;
-  for (const ArgumentSpec& spec : argument_table()) json[spec.name] = member_json(args, spec);
+  for (const ArgumentSpec& spec : argument_table()) json[spec.name] = argument_json(args, spec);
   for (const auto& [name, value] : args.other_arguments.items()) json[name] = value;
   return json.dump(2);
 }
 
-std::string training_arguments_help() {
-  const TrainingArguments defaults;
-  std::string out;
-  for (const ArgumentSection& section : argument_sections()) {
-    out += std::string(out.empty() ? "" : "\n") + section.title + ":\n";
-    for (const ArgumentSpec& spec : section.specs) {
-      const OrderedJson value = member_json(defaults, spec);
-      const std::string shown = value.is_null() ? "" : value.is_string() ? value.get<std::string>() : value.dump();
-      out += help_entry(std::string("  --") + spec.name, choices_of(spec), spec.help, shown);
-    }
-  }
-  out +=
-      "\nEvery other HF TrainingArguments field and LLaMA-Factory option is accepted too: one without effect\n"
-      "in zerotune warns once, one zerotune cannot honour is refused with the reason (docs/TRAINING.md,\n"
-      "TrainingArguments fields).\n";
-  return out;
-}
+std::string training_arguments_help() { return flags_help(train_flag_table()); }
 
 }  // namespace zt::train

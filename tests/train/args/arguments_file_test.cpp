@@ -59,7 +59,7 @@ lr_scheduler_type: cosine_with_min_lr
 
 TEST(ArgumentsFile, ErrorsNameTheFile) {
   std::string msg = yaml_error(std::string(kBase) + "lerning_rate: 1\nbf16: maybe\n");
-  EXPECT_NE(msg.find("args.yaml: unknown argument --lerning_rate (did you mean --learning_rate?)"), std::string::npos)
+  EXPECT_NE(msg.find("args.yaml: unknown option '--lerning_rate' (did you mean --learning_rate?)"), std::string::npos)
       << msg;
   EXPECT_NE(msg.find("args.yaml: --bf16 takes true or false, got 'maybe'"), std::string::npos) << msg;
   msg = yaml_error("- a\n- b\n");
