@@ -6,6 +6,7 @@
 #include "autograd/variable.h"
 #include "ops/attention/attention.h"
 #include "ops/attention/attention_backend.h"
+#include "ops/embedding/row_gather.h"
 #include "ops/loss/cross_entropy.h"
 #include "ops/norm/rmsnorm.h"
 #include "ops/rope/rope.h"
@@ -52,6 +53,9 @@ struct Projection {
 // separate tensors, one add pass over [rows, in] fewer per extra projection.
 std::vector<Variable> projections(const Variable& x, const std::vector<Projection>& layers);
 Variable embedding(const Variable& weight, const Tensor& ids, bool deterministic = false);
+// x [rows, width]'s rows picked by gather.index; the backward gathers by gather's sources
+// (ops/embedding/row_gather.h), so it is deterministic.
+Variable gather_rows(const Variable& x, const ops::RowGather& gather);
 
 // Transformer pieces.
 Variable rmsnorm(const Variable& x, const Variable& weight, float eps, ops::RmsNormStyle style);

@@ -4,6 +4,7 @@
 #include "autograd/node.h"
 #include "autograd/op_region.h"
 #include "ops/embedding/embedding.h"
+#include "ops/embedding/row_gather.h"
 #include "ops/gemm/linear.h"
 #include "ops/gemm/lora_linear.h"
 #include "ops/gemm/matmul.h"
@@ -168,6 +169,14 @@ Variable embedding(const Variable& weight, const Tensor& ids, bool deterministic
   return record_one("embedding", ops::embedding_forward(weight.data(), ids), {weight},
                     [ids, vocab_size, deterministic](const TensorList& g, const NeedsList&) {
                       return TensorList{ops::embedding_backward(g[0], ids, vocab_size, deterministic)};
+                    });
+}
+
+Variable gather_rows(const Variable& x, const ops::RowGather& gather) {
+  OpRegion region("gather_rows");
+  return record_one("gather_rows", ops::gather_rows(x.data(), gather.index), {x},
+                    [gather](const TensorList& g, const NeedsList&) {
+                      return TensorList{ops::gather_rows(g[0], gather.first_source, gather.second_source)};
                     });
 }
 

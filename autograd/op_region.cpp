@@ -15,6 +15,7 @@ OpFamily op_family(std::string_view op) {
       {"rope", OpFamily::kRope},
       {"swiglu", OpFamily::kSwiglu},
       {"embedding", OpFamily::kEmbedding},
+      {"gather_rows", OpFamily::kEmbedding},
       {"linear_cross_entropy", OpFamily::kLossHead},
       {"cross_entropy", OpFamily::kLossHead},
       {"softmax", OpFamily::kLossHead},

@@ -5,17 +5,31 @@
 #include <cstdint>
 #include <vector>
 
+#include "ops/embedding/row_gather.h"
 #include "tensor/tensor.h"
 
 namespace zt::models {
 
 inline constexpr std::int64_t kIgnoreIndex = -100;
 
-struct PackedBatch {
-  Tensor input_ids;   // [tokens] int64
-  Tensor positions;   // [tokens] int64
+// Sequences stored without a prefix they share with an earlier sequence of the batch (a
+// preference pair's rejected answer after its chosen one's prompt: train/data/pair_prompts.h):
+// attention still sees every sequence whole. `expand` gathers the packed rows into the whole
+// sequences (a shared row twice), `compact` gathers attention's output rows back to the packed
+// rows, and cu_seqlens bounds the whole sequences. Everything else runs on the packed rows.
+struct SharedPrefixes {
+  ops::RowGather expand;
+  ops::RowGather compact;
   Tensor cu_seqlens;  // [sequences + 1] int32
-  Tensor labels;      // [tokens] int64, aligned with input_ids; undefined when not given
+  bool defined() const { return expand.index.defined(); }
+};
+
+struct PackedBatch {
+  Tensor input_ids;            // [tokens] int64
+  Tensor positions;            // [tokens] int64
+  Tensor cu_seqlens;           // [sequences + 1] int32
+  Tensor labels;               // [tokens] int64, aligned with input_ids; undefined when not given
+  SharedPrefixes shared = {};  // undefined: every sequence is stored whole
   std::int64_t tokens() const { return input_ids.defined() ? input_ids.numel() : 0; }
 };
 

@@ -121,6 +121,24 @@ NormedSum add_then_norm(const ModelConfig& c, const Variable& x, const Variable&
   return {fused[0], fused[1]};
 }
 
+// Attention over the whole sequences of a batch stored with shared prefixes (models/batch.h):
+// q, k and v gathered into the whole sequences, their outputs gathered back to the packed rows.
+// The shared rows' queries run twice, once in each sequence; only the packed rows' outputs are kept.
+Variable attention_of_whole_sequences(const Variable& q, const Variable& k, const Variable& v,
+                                      const TokenLayout& tokens, const ops::AttentionConfig& config) {
+  const SharedPrefixes& shared = tokens.shared;
+  auto expand = [&](const Variable& x) {
+    const Shape& s = x.data().shape();
+    const Variable rows = gather_rows(reshape(x, {s[0], s[1] * s[2]}), shared.expand);
+    return reshape(rows, {rows.data().size(0), s[1], s[2]});
+  };
+  const Variable whole =
+      attention(expand(q), expand(k), expand(v), shared.cu_seqlens, config, Variable(), Variable(), tokens.attn_impl);
+  const Shape& s = whole.data().shape();
+  const Variable kept = gather_rows(reshape(whole, {s[0], s[1] * s[2]}), shared.compact);
+  return reshape(kept, {kept.data().size(0), s[1], s[2]});
+}
+
 Variable self_attention(const ModelConfig& c, std::int64_t layer, const LayerParameters& parameters, const Variable& h,
                         const TokenLayout& tokens, KvCache* cache) {
   const LayerWeights& w = *parameters.weights;
@@ -143,6 +161,8 @@ Variable self_attention(const ModelConfig& c, std::int64_t layer, const LayerPar
   } else if (parameters.prefix != nullptr) {
     attended =
         attention(q, k, p.v, tokens.cu_seqlens, attention_config, parameters.prefix->keys, parameters.prefix->values);
+  } else if (tokens.shared.defined()) {
+    attended = attention_of_whole_sequences(q, k, p.v, tokens, attention_config);
   } else {
     attended = attention(q, k, p.v, tokens.cu_seqlens, attention_config, Variable(), Variable(), tokens.attn_impl);
   }

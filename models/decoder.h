@@ -11,6 +11,7 @@
 
 #include "autograd/variable.h"
 #include "models/activation_dump.h"
+#include "models/batch.h"
 #include "models/config/config.h"
 #include "models/generation/kv_cache.h"
 #include "models/parameter_gatherer.h"
@@ -27,6 +28,7 @@ struct TokenLayout {
   Tensor positions;                                              // [tokens] int64, on the model's device
   Tensor cu_seqlens;                                             // [sequences + 1] int32, on the model's device
   ops::AttentionImpl attn_impl = ops::AttentionImpl::kZerotune;  // for uncached attention
+  SharedPrefixes shared = {};  // on the model's device; undefined when every sequence is stored whole
 };
 
 // Tensor parallelism (models/tensor_parallel.h): a rank's attention output projection and MLP

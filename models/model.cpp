@@ -25,6 +25,14 @@ Tensor shifted_positions(const Tensor& positions, std::int64_t offset) {
   return Tensor::from_values(values, positions.shape(), positions.dtype()).to(positions.device());
 }
 
+SharedPrefixes on_device(const SharedPrefixes& shared, Device device) {
+  auto moved = [device](const Tensor& t) { return t.defined() ? t.to(device) : Tensor(); };
+  auto moved_gather = [&](const ops::RowGather& g) {
+    return ops::RowGather{moved(g.index), moved(g.first_source), moved(g.second_source)};
+  };
+  return {moved_gather(shared.expand), moved_gather(shared.compact), moved(shared.cu_seqlens)};
+}
+
 }  // namespace
 
 CausalLM::CausalLM(ModelConfig config, ModelOptions options)
@@ -183,11 +191,17 @@ Variable CausalLM::forward_hidden_on_device(const Tensor& input_ids, const Tenso
   return forward_packed(input_ids, positions, cu_seqlens, shape, cache);
 }
 
+Variable CausalLM::forward_hidden(const PackedBatch& batch) const {
+  const PackedShape shape = check_packed_inputs(batch.input_ids, batch.positions, batch.cu_seqlens);
+  return forward_packed(batch.input_ids, batch.positions, batch.cu_seqlens, shape, nullptr, batch.shared);
+}
+
 Variable CausalLM::forward_packed(const Tensor& input_ids, const Tensor& positions, const Tensor& cu_seqlens,
-                                  const PackedShape& shape, KvCache* cache) const {
+                                  const PackedShape& shape, KvCache* cache, const SharedPrefixes& shared) const {
   std::optional<autograd::NoGradGuard> no_grad;
   if (cache != nullptr) no_grad.emplace();
   TokenLayout tokens = token_layout(shape, positions, cu_seqlens, cache);
+  if (shared.defined()) tokens.shared = on_device(shared, options_.device);
   Tensor ids = input_ids.to(options_.device);
   Variable x;
   {
@@ -200,6 +214,8 @@ Variable CausalLM::forward_packed(const Tensor& input_ids, const Tensor& positio
     GatheredModule gathered(gatherer_, {ModuleKind::kPrefixEncoder});
     prefixes = prefix_source_(tokens.cu_seqlens.numel() - 1);
   }
+  ZT_REQUIRE(prefixes.empty() || !shared.defined(),
+             "model forward: sequences stored with shared prefixes cannot take a P-Tuning prefix as well");
   if (!prefixes.empty() && prefix_positions_ == PrefixPositions::kAfterPrefix)
     tokens.positions = shifted_positions(tokens.positions, prefixes.front().keys.data().size(1));
   for (std::int64_t layer = 0; layer < config_->num_layers; ++layer)

@@ -141,6 +141,8 @@ class CausalLM {
   // sequences the cache holds, and their keys and values join it.
   Variable forward_hidden(const Tensor& input_ids, const Tensor& positions, const Tensor& cu_seqlens,
                           KvCache* cache = nullptr) const;
+  // The same for a packed batch, whose sequences may share prefixes stored once (batch.shared).
+  Variable forward_hidden(const PackedBatch& batch) const;
   // The same for inputs already on the model's device whose packed shape the caller knows:
   // nothing is read back to the host, so a CUDA graph can capture it (infer/decode_graph.h).
   Variable forward_hidden_on_device(const Tensor& input_ids, const Tensor& positions, const Tensor& cu_seqlens,
@@ -158,7 +160,7 @@ class CausalLM {
   TokenLayout token_layout(const PackedShape& shape, const Tensor& positions, const Tensor& cu_seqlens,
                            KvCache* cache) const;
   Variable forward_packed(const Tensor& input_ids, const Tensor& positions, const Tensor& cu_seqlens,
-                          const PackedShape& shape, KvCache* cache) const;
+                          const PackedShape& shape, KvCache* cache, const SharedPrefixes& shared = {}) const;
   Variable run_layer(std::int64_t layer, const Variable& x, const TokenLayout& tokens, const PrefixKv* prefix,
                      KvCache* cache) const;
 

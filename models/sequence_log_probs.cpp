@@ -25,7 +25,7 @@ SequenceScorer::SequenceScorer(const CausalLM& model, const PackedBatch& batch, 
         sequence_of_token_[t] = static_cast<std::int64_t>(s);
         ++log_probs_.label_tokens[s];
       }
-  hidden_ = model.forward_hidden(batch.input_ids, batch.positions, batch.cu_seqlens);
+  hidden_ = model.forward_hidden(batch);
   labels_ = batch.labels.to(model.device());
   const bool frozen_head =
       autograd::grad_enabled() && hidden_.requires_grad() && !model.lm_head_weight().requires_grad();

@@ -11,13 +11,26 @@ Tensor index_tensor(const std::vector<std::int32_t>& values, DType dtype, Device
   return Tensor::from_values(as_double, {static_cast<std::int64_t>(values.size())}, dtype).to(device);
 }
 
+// The whole sequences' gathers (models/batch.h): packed rows into them and back, each with
+// its backward.
+models::SharedPrefixes shared_prefixes(const SharedPrefixRows& rows, Device device) {
+  std::vector<std::int32_t> kept_from(rows.expand.size(), -1);  // whole row -> the packed row keeping its output
+  for (std::size_t t = 0; t < rows.own_row.size(); ++t)
+    kept_from[static_cast<std::size_t>(rows.own_row[t])] = static_cast<std::int32_t>(t);
+  auto int32 = [device](const std::vector<std::int32_t>& v) { return index_tensor(v, DType::kI32, device); };
+  return {.expand = {int32(rows.expand), int32(rows.own_row), int32(rows.second_use)},
+          .compact = {int32(rows.own_row), int32(kept_from), Tensor()},
+          .cu_seqlens = int32(rows.cu_seqlens)};
+}
+
 }  // namespace
 
 models::PackedBatch device_batch(const PackedBatch& batch, Device device) {
   return {.input_ids = index_tensor(batch.input_ids, DType::kI64, device),
           .positions = index_tensor(batch.positions, DType::kI64, device),
           .cu_seqlens = index_tensor(batch.cu_seqlens, DType::kI32, device),
-          .labels = index_tensor(batch.labels, DType::kI64, device)};
+          .labels = index_tensor(batch.labels, DType::kI64, device),
+          .shared = batch.shared.empty() ? models::SharedPrefixes{} : shared_prefixes(batch.shared, device)};
 }
 
 EvaluationLoss evaluation_loss(const models::CausalLM& model, const std::vector<TokenizedSample>& samples,

@@ -298,8 +298,8 @@ double Trainer::forward_backward(const PackedBatch& batch, double loss_factor) {
     optimizer_->end_micro_batch();
   }
   if (!batch.filler) {
-    state_.num_input_tokens_seen += static_cast<std::int64_t>(batch.input_ids.size());
-    throughput_.add_batch(batch.cu_seqlens);
+    state_.num_input_tokens_seen += batch.whole_sequences().back();
+    throughput_.add_batch(batch.whole_sequences());
   }
   return value;
 }

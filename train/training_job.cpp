@@ -159,7 +159,12 @@ TrainerData encoded_data(const TrainingArguments& args, const SelectedData& sele
     if (selected.eval)
       data.eval = encode_samples(*selected.eval, selected.eval_source, chat_template, tokenizer, args).samples;
   }
-  data.layout = {.pad_to_longest = args.padding == Padding::kLongest, .pad_id = padding_token(tokenizer)};
+  // A pair's prompt runs once (train/data/batching.h), unless padding or a P-Tuning prefix,
+  // which every sequence sees before its own tokens, asks for each sequence whole.
+  data.layout = {.pad_to_longest = args.padding == Padding::kLongest,
+                 .pad_id = padding_token(tokenizer),
+                 .share_pair_prompts = args.stage == "dpo" && args.padding != Padding::kLongest &&
+                                       args.finetuning_type != FinetuningType::kPtuning};
   return data;
 }
 

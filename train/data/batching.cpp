@@ -83,6 +83,8 @@ std::vector<std::vector<std::size_t>> deal_global_batch(std::span<const BatchUni
 
 PackedBatch pack(const std::vector<TokenizedSample>& samples, const std::vector<std::size_t>& indices,
                  const BatchLayout& layout) {
+  if (layout.share_pair_prompts && !layout.pad_to_longest && indices.size() >= 2 && indices.size() % 2 == 0)
+    return pack_pairs_sharing_prompts(samples, indices);
   std::size_t longest = 0;
   for (std::size_t index : indices) longest = std::max(longest, samples.at(index).ids.size());
   PackedBatch batch;

@@ -25,6 +25,16 @@ struct TokenizedSample {
   std::vector<std::int32_t> labels;
 };
 
+// Preference pairs packed with each prompt stored once (pack_pairs_sharing_prompts): how
+// attention sees every sequence whole (models::SharedPrefixes says how the model uses it).
+struct SharedPrefixRows {
+  std::vector<std::int32_t> expand;      // [whole tokens]: the packed row each token of the whole sequences is
+  std::vector<std::int32_t> own_row;     // [T]: where packed row t stands among the whole rows (its output)
+  std::vector<std::int32_t> second_use;  // [T]: where it stands again (a shared prompt row), else -1
+  std::vector<std::int32_t> cu_seqlens;  // the whole sequences' bounds
+  bool empty() const { return expand.empty(); }
+};
+
 struct PackedBatch {
   std::vector<std::int32_t> input_ids;   // [T]
   std::vector<std::int32_t> labels;      // [T], already shifted: labels[t] is the target of position t
@@ -33,6 +43,11 @@ struct PackedBatch {
   std::int64_t label_tokens = 0;         // labels that are not kIgnoreIndex
   bool filler = false;                   // no data: see filler_batch()
   std::vector<std::size_t> samples{};    // the sample indices packed, in order
+  SharedPrefixRows shared{};             // empty unless the pairs' prompts are stored once
+
+  // The bounds of the sequences as the data holds them, each whole (a shared prompt counted in
+  // each): the tokens seen and the throughput count these, as HF and TRL count their batches.
+  const std::vector<std::int32_t>& whole_sequences() const { return shared.empty() ? cu_seqlens : shared.cu_seqlens; }
 };
 
 // What batch sizes count, as sample indices: one sample, or with packing one row of whole
@@ -72,12 +87,26 @@ std::vector<std::vector<std::size_t>> deal_global_batch(std::span<const BatchUni
 struct BatchLayout {
   bool pad_to_longest = false;
   std::int32_t pad_id = 0;
+  // Preference pairs (--stage dpo, without padding or a P-Tuning prefix): a micro-batch of
+  // pairs stores each prompt once (pack_pairs_sharing_prompts).
+  bool share_pair_prompts = false;
 };
 
 // Concatenates the samples of one micro-batch, shifting labels within each sample so the
-// last token of a sample never predicts the first of the next.
+// last token of a sample never predicts the first of the next. With layout.share_pair_prompts
+// and an even number of samples (pairs), pack_pairs_sharing_prompts.
 PackedBatch pack(const std::vector<TokenizedSample>& samples, const std::vector<std::size_t>& indices,
                  const BatchLayout& layout = {});
+
+// Pairs [c0, r0, c1, r1, ...] packed with each pair's common prompt run once: the chosen
+// sequence whole, then the rejected one from the last token it shares with the chosen one's
+// unlabelled start (that token's output predicts the rejected answer's first token, so it is
+// kept in both). The labels, and so every log-probability, are those of pack()'s layout, and
+// attention sees each sequence whole (batch.shared): the forward gives the same values on a
+// quarter fewer tokens at an even prompt/answer split. A pair sharing no more than that one
+// token is packed whole.
+PackedBatch pack_pairs_sharing_prompts(const std::vector<TokenizedSample>& samples,
+                                       const std::vector<std::size_t>& indices);
 
 // A micro-batch that adds nothing to the loss or the gradients: sample `index` with no label,
 // marked as a filler so that it counts as no data seen.

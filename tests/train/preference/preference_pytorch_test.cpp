@@ -32,8 +32,9 @@ PreferenceOptions options_of(const nlohmann::json& o) {
   return options;
 }
 
-// The fixture's pairs as the trainer lays them out: [c0, r0, c1, r1], answers labelled.
-models::PackedBatch pair_batch(const nlohmann::json& pairs) {
+// The fixture's pairs as the trainer lays them out: [c0, r0, c1, r1], answers labelled, each
+// prompt stored once or (layout {}) every sequence whole.
+models::PackedBatch pair_batch(const nlohmann::json& pairs, const BatchLayout& layout) {
   std::vector<TokenizedSample> samples;
   for (const nlohmann::json& pair : pairs)
     for (const char* side : {"chosen", "rejected"}) {
@@ -50,12 +51,15 @@ models::PackedBatch pair_batch(const nlohmann::json& pairs) {
     }
   std::vector<std::size_t> all(samples.size());
   for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
-  return device_batch(pack(samples, all), Device::cpu());
+  return device_batch(pack(samples, all, layout), Device::cpu());
 }
 
-TEST(PreferencePytorch, LossMetricsAndGradientsEqualTorchForEveryLossType) {
+class PreferencePytorch : public ::testing::TestWithParam<bool> {};
+
+TEST_P(PreferencePytorch, LossMetricsAndGradientsEqualTorchForEveryLossType) {
   const nlohmann::json fixture = nlohmann::json::parse(std::ifstream(kFixture));
-  const models::PackedBatch batch = pair_batch(fixture.at("pairs"));
+  const models::PackedBatch batch = pair_batch(fixture.at("pairs"), {.share_pair_prompts = GetParam()});
+  ASSERT_EQ(batch.shared.defined(), GetParam());
   const std::size_t pairs = fixture["pairs"].size();
   auto reference = std::make_shared<models::CausalLM>(models::load_model(kModel.string(), {.dtype = DType::kF32}));
   for (const auto& p : reference->named_parameters()) {
@@ -91,6 +95,8 @@ TEST(PreferencePytorch, LossMetricsAndGradientsEqualTorchForEveryLossType) {
     }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(PromptsStoredOnceOrEachSequenceWhole, PreferencePytorch, ::testing::Bool());
 
 }  // namespace
 }  // namespace zt::train
