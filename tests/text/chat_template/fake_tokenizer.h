@@ -55,6 +55,17 @@ struct Expected {
     answer.push_back(is_answer);
     return *this;
   }
+  // How the GLM templates open: [gMASK], `sop` (ChatGLM3's sop 1004, GLM-4's <sop> 1005),
+  // <|user|>; untrained.
+  Expected& glm_start(TokenId sop) { return token(1003).token(sop).token(1007); }
+  // A ChatML turn as Qwen's templates encode it, untrained: <|im_start|>, `text` ("user\nU"),
+  // <|im_end|>, "\n".
+  Expected& chatml_turn(const std::string& text) { return token(1001).piece(text).token(1002).piece("\n"); }
+  // A ChatML answer: <|im_start|> and `prompt` ("assistant\n") untrained, `text` and <|im_end|>
+  // trained, "\n" not.
+  Expected& chatml_answer(const std::string& prompt, const std::string& text) {
+    return token(1001).piece(prompt).piece(text, true).token(1002, true).piece("\n");
+  }
 };
 
 }  // namespace zt::models

@@ -23,6 +23,10 @@ std::string render(std::string_view name, const std::vector<ChatMessage>& messag
   return make_chat_template(name, options)->render(messages, generation_prompt, tools);
 }
 
+std::string render_error(std::string_view name, const std::vector<ChatMessage>& messages, bool generation_prompt) {
+  return error_of([&] { render(name, messages, generation_prompt); });
+}
+
 // The runs of labelled parts, as the supervised processor's labels fall on them.
 std::vector<std::string> trained(std::string_view name, const std::vector<ChatMessage>& messages,
                                  const ChatTools& tools = {}, const ChatTemplateOptions& options = {}) {
@@ -152,14 +156,18 @@ TEST(LlamaFactoryTemplates, QwenToolsCallsAndResults) {
             Runs{"Let me look.\n" + kQwenCall + "<|im_end|>\n"});
 }
 
+// Two rounds, the first answer with its thinking.
+std::vector<ChatMessage> thinking_rounds() {
+  return {{"user", "q1"}, {"assistant", "<think>\nr1\n</think>\n\na1"}, {"user", "q2"}, {"assistant", "a2"}};
+}
+
 // register_template(name="qwen3", template_class=ReasoningTemplate) with enable_thinking true:
 // no default system prompt; encode_multiturn keeps every answer's thinking and starts each
 // answer without any with the trained empty thought "<think>\n\n</think>\n\n" (add_thought).
 TEST(LlamaFactoryTemplates, Qwen3StartsEveryAnswerWithAThoughtAndKeepsEarlierThinking) {
   EXPECT_EQ(render("qwen3", {{"user", "Hi"}, {"assistant", "Hello."}}, false),
             "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\nHello.<|im_end|>\n");
-  const std::vector<ChatMessage> think = {
-      {"user", "q1"}, {"assistant", "<think>\nr1\n</think>\n\na1"}, {"user", "q2"}, {"assistant", "a2"}};
+  const std::vector<ChatMessage> think = thinking_rounds();
   EXPECT_EQ(render("qwen3", think, false),
             "<|im_start|>user\nq1<|im_end|>\n<|im_start|>assistant\n<think>\nr1\n</think>\n\na1<|im_end|>\n"
             "<|im_start|>user\nq2<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\na2<|im_end|>\n");
@@ -187,8 +195,7 @@ TEST(LlamaFactoryTemplates, Qwen3StartsEveryAnswerWithAThoughtAndKeepsEarlierThi
 // (remove_thought) and puts the empty thought in the prompt; with None it keeps the thinking
 // given and still puts the empty thought in the prompt.
 TEST(LlamaFactoryTemplates, Qwen3EnableThinkingFalseOrNull) {
-  const std::vector<ChatMessage> think = {
-      {"user", "q1"}, {"assistant", "<think>\nr1\n</think>\n\na1"}, {"user", "q2"}, {"assistant", "a2"}};
+  const std::vector<ChatMessage> think = thinking_rounds();
   const std::string both_empty =
       "<|im_start|>user\nq1<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\na1<|im_end|>\n"
       "<|im_start|>user\nq2<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\na2<|im_end|>\n";
@@ -218,8 +225,7 @@ TEST(LlamaFactoryTemplates, Qwen3GenerationPromptDropsEarlierThinking) {
 // Instruct-2507 models): no thinking rules at all, no empty thought anywhere.
 TEST(LlamaFactoryTemplates, Qwen3NothinkHasNoThinkingRules) {
   EXPECT_EQ(render("qwen3_nothink", {{"user", "Hi"}}, true), "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
-  const std::vector<ChatMessage> think = {
-      {"user", "q1"}, {"assistant", "<think>\nr1\n</think>\n\na1"}, {"user", "q2"}, {"assistant", "a2"}};
+  const std::vector<ChatMessage> think = thinking_rounds();
   EXPECT_EQ(trained("qwen3_nothink", think), (Runs{"<think>\nr1\n</think>\n\na1<|im_end|>\n", "a2<|im_end|>\n"}));
   EXPECT_EQ(render("qwen3_nothink", {think[0], think[1], think[2]}, true),
             "<|im_start|>user\nq1<|im_end|>\n<|im_start|>assistant\n<think>\nr1\n</think>\n\na1<|im_end|>\n"
@@ -245,15 +251,23 @@ TEST(LlamaFactoryTemplates, Glm4TrainsEosAfterEachAnswer) {
             (std::vector<std::string>{"<|user|>", "<|observation|>"}));
 }
 
+// tool_round() in GLM-4's tool format, which glm4 and chatglm3 write after their own opening
+// `start`: the tools in the system prompt, the call "name\nargs" closed by <|observation|>
+// (labelled eos), the result after it.
+void expect_glm4_tool_round(const char* name, const std::string& start) {
+  SCOPED_TRACE(name);
+  EXPECT_EQ(render(name, tool_round(), false, kTools),
+            start + "<|system|>\n" + kGlm4Tools +
+                "<|user|>\nWeather in Paris?<|assistant|>get_weather\n{\"city\": \"Paris\"}<|observation|>\n17"
+                "<|assistant|>\nIt is 17.");
+  EXPECT_EQ(trained(name, tool_round(), kTools),
+            (Runs{"get_weather\n{\"city\": \"Paris\"}[<|observation|>→eos]", "\nIt is 17.<eos>"}));
+}
+
 // format_tools (tool_format="glm4") appended to the system prompt as it is; format_function
 // "{{content}}" right after <|assistant|>, GLM4ToolUtils.function_formatter's "name\nargs".
 TEST(LlamaFactoryTemplates, Glm4ToolsCallsAndResults) {
-  EXPECT_EQ(render("glm4", tool_round(), false, kTools),
-            "[gMASK]<sop><|system|>\n" + kGlm4Tools +
-                "<|user|>\nWeather in Paris?<|assistant|>get_weather\n{\"city\": \"Paris\"}<|observation|>\n17"
-                "<|assistant|>\nIt is 17.");
-  EXPECT_EQ(trained("glm4", tool_round(), kTools),
-            (Runs{"get_weather\n{\"city\": \"Paris\"}[<|observation|>→eos]", "\nIt is 17.<eos>"}));
+  expect_glm4_tool_round("glm4", "[gMASK]<sop>");
   std::vector<ChatMessage> with_system = tool_round();
   with_system.insert(with_system.begin(), {"system", "Be brief."});
   const std::string system_then_tools = "[gMASK]<sop><|system|>\nBe brief." + kGlm4Tools + "<|user|>";
@@ -275,12 +289,7 @@ TEST(LlamaFactoryTemplates, Chatglm3UsesGlm4sToolFormat) {
             "[gMASK]sop<|system|>\nS<|user|>\nq1<|assistant|>\na1");
   EXPECT_EQ(trained("chatglm3", {{"user", "q1"}, {"assistant", "a1"}, {"user", "q2"}, {"assistant", "a2"}}),
             (Runs{"\na1[<|user|>→eos]", "\na2<eos>"}));
-  EXPECT_EQ(render("chatglm3", tool_round(), false, kTools),
-            "[gMASK]sop<|system|>\n" + kGlm4Tools +
-                "<|user|>\nWeather in Paris?<|assistant|>get_weather\n{\"city\": \"Paris\"}<|observation|>\n17"
-                "<|assistant|>\nIt is 17.");
-  EXPECT_EQ(trained("chatglm3", tool_round(), kTools),
-            (Runs{"get_weather\n{\"city\": \"Paris\"}[<|observation|>→eos]", "\nIt is 17.<eos>"}));
+  expect_glm4_tool_round("chatglm3", "[gMASK]sop");
 }
 
 // register_template(name="empty"): every formatter "{{content}}", no eos; tools in the default
@@ -305,10 +314,7 @@ TEST(LlamaFactoryTemplates, EachElementIsEncodedOnItsOwn) {
   // qwen3: the empty thought is get_thought_word_ids, a call of its own before the response.
   EncodedConversation got = make_chat_template("qwen3")->encode(tok, {{"user", "U"}, {"assistant", "A"}}, false);
   Expected expected = Expected()
-                          .token(1001)
-                          .piece("user\nU")
-                          .token(1002)
-                          .piece("\n")
+                          .chatml_turn("user\nU")
                           .token(1001)
                           .piece("assistant\n")
                           .piece("<think>\n\n</think>\n\n", true)
@@ -391,18 +397,12 @@ TEST(LlamaFactoryTemplates, NamesAndRefusals) {
   EXPECT_NE(make_chat_template("glm4")->train_on_prompt_refusal().find("efficient_eos"), std::string::npos);
   EXPECT_EQ(make_chat_template("qwen")->train_on_prompt_refusal(), "");
   // The converters' checks: pairs of prompt and answer, the system prompt first.
-  EXPECT_NE(error_of([] {
-              render("qwen", {{"user", "a"}, {"user", "b"}}, true);
-            }).find("message 1 is a user turn where an answer belongs"),
-            std::string::npos);
-  EXPECT_NE(error_of([] {
-              render("qwen", {{"user", "a"}, {"system", "b"}}, true);
-            }).find("the system prompt comes first or not at all"),
-            std::string::npos);
-  EXPECT_NE(error_of([] {
-              render("qwen3", {{"user", "a"}, {"assistant", "b"}}, true);
-            }).find("this conversation ends with an answer"),
-            std::string::npos);
+  testing::expect_mentions(render_error("qwen", {{"user", "a"}, {"user", "b"}}, true),
+                           {"message 1 is a user turn where an answer belongs"});
+  testing::expect_mentions(render_error("qwen", {{"user", "a"}, {"system", "b"}}, true),
+                           {"the system prompt comes first or not at all"});
+  testing::expect_mentions(render_error("qwen3", {{"user", "a"}, {"assistant", "b"}}, true),
+                           {"this conversation ends with an answer"});
 }
 
 }  // namespace

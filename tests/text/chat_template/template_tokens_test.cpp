@@ -12,12 +12,8 @@
 #include <fstream>
 
 #include "runtime/error.h"
+#include "tests/common/tokenizer_test_util.h"
 #include "text/chat_template/chat_template.h"
-
-#if ZT_HAVE_TEXT
-#include <sentencepiece_processor.h>
-#include <sentencepiece_trainer.h>
-#endif
 
 namespace zt::models {
 namespace {
@@ -49,15 +45,7 @@ std::vector<std::string> answers(const Tokenizer& tok, const EncodedConversation
   return out;
 }
 
-std::string qwen_tokenizer_dir() {
-  std::vector<fs::path> places;
-  if (const char* env = std::getenv("ZT_QWEN_TOKENIZER_DIR")) places.emplace_back(env);
-  places.push_back(fs::path(ZT_SOURCE_DIR) / ".fixtures/qwen3-tokenizer");
-  places.push_back(fs::path(ZT_SOURCE_DIR) / "../shared/data/qwen3-tokenizer");
-  for (const fs::path& p : places)
-    if (fs::is_regular_file(p / "tokenizer.json")) return p.string();
-  return {};
-}
+using testing::qwen_tokenizer_dir;
 
 TEST(TemplateTokens, QwenToolCallsAndResultsWithTheQwenTokenizer) {
   if (!tokenizers_available() || qwen_tokenizer_dir().empty())
@@ -168,39 +156,15 @@ TEST(TemplateTokens, LlamaFactoryQwen3EncodesTheEmptyThoughtApart) {
 }
 
 #if ZT_HAVE_TEXT
-class Sentences : public sentencepiece::SentenceIterator {
- public:
-  bool done() const override { return index_ >= 600; }
-  void Next() override { ++index_; }
-  const std::string& value() const override { return kText[index_ % kText.size()]; }
-  sentencepiece::util::Status status() const override { return {}; }
-
- private:
-  const std::vector<std::string> kText = {"Weather in Paris? It is 17.", "get_weather tool_call city='Paris'",
-                                          "```python\nprint(1)\n```", "你好，天气怎么样？"};
-  std::size_t index_ = 0;
-};
-
 // A ChatGLM2/3-style sentencepiece model trained here; expected ids come from
 // libsentencepiece itself, one piece at a time as ChatGLM's build_single_message encodes.
 class ChatGlmTokens : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = fs::temp_directory_path() / ("zt_chatglm_tokens_" + std::to_string(::getpid()));
-    fs::create_directories(dir_);
-    Sentences sentences;
-    std::string model;
-    const auto status = sentencepiece::SentencePieceTrainer::Train({{"model_type", "bpe"},
-                                                                    {"vocab_size", "400"},
-                                                                    {"byte_fallback", "true"},
-                                                                    {"character_coverage", "1.0"},
-                                                                    {"remove_extra_whitespaces", "false"},
-                                                                    {"normalization_rule_name", "identity"},
-                                                                    {"minloglevel", "2"}},
-                                                                   &sentences, &model);
-    ASSERT_TRUE(status.ok()) << status.ToString();
-    std::ofstream(dir_ / "tokenizer.model", std::ios::binary) << model;
-    ASSERT_TRUE(sp_.LoadFromSerializedProto(model).ok());
+    testing::train_sentencepiece({"Weather in Paris? It is 17.", "get_weather tool_call city='Paris'",
+                                  "```python\nprint(1)\n```", "你好，天气怎么样？"},
+                                 600, dir_, sp_);
   }
   static void TearDownTestSuite() { fs::remove_all(dir_); }
 
@@ -213,6 +177,42 @@ class ChatGlmTokens : public ::testing::Test {
   // <|assistant|> n+7, <|observation|> n+8.
   TokenId special(int offset) const { return sp_.GetPieceSize() + offset; }
 
+  // Expected ids with their labels (-100 where untrained), built piece by piece.
+  struct Expected {
+    std::vector<TokenId> ids;
+    std::vector<std::int64_t> labels;
+    void add(const std::vector<TokenId>& more, bool trained) {
+      for (TokenId id : more) {
+        ids.push_back(id);
+        labels.push_back(trained ? id : -100);
+      }
+    }
+    std::vector<bool> answer() const {
+      std::vector<bool> out;
+      for (std::int64_t label : labels) out.push_back(label != -100);
+      return out;
+    }
+  };
+  // tool_round() up to the call, as both chatglm3 templates encode it: [gMASK] sop <|user|>,
+  // the question, <|assistant|>.
+  Expected question() const {
+    Expected expected;
+    expected.add({special(1), special(3), special(6)}, false);
+    expected.add(piece("\n"), false);
+    expected.add(piece("Weather in Paris?"), false);
+    expected.add({special(7)}, false);
+    return expected;
+  }
+  // The rest after the call's <|observation|>: the result, <|assistant|>, the answer, eos.
+  void add_result_and_answer(Expected& expected) const {
+    expected.add(piece("\n"), false);
+    expected.add(piece("17"), false);
+    expected.add({special(7)}, false);
+    expected.add(piece("\n"), true);
+    expected.add(piece("It is 17."), true);
+    expected.add({sp_.eos_id()}, true);
+  }
+
   static inline fs::path dir_;
   static inline sentencepiece::SentencePieceProcessor sp_;
 };
@@ -220,26 +220,13 @@ class ChatGlmTokens : public ::testing::Test {
 TEST_F(ChatGlmTokens, Chatglm3ToolCallAsItsFineTuningCodeEncodesIt) {
   const auto tok = load_tokenizer(dir_.string());
   const EncodedConversation encoded = make_model_chat_template("chatglm3")->encode(*tok, tool_round(), false);
-  std::vector<TokenId> expected = {special(1), special(3), special(6)};
-  std::vector<bool> answer(3, false);
-  auto add = [&](const std::vector<TokenId>& ids, bool is_answer) {
-    expected.insert(expected.end(), ids.begin(), ids.end());
-    answer.resize(expected.size(), is_answer);
-  };
-  add(piece("\n"), false);
-  add(piece("Weather in Paris?"), false);
-  add({special(7)}, false);
-  add(piece("get_weather\n"), true);
-  add(piece("```python\ntool_call(city='Paris')\n```"), true);
-  add({special(8)}, true);
-  add(piece("\n"), false);
-  add(piece("17"), false);
-  add({special(7)}, false);
-  add(piece("\n"), true);
-  add(piece("It is 17."), true);
-  add({sp_.eos_id()}, true);
-  EXPECT_EQ(encoded.ids, expected);
-  EXPECT_EQ(encoded.answer, answer);
+  Expected expected = question();
+  expected.add(piece("get_weather\n"), true);
+  expected.add(piece("```python\ntool_call(city='Paris')\n```"), true);
+  expected.add({special(8)}, true);
+  add_result_and_answer(expected);
+  EXPECT_EQ(encoded.ids, expected.ids);
+  EXPECT_EQ(encoded.answer, expected.answer());
 }
 
 // LLaMA-Factory's chatglm3: {"token": ...} slots, "\n" and the content encoded apart, a call
@@ -248,28 +235,13 @@ TEST_F(ChatGlmTokens, LlamaFactoryChatglm3EncodesEachElementApart) {
   const auto tok = load_tokenizer(dir_.string());
   ASSERT_EQ(tok->special_ids().eos, sp_.eos_id());
   const EncodedConversation encoded = make_chat_template("chatglm3")->encode(*tok, tool_round(), false);
-  std::vector<TokenId> ids = {special(1), special(3), special(6)};
-  std::vector<std::int64_t> labels(3, -100);
-  auto add = [&](const std::vector<TokenId>& more, bool trained) {
-    for (TokenId id : more) {
-      ids.push_back(id);
-      labels.push_back(trained ? id : -100);
-    }
-  };
-  add(piece("\n"), false);
-  add(piece("Weather in Paris?"), false);
-  add({special(7)}, false);
-  add(piece("get_weather\n{\"city\": \"Paris\"}"), true);
-  ids.push_back(special(8));
-  labels.push_back(sp_.eos_id());  // <|observation|> labelled eos
-  add(piece("\n"), false);
-  add(piece("17"), false);
-  add({special(7)}, false);
-  add(piece("\n"), true);
-  add(piece("It is 17."), true);
-  add({sp_.eos_id()}, true);
-  EXPECT_EQ(encoded.ids, ids);
-  EXPECT_EQ(encoded.labels(), labels);
+  Expected expected = question();
+  expected.add(piece("get_weather\n{\"city\": \"Paris\"}"), true);
+  expected.ids.push_back(special(8));
+  expected.labels.push_back(sp_.eos_id());  // <|observation|> labelled eos
+  add_result_and_answer(expected);
+  EXPECT_EQ(encoded.ids, expected.ids);
+  EXPECT_EQ(encoded.labels(), expected.labels);
 }
 
 TEST_F(ChatGlmTokens, Chatglm2TrainsTheLastAnswerAndRefusesTools) {

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/common/tokenizer_test_util.h"
 #include "text/chat_template/chat_template.h"
 #include "text/stream_decoder.h"
 #include "text/tokenizer/tokenizer.h"
@@ -20,21 +21,12 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+using testing::qwen_tokenizer_dir;
 
 const fs::path kData = fs::path(ZT_SOURCE_DIR) / "tests/data/tokenizer";
 const char* kRegenerate =
     "run `python3 scripts/tokenizer_expected.py` on a machine with Python tokenizers and transformers "
     "(see docs/TOKENIZERS.md) and commit its output";
-
-std::string qwen_tokenizer_dir() {
-  std::vector<fs::path> places;
-  if (const char* env = std::getenv("ZT_QWEN_TOKENIZER_DIR")) places.emplace_back(env);
-  places.push_back(fs::path(ZT_SOURCE_DIR) / ".fixtures/qwen3-tokenizer");
-  places.push_back(fs::path(ZT_SOURCE_DIR) / "../shared/data/qwen3-tokenizer");
-  for (const fs::path& p : places)
-    if (fs::is_regular_file(p / "tokenizer.json")) return p.string();
-  return {};
-}
 
 // One JSON string per line; only '\n' ends a line.
 std::vector<std::string> read_corpus() {

@@ -9,13 +9,9 @@
 #include <fstream>
 #include <random>
 
+#include "tests/common/tokenizer_test_util.h"
 #include "text/stream_decoder.h"
 #include "text/tokenizer/tokenizer.h"
-
-#if ZT_HAVE_TEXT
-#include <sentencepiece_processor.h>
-#include <sentencepiece_trainer.h>
-#endif
 
 namespace zt::models {
 namespace {
@@ -33,37 +29,13 @@ const std::vector<std::string> kSentences = {
     "Hello, hello, hello world!",
 };
 
-class Sentences : public sentencepiece::SentenceIterator {
- public:
-  bool done() const override { return index_ >= 2000; }
-  void Next() override { ++index_; }
-  const std::string& value() const override { return kSentences[index_ % kSentences.size()]; }
-  sentencepiece::util::Status status() const override { return {}; }
-
- private:
-  std::size_t index_ = 0;
-};
-
 // Trained once for the whole suite: a BPE model with byte fallback and no normalisation
 // (newlines survive), like ChatGLM's.
 class SentencePieceTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = fs::temp_directory_path() / ("zt_sp_" + std::to_string(::getpid()));
-    fs::create_directories(dir_);
-    Sentences sentences;
-    std::string model;
-    const auto status = sentencepiece::SentencePieceTrainer::Train({{"model_type", "bpe"},
-                                                                    {"vocab_size", "400"},
-                                                                    {"byte_fallback", "true"},
-                                                                    {"character_coverage", "1.0"},
-                                                                    {"remove_extra_whitespaces", "false"},
-                                                                    {"normalization_rule_name", "identity"},
-                                                                    {"minloglevel", "2"}},
-                                                                   &sentences, &model);
-    ASSERT_TRUE(status.ok()) << status.ToString();
-    std::ofstream(dir_ / "tokenizer.model", std::ios::binary) << model;
-    ASSERT_TRUE(sp_.LoadFromSerializedProto(model).ok());
+    testing::train_sentencepiece(kSentences, 2000, dir_, sp_);
   }
   static void TearDownTestSuite() { fs::remove_all(dir_); }
   void SetUp() override { tok_ = load_tokenizer(dir_.string()); }
