@@ -6,8 +6,9 @@ step, each chosen and rejected sequence 1,024 tokens (a 512-token prompt and a 5
 answer), the sigmoid loss with beta 0.1. The peer runs a step as TRL's DPOTrainer does: the
 policy's forward over the 2B concatenated sequences, the reference's forward over them with
 the adapter disabled under no_grad, the label log-probabilities from the full logits, the loss,
-backward and AdamW (fused) on the adapter. zerotune packs the pairs into one forward, runs the
-reference with the adapter off and never holds the logits. Prints tokens/s (policy tokens:
+backward and AdamW (fused) on the adapter. zerotune packs the pairs into one forward with each
+prompt run once (attention still sees both sequences whole), runs the reference with the adapter
+off and never holds the logits. Prints tokens/s (policy tokens:
 2 x B x 1,024 a step) and peak memory of each, and the ratios.
 
   python3 bench/dpo_throughput.py --zerotune build-gpu/bin/zerotune --tokenizer DIR [--steps 8] [--warmup 3]
