@@ -1,6 +1,7 @@
 #include "runtime/log.h"
 
 #include <atomic>
+#include <cctype>
 #include <cstdlib>
 #include <iostream>
 #include <mutex>
@@ -33,18 +34,12 @@ bool all_ranks_print() {
   return value != nullptr && std::string(value) == "1";
 }
 
+constexpr EnumName<Level> kLevelNames[] = {
+    {Level::kDebug, "debug"}, {Level::kInfo, "info"}, {Level::kWarn, "warn"}, {Level::kError, "error"}};
+
+// A log line's letter: its level's initial, capitalised (D, I, W, E).
 char level_letter(Level level) {
-  switch (level) {
-    case Level::kDebug:
-      return 'D';
-    case Level::kInfo:
-      return 'I';
-    case Level::kWarn:
-      return 'W';
-    case Level::kError:
-      return 'E';
-  }
-  return '?';
+  return static_cast<char>(std::toupper(static_cast<unsigned char>(name_of(kLevelNames, level, "?")[0])));
 }
 
 }  // namespace
@@ -53,10 +48,8 @@ Level level() { return static_cast<Level>(level_storage().load()); }
 void set_level(Level new_level) { level_storage() = static_cast<int>(new_level); }
 
 Level parse_level(const std::string& name) {
-  constexpr EnumName<Level> kNames[] = {
-      {Level::kDebug, "debug"}, {Level::kInfo, "info"}, {Level::kWarn, "warn"}, {Level::kError, "error"}};
   constexpr EnumName<Level> kAliases[] = {{Level::kWarn, "warning"}};
-  return parse_name(kNames, kAliases, name, "log level");
+  return parse_name(kLevelNames, kAliases, name, "log level");
 }
 
 bool enabled(Level wanted) {

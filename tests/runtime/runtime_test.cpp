@@ -83,6 +83,9 @@ TEST(Log, LevelsPrefixesAndRankZeroOnly) {
   rank.distributed = true;
   set_thread_rank(rank);
   EXPECT_EQ(log::prefix(log::Level::kWarn), "[zerotune rank 1/2 W] ");
+  EXPECT_EQ(log::prefix(log::Level::kDebug), "[zerotune rank 1/2 D] ");
+  EXPECT_EQ(log::prefix(log::Level::kInfo), "[zerotune rank 1/2 I] ");
+  EXPECT_EQ(log::prefix(log::Level::kError), "[zerotune rank 1/2 E] ");
   log::set_level(log::Level::kInfo);
   EXPECT_FALSE(log::enabled(log::Level::kInfo));  // not rank 0
   EXPECT_TRUE(log::enabled(log::Level::kWarn));

@@ -2,6 +2,7 @@
 
 #include <optional>
 
+#include "runtime/enum_names.h"
 #include "runtime/error.h"
 #include "train/data/chat_sample.h"
 #include "train/data/json_records.h"
@@ -10,6 +11,12 @@ namespace zt::train {
 namespace {
 
 using json = nlohmann::ordered_json;
+
+// Each format with the keys that name it, for messages.
+constexpr EnumName<DataFormat> kFormatNames[] = {
+    {DataFormat::kAlpaca, "alpaca (\"instruction\")"},
+    {DataFormat::kShareGpt, "ShareGPT (\"conversations\" or \"messages\")"},
+    {DataFormat::kText, "plain text (\"text\")"}};
 
 std::optional<DataFormat> format_of(const json& sample) {
   if (!sample.is_object()) return std::nullopt;
@@ -42,17 +49,7 @@ void require_format(const json& sample, DataFormat format, const SampleSource& w
 
 }  // namespace
 
-std::string format_name(DataFormat format) {
-  switch (format) {
-    case DataFormat::kAlpaca:
-      return "alpaca (\"instruction\")";
-    case DataFormat::kShareGpt:
-      return "ShareGPT (\"conversations\" or \"messages\")";
-    case DataFormat::kText:
-      return "plain text (\"text\")";
-  }
-  return "";
-}
+std::string format_name(DataFormat format) { return name_of(kFormatNames, format, ""); }
 
 Dataset parse_dataset(std::string_view text, const std::string& path) {
   const std::vector<JsonRecord> samples = read_json_records(text, path);

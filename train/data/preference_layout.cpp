@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "runtime/enum_names.h"
 #include "runtime/error.h"
 
 namespace zt::train {
@@ -9,6 +10,14 @@ namespace {
 
 using json = nlohmann::ordered_json;
 using models::ChatMessage;
+
+// Each layout, whose convention it is and the columns that name it, for messages.
+constexpr EnumName<PreferenceLayout> kLayoutNames[] = {
+    {PreferenceLayout::kAlpacaRanking, "LLaMA-Factory's alpaca ranking (\"instruction\", \"chosen\", \"rejected\")"},
+    {PreferenceLayout::kShareGptRanking,
+     "LLaMA-Factory's ShareGPT ranking (\"conversations\" or \"messages\", \"chosen\", \"rejected\")"},
+    {PreferenceLayout::kTrlExplicit, "TRL's preference layout (\"prompt\", \"chosen\", \"rejected\")"},
+    {PreferenceLayout::kTrlImplicit, "TRL's implicit-prompt layout (\"chosen\" and \"rejected\" only)"}};
 
 // The record's value under `key`; null when the column is unnamed or the record lacks it.
 const json& column(const json& record, const std::string& key) {
@@ -246,19 +255,7 @@ RankingColumns alpaca_keys() {
 
 }  // namespace
 
-std::string layout_name(PreferenceLayout layout) {
-  switch (layout) {
-    case PreferenceLayout::kAlpacaRanking:
-      return "LLaMA-Factory's alpaca ranking (\"instruction\", \"chosen\", \"rejected\")";
-    case PreferenceLayout::kShareGptRanking:
-      return "LLaMA-Factory's ShareGPT ranking (\"conversations\" or \"messages\", \"chosen\", \"rejected\")";
-    case PreferenceLayout::kTrlExplicit:
-      return "TRL's preference layout (\"prompt\", \"chosen\", \"rejected\")";
-    case PreferenceLayout::kTrlImplicit:
-      return "TRL's implicit-prompt layout (\"chosen\" and \"rejected\" only)";
-  }
-  return "";
-}
+std::string layout_name(PreferenceLayout layout) { return name_of(kLayoutNames, layout, ""); }
 
 std::optional<PreferenceLayout> layout_of(const json& record) {
   if (!record.is_object() || !record.contains("chosen") || !record.contains("rejected")) return std::nullopt;

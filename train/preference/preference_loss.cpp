@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "runtime/enum_names.h"
 #include "runtime/error.h"
 
 namespace zt::train {
@@ -44,31 +45,18 @@ double dpo_term(const PreferenceOptions& o, double z, double& loss) {
   }
 }
 
+// TRL's loss_type names (and LLaMA-Factory's pref_loss).
+constexpr EnumName<PreferenceLossType> kPreferenceLossNames[] = {
+    {PreferenceLossType::kSigmoid, "sigmoid"}, {PreferenceLossType::kHinge, "hinge"},
+    {PreferenceLossType::kIpo, "ipo"},         {PreferenceLossType::kKtoPair, "kto_pair"},
+    {PreferenceLossType::kOrpo, "orpo"},       {PreferenceLossType::kSimpo, "simpo"}};
+
 }  // namespace
 
-std::string preference_loss_name(PreferenceLossType type) {
-  switch (type) {
-    case PreferenceLossType::kSigmoid:
-      return "sigmoid";
-    case PreferenceLossType::kHinge:
-      return "hinge";
-    case PreferenceLossType::kIpo:
-      return "ipo";
-    case PreferenceLossType::kKtoPair:
-      return "kto_pair";
-    case PreferenceLossType::kOrpo:
-      return "orpo";
-    case PreferenceLossType::kSimpo:
-      return "simpo";
-  }
-  return "?";
-}
+std::string preference_loss_name(PreferenceLossType type) { return name_of(kPreferenceLossNames, type, "?"); }
 
 std::optional<PreferenceLossType> preference_loss_from_name(const std::string& name) {
-  for (auto type : {PreferenceLossType::kSigmoid, PreferenceLossType::kHinge, PreferenceLossType::kIpo,
-                    PreferenceLossType::kKtoPair, PreferenceLossType::kOrpo, PreferenceLossType::kSimpo})
-    if (preference_loss_name(type) == name) return type;
-  return std::nullopt;
+  return find_value(kPreferenceLossNames, name);
 }
 
 bool averages_log_probs(PreferenceLossType type) {
