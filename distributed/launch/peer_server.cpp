@@ -6,6 +6,8 @@
 #include <cerrno>
 #include <deque>
 
+#include "runtime/error.h"
+
 namespace zt::distributed {
 namespace {
 
@@ -61,6 +63,23 @@ void serve_peers(const Socket& listener, std::chrono::milliseconds peer_timeout,
       }
     }
   }
+}
+
+void serve_ranks(const Socket& listener, const RendezvousConfig& config, const std::string& what,
+                 const std::string& checks, const std::function<bool(int)>& has_joined,
+                 const std::function<bool(Peer&)>& parse) {
+  const auto deadline = Clock::now() + config.timeout;
+  serve_peers(
+      listener, config.peer_timeout, [&] { return missing_ranks(config.world_size, has_joined).empty(); },
+      [&] {
+        ZT_REQUIRE(Clock::now() < deadline, "rank 0: " + what + " at " + where(config) + " timed out after " +
+                                                seconds(config.timeout) + "; rank(s) " +
+                                                missing_ranks(config.world_size, has_joined) +
+                                                " never joined. Check that they were started, reach "
+                                                "MASTER_ADDR:MASTER_PORT, " +
+                                                checks);
+      },
+      parse);
 }
 
 }  // namespace zt::distributed

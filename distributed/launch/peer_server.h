@@ -39,4 +39,12 @@ std::string missing_ranks(int world_size, const std::function<bool(int)>& has_ra
 void serve_peers(const Socket& listener, std::chrono::milliseconds peer_timeout, const std::function<bool()>& done,
                  const std::function<void()>& check, const std::function<bool(Peer&)>& parse);
 
+// serve_peers on `listener` until has_joined(r) holds for every rank 1 .. world_size - 1 (parse
+// records them). Past config.timeout it throws "rank 0: <what> at <where> timed out ...",
+// naming the ranks that never joined and what to check: that they were started, reach
+// MASTER_ADDR:MASTER_PORT, and then `checks`.
+void serve_ranks(const Socket& listener, const RendezvousConfig& config, const std::string& what,
+                 const std::string& checks, const std::function<bool(int)>& has_joined,
+                 const std::function<bool(Peer&)>& parse);
+
 }  // namespace zt::distributed

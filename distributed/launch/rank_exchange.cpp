@@ -123,20 +123,12 @@ bool read_post(Peer& peer, const RendezvousConfig& config, Blobs& blobs, std::ma
 
 Blobs serve_exchange(const RendezvousConfig& config, const std::vector<std::uint8_t>& blob) {
   Socket listener = listen_on(config.address, config.port);
-  const auto deadline = Clock::now() + config.timeout;
   Blobs blobs(static_cast<std::size_t>(config.world_size));
   blobs[0] = blob;
   std::map<int, Socket> posted;
-  serve_peers(
-      listener, config.peer_timeout, [&] { return static_cast<int>(posted.size()) >= config.world_size - 1; },
-      [&] {
-        ZT_REQUIRE(Clock::now() < deadline,
-                   "rank 0: the rank exchange at " + where(config) + " timed out after " + seconds(config.timeout) +
-                       "; rank(s) " +
-                       missing_ranks(config.world_size, [&](int rank) { return posted.count(rank) > 0; }) +
-                       " never joined. Check that they were started, reach MASTER_ADDR:MASTER_PORT, "
-                       "share this job's token (ZT_JOB_TOKEN) and run on the CPU too");
-      },
+  serve_ranks(
+      listener, config, "the rank exchange", "share this job's token (ZT_JOB_TOKEN) and run on the CPU too",
+      [&](int rank) { return posted.count(rank) > 0; },
       [&](Peer& peer) { return read_post(peer, config, blobs, posted); });
   // A rank that left since posting fails on its own side; the others go on.
   const std::vector<std::uint8_t> answer = encode_answer(blobs);

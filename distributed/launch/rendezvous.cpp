@@ -55,18 +55,10 @@ void serve_rendezvous(const RendezvousConfig& config, const std::vector<std::uin
   if (config.world_size <= 1) return;
   Socket listener = listen_on(config.address, config.port);
   const std::vector<std::uint8_t> reply = wire::encode_reply(payload);
-  const auto deadline = Clock::now() + config.timeout;
   std::set<int> served;
-  serve_peers(
-      listener, config.peer_timeout, [&] { return static_cast<int>(served.size()) >= config.world_size - 1; },
-      [&] {
-        ZT_REQUIRE(Clock::now() < deadline,
-                   "rank 0: rendezvous at " + where(config) + " timed out after " + seconds(config.timeout) +
-                       "; rank(s) " +
-                       missing_ranks(config.world_size, [&](int rank) { return served.count(rank) > 0; }) +
-                       " never joined. Check that they were started, reach MASTER_ADDR:MASTER_PORT, "
-                       "and share this job's token (ZT_JOB_TOKEN)");
-      },
+  serve_ranks(
+      listener, config, "rendezvous", "and share this job's token (ZT_JOB_TOKEN)",
+      [&](int rank) { return served.count(rank) > 0; },
       [&](Peer& peer) { return serve_peer(peer, config, reply, served); });
 }
 
