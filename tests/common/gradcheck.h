@@ -1,4 +1,5 @@
-// Gradient checks by central finite differences in float64 on the CPU.
+// Gradient checks by central finite differences in float64 on the CPU: of an op's inputs, and of
+// a model's parameters.
 //
 // The loss is L(inputs) = sum(forward(inputs) * probe) for a fixed random `probe`, so the
 // analytic gradient of each input is backward(inputs, probe), compared element by element
@@ -7,7 +8,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -53,6 +56,35 @@ inline void expect_gradients_match(const std::string& what, const Forward& forwa
           << what << ": input " << k << " element " << j;
     }
   }
+}
+
+// A whole model's gradients, as backward left them on its parameters: of each parameter whose
+// name contains one of `parts`, every (numel / `spread`)-th element against central differences
+// of `objective` (which must not record gradients); the number of elements compared.
+template <typename Model>
+int expect_parameter_gradients_match(const Model& model, const std::vector<std::string>& parts, std::int64_t spread,
+                                     const std::function<double()>& objective) {
+  const double h = 1e-6;
+  int checked = 0;
+  for (const auto& p : model.named_parameters()) {
+    if (std::none_of(parts.begin(), parts.end(),
+                     [&](const std::string& part) { return p.name.find(part) != std::string::npos; }))
+      continue;
+    const std::vector<double> grad = p.variable.grad().to_vector();
+    Tensor value = p.variable.data();
+    for (std::int64_t i = 0; i < value.numel(); i += std::max<std::int64_t>(1, value.numel() / spread)) {
+      double& element = value.data<double>()[i];
+      const double saved = element;
+      element = saved + h;
+      const double up = objective();
+      element = saved - h;
+      const double down = objective();
+      element = saved;
+      EXPECT_NEAR(grad[static_cast<std::size_t>(i)], (up - down) / (2 * h), 1e-6) << p.name << "[" << i << "]";
+      ++checked;
+    }
+  }
+  return checked;
 }
 
 }  // namespace zt::testing

@@ -1,7 +1,7 @@
 // The model the trainer's tests train: a two-layer Qwen2 of vocabulary 32, small enough that
-// a few optimizer steps take milliseconds on the CPU; the flags, samples and TrainerModel its
-// runs take; the DeepSpeed config its ZeRO runs take; and the flags of a whole training job on
-// the shipped examples/tiny-qwen.
+// a few optimizer steps take milliseconds on the CPU, also with randomised weights; the flags, samples and TrainerModel
+// its runs take; the DeepSpeed config its ZeRO runs take; and the flags of a whole training job on the shipped
+// examples/tiny-qwen.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "models/config/config.h"
+#include "models/init.h"
 #include "models/model.h"
 #include "models/weights/weights.h"
 #include "train/args/training_arguments.h"
@@ -29,6 +30,20 @@ inline models::ModelConfig tiny_trainer_config() {
     "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "tie_word_embeddings": false,
     "max_position_embeddings": 64})"),
                               "tiny config");
+}
+
+// The tiny model with its parameters away from their initial values: normal, standard
+// deviation 0.3, about 1 for the norms and 0 for the rest (seeded `seed` + 1), in `dtype`.
+inline models::CausalLM random_tiny_model(std::uint64_t seed, DType dtype = DType::kF64) {
+  models::CausalLM model = models::init_model(tiny_trainer_config(), seed, {.dtype = dtype});
+  std::uint64_t offset = 0;
+  for (const auto& p : model.named_parameters()) {
+    Tensor value = p.variable.data();
+    const bool is_norm = p.name.find("norm") != std::string::npos;
+    value.copy_from(Tensor::normal(value.shape(), seed + 1, offset, is_norm ? 1.0 : 0.0, 0.3, dtype));
+    offset += 1 << 16;
+  }
+  return model;
 }
 
 // The flags of a full fine-tune of the tiny model (the model and data reach the Trainer

@@ -12,23 +12,11 @@
 #include "models/peft/adapters_disabled.h"
 #include "models/peft/lora.h"
 #include "models/sequence_log_probs.h"
+#include "tests/common/gradcheck.h"
 #include "tests/common/tiny_trainer_model.h"
 
 namespace zt::models {
 namespace {
-
-// Parameters away from their initial values (norms 1, biases 0) in float64.
-CausalLM random_model(std::uint64_t seed) {
-  CausalLM model = init_model(testing::tiny_trainer_config(), seed, {.dtype = DType::kF64});
-  std::uint64_t offset = 0;
-  for (const auto& p : model.named_parameters()) {
-    Tensor value = p.variable.data();
-    const bool is_norm = p.name.find("norm") != std::string::npos;
-    value.copy_from(Tensor::normal(value.shape(), seed + 1, offset, is_norm ? 1.0 : 0.0, 0.3, DType::kF64));
-    offset += 1 << 16;
-  }
-  return model;
-}
 
 // Two pairs, chosen then rejected, prompts unlabelled; the third sequence has one label only.
 PackedBatch pair_batch() {
@@ -67,7 +55,7 @@ std::pair<std::vector<double>, std::vector<double>> full_logit_reference(const C
 }
 
 TEST(SequenceLogProbs, EqualLogSoftmaxOfTheFullLogits) {
-  const CausalLM model = random_model(3);
+  const CausalLM model = testing::random_tiny_model(3);
   const PackedBatch batch = pair_batch();
   const auto [logps, logit_sums] = full_logit_reference(model, batch);
   autograd::NoGradGuard no_grad;
@@ -82,7 +70,7 @@ TEST(SequenceLogProbs, EqualLogSoftmaxOfTheFullLogits) {
 }
 
 TEST(SequenceLogProbs, WeightedSumHasTheGradientOfFiniteDifferences) {
-  const CausalLM model = random_model(5);
+  const CausalLM model = testing::random_tiny_model(5);
   const PackedBatch batch = pair_batch();
   const std::vector<double> coefficients = {0.7, -1.3, 0.25, 2.0};
   auto objective = [&] {
@@ -96,28 +84,9 @@ TEST(SequenceLogProbs, WeightedSumHasTheGradientOfFiniteDifferences) {
   const autograd::Variable weighted = scorer.weighted(coefficients, 4.0);
   EXPECT_NEAR(weighted.data().item(), objective(), 1e-10);
   weighted.backward();
-  int checked = 0;
-  for (const auto& p : model.named_parameters()) {
-    if (p.name.find("lm_head") == std::string::npos && p.name.find("layers.1.mlp") == std::string::npos &&
-        p.name.find("embed") == std::string::npos)
-      continue;
-    const std::vector<double> grad = p.variable.grad().to_vector();
-    Tensor value = p.variable.data();
-    for (std::int64_t i = 0; i < value.numel(); i += std::max<std::int64_t>(1, value.numel() / 5)) {
-      double& element = value.data<double>()[i];
-      const double saved = element, h = 1e-6;
-      element = saved + h;
-      const double up = objective();
-      element = saved - h;
-      const double down = objective();
-      element = saved;
-      // The head's gradients were formed for weighted · 4; backward's upstream 1 divides the 4
-      // out again, as the fused token loss's does.
-      EXPECT_NEAR(grad[static_cast<std::size_t>(i)], (up - down) / (2 * h), 1e-6) << p.name << "[" << i << "]";
-      ++checked;
-    }
-  }
-  EXPECT_GT(checked, 10);
+  // The head's gradients were formed for weighted · 4; backward's upstream 1 divides the 4 out
+  // again, as the fused token loss's does.
+  EXPECT_GT(testing::expect_parameter_gradients_match(model, {"lm_head", "layers.1.mlp", "embed"}, 5, objective), 10);
 }
 
 // A frozen head (LoRA's) runs once: the scorer's pass keeps each token's gradient and weighted()
@@ -126,7 +95,7 @@ TEST(SequenceLogProbs, WeightedSumHasTheGradientOfFiniteDifferences) {
 TEST(SequenceLogProbs, AFrozenHeadGivesTheTrainableHeadsBodyGradients) {
   const std::vector<double> coefficients = {0.7, -1.3, 0.25, 2.0};
   const PackedBatch batch = pair_batch();
-  const CausalLM trained = random_model(7), frozen = random_model(7);
+  const CausalLM trained = testing::random_tiny_model(7), frozen = testing::random_tiny_model(7);
   frozen.lm_head_weight().set_requires_grad(false);
   ASSERT_TRUE(trained.lm_head_weight().requires_grad());
   const SequenceScorer trained_scorer(trained, batch), frozen_scorer(frozen, batch);
@@ -150,8 +119,8 @@ TEST(SequenceLogProbs, AFrozenHeadGivesTheTrainableHeadsBodyGradients) {
 }
 
 TEST(AdaptersDisabled, TheModelRunsAsTheBaseModelAndTheAdapterComesBack) {
-  CausalLM with_lora = random_model(9);
-  const CausalLM base = random_model(9);
+  CausalLM with_lora = testing::random_tiny_model(9);
+  const CausalLM base = testing::random_tiny_model(9);
   attach_lora(with_lora,
               {.rank = 2, .alpha = 4.0, .target_modules = {"q_proj", "down_proj"}, .base_model_name_or_path = {}}, 11);
   for (const LayerLora& layer : with_lora.lora())  // B starts at zero; make the update matter

@@ -62,23 +62,10 @@ TEST(PairPromptPacking, LeavesOutTheSharedPromptAndSeesEverySequenceWhole) {
   EXPECT_THROW(pack_pairs_sharing_prompts(samples, {0, 1, 2}), Error);
 }
 
-// Parameters away from their initial values (norms 1, biases 0) in float64.
-models::CausalLM random_model(std::uint64_t seed) {
-  models::CausalLM model = models::init_model(testing::tiny_trainer_config(), seed, {.dtype = DType::kF64});
-  std::uint64_t offset = 0;
-  for (const auto& p : model.named_parameters()) {
-    Tensor value = p.variable.data();
-    const bool is_norm = p.name.find("norm") != std::string::npos;
-    value.copy_from(Tensor::normal(value.shape(), seed + 1, offset, is_norm ? 1.0 : 0.0, 0.3, DType::kF64));
-    offset += 1 << 16;
-  }
-  return model;
-}
-
 TEST(PairPromptPacking, TheModelScoresAndDifferentiatesItAsTheWholeSequences) {
   const std::vector<TokenizedSample> samples = pairs();
   const std::vector<double> coefficients = {0.7, -1.3, 0.25, 2.0, -0.5, 1.1};
-  const models::CausalLM whole_model = random_model(3), shared_model = random_model(3);
+  const models::CausalLM whole_model = testing::random_tiny_model(3), shared_model = testing::random_tiny_model(3);
   const models::SequenceScorer whole(whole_model, device_batch(pack(samples, kAll), Device::cpu()));
   const models::SequenceScorer shared(shared_model,
                                       device_batch(pack(samples, kAll, {.share_pair_prompts = true}), Device::cpu()));

@@ -16,6 +16,7 @@
 #include "models/init.h"
 #include "models/peft/lora.h"
 #include "models/weights/weights.h"
+#include "tests/common/gradcheck.h"
 #include "tests/common/process_test_util.h"
 #include "tests/common/tiny_trainer_model.h"
 #include "tests/common/train_log_test_util.h"
@@ -27,18 +28,6 @@
 namespace zt::train {
 namespace {
 namespace fs = std::filesystem;
-
-models::CausalLM random_model(std::uint64_t seed, DType dtype = DType::kF64) {
-  models::CausalLM model = models::init_model(testing::tiny_trainer_config(), seed, {.dtype = dtype});
-  std::uint64_t offset = 0;
-  for (const auto& p : model.named_parameters()) {
-    Tensor value = p.variable.data();
-    const bool is_norm = p.name.find("norm") != std::string::npos;
-    value.copy_from(Tensor::normal(value.shape(), seed + 1, offset, is_norm ? 1.0 : 0.0, 0.3, dtype));
-    offset += 1 << 16;
-  }
-  return model;
-}
 
 // Two pairs packed [c0, r0, c1, r1].
 models::PackedBatch pair_batch() {
@@ -60,12 +49,12 @@ PreferenceReference reference_for(const PreferenceOptions& o, std::shared_ptr<co
 }
 
 TEST(PreferenceObjective, GradientOfTheWholeChainMatchesFiniteDifferencesForEveryLoss) {
-  auto reference = std::make_shared<const models::CausalLM>(random_model(4));
+  auto reference = std::make_shared<const models::CausalLM>(testing::random_tiny_model(4));
   const models::PackedBatch batch = pair_batch();
   for (auto type : {PreferenceLossType::kSigmoid, PreferenceLossType::kHinge, PreferenceLossType::kIpo,
                     PreferenceLossType::kKtoPair, PreferenceLossType::kOrpo, PreferenceLossType::kSimpo}) {
     SCOPED_TRACE(preference_loss_name(type));
-    models::CausalLM policy = random_model(6);
+    models::CausalLM policy = testing::random_tiny_model(6);
     PreferenceOptions options = options_for(type);
     options.ftx = 0.3;
     PreferenceObjective objective(options, reference_for(options, reference));
@@ -76,32 +65,14 @@ TEST(PreferenceObjective, GradientOfTheWholeChainMatchesFiniteDifferencesForEver
     const PreferenceStep step = objective.forward(policy, batch, 2, 1.0);
     EXPECT_NEAR(step.loss_sum, loss(), 1e-10);
     step.surrogate.backward();
-    int checked = 0;
-    for (const auto& p : policy.named_parameters()) {
-      if (p.name.find("lm_head") == std::string::npos && p.name.find("layers.0.self_attn.q_proj") == std::string::npos)
-        continue;
-      const std::vector<double> grad = p.variable.grad().to_vector();
-      Tensor value = p.variable.data();
-      for (std::int64_t i = 0; i < value.numel(); i += std::max<std::int64_t>(1, value.numel() / 4)) {
-        double& element = value.data<double>()[i];
-        const double saved = element, h = 1e-6;
-        element = saved + h;
-        const double up = loss();
-        element = saved - h;
-        const double down = loss();
-        element = saved;
-        EXPECT_NEAR(grad[static_cast<std::size_t>(i)], (up - down) / (2 * h), 1e-6) << p.name << "[" << i << "]";
-        ++checked;
-      }
-    }
-    EXPECT_GT(checked, 5);
+    EXPECT_GT(testing::expect_parameter_gradients_match(policy, {"lm_head", "layers.0.self_attn.q_proj"}, 4, loss), 5);
   }
 }
 
 TEST(PreferenceObjective, LoraReferenceByDisablingTheAdapterEqualsASeparateFrozenReference) {
   const models::PackedBatch batch = pair_batch();
-  auto base = std::make_shared<const models::CausalLM>(random_model(8));
-  models::CausalLM policy = random_model(8);
+  auto base = std::make_shared<const models::CausalLM>(testing::random_tiny_model(8));
+  models::CausalLM policy = testing::random_tiny_model(8);
   models::attach_lora(
       policy,
       {.rank = 2, .alpha = 4.0, .target_modules = {"q_proj", "v_proj", "up_proj"}, .base_model_name_or_path = {}}, 3);
@@ -169,14 +140,15 @@ class PreferenceTrainerRun : public testing::FolderTest {
   std::pair<std::shared_ptr<models::CausalLM>, TrainerState> run(const TrainingArguments& args,
                                                                  distributed::Communicator* comm = nullptr,
                                                                  bool precomputed = false) {
-    auto model = std::make_shared<models::CausalLM>(random_model(7, DType::kF32));
+    auto model = std::make_shared<models::CausalLM>(testing::random_tiny_model(7, DType::kF32));
     const int world = comm ? comm->world_size() : 1;
     TrainingPlan plan = plan_training(
         args, [&](std::int64_t micro) { return ((8 + micro - 1) / micro + world - 1) / world; }, world);
     // Under ZeRO-3 the frozen reference is partitioned like the policy, as training_job makes it.
     std::shared_ptr<const models::CausalLM> reference =
-        comm && plan.zero.stage == 3 ? partition_frozen_copy(random_model(7, DType::kF32), *comm, plan.zero)
-                                     : std::make_shared<const models::CausalLM>(random_model(7, DType::kF32));
+        comm && plan.zero.stage == 3
+            ? partition_frozen_copy(testing::random_tiny_model(7, DType::kF32), *comm, plan.zero)
+            : std::make_shared<const models::CausalLM>(testing::random_tiny_model(7, DType::kF32));
     EXPECT_EQ(reference->parameter_gatherer() != nullptr, comm && plan.zero.stage == 3);
     TrainerModel trained = testing::train_every_parameter(model);
     PreferenceOptions options{.beta = args.pref_beta};
