@@ -1,7 +1,7 @@
 // The model the trainer's tests train: a two-layer Qwen2 of vocabulary 32, small enough that
-// a few optimizer steps take milliseconds on the CPU, also with randomised weights; the flags, samples and TrainerModel
-// its runs take; the DeepSpeed config its ZeRO runs take; and the flags of a whole training job on the shipped
-// examples/tiny-qwen.
+// a few optimizer steps take milliseconds on the CPU, also with randomised weights; the flags,
+// samples and TrainerModel its runs take; the DeepSpeed config its ZeRO runs take; and the
+// flags of a whole training job on the shipped examples/tiny-qwen.
 #pragma once
 
 #include <cstdint>
