@@ -44,13 +44,16 @@ Flags parse_flags(const std::vector<std::string>& args, const FlagTable& table) 
   return flags;
 }
 
+bool asks_for_help(const std::vector<std::string>& args) {
+  return std::any_of(args.begin(), args.end(), [](const std::string& arg) { return arg == "--help" || arg == "-h"; });
+}
+
 int run_with_flags(const std::vector<std::string>& args, const FlagTable& table,
                    const std::function<int(Flags&)>& body) {
-  for (const auto& arg : args)
-    if (arg == "--help" || arg == "-h") {
-      std::cout << flags_help(table);
-      return 0;
-    }
+  if (asks_for_help(args)) {
+    std::cout << flags_help(table);
+    return 0;
+  }
   Flags flags = parse_flags(args, table);
   return body(flags);
 }

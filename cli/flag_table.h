@@ -37,6 +37,9 @@ class Flags : public std::map<std::string, std::string> {
 // required flag throws zt::UsageError naming the flag.
 Flags parse_flags(const std::vector<std::string>& args, const FlagTable& table);
 
+// Whether --help (or -h) is among `args`, anywhere: every command then prints its help alone.
+bool asks_for_help(const std::vector<std::string>& args);
+
 // A command's whole run: --help (or -h) prints flags_help; otherwise `body` runs with the parsed
 // flags (a flag error is a zt::UsageError, which the CLI exits with code 2 for).
 int run_with_flags(const std::vector<std::string>& args, const FlagTable& table,

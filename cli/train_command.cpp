@@ -11,11 +11,10 @@ namespace zt::cli {
 namespace {
 
 int run_train(const std::vector<std::string>& args) {
-  for (const auto& arg : args)
-    if (arg == "--help" || arg == "-h") {  // as every command's run_with_flags
-      std::cout << train::training_arguments_help();
-      return 0;
-    }
+  if (asks_for_help(args)) {
+    std::cout << train::training_arguments_help();
+    return 0;
+  }
   // Stopped by a signal between steps: the shell's status for that signal (130 for Ctrl-C).
   const int stopped_by = train::run_training_job(train::parse_training_arguments(args));
   return stopped_by == 0 ? 0 : 128 + stopped_by;
