@@ -7,7 +7,7 @@
 
 namespace zt {
 
-// "a, b,,c " -> {"a", "b", "c"}: items trimmed of spaces, empty ones dropped.
+// "a, b,,c " -> {"a", "b", "c"}: items trimmed of spaces and tabs, empty ones dropped.
 std::vector<std::string> split_comma_list(const std::string& text);
 
 // {"a", "b"} -> "a, b".

@@ -12,6 +12,7 @@
 #include "runtime/error.h"
 #include "runtime/json_text.h"
 #include "runtime/log.h"
+#include "runtime/terminal/text_list.h"
 #include "runtime/user_paths.h"
 
 namespace zt::train {
@@ -24,25 +25,6 @@ using nlohmann::json;
 bool is_file(const fs::path& path) {
   std::error_code error;
   return fs::is_regular_file(path, error);
-}
-
-std::vector<std::string> split_list(const std::string& list) {
-  std::vector<std::string> parts;
-  std::size_t start = 0;
-  while (start <= list.size()) {
-    const std::size_t comma = std::min(list.find(',', start), list.size());
-    const std::string part = list.substr(start, comma - start);
-    const std::size_t first = part.find_first_not_of(" \t");
-    if (first != std::string::npos) parts.push_back(part.substr(first, part.find_last_not_of(" \t") - first + 1));
-    start = comma + 1;
-  }
-  return parts;
-}
-
-std::string joined(const std::vector<std::string>& parts) {
-  std::string text;
-  for (const std::string& part : parts) text += (text.empty() ? "" : ", ") + part;
-  return text;
 }
 
 // The columns (and for sharegpt the tags) zerotune's reader knows, by LLaMA-Factory's keys.
@@ -189,7 +171,7 @@ std::vector<PreferenceFile> named_files(const std::string& names, const std::str
   const fs::path info_path = fs::path(dataset_dir) / "dataset_info.json";
   const json info = read_dataset_info(info_path);
   std::vector<PreferenceFile> files;
-  for (const std::string& name : split_list(names)) {
+  for (const std::string& name : split_comma_list(names)) {
     if (info.contains(name)) {
       files.push_back(entry_file(name, info[name], dataset_dir, info_path, stage));
     } else if (is_file(name)) {
@@ -200,7 +182,7 @@ std::vector<PreferenceFile> named_files(const std::string& names, const std::str
       std::vector<std::string> known;
       for (const auto& [key, entry] : info.items()) known.push_back(key);
       fail("dataset \"" + name + "\" is neither in " + info_path.string() +
-           (known.empty() ? std::string(" (missing or empty)") : " (which has " + joined(known) + ")") +
+           (known.empty() ? std::string(" (missing or empty)") : " (which has " + join_list(known) + ")") +
            " nor a file; check --dataset_dir, or name the file");
     }
   }
@@ -232,7 +214,7 @@ std::vector<PreferenceFile> plain_files(const std::vector<std::string>& paths) {
 std::string joined_paths(const std::vector<PreferenceFile>& files) {
   std::vector<std::string> paths;
   for (const PreferenceFile& file : files) paths.push_back(file.path);
-  return joined(paths);
+  return join_list(paths);
 }
 
 // LLaMA-Factory's val_size as sample indices: {train, eval}, each in the file's order.
@@ -290,7 +272,7 @@ SelectedData select_preferences(const TrainingArguments& args) {
 
 std::vector<std::string> data_files(const std::string& list) {
   if (is_file(list)) return {list};
-  return split_list(list);
+  return split_comma_list(list);
 }
 
 std::vector<std::string> llama_factory_files(const std::string& names, const std::string& dataset_dir,
@@ -317,14 +299,14 @@ SelectedData select_data(const TrainingArguments& args) {
       args.dataset.empty() ? data_files(args.train_file)
                            : llama_factory_files(args.dataset, args.dataset_dir, args.stage == "pt");
   selected.train = read_files(train_files, args.max_samples);
-  selected.train_source = joined(train_files);
+  selected.train_source = join_list(train_files);
   std::vector<std::string> eval_files;
   if (!args.validation_file.empty()) eval_files = data_files(args.validation_file);
   if (!args.eval_dataset.empty())
     eval_files = llama_factory_files(args.eval_dataset, args.dataset_dir, args.stage == "pt");
   if (!eval_files.empty()) {
     selected.eval = read_files(eval_files, args.max_samples);
-    selected.eval_source = joined(eval_files);
+    selected.eval_source = join_list(eval_files);
   } else if (args.val_size > 0) {
     auto [train, eval] = split_validation(selected.train, args.val_size, static_cast<std::uint64_t>(args.seed));
     selected.train = std::move(train);

@@ -4,6 +4,8 @@
 #include <optional>
 #include <set>
 
+#include "runtime/terminal/text_list.h"
+
 namespace zt::train {
 namespace {
 
@@ -50,8 +52,7 @@ class KwargsReader {
 
   // Keys nobody read: transformers passes them on as keyword arguments and Python refuses them.
   void refuse_the_rest(const std::vector<std::string>& accepted) {
-    std::string listed;
-    for (const std::string& key : accepted) listed += (listed.empty() ? "" : ", ") + key;
+    const std::string listed = join_list(accepted);
     for (const auto& [key, value] : kwargs_.items())
       if (!read_.count(key))
         fail(key + " is not an option of this schedule (" + (listed.empty() ? "it takes none" : "it takes " + listed) +

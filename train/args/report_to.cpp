@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "runtime/terminal/text_list.h"
+
 namespace zt::train {
 namespace {
 
@@ -39,12 +41,6 @@ std::vector<std::string> split_names(const std::string& value) {
   return names;
 }
 
-std::string joined(const std::vector<std::string>& names) {
-  std::string out;
-  for (const std::string& name : names) out += (out.empty() ? "" : ", ") + name;
-  return out;
-}
-
 }  // namespace
 
 std::vector<std::string> report_to_integrations(const std::string& value) {
@@ -71,7 +67,7 @@ void judge_report_to(TrainingArguments& args, std::vector<std::string>& errors) 
       std::vector<std::string> known;
       for (const Integration& each : kIntegrations) known.push_back(each.name);
       errors.push_back("--report_to " + name + " is not an integration HF knows; choose from none, all, " +
-                       joined(known));
+                       join_list(known));
     } else if (std::strcmp(integration->name, "tensorboard") != 0 &&
                std::find(ignored.begin(), ignored.end(), name) == ignored.end()) {
       ignored.push_back(name);
@@ -79,8 +75,8 @@ void judge_report_to(TrainingArguments& args, std::vector<std::string>& errors) 
     }
   }
   if (!ignored.empty())
-    args.warnings.push_back("--report_to " + joined(ignored) + " has no effect in zerotune: it does not report to " +
-                            joined(products) +
+    args.warnings.push_back("--report_to " + join_list(ignored) + " has no effect in zerotune: it does not report to " +
+                            join_list(products) +
                             "; every log entry is in output_dir/train_log.jsonl, and --report_to tensorboard writes "
                             "TensorBoard event files");
   if (args.was_given("logging_dir") && !reports_to_tensorboard(args))

@@ -4,16 +4,11 @@
 // train/optim/lr_scheduler.h's.
 #include <algorithm>
 
+#include "runtime/terminal/text_list.h"
 #include "train/deepspeed/deepspeed_blocks.h"
 
 namespace zt::train {
 namespace {
-
-std::string listed(const std::vector<std::string>& names) {
-  std::string out;
-  for (const std::string& name : names) out += (out.empty() ? "" : ", ") + name;
-  return out;
-}
 
 // The parameters each type's constructor takes.
 std::vector<std::string> parameters_of(ScheduleKind kind) {
@@ -112,7 +107,7 @@ LrScheduleConfig read_scheduler(ConfigBlock block, std::vector<std::string>& war
   const std::string type = block.get<std::string>("type", "");
   const std::vector<std::string>& types = deepspeed_schedule_names();
   ZT_REQUIRE(std::find(types.begin(), types.end(), type) != types.end(),
-             block.where("type") + " '" + type + "' is not supported; accepted: " + listed(types));
+             block.where("type") + " '" + type + "' is not supported; accepted: " + join_list(types));
   LrScheduleConfig schedule;
   schedule.kind = deepspeed_schedule_kind(type);
   ConfigBlock params = block.child("params", BlockKind::kAsWritten);
@@ -142,7 +137,7 @@ LrScheduleConfig read_scheduler(ConfigBlock block, std::vector<std::string>& war
                                      "starts the schedule part-way, as a resumed run would; zerotune starts it at "
                                      "the first step (a resumed run continues where its checkpoint stopped)",
                                      warnings);
-  params.refuse_unknown(type + " (its parameters: " + listed(parameters_of(schedule.kind)) + ")");
+  params.refuse_unknown(type + " (its parameters: " + join_list(parameters_of(schedule.kind)) + ")");
   block.note_unread("is not read by DeepSpeed's scheduler block", warnings);
   return schedule;
 }

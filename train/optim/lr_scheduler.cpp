@@ -6,15 +6,10 @@
 #include <utility>
 
 #include "runtime/error.h"
+#include "runtime/terminal/text_list.h"
 
 namespace zt::train {
 namespace {
-
-std::string joined(const std::vector<std::string>& names) {
-  std::string out;
-  for (const std::string& name : names) out += (out.empty() ? "" : ", ") + name;
-  return out;
-}
 
 bool is_deepspeed(ScheduleKind kind) {
   return kind == ScheduleKind::kWarmupLR || kind == ScheduleKind::kWarmupDecayLR ||
@@ -59,7 +54,7 @@ const std::vector<std::string>& deepspeed_schedule_names() {
 ScheduleKind hf_schedule_kind(const std::string& name) {
   for (const auto& [candidate, kind] : hf_schedules())
     if (candidate == name) return kind;
-  zt::fail("--lr_scheduler_type '" + name + "' is not supported; accepted: " + joined(hf_schedule_names()));
+  zt::fail("--lr_scheduler_type '" + name + "' is not supported; accepted: " + join_list(hf_schedule_names()));
 }
 
 ScheduleKind deepspeed_schedule_kind(const std::string& type) {
@@ -69,7 +64,7 @@ ScheduleKind deepspeed_schedule_kind(const std::string& type) {
   const auto& names = deepspeed_schedule_names();
   auto it = std::find(names.begin(), names.end(), type);
   ZT_REQUIRE(it != names.end(),
-             "DeepSpeed config: scheduler.type '" + type + "' is not supported; accepted: " + joined(names));
+             "DeepSpeed config: scheduler.type '" + type + "' is not supported; accepted: " + join_list(names));
   return kinds[it - names.begin()];
 }
 
