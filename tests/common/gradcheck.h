@@ -1,5 +1,5 @@
 // Gradient checks by central finite differences in float64 on the CPU: of an op's inputs, and of
-// a model's parameters.
+// a model's parameters; and two models' parameter gradients compared.
 //
 // The loss is L(inputs) = sum(forward(inputs) * probe) for a fixed random `probe`, so the
 // analytic gradient of each input is backward(inputs, probe), compared element by element
@@ -85,6 +85,25 @@ int expect_parameter_gradients_match(const Model& model, const std::vector<std::
     }
   }
   return checked;
+}
+
+// The gradients backward left on the trainable parameters of `got` equal those of the same
+// names in `want`, each element within `tolerance` relative (absolute below 1); the number of
+// parameters compared.
+template <typename Model>
+int expect_same_parameter_gradients(const Model& got, const Model& want, double tolerance) {
+  int compared = 0;
+  for (const auto& p : got.named_parameters()) {
+    if (!p.variable.requires_grad()) continue;
+    const std::vector<double> expected = want.parameter(p.name).grad().to_vector();
+    const std::vector<double> have = p.variable.grad().to_vector();
+    EXPECT_EQ(have.size(), expected.size()) << p.name;
+    if (have.size() != expected.size()) continue;
+    for (std::size_t i = 0; i < expected.size(); ++i)
+      EXPECT_NEAR(have[i], expected[i], tolerance * std::max(1.0, std::abs(expected[i]))) << p.name << "[" << i << "]";
+    ++compared;
+  }
+  return compared;
 }
 
 }  // namespace zt::testing

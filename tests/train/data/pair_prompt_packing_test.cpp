@@ -10,6 +10,7 @@
 
 #include "models/init.h"
 #include "models/sequence_log_probs.h"
+#include "tests/common/gradcheck.h"
 #include "tests/common/tiny_trainer_model.h"
 #include "train/data/batching.h"
 #include "train/evaluation.h"
@@ -77,16 +78,7 @@ TEST(PairPromptPacking, TheModelScoresAndDifferentiatesItAsTheWholeSequences) {
   }
   whole.weighted(coefficients, 2.0).backward();
   shared.weighted(coefficients, 2.0).backward();
-  int compared = 0;
-  for (const auto& p : shared_model.named_parameters()) {
-    const std::vector<double> want = whole_model.parameter(p.name).grad().to_vector();
-    const std::vector<double> have = p.variable.grad().to_vector();
-    ASSERT_EQ(have.size(), want.size()) << p.name;
-    for (std::size_t i = 0; i < want.size(); ++i)
-      EXPECT_NEAR(have[i], want[i], 1e-10 * std::max(1.0, std::abs(want[i]))) << p.name << "[" << i << "]";
-    ++compared;
-  }
-  EXPECT_GT(compared, 10);
+  EXPECT_GT(testing::expect_same_parameter_gradients(shared_model, whole_model, 1e-10), 10);
 }
 
 }  // namespace
