@@ -4,6 +4,9 @@
 #include <cmath>
 #include <unordered_map>
 
+#include "runtime/flags/flag_table.h"
+#include "runtime/usage_error.h"
+
 namespace zt::train {
 namespace {
 
@@ -40,13 +43,6 @@ std::string shown(const json& value) {
   if (value.is_number_float() && value.get<double>() == std::floor(value.get<double>()))
     return json(static_cast<std::int64_t>(value.get<double>())).dump();  // 5, not 5.0
   return value.dump();
-}
-
-std::optional<bool> bool_text(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
-  if (text == "true" || text == "1" || text == "yes" || text == "y" || text == "t") return true;
-  if (text == "false" || text == "0" || text == "no" || text == "n" || text == "f") return false;
-  return std::nullopt;
 }
 
 }  // namespace
@@ -87,25 +83,18 @@ json value_from_text(const OtherArgument& argument, const std::string& text, std
   const std::string flag = std::string("--") + argument.name;
   switch (argument.kind) {
     case ValueKind::kBool:
-      if (auto parsed = bool_text(text)) return *parsed;
-      error = flag + " takes true or false, got '" + text + "'";
-      return nullptr;
     case ValueKind::kInteger:
-    case ValueKind::kNumber: {
-      std::size_t used = 0;
-      double parsed = 0;
-      try {
-        parsed = std::stod(text, &used);
-      } catch (const std::exception&) {
-      }
-      const bool integral = argument.kind == ValueKind::kNumber || parsed == std::floor(parsed);
-      if (used != text.size() || text.empty() || !std::isfinite(parsed) || !integral) {
-        error = flag + (argument.kind == ValueKind::kInteger ? " takes an integer" : " takes a number") + ", got '" +
-                text + "'";
+    case ValueKind::kNumber:
+      try {  // checked and read as every command's flags are (runtime/flags/flag_table.h)
+        if (argument.kind == ValueKind::kBool) {
+          check_flag_value({.name = flag, .kind = FlagKind::kBool}, text);
+          return *flag_bool(text);
+        }
+        return argument.kind == ValueKind::kInteger ? json(integer_flag(flag, text)) : json(number_flag(flag, text));
+      } catch (const UsageError& e) {
+        error = e.what();
         return nullptr;
       }
-      return argument.kind == ValueKind::kInteger ? json(static_cast<std::int64_t>(parsed)) : json(parsed);
-    }
     case ValueKind::kObject:
       if (!text.empty() && text.front() == '{') {  // a dict as a flag, as HF parses one
         json parsed = json::parse(text, nullptr, false);

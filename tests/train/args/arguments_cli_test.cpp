@@ -63,7 +63,7 @@ TEST_F(ArgumentsCli, UnsupportedOptionStopsTheRunWithTheReason) {
 }
 
 // Files of the methods and backends zerotune does not offer: a usage error naming the feature,
-// not an unknown argument.
+// not an unknown option.
 TEST_F(ArgumentsCli, MethodFilesAreRefusedNamingTheFeature) {
   const std::vector<std::pair<const char*, const char*>> files = {
       {"galore_full_sft.yaml",
@@ -84,7 +84,7 @@ TEST_F(ArgumentsCli, MethodFilesAreRefusedNamingTheFeature) {
                               dir_);
     EXPECT_EQ(run.exit_code, 2) << file << "\n" << run.output;
     EXPECT_NE(run.output.find(part), std::string::npos) << file << "\n" << run.output;
-    EXPECT_EQ(run.output.find("unknown argument"), std::string::npos) << file << "\n" << run.output;
+    EXPECT_EQ(run.output.find("unknown option"), std::string::npos) << file << "\n" << run.output;
   }
 }
 

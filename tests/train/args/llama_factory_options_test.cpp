@@ -1,7 +1,7 @@
 // Every option of LLaMA-Factory's argument classes has a disposition in zerotune's table
 // (train/args/llama_factory_arguments.cpp): honoured as one of its flags, without effect with a
 // warning, or refused naming the feature; a GaLore, APOLLO, BAdam, KTransformers or Megatron
-// file gets the feature's name and a usage error, not "unknown argument".
+// file gets the feature's name and a usage error, not "unknown option".
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -136,7 +136,7 @@ TEST(LlamaFactoryOptions, EveryOptionHasADispositionAndIsAccepted) {
     EXPECT_NE(table_entry(name), nullptr) << name << " is missing from llama_factory_arguments.cpp";
     // null keeps the default, as HfArgumentParser does: only the name is tested.
     const std::string msg = yaml_error(std::string(kFile) + name + ": null\n");
-    EXPECT_EQ(msg.find("unknown argument"), std::string::npos) << name << ": " << msg;
+    EXPECT_EQ(msg.find("unknown option"), std::string::npos) << name << ": " << msg;
   }
 }
 
@@ -192,7 +192,7 @@ TEST(LlamaFactoryOptions, OptimizerMethodsAreRefusedByName) {
     EXPECT_NE(msg.find("offload the optimizer state"), std::string::npos) << msg;  // what to do instead
     EXPECT_NE(msg.find("--pure_bf16 true (LLaMA-Factory): pure bf16 training is not supported"), std::string::npos)
         << msg;
-    EXPECT_EQ(msg.find("unknown argument"), std::string::npos) << msg;
+    EXPECT_EQ(msg.find("unknown option"), std::string::npos) << msg;
     EXPECT_NE(msg.find("2 problems"), std::string::npos) << msg;  // the method's settings are no problem
   }
 }

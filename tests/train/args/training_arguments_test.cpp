@@ -98,6 +98,9 @@ TEST(TrainingArguments, BadValuesNameTheFlagAndWhatIsAccepted) {
   EXPECT_NE(msg.find("cuda:N"), std::string::npos) << msg;
   msg = error_for(with({"--output_dir"}));
   EXPECT_NE(msg.find("--output_dir needs a value"), std::string::npos) << msg;
+  // HF's fields without a member are checked as the honoured flags are.
+  msg = error_for(with({"--past_index", "1.5"}));
+  EXPECT_NE(msg.find("--past_index must be a whole number, got '1.5'"), std::string::npos) << msg;
 }
 
 // The arguments' problems are the command line's: a UsageError (exit code 2), the template's

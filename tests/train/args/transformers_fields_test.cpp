@@ -192,7 +192,7 @@ TEST(TransformersFields, EveryFieldIsKnown) {
         std::string(R"({"model_name_or_path": "m", "output_dir": "o", "train_file": "t", ")") + field + R"(": null})";
     const std::string msg =
         testing::error_of([&] { parse_training_arguments_text(text, ArgumentsFileFormat::kJson, "args.json"); });
-    EXPECT_EQ(msg.find("unknown argument"), std::string::npos) << field << ": " << msg;
+    EXPECT_EQ(msg.find("unknown option"), std::string::npos) << field << ": " << msg;
   }
 }
 
