@@ -77,8 +77,7 @@ __global__ void __launch_bounds__(kThreads) dequantize_4bit_kernel(Dequantize4Ar
 void dequantize_4bit(const Dequantize4Args& args, cudaStream_t stream) {
   const Packed4Weight& w = args.weight;
   if (w.n == 0) return;
-  ZT_REQUIRE(w.blocksize > 0 && w.blocksize % 2 == 0, "dequantize_4bit: the blocksize must be even and positive");
-  ZT_REQUIRE(w.has_scales(), "dequantize_4bit: give absmax, or the nested absmax with its codes and map");
+  require_packed4_scales(w, "dequantize_4bit");
   if (vector_path_fits(args)) {
     const unsigned grid = grid_size(w.n / kValuesPerThread, kThreads);
     dispatch_float_type(args.out_dtype, "dequantize_4bit",

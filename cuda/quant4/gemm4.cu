@@ -343,12 +343,7 @@ void gemm_4bit(const Gemm4Args& args, cudaStream_t stream) {
   ZT_REQUIRE(gemm_4bit_takes(args.dtype), std::string("gemm_4bit: x is ") + dtype_name(args.dtype) +
                                               "; the kernel takes bfloat16 or float16 (dequantize for float32)");
   ZT_REQUIRE(args.rows > 0, "gemm_4bit: " + std::to_string(args.rows) + " rows");
-  ZT_REQUIRE(args.in_features > 0 && args.weight.n == args.in_features * args.out_features,
-             "gemm_4bit: the 4-bit weight holds " + std::to_string(args.weight.n) + " values, not " +
-                 std::to_string(args.out_features) + " x " + std::to_string(args.in_features));
-  ZT_REQUIRE(args.weight.blocksize > 0 && args.weight.blocksize % 2 == 0,
-             "gemm_4bit: the blocksize must be even and positive");
-  ZT_REQUIRE(args.weight.has_scales(), "gemm_4bit: give absmax, or the nested absmax with its codes and map");
+  require_packed4_matrix(args.weight, args.in_features, args.out_features, "gemm_4bit");
   ZT_REQUIRE(args.x != nullptr && args.y != nullptr, "gemm_4bit: x and y must be given");
   ZT_REQUIRE(args.k_splits >= 0, "gemm_4bit: k_splits must be 0 (chosen) or a positive count");
   if (args.dtype == DType::kBF16)

@@ -247,12 +247,7 @@ void gemv_4bit(const Gemv4Args& args, cudaStream_t stream) {
   if (args.out_features == 0) return;
   ZT_REQUIRE(args.rows >= 1 && args.rows <= kGemv4MaxRows,
              "gemv_4bit: " + std::to_string(args.rows) + " rows; the kernel takes 1 to 8");
-  ZT_REQUIRE(args.in_features > 0 && args.weight.n == args.in_features * args.out_features,
-             "gemv_4bit: the 4-bit weight holds " + std::to_string(args.weight.n) + " values, not " +
-                 std::to_string(args.out_features) + " x " + std::to_string(args.in_features));
-  ZT_REQUIRE(args.weight.blocksize > 0 && args.weight.blocksize % 2 == 0,
-             "gemv_4bit: the blocksize must be even and positive");
-  ZT_REQUIRE(args.weight.has_scales(), "gemv_4bit: give absmax, or the nested absmax with its codes and map");
+  require_packed4_matrix(args.weight, args.in_features, args.out_features, "gemv_4bit");
   ZT_REQUIRE(args.x != nullptr && args.y != nullptr, "gemv_4bit: x and y must be given");
   dispatch_float_type(args.dtype, "gemv_4bit", [&]<typename T>() {
     dispatch_float_type(args.weight_dtype, "gemv_4bit (weight dtype)",

@@ -3,6 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+
+#include "runtime/error.h"
 
 namespace zt::cuda {
 
@@ -22,5 +25,22 @@ struct Packed4Weight {
     return absmax != nullptr || (absmax_codes && nested_absmax && nested_map && nested_blocksize > 0);
   }
 };
+
+// What every kernel checks of the weight before reading it: an even, positive blocksize and
+// its scales. `kernel` starts each message ("gemv_4bit: ...").
+inline void require_packed4_scales(const Packed4Weight& w, const std::string& kernel) {
+  ZT_REQUIRE(w.blocksize > 0 && w.blocksize % 2 == 0, kernel + ": the blocksize must be even and positive");
+  ZT_REQUIRE(w.has_scales(), kernel + ": give absmax, or the nested absmax with its codes and map");
+}
+
+// The same for a [out_features, in_features] matrix, after checking that it holds that many
+// values.
+inline void require_packed4_matrix(const Packed4Weight& w, std::int64_t in_features, std::int64_t out_features,
+                                   const std::string& kernel) {
+  ZT_REQUIRE(in_features > 0 && w.n == in_features * out_features,
+             kernel + ": the 4-bit weight holds " + std::to_string(w.n) + " values, not " +
+                 std::to_string(out_features) + " x " + std::to_string(in_features));
+  require_packed4_scales(w, kernel);
+}
 
 }  // namespace zt::cuda
