@@ -393,12 +393,13 @@ def benchmark(args):
         for shape in shapes:
             name, model_dir = SHAPES[shape]["name"], work / shape
             if shape in LORA_ONLY:
-                zt_lora, lines = run_zerotune(args, work, model_dir, "lora")
-                if zt_lora is None:
-                    fail(f"zerotune train (LoRA, {name})", lines)
                 peer = with_mfu(run_peer(args, "peft", model_dir), shape)
-                rows.append({"shape": name, "method": "LoRA r8", "peer_name": "HF + PEFT",
-                             "zerotune": with_mfu(zt_lora, shape), "peer": peer})
+                if not args.skip_lora:  # zerotune's bf16 LoRA row (the QLoRA rows keep the same peer)
+                    zt_lora, lines = run_zerotune(args, work, model_dir, "lora")
+                    if zt_lora is None:
+                        fail(f"zerotune train (LoRA, {name})", lines)
+                    rows.append({"shape": name, "method": "LoRA r8", "peer_name": "HF + PEFT",
+                                 "zerotune": with_mfu(zt_lora, shape), "peer": peer})
                 if args.qlora:
                     zt_qlora, lines = run_zerotune(args, work, model_dir, "lora", ["--quantization_bit", "4"])
                     if zt_qlora is None:
@@ -450,7 +451,8 @@ def main():
     parser.add_argument("--steps", type=int, default=8, help="measured optimizer steps per run")
     parser.add_argument("--warmup", type=int, default=3, help="steps run first and not measured")
     parser.add_argument("--skip-hf-compile", action="store_true", help="no torch.compile peer (saves minutes)")
-    parser.add_argument("--skip-lora", action="store_true", help="no LoRA rows")
+    parser.add_argument("--skip-lora", action="store_true",
+                        help="no LoRA rows (7b/glm4-9b: no bf16 LoRA row, only the --qlora rows beside the peer)")
     parser.add_argument("--zerotune-only", action="store_true", help="no peers: zerotune's rows and profiles alone")
     parser.add_argument("--zerotune-args", default="", help="extra zerotune train flags, e.g. '--attn_impl cudnn'")
     parser.add_argument("--gpu", type=int, default=0, help="nvidia-smi index of the GPU the runs use")
