@@ -10,13 +10,12 @@
 namespace zt::models {
 namespace {
 
-class Qwen2ChatTemplate final : public ChatTemplate {
+class Qwen2ChatTemplate final : public qwen::ChatMlTemplate {
  public:
   Qwen2ChatTemplate(std::string name, std::string default_system)
       : name_(std::move(name)), default_system_(std::move(default_system)) {}
 
   std::string_view name() const override { return name_; }
-  std::vector<std::string> end_of_turn_tokens() const override { return {"<|im_end|>"}; }
 
   std::vector<ChatPart> parts(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
                               const ChatTools& tools) const override {

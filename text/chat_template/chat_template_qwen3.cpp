@@ -53,12 +53,11 @@ std::size_t last_query_index(const std::vector<ChatMessage>& messages) {
 
 const char* const kEmptyThink = "<think>\n\n</think>\n\n";
 
-class Qwen3ChatTemplate final : public ChatTemplate {
+class Qwen3ChatTemplate final : public qwen::ChatMlTemplate {
  public:
   explicit Qwen3ChatTemplate(bool enable_thinking) : enable_thinking_(enable_thinking) {}
 
   std::string_view name() const override { return enable_thinking_ ? "qwen3" : "qwen3_nothink"; }
-  std::vector<std::string> end_of_turn_tokens() const override { return {"<|im_end|>"}; }
 
   std::vector<ChatPart> parts(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
                               const ChatTools& tools) const override {

@@ -1,5 +1,6 @@
-// What Qwen2.5's and Qwen3's templates share: ChatML turns, the tools block of the system
-// turn, <tool_call> answers and <tool_response> turns. Used by chat_template_qwen*.cpp.
+// What Qwen2.5's and Qwen3's templates share: their base (<|im_end|> ends a turn), ChatML
+// turns, the walk over the messages, the tools block of the system turn, <tool_call> answers
+// and <tool_response> turns. Used by chat_template_qwen*.cpp.
 #pragma once
 
 #include <cstddef>
@@ -10,6 +11,12 @@
 #include "text/chat_template/chat_template.h"
 
 namespace zt::models::qwen {
+
+// What Qwen's ChatML templates are: <|im_end|> ends every turn.
+class ChatMlTemplate : public ChatTemplate {
+ public:
+  std::vector<std::string> end_of_turn_tokens() const final { return {"<|im_end|>"}; }
+};
 
 // "# Tools\n\nYou may call one or more functions ...<tools>\n{tool}...\n</tools>\n\n...</tool_call>"
 std::string tools_block(const ChatTools& tools);
