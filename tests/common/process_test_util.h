@@ -1,7 +1,7 @@
 // What the tests that start processes or open sockets share: a folder of their own per test
 // (ctest runs tests as separate processes, several at once), and a fixture that gives each of
-// its tests one, empty, and removes it afterwards; a free loopback port; and the built
-// `zerotune` binary run as a user runs it.
+// its tests one, empty, and removes it afterwards; environment variables set for a scope; a
+// free loopback port; and the built `zerotune` binary run as a user runs it.
 #pragma once
 
 #include <arpa/inet.h>
@@ -11,10 +11,14 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -39,6 +43,34 @@ class FolderTest : public ::testing::Test {
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
   std::filesystem::path dir_;
+};
+
+// Sets environment variables for one scope (std::nullopt unsets one) and puts the old values
+// back; the time zone is read again each time (TZ).
+class ScopedEnvironment {
+ public:
+  using Variables = std::vector<std::pair<std::string, std::optional<std::string>>>;
+  explicit ScopedEnvironment(const Variables& variables) {
+    for (const auto& [name, value] : variables) {
+      const char* old = std::getenv(name.c_str());
+      old_.emplace_back(name, old ? std::optional<std::string>(old) : std::nullopt);
+      set(name, value);
+    }
+  }
+  ScopedEnvironment(const std::string& name, const std::optional<std::string>& value)
+      : ScopedEnvironment(Variables{{name, value}}) {}
+  ScopedEnvironment(const ScopedEnvironment&) = delete;
+  ScopedEnvironment& operator=(const ScopedEnvironment&) = delete;
+  ~ScopedEnvironment() {
+    for (auto it = old_.rbegin(); it != old_.rend(); ++it) set(it->first, it->second);
+  }
+
+ private:
+  static void set(const std::string& name, const std::optional<std::string>& value) {
+    value ? setenv(name.c_str(), value->c_str(), 1) : unsetenv(name.c_str());
+    tzset();
+  }
+  Variables old_;
 };
 
 // A port nobody listens on right now (the kernel's pick for an ephemeral bind).

@@ -12,6 +12,7 @@
 #include "models/hub/repo_id.h"
 #include "models/hub/resolve_model.h"
 #include "runtime/error.h"
+#include "tests/common/op_test_util.h"
 #include "tests/common/process_test_util.h"
 
 namespace zt::models::hub {
@@ -22,33 +23,9 @@ namespace fs = std::filesystem;
 const std::string kMain = "1111111111111111111111111111111111111111";
 const std::string kDev = "2222222222222222222222222222222222222222";
 
-std::string error_of(const std::function<void()>& body) {
-  try {
-    body();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using testing::error_of;
 
-// Sets an environment variable for one scope, restoring what was there.
-class ScopedEnvironment {
- public:
-  ScopedEnvironment(const char* name, const std::string& value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnvironment() {
-    if (old_)
-      setenv(name_, old_->c_str(), 1);
-    else
-      unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using testing::ScopedEnvironment;
 
 TEST(HubModelId, PathsStayPathsAndOrgNameIsAnId) {
   EXPECT_TRUE(is_hub_model_id("Qwen/Qwen2.5-0.5B"));
@@ -79,15 +56,15 @@ TEST(HubModelId, CacheFolderAndUrlNames) {
 }
 
 TEST(HubSettings, ReadFromTheEnvironmentAsHuggingfaceHubReadsThem) {
-  const ScopedEnvironment home("HOME", "/home/user");
-  const ScopedEnvironment no_cache("HF_HUB_CACHE", "");
-  const ScopedEnvironment no_old_cache("HUGGINGFACE_HUB_CACHE", "");
-  const ScopedEnvironment no_xdg("XDG_CACHE_HOME", "");
-  const ScopedEnvironment no_token("HF_TOKEN", "");
-  const ScopedEnvironment no_old_token("HUGGING_FACE_HUB_TOKEN", "");
-  const ScopedEnvironment no_endpoint("HF_ENDPOINT", "");
-  const ScopedEnvironment online("HF_HUB_OFFLINE", "");
-  const ScopedEnvironment online_too("TRANSFORMERS_OFFLINE", "");
+  const ScopedEnvironment cleared({{"HOME", "/home/user"},
+                                   {"HF_HUB_CACHE", ""},
+                                   {"HUGGINGFACE_HUB_CACHE", ""},
+                                   {"XDG_CACHE_HOME", ""},
+                                   {"HF_TOKEN", ""},
+                                   {"HUGGING_FACE_HUB_TOKEN", ""},
+                                   {"HF_ENDPOINT", ""},
+                                   {"HF_HUB_OFFLINE", ""},
+                                   {"TRANSFORMERS_OFFLINE", ""}});
   {
     const ScopedEnvironment hf_home("HF_HOME", "");
     const HubSettings settings = hub_settings_from_environment();
@@ -101,10 +78,10 @@ TEST(HubSettings, ReadFromTheEnvironmentAsHuggingfaceHubReadsThem) {
   EXPECT_EQ(hub_settings_from_environment().cache, dir / "hub");
   EXPECT_EQ(hub_settings_from_environment().token, "hf_from_file");  // as `huggingface-cli login` left it
   {
-    const ScopedEnvironment cache("HF_HUB_CACHE", "~/hub-cache");
-    const ScopedEnvironment token("HF_TOKEN", "hf_abc");
-    const ScopedEnvironment endpoint("HF_ENDPOINT", "https://hf-mirror.com/");
-    const ScopedEnvironment offline("TRANSFORMERS_OFFLINE", "yes");
+    const ScopedEnvironment set({{"HF_HUB_CACHE", "~/hub-cache"},
+                                 {"HF_TOKEN", "hf_abc"},
+                                 {"HF_ENDPOINT", "https://hf-mirror.com/"},
+                                 {"TRANSFORMERS_OFFLINE", "yes"}});
     const HubSettings settings = hub_settings_from_environment();
     EXPECT_EQ(settings.cache, fs::path("/home/user/hub-cache"));
     EXPECT_EQ(settings.token, "hf_abc");

@@ -10,6 +10,7 @@
 #include "models/hub/resolve_model.h"
 #include "runtime/error.h"
 #include "tests/common/loopback_hub_server.h"
+#include "tests/common/op_test_util.h"
 #include "tests/common/process_test_util.h"
 
 #if ZT_HAVE_DOWNLOADER
@@ -24,14 +25,7 @@ const std::string kCommit = "0123456789abcdef0123456789abcdef01234567";
 const std::string kDevCommit = "fedcba9876543210fedcba9876543210fedcba98";
 const fs::path kTinyQwen = fs::path(ZT_SOURCE_DIR) / "examples/tiny-qwen";
 
-std::string error_of(const std::function<void()>& body) {
-  try {
-    body();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using testing::error_of;
 
 std::string bytes_of(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);

@@ -77,12 +77,23 @@ TEST(Lora, AttachesPeftNamedMatricesWithPeftsInit) {
   EXPECT_FALSE(model.lora()[0][kK].has_value());
 }
 
+// The fixture model `arch` with LoRA (seeded `seed`) on every linear, its batch, and its
+// logits before the adapter was attached.
+struct Adapted {
+  CausalLM model;
+  Batch batch;
+  Tensor base;
+};
+Adapted with_lora_everywhere(const char* arch, std::uint64_t seed) {
+  Adapted adapted{load_model(fixture_dir(arch)), fixture_batch(arch), {}};
+  adapted.base = logits_of(adapted.model, adapted.batch);
+  attach_lora(adapted.model, config_for(parse_lora_target("all", adapted.model.config())), seed);
+  return adapted;
+}
+
 TEST(Lora, AtStepZeroTheModelIsTheBaseModel) {
   for (const char* arch : {"qwen2", "chatglm", "glm4"}) {
-    CausalLM model = load_model(fixture_dir(arch));
-    const Batch batch = fixture_batch(arch);
-    const Tensor base = logits_of(model, batch);
-    attach_lora(model, config_for(parse_lora_target("all", model.config())), 3);
+    auto [model, batch, base] = with_lora_everywhere(arch, 3);
     EXPECT_EQ(max_abs_diff(logits_of(model, batch), base), 0.0) << arch;
   }
 }
@@ -123,10 +134,7 @@ TEST(Lora, GradientsOfAAndBMatchFiniteDifferences) {
 
 TEST(Lora, MergedModelComputesTheAdaptedOne) {
   for (const char* arch : {"qwen2", "chatglm", "glm"}) {
-    CausalLM model = load_model(fixture_dir(arch));
-    const Batch batch = fixture_batch(arch);
-    const Tensor base = logits_of(model, batch);
-    attach_lora(model, config_for(parse_lora_target("all", model.config())), 5);
+    auto [model, batch, base] = with_lora_everywhere(arch, 5);
     randomize_lora_b(model, 9);
     const Tensor adapted = logits_of(model, batch);
     EXPECT_GT(max_abs_diff(adapted, base), 1e-2) << arch << ": B should change the logits";

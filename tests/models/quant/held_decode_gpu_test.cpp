@@ -26,6 +26,20 @@ using Tokens = std::vector<std::int64_t>;
 
 class HeldDecodeGpu : public testing::FolderTest {};
 
+// A 4-bit folder loaded on the GPU in `dtype` twice: kept in 4 bits, and dequantized; the same
+// random LoRA beside both.
+struct FourBitAndDense {
+  CausalLM four_bit, dense;
+};
+FourBitAndDense load_on_the_gpu(const std::filesystem::path& dir, DType dtype) {
+  FourBitAndDense models{
+      load_model(dir.string(), {.device = Device::cuda(), .dtype = dtype, .keep_4bit_weights = true}),
+      load_model(dir.string(), {.device = Device::cuda(), .dtype = dtype})};
+  attach_random_lora(models.four_bit);
+  attach_random_lora(models.dense);
+  return models;
+}
+
 TEST_F(HeldDecodeGpu, GreedyTokensEqualTheGatherPaths) {
   ZT_SKIP_WITHOUT_GPU();
   save_bnb_4bit_model(load_model(kTiny), dir_.string(), {});
@@ -34,11 +48,7 @@ TEST_F(HeldDecodeGpu, GreedyTokensEqualTheGatherPaths) {
   const Tokens long_prompt{3, 17, 40, 41, 9, 12, 250, 7, 7, 300, 21, 64};  // the GEMM's, or gathers
   const Tokens short_prompt{5, 88, 130};                                   // the GEMV's
   for (const DType dtype : {DType::kF32, DType::kBF16}) {
-    CausalLM four_bit =
-        load_model(dir_.string(), {.device = Device::cuda(), .dtype = dtype, .keep_4bit_weights = true});
-    CausalLM dense = load_model(dir_.string(), {.device = Device::cuda(), .dtype = dtype});
-    attach_random_lora(four_bit);
-    attach_random_lora(dense);
+    auto [four_bit, dense] = load_on_the_gpu(dir_, dtype);
     GatherCounter& counter = GatherCounter::install(four_bit);
     for (const Tokens& prompt : {long_prompt, short_prompt}) {
       const std::string what = std::string(dtype_name(dtype)) + ", a prompt of " + std::to_string(prompt.size());
@@ -56,11 +66,7 @@ TEST_F(HeldDecodeGpu, DecodeSizedLogitsAgreeWithTheDequantizedModel) {
   ZT_SKIP_WITHOUT_GPU();
   save_bnb_4bit_model(load_model(kTiny), dir_.string(), {});
   for (const DType dtype : {DType::kF32, DType::kBF16}) {
-    CausalLM four_bit =
-        load_model(dir_.string(), {.device = Device::cuda(), .dtype = dtype, .keep_4bit_weights = true});
-    CausalLM dense = load_model(dir_.string(), {.device = Device::cuda(), .dtype = dtype});
-    attach_random_lora(four_bit);
-    attach_random_lora(dense);
+    auto [four_bit, dense] = load_on_the_gpu(dir_, dtype);
     const Tensor ids = Tensor::from_values({5, 17, 230, 41, 9, 300}, {6}, DType::kI64);
     const Tensor positions = Tensor::from_values({0, 1, 2, 0, 1, 2}, {6}, DType::kI64);
     const Tensor cu = Tensor::from_values({0, 3, 6}, {3}, DType::kI32);

@@ -44,6 +44,15 @@ Tensor logits(const CausalLM& model, std::int64_t tokens) {
       .data();
 }
 
+// The logits of `tokens` tokens without gradient, which must gather no layer (counted from 0).
+Tensor logits_without_gathering(const CausalLM& model, GatherCounter& counter, std::int64_t tokens) {
+  counter.layer_gathers = 0;
+  autograd::NoGradGuard off;
+  Tensor held = logits(model, tokens);
+  EXPECT_EQ(counter.layer_gathers, 0) << tokens << " tokens: a layer was gathered";
+  return held;
+}
+
 void expect_same_bits(const Tensor& a, const Tensor& b, const std::string& what) {
   const std::vector<double> x = a.to(DType::kF32).to_vector(), y = b.to(DType::kF32).to_vector();
   ASSERT_EQ(x.size(), y.size()) << what;
@@ -78,13 +87,7 @@ TEST_F(HeldDecode, AFewTokensWithoutGradientSkipTheGatherAndGiveTheGatherPathsLo
   const std::int64_t layers = model.config().num_layers;
   for (std::int64_t tokens : {std::int64_t{1}, std::int64_t{5}, cuda::kGemv4MaxRows}) {
     const std::string what = std::to_string(tokens) + " tokens";
-    counter.layer_gathers = 0;
-    Tensor held;
-    {
-      autograd::NoGradGuard off;
-      held = logits(model, tokens);
-    }
-    EXPECT_EQ(counter.layer_gathers, 0) << what << ": a layer was gathered";
+    const Tensor held = logits_without_gathering(model, counter, tokens);
     const Tensor gathered = logits(model, tokens);  // recording gradients: every layer gathered
     EXPECT_EQ(counter.layer_gathers, layers) << what;
     expect_same_bits(held, gathered, what);
@@ -106,13 +109,7 @@ TEST_F(HeldDecode, ABfloat16ForwardOfUpToTheGemmsRowsSkipsTheGather) {
   GatherCounter& counter = GatherCounter::install(model);
   for (std::int64_t tokens : {cuda::kGemv4MaxRows + 1, std::int64_t{40}}) {
     const std::string what = std::to_string(tokens) + " tokens";
-    counter.layer_gathers = 0;
-    Tensor held;
-    {
-      autograd::NoGradGuard off;
-      held = logits(model, tokens);
-    }
-    EXPECT_EQ(counter.layer_gathers, 0) << what << ": a layer was gathered";
+    const Tensor held = logits_without_gathering(model, counter, tokens);
     expect_same_bits(held, logits(model, tokens), what);
   }
 }

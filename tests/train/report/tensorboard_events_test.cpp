@@ -31,6 +31,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing::ReadEvent;
+using testing::ScopedEnvironment;
 
 std::string bytes_of(std::initializer_list<int> values) {
   std::string out;
@@ -188,24 +189,6 @@ TrainingArguments arguments(std::vector<std::string> extra) {
   return parse_training_arguments(all);
 }
 
-// Sets an environment variable for one scope and puts the old value back.
-class ScopedEnvironment {
- public:
-  ScopedEnvironment(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    value ? setenv(name, value, 1) : unsetenv(name);
-    tzset();
-  }
-  ~ScopedEnvironment() {
-    old_ ? setenv(name_, old_->c_str(), 1) : unsetenv(name_);
-    tzset();
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
-
 TEST(TensorBoardDestination, TheDefaultIsTransformers4sRunsFolder) {
   const ScopedEnvironment utc("TZ", "UTC");
   EXPECT_EQ(default_logging_dir("out", 0), "out/runs/Jan01_00-00-00_" + host_name());
@@ -213,7 +196,7 @@ TEST(TensorBoardDestination, TheDefaultIsTransformers4sRunsFolder) {
 }
 
 TEST(TensorBoardDestination, ReportToTensorboardPicksLoggingDirThenTheEnvironmentThenTheDefault) {
-  const ScopedEnvironment unset("TENSORBOARD_LOGGING_DIR", nullptr);
+  const ScopedEnvironment unset("TENSORBOARD_LOGGING_DIR", std::nullopt);
   EXPECT_TRUE(tensorboard_folders(tensorboard_request(arguments({}), std::nullopt), 0).empty());
   EXPECT_TRUE(tensorboard_folders(tensorboard_request(arguments({"--report_to", "wandb"}), std::nullopt), 0).empty());
   EXPECT_EQ(tensorboard_folders(tensorboard_request(arguments({"--report_to", "tensorboard"}), std::nullopt), 0),
