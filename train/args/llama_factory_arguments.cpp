@@ -23,8 +23,6 @@ constexpr const char* kExport = "it configures export; `zerotune export` does th
 constexpr const char* kNoModelScope =
     "zerotune downloads from the Hugging Face hub (HF_ENDPOINT) only, not ModelScope or Modelers";
 constexpr const char* kOtherStages = "it applies to the rm, ppo and kto stages, which zerotune does not run";
-constexpr const char* kOwnKernels =
-    "zerotune's fused RMSNorm, RoPE, SwiGLU and linear + cross-entropy kernels always run";
 constexpr const char* kNoRay = "Ray is not used; `zerotune launch` starts the ranks";
 constexpr const char* kNoProfiler =
     "zerotune has no torch profiler; --profile_steps times steps per op family and --zero_trace traces "
@@ -33,6 +31,11 @@ constexpr const char* kTokens =
     "zerotune trains with the tokenizer's vocabulary as it is: drop the option, or use a model whose tokenizer "
     "already has the tokens";
 constexpr const char* kInMemory = "the data is tokenised in memory before the first step, every run";
+constexpr const char* kWholeData = "zerotune reads the whole data into memory";
+constexpr const char* kConcatenated = "zerotune concatenates the datasets (mix_strategy concat): drop the option";
+constexpr const char* kLossOnly = "evaluation computes the loss only";
+constexpr const char* kOverlapComm = "ZeRO overlaps its communication as the DeepSpeed config's overlap_comm says";
+constexpr const char* kPlainLoraInit = "LoRA starts from random A and zero B: drop the option";
 constexpr const char* kAdamW =
     "zerotune trains with AdamW on every trained parameter: drop the option and its settings; for less optimizer "
     "memory train LoRA (finetuning_type lora) or offload the optimizer state (a DeepSpeed config with "
@@ -87,9 +90,9 @@ const std::vector<OtherArgument>& llama_factory_other_arguments() {
        "shift short attention (LongLoRA's S2-Attn)"},
       {"mixture_of_depths", kText, "[null]", kRefused, "every token runs through every layer: drop the option", kLf,
        "mixture of depths"},
-      {"use_unsloth", kBool, "[false]", kNoEffect, kOwnKernels, kLf},
-      {"use_unsloth_gc", kBool, "[false]", kNoEffect, kOwnKernels, kLf},
-      {"enable_liger_kernel", kBool, "[false]", kNoEffect, kOwnKernels, kLf},
+      {"use_unsloth", kBool, "[false]", kNoEffect, kFusedKernelsAlwaysRun, kLf},
+      {"use_unsloth_gc", kBool, "[false]", kNoEffect, kFusedKernelsAlwaysRun, kLf},
+      {"enable_liger_kernel", kBool, "[false]", kNoEffect, kFusedKernelsAlwaysRun, kLf},
       {"moe_aux_loss_coef", kNumber, "[null]", kNoEffect, kNoExperts, kLf},
       honoured("disable_gradient_checkpointing", "disable_gradient_checkpointing"),
       {"use_reentrant_gc", kBool, "[true]", kNoEffect, "zerotune's checkpointing recomputes each layer in backward",
@@ -102,7 +105,7 @@ const std::vector<OtherArgument>& llama_factory_other_arguments() {
       {"infer_backend", kText, "[\"huggingface\", \"hf\"]", kNoEffect, kInference, kLf},
       {"offload_folder", kText, "[\"offload\"]", kNoEffect, "zerotune offloads through the DeepSpeed config", kLf},
       {"use_kv_cache", kBool, "[true]", kNoEffect, kInference, kLf},
-      {"use_v1_kernels", kBool, "[false, null]", kNoEffect, kOwnKernels, kLf},
+      {"use_v1_kernels", kBool, "[false, null]", kNoEffect, kFusedKernelsAlwaysRun, kLf},
       {"infer_dtype", kText, "[\"auto\"]", kNoEffect, kInference, kLf},
       {"hf_hub_token", kText, "[null]", kNoEffect, "zerotune reads the hub token from HF_TOKEN: set that", kLf},
       {"ms_hub_token", kText, "[null]", kNoEffect, kNoModelScope, kLf},
@@ -175,18 +178,16 @@ const std::vector<OtherArgument>& llama_factory_other_arguments() {
       {"mask_history", kBool, "[false]", kRefused,
        "zerotune trains on every reply of a conversation: drop the option, or keep only the last turn in the data", kLf,
        "masking the earlier replies (mask_history)"},
-      {"streaming", kBool, "[false]", kNoEffect, "zerotune reads the whole data into memory", kLf},
-      {"buffer_size", kInteger, "[16384]", kNoEffect, "zerotune reads the whole data into memory", kLf},
-      {"mix_strategy", kText, "[\"concat\"]", kRefused,
-       "zerotune concatenates the datasets (mix_strategy concat): drop the option", kLf, "interleaving datasets"},
-      {"interleave_probs", kText, "[null]", kRefused,
-       "zerotune concatenates the datasets (mix_strategy concat): drop the option", kLf, "interleaving datasets"},
+      {"streaming", kBool, "[false]", kNoEffect, kWholeData, kLf},
+      {"buffer_size", kInteger, "[16384]", kNoEffect, kWholeData, kLf},
+      {"mix_strategy", kText, "[\"concat\"]", kRefused, kConcatenated, kLf, "interleaving datasets"},
+      {"interleave_probs", kText, "[null]", kRefused, kConcatenated, kLf, "interleaving datasets"},
       {"overwrite_cache", kBool, "[false]", kNoEffect, kInMemory, kLf},
       {"preprocessing_batch_size", kInteger, "[1000]", kNoEffect, kInMemory, kLf},
       {"preprocessing_num_workers", kInteger, "[null]", kNoEffect,
        "zerotune tokenises on --dataloader_num_workers threads", kLf},
       honoured("max_samples", "max_samples"),
-      {"eval_num_beams", kInteger, "[null]", kNoEffect, "evaluation computes the loss only", kLf},
+      {"eval_num_beams", kInteger, "[null]", kNoEffect, kLossOnly, kLf},
       {"ignore_pad_token_for_loss", kBool, "[true]", kRefused,
        "padding never reaches zerotune's loss, as true makes it", kLf, "training on padding tokens"},
       honoured("val_size", "val_size"),
@@ -250,20 +251,18 @@ const std::vector<OtherArgument>& llama_factory_other_arguments() {
       {"recompute_num_layers", kInteger, "[null]", kNoEffect, kRecompute, kLf},
       {"account_for_embedding_in_pipeline_split", kBool, "[null, false]", kNoEffect, kNoPipeline, kLf},
       {"account_for_loss_in_pipeline_split", kBool, "[null, false]", kNoEffect, kNoPipeline, kLf},
-      {"bias_activation_fusion", kBool, "[null, true]", kNoEffect, kOwnKernels, kLf},
-      {"apply_rope_fusion", kBool, "[null, true]", kNoEffect, kOwnKernels, kLf},
-      {"masked_softmax_fusion", kBool, "[null, true]", kNoEffect, kOwnKernels, kLf},
-      {"cross_entropy_loss_fusion", kBool, "[null, true]", kNoEffect, kOwnKernels, kLf},
+      {"bias_activation_fusion", kBool, "[null, true]", kNoEffect, kFusedKernelsAlwaysRun, kLf},
+      {"apply_rope_fusion", kBool, "[null, true]", kNoEffect, kFusedKernelsAlwaysRun, kLf},
+      {"masked_softmax_fusion", kBool, "[null, true]", kNoEffect, kFusedKernelsAlwaysRun, kLf},
+      {"cross_entropy_loss_fusion", kBool, "[null, true]", kNoEffect, kFusedKernelsAlwaysRun, kLf},
       {"moe_grouped_gemm", kBool, "[null]", kNoEffect, kNoExperts, kLf},
       {"moe_token_dispatcher_type", kText, "[null]", kNoEffect, kNoExperts, kLf},
       {"calculate_per_token_loss", kBool, "[null, true]", kNoEffect,
        "zerotune divides the loss by the label tokens of the whole global batch, as true does", kLf},
       {"use_distributed_optimizer", kBool, "[true]", kNoEffect,
        "zerotune shards the optimizer state by the DeepSpeed config's ZeRO stage (--deepspeed)", kLf},
-      {"overlap_param_gather", kBool, "[true]", kNoEffect,
-       "ZeRO overlaps its communication as the DeepSpeed config's overlap_comm says", kLf},
-      {"overlap_grad_reduce", kBool, "[true]", kNoEffect,
-       "ZeRO overlaps its communication as the DeepSpeed config's overlap_comm says", kLf},
+      {"overlap_param_gather", kBool, "[true]", kNoEffect, kOverlapComm, kLf},
+      {"overlap_grad_reduce", kBool, "[true]", kNoEffect, kOverlapComm, kLf},
       {"use_packed_sequences", kBool, "[false]", kNoEffect, "zerotune packs samples with packing (or neat_packing)",
        kLf},
       {"mixed_precision", kText, "[\"bf16_mixed\"]", kNoEffect, "bf16 and fp16 set the precision", kLf},
@@ -291,10 +290,9 @@ const std::vector<OtherArgument>& llama_factory_other_arguments() {
       {"use_rslora", kBool, "[false]", kRefused, "LoRA scales by lora_alpha / lora_rank: drop the option", kLf,
        "rank-stabilised LoRA (rsLoRA)"},
       {"use_dora", kBool, "[false]", kRefused, "train plain LoRA: drop the option", kLf, "DoRA"},
-      {"pissa_init", kBool, "[false]", kRefused, "LoRA starts from random A and zero B: drop the option", kLf, "PiSSA"},
+      {"pissa_init", kBool, "[false]", kRefused, kPlainLoraInit, kLf, "PiSSA"},
       {"pissa_iter", kInteger, "[16]", kNoEffect, "PiSSA is not used", kLf},
-      {"pissa_convert", kBool, "[false]", kRefused, "LoRA starts from random A and zero B: drop the option", kLf,
-       "PiSSA"},
+      {"pissa_convert", kBool, "[false]", kRefused, kPlainLoraInit, kLf, "PiSSA"},
       {"create_new_adapter", kBool, "[false]", kNoEffect, "zerotune train always starts a new adapter", kLf},
       {"module_dropout", kNumber, "[0]", kNoEffect, "OFT is not used", kLf},
       {"oft_rank", kInteger, "[0]", kRefused, "train LoRA (finetuning_type lora) instead", kLf, "OFT"},
@@ -395,15 +393,14 @@ const std::vector<OtherArgument>& llama_factory_other_arguments() {
       {"freeze_language_model", kBool, "[false]", kRefused,
        "a text-only model would have nothing left to train: drop the option", kLf, "freezing the language model"},
       {"train_mm_proj_only", kBool, "[false]", kNoEffect, kTextOnly, kLf},  // older releases
-      {"compute_accuracy", kBool, "[false]", kNoEffect, "evaluation computes the loss only", kLf},
+      {"compute_accuracy", kBool, "[false]", kNoEffect, kLossOnly, kLf},
       {"disable_shuffling", kBool, "[false]", kRefused,
        "zerotune trains the samples in an order shuffled by seed: drop the option", kLf,
        "training the samples in file order"},
       {"early_stopping_steps", kInteger, "[null]", kRefused,
        "zerotune trains to max_steps or num_train_epochs: drop the option", kLf, "early stopping"},
       {"plot_loss", kBool, "*", kNoEffect, "zerotune draws training_loss.png and training_lr.png anyway", kLf},
-      {"include_effective_tokens_per_second", kBool, "*", kNoEffect, "tokens_per_second is in every log entry anyway",
-       kLf},
+      {"include_effective_tokens_per_second", kBool, "*", kNoEffect, kTokensPerSecondLogged, kLf},
 
       // GeneratingArguments (`llamafactory-cli chat` and prediction). max_length is also
       // zerotune's sample length: beside cutoff_len in one file it is read as this generation

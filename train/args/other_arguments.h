@@ -36,6 +36,11 @@ struct OtherArgument {
   const char* feature = nullptr;
 };
 
+// The reasons both tables give.
+inline constexpr const char* kFusedKernelsAlwaysRun =
+    "zerotune's fused RMSNorm, RoPE, SwiGLU and linear + cross-entropy kernels always run";
+inline constexpr const char* kTokensPerSecondLogged = "tokens_per_second is in every log entry anyway";
+
 // HF TrainingArguments' fields (transformers_arguments.cpp) and LLaMA-Factory's options
 // (llama_factory_arguments.cpp).
 const std::vector<OtherArgument>& transformers_other_arguments();

@@ -22,6 +22,12 @@ constexpr const char* kInMemory =
     "the data is tokenised in memory before the first step; nothing loads during training";
 constexpr const char* kGenerate = "evaluation computes the loss only; `zerotune generate` generates";
 constexpr const char* kNoTpu = "zerotune runs on CUDA GPUs and CPUs";
+constexpr const char* kNoBestCheckpoint = "zerotune keeps no best checkpoint (load_best_model_at_end is not supported)";
+constexpr const char* kEvaluationPrecision =
+    "evaluation runs in the training precision; only eval_loss's last digits could differ";
+constexpr const char* kPairCut =
+    "zerotune cuts each pair to --max_length as LLaMA-Factory's cutoff_len does (the prompt and the longer answer "
+    "share it), not the prompt and the answers to limits of their own";
 
 }  // namespace
 
@@ -38,10 +44,8 @@ const std::vector<OtherArgument>& transformers_other_arguments() {
       {"include_inputs_for_metrics", kBool, "[false]", kNoEffect, kLossOnly},
       {"label_names", kList, "[null]", kNoEffect,
        "the labels are made from the data (the replies, or every token of a text), not read from a column"},
-      {"metric_for_best_model", kText, "[null, \"loss\", \"eval_loss\"]", kNoEffect,
-       "zerotune keeps no best checkpoint (load_best_model_at_end is not supported)"},
-      {"greater_is_better", kBool, "[null, false]", kNoEffect,
-       "zerotune keeps no best checkpoint (load_best_model_at_end is not supported)"},
+      {"metric_for_best_model", kText, "[null, \"loss\", \"eval_loss\"]", kNoEffect, kNoBestCheckpoint},
+      {"greater_is_better", kBool, "[null, false]", kNoEffect, kNoBestCheckpoint},
       {"load_best_model_at_end", kBool, "[false]", kRefused,
        "zerotune's final model is the last step's; export another step's with `zerotune export --checkpoint "
        "output_dir/checkpoint-N`"},
@@ -62,7 +66,7 @@ const std::vector<OtherArgument>& transformers_other_arguments() {
       {"project", kText, "[\"huggingface\"]", kNoEffect, kNoTrackio},
       {"trackio_space_id", kText, "[\"trackio\", null]", kNoEffect, kNoTrackio},
       {"ray_scope", kText, "[\"last\"]", kNoEffect, "hyperparameter search is not part of zerotune train"},
-      {"include_tokens_per_second", kBool, "*", kNoEffect, "tokens_per_second is in every log entry anyway"},
+      {"include_tokens_per_second", kBool, "*", kNoEffect, kTokensPerSecondLogged},
       {"include_num_input_tokens_seen", kText, "*", kNoEffect, "num_input_tokens_seen is in trainer_state.json anyway"},
       {"skip_memory_metrics", kBool, "*", kNoEffect,
        "GPU memory (memory_allocated_gib, memory_peak_gib) is in every log entry anyway"},
@@ -114,20 +118,16 @@ const std::vector<OtherArgument>& transformers_other_arguments() {
        "zerotune has one half-precision path: fp32 master weights, dynamic loss scaling for fp16"},
       {"fp16_opt_level", kText, "[\"O1\"]", kNoEffect,
        "only apex AMP reads it; zerotune keeps fp32 master weights and scales the fp16 loss dynamically"},
-      {"bf16_full_eval", kBool, "[false]", kNoEffect,
-       "evaluation runs in the training precision; only eval_loss's last digits could differ"},
-      {"fp16_full_eval", kBool, "[false]", kNoEffect,
-       "evaluation runs in the training precision; only eval_loss's last digits could differ"},
+      {"bf16_full_eval", kBool, "[false]", kNoEffect, kEvaluationPrecision},
+      {"fp16_full_eval", kBool, "[false]", kNoEffect, kEvaluationPrecision},
       {"torch_compile", kBool, "[false]", kNoEffect, kNoCompile},
       {"torch_compile_backend", kText, "[null]", kNoEffect, kNoCompile},
       {"torch_compile_mode", kText, "[null]", kNoEffect, kNoCompile},
       {"torchdynamo", kText, "[null]", kNoEffect, kNoCompile},
       {"jit_mode_eval", kBool, "[false]", kNoEffect, kNoCompile},
       {"use_ipex", kBool, "[false]", kNoEffect, "zerotune's CPU kernels are its own; Intel's extension is PyTorch's"},
-      {"use_liger_kernel", kBool, "[false]", kNoEffect,
-       "zerotune's fused RMSNorm, RoPE, SwiGLU and linear + cross-entropy kernels always run"},
-      {"liger_kernel_config", kObject, "[null]", kNoEffect,
-       "zerotune's fused RMSNorm, RoPE, SwiGLU and linear + cross-entropy kernels always run"},
+      {"use_liger_kernel", kBool, "[false]", kNoEffect, kFusedKernelsAlwaysRun},
+      {"liger_kernel_config", kObject, "[null]", kNoEffect, kFusedKernelsAlwaysRun},
       {"use_cache", kBool, "[false]", kNoEffect, "training keeps no KV cache"},
       {"torch_empty_cache_steps", kInteger, "[null]", kNoEffect,
        "zerotune's caching allocator reuses its blocks; nothing needs emptying"},
@@ -189,12 +189,8 @@ const std::vector<OtherArgument>& transformers_other_arguments() {
 
       // TRL's DPOConfig (a TrainingArguments of its own) beside the names --stage dpo honours
       // (beta, loss_type, label_smoothing, rpo_alpha, reference_free, precompute_ref_log_probs).
-      {"max_prompt_length", kInteger, "[null]", kNoEffect,
-       "zerotune cuts each pair to --max_length as LLaMA-Factory's cutoff_len does (the prompt and the longer answer "
-       "share it), not the prompt and the answers to limits of their own"},
-      {"max_completion_length", kInteger, "[null]", kNoEffect,
-       "zerotune cuts each pair to --max_length as LLaMA-Factory's cutoff_len does (the prompt and the longer answer "
-       "share it), not the prompt and the answers to limits of their own"},
+      {"max_prompt_length", kInteger, "[null]", kNoEffect, kPairCut},
+      {"max_completion_length", kInteger, "[null]", kNoEffect, kPairCut},
       {"truncation_mode", kText, "[\"keep_end\", \"keep_start\"]", kNoEffect,
        "zerotune cuts each pair to --max_length as LLaMA-Factory's cutoff_len does"},
       {"disable_dropout", kBool, "[true]", kRefused,
