@@ -19,30 +19,29 @@ std::string yaml_error(const std::string& text) {
   return testing::error_of([&] { yaml(text); });
 }
 
+// The base that `file` asks for is quantized to `quant_type`, with double quantization or not.
+void expect_quantized_as(const std::string& file, const std::string& quant_type, bool double_quant) {
+  const std::optional<BaseQuantization> q = base_quantization(yaml(file));
+  ASSERT_TRUE(q.has_value()) << file;
+  EXPECT_EQ(q->quant_type, quant_type) << file;
+  EXPECT_EQ(q->double_quant, double_quant) << file;
+}
+
 TEST(BaseQuantization, LlamaFactoryNamesAndDefaults) {
   EXPECT_FALSE(base_quantization(yaml("")).has_value());
-  std::optional<BaseQuantization> q = base_quantization(yaml("quantization_bit: 4\n"));
-  ASSERT_TRUE(q.has_value());
-  EXPECT_EQ(q->quant_type, "nf4");
-  EXPECT_TRUE(q->double_quant);
-  q = base_quantization(
-      yaml("quantization_bit: 4\nquantization_method: bitsandbytes\nquantization_type: fp4\ndouble_quantization: "
-           "false\n"));
-  EXPECT_EQ(q->quant_type, "fp4");
-  EXPECT_FALSE(q->double_quant);
+  expect_quantized_as("quantization_bit: 4\n", "nf4", true);
+  expect_quantized_as(
+      "quantization_bit: 4\nquantization_method: bitsandbytes\nquantization_type: fp4\ndouble_quantization: false\n",
+      "fp4", false);
   EXPECT_TRUE(yaml("quantization_bit: 4\n").warnings.empty());  // honoured, not "without effect"
 }
 
 TEST(BaseQuantization, TransformersNamesAndDefaults) {
-  std::optional<BaseQuantization> q = base_quantization(yaml("load_in_4bit: true\n"));
-  ASSERT_TRUE(q.has_value());
-  EXPECT_EQ(q->quant_type, "fp4");  // BitsAndBytesConfig's defaults
-  EXPECT_FALSE(q->double_quant);
-  q = base_quantization(
-      yaml("load_in_4bit: true\nbnb_4bit_quant_type: nf4\nbnb_4bit_use_double_quant: true\nbnb_4bit_compute_dtype: "
-           "bfloat16\nbf16: true\nbnb_4bit_quant_storage: bfloat16\n"));
-  EXPECT_EQ(q->quant_type, "nf4");
-  EXPECT_TRUE(q->double_quant);
+  expect_quantized_as("load_in_4bit: true\n", "fp4", false);  // BitsAndBytesConfig's defaults
+  expect_quantized_as(
+      "load_in_4bit: true\nbnb_4bit_quant_type: nf4\nbnb_4bit_use_double_quant: true\n"
+      "bnb_4bit_compute_dtype: bfloat16\nbf16: true\nbnb_4bit_quant_storage: bfloat16\n",
+      "nf4", true);
   const TrainingArguments flags =
       parse_training_arguments({"--model_name_or_path", "m", "--output_dir", "o", "--train_file", "d.json",
                                 "--quantization_bit", "4", "--bnb_4bit_quant_type", "fp4"});

@@ -10,6 +10,7 @@
 
 #include "runtime/usage_error.h"
 #include "tests/common/op_test_util.h"
+#include "tests/common/training_arguments_test_util.h"
 #include "train/args/argument_table.h"
 #include "train/args/other_arguments.h"
 #include "train/args/training_arguments.h"
@@ -111,19 +112,9 @@ const char* const kLlamaFactoryOptions[] = {
 
 constexpr const char* kFile = "model_name_or_path: m\noutput_dir: o\nstage: sft\ndataset: a.json\n";
 
-TrainingArguments yaml(const std::string& text) {
-  return parse_training_arguments_text(text, ArgumentsFileFormat::kYaml, "args.yaml");
-}
-
-std::string yaml_error(const std::string& text) {
-  return testing::error_of([&] { yaml(text); });
-}
-
-std::string joined(const std::vector<std::string>& lines) {
-  std::string text;
-  for (const std::string& line : lines) text += line + "\n";
-  return text;
-}
+using testing::joined;
+using testing::yaml;
+using testing::yaml_error;
 
 const OtherArgument* table_entry(std::string_view name) {
   for (const OtherArgument& entry : llama_factory_other_arguments())

@@ -6,27 +6,19 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/common/op_test_util.h"
+#include "tests/common/training_arguments_test_util.h"
 #include "train/args/training_arguments.h"
 
 namespace zt::train {
 namespace {
 
-TrainingArguments yaml(const std::string& text) {
-  return parse_training_arguments_text(text, ArgumentsFileFormat::kYaml, "args.yaml", {});
-}
+using testing::joined;
+using testing::yaml;
+using testing::yaml_error;
+
 TrainingArguments json_file(const std::string& text) {
   return parse_training_arguments_text(text, ArgumentsFileFormat::kJson, "args.json", {});
 }
-std::string yaml_error(const std::string& text) {
-  return testing::error_of([&] { yaml(text); });
-}
-
-std::string joined(const std::vector<std::string>& lines) {
-  std::string text;
-  for (const std::string& line : lines) text += line + "\n";
-  return text;
-}
-
 // LLaMA-Factory's examples/train_lora/qwen2_5_lora_dpo.yaml, paths aside.
 constexpr const char* kLlamaFactoryDpo = R"(### model
 model_name_or_path: Qwen/Qwen2.5-7B-Instruct

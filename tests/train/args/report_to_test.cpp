@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/common/op_test_util.h"
+#include "tests/common/training_arguments_test_util.h"
 #include "train/args/report_to.h"
 #include "train/args/training_arguments.h"
 
@@ -14,17 +15,9 @@ namespace {
 
 using nlohmann::json;
 
-TrainingArguments parse(std::vector<std::string> extra) {
-  std::vector<std::string> all = {"--model_name_or_path", "m", "--output_dir", "out", "--train_file", "d.json"};
-  all.insert(all.end(), extra.begin(), extra.end());
-  return parse_training_arguments(all);
-}
+TrainingArguments parse(const std::vector<std::string>& extra) { return testing::parse_minimal(extra); }
 
-std::string joined(const std::vector<std::string>& lines) {
-  std::string text;
-  for (const std::string& line : lines) text += line + "\n";
-  return text;
-}
+using testing::joined;
 
 TEST(ReportTo, NoneIsTheDefaultAndTensorboardOrAllTurnsTheEventFilesOn) {
   EXPECT_EQ(parse({}).report_to, "none");  // transformers 5's default

@@ -166,6 +166,14 @@ class DeepSpeedPlan : public ::testing::Test {
     std::ofstream(path_) << text;
     return path_.string();
   }
+  // The plan of ten samples under a config of `zero_optimization`, the micro-batch "auto".
+  TrainingPlan plan_under_zero(const std::string& zero_optimization) {
+    return plan_training(args_with({"--deepspeed", write(std::string(R"({"train_micro_batch_size_per_gpu": "auto", )")
+                                                             .append(R"("zero_optimization": )")
+                                                             .append(zero_optimization)
+                                                             .append("}"))}),
+                         ten_samples);
+  }
   void TearDown() override { std::filesystem::remove(path_); }
   std::filesystem::path path_;
 };
@@ -222,23 +230,14 @@ TEST_F(DeepSpeedPlan, TheEngineFollowsTheRanksAndParameterOffload) {
   EXPECT_EQ(choose_engine(plain, false).kind, EngineKind::kSingleDevice);
   EXPECT_EQ(choose_engine(plain, true).kind, EngineKind::kZero);
   EXPECT_EQ(choose_engine(plain, true).zero_stage, 0);
-  const TrainingPlan stage2 = plan_training(
-      args_with(
-          {"--deepspeed", write(R"({"train_micro_batch_size_per_gpu": "auto", "zero_optimization": {"stage": 2}})")}),
-      ten_samples);
+  const TrainingPlan stage2 = plan_under_zero(R"({"stage": 2})");
   EXPECT_FALSE(choose_engine(stage2, false).needs_ranks());
   EXPECT_EQ(choose_engine(stage2, false).zero_stage, 0);
   EXPECT_EQ(choose_engine(stage2, true).zero_stage, 2);
-  const TrainingPlan offload = plan_training(
-      args_with({"--deepspeed", write(R"({"train_micro_batch_size_per_gpu": "auto", "zero_optimization": {"stage": 3,
-                 "offload_param": {"device": "cpu"}}})")}),
-      ten_samples);
+  const TrainingPlan offload = plan_under_zero(R"({"stage": 3, "offload_param": {"device": "cpu"}})");
   EXPECT_EQ(choose_engine(offload, false).kind, EngineKind::kZero3);
   EXPECT_EQ(choose_engine(offload, true).kind, EngineKind::kZero3);
-  const TrainingPlan stage3 = plan_training(
-      args_with({"--deepspeed", write(R"({"train_micro_batch_size_per_gpu": "auto", "zero_optimization": {"stage": 3,
-                 "offload_optimizer": {"device": "cpu"}}})")}),
-      ten_samples);
+  const TrainingPlan stage3 = plan_under_zero(R"({"stage": 3, "offload_optimizer": {"device": "cpu"}})");
   EXPECT_EQ(choose_engine(stage3, false).kind, EngineKind::kSingleDevice);
   EXPECT_EQ(choose_engine(stage3, true).kind, EngineKind::kZero3);
 }

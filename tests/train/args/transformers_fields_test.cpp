@@ -6,6 +6,7 @@
 
 #include "runtime/rank.h"
 #include "tests/common/op_test_util.h"
+#include "tests/common/training_arguments_test_util.h"
 #include "train/args/training_arguments.h"
 
 namespace zt::train {
@@ -13,11 +14,7 @@ namespace {
 
 using nlohmann::json;
 
-std::vector<std::string> with(std::vector<std::string> extra) {
-  std::vector<std::string> args = {"--model_name_or_path", "m", "--output_dir", "out", "--train_file", "d.json"};
-  args.insert(args.end(), extra.begin(), extra.end());
-  return args;
-}
+std::vector<std::string> with(const std::vector<std::string>& extra) { return testing::minimal_flags(extra); }
 
 TrainingArguments parse(std::vector<std::string> extra) { return parse_training_arguments(with(std::move(extra))); }
 
@@ -25,11 +22,7 @@ std::string error_for(std::vector<std::string> extra) {
   return testing::error_of([&] { parse(std::move(extra)); });
 }
 
-std::string joined(const std::vector<std::string>& lines) {
-  std::string text;
-  for (const std::string& line : lines) text += line + "\n";
-  return text;
-}
+using testing::joined;
 
 std::size_t count_of(const std::string& text, const std::string& part) {
   std::size_t count = 0;

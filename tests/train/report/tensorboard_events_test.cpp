@@ -17,6 +17,7 @@
 #include "tests/common/op_test_util.h"
 #include "tests/common/process_test_util.h"
 #include "tests/common/tensorboard_event_reader.h"
+#include "tests/common/training_arguments_test_util.h"
 #include "train/args/report_to.h"
 #include "train/args/training_arguments.h"
 #include "train/report/crc32c.h"
@@ -183,11 +184,7 @@ TEST_F(EventFiles, AResumedLogStartsASessionPastItsCheckpoint) {
 
 // --- Where the files go.
 
-TrainingArguments arguments(std::vector<std::string> extra) {
-  std::vector<std::string> all = {"--model_name_or_path", "m", "--output_dir", "out", "--train_file", "d.json"};
-  all.insert(all.end(), extra.begin(), extra.end());
-  return parse_training_arguments(all);
-}
+TrainingArguments arguments(const std::vector<std::string>& extra) { return testing::parse_minimal(extra); }
 
 TEST(TensorBoardDestination, TheDefaultIsTransformers4sRunsFolder) {
   const ScopedEnvironment utc("TZ", "UTC");
