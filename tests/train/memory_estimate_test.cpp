@@ -213,18 +213,28 @@ TEST_P(HeldByTheOptimizer, MatchesTheEstimateOnEveryStage) {
   EXPECT_EQ(4 * single.numel(), one.gpu.gradients);
 }
 
-TEST_P(HeldByTheOptimizer, Stage3AndOffloadMatchTheEstimateOnRanks) {
-  const models::ModelConfig config = models::parse_config(models::tiny_config_json(GetParam()), "tiny config.json");
-  constexpr int kWorld = 3;
+// Stage 3 on kStage3World ranks as the tests below run it (the tiny model's norms and biases
+// whole, buckets of 700 elements), and as the estimate is told of it.
+constexpr int kStage3World = 3;
+ZeroConfig stage3_on_ranks() {
   ZeroConfig zero;
   zero.stage = 3;
-  zero.stage3_param_persistence_threshold = 30;  // the tiny model's norms and biases stay whole
+  zero.stage3_param_persistence_threshold = 30;
   zero.reduce_bucket_size = 700;
-  MemorySettings settings{.stage = 3,
-                          .gpus_per_node = kWorld,
-                          .dtype = DType::kF32,
-                          .reduce_bucket_size = 700,
-                          .persistence_threshold = 30};
+  return zero;
+}
+MemorySettings stage3_estimated() {
+  return {.stage = 3,
+          .gpus_per_node = kStage3World,
+          .dtype = DType::kF32,
+          .reduce_bucket_size = 700,
+          .persistence_threshold = 30};
+}
+
+TEST_P(HeldByTheOptimizer, Stage3AndOffloadMatchTheEstimateOnRanks) {
+  const models::ModelConfig config = models::parse_config(models::tiny_config_json(GetParam()), "tiny config.json");
+  const ZeroConfig zero = stage3_on_ranks();
+  MemorySettings settings = stage3_estimated();
   const MemoryEstimate stage3 = estimate_model_states(config, settings);
   settings.offload = true;
   const MemoryEstimate stage3_offloaded = estimate_model_states(config, settings);
@@ -232,8 +242,8 @@ TEST_P(HeldByTheOptimizer, Stage3AndOffloadMatchTheEstimateOnRanks) {
   settings.offload = true;
   const MemoryEstimate offloaded = estimate_model_states(config, settings);
   std::mutex mutex;
-  std::vector<HeldModelStates> held3(kWorld), held_offload(kWorld), held3_offload(kWorld);
-  distributed::run_inprocess_ranks(kWorld, 10s, [&](distributed::Communicator& comm) {
+  std::vector<HeldModelStates> held3(kStage3World), held_offload(kStage3World), held3_offload(kStage3World);
+  distributed::run_inprocess_ranks(kStage3World, 10s, [&](distributed::Communicator& comm) {
     models::CausalLM model(config, {.dtype = DType::kF32});
     const HeldModelStates offload = [&] {
       ZeroOptimizer optimizer(trainable_of(model), OptimizerConfig{}, comm, 2, 700, {.enabled = true});
@@ -251,7 +261,7 @@ TEST_P(HeldByTheOptimizer, Stage3AndOffloadMatchTheEstimateOnRanks) {
     held3[comm.rank()] = held_model_states(optimizer, model.num_parameters() * 4);
     held_offload[comm.rank()] = offload;
   });
-  for (int rank = 0; rank < kWorld; ++rank) {
+  for (int rank = 0; rank < kStage3World; ++rank) {
     const std::string what = "rank " + std::to_string(rank);
     expect_within_5_percent(stage3.gpu.parameters, held3[rank].gpu.parameters, what + " stage 3 parameters");
     expect_within_5_percent(stage3.gpu.gradients, held3[rank].gpu.gradients, what + " stage 3 gradients");
@@ -271,34 +281,26 @@ TEST_P(HeldByTheOptimizer, Stage3AndOffloadMatchTheEstimateOnRanks) {
 // to host memory, as estimated and as the optimizer holds it (with optimizer offload too).
 TEST_P(HeldByTheOptimizer, ParameterOffloadMatchesTheEstimateOnRanks) {
   const models::ModelConfig config = models::parse_config(models::tiny_config_json(GetParam()), "tiny config.json");
-  constexpr int kWorld = 3;
-  ZeroConfig zero;
-  zero.stage = 3;
-  zero.stage3_param_persistence_threshold = 30;
-  zero.reduce_bucket_size = 700;
+  ZeroConfig zero = stage3_on_ranks();
   zero.offload_param = true;
-  MemorySettings settings{.stage = 3,
-                          .offload = true,
-                          .offload_param = true,
-                          .gpus_per_node = kWorld,
-                          .dtype = DType::kF32,
-                          .reduce_bucket_size = 700,
-                          .persistence_threshold = 30};
+  MemorySettings settings = stage3_estimated();
+  settings.offload = true;
+  settings.offload_param = true;
   const MemoryEstimate both = estimate_model_states(config, settings);
   settings.offload_param = false;
   const MemoryEstimate optimizer_only = estimate_model_states(config, settings);
   EXPECT_EQ(both.gpu.parameters + both.host.parameters, optimizer_only.gpu.parameters + optimizer_only.host.parameters);
   EXPECT_LT(both.gpu.parameters, optimizer_only.gpu.parameters / 2) << "the shards are most of the weights";
   std::mutex mutex;
-  std::vector<HeldModelStates> held(kWorld);
-  distributed::run_inprocess_ranks(kWorld, 10s, [&](distributed::Communicator& comm) {
+  std::vector<HeldModelStates> held(kStage3World);
+  distributed::run_inprocess_ranks(kStage3World, 10s, [&](distributed::Communicator& comm) {
     models::CausalLM model(config, {.dtype = DType::kF32});
     Zero3Optimizer optimizer(model, trainable_of(model), OptimizerConfig{}, comm, zero, {.enabled = true});
     const HeldModelStates states = held_model_states(optimizer, model.num_parameters() * 4);
     std::lock_guard<std::mutex> lock(mutex);
     held[comm.rank()] = states;
   });
-  for (int rank = 0; rank < kWorld; ++rank) {
+  for (int rank = 0; rank < kStage3World; ++rank) {
     const std::string what = "rank " + std::to_string(rank);
     expect_within_5_percent(both.gpu.total(), held[rank].gpu.total(), what + " device");
     expect_within_5_percent(both.host.parameters, held[rank].host.parameters, what + " host parameters");

@@ -120,6 +120,17 @@ TEST(MemoryRecommendation, OffloadKeepsTheLargestGpuShareThatFits) {
   EXPECT_GT(estimate_memory(qwen25_7b(), more_on_gpu).gpu_total(), budget.usable_gpu_bytes());
 }
 
+// A recommendation within `budget` that trains every parameter under stage 3 with parameter and
+// optimizer offload.
+void expect_full_offload_recommended(const std::optional<Recommendation>& r, const MemoryBudget& budget) {
+  ASSERT_TRUE(r.has_value());
+  expect_real(*r, budget);
+  EXPECT_FALSE(r->switched_to_lora);
+  EXPECT_EQ(r->settings.stage, 3);
+  EXPECT_TRUE(r->settings.offload);
+  EXPECT_TRUE(r->settings.offload_param);
+}
+
 MemorySettings one_gpu_2048_checkpointed() {
   MemorySettings s = on_gpus(1);
   s.max_length = 2048;
@@ -135,12 +146,7 @@ TEST(MemoryRecommendation, SevenBillionOnOneCardOf24GiBOffloadsParametersAndOpti
   const MemorySettings asked = one_gpu_2048_checkpointed();
   const MemoryBudget budget{.gpu_bytes = 24 * kGiB};
   const std::optional<Recommendation> r = recommend(asked, budget);
-  ASSERT_TRUE(r.has_value());
-  expect_real(*r, budget);
-  EXPECT_FALSE(r->switched_to_lora);
-  EXPECT_EQ(r->settings.stage, 3);
-  EXPECT_TRUE(r->settings.offload);
-  EXPECT_TRUE(r->settings.offload_param);
+  ASSERT_NO_FATAL_FAILURE(expect_full_offload_recommended(r, budget));
   expect_nothing_without_parameter_offload_fits(asked, budget.usable_gpu_bytes());
   EXPECT_GT(estimate_memory(qwen25_7b(), smallest(asked, {3, false, true})).gpu_total(), budget.usable_gpu_bytes())
       << "parameter offload alone keeps the optimizer and the gradient (16Ψ) on the GPU";
@@ -175,12 +181,7 @@ TEST(MemoryRecommendation, SevenBillionOnTwoCardsOf10GiBOffloadsParametersOrFall
   const MemoryBudget budget{.gpu_bytes = 10 * kGiB};
   expect_nothing_without_parameter_offload_fits(on_gpus(2), budget.usable_gpu_bytes());
   const std::optional<Recommendation> r = recommend(on_gpus(2), budget);
-  ASSERT_TRUE(r.has_value());
-  expect_real(*r, budget);
-  EXPECT_FALSE(r->switched_to_lora);
-  EXPECT_EQ(r->settings.stage, 3);
-  EXPECT_TRUE(r->settings.offload);
-  EXPECT_TRUE(r->settings.offload_param);
+  ASSERT_NO_FATAL_FAILURE(expect_full_offload_recommended(r, budget));
   const MemoryBudget little_host{.gpu_bytes = 24 * kGiB, .host_bytes = 64 * kGiB};
   const std::optional<Recommendation> lora = recommend(on_gpus(2), little_host);
   ASSERT_TRUE(lora.has_value());
