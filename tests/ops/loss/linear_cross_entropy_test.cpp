@@ -94,20 +94,25 @@ TEST(LinearCrossEntropy, MatchesUnfusedOpsInFloat64) {
   }
 }
 
+// The gradients of hidden and weight (inputs: hidden, weight, labels) against finite differences
+// of the loss under `options`.
+void expect_gradients_match_under(const ops::LinearCrossEntropyOptions& options, const std::string& what,
+                                  const std::vector<Tensor>& inputs) {
+  auto forward = [&](const std::vector<Tensor>& in) {
+    return ops::linear_cross_entropy_forward(in[0], in[1], in[2], options).loss;
+  };
+  auto backward = [&](const std::vector<Tensor>& in, const Tensor& probe) {
+    ops::LinearCrossEntropyOutput out = ops::linear_cross_entropy_forward(in[0], in[1], in[2], options, kBoth);
+    ops::LinearCrossEntropyGrads g = ops::linear_cross_entropy_backward(probe, out, DType::kF64, options);
+    return std::vector<Tensor>{g.grad_hidden, g.grad_weight, Tensor()};
+  };
+  testing::expect_gradients_match(what, forward, backward, inputs, {true, true, false});
+}
+
 TEST(LinearCrossEntropy, GradientsMatchFiniteDifferences) {
   for (ops::Reduction reduction : {ops::Reduction::kMean, ops::Reduction::kSum}) {
-    ops::LinearCrossEntropyOptions options = options_of(reduction, 3.0);
-    auto forward = [&](const std::vector<Tensor>& in) {
-      return ops::linear_cross_entropy_forward(in[0], in[1], in[2], options).loss;
-    };
-    auto backward = [&](const std::vector<Tensor>& in, const Tensor& probe) {
-      ops::LinearCrossEntropyOutput out = ops::linear_cross_entropy_forward(in[0], in[1], in[2], options, kBoth);
-      ops::LinearCrossEntropyGrads g = ops::linear_cross_entropy_backward(probe, out, DType::kF64, options);
-      return std::vector<Tensor>{g.grad_hidden, g.grad_weight, Tensor()};
-    };
-    testing::expect_gradients_match("linear_cross_entropy", forward, backward,
-                                    {random_tensor({6, 4}, 1), random_tensor({9, 4}, 2), labels_for(6, 9, 3)},
-                                    {true, true, false});
+    expect_gradients_match_under(options_of(reduction, 3.0), "linear_cross_entropy",
+                                 {random_tensor({6, 4}, 1), random_tensor({9, 4}, 2), labels_for(6, 9, 3)});
   }
 }
 
@@ -132,16 +137,7 @@ TEST(LinearCrossEntropy, TokenWeightsScaleEachTokensLossAndGradient) {
     for (std::size_t k = 0; k < 4; ++k) EXPECT_NEAR(rows[t * 4 + k], w[t] * base_rows[t * 4 + k], 1e-12) << t;
   }
   EXPECT_NEAR(out.loss.item(), sum, 1e-12);
-  auto forward = [&](const std::vector<Tensor>& in) {
-    return ops::linear_cross_entropy_forward(in[0], in[1], in[2], weighted).loss;
-  };
-  auto backward = [&](const std::vector<Tensor>& in, const Tensor& probe) {
-    ops::LinearCrossEntropyOutput o = ops::linear_cross_entropy_forward(in[0], in[1], in[2], weighted, kBoth);
-    ops::LinearCrossEntropyGrads g = ops::linear_cross_entropy_backward(probe, o, DType::kF64, weighted);
-    return std::vector<Tensor>{g.grad_hidden, g.grad_weight, Tensor()};
-  };
-  testing::expect_gradients_match("weighted linear_cross_entropy", forward, backward, {hidden, weight, labels},
-                                  {true, true, false});
+  expect_gradients_match_under(weighted, "weighted linear_cross_entropy", {hidden, weight, labels});
   weighted.token_weights = Tensor::from_values(w, {6}, DType::kF32);
   EXPECT_THROW(ops::linear_cross_entropy_forward(hidden, weight, labels, weighted), Error);  // not the loss's dtype
 }
