@@ -13,12 +13,11 @@ namespace {
 namespace fs = std::filesystem;
 using zt::testing::CliRun;
 
-const std::string kModel = (fs::path(ZT_SOURCE_DIR) / "examples/tiny-qwen").string();
-const std::string kAlpaca = (fs::path(ZT_SOURCE_DIR) / "examples/data/alpaca_demo.json").string();
+const std::string& kModel = zt::testing::kTinyQwen;
+const std::string& kAlpaca = zt::testing::kAlpacaDemo;
 
-class CpuPrecisionCli : public zt::testing::FolderTest {
+class CpuPrecisionCli : public zt::testing::CliTest {
  protected:
-  CliRun zerotune(const std::string& arguments) { return zt::testing::run_zerotune(arguments, dir_); }
   CliRun train(const std::string& precision) {
     return zerotune("train " + precision + " --device cpu --model_name_or_path " + kModel + " --train_file " + kAlpaca +
                     " --finetuning_type full --max_steps 1 --per_device_train_batch_size 2 --save_strategy no "

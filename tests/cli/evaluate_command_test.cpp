@@ -19,13 +19,11 @@ namespace {
 namespace fs = std::filesystem;
 using zt::testing::CliRun;
 
-const std::string kModel = (fs::path(ZT_SOURCE_DIR) / "examples/tiny-qwen").string();
-const std::string kAlpaca = (fs::path(ZT_SOURCE_DIR) / "examples/data/alpaca_demo.json").string();
+const std::string& kModel = zt::testing::kTinyQwen;
+const std::string& kAlpaca = zt::testing::kAlpacaDemo;
 
-class EvaluateCli : public zt::testing::FolderTest {
+class EvaluateCli : public zt::testing::CliTest {
  protected:
-  CliRun zerotune(const std::string& arguments) { return zt::testing::run_zerotune(arguments, dir_); }
-
   // The JSON report of `zerotune evaluate <arguments>` (its last lines; log lines come first).
   nlohmann::json evaluate(const std::string& arguments) {
     const CliRun run = zerotune("evaluate --device cpu " + arguments);

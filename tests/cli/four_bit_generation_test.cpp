@@ -88,11 +88,7 @@ class FourBitGeneration : public ::testing::Test {
     const zt::testing::CliRun chat = zt::testing::run_zerotune(
         "chat --device cpu --max_new_tokens 6 --min_new_tokens 6" + model_arguments + " < " + turns_file(), *dir_);
     EXPECT_EQ(chat.exit_code, 0) << chat.output;
-    std::vector<std::string> answers;
-    std::istringstream in(chat.output);
-    for (std::string line; std::getline(in, line);)
-      for (std::size_t at = line.find("assistant> "); at != std::string::npos; at = line.find("assistant> ", at + 1))
-        answers.push_back(line.substr(at + 11, line.find("user>", at) - at - 11));
+    std::vector<std::string> answers = zt::testing::chat_answers(chat.output);
     EXPECT_EQ(answers.size(), 2u) << chat.output;
     return answers;
   }

@@ -186,11 +186,7 @@ TEST_F(GenerateCli, ChatKeepsHistoryAndResets) {
   ASSERT_EQ(chat.exit_code, 0) << chat.output;
   EXPECT_NE(chat.output.find("(history cleared)"), std::string::npos) << chat.output;
   // After /reset the same question in the same state gets the same answer.
-  std::vector<std::string> answers;
-  std::istringstream in(chat.output);
-  for (std::string line; std::getline(in, line);)
-    for (std::size_t at = line.find("assistant> "); at != std::string::npos; at = line.find("assistant> ", at + 1))
-      answers.push_back(line.substr(at + 11, line.find("user>", at) - at - 11));
+  const std::vector<std::string> answers = zt::testing::chat_answers(chat.output);
   ASSERT_EQ(answers.size(), 2u) << chat.output;
   EXPECT_EQ(answers[0], answers[1]);
 }

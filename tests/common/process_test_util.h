@@ -1,7 +1,8 @@
 // What the tests that start processes or open sockets share: a folder of their own per test
 // (ctest runs tests as separate processes, several at once), and a fixture that gives each of
 // its tests one, empty, and removes it afterwards; environment variables set for a scope; a
-// free loopback port; and the built `zerotune` binary run as a user runs it.
+// free loopback port; and the built `zerotune` binary run as a user runs it, on the shipped
+// tiny model and demo data, with what its chat answered.
 #pragma once
 
 #include <arpa/inet.h>
@@ -107,6 +108,28 @@ inline CliRun run_zerotune(const std::string& arguments, const std::filesystem::
   const std::string command = environment + " " + binary.string() + " " + arguments + " > " + log.string() + " 2>&1";
   const int status = std::system(command.c_str());
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_text(log)};
+}
+
+// The shipped tiny Qwen2 and Alpaca demo data that the command-line tests run on.
+inline const std::string kTinyQwen = (std::filesystem::path(ZT_SOURCE_DIR) / "examples/tiny-qwen").string();
+inline const std::string kAlpacaDemo =
+    (std::filesystem::path(ZT_SOURCE_DIR) / "examples/data/alpaca_demo.json").string();
+
+// A FolderTest whose zerotune(arguments) runs the binary with its output kept in the test's
+// folder.
+class CliTest : public FolderTest {
+ protected:
+  CliRun zerotune(const std::string& arguments) const { return run_zerotune(arguments, dir_); }
+};
+
+// The answers `zerotune chat` printed: after each "assistant> ", up to the next "user>".
+inline std::vector<std::string> chat_answers(const std::string& output) {
+  std::vector<std::string> answers;
+  std::istringstream in(output);
+  for (std::string line; std::getline(in, line);)
+    for (std::size_t at = line.find("assistant> "); at != std::string::npos; at = line.find("assistant> ", at + 1))
+      answers.push_back(line.substr(at + 11, line.find("user>", at) - at - 11));
+  return answers;
 }
 
 }  // namespace zt::testing
