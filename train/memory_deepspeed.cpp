@@ -2,16 +2,12 @@
 
 #include <optional>
 
-#include <nlohmann/json.hpp>
-
 #include "runtime/error.h"
 #include "runtime/usage_error.h"
 #include "train/deepspeed/deepspeed_config.h"
 
 namespace zt::train {
 namespace {
-
-using nlohmann::json;
 
 // The working dtype the config decides: fp16 or bf16 enabled, or both set disabled (float32).
 // nullopt where it leaves the precision to the flags.
@@ -28,28 +24,27 @@ DeepSpeedMemorySettings memory_settings_from_deepspeed(const std::string& path_o
                                                        const GivenFlags& given, std::int64_t hidden_size) {
   // Read as `zerotune train` reads it (the same errors, usage errors for what the config says).
   const DeepSpeedInput input = read_deepspeed_input(path_or_json);
-  const json& config = input.json;
   const std::string& source = input.source;
   DeepSpeedMemorySettings out{flags, source};
   MemorySettings& s = out.settings;
 
   // Every key is judged as `zerotune train` judges it; the values HF compares with training
-  // flags are checked when `zerotune train` runs the config. An "auto" precision is --dtype's.
+  // flags are checked when `zerotune train` runs the config. An "auto" (or absent) micro-batch
+  // is --micro_batch's, an "auto" precision --dtype's.
   const DeepSpeedConfig parsed = parse_deepspeed_without_flags(
-      config, hidden_size, source, {.fp16 = flags.dtype == DType::kF16, .bf16 = flags.dtype == DType::kBF16});
+      input.json, hidden_size, source,
+      {.micro_batch = flags.micro_batch, .fp16 = flags.dtype == DType::kF16, .bf16 = flags.dtype == DType::kBF16});
   if (const std::optional<DType> dtype = config_dtype(parsed)) {
     ZT_REQUIRE_USAGE(!given.dtype || *dtype == flags.dtype, source + " trains in " + dtype_name(*dtype) +
                                                                 " but --dtype is " + dtype_name(flags.dtype) +
                                                                 ": drop --dtype or change the config");
     s.dtype = *dtype;
   }
-  const json& micro = config.value("train_micro_batch_size_per_gpu", json());
-  if (micro.is_number_integer() && micro.get<std::int64_t>() > 0) {
-    ZT_REQUIRE_USAGE(!given.micro_batch || micro.get<std::int64_t>() == flags.micro_batch,
-                     source + " sets train_micro_batch_size_per_gpu " + micro.dump() + " but --micro_batch is " +
-                         std::to_string(flags.micro_batch) + ": drop --micro_batch or set the config's to \"auto\"");
-    s.micro_batch = micro.get<std::int64_t>();
-  }
+  ZT_REQUIRE_USAGE(!given.micro_batch || parsed.micro_batch_per_gpu == flags.micro_batch,
+                   source + " sets train_micro_batch_size_per_gpu " + std::to_string(parsed.micro_batch_per_gpu) +
+                       " but --micro_batch is " + std::to_string(flags.micro_batch) +
+                       ": drop --micro_batch or set the config's to \"auto\"");
+  s.micro_batch = parsed.micro_batch_per_gpu;
 
   s.stage = parsed.zero.stage;
   s.offload = parsed.zero.offload_optimizer;

@@ -1,10 +1,11 @@
 // `zerotune estimate --deepspeed`: the memory settings a user's DeepSpeed config asks for,
-// over the estimate's flags. The ZeRO block (stage, optimizer offload, reduce_bucket_size,
-// stage3_param_persistence_threshold, "auto" filled from the model's hidden size as HF fills
-// it) goes through the trainer's own parser (train/deepspeed/), so a block the trainer refuses
-// is refused here with the same message; the precision and the micro-batch are taken where the
-// config sets them. Nothing else of the config changes memory: the batch triple, optimizer and
-// scheduler are checked when `zerotune train` runs it.
+// over the estimate's flags. The config goes through the trainer's own parser
+// (train/deepspeed/), so what the trainer refuses is refused here with the same message: the
+// ZeRO block (stage, optimizer offload, reduce_bucket_size, stage3_param_persistence_threshold,
+// "auto" filled from the model's hidden size as HF fills it), and the precision and the
+// micro-batch where the config sets them ("auto": the estimate's flags). Nothing else of the
+// config changes memory: the rest of the batch triple, optimizer and scheduler are checked
+// when `zerotune train` runs it.
 #pragma once
 
 #include <string>

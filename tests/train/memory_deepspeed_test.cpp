@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "runtime/error.h"
+#include "runtime/usage_error.h"
 #include "tests/common/process_test_util.h"
 #include "train/memory_deepspeed.h"
 
@@ -63,6 +64,17 @@ TEST(MemoryDeepSpeed, PrecisionAndMicroBatchComeFromTheConfigWhereItSetsThem) {
                 .micro_batch,
             8)
       << "the rest of the config changes no memory and is not checked against flags the estimate lacks";
+}
+
+TEST(MemoryDeepSpeed, TheMicroBatchIsReadAsTheTrainerReadsIt) {
+  EXPECT_EQ(read(R"({"train_micro_batch_size_per_gpu": "auto"})", {.micro_batch = true}).micro_batch, 3);
+  EXPECT_EQ(read(R"({"train_micro_batch_size_per_gpu": 5})").micro_batch, 5);
+  try {
+    read(R"({"train_micro_batch_size_per_gpu": 0})");
+    FAIL() << "a micro-batch of 0 was accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("train_micro_batch_size_per_gpu must be > 0"), std::string::npos) << e.what();
+  }
 }
 
 // HF fills an "auto" enabled from --fp16 and --bf16; the estimate fills it from --dtype.

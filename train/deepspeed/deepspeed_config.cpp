@@ -162,15 +162,16 @@ DeepSpeedConfig parse_deepspeed_config(const nlohmann::json& ds, int world_size,
 }
 
 DeepSpeedConfig parse_deepspeed_without_flags(nlohmann::json ds, std::int64_t hidden_size, const std::string& source,
-                                              PrecisionFlags precision) {
+                                              EstimateFlags flags) {
   ZT_REQUIRE(ds.is_object(), source + " must hold a JSON object, got " + ds.dump());
   for (const char* key : {"train_batch_size", "gradient_accumulation_steps"}) ds.erase(key);
-  ds["train_micro_batch_size_per_gpu"] = 1;
-  // A schedule long enough that no warmup written in the config outlasts it; the flags' values
-  // are the context's defaults, each of its flag's shape.
+  if (!ds.contains("train_micro_batch_size_per_gpu")) ds["train_micro_batch_size_per_gpu"] = "auto";
+  // A schedule long enough that no warmup written in the config outlasts it; the other flags'
+  // values are the context's defaults, each of its flag's shape.
   constexpr std::int64_t kLongRun = 1'000'000'000;
-  const AutoFillContext context{.fp16 = precision.fp16,
-                                .bf16 = precision.bf16,
+  const AutoFillContext context{.per_device_train_batch_size = flags.micro_batch,
+                                .fp16 = flags.fp16,
+                                .bf16 = flags.bf16,
                                 .hidden_size = hidden_size,
                                 .total_steps = kLongRun,
                                 .compare_with_flags = false};

@@ -82,17 +82,19 @@ DeepSpeedConfig parse_deepspeed_text(std::string_view json_text, const AutoFillC
 
 // A config read as `zerotune train` reads it but without the training flags (what `zerotune
 // estimate --deepspeed` has): every key judged the same way (the same warnings, and the same
-// error for a key zerotune refuses), the batch triple left out, each "auto" HF Trainer fills
-// from a flag given a value of its shape, and the ZeRO sizes that follow the model filled from
-// `hidden_size` as HF fills them. Values HF compares with its flags are checked by `train`.
-// The fp16 and bf16 "enabled" that are "auto" take `precision`, the estimate's --dtype, as HF
-// fills them from --fp16 and --bf16.
-struct PrecisionFlags {
+// error for a key zerotune refuses), the batch triple but the micro-batch left out, each "auto"
+// HF Trainer fills from a flag given a value of its shape, and the ZeRO sizes that follow the
+// model filled from `hidden_size` as HF fills them. Values HF compares with its flags are
+// checked by `train`. The flags the estimate has fill what HF fills from theirs: an "auto" or
+// absent micro-batch is `flags.micro_batch` (per_device_train_batch_size), an "auto" fp16 or
+// bf16 "enabled" `flags.fp16` or `flags.bf16` (the estimate's --dtype).
+struct EstimateFlags {
+  std::int64_t micro_batch = 1;
   bool fp16 = false;
   bool bf16 = false;
 };
 DeepSpeedConfig parse_deepspeed_without_flags(nlohmann::json ds, std::int64_t hidden_size, const std::string& source,
-                                              PrecisionFlags precision = {});
+                                              EstimateFlags flags = {});
 
 // --deepspeed's config as written, read once before anything is filled or typed: its JSON
 // object and how messages name it (its path, or "the deepspeed config in the arguments").
