@@ -1,12 +1,15 @@
 // What the tests that start processes or open sockets share: a folder of their own per test
 // (ctest runs tests as separate processes, several at once), and a fixture that gives each of
 // its tests one, empty, and removes it afterwards; environment variables set for a scope; a
-// free loopback port; and the built `zerotune` binary run as a user runs it, on the shipped
+// process started with its output in a log; a free loopback port; and the built `zerotune`
+// binary run as a user runs it, on the shipped
 // tiny model and demo data, with what its chat answered.
 #pragma once
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
+#include <spawn.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -22,6 +25,8 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+
+extern char** environ;
 
 namespace zt::testing {
 
@@ -73,6 +78,25 @@ class ScopedEnvironment {
   }
   Variables old_;
 };
+
+// Starts `args` (the program first) with its stdout and stderr in `log` and, for each pair of
+// `descriptors`, the parent's descriptor `.second` as the child's `.first`; its pid, 0 when it
+// did not start.
+inline pid_t spawn_logged(std::vector<std::string> args, const std::filesystem::path& log,
+                          const std::vector<std::pair<int, int>>& descriptors = {}) {
+  std::vector<char*> argv;
+  for (std::string& arg : args) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  for (const auto& [child, parent] : descriptors) posix_spawn_file_actions_adddup2(&actions, parent, child);
+  pid_t pid = 0;
+  if (posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ) != 0) pid = 0;
+  posix_spawn_file_actions_destroy(&actions);
+  return pid;
+}
 
 // A port nobody listens on right now (the kernel's pick for an ephemeral bind).
 inline int free_loopback_port() {

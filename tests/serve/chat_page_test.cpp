@@ -8,6 +8,7 @@
 // chromium is not installed (scripts/setup.sh installs it for scripts/test.sh).
 #include <gtest/gtest.h>
 
+#include "models/hub/repo_id.h"
 #include "tests/serve/headless_chromium.h"
 #include "tests/serve/serve_test_util.h"
 
@@ -15,20 +16,9 @@ namespace {
 
 using namespace zt::testing::serve;
 
-std::string url_encoded(const std::string& text) {
-  static const char* kHex = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : text) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
-}
+std::string url_encoded(const std::string& text) { return zt::models::hub::url_escaped(text, false); }
+
+constexpr const char* kNoChromium = "chromium is not installed (scripts/setup.sh installs it for the tests)";
 
 // The last assistant message the page shows: its data-state (streaming, done, stopped, error)
 // and its text.
@@ -79,6 +69,29 @@ class ChatPage : public SuiteServer<ChatPage> {
     return shown.is_object() ? shown : json{{"state", ""}, {"text", ""}};
   }
 
+  // The server's page at `path` open in a headless chromium of its own (profile and log named
+  // by `name`); null, the failure said, where the server or the browser did not start or the
+  // page did not open.
+  static std::unique_ptr<zt::testing::HeadlessChromium> open_page(const std::string& chromium, const std::string& name,
+                                                                  const std::string& path) {
+    if (server().port() == 0) {
+      ADD_FAILURE() << "the server did not start";
+      return nullptr;
+    }
+    auto browser = std::make_unique<zt::testing::HeadlessChromium>(chromium, suite_folder() / ("profile_" + name),
+                                                                   suite_folder() / ("chromium_" + name + ".log"));
+    if (!browser->started()) {
+      ADD_FAILURE() << "cannot start " << chromium;
+      return nullptr;
+    }
+    const std::string error = browser->open("http://127.0.0.1:" + std::to_string(server().port()) + path);
+    if (!error.empty()) {
+      ADD_FAILURE() << error << ": " << path;
+      return nullptr;
+    }
+    return browser;
+  }
+
   static int runs_;
 };
 int ChatPage::runs_ = 0;
@@ -106,7 +119,7 @@ TEST_F(ChatPage, IsOneSelfContainedHtmlPageAndOnlyGetIsAllowed) {
 // max_tokens and temperature from the query, and again cut at a stop string.
 TEST_F(ChatPage, ShowsTheStreamedAnswerInAHeadlessBrowser) {
   const std::string chromium = zt::testing::find_chromium();
-  if (chromium.empty()) GTEST_SKIP() << "chromium is not installed (scripts/setup.sh installs it for the tests)";
+  if (chromium.empty()) GTEST_SKIP() << kNoChromium;
   ASSERT_NE(server().port(), 0);
   const std::string system = "You answer in short <lines> & plain words.";
   const std::string message = "What is 2+2?";
@@ -139,7 +152,7 @@ TEST_F(ChatPage, ShowsTheStreamedAnswerInAHeadlessBrowser) {
 // it stopped, and the server drops the request, logging that its client went away.
 TEST_F(ChatPage, StopAbortsTheStream) {
   const std::string chromium = zt::testing::find_chromium();
-  if (chromium.empty()) GTEST_SKIP() << "chromium is not installed (scripts/setup.sh installs it for the tests)";
+  if (chromium.empty()) GTEST_SKIP() << kNoChromium;
   ASSERT_NE(server().port(), 0);
   const std::string message = "What is 2+2?";
   constexpr int kLongAnswer = 180;  // as long as the tiny model's context allows, so Stop comes first
@@ -172,7 +185,7 @@ TEST_F(ChatPage, StopAbortsTheStream) {
 // server the page's answer with thinking off is the greedy answer to that request.
 TEST_F(ChatPage, SendsTheThinkingSetting) {
   const std::string chromium = zt::testing::find_chromium();
-  if (chromium.empty()) GTEST_SKIP() << "chromium is not installed (scripts/setup.sh installs it for the tests)";
+  if (chromium.empty()) GTEST_SKIP() << kNoChromium;
   fs::create_directories(suite_folder() / "qwen3");
   ServerProcess qwen3(suite_folder() / "qwen3", {"--template", "qwen3"});
   ASSERT_NE(qwen3.port(), 0);
@@ -194,12 +207,10 @@ TEST_F(ChatPage, SendsTheThinkingSetting) {
 // The page's own reading of a <think> block at the start of an answer, run in the browser.
 TEST_F(ChatPage, ShowsAThinkBlockApart) {
   const std::string chromium = zt::testing::find_chromium();
-  if (chromium.empty()) GTEST_SKIP() << "chromium is not installed (scripts/setup.sh installs it for the tests)";
-  ASSERT_NE(server().port(), 0);
-  zt::testing::HeadlessChromium browser(chromium, suite_folder() / "profile_think",
-                                        suite_folder() / "chromium_think.log");
-  ASSERT_TRUE(browser.started());
-  ASSERT_EQ(browser.open("http://127.0.0.1:" + std::to_string(server().port()) + "/"), "");
+  if (chromium.empty()) GTEST_SKIP() << kNoChromium;
+  const auto opened = open_page(chromium, "think", "/");
+  ASSERT_TRUE(opened);
+  zt::testing::HeadlessChromium& browser = *opened;
   auto split = [&](const std::string& text) {
     json result;
     for (int tries = 0; tries < 100 && !result.is_object(); ++tries) {  // until the page's script has run
@@ -219,14 +230,11 @@ TEST_F(ChatPage, ShowsAThinkBlockApart) {
 // greedy answer to both turns.
 TEST_F(ChatPage, KeepsTheConversation) {
   const std::string chromium = zt::testing::find_chromium();
-  if (chromium.empty()) GTEST_SKIP() << "chromium is not installed (scripts/setup.sh installs it for the tests)";
-  ASSERT_NE(server().port(), 0);
-  zt::testing::HeadlessChromium browser(chromium, suite_folder() / "profile_turns",
-                                        suite_folder() / "chromium_turns.log");
-  ASSERT_TRUE(browser.started());
-  ASSERT_EQ(browser.open("http://127.0.0.1:" + std::to_string(server().port()) +
-                         "/?temperature=0&max_tokens=12&message=" + url_encoded("What is 2+2?")),
-            "");
+  if (chromium.empty()) GTEST_SKIP() << kNoChromium;
+  const auto opened =
+      open_page(chromium, "turns", "/?temperature=0&max_tokens=12&message=" + url_encoded("What is 2+2?"));
+  ASSERT_TRUE(opened);
+  zt::testing::HeadlessChromium& browser = *opened;
   auto answered = [&](std::size_t answers) {  // the last answer, once `answers` have ended
     for (int tries = 0; tries < 600; ++tries) {
       const json count = browser.evaluate("document.querySelectorAll('.message.assistant').length");

@@ -23,6 +23,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/common/process_test_util.h"
+
 extern char** environ;
 
 namespace zt::testing {
@@ -61,17 +63,7 @@ class HeadlessChromium {
                                   "--remote-debugging-pipe",
                                   "--user-data-dir=" + profile.string(),
                                   "about:blank"};
-    std::vector<char*> argv;
-    for (std::string& arg : args) argv.push_back(arg.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_adddup2(&actions, 1, 2);
-    posix_spawn_file_actions_adddup2(&actions, browser_reads, 3);
-    posix_spawn_file_actions_adddup2(&actions, browser_writes, 4);
-    if (posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ) != 0) pid_ = 0;
-    posix_spawn_file_actions_destroy(&actions);
+    pid_ = spawn_logged(args, log, {{3, browser_reads}, {4, browser_writes}});
     close(browser_reads);
     close(browser_writes);
   }

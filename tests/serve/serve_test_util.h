@@ -48,15 +48,8 @@ class ServerProcess {
                                   "--port",
                                   "0"};
     args.insert(args.end(), extra.begin(), extra.end());
-    std::vector<char*> argv;
-    for (std::string& arg : args) argv.push_back(arg.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_adddup2(&actions, 1, 2);
-    EXPECT_EQ(posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ), 0);
-    posix_spawn_file_actions_destroy(&actions);
+    pid_ = spawn_logged(args, log_);
+    EXPECT_GT(pid_, 0) << "cannot start " << args[0];
     const std::regex listening("listening on http://127\\.0\\.0\\.1:([0-9]+)");
     for (int tries = 0; tries < 300 && port_ == 0; ++tries) {
       std::smatch match;
