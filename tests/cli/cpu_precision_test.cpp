@@ -4,22 +4,19 @@
 // compute each op in float32, and say that.
 #include <gtest/gtest.h>
 
-#include <filesystem>
-
 #include "tests/common/process_test_util.h"
 
 namespace {
 
-namespace fs = std::filesystem;
 using zt::testing::CliRun;
-
-const std::string& kModel = zt::testing::kTinyQwen;
-const std::string& kAlpaca = zt::testing::kAlpacaDemo;
+using zt::testing::kAlpacaDemo;
+using zt::testing::kTinyQwen;
 
 class CpuPrecisionCli : public zt::testing::CliTest {
  protected:
   CliRun train(const std::string& precision) {
-    return zerotune("train " + precision + " --device cpu --model_name_or_path " + kModel + " --train_file " + kAlpaca +
+    return zerotune("train " + precision + " --device cpu --model_name_or_path " + kTinyQwen + " --train_file " +
+                    kAlpacaDemo +
                     " --finetuning_type full --max_steps 1 --per_device_train_batch_size 2 --save_strategy no "
                     "--overwrite_output_dir --output_dir " +
                     (dir_ / "out").string());
@@ -44,7 +41,7 @@ TEST_F(CpuPrecisionCli, TrainingStatesItRunsInFloat32) {
 
 TEST_F(CpuPrecisionCli, GenerateAndEvaluateStateSixteenBitStorageWithFloat32Arithmetic) {
   const std::string generate =
-      "generate --device cpu --model_name_or_path " + kModel + " --max_new_tokens 2 --prompt hello";
+      "generate --device cpu --model_name_or_path " + kTinyQwen + " --max_new_tokens 2 --prompt hello";
   const CliRun bf16 = zerotune(generate + " --dtype bfloat16");
   ASSERT_EQ(bf16.exit_code, 0) << bf16.output;
   EXPECT_TRUE(contains(bf16.output,
@@ -55,8 +52,8 @@ TEST_F(CpuPrecisionCli, GenerateAndEvaluateStateSixteenBitStorageWithFloat32Arit
   ASSERT_EQ(f32.exit_code, 0) << f32.output;
   EXPECT_FALSE(contains(f32.output, "on the CPU")) << f32.output;
 
-  const CliRun fp16 = zerotune("evaluate --device cpu --dtype float16 --model_name_or_path " + kModel +
-                               " --validation_file " + kAlpaca);
+  const CliRun fp16 = zerotune("evaluate --device cpu --dtype float16 --model_name_or_path " + kTinyQwen +
+                               " --validation_file " + kAlpacaDemo);
   ASSERT_EQ(fp16.exit_code, 0) << fp16.output;
   EXPECT_TRUE(contains(fp16.output, "--dtype float16 on the CPU: float16 weights and activations, float32 arithmetic"))
       << fp16.output;

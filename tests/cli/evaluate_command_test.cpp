@@ -19,8 +19,8 @@ namespace {
 namespace fs = std::filesystem;
 using zt::testing::CliRun;
 
-const std::string& kModel = zt::testing::kTinyQwen;
-const std::string& kAlpaca = zt::testing::kAlpacaDemo;
+using zt::testing::kAlpacaDemo;
+using zt::testing::kTinyQwen;
 
 class EvaluateCli : public zt::testing::CliTest {
  protected:
@@ -36,7 +36,7 @@ class EvaluateCli : public zt::testing::CliTest {
   // `zerotune train` on the demo data, evaluating on `validation`: the eval_loss values it logged.
   std::vector<double> logged_eval_losses(const fs::path& out, const std::string& validation, const std::string& flags) {
     const CliRun train =
-        zerotune("train --model_name_or_path " + kModel + " --train_file " + kAlpaca + " --validation_file " +
+        zerotune("train --model_name_or_path " + kTinyQwen + " --train_file " + kAlpacaDemo + " --validation_file " +
                  validation + " --device cpu --per_device_eval_batch_size 4 --max_length 128 --save_strategy no " +
                  flags + " --output_dir " + out.string());
     EXPECT_EQ(train.exit_code, 0) << train.output;
@@ -79,7 +79,7 @@ TEST_F(EvaluateCli, GivesTheEvalLossTheTrainerLoggedForTheSameFileAndModel) {
   EXPECT_EQ(report["eval_samples"], 6);
 
   const nlohmann::json untrained =
-      evaluate("--model_name_or_path " + kModel + " --validation_file " + validation + " --max_length 128");
+      evaluate("--model_name_or_path " + kTinyQwen + " --validation_file " + validation + " --max_length 128");
   EXPECT_GT(std::abs(untrained["eval_loss"].get<double>() - logged[0]), 1e-3) << "training changed nothing";
 }
 
@@ -90,7 +90,7 @@ TEST_F(EvaluateCli, AFourBitBaseGivesTheLossAQloraRunLogsOnStart) {
   const std::vector<double> logged = logged_eval_losses(
       dir_ / "qlora", validation, "--finetuning_type lora --quantization_bit 4 --max_steps 1 --eval_on_start");
   ASSERT_FALSE(logged.empty());
-  const std::string common = "--model_name_or_path " + kModel + " --validation_file " + validation +
+  const std::string common = "--model_name_or_path " + kTinyQwen + " --validation_file " + validation +
                              " --max_length 128 --per_device_eval_batch_size 4";
   const CliRun run = zerotune("evaluate --device cpu " + common + " --quantization_bit 4");
   ASSERT_EQ(run.exit_code, 0) << run.output;
@@ -103,7 +103,7 @@ TEST_F(EvaluateCli, AFourBitBaseGivesTheLossAQloraRunLogsOnStart) {
 }
 
 TEST_F(EvaluateCli, ScoresWhatTrainingLabels) {
-  const std::string base = "--model_name_or_path " + kModel + " --validation_file " + conversations();
+  const std::string base = "--model_name_or_path " + kTinyQwen + " --validation_file " + conversations();
   const nlohmann::json replies = evaluate(base);
   const nlohmann::json everything = evaluate(base + " --train_on_prompt");
   ASSERT_TRUE(replies.contains("eval_tokens") && everything.contains("eval_tokens"));
@@ -134,21 +134,23 @@ TEST_F(EvaluateCli, ScoresPlainTextAsRunClmDoesWithoutAnAppendedEos) {
   }
   lines.close();
   jsonl.close();
-  const CliRun tokenized = zerotune("tokenize --model_name_or_path " + kModel + " < " + (dir_ / "lines.txt").string());
+  const CliRun tokenized =
+      zerotune("tokenize --model_name_or_path " + kTinyQwen + " < " + (dir_ / "lines.txt").string());
   ASSERT_EQ(tokenized.exit_code, 0) << tokenized.output;
   std::istringstream arrays(tokenized.output);
   int predicted = 0;
   for (std::string line; std::getline(arrays, line);)
     if (!line.empty() && line.front() == '[') predicted += static_cast<int>(nlohmann::json::parse(line).size()) - 1;
   const nlohmann::json report =
-      evaluate("--model_name_or_path " + kModel + " --validation_file " + (dir_ / "texts.jsonl").string());
+      evaluate("--model_name_or_path " + kTinyQwen + " --validation_file " + (dir_ / "texts.jsonl").string());
   // Every token after the first is predicted, and nothing after the last (training appends eos).
   EXPECT_EQ(report["eval_tokens"], predicted);
   EXPECT_EQ(report["eval_samples"], 2);
 }
 
 TEST_F(EvaluateCli, RefusesBadFlagsByName) {
-  const std::string base = "evaluate --device cpu --model_name_or_path " + kModel + " --validation_file " + kAlpaca;
+  const std::string base =
+      "evaluate --device cpu --model_name_or_path " + kTinyQwen + " --validation_file " + kAlpacaDemo;
   const CliRun overlong = zerotune(base + " --overlong_samples drop");
   EXPECT_EQ(overlong.exit_code, 2) << overlong.output;
   EXPECT_NE(overlong.output.find("--overlong_samples takes truncate or skip, got 'drop'"), std::string::npos)
@@ -157,7 +159,7 @@ TEST_F(EvaluateCli, RefusesBadFlagsByName) {
   EXPECT_EQ(length.exit_code, 2) << length.output;
   EXPECT_NE(length.output.find("--max_length must be a positive whole number, got '0'"), std::string::npos)
       << length.output;
-  const CliRun missing = zerotune("evaluate --device cpu --model_name_or_path " + kModel + " --validation_file " +
+  const CliRun missing = zerotune("evaluate --device cpu --model_name_or_path " + kTinyQwen + " --validation_file " +
                                   (dir_ / "absent.json").string());
   EXPECT_EQ(missing.exit_code, 1) << missing.output;
   EXPECT_NE(missing.output.find("absent.json"), std::string::npos) << missing.output;
