@@ -8,6 +8,8 @@
 // Python script: change both together.
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include <cstdlib>
 #include <filesystem>
 
@@ -55,35 +57,33 @@ std::vector<CatalogueEntry> catalogue() {
   return entries;
 }
 
+// `value`'s bytes at `out` (this machine is little-endian, as safetensors is).
+template <typename T>
+void put(void* out, T value) {
+  std::memcpy(out, &value, sizeof(T));
+}
+
 // Element k (row-major) of an entry, exactly representable in its dtype, stored little-endian.
 void store_value(DType dtype, std::int64_t k, int salt, void* out) {
   int u = static_cast<int>((k * 37 + salt * 11) % 256);
   float real = static_cast<float>(u - 128) / 4.0f;
   switch (dtype) {
     case DType::kF32:
-      *static_cast<float*>(out) = real;
-      break;
+      return put(out, real);
     case DType::kF64:
-      *static_cast<double*>(out) = real;
-      break;
+      return put(out, static_cast<double>(real));
     case DType::kF16:
-      *static_cast<std::uint16_t*>(out) = float_to_half_bits(real);
-      break;
+      return put(out, float_to_half_bits(real));
     case DType::kBF16:
-      *static_cast<std::uint16_t*>(out) = float_to_bf16_bits(real);
-      break;
+      return put(out, float_to_bf16_bits(real));
     case DType::kI64:
-      *static_cast<std::int64_t*>(out) = (u - 128) * std::int64_t{8589934597};
-      break;
+      return put(out, (u - 128) * std::int64_t{8589934597});
     case DType::kI32:
-      *static_cast<std::int32_t*>(out) = (u - 128) * 1000003;
-      break;
+      return put(out, static_cast<std::int32_t>((u - 128) * 1000003));
     case DType::kU8:
-      *static_cast<std::uint8_t*>(out) = static_cast<std::uint8_t>(u);
-      break;
+      return put(out, static_cast<std::uint8_t>(u));
     case DType::kBool:
-      *static_cast<std::uint8_t*>(out) = u % 3 == 0;
-      break;
+      return put(out, static_cast<std::uint8_t>(u % 3 == 0));
   }
 }
 
