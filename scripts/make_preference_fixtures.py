@@ -5,12 +5,18 @@ rpo_alpha and reference_free), written out with Python floats (float64) on given
 log-probabilities. Gradients by central differences of the same functions, so they do not
 depend on the derivatives the C++ code works out.
 
-Prints the C++ table tests/train/preference/preference_loss_test.cpp holds:
-  python3 scripts/make_preference_fixtures.py
+Writes tests/data/preference/loss_fixtures.json, which
+tests/train/preference/preference_loss_test.cpp reads:
+  python3 scripts/make_preference_fixtures.py [--out tests/data/preference/loss_fixtures.json]
 """
+import argparse
+import json
 import math
+from pathlib import Path
 
 from preference_cases import CASES
+
+ROOT = Path(__file__).resolve().parent.parent
 
 # Two micro-batches of three pairs: summed log-probabilities and label-token counts.
 CHOSEN = [-12.5, -30.25, -7.0]
@@ -86,11 +92,27 @@ def grads(opt):
     return out
 
 
-def fmt(values):
-    return "{" + ", ".join(repr(float(v)) for v in values) + "}"
-
-
-for name, opt in CASES:
+def fixture(name, opt):
     value, chosen_rewards, rejected_rewards = loss(opt, CHOSEN, REJECTED)
     dc, dr = grads(opt)
-    print(f'    {{"{name}", {value!r}, {fmt(dc)}, {fmt(dr)}, {fmt(chosen_rewards)}, {fmt(rejected_rewards)}}},')
+    floats = lambda values: [float(v) for v in values]
+    return {
+        "name": name,
+        "loss": float(value),
+        "d_chosen": floats(dc),
+        "d_rejected": floats(dr),
+        "chosen_rewards": floats(chosen_rewards),
+        "rejected_rewards": floats(rejected_rewards),
+    }
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=str(ROOT / "tests" / "data" / "preference" / "loss_fixtures.json"))
+    args = parser.parse_args()
+    cases = [fixture(name, opt) for name, opt in CASES]
+    Path(args.out).write_text(json.dumps({"cases": cases}, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
