@@ -1,12 +1,16 @@
-// `zerotune launch`: one process per GPU, torchrun's flags (distributed/launch/launcher.h). The
-// flags ahead of the command are checked against the table here (unknown names with the nearest
-// one, values by kind) and described by --help; the launcher reads them into its options.
-#include <algorithm>
+// `zerotune launch`: one process per GPU, torchrun's flags. The flags ahead of the command are
+// declared in launch's table, which reads them into the launcher's options (unknown names
+// answered with the nearest one, values checked by kind) and writes --help; the launcher
+// (distributed/launch/launcher.h) starts the processes.
+#include "cli/launch_command.h"
+
+#include <cstdint>
 #include <iostream>
+#include <limits>
 
 #include "cli/command.h"
 #include "cli/flag_table.h"
-#include "distributed/launch/launcher.h"
+#include "runtime/usage_error.h"
 
 namespace zt::cli {
 namespace {
@@ -53,31 +57,63 @@ FlagTable flag_table() {
           .operands = "<command> [args...]"};
 }
 
-// The flags ahead of the command, their names spelt with '_' as the launcher reads any mix of
-// '-' and '_': `--name value` or `--name=value`, up to the first word that is no flag.
-std::vector<std::string> leading_flags(const std::vector<std::string>& args) {
-  std::vector<std::string> flags;
-  for (std::size_t i = 0; i < args.size() && args[i].rfind("--", 0) == 0; ++i) {
-    std::string flag = args[i];
-    const std::size_t eq = flag.find('=');
-    for (std::size_t c = 2; c < std::min(eq, flag.size()); ++c)
-      if (flag[c] == '-') flag[c] = '_';
-    flags.push_back(flag);
-    if (eq == std::string::npos && i + 1 < args.size()) flags.push_back(args[++i]);
+bool is_flag_word(const std::string& word) { return word.rfind("--", 0) == 0; }
+
+// Where the command starts: past each flag and its value, which the grammar takes to be the next
+// word unless that starts with "--" (every flag of launch takes a value).
+std::size_t command_start(const std::vector<std::string>& args) {
+  std::size_t i = 0;
+  while (i < args.size() && is_flag_word(args[i])) {
+    const bool value_attached = args[i].find('=') != std::string::npos;
+    ++i;
+    if (!value_attached && i < args.size() && !is_flag_word(args[i])) ++i;
   }
-  return flags;
+  return i;
+}
+
+// --name's whole number, refused by name outside [low, high]; `why` explains a bound that
+// follows from another flag.
+int integer_within(const Flags& flags, const std::string& name, std::int64_t low, std::int64_t high,
+                   const std::string& why = "") {
+  const std::int64_t value = flags.integer(name);
+  std::string message = name;
+  message.append(" must be from ").append(std::to_string(low)).append(" to ").append(std::to_string(high));
+  message.append(why).append(", got '").append(std::to_string(value)).append("'");
+  ZT_REQUIRE_USAGE(value >= low && value <= high, message);
+  return static_cast<int>(value);
 }
 
 int run_launch(const std::vector<std::string>& args) {
-  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
+  const std::vector<std::string> flags(args.begin(), args.begin() + static_cast<std::ptrdiff_t>(command_start(args)));
+  if (args.empty() || args[0] == "-h" || asks_for_help(flags)) {
     std::cout << flags_help(flag_table());
     return args.empty() ? kExitUsage : 0;
   }
-  parse_flags(leading_flags(args), flag_table());
-  return distributed::launch(distributed::parse_launch_arguments(args));
+  return distributed::launch(read_launch_options(args));
 }
 
 const Registration registration{{"launch", "start one process per GPU (torchrun's flags)", run_launch, flag_table}};
 
 }  // namespace
+
+distributed::LaunchOptions read_launch_options(const std::vector<std::string>& args) {
+  const auto command = args.begin() + static_cast<std::ptrdiff_t>(command_start(args));
+  const Flags flags = parse_flags({args.begin(), command}, flag_table());
+  distributed::LaunchOptions options;
+  options.command.assign(command, args.end());
+  ZT_REQUIRE_USAGE(!options.command.empty(),
+                   "no command given, e.g. `zerotune launch --nproc_per_node 8 zerotune train ...`");
+  constexpr std::int64_t kMostRanks = std::numeric_limits<int>::max();
+  options.nproc_per_node = integer_within(flags, "--nproc_per_node", 1, kMostRanks);
+  options.nnodes = integer_within(flags, "--nnodes", 1, kMostRanks / options.nproc_per_node,
+                                  " (the job's ranks, --nproc_per_node times --nnodes, are at most 2147483647)");
+  std::string below_nnodes = " (one below --nnodes ";
+  below_nnodes.append(std::to_string(options.nnodes)).append(")");
+  options.node_rank = integer_within(flags, "--node_rank", 0, options.nnodes - 1, below_nnodes);
+  options.master_addr = flags.text("--master_addr");
+  ZT_REQUIRE_USAGE(!options.master_addr.empty(), "--master_addr needs the address of node 0, got nothing");
+  options.master_port = integer_within(flags, "--master_port", 1, 65535);
+  return options;
+}
+
 }  // namespace zt::cli

@@ -15,7 +15,6 @@
 #include <iostream>
 
 #include "runtime/error.h"
-#include "runtime/usage_error.h"
 
 namespace zt::distributed {
 namespace {
@@ -47,16 +46,6 @@ std::string random_token() {
   return hex;
 }
 
-int parse_int(const std::string& flag, const std::string& value) {
-  try {
-    std::size_t used = 0;
-    int parsed = std::stoi(value, &used);
-    if (used == value.size()) return parsed;
-  } catch (const std::exception&) {
-  }
-  fail_usage(flag + " takes an integer, got '" + value + "'");
-}
-
 std::string own_executable() {
   char path[4096];
   ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
@@ -64,7 +53,9 @@ std::string own_executable() {
   return std::string(path, static_cast<std::size_t>(n));
 }
 
-Child start(const LaunchOptions& options, int local_rank, const std::string& token) {
+// The rank's process running `command` (argv), with torchrun's environment and the job's token.
+Child start(const LaunchOptions& options, const std::vector<std::string>& command, int local_rank,
+            const std::string& token) {
   int pipe_fds[2];
   ZT_REQUIRE(pipe2(pipe_fds, O_CLOEXEC) == 0, std::string("pipe failed: ") + std::strerror(errno));
   Child child;
@@ -95,7 +86,7 @@ Child start(const LaunchOptions& options, int local_rank, const std::string& tok
     setenv("MASTER_PORT", std::to_string(options.master_port).c_str(), 1);
     setenv("ZT_JOB_TOKEN", token.c_str(), 1);
     std::vector<char*> argv;
-    for (const std::string& arg : options.command) argv.push_back(const_cast<char*>(arg.c_str()));
+    for (const std::string& arg : command) argv.push_back(const_cast<char*>(arg.c_str()));
     argv.push_back(nullptr);
     execvp(argv[0], argv.data());
     std::fprintf(stderr, "zerotune launch: cannot run %s: %s\n", argv[0], std::strerror(errno));
@@ -135,61 +126,22 @@ void signal_all(std::vector<Child>& children, int signal_number) {
 
 }  // namespace
 
-LaunchOptions parse_launch_arguments(const std::vector<std::string>& args) {
-  LaunchOptions options;
-  std::size_t i = 0;
-  for (; i < args.size() && args[i].rfind("--", 0) == 0; ++i) {
-    std::string flag = args[i], value;
-    const std::size_t eq = flag.find('=');
-    if (eq != std::string::npos) {
-      value = flag.substr(eq + 1);
-      flag.resize(eq);
-    }
-    for (char& c : flag) c = c == '-' && &c > &flag[1] ? '_' : c;  // torchrun takes --nproc-per-node too
-    static const std::vector<std::string> kFlags = {"--nproc_per_node", "--nnodes", "--node_rank", "--master_addr",
-                                                    "--master_port"};
-    if (std::find(kFlags.begin(), kFlags.end(), flag) == kFlags.end())
-      fail_usage("unknown option " + flag +
-                 "; accepted: --nproc_per_node --nnodes --node_rank "
-                 "--master_addr --master_port, then the command");
-    if (eq == std::string::npos) {
-      ZT_REQUIRE_USAGE(i + 1 < args.size(), args[i] + " needs a value");
-      value = args[++i];
-    }
-    if (flag == "--nproc_per_node")
-      options.nproc_per_node = parse_int(flag, value);
-    else if (flag == "--nnodes")
-      options.nnodes = parse_int(flag, value);
-    else if (flag == "--node_rank")
-      options.node_rank = parse_int(flag, value);
-    else if (flag == "--master_addr")
-      options.master_addr = value;
-    else
-      options.master_port = parse_int(flag, value);
-  }
-  options.command.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
-  ZT_REQUIRE_USAGE(!options.command.empty(),
-                   "no command given, e.g. `zerotune launch --nproc_per_node 8 zerotune train ...`");
-  ZT_REQUIRE_USAGE(options.nproc_per_node >= 1 && options.nnodes >= 1 && options.node_rank >= 0 &&
-                       options.node_rank < options.nnodes,
-                   "need --nproc_per_node >= 1, --nnodes >= 1 and 0 <= --node_rank < --nnodes");
-  ZT_REQUIRE_USAGE(options.master_port > 0 && options.master_port < 65536, "--master_port must be 1..65535");
-  if (options.command[0] == "zerotune") options.command[0] = own_executable();
-  return options;
-}
-
 int launch(const LaunchOptions& options) {
   std::string token = std::getenv("ZT_JOB_TOKEN") ? std::getenv("ZT_JOB_TOKEN") : "";
   ZT_REQUIRE(!token.empty() || options.nnodes == 1,
              "zerotune launch: with --nnodes > 1 set ZT_JOB_TOKEN to the same secret on every node, so the "
              "rendezvous admits this job's ranks only");
   if (token.empty()) token = random_token();
+  ZT_REQUIRE(!options.command.empty(), "zerotune launch: no command to start");
+  std::vector<std::string> command = options.command;
+  if (command[0] == "zerotune") command[0] = own_executable();  // this very binary, not one on PATH
   struct sigaction action {};
   action.sa_handler = remember_signal;
   sigaction(SIGINT, &action, nullptr);
   sigaction(SIGTERM, &action, nullptr);
   std::vector<Child> children;
-  for (int local = 0; local < options.nproc_per_node; ++local) children.push_back(start(options, local, token));
+  for (int local = 0; local < options.nproc_per_node; ++local)
+    children.push_back(start(options, command, local, token));
   int result = 0;
   std::string failure;
   Clock::time_point kill_at = Clock::time_point::max();

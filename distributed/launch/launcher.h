@@ -11,6 +11,7 @@
 
 namespace zt::distributed {
 
+// What the job is: torchrun's flags (their defaults are `zerotune launch`'s) and the command.
 struct LaunchOptions {
   int nproc_per_node = 1;
   int nnodes = 1;
@@ -21,11 +22,9 @@ struct LaunchOptions {
   std::chrono::milliseconds grace{std::chrono::seconds(10)};  // SIGTERM to SIGKILL
 };
 
-// torchrun's flag names (with - or _), then the command. "zerotune" as the command means
-// this very binary. A malformed command line throws zt::UsageError.
-LaunchOptions parse_launch_arguments(const std::vector<std::string>& args);
-
-// Runs the job; returns the exit status to exit with (0 when every rank succeeded).
+// Runs the job; returns the exit status to exit with (0 when every rank succeeded). "zerotune"
+// as the command's program means this very binary. The options come checked from
+// `zerotune launch`'s command line (cli/launch_command.h).
 int launch(const LaunchOptions& options);
 
 }  // namespace zt::distributed

@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "distributed/launch/launcher.h"
+#include "cli/launch_command.h"
 #include "models/config/config.h"
 #include "tests/common/process_test_util.h"
 #include "train/args/training_arguments.h"
@@ -123,8 +123,7 @@ TEST(ReadmeCommands, TrainCommandsParseAndPlanWithoutWarnings) {
       expect_train_command_holds(Words(words.begin() + 2, words.end()), 1, command.text);
       ++alone;
     } else if (words.size() > 1 && words[1] == "launch") {
-      const distributed::LaunchOptions launch =
-          distributed::parse_launch_arguments(Words(words.begin() + 2, words.end()));
+      const distributed::LaunchOptions launch = cli::read_launch_options(Words(words.begin() + 2, words.end()));
       ASSERT_GE(launch.command.size(), 2u) << command.text;
       if (launch.command[1] != "train") continue;
       expect_train_command_holds(Words(launch.command.begin() + 2, launch.command.end()),

@@ -1,11 +1,12 @@
 // zerotune launch on the CPU: torchrun's environment in every rank, output prefixed by rank,
-// and a failing rank stopping the others at once with its status.
+// and a failing rank stopping the others at once with its status. How its command line is read:
+// tests/cli/launch_command_test.cpp.
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <string>
 
 #include "distributed/launch/launcher.h"
-#include "tests/common/op_test_util.h"
 
 namespace zt::distributed {
 namespace {
@@ -13,8 +14,7 @@ namespace {
 using namespace std::chrono_literals;
 
 LaunchOptions shell(int nproc, const std::string& script) {
-  return parse_launch_arguments(
-      {"--nproc-per-node", std::to_string(nproc), "--master_port", "29611", "sh", "-c", script});
+  return {.nproc_per_node = nproc, .master_port = 29611, .command = {"sh", "-c", script}};
 }
 
 TEST(Launcher, EveryRankGetsTorchrunsEnvironmentAndItsOutputIsPrefixed) {
@@ -41,23 +41,14 @@ TEST(Launcher, AFailingRankStopsTheOthersAndItsStatusIsReturned) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, 8s);
 }
 
-TEST(Launcher, BadArgumentsAreNamed) {
-  testing::expect_mentions(testing::error_of([] {
-                             parse_launch_arguments({"--nproc_per_node", "x", "sh"});
-                           }),
-                           {"--nproc_per_node takes an integer"});
-  testing::expect_mentions(testing::error_of([] {
-                             parse_launch_arguments({"--nprocs", "2", "sh"});
-                           }),
-                           {"unknown option --nprocs"});
-  testing::expect_mentions(testing::error_of([] {
-                             parse_launch_arguments({"--nproc_per_node", "2"});
-                           }),
-                           {"no command given"});
-  testing::expect_mentions(testing::error_of([] {
-                             parse_launch_arguments({"--nnodes", "2", "--node_rank", "2", "sh"});
-                           }),
-                           {"--node_rank"});
+// "zerotune" as the program is this very binary (here the test program), not one on PATH.
+TEST(Launcher, TheProgramZerotuneIsThisVeryBinary) {
+  ::testing::internal::CaptureStdout();
+  const int status = launch(
+      {.master_port = 29612, .command = {"zerotune", "--gtest_list_tests", "--gtest_filter=Launcher.TheProgram*"}});
+  const std::string out = ::testing::internal::GetCapturedStdout();
+  EXPECT_EQ(status, 0) << out;
+  EXPECT_NE(out.find("[rank 0]   TheProgramZerotuneIsThisVeryBinary"), std::string::npos) << out;
 }
 
 }  // namespace
