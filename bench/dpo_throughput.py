@@ -21,14 +21,12 @@ import argparse
 import json
 import random
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from train_throughput import GIB, SHAPES, MemoryPoll, log_entries, run_logged  # noqa: E402
+from train_throughput import SHAPES, MemoryPoll, log_entries, run_logged, run_peer_steps  # noqa: E402
 
 PAIRS = 4
 PROMPT = 512
@@ -64,24 +62,15 @@ def worker_peer(args):
         per_token = torch.gather(logits.log_softmax(-1), 2, labels.unsqueeze(2)).squeeze(2)
         return (per_token * mask).sum(-1)
 
-    times = []
-    for i in range(total):
+    def loss_of(i):  # TRL's sigmoid loss: the policy's forward, then the reference's with the adapter off
         policy = logps(model(input_ids=ids[i], use_cache=False).logits.float(), labels[i])
         with torch.no_grad(), model.disable_adapter():
             reference = logps(model(input_ids=ids[i], use_cache=False).logits.float(), labels[i])
         chosen, rejected = policy[:PAIRS], policy[PAIRS:]
         ref_chosen, ref_rejected = reference[:PAIRS], reference[PAIRS:]
-        loss = -F.logsigmoid(BETA * ((chosen - rejected) - (ref_chosen - ref_rejected))).mean()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(params, 1.0)
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-        torch.cuda.synchronize()
-        times.append(time.perf_counter())
-    seconds = times[-1] - times[args.warmup - 1]
-    print("RESULT " + json.dumps({"tokens_per_second": args.steps * 2 * PAIRS * SEQ / seconds,
-                                  "alloc_peak_gib": torch.cuda.max_memory_allocated() / GIB,
-                                  "last_loss": loss.item()}), flush=True)
+        return -F.logsigmoid(BETA * ((chosen - rejected) - (ref_chosen - ref_rejected))).mean()
+
+    run_peer_steps(torch, loss_of, params, optimizer, args, 2 * PAIRS * SEQ)
 
 
 def write_pairs(tokenizer, path, count):

@@ -167,10 +167,20 @@ def worker_peer(args):
         step_fn = torch.compile(model)
     total = args.warmup + args.steps
     ids = torch.randint(0, vocab, (total, BATCH, SEQ), device="cuda")
-    times = []
-    for i in range(total):
+
+    def loss_of(i):
         with torch.autocast("cuda", dtype=torch.bfloat16, enabled=not lora):
-            loss = step_fn(input_ids=ids[i], labels=ids[i], use_cache=False).loss
+            return step_fn(input_ids=ids[i], labels=ids[i], use_cache=False).loss
+
+    run_peer_steps(torch, loss_of, params, optimizer, args, BATCH * SEQ)
+
+
+def run_peer_steps(torch, loss_of, params, optimizer, args, tokens_per_step):
+    """The peers' steps (loss, backward, clipping at 1.0, AdamW), timed after --warmup; prints
+    the RESULT line of JSON the measuring side reads."""
+    times = []
+    for i in range(args.warmup + args.steps):
+        loss = loss_of(i)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
         optimizer.step()
@@ -178,7 +188,7 @@ def worker_peer(args):
         torch.cuda.synchronize()
         times.append(time.perf_counter())
     seconds = times[-1] - times[args.warmup - 1]
-    print("RESULT " + json.dumps({"tokens_per_second": args.steps * BATCH * SEQ / seconds,
+    print("RESULT " + json.dumps({"tokens_per_second": args.steps * tokens_per_step / seconds,
                                   "alloc_peak_gib": torch.cuda.max_memory_allocated() / GIB,
                                   "last_loss": loss.item()}), flush=True)
 
