@@ -84,8 +84,10 @@ int integer_within(const Flags& flags, const std::string& name, std::int64_t low
 }
 
 int run_launch(const std::vector<std::string>& args) {
-  const std::vector<std::string> flags(args.begin(), args.begin() + static_cast<std::ptrdiff_t>(command_start(args)));
-  if (args.empty() || args[0] == "-h" || asks_for_help(flags)) {
+  // Help is launch's among its flags, or as the first word where the command would start (-h is
+  // no "--" word); after that, the command's own.
+  const auto command = args.begin() + static_cast<std::ptrdiff_t>(command_start(args));
+  if (args.empty() || asks_for_help({args.begin(), command}) || (command != args.end() && *command == "-h")) {
     std::cout << flags_help(flag_table());
     return args.empty() ? kExitUsage : 0;
   }

@@ -113,7 +113,7 @@ TEST(LaunchCommand, AMissingCommandIsRefused) {
 class LaunchCommandBinary : public testing::CliTest {};
 
 TEST_F(LaunchCommandBinary, HelpIsLaunchsAheadOfTheCommandAndTheCommandsAfterIt) {
-  for (const char* asks : {"--help", "-h", "--nproc_per_node 2 --help"}) {
+  for (const char* asks : {"--help", "-h", "--nproc_per_node 2 --help", "--nproc_per_node 2 -h"}) {
     const testing::CliRun help = zerotune(std::string("launch ") + asks);
     EXPECT_EQ(help.exit_code, 0) << asks << "\n" << help.output;
     EXPECT_EQ(help.output.rfind("usage: zerotune launch", 0), 0u) << asks << "\n" << help.output;
