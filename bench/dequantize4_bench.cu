@@ -81,56 +81,66 @@ void gemm_into(const Layer& l, const Tensor& x, const Tensor& weight, Tensor& ou
              {out.data_ptr(), rows, l.n, l.n, 0}, 1, nullptr, current_stream());
 }
 
+// What each 4-bit benchmark reads: the layer quantized once, device copies of it rotated so a
+// run reads memory rather than L2, x of the benchmark's rows and y.
+struct FourBitInputs {
+  FourBitInputs(const Layer& l, std::int64_t rows)
+      : cpu(quantized(l)),
+        weights(sets_for(l.numel() / 2), [this](int) { return cpu.to(Device::cuda()); }),
+        x(Tensor::normal({rows, l.k}, 1, 0, 0.0, 1.0, DType::kBF16, Device::cuda())),
+        out(Tensor::empty({rows, l.n}, DType::kBF16, Device::cuda())) {}
+
+  // The codes and the activations moved (x read, y written), and the 4-bit size shown.
+  void report(benchmark::State& state, const Layer& l, std::int64_t rows) const {
+    report_bandwidth(state, static_cast<double>(cpu.nbytes()) + 2.0 * static_cast<double>(rows * (l.k + l.n)));
+    report_tflops(state, l.flops(rows));
+    state.counters["4bit_MiB"] = static_cast<double>(cpu.nbytes()) / (1 << 20);
+  }
+
+  const Quant4Weight& cpu;
+  RotatingSets<Quant4Weight> weights;
+  Tensor x, out;
+};
+
 void BM_Dequantize(benchmark::State& state, const Layer& l, bool with_gemm) {
   if (!cuda_available()) return state.SkipWithError("no CUDA GPU");
   const std::int64_t rows = state.range(0);
-  const Quant4Weight& cpu = quantized(l);
-  RotatingSets<Quant4Weight> weights(sets_for(l.numel() / 2), [&](int) { return cpu.to(Device::cuda()); });
-  const Tensor x = Tensor::normal({rows, l.k}, 1, 0, 0.0, 1.0, DType::kBF16, Device::cuda());
-  Tensor out = Tensor::empty({rows, l.n}, DType::kBF16, Device::cuda());
+  FourBitInputs in(l, rows);
   time_on_gpu(state, [&] {
-    const Tensor dense = weights.next().dequantize(DType::kBF16);
-    if (with_gemm) gemm_into(l, x, dense, out);
+    const Tensor dense = in.weights.next().dequantize(DType::kBF16);
+    if (with_gemm) gemm_into(l, in.x, dense, in.out);
   });
-  report_bandwidth(state, static_cast<double>(cpu.nbytes()) + 2 * l.numel());
+  report_bandwidth(state, static_cast<double>(in.cpu.nbytes()) + 2 * l.numel());
   if (with_gemm) report_tflops(state, l.flops(rows));
-  state.counters["4bit_MiB"] = static_cast<double>(cpu.nbytes()) / (1 << 20);
+  state.counters["4bit_MiB"] = static_cast<double>(in.cpu.nbytes()) / (1 << 20);
 }
 
 void BM_Gemv4(benchmark::State& state, const Layer& l) {
   if (!cuda_available()) return state.SkipWithError("no CUDA GPU");
   const std::int64_t rows = state.range(0);
-  const Quant4Weight& cpu = quantized(l);
-  RotatingSets<Quant4Weight> weights(sets_for(l.numel() / 2), [&](int) { return cpu.to(Device::cuda()); });
-  const Tensor x = Tensor::normal({rows, l.k}, 1, 0, 0.0, 1.0, DType::kBF16, Device::cuda());
-  time_on_gpu(state, [&] { weights.next().linear(x); });
-  report_bandwidth(state, static_cast<double>(cpu.nbytes()) + 2.0 * static_cast<double>(rows * (l.k + l.n)));
-  report_tflops(state, l.flops(rows));
-  state.counters["4bit_MiB"] = static_cast<double>(cpu.nbytes()) / (1 << 20);
+  FourBitInputs in(l, rows);
+  time_on_gpu(state, [&] { in.weights.next().linear(in.x); });
+  in.report(state, l, rows);
 }
 
 // gemm_4bit called directly, so that row counts past kGemm4MaxRows measure it too.
 void BM_Gemm4(benchmark::State& state, const Layer& l) {
   if (!cuda_available()) return state.SkipWithError("no CUDA GPU");
   const std::int64_t rows = state.range(0);
-  const Quant4Weight& cpu = quantized(l);
-  RotatingSets<Quant4Weight> weights(sets_for(l.numel() / 2), [&](int) { return cpu.to(Device::cuda()); });
-  const Tensor x = Tensor::normal({rows, l.k}, 1, 0, 0.0, 1.0, DType::kBF16, Device::cuda());
-  Tensor out = Tensor::empty({rows, l.n}, DType::kBF16, Device::cuda());
+  FourBitInputs in(l, rows);
+  const Quant4Weight& cpu = in.cpu;
   time_on_gpu(state, [&] {
-    cuda::gemm_4bit({.weight = models::quant::packed4_view(weights.next()),
+    cuda::gemm_4bit({.weight = models::quant::packed4_view(in.weights.next()),
                      .rows = rows,
                      .in_features = l.k,
                      .out_features = l.n,
-                     .x = x.data_ptr(),
-                     .y = out.data_ptr(),
+                     .x = in.x.data_ptr(),
+                     .y = in.out.data_ptr(),
                      .dtype = DType::kBF16,
                      .weight_dtype = cpu.state.dtype},
                     current_stream());
   });
-  report_bandwidth(state, static_cast<double>(cpu.nbytes()) + 2.0 * static_cast<double>(rows * (l.k + l.n)));
-  report_tflops(state, l.flops(rows));
-  state.counters["4bit_MiB"] = static_cast<double>(cpu.nbytes()) / (1 << 20);
+  in.report(state, l, rows);
 }
 
 void BM_Bf16Gemm(benchmark::State& state, const Layer& l) {
