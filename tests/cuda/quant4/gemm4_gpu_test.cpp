@@ -107,35 +107,19 @@ TEST(Gemm4Gpu, EachWeightIsTheDequantizedValueExactly) {
   ZT_SKIP_WITHOUT_GPU();
   const Case cases[] = {{72, 352}, {72, 200}};
   for (const Case& c : cases)
-    for (Quant4Type type : {Quant4Type::kNf4, Quant4Type::kFp4})
-      for (bool nested : {true, false})
-        for (DType stored : {DType::kF32, DType::kBF16, DType::kF16})
-          for (DType dtype : {DType::kBF16, DType::kF16}) {
-            Tensor w = Tensor::normal({c.n, c.k}, 3, 0, 0.0, 0.02, DType::kF32);
-            w.data<float>()[c.k + 7] = 9.0f;  // a block whose other values quantize to few codes
-            const Quant4Weight cpu =
-                quantize_weight(w.to(stored), {.type = type, .double_quant = nested, .blocksize = 64}, "w");
-            const std::vector<double> dense = cpu.dequantize(stored).to(dtype).to(DType::kF32).to_vector();
-            const std::int64_t rows = 100;
-            std::vector<double> hot(static_cast<std::size_t>(rows * c.k), 0.0);
-            std::vector<std::int64_t> column(static_cast<std::size_t>(rows));
-            for (std::int64_t m = 0; m < rows; ++m) {
-              column[static_cast<std::size_t>(m)] = (37 * m + 5) % c.k;
-              hot[static_cast<std::size_t>(m * c.k + column[static_cast<std::size_t>(m)])] = 1.0;
-            }
-            const Tensor x = Tensor::from_values(hot, {rows, c.k}, dtype).to(Device::cuda());
-            const Quant4Weight gpu = cpu.to(Device::cuda());
-            for (int k_splits : kSplits) {
-              const std::vector<double> y =
-                  gemm4(gpu, x, Tensor(), k_splits).to(Device::cpu(), DType::kF32).to_vector();
-              const std::string what = describe(c, type, nested, 64, stored, dtype, rows, false, k_splits);
-              for (std::int64_t m = 0; m < rows; ++m)
-                for (std::int64_t j = 0; j < c.n; ++j)
-                  ASSERT_EQ(y[static_cast<std::size_t>(m * c.n + j)],
-                            dense[static_cast<std::size_t>(j * c.k + column[static_cast<std::size_t>(m)])])
-                      << what << " y[" << m << ", " << j << "]";
-            }
+    ASSERT_NO_FATAL_FAILURE(
+        for_each_format({DType::kBF16, DType::kF16}, [&](Quant4Type type, bool nested, DType stored, DType dtype) {
+          const auto [cpu, dense] = quantized_with_outlier(c.n, c.k, type, nested, stored, dtype);
+          const std::int64_t rows = 100;
+          const OneHotRows hot = one_hot_rows(rows, c.k);
+          const Tensor x = Tensor::from_values(hot.x, {rows, c.k}, dtype).to(Device::cuda());
+          const Quant4Weight gpu = cpu.to(Device::cuda());
+          for (int k_splits : kSplits) {
+            const std::vector<double> y = gemm4(gpu, x, Tensor(), k_splits).to(Device::cpu(), DType::kF32).to_vector();
+            const std::string what = describe(c, type, nested, 64, stored, dtype, rows, false, k_splits);
+            ASSERT_NO_FATAL_FAILURE(expect_picked_weights(y, dense, hot, c.n, c.k, what));
           }
+        }));
 }
 
 // One column tile and 64 steps of K: the kernel splits K over blocks to fill the GPU (8 splits
