@@ -3,6 +3,8 @@
 // a pool of one thread starts none.
 #pragma once
 
+#include "runtime/non_copyable.h"
+
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -12,12 +14,10 @@
 
 namespace zt::ops {
 
-class WorkerPool {
+class WorkerPool : NonCopyable {
  public:
   explicit WorkerPool(int threads);
   ~WorkerPool();
-  WorkerPool(const WorkerPool&) = delete;
-  WorkerPool& operator=(const WorkerPool&) = delete;
 
   int size() const { return static_cast<int>(workers_.size()) + 1; }
   // Calls task(i) for every i in [0, size()), each on its own thread, and returns when all

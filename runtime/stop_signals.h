@@ -8,14 +8,14 @@
 // System calls interrupted by the first signal are restarted (SA_RESTART).
 #pragma once
 
+#include "runtime/non_copyable.h"
+
 namespace zt {
 
-class StopSignalScope {
+class StopSignalScope : NonCopyable {
  public:
   StopSignalScope();
   ~StopSignalScope();
-  StopSignalScope(const StopSignalScope&) = delete;
-  StopSignalScope& operator=(const StopSignalScope&) = delete;
 };
 
 // The first stop signal received since the outermost scope began (SIGINT or SIGTERM), or 0.

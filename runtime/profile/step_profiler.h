@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "runtime/device.h"
+#include "runtime/non_copyable.h"
 #include "runtime/profile/op_family.h"
 #include "runtime/streams/stream.h"
 
@@ -36,13 +37,11 @@ struct StepProfile {
   PerOpFamily<OpFamilyTime> families{};
 };
 
-class StepProfiler {
+class StepProfiler : NonCopyable {
  public:
   explicit StepProfiler(Device device);
   // A step left unfinished (an error unwound it) stops counting.
   ~StepProfiler();
-  StepProfiler(const StepProfiler&) = delete;
-  StepProfiler& operator=(const StepProfiler&) = delete;
 
   // Starts timing a step on this thread; regions opened until end_step() count toward it.
   void begin_step();

@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/non_copyable.h"
 #include "runtime/streams/stream.h"
 #include "tensor/tensor.h"
 
@@ -34,12 +35,10 @@ struct HostGradientStats {
   double hidden() const;  // the share of add_seconds the caller did not wait for
 };
 
-class HostGradientSink {
+class HostGradientSink : NonCopyable {
  public:
   explicit HostGradientSink(int threads);
   ~HostGradientSink();
-  HostGradientSink(const HostGradientSink&) = delete;
-  HostGradientSink& operator=(const HostGradientSink&) = delete;
 
   // target (float32, host) += chunk (any float dtype, its numel, on the host or a GPU). A
   // device chunk must stay unchanged until finish(); the sink holds a reference to it.
