@@ -21,13 +21,14 @@ inline train::TrainingArguments parse_minimal(const std::vector<std::string>& ex
   return train::parse_training_arguments(minimal_flags(extra));
 }
 
-// `text` read as the file args.yaml, and what reading it refuses with.
-inline train::TrainingArguments yaml(const std::string& text) {
-  return train::parse_training_arguments_text(text, train::ArgumentsFileFormat::kYaml, "args.yaml", {});
+// `text` read as the file args.yaml (then `overrides`, flags given after the file), and what
+// reading it refuses with.
+inline train::TrainingArguments yaml(const std::string& text, const std::vector<std::string>& overrides = {}) {
+  return train::parse_training_arguments_text(text, train::ArgumentsFileFormat::kYaml, "args.yaml", overrides);
 }
 
-inline std::string yaml_error(const std::string& text) {
-  return error_of([&] { yaml(text); });
+inline std::string yaml_error(const std::string& text, const std::vector<std::string>& overrides = {}) {
+  return error_of([&] { yaml(text, overrides); });
 }
 
 // Each line followed by a newline.

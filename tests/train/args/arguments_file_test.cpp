@@ -8,6 +8,7 @@
 
 #include "runtime/usage_error.h"
 #include "tests/common/op_test_util.h"
+#include "tests/common/training_arguments_test_util.h"
 #include "train/args/training_arguments.h"
 
 namespace zt::train {
@@ -18,19 +19,9 @@ using nlohmann::json;
 
 const fs::path kArgsData = fs::path(ZT_SOURCE_DIR) / "tests/data/args";
 
-TrainingArguments yaml(const std::string& text, const std::vector<std::string>& overrides = {}) {
-  return parse_training_arguments_text(text, ArgumentsFileFormat::kYaml, "args.yaml", overrides);
-}
-
-std::string yaml_error(const std::string& text, const std::vector<std::string>& overrides = {}) {
-  return testing::error_of([&] { yaml(text, overrides); });
-}
-
-std::string joined(const std::vector<std::string>& lines) {
-  std::string text;
-  for (const std::string& line : lines) text += line + "\n";
-  return text;
-}
+using testing::joined;
+using testing::yaml;
+using testing::yaml_error;
 
 constexpr const char* kBase = "model_name_or_path: m\noutput_dir: o\ntrain_file: t.json\n";
 
@@ -215,18 +206,19 @@ TEST(ArgumentsFile, LlamaFactoryOptionsZerotuneCannotHonourAreRefusedByName) {
 }
 
 TEST(ArgumentsFile, LlamaFactoryDataArgumentsAreChecked) {
-  std::string msg = yaml_error("model_name_or_path: m\noutput_dir: o\ndataset: a\ntrain_file: b\n");
-  EXPECT_NE(msg.find("--train_file and --dataset both name the training data"), std::string::npos) << msg;
-  msg = yaml_error("model_name_or_path: m\noutput_dir: o\ndataset: a\neval_dataset: b\nval_size: 0.1\n");
-  EXPECT_NE(msg.find("--val_size splits evaluation data off the training data"), std::string::npos) << msg;
-  msg = yaml_error("model_name_or_path: m\noutput_dir: o\ndataset: a\nval_size: 2.5\nmax_samples: 0\n");
-  EXPECT_NE(msg.find("--val_size must be a share below 1 or a whole number"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("--max_samples must be > 0"), std::string::npos) << msg;
+  testing::expect_mentions(yaml_error("model_name_or_path: m\noutput_dir: o\ndataset: a\ntrain_file: b\n"),
+                           {"--train_file and --dataset both name the training data"});
+  testing::expect_mentions(
+      yaml_error("model_name_or_path: m\noutput_dir: o\ndataset: a\neval_dataset: b\nval_size: 0.1\n"),
+      {"--val_size splits evaluation data off the training data"});
+  testing::expect_mentions(
+      yaml_error("model_name_or_path: m\noutput_dir: o\ndataset: a\nval_size: 2.5\nmax_samples: 0\n"),
+      {"--val_size must be a share below 1 or a whole number", "--max_samples must be > 0"});
   const TrainingArguments args =
       yaml("model_name_or_path: m\noutput_dir: o\ndataset: a\nval_size: 0.1\neval_strategy: steps\n");
   EXPECT_EQ(args.val_size, 0.1);
-  msg = yaml_error("model_name_or_path: m\noutput_dir: o\n");
-  EXPECT_NE(msg.find("--train_file is required (or LLaMA-Factory's --dataset)"), std::string::npos) << msg;
+  testing::expect_mentions(yaml_error("model_name_or_path: m\noutput_dir: o\n"),
+                           {"--train_file is required (or LLaMA-Factory's --dataset)"});
 }
 
 TEST(ArgumentsFile, FilesAreReadByTheirExtension) {
