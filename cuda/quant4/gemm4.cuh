@@ -23,8 +23,10 @@ namespace zt::cuda {
 
 // The most rows a 4-bit linear multiplies on the packed weight with gemm_4bit; more rows
 // dequantize the weight and run cuBLASLt, whose product then outweighs the dequantization's
-// extra traffic. Set from bench/dequantize4_bench's gemm4 rows against dequantize_gemm.
-inline constexpr std::int64_t kGemm4MaxRows = 256;
+// extra traffic. Set from bench/dequantize4_bench's gemm4 rows against dequantize_gemm on an
+// H100 (Qwen2.5-7B's q, gate and down_proj): at 16 and 32 rows the GEMM is as fast or up to 1.8×
+// faster (gate_proj 69 and 78 µs against 125), at 64 even to 9% slower, at 128 1.6–1.8× slower.
+inline constexpr std::int64_t kGemm4MaxRows = 32;
 
 struct Gemm4Args {
   Packed4Weight weight;               // [out_features, in_features]

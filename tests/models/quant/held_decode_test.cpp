@@ -98,7 +98,7 @@ TEST_F(HeldDecode, AFewTokensWithoutGradientSkipTheGatherAndGiveTheGatherPathsLo
   EXPECT_EQ(counter.layer_gathers, layers) << "more tokens than the GEMV takes are gathered";
 }
 
-// In bfloat16 the 4-bit GEMM's rows are held too: a short prefill (here 9 and 40 tokens) skips
+// In bfloat16 the 4-bit GEMM's rows are held too: a short prefill (here 9 and 24 tokens) skips
 // the gather, with the gather path's logits on the CPU.
 TEST_F(HeldDecode, ABfloat16ForwardOfUpToTheGemmsRowsSkipsTheGather) {
   CausalLM model = four_bit(DType::kBF16);
@@ -107,7 +107,7 @@ TEST_F(HeldDecode, ABfloat16ForwardOfUpToTheGemmsRowsSkipsTheGather) {
   EXPECT_TRUE(linears.multiplies_held(layer0, cuda::kGemm4MaxRows));
   EXPECT_FALSE(linears.multiplies_held(layer0, cuda::kGemm4MaxRows + 1)) << "a longer prefill gathers";
   GatherCounter& counter = GatherCounter::install(model);
-  for (std::int64_t tokens : {cuda::kGemv4MaxRows + 1, std::int64_t{40}}) {
+  for (std::int64_t tokens : {cuda::kGemv4MaxRows + 1, std::int64_t{24}}) {
     const std::string what = std::to_string(tokens) + " tokens";
     const Tensor held = logits_without_gathering(model, counter, tokens);
     expect_same_bits(held, logits(model, tokens), what);
