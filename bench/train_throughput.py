@@ -7,8 +7,7 @@ with transformers (SDPA attention, bf16 autocast over fp32 weights, fused torch 
 eager and torch.compile); then LoRA (rank 8 on every linear layer) with zerotune against
 transformers + PEFT in pure bf16. The 7b (Qwen2.5-7B) and glm4-9b (GLM-4-9B) shapes run
 LoRA only, both sides with gradient checkpointing; with --qlora, zerotune also trains them with
-the base quantized to NF4 at load (QLoRA) beside the same HF + PEFT bf16 LoRA peer, and with
---qlora-without-recompute once more keeping every activation. Prints
+the base quantized to NF4 at load (QLoRA) beside the same HF + PEFT bf16 LoRA peer. Prints
 tokens/s, MFU and peak memory of each, one table, and under each row the three largest costs of zerotune's step profile
 (--profile_steps over the warm-up steps after the first, so the measured steps run unprofiled).
 
@@ -300,7 +299,7 @@ def zerotune_throughput(entries, arrivals, args, tokens_per_step):
     return args.steps * tokens_per_step / seconds, "log line arrival"
 
 
-def run_zerotune(args, work, model_dir, method, extra=(), recompute=True):
+def run_zerotune(args, work, model_dir, method, extra=()):
     output_dir = work / f"out-{model_dir.name}-{method}"
     cmd = [args.zerotune, "train", "--model_name_or_path", str(model_dir), "--train_file", str(work / "data.json"),
            "--output_dir", str(output_dir), "--overwrite_output_dir", "--template", "none", "--train_on_prompt",
@@ -310,8 +309,7 @@ def run_zerotune(args, work, model_dir, method, extra=(), recompute=True):
     cmd += ["--finetuning_type", "full"] if method == "full" else ["--finetuning_type", "lora", "--lora_rank", "8",
                                                                    "--lora_target", "all"]
     if model_dir.name in LORA_ONLY:
-        # LLaMA-Factory's names (--quantization_bit) turn its default, recomputation, on: say which.
-        cmd += ["--gradient_checkpointing"] if recompute else ["--disable_gradient_checkpointing"]
+        cmd += ["--gradient_checkpointing"]
     # The warm-up steps after the first are profiled: the measured steps run unprofiled.
     profiled = args.warmup >= 2
     if profiled:
@@ -416,13 +414,6 @@ def benchmark(args):
                         fail(f"zerotune train (QLoRA, {name})", lines)
                     rows.append({"shape": name, "method": "QLoRA r8", "peer_name": "HF + PEFT (bf16 LoRA)",
                                  "zerotune": with_mfu(zt_qlora, shape), "peer": peer})
-                if args.qlora_without_recompute:
-                    zt_qlora, lines = run_zerotune(args, work, model_dir, "lora", ["--quantization_bit", "4"],
-                                                   recompute=False)
-                    if zt_qlora is None:
-                        fail(f"zerotune train (QLoRA without recomputation, {name})", lines)
-                    rows.append({"shape": name, "method": "QLoRA r8, no recompute", "peer_name": "HF + PEFT (bf16 LoRA)",
-                                 "zerotune": with_mfu(zt_qlora, shape), "peer": peer})
                 continue
             zt, lines = run_zerotune(args, work, model_dir, "full")
             if zt is None:
@@ -462,15 +453,12 @@ def main():
     parser.add_argument("--warmup", type=int, default=3, help="steps run first and not measured")
     parser.add_argument("--skip-hf-compile", action="store_true", help="no torch.compile peer (saves minutes)")
     parser.add_argument("--skip-lora", action="store_true",
-                        help="no LoRA rows (7b/glm4-9b: no bf16 LoRA row, only the --qlora rows beside the peer)")
+                        help="no LoRA rows (7b/glm4-9b: no bf16 LoRA row, only the --qlora row beside the peer)")
     parser.add_argument("--zerotune-only", action="store_true", help="no peers: zerotune's rows and profiles alone")
     parser.add_argument("--zerotune-args", default="", help="extra zerotune train flags, e.g. '--attn_impl cudnn'")
     parser.add_argument("--gpu", type=int, default=0, help="nvidia-smi index of the GPU the runs use")
     parser.add_argument("--qlora", action="store_true",
                         help="7b/glm4-9b: also zerotune's QLoRA (--quantization_bit 4, NF4) beside the same peer")
-    parser.add_argument("--qlora-without-recompute", action="store_true",
-                        help="7b/glm4-9b: also zerotune's QLoRA with every activation kept (the 4-bit base leaves "
-                             "room for them), beside the same peer, which needs recomputation")
     parser.add_argument("--out", help="write every measurement here as JSON")
     parser.add_argument("--worker", choices=["build", "hf", "hf-compile", "peft"], help=argparse.SUPPRESS)
     parser.add_argument("--workdir", help=argparse.SUPPRESS)

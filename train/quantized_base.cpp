@@ -12,7 +12,11 @@ namespace {
 std::string held_line(const models::CausalLM& model, const std::string& how) {
   const std::string held = models::quant::held_in_4bit(model);
   if (held.empty()) return "";
-  return "4-bit base (" + how + "): " + held + ", each layer dequantized while it computes and recomputed in backward";
+  // A 4-bit layer runs under the parameter gatherer, which recomputes it in backward whatever
+  // --gradient_checkpointing says (models/model.cpp, run_layer).
+  return "4-bit base (" + how + "): " + held +
+         ", each layer dequantized while it computes and recomputed in backward (with or without "
+         "--gradient_checkpointing)";
 }
 
 models::quant::Quant4Options quant4_options(const BaseQuantization& asked) {
