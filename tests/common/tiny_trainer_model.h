@@ -4,7 +4,9 @@
 // flags of a whole training job on the shipped examples/tiny-qwen.
 #pragma once
 
+#include <unistd.h>
 #include <cstdint>
+
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -88,11 +90,13 @@ inline std::vector<train::TokenizedSample> chained_samples(int count, int length
   return out;
 }
 
-// A ds_config.json in the temporary folder, named `name` and the stage, for ZeRO `stage` with
-// buckets of 300 elements (the tiny model fills several) and the batch sizes "auto" (from the
-// flags); its path.
+// A ds_config.json in the temporary folder, named `name`, the stage and the process (ctest runs
+// test cases side by side, and one case must not remove the file another is reading), for ZeRO
+// `stage` with buckets of 300 elements (the tiny model fills several) and the batch sizes "auto"
+// (from the flags); its path.
 inline std::string write_zero_config(const std::string& name, int stage) {
-  const std::filesystem::path ds = std::filesystem::temp_directory_path() / (name + std::to_string(stage) + ".json");
+  const std::filesystem::path ds = std::filesystem::temp_directory_path() /
+                                   (name + std::to_string(stage) + "_" + std::to_string(::getpid()) + ".json");
   std::ofstream(ds) << R"({"train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": "auto",
                            "zero_optimization": {"reduce_bucket_size": 300, "stage": )"
                     << stage << "}}";
