@@ -3,6 +3,7 @@
 #include "autograd/functions.h"
 #include "autograd/node.h"
 #include "autograd/op_region.h"
+#include "autograd/saved_weight.h"
 #include "ops/embedding/embedding.h"
 #include "ops/embedding/row_gather.h"
 #include "ops/gemm/linear.h"
@@ -18,19 +19,19 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias)
   if (bias.defined()) inputs.push_back(bias);
   // Only what the needed gradients read is kept: a frozen weight's layer keeps no input.
   Tensor saved_x = weight.requires_grad() ? x.data() : Tensor();
-  Tensor saved_weight = x.requires_grad() ? weight.data() : Tensor();
+  SavedWeight saved_weight = x.requires_grad() ? SavedWeight::of(weight) : SavedWeight();
   // A trained weight's gradient may go straight into its sink (the optimizer's fp32 buffer).
   Tensor sink = weight.is_leaf() && weight.requires_grad() ? weight.grad_sink() : Tensor();
-  return record_one("linear", std::move(y), inputs,
-                    [saved_x, saved_weight, sink](const TensorList& g, const NeedsList& needs) {
-                      bool with_bias = needs.size() > 2;
-                      ops::LinearGrads grads =
-                          ops::linear_backward(g[0], saved_x, saved_weight, {needs[0], needs[1], with_bias && needs[2]},
-                                               {.grad_x = Tensor(), .weight_sink = sink});
-                      TensorList out{grads.grad_x, grads.grad_weight};
-                      if (with_bias) out.push_back(grads.grad_bias);
-                      return out;
-                    });
+  return record_one(
+      "linear", std::move(y), inputs, [saved_x, saved_weight, sink](const TensorList& g, const NeedsList& needs) {
+        bool with_bias = needs.size() > 2;
+        ops::LinearGrads grads = ops::linear_backward(g[0], saved_x, needs[0] ? saved_weight.value() : Tensor(),
+                                                      {needs[0], needs[1], with_bias && needs[2]},
+                                                      {.grad_x = Tensor(), .weight_sink = sink});
+        TensorList out{grads.grad_x, grads.grad_weight};
+        if (with_bias) out.push_back(grads.grad_bias);
+        return out;
+      });
 }
 
 // One projection: the same op as the several of projections().
@@ -44,7 +45,8 @@ namespace {
 
 // What the backward of one projection reads, and where its inputs sit in the node's inputs.
 struct SavedProjection {
-  Tensor weight, lora_a, lora_b, down, sink;
+  SavedWeight weight;
+  Tensor lora_a, lora_b, down, sink;
   double lora_scale = 1.0;
   bool has_bias = false, has_lora = false;
   std::size_t first_input = 0;  // the weight; then the bias, then lora_a and lora_b
@@ -76,7 +78,7 @@ SavedProjection save_projection(const Variable& x, const Projection& layer, cons
     s.lora_a = layer.lora_a.data();
     s.lora_b = layer.lora_b.data();
   }
-  s.weight = x.requires_grad() ? layer.weight.data() : Tensor();
+  if (x.requires_grad()) s.weight = SavedWeight::of(layer.weight);
   s.sink = layer.weight.is_leaf() && layer.weight.requires_grad() ? layer.weight.grad_sink() : Tensor();
   inputs.push_back(layer.weight);
   if (s.has_bias) inputs.push_back(layer.bias);
@@ -123,15 +125,16 @@ std::vector<Variable> projections(const Variable& x, const std::vector<Projectio
                     const std::size_t k = s.first_input;
                     const ops::LinearGradsNeeded needed{needs[0], needs[k], s.has_bias && needs[k + 1]};
                     const ops::LinearGradTargets into{.grad_x = grad_x, .weight_sink = s.sink};
+                    const Tensor weight = needs[0] ? s.weight.value() : Tensor();  // may be produced again
                     ops::LinearGrads base;
                     if (s.has_lora && !stack) {
-                      ops::LoraLinearGrads lora = ops::lora_linear_backward(g[i], saved_x, s.weight, s.lora_a, s.lora_b,
+                      ops::LoraLinearGrads lora = ops::lora_linear_backward(g[i], saved_x, weight, s.lora_a, s.lora_b,
                                                                             s.down, s.lora_scale, needed, into);
                       base = lora.base;
                       grads[k + (s.has_bias ? 2 : 1)] = lora.grad_a;
                       grads[k + (s.has_bias ? 3 : 2)] = lora.grad_b;
                     } else {
-                      base = ops::linear_backward(g[i], saved_x, s.weight, needed, into);
+                      base = ops::linear_backward(g[i], saved_x, weight, needed, into);
                     }
                     grad_x = base.grad_x;
                     grads[k] = base.grad_weight;

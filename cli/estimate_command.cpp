@@ -75,7 +75,12 @@ FlagTable flag_table() {
               .help = "tokens per sequence",
               .default_value = "1024",
               .aliases = {"--cutoff_len"}},
-             {.name = "--gradient_checkpointing", .kind = FlagKind::kBool, .help = "recompute activations in backward"},
+             {.name = "--gradient_checkpointing",
+              .kind = FlagKind::kBool,
+              .help = "recompute activations in backward (on by default with --quantization_bit, as in PEFT's QLoRA)"},
+             {.name = "--disable_gradient_checkpointing",
+              .kind = FlagKind::kBool,
+              .help = "keep every activation (LLaMA-Factory's name; turns off the default of --quantization_bit)"},
              with_help(model_flag("--dtype"), "the training dtype: bfloat16, float16 or float32"),
              {.name = "--reduce_bucket_size",
               .kind = FlagKind::kPositiveInteger,
@@ -172,7 +177,10 @@ train::MemorySettings settings_from_flags(const Flags& flags, const models::Mode
                      "cannot be trained): add --finetuning_type lora");
     s.quantized_base = true;
     s.double_quant = flags.is_true("--double_quantization");
+    // As zerotune train runs a 4-bit base: recomputed unless turned off by name.
+    s.gradient_checkpointing = !flags.count("--gradient_checkpointing") || s.gradient_checkpointing;
   }
+  if (flags.is_true("--disable_gradient_checkpointing")) s.gradient_checkpointing = false;
   return s;
 }
 
@@ -324,6 +332,7 @@ std::string train_flags(const train::Recommendation& r, const Flags& flags) {
            (flags.count("--lora_target") ? " --lora_target " + flags.at("--lora_target") : std::string());
   if (r.switched_to_qlora) out += " --quantization_bit 4";
   if (r.settings.gradient_checkpointing) out += " --gradient_checkpointing";
+  if (r.settings.quantized_base && !r.settings.gradient_checkpointing) out += " --disable_gradient_checkpointing";
   out += " --per_device_train_batch_size " + std::to_string(r.settings.micro_batch);
   return out + " --deepspeed '" + deepspeed_json(r.settings) + "'";
 }

@@ -140,10 +140,13 @@ Variable CausalLM::run_layer(std::int64_t layer, const Variable& x, const TokenL
   const LayerParameters parameters{
       &layers_[index], lora, prefix, autograd::grad_enabled(), {recorder_, layer}, reducer, held ? gatherer_ : nullptr};
   if (held) return decoder_layer(*config_, layer, parameters, x, tokens, cache);
-  const bool recompute =
-      cache == nullptr && autograd::grad_enabled() && (options_.gradient_checkpointing || gatherer_ != nullptr);
+  // A gatherer whose weights backward can produce again (the 4-bit base) needs no recompute.
+  const autograd::WeightSource* rereads = gatherer_ != nullptr ? gatherer_->weight_source() : nullptr;
+  const bool recompute = cache == nullptr && autograd::grad_enabled() &&
+                         (options_.gradient_checkpointing || (gatherer_ != nullptr && rereads == nullptr));
   if (!recompute) {
-    GatheredModule gathered(gatherer_, module);  // ZeRO-3 without gradients: gather, run, release
+    GatheredModule gathered(gatherer_, module);  // without gradients, or kept by reference: gather, run, release
+    autograd::RereadWeights kept_by_reference(rereads);
     return decoder_layer(*config_, layer, parameters, x, tokens, cache);
   }
   const LayerWeights& weights = layers_[index];

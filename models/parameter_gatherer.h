@@ -5,7 +5,7 @@
 //
 //   embedding      around the token lookup (its backward needs no weight values)
 //   layer i        around its forward, and again around its recompute in backward
-//                  (gathered_checkpoint below)
+//                  (gathered_checkpoint below), unless the gatherer is a weight_source()
 //   final norm     around the RMSNorm (its tape keeps the gathered weight until backward)
 //   LM head        around the head's matmul; the trainer brackets the fused head + loss
 //   prefix encoder around the P-Tuning prefix computation (the tape keeps what it saved)
@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "autograd/checkpoint.h"
+#include "autograd/saved_weight.h"
 #include "autograd/variable.h"
 
 namespace zt::models {
@@ -65,6 +66,11 @@ class ParameterGatherer {
                                             const Tensor& /*bias*/) const {
     return std::nullopt;
   }
+  // The source of a layer's weights one at a time (autograd/saved_weight.h), when backward can
+  // produce each again without gathering the layer (the 4-bit base dequantizes it): a layer
+  // that records gradients without --gradient_checkpointing then runs once, gathered, keeping
+  // its activations and only references to these weights. Null by default: ZeRO-3 recomputes.
+  virtual const autograd::WeightSource* weight_source() const { return nullptr; }
 };
 
 // gather() now, release() at the end of the scope; nothing when `gatherer` is null.

@@ -220,9 +220,7 @@ MemoryEstimate estimate_model_states(const models::ModelConfig& config, const Me
   return e;
 }
 
-bool recomputes_layers(const MemorySettings& s) {
-  return s.gradient_checkpointing || runs_zero3_engine(s) || s.quantized_base;
-}
+bool recomputes_layers(const MemorySettings& s) { return s.gradient_checkpointing || runs_zero3_engine(s); }
 
 MemoryEstimate estimate_memory(const models::ModelConfig& config, const MemorySettings& settings) {
   MemoryEstimate e = estimate_model_states(config, settings);

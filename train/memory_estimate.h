@@ -29,8 +29,9 @@
 // QLoRA (quantized_base): the decoder's linear weights take Q(n) = n/2 + 4·n/64 bytes each (n/2 +
 // n/64 + 4·n/16384 + 1 KiB under double quantization: ops/quant4/blockwise.h quantized_bytes)
 // instead of 2n; embeddings, norms, biases and the LM head stay in the working dtype; one
-// layer's linears are dequantized at a time (a transient in the working dtype), and every layer
-// is recomputed in backward. A 7B model's 6.5B linear weights: 3.5 GiB instead of 13 GiB.
+// layer's linears are dequantized at a time (a transient in the working dtype); the layers are
+// recomputed in backward under gradient checkpointing (the default of a 4-bit base), otherwise
+// their activations are kept as a dense base's are. A 7B model's 6.5B linear weights: 3.5 GiB instead of 13 GiB.
 //
 // Activations are the tensors autograd saves in the packed (varlen) forward of
 // models/decoder.cpp, per token and layer, plus one layer's worth of gradients in flight
@@ -105,7 +106,7 @@ struct MemoryEstimate {
 MemoryEstimate estimate_memory(const models::ModelConfig& config, const MemorySettings& settings);
 
 // Whether backward recomputes each layer's forward: gradient checkpointing, or stage 3's
-// engine or a 4-bit base, which always do (they gather each module again for its backward).
+// engine, which always does (it gathers each module again for its backward).
 bool recomputes_layers(const MemorySettings& settings);
 
 // The model states alone (what the trainer's start-up report is compared with).

@@ -12,11 +12,19 @@ namespace {
 std::string held_line(const models::CausalLM& model, const std::string& how) {
   const std::string held = models::quant::held_in_4bit(model);
   if (held.empty()) return "";
-  // A 4-bit layer runs under the parameter gatherer, which recomputes it in backward whatever
-  // --gradient_checkpointing says (models/model.cpp, run_layer).
-  return "4-bit base (" + how + "): " + held +
-         ", each layer dequantized while it computes and recomputed in backward (with or without "
-         "--gradient_checkpointing)";
+  return "4-bit base (" + how + "): " + held + ", each layer dequantized while it computes; in backward " +
+         (model.options().gradient_checkpointing
+              ? "each layer is recomputed (gradient checkpointing; --disable_gradient_checkpointing keeps the "
+                "activations instead, where memory allows)"
+              : "each weight is dequantized again, the activations kept");
+}
+
+// PEFT's prepare_model_for_kbit_training, the QLoRA recipe, turns gradient checkpointing on (as
+// LLaMA-Factory does for every model): a 4-bit base recomputes its layers unless the arguments
+// turn that off by name.
+bool recomputes_4bit_layers(const TrainingArguments& args) {
+  if (args.disable_gradient_checkpointing) return false;
+  return args.gradient_checkpointing || !args.was_given("gradient_checkpointing");
 }
 
 models::quant::Quant4Options quant4_options(const BaseQuantization& asked) {
@@ -38,7 +46,10 @@ void plan_4bit_loading(models::ModelOptions& options, const models::ModelConfig&
     options.keep_4bit_weights = true;
   } else if (const std::optional<BaseQuantization> asked = base_quantization(args)) {
     options.quantize_base = quant4_options(*asked);
+  } else {
+    return;
   }
+  options.gradient_checkpointing = recomputes_4bit_layers(args);
 }
 
 std::string quantize_base(models::CausalLM& model, const TrainingArguments& args, int zero_stage) {

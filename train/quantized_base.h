@@ -14,8 +14,9 @@ namespace zt::train {
 
 // Before loading: a 4-bit model folder is kept packed (options.keep_4bit_weights), a dense one
 // asked to be quantized is quantized as it loads (options.quantize_base), so the dense linears
-// never sit on the device. Throws zt::Error for a method other than LoRA on a 4-bit folder, as
-// its weights cannot be trained.
+// never sit on the device. A 4-bit base recomputes its layers in backward unless the arguments
+// turn gradient checkpointing off by name (PEFT's QLoRA recipe turns it on). Throws zt::Error for a method other than
+// LoRA on a 4-bit folder, as its weights cannot be trained.
 void plan_4bit_loading(models::ModelOptions& options, const models::ModelConfig& config, const TrainingArguments& args);
 
 // After the LoRA is attached and the base frozen: quantizes the base's decoder linears when the

@@ -31,12 +31,21 @@ void QuantizedLinears::gather(const ModuleRef& module) {
   if (module.kind != ModuleKind::kLayer || module.layer >= static_cast<std::int64_t>(by_layer_.size())) return;
   const auto layer = static_cast<std::size_t>(module.layer);
   if (users_[layer]++ > 0) return;
-  for (std::size_t i : by_layer_[layer]) {
-    const Entry& e = entries_[i];
-    Tensor dense = e.weight.dequantize(e.weight.state.dtype);
-    // bitsandbytes dequantizes to the dtype it quantized from, then casts to the compute dtype.
-    e.variable.impl()->data = dense.dtype() == compute_dtype_ ? dense : dense.to(compute_dtype_);
-  }
+  for (std::size_t i : by_layer_[layer]) entries_[i].variable.impl()->data = dense(entries_[i]);
+}
+
+Tensor QuantizedLinears::dense(const Entry& entry) const {
+  Tensor value = entry.weight.dequantize(entry.weight.state.dtype);
+  // bitsandbytes dequantizes to the dtype it quantized from, then casts to the compute dtype.
+  return value.dtype() == compute_dtype_ ? value : value.to(compute_dtype_);
+}
+
+bool QuantizedLinears::produces(const Variable& weight) const { return by_variable_.contains(weight.impl().get()); }
+
+Tensor QuantizedLinears::produce(const Variable& weight) const {
+  const auto found = by_variable_.find(weight.impl().get());
+  ZT_REQUIRE(found != by_variable_.end(), "4-bit weights: asked for a weight they do not hold");
+  return dense(entries_[found->second]);
 }
 
 void QuantizedLinears::release(const ModuleRef& module) {

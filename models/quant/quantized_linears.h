@@ -2,9 +2,11 @@
 // time. It is the model's parameter gatherer (models/parameter_gatherer.h): between uses every
 // quantized weight's Variable holds an empty tensor; gather(layer i) dequantizes that layer's
 // weights into them (the model's dtype, on its device), release(layer i) lets them go. A layer
-// that records gradients runs as gathered_checkpoint, recomputed in backward from the 4-bit
-// weights (as --gradient_checkpointing does): at most one layer's weights exist whole at a time,
-// and the weights get no gradient (they are frozen; LoRA beside them trains).
+// that records gradients keeps only references to its weights (this is their WeightSource,
+// autograd/saved_weight.h), and backward dequantizes each weight once more for its input
+// gradient; with --gradient_checkpointing the layer is recomputed in backward from a new gather
+// instead. Either way at most one layer's weights exist whole at a time (one weight, in the
+// first case's backward), and the weights get no gradient (they are frozen; LoRA trains).
 #pragma once
 
 #include <cstdint>
@@ -19,7 +21,7 @@
 
 namespace zt::models::quant {
 
-class QuantizedLinears : public ParameterGatherer {
+class QuantizedLinears : public ParameterGatherer, public autograd::WeightSource {
  public:
   struct Entry {
     std::int64_t layer = 0;
@@ -33,11 +35,16 @@ class QuantizedLinears : public ParameterGatherer {
   void release(const ModuleRef& module) override;
   bool multiplies_held(const ModuleRef& module, std::int64_t rows) const override;
   std::optional<Tensor> held_linear(const Variable& weight, const Tensor& x, const Tensor& bias) const override;
+  const autograd::WeightSource* weight_source() const override { return this; }
+  bool produces(const Variable& weight) const override;
+  Tensor produce(const Variable& weight) const override;  // dequantized, as gather() does
 
   const std::vector<Entry>& entries() const { return entries_; }
   std::int64_t nbytes() const;  // the 4-bit weights with their scales
 
  private:
+  Tensor dense(const Entry& entry) const;
+
   std::vector<Entry> entries_;
   std::vector<std::vector<std::size_t>> by_layer_;
   std::unordered_map<const autograd::VariableImpl*, std::size_t> by_variable_;

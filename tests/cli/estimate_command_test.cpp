@@ -82,6 +82,13 @@ TEST(EstimateCli, CountsAndRecommendsAFourBitBase) {
   ASSERT_EQ(four.exit_code, 0) << four.output;
   EXPECT_NE(four.output.find("4-bit base (QLoRA, double quantization)"), std::string::npos) << four.output;
   EXPECT_EQ(four.output.find("    3 "), std::string::npos) << "no stage 3 rows: " << four.output;
+  EXPECT_NE(four.output.find("tokens, gradient checkpointing\n"), std::string::npos)
+      << "a 4-bit base recomputes unless told otherwise: " << four.output;
+  const CliRun kept = zerotune("estimate --config " + qwen25_config() +
+                               " --num_gpus 1 --gpu_memory 24 --finetuning_type lora --quantization_bit 4 "
+                               "--disable_gradient_checkpointing");
+  ASSERT_EQ(kept.exit_code, 0) << kept.output;
+  EXPECT_EQ(kept.output.find("gradient checkpointing"), std::string::npos) << kept.output;
   const CliRun small =
       zerotune("estimate --config " + qwen25_config() + " --num_gpus 1 --gpu_memory 2.5 --host_memory 4");
   ASSERT_EQ(small.exit_code, 0) << small.output;

@@ -1,6 +1,7 @@
-// What the 4-bit decode tests share: the tiny model's 4-bit folder loaded kept 4-bit, a LoRA
-// with random B beside its weights, and a gatherer that counts the layer gathers of the model's
-// own (QuantizedLinears), so a test sees which forwards multiplied the packed weights instead.
+// What the 4-bit tests share: the tiny model's 4-bit folder loaded kept 4-bit, a LoRA with random
+// B beside its weights, and a gatherer that counts the layer gathers of the model's own
+// (QuantizedLinears), so a test sees which forwards multiplied the packed weights instead, and
+// the weights backward dequantized again (a layer that kept its activations).
 #pragma once
 
 #include <memory>
@@ -12,7 +13,7 @@
 
 namespace zt::models::quant {
 
-class GatherCounter : public ParameterGatherer {
+class GatherCounter : public ParameterGatherer, public autograd::WeightSource {
  public:
   explicit GatherCounter(std::shared_ptr<ParameterGatherer> inner) : inner_(std::move(inner)) {}
   // Wraps the model's own gatherer; returns the counter the model now owns.
@@ -34,7 +35,17 @@ class GatherCounter : public ParameterGatherer {
     return inner_->held_linear(weight, x, bias);
   }
 
+  const autograd::WeightSource* weight_source() const override {
+    return inner_->weight_source() != nullptr ? this : nullptr;
+  }
+  bool produces(const Variable& weight) const override { return inner_->weight_source()->produces(weight); }
+  Tensor produce(const Variable& weight) const override {
+    ++weights_produced;
+    return inner_->weight_source()->produce(weight);
+  }
+
   int layer_gathers = 0;
+  mutable int weights_produced = 0;
 
  private:
   std::shared_ptr<ParameterGatherer> inner_;

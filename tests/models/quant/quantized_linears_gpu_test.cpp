@@ -3,7 +3,8 @@
 // take (each layer dequantized by cuda/quant4's kernel) gives the same logits bit for bit (the
 // same weights through the same GEMMs); a forward of 10 tokens without gradient runs the 4-bit
 // GEMM on the packed weights, whose logits agree within what a reordered bfloat16 sum explains;
-// LoRA's gradients through the 4-bit layers match the dense model's.
+// LoRA's gradients through the 4-bit layers match the dense model's, and are the same whether
+// the layers keep their activations (each weight dequantized again in backward) or recompute.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -94,6 +95,39 @@ TEST_F(QuantizedLinearsGpu, KeptFourBitEqualsDequantizedAtLoad) {
     const std::vector<double> x = a[g].to_vector(), y = b[g].to_vector();
     for (std::size_t i = 0; i < x.size(); ++i) ASSERT_NEAR(x[i], y[i], 1e-2 * (1 + std::fabs(x[i]))) << g << " " << i;
   }
+}
+
+TEST_F(QuantizedLinearsGpu, KeptActivationsEqualRecomputedLayers) {
+  ZT_SKIP_WITHOUT_GPU();
+  save_bnb_4bit_model(load_model(kTiny, {.dtype = DType::kBF16}), dir_.string(), {});
+  CausalLM model =
+      load_model(dir_.string(), {.device = Device::cuda(), .dtype = DType::kBF16, .keep_4bit_weights = true});
+  for (const NamedParameter& p : model.named_parameters()) p.variable.set_requires_grad(false);
+  LoraConfig lora;
+  lora.rank = 4;
+  lora.target_modules = parse_lora_target("all", model.config());
+  attach_lora(model, lora, 3);
+  for (const NamedParameter& p : lora_parameters(model))  // B starts at zero: give the updates a value
+    if (p.name.find("lora_B") != std::string::npos) {
+      Tensor b = p.variable.data();  // shares the parameter's storage
+      b.copy_from(Tensor::normal(b.shape(), 5, 0, 0.0, 0.1).to(Device::cuda(), DType::kBF16));
+    }
+  const Batch b = batch(2, 100);
+  auto grads = [&](bool recompute) {
+    model.set_gradient_checkpointing(recompute);
+    model.loss(model.forward(b.ids, b.positions, b.cu), b.labels).backward();
+    std::vector<std::vector<double>> out;
+    for (const NamedParameter& p : lora_parameters(model)) {
+      out.push_back(p.variable.grad().to(Device::cpu(), DType::kF32).to_vector());
+      p.variable.zero_grad();
+    }
+    return out;
+  };
+  const std::vector<std::vector<double>> recomputed = grads(true), kept = grads(false);
+  ASSERT_EQ(recomputed.size(), kept.size());
+  for (std::size_t g = 0; g < kept.size(); ++g)
+    for (std::size_t i = 0; i < kept[g].size(); ++i)
+      ASSERT_NEAR(kept[g][i], recomputed[g][i], 1e-3 * (1 + std::fabs(recomputed[g][i]))) << g << " " << i;
 }
 
 }  // namespace
