@@ -3,9 +3,11 @@
 // LLaMA-Factory and PEFT refuse them.
 #include <gtest/gtest.h>
 
+#include "models/config/config.h"
 #include "tests/common/op_test_util.h"
 #include "train/args/base_quantization.h"
 #include "train/args/training_arguments.h"
+#include "train/quantized_base.h"
 
 namespace zt::train {
 namespace {
@@ -62,6 +64,24 @@ TEST(BaseQuantization, RefusalsSayWhatToDo) {
                            {"--bnb_4bit_compute_dtype float16", "bfloat16 here"});
   testing::expect_mentions(yaml_error("quantization_bit: 4\nquantization_method: hqq\n"), {"quantization_method"});
   testing::expect_mentions(yaml_error("quantization_bit: 4\nquantization_type: int4\n"), {"quantization_type"});
+}
+
+// A 4-bit base recomputes its layers unless gradient checkpointing is turned off by name (PEFT's
+// QLoRA recipe turns it on); a dense base keeps what the arguments say.
+TEST(BaseQuantization, AFourBitBaseRecomputesUnlessToldNotTo) {
+  const models::ModelConfig config = models::load_config(std::string(ZT_SOURCE_DIR) + "/examples/tiny-qwen");
+  auto recomputes = [&](const std::string& file) {
+    const TrainingArguments args = yaml(file);
+    models::ModelOptions options;
+    options.gradient_checkpointing = args.gradient_checkpointing;
+    plan_4bit_loading(options, config, args);
+    return options.gradient_checkpointing;
+  };
+  EXPECT_TRUE(recomputes("quantization_bit: 4\nfinetuning_type: lora\n"));
+  EXPECT_TRUE(recomputes("load_in_4bit: true\nfinetuning_type: lora\ngradient_checkpointing: true\n"));
+  EXPECT_FALSE(recomputes("quantization_bit: 4\nfinetuning_type: lora\ndisable_gradient_checkpointing: true\n"));
+  EXPECT_FALSE(recomputes("load_in_4bit: true\nfinetuning_type: lora\ngradient_checkpointing: false\n"));
+  EXPECT_FALSE(recomputes("finetuning_type: lora\n")) << "a dense base follows the arguments";
 }
 
 }  // namespace
