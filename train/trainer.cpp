@@ -119,9 +119,11 @@ std::unique_ptr<OptimizerEngine> make_optimizer(const TrainerModel& model, const
              "trainer: ZeRO stage 3 with parameter offload runs over a communicator, even of one rank; none was given");
   if (engine.kind == EngineKind::kZero3)
     return std::make_unique<Zero3Optimizer>(*model.model, model.trainable, plan.optimizer, *comm, plan.zero, offload);
-  return std::make_unique<ZeroOptimizer>(
-      model.trainable, plan.optimizer, *comm, plan.zero.stage, plan.zero.reduce_bucket_size, offload,
-      GradientReduction{.dtype = plan.zero.communication_data_type, .overlap = plan.zero.overlap_comm});
+  return std::make_unique<ZeroOptimizer>(model.trainable, plan.optimizer, *comm, plan.zero.stage,
+                                         plan.zero.reduce_bucket_size, offload,
+                                         GradientReduction{.dtype = plan.zero.communication_data_type,
+                                                           .overlap = plan.zero.overlap_comm,
+                                                           .accumulation = plan.zero.grad_accum_dtype});
 }
 
 }  // namespace
@@ -155,7 +157,9 @@ Trainer::Trainer(TrainerModel model, TrainerData data, TrainingPlan plan, distri
     if (const auto note = single_rank_zero_note({.stage = plan_.zero.stage,
                                                  .zero_engine = choose_engine(plan_, comm_ != nullptr).needs_ranks(),
                                                  .offload = plan_.zero.offload_optimizer,
-                                                 .offload_param = plan_.zero.offload_param}))
+                                                 .offload_param = plan_.zero.offload_param,
+                                                 .grad_accum_16bit = plan_.zero.grad_accum_dtype.has_value() &&
+                                                                     *plan_.zero.grad_accum_dtype != DType::kF32}))
       ZT_LOG(kWarn, *note);
 }
 

@@ -223,6 +223,11 @@ TrainingPlan plan_training(const TrainingArguments& args, const std::optional<De
   plan.loss_scaler.reset();
   if (ds.fp16) plan.loss_scaler = ds.loss_scaler;
   plan.zero = ds.zero;
+  // Without fp16/bf16 blocks the flags choose the precision, which the config reader did not know.
+  if (plan.zero.grad_accum_dtype) {
+    const std::string conflict = grad_accum_dtype_conflict(*plan.zero.grad_accum_dtype, plan.working_dtype());
+    ZT_REQUIRE_USAGE(conflict.empty(), ds.source + ": " + conflict);
+  }
   plan.offload_delayed_update = args.offload_delayed_update;
   check_delayed_update(plan);
   plan.wall_clock_breakdown = ds.wall_clock_breakdown;

@@ -22,8 +22,9 @@ LrScheduleConfig read_scheduler(ConfigBlock block, std::vector<std::string>& war
 
 // DeepSpeed's other top-level keys and sections (deepspeed_sections.h): silent when switched
 // off or when they change nothing here, one warning each for a feature zerotune does not
-// have, an error for one that would train otherwise; `config` holds the precision already
-// read (deepspeed_features.cpp).
-void read_other_features(ConfigBlock& root, const DeepSpeedConfig& config, std::vector<std::string>& warnings);
+// have, an error for one that would train otherwise; `config` holds the precision and the
+// zero_optimization block already read, and takes data_types.grad_accum_dtype
+// (deepspeed_features.cpp).
+void read_other_features(ConfigBlock& root, DeepSpeedConfig& config, std::vector<std::string>& warnings);
 
 }  // namespace zt::train

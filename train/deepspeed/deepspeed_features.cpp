@@ -90,9 +90,42 @@ std::string dtype_named(std::string name) {
   return name == "int8" || name == "torch.int8" ? "int8" : "";
 }
 
+DType dtype_of(const std::string& named) {
+  return named == "fp16" ? DType::kF16 : named == "bf16" ? DType::kBF16 : DType::kF32;
+}
+
+// grad_accum_dtype (`named`, as dtype_named gives it): fp32 or the working dtype, DeepSpeed's
+// default; any other is refused. Stages 1 and 2 over several ranks keep their gradients in
+// it (train/zero/zero_engine.h); where zerotune's gradients stay fp32 whatever it says, a 16-bit one is
+// warned about (one rank: train/zero/single_rank_note.h).
+void read_grad_accum_dtype(ConfigBlock& block, const std::string& named, DeepSpeedConfig& config,
+                           std::vector<std::string>& warnings) {
+  if (named.empty()) return;
+  ZT_REQUIRE(named != "int8", block.where("grad_accum_dtype") +
+                                  " int8 is not a dtype gradients accumulate in: write \"fp32\" or the working dtype "
+                                  "(or remove it: DeepSpeed's default is the working dtype)");
+  // Without fp16/bf16 blocks the flags choose the precision: the trainer's plan checks it then.
+  if (config.fp16 || config.bf16 || config.precision_set) {
+    const DType working = config.fp16 ? DType::kF16 : config.bf16 ? DType::kBF16 : DType::kF32;
+    const std::string conflict = grad_accum_dtype_conflict(dtype_of(named), working);
+    ZT_REQUIRE(conflict.empty(), config.source + ": " + conflict);
+  }
+  config.zero.grad_accum_dtype = dtype_of(named);
+  if (named == "fp32") return;
+  const ZeroConfig& zero = config.zero;
+  const std::string why = zero.stage == 0   ? "stage 0 keeps whole fp32 gradients on every rank"
+                          : zero.stage == 3 ? "stage 3 accumulates its gradient partition in fp32"
+                          : zero.offload_optimizer
+                              ? "with offload_optimizer the gradients accumulate in fp32 for the CPU Adam"
+                              : "";
+  if (!why.empty())
+    warnings.push_back(block.where("grad_accum_dtype") + " = " + block.value_of("grad_accum_dtype")->dump() +
+                       " has no effect in zerotune: " + why + "; ignored");
+}
+
 // data_types: grad_accum_dtype and buffer_dtype choose what zerotune fixes; param_dtype only
 // restates the precision, and DeepSpeed refuses one that disagrees with fp16/bf16.
-void read_data_types(ConfigBlock& root, const DeepSpeedConfig& config, std::vector<std::string>& warnings) {
+void read_data_types(ConfigBlock& root, DeepSpeedConfig& config, std::vector<std::string>& warnings) {
   ConfigBlock block = root.child("data_types", BlockKind::kAsWritten);
   std::string named[3];
   const char* keys[3] = {"grad_accum_dtype", "param_dtype", "buffer_dtype"};
@@ -103,9 +136,7 @@ void read_data_types(ConfigBlock& root, const DeepSpeedConfig& config, std::vect
     ZT_REQUIRE(!named[i].empty(),
                block.where(keys[i]) + " '" + name + "' is not a dtype DeepSpeed knows (fp32, fp16, bf16, int8)");
   }
-  if (!named[0].empty() && named[0] != "fp32")
-    warnings.push_back(block.where("grad_accum_dtype") + " = " + block.value_of("grad_accum_dtype")->dump() +
-                       " has no effect in zerotune: gradients accumulate in fp32; ignored");
+  read_grad_accum_dtype(block, named[0], config, warnings);
   const std::string precision = config.fp16 ? "fp16" : config.bf16 ? "bf16" : "fp32";
   ZT_REQUIRE(named[1].empty() || named[1] == precision,
              block.where("param_dtype") + " " + named[1] + " disagrees with the precision, " + precision +
@@ -145,7 +176,7 @@ void refuse_other_parallelism(ConfigBlock& root, std::vector<std::string>& warni
 
 }  // namespace
 
-void read_other_features(ConfigBlock& root, const DeepSpeedConfig& config, std::vector<std::string>& warnings) {
+void read_other_features(ConfigBlock& root, DeepSpeedConfig& config, std::vector<std::string>& warnings) {
   for (const Section& section : kSections) read_section(root, section, warnings);
   for (const char* key : kInertKeys) root.accept_any(key);
   root.ignore_unless("memory_breakdown", false, "has no effect in zerotune: it logs GPU memory itself", warnings);

@@ -49,9 +49,13 @@ double clip_divisor(double grad_norm, double loss_scale, double max_grad_norm) {
   return divisor;
 }
 
+bool update_weight_decay_couples(double decay, const OptimizerConfig& config) {
+  return !config.decoupled_weight_decay && decay != 0.0;
+}
+
 double update_weight_decay(const Tensor& grad, const Tensor& master, double decay, const OptimizerConfig& config,
                            double grad_scale) {
-  if (config.decoupled_weight_decay || decay == 0.0) return decay;
+  if (!update_weight_decay_couples(decay, config)) return decay;
   ops::accumulate_(grad, master, decay * grad_scale);
   return 0.0;
 }
@@ -87,6 +91,8 @@ AdamWStepCore::AdamWStepCore(const OptimizerConfig& config, OwnedPartition owned
   ZT_REQUIRE(!offload.delayed_update || (offload.enabled && split_ == 0 && !offload.gradients_on_host),
              "optimizer offload: the delayed update needs the whole partition offloaded (ratio 1) and the gradients "
              "kept on the device");
+  ZT_REQUIRE(!offload.enabled || owned.gradient_dtype == DType::kF32,
+             "optimizer offload: the gradients the CPU Adam reads are fp32");
   delayed_ = offload.delayed_update;
   // With offload the initial master is built in host memory and handed over.
   Tensor master = Tensor::zeros({numel_}, DType::kF32, split_ < numel_ ? Device::cpu() : device);
@@ -96,7 +102,7 @@ AdamWStepCore::AdamWStepCore(const OptimizerConfig& config, OwnedPartition owned
   exp_avg_ = Tensor::zeros({split_}, DType::kF32, device);
   exp_avg_sq_ = Tensor::zeros({split_}, DType::kF32, device);
   if (split_ == numel_) {
-    grads_ = Tensor::zeros({numel_}, DType::kF32, device);
+    grads_ = Tensor::zeros({numel_}, owned.gradient_dtype, device);
     return;
   }
   std::vector<OffloadSegment> segments;
@@ -204,10 +210,14 @@ void AdamWStepCore::update_on_device(const ops::AdamWConfig& adam) {
   for (const OwnedSpan& s : spans_) {
     if (s.offset >= split_) continue;
     auto part = [&](const Tensor& t) { return t.narrow(0, s.offset, s.numel); };
-    const double decay = update_weight_decay(part(grads_), part(master_), s.decays ? config_.weight_decay : 0.0,
-                                             config_, adam.grad_scale);
+    const double span_decay = s.decays ? config_.weight_decay : 0.0;
+    Tensor grad = part(grads_);
+    // L2 decay is added to a 16-bit gradient's fp32 copy, unrounded (DeepSpeed's Adam adds
+    // it in fp32 inside the update); the copy lives until the update is done.
+    if (grad.dtype() != DType::kF32 && update_weight_decay_couples(span_decay, config_)) grad = grad.to(DType::kF32);
+    const double decay = update_weight_decay(grad, part(master_), span_decay, config_, adam.grad_scale);
     const Tensor working = s.writes.defined() ? s.writes.data().view({s.numel}) : Tensor();
-    params.push_back({part(master_), part(exp_avg_), part(exp_avg_sq_), part(grads_), working, decay});
+    params.push_back({part(master_), part(exp_avg_), part(exp_avg_sq_), grad, working, decay});
   }
   if (!params.empty()) ops::adamw_step_multi(params, adam);
 }

@@ -3,7 +3,8 @@
 // (train/zero/zero3_optimizer.h) only say which parts of which parameters a rank owns and
 // how their working weights take the new values.
 //
-// A rank's fp32 master weights, Adam moments and gradients are one flat partition each (on
+// A rank's fp32 master weights, Adam moments and gradients (fp32, or 16-bit under ZeRO stages
+// 1-2 as DeepSpeed's grad_accum_dtype makes them) are one flat partition each (on
 // the device; master and moments in host memory with offload, and the gradients too when the
 // offload options say the engine accumulates them there). Its spans say which run of
 // the partition is which part of which parameter; the rest is padding. One step:
@@ -11,7 +12,8 @@
 //            all-reduce (under fp16 every rank skips the same steps), or measured alone
 //            where every rank holds the same gradients; an overflowed step is skipped
 //   clip     DeepSpeed's combined divisor: the loss scale, times the clip factor
-//   decay    decoupled (AdamW), or first added to the gradient (Adam with L2 regularisation)
+//   decay    decoupled (AdamW), or first added to the gradient (Adam with L2 regularisation;
+//            to an fp32 copy of a 16-bit gradient, as DeepSpeed's Adam adds it in fp32)
 //   update   every span in one multi-tensor update on the device, or, with offload
 //            (train/optim/optimizer_offload.h), tile by tile on the host; a partial offload
 //            (ratio below 1) keeps the first spans on the device and updates both at once;
@@ -63,6 +65,10 @@ GradientNorm agreed_gradient_norm(distributed::Communicator& comm, const Tensor&
 // norm exceeds max_grad_norm (0: no clipping).
 double clip_divisor(double grad_norm, double loss_scale, double max_grad_norm);
 
+// Whether update_weight_decay adds `decay` to the gradient (L2 regularisation) rather than
+// leaving it to the update (decoupled, or none).
+bool update_weight_decay_couples(double decay, const OptimizerConfig& config);
+
 // The weight decay the update itself applies to a run of parameters: `decay` when decoupled;
 // otherwise none, once decay * master has been added to the gradient, scaled like it by
 // `grad_scale` (Adam with L2 regularisation).
@@ -89,6 +95,9 @@ struct OwnedPartition {
   std::int64_t numel = 0;
   std::vector<OwnedSpan> spans = {};
   std::vector<Tensor> initial = {};  // per span
+  // The gradients' dtype: fp32, or the working dtype where ZeRO stages 1-2 keep 16-bit
+  // gradients (DeepSpeed's grad_accum_dtype, train/zero/zero_engine.h); never with offload.
+  DType gradient_dtype = DType::kF32;
 };
 
 class AdamWStepCore {
@@ -106,7 +115,7 @@ class AdamWStepCore {
   // in one place (the device's share, or the offload's host block), else a copy on the device.
   Tensor state_range(StatePart part, std::int64_t offset, std::int64_t numel) const;
   std::int64_t numel() const { return numel_; }
-  // fp32, flat, of the partition's numel.
+  // Flat, of the partition's numel, in OwnedPartition::gradient_dtype.
   const Tensor& grads() const { return grads_; }
   const std::vector<OwnedSpan>& spans() const { return spans_; }
   // Null without offload.

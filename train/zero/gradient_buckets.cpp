@@ -8,16 +8,14 @@
 #include "ops/elementwise/elementwise.h"
 
 namespace zt::train {
-namespace {
-
-// slot += grad, in slot's dtype (a 16-bit sum rounds once).
-void add_into(const Tensor& slot, const Tensor& grad) {
-  if (slot.dtype() == DType::kF32) return ops::accumulate_(slot, grad);
-  Tensor target = slot;  // a handle: the copy writes the staging buffer
-  target.copy_from(ops::add_forward(slot, grad.dtype() == slot.dtype() ? grad : grad.to(slot.dtype())));
+void accumulate_gradient(const Tensor& dst, const Tensor& src) {
+  if (dst.dtype() == DType::kF32) return ops::accumulate_(dst, src);
+  Tensor target = dst;  // a handle: the copy writes dst
+  if (src.dtype() == dst.dtype()) return target.copy_from(ops::add_forward(dst, src));
+  Tensor sum = dst.to(DType::kF32);
+  ops::accumulate_(sum, src);
+  target.copy_from(sum);
 }
-
-}  // namespace
 
 // A reduce-scatter started and not yet added to the partition: its input stays alive until
 // the collective is done with it.
@@ -61,7 +59,8 @@ void GradientBuckets::add(std::size_t b, std::size_t slot, const Tensor& grad) {
     staging_[b] = allocate(bucket.padded_numel);
     filling_.push_back(b);
   }
-  add_into(staging_[b].narrow(0, bucket.offsets[slot], bucket.numels[slot]), grad.reshape({bucket.numels[slot]}));
+  accumulate_gradient(staging_[b].narrow(0, bucket.offsets[slot], bucket.numels[slot]),
+                      grad.reshape({bucket.numels[slot]}));
   if (++arrived_[b] < bucket.parameters.size()) return;
   arrived_[b] = 0;
   reduce(b);
@@ -116,7 +115,7 @@ void GradientBuckets::add_to_partition(const Tensor& target, const Tensor& chunk
   if (host_sink_)
     host_sink_->add(target, chunk);
   else
-    ops::accumulate_(target, chunk);
+    accumulate_gradient(target, chunk);
 }
 
 void GradientBuckets::finish() {

@@ -5,8 +5,8 @@
 //   add        a parameter's gradient is added into its bucket's staging buffer, made (zeroed,
 //              in the communication dtype) when the bucket's first gradient arrives
 //   reduce     once the bucket has every gradient it waits for, it is reduce-scattered (stage
-//              0: all-reduced) and the rank adds its chunk of the sum, in fp32, to its
-//              partition; then the staging buffer is freed. A partition in host memory
+//              0: all-reduced) and the rank adds its chunk of the sum to its partition, in
+//              the partition's dtype; then the staging buffer is freed. A partition in host memory
 //              (optimizer offload) gets the chunk through train/zero/host_gradient_sink.h,
 //              copied and added on the host while backward goes on, as DeepSpeed's offload
 //              accumulates its fp32 gradients on the CPU
@@ -21,8 +21,10 @@
 //
 // Every rank must add the same gradients in the same order (the ranks run the same graph),
 // so that all of them reduce the same buckets at the same moments. Reducing every
-// micro-batch into the fp32 partition is DeepSpeed's ZeRO-2 behaviour (its epilogue after
-// each backward); the partition is fp32, as DeepSpeed's data_types.grad_accum_dtype "fp32".
+// micro-batch into the partition is DeepSpeed's ZeRO-2 behaviour (its epilogue after each
+// backward). The partition's dtype is DeepSpeed's data_types.grad_accum_dtype (the engine
+// chooses it, train/zero/zero_engine.h): fp32, or the working dtype, where each micro-batch's
+// reduced chunk is added in fp32 and the sum rounded once, as torch's add_ on a bf16 tensor.
 #pragma once
 
 #include <cstdint>
@@ -40,13 +42,22 @@
 
 namespace zt::train {
 
-// What DeepSpeed's config asks of the gradient collectives.
+// dst += src, in dst's dtype: float32 through ops::accumulate_; a 16-bit dst takes the sum in
+// float32 and rounds it once, whatever src's dtype. Staging buffers, gradient partitions and
+// stage 1's whole gradients all accumulate this way.
+void accumulate_gradient(const Tensor& dst, const Tensor& src);
+
+// What DeepSpeed's config asks of the gradients' collectives and accumulation.
 struct GradientReduction {
   // communication_data_type: the staging buffers' and the collective's dtype; unset: the
   // working dtype the gradients come in (DeepSpeed's default: bf16 under bf16, fp16 under fp16).
   std::optional<DType> dtype{};
   // overlap_comm: a bucket's reduction runs while backward carries on.
   bool overlap = false;
+  // data_types.grad_accum_dtype: fp32 or the working dtype; unset: the working dtype, as
+  // DeepSpeed defaults it. It decides the gradient partition's dtype only where stages 1 and 2
+  // partition it on the device (several ranks, no optimizer offload); elsewhere it is fp32.
+  std::optional<DType> accumulation{};
 };
 
 class GradientBuckets {
@@ -64,7 +75,8 @@ class GradientBuckets {
   // The --zero_trace label of bucket b's collective.
   using Label = std::function<std::string(std::size_t bucket)>;
 
-  // `partition` is the rank's fp32 gradients: its chunk of bucket b at layout.partition_offset(b).
+  // `partition` is the rank's gradients (fp32, or 16-bit: see accumulate_gradient): its chunk of bucket b at
+  // layout.partition_offset(b).
   GradientBuckets(const ZeroLayout& layout, const Tensor& partition, distributed::Communicator& comm, Options options,
                   Label label);
   ~GradientBuckets();

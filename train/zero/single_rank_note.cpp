@@ -26,6 +26,9 @@ std::optional<std::string> single_rank_zero_note(const SingleRankRun& run) {
           "; stage 3 still gathers each module into a buffer of its own before use and releases it after, and "
           "recomputes every layer in backward: time spent, no memory saved";
   }
+  // Stages 0 and 3 warn of it whatever the ranks (train/deepspeed/deepspeed_features.cpp).
+  if (run.grad_accum_16bit && (run.stage == 1 || run.stage == 2) && !run.offload)
+    note += "; data_types.grad_accum_dtype has no effect: with nothing partitioned the gradients accumulate in fp32";
   return note +
          ". ZeRO partitions over several ranks: --inprocess_ranks N on one device, or zerotune launch "
          "--nproc_per_node N";

@@ -14,6 +14,9 @@ struct SingleRankRun {
   bool zero_engine = false;    // a launcher's single rank: the ZeRO engine runs over one-rank collectives
   bool offload = false;        // optimizer offload
   bool offload_param = false;  // ZeRO-3 parameter offload
+  // data_types.grad_accum_dtype names the 16-bit working dtype, which only partitioned
+  // gradients take (train/zero/zero_engine.h)
+  bool grad_accum_16bit = false;
 };
 
 // The note for a run of one rank under ZeRO stage 1-3; nullopt for stage 0.

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include "runtime/dtype.h"
 
@@ -33,6 +34,16 @@ struct ZeroConfig {
   // The top-level communication_data_type: the dtype gradients are reduced in; unset: the
   // working dtype they come in, as DeepSpeed does.
   std::optional<DType> communication_data_type{};
+  // data_types.grad_accum_dtype, when given: fp32 or the working dtype (the reader refuses any
+  // other). Stages 1 and 2 over several ranks without optimizer offload keep their gradients
+  // in it; unset, in the working dtype, as DeepSpeed does (train/zero/zero_engine.h).
+  std::optional<DType> grad_accum_dtype{};
 };
+
+// Why a grad_accum_dtype that is neither fp32 nor `working`, the run's working dtype, is
+// refused, saying what to write instead; "" when it is one of those. The trainer's plan refuses
+// it once the precision is known (the config reader earlier, where the config sets the
+// precision), and the ZeRO engine too.
+std::string grad_accum_dtype_conflict(DType accumulation, DType working);
 
 }  // namespace zt::train

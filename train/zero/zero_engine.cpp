@@ -7,9 +7,11 @@
 #include "distributed/communicators/collective_label.h"
 #include "ops/optim/cpu_adam.h"
 #include "runtime/device.h"
+#include "runtime/error.h"
 #include "runtime/log.h"
 #include "runtime/memory/caching_allocator.h"
 #include "runtime/terminal/byte_format.h"
+#include "train/zero/zero_config.h"
 
 namespace zt::train {
 namespace {
@@ -27,7 +29,20 @@ ZeroEngine::ZeroEngine(distributed::Communicator& communicator, int stage, Devic
       rank_(stage == 0 ? 0 : communicator.rank()),
       device_(device),
       gradient_dtype_(gradient_dtype),
-      reduction_(reduction) {}
+      reduction_(reduction) {
+  if (!reduction.accumulation) return;
+  const std::string conflict = grad_accum_dtype_conflict(*reduction.accumulation, gradient_dtype);
+  ZT_REQUIRE(conflict.empty(), conflict);
+}
+
+// DeepSpeed's grad_accum_dtype, where stages 1 and 2 partition the gradients on the device:
+// the working dtype unless the config says fp32. Stages 0 and 3, one rank (nothing is
+// partitioned) and optimizer offload (the CPU Adam's fp32 gradients) keep fp32.
+DType ZeroEngine::gradient_partition_dtype(bool offload) const {
+  const bool partitioned = (stage_ == 1 || stage_ == 2) && comm_.world_size() > 1 && !offload;
+  if (!partitioned) return DType::kF32;
+  return reduction_.accumulation.value_or(gradient_dtype_);
+}
 
 void ZeroEngine::hold_state(ZeroLayout layout, std::vector<Parameter> parameters, const OptimizerConfig& config,
                             const std::vector<TrainableParameter>& trainable, const OffloadOptions& offload) {
@@ -43,8 +58,12 @@ void ZeroEngine::hold_state(ZeroLayout layout, std::vector<Parameter> parameters
       offload.enabled && offload.ratio >= 1.0 &&
       !gradients_stay_on_device(offload.gradients, offload.accumulation, layout_.partition_numel * std::int64_t{4},
                                 usable_device_bytes());
-  core_ = std::make_unique<AdamWStepCore>(config, owned_partition(), device_, options, trainable);
+  OwnedPartition owned = owned_partition();
+  owned.gradient_dtype = gradient_partition_dtype(offload.enabled);
+  core_ = std::make_unique<AdamWStepCore>(config, std::move(owned), device_, options, trainable);
   if (offload.enabled && comm_.rank() == 0) log_gradient_placement(options);
+  if (!offload.enabled && comm_.rank() == 0 && (stage_ == 1 || stage_ == 2) && comm_.world_size() > 1)
+    log_gradient_partition();
   const std::string reduced = stage_ == 0   ? "all-reduce gradients"
                               : stage_ == 1 ? "reduce-scatter accumulated gradients"
                                             : "reduce-scatter gradients";
@@ -79,6 +98,16 @@ void ZeroEngine::log_gradient_placement(const OffloadOptions& options) const {
     ZT_LOG(kInfo, "optimizer offload: the rank's fp32 gradients ("
                       << format_bytes(bytes) << ") accumulate on the device over " << options.accumulation
                       << " micro-batches and go to the host once a step, beside the CPU Adam");
+}
+
+void ZeroEngine::log_gradient_partition() const {
+  const DType dtype = core_->grads().dtype();
+  const std::string source = !reduction_.accumulation ? "the working dtype, DeepSpeed's default grad_accum_dtype"
+                                                      : "data_types.grad_accum_dtype";
+  ZT_LOG(kInfo, "ZeRO stage " << stage_ << ": the rank's gradient partition (" << format_bytes(core_->grads().nbytes())
+                              << ") is " << dtype_name(dtype)
+                              << (stage_ == 1 ? ", and so are the whole gradients kept until the boundary" : "") << " ("
+                              << source << ")");
 }
 
 // Each parameter's bucket and slot.
@@ -241,9 +270,8 @@ std::vector<StateSlice> ZeroEngine::held_state() const { return core_->held_stat
 HeldBuffers ZeroEngine::held_buffers() const {
   return {
       .state_numel = layout_.partition_numel,
-      .gradient_bytes =
-          (core_->gradients_in_host_block() ? 0 : layout_.partition_numel * static_cast<std::int64_t>(sizeof(float))) +
-          buckets_->staged_bytes(),
+      .gradient_bytes = (core_->gradients_in_host_block() ? 0 : static_cast<std::int64_t>(core_->grads().nbytes())) +
+                        buckets_->staged_bytes(),
       .working_bytes = std::nullopt,
       .offload = core_->offload()};
 }

@@ -4,14 +4,16 @@
 //
 // The trainable parameters lie in buckets; a rank owns one chunk of every bucket (stage 0:
 // rank 0's layout, everything, on every rank), and its chunks together are its partition of
-// fp32 master weights, Adam moments and gradients. Backward hands each gradient to its
+// fp32 master weights, Adam moments and gradients (see below for their dtype). Backward hands each gradient to its
 // bucket (train/zero/gradient_buckets.h): staged in the communication dtype while the bucket
-// fills, then reduced over ranks into the rank's fp32 gradient chunk (all-reduced at stage
+// fills, then reduced over ranks into the rank's gradient chunk (all-reduced at stage
 // 0, reduce-scattered from stage 1 on; stage 1 hands over its accumulated gradients at the
-// boundary instead) and freed; with optimizer offload that chunk is in host memory, as
-// DeepSpeed keeps it, so the device holds no fp32 gradient. Stages 0-2 stage at most two buckets at once. The step
-// agrees on the norm over ranks, runs AdamW over the owned pieces and writes each bucket's new chunk, in the working
-// dtype, back: all-gathered into every rank's whole parameters, unless an engine keeps its weights otherwise.
+// boundary instead) and freed. That chunk is fp32, except under stages 1 and 2 over several
+// ranks, where it takes DeepSpeed's grad_accum_dtype (by default the working dtype: the
+// ZeRO paper's 16-bit gradients); with optimizer offload it is fp32 in host memory, as
+// DeepSpeed keeps it, so the device holds no gradient partition. Stages 0-2 stage at most two buckets at once. The
+// step agrees on the norm over ranks, runs AdamW over the owned pieces and writes each bucket's new chunk, in the
+// working dtype, back: all-gathered into every rank's whole parameters, unless an engine keeps its weights otherwise.
 #pragma once
 
 #include <memory>
@@ -79,6 +81,10 @@ class ZeroEngine : public OptimizerEngine {
   virtual void write_working_weights(std::size_t bucket, const Tensor& chunk);
   // A gradient from backward: by default into its bucket.
   virtual void on_gradient(std::size_t parameter, const Tensor& grad);
+  // The dtype of the rank's gradient partition (and of stage 1's whole gradients): fp32, or
+  // under stages 1 and 2 over several ranks without optimizer offload, the working dtype
+  // unless GradientReduction::accumulation says fp32 (DeepSpeed's grad_accum_dtype).
+  DType gradient_partition_dtype(bool offload) const;
   // Reduces what the buckets still stage (at the end of a backward, and before a step).
   void finish_reductions() { buckets_->finish(); }
 
@@ -110,6 +116,7 @@ class ZeroEngine : public OptimizerEngine {
   GradientBuckets::Options bucket_options(const OffloadOptions& offload) const;
   std::int64_t usable_device_bytes() const;
   void log_gradient_placement(const OffloadOptions& options) const;
+  void log_gradient_partition() const;
   GradientNorm gradient_norm() const;
   void log_host_gradients_once();
   void measure_offload(bool skipped);

@@ -2,7 +2,6 @@
 
 #include <utility>
 
-#include "ops/elementwise/accumulate.h"
 #include "runtime/error.h"
 
 namespace zt::train {
@@ -23,12 +22,13 @@ ZeroOptimizer::ZeroOptimizer(std::vector<TrainableParameter> parameters, const O
   // Stage 0 replicates the optimizer: one "owner" holding everything, on every rank.
   ZeroLayout layout = make_zero_layout(numels, stage_ == 0 ? 1 : comm_.world_size(), bucket_numel);
   if (stage_ == 1)
-    for (std::int64_t numel : numels) full_grads_.push_back(Tensor::zeros({numel}, DType::kF32, device_));
+    for (std::int64_t numel : numels)
+      full_grads_.push_back(Tensor::zeros({numel}, gradient_partition_dtype(offload.enabled), device_));
   hold_state(std::move(layout), std::move(described), config, parameters, offload);
 }
 
 void ZeroOptimizer::on_gradient(std::size_t parameter, const Tensor& grad) {
-  if (stage_ == 1) return ops::accumulate_(full_grads_[parameter], grad.reshape({grad.numel()}));
+  if (stage_ == 1) return accumulate_gradient(full_grads_[parameter], grad.reshape({grad.numel()}));
   ZeroEngine::on_gradient(parameter, grad);
 }
 

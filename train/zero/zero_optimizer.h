@@ -3,11 +3,14 @@
 //   stage 0  every rank owns everything; each bucket's gradients are all-reduced as soon as
 //            backward has produced all of them.
 //   stage 1  a rank owns one chunk of every bucket: fp32 master weights and Adam moments for
-//            it only. Gradients accumulate in full locally (fp32) and are reduce-scattered at
-//            the accumulation boundary.
+//            it only. Gradients accumulate in full locally and are reduce-scattered at the
+//            accumulation boundary.
 //   stage 2  as stage 1, but each bucket is reduce-scattered during backward as soon as it is
-//            complete, every micro-batch, and a rank keeps only the fp32 gradient of its own
+//            complete, every micro-batch, and a rank keeps only the gradient of its own
 //            chunk: no full-size gradient outlives the backward step that makes it.
+// Over several ranks without offload the gradients of stages 1 and 2 are in DeepSpeed's
+// grad_accum_dtype: the working dtype unless the config says fp32
+// (ZeroEngine::gradient_partition_dtype); otherwise fp32.
 // Gradients are staged and reduced bucket by bucket, at most two buckets at once
 // (train/zero/gradient_buckets.h), in DeepSpeed's communication_data_type; with overlap_comm
 // a reduction runs while backward goes on.
@@ -43,14 +46,14 @@ class ZeroOptimizer : public ZeroEngine {
   void refresh_working_weights() override { write_working_weights_from_masters(); }
   HeldBuffers held_buffers() const override;
 
-  // fp32 elements of optimizer state this rank holds (master + moments + gradients).
+  // Elements of optimizer state this rank holds (fp32 master and moments, gradients).
   std::int64_t state_numel() const;
 
  private:
   void on_gradient(std::size_t parameter, const Tensor& grad) override;
   void reduce_accumulated_gradients();
 
-  std::vector<Tensor> full_grads_;  // stage 1: fp32 gradient of every parameter
+  std::vector<Tensor> full_grads_;  // stage 1: every parameter's gradient, in the partition's dtype
 };
 
 }  // namespace zt::train

@@ -208,6 +208,20 @@ TEST_F(DeepSpeedPlan, ABatchThatContradictsTheFlagsIsAnErrorElseTheConfigDecides
   EXPECT_EQ(plan.steps_per_epoch, 2);
 }
 
+// Without fp16/bf16 blocks the flags choose the precision: the plan refuses a grad_accum_dtype
+// that is neither fp32 nor the flags' working dtype, and keeps one that is.
+TEST_F(DeepSpeedPlan, AGradAccumDtypeMustBeFp32OrTheFlagsWorkingDtype) {
+  const std::string ds = write(R"({"train_micro_batch_size_per_gpu": "auto", "zero_optimization": {"stage": 2},
+      "data_types": {"grad_accum_dtype": "fp16"}})");
+  testing::expect_mentions(testing::error_of([&] {
+                             plan_training(args_with({"--deepspeed", ds, "--bf16"}), ten_samples);
+                           }),
+                           {"data_types.grad_accum_dtype float16 is neither fp32 nor the working dtype, bfloat16",
+                            R"(write "fp32" or "bfloat16")"});
+  const TrainingPlan plan = plan_training(args_with({"--deepspeed", ds, "--fp16"}), ten_samples);
+  EXPECT_EQ(plan.zero.grad_accum_dtype, DType::kF16);
+}
+
 // The config check_before_loading read is the one the plan fills and types: the file is not
 // read again (here it is gone by then), its tensorboard block included.
 TEST_F(DeepSpeedPlan, ThePlanTypesTheConfigReadBeforeLoading) {

@@ -42,7 +42,7 @@ TEST(DeepSpeedKeys, KeysThatAskForNothingDoNotWarn) {
 TEST(DeepSpeedKeys, KeysThatAskForWhatZerotuneDoesNotDoWarnOnce) {
   DeepSpeedConfig config = parsed_deepspeed(R"({"train_batch_size": 8, "memory_breakdown": true,
       "tensorboard": {"enabled": true}, "flops_profiler": {"enabled": true}, "prescale_gradients": true,
-      "activation_checkpointing": {"partition_activations": true}, "data_types": {"grad_accum_dtype": "bf16"},
+      "activation_checkpointing": {"partition_activations": true}, "data_types": {"buffer_dtype": "bf16"},
       "gradient_allreduce_op": "sum", "mystery_knob": 1, "compile": {"deepcompile": true},
       "sparse_attention": {"mode": "fixed"},
       "compression_training": {"sparse_pruning": {"shared_parameters": {"enabled": true}}},
@@ -50,7 +50,7 @@ TEST(DeepSpeedKeys, KeysThatAskForWhatZerotuneDoesNotDoWarnOnce) {
   for (const char* key :
        {"ds.json: memory_breakdown = true has no effect in zerotune", "ds.json: flops_profiler.enabled = true",
         "ds.json: prescale_gradients", "ds.json: activation_checkpointing.partition_activations = true",
-        "data_types.grad_accum_dtype", "gradient_allreduce_op", "ds.json: mystery_knob is not a DeepSpeed setting",
+        "data_types.buffer_dtype", "gradient_allreduce_op", "ds.json: mystery_knob is not a DeepSpeed setting",
         "ds.json: compile.deepcompile",
         "ds.json: sparse_attention (DeepSpeed's sparse attention kernels) has no effect in zerotune",
         "ds.json: compression_training", "zero_optimization.zero_quantized_gradients",
@@ -62,6 +62,59 @@ TEST(DeepSpeedKeys, KeysThatAskForWhatZerotuneDoesNotDoWarnOnce) {
   EXPECT_TRUE(parsed_deepspeed(R"({"train_batch_size": 8, "compression_training": {"weight_quantization":
                           {"shared_parameters": {"enabled": false}}}})")
                   .warnings.empty());
+}
+
+// data_types.grad_accum_dtype: fp32 or the working dtype, which stages 1 and 2 keep their
+// gradients in (DeepSpeed's default); a warning where zerotune's gradients stay fp32 anyway;
+// another dtype is refused, saying what to write.
+TEST(DeepSpeedKeys, GradAccumDtypeIsFp32OrTheWorkingDtype) {
+  auto config = [](const std::string& precision, int stage, const std::string& dtype, bool offload = false) {
+    std::string text =
+        R"({"train_batch_size": 8, )" + precision + R"(, "zero_optimization": {"stage": )" + std::to_string(stage);
+    if (offload) text += R"(, "offload_optimizer": {"device": "cpu"})";
+    text += "}";
+    if (!dtype.empty()) text += R"(, "data_types": {"grad_accum_dtype": ")" + dtype + R"("})";
+    return parsed_deepspeed(text + "}");
+  };
+  const std::string bf16 = R"("bf16": {"enabled": true})", fp16 = R"("fp16": {"enabled": true})";
+  EXPECT_FALSE(config(bf16, 2, "").zero.grad_accum_dtype.has_value());  // the engine takes the working dtype
+  for (int stage : {1, 2}) {
+    const DeepSpeedConfig fp32 = config(bf16, stage, "fp32");
+    EXPECT_EQ(fp32.zero.grad_accum_dtype, DType::kF32);
+    EXPECT_TRUE(fp32.warnings.empty()) << all_warnings(fp32);
+    const DeepSpeedConfig same = config(bf16, stage, "bfloat16");
+    EXPECT_EQ(same.zero.grad_accum_dtype, DType::kBF16);
+    EXPECT_TRUE(same.warnings.empty()) << all_warnings(same);
+    EXPECT_EQ(config(fp16, stage, "fp16").zero.grad_accum_dtype, DType::kF16);
+  }
+  // Where the gradients stay fp32 whatever it says, a 16-bit one is warned about, saying why.
+  for (auto [stage, offload, why] :
+       {std::tuple{0, false, "stage 0 keeps whole fp32 gradients on every rank"},
+        std::tuple{3, false, "stage 3 accumulates its gradient partition in fp32"},
+        std::tuple{2, true, "with offload_optimizer the gradients accumulate in fp32 for the CPU Adam"},
+        std::tuple{1, true, "with offload_optimizer the gradients accumulate in fp32 for the CPU Adam"}}) {
+    const DeepSpeedConfig ignored = config(bf16, stage, "bf16", offload);
+    EXPECT_EQ(ignored.warnings.size(), 1u) << all_warnings(ignored);
+    EXPECT_TRUE(has_warning(ignored, std::string("ds.json: data_types.grad_accum_dtype = \"bf16\" has no effect in "
+                                                 "zerotune: ") +
+                                         why + "; ignored"))
+        << all_warnings(ignored);
+    EXPECT_TRUE(config(bf16, stage, "fp32", offload).warnings.empty());  // fp32 is what it gets
+  }
+  // Neither fp32 nor the working dtype: refused, naming what to write.
+  auto error = [&](const std::string& precision, const std::string& dtype) {
+    return testing::error_of([&] { config(precision, 2, dtype); });
+  };
+  testing::expect_mentions(
+      error(bf16, "fp16"),
+      {"ds.json: data_types.grad_accum_dtype float16 is neither fp32 nor the working dtype, bfloat16",
+       R"(write "fp32" or "bfloat16")", "DeepSpeed's default is the working dtype"});
+  testing::expect_mentions(error(fp16, "bf16"),
+                           {"grad_accum_dtype bfloat16 is neither fp32 nor the working dtype, float16"});
+  testing::expect_mentions(
+      error(R"("bf16": {"enabled": false}, "fp16": {"enabled": false})", "bf16"),
+      {"grad_accum_dtype bfloat16 is neither fp32 nor the working dtype, float32", R"(write "fp32" ()"});
+  testing::expect_mentions(error(bf16, "int8"), {"ds.json: data_types.grad_accum_dtype int8 is not a dtype"});
 }
 
 // Keys written as comments are never an error and never a note, wherever they are.
