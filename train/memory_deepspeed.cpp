@@ -51,6 +51,7 @@ DeepSpeedMemorySettings memory_settings_from_deepspeed(const std::string& path_o
   s.offload_ratio = parsed.zero.offload_ratio;
   s.offload_param = parsed.zero.offload_param;
   s.reduce_bucket_size = parsed.zero.reduce_bucket_size;
+  s.grad_accum_dtype = parsed.zero.grad_accum_dtype;
   s.persistence_threshold = parsed.zero.stage3_param_persistence_threshold;
   out.warnings = parsed.warnings;
   return out;

@@ -153,6 +153,15 @@ void place_optimizer_state(HeldModelStates& held, const OptimizerOffload* offloa
   held.host.parameters = offload->host_bytes() - held.host.optimizer_state - held.host.gradients;
 }
 
+}  // namespace
+
+DType gradient_partition_dtype(const MemorySettings& s) {
+  const bool partitioned = (s.stage == 1 || s.stage == 2) && s.world_size() > 1 && !s.offload;
+  return partitioned ? s.grad_accum_dtype.value_or(s.dtype) : DType::kF32;
+}
+
+namespace {
+
 void check_settings(const MemorySettings& s) {
   ZT_REQUIRE(s.gpus_per_node >= 1 && s.nodes >= 1, "memory estimate: GPUs per node and nodes must be >= 1");
   ZT_REQUIRE(s.micro_batch >= 1 && s.max_length >= 1, "memory estimate: micro batch and max length must be >= 1");
@@ -195,13 +204,14 @@ MemoryEstimate estimate_model_states(const models::ModelConfig& config, const Me
     e.gpu.parameters += q.bytes - width * q.numel;
     e.transient += width * q.largest_layer;
   }
-  // Stage 1 accumulates whole fp32 gradients until the boundary; the others only their part,
+  // Stage 1 accumulates whole gradients until the boundary; the others only their part,
   // which optimizer offload keeps in host memory under ZeRO (one rank without ZeRO-3 runs
   // the single-device optimizer, whose gradients stay on the device).
   // A partial offload (ratio below 1) keeps its gradients on the GPU, and the master weights
   // and moments of the device's share.
   const bool host_gradients = s.offload && s.offload_ratio >= 1.0 && (world > 1 || stage3);
-  e.gpu.gradients = kFp32 * ((host_gradients ? 0 : owned) + (world > 1 && s.stage == 1 ? psi_trainable : 0));
+  const std::int64_t gradient_width = static_cast<std::int64_t>(dtype_size(gradient_partition_dtype(s)));
+  e.gpu.gradients = gradient_width * ((host_gradients ? 0 : owned) + (world > 1 && s.stage == 1 ? psi_trainable : 0));
   const std::int64_t wire = static_cast<std::int64_t>(dtype_size(s.communication_dtype.value_or(s.dtype)));
   const auto offloaded =
       s.offload ? static_cast<std::int64_t>(std::llround(s.offload_ratio * static_cast<double>(owned))) : 0;

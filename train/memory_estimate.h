@@ -3,17 +3,19 @@
 // the trainer's start-up report measures on the real buffers.
 //
 // Model states are zerotune's own buffers, not DeepSpeed's constants. Per trainable
-// parameter a rank holds an fp32 master weight, two fp32 Adam moments and an fp32 gradient
-// (16 bytes) for the part it owns, and the working weights (2 bytes in bf16/fp16) of the
-// model. Gradients travel to the owned fp32 gradient through bucket buffers in the
-// communication dtype (train/zero/gradient_buckets.h), at most two of them at once under
-// stages 0-2, each freed once reduced; stage 1 also accumulates an fp32 gradient per
-// parameter until the accumulation boundary. So with Ψ parameters, Ψt trainable and N ranks
-// (bf16, padding aside):
+// parameter a rank holds an fp32 master weight, two fp32 Adam moments (12 bytes) and a
+// gradient for the part it owns, and the working weights (2 bytes in bf16/fp16) of the
+// model. The owned gradient is in the working dtype under stages 1 and 2 over several ranks
+// without offload (DeepSpeed's default grad_accum_dtype; "fp32" in the config keeps 4 bytes),
+// fp32 everywhere else (gradient_partition_dtype). Gradients travel to it through bucket
+// buffers in the communication dtype (train/zero/gradient_buckets.h), at most two of them at
+// once under stages 0-2, each freed once reduced; stage 1 also accumulates a whole gradient
+// per parameter, in the same dtype, until the accumulation boundary. So with Ψ parameters, Ψt
+// trainable and N ranks (bf16, padding aside):
 //   one rank     2Ψ + 16Ψt             (the single-device optimizer, whatever the stage)
 //   stage 0      2Ψ + 16Ψt             (the replicated optimizer)
-//   stage 1      2Ψ + 4Ψt + 16Ψt/N
-//   stage 2      2Ψ + 16Ψt/N           (DeepSpeed: 2Ψ + 14Ψ/N; its gradient partition is 2-byte)
+//   stage 1      2Ψ + 2Ψt + 14Ψt/N     (whole gradients and the partition; fp32: 2Ψ + 4Ψt + 16Ψt/N)
+//   stage 2      2Ψ + 2Ψt/N + 12Ψt/N   (the ZeRO paper's 2Ψ + 14Ψ/N; fp32: 2Ψ + 16Ψt/N)
 //   stage 3      2Ψ/N + 16Ψt/N         (train/zero/zero3_optimizer.h; parameters of at most
 //                                       stage3_param_persistence_threshold elements stay whole)
 // plus a transient: under stages 0-2 the two largest gradient buckets (reduce_bucket_size
@@ -69,6 +71,7 @@ struct MemorySettings {
   std::vector<std::int64_t> trainable_numels = {};
   std::int64_t reduce_bucket_size = 500'000'000;  // DeepSpeed's default, in elements
   std::optional<DType> communication_dtype{};     // communication_data_type; unset: dtype
+  std::optional<DType> grad_accum_dtype{};        // data_types.grad_accum_dtype; unset: dtype
   std::int64_t persistence_threshold = 100'000;   // stage3_param_persistence_threshold
   // QLoRA (models/quant/): the decoder's linear weights held in bitsandbytes' 4 bits, blocks of
   // 64, each layer's dequantized while it computes and recomputed in backward. LoRA only, and
@@ -83,7 +86,7 @@ struct MemorySettings {
 // Bytes of model state, by what they are.
 struct ModelStateBytes {
   std::int64_t parameters = 0;       // working weights
-  std::int64_t gradients = 0;        // fp32 gradients: owned partition + stage 1's accumulation
+  std::int64_t gradients = 0;        // gradients: owned partition + stage 1's accumulation
   std::int64_t optimizer_state = 0;  // fp32 master weights and Adam moments
   std::int64_t total() const { return parameters + gradients + optimizer_state; }
 };
@@ -104,6 +107,11 @@ struct MemoryEstimate {
 };
 
 MemoryEstimate estimate_memory(const models::ModelConfig& config, const MemorySettings& settings);
+
+// The dtype of the owned gradient partition (and stage 1's whole gradients) on the GPU: the
+// working dtype, or grad_accum_dtype, under stages 1 and 2 over several ranks without
+// optimizer offload, as the engine keeps it (train/zero/zero_engine.h); fp32 otherwise.
+DType gradient_partition_dtype(const MemorySettings& settings);
 
 // Whether backward recomputes each layer's forward: gradient checkpointing, or stage 3's
 // engine, which always does (it gathers each module again for its backward).

@@ -66,6 +66,18 @@ TEST(MemoryDeepSpeed, PrecisionAndMicroBatchComeFromTheConfigWhereItSetsThem) {
       << "the rest of the config changes no memory and is not checked against flags the estimate lacks";
 }
 
+// data_types.grad_accum_dtype reaches the estimate: fp32 keeps the gradient partition of
+// stages 1 and 2 at 4 bytes an element, unset it takes the working dtype.
+TEST(MemoryDeepSpeed, GradAccumDtypeComesFromTheConfig) {
+  const MemorySettings fp32 = read(R"({"bf16": {"enabled": true}, "zero_optimization": {"stage": 2},
+                                      "data_types": {"grad_accum_dtype": "fp32"}})");
+  EXPECT_EQ(fp32.grad_accum_dtype, DType::kF32);
+  EXPECT_EQ(gradient_partition_dtype(fp32), DType::kF32);
+  const MemorySettings unset = read(R"({"bf16": {"enabled": true}, "zero_optimization": {"stage": 2}})");
+  EXPECT_FALSE(unset.grad_accum_dtype.has_value());
+  EXPECT_EQ(gradient_partition_dtype(unset), DType::kBF16);
+}
+
 TEST(MemoryDeepSpeed, TheMicroBatchIsReadAsTheTrainerReadsIt) {
   EXPECT_EQ(read(R"({"train_micro_batch_size_per_gpu": "auto"})", {.micro_batch = true}).micro_batch, 3);
   EXPECT_EQ(read(R"({"train_micro_batch_size_per_gpu": 5})").micro_batch, 5);

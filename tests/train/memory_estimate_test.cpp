@@ -45,9 +45,10 @@ TEST(MemoryEstimate, Qwen25HalfBillionModelStatesByHand) {
   // bucket of Ψ bf16 gradients staged at a time (with its chunk when reduce-scattered).
   constexpr std::int64_t kEmbedding = 151936LL * 896;
   const Expected expected[] = {
-      {0, 2 * kPsi, 4 * kPsi, 12 * kPsi, 2 * kPsi},                                    // replicated
-      {1, 2 * kPsi, 4 * kPsi + 4 * kPsi / 8, 12 * kPsi / 8, 2 * kPsi + 2 * kPsi / 8},  // full gradients + owned slice
-      {2, 2 * kPsi, 4 * kPsi / 8, 12 * kPsi / 8, 2 * kPsi + 2 * kPsi / 8},             // owned slice only
+      {0, 2 * kPsi, 4 * kPsi, 12 * kPsi, 2 * kPsi},  // replicated
+      // Stages 1 and 2 keep bf16 gradients (DeepSpeed's default grad_accum_dtype).
+      {1, 2 * kPsi, 2 * kPsi + 2 * kPsi / 8, 12 * kPsi / 8, 2 * kPsi + 2 * kPsi / 8},  // full gradients + owned slice
+      {2, 2 * kPsi, 2 * kPsi / 8, 12 * kPsi / 8, 2 * kPsi + 2 * kPsi / 8},             // owned slice only
       // Shards of the matrices; biases and norms (71,552 elements, under 100,000 each) whole.
       // Gathered: two embeddings (the largest module); its bf16 gradient bucket and chunk.
       {3, 2 * ((kPsi - 71'552) / 8 + 71'552), 4 * kPsi / 8, 12 * kPsi / 8,
@@ -64,15 +65,16 @@ TEST(MemoryEstimate, Qwen25HalfBillionModelStatesByHand) {
   }
 }
 
-// Stage 2 holds 2Ψ + 16Ψ/N plus two buckets of reduce_bucket_size, which bounds the staging
-// whatever the model's size; an fp32 communication_data_type doubles the buckets only.
+// Stage 2 holds 2Ψ + 14Ψ/N (bf16 gradients) plus two buckets of reduce_bucket_size, which
+// bounds the staging whatever the model's size; an fp32 communication_data_type doubles the
+// buckets only.
 TEST(MemoryEstimate, Stage2GradientsAreThePartitionPlusTwoBoundedBuckets) {
   MemorySettings settings = eight_gpus(2);
   settings.reduce_bucket_size = 896 * 896;  // HF's "auto": hidden²
   const MemoryEstimate e = estimate_memory(qwen25_05b(), settings);
-  // Each of the few hundred buckets pads to a multiple of 8: at most 7 elements of 16 bytes.
-  EXPECT_GE(e.gpu.total(), 2 * kPsi + 16 * kPsi / 8);
-  EXPECT_LE(e.gpu.total(), 2 * kPsi + 16 * kPsi / 8 + 16 * 7 * 1000);
+  // Each of the few hundred buckets pads to a multiple of 8: at most 7 elements of 14 bytes.
+  EXPECT_GE(e.gpu.total(), 2 * kPsi + 14 * kPsi / 8);
+  EXPECT_LE(e.gpu.total(), 2 * kPsi + 14 * kPsi / 8 + 14 * 7 * 1000);
   // The largest bucket is the embedding alone (a parameter is never split), the next a few
   // layers' worth of hidden² elements at most.
   constexpr std::int64_t kEmbedding = 151936LL * 896;
@@ -81,6 +83,38 @@ TEST(MemoryEstimate, Stage2GradientsAreThePartitionPlusTwoBoundedBuckets) {
   settings.communication_dtype = DType::kF32;
   EXPECT_EQ(estimate_memory(qwen25_05b(), settings).transient, 2 * e.transient);
   EXPECT_EQ(estimate_memory(qwen25_05b(), settings).gpu.gradients, e.gpu.gradients);
+}
+
+// The gradients of stages 1 and 2 are in grad_accum_dtype (unset: the working dtype), as
+// DeepSpeed keeps them: with Ψ = Ψt (full fine-tuning, no padding at N = 8), stage 2 holds
+// 2Ψ + 2Ψ/N + 12Ψ/N and stage 1 2Ψ + 2Ψ + 2Ψ/N + 12Ψ/N (whole gradients until the boundary,
+// and the partition they are reduced into); "fp32" gives 2Ψ + 16Ψ/N and 2Ψ + 4Ψ + 16Ψ/N.
+// Stages 0 and 3, one GPU and optimizer offload keep fp32 gradients whatever it says.
+TEST(MemoryEstimate, Stages1And2CountTheirGradientsInGradAccumDtype) {
+  constexpr std::int64_t n = 8;
+  for (const auto accumulation : {std::optional<DType>{}, std::optional<DType>{DType::kBF16}}) {
+    MemorySettings two = eight_gpus(2), one = eight_gpus(1);
+    two.grad_accum_dtype = one.grad_accum_dtype = accumulation;
+    EXPECT_EQ(estimate_model_states(qwen25_05b(), two).gpu.total(), 2 * kPsi + 2 * kPsi / n + 12 * kPsi / n);
+    EXPECT_EQ(estimate_model_states(qwen25_05b(), one).gpu.total(), 2 * kPsi + 2 * kPsi + 2 * kPsi / n + 12 * kPsi / n);
+  }
+  MemorySettings two = eight_gpus(2), one = eight_gpus(1);
+  two.grad_accum_dtype = one.grad_accum_dtype = DType::kF32;
+  EXPECT_EQ(estimate_model_states(qwen25_05b(), two).gpu.total(), 2 * kPsi + 16 * kPsi / n);
+  EXPECT_EQ(estimate_model_states(qwen25_05b(), one).gpu.total(), 2 * kPsi + 4 * kPsi + 16 * kPsi / n);
+  // fp16 runs keep fp16 gradients the same way.
+  MemorySettings fp16 = eight_gpus(2);
+  fp16.dtype = DType::kF16;
+  EXPECT_EQ(estimate_model_states(qwen25_05b(), fp16).gpu.gradients, 2 * kPsi / n);
+  EXPECT_EQ(estimate_model_states(qwen25_05b(), eight_gpus(0)).gpu.gradients, 4 * kPsi);
+  EXPECT_EQ(estimate_model_states(qwen25_05b(), eight_gpus(3)).gpu.gradients, 4 * kPsi / n);
+  EXPECT_EQ(estimate_model_states(qwen25_05b(), {.stage = 2, .gpus_per_node = 1}).gpu.gradients, 4 * kPsi);
+  // Offload: fp32 gradients in host memory; a partial offload keeps them, fp32, on the GPU.
+  EXPECT_EQ(estimate_model_states(qwen25_05b(), eight_gpus(2, true)).gpu.gradients, 0);
+  EXPECT_EQ(estimate_model_states(qwen25_05b(), eight_gpus(1, true)).gpu.gradients, 4 * kPsi);
+  MemorySettings partial = eight_gpus(2, true);
+  partial.offload_ratio = 0.5;
+  EXPECT_EQ(estimate_model_states(qwen25_05b(), partial).gpu.gradients, 4 * kPsi / n);
 }
 
 TEST(MemoryEstimate, OneGpuRunsTheSingleDeviceOptimizerWhateverTheStage) {
@@ -130,8 +164,11 @@ TEST(MemoryEstimate, OffloadMovesTheOwnedStatesToTheHost) {
     const MemoryEstimate kept = estimate_memory(config, eight_gpus(stage));
     const MemoryEstimate offloaded = estimate_memory(config, eight_gpus(stage, true));
     const std::int64_t owned = stage == 0 ? kPsi : kPsi / 8;
-    // Master, moments and the fp32 gradient partition leave the GPU, as under DeepSpeed.
-    EXPECT_EQ(kept.gpu.total() - offloaded.gpu.total(), 16 * owned) << "stage " << stage;
+    // Master, moments and the gradient partition leave the GPU, as under DeepSpeed. Kept, the
+    // partition of stages 1 and 2 is bf16; offloaded, stage 1's whole gradients are fp32.
+    const std::int64_t partition_width = stage == 1 || stage == 2 ? 2 : 4;
+    EXPECT_EQ(kept.gpu.total() - offloaded.gpu.total(), (12 + partition_width) * owned - (stage == 1 ? 2 * kPsi : 0))
+        << "stage " << stage;
     EXPECT_EQ(offloaded.gpu.gradients, stage == 1 ? 4 * kPsi : 0) << "stage 1 accumulates whole gradients";
     // Master and moments, the fp32 gradient and a copy of the bf16 working weights.
     EXPECT_EQ(offloaded.host.total(), 18 * owned) << "stage " << stage;

@@ -215,13 +215,15 @@ TEST(MemoryRecommendation, OffloadNeedingMoreHostMemoryThanTheNodeHasIsNotRecomm
   EXPECT_TRUE(r->switched_to_lora) << "full fine-tuning on 4 cards needs 127 GiB of host memory for offload";
 }
 
-// Four 80 GiB cards at 2,048 tokens without checkpointing asked: stage 1 fits the card only
-// with checkpointing and with under a tenth of it to spare, stage 2 fits without. Stage 2 runs
-// no recomputation (a third less compute per step): it is the recommendation.
+// Four 80 GiB cards at 2,048 tokens without checkpointing asked, with fp32 gradients
+// (data_types.grad_accum_dtype "fp32"): stage 1 fits the card only with checkpointing and with
+// under a tenth of it to spare, stage 2 fits without. Stage 2 runs no recomputation (a third
+// less compute per step): it is the recommendation.
 TEST(MemoryRecommendation, AHigherStageWithoutCheckpointingComesBeforeCheckpointing) {
   const models::ModelConfig config = qwen25_7b();
   MemorySettings asked = on_gpus(4);
   asked.max_length = 2048;
+  asked.grad_accum_dtype = DType::kF32;
   const MemoryBudget budget{.gpu_bytes = 80 * kGiB};
   MemorySettings stage1_checkpointed = smallest(asked, {1, false});
   const std::int64_t stage1 = estimate_memory(config, stage1_checkpointed).gpu_total();
