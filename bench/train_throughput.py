@@ -455,7 +455,10 @@ def main():
     parser.add_argument("--skip-lora", action="store_true",
                         help="no LoRA rows (7b/glm4-9b: no bf16 LoRA row, only the --qlora row beside the peer)")
     parser.add_argument("--zerotune-only", action="store_true", help="no peers: zerotune's rows and profiles alone")
-    parser.add_argument("--zerotune-args", default="", help="extra zerotune train flags, e.g. '--attn_impl cudnn'")
+    parser.add_argument("--zerotune-args", default="",
+                        help="extra zerotune train flags, e.g. '--attn_impl cudnn'; a single flag takes the = form: "
+                             "--zerotune-args=--disable_gradient_checkpointing (7b/glm4-9b: zerotune keeps its "
+                             "activations while the peer still checkpoints)")
     parser.add_argument("--gpu", type=int, default=0, help="nvidia-smi index of the GPU the runs use")
     parser.add_argument("--qlora", action="store_true",
                         help="7b/glm4-9b: also zerotune's QLoRA (--quantization_bit 4, NF4) beside the same peer")
