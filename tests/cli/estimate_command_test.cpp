@@ -171,6 +171,16 @@ double recommended_gib(const std::string& output, const std::string& budget) {
   return std::stod(output.substr(output.rfind(", ", of) + 2));
 }
 
+// LoRA on a 16 GiB card: the bf16 base does not fit, the 4-bit base fits with its activations
+// kept, and the flags say so (a 4-bit base would recompute by default).
+TEST(EstimateCli, AFourBitBaseThatKeepsItsActivationsIsRecommendedWithTheFlag) {
+  const CliRun run = zerotune("estimate --config " + kQwen7b + " --num_gpus 1 --gpu_memory 16 --finetuning_type lora");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("QLoRA (LoRA on a 4-bit base"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("zerotune train --quantization_bit 4 --disable_gradient_checkpointing"), std::string::npos)
+      << run.output;
+}
+
 // One card: a 7B full fine-tune fits 24 GiB only with the weights, the optimizer and the fp32
 // gradient in host memory; on 8 GiB the gathered modules and activations do not fit, so LoRA.
 TEST(EstimateCli, SevenBillionOnOneCardOffloadsItsParameters) {
