@@ -16,9 +16,12 @@ enum class OpFamily {
   kEmbedding,       // token embedding lookup and its gradient
   kLossHead,        // LM head + cross-entropy (fused or not)
   kElementwise,     // adds, scales, casts, copies of the autograd graph
-  kGradAccumulate,  // gradients summed into their fp32 buffers
-  kOptimizer,       // clipping norm, AdamW, master-to-working copies
-  kCollective,      // all-reduce, reduce-scatter, all-gather, broadcast, barrier
+  kGradAccumulate,  // gradients summed into their buffers, and the buffers zeroed after a step
+  // The clipping norm (and inf/NaN verdict), agreed over ranks: its pass over the gradients,
+  // with the wait for backward's last work that reading it back to the host includes.
+  kGradNorm,
+  kOptimizer,   // AdamW, master-to-working copies
+  kCollective,  // all-reduce, reduce-scatter, all-gather, broadcast, barrier
   // ZeRO offload (docs/ZERO.md, The offload schedule): the host's share of the step, as the
   // device sees it. Work that runs behind the device's own shows in no family.
   kOffloadCopy,  // waiting for host<->device copies (gradients out, weights back, offloaded shards in)

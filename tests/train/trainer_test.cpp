@@ -115,7 +115,7 @@ TEST_F(TrainerRun, ProfileStepsReportsTheFamiliesOfTheChosenSteps) {
   }
   EXPECT_NEAR(shares, 1.0, 1e-6);
   for (const char* family : {"gemm", "attention", "norm", "rope", "swiglu", "embedding", "loss_head", "elementwise",
-                             "grad_accumulate", "optimizer", "untracked"})
+                             "grad_accumulate", "grad_norm", "optimizer", "untracked"})
     EXPECT_TRUE(names.count(family)) << family << " missing from " << profile.dump();
   EXPECT_FALSE(names.count("other_ops")) << "an op of the model has no family: " << profile.dump();
   EXPECT_FALSE(names.count("collectives")) << "one rank runs no collective";

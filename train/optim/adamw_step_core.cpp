@@ -11,6 +11,7 @@
 #include "ops/optim/host_chunks.h"
 #include "ops/optim/l2norm.h"
 #include "runtime/error.h"
+#include "runtime/profile/step_profiler.h"
 
 namespace zt::train {
 namespace {
@@ -22,12 +23,14 @@ double l2_norm_of(const std::vector<Tensor>& tensors) {
 }  // namespace
 
 GradientNorm local_gradient_norm(const std::vector<Tensor>& grads) {
+  ProfileRegion region(OpFamily::kGradNorm);
   const double norm = l2_norm_of(grads);
   return {.scaled = norm, .overflow = !std::isfinite(norm)};
 }
 
 GradientNorm agreed_gradient_norm(distributed::Communicator& comm, const Tensor& grads, Device device,
                                   const std::string& label, DType gpu_dtype) {
+  ProfileRegion region(OpFamily::kGradNorm);
   const double local = l2_norm_of({grads});
   const bool local_overflow = !std::isfinite(local);
   Tensor agreed =
@@ -196,6 +199,7 @@ bool AdamWStepCore::settle(const std::function<void(const Tensor& offloaded)>& w
 // Host gradients (optimizer offload's block, or a CPU run's) are zeroed on every core. A
 // started update's copies of them must have left first.
 void AdamWStepCore::zero_grad() {
+  ProfileRegion region(OpFamily::kGradAccumulate);
   if (offload_ && offload_->pending()) offload_->before_gradients_change();
   if (grads_.device().is_cpu())
     ops::zero_host_tensor(grads_);
