@@ -6,8 +6,10 @@ step, full fine-tune in bf16 with fp32 master weights and AdamW, with `zerotune 
 with transformers (SDPA attention, bf16 autocast over fp32 weights, fused torch AdamW;
 eager and torch.compile); then LoRA (rank 8 on every linear layer) with zerotune against
 transformers + PEFT in pure bf16. The 7b (Qwen2.5-7B) and glm4-9b (GLM-4-9B) shapes run
-LoRA only, both sides with gradient checkpointing; with --qlora, zerotune also trains them with
-the base quantized to NF4 at load (QLoRA) beside the same HF + PEFT bf16 LoRA peer. Prints
+LoRA only, both sides with gradient checkpointing (with --keep-activations zerotune keeps its
+activations instead, while the peer, which needs it, still checkpoints); with --qlora, zerotune
+also trains them with the base quantized to NF4 at load (QLoRA) beside the same HF + PEFT bf16
+LoRA peer. Prints
 tokens/s, MFU and peak memory of each, one table, and under each row the three largest costs of zerotune's step profile
 (--profile_steps over the warm-up steps after the first, so the measured steps run unprofiled).
 
@@ -309,7 +311,7 @@ def run_zerotune(args, work, model_dir, method, extra=()):
     cmd += ["--finetuning_type", "full"] if method == "full" else ["--finetuning_type", "lora", "--lora_rank", "8",
                                                                    "--lora_target", "all"]
     if model_dir.name in LORA_ONLY:
-        cmd += ["--gradient_checkpointing"]
+        cmd += ["--disable_gradient_checkpointing" if args.keep_activations else "--gradient_checkpointing"]
     # The warm-up steps after the first are profiled: the measured steps run unprofiled.
     profiled = args.warmup >= 2
     if profiled:
@@ -457,8 +459,9 @@ def main():
     parser.add_argument("--zerotune-only", action="store_true", help="no peers: zerotune's rows and profiles alone")
     parser.add_argument("--zerotune-args", default="",
                         help="extra zerotune train flags, e.g. '--attn_impl cudnn'; a single flag takes the = form: "
-                             "--zerotune-args=--disable_gradient_checkpointing (7b/glm4-9b: zerotune keeps its "
-                             "activations while the peer still checkpoints)")
+                             "--zerotune-args=--tf32")
+    parser.add_argument("--keep-activations", action="store_true",
+                        help="7b/glm4-9b: zerotune trains without gradient checkpointing (the peer keeps it)")
     parser.add_argument("--gpu", type=int, default=0, help="nvidia-smi index of the GPU the runs use")
     parser.add_argument("--qlora", action="store_true",
                         help="7b/glm4-9b: also zerotune's QLoRA (--quantization_bit 4, NF4) beside the same peer")
