@@ -10,6 +10,7 @@
 #include "ops/quant4/blockwise.h"
 #include "runtime/error.h"
 #include "train/optim/optimizer_offload.h"
+#include "train/zero/zero_config.h"
 #include "train/zero/zero_layout.h"
 
 namespace zt::train {
@@ -156,8 +157,7 @@ void place_optimizer_state(HeldModelStates& held, const OptimizerOffload* offloa
 }  // namespace
 
 DType gradient_partition_dtype(const MemorySettings& s) {
-  const bool partitioned = (s.stage == 1 || s.stage == 2) && s.world_size() > 1 && !s.offload;
-  return partitioned ? s.grad_accum_dtype.value_or(s.dtype) : DType::kF32;
+  return gradient_partition_dtype(s.stage, s.world_size(), s.offload, s.grad_accum_dtype, s.dtype);
 }
 
 namespace {

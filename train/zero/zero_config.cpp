@@ -14,4 +14,10 @@ std::string grad_accum_dtype_conflict(DType accumulation, DType working) {
   return message;
 }
 
+DType gradient_partition_dtype(int stage, int world_size, bool offload, std::optional<DType> grad_accum_dtype,
+                               DType working) {
+  const bool partitioned = (stage == 1 || stage == 2) && world_size > 1 && !offload;
+  return partitioned ? grad_accum_dtype.value_or(working) : DType::kF32;
+}
+
 }  // namespace zt::train

@@ -35,13 +35,9 @@ ZeroEngine::ZeroEngine(distributed::Communicator& communicator, int stage, Devic
   ZT_REQUIRE(conflict.empty(), conflict);
 }
 
-// DeepSpeed's grad_accum_dtype, where stages 1 and 2 partition the gradients on the device:
-// the working dtype unless the config says fp32. Stages 0 and 3, one rank (nothing is
-// partitioned) and optimizer offload (the CPU Adam's fp32 gradients) keep fp32.
+// This engine's case of the rule in train/zero/zero_config.h.
 DType ZeroEngine::gradient_partition_dtype(bool offload) const {
-  const bool partitioned = (stage_ == 1 || stage_ == 2) && comm_.world_size() > 1 && !offload;
-  if (!partitioned) return DType::kF32;
-  return reduction_.accumulation.value_or(gradient_dtype_);
+  return train::gradient_partition_dtype(stage_, comm_.world_size(), offload, reduction_.accumulation, gradient_dtype_);
 }
 
 void ZeroEngine::hold_state(ZeroLayout layout, std::vector<Parameter> parameters, const OptimizerConfig& config,
