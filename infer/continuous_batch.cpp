@@ -59,7 +59,7 @@ ContinuousBatch::ContinuousBatch(const models::CausalLM& model, const EngineOpti
     });
     return;
   }
-  graphs_ = std::make_unique<DecodeGraphs>(model, *cache_, options.max_batch, widest);
+  graphs_ = std::make_unique<DecodeGraphs>(model, *cache_, options.max_batch, widest, options.decode_kernel);
 }
 
 ContinuousBatch::~ContinuousBatch() = default;

@@ -1,5 +1,7 @@
 #include "infer/decode_graph.h"
 
+#include <string>
+
 #include "autograd/grad_mode.h"
 #include "ops/reduce/reduce.h"
 #include "runtime/check.h"
@@ -20,10 +22,15 @@ std::int64_t bucket_rows(std::int64_t sequences, std::int64_t max_batch) {
 }  // namespace
 
 DecodeGraphs::DecodeGraphs(const models::CausalLM& model, PagedKvCache& cache, std::int64_t max_batch,
-                           std::int64_t max_blocks)
-    : model_(model), cache_(cache), max_batch_(max_batch), max_blocks_(max_blocks) {
+                           std::int64_t max_blocks, DecodeKernel kernel)
+    : model_(model), cache_(cache), max_batch_(max_batch), max_blocks_(max_blocks), kernel_(kernel) {
   DeviceGuard guard(model.device().index);
   ZT_CUDA_CHECK(cudaStreamCreate(&stream_));
+  if (kernel == DecodeKernel::kGraph) return;
+  const std::string why = PersistentDecode::unsupported(model, cache);
+  ZT_REQUIRE(why.empty() || kernel != DecodeKernel::kPersistent,
+             "decode steps through the persistent kernel were asked for, but this model cannot take it: " + why);
+  if (why.empty()) persistent_ = std::make_unique<PersistentDecode>(model, cache, max_blocks);
 }
 
 DecodeGraphs::~DecodeGraphs() {
@@ -66,24 +73,73 @@ void DecodeGraphs::capture(Bucket& bucket) {
   }
 }
 
+void DecodeGraphs::run_plain(Bucket& bucket) {
+  if (bucket.graph) {
+    bucket.graph->replay(stream_);
+    return;
+  }
+  forward(bucket);  // the step itself; a capture after it records without running
+  if (!bucket.eager_only) capture(bucket);
+}
+
+void DecodeGraphs::run_persistent(Bucket& bucket) {
+  const std::int64_t rows = bucket.buffers.rows;
+  if (!bucket.logits.defined()) {
+    bucket.logits = Tensor::empty({rows, model_.config().vocab_size}, model_.dtype(), model_.device());
+    bucket.argmax = Tensor::empty({rows}, DType::kI64, model_.device());
+  }
+  persistent_->run(bucket.buffers, bucket.logits, bucket.argmax, stream_);
+}
+
+double DecodeGraphs::milliseconds_per_step(const std::function<void()>& step) {
+  constexpr int kRuns = 3;
+  cudaEvent_t start = nullptr, end = nullptr;
+  ZT_CUDA_CHECK(cudaEventCreate(&start));
+  ZT_CUDA_CHECK(cudaEventCreate(&end));
+  ZT_CUDA_CHECK(cudaEventRecord(start, stream_));
+  for (int i = 0; i < kRuns; ++i) step();
+  ZT_CUDA_CHECK(cudaEventRecord(end, stream_));
+  ZT_CUDA_CHECK(cudaEventSynchronize(end));
+  float milliseconds = 0.0f;
+  ZT_CUDA_CHECK(cudaEventElapsedTime(&milliseconds, start, end));
+  cudaEventDestroy(start);
+  cudaEventDestroy(end);
+  return milliseconds / kRuns;
+}
+
+// Both paths write this step's keys and values to the same slots and leave the lengths alone,
+// so each can run the step again; the chosen one runs it last, for real.
+void DecodeGraphs::choose_path(Bucket& bucket) {
+  const double graph = milliseconds_per_step([&] { run_plain(bucket); });
+  const double persistent = milliseconds_per_step([&] { run_persistent(bucket); });
+  bucket.path = persistent < graph ? Path::kPersistent : Path::kGraph;
+  ZT_LOG(kInfo, "decode steps of " << bucket.buffers.rows << " rows: " << persistent << " ms as one persistent kernel, "
+                                   << graph << " ms as a CUDA graph; the "
+                                   << (bucket.path == Path::kPersistent ? "persistent kernel" : "CUDA graph")
+                                   << " runs them");
+}
+
 DecodeGraphs::Step DecodeGraphs::run(const std::vector<SequenceId>& sequences,
                                      const std::vector<std::int64_t>& tokens) {
   DeviceGuard guard(model_.device().index);
   Bucket& bucket = bucket_for(static_cast<std::int64_t>(sequences.size()));
   cache_.fill_step(sequences, tokens, bucket.buffers, stream_);
-  Step step;
-  if (bucket.graph) {
-    bucket.graph->replay(stream_);
-    step = {bucket.logits, bucket.argmax};
-  } else {
-    forward(bucket);  // the step itself; a capture after it records without running
-    step = {bucket.logits, bucket.argmax};
-    if (!bucket.eager_only) capture(bucket);
+  if (bucket.path == Path::kUndecided) {
+    if (persistent_ == nullptr || !persistent_->takes_rows(bucket.buffers.rows))
+      bucket.path = Path::kGraph;
+    else if (kernel_ == DecodeKernel::kPersistent)
+      bucket.path = Path::kPersistent;
+    else if (bucket.graph || bucket.eager_only)
+      choose_path(bucket);
   }
+  if (bucket.path == Path::kPersistent)
+    run_persistent(bucket);
+  else
+    run_plain(bucket);
   ZT_CUDA_CHECK(cudaStreamSynchronize(stream_));
   cache_.advance(sequences);
   const auto count = static_cast<std::int64_t>(sequences.size());
-  return {step.logits.narrow(0, 0, count), step.argmax.narrow(0, 0, count)};
+  return {bucket.logits.narrow(0, 0, count), bucket.argmax.narrow(0, 0, count)};
 }
 
 }  // namespace zt::infer

@@ -7,14 +7,22 @@
 // The first step of a bucket runs eagerly on the graph's stream (which also warms the
 // allocator's blocks for that stream) and is then captured; a bucket whose capture fails
 // logs why and keeps running eagerly, so graphs only ever change the speed.
+//
+// A bucket of up to 8 rows of a model the persistent decode kernel takes
+// (infer/persistent_decode.h) may run its steps through that kernel instead: with
+// DecodeKernel::kFastest, the bucket's second step times three replays of its graph against
+// three runs of the kernel, logs both, and the faster runs every later step of that size.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <vector>
 
+#include "infer/engine.h"
 #include "infer/paged_kv_cache.h"
+#include "infer/persistent_decode.h"
 #include "models/model.h"
 #include "runtime/streams/cuda_graph.h"
 #include "runtime/streams/stream.h"
@@ -24,7 +32,8 @@ namespace zt::infer {
 class DecodeGraphs {
  public:
   // Buckets up to max_batch rows; block tables max_blocks wide.
-  DecodeGraphs(const models::CausalLM& model, PagedKvCache& cache, std::int64_t max_batch, std::int64_t max_blocks);
+  DecodeGraphs(const models::CausalLM& model, PagedKvCache& cache, std::int64_t max_batch, std::int64_t max_blocks,
+               DecodeKernel kernel = DecodeKernel::kFastest);
   ~DecodeGraphs();
 
   struct Step {
@@ -35,16 +44,24 @@ class DecodeGraphs {
   Step run(const std::vector<SequenceId>& sequences, const std::vector<std::int64_t>& tokens);
 
  private:
+  enum class Path { kUndecided, kGraph, kPersistent };
   struct Bucket {
     Bucket(std::int64_t rows, std::int64_t max_blocks, Device device) : buffers(rows, max_blocks, device) {}
     DecodeStepBuffers buffers;
     Tensor logits, argmax;
     std::unique_ptr<CudaGraph> graph;
     bool eager_only = false;
+    Path path = Path::kUndecided;
   };
   Bucket& bucket_for(std::int64_t sequences);
   void forward(Bucket& bucket);
   void capture(Bucket& bucket);
+  // The graph's (or an eager) step, or the persistent kernel's, into the bucket's outputs.
+  void run_plain(Bucket& bucket);
+  void run_persistent(Bucket& bucket);
+  // Times both paths on the filled buffers and sets bucket.path to the faster.
+  void choose_path(Bucket& bucket);
+  double milliseconds_per_step(const std::function<void()>& step);
 
   const models::CausalLM& model_;
   PagedKvCache& cache_;
@@ -52,6 +69,8 @@ class DecodeGraphs {
   std::int64_t max_blocks_;
   cudaStream_t stream_ = nullptr;  // blocking: ordered after the legacy stream's work
   std::map<std::int64_t, std::unique_ptr<Bucket>> buckets_;
+  DecodeKernel kernel_;
+  std::unique_ptr<PersistentDecode> persistent_;  // null when the model or cache cannot use it
 };
 
 }  // namespace zt::infer

@@ -16,6 +16,12 @@
 
 namespace zt::infer {
 
+// What a GPU decode step of 1 to 8 sequences runs: one persistent kernel for the whole step
+// (infer/persistent_decode.h) or the plain layers replayed as a CUDA graph. kFastest times both
+// on the first steps of each batch size and keeps the faster; the others are for tests and
+// benchmarks. Steps of more rows, and models the kernel does not take, replay graphs.
+enum class DecodeKernel { kFastest, kGraph, kPersistent };
+
 struct EngineOptions {
   std::int64_t max_batch = 32;             // sequences decoding together
   std::int64_t block_size = 16;            // tokens per KV-cache block
@@ -26,6 +32,7 @@ struct EngineOptions {
   // On a GPU, decode steps replay CUDA graphs (infer/decode_graph.h) instead of launching
   // every kernel; the tokens are the same either way.
   bool cuda_graphs = true;
+  DecodeKernel decode_kernel = DecodeKernel::kFastest;
 };
 
 struct GenerationRequest {

@@ -44,6 +44,10 @@ class PagedKvCache : public models::KvCache {
                Device device);
 
   std::int64_t block_size() const { return block_size_; }
+  // Layer `layer`'s pools [num_blocks, block_size, kv_heads, head_dim], for kernels that read
+  // and write the cache themselves (infer/persistent_decode.h).
+  const Tensor& key_pool(std::int64_t layer) const { return key_pools_.at(static_cast<std::size_t>(layer)); }
+  const Tensor& value_pool(std::int64_t layer) const { return value_pools_.at(static_cast<std::size_t>(layer)); }
   std::int64_t free_blocks() const { return static_cast<std::int64_t>(free_.size()); }
   std::int64_t blocks_for(std::int64_t tokens) const { return (tokens + block_size_ - 1) / block_size_; }
 

@@ -151,6 +151,11 @@ class CausalLM {
   // The embedding table when tied. Under ZeRO-3, read it inside a GatheredModule of
   // lm_head_module().
   const Variable& lm_head_weight() const;
+  // The weights as the forward reads them, for kernels that run the whole forward themselves
+  // (infer/persistent_decode.h). The final norm is undefined when the model has none.
+  const Variable& embedding_weight() const { return embedding_; }
+  const Variable& final_norm_weight() const { return final_norm_; }
+  const LayerWeights& layer_weights(std::int64_t layer) const { return layers_.at(static_cast<std::size_t>(layer)); }
 
   // Mean cross-entropy of logits [tokens, vocab] against labels [tokens] aligned with them
   // (labels[t] is the token that should follow token t), skipping labels of -100.

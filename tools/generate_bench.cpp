@@ -2,13 +2,17 @@
 // bench/generate_throughput.py to set beside transformers' generate in the same run.
 //
 //   generate_bench MODEL_DIR [--batch B] [--prompt_tokens P] [--new_tokens N]
-//                  [--cuda_graphs true|false] [--quantization_bit 4] [--seed S]
+//                  [--cuda_graphs true|false] [--decode_kernel fastest|graph|persistent]
+//                  [--quantization_bit 4] [--seed S]
 //
 // B prompts of P random ids each (seeded) generate exactly N tokens (greedy, no eos), in one
 // batch, bf16 on the GPU. Prints one JSON line: prefill seconds (prompts in, first tokens out),
 // decode tokens/s over the steady steps (from each sequence's third token to its last, so the
 // first decode step's CUDA graph capture is left out), prefill TFLOP/s (2 x parameters per
 // prompt token, plus causal attention) and the peak device memory.
+// --decode_kernel picks what steps of up to 8 sequences run (infer/engine.h's DecodeKernel): the
+// faster of the persistent kernel and the CUDA graph, timed on the first steps (the engine's
+// default), or one of them, for the ladder in docs/PERF.md.
 // --quantization_bit 4 runs on a 4-bit base as `zerotune generate --quantization_bit 4` does
 // (NF4 with double quantization, each layer dequantized as a step runs, no CUDA graphs; a
 // "-bnb-4bit" folder keeps its own 4 bits); without it such a folder is dequantized at load.
@@ -31,13 +35,13 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 std::map<std::string, std::string> parse(int argc, char** argv) {
-  std::map<std::string, std::string> flags{{"--batch", "1"},        {"--prompt_tokens", "128"},
-                                           {"--new_tokens", "128"}, {"--cuda_graphs", "true"},
-                                           {"--seed", "0"},         {"--quantization_bit", "none"}};
+  std::map<std::string, std::string> flags{
+      {"--batch", "1"}, {"--prompt_tokens", "128"},     {"--new_tokens", "128"},       {"--cuda_graphs", "true"},
+      {"--seed", "0"},  {"--quantization_bit", "none"}, {"--decode_kernel", "fastest"}};
   if (argc < 2)
     zt::fail(
         "usage: generate_bench MODEL_DIR [--batch B] [--prompt_tokens P] [--new_tokens N] "
-        "[--cuda_graphs true|false] [--quantization_bit 4] [--seed S]");
+        "[--cuda_graphs true|false] [--decode_kernel fastest|graph|persistent] [--quantization_bit 4] [--seed S]");
   flags["model"] = argv[1];
   for (int i = 2; i < argc; i += 2) {
     const std::string name = argv[i];
@@ -86,7 +90,14 @@ int run(int argc, char** argv) {
     for (std::int64_t t = 0; t < prompt; ++t) r.prompt.push_back(id(random));
     r.options = options;
   }
-  zt::infer::EngineOptions engine_options{.max_batch = batch, .cuda_graphs = flags["--cuda_graphs"] == "true"};
+  const std::map<std::string, zt::infer::DecodeKernel> kernels{{"fastest", zt::infer::DecodeKernel::kFastest},
+                                                               {"graph", zt::infer::DecodeKernel::kGraph},
+                                                               {"persistent", zt::infer::DecodeKernel::kPersistent}};
+  ZT_REQUIRE(kernels.count(flags["--decode_kernel"]),
+             "--decode_kernel takes fastest, graph or persistent, got " + flags["--decode_kernel"]);
+  zt::infer::EngineOptions engine_options{.max_batch = batch,
+                                          .cuda_graphs = flags["--cuda_graphs"] == "true",
+                                          .decode_kernel = kernels.at(flags["--decode_kernel"])};
   zt::infer::Engine engine(model, engine_options);
   engine.run({requests.front()});  // warm-up: kernel choices, allocator growth
 
@@ -106,6 +117,7 @@ int run(int argc, char** argv) {
                              {"prompt_tokens", prompt},
                              {"new_tokens", new_tokens},
                              {"cuda_graphs", engine_options.cuda_graphs},
+                             {"decode_kernel", flags["--decode_kernel"]},
                              {"prefill_s", prefill_s},
                              {"prefill_tflops", prefill_flops(model, batch, prompt) / prefill_s / 1e12},
                              {"decode_tokens_per_s", static_cast<double>(batch * (new_tokens - 3)) / decode_s},

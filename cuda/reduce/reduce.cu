@@ -9,6 +9,7 @@
 #include "cuda/common/shuffle_reduce.cuh"
 #include "cuda/common/vector_io.cuh"
 #include "cuda/elementwise/elementwise_dispatch.cuh"
+#include "cuda/reduce/argmax_order.cuh"
 #include "runtime/check.h"
 #include "runtime/error.h"
 
@@ -65,23 +66,6 @@ __global__ void strided_sums_kernel(const T* x, T* out, std::int64_t outer, std:
 }
 
 // ---- argmax over rows ----
-
-// The order argmax follows: a NaN before any number (the first NaN among NaNs), then the
-// larger value, then the smaller column. It is total, so the block's result does not depend
-// on the order candidates meet in. A thread that saw no element holds (-inf, INT_MAX), which
-// every real element precedes.
-template <typename V>
-__device__ __forceinline__ bool precedes(V a, int a_index, V b, int b_index) {
-  const bool a_nan = isnan(a), b_nan = isnan(b);
-  if (a_nan || b_nan) return a_nan && (!b_nan || a_index < b_index);
-  if (a != b) return a > b;
-  return a_index < b_index;
-}
-
-template <typename V>
-__device__ __forceinline__ void keep_first(V& value, int& index, V other, int other_index) {
-  if (precedes(other, other_index, value, index)) value = other, index = other_index;
-}
 
 template <typename V>
 struct Candidate {

@@ -13,8 +13,7 @@
 namespace zt::ops {
 namespace {
 
-cuda::RopeShape rope_shape(const char* op, const Tensor& x, const RopeConfig& config) {
-  std::int64_t head_dim = x.size(2);
+cuda::RopeShape rope_shape(const char* op, std::int64_t tokens, std::int64_t head_dim, const RopeConfig& config) {
   double rotary = static_cast<double>(head_dim) * config.rotary_fraction;
   auto rotary_dim = static_cast<std::int64_t>(std::llround(rotary));
   ZT_REQUIRE(
@@ -25,7 +24,11 @@ cuda::RopeShape rope_shape(const char* op, const Tensor& x, const RopeConfig& co
                                                         " exceeds the supported " +
                                                         std::to_string(2 * cuda::kMaxRopePairs));
   ZT_REQUIRE(config.base > 0.0, std::string(op) + ": base must be positive, got " + std::to_string(config.base));
-  return {x.size(0), head_dim, rotary_dim, config.style == RopeStyle::kInterleaved};
+  return {tokens, head_dim, rotary_dim, config.style == RopeStyle::kInterleaved};
+}
+
+cuda::RopeShape rope_shape(const char* op, const Tensor& x, const RopeConfig& config) {
+  return rope_shape(op, x.size(0), x.size(2), config);
 }
 
 void check_inputs(const char* op, const Tensor& x, const Tensor& positions) {
@@ -132,6 +135,11 @@ void rotate_inplace(const char* op, const Tensor& q, const Tensor& k, const Tens
 }
 
 }  // namespace
+
+GpuRope gpu_rope(const char* op, std::int64_t head_dim, const RopeConfig& config) {
+  const cuda::RopeShape shape = rope_shape(op, 0, head_dim, config);
+  return {shape, gpu_frequencies(shape, config.base)};
+}
 
 Tensor rope_forward(const Tensor& x, const Tensor& positions, const RopeConfig& config) {
   return rotate("rope_forward", x, positions, config, false);

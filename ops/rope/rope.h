@@ -10,6 +10,7 @@
 // x * cos + rotate(x) * sin does.
 #pragma once
 
+#include "cuda/rope/rope.cuh"
 #include "tensor/tensor.h"
 
 namespace zt::ops {
@@ -33,6 +34,15 @@ Tensor rope_backward(const Tensor& grad_y, const Tensor& positions, const RopeCo
 // with its heads and dims contiguous; the token stride is free, so head slices of a fused
 // qkv projection rotate where they are. Values are exactly rope_forward's.
 void rope_forward_inplace(const Tensor& q, const Tensor& k, const Tensor& positions, const RopeConfig& config);
+
+// What a kernel that rotates heads of head_dim dims itself needs (cuda/decode_step): the
+// rotary dims and style, and the frequencies rope_forward's kernel rotates by, checked as
+// rope_forward checks them (`op` names the caller in errors).
+struct GpuRope {
+  cuda::RopeShape shape;  // tokens 0
+  cuda::RopeFrequencies frequencies;
+};
+GpuRope gpu_rope(const char* op, std::int64_t head_dim, const RopeConfig& config);
 
 // rope_backward in place on grad_q and grad_k (grad_k may be undefined), as above.
 void rope_backward_inplace(const Tensor& grad_q, const Tensor& grad_k, const Tensor& positions,

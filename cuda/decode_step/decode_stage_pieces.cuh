@@ -1,0 +1,225 @@
+// The device pieces the persistent decode kernel's stages are made of (persistent_decode.cu):
+// a warp's dot products of weight rows with every sequence's row, RMSNorm into shared memory,
+// one attention head of one sequence, and the L2 prefetch of a stage's first rows. Each is
+// written for a block of kWarps warps that owns its whole share of a stage.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "cuda/common/cuda_common.cuh"
+#include "cuda/common/shuffle_reduce.cuh"
+#include "cuda/common/vector_io.cuh"
+#include "cuda/decode_step/persistent_decode.cuh"
+#include "cuda/norm/rmsnorm_row.cuh"
+
+namespace zt::cuda::decode_step {
+
+inline constexpr int kWarps = 16;
+inline constexpr int kThreads = 32 * kWarps;
+inline constexpr int kMaxHeadDim = 256;
+inline constexpr int kMaxGrid = 1024;  // blocks a workspace's argmax partials have room for
+
+// 8 weights (16 bytes) streamed past L1: each is read once per step.
+template <typename T>
+__device__ __forceinline__ void load8_weights(const T* p, float (&out)[8]) {
+  uint4 raw;
+  asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+      : "=r"(raw.x), "=r"(raw.y), "=r"(raw.z), "=r"(raw.w)
+      : "l"(p));
+  const T* v = reinterpret_cast<const T*>(&raw);
+#pragma unroll
+  for (int i = 0; i < 8; ++i) out[i] = static_cast<float>(v[i]);
+}
+
+// Sums over the warp of row r of w0 (and of w1, when set) times each of the B rows of x
+// ([B, k] with row stride k, in shared or global memory); every lane gets every sum.
+template <typename T, int B>
+__device__ __forceinline__ void warp_dot2(const T* w0, const T* w1, const T* x, int k, float (&acc)[2][B]) {
+  const int lane = threadIdx.x % 32;
+#pragma unroll
+  for (int b = 0; b < B; ++b) acc[0][b] = acc[1][b] = 0.0f;
+#pragma unroll 2
+  for (int c = lane * 8; c < k; c += 256) {
+    float a[8], d[8];
+    load8_weights(w0 + c, a);
+    if (w1 != nullptr) load8_weights(w1 + c, d);
+#pragma unroll
+    for (int b = 0; b < B; ++b) {
+      float xv[8];
+      load_vector<T, 8>(x + static_cast<std::int64_t>(b) * k + c, xv);
+#pragma unroll
+      for (int i = 0; i < 8; ++i) acc[0][b] = fmaf(a[i], xv[i], acc[0][b]);
+      if (w1 != nullptr) {
+#pragma unroll
+        for (int i = 0; i < 8; ++i) acc[1][b] = fmaf(d[i], xv[i], acc[1][b]);
+      }
+    }
+  }
+#pragma unroll
+  for (int b = 0; b < B; ++b) {
+    acc[0][b] = warp_sum(acc[0][b]);
+    if (w1 != nullptr) acc[1][b] = warp_sum(acc[1][b]);
+  }
+}
+
+// Asks L2 for the bytes [p, p + bytes), spread over the warp's lanes, one 128-byte line each.
+__device__ __forceinline__ void prefetch_l2(const void* p, std::int64_t bytes) {
+  const char* base = static_cast<const char*>(p);
+  for (std::int64_t at = (threadIdx.x % 32) * 128; at < bytes; at += 32 * 128)
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(base + at));
+}
+
+// The B rows of src [B, hidden] RMS-normalised by `weight` into dst (shared memory), as
+// cuda/norm rounds them; a null weight copies the rows. Warp b < B takes row b. Ends with the
+// block synchronised.
+template <typename T, int B>
+__device__ void normalize_rows(const T* src, const T* weight, T* dst, const DecodeModelDims& d) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (warp < B) {
+    const T* row = src + static_cast<std::int64_t>(warp) * d.hidden;
+    T* out = dst + warp * d.hidden;
+    float squares = 0.0f;
+    for (int c = lane * 8; c < d.hidden; c += 256) {
+      float v[8];
+      load_vector<T, 8>(row + c, v);
+#pragma unroll
+      for (int i = 0; i < 8; ++i) squares = fmaf(v[i], v[i], squares);
+    }
+    const float rstd = rmsnorm_detail::inverse_rms(warp_sum(squares), d.hidden, d.norm_eps);
+    for (int c = lane * 8; c < d.hidden; c += 256) {
+      float v[8], w[8];
+      load_vector<T, 8>(row + c, v);
+      if (weight != nullptr) {
+        load_vector<T, 8>(weight + c, w);
+#pragma unroll
+        for (int i = 0; i < 8; ++i)
+          v[i] = __fmul_rn(w[i], rmsnorm_detail::normalized<T>(v[i], rstd, d.round_normalized));
+      }
+      store_vector<T, 8>(out + c, v);
+    }
+  }
+  __syncthreads();
+}
+
+// The pair (lo, hi) rotated by (c, s) as cuda/rope rotates it, then rounded as it stores.
+template <typename T>
+__device__ __forceinline__ void rotate_pair(float& lo, float& hi, float c, float s) {
+  const float new_lo = __fsub_rn(round_through<T>(__fmul_rn(lo, c)), round_through<T>(__fmul_rn(hi, s)));
+  const float new_hi = __fadd_rn(round_through<T>(__fmul_rn(hi, c)), round_through<T>(__fmul_rn(lo, s)));
+  lo = round_through<T>(new_lo);
+  hi = round_through<T>(new_hi);
+}
+
+// RoPE of one head held as floats in shared memory, thread i < rotary_dim / 2 turning pair i.
+template <typename T>
+__device__ __forceinline__ void rotate_head(float* head, const DecodeModelDims& d, float position) {
+  const int i = threadIdx.x;
+  if (i >= d.rope.rotary_dim / 2) return;
+  const float angle = __fmul_rn(position, d.frequencies.inv_freq[i]);
+  const float c = round_through<T>(cosf(angle)), s = round_through<T>(sinf(angle));
+  const int lo = d.rope.interleaved ? 2 * i : i;
+  const int hi = d.rope.interleaved ? 2 * i + 1 : i + d.rope.rotary_dim / 2;
+  rotate_pair<T>(head[lo], head[hi], c, s);
+}
+
+// Shared memory of one attention head: q, the new k and v, and each warp's running output.
+struct HeadScratch {
+  float* q;
+  float* k;
+  float* v;
+  float* warp_max;  // [kWarps]
+  float* warp_sum;  // [kWarps]
+  float* warp_out;  // [kWarps, head_dim]
+  __device__ explicit HeadScratch(float* base, int head_dim)
+      : q(base),
+        k(base + head_dim),
+        v(base + 2 * head_dim),
+        warp_max(base + 3 * head_dim),
+        warp_sum(base + 3 * head_dim + kWarps),
+        warp_out(base + 3 * head_dim + 2 * kWarps) {}
+  static constexpr std::size_t floats(int head_dim) { return 3 * head_dim + 2 * kWarps + kWarps * head_dim; }
+};
+
+// Where token t of a sequence lies in a pool for kv head g, in elements.
+__device__ __forceinline__ std::int64_t pool_at(const DecodeModelDims& d, const std::int32_t* pages, int t, int g) {
+  const std::int64_t page = pages[t / d.block_size];
+  return ((page * d.block_size + t % d.block_size) * d.kv_heads + g) * d.head_dim;
+}
+
+// One warp's share of softmax(q · Kᵀ) · V over tokens [0, len): chunks of 32 tokens, one per
+// lane for the scores, then the chunk's values summed with each lane owning ceil(head_dim /
+// 32) columns. Token len - 1 (this step's) is read from s.k / s.v, the rest from the pools.
+// Leaves the warp's max, sum and unnormalised output in s.
+template <typename T>
+__device__ void attend_warp_share(const DecodeModelDims& d, const HeadScratch& s, const T* keys, const T* values,
+                                  const std::int32_t* pages, int g, int len) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int per_lane = (d.head_dim + 31) / 32, column = lane * per_lane;
+  const int owned = max(0, min(per_lane, d.head_dim - column));  // columns of this lane
+  float m = -INFINITY, sum = 0.0f, o[kMaxHeadDim / 32];
+  for (int j = 0; j < per_lane; ++j) o[j] = 0.0f;
+  for (int t0 = warp * 32; t0 < len; t0 += kWarps * 32) {
+    const int t = t0 + lane;
+    float score = -INFINITY;
+    if (t < len) {
+      float dot = 0.0f;
+      if (t == len - 1) {
+        for (int c = 0; c < d.head_dim; ++c) dot = fmaf(s.q[c], s.k[c], dot);
+      } else {
+        const T* key = keys + pool_at(d, pages, t, g);
+        for (int c = 0; c < d.head_dim; c += 8) {
+          float kv[8];
+          load_vector<T, 8>(key + c, kv);
+#pragma unroll
+          for (int i = 0; i < 8; ++i) dot = fmaf(s.q[c + i], kv[i], dot);
+        }
+      }
+      score = dot * d.softmax_scale;
+    }
+    const float new_max = fmaxf(m, warp_max(score));
+    const float p = t < len ? expf(score - new_max) : 0.0f;
+    const float rescale = m == -INFINITY ? 0.0f : expf(m - new_max);
+    sum = sum * rescale + warp_sum(p);
+    for (int j = 0; j < per_lane; ++j) o[j] *= rescale;
+    m = new_max;
+    const int tokens = min(32, len - t0);
+    for (int u = 0; u < tokens; ++u) {
+      const float pu = __shfl_sync(kFullWarpMask, p, u);
+      const int tu = t0 + u;
+      if (tu == len - 1) {
+        for (int j = 0; j < owned; ++j) o[j] = fmaf(pu, s.v[column + j], o[j]);
+      } else {
+        const T* value = values + pool_at(d, pages, tu, g) + column;
+        for (int j = 0; j < owned; ++j) o[j] = fmaf(pu, load_float(value + j), o[j]);
+      }
+    }
+  }
+  if (lane == 0) {
+    s.warp_max[warp] = m;
+    s.warp_sum[warp] = sum;
+  }
+  for (int j = 0; j < owned; ++j) s.warp_out[warp * d.head_dim + column + j] = o[j];
+}
+
+// The warps' shares merged into the head's output row (rounded to T); zeros for no tokens.
+template <typename T>
+__device__ void merge_warp_shares(const DecodeModelDims& d, const HeadScratch& s, T* out) {
+  const int c = threadIdx.x;
+  if (c >= d.head_dim) return;
+  float top = -INFINITY;
+  for (int w = 0; w < kWarps; ++w) top = fmaxf(top, s.warp_max[w]);
+  float total = 0.0f, value = 0.0f;
+  if (top != -INFINITY) {
+    for (int w = 0; w < kWarps; ++w) {
+      if (s.warp_max[w] == -INFINITY) continue;
+      const float weight = expf(s.warp_max[w] - top);
+      total = fmaf(s.warp_sum[w], weight, total);
+      value = fmaf(s.warp_out[w * d.head_dim + c], weight, value);
+    }
+  }
+  store_float(out + c, total > 0.0f ? value / total : 0.0f);
+}
+
+}  // namespace zt::cuda::decode_step

@@ -1,0 +1,158 @@
+#include "infer/persistent_decode.h"
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "models/decoder.h"
+#include "ops/rope/rope.h"
+#include "runtime/check.h"
+#include "runtime/device.h"
+#include "runtime/error.h"
+
+namespace zt::infer {
+namespace {
+
+using models::LayerWeights;
+
+const void* pointer_of(const LayerWeights& w, int slot) {
+  return w[slot].defined() ? w[slot].data().data_ptr() : nullptr;
+}
+
+// Row `row` of a [rows, columns] weight (a slice of a fused weight); null for a missing one.
+const void* rows_from(const void* weight, std::int64_t row, std::int64_t columns, DType dtype) {
+  if (weight == nullptr) return nullptr;
+  return static_cast<const char*>(weight) + row * columns * static_cast<std::int64_t>(dtype_size(dtype));
+}
+
+cuda::DecodeLayerPointers layer_pointers(const models::ModelConfig& c, const LayerWeights& w, const PagedKvCache& cache,
+                                         std::int64_t layer, DType dtype) {
+  cuda::DecodeLayerPointers l;
+  l.input_norm = pointer_of(w, models::kInputNorm);
+  l.post_norm = pointer_of(w, models::kPostAttentionNorm);
+  if (c.fused_qkv) {
+    const void* qkv = pointer_of(w, models::kQkv);
+    const void* bias = pointer_of(w, models::kQkvBias);
+    l.q = qkv;
+    l.k = rows_from(qkv, c.q_size(), c.hidden_size, dtype);
+    l.v = rows_from(qkv, c.q_size() + c.kv_size(), c.hidden_size, dtype);
+    l.q_bias = bias;
+    l.k_bias = rows_from(bias, c.q_size(), 1, dtype);
+    l.v_bias = rows_from(bias, c.q_size() + c.kv_size(), 1, dtype);
+  } else {
+    l.q = pointer_of(w, models::kQ);
+    l.k = pointer_of(w, models::kK);
+    l.v = pointer_of(w, models::kV);
+    l.q_bias = pointer_of(w, models::kQBias);
+    l.k_bias = pointer_of(w, models::kKBias);
+    l.v_bias = pointer_of(w, models::kVBias);
+  }
+  l.o = pointer_of(w, models::kO);
+  l.o_bias = pointer_of(w, models::kOBias);
+  if (c.fused_gate_up) {
+    const void* gate_up = pointer_of(w, models::kGateUp);
+    const void* bias = pointer_of(w, models::kGateUpBias);
+    l.gate = gate_up;
+    l.up = rows_from(gate_up, c.intermediate_size, c.hidden_size, dtype);
+    l.gate_bias = bias;
+    l.up_bias = rows_from(bias, c.intermediate_size, 1, dtype);
+  } else {
+    l.gate = pointer_of(w, models::kGate);
+    l.up = pointer_of(w, models::kUp);
+  }
+  l.down = pointer_of(w, models::kDown);
+  l.down_bias = pointer_of(w, models::kDownBias);
+  l.key_pool = cache.key_pool(layer).data_ptr();
+  l.value_pool = cache.value_pool(layer).data_ptr();
+  return l;
+}
+
+cuda::DecodeModelDims model_dims(const models::ModelConfig& c, const PagedKvCache& cache, std::int64_t max_blocks) {
+  cuda::DecodeModelDims d;
+  d.layers = static_cast<int>(c.num_layers);
+  d.hidden = static_cast<int>(c.hidden_size);
+  d.ffn = static_cast<int>(c.intermediate_size);
+  d.heads = static_cast<int>(c.num_heads);
+  d.kv_heads = static_cast<int>(c.num_kv_heads);
+  d.head_dim = static_cast<int>(c.head_dim);
+  d.vocab = static_cast<int>(c.vocab_size);
+  d.norm_eps = static_cast<float>(c.norm_eps);
+  d.round_normalized = c.norm_style == ops::RmsNormStyle::kQwen;
+  d.softmax_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.head_dim)));
+  const ops::GpuRope rope = ops::gpu_rope("persistent decode", c.head_dim, c.rope);
+  d.rope = rope.shape;
+  d.frequencies = rope.frequencies;
+  d.num_blocks = cache.key_pool(0).size(0);
+  d.block_size = static_cast<int>(cache.block_size());
+  d.max_blocks_per_seq = static_cast<int>(max_blocks);
+  return d;
+}
+
+bool any_sliding(const models::ModelConfig& c) {
+  for (bool sliding : c.sliding_layers)
+    if (sliding) return true;
+  return false;
+}
+
+}  // namespace
+
+std::string PersistentDecode::unsupported(const models::CausalLM& model, const PagedKvCache& cache) {
+  const models::ModelConfig& c = model.config();
+  if (c.qk_norm) return "q/k norms (Qwen3) are not in the kernel";
+  if (c.sandwich_norms) return "post-attention and post-MLP norms (glm4) are not in the kernel";
+  if (any_sliding(c)) return "sliding-window layers are not in the kernel";
+  if (!model.lora().empty() && model.adapters_enabled()) return "an unmerged LoRA adapter is not in the kernel";
+  if (model.parameter_gatherer() != nullptr) return "the weights are gathered per layer (4-bit or ZeRO-3)";
+  if (model.partial_sum_reducer()) return "tensor parallelism";
+  if (model.activation_recorder() != nullptr) return "activations are being recorded";
+  if (cache.prefix_length() > 0) return "a P-Tuning prefix";
+  if (model.dtype() != DType::kBF16 && model.dtype() != DType::kF16) return "the weights are not bfloat16 or float16";
+  if (!model.device().is_cuda()) return "the model is not on a GPU";
+  return "";
+}
+
+PersistentDecode::PersistentDecode(const models::CausalLM& model, const PagedKvCache& cache, std::int64_t max_blocks)
+    : model_(model), dims_(model_dims(model.config(), cache, max_blocks)) {
+  const models::ModelConfig& c = model.config();
+  std::vector<cuda::DecodeLayerPointers> layers;
+  for (std::int64_t layer = 0; layer < c.num_layers; ++layer)
+    layers.push_back(layer_pointers(c, model.layer_weights(layer), cache, layer, model.dtype()));
+  const auto bytes = static_cast<std::int64_t>(layers.size() * sizeof(cuda::DecodeLayerPointers));
+  Tensor host = Tensor::empty({bytes}, DType::kU8);
+  std::memcpy(host.data_ptr(), layers.data(), static_cast<std::size_t>(bytes));
+  layer_table_ = host.to(model.device());
+}
+
+bool PersistentDecode::takes_rows(std::int64_t rows) const {
+  if (rows > cuda::kPersistentDecodeMaxRows) return false;
+  return *cuda::persistent_decode_unsupported(dims_, static_cast<int>(rows), model_.dtype(), model_.device().index) ==
+         '\0';
+}
+
+void PersistentDecode::run(const DecodeStepBuffers& b, const Tensor& logits, const Tensor& argmax,
+                           cudaStream_t stream) {
+  DeviceGuard guard(model_.device().index);
+  auto found = scratch_.find(b.rows);
+  if (found == scratch_.end()) {
+    const auto bytes = static_cast<std::int64_t>(
+        cuda::persistent_decode_workspace_bytes(dims_, static_cast<int>(b.rows), model_.dtype()));
+    found = scratch_.emplace(b.rows, Tensor::empty({bytes}, DType::kU8, model_.device())).first;
+  }
+  cuda::DecodeStepPointers step;
+  step.layers = static_cast<const cuda::DecodeLayerPointers*>(layer_table_.data_ptr());
+  step.embedding = model_.embedding_weight().data().data_ptr();
+  step.final_norm = model_.final_norm_weight().defined() ? model_.final_norm_weight().data().data_ptr() : nullptr;
+  step.lm_head = model_.lm_head_weight().data().data_ptr();
+  step.ids = b.ids.data<std::int64_t>();
+  step.positions = b.positions.data<std::int64_t>();
+  step.slots = b.slots.data<std::int64_t>();
+  step.block_table = b.block_table.data<std::int32_t>();
+  step.seq_lens = b.seq_lens.data<std::int32_t>();
+  step.logits = logits.data_ptr();
+  step.argmax = argmax.data<std::int64_t>();
+  const Tensor& workspace = found->second;
+  cuda::persistent_decode_step(dims_, step, static_cast<int>(b.rows), model_.dtype(),
+                               {workspace.data_ptr(), static_cast<std::size_t>(workspace.numel())}, stream);
+}
+
+}  // namespace zt::infer

@@ -1,0 +1,45 @@
+// A decode step as one persistent kernel (cuda/decode_step/persistent_decode.cuh) over a
+// model's weights and a paged KV cache: every layer of the step in one launch, instead of the
+// few hundred kernels of the plain layer that a CUDA graph replays. Bound once to the model
+// and the cache (the per-layer weight table is uploaded at construction); each step reads
+// the same DecodeStepBuffers the graphs read.
+//
+// It takes the layers the plain path computes for Qwen2/2.5 and GLM/ChatGLM without extras:
+// unsupported() says why a model or cache cannot use it (Qwen3's q/k norms, glm4's sandwich
+// norms, sliding windows, LoRA not merged, a 4-bit or ZeRO-3 base, tensor parallelism, a
+// P-Tuning prefix, float32 weights, more than 8 rows), and those steps stay on the graphs.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include <cuda_runtime_api.h>
+
+#include "cuda/decode_step/persistent_decode.cuh"
+#include "infer/paged_kv_cache.h"
+#include "models/model.h"
+
+namespace zt::infer {
+
+class PersistentDecode {
+ public:
+  // Empty when the model and the cache can decode through the kernel, else the reason.
+  static std::string unsupported(const models::CausalLM& model, const PagedKvCache& cache);
+  // Whether a step of `rows` buffer rows (a graph bucket's) runs through it.
+  bool takes_rows(std::int64_t rows) const;
+
+  PersistentDecode(const models::CausalLM& model, const PagedKvCache& cache, std::int64_t max_blocks);
+
+  // One step over the filled buffers, on `stream`: logits [rows, vocab] in the model's dtype
+  // and argmax int64 [rows], both allocated by the caller on the model's device.
+  void run(const DecodeStepBuffers& buffers, const Tensor& logits, const Tensor& argmax, cudaStream_t stream);
+
+ private:
+  const models::CausalLM& model_;
+  cuda::DecodeModelDims dims_;
+  Tensor layer_table_;                      // DecodeLayerPointers [layers] as bytes, on the device
+  std::map<std::int64_t, Tensor> scratch_;  // workspace per row count
+};
+
+}  // namespace zt::infer

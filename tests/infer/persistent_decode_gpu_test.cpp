@@ -1,0 +1,148 @@
+// The persistent decode kernel (infer/persistent_decode.h) against the plain decode layer on
+// the GPU: two caches filled by the same prefill decode in lockstep, one step through the CUDA
+// graph of the plain layer, one through the kernel, fed the same tokens. Each step's logits
+// agree to the dtype's rounding, the kernel's argmax is the first largest of its own logits,
+// and the greedy tokens agree wherever the plain logits' top two are not a near tie. Covered:
+// Qwen2 (q/k/v bias, tied head, GQA), GLM (partial interleaved RoPE, fused gate/up), ChatGLM
+// (fused q/k/v, two kv groups), bfloat16 and float16, 1, 3 (a padded row) and 8 sequences,
+// prompts and steps that cross page boundaries. Then the engine with the kernel chosen by
+// measurement gives the graph path's tokens, and models the kernel does not take are refused
+// by name or left to the graphs.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "infer/batch_forward.h"
+#include "infer/decode_graph.h"
+#include "infer/engine.h"
+#include "infer/persistent_decode.h"
+#include "models/weights/weights.h"
+#include "tests/common/model_fixture_util.h"
+#include "tests/common/test_util.h"
+
+namespace zt::infer {
+namespace {
+
+using Tokens = std::vector<std::int64_t>;
+
+constexpr std::int64_t kBlockSize = 16;
+constexpr std::int64_t kSteps = 24;
+constexpr std::int64_t kWidth = 8;  // blocks per sequence: 128 tokens
+
+struct Lockstep {
+  Lockstep(const models::CausalLM& model, DecodeKernel kernel)
+      : cache(model.config(), 96, kBlockSize, model.dtype(), model.device()), graphs(model, cache, 8, kWidth, kernel) {
+    cache.set_table_width(kWidth);
+  }
+  PagedKvCache cache;
+  DecodeGraphs graphs;
+};
+
+Tokens prompt_of(std::int64_t length, std::int64_t seed, std::int64_t vocab) {
+  Tokens prompt;
+  for (std::int64_t i = 0; i < length; ++i) prompt.push_back((seed * 131 + i * 17 + 3) % vocab);
+  return prompt;
+}
+
+std::vector<float> row_of(const Tensor& logits, std::int64_t row) {
+  const std::vector<double> values = logits.select(0, row).to(Device::cpu()).to_vector();
+  return {values.begin(), values.end()};
+}
+
+std::int64_t first_largest(const std::vector<float>& row) {
+  return std::max_element(row.begin(), row.end()) - row.begin();
+}
+
+// The gap between the largest and the second largest logit.
+float top_gap(std::vector<float> row) {
+  std::partial_sort(row.begin(), row.begin() + 2, row.end(), std::greater<>());
+  return row[0] - row[1];
+}
+
+void decode_in_lockstep(const char* arch, DType dtype, std::int64_t sequences) {
+  SCOPED_TRACE(std::string(arch) + " " + dtype_name(dtype) + " x" + std::to_string(sequences));
+  models::CausalLM model = models::load_model(testing::fixture_dir(arch), {Device::cuda(), dtype});
+  const std::int64_t vocab = model.config().vocab_size;
+  Lockstep plain(model, DecodeKernel::kGraph), kernel(model, DecodeKernel::kPersistent);
+  std::vector<SequenceId> ids;
+  std::vector<Tokens> prompts;
+  for (std::int64_t s = 0; s < sequences; ++s) {
+    ids.push_back(s);
+    prompts.push_back(prompt_of(5 + 9 * s % 40, s, vocab));
+  }
+  Tokens tokens;
+  for (Lockstep* side : {&plain, &kernel}) {
+    StepInputs prefill;
+    for (std::int64_t s = 0; s < sequences; ++s) {
+      ASSERT_TRUE(side->cache.try_add(ids[s], static_cast<std::int64_t>(prompts[s].size()) + kSteps + 1));
+      prefill.prefilling.push_back(ids[s]);
+      prefill.prompts.push_back(&prompts[s]);
+    }
+    const Tensor logits = step_logits(model, side->cache, prefill);
+    tokens.clear();
+    for (std::int64_t s = 0; s < sequences; ++s) tokens.push_back(first_largest(row_of(logits, s)));
+  }
+  const float tolerance = dtype == DType::kBF16 ? 0.05f : 0.01f;
+  for (std::int64_t step = 0; step < kSteps; ++step) {
+    const DecodeGraphs::Step a = plain.graphs.run(ids, tokens);
+    const DecodeGraphs::Step b = kernel.graphs.run(ids, tokens);
+    const std::vector<double> b_argmax = b.argmax.to(Device::cpu()).to_vector();
+    for (std::int64_t s = 0; s < sequences; ++s) {
+      const std::vector<float> ra = row_of(a.logits, s), rb = row_of(b.logits, s);
+      float scale = 0.0f, worst = 0.0f;
+      for (std::size_t v = 0; v < ra.size(); ++v) {
+        scale = std::max(scale, std::fabs(ra[v]));
+        worst = std::max(worst, std::fabs(ra[v] - rb[v]));
+      }
+      ASSERT_LE(worst, tolerance * scale + 1e-3f) << "step " << step << " row " << s;
+      EXPECT_EQ(static_cast<std::int64_t>(b_argmax[s]), first_largest(rb)) << "step " << step << " row " << s;
+      if (top_gap(ra) > 2 * worst) EXPECT_EQ(first_largest(ra), first_largest(rb)) << "step " << step << " row " << s;
+      tokens[s] = first_largest(ra);
+    }
+  }
+}
+
+TEST(PersistentDecodeGpu, StepsMatchThePlainLayer) {
+  ZT_SKIP_WITHOUT_GPU();
+  for (const char* arch : {"qwen2", "glm", "chatglm"})
+    for (DType dtype : {DType::kBF16, DType::kF16})
+      for (std::int64_t sequences : {1, 3, 8}) decode_in_lockstep(arch, dtype, sequences);
+}
+
+// The reference prompts of the fixtures, generated with the kernel chosen by measurement and
+// with the graphs alone: the same tokens.
+TEST(PersistentDecodeGpu, EngineChoosingByMeasurementGivesTheGraphTokens) {
+  ZT_SKIP_WITHOUT_GPU();
+  const auto json = models::read_json_file(testing::fixture_dir("generate_reference.json"));
+  for (const char* arch : {"qwen2", "chatglm"}) {
+    models::CausalLM model = models::load_model(testing::fixture_dir(arch), {Device::cuda(), DType::kF16});
+    models::GenerationOptions options;
+    options.max_new_tokens = json["max_new_tokens"].get<std::int64_t>();
+    std::vector<GenerationRequest> requests;
+    for (const auto& prompt : json[arch]["prompts"]) requests.push_back({prompt.get<Tokens>(), options});
+    const std::vector<Tokens> graphs = Engine(model, {.decode_kernel = DecodeKernel::kGraph}).run(requests);
+    const std::vector<Tokens> fastest = Engine(model, {}).run(requests);
+    const std::vector<Tokens> persistent = Engine(model, {.decode_kernel = DecodeKernel::kPersistent}).run(requests);
+    EXPECT_EQ(fastest, graphs) << arch;
+    EXPECT_EQ(persistent, graphs) << arch;
+  }
+}
+
+TEST(PersistentDecodeGpu, ModelsItCannotTakeAreRefusedOrLeftToTheGraphs) {
+  ZT_SKIP_WITHOUT_GPU();
+  for (const char* arch : {"qwen3", "glm4"}) {
+    models::CausalLM model = models::load_model(testing::fixture_dir(arch), {Device::cuda(), DType::kBF16});
+    PagedKvCache cache(model.config(), 16, kBlockSize, model.dtype(), model.device());
+    EXPECT_NE(PersistentDecode::unsupported(model, cache), "") << arch;
+    EXPECT_THROW(DecodeGraphs(model, cache, 8, kWidth, DecodeKernel::kPersistent), Error) << arch;
+    EXPECT_NO_THROW(DecodeGraphs(model, cache, 8, kWidth, DecodeKernel::kFastest)) << arch;
+  }
+  models::CausalLM model = models::load_model(testing::fixture_dir("qwen2"), {Device::cuda(), DType::kF32});
+  PagedKvCache cache(model.config(), 16, kBlockSize, model.dtype(), model.device());
+  EXPECT_EQ(PersistentDecode::unsupported(model, cache), "the weights are not bfloat16 or float16");
+}
+
+}  // namespace
+}  // namespace zt::infer
