@@ -254,13 +254,13 @@ __global__ void __launch_bounds__(kThreads, 1) persistent_decode_kernel(KernelAr
   float* scratch = reinterpret_cast<float*>(shared_bytes);
   const DecodeModelDims& d = a.d;
   const Buffers<T> buf = carve<T>(a.workspace, d, B);
-  const int q_size = d.heads * d.head_dim, qkv_rows = q_size + 2 * d.kv_heads * d.head_dim;
+  const int q_size = d.heads * d.head_dim;  // prefetches of q/k/v stay inside q's rows
 
   for (int i = blockIdx.x * kThreads + threadIdx.x; i < B * d.hidden; i += gridDim.x * kThreads) {
     const int b = i / d.hidden, c = i % d.hidden;
     buf.x[i] = static_cast<const T*>(a.step.embedding)[a.step.ids[b] * d.hidden + c];
   }
-  prefetch_first_rows<T>(a.step.layers[0].q, qkv_rows, d.hidden);
+  prefetch_first_rows<T>(a.step.layers[0].q, q_size, d.hidden);
   grid.sync();
   for (int layer = 0; layer < d.layers; ++layer) {
     const DecodeLayerPointers& l = a.step.layers[layer];
@@ -280,7 +280,7 @@ __global__ void __launch_bounds__(kThreads, 1) persistent_decode_kernel(KernelAr
     grid.sync();
     residual_stage<T, B>(l.down, l.down_bias, d.hidden, d.ffn, buf.act, buf.h, buf.x);
     prefetch_first_rows<T>(layer + 1 < d.layers ? a.step.layers[layer + 1].q : a.step.lm_head,
-                           layer + 1 < d.layers ? qkv_rows : d.vocab, d.hidden);
+                           layer + 1 < d.layers ? q_size : d.vocab, d.hidden);
     grid.sync();
   }
   normalize_rows<T, B>(buf.x, static_cast<const T*>(a.step.final_norm), normed, d);
