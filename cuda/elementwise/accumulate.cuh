@@ -1,5 +1,7 @@
-// dst += src * factor with dst float32 and src any float dtype: gradient accumulation into
-// fp32 buffers (micro-batches summed before the optimizer step) in one pass, no temporary.
+// dst += src * factor, the sum taken in float32 and rounded to dst's dtype once, src any float
+// dtype: gradient accumulation across micro-batches into fp32 buffers, and into the 16-bit
+// gradient partitions of ZeRO (DeepSpeed's default grad_accum_dtype), in one pass with no
+// temporary.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -10,7 +12,7 @@
 
 namespace zt::cuda {
 
-void accumulate_float32(float* dst, const void* src, DType src_dtype, std::int64_t n, float factor,
-                        cudaStream_t stream);
+void accumulate(void* dst, DType dst_dtype, const void* src, DType src_dtype, std::int64_t n, float factor,
+                cudaStream_t stream);
 
 }  // namespace zt::cuda

@@ -1,6 +1,8 @@
-// In-place accumulation into a float32 buffer: dst += src * factor, src of any float dtype
-// and dst's shape. What gradient accumulation across micro-batches and the fp32 gradient
-// partitions of ZeRO are built on. The product and sum round to float32 once each.
+// In-place accumulation: dst += src * factor, dst and src of any float dtypes and one shape.
+// The product and the sum are taken in float32, rounding once each, and the sum is rounded to
+// dst's dtype once: for a 16-bit dst that is an fp32 add of the two, stored once, with no
+// temporary. What gradient accumulation across micro-batches and ZeRO's gradient partitions
+// (fp32, or 16-bit under DeepSpeed's default grad_accum_dtype) are built on.
 #pragma once
 
 #include "tensor/tensor.h"

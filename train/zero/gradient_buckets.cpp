@@ -5,18 +5,8 @@
 
 #include "distributed/communicators/collective_label.h"
 #include "ops/elementwise/accumulate.h"
-#include "ops/elementwise/elementwise.h"
 
 namespace zt::train {
-void accumulate_gradient(const Tensor& dst, const Tensor& src) {
-  if (dst.dtype() == DType::kF32) return ops::accumulate_(dst, src);
-  Tensor target = dst;  // a handle: the copy writes dst
-  if (src.dtype() == dst.dtype()) return target.copy_from(ops::add_forward(dst, src));
-  Tensor sum = dst.to(DType::kF32);
-  ops::accumulate_(sum, src);
-  target.copy_from(sum);
-}
-
 // A reduce-scatter started and not yet added to the partition: its input stays alive until
 // the collective is done with it.
 struct GradientBuckets::InFlight {
@@ -59,8 +49,8 @@ void GradientBuckets::add(std::size_t b, std::size_t slot, const Tensor& grad) {
     staging_[b] = allocate(bucket.padded_numel);
     filling_.push_back(b);
   }
-  accumulate_gradient(staging_[b].narrow(0, bucket.offsets[slot], bucket.numels[slot]),
-                      grad.reshape({bucket.numels[slot]}));
+  ops::accumulate_(staging_[b].narrow(0, bucket.offsets[slot], bucket.numels[slot]),
+                   grad.reshape({bucket.numels[slot]}));
   if (++arrived_[b] < bucket.parameters.size()) return;
   arrived_[b] = 0;
   reduce(b);
@@ -115,7 +105,7 @@ void GradientBuckets::add_to_partition(const Tensor& target, const Tensor& chunk
   if (host_sink_)
     host_sink_->add(target, chunk);
   else
-    accumulate_gradient(target, chunk);
+    ops::accumulate_(target, chunk);
 }
 
 void GradientBuckets::finish() {

@@ -42,11 +42,6 @@
 
 namespace zt::train {
 
-// dst += src, in dst's dtype: float32 through ops::accumulate_; a 16-bit dst takes the sum in
-// float32 and rounds it once, whatever src's dtype. Staging buffers, gradient partitions and
-// stage 1's whole gradients all accumulate this way.
-void accumulate_gradient(const Tensor& dst, const Tensor& src);
-
 // What DeepSpeed's config asks of the gradients' collectives and accumulation.
 struct GradientReduction {
   // communication_data_type: the staging buffers' and the collective's dtype; unset: the
@@ -75,7 +70,7 @@ class GradientBuckets {
   // The --zero_trace label of bucket b's collective.
   using Label = std::function<std::string(std::size_t bucket)>;
 
-  // `partition` is the rank's gradients (fp32, or 16-bit: see accumulate_gradient): its chunk of bucket b at
+  // `partition` is the rank's gradients (fp32, or 16-bit: ops::accumulate_ adds into either): its chunk of bucket b at
   // layout.partition_offset(b).
   GradientBuckets(const ZeroLayout& layout, const Tensor& partition, distributed::Communicator& comm, Options options,
                   Label label);

@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "ops/elementwise/accumulate.h"
 #include "runtime/error.h"
 
 namespace zt::train {
@@ -28,7 +29,7 @@ ZeroOptimizer::ZeroOptimizer(std::vector<TrainableParameter> parameters, const O
 }
 
 void ZeroOptimizer::on_gradient(std::size_t parameter, const Tensor& grad) {
-  if (stage_ == 1) return accumulate_gradient(full_grads_[parameter], grad.reshape({grad.numel()}));
+  if (stage_ == 1) return ops::accumulate_(full_grads_[parameter], grad.reshape({grad.numel()}));
   ZeroEngine::on_gradient(parameter, grad);
 }
 
