@@ -211,7 +211,10 @@ MemoryEstimate estimate_model_states(const models::ModelConfig& config, const Me
   // and moments of the device's share.
   const bool host_gradients = s.offload && s.offload_ratio >= 1.0 && (world > 1 || stage3);
   const std::int64_t gradient_width = static_cast<std::int64_t>(dtype_size(gradient_partition_dtype(s)));
-  e.gpu.gradients = gradient_width * ((host_gradients ? 0 : owned) + (world > 1 && s.stage == 1 ? psi_trainable : 0));
+  const std::int64_t whole_width =
+      static_cast<std::int64_t>(dtype_size(whole_gradient_dtype(s.grad_accum_dtype, s.dtype)));
+  e.gpu.gradients =
+      gradient_width * (host_gradients ? 0 : owned) + (world > 1 && s.stage == 1 ? whole_width * psi_trainable : 0);
   const std::int64_t wire = static_cast<std::int64_t>(dtype_size(s.communication_dtype.value_or(s.dtype)));
   const auto offloaded =
       s.offload ? static_cast<std::int64_t>(std::llround(s.offload_ratio * static_cast<double>(owned))) : 0;

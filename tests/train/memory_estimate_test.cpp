@@ -109,9 +109,10 @@ TEST(MemoryEstimate, Stages1And2CountTheirGradientsInGradAccumDtype) {
   EXPECT_EQ(estimate_model_states(qwen25_05b(), eight_gpus(0)).gpu.gradients, 4 * kPsi);
   EXPECT_EQ(estimate_model_states(qwen25_05b(), eight_gpus(3)).gpu.gradients, 4 * kPsi / n);
   EXPECT_EQ(estimate_model_states(qwen25_05b(), {.stage = 2, .gpus_per_node = 1}).gpu.gradients, 4 * kPsi);
-  // Offload: fp32 gradients in host memory; a partial offload keeps them, fp32, on the GPU.
+  // Offload: fp32 gradients in host memory (stage 1 its whole bf16 gradients on the GPU); a
+  // partial offload keeps them, fp32, on the GPU.
   EXPECT_EQ(estimate_model_states(qwen25_05b(), eight_gpus(2, true)).gpu.gradients, 0);
-  EXPECT_EQ(estimate_model_states(qwen25_05b(), eight_gpus(1, true)).gpu.gradients, 4 * kPsi);
+  EXPECT_EQ(estimate_model_states(qwen25_05b(), eight_gpus(1, true)).gpu.gradients, 2 * kPsi);  // whole, bf16
   MemorySettings partial = eight_gpus(2, true);
   partial.offload_ratio = 0.5;
   EXPECT_EQ(estimate_model_states(qwen25_05b(), partial).gpu.gradients, 4 * kPsi / n);
@@ -165,15 +166,27 @@ TEST(MemoryEstimate, OffloadMovesTheOwnedStatesToTheHost) {
     const MemoryEstimate offloaded = estimate_memory(config, eight_gpus(stage, true));
     const std::int64_t owned = stage == 0 ? kPsi : kPsi / 8;
     // Master, moments and the gradient partition leave the GPU, as under DeepSpeed. Kept, the
-    // partition of stages 1 and 2 is bf16; offloaded, stage 1's whole gradients are fp32.
+    // partition of stages 1 and 2 is bf16; stage 1's whole gradients stay bf16 on the GPU either way.
     const std::int64_t partition_width = stage == 1 || stage == 2 ? 2 : 4;
-    EXPECT_EQ(kept.gpu.total() - offloaded.gpu.total(), (12 + partition_width) * owned - (stage == 1 ? 2 * kPsi : 0))
-        << "stage " << stage;
-    EXPECT_EQ(offloaded.gpu.gradients, stage == 1 ? 4 * kPsi : 0) << "stage 1 accumulates whole gradients";
+    EXPECT_EQ(kept.gpu.total() - offloaded.gpu.total(), (12 + partition_width) * owned) << "stage " << stage;
+    EXPECT_EQ(offloaded.gpu.gradients, stage == 1 ? 2 * kPsi : 0) << "stage 1 accumulates whole gradients";
     // Master and moments, the fp32 gradient and a copy of the bf16 working weights.
     EXPECT_EQ(offloaded.host.total(), 18 * owned) << "stage " << stage;
     EXPECT_EQ(offloaded.host_per_node(), 8 * 18 * owned) << "stage " << stage;
     EXPECT_EQ(offloaded.gpu.optimizer_state, 0) << "stage " << stage;
+  }
+}
+
+// grad_accum_dtype fp32 makes stage 1's whole gradients fp32 too, offloaded or not.
+TEST(MemoryEstimate, Fp32AccumulationWidensStageOnesWholeGradients) {
+  const models::ModelConfig config = qwen25_05b();
+  for (bool offload : {false, true}) {
+    MemorySettings wide = eight_gpus(1, offload);
+    wide.grad_accum_dtype = DType::kF32;
+    const std::int64_t owned = kPsi / 8;
+    EXPECT_EQ(estimate_memory(config, wide).gpu.gradients,
+              estimate_memory(config, eight_gpus(1, offload)).gpu.gradients + 2 * kPsi + (offload ? 0 : 2 * owned))
+        << (offload ? "offloaded" : "kept");
   }
 }
 

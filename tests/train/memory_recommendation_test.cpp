@@ -105,13 +105,14 @@ TEST(MemoryRecommendation, SevenBillionOnTwoToEightCardsOf24GiBOffloadsTheOptimi
 // Where the optimizer offload fits with room to spare, the GPU keeps as much of the update as
 // fits (partial offload, offload_optimizer.ratio): the smallest CPU share in tenths, with the
 // gradients on the GPU; one tenth less does not fit.
+// (40 GiB: where stage 1 with its whole bf16 gradients and every update on the CPU does not fit.)
 TEST(MemoryRecommendation, OffloadKeepsTheLargestGpuShareThatFits) {
-  const MemoryBudget budget{.gpu_bytes = 48 * kGiB};
+  const MemoryBudget budget{.gpu_bytes = 40 * kGiB};
   const std::optional<Recommendation> r = recommend(on_gpus(4), budget);
   ASSERT_TRUE(r.has_value());
   expect_real(*r, budget);
   EXPECT_TRUE(r->settings.offload);
-  ASSERT_LT(r->settings.offload_ratio, 1.0) << "a 48 GiB card holds part of the update";
+  ASSERT_LT(r->settings.offload_ratio, 1.0) << "a 40 GiB card holds part of the update";
   EXPECT_GT(r->settings.offload_ratio, 0.0);
   EXPECT_GT(r->estimate.gpu.gradients, 0) << "a partial offload keeps the gradients on the GPU";
   EXPECT_GT(r->estimate.gpu.optimizer_state, 0);

@@ -20,4 +20,8 @@ DType gradient_partition_dtype(int stage, int world_size, bool offload, std::opt
   return partitioned ? grad_accum_dtype.value_or(working) : DType::kF32;
 }
 
+DType whole_gradient_dtype(std::optional<DType> grad_accum_dtype, DType working) {
+  return grad_accum_dtype.value_or(working);
+}
+
 }  // namespace zt::train

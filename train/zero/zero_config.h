@@ -46,11 +46,15 @@ struct ZeroConfig {
 // precision), and the ZeRO engine too.
 std::string grad_accum_dtype_conflict(DType accumulation, DType working);
 
-// The dtype a ZeRO rank keeps its gradient partition (and stage 1 its whole gradients) in:
-// under stages 1 and 2 over several ranks without optimizer offload, `grad_accum_dtype`, unset
-// the working dtype (DeepSpeed's get_data_types); fp32 everywhere else (stage 0, stage 3, one
-// rank, and offload, whose CPU Adam reads fp32). What the engine allocates and the memory
-// estimate counts.
+// The dtype stage 1 over several ranks keeps its whole gradients in on the device until the
+// accumulation boundary: `grad_accum_dtype`, unset the working dtype, with or without offload
+// (DeepSpeed's parameters' .grad; the offloaded partition they reduce into stays fp32).
+DType whole_gradient_dtype(std::optional<DType> grad_accum_dtype, DType working);
+
+// The dtype a ZeRO rank keeps its gradient partition in: under stages 1 and 2 over several
+// ranks without optimizer offload, `grad_accum_dtype`, unset the working dtype (DeepSpeed's
+// get_data_types); fp32 everywhere else (stage 0, stage 3, one rank, and offload, whose CPU
+// Adam reads fp32). What the engine allocates and the memory estimate counts.
 DType gradient_partition_dtype(int stage, int world_size, bool offload, std::optional<DType> grad_accum_dtype,
                                DType working);
 

@@ -40,6 +40,10 @@ DType ZeroEngine::gradient_partition_dtype(bool offload) const {
   return train::gradient_partition_dtype(stage_, comm_.world_size(), offload, reduction_.accumulation, gradient_dtype_);
 }
 
+DType ZeroEngine::whole_gradient_dtype() const {
+  return train::whole_gradient_dtype(reduction_.accumulation, gradient_dtype_);
+}
+
 void ZeroEngine::hold_state(ZeroLayout layout, std::vector<Parameter> parameters, const OptimizerConfig& config,
                             const std::vector<TrainableParameter>& trainable, const OffloadOptions& offload) {
   layout_ = std::move(layout);

@@ -81,10 +81,12 @@ class ZeroEngine : public OptimizerEngine {
   virtual void write_working_weights(std::size_t bucket, const Tensor& chunk);
   // A gradient from backward: by default into its bucket.
   virtual void on_gradient(std::size_t parameter, const Tensor& grad);
-  // The dtype of the rank's gradient partition (and of stage 1's whole gradients): fp32, or
+  // The dtype of the rank's gradient partition: fp32, or
   // under stages 1 and 2 over several ranks without optimizer offload, the working dtype
   // unless GradientReduction::accumulation says fp32 (DeepSpeed's grad_accum_dtype).
   DType gradient_partition_dtype(bool offload) const;
+  // Stage 1's whole gradients (train/zero/zero_config.h's whole_gradient_dtype).
+  DType whole_gradient_dtype() const;
   // Reduces what the buckets still stage (at the end of a backward, and before a step).
   void finish_reductions() { buckets_->finish(); }
 

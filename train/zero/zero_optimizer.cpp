@@ -23,8 +23,7 @@ ZeroOptimizer::ZeroOptimizer(std::vector<TrainableParameter> parameters, const O
   // Stage 0 replicates the optimizer: one "owner" holding everything, on every rank.
   ZeroLayout layout = make_zero_layout(numels, stage_ == 0 ? 1 : comm_.world_size(), bucket_numel);
   if (stage_ == 1)
-    for (std::int64_t numel : numels)
-      full_grads_.push_back(Tensor::zeros({numel}, gradient_partition_dtype(offload.enabled), device_));
+    for (std::int64_t numel : numels) full_grads_.push_back(Tensor::zeros({numel}, whole_gradient_dtype(), device_));
   hold_state(std::move(layout), std::move(described), config, parameters, offload);
 }
 

@@ -8,9 +8,10 @@
 //   stage 2  as stage 1, but each bucket is reduce-scattered during backward as soon as it is
 //            complete, every micro-batch, and a rank keeps only the gradient of its own
 //            chunk: no full-size gradient outlives the backward step that makes it.
-// Over several ranks without offload the gradients of stages 1 and 2 are in DeepSpeed's
-// grad_accum_dtype: the working dtype unless the config says fp32
-// (ZeroEngine::gradient_partition_dtype); otherwise fp32.
+// Over several ranks without offload the gradient partitions of stages 1 and 2 are in
+// DeepSpeed's grad_accum_dtype: the working dtype unless the config says fp32
+// (ZeroEngine::gradient_partition_dtype); otherwise fp32. Stage 1's whole gradients are in
+// grad_accum_dtype with offload too (ZeroEngine::whole_gradient_dtype).
 // Gradients are staged and reduced bucket by bucket, at most two buckets at once
 // (train/zero/gradient_buckets.h), in DeepSpeed's communication_data_type; with overlap_comm
 // a reduction runs while backward goes on.
