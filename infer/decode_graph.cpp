@@ -1,5 +1,7 @@
 #include "infer/decode_graph.h"
 
+#include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "autograd/grad_mode.h"
@@ -107,9 +109,40 @@ double DecodeGraphs::milliseconds_per_step(const std::function<void()>& step) {
   return milliseconds / kRuns;
 }
 
+std::vector<double> DecodeGraphs::logits_of(const Bucket& bucket, std::int64_t rows) {
+  ZT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  return bucket.logits.narrow(0, 0, rows).to(Device::cpu()).to_vector();
+}
+
+// The kernel's logits of the step's sequences against the plain layer's: within a few percent
+// of the largest logit, the dtype's rounding and another summation order; anything else means
+// the kernel does not compute this model's step, and the graph keeps it.
+bool DecodeGraphs::persistent_agrees(Bucket& bucket, std::int64_t rows) {
+  run_plain(bucket);
+  const std::vector<double> plain = logits_of(bucket, rows);
+  run_persistent(bucket);
+  const std::vector<double> kernel = logits_of(bucket, rows);
+  double scale = 0.0, worst = 0.0;
+  for (std::size_t i = 0; i < plain.size(); ++i) {
+    scale = std::max(scale, std::fabs(plain[i]));
+    worst = std::max(worst, std::isnan(kernel[i]) ? INFINITY : std::fabs(plain[i] - kernel[i]));
+  }
+  const double tolerance = model_.dtype() == DType::kF16 ? 0.01 : 0.05;
+  if (worst <= tolerance * scale + 1e-3) return true;
+  ZT_LOG(kWarn, "decode steps of " << bucket.buffers.rows << " rows stay on the CUDA graph: the persistent kernel's "
+                                   << "logits differ from the plain layer's by up to " << worst
+                                   << " where the largest is " << scale);
+  return false;
+}
+
 // Both paths write this step's keys and values to the same slots and leave the lengths alone,
-// so each can run the step again; the chosen one runs it last, for real.
-void DecodeGraphs::choose_path(Bucket& bucket) {
+// so each can run the step again; the chosen one runs it last, for real. The kernel is timed
+// only once its logits agree with the plain layer's.
+void DecodeGraphs::choose_path(Bucket& bucket, std::int64_t rows) {
+  if (!persistent_agrees(bucket, rows)) {
+    bucket.path = Path::kGraph;
+    return;
+  }
   const double graph = milliseconds_per_step([&] { run_plain(bucket); });
   const double persistent = milliseconds_per_step([&] { run_persistent(bucket); });
   bucket.path = persistent < graph ? Path::kPersistent : Path::kGraph;
@@ -130,7 +163,7 @@ DecodeGraphs::Step DecodeGraphs::run(const std::vector<SequenceId>& sequences,
     else if (kernel_ == DecodeKernel::kPersistent)
       bucket.path = Path::kPersistent;
     else if (bucket.graph || bucket.eager_only)
-      choose_path(bucket);
+      choose_path(bucket, static_cast<std::int64_t>(sequences.size()));
   }
   if (bucket.path == Path::kPersistent)
     run_persistent(bucket);

@@ -10,8 +10,10 @@
 //
 // A bucket of up to 8 rows of a model the persistent decode kernel takes
 // (infer/persistent_decode.h) may run its steps through that kernel instead: with
-// DecodeKernel::kFastest, the bucket's second step times three replays of its graph against
-// three runs of the kernel, logs both, and the faster runs every later step of that size.
+// DecodeKernel::kFastest, the bucket's second step first checks the kernel's logits against
+// the graph's (a kernel that disagrees is logged and never used), then times three replays of
+// its graph against three runs of the kernel, logs both, and the faster runs every later step
+// of that size.
 #pragma once
 
 #include <cstdint>
@@ -59,8 +61,11 @@ class DecodeGraphs {
   // The graph's (or an eager) step, or the persistent kernel's, into the bucket's outputs.
   void run_plain(Bucket& bucket);
   void run_persistent(Bucket& bucket);
-  // Times both paths on the filled buffers and sets bucket.path to the faster.
-  void choose_path(Bucket& bucket);
+  // Checks the kernel against the plain layer on the filled buffers' first `rows` rows, then
+  // times both and sets bucket.path to the faster (the graph where the kernel disagrees).
+  void choose_path(Bucket& bucket, std::int64_t rows);
+  bool persistent_agrees(Bucket& bucket, std::int64_t rows);
+  std::vector<double> logits_of(const Bucket& bucket, std::int64_t rows);
   double milliseconds_per_step(const std::function<void()>& step);
 
   const models::CausalLM& model_;
