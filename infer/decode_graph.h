@@ -35,7 +35,7 @@ class DecodeGraphs {
  public:
   // Buckets up to max_batch rows; block tables max_blocks wide.
   DecodeGraphs(const models::CausalLM& model, PagedKvCache& cache, std::int64_t max_batch, std::int64_t max_blocks,
-               DecodeKernel kernel = DecodeKernel::kFastest);
+               DecodeKernel kernel = DecodeKernel::kGraph);
   ~DecodeGraphs();
 
   struct Step {

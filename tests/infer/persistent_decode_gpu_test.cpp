@@ -123,7 +123,7 @@ TEST(PersistentDecodeGpu, EngineChoosingByMeasurementGivesTheGraphTokens) {
     std::vector<GenerationRequest> requests;
     for (const auto& prompt : json[arch]["prompts"]) requests.push_back({prompt.get<Tokens>(), options});
     const std::vector<Tokens> graphs = Engine(model, {.decode_kernel = DecodeKernel::kGraph}).run(requests);
-    const std::vector<Tokens> fastest = Engine(model, {}).run(requests);
+    const std::vector<Tokens> fastest = Engine(model, {.decode_kernel = DecodeKernel::kFastest}).run(requests);
     const std::vector<Tokens> persistent = Engine(model, {.decode_kernel = DecodeKernel::kPersistent}).run(requests);
     EXPECT_EQ(fastest, graphs) << arch;
     EXPECT_EQ(persistent, graphs) << arch;
