@@ -75,22 +75,27 @@ void DecodeGraphs::capture(Bucket& bucket) {
   }
 }
 
-void DecodeGraphs::run_plain(Bucket& bucket) {
+// A capture records the step without running it and leaves the bucket holding the graph's
+// outputs, so the step that captures returns the outputs of its eager run.
+DecodeGraphs::Step DecodeGraphs::run_plain(Bucket& bucket) {
   if (bucket.graph) {
     bucket.graph->replay(stream_);
-    return;
+    return {bucket.logits, bucket.argmax};
   }
-  forward(bucket);  // the step itself; a capture after it records without running
+  forward(bucket);
+  const Step eager{bucket.logits, bucket.argmax};
   if (!bucket.eager_only) capture(bucket);
+  return eager;
 }
 
-void DecodeGraphs::run_persistent(Bucket& bucket) {
+DecodeGraphs::Step DecodeGraphs::run_persistent(Bucket& bucket) {
   const std::int64_t rows = bucket.buffers.rows;
   if (!bucket.logits.defined()) {
     bucket.logits = Tensor::empty({rows, model_.config().vocab_size}, model_.dtype(), model_.device());
     bucket.argmax = Tensor::empty({rows}, DType::kI64, model_.device());
   }
   persistent_->run(bucket.buffers, bucket.logits, bucket.argmax, stream_);
+  return {bucket.logits, bucket.argmax};
 }
 
 double DecodeGraphs::milliseconds_per_step(const std::function<void()>& step) {
@@ -109,19 +114,17 @@ double DecodeGraphs::milliseconds_per_step(const std::function<void()>& step) {
   return milliseconds / kRuns;
 }
 
-std::vector<double> DecodeGraphs::logits_of(const Bucket& bucket, std::int64_t rows) {
+std::vector<double> DecodeGraphs::logits_of(const Step& step, std::int64_t rows) {
   ZT_CUDA_CHECK(cudaStreamSynchronize(stream_));
-  return bucket.logits.narrow(0, 0, rows).to(Device::cpu()).to_vector();
+  return step.logits.narrow(0, 0, rows).to(Device::cpu()).to_vector();
 }
 
 // The kernel's logits of the step's sequences against the plain layer's: within a few percent
 // of the largest logit, the dtype's rounding and another summation order; anything else means
 // the kernel does not compute this model's step, and the graph keeps it.
 bool DecodeGraphs::persistent_agrees(Bucket& bucket, std::int64_t rows) {
-  run_plain(bucket);
-  const std::vector<double> plain = logits_of(bucket, rows);
-  run_persistent(bucket);
-  const std::vector<double> kernel = logits_of(bucket, rows);
+  const std::vector<double> plain = logits_of(run_plain(bucket), rows);
+  const std::vector<double> kernel = logits_of(run_persistent(bucket), rows);
   double scale = 0.0, worst = 0.0;
   for (std::size_t i = 0; i < plain.size(); ++i) {
     scale = std::max(scale, std::fabs(plain[i]));
@@ -165,14 +168,11 @@ DecodeGraphs::Step DecodeGraphs::run(const std::vector<SequenceId>& sequences,
     else if (bucket.graph || bucket.eager_only)
       choose_path(bucket, static_cast<std::int64_t>(sequences.size()));
   }
-  if (bucket.path == Path::kPersistent)
-    run_persistent(bucket);
-  else
-    run_plain(bucket);
+  const Step step = bucket.path == Path::kPersistent ? run_persistent(bucket) : run_plain(bucket);
   ZT_CUDA_CHECK(cudaStreamSynchronize(stream_));
   cache_.advance(sequences);
   const auto count = static_cast<std::int64_t>(sequences.size());
-  return {bucket.logits.narrow(0, 0, count), bucket.argmax.narrow(0, 0, count)};
+  return {step.logits.narrow(0, 0, count), step.argmax.narrow(0, 0, count)};
 }
 
 }  // namespace zt::infer

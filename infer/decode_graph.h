@@ -59,13 +59,13 @@ class DecodeGraphs {
   void forward(Bucket& bucket);
   void capture(Bucket& bucket);
   // The graph's (or an eager) step, or the persistent kernel's, into the bucket's outputs.
-  void run_plain(Bucket& bucket);
-  void run_persistent(Bucket& bucket);
+  Step run_plain(Bucket& bucket);
+  Step run_persistent(Bucket& bucket);
   // Checks the kernel against the plain layer on the filled buffers' first `rows` rows, then
   // times both and sets bucket.path to the faster (the graph where the kernel disagrees).
   void choose_path(Bucket& bucket, std::int64_t rows);
   bool persistent_agrees(Bucket& bucket, std::int64_t rows);
-  std::vector<double> logits_of(const Bucket& bucket, std::int64_t rows);
+  std::vector<double> logits_of(const Step& step, std::int64_t rows);
   double milliseconds_per_step(const std::function<void()>& step);
 
   const models::CausalLM& model_;

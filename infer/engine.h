@@ -19,7 +19,7 @@ namespace zt::infer {
 // What a GPU decode step of 1 to 8 sequences runs: the plain layers replayed as a CUDA graph
 // (the default), one persistent kernel for the whole step (infer/persistent_decode.h), or
 // kFastest: both timed on the first steps of each batch size, the faster kept. The persistent
-// kernel does not yet pass its GPU test (docs/PERF.md, Decode, third pass), so nothing but
+// kernel is not yet verified on a GPU (docs/PERF.md, Decode, third pass), so nothing but
 // tests and benchmarks asks for it. Steps of more rows, and models the kernel does not take,
 // replay graphs.
 enum class DecodeKernel { kGraph, kFastest, kPersistent };
