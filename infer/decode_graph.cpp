@@ -142,7 +142,13 @@ bool DecodeGraphs::persistent_agrees(Bucket& bucket, std::int64_t rows) {
 // so each can run the step again; the chosen one runs it last, for real. The kernel is timed
 // only once its logits agree with the plain layer's.
 void DecodeGraphs::choose_path(Bucket& bucket, std::int64_t rows) {
-  if (!persistent_agrees(bucket, rows)) {
+  bool agrees = false;
+  try {
+    agrees = persistent_agrees(bucket, rows);
+  } catch (const Error& e) {  // a launch the device refuses (fewer multiprocessors, say)
+    ZT_LOG(kWarn, "decode steps of " << bucket.buffers.rows << " rows stay on the CUDA graph: " << e.what());
+  }
+  if (!agrees) {
     bucket.path = Path::kGraph;
     return;
   }

@@ -107,6 +107,7 @@ std::string PersistentDecode::unsupported(const models::CausalLM& model, const P
   if (model.activation_recorder() != nullptr) return "activations are being recorded";
   if (cache.prefix_length() > 0) return "a P-Tuning prefix";
   if (model.dtype() != DType::kBF16 && model.dtype() != DType::kF16) return "the weights are not bfloat16 or float16";
+  if (cache.key_pool(0).dtype() != model.dtype()) return "the KV cache's dtype is not the weights'";
   if (!model.device().is_cuda()) return "the model is not on a GPU";
   return "";
 }

@@ -4,10 +4,10 @@
 // agree to the dtype's rounding, the kernel's argmax is the first largest of its own logits,
 // and the greedy tokens agree wherever the plain logits' top two are not a near tie. Covered:
 // Qwen2 (q/k/v bias, tied head, GQA), GLM (partial interleaved RoPE, fused gate/up), ChatGLM
-// (fused q/k/v, two kv groups), bfloat16 and float16, 1, 3 (a padded row) and 8 sequences,
-// prompts and steps that cross page boundaries. Then the engine with the kernel chosen by
-// measurement gives the graph path's tokens, and models the kernel does not take are refused
-// by name or left to the graphs.
+// (fused q/k/v, two kv groups), bfloat16 and float16, 1, 2, 3 (a padded row) and 8 sequences,
+// prompts and steps that cross page boundaries, 48-dim heads over contexts past 512 tokens. Then the engine with the
+// kernel chosen by measurement gives the graph path's tokens, and models the kernel does not take are refused by name
+// or left to the graphs.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -18,6 +18,7 @@
 #include "infer/decode_graph.h"
 #include "infer/engine.h"
 #include "infer/persistent_decode.h"
+#include "models/init.h"
 #include "models/weights/weights.h"
 #include "tests/common/model_fixture_util.h"
 #include "tests/common/test_util.h"
@@ -28,13 +29,20 @@ namespace {
 using Tokens = std::vector<std::int64_t>;
 
 constexpr std::int64_t kBlockSize = 16;
-constexpr std::int64_t kSteps = 24;
-constexpr std::int64_t kWidth = 8;  // blocks per sequence: 128 tokens
+constexpr std::int64_t kWidth = 8;  // blocks per sequence in the engine-level tests
+
+// What one lockstep run decodes: prompt lengths, steps, and the block tables' width.
+struct Run {
+  std::int64_t sequences = 1;
+  std::int64_t first_prompt = 5;  // sequence s's prompt: first_prompt + 9 s % 40 tokens
+  std::int64_t steps = 24;
+  std::int64_t width = 8;
+};
 
 struct Lockstep {
-  Lockstep(const models::CausalLM& model, DecodeKernel kernel)
-      : cache(model.config(), 96, kBlockSize, model.dtype(), model.device()), graphs(model, cache, 8, kWidth, kernel) {
-    cache.set_table_width(kWidth);
+  Lockstep(const models::CausalLM& model, DecodeKernel kernel, std::int64_t width)
+      : cache(model.config(), 96, kBlockSize, model.dtype(), model.device()), graphs(model, cache, 8, width, kernel) {
+    cache.set_table_width(width);
   }
   PagedKvCache cache;
   DecodeGraphs graphs;
@@ -61,41 +69,46 @@ float top_gap(std::vector<float> row) {
   return row[0] - row[1];
 }
 
-void decode_in_lockstep(const char* arch, DType dtype, std::int64_t sequences) {
-  SCOPED_TRACE(std::string(arch) + " " + dtype_name(dtype) + " x" + std::to_string(sequences));
-  models::CausalLM model = models::load_model(testing::fixture_dir(arch), {Device::cuda(), dtype});
+// The largest difference between two rows, infinite where the second is not finite.
+float largest_difference(const std::vector<float>& a, const std::vector<float>& b) {
+  float worst = 0.0f;
+  for (std::size_t v = 0; v < a.size(); ++v)
+    worst = std::isfinite(b[v]) ? std::max(worst, std::fabs(a[v] - b[v])) : INFINITY;
+  return worst;
+}
+
+void decode_in_lockstep(const models::CausalLM& model, const std::string& label, const Run& run) {
+  SCOPED_TRACE(label + " " + dtype_name(model.dtype()) + " x" + std::to_string(run.sequences));
   const std::int64_t vocab = model.config().vocab_size;
-  Lockstep plain(model, DecodeKernel::kGraph), kernel(model, DecodeKernel::kPersistent);
+  Lockstep plain(model, DecodeKernel::kGraph, run.width), kernel(model, DecodeKernel::kPersistent, run.width);
   std::vector<SequenceId> ids;
   std::vector<Tokens> prompts;
-  for (std::int64_t s = 0; s < sequences; ++s) {
+  for (std::int64_t s = 0; s < run.sequences; ++s) {
     ids.push_back(s);
-    prompts.push_back(prompt_of(5 + 9 * s % 40, s, vocab));
+    prompts.push_back(prompt_of(run.first_prompt + 9 * s % 40, s, vocab));
   }
   Tokens tokens;
   for (Lockstep* side : {&plain, &kernel}) {
     StepInputs prefill;
-    for (std::int64_t s = 0; s < sequences; ++s) {
-      ASSERT_TRUE(side->cache.try_add(ids[s], static_cast<std::int64_t>(prompts[s].size()) + kSteps + 1));
+    for (std::int64_t s = 0; s < run.sequences; ++s) {
+      ASSERT_TRUE(side->cache.try_add(ids[s], static_cast<std::int64_t>(prompts[s].size()) + run.steps + 1));
       prefill.prefilling.push_back(ids[s]);
       prefill.prompts.push_back(&prompts[s]);
     }
     const Tensor logits = step_logits(model, side->cache, prefill);
     tokens.clear();
-    for (std::int64_t s = 0; s < sequences; ++s) tokens.push_back(first_largest(row_of(logits, s)));
+    for (std::int64_t s = 0; s < run.sequences; ++s) tokens.push_back(first_largest(row_of(logits, s)));
   }
-  const float tolerance = dtype == DType::kBF16 ? 0.05f : 0.01f;
-  for (std::int64_t step = 0; step < kSteps; ++step) {
+  const float tolerance = model.dtype() == DType::kBF16 ? 0.05f : 0.01f;
+  for (std::int64_t step = 0; step < run.steps; ++step) {
     const DecodeGraphs::Step a = plain.graphs.run(ids, tokens);
     const DecodeGraphs::Step b = kernel.graphs.run(ids, tokens);
     const std::vector<double> b_argmax = b.argmax.to(Device::cpu()).to_vector();
-    for (std::int64_t s = 0; s < sequences; ++s) {
+    for (std::int64_t s = 0; s < run.sequences; ++s) {
       const std::vector<float> ra = row_of(a.logits, s), rb = row_of(b.logits, s);
-      float scale = 0.0f, worst = 0.0f;
-      for (std::size_t v = 0; v < ra.size(); ++v) {
-        scale = std::max(scale, std::fabs(ra[v]));
-        worst = std::max(worst, std::fabs(ra[v] - rb[v]));
-      }
+      float scale = 0.0f;
+      for (float value : ra) scale = std::max(scale, std::fabs(value));
+      const float worst = largest_difference(ra, rb);
       ASSERT_LE(worst, tolerance * scale + 1e-3f) << "step " << step << " row " << s;
       EXPECT_EQ(static_cast<std::int64_t>(b_argmax[s]), first_largest(rb)) << "step " << step << " row " << s;
       if (top_gap(ra) > 2 * worst) EXPECT_EQ(first_largest(ra), first_largest(rb)) << "step " << step << " row " << s;
@@ -107,8 +120,28 @@ void decode_in_lockstep(const char* arch, DType dtype, std::int64_t sequences) {
 TEST(PersistentDecodeGpu, StepsMatchThePlainLayer) {
   ZT_SKIP_WITHOUT_GPU();
   for (const char* arch : {"qwen2", "glm", "chatglm"})
-    for (DType dtype : {DType::kBF16, DType::kF16})
-      for (std::int64_t sequences : {1, 3, 8}) decode_in_lockstep(arch, dtype, sequences);
+    for (DType dtype : {DType::kBF16, DType::kF16}) {
+      const models::CausalLM model = models::load_model(testing::fixture_dir(arch), {Device::cuda(), dtype});
+      for (std::int64_t sequences : {1, 2, 3, 8}) decode_in_lockstep(model, arch, {.sequences = sequences});
+    }
+}
+
+// Heads of 48 dims (two columns a lane in the value sums) and contexts past 512 tokens (a
+// warp's second chunk, whose larger scores rescale the first's sums), with weights ten times
+// the fixtures' so that the scores, and so RoPE and the keys read, move the softmax.
+TEST(PersistentDecodeGpu, LongContextsAndWideHeadsMatchThePlainLayer) {
+  ZT_SKIP_WITHOUT_GPU();
+  models::ModelConfig config = models::load_config(testing::fixture_dir("qwen2"));
+  config.num_heads = 2;
+  config.num_kv_heads = 1;
+  config.head_dim = config.hidden_size / 2;
+  config.initializer_range = 0.2;
+  for (DType dtype : {DType::kBF16, DType::kF16}) {
+    const models::CausalLM model = models::init_model(config, 7, {.device = Device::cuda(), .dtype = dtype});
+    for (std::int64_t sequences : {1, 2})
+      decode_in_lockstep(model, "qwen2 head_dim 48",
+                         {.sequences = sequences, .first_prompt = 600, .steps = 8, .width = 40});
+  }
 }
 
 // The reference prompts of the fixtures, generated with the kernel chosen by measurement and
