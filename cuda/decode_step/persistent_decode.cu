@@ -17,7 +17,10 @@
 
 #include <algorithm>
 #include <climits>
+#include <map>
+#include <mutex>
 #include <string>
+#include <utility>
 
 #include "cuda/decode_step/decode_stage_pieces.cuh"
 #include "cuda/reduce/argmax_order.cuh"
@@ -303,18 +306,32 @@ std::size_t shared_bytes_of(const DecodeModelDims& d, int rows, std::size_t elem
   return std::max(normed + argmax, head);
 }
 
+// The grid of a (kernel, device, shared size), set up once: a step pays one launch, not the
+// attribute and occupancy queries behind it.
 template <typename T, int B>
-void launch(const KernelArgs& args, std::size_t shared, int device, cudaStream_t stream) {
+unsigned grid_for(std::size_t shared, int device) {
+  static std::mutex mutex;
+  static std::map<std::pair<int, std::size_t>, unsigned> grids;
+  const std::lock_guard<std::mutex> lock(mutex);
+  auto found = grids.find({device, shared});
+  if (found != grids.end()) return found->second;
   auto kernel = persistent_decode_kernel<T, B>;
   ZT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared)));
   int per_sm = 0, sms = 0;
   ZT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, shared));
   ZT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   ZT_REQUIRE(per_sm >= 1, "persistent decode: no block fits a multiprocessor");
-  const unsigned grid = static_cast<unsigned>(std::min(sms, kMaxGrid));
+  const auto grid = static_cast<unsigned>(std::min(sms, kMaxGrid));
+  grids.emplace(std::make_pair(device, shared), grid);
+  return grid;
+}
+
+template <typename T, int B>
+void launch(const KernelArgs& args, std::size_t shared, int device, cudaStream_t stream) {
+  const unsigned grid = grid_for<T, B>(shared, device);
   void* params[] = {const_cast<KernelArgs*>(&args)};
-  ZT_CUDA_CHECK(
-      cudaLaunchCooperativeKernel(reinterpret_cast<void*>(kernel), dim3(grid), dim3(kThreads), params, shared, stream));
+  ZT_CUDA_CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<void*>(persistent_decode_kernel<T, B>), dim3(grid),
+                                            dim3(kThreads), params, shared, stream));
 }
 
 template <typename T>
