@@ -1,7 +1,7 @@
 // The persistent decode kernel (infer/persistent_decode.h) against the plain decode layer on
 // the GPU: two caches filled by the same prefill decode in lockstep, one step through the CUDA
 // graph of the plain layer, one through the kernel, fed the same tokens. Each step's logits
-// agree to the dtype's rounding, the kernel's argmax is the first largest of its own logits,
+// and every layer's cached keys and values agree to the dtype's rounding, the kernel's argmax is the first largest of its own logits,
 // and the greedy tokens agree wherever the plain logits' top two are not a near tie. Covered:
 // Qwen2 (q/k/v bias, tied head, GQA), GLM (partial interleaved RoPE, fused gate/up), ChatGLM
 // (fused q/k/v, two kv groups), bfloat16 and float16, 1, 2, 3 (a padded row) and 8 sequences,
@@ -43,6 +43,8 @@ struct Lockstep {
   Lockstep(const models::CausalLM& model, DecodeKernel kernel, std::int64_t width)
       : cache(model.config(), 96, kBlockSize, model.dtype(), model.device()), graphs(model, cache, 8, width, kernel) {
     cache.set_table_width(width);
+    for (std::int64_t layer = 0; layer < model.config().num_layers; ++layer)
+      for (Tensor pool : {cache.key_pool(layer), cache.value_pool(layer)}) pool.zero_();  // unused slots compare equal
   }
   PagedKvCache cache;
   DecodeGraphs graphs;
@@ -75,6 +77,23 @@ float largest_difference(const std::vector<float>& a, const std::vector<float>& 
   for (std::size_t v = 0; v < a.size(); ++v)
     worst = std::isfinite(b[v]) ? std::max(worst, std::fabs(a[v] - b[v])) : INFINITY;
   return worst;
+}
+
+// Every layer's keys and values cached by the two sides agree to the dtype's rounding: the
+// q/k/v projections, their biases, RoPE and the slot each step writes, checked apart from the
+// logits.
+void expect_same_caches(const PagedKvCache& a, const PagedKvCache& b, std::int64_t layers, float tolerance,
+                        std::int64_t step) {
+  for (std::int64_t layer = 0; layer < layers; ++layer)
+    for (bool keys : {true, false}) {
+      const std::vector<double> pa = (keys ? a.key_pool(layer) : a.value_pool(layer)).to(Device::cpu()).to_vector();
+      const std::vector<double> pb = (keys ? b.key_pool(layer) : b.value_pool(layer)).to(Device::cpu()).to_vector();
+      const std::vector<float> fa(pa.begin(), pa.end()), fb(pb.begin(), pb.end());
+      float scale = 0.0f;
+      for (float value : fa) scale = std::max(scale, std::fabs(value));
+      EXPECT_LE(largest_difference(fa, fb), tolerance * scale + 1e-3f)
+          << (keys ? "keys" : "values") << " of layer " << layer << " after step " << step;
+    }
 }
 
 void decode_in_lockstep(const models::CausalLM& model, const std::string& label, const Run& run) {
@@ -114,6 +133,7 @@ void decode_in_lockstep(const models::CausalLM& model, const std::string& label,
       if (top_gap(ra) > 2 * worst) EXPECT_EQ(first_largest(ra), first_largest(rb)) << "step " << step << " row " << s;
       tokens[s] = first_largest(ra);
     }
+    expect_same_caches(plain.cache, kernel.cache, model.config().num_layers, tolerance, step);
   }
 }
 
