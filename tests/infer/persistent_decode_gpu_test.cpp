@@ -1,13 +1,14 @@
 // The persistent decode kernel (infer/persistent_decode.h) against the plain decode layer on
 // the GPU: two caches filled by the same prefill decode in lockstep, one step through the CUDA
-// graph of the plain layer, one through the kernel, fed the same tokens. Each step's logits
-// and every layer's cached keys and values agree to the dtype's rounding, the kernel's argmax is the first largest of its own logits,
-// and the greedy tokens agree wherever the plain logits' top two are not a near tie. Covered:
-// Qwen2 (q/k/v bias, tied head, GQA), GLM (partial interleaved RoPE, fused gate/up), ChatGLM
-// (fused q/k/v, two kv groups), bfloat16 and float16, 1, 2, 3 (a padded row) and 8 sequences,
-// prompts and steps that cross page boundaries, 48-dim heads over contexts past 512 tokens. Then the engine with the
-// kernel chosen by measurement gives the graph path's tokens, and models the kernel does not take are refused by name
-// or left to the graphs.
+// graph of the plain layer, one through the kernel, fed the same tokens. Each step's logits and
+// every layer's cached keys and values agree to the dtype's rounding, the kernel's argmax is
+// the first largest of its own logits, and the greedy tokens agree wherever the plain logits'
+// top two are not a near tie. Covered: Qwen2 (q/k/v bias, tied head, GQA), GLM (partial
+// interleaved RoPE, fused gate/up), ChatGLM (fused q/k/v, two kv groups), bfloat16 and float16,
+// 1, 2, 3 (a padded row) and 8 sequences, prompts and steps that cross page boundaries, 48-dim
+// heads over contexts past 512 tokens. Then the engine with the kernel chosen by measurement
+// gives the graph path's tokens, and models the kernel does not take are refused by name or
+// left to the graphs.
 #include <gtest/gtest.h>
 
 #include <algorithm>
