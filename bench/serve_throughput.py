@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""`zerotune serve` under load: tokens/s and time to first token at 1, 8 and 32 concurrent
+"""`zerotune serve` under load: tokens/s and time to first token at 1, 8, 32 and 64 concurrent
 clients, beside the engine's own figures (tools/generate_bench) on the same model, same GPU,
 same run.
 
     python3 bench/serve_throughput.py --zerotune build-gpu/bin/zerotune --bench build-gpu/bin/generate_bench \\
-        --tokenizer DIR [--shape 1.5b] [--clients 1,8,32] [--out results.json]
+        --tokenizer DIR [--shape 1.5b] [--clients 1,8,32,64] [--out results.json]
 
 A model with Qwen2.5-1.5B's config (random weights, bf16) is built by transformers and saved
 with the Qwen tokenizer of --tokenizer. The server runs it with --max_batch set to the largest
@@ -178,7 +178,7 @@ def main():
     parser.add_argument("--bench", required=True, help="tools/generate_bench of the same build")
     parser.add_argument("--tokenizer", required=True, help="folder with a Qwen tokenizer.json and tokenizer_config.json")
     parser.add_argument("--shape", default="1.5b", choices=sorted(SHAPE_NAMES))
-    parser.add_argument("--clients", default="1,8,32", type=lambda s: [int(c) for c in s.split(",")])
+    parser.add_argument("--clients", default="1,8,32,64", type=lambda s: [int(c) for c in s.split(",")])
     parser.add_argument("--rounds", type=int, default=3, help="measured requests per client")
     parser.add_argument("--log", default="serve.log", help="where the server's log goes")
     parser.add_argument("--out", type=Path)
