@@ -112,12 +112,16 @@ std::string PersistentDecode::unsupported(const models::CausalLM& model, const P
   return "";
 }
 
+std::vector<cuda::DecodeLayerPointers> decode_layer_pointers(const models::CausalLM& model, const PagedKvCache& cache) {
+  std::vector<cuda::DecodeLayerPointers> layers;
+  for (std::int64_t layer = 0; layer < model.config().num_layers; ++layer)
+    layers.push_back(layer_pointers(model.config(), model.layer_weights(layer), cache, layer, model.dtype()));
+  return layers;
+}
+
 PersistentDecode::PersistentDecode(const models::CausalLM& model, const PagedKvCache& cache, std::int64_t max_blocks)
     : model_(model), dims_(model_dims(model.config(), cache, max_blocks)) {
-  const models::ModelConfig& c = model.config();
-  std::vector<cuda::DecodeLayerPointers> layers;
-  for (std::int64_t layer = 0; layer < c.num_layers; ++layer)
-    layers.push_back(layer_pointers(c, model.layer_weights(layer), cache, layer, model.dtype()));
+  const std::vector<cuda::DecodeLayerPointers> layers = decode_layer_pointers(model, cache);
   const auto bytes = static_cast<std::int64_t>(layers.size() * sizeof(cuda::DecodeLayerPointers));
   Tensor host = Tensor::empty({bytes}, DType::kU8);
   std::memcpy(host.data_ptr(), layers.data(), static_cast<std::size_t>(bytes));

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include <cuda_runtime_api.h>
 
@@ -23,6 +24,10 @@
 #include "models/model.h"
 
 namespace zt::infer {
+
+// Each layer's weights as the kernel reads them: a fused [q; k; v] or [gate; up] weight (and its
+// bias) sliced into its parts, and the layer's KV pools. What the kernel's layer table holds.
+std::vector<cuda::DecodeLayerPointers> decode_layer_pointers(const models::CausalLM& model, const PagedKvCache& cache);
 
 class PersistentDecode {
  public:
