@@ -26,13 +26,13 @@ std::int64_t bucket_rows(std::int64_t sequences, std::int64_t max_batch) {
 DecodeGraphs::DecodeGraphs(const models::CausalLM& model, PagedKvCache& cache, std::int64_t max_batch,
                            std::int64_t max_blocks, DecodeKernel kernel)
     : model_(model), cache_(cache), max_batch_(max_batch), max_blocks_(max_blocks), kernel_(kernel) {
-  DeviceGuard guard(model.device().index);
-  ZT_CUDA_CHECK(cudaStreamCreate(&stream_));
-  if (kernel == DecodeKernel::kGraph) return;
-  const std::string why = PersistentDecode::unsupported(model, cache);
+  const std::string why = kernel == DecodeKernel::kGraph ? "" : PersistentDecode::unsupported(model, cache);
   ZT_REQUIRE(why.empty() || kernel != DecodeKernel::kPersistent,
              "decode steps through the persistent kernel were asked for, but this model cannot take it: " + why);
-  if (why.empty()) persistent_ = std::make_unique<PersistentDecode>(model, cache, max_blocks);
+  DeviceGuard guard(model.device().index);
+  ZT_CUDA_CHECK(cudaStreamCreate(&stream_));
+  if (kernel != DecodeKernel::kGraph && why.empty())
+    persistent_ = std::make_unique<PersistentDecode>(model, cache, max_blocks);
 }
 
 DecodeGraphs::~DecodeGraphs() {
