@@ -11,6 +11,7 @@
 #include "runtime/error.h"
 #include "runtime/log.h"
 #include "runtime/streams/current_stream.h"
+#include "runtime/streams/stream.h"
 
 namespace zt::infer {
 namespace {
@@ -100,18 +101,12 @@ DecodeGraphs::Step DecodeGraphs::run_persistent(Bucket& bucket) {
 
 double DecodeGraphs::milliseconds_per_step(const std::function<void()>& step) {
   constexpr int kRuns = 3;
-  cudaEvent_t start = nullptr, end = nullptr;
-  ZT_CUDA_CHECK(cudaEventCreate(&start));
-  ZT_CUDA_CHECK(cudaEventCreate(&end));
-  ZT_CUDA_CHECK(cudaEventRecord(start, stream_));
+  Event start(true), end(true);
+  start.record(stream_);
   for (int i = 0; i < kRuns; ++i) step();
-  ZT_CUDA_CHECK(cudaEventRecord(end, stream_));
-  ZT_CUDA_CHECK(cudaEventSynchronize(end));
-  float milliseconds = 0.0f;
-  ZT_CUDA_CHECK(cudaEventElapsedTime(&milliseconds, start, end));
-  cudaEventDestroy(start);
-  cudaEventDestroy(end);
-  return milliseconds / kRuns;
+  end.record(stream_);
+  end.synchronize();
+  return start.elapsed_ms(end) / kRuns;
 }
 
 std::vector<double> DecodeGraphs::logits_of(const Step& step, std::int64_t rows) {

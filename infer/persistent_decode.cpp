@@ -1,7 +1,10 @@
 #include "infer/persistent_decode.h"
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "models/decoder.h"
@@ -19,26 +22,25 @@ const void* pointer_of(const LayerWeights& w, int slot) {
   return w[slot].defined() ? w[slot].data().data_ptr() : nullptr;
 }
 
-// Row `row` of a [rows, columns] weight (a slice of a fused weight); null for a missing one.
-const void* rows_from(const void* weight, std::int64_t row, std::int64_t columns, DType dtype) {
-  if (weight == nullptr) return nullptr;
-  return static_cast<const char*>(weight) + row * columns * static_cast<std::int64_t>(dtype_size(dtype));
+// Rows [first, first + count) of the weight or bias in `slot`: a part of a fused one (q, k and
+// v of [q; k; v]; gate and up of [gate; up]); null where the layer has none.
+const void* rows_of(const LayerWeights& w, int slot, std::int64_t first, std::int64_t count) {
+  return w[slot].defined() ? w[slot].data().narrow(0, first, count).data_ptr() : nullptr;
 }
 
 cuda::DecodeLayerPointers layer_pointers(const models::ModelConfig& c, const LayerWeights& w, const PagedKvCache& cache,
-                                         std::int64_t layer, DType dtype) {
+                                         std::int64_t layer) {
   cuda::DecodeLayerPointers l;
   l.input_norm = pointer_of(w, models::kInputNorm);
   l.post_norm = pointer_of(w, models::kPostAttentionNorm);
   if (c.fused_qkv) {
-    const void* qkv = pointer_of(w, models::kQkv);
-    const void* bias = pointer_of(w, models::kQkvBias);
-    l.q = qkv;
-    l.k = rows_from(qkv, c.q_size(), c.hidden_size, dtype);
-    l.v = rows_from(qkv, c.q_size() + c.kv_size(), c.hidden_size, dtype);
-    l.q_bias = bias;
-    l.k_bias = rows_from(bias, c.q_size(), 1, dtype);
-    l.v_bias = rows_from(bias, c.q_size() + c.kv_size(), 1, dtype);
+    const std::int64_t q = c.q_size(), kv = c.kv_size();
+    l.q = rows_of(w, models::kQkv, 0, q);
+    l.k = rows_of(w, models::kQkv, q, kv);
+    l.v = rows_of(w, models::kQkv, q + kv, kv);
+    l.q_bias = rows_of(w, models::kQkvBias, 0, q);
+    l.k_bias = rows_of(w, models::kQkvBias, q, kv);
+    l.v_bias = rows_of(w, models::kQkvBias, q + kv, kv);
   } else {
     l.q = pointer_of(w, models::kQ);
     l.k = pointer_of(w, models::kK);
@@ -49,13 +51,12 @@ cuda::DecodeLayerPointers layer_pointers(const models::ModelConfig& c, const Lay
   }
   l.o = pointer_of(w, models::kO);
   l.o_bias = pointer_of(w, models::kOBias);
+  const std::int64_t ffn = c.intermediate_size;
   if (c.fused_gate_up) {
-    const void* gate_up = pointer_of(w, models::kGateUp);
-    const void* bias = pointer_of(w, models::kGateUpBias);
-    l.gate = gate_up;
-    l.up = rows_from(gate_up, c.intermediate_size, c.hidden_size, dtype);
-    l.gate_bias = bias;
-    l.up_bias = rows_from(bias, c.intermediate_size, 1, dtype);
+    l.gate = rows_of(w, models::kGateUp, 0, ffn);
+    l.up = rows_of(w, models::kGateUp, ffn, ffn);
+    l.gate_bias = rows_of(w, models::kGateUpBias, 0, ffn);
+    l.up_bias = rows_of(w, models::kGateUpBias, ffn, ffn);
   } else {
     l.gate = pointer_of(w, models::kGate);
     l.up = pointer_of(w, models::kUp);
@@ -89,9 +90,7 @@ cuda::DecodeModelDims model_dims(const models::ModelConfig& c, const PagedKvCach
 }
 
 bool any_sliding(const models::ModelConfig& c) {
-  for (bool sliding : c.sliding_layers)
-    if (sliding) return true;
-  return false;
+  return std::find(c.sliding_layers.begin(), c.sliding_layers.end(), true) != c.sliding_layers.end();
 }
 
 }  // namespace
@@ -115,7 +114,7 @@ std::string PersistentDecode::unsupported(const models::CausalLM& model, const P
 std::vector<cuda::DecodeLayerPointers> decode_layer_pointers(const models::CausalLM& model, const PagedKvCache& cache) {
   std::vector<cuda::DecodeLayerPointers> layers;
   for (std::int64_t layer = 0; layer < model.config().num_layers; ++layer)
-    layers.push_back(layer_pointers(model.config(), model.layer_weights(layer), cache, layer, model.dtype()));
+    layers.push_back(layer_pointers(model.config(), model.layer_weights(layer), cache, layer));
   return layers;
 }
 

@@ -32,42 +32,44 @@ namespace {
 
 using namespace decode_step;
 
-// The workspace's parts, [rows, ...] each in the step's dtype, then the argmax partials.
+// Where the workspace's parts start, in bytes: [rows, ...] each in the step's dtype (x, h, q/k/v,
+// attention output, activation), each 256-byte aligned, then the argmax partials [kMaxGrid,
+// rows]; `bytes` is the whole. One layout for the host's allocation and the kernel's pointers.
+struct WorkspaceLayout {
+  std::size_t x, h, qkv, attn, act, best_value, best_index, bytes;
+};
+
+__host__ __device__ inline WorkspaceLayout workspace_layout(const DecodeModelDims& d, int rows, std::size_t element) {
+  const auto aligned = [&](std::int64_t elements) {
+    return (static_cast<std::size_t>(elements * rows) * element + 255) / 256 * 256;
+  };
+  WorkspaceLayout l{};
+  l.h = l.x + aligned(d.hidden);
+  l.qkv = l.h + aligned(d.hidden);
+  l.attn = l.qkv + aligned(static_cast<std::int64_t>(d.heads + 2 * d.kv_heads) * d.head_dim);
+  l.act = l.attn + aligned(static_cast<std::int64_t>(d.heads) * d.head_dim);
+  l.best_value = l.act + aligned(d.ffn);
+  l.best_index = l.best_value + static_cast<std::size_t>(kMaxGrid) * rows * sizeof(float);
+  l.bytes = l.best_index + static_cast<std::size_t>(kMaxGrid) * rows * sizeof(int);
+  return l;
+}
+
+// The workspace's parts as the kernel uses them.
 template <typename T>
 struct Buffers {
   T *x, *h, *qkv, *attn, *act;
-  float* best_value;  // [kMaxGrid, rows]
+  float* best_value;
   int* best_index;
 };
 
 template <typename T>
 __device__ Buffers<T> carve(void* memory, const DecodeModelDims& d, int rows) {
-  const std::int64_t qkv = static_cast<std::int64_t>(d.heads + 2 * d.kv_heads) * d.head_dim;
-  auto align = [](std::int64_t elements) { return (elements * sizeof(T) + 255) / 256 * 256; };
-  char* at = static_cast<char*>(memory);
-  Buffers<T> b{};
-  b.x = reinterpret_cast<T*>(at);
-  at += align(static_cast<std::int64_t>(rows) * d.hidden);
-  b.h = reinterpret_cast<T*>(at);
-  at += align(static_cast<std::int64_t>(rows) * d.hidden);
-  b.qkv = reinterpret_cast<T*>(at);
-  at += align(rows * qkv);
-  b.attn = reinterpret_cast<T*>(at);
-  at += align(static_cast<std::int64_t>(rows) * d.heads * d.head_dim);
-  b.act = reinterpret_cast<T*>(at);
-  at += align(static_cast<std::int64_t>(rows) * d.ffn);
-  b.best_value = reinterpret_cast<float*>(at);
-  at += static_cast<std::int64_t>(kMaxGrid) * rows * sizeof(float);
-  b.best_index = reinterpret_cast<int*>(at);
-  return b;
-}
-
-std::size_t carved_bytes(const DecodeModelDims& d, int rows, std::size_t element) {
-  const std::int64_t qkv = static_cast<std::int64_t>(d.heads + 2 * d.kv_heads) * d.head_dim;
-  auto align = [&](std::int64_t elements) { return (elements * element + 255) / 256 * 256; };
-  return align(2 * static_cast<std::int64_t>(rows) * d.hidden) + align(rows * qkv) +
-         align(static_cast<std::int64_t>(rows) * d.heads * d.head_dim) +
-         align(static_cast<std::int64_t>(rows) * d.ffn) + 2 * static_cast<std::size_t>(kMaxGrid) * rows * 4 + 256;
+  const WorkspaceLayout l = workspace_layout(d, rows, sizeof(T));
+  char* base = static_cast<char*>(memory);
+  return {reinterpret_cast<T*>(base + l.x),           reinterpret_cast<T*>(base + l.h),
+          reinterpret_cast<T*>(base + l.qkv),         reinterpret_cast<T*>(base + l.attn),
+          reinterpret_cast<T*>(base + l.act),         reinterpret_cast<float*>(base + l.best_value),
+          reinterpret_cast<int*>(base + l.best_index)};
 }
 
 struct KernelArgs {
@@ -353,7 +355,7 @@ void launch_rows(const KernelArgs& args, int rows, std::size_t shared, int devic
 }  // namespace
 
 std::size_t persistent_decode_workspace_bytes(const DecodeModelDims& dims, int rows, DType dtype) {
-  return carved_bytes(dims, rows, dtype_size(dtype));
+  return workspace_layout(dims, rows, dtype_size(dtype)).bytes;
 }
 
 const char* persistent_decode_unsupported(const DecodeModelDims& d, int rows, DType dtype, int device) {

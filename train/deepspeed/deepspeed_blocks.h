@@ -10,6 +10,9 @@
 
 namespace zt::train {
 
+// The DType of "fp32", "fp16" or "bf16" (the names DeepSpeed's dtype keys reduce to).
+DType deepspeed_dtype(const std::string& named);
+
 // zero_optimization, with its offload blocks and DeepSpeed's older forms (deepspeed_zero.cpp).
 void read_zero(ConfigBlock& root, ZeroConfig& zero, std::vector<std::string>& warnings);
 

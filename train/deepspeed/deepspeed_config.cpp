@@ -89,7 +89,7 @@ std::optional<DType> read_communication_data_type(ConfigBlock& root) {
   std::transform(type.begin(), type.end(), type.begin(), [](unsigned char c) { return std::tolower(c); });
   ZT_REQUIRE(type == "fp32" || type == "fp16" || type == "bf16",
              root.where("communication_data_type") + " '" + type + "' is not one of fp32, fp16, bf16");
-  return type == "fp32" ? DType::kF32 : type == "fp16" ? DType::kF16 : DType::kBF16;
+  return deepspeed_dtype(type);
 }
 
 // The config's JSON object; a key given twice in one object is an error, as DeepSpeed makes it

@@ -90,10 +90,6 @@ std::string dtype_named(std::string name) {
   return name == "int8" || name == "torch.int8" ? "int8" : "";
 }
 
-DType dtype_of(const std::string& named) {
-  return named == "fp16" ? DType::kF16 : named == "bf16" ? DType::kBF16 : DType::kF32;
-}
-
 // grad_accum_dtype (`named`, as dtype_named gives it): fp32 or the working dtype, DeepSpeed's
 // default; any other is refused. Stages 1 and 2 over several ranks keep their gradients in
 // it (train/zero/zero_engine.h); where zerotune's gradients stay fp32 whatever it says, a 16-bit one is
@@ -107,10 +103,10 @@ void read_grad_accum_dtype(ConfigBlock& block, const std::string& named, DeepSpe
   // Without fp16/bf16 blocks the flags choose the precision: the trainer's plan checks it then.
   if (config.fp16 || config.bf16 || config.precision_set) {
     const DType working = config.fp16 ? DType::kF16 : config.bf16 ? DType::kBF16 : DType::kF32;
-    const std::string conflict = grad_accum_dtype_conflict(dtype_of(named), working);
+    const std::string conflict = grad_accum_dtype_conflict(deepspeed_dtype(named), working);
     ZT_REQUIRE(conflict.empty(), config.source + ": " + conflict);
   }
-  config.zero.grad_accum_dtype = dtype_of(named);
+  config.zero.grad_accum_dtype = deepspeed_dtype(named);
   if (named == "fp32") return;
   const ZeroConfig& zero = config.zero;
   const std::string why = zero.stage == 0   ? "stage 0 keeps whole fp32 gradients on every rank"
@@ -175,6 +171,10 @@ void refuse_other_parallelism(ConfigBlock& root, std::vector<std::string>& warni
 }
 
 }  // namespace
+
+DType deepspeed_dtype(const std::string& named) {
+  return named == "fp16" ? DType::kF16 : named == "bf16" ? DType::kBF16 : DType::kF32;
+}
 
 void read_other_features(ConfigBlock& root, DeepSpeedConfig& config, std::vector<std::string>& warnings) {
   for (const Section& section : kSections) read_section(root, section, warnings);
