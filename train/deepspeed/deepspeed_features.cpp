@@ -92,8 +92,9 @@ std::string dtype_named(std::string name) {
 
 // grad_accum_dtype (`named`, as dtype_named gives it): fp32 or the working dtype, DeepSpeed's
 // default; any other is refused. Stages 1 and 2 over several ranks keep their gradients in
-// it (train/zero/zero_engine.h); where zerotune's gradients stay fp32 whatever it says, a 16-bit one is
-// warned about (one rank: train/zero/single_rank_note.h).
+// it (train/zero/zero_engine.h), stage 1 its whole gradients with offload too; where zerotune's
+// gradients stay fp32 whatever it says, a 16-bit one is warned about (one rank:
+// train/zero/single_rank_note.h).
 void read_grad_accum_dtype(ConfigBlock& block, const std::string& named, DeepSpeedConfig& config,
                            std::vector<std::string>& warnings) {
   if (named.empty()) return;
@@ -109,9 +110,10 @@ void read_grad_accum_dtype(ConfigBlock& block, const std::string& named, DeepSpe
   config.zero.grad_accum_dtype = deepspeed_dtype(named);
   if (named == "fp32") return;
   const ZeroConfig& zero = config.zero;
+  // Stage 1 with offload keeps its whole gradients in it on the device (whole_gradient_dtype).
   const std::string why = zero.stage == 0   ? "stage 0 keeps whole fp32 gradients on every rank"
                           : zero.stage == 3 ? "stage 3 accumulates its gradient partition in fp32"
-                          : zero.offload_optimizer
+                          : zero.stage == 2 && zero.offload_optimizer
                               ? "with offload_optimizer the gradients accumulate in fp32 for the CPU Adam"
                               : "";
   if (!why.empty())

@@ -91,8 +91,7 @@ TEST(DeepSpeedKeys, GradAccumDtypeIsFp32OrTheWorkingDtype) {
   for (auto [stage, offload, why] :
        {std::tuple{0, false, "stage 0 keeps whole fp32 gradients on every rank"},
         std::tuple{3, false, "stage 3 accumulates its gradient partition in fp32"},
-        std::tuple{2, true, "with offload_optimizer the gradients accumulate in fp32 for the CPU Adam"},
-        std::tuple{1, true, "with offload_optimizer the gradients accumulate in fp32 for the CPU Adam"}}) {
+        std::tuple{2, true, "with offload_optimizer the gradients accumulate in fp32 for the CPU Adam"}}) {
     const DeepSpeedConfig ignored = config(bf16, stage, "bf16", offload);
     EXPECT_EQ(ignored.warnings.size(), 1u) << all_warnings(ignored);
     EXPECT_TRUE(has_warning(ignored, std::string("ds.json: data_types.grad_accum_dtype = \"bf16\" has no effect in "
@@ -101,6 +100,10 @@ TEST(DeepSpeedKeys, GradAccumDtypeIsFp32OrTheWorkingDtype) {
         << all_warnings(ignored);
     EXPECT_TRUE(config(bf16, stage, "fp32", offload).warnings.empty());  // fp32 is what it gets
   }
+  // Stage 1 with offload keeps its whole gradients in it on the GPU: no warning.
+  const DeepSpeedConfig whole = config(bf16, 1, "bf16", true);
+  EXPECT_TRUE(whole.warnings.empty()) << all_warnings(whole);
+  EXPECT_EQ(whole.zero.grad_accum_dtype, DType::kBF16);
   // Neither fp32 nor the working dtype: refused, naming what to write.
   auto error = [&](const std::string& precision, const std::string& dtype) {
     return testing::error_of([&] { config(precision, 2, dtype); });
