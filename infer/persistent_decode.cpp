@@ -49,6 +49,8 @@ cuda::DecodeLayerPointers layer_pointers(const models::ModelConfig& c, const Lay
     l.k_bias = pointer_of(w, models::kKBias);
     l.v_bias = pointer_of(w, models::kVBias);
   }
+  l.q_norm = pointer_of(w, models::kQNorm);
+  l.k_norm = pointer_of(w, models::kKNorm);
   l.o = pointer_of(w, models::kO);
   l.o_bias = pointer_of(w, models::kOBias);
   const std::int64_t ffn = c.intermediate_size;
@@ -97,7 +99,6 @@ bool any_sliding(const models::ModelConfig& c) {
 
 std::string PersistentDecode::unsupported(const models::CausalLM& model, const PagedKvCache& cache) {
   const models::ModelConfig& c = model.config();
-  if (c.qk_norm) return "q/k norms (Qwen3) are not in the kernel";
   if (c.sandwich_norms) return "post-attention and post-MLP norms (glm4) are not in the kernel";
   if (any_sliding(c)) return "sliding-window layers are not in the kernel";
   if (!model.lora().empty() && model.adapters_enabled()) return "an unmerged LoRA adapter is not in the kernel";

@@ -4,8 +4,8 @@
 // and the cache (the per-layer weight table is uploaded at construction); each step reads
 // the same DecodeStepBuffers the graphs read.
 //
-// It takes the layers the plain path computes for Qwen2/2.5 and GLM/ChatGLM without extras:
-// unsupported() says why a model or cache cannot use it (Qwen3's q/k norms, glm4's sandwich
+// It takes the layers the plain path computes for Qwen2/2.5/3 and GLM/ChatGLM without extras:
+// unsupported() says why a model or cache cannot use it (glm4's sandwich
 // norms, sliding windows, LoRA not merged, a 4-bit or ZeRO-3 base, tensor parallelism, a
 // P-Tuning prefix, float32 weights, more than 8 rows), and those steps stay on the graphs.
 // Not yet verified on a GPU (docs/PERF.md, Decode, third pass): only tests and benchmarks ask

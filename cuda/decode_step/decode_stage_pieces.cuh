@@ -132,15 +132,43 @@ struct HeadScratch {
   float* warp_max;  // [kWarps]
   float* warp_sum;  // [kWarps]
   float* warp_out;  // [kWarps, head_dim]
+  float* rstd;      // [2]: q's and k's, where the heads are normalised
   __device__ explicit HeadScratch(float* base, int head_dim)
       : q(base),
         k(base + head_dim),
         v(base + 2 * head_dim),
         warp_max(base + 3 * head_dim),
         warp_sum(base + 3 * head_dim + kWarps),
-        warp_out(base + 3 * head_dim + 2 * kWarps) {}
-  static constexpr std::size_t floats(int head_dim) { return 3 * head_dim + 2 * kWarps + kWarps * head_dim; }
+        warp_out(base + 3 * head_dim + 2 * kWarps),
+        rstd(base + 3 * head_dim + 2 * kWarps + kWarps * head_dim) {}
+  static constexpr std::size_t floats(int head_dim) { return 3 * head_dim + 2 * kWarps + kWarps * head_dim + 2; }
 };
+
+// Qwen3's q/k norms: the head's q and new k (floats in shared memory, already rounded to T)
+// RMS-normalised over head_dim by their weights, rounded as cuda/norm rounds them. Warp 0 sums
+// q's squares and warp 1 k's; then threads [0, head_dim) scale q and [head_dim, 2 head_dim) k.
+// Every thread of the block calls it; it ends synchronised.
+template <typename T>
+__device__ void normalize_head_pair(const HeadScratch& s, const T* q_weight, const T* k_weight,
+                                    const DecodeModelDims& d) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (warp < 2) {
+    const float* head = warp == 0 ? s.q : s.k;
+    float squares = 0.0f;
+    for (int c = lane; c < d.head_dim; c += 32) squares = fmaf(head[c], head[c], squares);
+    squares = warp_sum(squares);
+    if (lane == 0) s.rstd[warp] = rmsnorm_detail::inverse_rms(squares, d.head_dim, d.norm_eps);
+  }
+  __syncthreads();
+  const int which = threadIdx.x / d.head_dim, c = threadIdx.x % d.head_dim;
+  if (which < 2) {
+    float* head = which == 0 ? s.q : s.k;
+    const float weight = load_float((which == 0 ? q_weight : k_weight) + c);
+    head[c] =
+        round_through<T>(__fmul_rn(weight, rmsnorm_detail::normalized<T>(head[c], s.rstd[which], d.round_normalized)));
+  }
+  __syncthreads();
+}
 
 // Where token t of a sequence lies in a pool for kv head g, in elements.
 __device__ __forceinline__ std::int64_t pool_at(const DecodeModelDims& d, const std::int32_t* pages, int t, int g) {

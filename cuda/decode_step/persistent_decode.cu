@@ -3,7 +3,7 @@
 // stages in order with a grid barrier after each:
 //   embed:      x = embedding[ids]                                      (rows over warps)
 //   per layer:  q/k/v = rmsnorm(x) · W_qkvᵀ + b                         (normalised rows in shared memory)
-//               attention per (sequence, head): RoPE on q and the new k, the new k and v written
+//               attention per (sequence, head): Qwen3's q/k norms, RoPE on q and the new k, the new k and v written
 //               to the cache by the group's first head, softmax(q·Kᵀ)·V over the paged cache
 //               h = x + attn · W_oᵀ (+ b)
 //               act = silu(rmsnorm(h) · W_gateᵀ) * (rmsnorm(h) · W_upᵀ)  (gate and up rows together)
@@ -147,6 +147,8 @@ __device__ void attention_stage(const DecodeLayerPointers& l, const KernelArgs& 
       s.v[c] = load_float(row + (d.heads + d.kv_heads + g) * d.head_dim + c);
     }
     __syncthreads();
+    if (l.q_norm != nullptr)
+      normalize_head_pair<T>(s, static_cast<const T*>(l.q_norm), static_cast<const T*>(l.k_norm), d);
     const float position = static_cast<float>(a.step.positions[b]);
     rotate_head<T>(s.q, d, position);
     rotate_head<T>(s.k, d, position);

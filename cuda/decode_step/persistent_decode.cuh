@@ -1,5 +1,5 @@
 // A whole decode step of up to 8 sequences in one launch: the embedding lookup, every decoder
-// layer (RMSNorm, q/k/v with bias, RoPE, the KV-cache write, attention over the paged cache,
+// layer (RMSNorm, q/k/v with bias, per-head q/k RMSNorm, RoPE, the KV-cache write, attention over the paged cache,
 // the output projection, the residual adds, the post-attention RMSNorm, gate/up with SwiGLU,
 // down) and the LM head with the greedy argmax.
 //
@@ -38,6 +38,8 @@ struct DecodeLayerPointers {
   const void* q_bias = nullptr;      // [q_size]
   const void* k_bias = nullptr;      // [kv_size]
   const void* v_bias = nullptr;      // [kv_size]
+  const void* q_norm = nullptr;      // [head_dim]: Qwen3's RMSNorm of each query head; null: none
+  const void* k_norm = nullptr;      // [head_dim]: the same for each key head
   const void* o = nullptr;           // [hidden, q_size]
   const void* o_bias = nullptr;      // [hidden]
   const void* post_norm = nullptr;   // [hidden]

@@ -3,7 +3,8 @@
 // graph of the plain layer, one through the kernel, fed the same tokens. Each step's logits and
 // every layer's cached keys and values agree to the dtype's rounding, the kernel's argmax is
 // the first largest of its own logits, and the greedy tokens agree wherever the plain logits'
-// top two are not a near tie. Covered: Qwen2 (q/k/v bias, tied head, GQA), GLM (partial
+// top two are not a near tie. Covered: Qwen2 (q/k/v bias, tied head, GQA), Qwen3 (per-head q/k
+// norms), GLM (partial
 // interleaved RoPE, fused gate/up), ChatGLM (fused q/k/v, two kv groups), bfloat16 and float16,
 // 1, 2, 3 (a padded row) and 8 sequences, prompts and steps that cross page boundaries, 48-dim
 // heads over contexts past 512 tokens. Then the engine with the kernel chosen by measurement
@@ -140,7 +141,7 @@ void decode_in_lockstep(const models::CausalLM& model, const std::string& label,
 
 TEST(PersistentDecodeGpu, StepsMatchThePlainLayer) {
   ZT_SKIP_WITHOUT_GPU();
-  for (const char* arch : {"qwen2", "glm", "chatglm"})
+  for (const char* arch : {"qwen2", "qwen3", "glm", "chatglm"})
     for (DType dtype : {DType::kBF16, DType::kF16}) {
       const models::CausalLM model = models::load_model(testing::fixture_dir(arch), {Device::cuda(), dtype});
       for (std::int64_t sequences : {1, 2, 3, 8}) decode_in_lockstep(model, arch, {.sequences = sequences});
@@ -186,12 +187,12 @@ TEST(PersistentDecodeGpu, EngineChoosingByMeasurementGivesTheGraphTokens) {
 
 TEST(PersistentDecodeGpu, ModelsItCannotTakeAreRefusedOrLeftToTheGraphs) {
   ZT_SKIP_WITHOUT_GPU();
-  for (const char* arch : {"qwen3", "glm4"}) {
-    models::CausalLM model = models::load_model(testing::fixture_dir(arch), {Device::cuda(), DType::kBF16});
+  {
+    models::CausalLM model = models::load_model(testing::fixture_dir("glm4"), {Device::cuda(), DType::kBF16});
     PagedKvCache cache(model.config(), 16, kBlockSize, model.dtype(), model.device());
-    EXPECT_NE(PersistentDecode::unsupported(model, cache), "") << arch;
-    EXPECT_THROW(DecodeGraphs(model, cache, 8, kWidth, DecodeKernel::kPersistent), Error) << arch;
-    EXPECT_NO_THROW(DecodeGraphs(model, cache, 8, kWidth, DecodeKernel::kFastest)) << arch;
+    EXPECT_NE(PersistentDecode::unsupported(model, cache), "");
+    EXPECT_THROW(DecodeGraphs(model, cache, 8, kWidth, DecodeKernel::kPersistent), Error);
+    EXPECT_NO_THROW(DecodeGraphs(model, cache, 8, kWidth, DecodeKernel::kFastest));
   }
   models::CausalLM model = models::load_model(testing::fixture_dir("qwen2"), {Device::cuda(), DType::kF32});
   PagedKvCache cache(model.config(), 16, kBlockSize, model.dtype(), model.device());

@@ -20,11 +20,10 @@ std::string reason_for(const char* arch, DType dtype, DType cache_dtype) {
 std::string reason_for(const char* arch, DType dtype) { return reason_for(arch, dtype, dtype); }
 
 TEST(PersistentDecode, SaysWhyAModelCannotTakeIt) {
-  EXPECT_EQ(reason_for("qwen3", DType::kBF16), "q/k norms (Qwen3) are not in the kernel");
   EXPECT_EQ(reason_for("glm4", DType::kBF16), "post-attention and post-MLP norms (glm4) are not in the kernel");
   EXPECT_EQ(reason_for("qwen2", DType::kF32), "the weights are not bfloat16 or float16");
   EXPECT_EQ(reason_for("qwen2", DType::kBF16, DType::kF16), "the KV cache's dtype is not the weights'");
-  for (const char* arch : {"qwen2", "glm", "chatglm"})
+  for (const char* arch : {"qwen2", "qwen3", "glm", "chatglm"})
     EXPECT_EQ(reason_for(arch, DType::kBF16), "the model is not on a GPU");
 }
 
@@ -79,6 +78,18 @@ TEST(PersistentDecode, LayerTableTakesSeparateProjections) {
   EXPECT_EQ(at(l.gate), start_of(model, p + "mlp.gate_proj.weight"));
   EXPECT_EQ(at(l.up), start_of(model, p + "mlp.up_proj.weight"));
   EXPECT_EQ(at(l.down), start_of(model, p + "mlp.down_proj.weight"));
+  EXPECT_EQ(l.q_norm, nullptr);
+  EXPECT_EQ(l.k_norm, nullptr);
+}
+
+// Qwen3's per-head q/k norm weights go in beside the projections.
+TEST(PersistentDecode, LayerTableTakesQwen3HeadNorms) {
+  models::CausalLM model = models::load_model(testing::fixture_dir("qwen3"), {Device::cpu(), DType::kBF16});
+  PagedKvCache cache(model.config(), 4, 16, model.dtype(), model.device());
+  const cuda::DecodeLayerPointers l = decode_layer_pointers(model, cache).at(0);
+  EXPECT_EQ(at(l.q_norm), start_of(model, "model.layers.0.self_attn.q_norm.weight"));
+  EXPECT_EQ(at(l.k_norm), start_of(model, "model.layers.0.self_attn.k_norm.weight"));
+  EXPECT_EQ(l.q_bias, nullptr);
 }
 
 }  // namespace
