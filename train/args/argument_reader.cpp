@@ -84,6 +84,7 @@ void ArgumentReader::read_flags(const std::vector<std::string>& tokens) {
       continue;
     }
     const std::string name = given.flag->name.substr(2);
+    args_.given.insert(given.name.substr(2));  // an alias too, for the defaults its program implies
     if (find_argument_spec(name)) {
       set_member(name, given.value, "");
       continue;
@@ -116,6 +117,7 @@ void ArgumentReader::read_object(const json& object, const std::string& source) 
       continue;
     }
     const std::string name = flag->name.substr(2);
+    if (!value.is_null()) args_.given.insert(given_name);  // an alias too, as on the command line
     const OtherArgument* other = find_other_argument(name);
     if (const ArgumentSpec* spec = find_argument_spec(name)) {
       if (!value.is_null())

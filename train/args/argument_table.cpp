@@ -176,9 +176,13 @@ const std::vector<ArgumentSection>& argument_sections() {
            {"lora_rank", &A::lora_rank, {}, "LoRA rank r"},
            {"lora_alpha", &A::lora_alpha, {}, "LoRA alpha (default 2 * lora_rank)"},
            {"lora_dropout", &A::lora_dropout, {}, "LoRA dropout"},
-           {"lora_target", &A::lora_target, {}, "comma-separated module names, or all"},
+           {"lora_target", &A::lora_target, {}, "module names (comma-separated, or words), or all", true},
            {"pre_seq_len", &A::pre_seq_len, {}, "P-Tuning v2 prefix length"},
            {"prefix_projection", &A::prefix_projection, {}, "P-Tuning v2 with the MLP reparameterisation"},
+           {"use_lora",
+            &A::use_lora,
+            {},
+            "Qwen's finetune.py: true trains LoRA (finetuning_type lora), false every weight (full)"},
        }},
       {"Quantization (QLoRA: LoRA on a 4-bit base; transformers' BitsAndBytesConfig names in brackets)",
        {
@@ -202,6 +206,10 @@ const std::vector<ArgumentSection>& argument_sections() {
             &A::bnb_4bit_quant_storage,
             {"uint8", "bfloat16", "float16", "float32"},
             "[transformers] the dtype the packed codes are viewed as (the bytes are the same)"},
+           {"q_lora",
+            &A::q_lora,
+            {},
+            "FastChat's train_lora.py and Qwen's finetune.py: as --quantization_bit 4 (nf4, double quantization)"},
        }},
       {"Preference training (--stage dpo; TRL's DPOConfig names in brackets)",
        {
@@ -336,6 +344,9 @@ const std::vector<std::pair<std::string, std::string>>& argument_aliases() {
       {"data_path", "train_file"},
       {"eval_data_path", "validation_file"},
       {"model_max_length", "max_length"},
+      // Their LoraArguments (FastChat's train_lora.py, Qwen's finetune.py).
+      {"lora_r", "lora_rank"},
+      {"lora_target_modules", "lora_target"},
       // TRL's DPOConfig names for LLaMA-Factory's.
       {"beta", "pref_beta"},
       {"loss_type", "pref_loss"},

@@ -22,6 +22,26 @@ namespace {
 
 using OrderedJson = nlohmann::ordered_json;
 
+// FastChat's train_lora.py and Qwen's finetune.py: their LoRA defaults where their names are
+// used (Qwen's when it says use_lora), and Qwen's use_lora choosing the method.
+void apply_training_script_lora(TrainingArguments& args, std::vector<std::string>& errors) {
+  if (!args.training_script_lora_style()) return;
+  const bool qwen = args.use_lora.has_value();
+  if (args.use_lora) {
+    const FinetuningType type = *args.use_lora ? FinetuningType::kLora : FinetuningType::kFull;
+    if (args.was_given("finetuning_type") && args.finetuning_type != type)
+      errors.push_back(std::string("--use_lora ") + (*args.use_lora ? "true" : "false") + " and --finetuning_type " +
+                       name_of(args.finetuning_type) + " disagree; give one");
+    args.finetuning_type = type;
+  }
+  if (!args.was_given("lora_rank")) args.lora_rank = qwen ? 64 : 8;
+  if (!args.was_given("lora_alpha")) args.lora_alpha = 16;
+  if (!args.was_given("lora_dropout")) args.lora_dropout = 0.05;
+  if (!args.was_given("lora_target"))
+    args.lora_target = qwen ? "q_proj,k_proj,v_proj,o_proj,up_proj,gate_proj,down_proj" : "q_proj,v_proj";
+  if (args.q_lora && !args.quantization_bit) args.quantization_bit = 4;  // the scripts' nf4, double quantization
+}
+
 // What HF and LLaMA-Factory imply from what was given.
 void apply_implied(TrainingArguments& args, std::vector<std::string>& errors) {
   if (args.use_cpu) {
@@ -38,6 +58,7 @@ void apply_implied(TrainingArguments& args, std::vector<std::string>& errors) {
     if (args.disable_gradient_checkpointing) args.gradient_checkpointing = false;
   }
   if (args.llama_factory_style() && !args.was_given("max_length")) args.max_length = 2048;  // cutoff_len's default
+  apply_training_script_lora(args, errors);
 }
 
 // The accepted names without a member, judged on their final values: a warning each (once),

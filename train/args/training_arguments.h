@@ -138,6 +138,8 @@ struct TrainingArguments {
   std::string lora_target = "all";
   std::int64_t pre_seq_len = 16;
   bool prefix_projection = false;
+  // Qwen's finetune.py: true trains LoRA, false every weight; unset: --finetuning_type decides.
+  std::optional<bool> use_lora;
 
   // QLoRA (train/args/base_quantization.h): the frozen base linears in bitsandbytes' 4 bits.
   // LLaMA-Factory's names, and transformers' BitsAndBytesConfig's (whose defaults differ: fp4,
@@ -150,6 +152,7 @@ struct TrainingArguments {
   bool load_in_8bit = false;
   std::string bnb_4bit_compute_dtype;  // empty: the training dtype
   std::string bnb_4bit_quant_storage = "uint8";
+  bool q_lora = false;  // FastChat's train_lora.py and Qwen's finetune.py: quantization_bit 4
 
   // Preference training (--stage dpo, train/preference/): LLaMA-Factory's names; TRL's DPOConfig
   // names are aliases (beta, loss_type, label_smoothing) or these members (rpo_alpha, ...).
@@ -188,6 +191,13 @@ struct TrainingArguments {
   // A LLaMA-Factory arguments file: it names a stage or a dataset. Its defaults then apply
   // (cutoff_len 2048, gradient checkpointing on).
   bool llama_factory_style() const { return was_given("stage") || was_given("dataset"); }
+  // A command with the LoRA names of FastChat's train_lora.py or Qwen's finetune.py (their
+  // shared LoraArguments, and Qwen's use_lora). Their LoRA defaults then apply.
+  bool training_script_lora_style() const {
+    for (const char* name : {"lora_r", "lora_target_modules", "lora_weight_path", "lora_bias", "q_lora", "use_lora"})
+      if (was_given(name)) return true;
+    return false;
+  }
 };
 
 // Parses `zerotune train`'s arguments: flags (`--name value`, `--name=value`, `name=value`, and

@@ -183,9 +183,15 @@ const std::vector<OtherArgument>& transformers_other_arguments() {
        "data parallel with ZeRO (--deepspeed)"},
       {"mp_parameters", kText, "[\"\"]", kNoEffect, "SageMaker model parallelism is not used"},
 
-      // The training scripts' own (stanford_alpaca, FastChat), beside data_path and model_max_length.
+      // The training scripts' own (stanford_alpaca, FastChat, Qwen's finetune.py), beside data_path,
+      // model_max_length and the LoRA names they share (lora_r, lora_target_modules, q_lora, use_lora).
       {"lazy_preprocess", kBool, "[false]", kNoEffect,
        "zerotune tokenises the data once, before the first step (--dataloader_num_workers threads)"},
+      {"lora_bias", kText, "[\"none\"]", kRefused,
+       "LoRA trains the adapters alone, no bias (lora_bias none): drop the option"},
+      {"lora_weight_path", kText, "[\"\"]", kRefused,
+       "zerotune train starts new adapters: merge the adapter first (`zerotune export --merge_lora`) and train on "
+       "the merged model"},
 
       // TRL's DPOConfig (a TrainingArguments of its own) beside the names --stage dpo honours
       // (beta, loss_type, label_smoothing, rpo_alpha, reference_free, precompute_ref_log_probs).
