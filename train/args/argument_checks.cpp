@@ -90,6 +90,16 @@ void check_data(const TrainingArguments& args, std::vector<std::string>& errors)
           "--train_file and --dataset both name the training data; give one");
   require(args.validation_file.empty() || args.eval_dataset.empty(), errors,
           "--validation_file and --eval_dataset both name the evaluation data; give one");
+  // LLaMA-Factory's hub forms: REMOTE:<repo> downloads a dataset repository's dataset_info.json,
+  // ONLINE takes every dataset name as a hub dataset.
+  const bool remote = args.dataset_dir.rfind("REMOTE:", 0) == 0;
+  require(!remote && args.dataset_dir != "ONLINE", errors,
+          "--dataset_dir " + args.dataset_dir + " (LLaMA-Factory): " +
+              (remote ? "a dataset list in a hub repository" : "datasets named by their hub ids") +
+              " is not supported by zerotune, which reads local files: download the " +
+              (remote ? "repository " + args.dataset_dir.substr(7) + " (its dataset_info.json and data files)"
+                      : "datasets' files") +
+              " and set --dataset_dir to that folder");
   const bool named_eval = !args.validation_file.empty() || !args.eval_dataset.empty();
   require(!(named_eval && args.val_size > 0), errors,
           "--val_size splits evaluation data off the training data, but --validation_file or --eval_dataset "

@@ -252,5 +252,24 @@ TEST(LlamaFactoryOptions, MaxLengthBesideCutoffLenIsTheGenerationLimit) {
   EXPECT_TRUE(args.warnings.empty()) << joined(args.warnings);
 }
 
+// examples/train_lora/qwen3_lora_sft_ray.yaml's dataset lines: a dataset list in a hub
+// repository (REMOTE:), or dataset names as hub ids (ONLINE), refused naming what to download.
+TEST(LlamaFactoryOptions, HubDatasetDirectoriesAreRefusedByName) {
+  const std::string ray =
+      "model_name_or_path: m\noutput_dir: o\nstage: sft\ndataset: identity,alpaca_en_demo\n"
+      "dataset_dir: REMOTE:llamafactory/demo_data  # or use local absolute path\n";
+  std::string msg = yaml_error(ray);
+  EXPECT_NE(msg.find("--dataset_dir REMOTE:llamafactory/demo_data (LLaMA-Factory): a dataset list in a hub "
+                     "repository is not supported by zerotune, which reads local files: download the repository "
+                     "llamafactory/demo_data (its dataset_info.json and data files) and set --dataset_dir to that "
+                     "folder"),
+            std::string::npos)
+      << msg;
+  msg = yaml_error(std::string(kFile) + "dataset_dir: ONLINE\n");
+  EXPECT_NE(msg.find("--dataset_dir ONLINE (LLaMA-Factory): datasets named by their hub ids is not supported"),
+            std::string::npos)
+      << msg;
+}
+
 }  // namespace
 }  // namespace zt::train
