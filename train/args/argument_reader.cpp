@@ -71,6 +71,26 @@ bool is_generation_max_length(const json& object, const std::string& name, const
          !object.at("cutoff_len").is_null();
 }
 
+// Files written for another program's own argument layout, which no name of theirs would map
+// one by one: what they are and how to write them; empty for any other file.
+std::string foreign_layout(const json& object) {
+  const bool v1 = object.contains("model") && !object.contains("model_name_or_path") &&
+                  (object.contains("train_dataset") || object.contains("micro_batch_size") ||
+                   object.contains("peft_config") || object.contains("dist_config"));
+  if (v1)
+    return " is in LLaMA-Factory's v1 layout (USE_V1=1: model, train_dataset, micro_batch_size, peft_config, "
+           "dist_config), which zerotune does not read: write it with LLaMA-Factory's names, as its "
+           "examples/train_lora files do (model_name_or_path, dataset with dataset_dir, "
+           "per_device_train_batch_size, finetuning_type with lora_rank, lora_alpha, lora_target, deepspeed)";
+  if (object.contains("training_args") && object.contains("data_config"))
+    return " is in ChatGLM3's finetune_demo layout (data_config, training_args, peft_config), which zerotune "
+           "does not read: put the training_args entries at the top level, with model_name_or_path, train_file "
+           "and validation_file for data_config's train_file and val_file, max_length for max_input_length + "
+           "max_output_length, and finetuning_type lora with lora_rank, lora_alpha, lora_dropout for a LORA "
+           "peft_config (ptuning with pre_seq_len for PREFIX_TUNING's num_virtual_tokens)";
+  return "";
+}
+
 }  // namespace
 
 void ArgumentReader::read_flags(const std::vector<std::string>& tokens) {
@@ -104,6 +124,10 @@ void ArgumentReader::read_flags(const std::vector<std::string>& tokens) {
 }
 
 void ArgumentReader::read_object(const json& object, const std::string& source) {
+  if (const std::string layout = foreign_layout(object); !layout.empty()) {
+    errors_.push_back(source + layout);
+    return;
+  }
   for (const auto& [given_name, value] : object.items()) {
     if (is_generation_max_length(object, given_name, value)) {
       args_.warnings.push_back(

@@ -264,5 +264,68 @@ TEST(ArgumentsFile, AFileAfterTheFlagsIsAUsageErrorSayingWhereItGoes) {
       << second;
 }
 
+// Other programs' own layouts: LLaMA-Factory v1's examples/v1/train_lora/train_lora_sft.yaml
+// and ChatGLM3's finetune_demo/configs/lora.yaml (their keys as published, comments and most
+// training_args aside). One usage error each saying what the file is and how to write it,
+// instead of one unknown option per key.
+TEST(ArgumentsFile, OtherProgramsLayoutsAreNamed) {
+  const std::string v1 = R"(model: Qwen/Qwen3-4B
+model_class: llm
+peft_config:
+  name: lora
+  r: 16
+  lora_alpha: 32
+  lora_dropout: 0.05
+  target_modules: all
+kernel_config:
+  name: auto
+dist_config:
+  name: fsdp2
+  dcp_path: null
+train_dataset: data/v1_sft_demo.yaml
+output_dir: ./outputs/test_lora
+micro_batch_size: 1
+cutoff_len: 2048
+learning_rate: 1.0e-4
+max_steps: 10
+sample_backend: hf
+max_new_tokens: 128
+)";
+  std::string msg = yaml_error(v1);
+  EXPECT_NE(msg.find("args.yaml is in LLaMA-Factory's v1 layout (USE_V1=1"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find("unknown option"), std::string::npos) << msg;
+  EXPECT_THROW(yaml(v1), UsageError);
+  const std::string chatglm3 = R"(data_config:
+  train_file: train.json
+  val_file: dev.json
+  test_file: dev.json
+  num_proc: 16
+max_input_length: 256
+max_output_length: 512
+training_args:
+  output_dir: ./output
+  max_steps: 3000
+  learning_rate: 5e-5
+  per_device_train_batch_size: 4
+  evaluation_strategy: steps
+  eval_steps: 500
+  predict_with_generate: true
+  generation_config:
+    max_new_tokens: 512
+  use_cpu: false
+peft_config:
+  peft_type: LORA
+  task_type: CAUSAL_LM
+  r: 8
+  lora_alpha: 32
+  lora_dropout: 0.1
+)";
+  msg = yaml_error(chatglm3);
+  EXPECT_NE(msg.find("args.yaml is in ChatGLM3's finetune_demo layout (data_config, training_args, peft_config)"),
+            std::string::npos)
+      << msg;
+  EXPECT_EQ(msg.find("unknown option"), std::string::npos) << msg;
+}
+
 }  // namespace
 }  // namespace zt::train
