@@ -171,25 +171,44 @@ Conversation from_alpaca(const json& sample, const SampleSource& where) {
   return conversation;
 }
 
+// ChatGLM3's finetune_demo keys on a role/content turn: a per-message "loss" other than its
+// default (the assistant's messages trained, no other), and its own tool turn.
+void check_chatglm3_keys(const json& turn, const std::string& role, const SampleSource& where, std::size_t index) {
+  if (turn.contains("loss") && !turn["loss"].is_null())
+    ZT_REQUIRE(turn["loss"] == json(role == "assistant"),
+               turn_str(where, index) + ": \"loss\": " + turn["loss"].dump() + " on a " + role +
+                   " message: zerotune trains every assistant message and no other (--train_on_prompt: all); drop "
+                   "the key, or the message");
+  ZT_REQUIRE(role != "tool" || !(turn.contains("parameters") || turn.contains("observation")),
+             turn_str(where, index) +
+                 ": a tool turn with \"name\", \"parameters\" and \"observation\" (ChatGLM3's finetune_demo) is "
+                 "not read: write the call as an assistant message with \"tool_calls\" and the result as a tool "
+                 "message with \"content\" (OpenAI's layout)");
+}
+
 Conversation from_sharegpt(const json& sample, const SampleSource& where) {
   const bool openai = sample.contains("messages");
   const char* list_key = openai ? "messages" : "conversations";
-  const char* role_key = openai ? "role" : "from";
   ZT_REQUIRE(sample[list_key].is_array() && !sample[list_key].empty(),
              where.str() + ": \"" + list_key + "\" must be a non-empty list of turns");
+  // "conversations" of role/content turns (ChatGLM3's finetune_demo, LLaMA-Factory's sharegpt
+  // with OpenAI's tags) read as messages are.
+  const bool role_content = openai || (sample[list_key][0].is_object() && sample[list_key][0].contains("role"));
+  const char* role_key = role_content ? "role" : "from";
   Conversation conversation{{}, tools_of(sample, where), where.str()};
   if (std::string system = text_field(sample, "system", where, false); !system.empty())
     conversation.messages.push_back({"system", system});
   for (std::size_t i = 0; i < sample[list_key].size(); ++i) {
     const json& turn = sample[list_key][i];
     ZT_REQUIRE(turn.is_object(), where.str() + ": every turn must be an object with \"" + role_key + "\" and \"" +
-                                     (openai ? "content" : "value") + "\"");
+                                     (role_content ? "content" : "value") + "\"");
     const std::string speaker = text_field(turn, role_key, where, true);
     const std::optional<std::string> role = role_of(speaker);
     ZT_REQUIRE(role, where.str() + ": unknown speaker \"" + speaker +
                          "\"; accepted: human/user, gpt/assistant, system, function_call, observation/tool");
     ZT_REQUIRE(*role != "system" || conversation.messages.empty(), where.str() + ": a system turn may only come first");
-    conversation.messages.push_back(message_of(turn, *role, openai, where, i));
+    if (role_content) check_chatglm3_keys(turn, *role, where, i);
+    conversation.messages.push_back(message_of(turn, *role, role_content, where, i));
   }
   check_turns(conversation.messages, where);
   return conversation;

@@ -54,6 +54,39 @@ TEST_F(DatasetFile, ShareGptBothSpellingsAsJsonLines) {
   EXPECT_EQ(data.samples[1].messages[1].role, "assistant");
 }
 
+// ChatGLM3's finetune_demo data: "conversations" of role/content turns (its README's sample),
+// with its per-message "loss" where it is the default; other losses and its own tool turn refused.
+TEST_F(DatasetFile, ChatGlm3FinetuneDemoConversations) {
+  Dataset data = load_dataset(
+      write("glm3.jsonl",
+            "{\"conversations\": [{\"role\": \"user\", \"content\": \"Type#skirt*skirt length#skirt\"}, "
+            "{\"role\": \"assistant\", \"content\": \"This is versatile Fashionable fairy skirt.\"} ]}\n"
+            "{\"conversations\": [{\"role\": \"system\", \"content\": \"S\", \"loss\": false}, {\"role\": \"user\", "
+            "\"content\": \"q\"}, {\"role\": \"assistant\", \"content\": \"a\", \"loss\": true}]}\n"));
+  EXPECT_EQ(data.format, DataFormat::kShareGpt);
+  ASSERT_EQ(data.samples.size(), 2u);
+  EXPECT_EQ(data.samples[0].messages[1].role, "assistant");
+  EXPECT_EQ(data.samples[0].messages[1].content, "This is versatile Fashionable fairy skirt.");
+  EXPECT_EQ(data.samples[1].messages[0].role, "system");
+  std::string msg = testing::error_of([&] {
+    load_dataset(write("loss.json", R"([{"conversations": [{"role": "user", "content": "q", "loss": true},
+                                          {"role": "assistant", "content": "a"}]}])"));
+  });
+  EXPECT_NE(msg.find("turn 0: \"loss\": true on a user message: zerotune trains every assistant message"),
+            std::string::npos)
+      << msg;
+  msg = testing::error_of([&] {
+    load_dataset(write("tool.json", R"([{"conversations": [{"role": "user", "content": "weather?"},
+      {"role": "assistant", "content": "Let me look."},
+      {"role": "tool", "name": "get_weather", "parameters": {"city": "Beijing"}, "observation": {"temp": 20}},
+      {"role": "assistant", "content": "20 degrees."}]}])"));
+  });
+  EXPECT_NE(msg.find("a tool turn with \"name\", \"parameters\" and \"observation\" (ChatGLM3's finetune_demo) "
+                     "is not read"),
+            std::string::npos)
+      << msg;
+}
+
 TEST_F(DatasetFile, PlainTextAsJsonArrayAndJsonLines) {
   Dataset data = load_dataset(write("t.json", R"([{"text": "Once upon a time"}, {"text": "猫"}])"));
   EXPECT_EQ(data.format, DataFormat::kText);
