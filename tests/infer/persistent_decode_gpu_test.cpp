@@ -139,14 +139,19 @@ void decode_in_lockstep(const models::CausalLM& model, const std::string& label,
   }
 }
 
-TEST(PersistentDecodeGpu, StepsMatchThePlainLayer) {
+// One architecture per test, so that a sanitizer run can take one (--gtest_filter=*/qwen2).
+class PersistentDecodeSteps : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(PersistentDecodeSteps, MatchThePlainLayer) {
   ZT_SKIP_WITHOUT_GPU();
-  for (const char* arch : {"qwen2", "qwen3", "glm", "chatglm"})
-    for (DType dtype : {DType::kBF16, DType::kF16}) {
-      const models::CausalLM model = models::load_model(testing::fixture_dir(arch), {Device::cuda(), dtype});
-      for (std::int64_t sequences : {1, 2, 3, 8}) decode_in_lockstep(model, arch, {.sequences = sequences});
-    }
+  for (DType dtype : {DType::kBF16, DType::kF16}) {
+    const models::CausalLM model = models::load_model(testing::fixture_dir(GetParam()), {Device::cuda(), dtype});
+    for (std::int64_t sequences : {1, 2, 3, 8}) decode_in_lockstep(model, GetParam(), {.sequences = sequences});
+  }
 }
+
+INSTANTIATE_TEST_SUITE_P(Architectures, PersistentDecodeSteps, ::testing::Values("qwen2", "qwen3", "glm", "chatglm"),
+                         [](const ::testing::TestParamInfo<const char*>& info) { return std::string(info.param); });
 
 // Heads of 48 dims (two columns a lane in the value sums) and contexts past 512 tokens (a
 // warp's second chunk, whose larger scores rescale the first's sums), with weights ten times
