@@ -84,10 +84,13 @@ def hf_numbers(model, batch):
 
 
 def ours(bench, folder, batch, graphs=True, prompt=PROMPT, new=NEW, kernel="graph"):
-    out = subprocess.run([str(bench), str(folder), "--batch", str(batch), "--prompt_tokens", str(prompt),
-                          "--new_tokens", str(new), "--cuda_graphs", "true" if graphs else "false",
-                          "--decode_kernel", kernel],
-                         capture_output=True, text=True)
+    try:
+        out = subprocess.run([str(bench), str(folder), "--batch", str(batch), "--prompt_tokens", str(prompt),
+                              "--new_tokens", str(new), "--cuda_graphs", "true" if graphs else "false",
+                              "--decode_kernel", kernel],
+                             capture_output=True, text=True, timeout=180)
+    except subprocess.TimeoutExpired:  # a hung kernel is a row's error, not the whole run's
+        return {"error": f"no result within 180 s ({kernel} decode path, batch {batch})"}
     if out.returncode != 0:
         return {"error": out.stderr[-2000:]}
     return json.loads(out.stdout.strip().splitlines()[-1])
