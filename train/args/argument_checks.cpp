@@ -180,8 +180,6 @@ void check_combinations(const TrainingArguments& args, std::vector<std::string>&
           "choose one");
   require(!(args.save_only_model && !args.resume_from_checkpoint.empty()), errors,
           "--save_only_model checkpoints cannot be resumed from; drop --resume_from_checkpoint or --save_only_model");
-  require(!args.was_given("do_train") || args.do_train, errors,
-          "--do_train false: zerotune train always trains; `zerotune evaluate` evaluates a model");
   static const std::regex device("auto|cpu|cuda|cuda:[0-9]+");
   require(std::regex_match(args.device, device), errors,
           "--device '" + args.device + "' is not accepted; use auto, cpu, cuda or cuda:N");

@@ -114,7 +114,8 @@ const std::vector<ArgumentSection>& argument_sections() {
            {"do_train",
             &A::do_train,
             {},
-            "zerotune train always trains (false is refused: zerotune evaluate evaluates)"},
+            "zerotune train always trains, as HF's Trainer.train() does whatever it says (false, its default, is in "
+            "every TrainingArguments dump); zerotune evaluate evaluates"},
            {"do_eval", &A::do_eval, {}, "evaluate once more at the end of training"},
            {"num_train_epochs", &A::num_train_epochs, {}, "epochs to train (max_steps > 0 overrides)"},
            {"max_steps", &A::max_steps, {}, "optimizer steps to train; -1: from num_train_epochs"},

@@ -29,10 +29,24 @@ bool same_value(const json& a, const json& b) {
   return a == b;
 }
 
+bool is_one_of(const json& values, const json& value) {
+  return std::any_of(values.begin(), values.end(), [&](const json& q) { return same_value(q, value); });
+}
+
+// A quiet object lists, by key, the values each key may have: an object is quiet when each of its
+// keys is listed and has one of them (as a default AcceleratorConfig written out whole).
+bool within(const json& quiet, const json& value) {
+  if (!quiet.is_object() || !value.is_object()) return false;
+  for (const auto& [key, given] : value.items())
+    if (!quiet.contains(key) || !is_one_of(quiet[key], given)) return false;
+  return true;
+}
+
 bool is_quiet(const OtherArgument& argument, const json& value) {
   if (std::string_view(argument.quiet) == "*") return true;
   const json quiet = json::parse(argument.quiet);
-  return std::any_of(quiet.begin(), quiet.end(), [&](const json& q) { return same_value(q, value); });
+  return is_one_of(quiet, value) ||
+         std::any_of(quiet.begin(), quiet.end(), [&](const json& q) { return within(q, value); });
 }
 
 // The value as a message shows it: scalars as written, a list or an object by what it is.

@@ -26,7 +26,8 @@ struct OtherArgument {
   const char* name;
   ValueKind kind;
   // JSON array of the values that need no word (the default, and values meaning what zerotune
-  // does anyway); "*": every value.
+  // does anyway); "*": every value. An object in it lists, by key, the values each key of a
+  // given object may have.
   const char* quiet;
   Verdict verdict;
   // kNoEffect: why; kRefused: why, and what to do instead; kHonoured: the flag it sets.

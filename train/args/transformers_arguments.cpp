@@ -25,6 +25,12 @@ constexpr const char* kNoTpu = "zerotune runs on CUDA GPUs and CPUs";
 constexpr const char* kNoBestCheckpoint = "zerotune keeps no best checkpoint (load_best_model_at_end is not supported)";
 constexpr const char* kEvaluationPrecision =
     "evaluation runs in the training precision; only eval_loss's last digits could differ";
+// Accelerate's options as zerotune trains anyway: each rank its own micro-batches of a fixed
+// size from one seeded order (dispatch_batches false is what it does too).
+constexpr const char* kDefaultAcceleratorConfig =
+    R"([null, {"split_batches": [false], "dispatch_batches": [null, false], "even_batches": [true],
+    "use_seedable_sampler": [true], "non_blocking": [false], "gradient_accumulation_kwargs": [null],
+    "use_configured_state": [false]}])";
 constexpr const char* kPairCut =
     "zerotune cuts each pair to --max_length as LLaMA-Factory's cutoff_len does (the prompt and the longer answer "
     "share it), not the prompt and the answers to limits of their own";
@@ -170,7 +176,8 @@ const std::vector<OtherArgument>& transformers_other_arguments() {
       {"fsdp_config", kObject, "[null]", kNoEffect, kNoFsdp},
       {"fsdp_min_num_params", kInteger, "[0]", kNoEffect, kNoFsdp},
       {"fsdp_transformer_layer_cls_to_wrap", kText, "[null]", kNoEffect, kNoFsdp},
-      {"accelerator_config", kObject, "[null]", kNoEffect,
+      // The default AcceleratorConfig, as TrainingArguments.to_json_string() writes it out.
+      {"accelerator_config", kObject, kDefaultAcceleratorConfig, kNoEffect,
        "Accelerate is not used (its split_batches would change the batch, and is refused)"},
       {"split_batches", kBool, "[null, false]", kRefused,
        "it makes per_device_train_batch_size the size of the whole batch; zerotune's is per device (divide it by "

@@ -288,10 +288,10 @@ TEST(TransformersFields, HonouredRunFlags) {
   EXPECT_FALSE(parse({"--tf32", "false"}).tf32.value());
 }
 
-TEST(TransformersFields, DoTrainFalseAndEvaluationWithoutDataAreRefused) {
-  std::string msg = error_for({"--do_train", "false"});
-  EXPECT_NE(msg.find("--do_train false: zerotune train always trains; `zerotune evaluate`"), std::string::npos) << msg;
-  msg = error_for({"--do_eval", "--eval_on_start"});
+TEST(TransformersFields, DoTrainFalseTrainsAndEvaluationWithoutDataIsRefused) {
+  // HF's default, in every TrainingArguments dump; Trainer.train() does not read it.
+  EXPECT_TRUE(parse({"--do_train", "false"}).warnings.empty());
+  std::string msg = error_for({"--do_eval", "--eval_on_start"});
   EXPECT_NE(msg.find("--do_eval needs evaluation data: --validation_file"), std::string::npos) << msg;
   EXPECT_NE(msg.find("--eval_on_start needs evaluation data"), std::string::npos) << msg;
   TrainingArguments args = parse({"--do_eval", "--validation_file", "v.json", "--eval_delay", "3"});
