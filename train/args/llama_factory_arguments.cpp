@@ -84,8 +84,9 @@ const std::vector<OtherArgument>& llama_factory_other_arguments() {
       {"low_cpu_mem_usage", kBool, "[true]", kNoEffect, "zerotune maps the weights from their files", kLf},
       {"rope_scaling", kText, "[null]", kRefused,
        "zerotune uses the rotary embedding the model's config.json sets: drop the option", kLf, "RoPE scaling"},
-      {"flash_attn", kText, "[\"auto\"]", kNoEffect,
-       "zerotune picks its attention kernels with --attn_impl (zerotune, cudnn)", kLf},
+      // Also a boolean, false by default, of FastChat's train_lora.py and many other scripts.
+      {"flash_attn", kText, "[\"auto\", false, \"False\", \"false\"]", kNoEffect,
+       "zerotune picks its attention kernels with --attn_impl (zerotune, cudnn)", Origin::kShared},
       {"shift_attn", kBool, "[false]", kRefused, "attention is plain causal attention: drop the option", kLf,
        "shift short attention (LongLoRA's S2-Attn)"},
       {"mixture_of_depths", kText, "[null]", kRefused, "every token runs through every layer: drop the option", kLf,

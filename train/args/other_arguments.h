@@ -20,7 +20,9 @@ enum class ValueKind { kBool, kInteger, kNumber, kText, kList, kObject };
 // kHonoured: a LLaMA-Factory name for one of zerotune's flags (argument_table.h).
 enum class Verdict { kHonoured, kNoEffect, kRefused };
 
-enum class Origin { kTransformers, kLlamaFactory };
+// kShared: a LLaMA-Factory option that other training scripts take too, with values of their own
+// (FastChat's boolean flash_attn); its messages name no program.
+enum class Origin { kTransformers, kLlamaFactory, kShared };
 
 struct OtherArgument {
   const char* name;

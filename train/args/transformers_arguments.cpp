@@ -196,9 +196,9 @@ const std::vector<OtherArgument>& transformers_other_arguments() {
        "zerotune tokenises the data once, before the first step (--dataloader_num_workers threads)"},
       {"lora_bias", kText, "[\"none\"]", kRefused,
        "LoRA trains the adapters alone, no bias (lora_bias none): drop the option"},
-      {"lora_weight_path", kText, "[\"\"]", kRefused,
-       "zerotune train starts new adapters: merge the adapter first (`zerotune export --merge_lora`) and train on "
-       "the merged model"},
+      {"lora_weight_path", kText, "[\"\"]", kNoEffect,
+       "FastChat's train_lora.py and Qwen's finetune.py declare it but never read it: their adapters start new, "
+       "as zerotune's do"},
 
       // TRL's DPOConfig (a TrainingArguments of its own) beside the names --stage dpo honours
       // (beta, loss_type, label_smoothing, rpo_alpha, reference_free, precompute_ref_log_probs).

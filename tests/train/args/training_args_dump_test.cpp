@@ -11,7 +11,8 @@
 namespace zt::train {
 namespace {
 
-const std::string kDump = (std::filesystem::path(ZT_SOURCE_DIR) / "tests/data/args/hf/training_args_dump.json").string();
+const std::string kDump =
+    (std::filesystem::path(ZT_SOURCE_DIR) / "tests/data/args/hf/training_args_dump.json").string();
 
 using testing::joined;
 

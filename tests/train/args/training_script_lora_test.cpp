@@ -61,7 +61,11 @@ const std::vector<std::string> kFastChatTrainLora = {"--lora_r",
                                                      "--q_lora",
                                                      "False",
                                                      "--gradient_checkpointing",
-                                                     "True"};
+                                                     "True",
+                                                     "--lora_weight_path",
+                                                     "./lora_weights",
+                                                     "--flash_attn",
+                                                     "False"};
 
 // Qwen2.5's examples/sft/finetune.sh: the flags after which it passes --use_lora and --q_lora.
 std::vector<std::string> qwen_finetune(const std::string& use_lora, const std::string& q_lora) {
@@ -117,6 +121,25 @@ TEST(TrainingScriptLora, FastChatTrainLoraKeepsItsDefaults) {
   EXPECT_EQ(args.lora_target, "q_proj,v_proj");  // train_lora.py's lora_target_modules default
   EXPECT_FALSE(base_quantization(args).has_value());
   EXPECT_EQ(args.max_length, 2048);
+  // train_lora.py never reads lora_weight_path; flash_attn False is its default.
+  ASSERT_EQ(args.warnings.size(), 1u) << testing::joined(args.warnings);
+  EXPECT_NE(args.warnings[0].find("--lora_weight_path has no effect in zerotune: FastChat's train_lora.py and "
+                                  "Qwen's finetune.py declare it but never read it"),
+            std::string::npos)
+      << args.warnings[0];
+}
+
+// flash_attn is LLaMA-Factory's and these scripts' alike: its warning names neither.
+TEST(TrainingScriptLora, FlashAttnIsWarnedAboutAsNoOnesInParticular) {
+  for (const char* value : {"True", "fa2"}) {
+    const TrainingArguments args = parse_minimal({"--flash_attn", value});
+    ASSERT_EQ(args.warnings.size(), 1u) << testing::joined(args.warnings);
+    EXPECT_EQ(args.warnings[0],
+              "--flash_attn has no effect in zerotune: zerotune picks its attention kernels with "
+              "--attn_impl (zerotune, cudnn)");
+  }
+  for (const char* value : {"False", "false", "auto"})
+    EXPECT_TRUE(parse_minimal({"--flash_attn", value}).warnings.empty());
 }
 
 TEST(TrainingScriptLora, TargetModulesAsWordsOrAFileList) {
@@ -152,9 +175,8 @@ TEST(TrainingScriptLora, QwenUseLoraChoosesTheMethodWithItsDefaults) {
 TEST(TrainingScriptLora, RefusedWhatTheyCannotMean) {
   std::string msg = error_of([] { parse_minimal({"--use_lora", "--finetuning_type", "full"}); });
   EXPECT_NE(msg.find("--use_lora true and --finetuning_type full disagree"), std::string::npos) << msg;
-  msg = error_of([] { parse_minimal({"--lora_r", "8", "--lora_bias", "all", "--lora_weight_path", "old"}); });
+  msg = error_of([] { parse_minimal({"--lora_r", "8", "--lora_bias", "all"}); });
   EXPECT_NE(msg.find("--lora_bias all is not supported"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("--lora_weight_path old is not supported"), std::string::npos) << msg;
   // Qwen's finetune.py quantizes only under use_lora; a 4-bit base cannot train every weight.
   msg = error_of([] { parse_minimal(qwen_finetune("False", "True")); });
   EXPECT_NE(msg.find("--finetuning_type full with a 4-bit base"), std::string::npos) << msg;
