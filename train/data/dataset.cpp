@@ -47,11 +47,27 @@ void require_format(const json& sample, DataFormat format, const SampleSource& w
        "; a file holds one format: split it into one file per format");
 }
 
+// A .txt file's lines as the datasets library's text loader gives them to LLaMA-Factory (its
+// wiki_demo.txt): every line a text, empty ones too, without its line break (\n, \r\n or \r).
+Dataset text_lines(std::string_view text, const std::string& path) {
+  Dataset dataset;
+  dataset.format = DataFormat::kText;
+  while (!text.empty()) {
+    const std::size_t end = text.find_first_of("\r\n");
+    dataset.texts.emplace_back(text.substr(0, end));
+    if (end == std::string_view::npos) break;
+    text.remove_prefix(end + (text.substr(end, 2) == "\r\n" ? 2 : 1));
+  }
+  ZT_REQUIRE(!dataset.texts.empty(), path + " holds no text");
+  return dataset;
+}
+
 }  // namespace
 
 std::string format_name(DataFormat format) { return name_of(kFormatNames, format, ""); }
 
 Dataset parse_dataset(std::string_view text, const std::string& path) {
+  if (path.ends_with(".txt")) return text_lines(text, path);
   const std::vector<JsonRecord> samples = read_json_records(text, path);
   ZT_REQUIRE(!samples.empty(), path + " holds no samples");
   refuse_media(samples, path);

@@ -2,7 +2,8 @@
 // `system` and `history`), ShareGPT JSON (`conversations` of `{from, value}`, with
 // LLaMA-Factory's `function_call` and `observation` turns and a `tools` column) or OpenAI's
 // `messages` of `{role, content}` (with `tool_calls`, `tool` results and `tools`), or plain
-// text (`{"text": ...}`, a pre-training document), as one JSON array or JSON Lines. A chat
+// text (`{"text": ...}`, a pre-training document), as one JSON array or JSON Lines, or a .txt
+// file of texts, one per line (LLaMA-Factory's wiki_demo.txt). A chat
 // sample becomes a Conversation, which the chat template turns into tokens later; a text
 // sample stays text, tokenized without a template. Samples with images, videos or audio are
 // refused: zerotune trains on text.

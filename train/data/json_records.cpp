@@ -55,6 +55,10 @@ std::vector<JsonRecord> read_json_records(std::string_view text, const std::stri
 }
 
 std::string read_data_file(const std::string& path) {
+  for (const char* other : {".csv", ".tsv", ".parquet", ".arrow"})
+    ZT_REQUIRE(!path.ends_with(other), path + " is a " + std::string(other + 1) +
+                                           " file; zerotune reads data as JSON, JSON Lines or plain text (.txt, a "
+                                           "text per line): convert it to JSON Lines, one sample per line");
   std::ifstream in(path, std::ios::binary);
   ZT_REQUIRE(in, "cannot read the data file " + path + ": check the path");
   return {(std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()};

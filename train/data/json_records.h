@@ -19,7 +19,8 @@ struct JsonRecord {
 // The file's records in order; a parse error names the file (and the line for JSON Lines).
 std::vector<JsonRecord> read_json_records(std::string_view text, const std::string& path);
 
-// The file's text; an error naming the file when it cannot be read.
+// The file's text; an error naming the file when it cannot be read, or is of a kind zerotune does
+// not read (CSV, Parquet, Arrow).
 std::string read_data_file(const std::string& path);
 
 // Refuses the file when records carry images, videos or audio (LLaMA-Factory's `images`,

@@ -103,6 +103,26 @@ TEST_F(DatasetFile, PlainTextAsJsonArrayAndJsonLines) {
   EXPECT_NE(msg.find(path + ": sample 1 (line 2): \"text\" must be a string"), std::string::npos) << msg;
 }
 
+// LLaMA-Factory's wiki_demo.txt (its pt demo, "columns": {"prompt": "text"}): a text per line,
+// as the datasets library's text loader reads it; empty lines too, line breaks dropped.
+TEST_F(DatasetFile, TxtFilesHoldATextPerLine) {
+  Dataset data = load_dataset(write("wiki_demo.txt",
+                                    "Anarchism is a political philosophy and movement that is sceptical of authority.\n"
+                                    "Autism is a neurodevelopmental disorder.\r\n\nAlbedo\r"));
+  EXPECT_EQ(data.format, DataFormat::kText);
+  EXPECT_EQ(data.texts, (std::vector<std::string>{
+                            "Anarchism is a political philosophy and movement that is sceptical of authority.",
+                            "Autism is a neurodevelopmental disorder.", "", "Albedo"}));
+  const std::string empty = write("empty.txt", "");
+  EXPECT_NE(testing::error_of([&] { load_dataset(empty); }).find(empty + " holds no text"), std::string::npos);
+  // Kinds of data file zerotune does not read are named, not parsed as JSON.
+  const std::string csv = write("data.csv", "instruction,output\nhi,hello\n");
+  const std::string msg = testing::error_of([&] { load_dataset(csv); });
+  EXPECT_NE(msg.find(csv + " is a csv file; zerotune reads data as JSON, JSON Lines or plain text (.txt"),
+            std::string::npos)
+      << msg;
+}
+
 TEST_F(DatasetFile, MixedFormatsAreRefusedAtTheFirstOddSample) {
   std::string path = write("mixed.jsonl",
                            "{\"instruction\": \"x\", \"output\": \"y\"}\n"
