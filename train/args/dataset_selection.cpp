@@ -51,19 +51,37 @@ const json& known_layout(const std::string& formatting, bool pretraining) {
   return formatting == "sharegpt" ? sharegpt : alpaca;
 }
 
+// Columns that make an entry data of a kind zerotune does not train on: what it is, and what to
+// do; empty for the others.
+std::string kind_refused(const std::string& key, const json& value, bool pretraining) {
+  if (key == "kto_tag")
+    return " is KTO data (its kto_tag column marks each answer desirable or not), which LLaMA-Factory's stage kto "
+           "trains on and zerotune does not: name a dataset of instructions and answers, or preference pairs "
+           "(\"ranking\": true) with --stage dpo";
+  if (key == "images" || key == "videos" || key == "audios")
+    return " is multimodal data (its " + key + " column); zerotune trains on text only: name a text dataset";
+  if (key == "prompt" && value == "text" && !pretraining)
+    return " is plain text (its prompt column is \"text\"), which --stage pt trains on; this run's --stage is sft: "
+           "train it with --stage pt, or name a dataset of instructions and answers";
+  return "";
+}
+
 // An entry's columns or tags must each name what zerotune's reader looks for.
 void check_layout(const json& entry, const std::string& formatting, bool pretraining, const char* part,
                   const std::string& where) {
   if (!entry.contains(part)) return;
   ZT_REQUIRE(entry[part].is_object(), where + ": \"" + part + "\" must be an object");
   const json& known = known_layout(formatting, pretraining).value(part, json::object());
+  const bool tags = std::string_view(part) == "tags";
   for (const auto& [key, value] : entry[part].items()) {
     const bool ok = known.contains(key) && value.is_string() &&
                     std::find(known[key].begin(), known[key].end(), value) != known[key].end();
     if (ok) continue;
+    const std::string refused = tags ? "" : kind_refused(key, value, pretraining);
+    ZT_REQUIRE(refused.empty(), where + refused);
     fail(where + " maps " + part + " " + key + " to " + value.dump() + "; zerotune reads " + formatting +
-         " data with " + (known.contains(key) ? key + " " + known[key].dump() : "no " + key) +
-         ": rename the keys in the data file and drop the entry's \"" + part + "\"");
+         " data with " + (known.contains(key) ? key + " " + known[key].dump() : "no " + key) + ": " +
+         (tags ? "write those values" : "rename the keys") + " in the data file and drop the entry's \"" + part + "\"");
   }
 }
 
@@ -108,6 +126,11 @@ PreferenceFile entry_file(const std::string& name, const json& entry, const fs::
     check_layout(entry, formatting, pretraining, "tags", where);
   }
   const fs::path path = dataset_dir / entry["file_name"].get<std::string>();
+  std::error_code error;
+  ZT_REQUIRE(!fs::is_directory(path, error),
+             where + ": " + path.string() +
+                 " is a folder, whose files LLaMA-Factory reads as one dataset; zerotune reads one file per entry: "
+                 "name the files in --dataset, comma-separated, or give each an entry of its own");
   ZT_REQUIRE(is_file(path),
              where + ": " + path.string() + " is not a file (zerotune reads one JSON or JSON Lines file per dataset)");
   file.path = path.string();

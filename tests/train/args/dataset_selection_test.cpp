@@ -58,7 +58,10 @@ TEST(DatasetSelection, PretrainingReadsThePromptColumnAsText) {
   EXPECT_EQ(llama_factory_files("c4_demo", kData.string(), true),
             std::vector<std::string>{(kData / "c4_demo.jsonl").string()});
   const std::string refused = error_for("c4_demo");
-  EXPECT_NE(refused.find("maps columns prompt to \"text\""), std::string::npos) << refused;
+  EXPECT_NE(refused.find("dataset \"c4_demo\" is plain text (its prompt column is \"text\"), which --stage pt "
+                         "trains on; this run's --stage is sft"),
+            std::string::npos)
+      << refused;
   const TrainingArguments pt = arguments({"--stage", "pt", "--dataset", "c4_demo", "--dataset_dir", kData.string()});
   EXPECT_TRUE(pt.packing);
   EXPECT_FALSE(arguments({"--stage", "pt", "--dataset", "c4_demo", "--packing", "false"}).packing);
@@ -66,6 +69,34 @@ TEST(DatasetSelection, PretrainingReadsThePromptColumnAsText) {
   const SelectedData selected = select_data(pt);
   EXPECT_EQ(selected.train.format, DataFormat::kText);
   EXPECT_EQ(selected.train.texts.size(), 3u);
+  // wiki_demo.txt, a text per line (its first two lines).
+  const SelectedData wiki =
+      select_data(arguments({"--stage", "pt", "--dataset", "wiki_demo", "--dataset_dir", kData.string()}));
+  EXPECT_EQ(wiki.train.format, DataFormat::kText);
+  EXPECT_EQ(wiki.train.texts.size(), 2u);
+}
+
+// LLaMA-Factory's entries for data of kinds zerotune does not train on (its kto_en_demo and
+// mllm_demo, as its dataset_info.json has them), and layouts it reads otherwise, each named.
+TEST(DatasetSelection, EntriesOfOtherKindsSayWhatTheyAre) {
+  std::string msg = error_for("kto_en_demo");
+  EXPECT_NE(msg.find("dataset \"kto_en_demo\" is KTO data (its kto_tag column marks each answer desirable or not)"),
+            std::string::npos)
+      << msg;
+  msg = error_for("mllm_demo");
+  EXPECT_NE(msg.find("dataset \"mllm_demo\" is multimodal data (its images column); zerotune trains on text only"),
+            std::string::npos)
+      << msg;
+  msg = error_for("custom_tags");
+  EXPECT_NE(msg.find("maps tags assistant_tag to \"Assistant\"; zerotune reads sharegpt data with assistant_tag "
+                     "[\"gpt\",\"assistant\"]: "
+                     "write those values in the data file"),
+            std::string::npos)
+      << msg;
+  msg = error_for("folder");
+  EXPECT_NE(msg.find("is a folder, whose files LLaMA-Factory reads as one dataset; zerotune reads one file per entry"),
+            std::string::npos)
+      << msg;
 }
 
 TEST(DatasetSelection, WhatLlamaFactoryWouldReadDifferentlyIsRefused) {
