@@ -154,6 +154,7 @@ Variable self_attention(const ModelConfig& c, std::int64_t layer, const LayerPar
   parameters.record("self_attn.rope_q", q);
   parameters.record("self_attn.rope_k", k);
   ops::AttentionConfig attention_config{1.0 / std::sqrt(static_cast<double>(c.head_dim)), true};
+  attention_config.deterministic = tokens.deterministic_attention;
   Variable attended;
   if (cache != nullptr) {
     attended = Variable(

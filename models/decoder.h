@@ -28,6 +28,7 @@ struct TokenLayout {
   Tensor positions;                                              // [tokens] int64, on the model's device
   Tensor cu_seqlens;                                             // [sequences + 1] int32, on the model's device
   ops::AttentionImpl attn_impl = ops::AttentionImpl::kZerotune;  // for uncached attention
+  bool deterministic_attention = false;                          // ModelOptions::deterministic_attention
   SharedPrefixes shared = {};  // on the model's device; undefined when every sequence is stored whole
 };
 

@@ -118,7 +118,8 @@ TokenLayout CausalLM::token_layout(const PackedShape& shape, const Tensor& posit
     cache->begin_forward(*config_, shape);
   else
     check_sliding_window(*config_, shape, 0);
-  return {positions.to(options_.device, DType::kI64), cu_seqlens.to(options_.device, DType::kI32), options_.attn_impl};
+  return {positions.to(options_.device, DType::kI64), cu_seqlens.to(options_.device, DType::kI32), options_.attn_impl,
+          options_.deterministic_attention};
 }
 
 void CausalLM::set_lora(std::vector<LayerLora> lora) {

@@ -28,6 +28,9 @@ struct ModelOptions {
   DType dtype = DType::kF32;            // parameters and activations; CUDA training uses bf16
   bool gradient_checkpointing = false;  // recompute each layer in backward (autograd/checkpoint.h)
   bool deterministic = true;            // the embedding's GPU backward sums in a fixed order
+  // The attention backward's dQ summed per query tile in a fixed order instead of atomically
+  // (HF's full_determinism): runs repeat bit for bit, at some speed (ops/attention/attention.h).
+  bool deterministic_attention = false;
   ops::AttentionImpl attn_impl = ops::AttentionImpl::kZerotune;  // zerotune's kernels or cuDNN's
   // A bitsandbytes 4-bit checkpoint (config.bnb_4bit): keep its linear weights packed, each
   // layer's dequantized only while it computes (models/quant/), rather than dequantizing them

@@ -216,6 +216,7 @@ int train_one_rank(const TrainingArguments& args, const PreparedRun& run, distri
   models::ModelOptions options;
   options.device = device;
   options.gradient_checkpointing = args.gradient_checkpointing;
+  options.deterministic_attention = args.full_determinism;
   options.attn_impl = ops::attention_impl_from_name(args.attn_impl);
   ZT_REQUIRE(options.attn_impl == ops::AttentionImpl::kZerotune || device.is_cuda(),
              "--attn_impl cudnn needs a GPU; on the CPU use --attn_impl zerotune");

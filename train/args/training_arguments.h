@@ -100,10 +100,13 @@ struct TrainingArguments {
   std::string resume_from_checkpoint;  // a checkpoint folder, or "true" for the latest one
   std::int64_t seed = 42;
   std::optional<std::int64_t> data_seed;  // the data order's seed; defaults to seed
-  std::string device = "auto";            // auto | cpu | cuda | cuda:N
-  bool use_cpu = false;                   // HF's way to say --device cpu
-  std::string attn_impl = "zerotune";     // zerotune | cudnn
-  std::int64_t profile_steps = 0;         // > 0: time that many steps per op family (runtime/profile/)
+  // Bitwise repeatable GPU runs (models::ModelOptions::deterministic_attention); everything
+  // else is seeded from seed or deterministic already.
+  bool full_determinism = false;
+  std::string device = "auto";         // auto | cpu | cuda | cuda:N
+  bool use_cpu = false;                // HF's way to say --device cpu
+  std::string attn_impl = "zerotune";  // zerotune | cudnn
+  std::int64_t profile_steps = 0;      // > 0: time that many steps per op family (runtime/profile/)
 
   // Data.
   std::string train_file;  // a file, or several separated by commas

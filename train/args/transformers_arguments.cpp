@@ -139,9 +139,6 @@ const std::vector<OtherArgument>& transformers_other_arguments() {
        "zerotune's caching allocator reuses its blocks; nothing needs emptying"},
       {"auto_find_batch_size", kBool, "[false]", kNoEffect,
        "zerotune does not retry with a smaller batch; `zerotune estimate` tells what fits"},
-      {"full_determinism", kBool, "[false]", kNoEffect,
-       "zerotune seeds the data order, LoRA's initialisation and dropout from --seed; only the tensor-core "
-       "attention backward's dQ sums vary in their last bits between runs"},
       {"gradient_checkpointing_kwargs", kObject, "[null, {}]", kNoEffect,
        "zerotune's checkpointing recomputes each layer in backward; use_reentrant and torch.utils.checkpoint's "
        "other options do not apply"},

@@ -274,9 +274,13 @@ TEST(TransformersFields, OptimAcceptsAdamWNamesAndRefusesTheOthersByName) {
 }
 
 TEST(TransformersFields, HonouredRunFlags) {
-  TrainingArguments args = parse({"--tf32", "--logging_strategy", "epoch", "--logging_first_step", "--disable_tqdm",
-                                  "true", "--data_seed", "7", "--do_train", "--run_name", "first-try"});
+  TrainingArguments args =
+      parse({"--tf32", "--logging_strategy", "epoch", "--logging_first_step", "--disable_tqdm", "true", "--data_seed",
+             "7", "--do_train", "--run_name", "first-try", "--full_determinism"});
   EXPECT_EQ(args.tf32, std::optional<bool>(true));
+  EXPECT_TRUE(args.full_determinism);
+  EXPECT_TRUE(args.warnings.empty());  // honoured, not a setting without effect
+  EXPECT_FALSE(parse({}).full_determinism);
   EXPECT_EQ(args.logging_strategy, IntervalStrategy::kEpoch);
   EXPECT_TRUE(args.logging_first_step);
   EXPECT_EQ(args.disable_tqdm, std::optional<bool>(true));
