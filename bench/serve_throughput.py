@@ -73,9 +73,18 @@ class Server:
         self.port = int(line.rsplit(":", 1)[1])
 
     def stop(self):
-        self.process.terminate()
-        self.process.wait(timeout=60)
+        if self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=60)
         self.log.close()
+
+    def death(self):
+        """Empty while the server runs; else its exit status and the last lines of its log."""
+        if self.process.poll() is None:
+            return ""
+        self.log.flush()
+        tail = Path(self.log.name).read_text(errors="replace").splitlines()[-8:]
+        return f"the server exited with status {self.process.returncode}; its log ends: " + " / ".join(tail)
 
 
 def streamed_completion(port, prompt):
@@ -122,7 +131,7 @@ def load(port, texts, clients, rounds):
         t.join()
     wall = time.perf_counter() - start
     if errors:
-        raise SystemExit(f"{len(errors)} request(s) failed, first: {errors[0]}")
+        raise RuntimeError(f"{len(errors)} request(s) failed, first: {errors[0]}")
     return results, wall
 
 
@@ -142,8 +151,12 @@ def measure(args, folder, texts, log):
     server = Server(args.zerotune, folder, max(args.clients), log)
     try:
         for clients in args.clients:
-            load(server.port, texts, clients, 1)  # warm-up: graphs captured for this batch size
-            results, wall = load(server.port, texts, clients, args.rounds)
+            try:
+                load(server.port, texts, clients, 1)  # warm-up: graphs captured for this batch size
+                results, wall = load(server.port, texts, clients, args.rounds)
+            except RuntimeError as error:  # the rows measured so far are kept
+                rows.append({"clients": clients, "error": f"{error}; {server.death() or 'the server still runs'}"})
+                break
             tokens = sum(r[2] for r in results)
             rows.append({"clients": clients, "requests": len(results), "tokens": tokens,
                          "server_tokens_per_s": tokens / wall,
@@ -153,7 +166,8 @@ def measure(args, folder, texts, log):
     finally:
         server.stop()
     for row in rows:
-        row["engine"] = engine(args.bench, folder, row["clients"])
+        if "error" not in row:
+            row["engine"] = engine(args.bench, folder, row["clients"])
     return rows
 
 
@@ -162,6 +176,9 @@ def print_table(shape, rows):
           "| engine decode tok/s | engine prefill ms | server / engine |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
+        if "error" in r:
+            print(f"| {shape} | {r['clients']} | error: {r['error'][-600:]} | | | | | | |")
+            continue
         e = r["engine"]
         if "error" in e:
             print(f"| {shape} | {r['clients']} | {r['server_tokens_per_s']:.0f} | | | engine error: {e['error'][-200:]} |")
