@@ -19,9 +19,9 @@ namespace zt::infer {
 // What a GPU decode step of 1 to 8 sequences runs: the plain layers replayed as a CUDA graph
 // (the default), one persistent kernel for the whole step (infer/persistent_decode.h), or
 // kFastest: both timed on the first steps of each batch size, the faster kept. The persistent
-// kernel is not yet verified on a GPU (docs/PERF.md, Decode, third pass), so nothing but
-// tests and benchmarks asks for it. Steps of more rows, and models the kernel does not take,
-// replay graphs.
+// kernel matches the plain layer but is faster only at small models' batch 1 (docs/PERF.md,
+// Decode, third pass), so the default is the graph and only tests and benchmarks ask for it.
+// Steps of more rows, and models the kernel does not take, replay graphs.
 enum class DecodeKernel { kGraph, kFastest, kPersistent };
 
 struct EngineOptions {

@@ -8,8 +8,9 @@
 // unsupported() says why a model or cache cannot use it (glm4's sandwich
 // norms, sliding windows, LoRA not merged, a 4-bit or ZeRO-3 base, tensor parallelism, a
 // P-Tuning prefix, float32 weights, more than 8 rows), and those steps stay on the graphs.
-// Not yet verified on a GPU (docs/PERF.md, Decode, third pass): only tests and benchmarks ask
-// for it (infer/engine.h's DecodeKernel).
+// Verified against the plain layer on a GPU, but faster than the graphs only at small models'
+// batch 1 (docs/PERF.md, Decode, third pass): only tests and benchmarks ask for it
+// (infer/engine.h's DecodeKernel).
 #pragma once
 
 #include <cstdint>
