@@ -134,8 +134,8 @@ bool PersistentDecode::takes_rows(std::int64_t rows) const {
          '\0';
 }
 
-void PersistentDecode::run(const DecodeStepBuffers& b, const Tensor& logits, const Tensor& argmax,
-                           cudaStream_t stream) {
+void PersistentDecode::run(const DecodeStepBuffers& b, const Tensor& logits, const Tensor& argmax, cudaStream_t stream,
+                           const Tensor& stage_marks) {
   DeviceGuard guard(model_.device().index);
   auto found = scratch_.find(b.rows);
   if (found == scratch_.end()) {
@@ -155,6 +155,11 @@ void PersistentDecode::run(const DecodeStepBuffers& b, const Tensor& logits, con
   step.seq_lens = b.seq_lens.data<std::int32_t>();
   step.logits = logits.data_ptr();
   step.argmax = argmax.data<std::int64_t>();
+  if (stage_marks.defined()) {
+    ZT_REQUIRE(stage_marks.numel() >= cuda::persistent_decode_stage_marks(dims_) && stage_marks.dtype() == DType::kI64,
+               "persistent decode: stage_marks must hold persistent_decode_stage_marks(dims) int64 values");
+    step.stage_marks = static_cast<std::uint64_t*>(stage_marks.data_ptr());
+  }
   const Tensor& workspace = found->second;
   cuda::persistent_decode_step(dims_, step, static_cast<int>(b.rows), model_.dtype(),
                                {workspace.data_ptr(), static_cast<std::size_t>(workspace.numel())}, stream);

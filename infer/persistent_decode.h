@@ -40,8 +40,12 @@ class PersistentDecode {
   PersistentDecode(const models::CausalLM& model, const PagedKvCache& cache, std::int64_t max_blocks);
 
   // One step over the filled buffers, on `stream`: logits [rows, vocab] in the model's dtype
-  // and argmax int64 [rows], both allocated by the caller on the model's device.
-  void run(const DecodeStepBuffers& buffers, const Tensor& logits, const Tensor& argmax, cudaStream_t stream);
+  // and argmax int64 [rows], both allocated by the caller on the model's device. stage_marks,
+  // when given: uint64 [cuda::persistent_decode_stage_marks] on the device, the step's stage
+  // times (cuda/decode_step/persistent_decode.cuh).
+  void run(const DecodeStepBuffers& buffers, const Tensor& logits, const Tensor& argmax, cudaStream_t stream,
+           const Tensor& stage_marks = Tensor());
+  const cuda::DecodeModelDims& dims() const { return dims_; }
 
  private:
   const models::CausalLM& model_;

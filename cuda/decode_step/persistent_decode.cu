@@ -79,6 +79,14 @@ struct KernelArgs {
 };
 
 __device__ __forceinline__ int global_warp() { return blockIdx.x * kWarps + threadIdx.x / 32; }
+
+// Stage mark `index` (persistent_decode_stage_marks), when the step records them.
+__device__ __forceinline__ void mark_stage(const DecodeStepPointers& step, int index) {
+  if (step.stage_marks == nullptr || blockIdx.x != 0 || threadIdx.x != 0) return;
+  std::uint64_t now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  step.stage_marks[index] = now;
+}
 __device__ __forceinline__ int total_warps() { return gridDim.x * kWarps; }
 
 // Prefetches, for this warp, the first two rows it takes of a [rows, k] weight.
@@ -262,37 +270,45 @@ __global__ void __launch_bounds__(kThreads, 1) persistent_decode_kernel(KernelAr
   const DecodeModelDims& d = a.d;
   const Buffers<T> buf = carve<T>(a.workspace, d, B);
   const int q_size = d.heads * d.head_dim;  // prefetches of q/k/v stay inside q's rows
-
+  mark_stage(a.step, 0);
   for (int i = blockIdx.x * kThreads + threadIdx.x; i < B * d.hidden; i += gridDim.x * kThreads) {
     const int b = i / d.hidden, c = i % d.hidden;
     buf.x[i] = static_cast<const T*>(a.step.embedding)[a.step.ids[b] * d.hidden + c];
   }
   prefetch_first_rows<T>(a.step.layers[0].q, q_size, d.hidden);
   grid.sync();
+  mark_stage(a.step, 1);
   for (int layer = 0; layer < d.layers; ++layer) {
     const DecodeLayerPointers& l = a.step.layers[layer];
+    const int mark = 2 + 5 * layer;
     normalize_rows<T, B>(buf.x, static_cast<const T*>(l.input_norm), normed, d);
     qkv_stage<T, B>(l, d, normed, buf.qkv);
     prefetch_first_rows<T>(l.o, d.hidden, q_size);
     grid.sync();
+    mark_stage(a.step, mark);
     attention_stage<T, B>(l, a, buf.qkv, buf.attn, scratch);
     grid.sync();
+    mark_stage(a.step, mark + 1);
     residual_stage<T, B>(l.o, l.o_bias, d.hidden, q_size, buf.attn, buf.x, buf.h);
     prefetch_first_rows<T>(l.gate, d.ffn, d.hidden);
     prefetch_first_rows<T>(l.up, d.ffn, d.hidden);
     grid.sync();
+    mark_stage(a.step, mark + 2);
     normalize_rows<T, B>(buf.h, static_cast<const T*>(l.post_norm), normed, d);
     gate_up_stage<T, B>(l, d, normed, buf.act);
     prefetch_first_rows<T>(l.down, d.hidden, d.ffn);
     grid.sync();
+    mark_stage(a.step, mark + 3);
     residual_stage<T, B>(l.down, l.down_bias, d.hidden, d.ffn, buf.act, buf.h, buf.x);
     prefetch_first_rows<T>(layer + 1 < d.layers ? a.step.layers[layer + 1].q : a.step.lm_head,
                            layer + 1 < d.layers ? q_size : d.vocab, d.hidden);
     grid.sync();
+    mark_stage(a.step, mark + 4);
   }
   normalize_rows<T, B>(buf.x, static_cast<const T*>(a.step.final_norm), normed, d);
   head_stage<T, B>(a, normed, buf, scratch + B * d.hidden * sizeof(T) / sizeof(float) + 16);
   grid.sync();
+  mark_stage(a.step, 2 + 5 * d.layers);
   if (blockIdx.x == 0 && threadIdx.x < B) {
     const int b = threadIdx.x;
     float value = -INFINITY;
@@ -301,6 +317,7 @@ __global__ void __launch_bounds__(kThreads, 1) persistent_decode_kernel(KernelAr
       keep_first(value, at, buf.best_value[k * B + b], buf.best_index[k * B + b]);
     a.step.argmax[b] = at;
   }
+  mark_stage(a.step, 3 + 5 * d.layers);
 }
 
 std::size_t shared_bytes_of(const DecodeModelDims& d, int rows, std::size_t element) {

@@ -85,7 +85,15 @@ struct DecodeStepPointers {
   const std::int32_t* seq_lens = nullptr;       // [rows]: cached tokens after this step
   void* logits = nullptr;                       // [rows, vocab]
   std::int64_t* argmax = nullptr;               // [rows]: each row's first largest logit
+  // Optional, [persistent_decode_stage_marks(dims)]: the GPU's global timer (ns) as block 0
+  // passes the kernel's start, each grid barrier and its end, for a profile by stage
+  // (bench/persistent_decode_bench.cu); null: nothing recorded.
+  std::uint64_t* stage_marks = nullptr;
 };
+
+// The stage marks of a step: the start, the embedding's barrier, five barriers per layer (after
+// q/k/v, attention, the output projection, gate/up and down), the LM head's barrier, the end.
+inline int persistent_decode_stage_marks(const DecodeModelDims& dims) { return 4 + 5 * dims.layers; }
 
 // Device scratch of one (model, rows) pair, sized by persistent_decode_workspace_bytes.
 struct DecodeWorkspace {

@@ -229,6 +229,37 @@ TEST(PersistentDecodeGpu, EngineChoosingByMeasurementGivesTheGraphTokens) {
   }
 }
 
+// The stage marks of a step (bench/persistent_decode_bench.cu's profile): one per barrier, in
+// order, and recording them leaves the step's logits as they are, bit for bit.
+TEST(PersistentDecodeGpu, StageMarksAreRecordedInOrder) {
+  ZT_SKIP_WITHOUT_GPU();
+  const models::CausalLM model = models::load_model(testing::fixture_dir("qwen2"), {Device::cuda(), DType::kBF16});
+  PagedKvCache cache(model.config(), 16, kBlockSize, model.dtype(), model.device());
+  cache.set_table_width(kWidth);
+  const Tokens prompt = prompt_of(20, 1, model.config().vocab_size);
+  ASSERT_TRUE(cache.try_add(0, 40));
+  StepInputs prefill;
+  prefill.prefilling.push_back(0);
+  prefill.prompts.push_back(&prompt);
+  step_logits(model, cache, prefill);
+  PersistentDecode kernel(model, cache, kWidth);
+  DecodeStepBuffers buffers(1, kWidth, model.device());
+  cache.fill_step({0}, {7}, buffers, nullptr);
+  const Tensor plain = Tensor::empty({1, model.config().vocab_size}, model.dtype(), model.device());
+  const Tensor marked = Tensor::empty({1, model.config().vocab_size}, model.dtype(), model.device());
+  const Tensor argmax = Tensor::empty({1}, DType::kI64, model.device());
+  const int count = cuda::persistent_decode_stage_marks(kernel.dims());
+  const Tensor marks = Tensor::zeros({count}, DType::kI64, model.device());
+  kernel.run(buffers, plain, argmax, nullptr);
+  kernel.run(buffers, marked, argmax, nullptr, marks);
+  EXPECT_EQ(row_of(marked, 0), row_of(plain, 0));
+  const Tensor host = marks.to(Device::cpu());
+  const std::int64_t* at = host.data<std::int64_t>();
+  EXPECT_GT(at[0], 0);
+  for (int i = 1; i < count; ++i) EXPECT_GE(at[i], at[i - 1]) << "mark " << i;
+  EXPECT_GT(at[count - 1], at[0]);
+}
+
 TEST(PersistentDecodeGpu, ModelsItCannotTakeAreRefusedOrLeftToTheGraphs) {
   ZT_SKIP_WITHOUT_GPU();
   {
