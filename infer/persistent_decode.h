@@ -46,6 +46,9 @@ class PersistentDecode {
   void run(const DecodeStepBuffers& buffers, const Tensor& logits, const Tensor& argmax, cudaStream_t stream,
            const Tensor& stage_marks = Tensor());
   const cuda::DecodeModelDims& dims() const { return dims_; }
+  // Whether narrow weight stages share row pairs among teams of warps (the default), or give
+  // each pair one warp: for the benchmark's and the tests' comparison.
+  void set_split_columns(bool on) { dims_.split_columns = on; }
 
  private:
   const models::CausalLM& model_;

@@ -33,15 +33,31 @@ __device__ __forceinline__ void load8_weights(const T* p, float (&out)[8]) {
   for (int i = 0; i < 8; ++i) out[i] = static_cast<float>(v[i]);
 }
 
+// A team: the `splits` warps of one block that share each pair of weight rows of a stage,
+// warp `part` summing every splits-th 256-column slice of them, so that a stage with fewer row
+// pairs than the grid has warps still keeps every warp streaming. index: the team's place
+// among the grid's `count` teams. splits divides kWarps.
+struct Team {
+  int splits, part, index, count;
+};
+
+__device__ __forceinline__ Team team_of(int splits) {
+  const int warp = threadIdx.x / 32;
+  return {splits, warp % splits, static_cast<int>(blockIdx.x) * (kWarps / splits) + warp / splits,
+          static_cast<int>(gridDim.x) * (kWarps / splits)};
+}
+
 // Sums over the warp of row r of w0 (and of w1, when set) times each of the B rows of x
-// ([B, k] with row stride k, in shared or global memory); every lane gets every sum.
+// ([B, k] with row stride k, in shared or global memory), over the columns of the team part's
+// slices; every lane gets every sum.
 template <typename T, int B>
-__device__ __forceinline__ void warp_dot2(const T* w0, const T* w1, const T* x, int k, float (&acc)[2][B]) {
+__device__ __forceinline__ void warp_dot2(const T* w0, const T* w1, const T* x, int k, const Team& team,
+                                          float (&acc)[2][B]) {
   const int lane = threadIdx.x % 32;
 #pragma unroll
   for (int b = 0; b < B; ++b) acc[0][b] = acc[1][b] = 0.0f;
 #pragma unroll 2
-  for (int c = lane * 8; c < k; c += 256) {
+  for (int c = team.part * 256 + lane * 8; c < k; c += 256 * team.splits) {
     float a[8], d[8];
     load8_weights(w0 + c, a);
     if (w1 != nullptr) load8_weights(w1 + c, d);
@@ -62,6 +78,37 @@ __device__ __forceinline__ void warp_dot2(const T* w0, const T* w1, const T* x, 
     acc[0][b] = warp_sum(acc[0][b]);
     if (w1 != nullptr) acc[1][b] = warp_sum(acc[1][b]);
   }
+}
+
+// The team's warps meet (a named barrier per team; 0 is __syncthreads').
+__device__ __forceinline__ void team_barrier(const Team& team) {
+  asm volatile("bar.sync %0, %1;" ::"r"(1 + static_cast<int>(threadIdx.x / 32) / team.splits), "r"(32 * team.splits)
+               : "memory");
+}
+
+// The team's sums: each part's acc added into part 0's, in part order (every lane of part 0
+// gets them). partials: [kWarps, 2, B] floats of shared memory. Every warp of the team calls it.
+template <int B>
+__device__ __forceinline__ void team_sum(const Team& team, float (&acc)[2][B], float* partials) {
+  if (team.splits == 1) return;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (team.part != 0 && lane == 0) {
+#pragma unroll
+    for (int b = 0; b < B; ++b) {
+      partials[(warp * 2) * B + b] = acc[0][b];
+      partials[(warp * 2 + 1) * B + b] = acc[1][b];
+    }
+  }
+  team_barrier(team);
+  if (team.part == 0) {
+    for (int p = 1; p < team.splits; ++p)
+#pragma unroll
+      for (int b = 0; b < B; ++b) {
+        acc[0][b] += partials[((warp + p) * 2) * B + b];
+        acc[1][b] += partials[((warp + p) * 2 + 1) * B + b];
+      }
+  }
+  team_barrier(team);  // the partials are read before the next rows' overwrite them
 }
 
 // Asks L2 for the bytes [p, p + bytes), spread over the warp's lanes, one 128-byte line each.

@@ -72,13 +72,48 @@ __device__ Buffers<T> carve(void* memory, const DecodeModelDims& d, int rows) {
           reinterpret_cast<int*>(base + l.best_index)};
 }
 
+// Warps per team (decode_step::Team) in each weight stage: q/k/v, the two with `hidden` output
+// rows (output projection, down), gate/up, the LM head.
+struct StageSplits {
+  int qkv = 1, hidden_rows = 1, gate_up = 1, head = 1;
+};
+
+// The most warps per team (a power of two up to kWarps) that still leave every team of the
+// grid a pair of rows; one without split_columns.
+StageSplits stage_splits(const DecodeModelDims& d, unsigned grid) {
+  const std::int64_t warps = static_cast<std::int64_t>(grid) * kWarps;
+  const auto for_pairs = [&](std::int64_t pairs) {
+    int splits = 1;
+    while (d.split_columns && splits < kWarps && pairs * splits * 2 <= warps) splits *= 2;
+    return splits;
+  };
+  const std::int64_t qkv_rows = static_cast<std::int64_t>(d.heads + 2 * d.kv_heads) * d.head_dim;
+  return {for_pairs((qkv_rows + 1) / 2), for_pairs((d.hidden + 1) / 2), for_pairs(d.ffn), for_pairs((d.vocab + 1) / 2)};
+}
+
+// Where the dynamic shared memory's parts start, in bytes: the normalised rows from 0, the LM
+// head's per-warp argmax, the teams' partial sums; the attention stage's head scratch
+// (HeadScratch) reuses it from 0. bytes: the whole.
+struct SharedLayout {
+  std::size_t argmax, partials, bytes;
+};
+
+__host__ __device__ inline SharedLayout shared_layout(const DecodeModelDims& d, int rows, std::size_t element) {
+  SharedLayout l{};
+  l.argmax = static_cast<std::size_t>(rows) * d.hidden * element + 64;
+  l.partials = l.argmax + 2 * static_cast<std::size_t>(kWarps) * rows * sizeof(float);
+  const std::size_t stages = l.partials + 2 * static_cast<std::size_t>(kWarps) * rows * sizeof(float);
+  const std::size_t head = HeadScratch::floats(d.head_dim) * sizeof(float);
+  l.bytes = stages > head ? stages : head;
+  return l;
+}
+
 struct KernelArgs {
   DecodeModelDims d;
   DecodeStepPointers step;
   void* workspace;
+  StageSplits splits;
 };
-
-__device__ __forceinline__ int global_warp() { return blockIdx.x * kWarps + threadIdx.x / 32; }
 
 // Stage mark `index` (persistent_decode_stage_marks), when the step records them.
 __device__ __forceinline__ void mark_stage(const DecodeStepPointers& step, int index) {
@@ -87,13 +122,14 @@ __device__ __forceinline__ void mark_stage(const DecodeStepPointers& step, int i
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
   step.stage_marks[index] = now;
 }
-__device__ __forceinline__ int total_warps() { return gridDim.x * kWarps; }
 
-// Prefetches, for this warp, the first two rows it takes of a [rows, k] weight.
+// Prefetches the first two rows of a [rows, k] weight that this warp's team takes in a stage
+// of `splits` warps per team (its first warp asks for them).
 template <typename T>
-__device__ __forceinline__ void prefetch_first_rows(const void* weight, int rows, int k) {
-  const int first = 2 * global_warp();
-  if (weight == nullptr || first >= rows) return;
+__device__ __forceinline__ void prefetch_first_rows(const void* weight, int rows, int k, int splits) {
+  const Team team = team_of(splits);
+  const int first = 2 * team.index;
+  if (weight == nullptr || team.part != 0 || first >= rows) return;
   prefetch_l2(static_cast<const T*>(weight) + static_cast<std::int64_t>(first) * k,
               static_cast<std::int64_t>(min(2, rows - first)) * k * sizeof(T));
 }
@@ -121,14 +157,18 @@ __device__ __forceinline__ const T* qkv_row(const DecodeLayerPointers& l, const 
 }
 
 template <typename T, int B>
-__device__ void qkv_stage(const DecodeLayerPointers& l, const DecodeModelDims& d, const T* normed, T* qkv) {
+__device__ void qkv_stage(const DecodeLayerPointers& l, const DecodeModelDims& d, const T* normed, T* qkv, int splits,
+                          float* partials) {
   const int n = (d.heads + 2 * d.kv_heads) * d.head_dim, lane = threadIdx.x % 32;
-  for (int r = 2 * global_warp(); r < n; r += 2 * total_warps()) {
+  const Team team = team_of(splits);
+  for (int r = 2 * team.index; r < n; r += 2 * team.count) {
     float bias0 = 0.0f, bias1 = 0.0f;
     const T* w0 = qkv_row<T>(l, d, r, bias0);
     const T* w1 = r + 1 < n ? qkv_row<T>(l, d, r + 1, bias1) : nullptr;
     float acc[2][B];
-    warp_dot2<T, B>(w0, w1, normed, d.hidden, acc);
+    warp_dot2<T, B>(w0, w1, normed, d.hidden, team, acc);
+    team_sum<B>(team, acc, partials);
+    if (team.part != 0) continue;
 #pragma unroll
     for (int b = 0; b < B; ++b) {
       if (lane == 0) store_float(qkv + static_cast<std::int64_t>(b) * n + r, acc[0][b] + bias0);
@@ -182,13 +222,16 @@ __device__ void attention_stage(const DecodeLayerPointers& l, const KernelArgs& 
 // weight w over x [B, k]. residual and out may be the same buffer.
 template <typename T, int B>
 __device__ void residual_stage(const void* weight, const void* bias, int n, int k, const T* x, const T* residual,
-                               T* out) {
+                               T* out, int splits, float* partials) {
   const int lane = threadIdx.x % 32;
   const T* w = static_cast<const T*>(weight);
-  for (int r = 2 * global_warp(); r < n; r += 2 * total_warps()) {
+  const Team team = team_of(splits);
+  for (int r = 2 * team.index; r < n; r += 2 * team.count) {
     const T* w1 = r + 1 < n ? w + static_cast<std::int64_t>(r + 1) * k : nullptr;
     float acc[2][B];
-    warp_dot2<T, B>(w + static_cast<std::int64_t>(r) * k, w1, x, k, acc);
+    warp_dot2<T, B>(w + static_cast<std::int64_t>(r) * k, w1, x, k, team, acc);
+    team_sum<B>(team, acc, partials);
+    if (team.part != 0) continue;
 #pragma unroll
     for (int b = 0; b < B; ++b) {
       for (int i = 0; i < 2; ++i) {
@@ -203,12 +246,16 @@ __device__ void residual_stage(const void* weight, const void* bias, int n, int 
 
 // act[b, j] = silu(gate_j · x_b) * (up_j · x_b), each product and silu rounded as cuda/swiglu.
 template <typename T, int B>
-__device__ void gate_up_stage(const DecodeLayerPointers& l, const DecodeModelDims& d, const T* normed, T* act) {
+__device__ void gate_up_stage(const DecodeLayerPointers& l, const DecodeModelDims& d, const T* normed, T* act,
+                              int splits, float* partials) {
   const int lane = threadIdx.x % 32;
-  for (int j = global_warp(); j < d.ffn; j += total_warps()) {
+  const Team team = team_of(splits);
+  for (int j = team.index; j < d.ffn; j += team.count) {
     float acc[2][B];
     warp_dot2<T, B>(static_cast<const T*>(l.gate) + static_cast<std::int64_t>(j) * d.hidden,
-                    static_cast<const T*>(l.up) + static_cast<std::int64_t>(j) * d.hidden, normed, d.hidden, acc);
+                    static_cast<const T*>(l.up) + static_cast<std::int64_t>(j) * d.hidden, normed, d.hidden, team, acc);
+    team_sum<B>(team, acc, partials);
+    if (team.part != 0) continue;
 #pragma unroll
     for (int b = 0; b < B; ++b) {
       if (lane != b) continue;
@@ -221,17 +268,21 @@ __device__ void gate_up_stage(const DecodeLayerPointers& l, const DecodeModelDim
 
 // The LM head's logits and this block's first largest per row, into the partials.
 template <typename T, int B>
-__device__ void head_stage(const KernelArgs& a, const T* normed, const Buffers<T>& buf, float* shared) {
+__device__ void head_stage(const KernelArgs& a, const T* normed, const Buffers<T>& buf, float* shared,
+                           float* partials) {
   const DecodeModelDims& d = a.d;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const T* w = static_cast<const T*>(a.step.lm_head);
   T* logits = static_cast<T*>(a.step.logits);
   float best = -INFINITY;
-  int best_at = INT_MAX;  // lane b < B keeps row b's
-  for (int r = 2 * global_warp(); r < d.vocab; r += 2 * total_warps()) {
+  int best_at = INT_MAX;  // lane b < B of a team's first warp keeps row b's
+  const Team team = team_of(a.splits.head);
+  for (int r = 2 * team.index; r < d.vocab; r += 2 * team.count) {
     const T* w1 = r + 1 < d.vocab ? w + static_cast<std::int64_t>(r + 1) * d.hidden : nullptr;
     float acc[2][B];
-    warp_dot2<T, B>(w + static_cast<std::int64_t>(r) * d.hidden, w1, normed, d.hidden, acc);
+    warp_dot2<T, B>(w + static_cast<std::int64_t>(r) * d.hidden, w1, normed, d.hidden, team, acc);
+    team_sum<B>(team, acc, partials);
+    if (team.part != 0) continue;
 #pragma unroll
     for (int b = 0; b < B; ++b) {
       for (int i = 0; i < 2; ++i) {
@@ -265,9 +316,12 @@ __global__ void __launch_bounds__(kThreads, 1) persistent_decode_kernel(KernelAr
   namespace cg = cooperative_groups;
   cg::grid_group grid = cg::this_grid();
   extern __shared__ __align__(16) unsigned char shared_bytes[];
+  const DecodeModelDims& d = a.d;
+  const SharedLayout layout = shared_layout(d, B, sizeof(T));
   T* normed = reinterpret_cast<T*>(shared_bytes);
   float* scratch = reinterpret_cast<float*>(shared_bytes);
-  const DecodeModelDims& d = a.d;
+  float* partials = reinterpret_cast<float*>(shared_bytes + layout.partials);
+  const StageSplits& splits = a.splits;
   const Buffers<T> buf = carve<T>(a.workspace, d, B);
   const int q_size = d.heads * d.head_dim;  // prefetches of q/k/v stay inside q's rows
   mark_stage(a.step, 0);
@@ -275,38 +329,39 @@ __global__ void __launch_bounds__(kThreads, 1) persistent_decode_kernel(KernelAr
     const int b = i / d.hidden, c = i % d.hidden;
     buf.x[i] = static_cast<const T*>(a.step.embedding)[a.step.ids[b] * d.hidden + c];
   }
-  prefetch_first_rows<T>(a.step.layers[0].q, q_size, d.hidden);
+  prefetch_first_rows<T>(a.step.layers[0].q, q_size, d.hidden, splits.qkv);
   grid.sync();
   mark_stage(a.step, 1);
   for (int layer = 0; layer < d.layers; ++layer) {
     const DecodeLayerPointers& l = a.step.layers[layer];
     const int mark = 2 + 5 * layer;
     normalize_rows<T, B>(buf.x, static_cast<const T*>(l.input_norm), normed, d);
-    qkv_stage<T, B>(l, d, normed, buf.qkv);
-    prefetch_first_rows<T>(l.o, d.hidden, q_size);
+    qkv_stage<T, B>(l, d, normed, buf.qkv, splits.qkv, partials);
+    prefetch_first_rows<T>(l.o, d.hidden, q_size, splits.hidden_rows);
     grid.sync();
     mark_stage(a.step, mark);
     attention_stage<T, B>(l, a, buf.qkv, buf.attn, scratch);
     grid.sync();
     mark_stage(a.step, mark + 1);
-    residual_stage<T, B>(l.o, l.o_bias, d.hidden, q_size, buf.attn, buf.x, buf.h);
-    prefetch_first_rows<T>(l.gate, d.ffn, d.hidden);
-    prefetch_first_rows<T>(l.up, d.ffn, d.hidden);
+    residual_stage<T, B>(l.o, l.o_bias, d.hidden, q_size, buf.attn, buf.x, buf.h, splits.hidden_rows, partials);
+    prefetch_first_rows<T>(l.gate, d.ffn, d.hidden, splits.gate_up);
+    prefetch_first_rows<T>(l.up, d.ffn, d.hidden, splits.gate_up);
     grid.sync();
     mark_stage(a.step, mark + 2);
     normalize_rows<T, B>(buf.h, static_cast<const T*>(l.post_norm), normed, d);
-    gate_up_stage<T, B>(l, d, normed, buf.act);
-    prefetch_first_rows<T>(l.down, d.hidden, d.ffn);
+    gate_up_stage<T, B>(l, d, normed, buf.act, splits.gate_up, partials);
+    prefetch_first_rows<T>(l.down, d.hidden, d.ffn, splits.hidden_rows);
     grid.sync();
     mark_stage(a.step, mark + 3);
-    residual_stage<T, B>(l.down, l.down_bias, d.hidden, d.ffn, buf.act, buf.h, buf.x);
-    prefetch_first_rows<T>(layer + 1 < d.layers ? a.step.layers[layer + 1].q : a.step.lm_head,
-                           layer + 1 < d.layers ? q_size : d.vocab, d.hidden);
+    residual_stage<T, B>(l.down, l.down_bias, d.hidden, d.ffn, buf.act, buf.h, buf.x, splits.hidden_rows, partials);
+    const bool last = layer + 1 == d.layers;
+    prefetch_first_rows<T>(last ? a.step.lm_head : a.step.layers[layer + 1].q, last ? d.vocab : q_size, d.hidden,
+                           last ? splits.head : splits.qkv);
     grid.sync();
     mark_stage(a.step, mark + 4);
   }
   normalize_rows<T, B>(buf.x, static_cast<const T*>(a.step.final_norm), normed, d);
-  head_stage<T, B>(a, normed, buf, scratch + B * d.hidden * sizeof(T) / sizeof(float) + 16);
+  head_stage<T, B>(a, normed, buf, reinterpret_cast<float*>(shared_bytes + layout.argmax), partials);
   grid.sync();
   mark_stage(a.step, 2 + 5 * d.layers);
   if (blockIdx.x == 0 && threadIdx.x < B) {
@@ -318,13 +373,6 @@ __global__ void __launch_bounds__(kThreads, 1) persistent_decode_kernel(KernelAr
     a.step.argmax[b] = at;
   }
   mark_stage(a.step, 3 + 5 * d.layers);
-}
-
-std::size_t shared_bytes_of(const DecodeModelDims& d, int rows, std::size_t element) {
-  const std::size_t normed = static_cast<std::size_t>(rows) * d.hidden * element + 64;
-  const std::size_t head = HeadScratch::floats(d.head_dim) * sizeof(float);
-  const std::size_t argmax = 2 * static_cast<std::size_t>(kWarps) * rows * sizeof(float);
-  return std::max(normed + argmax, head);
 }
 
 // The grid of a (kernel, device, shared size), set up once: a step pays one launch, not the
@@ -348,9 +396,10 @@ unsigned grid_for(std::size_t shared, int device) {
 }
 
 template <typename T, int B>
-void launch(const KernelArgs& args, std::size_t shared, int device, cudaStream_t stream) {
+void launch(KernelArgs args, std::size_t shared, int device, cudaStream_t stream) {
   const unsigned grid = grid_for<T, B>(shared, device);
-  void* params[] = {const_cast<KernelArgs*>(&args)};
+  args.splits = stage_splits(args.d, grid);
+  void* params[] = {&args};
   ZT_CUDA_CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<void*>(persistent_decode_kernel<T, B>), dim3(grid),
                                             dim3(kThreads), params, shared, stream));
 }
@@ -388,7 +437,7 @@ const char* persistent_decode_unsupported(const DecodeModelDims& d, int rows, DT
   int optin = 0;
   if (cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess)
     return "the device's shared memory could not be read";
-  if (shared_bytes_of(d, rows, dtype_size(dtype)) > static_cast<std::size_t>(optin))
+  if (shared_layout(d, rows, dtype_size(dtype)).bytes > static_cast<std::size_t>(optin))
     return "the normalised rows do not fit in shared memory";
   int cooperative = 0;
   if (cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, device) != cudaSuccess || !cooperative)
@@ -405,7 +454,7 @@ void persistent_decode_step(const DecodeModelDims& dims, const DecodeStepPointer
   const std::string why = persistent_decode_unsupported(dims, rows, dtype, device);
   ZT_REQUIRE(why.empty(), "persistent decode: " + why);
   const KernelArgs args{dims, step, workspace.memory};
-  const std::size_t shared = shared_bytes_of(dims, rows, dtype_size(dtype));
+  const std::size_t shared = shared_layout(dims, rows, dtype_size(dtype)).bytes;
   if (dtype == DType::kBF16)
     launch_rows<__nv_bfloat16>(args, rows, shared, device, stream);
   else

@@ -70,6 +70,9 @@ struct DecodeModelDims {
   std::int64_t num_blocks = 0;  // pages in each pool
   int block_size = 0;           // tokens per page
   int max_blocks_per_seq = 0;   // block_table's row length
+  // A weight stage with fewer row pairs than the grid has warps shares each pair among a team
+  // of warps, each summing a slice of the columns; false: one warp per pair (for comparison).
+  bool split_columns = true;
 };
 
 // Everything the kernel reads and writes beyond the weights: device pointers.

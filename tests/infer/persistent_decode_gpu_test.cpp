@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <vector>
 
 #include "infer/batch_forward.h"
@@ -229,35 +230,76 @@ TEST(PersistentDecodeGpu, EngineChoosingByMeasurementGivesTheGraphTokens) {
   }
 }
 
+// One decode step of one sequence after a 20-token prompt, through the kernel alone.
+struct KernelStep {
+  explicit KernelStep(const models::CausalLM& m)
+      : model(m),
+        cache(m.config(), 16, kBlockSize, m.dtype(), m.device()),
+        prompt(prompt_of(20, 1, m.config().vocab_size)),
+        buffers(1, kWidth, m.device()) {
+    cache.set_table_width(kWidth);
+    EXPECT_TRUE(cache.try_add(0, 40));
+    StepInputs prefill;
+    prefill.prefilling.push_back(0);
+    prefill.prompts.push_back(&prompt);
+    step_logits(model, cache, prefill);
+    kernel = std::make_unique<PersistentDecode>(model, cache, kWidth);
+    cache.fill_step({0}, {7}, buffers, nullptr);
+  }
+  // The step's logits, recording the stage marks when `marks` is given.
+  std::vector<float> logits(const Tensor& marks = Tensor()) {
+    const Tensor out = Tensor::empty({1, model.config().vocab_size}, model.dtype(), model.device());
+    const Tensor argmax = Tensor::empty({1}, DType::kI64, model.device());
+    kernel->run(buffers, out, argmax, nullptr, marks);
+    return row_of(out, 0);
+  }
+  const models::CausalLM& model;
+  PagedKvCache cache;
+  Tokens prompt;
+  DecodeStepBuffers buffers;
+  std::unique_ptr<PersistentDecode> kernel;
+};
+
 // The stage marks of a step (bench/persistent_decode_bench.cu's profile): one per barrier, in
 // order, and recording them leaves the step's logits as they are, bit for bit.
 TEST(PersistentDecodeGpu, StageMarksAreRecordedInOrder) {
   ZT_SKIP_WITHOUT_GPU();
   const models::CausalLM model = models::load_model(testing::fixture_dir("qwen2"), {Device::cuda(), DType::kBF16});
-  PagedKvCache cache(model.config(), 16, kBlockSize, model.dtype(), model.device());
-  cache.set_table_width(kWidth);
-  const Tokens prompt = prompt_of(20, 1, model.config().vocab_size);
-  ASSERT_TRUE(cache.try_add(0, 40));
-  StepInputs prefill;
-  prefill.prefilling.push_back(0);
-  prefill.prompts.push_back(&prompt);
-  step_logits(model, cache, prefill);
-  PersistentDecode kernel(model, cache, kWidth);
-  DecodeStepBuffers buffers(1, kWidth, model.device());
-  cache.fill_step({0}, {7}, buffers, nullptr);
-  const Tensor plain = Tensor::empty({1, model.config().vocab_size}, model.dtype(), model.device());
-  const Tensor marked = Tensor::empty({1, model.config().vocab_size}, model.dtype(), model.device());
-  const Tensor argmax = Tensor::empty({1}, DType::kI64, model.device());
-  const int count = cuda::persistent_decode_stage_marks(kernel.dims());
+  KernelStep step(model);
+  const int count = cuda::persistent_decode_stage_marks(step.kernel->dims());
   const Tensor marks = Tensor::zeros({count}, DType::kI64, model.device());
-  kernel.run(buffers, plain, argmax, nullptr);
-  kernel.run(buffers, marked, argmax, nullptr, marks);
-  EXPECT_EQ(row_of(marked, 0), row_of(plain, 0));
+  EXPECT_EQ(step.logits(marks), step.logits());
   const Tensor host = marks.to(Device::cpu());
   const std::int64_t* at = host.data<std::int64_t>();
   EXPECT_GT(at[0], 0);
   for (int i = 1; i < count; ++i) EXPECT_GE(at[i], at[i - 1]) << "mark " << i;
   EXPECT_GT(at[count - 1], at[0]);
+}
+
+// Row pairs shared among teams of warps, each summing a slice of the columns, on a model whose
+// rows are longer than one warp's 256-column slice (hidden 1024: the q/k/v, output and down
+// stages split their columns 2 or more ways on an H100's grid): the kernel matches the plain
+// layer in lockstep, and one warp per pair gives the same step to rounding.
+TEST(PersistentDecodeGpu, ColumnSplitsMatchThePlainLayer) {
+  ZT_SKIP_WITHOUT_GPU();
+  models::ModelConfig config = models::load_config(testing::fixture_dir("qwen2"));
+  config.hidden_size = 1024;
+  config.intermediate_size = 2816;
+  config.num_heads = 8;
+  config.num_kv_heads = 2;
+  config.head_dim = 128;
+  for (DType dtype : {DType::kBF16, DType::kF16}) {
+    const models::CausalLM model = models::init_model(config, 7, {.device = Device::cuda(), .dtype = dtype});
+    for (std::int64_t sequences : {1, 8}) decode_in_lockstep(model, "qwen2 hidden 1024", {.sequences = sequences});
+    KernelStep step(model);
+    const std::vector<float> split = step.logits();
+    step.kernel->set_split_columns(false);
+    const std::vector<float> whole = step.logits();
+    float scale = 0.0f;
+    for (float value : whole) scale = std::max(scale, std::fabs(value));
+    EXPECT_LE(largest_difference(whole, split), (dtype == DType::kBF16 ? 0.05f : 0.01f) * scale + 1e-3f)
+        << dtype_name(dtype);
+  }
 }
 
 TEST(PersistentDecodeGpu, ModelsItCannotTakeAreRefusedOrLeftToTheGraphs) {
