@@ -56,7 +56,10 @@ __device__ __forceinline__ void warp_dot2(const T* w0, const T* w1, const T* x, 
   const int lane = threadIdx.x % 32;
 #pragma unroll
   for (int b = 0; b < B; ++b) acc[0][b] = acc[1][b] = 0.0f;
-#pragma unroll 2
+  // 16-byte loads a row in flight per lane: four at one or two rows of x, two at more (their
+  // registers). The sums' order is the same either way.
+  constexpr int kInFlight = B <= 2 ? 4 : 2;
+#pragma unroll kInFlight
   for (int c = team.part * 256 + lane * 8; c < k; c += 256 * team.splits) {
     float a[8], d[8];
     load8_weights(w0 + c, a);
