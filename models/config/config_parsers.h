@@ -11,8 +11,8 @@ void parse_hf_config(const ConfigKeys& keys, ModelConfig& config);
 // chatglm: THUDM's remote-code ChatGLMConfig (ChatGLM2/3, GLM-4 before transformers had it).
 void parse_chatglm_config(const ConfigKeys& keys, ModelConfig& config);
 // The file's quantization_config: bitsandbytes 4-bit (load_in_4bit) sets config.bnb_4bit and
-// its skipped modules; any other method (GPTQ, AWQ, FP8, bitsandbytes 8-bit, ...) throws,
-// naming it.
+// its skipped modules; any other method (GPTQ, AWQ, FP8, bitsandbytes 8-bit, ChatGLM's own
+// quantization_bit, ...) throws, naming it.
 void read_quantization(const ConfigKeys& keys, ModelConfig& config);
 
 }  // namespace zt::models::detail

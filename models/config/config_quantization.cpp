@@ -1,8 +1,9 @@
 // A config.json that declares its weights quantized (quantization_config, as transformers'
-// quantizers write it; compression_config in older compressed-tensors files). bitsandbytes'
-// 4-bit layout (QLoRA's "-bnb-4bit" checkpoints) loads through models/quant/; every other
-// method's tensors are packed integers, scales and zero points zerotune does not read, so the
-// model is refused here, naming the method, before any weight is read.
+// quantizers write it; compression_config in older compressed-tensors files; quantization_bit
+// in THUDM's ChatGLM files). bitsandbytes' 4-bit layout (QLoRA's "-bnb-4bit" checkpoints)
+// loads through models/quant/; every other method's tensors are packed integers, scales and
+// zero points zerotune does not read, so the model is refused here, naming the method, before
+// any weight is read.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -100,9 +101,26 @@ void read_bnb_4bit(const ConfigKeys& keys, const char* key, ModelConfig& config)
   }
 }
 
+[[noreturn]] void refuse(const ConfigKeys& keys, const std::string& what) {
+  keys.fail("the model's weights are quantized with " + what +
+            "; zerotune loads unquantized bf16, fp16 or fp32 weights, and bitsandbytes 4-bit ones (load_in_4bit): use "
+            "the model this one was quantized from (usually the same name without -GPTQ, -AWQ, -FP8, -Int4, -int8 or "
+            "-bnb-8bit)");
+}
+
+// THUDM's ChatGLM code quantizes in place and saves quantization_bit beside packed integer
+// weights and their scales (chatglm2-6b-int4, a model.quantize(4) saved); 0 means unquantized.
+void refuse_thudm_quantization(const ConfigKeys& keys) {
+  const std::int64_t bits = keys.integer("quantization_bit", 0);
+  if (bits != 0)
+    refuse(keys, "THUDM's " + std::to_string(bits) + "-bit quantization (quantization_bit " + std::to_string(bits) +
+                     ", its remote code's packed weights)");
+}
+
 }  // namespace
 
 void read_quantization(const ConfigKeys& keys, ModelConfig& config) {
+  refuse_thudm_quantization(keys);
   const std::optional<Quantization> declared = declared_quantization(keys);
   if (!declared) return;
   const std::string key = declared->key;
@@ -112,10 +130,7 @@ void read_quantization(const ConfigKeys& keys, ModelConfig& config) {
   const std::string what = declared->method.empty() ? "a method its " + key + " does not name"
                                                     : described(quantization, declared->method) + " (" + key +
                                                           ".quant_method '" + declared->method + "')";
-  keys.fail("the model's weights are quantized with " + what +
-            "; zerotune loads unquantized bf16, fp16 or fp32 weights, and bitsandbytes 4-bit ones (load_in_4bit): use "
-            "the model this one was quantized from (usually the same name without -GPTQ, -AWQ, -FP8, -Int4 or "
-            "-bnb-8bit)");
+  refuse(keys, what);
 }
 
 }  // namespace zt::models::detail

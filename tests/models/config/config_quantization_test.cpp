@@ -88,6 +88,24 @@ TEST(QuantizedConfig, BitsandbytesFourBitIsRead) {
                   {"quantization_config", "llm_int8_skip_modules must be a list of module names"});
 }
 
+// THUDM's ChatGLM code saves its own quantization as quantization_bit beside packed integer
+// weights (the keys of a chatglm2-6b-int4 P-Tuning checkpoint's config.json); 0 is unquantized.
+TEST(QuantizedConfig, ChatGlmQuantizationBitIsRefused) {
+  ordered_json config = tiny_config_json(Architecture::kChatGlm);
+  config["quantization_bit"] = 0;
+  config["pre_seq_len"] = nullptr;
+  EXPECT_EQ(parse_config(config, "config.json").arch, Architecture::kChatGlm);
+  config["_name_or_path"] = "E:/PycharmProjects/dl_models/chatglm2-6b-int4";
+  config["pre_seq_len"] = 128;
+  config["quantization_bit"] = 4;
+  expect_mentions(error_of([&] { parse_config(config, "chatglm2-6b-int4/config.json"); }),
+                  {"chatglm2-6b-int4/config.json: the model's weights are quantized with THUDM's 4-bit quantization",
+                   "quantization_bit 4", "use the model this one was quantized from", "-int8"});
+  config["quantization_bit"] = "4";
+  expect_mentions(error_of([&] { parse_config(config, "config.json"); }),
+                  {"key 'quantization_bit' must be an integer"});
+}
+
 // An unsupported family is named first: a quantized Llama is refused for being a Llama.
 TEST(QuantizedConfig, TheModelTypeIsCheckedFirst) {
   ordered_json config = tiny_config_json(Architecture::kQwen2);
