@@ -147,6 +147,21 @@ TEST(ModelConfig, UnknownModelTypeListsTheSupportedOnes) {
   expect_mentions(error_of([] { parse(R"({"hidden_size": 8})"); }), {"model_type", "qwen2"});
 }
 
+// The first ChatGLM-6B's config.json (THUDM/chatglm-6b) shares model_type "chatglm" with
+// ChatGLM2/3 but describes GLM-130B's blocks; read with ChatGLM2's defaults it would be
+// another model.
+TEST(ModelConfig, FirstChatGlmIsRefused) {
+  const std::string message = error_of([] {
+    parse(R"({"architectures": ["ChatGLMModel"], "bos_token_id": 130004, "eos_token_id": 130005,
+      "mask_token_id": 130000, "gmask_token_id": 130001, "pad_token_id": 3, "hidden_size": 4096,
+      "inner_hidden_size": 16384, "layernorm_epsilon": 1e-05, "max_sequence_length": 2048, "model_type": "chatglm",
+      "num_attention_heads": 32, "num_layers": 28, "position_encoding_2d": true, "torch_dtype": "float16",
+      "use_cache": true, "vocab_size": 130528})");
+  });
+  expect_mentions(message, {"test config.json", "'position_encoding_2d' marks the first ChatGLM-6B", "LayerNorm",
+                            "ChatGLM2-6B, ChatGLM3-6B and GLM-4"});
+}
+
 TEST(ModelConfig, WrongTypesAndUnsupportedFeaturesNameTheKey) {
   expect_mentions(error_of([] { parse(R"({"model_type": "qwen2", "hidden_size": "big"})"); }),
                   {"test config.json", "hidden_size", "integer", "\"big\""});
