@@ -2,6 +2,7 @@
 // settings, and sizes no adapter can have refused before anything is allocated for them.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <string>
 
 #include "models/config/config.h"
@@ -44,6 +45,35 @@ TEST(AdapterConfig, SizesNoAdapterCanHaveAreRefused) {
                         "adapter_config.json");
                   }),
                   {"num_virtual_tokens", "4294967296"});
+}
+
+std::string hub_adapter_path(const std::string& name) {
+  return (std::filesystem::path(ZT_SOURCE_DIR) / "tests/data/hub_metadata/adapters" / name).string();
+}
+
+// Published adapters of PEFT 0.2 to 0.18 (tests/data/hub_metadata/README.md): the keys each
+// version adds at their defaults change nothing.
+TEST(AdapterConfig, PublishedAdaptersOfSeveralPeftVersions) {
+  struct Expected {
+    const char* file;
+    std::int64_t rank;
+    double scale;
+    std::size_t targets;
+  };
+  const Expected adapters[] = {{"qwen2.5-7b-instruct-peft-0.18.json", 16, 2.0, 7},
+                               {"qwen2.5-7b-instruct-unsloth.json", 32, 1.0, 7},
+                               {"qwen3-14b-llama-factory.json", 8, 2.0, 7},
+                               {"glm-4-9b-chat.json", 8, 2.0, 4},
+                               {"llama-2-7b-peft-0.2.json", 8, 2.0, 4}};
+  for (const Expected& expected : adapters) {
+    const std::string path = hub_adapter_path(expected.file);
+    const auto json = read_json_file(path);
+    EXPECT_EQ(parse_peft_adapter_kind(json, path), PeftAdapterKind::kLora) << expected.file;
+    const LoraConfig config = parse_lora_config(json, path);
+    EXPECT_EQ(config.rank, expected.rank) << expected.file;
+    EXPECT_DOUBLE_EQ(config.scale(), expected.scale) << expected.file;
+    EXPECT_EQ(config.target_modules.size(), expected.targets) << expected.file;
+  }
 }
 
 }  // namespace
