@@ -86,8 +86,31 @@ void refuse_unsupported(const json& body) {
   refuse_unless("logit_bias", json::object());
 }
 
+// response_format (OpenAI) and vLLM's structured-output fields ask for an answer constrained
+// to JSON, a schema, a regex or a choice; this server's sampler follows no grammar, so only
+// {"type": "text"} is taken rather than an unconstrained answer passed off as one.
+void refuse_constrained_output(const json& body) {
+  if (const json* format = field(body, "response_format")) {
+    const json* type = format->is_object() ? field(*format, "type") : nullptr;
+    if (type == nullptr || !type->is_string())
+      throw invalid_request("'response_format' must be an object with a 'type'", "response_format");
+    if (*type != "text")
+      throw invalid_request("'response_format' of type " + type->dump() +
+                                " is not supported by this server: it cannot constrain the answer to JSON; send "
+                                "{\"type\": \"text\"} (or none) and ask for the JSON in the messages",
+                            "response_format");
+  }
+  for (const char* name : {"guided_json", "guided_regex", "guided_choice", "guided_grammar", "structured_outputs"})
+    if (field(body, name) != nullptr)
+      throw invalid_request("'" + std::string(name) +
+                                "' is not supported by this server: it cannot constrain the answer (vLLM's "
+                                "structured outputs)",
+                            name);
+}
+
 void read_common(const json& body, ApiRequest& request) {
   refuse_unsupported(body);
+  refuse_constrained_output(body);
   if (const json* v = field(body, "model")) request.model = string_field(*v, "model");
   SamplingFields& s = request.sampling;
   for (const char* name : {"max_tokens", "max_completion_tokens"}) {  // the newer name wins

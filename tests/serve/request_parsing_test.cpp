@@ -72,6 +72,30 @@ TEST(RequestParsing, BadFieldsAreRefusedByName) {
   EXPECT_EQ(refused_param("{" + messages + ", \"n\": 1, \"presence_penalty\": 0, \"logprobs\": false}"), "no error");
 }
 
+// An answer held to JSON or a schema cannot be given (the sampler follows no grammar): such
+// requests (LangChain's with_structured_output, vLLM's and llama.cpp's server tests) are refused
+// rather than answered in free text; {"type": "text"} is what every answer is.
+TEST(RequestParsing, ResponseFormatIsTextOnly) {
+  const std::string messages = R"("messages": [{"role": "user", "content": "hi"}])";
+  EXPECT_EQ(refused_param("{" + messages + R"(, "response_format": {"type": "text"}})"), "no error");
+  EXPECT_EQ(refused_param("{" + messages + R"(, "response_format": null})"), "no error");
+  EXPECT_EQ(refused_param("{" + messages + R"(, "response_format": {"type": "json_object"}})"), "response_format");
+  EXPECT_EQ(refused_param("{" + messages + R"(, "response_format": {"type": "json_schema", "json_schema":
+      {"name": "foo_test", "schema": {"type": "object", "properties": {"result": {"type": "integer"}}}, "strict": true}}})"),
+            "response_format");
+  EXPECT_EQ(refused_param("{" + messages + R"(, "response_format": {"type": "sound"}})"), "response_format");
+  EXPECT_EQ(refused_param("{" + messages + R"(, "response_format": "json"})"), "response_format");
+  EXPECT_EQ(refused_param("{" + messages + R"(, "guided_choice": ["positive", "negative"]})"), "guided_choice");
+  EXPECT_EQ(refused_param("{" + messages + R"(, "structured_outputs": {"json": {"type": "object"}}})"),
+            "structured_outputs");
+  try {
+    parse_completion_request(R"({"prompt": "a", "response_format": {"type": "json_object"}})");
+    ADD_FAILURE() << "a completion with response_format json_object was accepted";
+  } catch (const ApiError& error) {
+    EXPECT_EQ(error.body()["error"]["param"], "response_format");
+  }
+}
+
 // vLLM's chat_template_kwargs: enable_thinking is taken (null: the server's), any other key refused.
 TEST(RequestParsing, ChatTemplateKwargsTakeEnableThinking) {
   const std::string messages = R"("messages": [{"role": "user", "content": "hi"}])";
