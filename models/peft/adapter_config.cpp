@@ -29,6 +29,28 @@ std::vector<std::string> target_modules_of(const nlohmann::ordered_json& json, c
   return names;
 }
 
+// init_lora_weights: the initialisations that leave the base weights alone (PEFT's default,
+// "gaussian", "eva", "orthogonal") are fine, the trained A and B being what counts. PiSSA,
+// CorDA, OLoRA and LoftQ subtract their initial update from the base weights (or quantize
+// them) whenever PEFT builds the adapter, loading included, so the adapter only holds against
+// that changed base.
+void require_plain_init(const nlohmann::ordered_json& json, const detail::ConfigKeys& keys) {
+  if (!keys.has("init_lora_weights") || json["init_lora_weights"].is_boolean()) return;
+  const std::string init = keys.string("init_lora_weights", "");
+  if (init == "gaussian" || init == "eva" || init == "orthogonal") return;
+  const bool base_changing =
+      init.starts_with("pissa") || init.starts_with("corda") || init == "olora" || init == "loftq";
+  if (!base_changing)
+    keys.fail("init_lora_weights is '" + init +
+              "', an initialisation zerotune does not know; it reads adapters initialised as true, false, "
+              "\"gaussian\", \"eva\" or \"orthogonal\"");
+  keys.fail("init_lora_weights is '" + init +
+            "': this initialisation changes the base model's weights as the adapter is built, so the adapter "
+            "only holds against that changed base, which zerotune does not recompute; convert it to a plain "
+            "LoRA of the original base first (PEFT's save_pretrained(..., "
+            "path_initial_model_for_weight_conversion=...), LLaMA-Factory's pissa_convert) or merge it with PEFT");
+}
+
 // Keys whose non-default values change what the adapter computes in ways zerotune does not.
 void require_plain_lora(const nlohmann::ordered_json& json, const detail::ConfigKeys& keys) {
   const std::string peft_type = keys.string("peft_type", "");
@@ -39,6 +61,8 @@ void require_plain_lora(const nlohmann::ordered_json& json, const detail::Config
                 " is set: per-module ranks and alphas are not supported; merge the adapter "
                 "with PEFT (merge_and_unload) or train it with one rank and alpha");
   if (keys.boolean("use_dora", false)) keys.fail("use_dora is true: DoRA adapters are not supported");
+  if (keys.boolean("use_qalora", false)) keys.fail("use_qalora is true: QA-LoRA adapters are not supported");
+  require_plain_init(json, keys);
   if (keys.boolean("lora_bias", false)) keys.fail("lora_bias is true: LoRA biases are not supported");
   if (keys.string("bias", "none") != "none")
     keys.fail("bias is '" + keys.string("bias", "") + "': adapters that train biases are not supported (use \"none\")");

@@ -76,5 +76,29 @@ TEST(AdapterConfig, PublishedAdaptersOfSeveralPeftVersions) {
   }
 }
 
+// PiSSA, CorDA, OLoRA and LoftQ rewrite the base weights as PEFT builds the adapter, so their
+// A and B hold only against that base; the initialisations that leave it alone load.
+TEST(AdapterConfig, InitialisationsThatChangeTheBaseAreRefused) {
+  const std::string path = hub_adapter_path("qwen2.5-7b-instruct-peft-0.18.json");
+  auto json = read_json_file(path);
+  for (const char* init : {"pissa", "pissa_niter_16", "corda", "olora", "loftq"}) {
+    json["init_lora_weights"] = init;
+    const std::string named = "init_lora_weights is '" + std::string(init) + "'";
+    expect_mentions(
+        error_of([&] { parse_lora_config(json, path); }),
+        {path.c_str(), named.c_str(), "changes the base model's weights", "path_initial_model_for_weight_conversion"});
+  }
+  json["init_lora_weights"] = "kaiming";
+  expect_mentions(error_of([&] { parse_lora_config(json, path); }), {"'kaiming'", "zerotune does not know"});
+  for (const nlohmann::ordered_json& init : {nlohmann::ordered_json(false), nlohmann::ordered_json("gaussian"),
+                                             nlohmann::ordered_json("eva"), nlohmann::ordered_json("orthogonal")}) {
+    json["init_lora_weights"] = init;
+    EXPECT_EQ(parse_lora_config(json, path).rank, 16) << init.dump();
+  }
+  json["init_lora_weights"] = true;
+  json["use_qalora"] = true;
+  expect_mentions(error_of([&] { parse_lora_config(json, path); }), {"use_qalora is true", "QA-LoRA"});
+}
+
 }  // namespace
 }  // namespace zt::models
