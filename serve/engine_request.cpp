@@ -50,10 +50,12 @@ models::GenerationOptions sampling_options(const SamplingFields& fields, models:
   if (fields.temperature) {
     options.do_sample = *fields.temperature > 0;
     if (options.do_sample) options.temperature = *fields.temperature;
-  } else if (fields.top_p) {
+  } else if (fields.top_p || fields.top_k) {
     options.do_sample = true;
   }
   if (fields.top_p) options.top_p = *fields.top_p;
+  if (fields.top_k) options.top_k = *fields.top_k;
+  if (fields.repetition_penalty) options.repetition_penalty = *fields.repetition_penalty;
   if (fields.seed) {
     options.seed = *fields.seed;
   } else if (options.do_sample) {

@@ -1,5 +1,6 @@
 #include "serve/request_parsing.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <nlohmann/json.hpp>
@@ -108,6 +109,26 @@ void refuse_constrained_output(const json& body) {
                             name);
 }
 
+// vLLM's sampling extensions (its SamplingParams' names and ranges), which clients written for
+// it send in the body.
+void read_vllm_sampling(const json& body, SamplingFields& s) {
+  if (const json* v = field(body, "top_k")) {
+    const std::int64_t k = integer_field(*v, "top_k");
+    if (k < -1) throw invalid_request("'top_k' must be -1 or 0 (every token) or a positive integer", "top_k");
+    s.top_k = std::max<std::int64_t>(k, 0);
+  }
+  if (const json* v = field(body, "repetition_penalty")) {
+    s.repetition_penalty = number_field(*v, "repetition_penalty", 0, 2);
+    if (*s.repetition_penalty == 0)
+      throw invalid_request("'repetition_penalty' must be greater than 0", "repetition_penalty");
+  }
+  if (const json* v = field(body, "min_tokens")) s.min_tokens = integer_field(*v, "min_tokens");
+  if (s.min_tokens < 0) throw invalid_request("'min_tokens' must be at least 0", "min_tokens");
+  if (s.max_tokens && s.min_tokens > *s.max_tokens)
+    throw invalid_request("'min_tokens' must not be greater than 'max_tokens'", "min_tokens");
+  if (const json* v = field(body, "ignore_eos")) s.ignore_eos = bool_field(*v, "ignore_eos");
+}
+
 void read_common(const json& body, ApiRequest& request) {
   refuse_unsupported(body);
   refuse_constrained_output(body);
@@ -124,11 +145,7 @@ void read_common(const json& body, ApiRequest& request) {
   if (s.top_p && *s.top_p == 0) throw invalid_request("'top_p' must be greater than 0", "top_p");
   if (const json* v = field(body, "seed")) s.seed = static_cast<std::uint64_t>(integer_field(*v, "seed"));
   if (const json* v = field(body, "stop")) s.stop = stop_field(*v);
-  if (const json* v = field(body, "min_tokens")) s.min_tokens = integer_field(*v, "min_tokens");
-  if (s.min_tokens < 0) throw invalid_request("'min_tokens' must be at least 0", "min_tokens");
-  if (s.max_tokens && s.min_tokens > *s.max_tokens)
-    throw invalid_request("'min_tokens' must not be greater than 'max_tokens'", "min_tokens");
-  if (const json* v = field(body, "ignore_eos")) s.ignore_eos = bool_field(*v, "ignore_eos");
+  read_vllm_sampling(body, s);
   if (const json* v = field(body, "stream")) request.stream = bool_field(*v, "stream");
   if (const json* v = field(body, "stream_options")) {
     if (!v->is_object()) throw invalid_request("'stream_options' must be an object", "stream_options");

@@ -21,6 +21,10 @@ struct SamplingFields {
   std::optional<double> top_p;
   std::optional<std::uint64_t> seed;
   std::vector<std::string> stop;
+  // vLLM's sampling extensions, over the server's --top_k and --repetition_penalty: top_k 0
+  // (vLLM's -1 too) keeps every token.
+  std::optional<std::int64_t> top_k;
+  std::optional<double> repetition_penalty;
   // vLLM's extensions, which its benchmarks send: no end of sequence before min_tokens new
   // tokens, or (ignore_eos) none at all: only max_tokens or a stop string ends the answer.
   std::int64_t min_tokens = 0;

@@ -52,6 +52,20 @@ TEST(RequestParsing, ReadsOpenAisFields) {
   EXPECT_TRUE(extended.sampling.ignore_eos);
 }
 
+// vLLM's top_k and repetition_penalty, as clients written for vLLM send them in the body.
+TEST(RequestParsing, ReadsVllmsSamplingFields) {
+  const std::string messages = R"("messages": [{"role": "user", "content": "hi"}])";
+  const ApiRequest request = parse_chat_request("{" + messages + R"(, "top_k": 1, "repetition_penalty": 1.3})");
+  EXPECT_EQ(request.sampling.top_k, 1);
+  EXPECT_EQ(request.sampling.repetition_penalty, 1.3);
+  EXPECT_EQ(parse_completion_request(R"({"prompt": "a", "top_k": -1})").sampling.top_k, 0);  // every token
+  EXPECT_FALSE(parse_chat_request("{" + messages + R"(, "top_k": null})").sampling.top_k);
+  EXPECT_EQ(refused_param("{" + messages + R"(, "top_k": -2})"), "top_k");
+  EXPECT_EQ(refused_param("{" + messages + R"(, "top_k": 1.5})"), "top_k");
+  EXPECT_EQ(refused_param("{" + messages + R"(, "repetition_penalty": 0})"), "repetition_penalty");
+  EXPECT_EQ(refused_param("{" + messages + R"(, "repetition_penalty": 2.5})"), "repetition_penalty");
+}
+
 TEST(RequestParsing, BadFieldsAreRefusedByName) {
   const std::string messages = R"("messages": [{"role": "user", "content": "hi"}])";
   EXPECT_EQ(refused_param("nope"), "");

@@ -1,0 +1,57 @@
+// Request bodies as widely used clients send them (openai-python, LangChain, LlamaIndex, and
+// clients written for vLLM), to zerotune serve on the shipped tiny model (CPU): fields that
+// change the answer are honoured, not dropped.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "tests/serve/serve_test_util.h"
+
+namespace {
+
+using namespace zt::testing::serve;
+
+class ClientPayloads : public SuiteServer<ClientPayloads> {
+ public:
+  static constexpr const char* kName = "client_payloads_test";
+};
+
+json chat_body(json extra) {
+  json body = {{"model", "tiny-qwen"}, {"messages", {{{"role", "user"}, {"content", "Hello"}}}}, {"max_tokens", 12}};
+  body.update(extra);
+  return body;
+}
+
+std::string answer_of(const json& response) { return response["choices"][0]["message"]["content"]; }
+
+// vLLM's top_k: with top_k 1 every draw is the most likely token, so a hot sample is the
+// greedy answer, for any seed, where the same sample without top_k leaves it for some seed.
+TEST_F(ClientPayloads, TopKOneMakesAHotSampleGreedy) {
+  httplib::Client client = server().client();
+  const std::string greedy = answer_of(post(client, "/v1/chat/completions", chat_body({{"temperature", 0}})));
+  bool sampled_otherwise = false;
+  for (int seed = 0; seed < 4; ++seed) {
+    const json hot = chat_body({{"temperature", 2}, {"seed", seed}});
+    sampled_otherwise |= answer_of(post(client, "/v1/chat/completions", hot)) != greedy;
+    json top_one = hot;
+    top_one["top_k"] = 1;
+    EXPECT_EQ(answer_of(post(client, "/v1/chat/completions", top_one)), greedy) << "seed " << seed;
+  }
+  EXPECT_TRUE(sampled_otherwise) << "temperature 2 gave the greedy answer for every seed: the test shows nothing";
+}
+
+// vLLM's repetition_penalty: the tiny model's greedy answer repeats one word, which a penalty
+// on the tokens already seen breaks.
+TEST_F(ClientPayloads, RepetitionPenaltyChangesARepeatingAnswer) {
+  httplib::Client client = server().client();
+  const json greedy = chat_body({{"temperature", 0}});
+  json penalised = greedy;
+  penalised["repetition_penalty"] = 2.0;
+  EXPECT_NE(answer_of(post(client, "/v1/chat/completions", penalised)),
+            answer_of(post(client, "/v1/chat/completions", greedy)));
+  penalised["repetition_penalty"] = 1.0;
+  EXPECT_EQ(answer_of(post(client, "/v1/chat/completions", penalised)),
+            answer_of(post(client, "/v1/chat/completions", greedy)));
+}
+
+}  // namespace
