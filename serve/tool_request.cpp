@@ -63,6 +63,15 @@ bool parses_calls(const json* choice, bool has_tools) {
 }  // namespace
 
 ToolFields read_tool_fields(const json& body, const std::string& text) {
+  // OpenAI's deprecated function calling: left unread, the model would answer without being
+  // shown the functions, and the client would wait for a function_call that never comes.
+  for (const char* name : {"functions", "function_call"})
+    if (field(body, name) != nullptr)
+      throw invalid_request("'" + std::string(name) +
+                                "' (OpenAI's deprecated function calling) is not supported by this server: send "
+                                "the functions as 'tools' ([{\"type\": \"function\", \"function\": {...}}]) "
+                                "and read the answer's 'tool_calls'",
+                            name);
   ToolFields fields;
   if (const json* parallel = field(body, "parallel_tool_calls")) {
     if (!parallel->is_boolean())

@@ -198,5 +198,16 @@ TEST(RequestParsing, BadToolFieldsAreRefusedByName) {
   EXPECT_EQ(refused_param("{" + messages + ", " + tools + ", \"tool_choice\": \"auto\"}"), "no error");
 }
 
+// OpenAI's deprecated function calling, as older clients send it: refused by name, since read
+// as unknown fields the answer would come without the model having seen the functions.
+TEST(RequestParsing, DeprecatedFunctionCallingIsRefusedByName) {
+  const std::string messages = R"("messages": [{"role": "user", "content": "weather in Paris?"}])";
+  const std::string functions = R"("functions": [{"name": "get_weather", "parameters": {"type": "object"}}])";
+  EXPECT_EQ(refused_param("{" + messages + ", " + functions + "}"), "functions");
+  EXPECT_EQ(refused_param("{" + messages + ", " + functions + R"(, "function_call": "auto"})"), "functions");
+  EXPECT_EQ(refused_param("{" + messages + R"(, "function_call": {"name": "get_weather"}})"), "function_call");
+  EXPECT_EQ(refused_param("{" + messages + R"(, "functions": null, "function_call": null})"), "no error");
+}
+
 }  // namespace
 }  // namespace zt::serve
