@@ -31,4 +31,7 @@ class ApiError : public std::runtime_error {
 // 400 invalid_request_error naming the field.
 ApiError invalid_request(const std::string& message, const std::string& param = "");
 
+// 404 model_not_found: `asked` is not `served`, the one model this server serves.
+ApiError model_not_found(const std::string& asked, const std::string& served);
+
 }  // namespace zt::serve

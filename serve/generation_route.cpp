@@ -160,9 +160,7 @@ void respond_streamed(std::shared_ptr<Answer> answer, bool chat, httplib::Respon
 
 void respond_with_generation(RouteContext& context, const ApiRequest& request, httplib::Response& response) {
   if (!request.model.empty() && request.model != context.model.name)
-    throw ApiError(404,
-                   "The model '" + request.model + "' does not exist: this server serves '" + context.model.name + "'",
-                   "invalid_request_error", "model", "model_not_found");
+    throw model_not_found(request.model, context.model.name);
   infer::GenerationRequest engine_request = serve::engine_request(request, context.model);
   auto answer = std::make_shared<Answer>(context, request, std::move(engine_request));
   if (request.stream)

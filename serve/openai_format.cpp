@@ -100,10 +100,12 @@ std::string json_text(const json& value) { return value.dump(-1, ' ', false, jso
 
 std::string server_sent_event(const json& data) { return "data: " + json_text(data) + "\n\n"; }
 
+json model_object(const std::string& model, std::int64_t created) {
+  return {{"id", model}, {"object", "model"}, {"created", created}, {"owned_by", "zerotune"}};
+}
+
 json model_list(const std::string& model, std::int64_t created) {
-  return {
-      {"object", "list"},
-      {"data", json::array({{{"id", model}, {"object", "model"}, {"created", created}, {"owned_by", "zerotune"}}})}};
+  return {{"object", "list"}, {"data", json::array({model_object(model, created)})}};
 }
 
 }  // namespace zt::serve

@@ -58,7 +58,8 @@ std::string json_text(const nlohmann::json& value);
 std::string server_sent_event(const nlohmann::json& data);
 inline constexpr const char* kServerSentDone = "data: [DONE]\n\n";
 
-// GET /v1/models: the one model served.
+// GET /v1/models/{model}: the model served; GET /v1/models: the list of it alone.
+nlohmann::json model_object(const std::string& model, std::int64_t created);
 nlohmann::json model_list(const std::string& model, std::int64_t created);
 
 }  // namespace zt::serve

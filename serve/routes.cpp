@@ -75,7 +75,7 @@ ApiError unhandled(const httplib::Request& request, httplib::Response& response)
     return ApiError(404,
                     "no route " + request.method + " " + request.path +
                         ": this server answers POST /v1/chat/completions, POST /v1/completions, GET /v1/models, "
-                        "GET /health and GET / (the chat page)",
+                        "GET /v1/models/{model}, GET /health and GET / (the chat page)",
                     "invalid_request_error", "", "unknown_url");
   return ApiError(response.status, "the request could not be read (" + request.method + " " + request.path + ")",
                   "invalid_request_error");
@@ -95,6 +95,12 @@ void add_routes(httplib::Server& server, RouteContext& context) {
   });
   server.Get("/v1/models", guarded(context, [&context](const httplib::Request&, httplib::Response& response) {
                respond_json(response, 200, model_list(context.model.name, context.started));
+             }));
+  // openai-python's models.retrieve: the id as the path's rest (a model name may hold '/').
+  server.Get("/v1/models/(.+)", guarded(context, [&context](const httplib::Request& request, auto& response) {
+               const std::string asked = request.matches[1];
+               if (asked != context.model.name) throw model_not_found(asked, context.model.name);
+               respond_json(response, 200, model_object(context.model.name, context.started));
              }));
   server.Post("/v1/chat/completions", guarded(context, [&context](const auto& request, auto& response) {
                 respond_with_generation(context, parse_chat_request(request.body), response);

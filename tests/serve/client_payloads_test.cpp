@@ -1,6 +1,6 @@
-// Request bodies as widely used clients send them (openai-python, LangChain, LlamaIndex, and
+// Requests as widely used clients send them (openai-python, LangChain, LlamaIndex, and
 // clients written for vLLM), to zerotune serve on the shipped tiny model (CPU): fields that
-// change the answer are honoured, not dropped.
+// change the answer are honoured, not dropped; openai-python's models.retrieve is answered.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -52,6 +52,24 @@ TEST_F(ClientPayloads, RepetitionPenaltyChangesARepeatingAnswer) {
   penalised["repetition_penalty"] = 1.0;
   EXPECT_EQ(answer_of(post(client, "/v1/chat/completions", penalised)),
             answer_of(post(client, "/v1/chat/completions", greedy)));
+}
+
+// openai-python's client.models.retrieve(id): GET /v1/models/{id}, the model object as the
+// list has it, and OpenAI's 404 for a model not served.
+TEST_F(ClientPayloads, RetrievingTheServedModelAnswersItsObject) {
+  httplib::Client client = server().client();
+  const httplib::Result list = client.Get("/v1/models");
+  const httplib::Result one = client.Get("/v1/models/tiny-qwen");
+  ASSERT_TRUE(list && one);
+  EXPECT_EQ(one->status, 200) << one->body;
+  EXPECT_EQ(json::parse(one->body), json::parse(list->body)["data"][0]);
+  const httplib::Result other = client.Get("/v1/models/Qwen/Qwen2.5-7B-Instruct");
+  ASSERT_TRUE(other);
+  EXPECT_EQ(other->status, 404);
+  const json error = json::parse(other->body)["error"];
+  EXPECT_EQ(error["code"], "model_not_found") << other->body;
+  EXPECT_EQ(error["param"], "model");
+  EXPECT_NE(error["message"].get<std::string>().find("'Qwen/Qwen2.5-7B-Instruct'"), std::string::npos);
 }
 
 }  // namespace
