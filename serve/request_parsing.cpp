@@ -81,6 +81,7 @@ void refuse_unsupported(const json& body) {
   refuse_unless("n", 1);
   refuse_unless("best_of", 1);
   refuse_unless("logprobs", false);
+  refuse_unless("top_logprobs", 0);
   refuse_unless("echo", false);
   refuse_unless("presence_penalty", 0);
   refuse_unless("frequency_penalty", 0);
@@ -241,6 +242,9 @@ ApiRequest parse_completion_request(const std::string& body) {
   ApiRequest request;
   read_common(parsed, request);
   request.prompt = prompt_field(parsed);
+  if (const json* suffix = field(parsed, "suffix"); suffix != nullptr && *suffix != "")
+    throw invalid_request("'suffix' is not supported by this server: it writes on from the end of the prompt only",
+                          "suffix");
   return request;
 }
 

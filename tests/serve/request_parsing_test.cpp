@@ -86,6 +86,22 @@ TEST(RequestParsing, BadFieldsAreRefusedByName) {
   EXPECT_EQ(refused_param("{" + messages + ", \"n\": 1, \"presence_penalty\": 0, \"logprobs\": false}"), "no error");
 }
 
+// Fields that would change the answer's meaning and that were once read as unknown: top_logprobs
+// (vLLM's and llama.cpp's server tests send it with logprobs) and a completion's suffix.
+TEST(RequestParsing, TopLogprobsAndSuffixAreRefusedByName) {
+  const std::string messages = R"("messages": [{"role": "user", "content": "hi"}])";
+  EXPECT_EQ(refused_param("{" + messages + R"(, "top_logprobs": 5})"), "top_logprobs");
+  EXPECT_EQ(refused_param("{" + messages + R"(, "logprobs": false, "top_logprobs": 0})"), "no error");
+  try {
+    parse_completion_request(R"({"prompt": "def add(a, b):", "suffix": "    return c"})");
+    ADD_FAILURE() << "a completion with a suffix was accepted";
+  } catch (const ApiError& error) {
+    EXPECT_EQ(error.body()["error"]["param"], "suffix");
+  }
+  EXPECT_EQ(parse_completion_request(R"({"prompt": "a", "suffix": null})").prompt, "a");
+  EXPECT_EQ(parse_completion_request(R"({"prompt": "a", "suffix": ""})").prompt, "a");
+}
+
 // An answer held to JSON or a schema cannot be given (the sampler follows no grammar): such
 // requests (LangChain's with_structured_output, vLLM's and llama.cpp's server tests) are refused
 // rather than answered in free text; {"type": "text"} is what every answer is.
