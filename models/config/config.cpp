@@ -25,6 +25,12 @@ Architecture architecture_of(const detail::ConfigKeys& keys) {
               " (config.json as transformers or THUDM's code writes it)");
   std::string type = keys.string("model_type", "");
   if (std::optional<Architecture> arch = find_value(kArchitectures, type)) return *arch;
+  // qwen2_moe, qwen3_moe, glm4_moe, ...: the experts' routed MLPs have no counterpart here.
+  if (type.ends_with("_moe"))
+    keys.fail("model_type '" + type +
+              "' is a mixture-of-experts model, which zerotune does not implement (its models are dense); "
+              "supported: " +
+              supported_model_types());
   keys.fail("model_type '" + type + "' is not supported; supported: " + supported_model_types());
 }
 

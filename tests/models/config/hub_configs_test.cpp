@@ -101,7 +101,8 @@ TEST(HubConfigs, ChatGlmQuantizationBitIsRefused) {
 }
 
 TEST(HubConfigs, MixtureOfExpertsAndGptqAreRefused) {
-  expect_mentions(refusal("qwen3-30b-a3b.json"), {"model_type 'qwen3_moe' is not supported", "qwen3"});
+  expect_mentions(refusal("qwen3-30b-a3b.json"),
+                  {"model_type 'qwen3_moe' is a mixture-of-experts model", "dense", "qwen3"});
   expect_mentions(refusal("qwen1.5-32b-chat-gptq-int4.json"), {"GPTQ 4-bit (quantization_config.quant_method 'gptq')",
                                                                "use the model this one was quantized from"});
 }
