@@ -74,6 +74,7 @@ ModelConfig parse_config(const nlohmann::ordered_json& json, const std::string& 
   detail::ConfigKeys keys(json, source);
   ModelConfig config;
   config.arch = architecture_of(keys);
+  if (config.arch == Architecture::kChatGlm) detail::refuse_first_chatglm(keys);
   detail::read_quantization(keys, config);
   config.raw = json;
   config.source = source;

@@ -9,13 +9,6 @@ namespace {
 
 // Variants of the block THUDM's code supports but these checkpoints never use.
 void refuse_unsupported(const ConfigKeys& keys) {
-  // The first ChatGLM-6B shares model_type "chatglm" but is another architecture (GLM-130B's
-  // blocks: LayerNorm, GeLU, 2D positions); its config names none of the keys read below.
-  for (const char* key : {"position_encoding_2d", "inner_hidden_size"})
-    if (keys.has(key))
-      keys.fail(std::string("'") + key +
-                "' marks the first ChatGLM-6B, whose blocks (LayerNorm, GeLU, 2D positions) zerotune does not "
-                "implement; it reads ChatGLM2-6B, ChatGLM3-6B and GLM-4 (THUDM/chatglm3-6b, THUDM/glm-4-9b-chat)");
   if (!keys.boolean("rmsnorm", true))
     keys.fail("rmsnorm false (LayerNorm blocks) is not supported; ChatGLM2/3 and GLM-4 use RMSNorm");
   if (keys.boolean("apply_residual_connection_post_layernorm", false))
@@ -25,6 +18,14 @@ void refuse_unsupported(const ConfigKeys& keys) {
 }
 
 }  // namespace
+
+void refuse_first_chatglm(const ConfigKeys& keys) {
+  for (const char* key : {"position_encoding_2d", "inner_hidden_size"})
+    if (keys.has(key))
+      keys.fail(std::string("'") + key +
+                "' marks the first ChatGLM-6B, whose blocks (LayerNorm, GeLU, 2D positions) zerotune does not "
+                "implement; it reads ChatGLM2-6B, ChatGLM3-6B and GLM-4 (THUDM/chatglm3-6b, THUDM/glm-4-9b-chat)");
+}
 
 void parse_chatglm_config(const ConfigKeys& keys, ModelConfig& c) {
   refuse_unsupported(keys);

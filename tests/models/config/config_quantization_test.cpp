@@ -112,6 +112,10 @@ TEST(QuantizedConfig, TheModelTypeIsCheckedFirst) {
   config["model_type"] = "llama";
   config["quantization_config"] = ordered_json::parse(R"({"quant_method": "gptq", "bits": 4})");
   expect_mentions(error_of([&] { parse_config(config, "config.json"); }), {"model_type 'llama' is not supported"});
+  // The first ChatGLM-6B's int4 release is refused for being that model, not for its bits.
+  config = ordered_json::parse(R"({"model_type": "chatglm", "num_layers": 28, "hidden_size": 4096,
+    "inner_hidden_size": 16384, "position_encoding_2d": true, "quantization_bit": 4, "vocab_size": 130528})");
+  expect_mentions(error_of([&] { parse_config(config, "config.json"); }), {"marks the first ChatGLM-6B"});
 }
 
 }  // namespace
