@@ -1,6 +1,7 @@
 // `zerotune serve`: the model behind an OpenAI-compatible HTTP API (serve/), every request
 // joining one continuously batched engine. Built only with cpp-httplib; without it the
 // command says so.
+#include <algorithm>
 #include <csignal>
 #include <filesystem>
 
@@ -102,7 +103,8 @@ void serve_with(const Flags& flags, const ServedFiles& files, const models::Caus
       .other_thinking_template = files.other_thinking_template.get(),
       .defaults = generation_options_from(flags, files.dir, model, *files.tokenizer, files.chat_template.get()),
       .limits_new_tokens = flags.count("--max_new_tokens") > 0,
-      .max_request_tokens = engine.max_request_tokens() - engine.first_position()};
+      .max_request_tokens = engine.max_request_tokens() - engine.first_position(),
+      .vocab_size = std::min(files.tokenizer->vocab_size(), model.config().vocab_size)};
   serve::run_server(served, engine, server_options(flags, engine_options));
 }
 

@@ -39,7 +39,19 @@ std::vector<models::TokenId> chat_prompt(const ApiRequest& request, const Served
   }
 }
 
+// A prompt sent as token ids, each checked against the vocabulary before it reaches the
+// embedding.
+std::vector<std::int64_t> checked_prompt_ids(const std::vector<std::int64_t>& ids, std::int64_t vocab_size) {
+  for (std::int64_t id : ids)
+    if (id < 0 || id >= vocab_size)
+      throw invalid_request("'prompt' holds the token id " + std::to_string(id) + ", outside the vocabulary (0 to " +
+                                std::to_string(vocab_size - 1) + ")",
+                            "prompt");
+  return ids;
+}
+
 std::vector<std::int64_t> prompt_tokens(const ApiRequest& request, const ServedModel& model) {
+  if (!request.prompt_ids.empty()) return checked_prompt_ids(request.prompt_ids, model.vocab_size);
   std::vector<models::TokenId> ids =
       request.messages.empty() ? model.tokenizer->encode(request.prompt) : chat_prompt(request, model);
   if (ids.empty()) throw invalid_request("the prompt is empty", request.messages.empty() ? "prompt" : "messages");

@@ -27,6 +27,9 @@ struct ServedModel {
   bool limits_new_tokens = false;      // defaults.max_new_tokens caps requests without max_tokens
   // The most prompt and new tokens one request may have (the context after any prefix).
   std::int64_t max_request_tokens = 0;
+  // Token ids a prompt sent as ids may hold: 0 to vocab_size - 1 (the tokenizer's and the
+  // model's, the fewer).
+  std::int64_t vocab_size = 0;
 };
 
 // Without max_tokens a request may fill the rest of the context (or the server's default

@@ -202,12 +202,27 @@ std::vector<models::ChatMessage> messages_field(const json& body) {
   return result;
 }
 
-std::string prompt_field(const json& body) {
+// A completion's prompt: a string or a list of token ids (which lm-evaluation-harness's
+// local-completions sends), each alone or as a list of one; several prompts would need several
+// choices, which this server does not give.
+void read_prompt(const json& body, ApiRequest& request) {
   const json* prompt = field(body, "prompt");
   if (prompt == nullptr) throw invalid_request("'prompt' is required", "prompt");
-  if (prompt->is_array() && prompt->size() == 1 && (*prompt)[0].is_string()) return (*prompt)[0].get<std::string>();
-  if (!prompt->is_string()) throw invalid_request("'prompt' must be a string (or a list of one string)", "prompt");
-  return prompt->get<std::string>();
+  const bool list_of_one = prompt->is_array() && prompt->size() == 1 && !(*prompt)[0].is_number();
+  const json& one = list_of_one ? (*prompt)[0] : *prompt;
+  if (one.is_string()) {
+    request.prompt = one.get<std::string>();
+    return;
+  }
+  if (one.is_array() && !one.empty() &&
+      std::all_of(one.begin(), one.end(), [](const json& id) { return id.is_number_integer(); })) {
+    request.prompt_ids = one.get<std::vector<std::int64_t>>();
+    return;
+  }
+  throw invalid_request(
+      "'prompt' must be a string or a list of token ids (or a list of one of those): this server answers one "
+      "prompt a request",
+      "prompt");
 }
 
 // vLLM's chat_template_kwargs, the keyword arguments its chat template renders with: of those
@@ -241,7 +256,7 @@ ApiRequest parse_completion_request(const std::string& body) {
   const json parsed = parse_object(body);
   ApiRequest request;
   read_common(parsed, request);
-  request.prompt = prompt_field(parsed);
+  read_prompt(parsed, request);
   if (const json* suffix = field(parsed, "suffix"); suffix != nullptr && *suffix != "")
     throw invalid_request("'suffix' is not supported by this server: it writes on from the end of the prompt only",
                           "suffix");

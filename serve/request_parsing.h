@@ -39,6 +39,8 @@ struct ApiRequest {
   // --enable_thinking.
   std::optional<bool> enable_thinking;
   std::string prompt;  // completions
+  // completions: a prompt sent as token ids (OpenAI's other form of it), used as they are.
+  std::vector<std::int64_t> prompt_ids;
   SamplingFields sampling;
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage

@@ -1,11 +1,13 @@
 // Requests as widely used clients send them (openai-python, LangChain, LlamaIndex, and
 // clients written for vLLM), to zerotune serve on the shipped tiny model (CPU): fields that
-// change the answer are honoured, not dropped; openai-python's models.retrieve is answered.
+// change the answer are honoured, not dropped; openai-python's models.retrieve is answered; a
+// completion's prompt may be token ids.
 #include <gtest/gtest.h>
 
 #include <string>
 
 #include "tests/serve/serve_test_util.h"
+#include "text/tokenizer/tokenizer.h"
 
 namespace {
 
@@ -70,6 +72,31 @@ TEST_F(ClientPayloads, RetrievingTheServedModelAnswersItsObject) {
   EXPECT_EQ(error["code"], "model_not_found") << other->body;
   EXPECT_EQ(error["param"], "model");
   EXPECT_NE(error["message"].get<std::string>().find("'Qwen/Qwen2.5-7B-Instruct'"), std::string::npos);
+}
+
+// A completion's prompt as token ids, as lm-evaluation-harness's local-completions sends it
+// (a list of one list of ids): the answer to the text those ids encode; ids outside the
+// vocabulary are a 400 naming the prompt.
+TEST_F(ClientPayloads, APromptOfTokenIdsIsAnsweredAsItsText) {
+  httplib::Client client = server().client();
+  const std::string text = "Once upon a time";
+  const auto tokenizer = zt::models::load_tokenizer(kModel);
+  const auto encoded = tokenizer->encode(text);
+  const std::vector<std::int64_t> ids(encoded.begin(), encoded.end());
+  const json body = {{"model", "tiny-qwen"}, {"max_tokens", 8}, {"temperature", 0}, {"seed", 1234}, {"stop", {"\n\n"}}};
+  json as_text = body, as_ids = body, as_list_of_ids = body;
+  as_text["prompt"] = text;
+  as_ids["prompt"] = ids;
+  as_list_of_ids["prompt"] = {ids};
+  const json answer = post(client, "/v1/completions", as_text);
+  EXPECT_EQ(post(client, "/v1/completions", as_ids)["choices"], answer["choices"]);
+  EXPECT_EQ(post(client, "/v1/completions", as_list_of_ids)["choices"], answer["choices"]);
+  EXPECT_EQ(post(client, "/v1/completions", as_list_of_ids)["usage"], answer["usage"]);
+  json outside = body;
+  outside["prompt"] = {1, tokenizer->vocab_size()};
+  EXPECT_EQ(post(client, "/v1/completions", outside, 400)["error"]["param"], "prompt");
+  outside["prompt"] = {-1};
+  EXPECT_EQ(post(client, "/v1/completions", outside, 400)["error"]["param"], "prompt");
 }
 
 }  // namespace

@@ -52,6 +52,24 @@ TEST(RequestParsing, ReadsOpenAisFields) {
   EXPECT_TRUE(extended.sampling.ignore_eos);
 }
 
+// A completion's prompt: a string or token ids, alone or as a list of one; more prompts than
+// one are refused, since they would need one choice each.
+TEST(RequestParsing, ReadsAPromptOfTokenIds) {
+  EXPECT_EQ(parse_completion_request(R"({"prompt": [1, 2, 3]})").prompt_ids, (std::vector<std::int64_t>{1, 2, 3}));
+  EXPECT_EQ(parse_completion_request(R"({"prompt": [[4, 5]]})").prompt_ids, (std::vector<std::int64_t>{4, 5}));
+  EXPECT_EQ(parse_completion_request(R"({"prompt": [7]})").prompt_ids, std::vector<std::int64_t>{7});
+  EXPECT_TRUE(parse_completion_request(R"({"prompt": "a"})").prompt_ids.empty());
+  for (const char* body : {R"({"prompt": [[1], [2]]})", R"({"prompt": ["a", "b"]})", R"({"prompt": []})",
+                           R"({"prompt": [[]]})", R"({"prompt": [1, "a"]})", R"({"prompt": [1.5]})"}) {
+    try {
+      parse_completion_request(body);
+      ADD_FAILURE() << body << " was accepted";
+    } catch (const ApiError& error) {
+      EXPECT_EQ(error.body()["error"]["param"], "prompt") << body;
+    }
+  }
+}
+
 // vLLM's top_k and repetition_penalty, as clients written for vLLM send them in the body.
 TEST(RequestParsing, ReadsVllmsSamplingFields) {
   const std::string messages = R"("messages": [{"role": "user", "content": "hi"}])";
