@@ -57,12 +57,14 @@ bool bool_field(const json& value, const std::string& name) {
   return value.get<bool>();
 }
 
+// An empty stop string, alone or listed, is refused as vLLM refuses it: it would end every
+// answer before its first character.
 std::vector<std::string> stop_field(const json& value) {
-  if (value.is_string()) return {value.get<std::string>()};
-  if (!value.is_array() || value.size() > 16)
+  if (!value.is_string() && (!value.is_array() || value.size() > 16))
     throw invalid_request("'stop' must be a string or a list of up to 16 strings", "stop");
   std::vector<std::string> stops;
-  for (const json& stop : value) stops.push_back(string_field(stop, "stop"));
+  if (value.is_string()) stops.push_back(value.get<std::string>());
+  for (const json& stop : value.is_array() ? value : json::array()) stops.push_back(string_field(stop, "stop"));
   for (const std::string& stop : stops)
     if (stop.empty()) throw invalid_request("'stop' strings must not be empty", "stop");
   return stops;

@@ -90,6 +90,7 @@ TEST(RequestParsing, BadFieldsAreRefusedByName) {
   EXPECT_EQ(refused_param("{" + messages + ", \"top_p\": 0}"), "top_p");
   EXPECT_EQ(refused_param("{" + messages + ", \"seed\": 1.5}"), "seed");
   EXPECT_EQ(refused_param("{" + messages + ", \"stop\": [\"\"]}"), "stop");
+  EXPECT_EQ(refused_param("{" + messages + ", \"stop\": \"\"}"), "stop");  // it ended every answer at once
   EXPECT_EQ(refused_param("{" + messages + ", \"stream_options\": {\"include_usage\": true}}"), "stream_options");
   EXPECT_EQ(refused_param("{" + messages + ", \"n\": \"1\"}"), "n");
   EXPECT_EQ(refused_param("{" + messages + ", \"logprobs\": true}"), "logprobs");
