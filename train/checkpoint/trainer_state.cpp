@@ -72,27 +72,31 @@ class StateFields {
 
 }  // namespace
 
+// transformers reads the file as TrainerState(**fields), so a field its version lacks fails the
+// load: best_global_step (added in 4.52) is written only when it has a value, which leaves the
+// file readable by the older versions as well (the newer ones default it to None).
 nlohmann::json to_json(const TrainerState& s) {
-  return {{"best_global_step", or_null(s.best_global_step)},
-          {"best_metric", or_null(s.best_metric)},
-          {"best_model_checkpoint", or_null(s.best_model_checkpoint)},
-          {"epoch", s.epoch},
-          {"eval_steps", s.eval_steps},
-          {"global_step", s.global_step},
-          {"is_hyper_param_search", false},
-          {"is_local_process_zero", true},
-          {"is_world_process_zero", true},
-          {"log_history", s.log_history},
-          {"logging_steps", s.logging_steps},
-          {"max_steps", s.max_steps},
-          {"num_input_tokens_seen", s.num_input_tokens_seen},
-          {"num_train_epochs", s.num_train_epochs},
-          {"save_steps", s.save_steps},
-          {"stateful_callbacks", nlohmann::json::object()},
-          {"total_flos", s.total_flos},
-          {"train_batch_size", s.train_batch_size},
-          {"trial_name", nullptr},
-          {"trial_params", nullptr}};
+  nlohmann::json json = {{"best_metric", or_null(s.best_metric)},
+                         {"best_model_checkpoint", or_null(s.best_model_checkpoint)},
+                         {"epoch", s.epoch},
+                         {"eval_steps", s.eval_steps},
+                         {"global_step", s.global_step},
+                         {"is_hyper_param_search", false},
+                         {"is_local_process_zero", true},
+                         {"is_world_process_zero", true},
+                         {"log_history", s.log_history},
+                         {"logging_steps", s.logging_steps},
+                         {"max_steps", s.max_steps},
+                         {"num_input_tokens_seen", s.num_input_tokens_seen},
+                         {"num_train_epochs", s.num_train_epochs},
+                         {"save_steps", s.save_steps},
+                         {"stateful_callbacks", nlohmann::json::object()},
+                         {"total_flos", s.total_flos},
+                         {"train_batch_size", s.train_batch_size},
+                         {"trial_name", nullptr},
+                         {"trial_params", nullptr}};
+  if (s.best_global_step) json["best_global_step"] = *s.best_global_step;
+  return json;
 }
 
 TrainerState trainer_state_from_json(const nlohmann::json& json, const std::string& source) {

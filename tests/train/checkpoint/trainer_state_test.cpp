@@ -29,6 +29,17 @@ TEST(TrainerState, ReadsHfFileWithNullsAndWholeFloats) {
   EXPECT_EQ(s.log_history.size(), 1u);
 }
 
+// transformers before 4.52 has no best_global_step field and fails on a file that names it:
+// written only with a value.
+TEST(TrainerState, BestGlobalStepIsWrittenOnlyWithAValue) {
+  TrainerState s;
+  EXPECT_FALSE(to_json(s).contains("best_global_step"));
+  s.best_global_step = 40;
+  EXPECT_EQ(to_json(s).at("best_global_step"), 40);
+  EXPECT_EQ(parse_trainer_state(to_json(s).dump(), "trainer_state.json").best_global_step,
+            std::optional<std::int64_t>(40));
+}
+
 TEST(TrainerState, WhatTheTrainerWritesReadsBackTheSame) {
   TrainerState s;
   s.global_step = 7;
