@@ -39,19 +39,20 @@ std::vector<models::TokenId> chat_prompt(const ApiRequest& request, const Served
   }
 }
 
-// A prompt sent as token ids, each checked against the vocabulary before it reaches the
-// embedding.
-std::vector<std::int64_t> checked_prompt_ids(const std::vector<std::int64_t>& ids, std::int64_t vocab_size) {
+// Token ids the request names (a prompt sent as ids, stop_token_ids) in the field `param`,
+// each checked against the vocabulary before it reaches the model.
+const std::vector<std::int64_t>& checked_token_ids(const std::vector<std::int64_t>& ids, std::int64_t vocab_size,
+                                                   const std::string& param) {
   for (std::int64_t id : ids)
     if (id < 0 || id >= vocab_size)
-      throw invalid_request("'prompt' holds the token id " + std::to_string(id) + ", outside the vocabulary (0 to " +
-                                std::to_string(vocab_size - 1) + ")",
-                            "prompt");
+      throw invalid_request("'" + param + "' holds the token id " + std::to_string(id) +
+                                ", outside the vocabulary (0 to " + std::to_string(vocab_size - 1) + ")",
+                            param);
   return ids;
 }
 
 std::vector<std::int64_t> prompt_tokens(const ApiRequest& request, const ServedModel& model) {
-  if (!request.prompt_ids.empty()) return checked_prompt_ids(request.prompt_ids, model.vocab_size);
+  if (!request.prompt_ids.empty()) return checked_token_ids(request.prompt_ids, model.vocab_size, "prompt");
   std::vector<models::TokenId> ids =
       request.messages.empty() ? model.tokenizer->encode(request.prompt) : chat_prompt(request, model);
   if (ids.empty()) throw invalid_request("the prompt is empty", request.messages.empty() ? "prompt" : "messages");
@@ -98,6 +99,8 @@ infer::GenerationRequest engine_request(const ApiRequest& request, const ServedM
   options.max_new_tokens = request.sampling.max_tokens.value_or(default_tokens);
   options.min_new_tokens = std::min(request.sampling.min_tokens, options.max_new_tokens);
   if (request.sampling.ignore_eos) options.eos_token_ids.clear();  // max_tokens or a stop string ends it
+  for (std::int64_t id : checked_token_ids(request.sampling.stop_token_ids, model.vocab_size, "stop_token_ids"))
+    options.eos_token_ids.push_back(id);
   return {std::move(prompt), options};
 }
 

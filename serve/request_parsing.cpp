@@ -112,9 +112,21 @@ void refuse_constrained_output(const json& body) {
                             name);
 }
 
+// Whether `value` is a non-empty list of token ids (integers; the vocabulary is checked where
+// the model is known, serve/engine_request.h).
+bool is_token_ids(const json& value) {
+  return value.is_array() && !value.empty() &&
+         std::all_of(value.begin(), value.end(), [](const json& id) { return id.is_number_integer(); });
+}
+
 // vLLM's sampling extensions (its SamplingParams' names and ranges), which clients written for
 // it send in the body.
 void read_vllm_sampling(const json& body, SamplingFields& s) {
+  if (const json* v = field(body, "stop_token_ids")) {
+    if (!v->is_array() || (!v->empty() && !is_token_ids(*v)))
+      throw invalid_request("'stop_token_ids' must be a list of token ids", "stop_token_ids");
+    s.stop_token_ids = v->get<std::vector<std::int64_t>>();
+  }
   if (const json* v = field(body, "top_k")) {
     const std::int64_t k = integer_field(*v, "top_k");
     if (k < -1) throw invalid_request("'top_k' must be -1 or 0 (every token) or a positive integer", "top_k");
@@ -216,8 +228,7 @@ void read_prompt(const json& body, ApiRequest& request) {
     request.prompt = one.get<std::string>();
     return;
   }
-  if (one.is_array() && !one.empty() &&
-      std::all_of(one.begin(), one.end(), [](const json& id) { return id.is_number_integer(); })) {
+  if (is_token_ids(one)) {
     request.prompt_ids = one.get<std::vector<std::int64_t>>();
     return;
   }

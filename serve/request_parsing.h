@@ -25,6 +25,9 @@ struct SamplingFields {
   // (vLLM's -1 too) keeps every token.
   std::optional<std::int64_t> top_k;
   std::optional<double> repetition_penalty;
+  // vLLM's stop_token_ids: these end the answer as eos tokens do (ignore_eos or not); the
+  // text of one that is not a special token stays in the answer, as in vLLM's.
+  std::vector<std::int64_t> stop_token_ids;
   // vLLM's extensions, which its benchmarks send: no end of sequence before min_tokens new
   // tokens, or (ignore_eos) none at all: only max_tokens or a stop string ends the answer.
   std::int64_t min_tokens = 0;

@@ -1,7 +1,8 @@
 // Requests as widely used clients send them (openai-python, LangChain, LlamaIndex, and
 // clients written for vLLM), to zerotune serve on the shipped tiny model (CPU): fields that
-// change the answer are honoured, not dropped; openai-python's models.retrieve is answered; a
-// completion's prompt may be token ids.
+// change the answer are honoured, not dropped (vLLM's top_k, repetition_penalty,
+// stop_token_ids); openai-python's models.retrieve is answered; a completion's prompt may be
+// token ids.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -54,6 +55,30 @@ TEST_F(ClientPayloads, RepetitionPenaltyChangesARepeatingAnswer) {
   penalised["repetition_penalty"] = 1.0;
   EXPECT_EQ(answer_of(post(client, "/v1/chat/completions", penalised)),
             answer_of(post(client, "/v1/chat/completions", greedy)));
+}
+
+// vLLM's stop_token_ids (its server tests send them through extra_body): the answer ends at
+// the first of them, as at an eos token, ignore_eos or not, with finish_reason stop; an id
+// outside the vocabulary is a 400 naming the field.
+TEST_F(ClientPayloads, StopTokenIdsEndTheAnswerAtTheirToken) {
+  httplib::Client client = server().client();
+  const std::string first_text =
+      answer_of(post(client, "/v1/chat/completions", chat_body({{"max_tokens", 1}, {"temperature", 0}})));
+  const auto tokenizer = zt::models::load_tokenizer(kModel);
+  const auto first_ids = tokenizer->encode(first_text);
+  ASSERT_EQ(first_ids.size(), 1u) << "the first token's text encodes otherwise: " << first_text;
+  json body = chat_body({{"temperature", 0}, {"ignore_eos", true}});
+  ASSERT_EQ(post(client, "/v1/chat/completions", body)["usage"]["completion_tokens"], 12);
+  body["stop_token_ids"] = {first_ids[0]};
+  const json stopped = post(client, "/v1/chat/completions", body);
+  EXPECT_EQ(stopped["usage"]["completion_tokens"], 1);
+  EXPECT_EQ(stopped["choices"][0]["finish_reason"], "stop");
+  EXPECT_EQ(answer_of(stopped), first_text);  // not a special token: its text stays, as in vLLM
+  body["stop_token_ids"] = {tokenizer->vocab_size() + 1};
+  const json refused = post(client, "/v1/chat/completions", body, 400);
+  EXPECT_EQ(refused["error"]["param"], "stop_token_ids");
+  EXPECT_NE(refused["error"]["message"].get<std::string>().find(std::to_string(tokenizer->vocab_size() + 1)),
+            std::string::npos);
 }
 
 // openai-python's client.models.retrieve(id): GET /v1/models/{id}, the model object as the

@@ -82,6 +82,11 @@ TEST(RequestParsing, ReadsVllmsSamplingFields) {
   EXPECT_EQ(refused_param("{" + messages + R"(, "top_k": 1.5})"), "top_k");
   EXPECT_EQ(refused_param("{" + messages + R"(, "repetition_penalty": 0})"), "repetition_penalty");
   EXPECT_EQ(refused_param("{" + messages + R"(, "repetition_penalty": 2.5})"), "repetition_penalty");
+  EXPECT_EQ(parse_chat_request("{" + messages + R"(, "stop_token_ids": [151645, 7]})").sampling.stop_token_ids,
+            (std::vector<std::int64_t>{151645, 7}));
+  EXPECT_TRUE(parse_chat_request("{" + messages + R"(, "stop_token_ids": []})").sampling.stop_token_ids.empty());
+  EXPECT_EQ(refused_param("{" + messages + R"(, "stop_token_ids": 7})"), "stop_token_ids");
+  EXPECT_EQ(refused_param("{" + messages + R"(, "stop_token_ids": ["<|im_end|>"]})"), "stop_token_ids");
 }
 
 TEST(RequestParsing, BadFieldsAreRefusedByName) {
