@@ -29,11 +29,13 @@ struct BuiltIn {
 };
 
 // The model families' own templates, by the names chat_template_name_for_model() gives.
-const std::array<BuiltIn, 8> kModelTemplates = {{
+const std::array<BuiltIn, 10> kModelTemplates = {{
     {"qwen", "qwen2.5", make_qwen2_5_chat_template},
     {"qwen2", "", make_qwen2_chat_template},
-    {"qwen3", "", [] { return make_qwen3_chat_template(true); }},
-    {"qwen3_nothink", "", [] { return make_qwen3_chat_template(false); }},
+    {"qwq", "", make_qwq_chat_template},
+    {"qwen3", "", [] { return make_qwen3_chat_template(Qwen3Thinking::kOptional); }},
+    {"qwen3_nothink", "", [] { return make_qwen3_chat_template(Qwen3Thinking::kOff); }},
+    {"qwen3_thinking", "", [] { return make_qwen3_chat_template(Qwen3Thinking::kAlways); }},
     {"glm4", "", make_glm4_chat_template},
     {"chatglm3", "", make_chatglm3_chat_template},
     {"chatglm2", "", make_chatglm2_chat_template},

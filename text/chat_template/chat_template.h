@@ -125,7 +125,7 @@ std::string chat_template_warning(std::string_view name);
 
 // The model family's own chat template, by the name chat_template_name_for_model() gives:
 // qwen (Qwen2.5, alias qwen2.5), qwen2, qwen3, qwen3_nothink (Qwen3 with enable_thinking false),
-// glm4, chatglm3, chatglm2, none.
+// qwen3_thinking (Qwen3's Thinking-2507 models), qwq (QwQ-32B), glm4, chatglm3, chatglm2, none.
 std::unique_ptr<ChatTemplate> make_model_chat_template(std::string_view name);
 
 // The template of a run (train, chat, generate, serve): --template `name`'s (make_chat_template,
@@ -142,7 +142,12 @@ void require_no_tools(const std::vector<ChatMessage>& messages, const ChatTools&
 
 std::unique_ptr<ChatTemplate> make_qwen2_chat_template();
 std::unique_ptr<ChatTemplate> make_qwen2_5_chat_template();
-std::unique_ptr<ChatTemplate> make_qwen3_chat_template(bool enable_thinking);
+std::unique_ptr<ChatTemplate> make_qwq_chat_template();
+// Qwen3's template: the hybrid models' (kOptional, thinking unless told not to), the same given
+// enable_thinking=false (kOff), the Thinking-2507 models' (kAlways: the generation prompt opens
+// the think block).
+enum class Qwen3Thinking { kOptional, kOff, kAlways };
+std::unique_ptr<ChatTemplate> make_qwen3_chat_template(Qwen3Thinking thinking);
 std::unique_ptr<ChatTemplate> make_chatglm3_chat_template();
 std::unique_ptr<ChatTemplate> make_glm4_chat_template();
 std::unique_ptr<ChatTemplate> make_chatglm2_chat_template();

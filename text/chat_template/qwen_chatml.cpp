@@ -63,9 +63,33 @@ void append_messages(std::vector<ChatPart>& out, const std::vector<ChatMessage>&
   }
 }
 
-void append_generation_prompt(std::vector<ChatPart>& out) {
+void append_generation_prompt(std::vector<ChatPart>& out, bool opens_think) {
   out.push_back(chat_token("<|im_start|>", false));
-  out.push_back(chat_text("assistant\n", false));
+  out.push_back(chat_text(opens_think ? "assistant\n<think>\n" : "assistant\n", false));
+}
+
+std::string_view strip_leading_newlines(std::string_view s) {
+  while (!s.empty() && s.front() == '\n') s.remove_prefix(1);
+  return s;
+}
+
+std::string_view strip_trailing_newlines(std::string_view s) {
+  while (!s.empty() && s.back() == '\n') s.remove_suffix(1);
+  return s;
+}
+
+AssistantTurn split_reasoning(const ChatMessage& m) {
+  if (m.reasoning_content) return {m.content, *m.reasoning_content};
+  const std::size_t last_close = m.content.rfind("</think>");
+  if (last_close == std::string::npos) return {m.content, ""};
+  AssistantTurn turn;
+  const std::string_view content(m.content);
+  turn.content = strip_leading_newlines(content.substr(last_close + 8));
+  std::string_view before = strip_trailing_newlines(content.substr(0, content.find("</think>")));
+  const std::size_t open = before.rfind("<think>");
+  if (open != std::string_view::npos) before = before.substr(open + 7);
+  turn.reasoning = strip_leading_newlines(before);
+  return turn;
 }
 
 }  // namespace zt::models::qwen

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "text/chat_template/chat_template.h"
@@ -41,6 +42,20 @@ void append_tool_response(std::vector<ChatPart>& out, const std::vector<ChatMess
 void append_messages(std::vector<ChatPart>& out, const std::vector<ChatMessage>& messages, std::size_t first,
                      const std::function<std::vector<ChatPart>(std::size_t)>& answer);
 
-void append_generation_prompt(std::vector<ChatPart>& out);
+// "<|im_start|>assistant\n", and the "<think>\n" that opens the answer's think block when the
+// template writes it there (Qwen3's thinking models, QwQ): the model writes only "</think>".
+void append_generation_prompt(std::vector<ChatPart>& out, bool opens_think = false);
+
+// An assistant message as the thinking templates split it: `reasoning_content` when the message
+// has it, else the text of "<think>reasoning</think>content" (content after the last
+// "</think>", its leading newlines dropped; reasoning before the first, after its "<think>").
+struct AssistantTurn {
+  std::string content;
+  std::string reasoning;
+};
+AssistantTurn split_reasoning(const ChatMessage& m);
+
+std::string_view strip_leading_newlines(std::string_view s);
+std::string_view strip_trailing_newlines(std::string_view s);
 
 }  // namespace zt::models::qwen

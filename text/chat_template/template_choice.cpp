@@ -52,7 +52,13 @@ std::optional<std::string> recognise_chat_template(std::string_view text) {
   if (has("<|im_start|>")) {
     if (has("<|vision_start|>") || has("<|audio_bos|>")) return std::nullopt;  // Qwen's multimodal models
     if (has("enable_thinking") && has("<think>")) return "qwen3";
-    if (has("<think>")) return std::nullopt;  // QwQ, thinking-only Qwen3: reasoning written otherwise
+    // Thinking-only templates open the think block in the generation prompt: Qwen3's
+    // Thinking-2507 (Qwen3's reasoning_content and last query), QwQ (every answer's reasoning cut).
+    if (has(R"('<|im_start|>assistant\n<think>\n')")) {
+      if (has("reasoning_content") && has("last_query_index")) return "qwen3_thinking";
+      if (has("split('</think>')[-1]") && !has("reasoning_content")) return "qwq";
+    }
+    if (has("<think>")) return std::nullopt;  // reasoning written another way
     if (has("You are Qwen, created by Alibaba Cloud. You are a helpful assistant.")) return "qwen";
     if (has("You are a helpful assistant.")) return "qwen2";
     return std::nullopt;
