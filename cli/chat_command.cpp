@@ -102,7 +102,10 @@ class Conversation {
     history_.push_back({"user", question});
     models::EncodedConversation prompt = template_->encode(*tokenizer_, history_, /*add_generation_prompt=*/true);
     models::StreamDecoder stream(*tokenizer_, /*skip_special_tokens=*/true);
-    models::ReasoningPrinter printer(std::cout, isatty(STDOUT_FILENO) == 1 && std::getenv("NO_COLOR") == nullptr);
+    // A generation prompt that opens the think block (Qwen3's Thinking-2507, QwQ) starts the answer in it.
+    const bool in_reasoning = models::prompt_opens_think(template_->render(history_, /*add_generation_prompt=*/true));
+    models::ReasoningPrinter printer(std::cout, isatty(STDOUT_FILENO) == 1 && std::getenv("NO_COLOR") == nullptr,
+                                     in_reasoning);
     std::string text;
     auto print = [&](std::size_t, std::int64_t token) {
       std::string piece = stream.put(token);

@@ -19,6 +19,13 @@ bool is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; 
 
 }  // namespace
 
+bool prompt_opens_think(std::string_view prompt) {
+  const std::size_t open = prompt.rfind(kOpen);
+  if (open == std::string_view::npos) return false;
+  const std::size_t close = prompt.rfind(kClose);
+  return close == std::string_view::npos || close < open;
+}
+
 std::vector<StreamPart> ReasoningSplitter::put(std::string_view piece) {
   pending_ += piece;
   std::vector<StreamPart> parts;

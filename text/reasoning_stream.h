@@ -3,7 +3,9 @@
 // tokenizer, and as the answer streams a tag may arrive split over pieces. ReasoningSplitter
 // tells reasoning from answer as the text arrives; ReasoningPrinter writes the reasoning after
 // a "reasoning: " prefix (dimmed when `styled`, for a terminal) and the answer after "answer: ".
-// An answer without a think block is written as it is, with no prefix.
+// An answer without a think block is written as it is, with no prefix. Where the prompt
+// already opened the think block (Qwen3's Thinking-2507 models, QwQ: their generation prompt
+// ends "<think>\n"), the answer starts inside it: its text before "</think>" is reasoning.
 #pragma once
 
 #include <ostream>
@@ -18,8 +20,13 @@ struct StreamPart {
   std::string text;
 };
 
+// Whether `prompt` ends inside a think block: a "<think>" after the last "</think>".
+bool prompt_opens_think(std::string_view prompt);
+
 class ReasoningSplitter {
  public:
+  // `in_reasoning`: the text starts inside a think block the prompt opened.
+  explicit ReasoningSplitter(bool in_reasoning = false) : in_reasoning_(in_reasoning) {}
   // The parts of `piece` that are certain; text that may be the start of a tag is held back.
   std::vector<StreamPart> put(std::string_view piece);
   // What is still held back (an unfinished tag is text after all).
@@ -32,7 +39,8 @@ class ReasoningSplitter {
 
 class ReasoningPrinter {
  public:
-  ReasoningPrinter(std::ostream& out, bool styled) : out_(out), styled_(styled) {}
+  ReasoningPrinter(std::ostream& out, bool styled, bool in_reasoning = false)
+      : out_(out), styled_(styled), splitter_(in_reasoning) {}
 
   void put(std::string_view piece);
   // Writes what was held back and ends the styling.

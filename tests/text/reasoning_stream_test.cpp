@@ -1,6 +1,7 @@
 // A thinking model's streamed answer: the think tags found however the pieces split them,
 // the reasoning and the answer each after its prefix, dimmed on a terminal, and an answer
-// without reasoning left as it is.
+// without reasoning left as it is; an answer after a prompt that opened the think block starts
+// in it.
 #include <gtest/gtest.h>
 
 #include <sstream>
@@ -13,8 +14,9 @@ namespace {
 constexpr const char* kQwen3Answer = "<think>\nThe user greets me.\nI greet back.\n</think>\n\nHello! How can I help?";
 
 // The text of each kind, after feeding `text` in pieces of `size` bytes.
-std::pair<std::string, std::string> split_in_pieces(const std::string& text, std::size_t size) {
-  ReasoningSplitter splitter;
+std::pair<std::string, std::string> split_in_pieces(const std::string& text, std::size_t size,
+                                                    bool in_reasoning = false) {
+  ReasoningSplitter splitter(in_reasoning);
   std::string reasoning, answer;
   auto take = [&](const std::vector<StreamPart>& parts) {
     for (const StreamPart& part : parts) (part.reasoning ? reasoning : answer) += part.text;
@@ -42,9 +44,9 @@ TEST(ReasoningSplitter, TextThatOnlyLooksLikeATagIsText) {
   EXPECT_EQ(held[0].text, "x ") << "what may begin a tag waits for the next piece";
 }
 
-std::string printed(const std::string& text, bool styled) {
+std::string printed(const std::string& text, bool styled, bool in_reasoning = false) {
   std::ostringstream out;
-  ReasoningPrinter printer(out, styled);
+  ReasoningPrinter printer(out, styled, in_reasoning);
   for (std::size_t at = 0; at < text.size(); at += 3) printer.put(text.substr(at, 3));
   printer.finish();
   return out.str();
@@ -66,6 +68,29 @@ TEST(ReasoningPrinter, AnAnswerWithoutReasoningIsLeftAsItIs) {
   // Qwen3 with thinking off writes an empty think block: nothing of it shows.
   EXPECT_EQ(printed("<think>\n\n</think>\n\nHi.", true), "Hi.");
   EXPECT_EQ(printed("\n<think>plan</think>Hi.", false), "reasoning: plan\nanswer: Hi.");
+}
+
+// Qwen3's Thinking-2507 models and QwQ: the generation prompt ends "<think>\n", the model writes
+// the reasoning and only the closing tag.
+constexpr const char* kOpenedAnswer = "The user greets me.\n</think>\n\nHello!";
+
+TEST(ReasoningSplitter, AnAnswerInsideAnOpenedThinkBlockStartsAsReasoning) {
+  for (std::size_t size = 1; size <= 12; ++size) {
+    const auto [reasoning, answer] = split_in_pieces(kOpenedAnswer, size, /*in_reasoning=*/true);
+    EXPECT_EQ(reasoning, "The user greets me.\n") << "pieces of " << size;
+    EXPECT_EQ(answer, "\n\nHello!") << "pieces of " << size;
+  }
+  EXPECT_EQ(printed(kOpenedAnswer, false, true), "reasoning: The user greets me.\nanswer: Hello!");
+  EXPECT_EQ(printed("still thinking", true, true), "\x1b[2mreasoning: still thinking\x1b[0m");
+  // Without the opened block the same text is all answer, "</think>" included.
+  EXPECT_EQ(split_in_pieces(kOpenedAnswer, 4).second, kOpenedAnswer);
+}
+
+TEST(ReasoningSplitter, APromptOpensTheThinkBlockWhenItEndsInsideOne) {
+  EXPECT_TRUE(prompt_opens_think("<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n"));
+  EXPECT_FALSE(prompt_opens_think("<|im_start|>assistant\n<think>\n\n</think>\n\n"));
+  EXPECT_FALSE(prompt_opens_think("<|im_start|>assistant\n"));
+  EXPECT_TRUE(prompt_opens_think("<think>\na</think>\n\nb<|im_end|>\n<|im_start|>assistant\n<think>\n"));
 }
 
 }  // namespace
