@@ -12,9 +12,7 @@ namespace {
 // Tool calls are read out of answers in the <tool_call> blocks Qwen's templates teach
 // (tool_calls.h); a template that writes calls another way would have its calls sent as text.
 void require_tool_call_format(const ApiRequest& request, const ServedModel& model) {
-  if (!request.tools.parse_calls || model.chat_template->name().starts_with("qwen") ||
-      model.chat_template->name() == "qwq")
-    return;
+  if (!request.tools.parse_calls || model.chat_template->writes_tool_call_blocks()) return;
   throw invalid_request(
       "'tools': this server reads tool calls in the <tool_call> format of Qwen's chat templates "
       "(vLLM's hermes parser), but it serves the template '" +

@@ -99,6 +99,20 @@ void expect_same_caches(const PagedKvCache& a, const PagedKvCache& b, std::int64
     }
 }
 
+// The plain layer's prefill of prompts[s] as sequence s, each given room for `room` more
+// tokens in the cache: the logits of each prompt's last token.
+Tensor prefill(const models::CausalLM& model, PagedKvCache& cache, const std::vector<Tokens>& prompts,
+               std::int64_t room) {
+  StepInputs step;
+  for (std::size_t s = 0; s < prompts.size(); ++s) {
+    const auto id = static_cast<SequenceId>(s);
+    EXPECT_TRUE(cache.try_add(id, static_cast<std::int64_t>(prompts[s].size()) + room)) << "sequence " << s;
+    step.prefilling.push_back(id);
+    step.prompts.push_back(&prompts[s]);
+  }
+  return step_logits(model, cache, step);
+}
+
 void decode_in_lockstep(const models::CausalLM& model, const std::string& label, const Run& run) {
   SCOPED_TRACE(label + " " + dtype_name(model.dtype()) + " x" + std::to_string(run.sequences));
   const std::int64_t vocab = model.config().vocab_size;
@@ -111,13 +125,7 @@ void decode_in_lockstep(const models::CausalLM& model, const std::string& label,
   }
   Tokens tokens;
   for (Lockstep* side : {&plain, &kernel}) {
-    StepInputs prefill;
-    for (std::int64_t s = 0; s < run.sequences; ++s) {
-      ASSERT_TRUE(side->cache.try_add(ids[s], static_cast<std::int64_t>(prompts[s].size()) + run.steps + 1));
-      prefill.prefilling.push_back(ids[s]);
-      prefill.prompts.push_back(&prompts[s]);
-    }
-    const Tensor logits = step_logits(model, side->cache, prefill);
+    const Tensor logits = prefill(model, side->cache, prompts, run.steps + 1);
     tokens.clear();
     for (std::int64_t s = 0; s < run.sequences; ++s) tokens.push_back(first_largest(row_of(logits, s)));
   }
@@ -179,11 +187,7 @@ TEST(PersistentDecodeGpu, LongContextsAndWideHeadsMatchThePlainLayer) {
 // The plain layer's logits for the token after `prefix`, from a prefill.
 std::vector<float> plain_logits_after(const models::CausalLM& model, const Tokens& prefix) {
   PagedKvCache cache(model.config(), 96, kBlockSize, model.dtype(), model.device());
-  EXPECT_TRUE(cache.try_add(0, static_cast<std::int64_t>(prefix.size()) + 1));
-  StepInputs prefill;
-  prefill.prefilling.push_back(0);
-  prefill.prompts.push_back(&prefix);
-  return row_of(step_logits(model, cache, prefill), 0);
+  return row_of(prefill(model, cache, {prefix}, 1), 0);
 }
 
 // Two greedy generations of `prompt` agree token for token, or part where the plain layer's
@@ -238,11 +242,7 @@ struct KernelStep {
         prompt(prompt_of(20, 1, m.config().vocab_size)),
         buffers(1, kWidth, m.device()) {
     cache.set_table_width(kWidth);
-    EXPECT_TRUE(cache.try_add(0, 40));
-    StepInputs prefill;
-    prefill.prefilling.push_back(0);
-    prefill.prompts.push_back(&prompt);
-    step_logits(model, cache, prefill);
+    prefill(model, cache, {prompt}, 20);
     kernel = std::make_unique<PersistentDecode>(model, cache, kWidth);
     cache.fill_step({0}, {7}, buffers, nullptr);
   }

@@ -86,6 +86,9 @@ class ChatTemplate {
   // Tokens that end the assistant's turn when the model produces them (ChatML's <|im_end|>,
   // GLM's <|user|> and <|observation|>): generation stops there as at an eos id.
   virtual std::vector<std::string> end_of_turn_tokens() const { return {}; }
+  // Whether the assistant writes its tool calls as Qwen's <tool_call> blocks, the format
+  // serve/tool_calls.h reads out of answers.
+  virtual bool writes_tool_call_blocks() const { return false; }
 
   // The conversation as parts. Throws for an empty conversation, a role the template has no
   // place for, or tools in a template without a tool format.

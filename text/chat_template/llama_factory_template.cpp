@@ -102,6 +102,7 @@ class LlamaFactoryTemplate final : public ChatTemplate {
   std::string_view name() const override { return spec_.name; }
   std::string_view origin() const override { return "LLaMA-Factory's"; }
   std::vector<std::string> end_of_turn_tokens() const override { return spec_.stop_words; }
+  bool writes_tool_call_blocks() const override { return spec_.tool_format == ToolFormat::kQwen; }
 
   std::string train_on_prompt_refusal() const override {
     if (!spec_.efficient_eos) return "";

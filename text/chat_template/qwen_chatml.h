@@ -13,10 +13,11 @@
 
 namespace zt::models::qwen {
 
-// What Qwen's ChatML templates are: <|im_end|> ends every turn.
+// What Qwen's ChatML templates are: <|im_end|> ends every turn, tool calls are <tool_call> blocks.
 class ChatMlTemplate : public ChatTemplate {
  public:
   std::vector<std::string> end_of_turn_tokens() const final { return {"<|im_end|>"}; }
+  bool writes_tool_call_blocks() const final { return true; }
 };
 
 // "# Tools\n\nYou may call one or more functions ...<tools>\n{tool}...\n</tools>\n\n...</tool_call>"
