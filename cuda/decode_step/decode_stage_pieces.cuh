@@ -122,32 +122,51 @@ __device__ __forceinline__ void prefetch_l2(const void* p, std::int64_t bytes) {
 }
 
 // The B rows of src [B, hidden] RMS-normalised by `weight` into dst (shared memory), as
-// cuda/norm rounds them; a null weight copies the rows. Warp b < B takes row b. Ends with the
-// block synchronised.
+// cuda/norm rounds them; a null weight copies the rows. Every thread of the block takes 8
+// columns of each row at a time, so a row costs one load's latency, not a warp's walk along
+// it; each warp's squares go to `sums` ([kWarps, B] floats of shared memory) and are added in
+// warp order. Ends with the block synchronised.
 template <typename T, int B>
-__device__ void normalize_rows(const T* src, const T* weight, T* dst, const DecodeModelDims& d) {
+__device__ void normalize_rows(const T* src, const T* weight, T* dst, const DecodeModelDims& d, float* sums) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  if (warp < B) {
-    const T* row = src + static_cast<std::int64_t>(warp) * d.hidden;
-    T* out = dst + warp * d.hidden;
-    float squares = 0.0f;
-    for (int c = lane * 8; c < d.hidden; c += 256) {
-      float v[8];
-      load_vector<T, 8>(row + c, v);
+  float squares[B];
 #pragma unroll
-      for (int i = 0; i < 8; ++i) squares = fmaf(v[i], v[i], squares);
+  for (int b = 0; b < B; ++b) squares[b] = 0.0f;
+  for (int c = threadIdx.x * 8; c < d.hidden; c += kThreads * 8) {
+#pragma unroll
+    for (int b = 0; b < B; ++b) {
+      float v[8];
+      load_vector<T, 8>(src + static_cast<std::int64_t>(b) * d.hidden + c, v);
+#pragma unroll
+      for (int i = 0; i < 8; ++i) squares[b] = fmaf(v[i], v[i], squares[b]);
     }
-    const float rstd = rmsnorm_detail::inverse_rms(warp_sum(squares), d.hidden, d.norm_eps);
-    for (int c = lane * 8; c < d.hidden; c += 256) {
-      float v[8], w[8];
-      load_vector<T, 8>(row + c, v);
+  }
+#pragma unroll
+  for (int b = 0; b < B; ++b) {
+    squares[b] = warp_sum(squares[b]);
+    if (lane == 0) sums[warp * B + b] = squares[b];
+  }
+  __syncthreads();
+  float rstd[B];
+#pragma unroll
+  for (int b = 0; b < B; ++b) {
+    float total = 0.0f;
+    for (int w = 0; w < kWarps; ++w) total += sums[w * B + b];
+    rstd[b] = rmsnorm_detail::inverse_rms(total, d.hidden, d.norm_eps);
+  }
+  for (int c = threadIdx.x * 8; c < d.hidden; c += kThreads * 8) {
+    float w[8];
+    if (weight != nullptr) load_vector<T, 8>(weight + c, w);
+#pragma unroll
+    for (int b = 0; b < B; ++b) {
+      float v[8];
+      load_vector<T, 8>(src + static_cast<std::int64_t>(b) * d.hidden + c, v);
       if (weight != nullptr) {
-        load_vector<T, 8>(weight + c, w);
 #pragma unroll
         for (int i = 0; i < 8; ++i)
-          v[i] = __fmul_rn(w[i], rmsnorm_detail::normalized<T>(v[i], rstd, d.round_normalized));
+          v[i] = __fmul_rn(w[i], rmsnorm_detail::normalized<T>(v[i], rstd[b], d.round_normalized));
       }
-      store_vector<T, 8>(out + c, v);
+      store_vector<T, 8>(dst + b * d.hidden + c, v);
     }
   }
   __syncthreads();
@@ -226,59 +245,83 @@ __device__ __forceinline__ std::int64_t pool_at(const DecodeModelDims& d, const 
   return ((page * d.block_size + t % d.block_size) * d.kv_heads + g) * d.head_dim;
 }
 
-// One warp's share of softmax(q · Kᵀ) · V over tokens [0, len): chunks of 32 tokens, one per
-// lane for the scores, then the chunk's values summed with each lane owning ceil(head_dim /
-// 32) columns. Token len - 1 (this step's) is read from s.k / s.v, the rest from the pools.
-// Leaves the warp's max, sum and unnormalised output in s.
+// Lanes that share one token in the attention stage: one per 8 columns of a head (a 16-byte
+// load each), rounded up to a power of two so that xor shuffles sum a token's score.
+__device__ __forceinline__ int lanes_per_token(int head_dim) {
+  int lanes = 1;
+  while (lanes * 8 < head_dim) lanes *= 2;
+  return lanes;
+}
+
+// One warp's share of softmax(q · Kᵀ) · V over tokens [0, len): the warp takes 32 /
+// lanes_per_token tokens at a time, a token's lanes each owning 8 columns of its key, its value
+// and the output, so a token costs one load per lane and every lane's loads are independent.
+// The next tokens' keys and values are loaded while the current ones are used, to hide the
+// page table's and the pools' latency. Token len - 1 (this step's) comes from s.k / s.v, the
+// rest from the pools. Leaves the warp's max, sum and unnormalised output in s.
 template <typename T>
 __device__ void attend_warp_share(const DecodeModelDims& d, const HeadScratch& s, const T* keys, const T* values,
                                   const std::int32_t* pages, int g, int len) {
+  using Columns = Packed<T, 8>;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int per_lane = (d.head_dim + 31) / 32, column = lane * per_lane;
-  const int owned = max(0, min(per_lane, d.head_dim - column));  // columns of this lane
-  float m = -INFINITY, sum = 0.0f, o[kMaxHeadDim / 32];
-  for (int j = 0; j < per_lane; ++j) o[j] = 0.0f;
-  for (int t0 = warp * 32; t0 < len; t0 += kWarps * 32) {
-    const int t = t0 + lane;
-    float score = -INFINITY;
-    if (t < len) {
-      float dot = 0.0f;
-      if (t == len - 1) {
-        for (int c = 0; c < d.head_dim; ++c) dot = fmaf(s.q[c], s.k[c], dot);
-      } else {
-        const T* key = keys + pool_at(d, pages, t, g);
-        for (int c = 0; c < d.head_dim; c += 8) {
-          float kv[8];
-          load_vector<T, 8>(key + c, kv);
+  const int group = lanes_per_token(d.head_dim), stride = kWarps * (32 / group);
+  const int column = (lane % group) * 8;
+  const bool owns = column < d.head_dim;  // lanes past head_dim / 8 add zeros
+  const auto fetch = [&](int t, Columns& key, Columns& value) {
+    if (!owns || t >= len - 1) return;
+    const std::int64_t at = pool_at(d, pages, t, g) + column;
+    key = *reinterpret_cast<const Columns*>(keys + at);
+    value = *reinterpret_cast<const Columns*>(values + at);
+  };
+  float q[8], o[8];
 #pragma unroll
-          for (int i = 0; i < 8; ++i) dot = fmaf(s.q[c + i], kv[i], dot);
-        }
-      }
-      score = dot * d.softmax_scale;
+  for (int i = 0; i < 8; ++i) {
+    q[i] = owns ? s.q[column + i] : 0.0f;
+    o[i] = 0.0f;
+  }
+  float m = -INFINITY, sum = 0.0f;
+  int t = warp * (32 / group) + lane / group;
+  Columns key{}, value{};
+  fetch(t, key, value);
+  for (int first = warp * (32 / group); first < len; first += stride, t += stride) {
+    Columns next_key{}, next_value{};
+    fetch(t + stride, next_key, next_value);
+    float k[8], v[8];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const bool fresh = t == len - 1 && owns;
+      k[i] = fresh ? s.k[column + i] : static_cast<float>(key.v[i]);
+      v[i] = fresh ? s.v[column + i] : static_cast<float>(value.v[i]);
     }
+    float dot = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) dot = fmaf(q[i], k[i], dot);
+    for (int offset = group / 2; offset > 0; offset /= 2) dot += __shfl_xor_sync(kFullWarpMask, dot, offset);
+    const float score = t < len ? dot * d.softmax_scale : -INFINITY;
     const float new_max = fmaxf(m, warp_max(score));
     const float p = t < len ? expf(score - new_max) : 0.0f;
     const float rescale = m == -INFINITY ? 0.0f : expf(m - new_max);
-    sum = sum * rescale + warp_sum(p);
-    for (int j = 0; j < per_lane; ++j) o[j] *= rescale;
+    sum = fmaf(sum, rescale, p);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) o[i] = fmaf(p, v[i], o[i] * rescale);
     m = new_max;
-    const int tokens = min(32, len - t0);
-    for (int u = 0; u < tokens; ++u) {
-      const float pu = __shfl_sync(kFullWarpMask, p, u);
-      const int tu = t0 + u;
-      if (tu == len - 1) {
-        for (int j = 0; j < owned; ++j) o[j] = fmaf(pu, s.v[column + j], o[j]);
-      } else {
-        const T* value = values + pool_at(d, pages, tu, g) + column;
-        for (int j = 0; j < owned; ++j) o[j] = fmaf(pu, load_float(value + j), o[j]);
-      }
-    }
+    key = next_key;
+    value = next_value;
+  }
+  // The warp's tokens were split over its lane groups: add the groups' sums and outputs.
+  for (int offset = group; offset < 32; offset *= 2) {
+    sum += __shfl_xor_sync(kFullWarpMask, sum, offset);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) o[i] += __shfl_xor_sync(kFullWarpMask, o[i], offset);
   }
   if (lane == 0) {
     s.warp_max[warp] = m;
     s.warp_sum[warp] = sum;
   }
-  for (int j = 0; j < owned; ++j) s.warp_out[warp * d.head_dim + column + j] = o[j];
+  if (lane < group && owns) {
+#pragma unroll
+    for (int i = 0; i < 8; ++i) s.warp_out[warp * d.head_dim + column + i] = o[i];
+  }
 }
 
 // The warps' shares merged into the head's output row (rounded to T); zeros for no tokens.

@@ -260,7 +260,7 @@ __global__ void __launch_bounds__(kThreads, 1) persistent_decode_kernel(KernelAr
   for (int layer = 0; layer < d.layers; ++layer) {
     const DecodeLayerPointers& l = a.step.layers[layer];
     const int mark = 2 + 5 * layer;
-    normalize_rows<T, B>(buf.x, static_cast<const T*>(l.input_norm), normed, d);
+    normalize_rows<T, B>(buf.x, static_cast<const T*>(l.input_norm), normed, d, partials);
     qkv_stage<T, B>(l, d, normed, buf.qkv, splits.qkv, partials);
     prefetch_first_rows<T>(l.o, d.hidden, q_size, splits.hidden_rows);
     grid.sync();
@@ -273,7 +273,7 @@ __global__ void __launch_bounds__(kThreads, 1) persistent_decode_kernel(KernelAr
     prefetch_first_rows<T>(l.up, d.ffn, d.hidden, splits.gate_up);
     grid.sync();
     mark_stage(a.step, mark + 2);
-    normalize_rows<T, B>(buf.h, static_cast<const T*>(l.post_norm), normed, d);
+    normalize_rows<T, B>(buf.h, static_cast<const T*>(l.post_norm), normed, d, partials);
     gate_up_stage<T, B>(l, d, normed, buf.act, splits.gate_up, partials);
     prefetch_first_rows<T>(l.down, d.hidden, d.ffn, splits.hidden_rows);
     grid.sync();
@@ -285,7 +285,7 @@ __global__ void __launch_bounds__(kThreads, 1) persistent_decode_kernel(KernelAr
     grid.sync();
     mark_stage(a.step, mark + 4);
   }
-  normalize_rows<T, B>(buf.x, static_cast<const T*>(a.step.final_norm), normed, d);
+  normalize_rows<T, B>(buf.x, static_cast<const T*>(a.step.final_norm), normed, d, partials);
   head_stage<T, B>(a, normed, buf, reinterpret_cast<float*>(shared_bytes + layout.argmax), partials);
   grid.sync();
   mark_stage(a.step, 2 + 5 * d.layers);
