@@ -63,10 +63,14 @@ int tokenize(Flags& flags) {
   std::string line;
   for (std::size_t number = 1; std::getline(std::cin, line); ++number) {
     try {
-      if (decode)
-        std::cout << tokenizer->decode(parse_ids(line), skip_special_tokens) << "\n";
-      else
+      if (decode) {
+        // Ids typed in must be the tokenizer's (decode alone leaves out those past it).
+        const std::vector<models::TokenId> ids = parse_ids(line);
+        for (models::TokenId id : ids) tokenizer->require_valid_id(id);
+        std::cout << tokenizer->decode(ids, skip_special_tokens) << "\n";
+      } else {
         std::cout << nlohmann::json(tokenizer->encode(line, add_special_tokens)).dump() << "\n";
+      }
     } catch (const Error& e) {
       zt::fail("stdin line " + std::to_string(number) + ": " + e.what());
     }

@@ -8,7 +8,8 @@ StreamDecoder::StreamDecoder(const Tokenizer& tokenizer, bool skip_special_token
     : tokenizer_(tokenizer), skip_special_tokens_(skip_special_tokens) {}
 
 std::string StreamDecoder::put(TokenId id) {
-  tokenizer_.append_token_bytes(id, skip_special_tokens_, state_, pending_);
+  // An id past the tokenizer's tokens (a padded embedding row) gives no text, as in decode.
+  if (id < tokenizer_.vocab_size()) tokenizer_.append_token_bytes(id, skip_special_tokens_, state_, pending_);
   const std::size_t ready = pending_.size() - utf8::incomplete_tail(pending_);
   std::string text = utf8::to_valid_lossy(std::string_view(pending_).substr(0, ready));
   pending_.erase(0, ready);

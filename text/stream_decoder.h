@@ -14,7 +14,8 @@ class StreamDecoder {
  public:
   explicit StreamDecoder(const Tokenizer& tokenizer, bool skip_special_tokens = false);
 
-  // The new complete text after `id` (possibly empty).
+  // The new complete text after `id` (possibly empty; always for an id past the tokenizer's
+  // vocab_size(), which has no token, as in Tokenizer::decode).
   std::string put(TokenId id);
   // What is still held, as U+FFFD for an unfinished character; the decoder starts over.
   std::string finish();

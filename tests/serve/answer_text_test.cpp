@@ -45,5 +45,22 @@ TEST(AnswerText, CutsBeforeTheFirstStopStringAndHoldsBackPossibleStarts) {
   EXPECT_EQ(so_far, "one two ");
 }
 
+// An id past the tokenizer's tokens (a padded embedding row the model chose) adds no text and
+// does not end or break the answer: the server's decoding of every generated token.
+TEST(AnswerText, AnIdPastTheTokenizerAddsNoText) {
+  const std::unique_ptr<models::Tokenizer> tokenizer = models::load_tokenizer(kModel);
+  const auto padding = static_cast<models::TokenId>(tokenizer->vocab_size());
+  AnswerText answer(*tokenizer, {"three"});
+  std::string out;
+  for (models::TokenId id : tokenizer->encode("one two three", false)) {
+    out += answer.put(padding);
+    out += answer.put(padding + 97);
+    out += answer.put(id);
+  }
+  out += answer.finish();
+  EXPECT_EQ(out, "one two ");
+  EXPECT_TRUE(answer.stopped());
+}
+
 }  // namespace
 }  // namespace zt::serve

@@ -8,12 +8,13 @@ namespace zt::models {
 std::string Tokenizer::decode(std::span<const TokenId> ids, bool skip_special_tokens) const {
   std::string bytes;
   DecodeState state;
-  for (TokenId id : ids) append_token_bytes(id, skip_special_tokens, state, bytes);
+  for (TokenId id : ids)
+    if (id < vocab_size()) append_token_bytes(id, skip_special_tokens, state, bytes);  // a negative id throws
   return utf8::to_valid_lossy(bytes);
 }
 
 void Tokenizer::require_valid_id(TokenId id) const {
-  if (id < 0 || id >= vocab_size())
+  if (!has_token(id))
     zt::fail("token id " + std::to_string(id) + " is out of range [0, " + std::to_string(vocab_size()) +
              ") for the tokenizer read from " + source_);
 }

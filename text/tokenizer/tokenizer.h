@@ -39,11 +39,18 @@ class Tokenizer {
   // ([gMASK] and sop for GLM; nothing for Qwen).
   virtual std::vector<TokenId> encode(std::string_view text, bool add_special_tokens = true) const = 0;
 
-  // Text of `ids`; bytes that do not form UTF-8 become U+FFFD as HF's decoders do.
+  // Text of `ids`; bytes that do not form UTF-8 become U+FFFD as HF's decoders do. An id at
+  // or past vocab_size() has no token and gives no text, as in HF's tokenizers: a model whose
+  // embedding is padded past its tokenizer (Qwen2.5's 151936 rows for 151669 tokens) can
+  // generate one. A negative id is an error. Ids a user gives are checked with
+  // require_valid_id first.
   std::string decode(std::span<const TokenId> ids, bool skip_special_tokens = false) const;
 
-  // Appends the raw bytes of one token (possibly part of a UTF-8 character).
+  // Appends the raw bytes of one token (possibly part of a UTF-8 character); `id` must be in
+  // [0, vocab_size()) (decode and StreamDecoder leave out those past it).
   virtual void append_token_bytes(TokenId id, bool skip_special_tokens, DecodeState& state, std::string& out) const = 0;
+  // Whether `id` has a token: in [0, vocab_size()).
+  bool has_token(TokenId id) const { return id >= 0 && id < vocab_size(); }
 
   // The vocabulary string of a token as HF spells it ("Ġhello" for byte-level BPE).
   virtual std::optional<TokenId> token_to_id(std::string_view token) const = 0;
@@ -58,11 +65,11 @@ class Tokenizer {
   void set_special_ids(SpecialTokenIds ids) { special_ids_ = ids; }
   // The file the tokenizer came from, for error messages.
   const std::string& source() const { return source_; }
+  // Throws naming the id and the valid range unless has_token(id).
+  void require_valid_id(TokenId id) const;
 
  protected:
   explicit Tokenizer(std::string source) : source_(std::move(source)) {}
-  // Throws naming the id and the valid range.
-  void require_valid_id(TokenId id) const;
 
  private:
   std::string source_;

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "text/stream_decoder.h"
 #include "text/tokenizer/byte_level.h"
 #include "text/tokenizer/tokenizer.h"
 
@@ -218,13 +219,16 @@ TEST_F(TokenizerJsonTest, BadIdsAndBadTextAreErrors) {
   TempDir dir;
   dir.write("tokenizer.json", tiny_tokenizer_json().dump());
   auto tok = load_tokenizer(dir.str());
-  const std::vector<TokenId> out_of_range = {1, 263};
   try {
-    tok->decode(out_of_range);
+    tok->require_valid_id(263);  // how ids a user gives are checked
     FAIL();
   } catch (const std::exception& e) {
     EXPECT_NE(std::string(e.what()).find("token id 263 is out of range [0, 263)"), std::string::npos) << e.what();
   }
+  EXPECT_NO_THROW(tok->require_valid_id(262));
+  const std::vector<TokenId> negative = {1, -1};
+  EXPECT_THROW(tok->decode(negative), std::exception);
+  EXPECT_THROW(tok->id_to_token(263), std::exception);
   EXPECT_THROW(tok->id_to_token(-1), std::exception);
   try {
     tok->encode("ok\xC3");
@@ -232,6 +236,30 @@ TEST_F(TokenizerJsonTest, BadIdsAndBadTextAreErrors) {
   } catch (const std::exception& e) {
     EXPECT_NE(std::string(e.what()).find("invalid UTF-8 at byte offset 2"), std::string::npos) << e.what();
   }
+}
+
+// A model whose embedding is padded past its tokenizer (Qwen2.5: 151936 rows, 151669 tokens)
+// can generate an id the tokenizer has no token for: it decodes to nothing, as in HF's
+// tokenizers, through decode and through the streamed decoding generation uses.
+TEST_F(TokenizerJsonTest, AnIdPastTheTokenizerDecodesToNothing) {
+  TempDir dir;
+  dir.write("tokenizer.json", tiny_tokenizer_json().dump());
+  auto tok = load_tokenizer(dir.str());
+  const std::vector<TokenId> plain = {71, 72, 256}, padded = {263, 71, 72, 151760, 256, 264};
+  const std::string text = tok->decode(plain);
+  ASSERT_FALSE(text.empty());
+  EXPECT_EQ(tok->decode(padded), text);
+  EXPECT_EQ(tok->decode(padded, /*skip_special_tokens=*/true), text);
+  StreamDecoder stream(*tok, /*skip_special_tokens=*/true);
+  std::string streamed;
+  for (TokenId id : padded) {
+    const std::string piece = stream.put(id);
+    if (id >= tok->vocab_size()) {
+      EXPECT_EQ(piece, "") << id;
+    }
+    streamed += piece;
+  }
+  EXPECT_EQ(streamed + stream.finish(), text);
 }
 
 TEST_F(TokenizerJsonTest, DecodingBrokenUtf8GivesReplacementCharacters) {
