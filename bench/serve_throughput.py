@@ -78,13 +78,34 @@ class Server:
             self.process.wait(timeout=60)
         self.log.close()
 
-    def death(self):
-        """Empty while the server runs; else its exit status and the last lines of its log."""
-        if self.process.poll() is None:
-            return ""
+    def answers(self):
+        """Whether GET /health answers 200."""
+        try:
+            connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+            connection.request("GET", "/health")
+            ok = connection.getresponse().status == 200
+            connection.close()
+            return ok
+        except OSError:
+            return False
+
+    def state(self, grace=60):
+        """What became of the server after a failed request: whether it still answers, else its
+        exit status and the last lines of its log. A dying process closes its socket before it
+        can be reaped (a core dump, the GPU context torn down), so poll() alone says "runs"
+        for a while after the port refuses connections: one that does not answer is waited
+        for, up to `grace` seconds."""
+        if self.process.poll() is None and self.answers():
+            return "the server still runs and answers /health"
+        try:
+            self.process.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            pass
         self.log.flush()
-        tail = Path(self.log.name).read_text(errors="replace").splitlines()[-8:]
-        return f"the server exited with status {self.process.returncode}; its log ends: " + " / ".join(tail)
+        tail = " / ".join(Path(self.log.name).read_text(errors="replace").splitlines()[-8:])
+        if self.process.returncode is None:
+            return f"the server process has not exited but does not answer /health; its log ends: {tail}"
+        return f"the server exited with status {self.process.returncode}; its log ends: {tail}"
 
 
 def streamed_completion(port, prompt):
@@ -103,6 +124,8 @@ def streamed_completion(port, prompt):
         if not line.startswith("data: ") or line == "data: [DONE]":
             continue
         chunk = json.loads(line[6:])
+        if "error" in chunk:  # a failure after the stream began (its status is already 200)
+            raise RuntimeError(f"error event: {chunk['error']}")
         if chunk.get("usage"):
             tokens = chunk["usage"]["completion_tokens"]
         if first is None and chunk.get("choices") and chunk["choices"][0].get("text"):
@@ -155,7 +178,7 @@ def measure(args, folder, texts, log):
                 load(server.port, texts, clients, 1)  # warm-up: graphs captured for this batch size
                 results, wall = load(server.port, texts, clients, args.rounds)
             except RuntimeError as error:  # the rows measured so far are kept
-                rows.append({"clients": clients, "error": f"{error}; {server.death() or 'the server still runs'}"})
+                rows.append({"clients": clients, "error": f"{error}; {server.state()}"})
                 break
             tokens = sum(r[2] for r in results)
             rows.append({"clients": clients, "requests": len(results), "tokens": tokens,

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <sstream>
 
 #include "distributed/integer_collectives.h"
 #include "runtime/device.h"
@@ -66,6 +68,24 @@ infer::EngineOptions for_ranks(infer::EngineOptions options, const LoopRanks& ra
   return options;
 }
 
+// The tests' way to make a step fail as a device error would: ZT_SERVE_FAIL_STEPS="3,5"
+// fails the 3rd and the 5th step the loop runs (counted from 1, over every request; one
+// device only, not under --tp).
+std::set<std::int64_t> failing_steps_from_environment() {
+  std::set<std::int64_t> steps;
+  const char* text = std::getenv("ZT_SERVE_FAIL_STEPS");
+  if (text == nullptr) return steps;
+  std::stringstream list(text);
+  for (std::string item; std::getline(list, item, ',');) {
+    try {
+      steps.insert(std::stoll(item));
+    } catch (const std::exception&) {
+      zt::fail("ZT_SERVE_FAIL_STEPS: '" + item + "' is not a step number");
+    }
+  }
+  return steps;
+}
+
 }  // namespace
 
 void follow_engine_loop(const models::CausalLM& shard, infer::EngineOptions options, std::int64_t max_request_tokens,
@@ -84,7 +104,7 @@ void follow_engine_loop(const models::CausalLM& shard, infer::EngineOptions opti
 
 EngineLoop::EngineLoop(const models::CausalLM& model, infer::EngineOptions options, std::int64_t max_request_tokens,
                        const LoopRanks& ranks)
-    : max_request_tokens_(max_request_tokens), ranks_(ranks) {
+    : max_request_tokens_(max_request_tokens), ranks_(ranks), failing_steps_(failing_steps_from_environment()) {
   options = for_ranks(options, ranks);
   const std::int64_t blocks = cache_blocks_for(model, options, max_request_tokens, ranks);
   ZT_INFO("serve: KV cache of " << blocks * options.block_size << " tokens, up to " << options.max_batch
@@ -164,9 +184,16 @@ void EngineLoop::serve_steps(infer::ContinuousBatch& batch, StepBroadcast* broad
     }
     StepPlan plan = take_inbox();
     if (broadcast != nullptr) broadcast->send(plan);
-    apply_step_plan(std::move(plan), batch, [this](std::size_t id, const std::string& why) { end(id, why); });
+    // A failure here fails the requests of the batch it hit (their answers say why) and the
+    // loop goes on with the ones that come next.
     try {
-      if (!batch.idle()) batch.step();
+      apply_step_plan(std::move(plan), batch, [this](std::size_t id, const std::string& why) { end(id, why); });
+      if (!batch.idle()) {
+        ++steps_;
+        if (broadcast == nullptr && failing_steps_.count(steps_) != 0)
+          zt::fail("step " + std::to_string(steps_) + " failed on purpose (ZT_SERVE_FAIL_STEPS)");
+        batch.step();
+      }
     } catch (const std::exception& e) {
       ZT_ERROR("serve: a generation step failed: " << e.what());
       fail_all(batch, e.what());

@@ -14,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -98,6 +99,8 @@ class EngineLoop {
   std::deque<std::pair<std::size_t, infer::GenerationRequest>> submitted_;
   std::vector<std::size_t> cancelled_;
   std::map<std::size_t, std::shared_ptr<TokenQueue>> queues_;  // every request not yet finished
+  std::int64_t steps_ = 0;                                     // steps run so far
+  std::set<std::int64_t> failing_steps_;  // those that fail on purpose (ZT_SERVE_FAIL_STEPS, for tests)
   std::thread thread_;
 };
 

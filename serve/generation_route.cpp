@@ -76,6 +76,17 @@ struct Answer {
     return text.stopped() || (usage.completion_tokens > 0 && at_eos) ? "stop" : "length";
   }
 
+  // What a failure while answering becomes: the request leaves the engine (if still there),
+  // the log says why, and the client gets the ApiError (a 500 unless it already is one).
+  ApiError failure(const std::exception& error) {
+    failed = true;
+    context.engine.cancel(submitted.id);
+    ZT_ERROR("serve: " << format.id() << " failed: " << error.what());
+    log("failed");
+    if (const auto* api_error = dynamic_cast<const ApiError*>(&error)) return *api_error;
+    return ApiError(500, std::string("generation failed: ") + error.what(), "server_error");
+  }
+
   void log(const char* outcome) const {
     const double total = std::chrono::duration<double>(Clock::now() - started).count();
     const double first = std::chrono::duration<double>(first_token - started).count();
@@ -101,11 +112,16 @@ struct Answer {
   Clock::time_point started = Clock::now(), first_token = started;
   std::int64_t last_token = -1;
   bool finished = false;
+  bool failed = false;  // answered with an error
 };
 
 void respond_whole(Answer& answer, httplib::Response& response) {
   std::string text;
-  while (!answer.finished) text += answer.next();
+  try {
+    while (!answer.finished) text += answer.next();
+  } catch (const std::exception& error) {
+    throw answer.failure(error);
+  }
   answer.log("done");
   const ExtractedToolCalls calls =
       answer.parse_tool_calls ? extract_tool_calls(text, answer.max_tool_calls) : ExtractedToolCalls{};
@@ -116,27 +132,23 @@ void respond_whole(Answer& answer, httplib::Response& response) {
 
 // Server-sent events: the role first (chat), then a chunk per piece of text (or of tool calls,
 // when the request offers tools) as it comes, the finish reason, the usage when asked, and
-// [DONE]. Each call of the provider sends what the
-// next tokens bring; a write that fails means the client went away.
+// [DONE]. Each call of the provider sends what the next tokens bring; a write that fails means
+// the client went away. A failure once the stream has begun (its status is already 200) is
+// sent as an event holding the OpenAI error body, then [DONE]: nothing may leave the provider,
+// which cpp-httplib calls outside the route's handler (an exception there ends the process).
 void respond_streamed(std::shared_ptr<Answer> answer, bool chat, httplib::Response& response) {
-  auto provider = [answer, chat, role_sent = !chat](std::size_t, httplib::DataSink& sink) mutable {
+  auto next_events = [answer, chat, role_sent = !chat](httplib::DataSink& sink) mutable {
     auto send = [&](const nlohmann::json& chunk) {
       const std::string event = server_sent_event(chunk);
       return sink.write(event.data(), event.size());
     };
     if (!role_sent && !(role_sent = send(answer->format.role_chunk()))) return false;
     nlohmann::json chunk;
-    try {
-      if (answer->parse_tool_calls) {
-        const ToolCallStream::Delta delta = answer->next_with_tool_calls();
-        if (!delta.empty()) chunk = answer->format.tool_call_chunk(delta);
-      } else if (const std::string piece = answer->next(); !piece.empty()) {
-        chunk = answer->format.text_chunk(piece);
-      }
-    } catch (const ApiError& error) {
-      const std::string event = server_sent_event(error.body());
-      sink.write(event.data(), event.size());
-      return false;
+    if (answer->parse_tool_calls) {
+      const ToolCallStream::Delta delta = answer->next_with_tool_calls();
+      if (!delta.empty()) chunk = answer->format.tool_call_chunk(delta);
+    } else if (const std::string piece = answer->next(); !piece.empty()) {
+      chunk = answer->format.text_chunk(piece);
     }
     if (!chunk.is_null() && !send(chunk)) return false;
     if (!answer->finished) return true;
@@ -146,8 +158,19 @@ void respond_streamed(std::shared_ptr<Answer> answer, bool chat, httplib::Respon
     sink.done();
     return true;
   };
+  auto provider = [answer, next_events = std::move(next_events)](std::size_t, httplib::DataSink& sink) mutable {
+    try {
+      return next_events(sink);
+    } catch (const std::exception& error) {
+      const std::string events = server_sent_event(answer->failure(error).body()) + kServerSentDone;
+      if (!sink.write(events.data(), events.size())) return false;
+      sink.done();
+      return true;
+    }
+  };
   // Runs when the response is done with, sent or not: an unfinished answer's client left.
   auto released = [answer](bool) {
+    if (answer->failed) return;  // logged when it failed
     if (answer->finished) return answer->log("done");
     answer->context.engine.cancel(answer->submitted.id);
     answer->log("cancelled (the client went away)");
