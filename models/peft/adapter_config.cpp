@@ -1,32 +1,105 @@
 #include "models/peft/adapter_config.h"
 
+#include <cctype>
 #include <cmath>
 #include <optional>
 #include <utility>
 
 #include "models/config/config_json.h"
+#include "models/peft/lora_targets.h"
 #include "runtime/enum_names.h"
 
 namespace zt::models {
 namespace {
 
-// PEFT reads a string as a regular expression over full module paths, which zerotune's
-// per-name matching cannot reproduce; a list of names it can.
-std::vector<std::string> target_modules_of(const nlohmann::ordered_json& json, const detail::ConfigKeys& keys) {
-  if (!keys.has("target_modules")) keys.fail("target_modules is missing; list the adapted modules, e.g. [\"q_proj\"]");
-  const auto& value = json["target_modules"];
-  if (value.is_string()) {
-    if (value.get<std::string>() == "all-linear") return {"all-linear"};
-    keys.fail("target_modules is the regular expression '" + value.get<std::string>() +
-              "'; zerotune reads a list of module names only: save the adapter with target_modules as a list");
-  }
-  if (!value.is_array()) keys.fail("target_modules must be a list of module names");
+std::string lower(std::string text) {
+  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return text;
+}
+
+// A string of `key` that PEFT reads as a regular expression (re.fullmatch over module paths),
+// refused here when C++'s std::regex (ECMAScript) cannot compile it.
+std::string module_pattern_of(const std::string& key, const std::string& pattern, const detail::ConfigKeys& keys) {
+  if (const std::optional<std::string> error = module_pattern_error(pattern))
+    keys.fail(key + " is the regular expression '" + pattern + "', which zerotune cannot compile (" + *error +
+              "): it reads ECMAScript syntax, which has Python's usual forms (. * + ? | ( ) (?: ) [ ] \\d \\b "
+              "{m,n} (?! ) ^ $) but not (?P<name> ), look-behind (?<= ) or inline flags such as (?i); "
+              "rewrite the pattern or save the adapter with a list of module names");
+  return pattern;
+}
+
+std::vector<std::string> names_of(const std::string& key, const nlohmann::ordered_json& value,
+                                  const detail::ConfigKeys& keys) {
+  if (!value.is_array())
+    keys.fail(key + " must be a list of module names or a regular expression, got " + value.dump());
   std::vector<std::string> names;
   for (const auto& name : value) {
-    if (!name.is_string()) keys.fail("target_modules must be a list of module names, got " + value.dump());
+    if (!name.is_string()) keys.fail(key + " must be a list of module names, got " + value.dump());
     names.push_back(name.get<std::string>());
   }
   return names;
+}
+
+// target_modules as PEFT reads it: a list of names, "all-linear" (any case), or any other
+// string as a regular expression that must match a module's whole path.
+void read_targets(const nlohmann::ordered_json& json, const detail::ConfigKeys& keys, LoraConfig& config) {
+  if (!keys.has("target_modules")) keys.fail("target_modules is missing; list the adapted modules, e.g. [\"q_proj\"]");
+  const auto& value = json["target_modules"];
+  if (value.is_string()) {
+    const std::string text = value.get<std::string>();
+    if (lower(text) == "all-linear") {
+      config.target_modules = {"all-linear"};
+    } else {
+      if (text.empty()) keys.fail("target_modules is an empty string; list the adapted modules, e.g. [\"q_proj\"]");
+      config.target_pattern = module_pattern_of("target_modules", text, keys);
+    }
+  } else {
+    config.target_modules = names_of("target_modules", value, keys);
+  }
+}
+
+// layers_to_transform (an index or a list of them) and layers_pattern (a name or a list), which
+// PEFT applies to a list of target names only and refuses beside a string target_modules.
+void read_layers(const nlohmann::ordered_json& json, const detail::ConfigKeys& keys, LoraConfig& config) {
+  const bool string_targets = json["target_modules"].is_string();
+  if (keys.has("layers_to_transform") && !json["layers_to_transform"].empty()) {
+    if (string_targets)
+      keys.fail("layers_to_transform is set beside target_modules '" + json["target_modules"].get<std::string>() +
+                "', a string; PEFT refuses the pair (layers_to_transform applies to a list of module names)");
+    const auto& value = json["layers_to_transform"];
+    const nlohmann::ordered_json list = value.is_array() ? value : nlohmann::ordered_json::array({value});
+    for (const auto& layer : list) {
+      if (!layer.is_number_integer())
+        keys.fail("layers_to_transform must be a layer index or a list of them, got " + value.dump());
+      config.layers_to_transform.push_back(layer.get<std::int64_t>());
+    }
+  }
+  if (keys.has("layers_pattern") && !json["layers_pattern"].empty()) {
+    const auto& value = json["layers_pattern"];
+    if (string_targets && !(value.is_string() && value.get<std::string>().empty()))
+      keys.fail("layers_pattern is set beside target_modules '" + json["target_modules"].get<std::string>() +
+                "', a string; PEFT refuses the pair");
+    if (value.is_string()) {
+      if (!value.get<std::string>().empty()) config.layers_pattern.push_back(value.get<std::string>());
+    } else {
+      config.layers_pattern = names_of("layers_pattern", value, keys);
+    }
+    for (const std::string& pattern : config.layers_pattern) module_pattern_of("layers_pattern", pattern, keys);
+    // Without layers_to_transform PEFT never reads it: no effect, as in PEFT.
+    if (config.layers_to_transform.empty()) config.layers_pattern.clear();
+  }
+}
+
+// exclude_modules: a list of names or a whole-path regular expression (PEFT 0.14 and later).
+void read_exclusions(const nlohmann::ordered_json& json, const detail::ConfigKeys& keys, LoraConfig& config) {
+  if (!keys.has("exclude_modules") || json["exclude_modules"].empty()) return;
+  const auto& value = json["exclude_modules"];
+  if (value.is_string()) {
+    if (!value.get<std::string>().empty())
+      config.exclude_pattern = module_pattern_of("exclude_modules", value.get<std::string>(), keys);
+  } else {
+    config.exclude_modules = names_of("exclude_modules", value, keys);
+  }
 }
 
 // init_lora_weights: the initialisations that leave the base weights alone (PEFT's default,
@@ -66,12 +139,12 @@ void require_plain_lora(const nlohmann::ordered_json& json, const detail::Config
   if (keys.boolean("lora_bias", false)) keys.fail("lora_bias is true: LoRA biases are not supported");
   if (keys.string("bias", "none") != "none")
     keys.fail("bias is '" + keys.string("bias", "") + "': adapters that train biases are not supported (use \"none\")");
-  for (const char* key : {"modules_to_save", "layers_to_transform", "layer_replication", "exclude_modules",
-                          "target_parameters", "trainable_token_indices", "alora_invocation_tokens"})
+  for (const char* key : {"modules_to_save", "layer_replication", "target_parameters", "trainable_token_indices",
+                          "alora_invocation_tokens"})
     if (keys.has(key) && !json[key].empty())
       keys.fail(std::string(key) +
-                " is set; zerotune applies LoRA to target_modules in every layer, without "
-                "exclusions or extra trained modules");
+                " is set; zerotune applies LoRA to the target_modules of the decoder layers, without "
+                "replicated layers, extra trained modules or tokens");
 }
 
 }  // namespace
@@ -102,7 +175,9 @@ LoraConfig parse_lora_config(const nlohmann::ordered_json& json, const std::stri
   config.alpha = keys.number("lora_alpha", 8.0);
   config.dropout = keys.number("lora_dropout", 0.0);
   config.use_rslora = keys.boolean("use_rslora", false);
-  config.target_modules = target_modules_of(json, keys);
+  read_targets(json, keys, config);
+  read_layers(json, keys, config);
+  read_exclusions(json, keys, config);
   config.base_model_name_or_path = keys.string("base_model_name_or_path", "");
   return config;
 }

@@ -20,9 +20,21 @@ struct LoraConfig {
   double dropout = 0.0;
   bool use_rslora = false;  // scale by alpha / sqrt(rank) (PEFT's rank-stabilised LoRA)
   // Module names (q_proj, query_key_value, self_attn.o_proj, ...), matched as PEFT matches
-  // a list: a module whose path is the name or ends with "." + name.
+  // a list: a module whose path is the name or ends with "." + name. Empty when
+  // target_pattern is set.
   std::vector<std::string> target_modules;
   std::string base_model_name_or_path;  // recorded in adapter_config.json
+  // PEFT's target_modules as a string other than "all-linear": a regular expression that must
+  // match a module's whole path (re.fullmatch), e.g. ".*\\.(q_proj|v_proj)".
+  std::string target_pattern;
+  // layers_to_transform: with a list of names, only the modules of these layers, whose index
+  // PEFT reads after one of layers_pattern ("layers", ...; any name when empty).
+  std::vector<std::int64_t> layers_to_transform;
+  std::vector<std::string> layers_pattern;
+  // exclude_modules: names (matched as target_modules' names) or a pattern (a whole-path
+  // regular expression) of modules never adapted.
+  std::vector<std::string> exclude_modules;
+  std::string exclude_pattern;
 
   double scale() const;
 };
@@ -39,8 +51,9 @@ struct PeftPrefixConfig {
 // tells it by peft_type; an error for a peft_type zerotune cannot apply.
 PeftAdapterKind parse_peft_adapter_kind(const nlohmann::ordered_json& json, const std::string& source);
 
-// A LoRA adapter's settings (PEFT's defaults for absent keys). A regex target_modules,
-// rank_pattern, DoRA, trained biases and the like are errors.
+// A LoRA adapter's settings (PEFT's defaults for absent keys). target_modules as a list,
+// "all-linear" or a regular expression, layers_to_transform and exclude_modules are read;
+// an invalid pattern, rank_pattern, DoRA, trained biases and the like are errors.
 LoraConfig parse_lora_config(const nlohmann::ordered_json& json, const std::string& source);
 
 // A prefix-tuning adapter's settings; an error when it is not one for a decoder-only model.

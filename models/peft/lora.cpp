@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "autograd/grad_mode.h"
+#include "models/peft/lora_targets.h"
 #include "models/weights/hf_names.h"
 #include "ops/elementwise/elementwise.h"
 #include "ops/gemm/matmul.h"
@@ -70,13 +71,13 @@ std::vector<std::string> parse_lora_target(const std::string& text, const ModelC
 void attach_lora(CausalLM& model, const LoraConfig& config, std::uint64_t seed) {
   ZT_REQUIRE(config.rank > 0, "LoRA rank must be > 0, got " + std::to_string(config.rank));
   const ParameterLayout layout = parameter_layout(model.config());
+  const auto chosen = lora_target_slots(model.config(), config);  // an error when it targets nothing
   std::vector<LayerLora> lora(layout.layers.size());
   std::uint64_t offset = 0;
-  bool any = false;
   for (std::size_t i = 0; i < layout.layers.size(); ++i)
     for (int slot = 0; slot < kLayerSlotCount; ++slot) {
       const auto& spec = layout.layers[i][slot];
-      if (!is_linear(spec) || !targets(config.target_modules, module_path(*spec))) continue;
+      if (!chosen[i][slot]) continue;
       const std::int64_t out = spec->shape[0], in = spec->shape[1];
       const double bound = 1.0 / std::sqrt(static_cast<double>(in));
       Tensor a = Tensor::uniform({config.rank, in}, seed, offset, -bound, bound, DType::kF32);
@@ -88,12 +89,7 @@ void attach_lora(CausalLM& model, const LoraConfig& config, std::uint64_t seed) 
       update.scale = config.scale();
       update.dropout = config.dropout;
       lora[i][slot] = update;
-      any = true;
     }
-  ZT_REQUIRE(any, "LoRA targets " + join_list(config.target_modules) +
-                      " match no linear module of the model; its "
-                      "modules are " +
-                      join_list(lora_module_names(model.config())));
   model.set_lora(std::move(lora));
 }
 

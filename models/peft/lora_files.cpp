@@ -17,17 +17,25 @@ namespace fs = std::filesystem;
 
 nlohmann::ordered_json config_json(const LoraConfig& config) {
   nlohmann::ordered_json alpha = config.alpha;
+  nlohmann::ordered_json targets = config.target_modules;
+  if (!config.target_pattern.empty()) targets = config.target_pattern;
+  nlohmann::ordered_json layers = nullptr, layers_pattern = nullptr, exclude = nullptr;
+  if (!config.layers_to_transform.empty()) layers = config.layers_to_transform;
+  if (!config.layers_pattern.empty()) layers_pattern = config.layers_pattern;
+  if (!config.exclude_modules.empty()) exclude = config.exclude_modules;
+  if (!config.exclude_pattern.empty()) exclude = config.exclude_pattern;
   if (config.alpha == std::floor(config.alpha)) alpha = static_cast<std::int64_t>(config.alpha);
   // Sorted keys, as PEFT writes them.
   return nlohmann::ordered_json{{"alpha_pattern", nlohmann::ordered_json::object()},
                                 {"auto_mapping", nullptr},
                                 {"base_model_name_or_path", config.base_model_name_or_path},
                                 {"bias", "none"},
+                                {"exclude_modules", exclude},
                                 {"fan_in_fan_out", false},
                                 {"inference_mode", true},
                                 {"init_lora_weights", true},
-                                {"layers_pattern", nullptr},
-                                {"layers_to_transform", nullptr},
+                                {"layers_pattern", layers_pattern},
+                                {"layers_to_transform", layers},
                                 {"lora_alpha", alpha},
                                 {"lora_dropout", config.dropout},
                                 {"modules_to_save", nullptr},
@@ -35,7 +43,7 @@ nlohmann::ordered_json config_json(const LoraConfig& config) {
                                 {"r", config.rank},
                                 {"rank_pattern", nlohmann::ordered_json::object()},
                                 {"revision", nullptr},
-                                {"target_modules", config.target_modules},
+                                {"target_modules", targets},
                                 {"task_type", "CAUSAL_LM"},
                                 {"use_dora", false},
                                 {"use_rslora", config.use_rslora}};
@@ -82,7 +90,11 @@ LoraConfig load_lora_adapter(CausalLM& model, const std::string& dir) {
   LoraConfig config = read_lora_config(dir);
   if (config.target_modules == std::vector<std::string>{"all-linear"})
     config.target_modules = lora_module_names(model.config());
-  attach_lora(model, config, 0);
+  try {
+    attach_lora(model, config, 0);
+  } catch (const Error& e) {
+    fail(path_in(dir, kAdapterConfigFile) + ": " + e.what());
+  }
   load_lora_weights(model, dir);
   return config;
 }

@@ -110,7 +110,7 @@ TEST(LoraFiles, UnsupportedPeftSettingsAreNamed) {
     write_json(dir + "/adapter_config.json", json);
     testing::expect_mentions(testing::error_of([&] { read_lora_config(dir); }), words);
   };
-  expect_refused("target_modules", ".*\\.(q|v)_proj", {"adapter_config.json", "target_modules", "regular expression"});
+  expect_refused("target_modules", "(?P<m>q)_proj", {"adapter_config.json", "target_modules", "cannot compile"});
   expect_refused("rank_pattern", {{"q_proj", 16}}, {"rank_pattern"});
   expect_refused("use_dora", true, {"use_dora"});
   expect_refused("bias", "lora_only", {"bias"});
@@ -124,6 +124,41 @@ TEST(LoraFiles, UnsupportedPeftSettingsAreNamed) {
   const LoraConfig read = read_lora_config(dir);
   EXPECT_DOUBLE_EQ(read.scale(), 3.0);  // 6 / sqrt(4)
   EXPECT_EQ(read.target_modules, std::vector<std::string>{"all-linear"});
+}
+
+// A PEFT adapter saved with a regular-expression target_modules (and exclude_modules) loads
+// onto the modules the pattern picks, and computes what the adapter saved from names did.
+TEST(LoraFiles, RegexTargetsLoadTheModulesTheyMatch) {
+  CausalLM model = load_model(fixture_dir("qwen2"));
+  LoraConfig config = attach_trained_looking_lora(model, {"q_proj", "v_proj"}, 6);
+  const Batch batch = fixture_batch("qwen2");
+  const Tensor adapted = logits_of(model, batch);
+  const std::string dir = fresh_dir("regex");
+  save_lora_adapter(model, config, dir);
+  auto json = read_json_file(dir + "/adapter_config.json");
+  json["target_modules"] = ".*\\.(q_proj|v_proj|o_proj)";
+  json["exclude_modules"] = ".*o_proj";
+  write_json(dir + "/adapter_config.json", json);
+
+  CausalLM reloaded = load_model(fixture_dir("qwen2"));
+  const LoraConfig read = load_lora_adapter(reloaded, dir);
+  EXPECT_EQ(read.target_pattern, ".*\\.(q_proj|v_proj|o_proj)");
+  EXPECT_EQ(read.exclude_pattern, ".*o_proj");
+  EXPECT_EQ(lora_parameters(reloaded).size(), 12u);
+  EXPECT_EQ(max_abs_diff(logits_of(reloaded, batch), adapted), 0.0);
+  // Saving it again keeps the pattern, as PEFT would.
+  const std::string again = fresh_dir("regex_again");
+  save_lora_adapter(reloaded, read, again);
+  const auto saved = read_json_file(again + "/adapter_config.json");
+  EXPECT_EQ(saved["target_modules"], ".*\\.(q_proj|v_proj|o_proj)");
+  EXPECT_EQ(saved["exclude_modules"], ".*o_proj");
+
+  // A pattern matching nothing of this model names the file and the pattern.
+  json["target_modules"] = ".*\\.qkv_proj";
+  write_json(dir + "/adapter_config.json", json);
+  CausalLM other = load_model(fixture_dir("qwen2"));
+  testing::expect_mentions(testing::error_of([&] { load_lora_adapter(other, dir); }),
+                           {"adapter_config.json", "'.*\\.qkv_proj'", "match no linear module"});
 }
 
 // Adapters and logits for scripts/check_peft.py: PEFT must load each adapter onto the base
