@@ -22,10 +22,12 @@ Variable linear_cross_entropy_recorded(const Variable& hidden, const Variable& w
                                        const ops::LinearCrossEntropyOptions& options) {
   Tensor loss = forward.loss;
   DType weight_dtype = weight.data().dtype();
+  // A trained weight's gradient may go straight into its sink (the optimizer's fp32 buffer).
+  Tensor sink = weight.is_leaf() && weight.requires_grad() ? weight.grad_sink() : Tensor();
   return record_one("linear_cross_entropy", std::move(loss), {hidden, weight},
-                    [forward = std::move(forward), weight_dtype, options](const TensorList& g, const NeedsList&) {
+                    [forward = std::move(forward), weight_dtype, options, sink](const TensorList& g, const NeedsList&) {
                       ops::LinearCrossEntropyGrads grads =
-                          ops::linear_cross_entropy_backward(g[0], forward, weight_dtype, options);
+                          ops::linear_cross_entropy_backward(g[0], forward, weight_dtype, options, sink);
                       return TensorList{grads.grad_hidden, grads.grad_weight};
                     });
 }

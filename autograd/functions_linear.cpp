@@ -169,9 +169,11 @@ Variable matmul(const Variable& a, const Variable& b, bool transpose_a, bool tra
 Variable embedding(const Variable& weight, const Tensor& ids, bool deterministic) {
   OpRegion region("embedding");
   std::int64_t vocab_size = weight.data().size(0);
+  // A trained table's gradient rows may go straight into its sink (the optimizer's fp32 buffer).
+  Tensor sink = weight.is_leaf() && weight.requires_grad() ? weight.grad_sink() : Tensor();
   return record_one("embedding", ops::embedding_forward(weight.data(), ids), {weight},
-                    [ids, vocab_size, deterministic](const TensorList& g, const NeedsList&) {
-                      return TensorList{ops::embedding_backward(g[0], ids, vocab_size, deterministic)};
+                    [ids, vocab_size, deterministic, sink](const TensorList& g, const NeedsList&) {
+                      return TensorList{ops::embedding_backward(g[0], ids, vocab_size, deterministic, sink)};
                     });
 }
 

@@ -28,11 +28,12 @@ autograd::Variable token_embedding(const autograd::Variable& weight, const Tenso
   std::vector<std::int64_t> pads = padding_positions(ids, *padding_idx);
   if (pads.empty()) return embedding(weight, ids, deterministic);
   const std::int64_t vocab = weight.data().size(0);
+  Tensor sink = weight.is_leaf() ? weight.grad_sink() : Tensor();  // as autograd::embedding's
   return record_one("embedding", ops::embedding_forward(weight.data(), ids), {weight},
-                    [ids, pads, vocab, deterministic](const TensorList& g, const NeedsList&) {
+                    [ids, pads, vocab, deterministic, sink](const TensorList& g, const NeedsList&) {
                       Tensor grad = g[0].clone();
                       for (std::int64_t position : pads) grad.select(0, position).zero_();
-                      return TensorList{ops::embedding_backward(grad, ids, vocab, deterministic)};
+                      return TensorList{ops::embedding_backward(grad, ids, vocab, deterministic, sink)};
                     });
 }
 

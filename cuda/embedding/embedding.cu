@@ -57,17 +57,21 @@ __device__ std::int64_t lower_bound(const Id* sorted, std::int64_t count, std::i
   return lo;
 }
 
-// Row v sums the grad rows of its run [lo, hi) of the sorted ids, in token order.
-template <typename T, typename Id>
+// Row v sums the grad rows of its run [lo, hi) of the sorted ids, in token order, and writes
+// the sum (every row) or, with `accumulate`, adds it to the row (only rows whose id occurs).
+template <typename T, typename Id, typename D>
 __global__ void sum_sorted_runs_kernel(const T* grad, const Id* sorted_ids, const std::int32_t* sorted_tokens,
-                                       T* dweight, std::int64_t tokens, std::int64_t vocab, std::int64_t hidden) {
+                                       D* dweight, std::int64_t tokens, std::int64_t vocab, std::int64_t hidden,
+                                       bool accumulate) {
   for (std::int64_t v = blockIdx.x; v < vocab; v += gridDim.x) {
     std::int64_t lo = lower_bound(sorted_ids, tokens, v), hi = lower_bound(sorted_ids, tokens, v + 1);
+    if (accumulate && lo == hi) continue;
     for (std::int64_t h = threadIdx.x; h < hidden; h += blockDim.x) {
       float sum = 0.0f;
       for (std::int64_t s = lo; s < hi; ++s)
         sum += load_float(grad + static_cast<std::int64_t>(sorted_tokens[s]) * hidden + h);
-      store_float(dweight + v * hidden + h, sum);
+      D* out = dweight + v * hidden + h;
+      store_float(out, accumulate ? load_float(out) + sum : sum);
     }
   }
 }
@@ -90,6 +94,20 @@ void sort_by_id(const Id* ids, Id* sorted_ids, std::int32_t* sorted_tokens, std:
   ZT_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp.data(), temp_bytes, ids, sorted_ids,
                                                 token_order.as<std::int32_t>(), sorted_tokens, count, 0, end_bit,
                                                 stream));
+}
+
+// The sorted runs of ids summed into `dweight` (of type D) as sum_sorted_runs_kernel says.
+template <typename T, typename Id, typename D>
+void sum_by_id(const T* grad, const Id* ids, D* dweight, std::int64_t tokens, std::int64_t vocab, std::int64_t hidden,
+               bool accumulate, cudaStream_t stream) {
+  ZT_REQUIRE(tokens <= std::numeric_limits<std::int32_t>::max(),
+             "embedding backward: " + std::to_string(tokens) + " tokens is more than the 2^31 the sort supports");
+  ScratchBuffer sorted_ids(static_cast<std::size_t>(tokens) * sizeof(Id), stream);
+  ScratchBuffer sorted_tokens(static_cast<std::size_t>(tokens) * sizeof(std::int32_t), stream);
+  if (tokens > 0) sort_by_id(ids, sorted_ids.as<Id>(), sorted_tokens.as<std::int32_t>(), tokens, vocab, stream);
+  sum_sorted_runs_kernel<<<grid_size(vocab, 1), threads_for(hidden), 0, stream>>>(
+      grad, sorted_ids.as<Id>(), sorted_tokens.as<std::int32_t>(), dweight, tokens, vocab, hidden, accumulate);
+  ZT_CUDA_CHECK(cudaGetLastError());
 }
 
 }  // namespace
@@ -118,18 +136,19 @@ void embedding_backward_deterministic(const void* grad, DType dtype, const void*
                                       std::int64_t tokens, std::int64_t vocab, std::int64_t hidden,
                                       cudaStream_t stream) {
   if (vocab == 0 || hidden == 0) return;
-  ZT_REQUIRE(tokens <= std::numeric_limits<std::int32_t>::max(),
-             "embedding backward: " + std::to_string(tokens) + " tokens is more than the 2^31 the sort supports");
   dispatch_float_and_index_types(dtype, id_dtype, "embedding", "ids", [&]<typename T, typename Id>() {
-    ScratchBuffer sorted_ids(static_cast<std::size_t>(tokens) * sizeof(Id), stream);
-    ScratchBuffer sorted_tokens(static_cast<std::size_t>(tokens) * sizeof(std::int32_t), stream);
-    if (tokens > 0)
-      sort_by_id(static_cast<const Id*>(ids), sorted_ids.as<Id>(), sorted_tokens.as<std::int32_t>(), tokens, vocab,
-                 stream);
-    sum_sorted_runs_kernel<<<grid_size(vocab, 1), threads_for(hidden), 0, stream>>>(
-        static_cast<const T*>(grad), sorted_ids.as<Id>(), sorted_tokens.as<std::int32_t>(), static_cast<T*>(dweight),
-        tokens, vocab, hidden);
-    ZT_CUDA_CHECK(cudaGetLastError());
+    sum_by_id(static_cast<const T*>(grad), static_cast<const Id*>(ids), static_cast<T*>(dweight), tokens, vocab, hidden,
+              /*accumulate=*/false, stream);
+  });
+}
+
+void embedding_backward_deterministic_add(const void* grad, DType dtype, const void* ids, DType id_dtype, float* sink,
+                                          std::int64_t tokens, std::int64_t vocab, std::int64_t hidden,
+                                          cudaStream_t stream) {
+  if (vocab == 0 || hidden == 0 || tokens == 0) return;
+  dispatch_float_and_index_types(dtype, id_dtype, "embedding", "ids", [&]<typename T, typename Id>() {
+    sum_by_id(static_cast<const T*>(grad), static_cast<const Id*>(ids), sink, tokens, vocab, hidden,
+              /*accumulate=*/true, stream);
   });
 }
 

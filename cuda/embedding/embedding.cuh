@@ -28,4 +28,10 @@ void embedding_backward_deterministic(const void* grad, DType dtype, const void*
                                       std::int64_t tokens, std::int64_t vocab, std::int64_t hidden,
                                       cudaStream_t stream);
 
+// The same sums in the same order added into a float32 sink [vocab, hidden] instead (rows of
+// ids that never occur untouched): a trained table's gradient buffer, with no dense gradient.
+void embedding_backward_deterministic_add(const void* grad, DType dtype, const void* ids, DType id_dtype, float* sink,
+                                          std::int64_t tokens, std::int64_t vocab, std::int64_t hidden,
+                                          cudaStream_t stream);
+
 }  // namespace zt::cuda

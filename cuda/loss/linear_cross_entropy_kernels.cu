@@ -142,11 +142,14 @@ __global__ void reduce_loss_kernel(const float* token_loss, std::int64_t tokens,
 }
 
 template <typename S, typename D>
-__global__ void scale_kernel(const S* src, D* dst, std::int64_t n, const float* grad_loss, float factor) {
+__global__ void scale_kernel(const S* src, D* dst, std::int64_t n, const float* grad_loss, float factor,
+                             bool accumulate) {
   const float scale = *grad_loss * factor;
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
-    store_float(dst + i, load_float(src + i) * scale);
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const float value = load_float(src + i) * scale;
+    store_float(dst + i, accumulate ? load_float(dst + i) + value : value);
+  }
 }
 
 int threads_for_row(std::int64_t vocab, int pack) {
@@ -192,11 +195,11 @@ void reduce_token_loss(const float* token_loss, std::int64_t tokens, bool mean, 
 }
 
 void scale_gradient(const void* src, DType src_dtype, void* dst, DType dst_dtype, std::int64_t n,
-                    const float* grad_loss, float factor, cudaStream_t stream) {
+                    const float* grad_loss, float factor, bool accumulate, cudaStream_t stream) {
   if (n == 0) return;
   dispatch_pair(src_dtype, dst_dtype, "linear_cross_entropy_backward", [&]<typename S, typename D>() {
     scale_kernel<<<grid_size(n, 256), 256, 0, stream>>>(static_cast<const S*>(src), static_cast<D*>(dst), n, grad_loss,
-                                                        factor);
+                                                        factor, accumulate);
   });
   ZT_CUDA_CHECK(cudaGetLastError());
 }

@@ -48,9 +48,9 @@ void count_valid_labels(const void* labels, DType label_dtype, std::int64_t toke
 void reduce_token_loss(const float* token_loss, std::int64_t tokens, bool mean, const std::int64_t* valid_count,
                        float* loss, cudaStream_t stream);
 
-// dst[i] = src[i] · grad_loss[0] · factor in float32, for n elements; src is float32 or
-// dst's dtype, grad_loss device memory.
+// dst[i] = src[i] · grad_loss[0] · factor in float32 (added to dst[i] when `accumulate`), for
+// n elements; src is float32 or dst's dtype, grad_loss device memory.
 void scale_gradient(const void* src, DType src_dtype, void* dst, DType dst_dtype, std::int64_t n,
-                    const float* grad_loss, float factor, cudaStream_t stream);
+                    const float* grad_loss, float factor, bool accumulate, cudaStream_t stream);
 
 }  // namespace zt::cuda

@@ -76,11 +76,10 @@ void cpu_gather(const Tensor& weight, const Tensor& ids, Tensor& out) {
 }
 
 // Float64 sums for float64 and float32 grads, float32 sums for 16-bit ones; rounded once.
-Tensor cpu_scatter_add(const Tensor& grad, const Tensor& ids, std::int64_t vocab) {
-  DType accumulate = grad.dtype() == DType::kF64 || grad.dtype() == DType::kF32 ? DType::kF64 : DType::kF32;
-  std::int64_t hidden = grad.size(-1);
-  Tensor rows = grad.to(accumulate).contiguous();
-  Tensor sums = Tensor::zeros({vocab, hidden}, accumulate);
+// sums[ids[t], :] += grad[t, :] in token order, sums float32 or float64.
+void cpu_add_rows(const Tensor& grad, const Tensor& ids, const Tensor& sums) {
+  const std::int64_t hidden = grad.size(-1);
+  Tensor rows = grad.to(sums.dtype()).contiguous();
   auto add = [&]<typename A, typename Id>() {
     const A* src = rows.data<A>();
     const Id* index = ids.data<Id>();
@@ -90,12 +89,26 @@ Tensor cpu_scatter_add(const Tensor& grad, const Tensor& ids, std::int64_t vocab
         dst[static_cast<std::int64_t>(index[t]) * hidden + h] += src[t * hidden + h];
   };
   dispatch_index(ids.dtype(), [&]<typename Id>() {
-    if (accumulate == DType::kF64)
+    if (sums.dtype() == DType::kF64)
       add.template operator()<double, Id>();
     else
       add.template operator()<float, Id>();
   });
+}
+
+Tensor cpu_scatter_add(const Tensor& grad, const Tensor& ids, std::int64_t vocab) {
+  DType accumulate = grad.dtype() == DType::kF64 || grad.dtype() == DType::kF32 ? DType::kF64 : DType::kF32;
+  Tensor sums = Tensor::zeros({vocab, grad.size(-1)}, accumulate);
+  cpu_add_rows(grad, ids, sums);
   return sums.to(grad.dtype());
+}
+
+void check_sink(const char* op, const Tensor& sink, const Device& device, std::int64_t vocab, std::int64_t hidden) {
+  ZT_REQUIRE(sink.dtype() == DType::kF32 && sink.is_contiguous() && sink.device() == device &&
+                 sink.shape() == (Shape{vocab, hidden}),
+             std::string(op) + ": the gradient sink is " + dtype_name(sink.dtype()) + " " + shape_str(sink.shape()) +
+                 " on " + sink.device().str() + "; it must be a contiguous float32 [" + std::to_string(vocab) + ", " +
+                 std::to_string(hidden) + "] on " + device.str());
 }
 
 }  // namespace
@@ -121,7 +134,8 @@ Tensor embedding_forward(const Tensor& weight, const Tensor& ids) {
   return out;
 }
 
-Tensor embedding_backward(const Tensor& grad_out, const Tensor& ids, std::int64_t vocab_size, bool deterministic) {
+Tensor embedding_backward(const Tensor& grad_out, const Tensor& ids, std::int64_t vocab_size, bool deterministic,
+                          const Tensor& sink) {
   const char* op = "embedding_backward";
   Device device = check_same_device(op, {{"grad_out", &grad_out}, {"ids", &ids}});
   check_float_on_device(op, {"grad_out", &grad_out});
@@ -133,8 +147,24 @@ Tensor embedding_backward(const Tensor& grad_out, const Tensor& ids, std::int64_
   Tensor index = ids.contiguous(), grad = grad_out.contiguous();
   check_ids_in_range(op, index, vocab_size);
   std::int64_t hidden = grad.size(-1);
-  if (!device.is_cuda()) return cpu_scatter_add(grad, index, vocab_size);
+  const bool into_sink = sink.defined();
+  if (into_sink) check_sink(op, sink, device, vocab_size, hidden);
+  if (!device.is_cuda()) {
+    if (!into_sink) return cpu_scatter_add(grad, index, vocab_size);
+    cpu_add_rows(grad, index, sink);
+    return Tensor();
+  }
   DeviceGuard guard(device.index);
+  if (into_sink && deterministic) {
+    cuda::embedding_backward_deterministic_add(grad.data_ptr(), grad.dtype(), index.data_ptr(), index.dtype(),
+                                               sink.data<float>(), index.numel(), vocab_size, hidden, current_stream());
+    return Tensor();
+  }
+  if (into_sink) {
+    cuda::embedding_backward_atomic(grad.data_ptr(), grad.dtype(), index.data_ptr(), index.dtype(), sink.data<float>(),
+                                    index.numel(), hidden, current_stream());
+    return Tensor();
+  }
   if (deterministic) {
     Tensor dweight = Tensor::empty({vocab_size, hidden}, grad.dtype(), device);
     cuda::embedding_backward_deterministic(grad.data_ptr(), grad.dtype(), index.data_ptr(), index.dtype(),

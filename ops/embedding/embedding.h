@@ -17,8 +17,11 @@ Tensor embedding_forward(const Tensor& weight, const Tensor& ids);
 // id, accumulated in float32 (float64 for float64). On the GPU the default adds with float
 // atomics, whose order, and so the last bits, vary between runs; `deterministic` sums each
 // id's rows in token order instead and gives the same bits every run. The CPU is always
-// deterministic.
+// deterministic. With a `sink` (float32 [vocab_size, hidden], contiguous, on grad_out's
+// device: a trained table's gradient buffer) the rows are added into the sink instead, in the
+// same order as without it, and the result is undefined: no dense [vocab, hidden] gradient is
+// made, rounded and added again.
 Tensor embedding_backward(const Tensor& grad_out, const Tensor& ids, std::int64_t vocab_size,
-                          bool deterministic = false);
+                          bool deterministic = false, const Tensor& sink = Tensor());
 
 }  // namespace zt::ops

@@ -142,8 +142,28 @@ Tensor scaled(const Tensor& grad, const Tensor& grad_loss, double grad_scale, DT
   DeviceGuard guard(grad.device().index);
   Tensor out = Tensor::empty(grad.shape(), dtype, grad.device());
   cuda::scale_gradient(grad.data_ptr(), grad.dtype(), out.data_ptr(), dtype, grad.numel(), grad_loss.data<float>(),
-                       static_cast<float>(1.0 / grad_scale), current_stream());
+                       static_cast<float>(1.0 / grad_scale), /*accumulate=*/false, current_stream());
   return out;
+}
+
+// sink += grad · grad_loss / grad_scale, in float32.
+void add_scaled(const Tensor& sink, const Tensor& grad, const Tensor& grad_loss, double grad_scale) {
+  ZT_REQUIRE(sink.dtype() == DType::kF32 && sink.is_contiguous() && sink.device() == grad.device() &&
+                 sink.shape() == grad.shape(),
+             std::string("linear_cross_entropy_backward: the weight's gradient sink is ") + dtype_name(sink.dtype()) +
+                 " " + shape_str(sink.shape()) + " on " + sink.device().str() + "; it must be a contiguous float32 " +
+                 shape_str(grad.shape()) + " on " + grad.device().str());
+  if (grad.device().is_cpu()) {
+    const double factor = grad_loss.item() / grad_scale;
+    const std::vector<double> values = grad.to_vector();
+    float* out = sink.data<float>();
+    for (std::size_t i = 0; i < values.size(); ++i) out[i] += static_cast<float>(values[i] * factor);
+    return;
+  }
+  DeviceGuard guard(grad.device().index);
+  cuda::scale_gradient(grad.data_ptr(), grad.dtype(), sink.data_ptr(), DType::kF32, grad.numel(),
+                       grad_loss.data<float>(), static_cast<float>(1.0 / grad_scale), /*accumulate=*/true,
+                       current_stream());
 }
 
 }  // namespace
@@ -159,7 +179,8 @@ LinearCrossEntropyOutput linear_cross_entropy_forward(const Tensor& hidden, cons
 }
 
 LinearCrossEntropyGrads linear_cross_entropy_backward(const Tensor& grad_loss, const LinearCrossEntropyOutput& forward,
-                                                      DType weight_dtype, const LinearCrossEntropyOptions& options) {
+                                                      DType weight_dtype, const LinearCrossEntropyOptions& options,
+                                                      const Tensor& weight_sink) {
   const char* op = "linear_cross_entropy_backward";
   ZT_REQUIRE(forward.loss.defined(), std::string(op) +
                                          ": the forward output has no loss; pass what "
@@ -175,7 +196,9 @@ LinearCrossEntropyGrads linear_cross_entropy_backward(const Tensor& grad_loss, c
   LinearCrossEntropyGrads grads;
   if (forward.grad_hidden.defined())
     grads.grad_hidden = scaled(forward.grad_hidden, g, options.grad_scale, forward.grad_hidden.dtype());
-  if (forward.grad_weight.defined())
+  if (forward.grad_weight.defined() && weight_sink.defined())
+    add_scaled(weight_sink, forward.grad_weight, g, options.grad_scale);
+  else if (forward.grad_weight.defined())
     grads.grad_weight = scaled(forward.grad_weight, g, options.grad_scale, weight_dtype);
   return grads;
 }

@@ -60,6 +60,32 @@ TEST_F(LossGpu, EmbeddingForwardAndBothBackwardModesMatchCpu) {
     }
 }
 
+// A sink (a trained table's float32 gradient buffer) gets the same sums added, in either mode;
+// rows of ids that never occur keep their values, and the ordered mode repeats bit for bit.
+TEST_F(LossGpu, EmbeddingBackwardIntoASinkMatchesCpu) {
+  ZT_SKIP_WITHOUT_GPU();
+  const std::int64_t vocab = 517, hidden = 129;
+  for (DType dtype : {DType::kF32, DType::kBF16})
+    for (bool deterministic : {false, true}) {
+      const std::string what = std::string(dtype_name(dtype)) + (deterministic ? " ordered" : " atomic");
+      Pair ids = random_indices({3, 1000}, 12, vocab / 2, DType::kI64);  // half the rows unused
+      Pair grad = random_pair({3, 1000, hidden}, 13, dtype);
+      Pair start = random_pair({vocab, hidden}, 14, DType::kF32);
+      Tensor cpu_sink = start.cpu.clone(), gpu_sink = start.gpu.clone();
+      EXPECT_FALSE(ops::embedding_backward(grad.cpu, ids.cpu, vocab, deterministic, cpu_sink).defined());
+      EXPECT_FALSE(ops::embedding_backward(grad.gpu, ids.gpu, vocab, deterministic, gpu_sink).defined()) << what;
+      expect_gpu_matches(gpu_sink, cpu_sink, 1e-4, what);
+      const Values before = start.cpu.to_vector(), after = gpu_sink.to_vector();
+      for (std::int64_t c = 0; c < hidden; ++c)  // the last row's id never occurs
+        EXPECT_EQ(after[(vocab - 1) * hidden + c], before[(vocab - 1) * hidden + c]) << what;
+      if (deterministic) {
+        Tensor repeat = start.gpu.clone();
+        ops::embedding_backward(grad.gpu, ids.gpu, vocab, true, repeat);
+        EXPECT_EQ(repeat.to_vector(), after) << what << ": ordered runs differ";
+      }
+    }
+}
+
 TEST_F(LossGpu, EmbeddingEdgeShapes) {
   ZT_SKIP_WITHOUT_GPU();
   Pair weight = random_pair({1, 1}, 4, DType::kF32);

@@ -41,6 +41,33 @@ TEST(Embedding, GradientWithRepeatedIdsOfAnyShape) {
   expect_gradients_match("embedding", forward, backward, {random_tensor({5, 4}, 1), ids}, {true, false});
 }
 
+TEST(Embedding, GradientRowsGoIntoASinkInsteadOfADenseGradient) {
+  Tensor ids = Tensor::from_values({2, 0, 2, 3}, {2, 2}, DType::kI64);
+  for (DType dtype : {DType::kF32, DType::kBF16}) {
+    Tensor grad = random_tensor({2, 2, 3}, 21, dtype);
+    Tensor sink = random_tensor({4, 3}, 22, DType::kF32);
+    const Tensor before = sink.clone();
+    Tensor into = ops::embedding_backward(grad, ids, 4, false, sink);
+    EXPECT_FALSE(into.defined());
+    const Tensor dense = ops::embedding_backward(grad.to(DType::kF32), ids, 4);
+    const Values got = sink.to_vector(), start = before.to_vector(), rows = dense.to_vector();
+    for (std::size_t i = 0; i < got.size(); ++i)
+      EXPECT_FLOAT_EQ(got[i], start[i] + rows[i]) << dtype_name(dtype) << " " << i;
+    Tensor again = ops::embedding_backward(grad, ids, 4, true, sink);  // the ordered sums add the same way
+    EXPECT_FALSE(again.defined());
+    const Values twice = sink.to_vector();
+    for (std::size_t i = 0; i < twice.size(); ++i) EXPECT_FLOAT_EQ(twice[i], got[i] + rows[i]) << i;
+  }
+  std::string msg = error_of([&] {
+    ops::embedding_backward(random_tensor({4, 3}, 23), ids.reshape({4}), 4, false, Tensor::zeros({4, 2}, DType::kF32));
+  });
+  expect_mentions(msg, {"sink", "[4, 2]", "[4, 3]"});
+  msg = error_of([&] {
+    ops::embedding_backward(random_tensor({4, 3}, 23), ids.reshape({4}), 4, false, Tensor::zeros({4, 3}, DType::kBF16));
+  });
+  expect_mentions(msg, {"sink", "float32"});
+}
+
 TEST(Embedding, StridedIdsAndWeightMatchContiguousCopies) {
   Tensor weight = random_tensor({6, 9}, 2, DType::kF32).narrow(1, 1, 5);  // row stride 9
   Tensor ids = Tensor::from_values({0, 5, 1, 4, 2, 3}, {2, 3}, DType::kI32).transpose(0, 1);

@@ -196,6 +196,31 @@ TEST(LinearCrossEntropy, LowPrecisionInputsRoundOnceFromFloat64) {
   }
 }
 
+TEST(LinearCrossEntropy, TheWeightGradientGoesIntoASinkInFloat32) {
+  Tensor hidden = random_tensor({7, 5}, 31, DType::kBF16), weight = random_tensor({11, 5}, 32, DType::kBF16);
+  Tensor labels = labels_for(7, 11, 33);
+  ops::LinearCrossEntropyOptions options;
+  options.grad_scale = 4.0;
+  const ops::LinearCrossEntropyOutput out = ops::linear_cross_entropy_forward(hidden, weight, labels, options, kBoth);
+  const Tensor grad_loss = Tensor::from_values({2.0}, {}, DType::kF32);
+  Tensor sink = random_tensor({11, 5}, 34, DType::kF32);
+  const std::vector<double> start = sink.to_vector(), unscaled = out.grad_weight.to_vector();
+  const ops::LinearCrossEntropyGrads into =
+      ops::linear_cross_entropy_backward(grad_loss, out, DType::kBF16, options, sink);
+  EXPECT_FALSE(into.grad_weight.defined());
+  ASSERT_TRUE(into.grad_hidden.defined());
+  const std::vector<double> got = sink.to_vector();
+  for (std::size_t i = 0; i < got.size(); ++i)
+    EXPECT_FLOAT_EQ(got[i], static_cast<float>(start[i] + static_cast<float>(unscaled[i] * 0.5))) << i;
+  // The hidden gradient is the one the plain backward gives.
+  const ops::LinearCrossEntropyGrads plain = ops::linear_cross_entropy_backward(grad_loss, out, DType::kBF16, options);
+  EXPECT_EQ(max_abs_diff(into.grad_hidden, plain.grad_hidden), 0.0);
+  const std::string msg = error_of([&] {
+    ops::linear_cross_entropy_backward(grad_loss, out, DType::kBF16, options, Tensor::zeros({5, 11}, DType::kF32));
+  });
+  expect_mentions(msg, {"sink", "[5, 11]", "[11, 5]"});
+}
+
 TEST(LinearCrossEntropy, ErrorsNameTheArgumentAndTheFix) {
   Tensor hidden = random_tensor({4, 3}, 12), weight = random_tensor({5, 3}, 13), labels = labels_for(4, 5, 14);
   expect_mentions(
