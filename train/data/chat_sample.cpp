@@ -25,9 +25,24 @@ std::string turn_str(const SampleSource& where, std::size_t turn) {
   return where.str() + ", turn " + std::to_string(turn);
 }
 
-// A turn's text: a string, or OpenAI's list of parts when every part is text (concatenated,
-// as templates that take parts write them). Null or absent only where `optional`.
-std::string content_of(const json& turn, const char* key, const SampleSource& where, std::size_t index, bool optional) {
+ToolCall tool_call_of(const json& call, const SampleSource& where, std::size_t index);
+
+// One content part's text: OpenAI's {"type": "text", "text": ...} or LLaMA-Factory v1's
+// {"type": ..., "value": ...}.
+std::string part_text(const json& part, const char* type, const SampleSource& where, std::size_t index) {
+  const char* key = part.contains("text") ? "text" : "value";
+  ZT_REQUIRE(part.contains(key) && part[key].is_string(),
+             turn_str(where, index) + ": a \"" + type + "\" content part must carry its text in \"text\" (OpenAI) or " +
+                 "\"value\" (LLaMA-Factory), got " + part.dump().substr(0, 200));
+  return part[key].get<std::string>();
+}
+
+// A turn's text: a string, or a list of parts (OpenAI's, LLaMA-Factory v1's) whose text parts
+// are concatenated in order, as templates that take parts write them. Where `message` is
+// given (an assistant's turn), v1's "reasoning" parts become its reasoning and its
+// "tool_call" parts (a call's JSON text) its tool calls. Null or absent only where `optional`.
+std::string content_of(const json& turn, const char* key, const SampleSource& where, std::size_t index, bool optional,
+                       ChatMessage* message = nullptr) {
   if (!turn.contains(key) || turn[key].is_null()) {
     ZT_REQUIRE(optional, turn_str(where, index) + " has no \"" + key + "\"");
     return "";
@@ -35,14 +50,33 @@ std::string content_of(const json& turn, const char* key, const SampleSource& wh
   const json& value = turn[key];
   if (value.is_string()) return value.get<std::string>();
   ZT_REQUIRE(value.is_array(), turn_str(where, index) + ": \"" + key +
-                                   "\" must be a string or a list of text parts, got " + value.dump());
+                                   "\" must be a string or a list of text parts, got " + value.dump().substr(0, 200));
   std::string text;
   for (const json& part : value) {
-    ZT_REQUIRE(
-        part.is_object() && part.value("type", "") == "text" && part.contains("text") && part["text"].is_string(),
-        turn_str(where, index) + ": every content part must be {\"type\": \"text\", \"text\": ...}, got " +
-            part.dump().substr(0, 200));
-    text += part["text"].get<std::string>();
+    ZT_REQUIRE(part.is_object() && part.contains("type") && part["type"].is_string(),
+               turn_str(where, index) + ": every content part must be an object with a \"type\", such as " +
+                   "{\"type\": \"text\", \"text\": ...}, got " + part.dump().substr(0, 200));
+    const std::string type = part["type"].get<std::string>();
+    if (type == "text") {
+      text += part_text(part, "text", where, index);
+    } else if (message && type == "reasoning") {
+      message->reasoning_content = message->reasoning_content.value_or("") + part_text(part, "reasoning", where, index);
+    } else if (message && type == "tool_call") {
+      const std::string call = part_text(part, "tool_call", where, index);
+      const json parsed = json::parse(call, nullptr, false);
+      ZT_REQUIRE(!parsed.is_discarded(), turn_str(where, index) +
+                                             ": a \"tool_call\" part holds JSON, {\"name\": ..., " +
+                                             "\"arguments\": {...}}; got " + call.substr(0, 200));
+      message->tool_calls.push_back(tool_call_of(parsed, where, index));
+    } else {
+      const bool media = type.find("image") != std::string::npos || type.find("video") != std::string::npos ||
+                         type.find("audio") != std::string::npos;
+      fail(turn_str(where, index) + ": a content part of type \"" + type + "\"" +
+           (media ? " (zerotune trains text models; images, videos and audio are not read)"
+            : (type == "reasoning" || type == "tool_call") ? " outside an assistant's message"
+                                                           : "") +
+           "; it reads \"text\" parts, and an assistant's \"reasoning\" and \"tool_call\" parts");
+    }
   }
   return text;
 }
@@ -123,12 +157,14 @@ ChatMessage message_of(const json& turn, const std::string& role, bool openai, c
   if (role == "function_call")
     return {"assistant", "", function_calls(content_of(turn, text_key, where, index, false), where, index)};
   const bool calls = role == "assistant" && turn.contains("tool_calls") && !turn["tool_calls"].is_null();
-  ChatMessage message{role, content_of(turn, text_key, where, index, calls)};
+  ChatMessage message{role, ""};
+  message.content = content_of(turn, text_key, where, index, calls, role == "assistant" ? &message : nullptr);
   if (calls) {
     ZT_REQUIRE(turn["tool_calls"].is_array(), turn_str(where, index) + ": \"tool_calls\" must be a list");
     for (const json& call : turn["tool_calls"]) message.tool_calls.push_back(tool_call_of(call, where, index));
   }
-  if (role == "assistant" && turn.contains("reasoning_content") && turn["reasoning_content"].is_string())
+  if (role == "assistant" && turn.contains("reasoning_content") && turn["reasoning_content"].is_string() &&
+      !message.reasoning_content)
     message.reasoning_content = turn["reasoning_content"].get<std::string>();
   return message;
 }
@@ -186,6 +222,23 @@ void check_chatglm3_keys(const json& turn, const std::string& role, const Sample
                  "message with \"content\" (OpenAI's layout)");
 }
 
+// LLaMA-Factory v1's per-message "loss_weight" (1 by default): 0 leaves an assistant's reply
+// untrained, 1 trains it; the other messages are never trained (--train_on_prompt trains
+// every one), so only 0 suits them. Other weights are refused: a message is trained whole or
+// not at all. True when the message is an untrained reply.
+bool untrained_by_loss_weight(const json& turn, const std::string& role, const SampleSource& where, std::size_t index) {
+  if (!turn.contains("loss_weight") || turn["loss_weight"].is_null()) return false;
+  const json& weight = turn["loss_weight"];
+  ZT_REQUIRE(weight.is_number() && (weight.get<double>() == 0.0 || weight.get<double>() == 1.0),
+             turn_str(where, index) + ": \"loss_weight\": " + weight.dump() +
+                 "; zerotune trains a message whole or not at all, so a message's loss_weight must be 0 or 1");
+  const bool trained = weight.get<double>() == 1.0;
+  ZT_REQUIRE(role == "assistant" || !trained,
+             turn_str(where, index) + ": \"loss_weight\": 1 on a " + role +
+                 " message: zerotune trains assistant messages only (--train_on_prompt: all of them); make it 0");
+  return role == "assistant" && !trained;
+}
+
 Conversation from_sharegpt(const json& sample, const SampleSource& where) {
   const bool openai = sample.contains("messages");
   const char* list_key = openai ? "messages" : "conversations";
@@ -208,6 +261,11 @@ Conversation from_sharegpt(const json& sample, const SampleSource& where) {
                          "\"; accepted: human/user, gpt/assistant, system, function_call, observation/tool");
     ZT_REQUIRE(*role != "system" || conversation.messages.empty(), where.str() + ": a system turn may only come first");
     if (role_content) check_chatglm3_keys(turn, *role, where, i);
+    if (role_content && untrained_by_loss_weight(turn, *role, where, i)) {
+      std::size_t replies = 0;
+      for (const ChatMessage& message : conversation.messages) replies += message.role == "assistant";
+      conversation.untrained_replies.push_back(replies);
+    }
     conversation.messages.push_back(message_of(turn, *role, role_content, where, i));
   }
   check_turns(conversation.messages, where);

@@ -11,6 +11,10 @@
 namespace zt::train {
 namespace {
 
+// Parts that carry text: OpenAI's and LLaMA-Factory v1's "text", v1's "reasoning" and
+// "tool_call" (read by chat_sample.cpp); the others carry media.
+bool is_text_part(const std::string& type) { return type == "text" || type == "reasoning" || type == "tool_call"; }
+
 using json = nlohmann::ordered_json;
 
 // What makes a record more than text, as LLaMA-Factory lays multimodal data out: a non-empty
@@ -26,7 +30,7 @@ std::optional<std::string> media_of(const json& record) {
       for (const char* key : {"content", "value"})
         if (turn.is_object() && turn.contains(key) && turn[key].is_array())
           for (const json& part : turn[key])
-            if (part.is_object() && part.value("type", "") != "text")
+            if (part.is_object() && !is_text_part(part.value("type", "")))
               return "content parts of type " + part.value("type", json("(none)")).dump();
   }
   return std::nullopt;

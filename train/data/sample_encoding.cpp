@@ -37,6 +37,26 @@ std::vector<Turn> turns_of(const models::EncodedConversation& encoded, std::size
   return turns;
 }
 
+// Leaves the replies of loss_weight 0 out of the loss: their tokens up to the next reply (the
+// eos some templates label on the next turn's first token included) or to the end.
+void untrain_replies(const Conversation& conversation, EncodedChatSample& out, bool train_on_prompt) {
+  ZT_REQUIRE(!train_on_prompt,
+             "a message with \"loss_weight\": 0 and --train_on_prompt, which trains every message; "
+             "drop one of them");
+  std::size_t replies = 0;
+  for (const models::ChatMessage& message : conversation.messages) replies += message.role == "assistant";
+  ZT_REQUIRE(out.turns.size() == replies,
+             "the chat template writes " + std::to_string(out.turns.size()) + " trained stretches for " +
+                 std::to_string(replies) +
+                 " assistant messages, so the replies of \"loss_weight\": 0 cannot be told apart; drop the key");
+  for (std::size_t reply : conversation.untrained_replies) {
+    const std::size_t begin = out.turns[reply].reply_begin;
+    const std::size_t end = reply + 1 < out.turns.size() ? out.turns[reply + 1].reply_begin : out.sample.labels.size();
+    std::fill(out.sample.labels.begin() + static_cast<std::ptrdiff_t>(begin),
+              out.sample.labels.begin() + static_cast<std::ptrdiff_t>(end), kIgnoreIndex);
+  }
+}
+
 EncodedChatSample encode_conversation(const Conversation& conversation, const models::ChatTemplate& chat_template,
                                       const models::Tokenizer& tokenizer, bool train_on_prompt) {
   const models::EncodedConversation encoded =
@@ -49,6 +69,7 @@ EncodedChatSample encode_conversation(const Conversation& conversation, const mo
   }
   out.kept_tail = encoded.kept_tail;
   out.turns = turns_of(encoded, encoded.ids.size() - encoded.kept_tail);
+  if (!conversation.untrained_replies.empty()) untrain_replies(conversation, out, train_on_prompt);
   return out;
 }
 

@@ -258,6 +258,84 @@ TEST_F(DatasetFile, OpenAiMessagesWithTextPartsToolCallsAndReasoning) {
   EXPECT_FALSE(c.messages[2].reasoning_content.has_value());
 }
 
+// LLaMA-Factory v1's messages, as its converters write them (alpaca_converter,
+// sharegpt_converter): content as {"type", "value"} parts, a loss_weight on each message,
+// tool calls as "tool_call" parts holding a call's JSON.
+TEST_F(DatasetFile, LlamaFactoryV1MessagePartsAndLossWeights) {
+  const Dataset data = load_dataset(write(
+      "v1.jsonl",
+      R"j({"messages": [{"role": "system", "content": [{"type": "text", "value": "You are helpful."}], "loss_weight": 0.0}, )j"
+      R"j({"role": "user", "content": [{"type": "text", "value": "Give three tips "}, {"type": "text", "value": "for staying healthy."}], "loss_weight": 0.0}, )j"
+      R"j({"role": "assistant", "content": [{"type": "text", "value": "1. Eat well."}], "loss_weight": 1.0}]})j"
+      "\n"
+      R"j({"messages": [{"role": "user", "content": [{"type": "text", "value": "Area of a 5 by 3 rectangle?"}], "loss_weight": 0.0}, )j"
+      R"j({"role": "assistant", "content": [{"type": "reasoning", "value": "Use the tool."}, {"type": "tool_call", "value": "{\"name\": \"calculate_area\", \"arguments\": {\"length\": 5, \"width\": 3}}"}], "loss_weight": 1.0}, )j"
+      R"j({"role": "tool", "content": [{"type": "text", "value": "{\"area\": 15}"}], "loss_weight": 0.0}, )j"
+      R"j({"role": "assistant", "content": [{"type": "text", "value": "It is 15."}], "loss_weight": 0}], )j"
+      R"j("tools": "[{\"name\": \"calculate_area\", \"parameters\": {}}]"})j"
+      "\n"));
+  ASSERT_EQ(data.samples.size(), 2u);
+  const Conversation& alpaca = data.samples[0];
+  ASSERT_EQ(alpaca.messages.size(), 3u);
+  EXPECT_EQ(alpaca.messages[0].content, "You are helpful.");
+  EXPECT_EQ(alpaca.messages[1].content, "Give three tips for staying healthy.");
+  EXPECT_EQ(alpaca.messages[2].content, "1. Eat well.");
+  EXPECT_TRUE(alpaca.untrained_replies.empty());
+  const Conversation& tools = data.samples[1];
+  ASSERT_EQ(tools.messages.size(), 4u);
+  EXPECT_EQ(tools.messages[1].content, "");
+  EXPECT_EQ(tools.messages[1].reasoning_content, "Use the tool.");
+  ASSERT_EQ(tools.messages[1].tool_calls.size(), 1u);
+  EXPECT_EQ(tools.messages[1].tool_calls[0].name, "calculate_area");
+  EXPECT_EQ(tools.messages[2].content, R"({"area": 15})");
+  EXPECT_EQ(tools.untrained_replies, std::vector<std::size_t>{1});  // the second reply
+}
+
+TEST_F(DatasetFile, LossWeightsZerotuneCannotApplyAreRefused) {
+  auto refusal = [&](const std::string& user_weight, const std::string& reply_weight) {
+    return testing::error_of([&] {
+      load_dataset(
+          write("weights.jsonl",
+                R"j({"messages": [{"role": "user", "content": [{"type": "text", "value": "q"}], "loss_weight": )j" +
+                    user_weight +
+                    R"j(}, {"role": "assistant", "content": [{"type": "text", "value": "a"}], "loss_weight": )j" +
+                    reply_weight + "}]}\n"));
+    });
+  };
+  testing::expect_mentions(refusal("0.0", "0.5"),
+                           {"weights.jsonl: sample 0", "turn 1", "\"loss_weight\": 0.5", "0 or 1"});
+  testing::expect_mentions(refusal("1.0", "1.0"), {"turn 0", "\"loss_weight\": 1 on a user message"});
+  testing::expect_mentions(refusal("0", "\"1\""), {"\"loss_weight\": \"1\""});
+}
+
+TEST_F(DatasetFile, NonTextPartsAreNamedWithTheSampleAndThePartType) {
+  std::string msg = testing::error_of([&] {
+    load_dataset(write(
+        "video.jsonl",
+        R"j({"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]})j"
+        "\n"
+        R"j({"messages": [{"role": "user", "content": [{"type": "video_url", "value": "clip.mp4"}, {"type": "text", "value": "What happens?"}], "loss_weight": 0.0}, {"role": "assistant", "content": [{"type": "text", "value": "A cat jumps."}], "loss_weight": 1.0}]})j"
+        "\n"));
+  });
+  testing::expect_mentions(msg, {"video.jsonl", "content parts of type \"video_url\"", "the first sample 1"});
+  msg = testing::error_of([&] {
+    load_dataset(write(
+        "parts.jsonl",
+        R"j({"messages": [{"role": "user", "content": [{"type": "tool_call", "value": "{}"}]}, {"role": "assistant", "content": "a"}]})j"
+        "\n"));
+  });
+  testing::expect_mentions(
+      msg, {"parts.jsonl: sample 0 (line 1), turn 0", "\"tool_call\"", "outside an assistant's message"});
+  msg = testing::error_of([&] {
+    load_dataset(write(
+        "parts2.jsonl",
+        R"j({"messages": [{"role": "user", "content": [{"type": "text"}]}, {"role": "assistant", "content": "a"}]})j"
+        "\n"));
+  });
+  testing::expect_mentions(
+      msg, {"parts2.jsonl: sample 0 (line 1), turn 0", "\"text\" (OpenAI) or \"value\" (LLaMA-Factory)"});
+}
+
 TEST_F(DatasetFile, MediaInContentPartsIsRefusedAndEmptyMediaListsAreNot) {
   std::string path = write(
       "parts.jsonl",

@@ -268,6 +268,35 @@ TEST_F(SampleEncoding, ToolCallsAreTrainedAndToolResultsAreNot) {
       "It is 17.<|im_end|>");
 }
 
+// LLaMA-Factory v1's messages (its sharegpt converter's output: text parts, loss_weight 1 on
+// the assistant's messages, 0 on the others): loss_weight 0 on a reply leaves it untrained.
+TEST_F(SampleEncoding, LossWeightZeroLeavesAReplyUntrained) {
+  const auto qwen = models::make_chat_template("qwen");
+  const std::string record =
+      R"j({"messages": [{"role": "user", "content": [{"type": "text", "value": "Hi"}], "loss_weight": 0.0},)j"
+      R"j({"role": "assistant", "content": [{"type": "text", "value": "Hello."}], "loss_weight": WEIGHT},)j"
+      R"j({"role": "user", "content": [{"type": "text", "value": "Bye"}], "loss_weight": 0.0},)j"
+      R"j({"role": "assistant", "content": [{"type": "text", "value": "Bye."}], "loss_weight": 1.0}]})j";
+  auto encoded_with = [&](const std::string& weight) {
+    std::string text = record;
+    text.replace(text.find("WEIGHT"), 6, weight);
+    return encode_dataset(parse_dataset(text + "\n", "v1.jsonl"), *qwen, *tokenizer_, {.max_length = 4096});
+  };
+  EXPECT_EQ(trained_texts(encoded_with("1.0").samples.at(0), *tokenizer_),
+            (std::vector<std::string>{"Hello.<|im_end|>\n", "Bye.<|im_end|>\n"}));
+  const EncodedDataset untrained = encoded_with("0");
+  EXPECT_EQ(trained_texts(untrained.samples.at(0), *tokenizer_), (std::vector<std::string>{"Bye.<|im_end|>\n"}));
+  EXPECT_EQ(untrained.samples.at(0).ids, encoded_with("1").samples.at(0).ids);  // the text is the same
+  // --train_on_prompt trains every message: the pair is refused.
+  std::string text = record;
+  text.replace(text.find("WEIGHT"), 6, "0");
+  testing::expect_mentions(testing::error_of([&] {
+                             encode_dataset(parse_dataset(text + "\n", "v1.jsonl"), *qwen, *tokenizer_,
+                                            {.max_length = 4096, .train_on_prompt = true});
+                           }),
+                           {"v1.jsonl: sample 0", "loss_weight", "--train_on_prompt"});
+}
+
 // LLaMA-Factory's glm4 (efficient_eos), with GLM-4's special tokens: the supervised processor
 // labels the first token of each later prompt with eos, counts the final eos before the turns
 // (total_length starts at 1) and appends it after cutting them.
