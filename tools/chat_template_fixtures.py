@@ -4,7 +4,9 @@
 For each model family this renders a fixed set of conversations (with and without a system
 prompt, several turns, tools with tool calls and tool results, reasoning for Qwen3,
 add_generation_prompt true and false, enable_thinking true and false) with the family's own
-chat template, the real Jinja text kept in tests/data/chat_templates/<file>.jinja, and writes
+chat template, the real Jinja text kept in tests/data/chat_templates/<file>.jinja (its README says
+where each came from; DeepSeek's templates get the tokenizer's bos_token, as transformers passes
+the special tokens), and writes
 tests/data/chat_templates/<family>.expected.json: each conversation, the built-in template
 that must render it the same, and the text. tests/text/chat_template/family_templates_test.cpp
 renders the same conversations in C++ and compares the text byte for byte.
@@ -27,6 +29,7 @@ family's own code stands in, and the case names that code as its renderer:
   - ChatGLM2 ships no Jinja template: its tokenizer's build_prompt is the layout.
 
     python3 tools/chat_template_fixtures.py            # writes tests/data/chat_templates/*.expected.json
+    python3 tools/chat_template_fixtures.py qwen3_instruct   # only the families named
 """
 import copy
 import json
@@ -183,6 +186,9 @@ def chatglm2_code(messages, tools, add_generation_prompt):
     return build_prompt(messages[-2]["content"], pairs[:-1]) + messages[-1]["content"]
 
 
+# The tokenizer's bos_token, which transformers hands to the template with the other special tokens.
+DEEPSEEK_BOS = "<｜begin▁of▁sentence｜>"
+
 # family: (jinja file, source, [(built-in template, kwargs)], kinds, shape, code that stands in for tool calls)
 FAMILIES = {
     "qwen2": ("qwen2.jinja", "Qwen/Qwen2-7B-Instruct tokenizer_config.json", [("qwen2", {})], {"plain"}, as_is, None),
@@ -193,6 +199,19 @@ FAMILIES = {
     "qwen3": ("qwen3.jinja", "Qwen/Qwen3-8B tokenizer_config.json",
               [("qwen3", {}), ("qwen3_nothink", {"enable_thinking": False})],
               {"plain", "tools", "reasoning"}, as_is, None),
+    "qwen2_5_math": ("qwen2_5_math.jinja", "Qwen/Qwen2.5-Math-7B-Instruct tokenizer_config.json",
+                     [("qwen2.5_math", {})], {"plain", "tools", "reasoning"}, as_is, None),
+    "qwen3_instruct": ("qwen3_instruct.jinja", "Qwen3 Instruct-2507 tokenizer_config.json, Qwen3's text without enable_thinking",
+                       [("qwen3_instruct", {})], {"plain", "tools", "reasoning"}, as_is, None),
+    "qwen3_instruct_plain": ("qwen3_instruct_plain.jinja", "Qwen/Qwen3-4B-Instruct-2507 tokenizer_config.json, without think blocks",
+                             [("qwen3_instruct_plain", {})], {"plain", "tools", "reasoning"}, as_is, None),
+    "deepseek_r1_distill": ("deepseek_r1_distill.jinja", "deepseek-ai/DeepSeek-R1-Distill-Qwen tokenizer_config.json",
+                            [("deepseek_r1_distill", {"bos_token": DEEPSEEK_BOS})], {"plain", "reasoning"}, as_is,
+                            None),
+    "deepseek_r1_distill_initial": ("deepseek_r1_distill_initial.jinja",
+                                    "deepseek-ai/DeepSeek-R1-Distill-Qwen tokenizer_config.json, first revision (January 2025)",
+                                    [("deepseek_r1_distill_initial", {"bos_token": DEEPSEEK_BOS})],
+                                    {"plain", "reasoning"}, as_is, None),
     "glm4": ("glm4.jinja", "THUDM/glm-4-9b-chat tokenizer_config.json", [("glm4", {})], {"plain", "tools"},
              glm4_shape, None),
     "chatglm3": ("chatglm3.jinja", "THUDM/chatglm3-6b tokenizer_config.json", [("chatglm3", {})],
@@ -248,6 +267,8 @@ def family_cases(family, render, renderer):
     for name, (messages, tools, generation_prompt, kind) in CASES.items():
         if kind not in kinds or (family == "chatglm2" and messages[0]["role"] == "system"):
             continue
+        if tools and "tools" not in kinds:
+            continue  # a template without tools: its reasoning cases that call tools too
         for built_in, kwargs in templates:
             if kwargs.get("enable_thinking") is not None and not generation_prompt and kind == "plain":
                 continue  # enable_thinking changes only the generation prompt; one plain case each is enough
@@ -271,9 +292,12 @@ def family_cases(family, render, renderer):
     return {"family": family, "source": source, "jinja": jinja_file, "renderer": renderer, "cases": cases}
 
 
-def main():
+def main(families):
+    unknown = [f for f in families if f not in FAMILIES]
+    if unknown:
+        sys.exit(f"unknown families {unknown}; known: {', '.join(FAMILIES)}")
     render, renderer = jinja_renderer()
-    for family in FAMILIES:
+    for family in families or FAMILIES:
         expected = family_cases(family, render, renderer)
         path = DATA / f"{family}.expected.json"
         path.write_text(json.dumps(expected, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
@@ -281,4 +305,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -29,13 +29,18 @@ struct BuiltIn {
 };
 
 // The model families' own templates, by the names chat_template_name_for_model() gives.
-const std::array<BuiltIn, 10> kModelTemplates = {{
+const std::array<BuiltIn, 15> kModelTemplates = {{
     {"qwen", "qwen2.5", make_qwen2_5_chat_template},
     {"qwen2", "", make_qwen2_chat_template},
+    {"qwen2.5_math", "", make_qwen2_5_math_chat_template},
     {"qwq", "", make_qwq_chat_template},
     {"qwen3", "", [] { return make_qwen3_chat_template(Qwen3Thinking::kOptional); }},
     {"qwen3_nothink", "", [] { return make_qwen3_chat_template(Qwen3Thinking::kOff); }},
     {"qwen3_thinking", "", [] { return make_qwen3_chat_template(Qwen3Thinking::kAlways); }},
+    {"qwen3_instruct", "", [] { return make_qwen3_chat_template(Qwen3Thinking::kInstruct); }},
+    {"qwen3_instruct_plain", "", [] { return make_qwen3_chat_template(Qwen3Thinking::kPlain); }},
+    {"deepseek_r1_distill", "", [] { return make_deepseek_r1_distill_chat_template(true); }},
+    {"deepseek_r1_distill_initial", "", [] { return make_deepseek_r1_distill_chat_template(false); }},
     {"glm4", "", make_glm4_chat_template},
     {"chatglm3", "", make_chatglm3_chat_template},
     {"chatglm2", "", make_chatglm2_chat_template},

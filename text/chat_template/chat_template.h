@@ -127,8 +127,11 @@ std::string chat_template_names();
 std::string chat_template_warning(std::string_view name);
 
 // The model family's own chat template, by the name chat_template_name_for_model() gives:
-// qwen (Qwen2.5, alias qwen2.5), qwen2, qwen3, qwen3_nothink (Qwen3 with enable_thinking false),
-// qwen3_thinking (Qwen3's Thinking-2507 models), qwq (QwQ-32B), glm4, chatglm3, chatglm2, none.
+// qwen (Qwen2.5, alias qwen2.5), qwen2, qwen2.5_math (Qwen2.5-Math-Instruct), qwen3,
+// qwen3_nothink (Qwen3 with enable_thinking false), qwen3_thinking (Qwen3's Thinking-2507 models),
+// qwen3_instruct and qwen3_instruct_plain (the Instruct-2507 models' two texts), qwq (QwQ-32B),
+// deepseek_r1_distill and deepseek_r1_distill_initial (DeepSeek-R1-Distill-Qwen's two revisions),
+// glm4, chatglm3, chatglm2, none.
 std::unique_ptr<ChatTemplate> make_model_chat_template(std::string_view name);
 
 // The template of a run (train, chat, generate, serve): --template `name`'s (make_chat_template,
@@ -146,10 +149,16 @@ void require_no_tools(const std::vector<ChatMessage>& messages, const ChatTools&
 std::unique_ptr<ChatTemplate> make_qwen2_chat_template();
 std::unique_ptr<ChatTemplate> make_qwen2_5_chat_template();
 std::unique_ptr<ChatTemplate> make_qwq_chat_template();
+std::unique_ptr<ChatTemplate> make_qwen2_5_math_chat_template();
+// DeepSeek-R1-Distill's template (<｜User｜>/<｜Assistant｜> turns after the bos): its revision whose
+// generation prompt opens the think block (`opens_think`, "<｜Assistant｜><think>\n") or the first
+// one's ("<｜Assistant｜>").
+std::unique_ptr<ChatTemplate> make_deepseek_r1_distill_chat_template(bool opens_think);
 // Qwen3's template: the hybrid models' (kOptional, thinking unless told not to), the same given
 // enable_thinking=false (kOff), the Thinking-2507 models' (kAlways: the generation prompt opens
-// the think block).
-enum class Qwen3Thinking { kOptional, kOff, kAlways };
+// the think block), the Instruct-2507 models' (kInstruct: Qwen3's text without enable_thinking,
+// rendering as kOptional; kPlain: their text without think blocks, an answer written as given).
+enum class Qwen3Thinking { kOptional, kOff, kAlways, kInstruct, kPlain };
 std::unique_ptr<ChatTemplate> make_qwen3_chat_template(Qwen3Thinking thinking);
 std::unique_ptr<ChatTemplate> make_chatglm3_chat_template();
 std::unique_ptr<ChatTemplate> make_glm4_chat_template();

@@ -1,7 +1,8 @@
 // Qwen2's and Qwen2.5's ChatML, as the chat_template of their tokenizer_config.json renders
 // it: a system turn always (the default prompt when the conversation has none: Qwen2.5
 // Instruct's "You are Qwen, created by Alibaba Cloud. ...", Qwen2 Instruct's and the Qwen2.5
-// base models' "You are a helpful assistant."), the tools listed in that system turn, tool
+// base models' "You are a helpful assistant.", Qwen2.5-Math-Instruct's "Please reason step by
+// step, and put your final answer within \boxed{}."), the tools listed in that system turn, tool
 // calls as <tool_call> blocks in the assistant's turn, tool results as <tool_response> blocks
 // in a user turn, and no <think> block. QwQ-32B's template is the same layout with thinking:
 // no default system prompt (a system turn only for a system message or tools, then "" before
@@ -68,6 +69,12 @@ std::unique_ptr<ChatTemplate> make_qwen2_chat_template() {
 std::unique_ptr<ChatTemplate> make_qwen2_5_chat_template() {
   return std::make_unique<Qwen2ChatTemplate>(
       "qwen", "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.", false);
+}
+
+// Qwen2.5-Math-Instruct: Qwen2.5 Instruct's template with its own default system prompt.
+std::unique_ptr<ChatTemplate> make_qwen2_5_math_chat_template() {
+  return std::make_unique<Qwen2ChatTemplate>(
+      "qwen2.5_math", "Please reason step by step, and put your final answer within \\boxed{}.", false);
 }
 
 std::unique_ptr<ChatTemplate> make_qwq_chat_template() {

@@ -6,7 +6,10 @@
 // whose generation prompt holds the empty think block, for training then prompt, not answer,
 // since generation starts after it; and the Thinking-2507 models' (`qwen3_thinking`), whose
 // generation prompt opens the think block with "<think>\n", for training prompt too, the model
-// writing only the reasoning and "</think>".
+// writing only the reasoning and "</think>". The Instruct-2507 models' texts: one is Qwen3's
+// without enable_thinking (`qwen3_instruct`, rendering as `qwen3` does when enable_thinking is
+// not given), the other writes no think block at all (`qwen3_instruct_plain`: an answer is its
+// content as given, reasoning_content unused, "<think>...</think>" in the content kept).
 #include "text/chat_template/chat_template.h"
 #include "text/chat_template/qwen_chatml.h"
 
@@ -35,6 +38,10 @@ class Qwen3ChatTemplate final : public qwen::ChatMlTemplate {
         return "qwen3_nothink";
       case Qwen3Thinking::kAlways:
         return "qwen3_thinking";
+      case Qwen3Thinking::kInstruct:
+        return "qwen3_instruct";
+      case Qwen3Thinking::kPlain:
+        return "qwen3_instruct_plain";
       default:
         return "qwen3";
     }
@@ -64,10 +71,11 @@ class Qwen3ChatTemplate final : public qwen::ChatMlTemplate {
   // What follows "assistant\n": the think block where the template writes one, the content,
   // then each tool call on its own line.
   std::vector<ChatPart> answer(const ChatMessage& m, bool after_last_query, bool last) const {
-    const qwen::AssistantTurn turn = qwen::split_reasoning(m);
+    const qwen::AssistantTurn turn =
+        thinking_ == Qwen3Thinking::kPlain ? qwen::AssistantTurn{m.content, ""} : qwen::split_reasoning(m);
     std::vector<ChatPart> body;
     std::string text = turn.content;
-    if (after_last_query && (last || !turn.reasoning.empty())) {
+    if (thinking_ != Qwen3Thinking::kPlain && after_last_query && (last || !turn.reasoning.empty())) {
       const std::string reasoning(qwen::strip_trailing_newlines(qwen::strip_leading_newlines(turn.reasoning)));
       if (thinking_ == Qwen3Thinking::kAlways) {
         // The generation prompt opened the block.

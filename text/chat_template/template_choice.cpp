@@ -58,11 +58,26 @@ std::optional<std::string> recognise_chat_template(std::string_view text) {
       if (has("reasoning_content") && has("last_query_index")) return "qwen3_thinking";
       if (has("split('</think>')[-1]") && !has("reasoning_content")) return "qwq";
     }
+    // Qwen3's Instruct-2507 models: Qwen3's text without enable_thinking, its generation prompt
+    // not opening the think block.
+    if (has("reasoning_content") && has("last_query_index") && has(R"('<|im_start|>assistant\n' })") &&
+        !has(R"('<|im_start|>assistant\n<think>)"))
+      return "qwen3_instruct";
     if (has("<think>")) return std::nullopt;  // reasoning written another way
     if (has("You are Qwen, created by Alibaba Cloud. You are a helpful assistant.")) return "qwen";
     if (has("You are a helpful assistant.")) return "qwen2";
+    if (has("Please reason step by step, and put your final answer within")) return "qwen2.5_math";
+    // Qwen3's Instruct-2507 text without think blocks: Qwen3's tool calls (arguments given as a
+    // string written as they are), no default system prompt.
+    if (has(R"('<tool_call>\n{"name": "')") && has("tool_call.arguments is string")) return "qwen3_instruct_plain";
     return std::nullopt;
   }
+  // DeepSeek-R1-Distill (Qwen and Llama alike): the last system message's text after the bos,
+  // every answer's reasoning cut. DeepSeek-R1's and V3's own templates join the system messages
+  // (is_first_sp) and are another layout.
+  if (has("<｜User｜>") && has("<｜Assistant｜>") && has("split('</think>')[-1]") &&
+      has("{% set ns.system_prompt = message['content'] %}") && !has("is_first_sp"))
+    return has(R"({{'<｜Assistant｜><think>\n'}})") ? "deepseek_r1_distill" : "deepseek_r1_distill_initial";
   if (has("[gMASK]<sop>") && has("<|assistant|>")) {
     // GLM-4.5 and later (and GLM-Z1) think and call tools in XML: another layout.
     if (has("<think>") || has("<tool_call>")) return std::nullopt;

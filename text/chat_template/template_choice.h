@@ -15,8 +15,9 @@ namespace zt::models {
 // The folder's chat template text; "" when it ships none.
 std::string shipped_chat_template(const std::string& model_dir);
 
-// The built-in template that renders as `text` does (qwen, qwen2, qwq, qwen3, qwen3_thinking,
-// glm4, chatglm3, chatglm2); nullopt when its features match none of them.
+// The built-in template that renders as `text` does (qwen, qwen2, qwen2.5_math, qwq, qwen3,
+// qwen3_thinking, qwen3_instruct, qwen3_instruct_plain, deepseek_r1_distill,
+// deepseek_r1_distill_initial, glm4, chatglm3, chatglm2); nullopt when its features match none.
 std::optional<std::string> recognise_chat_template(std::string_view text);
 
 struct ChatTemplateChoice {

@@ -58,8 +58,9 @@ TEST_P(FamilyTemplate, RendersAsTheFamilysOwnTemplate) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, FamilyTemplate,
-                         ::testing::Values("qwen2", "qwen2_5_base", "qwen2_5", "qwen3", "glm4", "chatglm3",
-                                           "chatglm2"));
+                         ::testing::Values("qwen2", "qwen2_5_base", "qwen2_5", "qwen2_5_math", "qwen3",
+                                           "qwen3_instruct", "qwen3_instruct_plain", "deepseek_r1_distill",
+                                           "deepseek_r1_distill_initial", "glm4", "chatglm3", "chatglm2"));
 
 }  // namespace
 }  // namespace zt::models

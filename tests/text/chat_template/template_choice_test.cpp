@@ -28,6 +28,11 @@ TEST(TemplateChoice, RecognisesEachFamilysRealTemplate) {
   EXPECT_EQ(recognise_chat_template(real_template("qwen2_5_base.jinja")), "qwen2");
   EXPECT_EQ(recognise_chat_template(real_template("qwen2_5.jinja")), "qwen");
   EXPECT_EQ(recognise_chat_template(real_template("qwen3.jinja")), "qwen3");
+  EXPECT_EQ(recognise_chat_template(real_template("qwen2_5_math.jinja")), "qwen2.5_math");
+  EXPECT_EQ(recognise_chat_template(real_template("qwen3_instruct.jinja")), "qwen3_instruct");
+  EXPECT_EQ(recognise_chat_template(real_template("qwen3_instruct_plain.jinja")), "qwen3_instruct_plain");
+  EXPECT_EQ(recognise_chat_template(real_template("deepseek_r1_distill.jinja")), "deepseek_r1_distill");
+  EXPECT_EQ(recognise_chat_template(real_template("deepseek_r1_distill_initial.jinja")), "deepseek_r1_distill_initial");
   EXPECT_EQ(recognise_chat_template(real_template("glm4.jinja")), "glm4");
   EXPECT_EQ(recognise_chat_template(real_template("chatglm3.jinja")), "chatglm3");
   EXPECT_EQ(recognise_chat_template("{% for m in messages %}[Round {{ loop.index }}]\n\n问：{{ m.content }}"),
@@ -44,6 +49,10 @@ TEST(TemplateChoice, OtherLayoutsAreNotTakenForAFamily) {
   // GLM-4.5 thinks and calls tools in XML.
   EXPECT_EQ(recognise_chat_template("[gMASK]<sop><|assistant|><think></think><tool_call>"), std::nullopt);
   EXPECT_EQ(recognise_chat_template("{{ bos_token }}[INST] {{ m }} [/INST]"), std::nullopt);
+  // DeepSeek-R1's and V3's own templates join every system message (is_first_sp).
+  EXPECT_EQ(recognise_chat_template("{% set ns = namespace(is_first_sp=true) %}{% set ns.system_prompt = "
+                                    "message['content'] %}<｜User｜><｜Assistant｜>content.split('</think>')[-1]"),
+            std::nullopt);
   EXPECT_EQ(recognise_chat_template(""), std::nullopt);
 }
 
@@ -92,6 +101,13 @@ TEST_F(ModelFolder, ReadsTheDefaultOfAListOfTemplates) {
                                     {{"name", "default"}, {"template", real_template("qwen2.jinja")}}};
   write("tokenizer_config.json", nlohmann::json{{"chat_template", templates}}.dump());
   EXPECT_EQ(chat_template_name_for_model(dir()), "qwen2");
+}
+
+TEST_F(ModelFolder, DeepSeekR1DistillQwenIsNoLongerTakenForQwen25) {
+  // Its config.json says qwen2; its tokenizer_config.json names DeepSeek's template.
+  write("config.json", R"({"model_type": "qwen2", "vocab_size": 152064})");
+  write("tokenizer_config.json", nlohmann::json{{"chat_template", real_template("deepseek_r1_distill.jinja")}}.dump());
+  EXPECT_EQ(chat_template_name_for_model(dir()), "deepseek_r1_distill");
 }
 
 TEST(TemplateChoice, TheDemoModelGetsTheQwen25Layout) {
