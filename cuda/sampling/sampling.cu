@@ -112,8 +112,9 @@ __device__ TopPCut top_p_cut(int cols, double top_p, double top, double total, c
   return cut;
 }
 
-// A sampled row: top-k, top-p (both as key bounds, the row itself left as it is), softmax and
-// the draw. Every thread returns the token.
+// A sampled row: top-k, top-p (both as key bounds, the row itself left as it is), min-p (a
+// bound on exp(value - max), which top-k and top-p leave at the row's max), softmax and the
+// draw. Every thread returns the token.
 __device__ std::int64_t sample_token(const double* values, double* exps, int cols, const SamplingRule& rule,
                                      SelectShared& sh) {
   std::uint64_t keep_from = 0;
@@ -129,9 +130,10 @@ __device__ std::int64_t sample_token(const double* values, double* exps, int col
   const double total = block_reduce(own, 0.0, SumOp{});  // its barrier publishes exps
   TopPCut cut;
   if (rule.top_p < 1.0) cut = top_p_cut(cols, rule.top_p, top, total, exps, effective, sh);
+  const double min_p = rule.min_p;  // 0: exps are never below it
   auto dropped = [=](int i) {
     const std::uint64_t key = order_key(effective(i));
-    return key < cut.key || (key == cut.key && i < cut.id);
+    return key < cut.key || (key == cut.key && i < cut.id) || exps[i] < min_p;
   };
   const double dropped_exp = exp(-INFINITY - top);  // what the reference's softmax makes of -inf
   auto final_exp = [=](int i) { return dropped(i) ? dropped_exp : exps[i]; };

@@ -1,6 +1,6 @@
 // The next token of every row of [rows, cols] logits, chosen on the device in float64 by
 // transformers' rules, so that only the ids cross to the host: barred ids, repetition
-// penalty, then the first argmax, or temperature, top-k, top-p, softmax and an inverse-CDF
+// penalty, then the first argmax, or temperature, top-k, top-p, min-p, softmax and an inverse-CDF
 // draw in id order. One block per row; the row lives in float64 scratch memory.
 //
 // Top-k is an exact radix select on order-preserving integer keys of the values; top-p is a
@@ -22,6 +22,7 @@ namespace zt::cuda {
 struct SamplingRule {
   double temperature = 1.0;         // sampling: every logit is divided by it
   double top_p = 1.0;               // sampling: < 1 keeps the smallest set of likeliest tokens reaching it
+  double min_p = 0.0;               // sampling: > 0 drops tokens with exp(value - max) below it
   double repetition_penalty = 1.0;  // for the special tokens marked kPenalisedToken
   double uniform = 0.0;             // sampling: the draw, in [0, 1)
   std::int64_t top_k = 0;           // sampling: in 1 .. cols - 1 keeps the k largest and ties with the k-th

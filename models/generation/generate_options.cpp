@@ -32,6 +32,7 @@ GenerationOptions parse_generation_config(const nlohmann::ordered_json& json, co
   options.temperature = keys.number("temperature", options.temperature);
   options.top_k = keys.integer("top_k", options.top_k);
   options.top_p = keys.number("top_p", options.top_p);
+  options.min_p = keys.number("min_p", options.min_p);
   options.repetition_penalty = keys.number("repetition_penalty", options.repetition_penalty);
   if (keys.has("eos_token_id")) options.eos_token_ids = keys.integer_list("eos_token_id");
   try {
@@ -72,6 +73,7 @@ void check_generation_options(const GenerationOptions& o) {
                                       " (use greedy decoding instead of temperature 0)");
   ZT_REQUIRE(o.top_k >= 0, "top_k must not be negative, got " + std::to_string(o.top_k));
   ZT_REQUIRE(o.top_p > 0.0 && o.top_p <= 1.0, "top_p must be in (0, 1], got " + std::to_string(o.top_p));
+  ZT_REQUIRE(o.min_p >= 0.0 && o.min_p <= 1.0, "min_p must be in [0, 1], got " + std::to_string(o.min_p));
 }
 
 }  // namespace zt::models

@@ -26,12 +26,13 @@ struct GenerationOptions {
   double temperature = 1.0;                 // sampling only
   std::int64_t top_k = 50;                  // sampling only; 0 keeps every token
   double top_p = 1.0;                       // sampling only; 1 keeps every token
+  double min_p = 0.0;                       // sampling only; keeps p >= min_p * the top p; 0 keeps every token
   double repetition_penalty = 1.0;          // greedy and sampling; 1 changes nothing
   std::uint64_t seed = 0;                   // sampling draws from the Philox stream of this seed
   std::vector<std::int64_t> eos_token_ids;  // generation stops after emitting one of these
 };
 
-// generation_config.json of `model_dir` when it exists (do_sample, temperature, top_k, top_p,
+// generation_config.json of `model_dir` when it exists (do_sample, temperature, top_k, top_p, min_p,
 // repetition_penalty, max_new_tokens, max_length, eos_token_id), else the defaults with
 // config.json's eos_token_id. Malformed values are errors naming the file and key.
 GenerationOptions load_generation_options(const std::string& model_dir, const ModelConfig& config);
@@ -63,7 +64,7 @@ struct FittedAnswer {
 FittedAnswer fit_answer_length(GenerationOptions options, std::int64_t prompt_tokens, std::int64_t room);
 
 // Throws zt::Error naming the option when a value is out of range (temperature <= 0 when
-// sampling, top_p outside (0, 1], negative top_k, repetition_penalty <= 0, ...).
+// sampling, top_p outside (0, 1], min_p outside [0, 1], negative top_k, repetition_penalty <= 0, ...).
 void check_generation_options(const GenerationOptions& options);
 
 }  // namespace zt::models

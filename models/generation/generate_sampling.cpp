@@ -24,6 +24,7 @@ ops::RowSampling row_sampling(const GenerationOptions& options, std::span<const 
           .temperature = options.temperature,
           .top_k = options.top_k,
           .top_p = options.top_p,
+          .min_p = options.min_p,
           .repetition_penalty = options.repetition_penalty,
           .seen = seen,
           .barred = barred,

@@ -57,6 +57,13 @@ void apply_top_p(std::vector<double>& logits, double top_p) {
   }
 }
 
+void apply_min_p(std::vector<double>& logits, double min_p) {
+  if (min_p <= 0.0 || logits.empty()) return;
+  const double top = *std::max_element(logits.begin(), logits.end());
+  for (double& v : logits)
+    if (std::exp(v - top) < min_p) v = kMinusInf;
+}
+
 std::int64_t first_argmax(const std::vector<double>& logits) {
   return static_cast<std::int64_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
 }

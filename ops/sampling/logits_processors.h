@@ -1,5 +1,5 @@
 // transformers' logits processors on one row of float64 logits, in generate's order:
-// barred ids, repetition penalty, then (sampling only) temperature, top-k and top-p. They are
+// barred ids, repetition penalty, then (sampling only) temperature, top-k, top-p and min-p. They are
 // the CPU reference of ops/sampling/sampling.h, and what models::choose_token runs.
 #pragma once
 
@@ -25,6 +25,12 @@ void apply_top_k(std::vector<double>& logits, std::int64_t k);
 // Keeps the smallest set of most likely tokens whose probability reaches top_p (at least one),
 // as transformers' TopPLogitsWarper finds it: ascending stable sort, cumulative sum.
 void apply_top_p(std::vector<double>& logits, double top_p);
+
+// Tokens less likely than min_p times the most likely one become -inf, as transformers'
+// MinPLogitsWarper drops them (after top-p, as there): exp(logit - max) < min_p, which is
+// p < min_p * p_max without the softmax's shared division. min_p <= 0 changes nothing; the
+// most likely token always stays (min_p <= 1).
+void apply_min_p(std::vector<double>& logits, double min_p);
 
 // The index std::max_element gives: the first of the largest logits. A NaN is never larger
 // than anything, so NaNs are passed over, unless the row starts with one (then 0).

@@ -30,6 +30,8 @@ void check_row(const RowSampling& r, std::size_t index) {
              row + "top_k " + std::to_string(r.top_k) + "; it must not be negative (0 keeps every token)");
   ZT_REQUIRE(r.top_p > 0.0 && r.top_p <= 1.0,
              row + "top_p " + number(r.top_p) + "; it must be in (0, 1] (1 keeps every token)");
+  ZT_REQUIRE(r.min_p >= 0.0 && r.min_p <= 1.0,
+             row + "min_p " + number(r.min_p) + "; it must be in [0, 1] (0 keeps every token)");
   if (!r.do_sample) return;
   ZT_REQUIRE(r.temperature > 0.0, row + "temperature " + number(r.temperature) + "; sampling needs it positive");
   ZT_REQUIRE(r.uniform >= 0.0 && r.uniform < 1.0, row + "the draw " + number(r.uniform) + "; it must be in [0, 1)");
@@ -106,6 +108,7 @@ std::vector<std::int64_t> sample_cuda(const Tensor& logits_in, const std::vector
     const auto [begin, end] = specials.add_row(r);
     rules.push_back({.temperature = r.temperature,
                      .top_p = r.top_p,
+                     .min_p = r.min_p,
                      .repetition_penalty = r.repetition_penalty,
                      .uniform = r.uniform,
                      .top_k = r.top_k,
@@ -137,6 +140,7 @@ std::int64_t sample_row(std::vector<double> logits, const RowSampling& row) {
   for (double& v : logits) v /= row.temperature;
   apply_top_k(logits, row.top_k);
   apply_top_p(logits, row.top_p);
+  apply_min_p(logits, row.min_p);
   const std::vector<double> p = softmax(logits);
   double cumulative = 0.0;
   for (std::size_t i = 0; i < p.size(); ++i) {

@@ -1,5 +1,5 @@
 // The next token of every row of a batch of logits, by transformers' rules for each row:
-// barred ids, repetition penalty, then greedy, or temperature, top-k, top-p and a draw.
+// barred ids, repetition penalty, then greedy, or temperature, top-k, top-p, min-p and a draw.
 //
 // The CPU reference (sample_row, on the row as float64) is ops/sampling/logits_processors.h
 // in generate's order. On a GPU every row is processed on the device in float64
@@ -15,10 +15,11 @@
 // The two cumulative sums differ by at most about V * 2^-53 for a vocabulary of V (3e-11 at
 // 151936; typically far less), so a token can differ only where the draw or 1 - top_p falls
 // that close to a cumulative sum, which random draws and logits do with a probability of
-// that order. The exception would be equal probabilities whose sum lands exactly on
-// 1 - top_p (a tie group holding the mass, a round top_p): there the device replays the
-// reference's float64 additions inside the group, so it agrees too. Rows holding NaN or +inf
-// logits agree when greedy, not when sampling (the reference's sort is undefined there).
+// that order. Min-p drops a token whose exp(logit - max) is below min_p on both; the device exp
+// may differ in the last bit, so a token exactly at the bound may be kept by one and not the other. The exception would
+// be equal probabilities whose sum lands exactly on 1 - top_p (a tie group holding the mass, a round top_p): there the
+// device replays the reference's float64 additions inside the group, so it agrees too. Rows holding NaN or +inf logits
+// agree when greedy, not when sampling (the reference's sort is undefined there).
 #pragma once
 
 #include <cstdint>
@@ -35,6 +36,7 @@ struct RowSampling {
   double temperature = 1.0;              // sampling: > 0, every logit is divided by it
   std::int64_t top_k = 0;                // sampling: >= 0; 0 (or >= the vocabulary) keeps every token
   double top_p = 1.0;                    // sampling: in (0, 1]; 1 keeps every token
+  double min_p = 0.0;                    // sampling: in [0, 1]; keeps p >= min_p * the top p; 0 keeps every token
   double repetition_penalty = 1.0;       // > 0, greedy too; 1 changes nothing
   std::span<const std::int64_t> seen;    // the ids the penalty applies to (repeats count once)
   std::span<const std::int64_t> barred;  // ids whose logit is -inf first (eos before min_new_tokens)
@@ -47,7 +49,7 @@ struct RowSampling {
 std::vector<std::int64_t> sample_rows(const Tensor& logits, const std::vector<RowSampling>& rows);
 
 // The CPU reference for one row: barred ids, repetition penalty, then the first argmax, or
-// temperature, top-k, top-p, softmax and the first id whose cumulative probability (in id
+// temperature, top-k, top-p, min-p, softmax and the first id whose cumulative probability (in id
 // order) exceeds the draw; the argmax when rounding leaves the sum just below it.
 std::int64_t sample_row(std::vector<double> logits, const RowSampling& row);
 

@@ -59,6 +59,7 @@ ops::RowSampling random_rules(std::mt19937_64& rng, std::int64_t vocab) {
   r.top_p = pick(rng, {1.0, 0.95, 0.8, 0.5, 0.25, 1e-7});
   r.repetition_penalty = pick(rng, {1.0, 1.05, 1.3, 0.9});
   r.uniform = std::uniform_real_distribution<double>(0.0, 1.0)(rng);
+  r.min_p = pick(rng, {0.0, 0.0, 0.0, 0.05, 0.3, 1.0});
   return r;
 }
 

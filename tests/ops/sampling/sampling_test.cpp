@@ -54,6 +54,7 @@ Case random_case(std::mt19937_64& rng, std::int64_t vocab) {
   c.options.temperature = pick(rng, {1.0, 0.7, 1.6, 1e-4});
   c.options.top_k = pick<std::int64_t>(rng, {0, 1, 3, 50, vocab - 1, vocab, vocab + 7});
   c.options.top_p = pick(rng, {1.0, 0.95, 0.8, 0.5, 0.25, 1e-9});
+  c.options.min_p = pick(rng, {0.0, 0.0, 0.05, 0.3, 1.0});
   c.options.repetition_penalty = pick(rng, {1.0, 1.0, 1.3, 0.8});
   std::uniform_int_distribution<std::int64_t> id(-2, vocab + 2);  // some outside the row
   for (int i = 0; i < static_cast<int>(rng() % 12); ++i) c.seen.push_back(id(rng));
@@ -152,6 +153,41 @@ TEST(SampleRows, TopPCutsATieGroupByIdAsAStableSortDoes) {
   EXPECT_EQ(ops::first_argmax({nan, 1.0, 3.0}), 0);
 }
 
+// min_p (vLLM's, llama.cpp's, transformers' MinPLogitsWarper): a token less likely than min_p
+// times the most likely one is dropped before the draw, after top-p.
+TEST(SampleRows, MinPDropsTokensBelowItsShareOfTheTopProbability) {
+  const std::vector<double> p{0.5, 0.3, 0.15, 0.05};
+  std::vector<double> logits;
+  for (double v : p) logits.push_back(std::log(v));
+  std::vector<double> cut = logits;
+  ops::apply_min_p(cut, 0.2);  // bound 0.1: the 0.05 goes, the 0.15 stays
+  EXPECT_EQ(cut, (std::vector<double>{logits[0], logits[1], logits[2], -kInf}));
+  cut = logits;
+  ops::apply_min_p(cut, 0.0);  // 0 keeps every token
+  EXPECT_EQ(cut, logits);
+  cut = logits;
+  ops::apply_min_p(cut, 1.0);  // 1 keeps the most likely (and its ties)
+  EXPECT_EQ(cut, (std::vector<double>{logits[0], -kInf, -kInf, -kInf}));
+  // A draw of 0.99 lands on the last token without min_p (cumulative 0.95 before it); with
+  // min_p 0.2 on the third, the last dropped; with 0.4 (bound 0.2) on the second.
+  ops::RowSampling row;
+  row.do_sample = true, row.uniform = 0.99;
+  const Tensor tensor = Tensor::from_values(logits, {1, 4}, DType::kF64);
+  EXPECT_EQ(ops::sample_rows(tensor, {row}), (std::vector<std::int64_t>{3}));
+  row.min_p = 0.2;
+  EXPECT_EQ(ops::sample_rows(tensor, {row}), (std::vector<std::int64_t>{2}));
+  EXPECT_EQ(ops::sample_row(logits, row), 2);
+  row.min_p = 0.4;
+  EXPECT_EQ(ops::sample_rows(tensor, {row}), (std::vector<std::int64_t>{1}));
+  // Through the generation options, as generate and serve give it.
+  models::GenerationOptions options;
+  options.do_sample = true, options.top_k = 0, options.min_p = 0.4;
+  EXPECT_EQ(models::choose_token(logits, {}, options, 0.99), 1);
+  // Greedy ignores it.
+  row.do_sample = false, row.min_p = 1.0;
+  EXPECT_EQ(ops::sample_row(logits, row), 0);
+}
+
 TEST(SampleRows, RefusesBadInput) {
   const Tensor logits = Tensor::zeros({2, 5}, DType::kF32);
   std::vector<ops::RowSampling> two(2);
@@ -177,6 +213,8 @@ TEST(SampleRows, RefusesBadInput) {
   refused([](ops::RowSampling& r) { r.top_k = -1; }, {"row 1", "top_k -1"});
   refused([](ops::RowSampling& r) { r.top_p = 0.0; }, {"row 1", "top_p 0", "(0, 1]"});
   refused([](ops::RowSampling& r) { r.top_p = 1.5; }, {"row 1", "top_p 1.5"});
+  refused([](ops::RowSampling& r) { r.min_p = 1.5; }, {"row 1", "min_p 1.5", "[0, 1]"});
+  refused([](ops::RowSampling& r) { r.min_p = -0.1; }, {"row 1", "min_p -0.1"});
   refused([](ops::RowSampling& r) { r.repetition_penalty = 0.0; }, {"row 1", "repetition_penalty 0", "positive"});
   refused([](ops::RowSampling& r) { r.do_sample = true, r.temperature = 0.0; }, {"row 1", "temperature 0"});
   refused([](ops::RowSampling& r) { r.do_sample = true, r.uniform = 1.0; }, {"row 1", "draw 1", "[0, 1)"});
