@@ -49,7 +49,35 @@ FlagTable flag_table() {
                     {.name = "--max_model_len",
                      .kind = FlagKind::kInteger,
                      .value = "N",
-                     .help = "the most prompt and new tokens of one request (default: the model's context)"}}}}});
+                     .help = "the most prompt and new tokens of one request (default: the model's context)"},
+                    {.name = "--reasoning_parser",
+                     .kind = FlagKind::kChoice,
+                     .value = "NAME",
+                     .help = "chat answers whose <think> block is sent apart as reasoning_content: auto (those of "
+                             "a thinking template: qwen3, qwen3_thinking, qwq, DeepSeek-R1-Distill's), none, or vLLM's "
+                             "names qwen3 and "
+                             "deepseek_r1 (every chat answer)",
+                     .default_value = "auto",
+                     .choices = {"auto", "none", "qwen3", "deepseek_r1"}},
+                    {.name = "--allowed_origins",
+                     .kind = FlagKind::kList,
+                     .value = "LIST",
+                     .help = "CORS: origins browsers may call from, a JSON list as vLLM's or words joined by commas",
+                     .default_value = "[\"*\"]"},
+                    {.name = "--allowed_methods",
+                     .kind = FlagKind::kList,
+                     .value = "LIST",
+                     .help = "CORS: methods allowed to other origins",
+                     .default_value = "[\"*\"]"},
+                    {.name = "--allowed_headers",
+                     .kind = FlagKind::kList,
+                     .value = "LIST",
+                     .help = "CORS: request headers allowed to other origins",
+                     .default_value = "[\"*\"]"},
+                    {.name = "--allow_credentials",
+                     .kind = FlagKind::kBool,
+                     .help = "CORS: allow credentials (cookies, authorization) from other origins",
+                     .default_value = "false"}}}}});
 }
 
 #if ZT_HAVE_HTTPLIB
@@ -68,7 +96,18 @@ serve::ServerOptions server_options(const Flags& flags, const infer::EngineOptio
   options.port = static_cast<int>(port);
   if (flags.count("--api_key")) options.api_key = flags.at("--api_key");
   options.http_threads = static_cast<std::size_t>(2 * engine.max_batch + 8);
+  for (const auto& [flag, list] : {std::pair{"--allowed_origins", &options.cors.allowed_origins},
+                                   {"--allowed_methods", &options.cors.allowed_methods},
+                                   {"--allowed_headers", &options.cors.allowed_headers}})
+    if (flags.count(flag)) *list = serve::cors_list(flags.at(flag), flag);
+  options.cors.allow_credentials = flags.is_true("--allow_credentials");
   return options;
+}
+
+serve::ReasoningParser reasoning_parser(const Flags& flags) {
+  const std::string name = flags.text("--reasoning_parser");
+  if (name == "auto") return serve::ReasoningParser::kAuto;
+  return name == "none" ? serve::ReasoningParser::kNone : serve::ReasoningParser::kAlways;
 }
 
 // The prompt and new tokens one request may have: the context after any prefix, or less.
@@ -104,7 +143,8 @@ void serve_with(const Flags& flags, const ServedFiles& files, const models::Caus
       .defaults = generation_options_from(flags, files.dir, model, *files.tokenizer, files.chat_template.get()),
       .limits_new_tokens = flags.count("--max_new_tokens") > 0,
       .max_request_tokens = engine.max_request_tokens() - engine.first_position(),
-      .vocab_size = std::min(files.tokenizer->vocab_size(), model.config().vocab_size)};
+      .vocab_size = std::min(files.tokenizer->vocab_size(), model.config().vocab_size),
+      .reasoning_parser = reasoning_parser(flags)};
   serve::run_server(served, engine, server_options(flags, engine_options));
 }
 

@@ -5,8 +5,8 @@
 
 namespace zt::serve {
 
-AnswerText::AnswerText(const models::Tokenizer& tokenizer, std::vector<std::string> stops)
-    : decoder_(tokenizer, /*skip_special_tokens=*/true), stops_(std::move(stops)) {}
+AnswerText::AnswerText(const models::Tokenizer& tokenizer, std::vector<std::string> stops, bool include_stop)
+    : decoder_(tokenizer, /*skip_special_tokens=*/true), stops_(std::move(stops)), include_stop_(include_stop) {}
 
 // The longest end of held_ that begins some stop string.
 std::size_t AnswerText::held_back_length() const {
@@ -21,10 +21,11 @@ std::size_t AnswerText::held_back_length() const {
 }
 
 bool AnswerText::cut_at_stop(std::string& text) {
-  std::size_t first_stop = std::string::npos;
-  for (const std::string& stop : stops_) first_stop = std::min(first_stop, text.find(stop));
+  std::size_t first_stop = std::string::npos, stop_length = 0;
+  for (const std::string& stop : stops_)
+    if (const std::size_t at = text.find(stop); at < first_stop) first_stop = at, stop_length = stop.size();
   if (first_stop == std::string::npos) return false;
-  text.resize(first_stop);
+  text.resize(first_stop + (include_stop_ ? stop_length : 0));
   stopped_ = true;
   return true;
 }

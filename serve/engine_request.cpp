@@ -5,6 +5,7 @@
 
 #include "runtime/error.h"
 #include "serve/api_error.h"
+#include "text/reasoning_stream.h"
 
 namespace zt::serve {
 namespace {
@@ -63,11 +64,12 @@ models::GenerationOptions sampling_options(const SamplingFields& fields, models:
   if (fields.temperature) {
     options.do_sample = *fields.temperature > 0;
     if (options.do_sample) options.temperature = *fields.temperature;
-  } else if (fields.top_p || fields.top_k) {
+  } else if (fields.top_p || fields.top_k || (fields.min_p && *fields.min_p > 0)) {
     options.do_sample = true;
   }
   if (fields.top_p) options.top_p = *fields.top_p;
   if (fields.top_k) options.top_k = *fields.top_k;
+  if (fields.min_p) options.min_p = *fields.min_p;
   if (fields.repetition_penalty) options.repetition_penalty = *fields.repetition_penalty;
   if (fields.seed) {
     options.seed = *fields.seed;
@@ -79,6 +81,25 @@ models::GenerationOptions sampling_options(const SamplingFields& fields, models:
 }
 
 }  // namespace
+
+bool template_thinks(std::string_view template_name) {
+  for (std::string_view name : {"qwen3", "qwen3_thinking", "qwq", "deepseek_r1_distill", "deepseek_r1_distill_initial"})
+    if (template_name == name) return true;
+  return false;
+}
+
+std::optional<bool> reasoning_start(const ApiRequest& request, const ServedModel& model) {
+  if (request.messages.empty() || model.reasoning_parser == ReasoningParser::kNone) return std::nullopt;
+  const models::ChatTemplate& used = chat_template(request, model);
+  const bool automatic = model.reasoning_parser == ReasoningParser::kAuto;
+  if (automatic && !template_thinks(used.name())) return std::nullopt;
+  const bool in_reasoning =
+      models::prompt_opens_think(used.render(request.messages, /*add_generation_prompt=*/true, request.tools.tools));
+  // Thinking off (Qwen3's prompt then holds the empty think block): the answer is content,
+  // unless the template opened the block anyway (QwQ has no switch).
+  if (automatic && !request.enable_thinking.value_or(model.enable_thinking) && !in_reasoning) return std::nullopt;
+  return in_reasoning;
+}
 
 infer::GenerationRequest engine_request(const ApiRequest& request, const ServedModel& model) {
   std::vector<std::int64_t> prompt = prompt_tokens(request, model);

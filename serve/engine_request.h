@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "infer/engine.h"
@@ -13,6 +14,15 @@
 #include "text/tokenizer/tokenizer.h"
 
 namespace zt::serve {
+
+// Which chat answers have their reasoning (the <think> block) sent apart, as
+// `reasoning_content` (--reasoning_parser; vLLM's --reasoning-parser, which zerotune needs no
+// name for since the template tells the format).
+enum class ReasoningParser {
+  kAuto,    // answers rendered by a template whose models think (template_thinks)
+  kNone,    // none: the think block stays in content
+  kAlways,  // every chat answer (vLLM's parser names qwen3, deepseek_r1)
+};
 
 // What the server knows of the model it serves.
 struct ServedModel {
@@ -30,11 +40,22 @@ struct ServedModel {
   // Token ids a prompt sent as ids may hold: 0 to vocab_size - 1 (the tokenizer's and the
   // model's, the fewer).
   std::int64_t vocab_size = 0;
+  ReasoningParser reasoning_parser = ReasoningParser::kAuto;
 };
+
+// The templates whose models write their reasoning in a <think> block before the answer:
+// qwen3, qwen3_thinking, qwq, deepseek_r1_distill(_initial).
+bool template_thinks(std::string_view template_name);
+
+// A chat request whose answer's reasoning is split off (ReasoningParser): whether the answer
+// starts inside a think block its prompt opened (qwen3_thinking, qwq). nullopt: not split (a
+// completion, --reasoning_parser none, a template that does not think, thinking turned off by
+// enable_thinking false where the prompt then does not open the block, as Qwen3's).
+std::optional<bool> reasoning_start(const ApiRequest& request, const ServedModel& model);
 
 // Without max_tokens a request may fill the rest of the context (or the server's default
 // max_new_tokens when it has one). temperature 0 is greedy;
-// another temperature, or top_p, samples; sampling without a seed draws a fresh one. A prompt
+// another temperature, or top_p, top_k or min_p, samples; sampling without a seed draws a fresh one. A prompt
 // with no room left for one new token is an ApiError 400.
 infer::GenerationRequest engine_request(const ApiRequest& request, const ServedModel& model);
 

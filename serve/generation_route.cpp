@@ -5,6 +5,7 @@
 #include <iomanip>
 
 #include "runtime/log.h"
+#include "serve/answer_parts.h"
 #include "serve/answer_text.h"
 #include "serve/api_error.h"
 #include "serve/openai_format.h"
@@ -35,14 +36,13 @@ class Active {
 
 // One request in flight: its place in the engine, its text so far, and what the log says.
 struct Answer {
-  Answer(RouteContext& context, const ApiRequest& request, infer::GenerationRequest engine_request)
+  Answer(RouteContext& context, const ApiRequest& request, infer::GenerationRequest engine_request,
+         std::optional<bool> reasoning_start)
       : active(context),
         context(context),
         format(!request.messages.empty(), context.model.name, request.include_usage),
-        parse_tool_calls(request.tools.parse_calls),
-        max_tool_calls(request.tools.parallel_tool_calls ? SIZE_MAX : 1),
-        tool_stream(max_tool_calls),
-        text(*context.model.tokenizer, request.sampling.stop),
+        parts(format, reasoning_start, request.tools.parse_calls, request.tools.parallel_tool_calls ? SIZE_MAX : 1),
+        text(*context.model.tokenizer, request.sampling.stop, request.sampling.include_stop_str_in_output),
         eos(engine_request.options.eos_token_ids),
         usage{.prompt_tokens = static_cast<std::int64_t>(engine_request.prompt.size())},
         submitted(context.engine.submit(std::move(engine_request))) {}
@@ -64,14 +64,8 @@ struct Answer {
     return piece;
   }
 
-  // Streaming with tools: the next piece as what to send (content and tool-call deltas).
-  ToolCallStream::Delta next_with_tool_calls() {
-    text_so_far += next();
-    return tool_stream.next(text_so_far, finished);
-  }
-
   std::string finish_reason() const {
-    if (tool_stream.called()) return "tool_calls";
+    if (parts.called()) return "tool_calls";
     const bool at_eos = std::find(eos.begin(), eos.end(), last_token) != eos.end();
     return text.stopped() || (usage.completion_tokens > 0 && at_eos) ? "stop" : "length";
   }
@@ -101,10 +95,7 @@ struct Answer {
   Active active;
   RouteContext& context;
   ResponseFormat format;
-  bool parse_tool_calls;
-  std::size_t max_tool_calls;
-  ToolCallStream tool_stream;
-  std::string text_so_far;  // streaming with tools: what the stream parses
+  AnswerParts parts;  // the text as the response carries it
   AnswerText text;
   std::vector<std::int64_t> eos;
   Usage usage;
@@ -123,19 +114,16 @@ void respond_whole(Answer& answer, httplib::Response& response) {
     throw answer.failure(error);
   }
   answer.log("done");
-  const ExtractedToolCalls calls =
-      answer.parse_tool_calls ? extract_tool_calls(text, answer.max_tool_calls) : ExtractedToolCalls{};
-  const nlohmann::json body = calls.called ? answer.format.whole_with_tool_calls(calls, "tool_calls", answer.usage)
-                                           : answer.format.whole(text, answer.finish_reason(), answer.usage);
+  const nlohmann::json body = answer.parts.whole(text, answer.finish_reason(), answer.usage);
   response.set_content(json_text(body), "application/json");
 }
 
 // Server-sent events: the role first (chat), then a chunk per piece of text (or of tool calls,
-// when the request offers tools) as it comes, the finish reason, the usage when asked, and
-// [DONE]. Each call of the provider sends what the next tokens bring; a write that fails means
-// the client went away. A failure once the stream has begun (its status is already 200) is
-// sent as an event holding the OpenAI error body, then [DONE]: nothing may leave the provider,
-// which cpp-httplib calls outside the route's handler (an exception there ends the process).
+// when the request offers tools; reasoning split off comes as its own chunks) as it comes, the finish reason, the usage
+// when asked, and [DONE]. Each call of the provider sends what the next tokens bring; a write that fails means the
+// client went away. A failure once the stream has begun (its status is already 200) is sent as an event holding the
+// OpenAI error body, then [DONE]: nothing may leave the provider, which cpp-httplib calls outside the route's handler
+// (an exception there ends the process).
 void respond_streamed(std::shared_ptr<Answer> answer, bool chat, httplib::Response& response) {
   auto next_events = [answer, chat, role_sent = !chat](httplib::DataSink& sink) mutable {
     auto send = [&](const nlohmann::json& chunk) {
@@ -143,14 +131,9 @@ void respond_streamed(std::shared_ptr<Answer> answer, bool chat, httplib::Respon
       return sink.write(event.data(), event.size());
     };
     if (!role_sent && !(role_sent = send(answer->format.role_chunk()))) return false;
-    nlohmann::json chunk;
-    if (answer->parse_tool_calls) {
-      const ToolCallStream::Delta delta = answer->next_with_tool_calls();
-      if (!delta.empty()) chunk = answer->format.tool_call_chunk(delta);
-    } else if (const std::string piece = answer->next(); !piece.empty()) {
-      chunk = answer->format.text_chunk(piece);
-    }
-    if (!chunk.is_null() && !send(chunk)) return false;
+    const std::string piece = answer->next();
+    for (const nlohmann::json& chunk : answer->parts.chunks(piece, answer->finished))
+      if (!send(chunk)) return false;
     if (!answer->finished) return true;
     if (!send(answer->format.finish_chunk(answer->finish_reason()))) return false;
     if (answer->format.include_usage() && !send(answer->format.usage_chunk(answer->usage))) return false;
@@ -185,7 +168,8 @@ void respond_with_generation(RouteContext& context, const ApiRequest& request, h
   if (!request.model.empty() && request.model != context.model.name)
     throw model_not_found(request.model, context.model.name);
   infer::GenerationRequest engine_request = serve::engine_request(request, context.model);
-  auto answer = std::make_shared<Answer>(context, request, std::move(engine_request));
+  auto answer =
+      std::make_shared<Answer>(context, request, std::move(engine_request), reasoning_start(request, context.model));
   if (request.stream)
     respond_streamed(answer, !request.messages.empty(), response);
   else

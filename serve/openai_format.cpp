@@ -62,6 +62,13 @@ json ResponseFormat::whole_with_tool_calls(const ExtractedToolCalls& calls, cons
   return completion(std::move(choice), usage);
 }
 
+json ResponseFormat::with_reasoning(json body, const std::string& reasoning) const {
+  json& message = body["choices"][0]["message"];
+  message["reasoning_content"] = reasoning.empty() ? json(nullptr) : json(reasoning);
+  if (!reasoning.empty() && message["content"] == "") message["content"] = nullptr;
+  return body;
+}
+
 json ResponseFormat::chunk(json choice) const {
   json chunk = {{"id", id_},
                 {"object", chat_ ? "chat.completion.chunk" : "text_completion"},
@@ -79,6 +86,12 @@ json ResponseFormat::role_chunk() const {
 }
 
 json ResponseFormat::text_chunk(const std::string& text) const { return chunk(choice(text, nullptr, true)); }
+
+json ResponseFormat::reasoning_chunk(const std::string& reasoning) const {
+  json piece = choice("", nullptr, true);
+  piece["delta"] = {{"reasoning_content", reasoning}};
+  return chunk(std::move(piece));
+}
 
 json ResponseFormat::tool_call_chunk(const ToolCallStream::Delta& delta) const {
   json piece = choice(delta.content, nullptr, true);

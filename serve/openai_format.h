@@ -2,6 +2,8 @@
 // text_completion, or, when streaming, its chunks (chat.completion.chunk: a first one with the
 // role, one per piece of text or of tool calls, a last one with finish_reason, and with
 // include_usage one more with the usage and no choices), each sent as a server-sent event.
+// An answer whose reasoning is split off (vLLM's reasoning parsers) carries it as
+// message.reasoning_content, streamed as delta.reasoning_content.
 // Ids are chatcmpl-/cmpl- and 24 random hex digits, so that they differ across processes.
 #pragma once
 
@@ -31,9 +33,14 @@ class ResponseFormat {
   // message.tool_calls.
   nlohmann::json whole_with_tool_calls(const ExtractedToolCalls& calls, const std::string& finish_reason,
                                        const Usage& usage) const;
+  // Chat only: a whole answer's `body` (whole, whole_with_tool_calls) with its reasoning as
+  // message.reasoning_content (null when empty); its content then null when empty, as vLLM's.
+  nlohmann::json with_reasoning(nlohmann::json body, const std::string& reasoning) const;
   // Chat only: the role, before any text.
   nlohmann::json role_chunk() const;
   nlohmann::json text_chunk(const std::string& text) const;
+  // Chat only: delta.reasoning_content.
+  nlohmann::json reasoning_chunk(const std::string& reasoning) const;
   // Chat only: delta.content (when not empty) and delta.tool_calls.
   nlohmann::json tool_call_chunk(const ToolCallStream::Delta& delta) const;
   nlohmann::json finish_chunk(const std::string& finish_reason) const;

@@ -137,6 +137,9 @@ void read_vllm_sampling(const json& body, SamplingFields& s) {
     if (*s.repetition_penalty == 0)
       throw invalid_request("'repetition_penalty' must be greater than 0", "repetition_penalty");
   }
+  if (const json* v = field(body, "min_p")) s.min_p = number_field(*v, "min_p", 0, 1);
+  if (const json* v = field(body, "include_stop_str_in_output"))
+    s.include_stop_str_in_output = bool_field(*v, "include_stop_str_in_output");
   if (const json* v = field(body, "min_tokens")) s.min_tokens = integer_field(*v, "min_tokens");
   if (s.min_tokens < 0) throw invalid_request("'min_tokens' must be at least 0", "min_tokens");
   if (s.max_tokens && s.min_tokens > *s.max_tokens)

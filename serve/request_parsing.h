@@ -25,6 +25,9 @@ struct SamplingFields {
   // (vLLM's -1 too) keeps every token.
   std::optional<std::int64_t> top_k;
   std::optional<double> repetition_penalty;
+  // vLLM's (and llama.cpp's) min_p, in [0, 1]: tokens less likely than min_p times the most
+  // likely one are dropped; 0 keeps every token.
+  std::optional<double> min_p;
   // vLLM's stop_token_ids: these end the answer as eos tokens do (ignore_eos or not); the
   // text of one that is not a special token stays in the answer, as in vLLM's.
   std::vector<std::int64_t> stop_token_ids;
@@ -32,6 +35,8 @@ struct SamplingFields {
   // tokens, or (ignore_eos) none at all: only max_tokens or a stop string ends the answer.
   std::int64_t min_tokens = 0;
   bool ignore_eos = false;
+  // vLLM's include_stop_str_in_output: the stop string that ended the answer stays in it.
+  bool include_stop_str_in_output = false;
 };
 
 struct ApiRequest {

@@ -78,6 +78,7 @@ void run_server(const ServedModel& model, EngineLoop& engine, const ServerOption
   server.set_read_timeout(std::chrono::seconds(30));
   RouteContext context{.model = model, .engine = engine, .api_key = options.api_key, .started = unix_time()};
   add_routes(server, context);
+  add_cors(server, options.cors);
 
   SignalScope signals;
   const int port = bind(server, options);

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "serve/cors.h"
 #include "serve/engine_loop.h"
 #include "serve/engine_request.h"
 
@@ -20,6 +21,7 @@ struct ServerOptions {
   // sequence of the batch to stream, and a few more for /health and the like.
   std::size_t http_threads = 72;
   std::size_t max_body_bytes = std::size_t{8} << 20;
+  CorsOptions cors;  // vLLM's --allowed-origins and the like
 };
 
 // Prints "serve: listening on http://HOST:PORT" on stdout once requests are accepted.

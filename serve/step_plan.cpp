@@ -21,6 +21,7 @@ json options_json(const models::GenerationOptions& o) {
           {"temperature", o.temperature},
           {"top_k", o.top_k},
           {"top_p", o.top_p},
+          {"min_p", o.min_p},
           {"repetition_penalty", o.repetition_penalty},
           {"seed", o.seed},
           {"eos_token_ids", o.eos_token_ids}};
@@ -33,6 +34,7 @@ models::GenerationOptions options_from(const json& j) {
           .temperature = j.at("temperature"),
           .top_k = j.at("top_k"),
           .top_p = j.at("top_p"),
+          .min_p = j.at("min_p"),
           .repetition_penalty = j.at("repetition_penalty"),
           .seed = j.at("seed"),
           .eos_token_ids = j.at("eos_token_ids")};

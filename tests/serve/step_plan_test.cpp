@@ -19,6 +19,7 @@ TEST(StepPlan, EncodesEveryValueExactly) {
   options.temperature = std::nextafter(0.7, 1.0);
   options.top_k = 0;
   options.top_p = 1.0 / 3.0;
+  options.min_p = 0.05;
   options.repetition_penalty = 1.1;
   options.seed = std::numeric_limits<std::uint64_t>::max() - 12345;
   options.eos_token_ids = {151643, 151645};
@@ -37,6 +38,7 @@ TEST(StepPlan, EncodesEveryValueExactly) {
   EXPECT_EQ(o.temperature, options.temperature);
   EXPECT_EQ(o.top_k, 0);
   EXPECT_EQ(o.top_p, options.top_p);
+  EXPECT_EQ(o.min_p, options.min_p);
   EXPECT_EQ(o.repetition_penalty, 1.1);
   EXPECT_EQ(o.seed, options.seed);
   EXPECT_EQ(o.eos_token_ids, options.eos_token_ids);
