@@ -82,17 +82,11 @@ models::GenerationOptions sampling_options(const SamplingFields& fields, models:
 
 }  // namespace
 
-bool template_thinks(std::string_view template_name) {
-  for (std::string_view name : {"qwen3", "qwen3_thinking", "qwq", "deepseek_r1_distill", "deepseek_r1_distill_initial"})
-    if (template_name == name) return true;
-  return false;
-}
-
 std::optional<bool> reasoning_start(const ApiRequest& request, const ServedModel& model) {
   if (request.messages.empty() || model.reasoning_parser == ReasoningParser::kNone) return std::nullopt;
   const models::ChatTemplate& used = chat_template(request, model);
   const bool automatic = model.reasoning_parser == ReasoningParser::kAuto;
-  if (automatic && !template_thinks(used.name())) return std::nullopt;
+  if (automatic && !used.writes_think_blocks()) return std::nullopt;
   const bool in_reasoning =
       models::prompt_opens_think(used.render(request.messages, /*add_generation_prompt=*/true, request.tools.tools));
   // Thinking off (Qwen3's prompt then holds the empty think block): the answer is content,

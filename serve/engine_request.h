@@ -19,7 +19,7 @@ namespace zt::serve {
 // `reasoning_content` (--reasoning_parser; vLLM's --reasoning-parser, which zerotune needs no
 // name for since the template tells the format).
 enum class ReasoningParser {
-  kAuto,    // answers rendered by a template whose models think (template_thinks)
+  kAuto,    // answers rendered by a template whose models think (ChatTemplate::writes_think_blocks)
   kNone,    // none: the think block stays in content
   kAlways,  // every chat answer (vLLM's parser names qwen3, deepseek_r1)
 };
@@ -42,10 +42,6 @@ struct ServedModel {
   std::int64_t vocab_size = 0;
   ReasoningParser reasoning_parser = ReasoningParser::kAuto;
 };
-
-// The templates whose models write their reasoning in a <think> block before the answer:
-// qwen3, qwen3_thinking, qwq, deepseek_r1_distill(_initial).
-bool template_thinks(std::string_view template_name);
 
 // A chat request whose answer's reasoning is split off (ReasoningParser): whether the answer
 // starts inside a think block its prompt opened (qwen3_thinking, qwq). nullopt: not split (a

@@ -89,6 +89,10 @@ class ChatTemplate {
   // Whether the assistant writes its tool calls as Qwen's <tool_call> blocks, the format
   // serve/tool_calls.h reads out of answers.
   virtual bool writes_tool_call_blocks() const { return false; }
+  // Whether the assistant thinks in a <think>…</think> block before its answer (Qwen3, QwQ,
+  // DeepSeek-R1's distills, LLaMA-Factory's reasoning templates): what serve splits out as
+  // reasoning_content.
+  virtual bool writes_think_blocks() const { return false; }
 
   // The conversation as parts. Throws for an empty conversation, a role the template has no
   // place for, or tools in a template without a tool format.

@@ -27,6 +27,7 @@ class DeepSeekR1DistillTemplate final : public ChatTemplate {
     return opens_think_ ? "deepseek_r1_distill" : "deepseek_r1_distill_initial";
   }
   std::vector<std::string> end_of_turn_tokens() const override { return {std::string(kEnd)}; }
+  bool writes_think_blocks() const override { return true; }
 
   std::vector<ChatPart> parts(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
                               const ChatTools& tools) const override {

@@ -24,6 +24,7 @@ class Qwen2ChatTemplate final : public qwen::ChatMlTemplate {
       : name_(std::move(name)), default_system_(std::move(default_system)), thinks_(thinks) {}
 
   std::string_view name() const override { return name_; }
+  bool writes_think_blocks() const override { return thinks_; }
 
   std::vector<ChatPart> parts(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
                               const ChatTools& tools) const override {

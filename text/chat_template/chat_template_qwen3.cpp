@@ -46,6 +46,11 @@ class Qwen3ChatTemplate final : public qwen::ChatMlTemplate {
         return "qwen3";
     }
   }
+  // Qwen3 with thinking allowed and the Thinking-2507 models; not the Instruct-2507 models or
+  // thinking turned off, whose answers are all content.
+  bool writes_think_blocks() const override {
+    return thinking_ == Qwen3Thinking::kOptional || thinking_ == Qwen3Thinking::kAlways;
+  }
 
   std::vector<ChatPart> parts(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
                               const ChatTools& tools) const override {

@@ -103,6 +103,7 @@ class LlamaFactoryTemplate final : public ChatTemplate {
   std::string_view origin() const override { return "LLaMA-Factory's"; }
   std::vector<std::string> end_of_turn_tokens() const override { return spec_.stop_words; }
   bool writes_tool_call_blocks() const override { return spec_.tool_format == ToolFormat::kQwen; }
+  bool writes_think_blocks() const override { return spec_.reasoning; }
 
   std::string train_on_prompt_refusal() const override {
     if (!spec_.efficient_eos) return "";

@@ -148,5 +148,17 @@ TEST(ThinkingTemplates, DeepSeekR1DistillRecognisedFromItsTemplateTexts) {
   EXPECT_EQ(recognise_chat_template(body + "{{'<｜Assistant｜>'}}"), "deepseek_r1_distill_initial");
 }
 
+// What serve asks before splitting an answer's reasoning off: whether the template's models
+// write a think block at all.
+TEST(ThinkingTemplates, TheTemplatesWhoseModelsThinkSaySo) {
+  for (const char* name : {"qwen3", "qwen3_thinking", "qwq", "deepseek_r1_distill", "deepseek_r1_distill_initial"})
+    EXPECT_TRUE(make_model_chat_template(name)->writes_think_blocks()) << name;
+  for (const char* name : {"qwen3_instruct", "qwen3_instruct_plain", "qwen2.5", "qwen2.5_math", "glm4"})
+    EXPECT_FALSE(make_model_chat_template(name)->writes_think_blocks()) << name;
+  EXPECT_FALSE(make_qwen3_chat_template(Qwen3Thinking::kOff)->writes_think_blocks());
+  EXPECT_TRUE(make_llama_factory_template("qwen3", {})->writes_think_blocks());  // a ReasoningTemplate
+  EXPECT_FALSE(make_llama_factory_template("qwen", {})->writes_think_blocks());
+}
+
 }  // namespace
 }  // namespace zt::models
