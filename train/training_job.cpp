@@ -9,6 +9,7 @@
 #include "distributed/communicators/inprocess_communicator.h"
 #include "distributed/communicators/tracing_communicator.h"
 #include "distributed/launch/launched_job.h"
+#include "models/config/config.h"
 #include "models/hub/resolve_model.h"
 #include "models/peft/lora_files.h"
 #include "models/peft/prefix_encoder_files.h"
@@ -57,10 +58,20 @@ Device resolve_device(const TrainingArguments& args, int local_rank) {
 EncodedDataset encode_samples(const Dataset& dataset, const std::string& path,
                               const models::ChatTemplate& chat_template, const models::Tokenizer& tokenizer,
                               const TrainingArguments& args) {
+  const int workers =
+      static_cast<int>(std::max(args.dataloader_num_workers, args.preprocessing_num_workers.value_or(0)));
+  if (args.run_clm_style()) {
+    // run_clm.py: max_length holds the block size (resolved_arguments).
+    EncodedDataset blocks =
+        run_clm_blocks(dataset, path, tokenizer, args.max_length, args.preprocessing_num_workers.value_or(1), workers);
+    ZT_LOG(kInfo, path << ": " << dataset.size() << " texts chained into " << blocks.samples.size() << " blocks of "
+                       << args.max_length << " tokens (run_clm.py's --block_size)");
+    return blocks;
+  }
   const EncodeOptions options{.max_length = args.max_length,
                               .train_on_prompt = args.train_on_prompt,
                               .overlong = args.overlong_samples,
-                              .workers = static_cast<int>(args.dataloader_num_workers)};
+                              .workers = workers};
   EncodedDataset encoded = args.stage == "pt"
                                ? pretraining_samples(dataset, path, tokenizer, args.max_length, args.packing)
                                : encode_dataset(dataset, chat_template, tokenizer, options);
@@ -158,6 +169,12 @@ TrainerData encoded_data(const TrainingArguments& args, const SelectedData& sele
     data.train = encode_samples(selected.train, selected.train_source, chat_template, tokenizer, args).samples;
     if (selected.eval)
       data.eval = encode_samples(*selected.eval, selected.eval_source, chat_template, tokenizer, args).samples;
+    // run_clm.py's max_train_samples and max_eval_samples: the first N blocks.
+    auto keep_first = [](std::vector<TokenizedSample>& samples, std::optional<std::int64_t> count) {
+      if (count && samples.size() > static_cast<std::size_t>(*count)) samples.resize(static_cast<std::size_t>(*count));
+    };
+    keep_first(data.train, args.max_train_samples);
+    keep_first(data.eval, args.max_eval_samples);
   }
   // A pair's prompt runs once (train/data/batching.h), unless padding or a P-Tuning prefix,
   // which every sequence sees before its own tokens, asks for each sequence whole.
@@ -232,7 +249,9 @@ int train_one_rank(const TrainingArguments& args, const PreparedRun& run, distri
                        << " parameters) on " << (device.is_cpu() ? "cpu" : "cuda:" + std::to_string(device.index))
                        << ", " << running_precision(plan, device) << ", " << finetuning_description(args) << ", "
                        << (pairs ? data.train.size() / 2 : data.train.size()) << (pairs ? " pairs, " : " samples, ")
-                       << (args.stage == "pt" ? "no template (--stage pt)" : "template " + run.template_description)
+                       << (args.stage == "pt"     ? std::string("no template (--stage pt)")
+                           : args.run_clm_style() ? std::string("no template (run_clm.py's blocks)")
+                                                  : "template " + run.template_description)
                        << ", " << plan.max_steps << " steps");
   if (!data.train.empty() && main_rank) ZT_LOG(kInfo, sample_preview(data.train.front(), *run.tokenizer));
   TrainerModel trained;
@@ -270,14 +289,34 @@ int train_rank_of_many(const TrainingArguments& args, const PreparedRun& run, di
   return train_one_rank(args, run, &traced, local_rank);
 }
 
+// The arguments with what only the model's files tell: run_clm.py's block size (its default, or
+// the given one capped at the tokenizer's model_max_length) as the sample length.
+TrainingArguments resolved_arguments(const TrainingArguments& given, const std::string& model_dir) {
+  TrainingArguments args = given;
+  if (!args.run_clm_style()) return args;
+  std::optional<double> model_max_length;
+  const fs::path tokenizer_config = fs::path(model_dir) / "tokenizer_config.json";
+  if (fs::exists(tokenizer_config)) {
+    const nlohmann::ordered_json config = models::read_json_file(tokenizer_config.string());
+    if (config.contains("model_max_length") && config["model_max_length"].is_number())
+      model_max_length = config["model_max_length"].get<double>();
+  }
+  std::string note;
+  args.max_length = run_clm_block_size(args.block_size, model_max_length,
+                                       models::context_length(models::load_config(model_dir)), note);
+  if (!note.empty() && current_rank().rank == 0) ZT_LOG(kInfo, note);
+  return args;
+}
+
 }  // namespace
 
-int run_training_job(const TrainingArguments& args) {
+int run_training_job(const TrainingArguments& given) {
   // The checks first, in seconds; then the model, downloaded once per process before its ranks
   // start (the ranks of a launcher's processes share the hub cache through its file locks, so
   // one downloads while the others wait).
-  const CheckedInputs checked = check_before_loading(args);
-  std::string model_dir = models::hub::resolve_model_path(args.model_name_or_path, args.model_revision);
+  const CheckedInputs checked = check_before_loading(given);
+  std::string model_dir = models::hub::resolve_model_path(given.model_name_or_path, given.model_revision);
+  const TrainingArguments args = resolved_arguments(given, model_dir);
   const ProcessRank rank = rank_from_environment();
   ZT_REQUIRE(!rank.distributed || args.inprocess_ranks <= 1,
              "--inprocess_ranks cannot be combined with a launcher's ranks (" + rank.launcher + ")");

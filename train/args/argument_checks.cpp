@@ -104,12 +104,45 @@ void check_data(const TrainingArguments& args, std::vector<std::string>& errors)
   require(!(named_eval && args.val_size > 0), errors,
           "--val_size splits evaluation data off the training data, but --validation_file or --eval_dataset "
           "already names it; give one");
-  const bool has_eval = named_eval || args.val_size > 0;
-  const std::string eval_data = " needs evaluation data: --validation_file (or --eval_dataset, or --val_size)";
+  // run_clm splits the first validation_split_percentage % off the training texts without a validation file.
+  const bool clm_split = args.run_clm_style() && args.validation_file.empty() && args.validation_split_percentage > 0;
+  const bool has_eval = named_eval || args.val_size > 0 || clm_split;
+  const std::string eval_data =
+      std::string(" needs evaluation data: --validation_file (or --eval_dataset, or --val_size") +
+      (args.run_clm_style() ? ", or run_clm's --validation_split_percentage above 0)" : ")");
   require(args.eval_strategy == IntervalStrategy::kNo || has_eval, errors,
           std::string("--eval_strategy ") + name_of(args.eval_strategy) + eval_data);
   require(!args.do_eval || has_eval, errors, "--do_eval" + eval_data);
   require(!args.eval_on_start || has_eval, errors, "--eval_on_start" + eval_data);
+}
+
+// run_clm.py's data options (TrainingArguments::run_clm_style): its blocks and split, and what
+// they cannot be combined with.
+void check_run_clm(const TrainingArguments& args, std::vector<std::string>& errors) {
+  require(!args.block_size || *args.block_size > 0, errors, "--block_size must be > 0");
+  require(args.validation_split_percentage >= 0 && args.validation_split_percentage < 100, errors,
+          "--validation_split_percentage must be in [0, 100)");
+  require(!args.max_train_samples || *args.max_train_samples > 0, errors, "--max_train_samples must be > 0");
+  require(!args.max_eval_samples || *args.max_eval_samples > 0, errors, "--max_eval_samples must be > 0");
+  require(!args.preprocessing_num_workers || *args.preprocessing_num_workers > 0, errors,
+          "--preprocessing_num_workers must be > 0");
+  if (!args.run_clm_style()) return;
+  const std::string clm =
+      "run_clm.py's data options (--block_size, --validation_split_percentage, "
+      "--keep_linebreaks, --max_train_samples, --max_eval_samples, a .csv file)";
+  require(!args.llama_factory_style(), errors,
+          clm +
+              " cannot be combined with LLaMA-Factory's --stage or --dataset; its pre-training is --stage pt with "
+              "cutoff_len as the block size");
+  require(args.was_given("do_train") && args.do_train, errors,
+          "run_clm.py trains only with --do_train (without it, --do_eval only evaluates): add --do_train; to "
+          "evaluate a model without training it use `zerotune evaluate`");
+  require(!args.packing, errors,
+          "--packing with " + clm + ": run_clm's blocks are already --block_size tokens each; drop --packing");
+  require(!(args.block_size && args.was_given("max_length")), errors,
+          "--block_size and --max_length (or model_max_length) both set the sequence length; give one");
+  require(args.val_size == 0, errors,
+          "--val_size with " + clm + ": run_clm splits with --validation_split_percentage; give that instead");
 }
 
 // --lr_scheduler_type's options as transformers checks them, and reduce_lr_on_plateau's needs:
@@ -210,6 +243,7 @@ void validate_training_arguments(const TrainingArguments& args, std::vector<std:
   for (const char* name : {"model_name_or_path", "output_dir"})
     require(args.was_given(name), errors, std::string("--") + name + " is required");
   check_data(args, errors);
+  check_run_clm(args, errors);
   check_ranges(args, errors);
   check_combinations(args, errors);
   check_stage(args, errors);

@@ -14,6 +14,7 @@
 #include "runtime/log.h"
 #include "runtime/terminal/text_list.h"
 #include "runtime/user_paths.h"
+#include "train/data/clm_texts.h"
 
 namespace zt::train {
 namespace {
@@ -315,8 +316,46 @@ std::pair<Dataset, Dataset> split_validation(const Dataset& data, double val_siz
   return {subset(data, train), subset(data, eval)};
 }
 
+// run_clm.py's data: each file's texts (clm_texts.h), concatenated; without a validation file
+// the first validation_split_percentage % of the training texts evaluate.
+SelectedData select_run_clm(const TrainingArguments& args) {
+  auto read = [&](const std::string& list, std::string& source) {
+    Dataset all;
+    all.format = DataFormat::kText;
+    const std::vector<std::string> files = data_files(list);
+    for (const std::string& file : files) {
+      Dataset one = load_clm_texts(file, args.keep_linebreaks);
+      if (args.max_samples && one.texts.size() > static_cast<std::size_t>(*args.max_samples))
+        one.texts.resize(static_cast<std::size_t>(*args.max_samples));
+      all.texts.insert(all.texts.end(), one.texts.begin(), one.texts.end());
+    }
+    source = join_list(files);
+    return all;
+  };
+  SelectedData selected;
+  selected.train = read(args.train_file, selected.train_source);
+  if (!args.validation_file.empty()) {
+    selected.eval = read(args.validation_file, selected.eval_source);
+  } else if (args.validation_split_percentage > 0) {
+    auto [train, eval] = split_clm_validation(selected.train, args.validation_split_percentage);
+    ZT_REQUIRE(!train.texts.empty(), selected.train_source + ": --validation_split_percentage " +
+                                         std::to_string(args.validation_split_percentage) +
+                                         " leaves no text to train on");
+    selected.eval_source = "the first " + std::to_string(args.validation_split_percentage) + "% of " +
+                           selected.train_source + " (--validation_split_percentage)";
+    selected.train = std::move(train);
+    const bool evaluates = args.do_eval || args.eval_on_start || args.eval_strategy != IntervalStrategy::kNo;
+    ZT_REQUIRE(!eval.texts.empty() || !evaluates,
+               selected.eval_source + " is no text (of " + std::to_string(selected.train.texts.size()) +
+                   "), and the run evaluates: raise --validation_split_percentage or give --validation_file");
+    if (!eval.texts.empty()) selected.eval = std::move(eval);
+  }
+  return selected;
+}
+
 SelectedData select_data(const TrainingArguments& args) {
   if (args.stage == "dpo") return select_preferences(args);
+  if (args.run_clm_style()) return select_run_clm(args);
   SelectedData selected;
   const std::vector<std::string> train_files =
       args.dataset.empty() ? data_files(args.train_file)

@@ -13,6 +13,7 @@ namespace {
 using enum ValueKind;
 using enum Verdict;
 constexpr Origin kLf = Origin::kLlamaFactory;
+constexpr Origin kShared = Origin::kShared;
 
 // A LLaMA-Factory name read as zerotune's `flag` (its own name where they agree).
 OtherArgument honoured(const char* name, const char* flag) { return {name, kText, "*", kHonoured, flag, kLf}; }
@@ -69,10 +70,12 @@ const std::vector<OtherArgument>& llama_factory_other_arguments() {
        kLf, "training an existing adapter further"},
       {"adapter_folder", kText, "[null]", kRefused, "zerotune train starts new adapters", kLf,
        "loading adapters from a folder"},
+      // cache_dir, use_fast_tokenizer, low_cpu_mem_usage, trust_remote_code, streaming and overwrite_cache
+      // are run_clm.py's options too: their warnings name no program.
       {"cache_dir", kText, "[null]", kNoEffect, "zerotune's hub cache is HF_HUB_CACHE (else HF_HOME/hub): set that",
-       kLf},
+       kShared},
       {"use_fast_tokenizer", kBool, "[true]", kNoEffect, "zerotune has one tokenizer per model, read from its files",
-       kLf},
+       kShared},
       {"resize_vocab", kBool, "[false]", kRefused, kTokens, kLf, "resizing the vocabulary"},
       {"split_special_tokens", kBool, "[false]", kRefused, kTokens, kLf, "splitting special tokens"},
       {"add_tokens", kText, "[null]", kRefused, kTokens, kLf, "adding tokens"},
@@ -81,12 +84,12 @@ const std::vector<OtherArgument>& llama_factory_other_arguments() {
       {"new_special_tokens_config", kText, "[null]", kRefused, kTokens, kLf, "adding special tokens"},
       {"init_special_tokens", kText, "[\"noise_init\"]", kNoEffect, "no tokens are added", kLf},
       honoured("model_revision", "model_revision"),
-      {"low_cpu_mem_usage", kBool, "[true]", kNoEffect, "zerotune maps the weights from their files", kLf},
+      {"low_cpu_mem_usage", kBool, "[true, false]", kNoEffect, "zerotune maps the weights from their files", kShared},
       {"rope_scaling", kText, "[null]", kRefused,
        "zerotune uses the rotary embedding the model's config.json sets: drop the option", kLf, "RoPE scaling"},
       // Also a boolean, false by default, of FastChat's train_lora.py and many other scripts.
       {"flash_attn", kText, "[\"auto\", false, \"False\", \"false\"]", kNoEffect,
-       "zerotune picks its attention kernels with --attn_impl (zerotune, cudnn)", Origin::kShared},
+       "zerotune picks its attention kernels with --attn_impl (zerotune, cudnn)", kShared},
       {"shift_attn", kBool, "[false]", kRefused, "attention is plain causal attention: drop the option", kLf,
        "shift short attention (LongLoRA's S2-Attn)"},
       {"mixture_of_depths", kText, "[null]", kRefused, "every token runs through every layer: drop the option", kLf,
@@ -112,7 +115,7 @@ const std::vector<OtherArgument>& llama_factory_other_arguments() {
       {"ms_hub_token", kText, "[null]", kNoEffect, kNoModelScope, kLf},
       {"om_hub_token", kText, "[null]", kNoEffect, kNoModelScope, kLf},
       {"print_param_status", kBool, "[false]", kNoEffect, "the log lists what trains anyway", kLf},
-      {"trust_remote_code", kBool, "[false]", kNoEffect, "zerotune runs no code from the model folder", kLf},
+      {"trust_remote_code", kBool, "[false]", kNoEffect, "zerotune runs no code from the model folder", kShared},
 
       // ModelArguments: QuantizationArguments.
       honoured("quantization_method", "quantization_method"),
@@ -179,14 +182,13 @@ const std::vector<OtherArgument>& llama_factory_other_arguments() {
       {"mask_history", kBool, "[false]", kRefused,
        "zerotune trains on every reply of a conversation: drop the option, or keep only the last turn in the data", kLf,
        "masking the earlier replies (mask_history)"},
-      {"streaming", kBool, "[false]", kNoEffect, kWholeData, kLf},
+      {"streaming", kBool, "[false]", kNoEffect, kWholeData, kShared},
       {"buffer_size", kInteger, "[16384]", kNoEffect, kWholeData, kLf},
       {"mix_strategy", kText, "[\"concat\"]", kRefused, kConcatenated, kLf, "interleaving datasets"},
       {"interleave_probs", kText, "[null]", kRefused, kConcatenated, kLf, "interleaving datasets"},
-      {"overwrite_cache", kBool, "[false]", kNoEffect, kInMemory, kLf},
+      {"overwrite_cache", kBool, "[false]", kNoEffect, kInMemory, kShared},
       {"preprocessing_batch_size", kInteger, "[1000]", kNoEffect, kInMemory, kLf},
-      {"preprocessing_num_workers", kInteger, "[null]", kNoEffect,
-       "zerotune tokenises on --dataloader_num_workers threads", kLf},
+      honoured("preprocessing_num_workers", "preprocessing_num_workers"),
       honoured("max_samples", "max_samples"),
       {"eval_num_beams", kInteger, "[null]", kNoEffect, kLossOnly, kLf},
       {"ignore_pad_token_for_loss", kBool, "[true]", kRefused,

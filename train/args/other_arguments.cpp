@@ -15,7 +15,8 @@ using nlohmann::json;
 const std::unordered_map<std::string_view, const OtherArgument*>& index() {
   static const auto by_name = [] {
     std::unordered_map<std::string_view, const OtherArgument*> map;
-    for (const auto* table : {&transformers_other_arguments(), &llama_factory_other_arguments()})
+    for (const auto* table :
+         {&transformers_other_arguments(), &llama_factory_other_arguments(), &run_clm_other_arguments()})
       for (const OtherArgument& argument : *table)
         if (argument.verdict != Verdict::kHonoured) map.emplace(argument.name, &argument);
     return map;
@@ -73,6 +74,7 @@ const char* llama_factory_flag(std::string_view name) {
 }
 
 bool is_secret(std::string_view name) {
+  if (name == "token") return true;  // run_clm's hub token
   for (std::string_view tail : {"_token", "_api_key", "_secret", "_webhook_url"})
     if (name.size() > tail.size() && name.substr(name.size() - tail.size()) == tail) return true;
   return false;

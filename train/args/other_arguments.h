@@ -48,6 +48,8 @@ inline constexpr const char* kTokensPerSecondLogged = "tokens_per_second is in e
 // (llama_factory_arguments.cpp).
 const std::vector<OtherArgument>& transformers_other_arguments();
 const std::vector<OtherArgument>& llama_factory_other_arguments();
+// transformers' run_clm.py's own model and data options (run_clm_arguments.cpp).
+const std::vector<OtherArgument>& run_clm_other_arguments();
 // The entry of an accepted name without a member; nullptr for honoured and unknown names.
 const OtherArgument* find_other_argument(std::string_view name);
 // The zerotune flag a LLaMA-Factory name sets (cutoff_len: max_length), or nullptr.

@@ -82,10 +82,12 @@ FlagKind kind_of(ValueKind kind) {
   return FlagKind::kText;
 }
 
-// Every HF field and LLaMA-Factory option without a member, once (the first table's entry).
+// Every HF field, LLaMA-Factory option and run_clm.py option without a member, once (the first
+// table's entry).
 FlagGroup other_names() {
   FlagGroup group{.title = "Accepted without a member", .flags = {}, .hidden = true};
-  for (const auto* table : {&transformers_other_arguments(), &llama_factory_other_arguments()})
+  for (const auto* table :
+       {&transformers_other_arguments(), &llama_factory_other_arguments(), &run_clm_other_arguments()})
     for (const OtherArgument& argument : *table)
       if (find_other_argument(argument.name) == &argument)
         group.flags.push_back({.name = std::string("--") + argument.name,

@@ -58,6 +58,14 @@ void apply_implied(TrainingArguments& args, std::vector<std::string>& errors) {
     if (args.disable_gradient_checkpointing) args.gradient_checkpointing = false;
   }
   if (args.llama_factory_style() && !args.was_given("max_length")) args.max_length = 2048;  // cutoff_len's default
+  // A .txt file in an HF-style command trains one sample per line; run_clm's blocks need its names.
+  const bool text_file =
+      args.train_file.size() > 4 && args.train_file.compare(args.train_file.size() - 4, 4, ".txt") == 0;
+  if (text_file && !args.llama_factory_style() && !args.run_clm_style())
+    args.warnings.push_back(args.train_file +
+                            ": each line trains as one sample ending with eos (zerotune's plain-text samples); "
+                            "for run_clm.py's blocks (the texts chained and cut into blocks of N tokens) give "
+                            "--block_size N");
   apply_training_script_lora(args, errors);
 }
 
@@ -65,6 +73,8 @@ void apply_implied(TrainingArguments& args, std::vector<std::string>& errors) {
 // or a refusal.
 void judge_other_arguments(TrainingArguments& args, std::vector<std::string>& errors) {
   for (const auto& [name, value] : args.other_arguments.items()) {
+    // run_clm's config_name and tokenizer_name naming the model's own folder ask for nothing else.
+    if ((name == "config_name" || name == "tokenizer_name") && value == args.model_name_or_path) continue;
     const Judgement judgement = judge(*find_other_argument(name), value);
     if (judgement.kind == Judgement::kRefusal) errors.push_back(judgement.message);
     if (judgement.kind == Judgement::kWarning) args.warnings.push_back(judgement.message);

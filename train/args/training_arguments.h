@@ -122,6 +122,15 @@ struct TrainingArguments {
   Padding padding = Padding::kNone;
   std::optional<std::int64_t> max_samples;  // of each data file, its first N
 
+  // transformers' run_clm.py (its DataTrainingArguments): plain texts tokenized, chained and cut
+  // into blocks of block_size tokens (train/data/pretraining_blocks.h); see run_clm_style().
+  std::optional<std::int64_t> block_size;                 // unset: run_clm's default from the model's files
+  std::int64_t validation_split_percentage = 5;           // without --validation_file: the first N % evaluate
+  bool keep_linebreaks = true;                            // .txt lines keep their "\n"
+  std::optional<std::int64_t> max_train_samples;          // the first N training blocks
+  std::optional<std::int64_t> max_eval_samples;           // the first N evaluation blocks
+  std::optional<std::int64_t> preprocessing_num_workers;  // datasets' num_proc: shards and tokenizing threads
+
   // LLaMA-Factory's names for the data and the run (train/args/dataset_selection.h).
   std::string stage = "sft";
   std::string dataset;  // names in dataset_dir/dataset_info.json, or files, separated by commas
@@ -196,6 +205,16 @@ struct TrainingArguments {
   bool llama_factory_style() const { return was_given("stage") || was_given("dataset"); }
   // A command with the LoRA names of FastChat's train_lora.py or Qwen's finetune.py (their
   // shared LoraArguments, and Qwen's use_lora). Their LoRA defaults then apply.
+  // A run_clm.py command: it names one of run_clm's own data arguments, or a .csv data file
+  // (which only run_clm reads). Its data is then run_clm's: texts chained into blocks.
+  bool run_clm_style() const {
+    for (const char* name :
+         {"block_size", "validation_split_percentage", "keep_linebreaks", "max_train_samples", "max_eval_samples"})
+      if (was_given(name)) return true;
+    for (const std::string* file : {&train_file, &validation_file})
+      if (file->size() > 4 && file->compare(file->size() - 4, 4, ".csv") == 0) return true;
+    return false;
+  }
   bool training_script_lora_style() const {
     for (const char* name : {"lora_r", "lora_target_modules", "lora_weight_path", "lora_bias", "q_lora", "use_lora"})
       if (was_given(name)) return true;

@@ -1,6 +1,9 @@
 #include "train/data/pretraining_blocks.h"
 
+#include <algorithm>
+#include <exception>
 #include <optional>
+#include <thread>
 
 #include "runtime/error.h"
 
@@ -20,6 +23,13 @@ TokenizedSample all_trained(std::vector<std::int32_t> ids) {
   sample.labels = ids;
   sample.ids = std::move(ids);
   return sample;
+}
+
+// Blocks of exactly `block` ids cut from `chained`, the remainder dropped (run_clm's group_texts).
+void append_blocks(const std::vector<std::int32_t>& chained, std::size_t block, EncodedDataset& out) {
+  for (std::size_t start = 0; start + block <= chained.size(); start += block)
+    out.samples.push_back(all_trained({chained.begin() + static_cast<std::ptrdiff_t>(start),
+                                       chained.begin() + static_cast<std::ptrdiff_t>(start + block)}));
 }
 
 }  // namespace
@@ -59,9 +69,87 @@ EncodedDataset pretraining_samples(const Dataset& texts, const std::string& sour
                                           " tokens, fewer than one block of --max_length (cutoff_len) " +
                                           std::to_string(max_length) +
                                           "; give more text, a smaller cutoff_len, or --packing false");
-  for (std::size_t start = 0; start + block <= chained.size(); start += block)
-    out.samples.push_back(all_trained({chained.begin() + static_cast<std::ptrdiff_t>(start),
-                                       chained.begin() + static_cast<std::ptrdiff_t>(start + block)}));
+  append_blocks(chained, block, out);
+  return out;
+}
+
+std::int64_t run_clm_block_size(std::optional<std::int64_t> given, std::optional<double> model_max_length,
+                                std::int64_t max_position_embeddings, std::string& note) {
+  const double limit = model_max_length.value_or(1e30);  // transformers' VERY_LARGE_INTEGER
+  const std::int64_t positions = max_position_embeddings > 0 ? max_position_embeddings : 1024;
+  if (given) {
+    if (static_cast<double>(*given) <= limit) return *given;
+    note = "--block_size " + std::to_string(*given) + " is larger than the tokenizer's model_max_length; using " +
+           std::to_string(static_cast<std::int64_t>(limit)) + " (as run_clm.py does)";
+    return static_cast<std::int64_t>(limit);
+  }
+  if (limit <= static_cast<double>(positions)) return static_cast<std::int64_t>(limit);
+  const std::int64_t block = std::min<std::int64_t>(1024, positions);
+  note = "--block_size not given: using " + std::to_string(block) +
+         " (run_clm.py's default, min(1024, max_position_embeddings), the tokenizer's model_max_length being " +
+         (model_max_length ? "larger" : "unset") + "); --block_size N sets it";
+  return block;
+}
+
+std::vector<std::pair<std::size_t, std::size_t>> run_clm_groups(std::size_t texts, std::int64_t num_proc,
+                                                                std::size_t batch) {
+  // datasets' map: num_proc above the number of rows is capped at it; None or 1 is one shard.
+  const std::size_t shards = std::max<std::size_t>(
+      1, std::min<std::size_t>(static_cast<std::size_t>(std::max<std::int64_t>(num_proc, 1)), texts));
+  const std::size_t div = texts / shards;
+  const std::size_t mod = texts % shards;
+  std::vector<std::pair<std::size_t, std::size_t>> groups;
+  for (std::size_t index = 0; index < shards; ++index) {
+    const std::size_t start = div * index + std::min(index, mod);
+    const std::size_t end = start + div + (index < mod ? 1 : 0);
+    for (std::size_t at = start; at < end; at += batch) groups.emplace_back(at, std::min(at + batch, end));
+  }
+  return groups;
+}
+
+EncodedDataset run_clm_blocks(const Dataset& texts, const std::string& source, const models::Tokenizer& tokenizer,
+                              std::int64_t block_size, std::int64_t num_proc, int threads) {
+  ZT_REQUIRE(texts.format == DataFormat::kText,
+             source + ": run_clm's blocks are cut from plain text, and this is " + format_name(texts.format) + " data");
+  ZT_REQUIRE(block_size > 0, "--block_size must be > 0, got " + std::to_string(block_size));
+  const std::size_t count = texts.texts.size();
+  std::vector<std::vector<std::int32_t>> ids(count);
+  auto encode_range = [&](std::size_t first, std::size_t step) {
+    for (std::size_t i = first; i < count; i += step)
+      ids[i] = tokenizer.encode(texts.texts[i], /*add_special_tokens=*/true);
+  };
+  const std::size_t workers =
+      std::min<std::size_t>(static_cast<std::size_t>(std::max(threads, 1)), std::max<std::size_t>(count, 1));
+  if (workers <= 1) {
+    encode_range(0, 1);
+  } else {
+    std::vector<std::thread> pool;
+    std::vector<std::exception_ptr> failures(workers);
+    for (std::size_t w = 0; w < workers; ++w)
+      pool.emplace_back([&, w] {
+        try {
+          encode_range(w, workers);
+        } catch (...) {
+          failures[w] = std::current_exception();
+        }
+      });
+    for (std::thread& t : pool) t.join();
+    for (const std::exception_ptr& failure : failures)
+      if (failure) std::rethrow_exception(failure);
+  }
+  const auto block = static_cast<std::size_t>(block_size);
+  EncodedDataset out;
+  std::size_t total = 0;
+  for (const auto& [begin, end] : run_clm_groups(count, num_proc)) {
+    std::vector<std::int32_t> chained;
+    for (std::size_t i = begin; i < end; ++i) chained.insert(chained.end(), ids[i].begin(), ids[i].end());
+    total += chained.size();
+    append_blocks(chained, block, out);
+  }
+  ZT_REQUIRE(!out.samples.empty(), source + ": its texts hold " + std::to_string(total) +
+                                       " tokens, fewer than one block of --block_size " + std::to_string(block_size) +
+                                       " (run_clm: \"block_size of " + std::to_string(block_size) +
+                                       " is too big\"); give a smaller --block_size or more text");
   return out;
 }
 

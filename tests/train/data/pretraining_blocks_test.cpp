@@ -76,5 +76,32 @@ TEST_F(PretrainingBlocks, OtherDataAndTooLittleTextAreRefused) {
   EXPECT_NE(message.find("fewer than one block of --max_length (cutoff_len) 100000"), std::string::npos) << message;
 }
 
+// run_clm.py: the tokenizer's own special tokens, no eos, chained and cut into blocks, the
+// remainder dropped; over two shards each is chained apart.
+TEST_F(PretrainingBlocks, RunClmChainsWithoutEosPerShard) {
+  std::vector<std::int32_t> all;
+  std::vector<std::vector<std::int32_t>> each;
+  for (const std::string& text : texts_.texts) {
+    each.push_back(tokenizer_->encode(text, true));
+    all.insert(all.end(), each.back().begin(), each.back().end());
+  }
+  std::size_t block = 3;
+  while (all.size() % block == 0) ++block;
+  const EncodedDataset out = run_clm_blocks(texts_, "texts", *tokenizer_, static_cast<std::int64_t>(block), 1, 2);
+  ASSERT_EQ(out.samples.size(), all.size() / block);
+  for (std::size_t b = 0; b < out.samples.size(); ++b) {
+    const std::vector<std::int32_t> expected(all.begin() + b * block, all.begin() + (b + 1) * block);
+    EXPECT_EQ(out.samples[b].ids, expected) << "block " << b;
+    EXPECT_EQ(out.samples[b].labels, expected) << "block " << b;
+  }
+  // num_proc 2: texts {0, 1} and {2} are chained apart, each dropping its own remainder.
+  const EncodedDataset sharded = run_clm_blocks(texts_, "texts", *tokenizer_, 2, 2, 1);
+  std::vector<std::int32_t> first = each[0];
+  first.insert(first.end(), each[1].begin(), each[1].end());
+  EXPECT_EQ(sharded.samples.size(), first.size() / 2 + each[2].size() / 2);
+  const std::string message = testing::error_of([&] { run_clm_blocks(texts_, "texts", *tokenizer_, 100000, 1, 1); });
+  EXPECT_NE(message.find("fewer than one block of --block_size 100000"), std::string::npos) << message;
+}
+
 }  // namespace
 }  // namespace zt::train
