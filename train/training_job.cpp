@@ -73,7 +73,9 @@ EncodedDataset encode_samples(const Dataset& dataset, const std::string& path,
                               .overlong = args.overlong_samples,
                               .workers = workers};
   EncodedDataset encoded = args.stage == "pt"
-                               ? pretraining_samples(dataset, path, tokenizer, args.max_length, args.packing)
+                               ? pretraining_samples(dataset, path, tokenizer, args.max_length, args.packing,
+                                                     args.preprocessing_num_workers.value_or(1),
+                                                     static_cast<std::size_t>(args.preprocessing_batch_size))
                                : encode_dataset(dataset, chat_template, tokenizer, options);
   if (args.stage == "pt" && args.packing)
     ZT_LOG(kInfo, path << ": " << dataset.size() << " texts chained into " << encoded.samples.size() << " blocks of "

@@ -126,6 +126,7 @@ void check_run_clm(const TrainingArguments& args, std::vector<std::string>& erro
   require(!args.max_eval_samples || *args.max_eval_samples > 0, errors, "--max_eval_samples must be > 0");
   require(!args.preprocessing_num_workers || *args.preprocessing_num_workers > 0, errors,
           "--preprocessing_num_workers must be > 0");
+  require(args.preprocessing_batch_size > 0, errors, "--preprocessing_batch_size must be > 0");
   if (!args.run_clm_style()) return;
   const std::string clm =
       "run_clm.py's data options (--block_size, --validation_split_percentage, "

@@ -92,6 +92,11 @@ const std::vector<ArgumentSection>& argument_sections() {
             &A::preprocessing_num_workers,
             {},
             "run_clm.py: datasets' num_proc (the texts are chained per shard of that many) and tokenizing threads"},
+           {"preprocessing_batch_size",
+            &A::preprocessing_batch_size,
+            {},
+            "LLaMA-Factory: --stage pt with packing chains this many texts at a time (datasets' map batch_size) "
+            "before cutting blocks"},
            {"template", &A::template_name, {}, template_help().c_str()},
            {"enable_thinking",
             &A::enable_thinking,

@@ -187,7 +187,7 @@ const std::vector<OtherArgument>& llama_factory_other_arguments() {
       {"mix_strategy", kText, "[\"concat\"]", kRefused, kConcatenated, kLf, "interleaving datasets"},
       {"interleave_probs", kText, "[null]", kRefused, kConcatenated, kLf, "interleaving datasets"},
       {"overwrite_cache", kBool, "[false]", kNoEffect, kInMemory, kShared},
-      {"preprocessing_batch_size", kInteger, "[1000]", kNoEffect, kInMemory, kLf},
+      honoured("preprocessing_batch_size", "preprocessing_batch_size"),
       honoured("preprocessing_num_workers", "preprocessing_num_workers"),
       honoured("max_samples", "max_samples"),
       {"eval_num_beams", kInteger, "[null]", kNoEffect, kLossOnly, kLf},

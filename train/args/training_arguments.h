@@ -130,6 +130,7 @@ struct TrainingArguments {
   std::optional<std::int64_t> max_train_samples;          // the first N training blocks
   std::optional<std::int64_t> max_eval_samples;           // the first N evaluation blocks
   std::optional<std::int64_t> preprocessing_num_workers;  // datasets' num_proc: shards and tokenizing threads
+  std::int64_t preprocessing_batch_size = 1000;           // texts --stage pt chains at a time (datasets' batch_size)
 
   // LLaMA-Factory's names for the data and the run (train/args/dataset_selection.h).
   std::string stage = "sft";

@@ -35,7 +35,7 @@ void append_blocks(const std::vector<std::int32_t>& chained, std::size_t block, 
 }  // namespace
 
 EncodedDataset pretraining_samples(const Dataset& texts, const std::string& source, const models::Tokenizer& tokenizer,
-                                   std::int64_t max_length, bool packing) {
+                                   std::int64_t max_length, bool packing, std::int64_t num_proc, std::size_t batch) {
   ZT_REQUIRE(texts.format == DataFormat::kText,
              source + ": --stage pt trains on plain text, and this is " + format_name(texts.format) +
                  " data; give {\"text\": ...} samples (in dataset_info.json: \"columns\": {\"prompt\": \"text\"}), "
@@ -60,16 +60,21 @@ EncodedDataset pretraining_samples(const Dataset& texts, const std::string& sour
     }
     return out;
   }
-  std::vector<std::int32_t> chained;
-  for (const std::string& text : texts.texts) {
-    const std::vector<std::int32_t> ids = text_ids(text, tokenizer, eos);
-    chained.insert(chained.end(), ids.begin(), ids.end());
+  std::size_t longest = 0;  // the most tokens one batch chains
+  for (const auto& [first, end] : run_clm_groups(texts.texts.size(), num_proc, batch)) {
+    std::vector<std::int32_t> chained;
+    for (std::size_t i = first; i < end; ++i) {
+      const std::vector<std::int32_t> ids = text_ids(texts.texts[i], tokenizer, eos);
+      chained.insert(chained.end(), ids.begin(), ids.end());
+    }
+    longest = std::max(longest, chained.size());
+    append_blocks(chained, block, out);
   }
-  ZT_REQUIRE(chained.size() >= block, source + ": its texts hold " + std::to_string(chained.size()) +
-                                          " tokens, fewer than one block of --max_length (cutoff_len) " +
-                                          std::to_string(max_length) +
-                                          "; give more text, a smaller cutoff_len, or --packing false");
-  append_blocks(chained, block, out);
+  ZT_REQUIRE(!out.samples.empty(), source + ": its texts hold " + std::to_string(longest) +
+                                       " tokens in a batch of --preprocessing_batch_size " + std::to_string(batch) +
+                                       ", fewer than one block of --max_length (cutoff_len) " +
+                                       std::to_string(max_length) +
+                                       "; give more text, a smaller cutoff_len, or --packing false");
   return out;
 }
 

@@ -1,10 +1,11 @@
 // LLaMA-Factory's pre-training stage (`stage: pt`): plain texts, every token trained, no chat
 // template. Each text is tokenized without the tokenizer's special tokens and ends with eos,
 // as LLaMA-Factory's pretrain processor writes `text + eos_token`. With packing (its default
-// under pt) the texts are chained and cut into blocks of exactly max_length tokens, the last
-// partial block dropped, as run_clm's group_texts does; a block may hold the end of one text
-// and the start of the next, attending across the eos between them. Without packing each text
-// is its own sample, cut to max_length.
+// under pt) the texts are chained and cut into blocks of exactly max_length tokens as
+// `datasets` maps that processor: `batch` texts at a time within each of `num_proc` contiguous
+// shards (run_clm_groups), each batch's partial last block dropped; a block may hold the end
+// of one text and the start of the next, attending across the eos between them. Without
+// packing each text is its own sample, cut to max_length.
 #pragma once
 
 #include <cstdint>
@@ -21,7 +22,8 @@ namespace zt::train {
 
 // `texts` must be plain text (DataFormat::kText); `source` names it in messages.
 EncodedDataset pretraining_samples(const Dataset& texts, const std::string& source, const models::Tokenizer& tokenizer,
-                                   std::int64_t max_length, bool packing);
+                                   std::int64_t max_length, bool packing, std::int64_t num_proc = 1,
+                                   std::size_t batch = 1000);
 
 // transformers' run_clm.py: each text tokenized as its `tokenizer(texts)` does (the tokenizer's
 // own special tokens, GLM's [gMASK] sop, none for Qwen; no eos appended), then its group_texts

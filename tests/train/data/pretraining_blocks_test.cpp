@@ -53,6 +53,36 @@ TEST_F(PretrainingBlocks, PackingChainsTheTextsIntoFullBlocks) {
   EXPECT_EQ(out.truncated, 0u);
 }
 
+// LLaMA-Factory's processor runs under datasets' map: preprocessing_batch_size texts are
+// chained at a time (within each of preprocessing_num_workers shards), each batch's partial
+// last block dropped, so a block never joins texts of two batches.
+TEST_F(PretrainingBlocks, PackingChainsEachBatchOfTextsApart) {
+  const auto ids_of = [&](std::size_t i) {
+    std::vector<std::int32_t> ids = tokenizer_->encode(texts_.texts[i], false);
+    ids.push_back(*tokenizer_->special_ids().eos);
+    return ids;
+  };
+  const std::size_t block = 3;
+  for (const auto& [num_proc, batch] : std::vector<std::pair<std::int64_t, std::size_t>>{{1, 2}, {1, 1}, {2, 1000}}) {
+    // the batches: [0, 2) and [2, 3) for a batch of 2; one a text for 1; 2 shards [0, 2), [2, 3)
+    std::vector<std::vector<std::size_t>> batches = batch == 1 ? std::vector<std::vector<std::size_t>>{{0}, {1}, {2}}
+                                                               : std::vector<std::vector<std::size_t>>{{0, 1}, {2}};
+    std::vector<std::vector<std::int32_t>> expected;
+    for (const std::vector<std::size_t>& members : batches) {
+      std::vector<std::int32_t> chained;
+      for (std::size_t i : members) {
+        const std::vector<std::int32_t> ids = ids_of(i);
+        chained.insert(chained.end(), ids.begin(), ids.end());
+      }
+      for (std::size_t start = 0; start + block <= chained.size(); start += block)
+        expected.emplace_back(chained.begin() + start, chained.begin() + start + block);
+    }
+    const EncodedDataset out = pretraining_samples(texts_, "texts", *tokenizer_, block, true, num_proc, batch);
+    ASSERT_EQ(out.samples.size(), expected.size()) << num_proc << " shards, batch " << batch;
+    for (std::size_t b = 0; b < expected.size(); ++b) EXPECT_EQ(out.samples[b].ids, expected[b]) << "block " << b;
+  }
+}
+
 TEST_F(PretrainingBlocks, WithoutPackingEachTextIsASampleCutToMaxLength) {
   const EncodedDataset whole = pretraining_samples(texts_, "texts", *tokenizer_, 1000, false);
   ASSERT_EQ(whole.samples.size(), 3u);
