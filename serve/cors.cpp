@@ -7,6 +7,7 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include "runtime/ascii_lower.h"
 #include "runtime/error.h"
 
 namespace zt::serve {
@@ -14,11 +15,6 @@ namespace {
 
 bool contains(const std::vector<std::string>& list, const std::string& value) {
   return std::find(list.begin(), list.end(), value) != list.end();
-}
-
-std::string lower(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
-  return text;
 }
 
 std::string trimmed(const std::string& text) {
@@ -50,7 +46,7 @@ class Cors {
       if (!contains(headers, header)) headers.push_back(header);
     std::sort(headers.begin(), headers.end());
     headers_ = headers;
-    for (const std::string& header : headers) lower_headers_.push_back(lower(header));
+    for (const std::string& header : headers) lower_headers_.push_back(ascii_lower(header));
   }
 
   // A preflight: answered here, whatever the path.
@@ -80,7 +76,7 @@ class Cors {
         std::size_t begin = 0;
         while (begin <= requested.size()) {
           const std::size_t end = std::min(requested.find(',', begin), requested.size());
-          if (!contains(lower_headers_, lower(trimmed(requested.substr(begin, end - begin))))) {
+          if (!contains(lower_headers_, ascii_lower(trimmed(requested.substr(begin, end - begin))))) {
             failures.push_back("headers");
             break;
           }

@@ -12,23 +12,19 @@
 #include <curl/curl.h>
 #endif
 
+#include "runtime/ascii_lower.h"
 #include "zerotune/build_info.h"
 
 namespace zt::models::hub {
 namespace {
 
-std::string lower(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
-  return text;
-}
-
 // "scheme://host:port" of a URL in lower case, the scheme's default port filled in.
 std::string origin_of(const std::string& url) {
   const std::size_t scheme_end = url.find("://");
   if (scheme_end == std::string::npos) return "";
-  const std::string scheme = lower(url.substr(0, scheme_end));
+  const std::string scheme = ascii_lower(url.substr(0, scheme_end));
   const std::size_t start = scheme_end + 3;
-  std::string authority = lower(url.substr(start, url.find_first_of("/?#", start) - start));
+  std::string authority = ascii_lower(url.substr(start, url.find_first_of("/?#", start) - start));
   authority = authority.substr(authority.rfind('@') == std::string::npos ? 0 : authority.rfind('@') + 1);
   const bool has_port = authority.rfind(':') != std::string::npos && authority.back() != ']';
   if (!has_port) authority += scheme == "https" ? ":443" : ":80";
@@ -38,7 +34,7 @@ std::string origin_of(const std::string& url) {
 }  // namespace
 
 std::string HttpReply::header(const std::string& name) const {
-  const auto found = headers.find(lower(name));
+  const auto found = headers.find(ascii_lower(name));
   return found == headers.end() ? "" : found->second;
 }
 
@@ -63,7 +59,7 @@ size_t on_header(char* data, size_t size, size_t count, void* user) {
   const auto space = [](unsigned char c) { return std::isspace(c) != 0; };
   value.erase(value.begin(), std::find_if_not(value.begin(), value.end(), space));
   value.erase(std::find_if_not(value.rbegin(), value.rend(), space).base(), value.end());
-  reply.headers[lower(line.substr(0, colon))] = value;
+  reply.headers[ascii_lower(line.substr(0, colon))] = value;
   return size * count;
 }
 

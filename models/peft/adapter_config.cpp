@@ -7,15 +7,11 @@
 
 #include "models/config/config_json.h"
 #include "models/peft/lora_targets.h"
+#include "runtime/ascii_lower.h"
 #include "runtime/enum_names.h"
 
 namespace zt::models {
 namespace {
-
-std::string lower(std::string text) {
-  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return text;
-}
 
 // A string of `key` that PEFT reads as a regular expression (re.fullmatch over module paths),
 // refused here when C++'s std::regex (ECMAScript) cannot compile it.
@@ -47,7 +43,7 @@ void read_targets(const nlohmann::ordered_json& json, const detail::ConfigKeys& 
   const auto& value = json["target_modules"];
   if (value.is_string()) {
     const std::string text = value.get<std::string>();
-    if (lower(text) == "all-linear") {
+    if (ascii_lower(text) == "all-linear") {
       config.target_modules = {"all-linear"};
     } else {
       if (text.empty()) keys.fail("target_modules is an empty string; list the adapted modules, e.g. [\"q_proj\"]");

@@ -5,15 +5,11 @@
 #include <cstdlib>
 #include <utility>
 
+#include "runtime/ascii_lower.h"
 #include "runtime/usage_error.h"
 
 namespace zt {
 namespace {
-
-std::string lower(std::string text) {
-  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return text;
-}
 
 // Bytes per unit, or 0 for an unknown unit.
 double unit_bytes(const std::string& unit) {
@@ -37,7 +33,7 @@ std::size_t parse_memory_limit(const std::string& text, std::size_t device_total
   char* end = nullptr;
   const double number = std::strtod(begin, &end);
   if (end == begin || !std::isfinite(number) || number <= 0.0) refuse(text, "is not a positive size");
-  std::string unit = lower(end);
+  std::string unit = ascii_lower(end);
   while (!unit.empty() && unit.front() == ' ') unit.erase(0, 1);
   const bool fraction = unit.empty() && number < 1.0;
   const double bytes = fraction ? number * static_cast<double>(device_total) : number * unit_bytes(unit);

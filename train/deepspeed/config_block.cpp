@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "runtime/ascii_lower.h"
 #include "runtime/terminal/closest_name.h"
 #include "train/deepspeed/config_value.h"
 
@@ -11,17 +12,12 @@ namespace {
 
 bool is_auto(const nlohmann::json& value) { return value.is_string() && value.get<std::string>() == "auto"; }
 
-std::string lower(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
-  return text;
-}
-
 // Whether `a` becomes `b` by one typing slip: a letter added, dropped, replaced, or two
 // neighbours swapped (zero_optimisation, train_batch_sise, optimzer, optimzier), or by letter
 // case alone (Zero_Optimization).
 bool one_edit_apart(const std::string& a, const std::string& b) {
   if (a == b) return false;
-  if (lower(a) == lower(b)) return true;
+  if (ascii_lower(a) == ascii_lower(b)) return true;
   if (a.size() == b.size()) {
     std::size_t first = 0;
     while (a[first] == b[first]) ++first;
@@ -77,7 +73,7 @@ void ConfigBlock::ignore(const std::string& key, const std::string& reason, std:
 
 bool ConfigBlock::is_comment(const std::string& key) {
   return key.rfind('_', 0) == 0 || key.rfind("//", 0) == 0 || key.rfind('#', 0) == 0 ||
-         lower(key).find("comment") != std::string::npos;
+         ascii_lower(key).find("comment") != std::string::npos;
 }
 
 std::vector<std::string> ConfigBlock::unread() const {

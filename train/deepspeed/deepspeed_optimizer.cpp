@@ -3,21 +3,15 @@
 // adam_w_mode false; params go to the optimizer as written, with FusedAdam's defaults.
 #include <algorithm>
 
+#include "runtime/ascii_lower.h"
 #include "train/deepspeed/deepspeed_blocks.h"
 
 namespace zt::train {
-namespace {
-
-std::string lower(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
-  return text;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 DeepSpeedOptimizer read_optimizer(ConfigBlock block, std::vector<std::string>& warnings) {
   const std::string type = block.get<std::string>("type", "");
-  ZT_REQUIRE(lower(type) == "adam" || lower(type) == "adamw",
+  ZT_REQUIRE(ascii_lower(type) == "adam" || ascii_lower(type) == "adamw",
              block.where("type") + " '" + type + "' is not supported; use Adam or AdamW");
   block.accept<bool>("legacy_fusion");
   ConfigBlock params = block.child("params", BlockKind::kAsWritten);
@@ -32,7 +26,7 @@ DeepSpeedOptimizer read_optimizer(ConfigBlock block, std::vector<std::string>& w
   }
   optimizer.eps = params.get("eps", optimizer.eps);
   optimizer.weight_decay = params.get("weight_decay", optimizer.weight_decay);
-  optimizer.decoupled_weight_decay = lower(type) == "adamw" || params.get("adam_w_mode", true);
+  optimizer.decoupled_weight_decay = ascii_lower(type) == "adamw" || params.get("adam_w_mode", true);
   ZT_REQUIRE(params.get("bias_correction", true), params.where("bias_correction") + " false is not supported");
   ZT_REQUIRE(!params.get("amsgrad", false), params.where("amsgrad") + " true is not supported");
   params.accept<bool>("torch_adam");  // torch's implementation of the same update
