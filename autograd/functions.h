@@ -34,6 +34,13 @@ Variable mean(const Variable& x, std::int64_t dim, bool keepdim = false);
 Variable reshape(const Variable& x, const Shape& shape);
 Variable narrow(const Variable& x, std::int64_t dim, std::int64_t start, std::int64_t length);
 
+// The gradient sink an op adds a weight's gradient into itself (the embedding, the fused loss
+// head): the leaf's grad_sink when the weight is a trained leaf on a GPU, none otherwise. On
+// the CPU a leaf's contributions are summed in its dtype and delivered, as the ZeRO engines
+// (which set no sinks) sum them, so CPU runs of the engines agree bit for bit even where one
+// weight is used twice (a tied embedding and LM head, over accumulated micro-batches).
+Tensor sink_on_the_gpu(const Variable& weight);
+
 // Products and lookups.
 Variable linear(const Variable& x, const Variable& weight, const Variable& bias = Variable());
 Variable matmul(const Variable& a, const Variable& b, bool transpose_a = false, bool transpose_b = false);

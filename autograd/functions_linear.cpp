@@ -12,6 +12,11 @@
 
 namespace zt::autograd {
 
+Tensor sink_on_the_gpu(const Variable& weight) {
+  if (!weight.is_leaf() || !weight.requires_grad() || !weight.data().device().is_cuda()) return Tensor();
+  return weight.grad_sink();
+}
+
 Variable linear(const Variable& x, const Variable& weight, const Variable& bias) {
   OpRegion region("linear");
   Tensor y = ops::linear_forward(x.data(), weight.data(), bias.defined() ? bias.data() : Tensor());
@@ -170,7 +175,7 @@ Variable embedding(const Variable& weight, const Tensor& ids, bool deterministic
   OpRegion region("embedding");
   std::int64_t vocab_size = weight.data().size(0);
   // A trained table's gradient rows may go straight into its sink (the optimizer's fp32 buffer).
-  Tensor sink = weight.is_leaf() && weight.requires_grad() ? weight.grad_sink() : Tensor();
+  Tensor sink = sink_on_the_gpu(weight);
   return record_one("embedding", ops::embedding_forward(weight.data(), ids), {weight},
                     [ids, vocab_size, deterministic, sink](const TensorList& g, const NeedsList&) {
                       return TensorList{ops::embedding_backward(g[0], ids, vocab_size, deterministic, sink)};

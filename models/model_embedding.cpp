@@ -28,7 +28,7 @@ autograd::Variable token_embedding(const autograd::Variable& weight, const Tenso
   std::vector<std::int64_t> pads = padding_positions(ids, *padding_idx);
   if (pads.empty()) return embedding(weight, ids, deterministic);
   const std::int64_t vocab = weight.data().size(0);
-  Tensor sink = weight.is_leaf() ? weight.grad_sink() : Tensor();  // as autograd::embedding's
+  Tensor sink = autograd::sink_on_the_gpu(weight);  // as autograd::embedding's
   return record_one("embedding", ops::embedding_forward(weight.data(), ids), {weight},
                     [ids, pads, vocab, deterministic, sink](const TensorList& g, const NeedsList&) {
                       Tensor grad = g[0].clone();

@@ -4,6 +4,7 @@
 
 #include "cuda/common/index_bounds.cuh"
 #include "cuda/embedding/embedding.cuh"
+#include "ops/elementwise/accumulate.h"
 #include "ops/op_checks.h"
 #include "runtime/error.h"
 #include "runtime/streams/current_stream.h"
@@ -76,10 +77,11 @@ void cpu_gather(const Tensor& weight, const Tensor& ids, Tensor& out) {
 }
 
 // Float64 sums for float64 and float32 grads, float32 sums for 16-bit ones; rounded once.
-// sums[ids[t], :] += grad[t, :] in token order, sums float32 or float64.
-void cpu_add_rows(const Tensor& grad, const Tensor& ids, const Tensor& sums) {
-  const std::int64_t hidden = grad.size(-1);
-  Tensor rows = grad.to(sums.dtype()).contiguous();
+Tensor cpu_scatter_add(const Tensor& grad, const Tensor& ids, std::int64_t vocab) {
+  DType accumulate = grad.dtype() == DType::kF64 || grad.dtype() == DType::kF32 ? DType::kF64 : DType::kF32;
+  std::int64_t hidden = grad.size(-1);
+  Tensor rows = grad.to(accumulate).contiguous();
+  Tensor sums = Tensor::zeros({vocab, hidden}, accumulate);
   auto add = [&]<typename A, typename Id>() {
     const A* src = rows.data<A>();
     const Id* index = ids.data<Id>();
@@ -89,17 +91,11 @@ void cpu_add_rows(const Tensor& grad, const Tensor& ids, const Tensor& sums) {
         dst[static_cast<std::int64_t>(index[t]) * hidden + h] += src[t * hidden + h];
   };
   dispatch_index(ids.dtype(), [&]<typename Id>() {
-    if (sums.dtype() == DType::kF64)
+    if (accumulate == DType::kF64)
       add.template operator()<double, Id>();
     else
       add.template operator()<float, Id>();
   });
-}
-
-Tensor cpu_scatter_add(const Tensor& grad, const Tensor& ids, std::int64_t vocab) {
-  DType accumulate = grad.dtype() == DType::kF64 || grad.dtype() == DType::kF32 ? DType::kF64 : DType::kF32;
-  Tensor sums = Tensor::zeros({vocab, grad.size(-1)}, accumulate);
-  cpu_add_rows(grad, ids, sums);
   return sums.to(grad.dtype());
 }
 
@@ -150,8 +146,10 @@ Tensor embedding_backward(const Tensor& grad_out, const Tensor& ids, std::int64_
   const bool into_sink = sink.defined();
   if (into_sink) check_sink(op, sink, device, vocab_size, hidden);
   if (!device.is_cuda()) {
-    if (!into_sink) return cpu_scatter_add(grad, index, vocab_size);
-    cpu_add_rows(grad, index, sink);
+    // The dense sum rounded to grad's dtype, then added: the bits a delivered gradient gives.
+    Tensor dense = cpu_scatter_add(grad, index, vocab_size);
+    if (!into_sink) return dense;
+    accumulate_(sink, dense);
     return Tensor();
   }
   DeviceGuard guard(device.index);

@@ -18,9 +18,10 @@ Tensor embedding_forward(const Tensor& weight, const Tensor& ids);
 // atomics, whose order, and so the last bits, vary between runs; `deterministic` sums each
 // id's rows in token order instead and gives the same bits every run. The CPU is always
 // deterministic. With a `sink` (float32 [vocab_size, hidden], contiguous, on grad_out's
-// device: a trained table's gradient buffer) the rows are added into the sink instead, in the
-// same order as without it, and the result is undefined: no dense [vocab, hidden] gradient is
-// made, rounded and added again.
+// device: a trained table's gradient buffer) the rows are added into the sink instead and the
+// result is undefined: on the GPU the float32 sums go straight in (in the same order as without
+// the sink), no dense [vocab, hidden] gradient made, rounded to grad_out's dtype and added
+// again; on the CPU the dense gradient is made and added, the bits a delivered one gives.
 Tensor embedding_backward(const Tensor& grad_out, const Tensor& ids, std::int64_t vocab_size,
                           bool deterministic = false, const Tensor& sink = Tensor());
 

@@ -8,6 +8,7 @@
 
 #include "cuda/loss/linear_cross_entropy.cuh"
 #include "cuda/loss/linear_cross_entropy_kernels.cuh"
+#include "ops/elementwise/accumulate.h"
 #include "ops/loss/loss_labels.h"
 #include "ops/op_checks.h"
 #include "runtime/device.h"
@@ -146,20 +147,16 @@ Tensor scaled(const Tensor& grad, const Tensor& grad_loss, double grad_scale, DT
   return out;
 }
 
-// sink += grad · grad_loss / grad_scale, in float32.
-void add_scaled(const Tensor& sink, const Tensor& grad, const Tensor& grad_loss, double grad_scale) {
+// sink += grad · grad_loss / grad_scale: on the GPU in float32, unrounded; on the CPU rounded
+// to `dtype` first, the bits a delivered gradient gives (the CPU runs are the references the
+// other engines are compared with bit for bit).
+void add_scaled(const Tensor& sink, const Tensor& grad, const Tensor& grad_loss, double grad_scale, DType dtype) {
   ZT_REQUIRE(sink.dtype() == DType::kF32 && sink.is_contiguous() && sink.device() == grad.device() &&
                  sink.shape() == grad.shape(),
              std::string("linear_cross_entropy_backward: the weight's gradient sink is ") + dtype_name(sink.dtype()) +
                  " " + shape_str(sink.shape()) + " on " + sink.device().str() + "; it must be a contiguous float32 " +
                  shape_str(grad.shape()) + " on " + grad.device().str());
-  if (grad.device().is_cpu()) {
-    const double factor = grad_loss.item() / grad_scale;
-    const std::vector<double> values = grad.to_vector();
-    float* out = sink.data<float>();
-    for (std::size_t i = 0; i < values.size(); ++i) out[i] += static_cast<float>(values[i] * factor);
-    return;
-  }
+  if (grad.device().is_cpu()) return accumulate_(sink, scaled(grad, grad_loss, grad_scale, dtype));
   DeviceGuard guard(grad.device().index);
   cuda::scale_gradient(grad.data_ptr(), grad.dtype(), sink.data_ptr(), DType::kF32, grad.numel(),
                        grad_loss.data<float>(), static_cast<float>(1.0 / grad_scale), /*accumulate=*/true,
@@ -197,7 +194,7 @@ LinearCrossEntropyGrads linear_cross_entropy_backward(const Tensor& grad_loss, c
   if (forward.grad_hidden.defined())
     grads.grad_hidden = scaled(forward.grad_hidden, g, options.grad_scale, forward.grad_hidden.dtype());
   if (forward.grad_weight.defined() && weight_sink.defined())
-    add_scaled(weight_sink, forward.grad_weight, g, options.grad_scale);
+    add_scaled(weight_sink, forward.grad_weight, g, options.grad_scale, weight_dtype);
   else if (forward.grad_weight.defined())
     grads.grad_weight = scaled(forward.grad_weight, g, options.grad_scale, weight_dtype);
   return grads;

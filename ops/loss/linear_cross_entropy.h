@@ -67,8 +67,9 @@ struct LinearCrossEntropyGrads {
 // The forward's gradients times grad_loss / grad_scale, for a [] grad_loss of the loss's
 // dtype on its device (read there, so the GPU never waits for the host). With a weight_sink
 // (float32, the weight's shape, contiguous, on its device: a trained weight's gradient
-// buffer), the weight's gradient is added into it in float32 and grad_weight stays
-// undefined: it is neither rounded to weight_dtype nor added again.
+// buffer), the weight's gradient is added into it and grad_weight stays undefined: on the GPU
+// in float32, neither rounded to weight_dtype nor added again; on the CPU rounded to
+// weight_dtype first, the bits the delivered gradient gives.
 LinearCrossEntropyGrads linear_cross_entropy_backward(const Tensor& grad_loss, const LinearCrossEntropyOutput& forward,
                                                       DType weight_dtype, const LinearCrossEntropyOptions& options = {},
                                                       const Tensor& weight_sink = Tensor());

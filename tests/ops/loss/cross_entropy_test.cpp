@@ -49,7 +49,7 @@ TEST(Embedding, GradientRowsGoIntoASinkInsteadOfADenseGradient) {
     const Tensor before = sink.clone();
     Tensor into = ops::embedding_backward(grad, ids, 4, false, sink);
     EXPECT_FALSE(into.defined());
-    const Tensor dense = ops::embedding_backward(grad.to(DType::kF32), ids, 4);
+    const Tensor dense = ops::embedding_backward(grad, ids, 4);  // rounded to grad's dtype, as delivered
     const Values got = sink.to_vector(), start = before.to_vector(), rows = dense.to_vector();
     for (std::size_t i = 0; i < got.size(); ++i)
       EXPECT_FLOAT_EQ(got[i], start[i] + rows[i]) << dtype_name(dtype) << " " << i;

@@ -111,10 +111,11 @@ void check_against_cpu(const GpuCase& c, std::uint64_t seed) {
   testing::expect_gpu_matches(have_grads.grad_hidden, want_grads.grad_hidden, tol, what + " grad_hidden");
   testing::expect_gpu_matches(have_grads.grad_weight, want_grads.grad_weight, tol, what + " grad_weight");
 
-  // Into a float32 sink: the scaled weight gradient added to what the sink held.
+  // Into a float32 sink: the scaled weight gradient added, unrounded, to what the sink held
+  // (the CPU reference asked for float32, as it rounds to the weight dtype it is given).
   const Tensor start = Tensor::full(want.grad_weight.shape(), 0.25, DType::kF32);
   Tensor cpu_sink = start.clone(), gpu_sink = start.to(Device::cuda());
-  ops::linear_cross_entropy_backward(Tensor::from_values({grad_loss}, {}, DType::kF32), want, c.dtype, options,
+  ops::linear_cross_entropy_backward(Tensor::from_values({grad_loss}, {}, DType::kF32), want, DType::kF32, options,
                                      cpu_sink);
   const ops::LinearCrossEntropyGrads into = ops::linear_cross_entropy_backward(
       Tensor::full({}, grad_loss, DType::kF32, Device::cuda()), have, c.dtype, options, gpu_sink);
