@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <regex>
 #include <set>
+#include <sstream>
 
 #include "runtime/error.h"
 #include "runtime/terminal/text_list.h"
@@ -81,9 +82,41 @@ std::vector<std::string> first_layer_linear_names(const ParameterLayout& layout)
   return names;
 }
 
+// What std::regex must not be given: libstdc++ parses a repeat count {m,n} into a long without
+// an overflow check (undefined behaviour past 2^63) and compiles and matches recursively, so a
+// huge count or pattern is refused before it is compiled. Module paths need neither.
+std::optional<std::string> unsafe_pattern(const std::string& pattern) {
+  constexpr std::size_t kMaxPattern = 4096;
+  constexpr unsigned long kMaxCount = 1000;
+  if (pattern.size() > kMaxPattern)
+    return "longer than " + std::to_string(kMaxPattern) + " characters, more than a module path needs";
+  bool in_class = false;
+  for (std::size_t i = 0; i < pattern.size(); ++i) {
+    const char c = pattern[i];
+    if (c == '\\') {
+      ++i;  // an escaped character is literal
+    } else if (in_class) {
+      in_class = c != ']';
+    } else if (c == '[') {
+      in_class = true;
+    } else if (c == '{') {
+      const std::size_t close = pattern.find('}', i);
+      if (close == std::string::npos) continue;
+      const std::string inside = pattern.substr(i + 1, close - i - 1);
+      if (inside.empty() || inside.find_first_not_of("0123456789,") != std::string::npos) continue;
+      std::stringstream parts(inside);
+      for (std::string part; std::getline(parts, part, ',');)
+        if (part.size() > 4 || (!part.empty() && std::stoul(part) > kMaxCount))
+          return "a repeat count {" + inside + "} over " + std::to_string(kMaxCount);
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<std::string> module_pattern_error(const std::string& pattern) {
+  if (std::optional<std::string> unsafe = unsafe_pattern(pattern)) return unsafe;
   try {
     std::regex compiled(pattern, std::regex::ECMAScript);
     (void)compiled;

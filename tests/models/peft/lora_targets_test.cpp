@@ -131,6 +131,17 @@ TEST(LoraTargets, PatternsZerotuneCannotCompileAreNamed) {
                     lora_of(R"j({"peft_type": "LORA", "target_modules": ["q_proj"], "exclude_modules": "(?P<x>o)"})j");
                   }),
                   {"exclude_modules is the regular expression '(?P<x>o)'", "cannot compile"});
+  // Repeat counts and lengths std::regex would overflow or recurse on are refused before it sees
+  // them (a fuzzer's find); small counts and classes holding braces still compile.
+  for (const char* pattern : {"model.layers.[0-9]{1,99999}.q_proj", "q{88888888888888800000000}_proj"})
+    expect_mentions(
+        error_of([&] { lora_of(std::string(R"({"peft_type": "LORA", "target_modules": ")") + pattern + "\"}"); }),
+        {"cannot compile", "repeat count", "over 1000"});
+  expect_mentions(
+      error_of([] { lora_of(R"({"peft_type": "LORA", "target_modules": ")" + std::string(5000, 'a') + "\"}"); }),
+      {"cannot compile", "longer than 4096"});
+  EXPECT_FALSE(module_pattern_error("model\\.layers\\.[0-9]{1,2}\\.self_attn\\.(q|v)_proj").has_value());
+  EXPECT_FALSE(module_pattern_error("q_proj[{]99999}?").has_value());  // a brace in a class is a character
   // "all-linear" in any case is PEFT's shorthand, not a pattern.
   EXPECT_EQ(lora_of(R"j({"peft_type": "LORA", "target_modules": "ALL-LINEAR"})j").target_modules,
             std::vector<std::string>{"all-linear"});
