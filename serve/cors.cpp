@@ -1,7 +1,6 @@
 #include "serve/cors.h"
 
 #include <algorithm>
-#include <cctype>
 #include <memory>
 
 #include <httplib.h>
@@ -9,6 +8,7 @@
 
 #include "runtime/ascii_lower.h"
 #include "runtime/error.h"
+#include "runtime/terminal/text_list.h"
 
 namespace zt::serve {
 namespace {
@@ -21,12 +21,6 @@ std::string trimmed(const std::string& text) {
   const std::size_t begin = text.find_first_not_of(" \t");
   if (begin == std::string::npos) return "";
   return text.substr(begin, text.find_last_not_of(" \t") - begin + 1);
-}
-
-std::string joined(const std::vector<std::string>& words) {
-  std::string out;
-  for (const std::string& word : words) out += (out.empty() ? "" : ", ") + word;
-  return out;
 }
 
 // Starlette's CORSMiddleware, configured as vLLM configures it.
@@ -58,9 +52,9 @@ class Cors {
       response.set_header("Access-Control-Allow-Origin", "*");
     else
       response.set_header("Vary", "Origin");
-    response.set_header("Access-Control-Allow-Methods", joined(methods_));
+    response.set_header("Access-Control-Allow-Methods", join_list(methods_));
     response.set_header("Access-Control-Max-Age", "600");
-    if (!allow_all_headers_) response.set_header("Access-Control-Allow-Headers", joined(headers_));
+    if (!allow_all_headers_) response.set_header("Access-Control-Allow-Headers", join_list(headers_));
     if (allow_credentials_) response.set_header("Access-Control-Allow-Credentials", "true");
     if (allowed_origin(origin)) {
       if (explicit_origin()) response.set_header("Access-Control-Allow-Origin", origin);
@@ -85,7 +79,8 @@ class Cors {
       }
     }
     response.status = failures.empty() ? 200 : 400;
-    response.set_content(failures.empty() ? "OK" : "Disallowed CORS " + joined(failures), "text/plain; charset=utf-8");
+    response.set_content(failures.empty() ? "OK" : "Disallowed CORS " + join_list(failures),
+                         "text/plain; charset=utf-8");
   }
 
   // Any other response to a request with an Origin.
@@ -122,13 +117,7 @@ std::vector<std::string> cors_list(const std::string& text, const std::string& f
     for (const auto& word : list) words.push_back(word.get<std::string>());
     return words;
   }
-  std::size_t begin = 0;
-  while (begin <= text.size()) {
-    const std::size_t end = std::min(text.find(',', begin), text.size());
-    if (std::string word = trimmed(text.substr(begin, end - begin)); !word.empty()) words.push_back(std::move(word));
-    begin = end + 1;
-  }
-  return words;
+  return split_comma_list(text);
 }
 
 void add_cors(httplib::Server& server, const CorsOptions& options) {

@@ -1,6 +1,5 @@
 #include "models/peft/adapter_config.h"
 
-#include <cctype>
 #include <cmath>
 #include <optional>
 #include <utility>

@@ -15,10 +15,6 @@
 namespace zt::models {
 namespace {
 
-bool ends_with(const std::string& text, const std::string& suffix) {
-  return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 // "model.layers.0.self_attn.q_proj.weight" -> "model.layers.0.self_attn.q_proj".
 std::string module_path(const ParamSpec& spec) { return spec.name.substr(0, spec.name.size() - 7); }
 
@@ -26,13 +22,6 @@ std::string short_name(const std::string& path) { return path.substr(path.rfind(
 
 // Every layer weight that is a matrix is the weight of a linear module.
 bool is_linear(const std::optional<ParamSpec>& spec) { return spec && spec->kind == ParamKind::kMatrix; }
-
-// PEFT's rule for a list of target names.
-bool targets(const std::vector<std::string>& names, const std::string& path) {
-  for (const std::string& name : names)
-    if (path == name || ends_with(path, "." + name)) return true;
-  return false;
-}
 
 std::string peft_name(const ParamSpec& base, const char* matrix) {
   return "base_model.model." + module_path(base) + "." + matrix + ".weight";
@@ -60,7 +49,7 @@ std::vector<std::string> parse_lora_target(const std::string& text, const ModelC
   for (const std::string& name : names) {
     bool found = false;
     for (const LayerSpecs& layer : layout.layers)
-      for (const auto& spec : layer) found = found || (is_linear(spec) && targets({name}, module_path(*spec)));
+      for (const auto& spec : layer) found = found || (is_linear(spec) && names_module({name}, module_path(*spec)));
     ZT_REQUIRE_USAGE(found, "--lora_target '" + name + "' is not a linear module of the " +
                                 architecture_name(config.arch) + " model's layers; its modules are " +
                                 join_list(known) + " (or all for every one of them)");

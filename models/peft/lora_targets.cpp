@@ -11,10 +11,6 @@
 namespace zt::models {
 namespace {
 
-bool ends_with(const std::string& text, const std::string& suffix) {
-  return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 bool contains(const std::vector<std::string>& names, const std::string& name) {
   return std::find(names.begin(), names.end(), name) != names.end();
 }
@@ -50,9 +46,7 @@ std::optional<std::int64_t> layer_index(const LoraConfig& config, const std::str
 
 bool excluded(const LoraConfig& config, const std::string& path) {
   if (!config.exclude_pattern.empty()) return full_match(config.exclude_pattern, path);
-  for (const std::string& name : config.exclude_modules)
-    if (path == name || ends_with(path, "." + name)) return true;
-  return false;
+  return names_module(config.exclude_modules, path);
 }
 
 // "model.layers.0.self_attn.q_proj.weight" -> "model.layers.0.self_attn.q_proj".
@@ -126,12 +120,17 @@ std::optional<std::string> module_pattern_error(const std::string& pattern) {
   }
 }
 
+bool names_module(const std::vector<std::string>& names, const std::string& path) {
+  for (const std::string& name : names)
+    if (path == name || path.ends_with("." + name)) return true;
+  return false;
+}
+
 bool lora_targets_module(const LoraConfig& config, const std::string& path) {
   if (excluded(config, path)) return false;
   if (!config.target_pattern.empty()) return full_match(config.target_pattern, path);
   if (contains(config.target_modules, path)) return true;  // a whole path: every layer it names
-  bool found = false;
-  for (const std::string& name : config.target_modules) found = found || ends_with(path, "." + name);
+  const bool found = names_module(config.target_modules, path);
   if (!found || config.layers_to_transform.empty()) return found;
   const std::optional<std::int64_t> index = layer_index(config, path);
   return index && std::find(config.layers_to_transform.begin(), config.layers_to_transform.end(), *index) !=

@@ -22,6 +22,9 @@ namespace zt::models {
 // or nothing when it compiles.
 std::optional<std::string> module_pattern_error(const std::string& pattern);
 
+// PEFT's rule for a list of module names: `path` is one of them, or ends with "." and one.
+bool names_module(const std::vector<std::string>& names, const std::string& path);
+
 // Whether PEFT adapts the module at `path` under `config` (before asking whether the module
 // is one LoRA can adapt).
 bool lora_targets_module(const LoraConfig& config, const std::string& path);

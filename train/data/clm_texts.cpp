@@ -14,10 +14,6 @@
 namespace zt::train {
 namespace {
 
-bool ends_with(const std::string& text, std::string_view tail) {
-  return text.size() >= tail.size() && text.compare(text.size() - tail.size(), tail.size(), tail) == 0;
-}
-
 // One CSV record: its fields and the line it starts on.
 struct CsvRow {
   std::vector<std::string> fields;
@@ -165,14 +161,14 @@ Dataset clm_csv_texts(std::string_view text, const std::string& path) {
 }
 
 Dataset load_clm_texts(const std::string& path, bool keep_linebreaks) {
-  if (ends_with(path, ".txt")) return clm_text_lines(read_data_file(path), path, keep_linebreaks);
-  if (ends_with(path, ".csv")) {
+  if (path.ends_with(".txt")) return clm_text_lines(read_data_file(path), path, keep_linebreaks);
+  if (path.ends_with(".csv")) {
     std::ifstream in(path, std::ios::binary);
     ZT_REQUIRE(in, "cannot read the data file " + path + ": check the path");
     const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
     return clm_csv_texts(text, path);
   }
-  ZT_REQUIRE(ends_with(path, ".json") || ends_with(path, ".jsonl"),
+  ZT_REQUIRE(path.ends_with(".json") || path.ends_with(".jsonl"),
              path + ": run_clm's data files are .txt, .csv or .json (JSON Lines too); name the file by its format");
   const std::vector<JsonRecord> records = read_json_records(read_data_file(path), path);
   ZT_REQUIRE(!records.empty(), path + " holds no samples");

@@ -1,9 +1,7 @@
 #include "train/data/pretraining_blocks.h"
 
 #include <algorithm>
-#include <exception>
 #include <optional>
-#include <thread>
 
 #include "runtime/error.h"
 
@@ -30,6 +28,30 @@ void append_blocks(const std::vector<std::int32_t>& chained, std::size_t block, 
   for (std::size_t start = 0; start + block <= chained.size(); start += block)
     out.samples.push_back(all_trained({chained.begin() + static_cast<std::ptrdiff_t>(start),
                                        chained.begin() + static_cast<std::ptrdiff_t>(start + block)}));
+}
+
+// What chaining a dataset's groups put together: all the ids, and the most one group held.
+struct Chained {
+  std::size_t total = 0, longest = 0;
+};
+
+// The ids of each group of texts ([begin, end) ranges, run_clm_groups) chained and cut into
+// blocks; ids_of(i) gives text i's ids.
+template <typename IdsOf>
+Chained append_group_blocks(const std::vector<std::pair<std::size_t, std::size_t>>& groups, IdsOf&& ids_of,
+                            std::size_t block, EncodedDataset& out) {
+  Chained sizes;
+  for (const auto& [begin, end] : groups) {
+    std::vector<std::int32_t> chained;
+    for (std::size_t i = begin; i < end; ++i) {
+      const auto& ids = ids_of(i);
+      chained.insert(chained.end(), ids.begin(), ids.end());
+    }
+    sizes.total += chained.size();
+    sizes.longest = std::max(sizes.longest, chained.size());
+    append_blocks(chained, block, out);
+  }
+  return sizes;
 }
 
 }  // namespace
@@ -60,17 +82,10 @@ EncodedDataset pretraining_samples(const Dataset& texts, const std::string& sour
     }
     return out;
   }
-  std::size_t longest = 0;  // the most tokens one batch chains
-  for (const auto& [first, end] : run_clm_groups(texts.texts.size(), num_proc, batch)) {
-    std::vector<std::int32_t> chained;
-    for (std::size_t i = first; i < end; ++i) {
-      const std::vector<std::int32_t> ids = text_ids(texts.texts[i], tokenizer, eos);
-      chained.insert(chained.end(), ids.begin(), ids.end());
-    }
-    longest = std::max(longest, chained.size());
-    append_blocks(chained, block, out);
-  }
-  ZT_REQUIRE(!out.samples.empty(), source + ": its texts hold " + std::to_string(longest) +
+  const Chained chained = append_group_blocks(
+      run_clm_groups(texts.texts.size(), num_proc, batch),
+      [&](std::size_t i) { return text_ids(texts.texts[i], tokenizer, eos); }, block, out);
+  ZT_REQUIRE(!out.samples.empty(), source + ": its texts hold " + std::to_string(chained.longest) +
                                        " tokens in a batch of --preprocessing_batch_size " + std::to_string(batch) +
                                        ", fewer than one block of --max_length (cutoff_len) " +
                                        std::to_string(max_length) +
@@ -119,39 +134,16 @@ EncodedDataset run_clm_blocks(const Dataset& texts, const std::string& source, c
   ZT_REQUIRE(block_size > 0, "--block_size must be > 0, got " + std::to_string(block_size));
   const std::size_t count = texts.texts.size();
   std::vector<std::vector<std::int32_t>> ids(count);
-  auto encode_range = [&](std::size_t first, std::size_t step) {
-    for (std::size_t i = first; i < count; i += step)
-      ids[i] = tokenizer.encode(texts.texts[i], /*add_special_tokens=*/true);
-  };
-  const std::size_t workers =
-      std::min<std::size_t>(static_cast<std::size_t>(std::max(threads, 1)), std::max<std::size_t>(count, 1));
-  if (workers <= 1) {
-    encode_range(0, 1);
-  } else {
-    std::vector<std::thread> pool;
-    std::vector<std::exception_ptr> failures(workers);
-    for (std::size_t w = 0; w < workers; ++w)
-      pool.emplace_back([&, w] {
-        try {
-          encode_range(w, workers);
-        } catch (...) {
-          failures[w] = std::current_exception();
-        }
-      });
-    for (std::thread& t : pool) t.join();
-    for (const std::exception_ptr& failure : failures)
-      if (failure) std::rethrow_exception(failure);
-  }
-  const auto block = static_cast<std::size_t>(block_size);
+  run_in_parts(count, encoding_parts(count, std::max(threads, 0)),
+               [&](std::size_t, std::size_t begin, std::size_t end) {
+                 for (std::size_t i = begin; i < end; ++i)
+                   ids[i] = tokenizer.encode(texts.texts[i], /*add_special_tokens=*/true);
+               });
   EncodedDataset out;
-  std::size_t total = 0;
-  for (const auto& [begin, end] : run_clm_groups(count, num_proc)) {
-    std::vector<std::int32_t> chained;
-    for (std::size_t i = begin; i < end; ++i) chained.insert(chained.end(), ids[i].begin(), ids[i].end());
-    total += chained.size();
-    append_blocks(chained, block, out);
-  }
-  ZT_REQUIRE(!out.samples.empty(), source + ": its texts hold " + std::to_string(total) +
+  const Chained chained = append_group_blocks(
+      run_clm_groups(count, num_proc), [&](std::size_t i) -> const std::vector<std::int32_t>& { return ids[i]; },
+      static_cast<std::size_t>(block_size), out);
+  ZT_REQUIRE(!out.samples.empty(), source + ": its texts hold " + std::to_string(chained.total) +
                                        " tokens, fewer than one block of --block_size " + std::to_string(block_size) +
                                        " (run_clm: \"block_size of " + std::to_string(block_size) +
                                        " is too big\"); give a smaller --block_size or more text");

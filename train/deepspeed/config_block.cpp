@@ -1,8 +1,5 @@
 #include "train/deepspeed/config_block.h"
 
-#include <algorithm>
-#include <cctype>
-
 #include "runtime/ascii_lower.h"
 #include "runtime/terminal/closest_name.h"
 #include "train/deepspeed/config_value.h"

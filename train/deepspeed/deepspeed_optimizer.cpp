@@ -1,7 +1,6 @@
 // The optimizer block as DeepSpeed's engine builds its optimizer from it
 // (_configure_basic_optimizer): Adam and AdamW only, both decoupled unless Adam says
 // adam_w_mode false; params go to the optimizer as written, with FusedAdam's defaults.
-#include <algorithm>
 
 #include "runtime/ascii_lower.h"
 #include "train/deepspeed/deepspeed_blocks.h"
