@@ -17,6 +17,7 @@ namespace {
 constexpr int kThreads = 512;
 constexpr std::int64_t kChunk = 65536;  // elements per block
 constexpr int kPack = 4;                // elements per vector access (16 bytes of float32)
+constexpr int kPacksInFlight = 2;       // packs a thread loads before it updates any
 
 // One tensor as a launch sees it. head < 0: some buffer is misaligned against the others,
 // so every element goes one by one; otherwise elements [0, head) go one by one and the rest
@@ -82,19 +83,29 @@ __device__ __forceinline__ void update_one(const Slot& t, std::int64_t i, const 
   if constexpr (kWorking) store_float(static_cast<W*>(t.working) + i, p);
 }
 
-template <typename G, typename W, bool kWorking>
-__device__ __forceinline__ void update_pack(const Slot& t, std::int64_t i, const AdamWScalars& s) {
-  float p[kPack], m[kPack], v[kPack], g[kPack];
-  load_vector<float, kPack>(t.master + i, p);
-  load_vector<float, kPack>(t.exp_avg + i, m);
-  load_vector<float, kPack>(t.exp_avg_sq + i, v);
-  load_vector<G, kPack>(static_cast<const G*>(t.grad) + i, g);
+// kPacks packs `stride` elements apart: every load is issued before the first update so that
+// each thread keeps kPacks × 64 bytes in flight (one pack alone left AdamW at 0.76–0.85 of the
+// copy bandwidth).
+template <typename G, typename W, bool kWorking, int kPacks>
+__device__ __forceinline__ void update_packs(const Slot& t, std::int64_t i, std::int64_t stride,
+                                             const AdamWScalars& s) {
+  float p[kPacks][kPack], m[kPacks][kPack], v[kPacks][kPack], g[kPacks][kPack];
 #pragma unroll
-  for (int k = 0; k < kPack; ++k) adamw_element(p[k], m[k], v[k], g[k], t.decay_factor, s);
-  store_vector<float, kPack>(t.master + i, p);
-  store_vector<float, kPack>(t.exp_avg + i, m);
-  store_vector<float, kPack>(t.exp_avg_sq + i, v);
-  if constexpr (kWorking) store_vector<W, kPack>(static_cast<W*>(t.working) + i, p);
+  for (int u = 0; u < kPacks; ++u) {
+    load_vector<float, kPack>(t.master + i + u * stride, p[u]);
+    load_vector<float, kPack>(t.exp_avg + i + u * stride, m[u]);
+    load_vector<float, kPack>(t.exp_avg_sq + i + u * stride, v[u]);
+    load_vector<G, kPack>(static_cast<const G*>(t.grad) + i + u * stride, g[u]);
+  }
+#pragma unroll
+  for (int u = 0; u < kPacks; ++u) {
+#pragma unroll
+    for (int k = 0; k < kPack; ++k) adamw_element(p[u][k], m[u][k], v[u][k], g[u][k], t.decay_factor, s);
+    store_vector<float, kPack>(t.master + i + u * stride, p[u]);
+    store_vector<float, kPack>(t.exp_avg + i + u * stride, m[u]);
+    store_vector<float, kPack>(t.exp_avg_sq + i + u * stride, v[u]);
+    if constexpr (kWorking) store_vector<W, kPack>(static_cast<W*>(t.working) + i + u * stride, p[u]);
+  }
 }
 
 template <typename G>
@@ -122,8 +133,11 @@ __global__ void __launch_bounds__(kThreads) update_kernel(Launch launch, const b
   const Slot t = launch.tensors[which];
   const ChunkRange r = chunk_range(t, blockIdx.x - launch.index.begin[which]);
   for (std::int64_t i = threadIdx.x; i < r.head; i += blockDim.x) update_one<G, W, kWorking>(t, i, launch.s);
-  for (std::int64_t i = r.begin + kPack * threadIdx.x; i < r.packed_end; i += kPack * blockDim.x)
-    update_pack<G, W, kWorking>(t, i, launch.s);
+  const std::int64_t stride = kPack * blockDim.x;
+  std::int64_t i = r.begin + kPack * threadIdx.x;
+  for (; i + (kPacksInFlight - 1) * stride < r.packed_end; i += kPacksInFlight * stride)
+    update_packs<G, W, kWorking, kPacksInFlight>(t, i, stride, launch.s);
+  for (; i < r.packed_end; i += stride) update_packs<G, W, kWorking, 1>(t, i, stride, launch.s);
   for (std::int64_t i = r.packed_end + threadIdx.x; i < r.end; i += blockDim.x)
     update_one<G, W, kWorking>(t, i, launch.s);
 }
