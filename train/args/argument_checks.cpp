@@ -182,6 +182,26 @@ void check_stage(const TrainingArguments& args, std::vector<std::string>& errors
                    "plain text (--stage pt) and preference training (--stage dpo)");
 }
 
+// LLaMA-Factory's workflows train only with do_train true; without it they evaluate (do_eval) or
+// predict (do_predict: its examples/extras/nlg_eval file) and train nothing, so training on such a
+// file would do what it did not ask for. A file that leaves do_train out and predicts nothing
+// trains, as `--stage dpo` on the command line does; HF's Trainer.train() reads no do_train.
+void check_llama_factory_training(const TrainingArguments& args, std::vector<std::string>& errors) {
+  if (!args.llama_factory_style() || (args.was_given("do_train") && args.do_train)) return;
+  const std::string instead =
+      "; zerotune train trains: generate the answers to a dataset's prompts with `zerotune generate "
+      "--model_name_or_path MODEL --adapter_name_or_path ADAPTER --input_file FILE --output_file OUT`, score its loss "
+      "with `zerotune evaluate --validation_file FILE`, or set do_train true to train";
+  if (args.other_arguments.value("do_predict", nlohmann::json(false)) == true)
+    errors.push_back("--do_predict without --do_train: LLaMA-Factory then predicts with the model and trains nothing" +
+                     instead);
+  else if (args.was_given("do_train"))
+    errors.push_back(
+        "--do_train false with LLaMA-Factory's --stage or --dataset: LLaMA-Factory then trains nothing (it only "
+        "evaluates with do_eval or predicts with do_predict)" +
+        instead);
+}
+
 // --stage dpo's options (LLaMA-Factory's RLHFArguments, TRL's DPOConfig), as both check them.
 void check_preference(const TrainingArguments& args, std::vector<std::string>& errors) {
   if (!preference_loss_from_name(args.pref_loss)) {
@@ -248,6 +268,7 @@ void validate_training_arguments(const TrainingArguments& args, std::vector<std:
   check_ranges(args, errors);
   check_combinations(args, errors);
   check_stage(args, errors);
+  check_llama_factory_training(args, errors);
   check_preference(args, errors);
   check_method_flags(args, errors);
   check_base_quantization(args, errors);

@@ -89,6 +89,22 @@ TEST_F(ArgumentsCli, MethodFilesAreRefusedNamingTheFeature) {
   }
 }
 
+// LLaMA-Factory's examples/extras/nlg_eval/llama3_lora_predict.yaml predicts with an adapter and
+// trains nothing: refused, pointing at the commands that generate and evaluate, before any work.
+TEST_F(ArgumentsCli, PredictionFileIsRefusedPointingAtGenerate) {
+  const testing::CliRun run =
+      testing::run_zerotune("train " + (kSource / "tests/data/args/llama_factory/llama3_lora_predict.yaml").string() +
+                                " --output_dir " + (dir_ / "out").string(),
+                            dir_);
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_NE(run.output.find("--do_predict without --do_train: LLaMA-Factory then predicts with the model and trains "
+                            "nothing; zerotune train trains: generate the answers to a dataset's prompts with "
+                            "`zerotune generate"),
+            std::string::npos)
+      << run.output;
+  EXPECT_FALSE(fs::exists(dir_ / "out"));
+}
+
 // Settings of features zerotune does not use are warned about by name, and the run trains.
 TEST_F(ArgumentsCli, SettingsWithoutEffectWarnAndTrainingGoesOn) {
   const testing::CliRun run = testing::run_zerotune(

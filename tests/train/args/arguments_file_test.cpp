@@ -220,6 +220,29 @@ TEST(ArgumentsFile, LlamaFactoryDataArgumentsAreChecked) {
                            {"--train_file is required (or LLaMA-Factory's --dataset)"});
 }
 
+// LLaMA-Factory trains only with do_train true; a file that predicts (do_predict) or sets do_train
+// false trains nothing there, so zerotune train refuses it rather than train. Leaving do_train out
+// and predicting nothing trains, as `--stage dpo` on a command line does.
+TEST(ArgumentsFile, LlamaFactoryFilesThatDoNotTrainAreRefused) {
+  constexpr const char* kLlamaFactory = "model_name_or_path: m\noutput_dir: o\nstage: sft\ndataset: a\n";
+  testing::expect_mentions(yaml_error(std::string(kLlamaFactory) + "do_predict: true\npredict_with_generate: true\n"),
+                           {"--do_predict without --do_train: LLaMA-Factory then predicts with the model and trains "
+                            "nothing",
+                            "`zerotune generate --model_name_or_path MODEL --adapter_name_or_path ADAPTER --input_file",
+                            "set do_train true to train"});
+  testing::expect_mentions(yaml_error(std::string(kLlamaFactory) + "do_train: false\ndo_eval: true\n"),
+                           {"--do_train false with LLaMA-Factory's --stage or --dataset: LLaMA-Factory then trains "
+                            "nothing",
+                            "`zerotune evaluate --validation_file FILE`"});
+  const TrainingArguments trains_then_predicts =
+      yaml(std::string(kLlamaFactory) + "do_train: true\ndo_predict: true\n");
+  EXPECT_TRUE(trains_then_predicts.do_train);
+  testing::expect_mentions(joined(trains_then_predicts.warnings), {"--do_predict has no effect in zerotune"});
+  EXPECT_TRUE(yaml(kLlamaFactory).do_train);
+  // HF's Trainer.train() reads no do_train: a TrainingArguments dump (do_train false) trains.
+  EXPECT_NO_THROW(yaml(std::string(kBase) + "do_train: false\n"));
+}
+
 TEST(ArgumentsFile, FilesAreReadByTheirExtension) {
   const fs::path dir = fs::temp_directory_path() / "zt_args_file_test";
   fs::create_directories(dir);
