@@ -6,6 +6,7 @@
 #include "runtime/error.h"
 #include "runtime/flags/flag_words.h"
 #include "runtime/usage_error.h"
+#include "train/args/training_arguments.h"
 
 namespace zt::cli {
 namespace {
@@ -22,6 +23,15 @@ void check_required(const Flags& flags, const FlagTable& table) {
   ZT_REQUIRE_USAGE(given == 1, "give exactly one of " + names + see);
 }
 
+// A word that is no flag. LLaMA-Factory's users write `llamafactory-cli export merge.yaml` (and
+// chat, ...): such a file is named as what it is, not as an unknown option.
+std::string operand_message(const std::string& word, const FlagTable& table) {
+  if (!train::arguments_file_format(word)) return unknown_flag_message(word, table);
+  return "'" + word + "' is an arguments file, which only zerotune train reads: give zerotune " + table.command +
+         " its settings as flags (--model_name_or_path DIR, ...), with the names `zerotune " + table.command +
+         " --help` lists";
+}
+
 }  // namespace
 
 Flags parse_flags(const std::vector<std::string>& args, const FlagTable& table) {
@@ -32,8 +42,7 @@ Flags parse_flags(const std::vector<std::string>& args, const FlagTable& table) 
   std::vector<std::string> problems;
   const std::vector<GivenFlag> given = read_flag_words(args, table, problems);
   for (const GivenFlag& word : given)
-    if (word.flag == nullptr)
-      problems.push_back(unknown_flag_message(word.name, table));  // no command takes operands here
+    if (word.flag == nullptr) problems.push_back(operand_message(word.name, table));  // no command takes operands here
   if (!problems.empty()) fail_with_flag_problems(problems);
   for (const GivenFlag& word : given) {
     check_flag_value(*word.flag, word.value);
