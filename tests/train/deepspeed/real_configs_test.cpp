@@ -160,6 +160,47 @@ TEST(RealConfigs, Transformers) {
   expect_full_offload(load("transformers/ds_config_zero3.json"), "ds_config_zero3.json");
 }
 
+// Qwen's finetune/ds_config_zero2.json: an offload block whose device is "none" offloads nothing.
+TEST(RealConfigs, Qwen) {
+  const DeepSpeedConfig z2 = load("qwen/ds_config_zero2.json");
+  expect_batch(z2, 4, 2, 16);
+  EXPECT_EQ(z2.zero.stage, 2);
+  EXPECT_FALSE(z2.zero.offload_optimizer);
+  EXPECT_TRUE(z2.zero.overlap_comm);
+  EXPECT_EQ(z2.zero.reduce_bucket_size, 200'000'000);
+  EXPECT_TRUE(z2.bf16);
+  EXPECT_EQ(z2.steps_per_print, 100);
+  ASSERT_TRUE(z2.scheduler);
+  EXPECT_EQ(z2.scheduler->kind, ScheduleKind::kWarmupLR);
+  EXPECT_EQ(z2.scheduler->warmup_steps, 10);
+  EXPECT_TRUE(z2.warnings.empty()) << all_warnings(z2);
+}
+
+// LLaVA's scripts/zero3_offload.json sets bf16 true (its scripts pass --bf16 True, which HF then
+// requires) and steps_per_print as 1e5, a JSON float DeepSpeed takes as the count.
+TEST(RealConfigs, Llava) {
+  const DeepSpeedConfig z3 = load("llava/zero3_offload.json");
+  expect_batch(z3, 4, 2, 16);
+  expect_pinned_full_offload_without_warnings(z3, "zero3_offload.json");
+  EXPECT_TRUE(z3.bf16);
+  EXPECT_EQ(z3.steps_per_print, 100000);
+  testing::expect_mentions(testing::error_of([] {
+                             load_for_training("llava/zero3_offload.json", {2, {}});
+                           }),
+                           {"ds bf16.enabled=true vs hf bf16=false"});
+}
+
+// ChatGLM3's finetune_demo/configs/ds_zero_3.json names the micro-batch alone: DeepSpeed's rules
+// then give one accumulation step, the flag's when it is 1 (`zerotune train` refuses another, as HF
+// through accelerate does).
+TEST(RealConfigs, ChatGlm3) {
+  const DeepSpeedConfig z3 = load("chatglm3/ds_zero_3.json", {2, {"--bf16", "--gradient_accumulation_steps", "1"}});
+  expect_batch(z3, 4, 1, 8);
+  expect_full_offload(z3, "ds_zero_3.json");
+  EXPECT_TRUE(z3.bf16);
+  EXPECT_TRUE(z3.zero.stage3_gather_16bit_weights_on_model_save);
+}
+
 // axolotl writes the short names of the stage-3 fields, and 0 for their sizes.
 TEST(RealConfigs, Axolotl) {
   const DeepSpeedConfig z1 = load("axolotl/zero1.json");
