@@ -52,18 +52,6 @@ void clear_optional(TrainingArguments& args, const ArgumentSpec& spec) {
       spec.member);
 }
 
-// A file's value as a flag's text: a list of plain values joins with commas (lora_target:
-// [q_proj, v_proj]); objects keep their JSON (deepspeed, *_kwargs).
-std::string text_of(const json& value) {
-  if (value.is_string()) return value.get<std::string>();
-  if (value.is_array() && std::none_of(value.begin(), value.end(), [](const json& v) { return v.is_structured(); })) {
-    std::string joined;
-    for (const json& item : value) joined.append(joined.empty() ? "" : ",").append(text_of(item));
-    return joined;
-  }
-  return value.dump();
-}
-
 // LLaMA-Factory's max_length (GeneratingArguments) limits generation, and its cutoff_len is the
 // sample length zerotune calls max_length: in a file that has both, max_length is the former.
 bool is_generation_max_length(const json& object, const std::string& name, const json& value) {
@@ -92,6 +80,16 @@ std::string foreign_layout(const json& object) {
 }
 
 }  // namespace
+
+std::string flag_text_of(const json& value) {
+  if (value.is_string()) return value.get<std::string>();
+  if (value.is_array() && std::none_of(value.begin(), value.end(), [](const json& v) { return v.is_structured(); })) {
+    std::string joined;
+    for (const json& item : value) joined.append(joined.empty() ? "" : ",").append(flag_text_of(item));
+    return joined;
+  }
+  return value.dump();
+}
 
 void ArgumentReader::read_flags(const std::vector<std::string>& tokens) {
   for (const GivenFlag& given : read_flag_words(tokens, train_flag_table(), errors_)) {
@@ -145,7 +143,7 @@ void ArgumentReader::read_object(const json& object, const std::string& source) 
     const OtherArgument* other = find_other_argument(name);
     if (const ArgumentSpec* spec = find_argument_spec(name)) {
       if (!value.is_null())
-        set_member(spec->name, text_of(value), source + ": ");
+        set_member(spec->name, flag_text_of(value), source + ": ");
       else
         clear_optional(args_, *spec);
     } else {

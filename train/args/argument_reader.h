@@ -14,6 +14,10 @@
 
 namespace zt::train {
 
+// A file's value as a flag's text: a list of plain values joins with commas (lora_target:
+// [q_proj, v_proj]); objects keep their JSON (deepspeed, *_kwargs); a boolean is true or false.
+std::string flag_text_of(const nlohmann::json& value);
+
 class ArgumentReader {
  public:
   ArgumentReader(TrainingArguments& args, std::vector<std::string>& errors) : args_(args), errors_(errors) {}

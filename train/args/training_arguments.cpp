@@ -127,8 +127,7 @@ std::int64_t TrainingArguments::warmup_steps_for(std::int64_t total_steps) const
   return static_cast<std::int64_t>(std::ceil(share * static_cast<double>(total_steps)));
 }
 
-TrainingArguments parse_training_arguments_text(std::string_view text, ArgumentsFileFormat format,
-                                                const std::string& source, const std::vector<std::string>& overrides) {
+nlohmann::json parse_arguments_object(std::string_view text, ArgumentsFileFormat format, const std::string& source) {
   nlohmann::json object;
   if (format == ArgumentsFileFormat::kYaml) {
     object = parse_yaml(text, source);
@@ -143,6 +142,18 @@ TrainingArguments parse_training_arguments_text(std::string_view text, Arguments
   ZT_REQUIRE(object.is_object(), source + " must hold a " +
                                      (format == ArgumentsFileFormat::kYaml ? "map" : "JSON object") +
                                      " of argument names and values");
+  return object;
+}
+
+nlohmann::json read_arguments_object(const std::string& path) {
+  const std::optional<ArgumentsFileFormat> format = arguments_file_format(path);
+  ZT_REQUIRE(format, path + " is no arguments file (.json, .yaml or .yml)");
+  return parse_arguments_object(read_arguments_file(path), *format, path);
+}
+
+TrainingArguments parse_training_arguments_text(std::string_view text, ArgumentsFileFormat format,
+                                                const std::string& source, const std::vector<std::string>& overrides) {
+  const nlohmann::json object = parse_arguments_object(text, format, source);
   TrainingArguments args;
   std::vector<std::string> errors;
   ArgumentReader reader(args, errors);

@@ -238,6 +238,13 @@ enum class ArgumentsFileFormat { kJson, kYaml };
 // token is no such name (a flag, a `name=value` override, anything else).
 std::optional<ArgumentsFileFormat> arguments_file_format(const std::string& token);
 
+// An arguments file's text (`source` names it in messages) as its object of names and values,
+// as every command reads one (train here; export, chat, generate, evaluate and serve through
+// cli/arguments_file.h). Text that is not such an object is a zt::Error naming `source`.
+nlohmann::json parse_arguments_object(std::string_view text, ArgumentsFileFormat format, const std::string& source);
+// The object of the arguments file at `path`, whose format arguments_file_format gives.
+nlohmann::json read_arguments_object(const std::string& path);
+
 // The arguments of a file's text (`source` names it in messages) and the flags after it. Pure:
 // reads no file and logs nothing (warnings are in the result), so it can be fuzzed.
 TrainingArguments parse_training_arguments_text(std::string_view text, ArgumentsFileFormat format,
