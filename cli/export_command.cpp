@@ -71,6 +71,12 @@ FlagTable flag_table() {
              {.name = "--overwrite_output_dir",
               .kind = FlagKind::kBool,
               .help = "write into a folder that holds files"},
+             {.name = "--export_size",
+              .kind = FlagKind::kPositiveInteger,
+              .value = "GB",
+              .help = "the largest weights file in GB (10^9 bytes): larger models are written as shards with an index "
+                      "(LLaMA-Factory's export_size, transformers' max_shard_size)",
+              .default_value = "5"},
              with_help(model_flag("--dtype"),
                        "default the torch_dtype of DIR/config.json, else float32; with --checkpoint, float32 for the "
                        "masters and the stored dtype for --weights working")}},
@@ -131,6 +137,10 @@ std::optional<DType> dtype_flag(Flags& flags) {
   return dtype;
 }
 
+std::size_t max_shard_bytes(const Flags& flags) {
+  return static_cast<std::size_t>(flags.integer("--export_size")) * 1'000'000'000;
+}
+
 // A LoRA checkpoint exports as an adapter unless merged; everything else as a model.
 ExportKind export_kind(const Flags& flags) {
   const bool adapter_checkpoint =
@@ -146,7 +156,8 @@ int export_checkpoint(Flags& flags, ExportFolder& out) {
                                   .base_revision = flags.count("--revision") ? flags["--revision"] : "",
                                   .working_weights = flags.text("--weights") == "working",
                                   .merge_lora = flags.is_true("--merge_lora"),
-                                  .dtype = dtype_flag(flags)};
+                                  .dtype = dtype_flag(flags),
+                                  .max_shard_bytes = max_shard_bytes(flags)};
   const std::string done = train::export_checkpoint(request);
   out.commit();
   std::cerr << done << "\n";
@@ -173,7 +184,7 @@ int export_model(Flags& flags, ExportFolder& out) {
     std::cerr << "merged the LoRA adapter " << flags["--adapter_name_or_path"] << " (r " << lora.rank << ", alpha "
               << lora.alpha << ")\n";
   }
-  models::save_model(model, out.write_dir(), {.dtype = dtype});
+  models::save_model(model, out.write_dir(), {.max_shard_bytes = max_shard_bytes(flags), .dtype = dtype});
   out.commit();
   std::cerr << "exported " << name << " to " << flags["--output_dir"] << " (" << dtype_name(dtype) << ")\n";
   return 0;
@@ -192,6 +203,10 @@ void refuse_writing_over_the_input(Flags& flags) {
 
 int run_export(const std::vector<std::string>& args) {
   return run_with_flags(args, flag_table(), [](Flags& flags) {
+    // llamafactory-cli export merges the adapter its file names: so does a file given here.
+    const bool merged_by_file = !flags.arguments_file.empty() && !flags.count("--checkpoint");
+    if (merged_by_file && flags.count("--adapter_name_or_path") && !flags.count("--merge_lora"))
+      flags["--merge_lora"] = "true";
     check_flag_combinations(flags);
     dtype_flag(flags);  // a --dtype that is no floating-point type is refused before any work
     require_writable_folder(flags.at("--output_dir"), "--output_dir");

@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <iostream>
 
+#include "cli/arguments_file.h"
 #include "runtime/error.h"
 #include "runtime/flags/flag_words.h"
+#include "runtime/log.h"
+#include "runtime/rank.h"
 #include "runtime/usage_error.h"
 #include "train/args/training_arguments.h"
 
@@ -23,13 +26,31 @@ void check_required(const Flags& flags, const FlagTable& table) {
   ZT_REQUIRE_USAGE(given == 1, "give exactly one of " + names + see);
 }
 
-// A word that is no flag. LLaMA-Factory's users write `llamafactory-cli export merge.yaml` (and
-// chat, ...): such a file is named as what it is, not as an unknown option.
+// A word that is no flag: an arguments file anywhere but first is named as one.
 std::string operand_message(const std::string& word, const FlagTable& table) {
   if (!train::arguments_file_format(word)) return unknown_flag_message(word, table);
-  return "'" + word + "' is an arguments file, which only zerotune train reads: give zerotune " + table.command +
-         " its settings as flags (--model_name_or_path DIR, ...), with the names `zerotune " + table.command +
-         " --help` lists";
+  return "'" + word +
+         "' is an arguments file: it comes first, before the flags that override it, and only one is "
+         "read: zerotune " +
+         table.command + " FILE.yaml|FILE.json [--name value ...]";
+}
+
+// Sets `given`'s value, checked by its flag's kind; a file's wrong value names the file.
+void set_flag(Flags& flags, const GivenFlag& given, const std::string& source) {
+  try {
+    check_flag_value(*given.flag, given.value);
+  } catch (const UsageError& e) {
+    if (source.empty()) throw;
+    throw UsageError(source + ": " + e.what());
+  }
+  const bool boolean = given.flag->kind == FlagKind::kBool;
+  flags[given.flag->name] = boolean ? (*flag_bool(given.value) ? "true" : "false") : given.value;
+}
+
+// As train's: rank 0 alone speaks for the job.
+void log_warnings(const std::vector<std::string>& warnings) {
+  if (current_rank().rank != 0) return;
+  for (const std::string& warning : warnings) ZT_LOG(kWarn, warning);
 }
 
 }  // namespace
@@ -40,16 +61,19 @@ Flags parse_flags(const std::vector<std::string>& args, const FlagTable& table) 
     for (const Flag& flag : group.flags)
       if (!flag.default_value.empty()) flags.defaults[flag.name] = flag.default_value;
   std::vector<std::string> problems;
-  const std::vector<GivenFlag> given = read_flag_words(args, table, problems);
+  const std::optional<ArgumentsFile> file = read_arguments_file(args, table, problems);
+  const std::vector<std::string> words(args.begin() + (file ? 1 : 0), args.end());
+  const std::vector<GivenFlag> given = read_flag_words(words, table, problems);
   for (const GivenFlag& word : given)
     if (word.flag == nullptr) problems.push_back(operand_message(word.name, table));  // no command takes operands here
   if (!problems.empty()) fail_with_flag_problems(problems);
-  for (const GivenFlag& word : given) {
-    check_flag_value(*word.flag, word.value);
-    const bool boolean = word.flag->kind == FlagKind::kBool;
-    flags[word.flag->name] = boolean ? (*flag_bool(word.value) ? "true" : "false") : word.value;
+  if (file) {
+    flags.arguments_file = file->path;
+    for (const GivenFlag& word : file->flags) set_flag(flags, word, file->path);
   }
+  for (const GivenFlag& word : given) set_flag(flags, word, "");  // after the file's: they override it
   check_required(flags, table);
+  if (file) log_warnings(file->warnings);
   return flags;
 }
 

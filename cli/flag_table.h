@@ -30,10 +30,14 @@ class Flags : public std::map<std::string, std::string> {
   double number(const std::string& name) const;
 
   std::map<std::string, std::string> defaults;
+  // The arguments file the flags came from (cli/arguments_file.h), before the command line's
+  // flags; empty when there was none.
+  std::string arguments_file;
 };
 
-// Every flag of `args` by name. A word that is no flag, an unknown flag (runtime/flags/flag_words.h
-// says how it is answered), a missing value, a value not of the flag's kind, or a missing
+// Every flag of `args` by name: an arguments file's first when `args` starts with one
+// (cli/arguments_file.h), then the command line's, which override them. A word that is no flag, an unknown flag
+// (runtime/flags/flag_words.h says how it is answered), a missing value, a value not of the flag's kind, or a missing
 // required flag throws zt::UsageError naming the flag.
 Flags parse_flags(const std::vector<std::string>& args, const FlagTable& table);
 

@@ -20,7 +20,11 @@ Flag model_flag(const std::string& name) {
                "found in the hub cache (HF_HUB_CACHE, else HF_HOME/hub, else ~/.cache/huggingface/hub) or "
                "downloaded there from HF_ENDPOINT (with HF_TOKEN for gated repos); HF_HUB_OFFLINE=1 reads the "
                "cache only"},
-      {.name = "--revision", .value = "REV", .help = "the hub id's branch, tag or commit", .default_value = "main"},
+      {.name = "--revision",
+       .value = "REV",
+       .help = "the hub id's branch, tag or commit",
+       .default_value = "main",
+       .aliases = {"--model_revision"}},
       {.name = "--adapter_name_or_path",
        .value = "ADAPTER",
        .help = "a PEFT adapter folder applied to the model: LoRA or prefix tuning"},
