@@ -17,7 +17,7 @@ namespace zt::cli {
 
 struct ArgumentsFile {
   std::string path;
-  std::vector<GivenFlag> flags = {};   // the file's names that are the command's flags, in its order
+  std::vector<GivenFlag> flags = {};       // the file's names that are the command's flags, by name
   std::vector<std::string> warnings = {};  // its names without effect, one line each
 };
 
