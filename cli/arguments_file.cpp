@@ -42,8 +42,7 @@ const std::vector<OtherArgument>& inference_options() {
       {"offload_folder", kText, "[\"offload\"]", kNoEffect, "zerotune keeps the whole model on its device", kLf},
       {"print_param_status", kBool, "[false]", kNoEffect, "nothing trains", kLf},
       {"quantization_method", kText, "[\"bnb\", \"bitsandbytes\"]", kRefused,
-       "quantization_bit 4 holds the base in bitsandbytes' 4 bits: drop the option", kLf,
-       "that quantization method"},
+       "quantization_bit 4 holds the base in bitsandbytes' 4 bits: drop the option", kLf, "that quantization method"},
       {"adapter_folder", kText, "[null]", kRefused, "name each adapter with adapter_name_or_path", kLf,
        "loading adapters from a folder"},
       {"resize_vocab", kBool, "[false]", kRefused, kVocabulary, kLf, "resizing the vocabulary"},
@@ -87,8 +86,8 @@ const std::vector<OtherArgument>& export_options() {
        kLf, "GPTQ quantization at export"},
       {"export_quantization_dataset", kText, "[null]", kNoEffect, "it calibrates GPTQ, which zerotune does not run",
        kLf},
-      {"export_quantization_nsamples", kInteger, "[128]", kNoEffect,
-       "it calibrates GPTQ, which zerotune does not run", kLf},
+      {"export_quantization_nsamples", kInteger, "[128]", kNoEffect, "it calibrates GPTQ, which zerotune does not run",
+       kLf},
       {"export_quantization_maxlen", kInteger, "[1024]", kNoEffect, "it calibrates GPTQ, which zerotune does not run",
        kLf},
       {"export_hub_model_id", kText, "[null]", kRefused,
@@ -98,8 +97,7 @@ const std::vector<OtherArgument>& export_options() {
        "the exported folder keeps the model's tokenizer files and chat template as they are (no Ollama Modelfile "
        "is written)",
        kLf},
-      {"enable_thinking", kBool, "[true, null]", kNoEffect, "the exported folder keeps the model's chat template",
-       kLf},
+      {"enable_thinking", kBool, "[true, null]", kNoEffect, "the exported folder keeps the model's chat template", kLf},
   };
   return table;
 }

@@ -48,8 +48,9 @@ class ArgumentsFileCommands : public testing::FolderTest {
   }
 
   std::string generate_ids(const std::string& arguments) {
-    const CliRun run = zerotune("generate " + arguments + " --device cpu --prompt \"a b c\" --output_format ids "
-                                                           "--max_new_tokens 6");
+    const CliRun run = zerotune("generate " + arguments +
+                                " --device cpu --prompt \"a b c\" --output_format ids "
+                                "--max_new_tokens 6");
     EXPECT_EQ(run.exit_code, 0) << run.output;
     std::istringstream lines(run.output);
     for (std::string line; std::getline(lines, line);)
@@ -62,8 +63,7 @@ class ArgumentsFileCommands : public testing::FolderTest {
 TEST_F(ArgumentsFileCommands, ExportMergesTheFilesAdapterIntoItsExportDir) {
   const CliRun merged = zerotune("export " + kFiles + "merge_qwen3_lora_sft.yaml" + kTinyModel);
   ASSERT_EQ(merged.exit_code, 0) << merged.output;
-  EXPECT_NE(merged.output.find("merged the LoRA adapter saves/qwen3-4b/lora/sft"), std::string::npos)
-      << merged.output;
+  EXPECT_NE(merged.output.find("merged the LoRA adapter saves/qwen3-4b/lora/sft"), std::string::npos) << merged.output;
   for (const char* without_effect : {"--trust_remote_code has no effect in zerotune export",
                                      "--template (LLaMA-Factory) has no effect in zerotune export"})
     EXPECT_NE(merged.output.find(without_effect), std::string::npos) << merged.output;
