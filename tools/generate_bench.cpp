@@ -11,8 +11,8 @@
 // first decode step's CUDA graph capture is left out), prefill TFLOP/s (2 x parameters per
 // prompt token, plus causal attention) and the peak device memory.
 // --decode_kernel picks what steps of up to 8 sequences run (infer/engine.h's DecodeKernel): the
-// CUDA graph (the engine's default), the persistent kernel, or the faster of the two, timed on
-// the first steps, for the ladder in docs/PERF.md.
+// faster of the CUDA graph and the persistent kernel, timed on the first steps (the engine's
+// default), or either alone, for the ladder in docs/PERF.md.
 // --quantization_bit 4 runs on a 4-bit base as `zerotune generate --quantization_bit 4` does
 // (NF4 with double quantization, each layer dequantized as a step runs, no CUDA graphs; a
 // "-bnb-4bit" folder keeps its own 4 bits); without it such a folder is dequantized at load.
@@ -36,8 +36,8 @@ using Clock = std::chrono::steady_clock;
 
 std::map<std::string, std::string> parse(int argc, char** argv) {
   std::map<std::string, std::string> flags{
-      {"--batch", "1"}, {"--prompt_tokens", "128"},     {"--new_tokens", "128"},     {"--cuda_graphs", "true"},
-      {"--seed", "0"},  {"--quantization_bit", "none"}, {"--decode_kernel", "graph"}};
+      {"--batch", "1"}, {"--prompt_tokens", "128"},     {"--new_tokens", "128"},       {"--cuda_graphs", "true"},
+      {"--seed", "0"},  {"--quantization_bit", "none"}, {"--decode_kernel", "fastest"}};
   if (argc < 2)
     zt::fail(
         "usage: generate_bench MODEL_DIR [--batch B] [--prompt_tokens P] [--new_tokens N] "
