@@ -173,7 +173,8 @@ class FileReader {
     if (judgement.kind != Judgement::kWarning) return;
     const std::string in_zerotune = " in zerotune";  // "has no effect in zerotune: ...", said of this command
     std::string& message = judgement.message;
-    message.insert(message.find(in_zerotune) + in_zerotune.size(), " " + table_.command);
+    const std::size_t at = message.find(in_zerotune);
+    if (at != std::string::npos) message.insert(at + in_zerotune.size(), " " + table_.command);
     file_.warnings.push_back(message);
   }
 
