@@ -222,21 +222,36 @@ void check_chatglm3_keys(const json& turn, const std::string& role, const Sample
                  "message with \"content\" (OpenAI's layout)");
 }
 
-// LLaMA-Factory v1's per-message "loss_weight" (1 by default): 0 leaves an assistant's reply
-// untrained, 1 trains it; the other messages are never trained (--train_on_prompt trains
-// every one), so only 0 suits them. Other weights are refused: a message is trained whole or
-// not at all. True when the message is an untrained reply.
-bool untrained_by_loss_weight(const json& turn, const std::string& role, const SampleSource& where, std::size_t index) {
-  if (!turn.contains("loss_weight") || turn["loss_weight"].is_null()) return false;
-  const json& weight = turn["loss_weight"];
-  ZT_REQUIRE(weight.is_number() && (weight.get<double>() == 0.0 || weight.get<double>() == 1.0),
-             turn_str(where, index) + ": \"loss_weight\": " + weight.dump() +
-                 "; zerotune trains a message whole or not at all, so a message's loss_weight must be 0 or 1");
-  const bool trained = weight.get<double>() == 1.0;
-  ZT_REQUIRE(role == "assistant" || !trained,
-             turn_str(where, index) + ": \"loss_weight\": 1 on a " + role +
-                 " message: zerotune trains assistant messages only (--train_on_prompt: all of them); make it 0");
-  return role == "assistant" && !trained;
+// A reply's weight per message: LLaMA-Factory v1's "loss_weight" (1 by default) and OpenAI
+// fine-tuning's "weight" (on assistant messages). 0 leaves an assistant's reply untrained, 1
+// trains it; the other messages are never trained (--train_on_prompt trains every one), so
+// only 0 suits them. Other weights are refused: a message is trained whole or not at all.
+// True when the message is an untrained reply.
+bool untrained_by_weight(const json& turn, const std::string& role, const SampleSource& where, std::size_t index) {
+  bool untrained = false;
+  for (const char* key : {"loss_weight", "weight"}) {
+    if (!turn.contains(key) || turn[key].is_null()) continue;
+    const json& weight = turn[key];
+    const std::string named = std::string("\"") + key + "\": ";
+    ZT_REQUIRE(weight.is_number() && (weight.get<double>() == 0.0 || weight.get<double>() == 1.0),
+               turn_str(where, index) + ": " + named + weight.dump() +
+                   "; zerotune trains a message whole or not at all, so a message's " + key + " must be 0 or 1");
+    const bool trained = weight.get<double>() == 1.0;
+    ZT_REQUIRE(role == "assistant" || !trained,
+               turn_str(where, index) + ": " + named + "1 on a " + role +
+                   " message: zerotune trains assistant messages only (--train_on_prompt: all of them); make it 0");
+    untrained = untrained || (role == "assistant" && !trained);
+  }
+  return untrained;
+}
+
+// GLM-4's finetune_demo offers the tools on the system message, not beside the messages.
+void take_system_tools(const json& turn, Conversation& conversation, const SampleSource& where, std::size_t index) {
+  if (!turn.contains("tools") || turn["tools"].is_null()) return;
+  ZT_REQUIRE(conversation.tools.empty(), turn_str(where, index) +
+                                             ": the system message has \"tools\" and so has the sample; a "
+                                             "conversation offers one list of tools: keep one of them");
+  conversation.tools = tools_of(turn, where);
 }
 
 Conversation from_sharegpt(const json& sample, const SampleSource& where) {
@@ -261,7 +276,8 @@ Conversation from_sharegpt(const json& sample, const SampleSource& where) {
                          "\"; accepted: human/user, gpt/assistant, system, function_call, observation/tool");
     ZT_REQUIRE(*role != "system" || conversation.messages.empty(), where.str() + ": a system turn may only come first");
     if (role_content) check_chatglm3_keys(turn, *role, where, i);
-    if (role_content && untrained_by_loss_weight(turn, *role, where, i)) {
+    if (role_content && *role == "system") take_system_tools(turn, conversation, where, i);
+    if (role_content && untrained_by_weight(turn, *role, where, i)) {
       std::size_t replies = 0;
       for (const ChatMessage& message : conversation.messages) replies += message.role == "assistant";
       conversation.untrained_replies.push_back(replies);

@@ -23,7 +23,8 @@ struct Conversation {
   std::vector<models::ChatMessage> messages;
   models::ChatTools tools = {};  // the tools offered, in OpenAI's layout
   std::string source = {};       // "file: sample 3 (line 4)", for messages about the sample
-  // The assistant replies (counted from 0) left untrained: LLaMA-Factory v1's loss_weight 0.
+  // The assistant replies (counted from 0) left untrained: LLaMA-Factory v1's loss_weight 0,
+  // OpenAI's weight 0.
   std::vector<std::size_t> untrained_replies = {};
 };
 

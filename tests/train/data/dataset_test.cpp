@@ -308,6 +308,57 @@ TEST_F(DatasetFile, LossWeightsZerotuneCannotApplyAreRefused) {
   testing::expect_mentions(refusal("0", "\"1\""), {"\"loss_weight\": \"1\""});
 }
 
+const std::filesystem::path kPublished = std::filesystem::path(ZT_SOURCE_DIR) / "tests/data/training/published";
+
+// OpenAI's fine-tuning guide, its multi-turn example: "weight": 0 on an assistant message leaves
+// that reply out of the loss, as loss_weight 0 does.
+TEST(PublishedData, OpenAiWeightZeroLeavesAReplyUntrained) {
+  const Dataset data = load_dataset((kPublished / "openai_multiturn_weight.jsonl").string());
+  ASSERT_EQ(data.samples.size(), 1u);
+  const Conversation& c = data.samples[0];
+  ASSERT_EQ(c.messages.size(), 5u);
+  EXPECT_EQ(c.messages[2].content, "Paris");
+  EXPECT_EQ(c.untrained_replies, std::vector<std::size_t>{0});  // "Paris", not the sarcastic reply
+}
+
+TEST_F(DatasetFile, OpenAiWeightsZerotuneCannotApplyAreRefused) {
+  auto refusal = [&](const std::string& user_weight, const std::string& reply_weight) {
+    return testing::error_of([&] {
+      load_dataset(write("w.jsonl", R"({"messages": [{"role": "user", "content": "q", "weight": )" + user_weight +
+                                        R"(}, {"role": "assistant", "content": "a", "weight": )" + reply_weight +
+                                        "}]}\n"));
+    });
+  };
+  testing::expect_mentions(refusal("0", "0.5"), {"w.jsonl: sample 0", "turn 1", "\"weight\": 0.5", "0 or 1"});
+  testing::expect_mentions(refusal("1", "1"), {"turn 0", "\"weight\": 1 on a user message", "make it 0"});
+}
+
+// GLM-4's finetune_demo (its README's sample with tools): the tools ride on the system message,
+// results are "observation" turns, and a call is the assistant's text, as GLM-4's script trains it.
+TEST(PublishedData, Glm4FinetuneDemoToolsOnTheSystemMessage) {
+  const Dataset data = load_dataset((kPublished / "glm4_finetune_tools.jsonl").string());
+  ASSERT_EQ(data.samples.size(), 1u);
+  const Conversation& c = data.samples[0];
+  ASSERT_EQ(c.tools.size(), 1u);
+  EXPECT_EQ(nlohmann::json::parse(c.tools[0])["function"]["name"], "get_recommended_books");
+  ASSERT_EQ(c.messages.size(), 5u);
+  EXPECT_EQ(c.messages[0].role, "system");
+  EXPECT_EQ(c.messages[2].content,
+            R"({"name": "get_recommended_books", "arguments": {"interests": ["history", "science fiction"]}})");
+  EXPECT_TRUE(c.messages[2].tool_calls.empty());
+  EXPECT_EQ(c.messages[3].role, "tool");
+}
+
+TEST_F(DatasetFile, ToolsBothBesideAndOnTheSystemMessageAreRefused) {
+  const std::string msg = testing::error_of([&] {
+    load_dataset(write("t.jsonl", R"({"tools": [{"name": "f"}], "messages": [{"role": "system", "content": "", )"
+                                  R"("tools": [{"name": "g"}]}, {"role": "user", "content": "q"}, )"
+                                  R"({"role": "assistant", "content": "a"}]})"
+                                  "\n"));
+  });
+  testing::expect_mentions(msg, {"t.jsonl: sample 0 (line 1), turn 0", "system message has \"tools\"", "keep one"});
+}
+
 TEST_F(DatasetFile, NonTextPartsAreNamedWithTheSampleAndThePartType) {
   std::string msg = testing::error_of([&] {
     load_dataset(write(

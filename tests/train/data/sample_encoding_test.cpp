@@ -297,6 +297,16 @@ TEST_F(SampleEncoding, LossWeightZeroLeavesAReplyUntrained) {
                            {"v1.jsonl: sample 0", "loss_weight", "--train_on_prompt"});
 }
 
+// OpenAI's fine-tuning guide, its multi-turn example: the reply with "weight": 0 is not trained.
+TEST_F(SampleEncoding, OpenAiWeightZeroLeavesAReplyUntrained) {
+  const auto qwen = models::make_chat_template("qwen");
+  const Dataset data =
+      load_dataset(std::string(ZT_SOURCE_DIR) + "/tests/data/training/published/openai_multiturn_weight.jsonl");
+  const EncodedDataset encoded = encode_dataset(data, *qwen, *tokenizer_, {.max_length = 4096});
+  EXPECT_EQ(trained_texts(encoded.samples.at(0), *tokenizer_),
+            (std::vector<std::string>{"Paris, as if everyone doesn't know that already.<|im_end|>\n"}));
+}
+
 // LLaMA-Factory's glm4 (efficient_eos), with GLM-4's special tokens: the supervised processor
 // labels the first token of each later prompt with eos, counts the final eos before the turns
 // (total_length starts at 1) and appends it after cutting them.
@@ -310,6 +320,23 @@ class EfficientEos : public ::testing::Test {
   std::unique_ptr<models::Tokenizer> tokenizer_;
   const std::unique_ptr<models::ChatTemplate> glm4_ = models::make_chat_template("glm4");
 };
+
+// GLM-4's finetune_demo sample with tools: the tools on its system message are written in the
+// system turn as GLM-4's tool prompt; the call (the assistant's JSON text) and the answer trained.
+TEST_F(EfficientEos, Glm4FinetuneDemoToolsAreInTheSystemTurn) {
+  const Dataset data =
+      load_dataset(std::string(ZT_SOURCE_DIR) + "/tests/data/training/published/glm4_finetune_tools.jsonl");
+  const TokenizedSample sample = encode_dataset(data, *glm4_, *tokenizer_, {.max_length = 1 << 20}).samples.at(0);
+  const std::string text = tokenizer_->decode(std::vector<models::TokenId>(sample.ids.begin(), sample.ids.end()));
+  const std::size_t tools = text.find("## get_recommended_books");
+  ASSERT_NE(tools, std::string::npos) << text;
+  EXPECT_LT(text.find("<|system|>"), tools);
+  EXPECT_LT(tools, text.find("<|user|>")) << text;
+  const std::vector<std::string> trained = trained_texts(sample, *tokenizer_);
+  ASSERT_EQ(trained.size(), 2u);
+  EXPECT_EQ(trained[0].rfind("\n{\"name\": \"get_recommended_books\"", 0), 0u) << trained[0];
+  EXPECT_EQ(trained[1].rfind("\nBased on your interests", 0), 0u) << trained[1];
+}
 
 TEST_F(EfficientEos, EosIsTrainedAfterEachAnswerAndKeptThroughACut) {
   const Dataset data = conversations(
