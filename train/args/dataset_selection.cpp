@@ -86,6 +86,28 @@ void check_layout(const json& entry, const std::string& formatting, bool pretrai
   }
 }
 
+// The keys of an entry's records that LLaMA-Factory does not read: its parser sets every column
+// from "columns", unlisted ones to None, and system, history and tools are None by default.
+// Columns that are the records' text are required where the entry lists columns.
+std::vector<std::string> unread_keys(const json& entry, const std::string& formatting, const std::string& where) {
+  const json columns = entry.value("columns", json::object());
+  const bool sharegpt = formatting == "sharegpt";
+  if (entry.contains("columns"))
+    for (const char* needed : sharegpt ? std::vector<const char*>{"messages"} : std::vector{"prompt", "response"})
+      ZT_REQUIRE(columns.contains(needed), where + "'s columns do not list " + needed + ", so LLaMA-Factory reads no " +
+                                               needed + " from its records: add it to the entry's \"columns\"");
+  std::vector<std::string> unread;
+  const std::pair<const char*, const char*> optional[] = {
+      {"system", "system"}, {"tools", "tools"}, {"history", "history"}, {"query", "input"}};
+  for (const auto& [column, key] : optional) {
+    const bool alpaca_only = std::string_view(column) == "history" || std::string_view(column) == "query";
+    if (sharegpt && alpaca_only) continue;
+    const bool read = columns.contains(column) || (std::string_view(column) == "query" && !entry.contains("columns"));
+    if (!read) unread.emplace_back(key);
+  }
+  return unread;
+}
+
 // A dataset_info.json entry as a file zerotune reads the way LLaMA-Factory would, with the
 // columns of a ranking entry. Ranking data is what --stage dpo trains on, and only it.
 PreferenceFile entry_file(const std::string& name, const json& entry, const fs::path& dataset_dir, const fs::path& info,
@@ -125,6 +147,7 @@ PreferenceFile entry_file(const std::string& name, const json& entry, const fs::
   } else {
     check_layout(entry, formatting, pretraining, "columns", where);
     check_layout(entry, formatting, pretraining, "tags", where);
+    if (!pretraining) file.unread_keys = unread_keys(entry, formatting, where);
   }
   const fs::path path = dataset_dir / entry["file_name"].get<std::string>();
   std::error_code error;
@@ -149,12 +172,25 @@ json read_dataset_info(const fs::path& info) {
   return parsed;
 }
 
+// A warning for each key LLaMA-Factory left unread in a file's samples, as zerotune did.
+void warn_unread(const std::string& path, const Dataset& data) {
+  for (const auto& [key, count] : data.unread)
+    if (count > 0)
+      ZT_LOG(kWarn, path + ": " + std::to_string(count) + " sample(s) have \"" + key +
+                        "\", which their dataset_info.json entry's columns do not list; LLaMA-Factory does not read "
+                        "it, nor does zerotune: to train on it, add it to the entry's \"columns\" (" +
+                        (key == "input" ? "\"query\": \"input\"" : "\"" + key + "\": \"" + key + "\"") + ")");
+}
+
 // Every file cut to its first max_samples samples, then concatenated.
-Dataset read_files(const std::vector<std::string>& files, const std::optional<std::int64_t>& max_samples) {
+Dataset read_files(const std::vector<PreferenceFile>& entries, const std::optional<std::int64_t>& max_samples) {
   Dataset all;
+  std::vector<std::string> files;
+  for (const PreferenceFile& entry : entries) files.push_back(entry.path);
   for (std::size_t i = 0; i < files.size(); ++i) {
     require_readable_file(files[i], "data file");
-    Dataset data = load_dataset(files[i]);
+    Dataset data = load_dataset(files[i], entries[i].unread_keys);
+    warn_unread(files[i], data);
     if (max_samples) {
       const auto keep = static_cast<std::size_t>(*max_samples);
       if (data.samples.size() > keep) data.samples.resize(keep);
@@ -357,18 +393,18 @@ SelectedData select_data(const TrainingArguments& args) {
   if (args.stage == "dpo") return select_preferences(args);
   if (args.run_clm_style()) return select_run_clm(args);
   SelectedData selected;
-  const std::vector<std::string> train_files =
-      args.dataset.empty() ? data_files(args.train_file)
-                           : llama_factory_files(args.dataset, args.dataset_dir, args.stage == "pt");
+  const std::string stage = args.stage == "pt" ? "pt" : "sft";
+  const std::vector<PreferenceFile> train_files = args.dataset.empty()
+                                                      ? plain_files(data_files(args.train_file))
+                                                      : named_files(args.dataset, args.dataset_dir, stage);
   selected.train = read_files(train_files, args.max_samples);
-  selected.train_source = join_list(train_files);
-  std::vector<std::string> eval_files;
-  if (!args.validation_file.empty()) eval_files = data_files(args.validation_file);
-  if (!args.eval_dataset.empty())
-    eval_files = llama_factory_files(args.eval_dataset, args.dataset_dir, args.stage == "pt");
+  selected.train_source = joined_paths(train_files);
+  std::vector<PreferenceFile> eval_files;
+  if (!args.validation_file.empty()) eval_files = plain_files(data_files(args.validation_file));
+  if (!args.eval_dataset.empty()) eval_files = named_files(args.eval_dataset, args.dataset_dir, stage);
   if (!eval_files.empty()) {
     selected.eval = read_files(eval_files, args.max_samples);
-    selected.eval_source = join_list(eval_files);
+    selected.eval_source = joined_paths(eval_files);
   } else if (args.val_size > 0) {
     auto [train, eval] = split_validation(selected.train, args.val_size, static_cast<std::uint64_t>(args.seed));
     selected.train = std::move(train);

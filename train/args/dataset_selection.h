@@ -50,6 +50,8 @@ std::vector<std::string> llama_factory_files(const std::string& names, const std
 struct PreferenceFile {
   std::string path;
   std::optional<RankingColumns> columns = std::nullopt;
+  // Other entries: the record keys LLaMA-Factory leaves unread, its columns not listing them.
+  std::vector<std::string> unread_keys = {};
 };
 
 // The same names for --stage dpo: entries must be ranking data ("ranking": true), their

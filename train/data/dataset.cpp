@@ -62,21 +62,36 @@ Dataset text_lines(std::string_view text, const std::string& path) {
   return dataset;
 }
 
+// The sample without the keys in `unread`, each counted where it held a value.
+json without_unread(const json& sample, Dataset& dataset) {
+  json kept = sample;
+  for (auto& [key, count] : dataset.unread) {
+    if (!kept.contains(key)) continue;
+    const json& value = kept[key];
+    count += !(value.is_null() || (value.is_string() && value.get<std::string>().empty()) ||
+               (value.is_array() && value.empty()));
+    kept.erase(key);
+  }
+  return kept;
+}
+
 }  // namespace
 
 std::string format_name(DataFormat format) { return name_of(kFormatNames, format, ""); }
 
-Dataset parse_dataset(std::string_view text, const std::string& path) {
+Dataset parse_dataset(std::string_view text, const std::string& path, const std::vector<std::string>& unread_keys) {
   if (path.ends_with(".txt")) return text_lines(text, path);
   const std::vector<JsonRecord> samples = read_json_records(text, path);
   ZT_REQUIRE(!samples.empty(), path + " holds no samples");
   refuse_media(samples, path);
   Dataset dataset;
+  for (const std::string& key : unread_keys) dataset.unread.emplace_back(key, 0);
   dataset.format = detect(samples.front().value, path);
   for (std::size_t i = 0; i < samples.size(); ++i) {
     const SampleSource where{path, i, samples[i].line};
-    const json& sample = samples[i].value;
-    ZT_REQUIRE(sample.is_object(), where.str() + " is not a JSON object");
+    ZT_REQUIRE(samples[i].value.is_object(), where.str() + " is not a JSON object");
+    json kept;  // a copy only where keys are left unread
+    const json& sample = dataset.unread.empty() ? samples[i].value : (kept = without_unread(samples[i].value, dataset));
     require_format(sample, dataset.format, where);
     if (dataset.format == DataFormat::kText)
       dataset.texts.push_back(text_field(sample, "text", where, true));
@@ -87,6 +102,8 @@ Dataset parse_dataset(std::string_view text, const std::string& path) {
   return dataset;
 }
 
-Dataset load_dataset(const std::string& path) { return parse_dataset(read_data_file(path), path); }
+Dataset load_dataset(const std::string& path, const std::vector<std::string>& unread_keys) {
+  return parse_dataset(read_data_file(path), path, unread_keys);
+}
 
 }  // namespace zt::train

@@ -11,6 +11,7 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "text/chat_template/chat_template.h"
@@ -34,6 +35,8 @@ struct Dataset {
   DataFormat format = DataFormat::kAlpaca;
   std::vector<Conversation> samples;  // alpaca and ShareGPT
   std::vector<std::string> texts;     // plain text
+  // Keys left unread (see load_dataset) and how many samples gave them a value.
+  std::vector<std::pair<std::string, std::size_t>> unread = {};
   std::size_t size() const { return format == DataFormat::kText ? texts.size() : samples.size(); }
 };
 
@@ -43,9 +46,11 @@ std::string format_name(DataFormat format);
 // Reads `path`. The format is detected from the first sample's keys and every sample must
 // follow it; a malformed sample, or one of another format, is an error naming the file, the
 // sample's index (and line for JSON Lines) and what is wrong.
-Dataset load_dataset(const std::string& path);
+// `unread_keys` are not read, as LLaMA-Factory reads no column its dataset_info.json entry
+// leaves out (an entry without "history" trains no history); Dataset::unread counts them.
+Dataset load_dataset(const std::string& path, const std::vector<std::string>& unread_keys = {});
 
 // The same from the file's text; `path` names it in messages.
-Dataset parse_dataset(std::string_view text, const std::string& path);
+Dataset parse_dataset(std::string_view text, const std::string& path, const std::vector<std::string>& unread_keys = {});
 
 }  // namespace zt::train

@@ -52,6 +52,27 @@ TEST(DatasetSelection, LlamaFactoryNamesResolveThroughDatasetInfo) {
   EXPECT_EQ(llama_factory_files(path, "elsewhere"), std::vector<std::string>{path});
 }
 
+// LLaMA-Factory's data/README.md alpaca record with a system prompt and history: its parser reads
+// no column the entry leaves out (system and history by default, input once columns are given),
+// and neither does zerotune; an entry without the prompt or response column reads nothing.
+TEST(DatasetSelection, ColumnsAnEntryLeavesOutAreNotRead) {
+  auto first = [&](const std::string& name) {
+    return select_data(arguments({"--dataset", name, "--dataset_dir", kData.string()})).train.samples.at(0).messages;
+  };
+  const auto listed = first("alpaca_history");
+  ASSERT_EQ(listed.size(), 7u);  // system, two rounds of history, the instruction and its output
+  EXPECT_EQ(listed[0].content, "system prompt (optional)");
+  const auto unlisted = first("alpaca_history_no_columns");
+  ASSERT_EQ(unlisted.size(), 2u);
+  EXPECT_EQ(unlisted[0].content, "user instruction (required)\nuser input (optional)");
+  EXPECT_EQ(unlisted[1].content, "model response (required)");
+  const auto no_query = first("alpaca_without_query");
+  ASSERT_EQ(no_query.size(), 2u);
+  EXPECT_EQ(no_query[0].content, "user instruction (required)");
+  testing::expect_mentions(error_for("alpaca_without_response"),
+                           {"dataset \"alpaca_without_response\"", "columns do not list response", "add it"});
+}
+
 // --stage pt: an entry's prompt column is the text (LLaMA-Factory's c4_demo), and pt packs
 // unless told not to; under sft the same entry is refused, its text being no instruction.
 TEST(DatasetSelection, PretrainingReadsThePromptColumnAsText) {
@@ -102,7 +123,8 @@ TEST(DatasetSelection, EntriesOfOtherKindsSayWhatTheyAre) {
 TEST(DatasetSelection, WhatLlamaFactoryWouldReadDifferentlyIsRefused) {
   std::string msg = error_for("nowhere");
   EXPECT_NE(msg.find("dataset \"nowhere\" is neither in"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("alpaca_en_demo, c4_demo, chat_openai"), std::string::npos) << msg;  // what it has
+  EXPECT_NE(msg.find("(which has alpaca_en_demo, "), std::string::npos) << msg;  // what it has
+  EXPECT_NE(msg.find(", c4_demo, chat_openai, "), std::string::npos) << msg;
   msg = error_for("from_the_hub");
   EXPECT_NE(msg.find("dataset \"from_the_hub\" is loaded from hf_hub_url; zerotune reads local files"),
             std::string::npos)
