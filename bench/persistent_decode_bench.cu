@@ -7,8 +7,8 @@
 // each stage kind summed over the layers, each stage's time running from the barrier before it
 // to the barrier after it (so the barrier is in it), and the LM head and argmax stages. Each
 // shape and row count twice: narrow stages' row pairs shared by teams of warps (`split`, the
-// kernel's default) and one warp per pair (`whole`); four of them also without the weights
-// streamed into L2 ahead of their stages (`noahead`).
+// kernel's default) and one warp per pair (`whole`); four of them also with the weights
+// streamed into L2 ahead of their stages (`ahead`, DecodeModelDims::prefetch_ahead).
 //   build/bench/persistent_decode_bench --benchmark_counters_tabular=true
 #include <benchmark/benchmark.h>
 
@@ -100,7 +100,7 @@ void add_stage_times(const std::int64_t* marks, int layers, StageTimes& times) {
 }
 
 void BM_PersistentDecode(benchmark::State& state, const ModelShape& shape, int rows, bool split_columns,
-                         bool prefetch_ahead = true) {
+                         bool prefetch_ahead = false) {
   if (!cuda_available()) return state.SkipWithError("no CUDA GPU");
   const models::CausalLM& model = model_of(shape);
   const std::unique_ptr<infer::PagedKvCache> cache = filled_cache(model, rows);
@@ -202,16 +202,16 @@ BENCHMARK_CAPTURE(BM_PersistentDecode, Qwen7B_rows8_split, kQwen7, 8, true)
 BENCHMARK_CAPTURE(BM_PersistentDecode, Qwen7B_rows8_whole, kQwen7, 8, false)
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_PersistentDecode, Qwen05B_rows1_noahead, kQwen05, 1, true, false)
+BENCHMARK_CAPTURE(BM_PersistentDecode, Qwen05B_rows1_ahead, kQwen05, 1, true, true)
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_PersistentDecode, Qwen15B_rows1_noahead, kQwen15, 1, true, false)
+BENCHMARK_CAPTURE(BM_PersistentDecode, Qwen15B_rows1_ahead, kQwen15, 1, true, true)
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_PersistentDecode, Qwen15B_rows8_noahead, kQwen15, 8, true, false)
+BENCHMARK_CAPTURE(BM_PersistentDecode, Qwen15B_rows8_ahead, kQwen15, 8, true, true)
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_PersistentDecode, Qwen7B_rows1_noahead, kQwen7, 1, true, false)
+BENCHMARK_CAPTURE(BM_PersistentDecode, Qwen7B_rows1_ahead, kQwen7, 1, true, true)
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
 

@@ -75,8 +75,9 @@ struct DecodeModelDims {
   bool split_columns = true;
   // Weights streamed into L2 ahead of the stage that reads them: the next rows a warp takes,
   // and, by the blocks the attention stage leaves idle, the output projection and the first
-  // gate/up rows; false: only each stage's first rows before its barrier (for comparison).
-  bool prefetch_ahead = true;
+  // gate/up rows. Off until measured against the kernel without it (persistent_decode_bench's
+  // `ahead` rows); false: only each stage's first rows before its barrier.
+  bool prefetch_ahead = false;
 };
 
 // Everything the kernel reads and writes beyond the weights: device pointers.
