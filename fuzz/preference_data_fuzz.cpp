@@ -41,7 +41,7 @@ void check_pair(const zr::PreferenceConversation& pair) {
 }
 
 // The entry the first byte picks: none (detected), alpaca columns, or ShareGPT with OpenAI tags.
-std::optional<zr::RankingColumns> columns_for(std::uint8_t pick) {
+std::optional<zr::EntryColumns> columns_for(std::uint8_t pick) {
   const char* entries[] = {
       R"({"ranking": true, "columns": {"prompt": "instruction", "query": "input", "system": "system",
           "history": "history", "chosen": "chosen", "rejected": "rejected"}})",
@@ -57,7 +57,7 @@ std::optional<zr::RankingColumns> columns_for(std::uint8_t pick) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
-  const std::optional<zr::RankingColumns> columns = columns_for(data[0]);
+  const std::optional<zr::EntryColumns> columns = columns_for(data[0]);
   const std::string_view text = zt::fuzz::as_text(data + 1, size - 1);
   const auto dataset = zt::fuzz::accepted([&] { return zr::parse_preference_dataset(text, "pairs.json", columns); });
   if (!dataset) return 0;

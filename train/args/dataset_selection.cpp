@@ -28,8 +28,9 @@ bool is_file(const fs::path& path) {
   return fs::is_regular_file(path, error);
 }
 
-// The columns (and for sharegpt the tags) zerotune's reader knows, by LLaMA-Factory's keys.
-// Under --stage pt the text is the prompt column, and zerotune reads it as "text".
+// The columns (and for sharegpt the tags) zerotune's reader knows, by LLaMA-Factory's keys, and
+// the names it detects them by. Under --stage pt the text is the prompt column, and zerotune
+// reads it as "text".
 const json& known_layout(const std::string& formatting, bool pretraining) {
   static const json text = {{"columns", {{"prompt", {"text"}}}}};
   if (pretraining) return text;
@@ -38,7 +39,8 @@ const json& known_layout(const std::string& formatting, bool pretraining) {
                                 {"query", {"input"}},
                                 {"response", {"output"}},
                                 {"system", {"system"}},
-                                {"history", {"history"}}}}};
+                                {"history", {"history"}},
+                                {"tools", {"tools"}}}}};
   static const json sharegpt = {
       {"columns", {{"messages", {"conversations", "messages"}}, {"system", {"system"}}, {"tools", {"tools"}}}},
       {"tags",
@@ -67,49 +69,65 @@ std::string kind_refused(const std::string& key, const json& value, bool pretrai
   return "";
 }
 
-// An entry's columns or tags must each name what zerotune's reader looks for.
-void check_layout(const json& entry, const std::string& formatting, bool pretraining, const char* part,
+// Whether an entry's columns or tags rename what zerotune's reader detects: another key, or a
+// role under another name. Each must be one LLaMA-Factory reads for the formatting; under
+// --stage pt the text must be "text".
+bool check_layout(const json& entry, const std::string& formatting, bool pretraining, const char* part,
                   const std::string& where) {
-  if (!entry.contains(part)) return;
+  if (!entry.contains(part)) return false;
   ZT_REQUIRE(entry[part].is_object(), where + ": \"" + part + "\" must be an object");
   const json& known = known_layout(formatting, pretraining).value(part, json::object());
   const bool tags = std::string_view(part) == "tags";
+  bool renames = false;
   for (const auto& [key, value] : entry[part].items()) {
-    const bool ok = known.contains(key) && value.is_string() &&
-                    std::find(known[key].begin(), known[key].end(), value) != known[key].end();
-    if (ok) continue;
     const std::string refused = tags ? "" : kind_refused(key, value, pretraining);
     ZT_REQUIRE(refused.empty(), where + refused);
-    fail(where + " maps " + part + " " + key + " to " + value.dump() + "; zerotune reads " + formatting +
-         " data with " + (known.contains(key) ? key + " " + known[key].dump() : "no " + key) + ": " +
-         (tags ? "write those values" : "rename the keys") + " in the data file and drop the entry's \"" + part + "\"");
+    ZT_REQUIRE(known.contains(key), where + " maps " + part + " " + key + "; zerotune reads " + formatting +
+                                        " data with no " + key + ": drop it from the entry's \"" + part + "\"");
+    ZT_REQUIRE(value.is_string() || value.is_null(),
+               where + ": " + part + " " + key + " must name a key of the records (a string), got " + value.dump());
+    const bool detected = std::find(known[key].begin(), known[key].end(), value) != known[key].end();
+    ZT_REQUIRE(detected || !pretraining, where + " maps " + part + " " + key + " to " + value.dump() +
+                                             "; --stage pt reads the text as " + known[key].dump() +
+                                             ": rename the key in the data file and drop the entry's \"" + part + "\"");
+    renames = renames || !detected;
   }
+  return renames;
+}
+
+// Whether one of the entry's columns names `key` of the records.
+bool names_key(const json& columns, const std::string& key) {
+  return std::any_of(columns.begin(), columns.end(), [&](const json& value) { return value == key; });
 }
 
 // The keys of an entry's records that LLaMA-Factory does not read: its parser sets every column
 // from "columns", unlisted ones to None, and system, history and tools are None by default.
-// Columns that are the records' text are required where the entry lists columns.
+// Columns that are the records' text are required where the entry lists columns. A key another
+// column names is read as that column.
 std::vector<std::string> unread_keys(const json& entry, const std::string& formatting, const std::string& where) {
   const json columns = entry.value("columns", json::object());
   const bool sharegpt = formatting == "sharegpt";
   if (entry.contains("columns"))
     for (const char* needed : sharegpt ? std::vector<const char*>{"messages"} : std::vector{"prompt", "response"})
-      ZT_REQUIRE(columns.contains(needed), where + "'s columns do not list " + needed + ", so LLaMA-Factory reads no " +
-                                               needed + " from its records: add it to the entry's \"columns\"");
+      ZT_REQUIRE(columns.contains(needed) && !columns[needed].is_null(),
+                 where + "'s columns do not list " + needed + ", so LLaMA-Factory reads no " + needed +
+                     " from its records: add it to the entry's \"columns\"");
   std::vector<std::string> unread;
   const std::pair<const char*, const char*> optional[] = {
       {"system", "system"}, {"tools", "tools"}, {"history", "history"}, {"query", "input"}};
   for (const auto& [column, key] : optional) {
     const bool alpaca_only = std::string_view(column) == "history" || std::string_view(column) == "query";
     if (sharegpt && alpaca_only) continue;
-    const bool read = columns.contains(column) || (std::string_view(column) == "query" && !entry.contains("columns"));
-    if (!read) unread.emplace_back(key);
+    const bool listed = columns.contains(column) && !columns[column].is_null();
+    const bool read = listed || (std::string_view(column) == "query" && !entry.contains("columns"));
+    if (!read && !names_key(columns, key)) unread.emplace_back(key);
   }
   return unread;
 }
 
 // A dataset_info.json entry as a file zerotune reads the way LLaMA-Factory would, with the
-// columns of a ranking entry. Ranking data is what --stage dpo trains on, and only it.
+// columns of a ranking entry, or of another that renames keys or tags. Ranking data is what
+// --stage dpo trains on, and only it.
 PreferenceFile entry_file(const std::string& name, const json& entry, const fs::path& dataset_dir, const fs::path& info,
                           const std::string& stage) {
   const std::string where = info.string() + ": dataset \"" + name + "\"";
@@ -145,9 +163,11 @@ PreferenceFile entry_file(const std::string& name, const json& entry, const fs::
   if (ranking) {
     file.columns = ranking_columns(entry, where);  // honoured, as LLaMA-Factory reads them
   } else {
-    check_layout(entry, formatting, pretraining, "columns", where);
-    check_layout(entry, formatting, pretraining, "tags", where);
+    const bool renamed_columns = check_layout(entry, formatting, pretraining, "columns", where);
+    const bool renamed_tags = check_layout(entry, formatting, pretraining, "tags", where);
     if (!pretraining) file.unread_keys = unread_keys(entry, formatting, where);
+    // Others are read as a file named directly is, their layout detected.
+    if (renamed_columns || renamed_tags) file.columns = supervised_columns(entry, where);
   }
   const fs::path path = dataset_dir / entry["file_name"].get<std::string>();
   std::error_code error;
@@ -189,7 +209,7 @@ Dataset read_files(const std::vector<PreferenceFile>& entries, const std::option
   for (const PreferenceFile& entry : entries) files.push_back(entry.path);
   for (std::size_t i = 0; i < files.size(); ++i) {
     require_readable_file(files[i], "data file");
-    Dataset data = load_dataset(files[i], entries[i].unread_keys);
+    Dataset data = load_dataset(files[i], entries[i].unread_keys, entries[i].columns ? &*entries[i].columns : nullptr);
     warn_unread(files[i], data);
     if (max_samples) {
       const auto keep = static_cast<std::size_t>(*max_samples);

@@ -39,17 +39,18 @@ std::vector<std::string> data_files(const std::string& list);
 
 // LLaMA-Factory's comma-separated dataset names as files: each through dataset_dir's
 // dataset_info.json, else taken as a path (as given, or inside dataset_dir). What zerotune
-// cannot read as LLaMA-Factory would (hub datasets, renamed columns, ranking data, ...) is an
-// error naming the dataset and the entry. With `pretraining` (--stage pt) an entry's prompt
+// cannot read as LLaMA-Factory would (hub datasets, KTO or multimodal data, ranking data, ...)
+// is an error naming the dataset and the entry. With `pretraining` (--stage pt) an entry's prompt
 // column is the text, which zerotune reads as "text".
 std::vector<std::string> llama_factory_files(const std::string& names, const std::string& dataset_dir,
                                              bool pretraining = false);
 
-// A preference file and, for a dataset_info.json entry with columns or tags, how LLaMA-Factory
-// reads its records (none: the layout is detected from the records' keys).
+// A data file and, for a dataset_info.json ranking entry with columns or tags, or another entry
+// whose columns or tags rename keys, how LLaMA-Factory reads its records (none: the layout is
+// detected from the records' keys).
 struct PreferenceFile {
   std::string path;
-  std::optional<RankingColumns> columns = std::nullopt;
+  std::optional<EntryColumns> columns = std::nullopt;
   // Other entries: the record keys LLaMA-Factory leaves unread, its columns not listing them.
   std::vector<std::string> unread_keys = {};
 };

@@ -5,6 +5,7 @@
 #include "runtime/enum_names.h"
 #include "runtime/error.h"
 #include "train/data/chat_sample.h"
+#include "train/data/entry_columns.h"
 #include "train/data/json_records.h"
 
 namespace zt::train {
@@ -79,31 +80,38 @@ json without_unread(const json& sample, Dataset& dataset) {
 
 std::string format_name(DataFormat format) { return name_of(kFormatNames, format, ""); }
 
-Dataset parse_dataset(std::string_view text, const std::string& path, const std::vector<std::string>& unread_keys) {
+Dataset parse_dataset(std::string_view text, const std::string& path, const std::vector<std::string>& unread_keys,
+                      const EntryColumns* columns) {
   if (path.ends_with(".txt")) return text_lines(text, path);
   const std::vector<JsonRecord> samples = read_json_records(text, path);
   ZT_REQUIRE(!samples.empty(), path + " holds no samples");
   refuse_media(samples, path);
   Dataset dataset;
   for (const std::string& key : unread_keys) dataset.unread.emplace_back(key, 0);
-  dataset.format = detect(samples.front().value, path);
+  // An entry's columns give the format; its records are rewritten into the keys detected here.
+  dataset.format = !columns            ? detect(samples.front().value, path)
+                   : columns->sharegpt ? DataFormat::kShareGpt
+                                       : DataFormat::kAlpaca;
   for (std::size_t i = 0; i < samples.size(); ++i) {
     const SampleSource where{path, i, samples[i].line};
     ZT_REQUIRE(samples[i].value.is_object(), where.str() + " is not a JSON object");
-    json kept;  // a copy only where keys are left unread
-    const json& sample = dataset.unread.empty() ? samples[i].value : (kept = without_unread(samples[i].value, dataset));
-    require_format(sample, dataset.format, where);
+    json kept;  // a copy only where keys are left unread or renamed
+    const json* sample = &samples[i].value;
+    if (!dataset.unread.empty()) sample = &(kept = without_unread(*sample, dataset));
+    if (columns) sample = &(kept = renamed_sample(*sample, *columns, where));
+    require_format(*sample, dataset.format, where);
     if (dataset.format == DataFormat::kText)
-      dataset.texts.push_back(text_field(sample, "text", where, true));
+      dataset.texts.push_back(text_field(*sample, "text", where, true));
     else
-      dataset.samples.push_back(dataset.format == DataFormat::kAlpaca ? from_alpaca(sample, where)
-                                                                      : from_sharegpt(sample, where));
+      dataset.samples.push_back(dataset.format == DataFormat::kAlpaca ? from_alpaca(*sample, where)
+                                                                      : from_sharegpt(*sample, where));
   }
   return dataset;
 }
 
-Dataset load_dataset(const std::string& path, const std::vector<std::string>& unread_keys) {
-  return parse_dataset(read_data_file(path), path, unread_keys);
+Dataset load_dataset(const std::string& path, const std::vector<std::string>& unread_keys,
+                     const EntryColumns* columns) {
+  return parse_dataset(read_data_file(path), path, unread_keys, columns);
 }
 
 }  // namespace zt::train

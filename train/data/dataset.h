@@ -18,6 +18,8 @@
 
 namespace zt::train {
 
+struct EntryColumns;  // entry_columns.h
+
 struct Conversation {
   // An optional system message first, then turns that alternate between the user (or the
   // results of the tools just called) and the assistant (an answer, or tool calls).
@@ -48,9 +50,13 @@ std::string format_name(DataFormat format);
 // sample's index (and line for JSON Lines) and what is wrong.
 // `unread_keys` are not read, as LLaMA-Factory reads no column its dataset_info.json entry
 // leaves out (an entry without "history" trains no history); Dataset::unread counts them.
-Dataset load_dataset(const std::string& path, const std::vector<std::string>& unread_keys = {});
+// With `columns` (an entry that renames keys or tags) each record is read through them, in
+// the entry's formatting, as LLaMA-Factory's converters read it.
+Dataset load_dataset(const std::string& path, const std::vector<std::string>& unread_keys = {},
+                     const EntryColumns* columns = nullptr);
 
 // The same from the file's text; `path` names it in messages.
-Dataset parse_dataset(std::string_view text, const std::string& path, const std::vector<std::string>& unread_keys = {});
+Dataset parse_dataset(std::string_view text, const std::string& path, const std::vector<std::string>& unread_keys = {},
+                      const EntryColumns* columns = nullptr);
 
 }  // namespace zt::train

@@ -49,7 +49,7 @@ bool same_answer(const models::ChatMessage& a, const models::ChatMessage& b) {
 }  // namespace
 
 PreferenceDataset parse_preference_dataset(std::string_view text, const std::string& path,
-                                           const std::optional<RankingColumns>& columns) {
+                                           const std::optional<EntryColumns>& columns) {
   const std::vector<JsonRecord> records = read_json_records(text, path);
   ZT_REQUIRE(!records.empty(), path + " holds no preference records");
   refuse_media(records, path);
@@ -66,7 +66,7 @@ PreferenceDataset parse_preference_dataset(std::string_view text, const std::str
   return data;
 }
 
-PreferenceDataset load_preference_dataset(const std::string& path, const std::optional<RankingColumns>& columns) {
+PreferenceDataset load_preference_dataset(const std::string& path, const std::optional<EntryColumns>& columns) {
   return parse_preference_dataset(read_data_file(path), path, columns);
 }
 

@@ -21,7 +21,7 @@
 #include "text/chat_template/chat_template.h"
 #include "train/data/batching.h"
 #include "train/data/dataset.h"
-#include "train/data/preference_columns.h"
+#include "train/data/entry_columns.h"
 #include "train/data/sample_encoding.h"
 
 namespace zt::train {
@@ -39,12 +39,12 @@ struct PreferenceDataset {
 
 // Reads a preference file in any supported layout (detected from the first record's keys, like
 // load_dataset); errors name the file, the record's index (and line for JSON Lines) and what to
-// do. With `columns` (a dataset_info.json entry's, preference_columns.h) the records are read
+// do. With `columns` (a dataset_info.json entry's, entry_columns.h) the records are read
 // through them, as LLaMA-Factory reads that entry, instead.
 PreferenceDataset load_preference_dataset(const std::string& path,
-                                          const std::optional<RankingColumns>& columns = std::nullopt);
+                                          const std::optional<EntryColumns>& columns = std::nullopt);
 PreferenceDataset parse_preference_dataset(std::string_view text, const std::string& path,
-                                           const std::optional<RankingColumns>& columns = std::nullopt);
+                                           const std::optional<EntryColumns>& columns = std::nullopt);
 
 // Pairs whose two answers are the same are read (a data set may hold a few), but the
 // preference loss learns nothing from them: their reward margin is 0 whatever the model does.

@@ -19,12 +19,6 @@ constexpr EnumName<PreferenceLayout> kLayoutNames[] = {
     {PreferenceLayout::kTrlExplicit, "TRL's preference layout (\"prompt\", \"chosen\", \"rejected\")"},
     {PreferenceLayout::kTrlImplicit, "TRL's implicit-prompt layout (\"chosen\" and \"rejected\" only)"}};
 
-// The record's value under `key`; null when the column is unnamed or the record lacks it.
-const json& column(const json& record, const std::string& key) {
-  static const json absent;
-  return key.empty() || !record.is_object() || !record.contains(key) ? absent : record[key];
-}
-
 void require_said(bool said, const std::string& side, const SampleSource& where) {
   ZT_REQUIRE(said, where.str() + ": the answer \"" + side +
                        "\" is empty; a pair needs two answers: fill it in or drop the record");
@@ -39,7 +33,7 @@ ChatMessage take_answer(Conversation& conversation, const std::string& side, con
 }
 
 std::string string_answer(const json& record, const std::string& key, const SampleSource& where) {
-  const json& value = column(record, key);
+  const json& value = column_value(record, key);
   ZT_REQUIRE(!value.is_null(), where.str() + " has no \"" + key + "\"; a preference record holds two answers");
   ZT_REQUIRE(value.is_string(),
              where.str() + ": \"" + key + "\" must be a string (the answer), got " + value.dump().substr(0, 200));
@@ -48,16 +42,8 @@ std::string string_answer(const json& record, const std::string& key, const Samp
 }
 
 // LLaMA-Factory's alpaca ranking, rewritten into an alpaca sample answered by `chosen`.
-PreferenceConversation from_alpaca_ranking(const json& record, const RankingColumns& columns,
-                                           const SampleSource& where) {
-  json sample = json::object();
-  const std::pair<const std::string*, const char*> keys[] = {{&columns.prompt, "instruction"},
-                                                             {&columns.query, "input"},
-                                                             {&columns.system, "system"},
-                                                             {&columns.history, "history"},
-                                                             {&columns.tools, "tools"}};
-  for (const auto& [from, to] : keys)
-    if (const json& value = column(record, *from); !value.is_null()) sample[to] = value;
+PreferenceConversation from_alpaca_ranking(const json& record, const EntryColumns& columns, const SampleSource& where) {
+  json sample = alpaca_sample(record, columns);
   ZT_REQUIRE(sample.contains("instruction"), where.str() + " has no \"" + columns.prompt + "\", the instruction");
   sample["output"] = string_answer(record, columns.chosen, where);
   const std::string rejected = string_answer(record, columns.rejected, where);
@@ -68,29 +54,6 @@ PreferenceConversation from_alpaca_ranking(const json& record, const RankingColu
   return pair;
 }
 
-// A turn of a dataset_info.json entry with its own tags, in the SFT reader's OpenAI layout.
-json retagged(const json& turn, const RankingColumns& columns, const SampleSource& where) {
-  ZT_REQUIRE(turn.is_object(), where.str() + ": every message must be an object, got " + turn.dump().substr(0, 200));
-  const json& speaker = column(turn, columns.role_tag);
-  const std::pair<const std::string*, const char*> roles[] = {{&columns.user_tag, "user"},
-                                                              {&columns.assistant_tag, "assistant"},
-                                                              {&columns.observation_tag, "tool"},
-                                                              {&columns.function_tag, "function_call"},
-                                                              {&columns.system_tag, "system"}};
-  json out = turn;
-  out.erase(columns.role_tag);
-  out.erase(columns.content_tag);
-  for (const auto& [tag, role] : roles)
-    if (speaker.is_string() && !tag->empty() && speaker == *tag) out["role"] = role;
-  ZT_REQUIRE(out.contains("role"), where.str() + ": a message's \"" + columns.role_tag + "\" is " + speaker.dump() +
-                                       ", none of the entry's tags (user " + columns.user_tag + ", assistant " +
-                                       columns.assistant_tag + ", observation " + columns.observation_tag +
-                                       ", function " + columns.function_tag + ", system " + columns.system_tag +
-                                       "): fix the record or the entry's \"tags\"");
-  out["content"] = column(turn, columns.content_tag);
-  return out;
-}
-
 bool speaks_as(const json& turn, std::initializer_list<const char*> speakers) {
   for (const char* key : {"from", "role"})
     if (turn.is_object() && turn.contains(key) && turn[key].is_string())
@@ -99,32 +62,36 @@ bool speaks_as(const json& turn, std::initializer_list<const char*> speakers) {
   return false;
 }
 
+// The prompt of a record without an entry's columns as the SFT reader's ShareGPT (or OpenAI)
+// sample, its turns as they are.
+json detected_sharegpt_sample(const json& record, const SampleSource& where) {
+  const std::string list_key = record.contains("messages") ? "messages" : "conversations";
+  const json& turns = column_value(record, list_key);
+  ZT_REQUIRE(turns.is_array() && !turns.empty(),
+             where.str() + ": \"" + list_key + "\" must be a non-empty list of the prompt's turns");
+  json sample = json::object();
+  sample[list_key] = turns;
+  // A system turn first is the system prompt, as LLaMA-Factory takes it before the column.
+  // Copies: a reference returned from a call given a temporary key reads as dangling to GCC 13.
+  if (const json system = column_value(record, "system"); !system.is_null() && !speaks_as(turns[0], {"system"}))
+    sample["system"] = system;
+  if (const json tools = column_value(record, "tools"); !tools.is_null()) sample["tools"] = tools;
+  return sample;
+}
+
 // LLaMA-Factory's ShareGPT ranking: the prompt's turns, then each answer appended as the last
 // turn of a ShareGPT sample. With `columns` the keys and speakers are the entry's, rewritten
 // into OpenAI's; without, the record is read as the SFT reader reads ShareGPT and OpenAI turns.
-PreferenceConversation from_sharegpt_ranking(const json& record, const RankingColumns* columns,
+PreferenceConversation from_sharegpt_ranking(const json& record, const EntryColumns* columns,
                                              const SampleSource& where) {
-  const std::string list_key = columns ? columns->messages : record.contains("messages") ? "messages" : "conversations";
   const std::string chosen_key = columns ? columns->chosen : "chosen";
   const std::string rejected_key = columns ? columns->rejected : "rejected";
-  const json& turns = column(record, list_key);
-  ZT_REQUIRE(turns.is_array() && !turns.empty(),
-             where.str() + ": \"" + list_key + "\" must be a non-empty list of the prompt's turns");
-  // The SFT reader's ShareGPT sample: OpenAI's turns where the entry's were rewritten.
-  const std::string sample_key = !columns && list_key == "conversations" ? "conversations" : "messages";
-  json sample = json::object();
-  json& prompt = sample[sample_key] = json::array();
-  for (const json& turn : turns) prompt.push_back(columns ? retagged(turn, *columns, where) : turn);
-  // A system turn first is the system prompt, as LLaMA-Factory takes it before the column.
-  // Copies: a reference returned from a call given a temporary key reads as dangling to GCC 13.
-  if (const json system = column(record, columns ? columns->system : "system");
-      !system.is_null() && !speaks_as(prompt[0], {"system"}))
-    sample["system"] = system;
-  if (const json tools = column(record, columns ? columns->tools : "tools"); !tools.is_null()) sample["tools"] = tools;
+  const json sample = columns ? sharegpt_sample(record, *columns, where) : detected_sharegpt_sample(record, where);
+  const std::string sample_key = sample.contains("messages") ? "messages" : "conversations";
 
   PreferenceConversation pair;
   for (const std::string* side : {&chosen_key, &rejected_key}) {
-    const json& answer = column(record, *side);
+    const json& answer = column_value(record, *side);
     ZT_REQUIRE(answer.is_object(), where.str() + ": \"" + *side +
                                        "\" must be one message, {\"from\": \"gpt\", \"value\": ...} or {\"role\": "
                                        "\"assistant\", \"content\": ...}, got " +
@@ -200,15 +167,15 @@ json one_answer(const json& messages, const char* side, const SampleSource& wher
 // TRL's preference layout: prompt, chosen and rejected as text (a user turn and its answers)
 // or as lists of messages; without a prompt of the answers' kind, the prompt the answers share.
 PreferenceConversation from_trl(const json& record, const SampleSource& where) {
-  const json chosen = column(record, "chosen");
-  const json rejected = column(record, "rejected");
+  const json chosen = column_value(record, "chosen");
+  const json rejected = column_value(record, "rejected");
   for (const auto& [value, side] : {std::pair{&chosen, "chosen"}, std::pair{&rejected, "rejected"}})
     ZT_REQUIRE(
         value->is_string() || value->is_array(),
         where.str() + ": \"" + side + "\" must be a string or a list of messages, got " + value->dump().substr(0, 200));
   ZT_REQUIRE(conversational(chosen) == conversational(rejected),
              where.str() + ": \"chosen\" and \"rejected\" must both be strings or both lists of messages");
-  json prompt = column(record, "prompt"), chosen_part = chosen, rejected_part = rejected;
+  json prompt = column_value(record, "prompt"), chosen_part = chosen, rejected_part = rejected;
   const bool explicit_prompt =
       (prompt.is_string() || prompt.is_array()) && conversational(prompt) == conversational(chosen);
   if (!explicit_prompt) {  // TRL's maybe_extract_prompt
@@ -225,7 +192,7 @@ PreferenceConversation from_trl(const json& record, const SampleSource& where) {
   if (conversational(prompt)) {
     messages = prompt;
     ZT_REQUIRE(!messages.empty(), where.str() + ": \"prompt\" holds no message");
-    if (const json& tools = column(record, "tools"); !tools.is_null()) sample["tools"] = tools;
+    if (const json& tools = column_value(record, "tools"); !tools.is_null()) sample["tools"] = tools;
   } else {
     messages.push_back({{"role", "user"}, {"content", prompt}});
   }
@@ -245,11 +212,12 @@ PreferenceConversation from_trl(const json& record, const SampleSource& where) {
 }
 
 // The keys the SFT reader takes in an alpaca record.
-RankingColumns alpaca_keys() {
-  RankingColumns keys;
+EntryColumns alpaca_keys() {
+  EntryColumns keys;
   keys.history = "history";
   keys.system = "system";
   keys.tools = "tools";
+  keys.response = "";  // the answers are chosen and rejected
   return keys;
 }
 
@@ -282,7 +250,7 @@ PreferenceConversation preference_of(const json& record, PreferenceLayout layout
   fail(where.str() + ": unknown preference layout");
 }
 
-PreferenceConversation preference_of(const json& record, const RankingColumns& columns, const SampleSource& where) {
+PreferenceConversation preference_of(const json& record, const EntryColumns& columns, const SampleSource& where) {
   ZT_REQUIRE(record.is_object(), where.str() + " is not a JSON object");
   return columns.sharegpt ? from_sharegpt_ranking(record, &columns, where)
                           : from_alpaca_ranking(record, columns, where);

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "train/data/chat_sample.h"
-#include "train/data/preference_columns.h"
+#include "train/data/entry_columns.h"
 #include "train/data/preference_data.h"
 
 namespace zt::train {
@@ -31,7 +31,7 @@ std::optional<PreferenceLayout> layout_of(const nlohmann::ordered_json& record);
 // One record read in `layout`, or through `columns` when a dataset_info.json entry gives them.
 PreferenceConversation preference_of(const nlohmann::ordered_json& record, PreferenceLayout layout,
                                      const SampleSource& where);
-PreferenceConversation preference_of(const nlohmann::ordered_json& record, const RankingColumns& columns,
+PreferenceConversation preference_of(const nlohmann::ordered_json& record, const EntryColumns& columns,
                                      const SampleSource& where);
 
 }  // namespace zt::train

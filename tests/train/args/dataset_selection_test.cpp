@@ -73,6 +73,65 @@ TEST(DatasetSelection, ColumnsAnEntryLeavesOutAreNotRead) {
                            {"dataset \"alpaca_without_response\"", "columns do not list response", "add it"});
 }
 
+std::vector<std::string> roles(const std::vector<models::ChatMessage>& messages) {
+  std::vector<std::string> out;
+  for (const models::ChatMessage& message : messages) out.push_back(message.role);
+  return out;
+}
+
+std::vector<std::string> contents(const std::vector<models::ChatMessage>& messages) {
+  std::vector<std::string> out;
+  for (const models::ChatMessage& message : messages) out.push_back(message.content);
+  return out;
+}
+
+// Entries whose columns and tags rename the records' keys and roles, as LLaMA-Factory's
+// parser and converters read them: each column from its own key, unlisted ones not read.
+TEST(DatasetSelection, RenamedColumnsAreRead) {
+  const Dataset alpaca = select_data(arguments({"--dataset", "alpaca_renamed", "--dataset_dir", kData.string()})).train;
+  ASSERT_EQ(alpaca.samples.size(), 2u);
+  const auto& first = alpaca.samples[0].messages;
+  EXPECT_EQ(roles(first), (std::vector<std::string>{"system", "user", "assistant", "user", "assistant"}));
+  EXPECT_EQ(contents(first),
+            (std::vector<std::string>{"You are terse.", "Hi.", "Hello.", "Name a primary colour.\nOne word.", "Red."}));
+  EXPECT_EQ(contents(alpaca.samples[1].messages), (std::vector<std::string>{"What is 2+2?", "4."}));
+}
+
+TEST(DatasetSelection, RenamedTagsAreRead) {
+  const Dataset sharegpt =
+      select_data(arguments({"--dataset", "sharegpt_renamed", "--dataset_dir", kData.string()})).train;
+  ASSERT_EQ(sharegpt.samples.size(), 3u);
+  const auto& first = sharegpt.samples[0].messages;
+  EXPECT_EQ(roles(first), (std::vector<std::string>{"system", "user", "assistant"}));
+  EXPECT_EQ(contents(first), (std::vector<std::string>{"Be brief.", "Who are you?", "A tiny assistant."}));
+  // A system turn first is the system prompt, before the column; the tools column is read.
+  const Conversation& second = sharegpt.samples[1];
+  EXPECT_EQ(contents(second.messages),
+            (std::vector<std::string>{"Answer in one word.", "Weather in Paris?", "Sunny."}));
+  ASSERT_EQ(second.tools.size(), 1u);
+  EXPECT_NE(second.tools[0].find("weather"), std::string::npos) << second.tools[0];
+  // The function and observation tags: a tool call and its result.
+  const auto& third = sharegpt.samples[2].messages;
+  EXPECT_EQ(roles(third), (std::vector<std::string>{"user", "assistant", "tool", "assistant"}));
+  ASSERT_EQ(third[1].tool_calls.size(), 1u);
+  EXPECT_EQ(third[1].tool_calls[0].name, "weather");
+  EXPECT_EQ(third[2].content, "Rain.");
+}
+
+// Columns reading one key twice, tags giving two roles one value, and records without a renamed
+// column are refused, each naming the entry or the record.
+TEST(DatasetSelection, AmbiguousRenamesAreRefused) {
+  testing::expect_mentions(error_for("tags_two_roles_one_value"), {"dataset \"tags_two_roles_one_value\"",
+                                                                   "tags user_tag and assistant_tag both name "
+                                                                   "\"client\""});
+  testing::expect_mentions(error_for("columns_one_key_twice"),
+                           {"dataset \"columns_one_key_twice\"", "columns prompt and query both name \"question\""});
+  const std::string msg = testing::error_of([] {
+    select_data(arguments({"--dataset", "renamed_columns", "--dataset_dir", kData.string()}));
+  });
+  testing::expect_mentions(msg, {"alpaca_en_demo.json: sample 0", "has no \"question\", the entry's prompt column"});
+}
+
 // --stage pt: an entry's prompt column is the text (LLaMA-Factory's c4_demo), and pt packs
 // unless told not to; under sft the same entry is refused, its text being no instruction.
 TEST(DatasetSelection, PretrainingReadsThePromptColumnAsText) {
@@ -108,12 +167,11 @@ TEST(DatasetSelection, EntriesOfOtherKindsSayWhatTheyAre) {
   EXPECT_NE(msg.find("dataset \"mllm_demo\" is multimodal data (its images column); zerotune trains on text only"),
             std::string::npos)
       << msg;
-  msg = error_for("custom_tags");
-  EXPECT_NE(msg.find("maps tags assistant_tag to \"Assistant\"; zerotune reads sharegpt data with assistant_tag "
-                     "[\"gpt\",\"assistant\"]: "
-                     "write those values in the data file"),
-            std::string::npos)
-      << msg;
+  // Tags are honoured, and the records must hold what they name: identity.json is alpaca.
+  msg = testing::error_of([] {
+    select_data(arguments({"--dataset", "custom_tags", "--dataset_dir", kData.string()}));
+  });
+  testing::expect_mentions(msg, {"identity.json: sample 0", "\"conversations\" must be a non-empty list"});
   msg = error_for("folder");
   EXPECT_NE(msg.find("is a folder, whose files LLaMA-Factory reads as one dataset; zerotune reads one file per entry"),
             std::string::npos)
@@ -129,10 +187,8 @@ TEST(DatasetSelection, WhatLlamaFactoryWouldReadDifferentlyIsRefused) {
   EXPECT_NE(msg.find("dataset \"from_the_hub\" is loaded from hf_hub_url; zerotune reads local files"),
             std::string::npos)
       << msg;
-  msg = error_for("renamed_columns");
-  EXPECT_NE(msg.find("maps columns prompt to \"question\"; zerotune reads alpaca data with prompt [\"instruction\"]"),
-            std::string::npos)
-      << msg;
+  EXPECT_EQ(llama_factory_files("renamed_columns", kData.string()),  // renames are honoured
+            std::vector<std::string>{(kData / "alpaca_en_demo.json").string()});
   EXPECT_NE(error_for("preference_pairs").find("preference (ranking) data"), std::string::npos);
   EXPECT_NE(error_for("sampled").find("num_samples"), std::string::npos);
 }

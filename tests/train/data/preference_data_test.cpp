@@ -17,11 +17,11 @@ namespace {
 
 using nlohmann::json;
 
-PreferenceDataset parse(const std::string& text, const std::optional<RankingColumns>& columns = std::nullopt) {
+PreferenceDataset parse(const std::string& text, const std::optional<EntryColumns>& columns = std::nullopt) {
   return parse_preference_dataset(text, "pairs.json", columns);
 }
 
-std::string error_for(const std::string& text, const std::optional<RankingColumns>& columns = std::nullopt) {
+std::string error_for(const std::string& text, const std::optional<EntryColumns>& columns = std::nullopt) {
   return testing::error_of([&] { parse(text, columns); });
 }
 
@@ -233,7 +233,7 @@ TEST(PreferenceData, FilesThatHoldNoPairsAreRefused) {
 // An entry's columns as LLaMA-Factory's parser reads them: renamed keys, and a column the
 // entry does not list is not read (here "input" and "system").
 TEST(PreferenceData, AlpacaColumnsOfADatasetInfoEntry) {
-  const std::optional<RankingColumns> columns = ranking_columns(
+  const std::optional<EntryColumns> columns = ranking_columns(
       json::parse(R"({"ranking": true, "columns": {"prompt": "question", "chosen": "better", "rejected": "worse",
                       "history": "past"}})"),
       "info: dataset \"x\"");
@@ -250,10 +250,10 @@ TEST(PreferenceData, AlpacaColumnsOfADatasetInfoEntry) {
 }
 
 TEST(PreferenceData, ShareGptColumnsAndTagsOfADatasetInfoEntry) {
-  const std::optional<RankingColumns> columns = ranking_columns(json::parse(R"({"formatting": "sharegpt",
+  const std::optional<EntryColumns> columns = ranking_columns(json::parse(R"({"formatting": "sharegpt",
     "ranking": true, "columns": {"messages": "dialog", "chosen": "good", "rejected": "bad", "system": "sys"},
     "tags": {"role_tag": "speaker", "content_tag": "text", "user_tag": "me", "assistant_tag": "bot"}})"),
-                                                                "info: dataset \"x\"");
+                                                              "info: dataset \"x\"");
   ASSERT_TRUE(columns);
   const PreferenceDataset data =
       parse(R"([{"dialog": [{"speaker": "me", "text": "q1"}, {"speaker": "bot", "text": "a1"},
@@ -271,11 +271,11 @@ TEST(PreferenceData, ShareGptColumnsAndTagsOfADatasetInfoEntry) {
 // LLaMA-Factory's OpenAI-style sharegpt entry (role/content tags), with a tool's result in
 // the prompt and tool calls in an answer.
 TEST(PreferenceData, OpenAiTagsOfADatasetInfoEntry) {
-  const std::optional<RankingColumns> columns = ranking_columns(json::parse(R"({"formatting": "sharegpt",
+  const std::optional<EntryColumns> columns = ranking_columns(json::parse(R"({"formatting": "sharegpt",
     "ranking": true, "columns": {"messages": "messages", "chosen": "chosen", "rejected": "rejected", "tools": "tools"},
     "tags": {"role_tag": "role", "content_tag": "content", "user_tag": "user", "assistant_tag": "assistant",
              "observation_tag": "tool", "system_tag": "system"}})"),
-                                                                "info: dataset \"x\"");
+                                                              "info: dataset \"x\"");
   const PreferenceDataset data =
       parse(R"({"messages": [{"role": "system", "content": "S"}, {"role": "user", "content": "weather?"},)"
             R"( {"role": "assistant", "content": null, "tool_calls": [{"type": "function", "function": {"name": "w",)"
@@ -294,7 +294,7 @@ TEST(PreferenceData, OpenAiTagsOfADatasetInfoEntry) {
   EXPECT_EQ(data.pairs[0].prompt.tools.size(), 1u);
 }
 
-TEST(PreferenceData, RankingColumnsRefuseWhatZerotuneDoesNotTrain) {
+TEST(PreferenceData, EntryColumnsRefuseWhatZerotuneDoesNotTrain) {
   const auto columns_error = [](const std::string& entry) {
     return testing::error_of([&] { ranking_columns(json::parse(entry), "info: dataset \"x\""); });
   };
