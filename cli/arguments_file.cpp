@@ -20,6 +20,7 @@ constexpr train::Origin kLf = train::Origin::kLlamaFactory;
 constexpr const char* kOwnEngine =
     "zerotune runs every model on its own engine (continuous batching over a paged KV cache, as vLLM and SGLang "
     "do)";
+constexpr const char* kGptqOnly = "it calibrates GPTQ, which zerotune does not run";
 constexpr const char* kVocabulary =
     "zerotune runs the tokenizer's vocabulary as it is: use a model whose tokenizer already has the tokens";
 
@@ -84,12 +85,9 @@ const std::vector<OtherArgument>& export_options() {
        "zerotune exports dense weights: export without it and quantize the folder with a GPTQ tool (such as "
        "GPTQModel), or keep a 4-bit base at run time with --quantization_bit 4",
        kLf, "GPTQ quantization at export"},
-      {"export_quantization_dataset", kText, "[null]", kNoEffect, "it calibrates GPTQ, which zerotune does not run",
-       kLf},
-      {"export_quantization_nsamples", kInteger, "[128]", kNoEffect, "it calibrates GPTQ, which zerotune does not run",
-       kLf},
-      {"export_quantization_maxlen", kInteger, "[1024]", kNoEffect, "it calibrates GPTQ, which zerotune does not run",
-       kLf},
+      {"export_quantization_dataset", kText, "[null]", kNoEffect, kGptqOnly, kLf},
+      {"export_quantization_nsamples", kInteger, "[128]", kNoEffect, kGptqOnly, kLf},
+      {"export_quantization_maxlen", kInteger, "[1024]", kNoEffect, kGptqOnly, kLf},
       {"export_hub_model_id", kText, "[null]", kRefused,
        "upload the exported folder yourself (`huggingface-cli upload ID OUT`): drop the option", kLf,
        "uploading to the Hugging Face hub"},
