@@ -1,7 +1,9 @@
 #include "distributed/communicators/inprocess_communicator.h"
 
+#include "runtime/check.h"
 #include "runtime/error.h"
 #include "runtime/profile/step_profiler.h"
+#include "runtime/streams/current_stream.h"
 
 namespace zt::distributed {
 
@@ -42,6 +44,10 @@ void InProcessGroup::wait_for_all(std::unique_lock<std::mutex>& lock, int rank, 
 void InProcessGroup::meet(int rank, const std::string& what, const Tensor& input, const Tensor& output,
                           const std::function<void(const std::vector<Tensor>&, const std::vector<Tensor>&)>& compute) {
   ProfileRegion region(OpFamily::kCollective);
+  // The peers read this rank's input from their own threads, on their own streams: what this
+  // rank queued to produce it (a shard's copy on a copy stream, say) must be done first.
+  if ((input.defined() && input.device().is_cuda()) || (output.defined() && output.device().is_cuda()))
+    ZT_CUDA_CHECK(cudaStreamSynchronize(current_stream()));
   std::unique_lock<std::mutex> lock(mutex_);
   if (!failure_.empty()) fail(failure_);
   posted_what_[rank] = what;
