@@ -49,8 +49,6 @@ class PersistentDecode {
   // Whether narrow weight stages share row pairs among teams of warps (the default), or give
   // each pair one warp: for the benchmark's and the tests' comparison.
   void set_split_columns(bool on) { dims_.split_columns = on; }
-  // Whether weights are streamed into L2 ahead of their stage (off by default): for comparison.
-  void set_prefetch_ahead(bool on) { dims_.prefetch_ahead = on; }
 
  private:
   const models::CausalLM& model_;

@@ -121,25 +121,6 @@ __device__ __forceinline__ void prefetch_l2(const void* p, std::int64_t bytes) {
     asm volatile("prefetch.global.L2 [%0];" ::"l"(base + at));
 }
 
-// Asks L2 for the columns of a row of k weights that this warp of `team` reads in warp_dot2:
-// one 128-byte line per lane of every eight (the line's 64 16-bit weights are 8 lanes' loads).
-template <typename T>
-__device__ __forceinline__ void prefetch_row_slices(const T* row, int k, const Team& team) {
-  const int lane = threadIdx.x % 32;
-  if (row == nullptr || lane % 8 != 0) return;
-  for (int c = team.part * 256 + lane * 8; c < k; c += 256 * team.splits)
-    asm volatile("prefetch.global.L2 [%0];" ::"l"(row + c));
-}
-
-// Asks L2 for the bytes [p, p + bytes), line by line over the threads of `parts` blocks, this
-// block being number `part` of them.
-__device__ __forceinline__ void prefetch_l2_by_blocks(const void* p, std::int64_t bytes, int part, int parts) {
-  const char* base = static_cast<const char*>(p);
-  for (std::int64_t at = (static_cast<std::int64_t>(part) * blockDim.x + threadIdx.x) * 128; at < bytes;
-       at += static_cast<std::int64_t>(parts) * blockDim.x * 128)
-    asm volatile("prefetch.global.L2 [%0];" ::"l"(base + at));
-}
-
 // The B rows of src [B, hidden] RMS-normalised by `weight` into dst (shared memory), as
 // cuda/norm rounds them; a null weight copies the rows. Every thread of the block takes 8
 // columns of each row at a time, so a row costs one load's latency, not a warp's walk along

@@ -38,7 +38,6 @@ struct KernelArgs {
   DecodeStepPointers step;
   void* workspace;
   StageSplits splits;
-  std::int64_t ahead_bytes;  // what the idle blocks of an attention stage stream into L2; 0: none
 };
 
 // Stage mark `index` (persistent_decode_stage_marks), when the step records them.
@@ -63,13 +62,6 @@ __device__ __forceinline__ void prefetch_first_rows(const void* weight, int rows
 template <typename T>
 __device__ __forceinline__ float bias_of(const void* bias, int row) {
   return bias == nullptr ? 0.0f : load_float(static_cast<const T*>(bias) + row);
-}
-
-// Asks L2 for this warp's columns of rows r and r + 1 of a [n, k] weight, those that exist.
-template <typename T>
-__device__ __forceinline__ void prefetch_next_pair(const T* w, int r, int n, int k, const Team& team) {
-  if (r < n) prefetch_row_slices(w + static_cast<std::int64_t>(r) * k, k, team);
-  if (r + 1 < n) prefetch_row_slices(w + static_cast<std::int64_t>(r + 1) * k, k, team);
 }
 
 // Row r of [q; k; v] and its bias.
@@ -98,12 +90,6 @@ __device__ void qkv_stage(const DecodeLayerPointers& l, const DecodeModelDims& d
     float bias0 = 0.0f, bias1 = 0.0f;
     const T* w0 = qkv_row<T>(l, d, r, bias0);
     const T* w1 = r + 1 < n ? qkv_row<T>(l, d, r + 1, bias1) : nullptr;
-    if (d.prefetch_ahead && r + 2 * team.count < n) {
-      float unused;
-      const int next = r + 2 * team.count;
-      prefetch_row_slices(qkv_row<T>(l, d, next, unused), d.hidden, team);
-      if (next + 1 < n) prefetch_row_slices(qkv_row<T>(l, d, next + 1, unused), d.hidden, team);
-    }
     float acc[2][B];
     warp_dot2<T, B>(w0, w1, normed, d.hidden, team, acc);
     team_sum<B>(team, acc, partials);
@@ -114,25 +100,6 @@ __device__ void qkv_stage(const DecodeLayerPointers& l, const DecodeModelDims& d
       if (lane == 1 && w1 != nullptr) store_float(qkv + static_cast<std::int64_t>(b) * n + r + 1, acc[1][b] + bias1);
     }
   }
-}
-
-// The blocks past the first `busy` stream the weights of the stages after attention into L2
-// while it runs (a few heads leave most multiprocessors, and the memory system, idle): the
-// output projection whole, then gate and up's first rows, as far as `budget` bytes go. Those
-// rows are the first ones every team takes in its stage.
-template <typename T>
-__device__ void stream_next_weights(const DecodeLayerPointers& l, const DecodeModelDims& d, int busy,
-                                    std::int64_t budget) {
-  const int idle = static_cast<int>(gridDim.x) - busy;
-  if (budget <= 0 || idle <= 0 || static_cast<int>(blockIdx.x) < busy) return;
-  const int part = static_cast<int>(blockIdx.x) - busy;
-  const std::int64_t o_bytes = static_cast<std::int64_t>(d.hidden) * d.heads * d.head_dim * sizeof(T);
-  prefetch_l2_by_blocks(l.o, o_bytes < budget ? o_bytes : budget, part, idle);
-  const std::int64_t row_bytes = static_cast<std::int64_t>(d.hidden) * sizeof(T);
-  const std::int64_t fit = (budget - o_bytes) / (2 * row_bytes), rows = fit < d.ffn ? fit : d.ffn;
-  if (rows <= 0) return;
-  prefetch_l2_by_blocks(l.gate, rows * row_bytes, part, idle);
-  prefetch_l2_by_blocks(l.up, rows * row_bytes, part, idle);
 }
 
 // One (sequence, head) per block at a time.
@@ -174,20 +141,18 @@ __device__ void attention_stage(const DecodeLayerPointers& l, const KernelArgs& 
     merge_warp_shares<T>(d, s, attn + (static_cast<std::int64_t>(b) * d.heads + h) * d.head_dim);
     __syncthreads();
   }
-  stream_next_weights<T>(l, d, B * d.heads, a.ahead_bytes);
 }
 
 // out[b, r] = residual[b, r] + (x · Wᵀ + bias)[b, r], the product rounded first, for the [n, k]
 // weight w over x [B, k]. residual and out may be the same buffer.
 template <typename T, int B>
 __device__ void residual_stage(const void* weight, const void* bias, int n, int k, const T* x, const T* residual,
-                               T* out, int splits, bool ahead, float* partials) {
+                               T* out, int splits, float* partials) {
   const int lane = threadIdx.x % 32;
   const T* w = static_cast<const T*>(weight);
   const Team team = team_of(splits);
   for (int r = 2 * team.index; r < n; r += 2 * team.count) {
     const T* w1 = r + 1 < n ? w + static_cast<std::int64_t>(r + 1) * k : nullptr;
-    if (ahead) prefetch_next_pair(w, r + 2 * team.count, n, k, team);
     float acc[2][B];
     warp_dot2<T, B>(w + static_cast<std::int64_t>(r) * k, w1, x, k, team, acc);
     team_sum<B>(team, acc, partials);
@@ -211,11 +176,6 @@ __device__ void gate_up_stage(const DecodeLayerPointers& l, const DecodeModelDim
   const int lane = threadIdx.x % 32;
   const Team team = team_of(splits);
   for (int j = team.index; j < d.ffn; j += team.count) {
-    if (d.prefetch_ahead && j + team.count < d.ffn) {
-      const std::int64_t next = static_cast<std::int64_t>(j + team.count) * d.hidden;
-      prefetch_row_slices(static_cast<const T*>(l.gate) + next, d.hidden, team);
-      prefetch_row_slices(static_cast<const T*>(l.up) + next, d.hidden, team);
-    }
     float acc[2][B];
     warp_dot2<T, B>(static_cast<const T*>(l.gate) + static_cast<std::int64_t>(j) * d.hidden,
                     static_cast<const T*>(l.up) + static_cast<std::int64_t>(j) * d.hidden, normed, d.hidden, team, acc);
@@ -244,7 +204,6 @@ __device__ void head_stage(const KernelArgs& a, const T* normed, const Buffers<T
   const Team team = team_of(a.splits.head);
   for (int r = 2 * team.index; r < d.vocab; r += 2 * team.count) {
     const T* w1 = r + 1 < d.vocab ? w + static_cast<std::int64_t>(r + 1) * d.hidden : nullptr;
-    if (d.prefetch_ahead) prefetch_next_pair(w, r + 2 * team.count, d.vocab, d.hidden, team);
     float acc[2][B];
     warp_dot2<T, B>(w + static_cast<std::int64_t>(r) * d.hidden, w1, normed, d.hidden, team, acc);
     team_sum<B>(team, acc, partials);
@@ -309,8 +268,7 @@ __global__ void __launch_bounds__(kThreads, 1) persistent_decode_kernel(KernelAr
     attention_stage<T, B>(l, a, buf.qkv, buf.attn, scratch);
     grid.sync();
     mark_stage(a.step, mark + 1);
-    residual_stage<T, B>(l.o, l.o_bias, d.hidden, q_size, buf.attn, buf.x, buf.h, splits.hidden_rows, d.prefetch_ahead,
-                         partials);
+    residual_stage<T, B>(l.o, l.o_bias, d.hidden, q_size, buf.attn, buf.x, buf.h, splits.hidden_rows, partials);
     prefetch_first_rows<T>(l.gate, d.ffn, d.hidden, splits.gate_up);
     prefetch_first_rows<T>(l.up, d.ffn, d.hidden, splits.gate_up);
     grid.sync();
@@ -320,8 +278,7 @@ __global__ void __launch_bounds__(kThreads, 1) persistent_decode_kernel(KernelAr
     prefetch_first_rows<T>(l.down, d.hidden, d.ffn, splits.hidden_rows);
     grid.sync();
     mark_stage(a.step, mark + 3);
-    residual_stage<T, B>(l.down, l.down_bias, d.hidden, d.ffn, buf.act, buf.h, buf.x, splits.hidden_rows,
-                         d.prefetch_ahead, partials);
+    residual_stage<T, B>(l.down, l.down_bias, d.hidden, d.ffn, buf.act, buf.h, buf.x, splits.hidden_rows, partials);
     const bool last = layer + 1 == d.layers;
     prefetch_first_rows<T>(last ? a.step.lm_head : a.step.layers[layer + 1].q, last ? d.vocab : q_size, d.hidden,
                            last ? splits.head : splits.qkv);
@@ -363,24 +320,10 @@ unsigned grid_for(std::size_t shared, int device) {
   return grid;
 }
 
-// Half the L2 of `device`, read once: what a stage may stream ahead without pushing out the
-// lines the running stage still reads.
-std::int64_t ahead_budget(int device) {
-  static std::mutex mutex;
-  static std::map<int, std::int64_t> budgets;
-  const std::lock_guard<std::mutex> lock(mutex);
-  auto found = budgets.find(device);
-  if (found != budgets.end()) return found->second;
-  int l2 = 0;
-  ZT_CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
-  return budgets.emplace(device, static_cast<std::int64_t>(l2) / 2).first->second;
-}
-
 template <typename T, int B>
 void launch(KernelArgs args, std::size_t shared, int device, cudaStream_t stream) {
   const unsigned grid = grid_for<T, B>(shared, device);
   args.splits = stage_splits(args.d, grid);
-  args.ahead_bytes = args.d.prefetch_ahead ? ahead_budget(device) : 0;
   void* params[] = {&args};
   ZT_CUDA_CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<void*>(persistent_decode_kernel<T, B>), dim3(grid),
                                             dim3(kThreads), params, shared, stream));
@@ -435,7 +378,7 @@ void persistent_decode_step(const DecodeModelDims& dims, const DecodeStepPointer
   ZT_CUDA_CHECK(cudaGetDevice(&device));
   const std::string why = persistent_decode_unsupported(dims, rows, dtype, device);
   ZT_REQUIRE(why.empty(), "persistent decode: " + why);
-  const KernelArgs args{dims, step, workspace.memory, {}, 0};
+  const KernelArgs args{dims, step, workspace.memory, {}};
   const std::size_t shared = shared_layout(dims, rows, dtype_size(dtype)).bytes;
   if (dtype == DType::kBF16)
     launch_rows<__nv_bfloat16>(args, rows, shared, device, stream);

@@ -73,11 +73,6 @@ struct DecodeModelDims {
   // A weight stage with fewer row pairs than the grid has warps shares each pair among a team
   // of warps, each summing a slice of the columns; false: one warp per pair (for comparison).
   bool split_columns = true;
-  // Weights streamed into L2 ahead of the stage that reads them: the next rows a warp takes,
-  // and, by the blocks the attention stage leaves idle, the output projection and the first
-  // gate/up rows. Off until measured against the kernel without it (persistent_decode_bench's
-  // `ahead` rows); false: only each stage's first rows before its barrier.
-  bool prefetch_ahead = false;
 };
 
 // Everything the kernel reads and writes beyond the weights: device pointers.
