@@ -190,6 +190,10 @@ std::optional<ArgumentsFile> read_arguments_file(const std::vector<std::string>&
   ArgumentsFile file{.path = args[0]};
   FileReader reader(table, file, problems);
   const json object = train::read_arguments_object(file.path);
+  if (const std::string benchmark = train::llama_factory_benchmark_layout(object); !benchmark.empty()) {
+    problems.push_back(file.path + benchmark);
+    return file;
+  }
   for (const auto& [name, value] : object.items()) reader.read(name, value);
   reader.finish();
   return file;

@@ -147,5 +147,21 @@ TEST_F(ArgumentsFileCommands, OptionsZerotuneDoesNotHonourAreNamed) {
       << run.output;
 }
 
+// LLaMA-Factory's benchmark file (examples/train_lora/llama3_lora_eval.yaml, as published), which
+// `llamafactory-cli eval` reads, given to evaluate (and the other commands): named as what it is,
+// with what zerotune does instead, not as five unknown options.
+TEST_F(ArgumentsFileCommands, BenchmarkFileIsNamed) {
+  for (const std::string command : {"evaluate", "generate", "chat"}) {
+    const CliRun run = zerotune(command + " " + kFiles + "llama3_lora_eval.yaml");
+    EXPECT_EQ(run.exit_code, 2) << run.output;
+    EXPECT_NE(run.output.find("llama3_lora_eval.yaml is a LLaMA-Factory benchmark file (`llamafactory-cli eval`: "
+                              "task, n_shot, lang, save_dir)"),
+              std::string::npos)
+        << command << ":\n"
+        << run.output;
+    EXPECT_EQ(run.output.find("unknown option"), std::string::npos) << run.output;
+  }
+}
+
 }  // namespace
 }  // namespace zt

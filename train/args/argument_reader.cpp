@@ -59,9 +59,27 @@ bool is_generation_max_length(const json& object, const std::string& name, const
          !object.at("cutoff_len").is_null();
 }
 
+}  // namespace
+
+std::string llama_factory_benchmark_layout(const json& object) {
+  // EvaluationArguments: `task` names the exam, the others set how it is asked; none of them is
+  // a training or inference option.
+  const bool benchmark = object.contains("task") && (object.contains("n_shot") || object.contains("lang") ||
+                                                     object.contains("save_dir") || object.contains("task_dir"));
+  if (!benchmark) return "";
+  return " is a LLaMA-Factory benchmark file (`llamafactory-cli eval`: task, n_shot, lang, save_dir), which "
+         "scores a model's answers to the multiple-choice exams MMLU, C-Eval or CMMLU; zerotune runs no such "
+         "benchmark: score the model's loss on a dataset with `zerotune evaluate --model_name_or_path MODEL "
+         "[--adapter_name_or_path ADAPTER] --validation_file FILE`, or write its answers with `zerotune generate "
+         "--input_file FILE --output_file OUT`";
+}
+
+namespace {
+
 // Files written for another program's own argument layout, which no name of theirs would map
 // one by one: what they are and how to write them; empty for any other file.
 std::string foreign_layout(const json& object) {
+  if (std::string benchmark = llama_factory_benchmark_layout(object); !benchmark.empty()) return benchmark;
   const bool v1 = object.contains("model") && !object.contains("model_name_or_path") &&
                   (object.contains("train_dataset") || object.contains("micro_batch_size") ||
                    object.contains("peft_config") || object.contains("dist_config"));

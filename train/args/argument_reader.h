@@ -18,6 +18,12 @@ namespace zt::train {
 // [q_proj, v_proj]); objects keep their JSON (deepspeed, *_kwargs); a boolean is true or false.
 std::string flag_text_of(const nlohmann::json& value);
 
+// LLaMA-Factory's benchmark file (examples/train_lora/llama3_lora_eval.yaml through 0.9.3, for
+// `llamafactory-cli eval`), which every command that takes an arguments file meets as a set of
+// unknown names: the text after the file's path saying what it is and what zerotune does
+// instead; empty for any other file.
+std::string llama_factory_benchmark_layout(const nlohmann::json& object);
+
 class ArgumentReader {
  public:
   ArgumentReader(TrainingArguments& args, std::vector<std::string>& errors) : args_(args), errors_(errors) {}

@@ -349,5 +349,21 @@ peft_config:
   EXPECT_EQ(msg.find("unknown option"), std::string::npos) << msg;
 }
 
+// LLaMA-Factory's benchmark file as published (examples/train_lora/llama3_lora_eval.yaml, for
+// `llamafactory-cli eval`): one usage error saying what it is and what zerotune does instead,
+// not one unknown option per key (task, lang, n_shot, save_dir, batch_size).
+TEST(ArgumentsFile, LlamaFactoryBenchmarkFileIsNamed) {
+  const std::string file = (kArgsData / "llama_factory/llama3_lora_eval.yaml").string();
+  try {
+    parse_training_arguments({file});
+    FAIL() << "the benchmark file was read as training arguments";
+  } catch (const UsageError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find(file + " is a LLaMA-Factory benchmark file (`llamafactory-cli eval`"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("zerotune evaluate --model_name_or_path MODEL"), std::string::npos) << msg;
+    EXPECT_EQ(msg.find("unknown option"), std::string::npos) << msg;
+  }
+}
+
 }  // namespace
 }  // namespace zt::train
