@@ -7,7 +7,9 @@
 // each stage kind summed over the layers, each stage's time running from the barrier before it
 // to the barrier after it (so the barrier is in it), and the LM head and argmax stages. Each
 // shape and row count twice: narrow stages' row pairs shared by teams of warps (`split`, the
-// kernel's default) and one warp per pair (`whole`).
+// kernel's default) and one warp per pair (`whole`); some also without the first weights of
+// each stage loaded into registers before the barrier ahead of it (`unheld`,
+// DecodeModelDims::load_before_barrier).
 //   build/bench/persistent_decode_bench --benchmark_counters_tabular=true
 #include <benchmark/benchmark.h>
 
@@ -98,7 +100,8 @@ void add_stage_times(const std::int64_t* marks, int layers, StageTimes& times) {
   times[7] += span(2 + 5 * layers, 3 + 5 * layers);
 }
 
-void BM_PersistentDecode(benchmark::State& state, const ModelShape& shape, int rows, bool split_columns) {
+void BM_PersistentDecode(benchmark::State& state, const ModelShape& shape, int rows, bool split_columns,
+                         bool load_before_barrier = true) {
   if (!cuda_available()) return state.SkipWithError("no CUDA GPU");
   const models::CausalLM& model = model_of(shape);
   const std::unique_ptr<infer::PagedKvCache> cache = filled_cache(model, rows);
@@ -106,6 +109,7 @@ void BM_PersistentDecode(benchmark::State& state, const ModelShape& shape, int r
     return state.SkipWithError(why.c_str());
   infer::PersistentDecode kernel(model, *cache, kWidth);
   kernel.set_split_columns(split_columns);
+  kernel.set_load_before_barrier(load_before_barrier);
   if (!kernel.takes_rows(rows)) return state.SkipWithError("the kernel does not take this many rows on this GPU");
   infer::DecodeStepBuffers buffers(rows, kWidth, Device::cuda());
   std::vector<infer::SequenceId> ids;
@@ -197,6 +201,18 @@ BENCHMARK_CAPTURE(BM_PersistentDecode, Qwen7B_rows8_split, kQwen7, 8, true)
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_PersistentDecode, Qwen7B_rows8_whole, kQwen7, 8, false)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_PersistentDecode, Qwen05B_rows1_unheld, kQwen05, 1, true, false)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_PersistentDecode, Qwen15B_rows1_unheld, kQwen15, 1, true, false)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_PersistentDecode, Qwen15B_rows4_unheld, kQwen15, 4, true, false)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_PersistentDecode, Qwen7B_rows1_unheld, kQwen7, 1, true, false)
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
 
