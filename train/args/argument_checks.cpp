@@ -174,6 +174,12 @@ void check_stage(const TrainingArguments& args, std::vector<std::string>& errors
   static const std::vector<std::pair<std::string, std::string>> stages = {
       {"rm", "reward modelling"}, {"ppo", "PPO"}, {"kto", "KTO preference training"}};
   if (args.stage == "sft" || args.stage == "pt" || args.stage == "dpo") return;
+  if (args.stage == "orpo") {  // LLaMA-Factory 0.7; 0.8 made ORPO a loss of stage dpo
+    errors.push_back(
+        "--stage orpo (LLaMA-Factory 0.7's ORPO stage) is not a stage of zerotune train: ORPO is --stage dpo with "
+        "--pref_loss orpo, its weight orpo_beta given as --pref_beta, as LLaMA-Factory 0.8 and later write it");
+    return;
+  }
   std::string what = "an unknown stage";
   for (const auto& [name, description] : stages)
     if (args.stage == name) what = description;

@@ -170,6 +170,8 @@ const std::vector<OtherArgument>& llama_factory_other_arguments() {
       {"kt_use_lora_experts", kBool, "[null]", kNoEffect, kNoKt, kLf},
       {"kt_lora_expert_num", kInteger, "[null]", kNoEffect, kNoKt, kLf},
       {"kt_lora_expert_intermediate_size", kInteger, "[null]", kNoEffect, kNoKt, kLf},
+      {"visual_inputs", kBool, "[false]", kRefused,  // 0.8: the model takes images (LLaVA)
+       "zerotune trains text-only models: drop the option and name a text dataset", kLf, "visual inputs"},
 
       // DataArguments.
       honoured("template", "template"),
@@ -177,6 +179,16 @@ const std::vector<OtherArgument>& llama_factory_other_arguments() {
       honoured("eval_dataset", "eval_dataset"),
       honoured("dataset_dir", "dataset_dir"),
       {"media_dir", kText, "[null]", kNoEffect, kTextOnly, kLf},
+      {"image_dir", kText, "[null]", kNoEffect, kTextOnly, kLf},              // older releases, to media_dir
+      {"image_resolution", kInteger, "[262144]", kNoEffect, kTextOnly, kLf},  // older releases
+      {"video_resolution", kInteger, "[16384]", kNoEffect, kTextOnly, kLf},   // older releases
+      {"split", kText, "[\"train\"]", kNoEffect,                              // 0.6 and 0.7
+       "zerotune reads each dataset's local file whole, which has the one split train", kLf},
+      // 0.6 to 0.8: a floor under the labels' share of cutoff_len in the truncation 0.9 replaced.
+      {"reserved_label_len", kInteger, "[1]", kNoEffect,
+       "zerotune truncates as LLaMA-Factory 0.9 and later do, each turn keeping the start of its prompt and of its "
+       "reply",
+       kLf},
       honoured("cutoff_len", "max_length"),
       honoured("train_on_prompt", "train_on_prompt"),
       {"mask_history", kBool, "[false]", kRefused,
@@ -278,6 +290,8 @@ const std::vector<OtherArgument>& llama_factory_other_arguments() {
       // FinetuningArguments: FreezeArguments, LoraArguments, OFTArguments.
       honoured("freeze_trainable_layers", "freeze_trainable_layers"),
       honoured("freeze_trainable_modules", "freeze_trainable_modules"),
+      honoured("num_layer_trainable", "freeze_trainable_layers"),     // 0.6, same meaning and default
+      honoured("name_module_trainable", "freeze_trainable_modules"),  // 0.6, same meaning and default
       {"freeze_extra_modules", kText, "[null]", kRefused,
        "freeze_trainable_modules names what trains in the chosen layers: drop the option", kLf,
        "training extra modules beside the unfrozen layers"},
@@ -309,6 +323,12 @@ const std::vector<OtherArgument>& llama_factory_other_arguments() {
       honoured("pref_bco_weight", "pref_bco_weight"),
       honoured("pref_loss", "pref_loss"),
       honoured("dpo_label_smoothing", "dpo_label_smoothing"),
+      honoured("dpo_beta", "pref_beta"),  // 0.6 and 0.7, renamed in 0.8
+      honoured("dpo_loss", "pref_loss"),
+      honoured("dpo_ftx", "pref_ftx"),
+      {"orpo_beta", kNumber, "[0.1]", kNoEffect,
+       "it sets LLaMA-Factory 0.7's stage orpo, which zerotune writes as --stage dpo --pref_loss orpo with pref_beta",
+       kLf},
       {"kto_chosen_weight", kNumber, "[1.0]", kNoEffect, kOtherStages, kLf},
       {"kto_rejected_weight", kNumber, "[1.0]", kNoEffect, kOtherStages, kLf},
       honoured("simpo_gamma", "simpo_gamma"),

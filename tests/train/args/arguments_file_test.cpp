@@ -365,5 +365,63 @@ TEST(ArgumentsFile, LlamaFactoryBenchmarkFileIsNamed) {
   }
 }
 
+// LLaMA-Factory 0.7's DPO example as published (examples/lora_single_gpu/llama3_lora_dpo.yaml):
+// dpo_ftx, the name 0.8 changed to pref_ftx, is read as pref_ftx, as are the other names of
+// 0.6 and 0.7 whose meaning and default did not change (its llama3 template, which zerotune
+// refuses, overridden).
+TEST(ArgumentsFile, LlamaFactoryOlderReleasesNamesAreRead) {
+  const TrainingArguments dpo =
+      parse_training_arguments({(kArgsData / "llama_factory/llama3_lora_dpo_0.7.yaml").string(), "--output_dir", "o",
+                                "--dataset_dir", "d", "--template", "qwen3"});
+  EXPECT_EQ(dpo.stage, "dpo");
+  EXPECT_EQ(dpo.pref_ftx, 1.0);
+  EXPECT_EQ(dpo.lora_target, "q_proj,v_proj");
+  EXPECT_EQ(dpo.max_length, 1024);
+  const TrainingArguments older = yaml(std::string(kBase) + R"(stage: dpo
+dpo_beta: 0.2
+dpo_loss: ipo
+finetuning_type: freeze
+num_layer_trainable: -3
+name_module_trainable: mlp
+split: train
+reserved_label_len: 1
+)");
+  EXPECT_EQ(older.pref_beta, 0.2);
+  EXPECT_EQ(older.pref_loss, "ipo");
+  EXPECT_EQ(older.freeze_trainable_layers, -3);
+  EXPECT_EQ(older.freeze_trainable_modules, "mlp");
+  EXPECT_EQ(joined(older.warnings).find("split"), std::string::npos) << joined(older.warnings);
+  // A value that changed what 0.7 did is said to change nothing here.
+  const std::string warnings = joined(yaml(std::string(kBase) + "reserved_label_len: 256\n").warnings);
+  EXPECT_NE(warnings.find("--reserved_label_len (LLaMA-Factory) has no effect in zerotune: zerotune truncates as "
+                          "LLaMA-Factory 0.9 and later do"),
+            std::string::npos)
+      << warnings;
+  // 0.7's stage orpo is ORPO under stage dpo since 0.8: the refusal says how to write it.
+  const std::string orpo = yaml_error(std::string(kBase) + "stage: orpo\norpo_beta: 0.1\n");
+  EXPECT_NE(orpo.find("--stage orpo (LLaMA-Factory 0.7's ORPO stage) is not a stage of zerotune train: ORPO is "
+                      "--stage dpo with --pref_loss orpo"),
+            std::string::npos)
+      << orpo;
+}
+
+// LLaMA-Factory 0.8's LLaVA example as published (examples/train_lora/llava1_5_lora_sft.yaml):
+// visual_inputs is refused by name, not as an unknown option.
+TEST(ArgumentsFile, LlamaFactoryVisualInputsAreRefusedByName) {
+  const std::string msg = [] {
+    try {
+      parse_training_arguments({(kArgsData / "llama_factory/llava1_5_lora_sft_0.8.yaml").string()});
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  }();
+  EXPECT_NE(msg.find("--visual_inputs true (LLaMA-Factory): visual inputs is not supported by zerotune; zerotune "
+                     "trains text-only models"),
+            std::string::npos)
+      << msg;
+  EXPECT_EQ(msg.find("unknown option"), std::string::npos) << msg;
+}
+
 }  // namespace
 }  // namespace zt::train
