@@ -7,8 +7,8 @@
 // each stage kind summed over the layers, each stage's time running from the barrier before it
 // to the barrier after it (so the barrier is in it), and the LM head and argmax stages. Each
 // shape and row count twice: narrow stages' row pairs shared by teams of warps (`split`, the
-// kernel's default) and one warp per pair (`whole`); some also without the first weights of
-// each stage loaded into registers before the barrier ahead of it (`unheld`,
+// kernel's default) and one warp per pair (`whole`); some also with the first weights of each
+// stage loaded into registers before the barrier ahead of it (`held`,
 // DecodeModelDims::load_before_barrier).
 //   build/bench/persistent_decode_bench --benchmark_counters_tabular=true
 #include <benchmark/benchmark.h>
@@ -101,7 +101,7 @@ void add_stage_times(const std::int64_t* marks, int layers, StageTimes& times) {
 }
 
 void BM_PersistentDecode(benchmark::State& state, const ModelShape& shape, int rows, bool split_columns,
-                         bool load_before_barrier = true) {
+                         bool load_before_barrier = false) {
   if (!cuda_available()) return state.SkipWithError("no CUDA GPU");
   const models::CausalLM& model = model_of(shape);
   const std::unique_ptr<infer::PagedKvCache> cache = filled_cache(model, rows);
@@ -203,16 +203,16 @@ BENCHMARK_CAPTURE(BM_PersistentDecode, Qwen7B_rows8_split, kQwen7, 8, true)
 BENCHMARK_CAPTURE(BM_PersistentDecode, Qwen7B_rows8_whole, kQwen7, 8, false)
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_PersistentDecode, Qwen05B_rows1_unheld, kQwen05, 1, true, false)
+BENCHMARK_CAPTURE(BM_PersistentDecode, Qwen05B_rows1_held, kQwen05, 1, true, true)
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_PersistentDecode, Qwen15B_rows1_unheld, kQwen15, 1, true, false)
+BENCHMARK_CAPTURE(BM_PersistentDecode, Qwen15B_rows1_held, kQwen15, 1, true, true)
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_PersistentDecode, Qwen15B_rows4_unheld, kQwen15, 4, true, false)
+BENCHMARK_CAPTURE(BM_PersistentDecode, Qwen15B_rows4_held, kQwen15, 4, true, true)
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_PersistentDecode, Qwen7B_rows1_unheld, kQwen7, 1, true, false)
+BENCHMARK_CAPTURE(BM_PersistentDecode, Qwen7B_rows1_held, kQwen7, 1, true, true)
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
 

@@ -11,8 +11,8 @@
 //   head:       logits = rmsnorm(x) · W_headᵀ, each block's first largest per row, then block 0's
 // A weight stage gives each warp two output rows at a time (a gate row and its up row in the
 // MLP); before a barrier each warp prefetches into L2 the rows it takes first in the next stage
-// and, at up to 4 rows, loads their first chunks into registers (HeldPair), so the stage after
-// the barrier starts on weights already on the chip.
+// and, with load_before_barrier at up to 4 rows, loads their first chunks into registers
+// (HeldPair), so the stage after the barrier starts on weights already on the chip.
 #include "cuda/decode_step/persistent_decode.cuh"
 
 #include <cooperative_groups.h>
