@@ -17,7 +17,9 @@ std::optional<std::string> role_of(const std::string& speaker) {
   if (speaker == "gpt" || speaker == "assistant" || speaker == "model") return "assistant";
   if (speaker == "system") return "system";
   if (speaker == "function_call") return "function_call";
-  if (speaker == "observation" || speaker == "tool") return "tool";
+  // OpenAI's legacy function-calling layout (still its fine-tuning format's) names a
+  // function's result "function".
+  if (speaker == "observation" || speaker == "tool" || speaker == "function") return "tool";
   return std::nullopt;
 }
 
@@ -112,17 +114,18 @@ std::vector<ToolCall> function_calls(const std::string& value, const SampleSourc
   return out;
 }
 
-// The sample's `tools`: a list or its JSON text, each a function or OpenAI's {"type":
-// "function", "function": ...}; kept in OpenAI's layout, as LLaMA-Factory wraps them.
-models::ChatTools tools_of(const json& sample, const SampleSource& where) {
-  if (!sample.contains("tools") || sample["tools"].is_null()) return {};
-  json tools = sample["tools"];
+// The sample's `tools` (or OpenAI's legacy `functions`): a list or its JSON text, each a
+// function or OpenAI's {"type": "function", "function": ...}; kept in OpenAI's layout, as
+// LLaMA-Factory wraps them.
+models::ChatTools tools_of(const json& sample, const SampleSource& where, const char* key = "tools") {
+  if (!sample.contains(key) || sample[key].is_null()) return {};
+  json tools = sample[key];
   if (tools.is_string()) {
     if (tools.get<std::string>().empty()) return {};
     tools = json::parse(tools.get<std::string>(), nullptr, false);
   }
-  ZT_REQUIRE(tools.is_array(), where.str() + ": \"tools\" must be a list of functions (or its JSON text), got " +
-                                   sample["tools"].dump().substr(0, 200));
+  ZT_REQUIRE(tools.is_array(), where.str() + ": \"" + key + "\" must be a list of functions (or its JSON text), got " +
+                                   sample[key].dump().substr(0, 200));
   models::ChatTools out;
   for (const json& tool : tools) {
     ZT_REQUIRE(tool.is_object(), where.str() + ": every tool must be an object, got " + tool.dump().substr(0, 200));
@@ -156,10 +159,16 @@ ChatMessage message_of(const json& turn, const std::string& role, bool openai, c
   const char* text_key = openai ? "content" : "value";
   if (role == "function_call")
     return {"assistant", "", function_calls(content_of(turn, text_key, where, index, false), where, index)};
-  const bool calls = role == "assistant" && turn.contains("tool_calls") && !turn["tool_calls"].is_null();
+  auto has = [&](const char* key) { return role == "assistant" && turn.contains(key) && !turn[key].is_null(); };
+  // OpenAI's legacy layout: one call, {"name", "arguments"}, in the message's "function_call".
+  const bool legacy_call = openai && has("function_call");
+  ZT_REQUIRE(!(legacy_call && has("tool_calls")),
+             turn_str(where, index) + " has both \"function_call\" and \"tool_calls\"; keep one of them");
+  const bool calls = has("tool_calls") || legacy_call;
   ChatMessage message{role, ""};
   message.content = content_of(turn, text_key, where, index, calls, role == "assistant" ? &message : nullptr);
-  if (calls) {
+  if (legacy_call) message.tool_calls.push_back(tool_call_of(turn["function_call"], where, index));
+  if (has("tool_calls")) {
     ZT_REQUIRE(turn["tool_calls"].is_array(), turn_str(where, index) + ": \"tool_calls\" must be a list");
     for (const json& call : turn["tool_calls"]) message.tool_calls.push_back(tool_call_of(call, where, index));
   }
@@ -264,6 +273,13 @@ Conversation from_sharegpt(const json& sample, const SampleSource& where) {
   const bool role_content = openai || (sample[list_key][0].is_object() && sample[list_key][0].contains("role"));
   const char* role_key = role_content ? "role" : "from";
   Conversation conversation{{}, tools_of(sample, where), where.str()};
+  // OpenAI's legacy function-calling layout lists bare functions in "functions".
+  if (role_content && sample.contains("functions") && !sample["functions"].is_null()) {
+    ZT_REQUIRE(conversation.tools.empty(), where.str() +
+                                               " has both \"tools\" and \"functions\"; a conversation "
+                                               "offers one list of tools: keep one of them");
+    conversation.tools = tools_of(sample, where, "functions");
+  }
   if (std::string system = text_field(sample, "system", where, false); !system.empty())
     conversation.messages.push_back({"system", system});
   for (std::size_t i = 0; i < sample[list_key].size(); ++i) {
@@ -273,7 +289,7 @@ Conversation from_sharegpt(const json& sample, const SampleSource& where) {
     const std::string speaker = text_field(turn, role_key, where, true);
     const std::optional<std::string> role = role_of(speaker);
     ZT_REQUIRE(role, where.str() + ": unknown speaker \"" + speaker +
-                         "\"; accepted: human/user, gpt/assistant, system, function_call, observation/tool");
+                         "\"; accepted: human/user, gpt/assistant, system, function_call, observation/tool/function");
     ZT_REQUIRE(*role != "system" || conversation.messages.empty(), where.str() + ": a system turn may only come first");
     if (role_content) check_chatglm3_keys(turn, *role, where, i);
     if (role_content && *role == "system") take_system_tools(turn, conversation, where, i);

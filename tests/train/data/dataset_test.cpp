@@ -359,6 +359,51 @@ TEST_F(DatasetFile, ToolsBothBesideAndOnTheSystemMessageAreRefused) {
   testing::expect_mentions(msg, {"t.jsonl: sample 0 (line 1), turn 0", "system message has \"tools\"", "keep one"});
 }
 
+// OpenAI's fine-tuning guide, its function-calling example in the legacy layout: the call is
+// the assistant's "function_call" and the functions are listed in "functions", read as
+// "tool_calls" and "tools" are.
+TEST(PublishedData, OpenAiLegacyFunctionCallIsAToolCall) {
+  const Dataset data = load_dataset((kPublished / "openai_function_call_legacy.jsonl").string());
+  ASSERT_EQ(data.samples.size(), 1u);
+  const Conversation& c = data.samples[0];
+  ASSERT_EQ(c.tools.size(), 1u);
+  const auto tool = nlohmann::ordered_json::parse(c.tools[0]);
+  EXPECT_EQ(tool["type"], "function");
+  EXPECT_EQ(tool["function"]["name"], "get_current_weather");
+  ASSERT_EQ(c.messages.size(), 2u);
+  EXPECT_EQ(c.messages[1].role, "assistant");
+  EXPECT_EQ(c.messages[1].content, "");
+  ASSERT_EQ(c.messages[1].tool_calls.size(), 1u);
+  EXPECT_EQ(c.messages[1].tool_calls[0].name, "get_current_weather");
+  EXPECT_EQ(c.messages[1].tool_calls[0].arguments, R"({"location":"San Francisco, USA","format":"celsius"})");
+}
+
+// The legacy layout's result message has the role "function"; it takes the user's side as a
+// "tool" message does. A message with both kinds of call, or a sample with both lists, is
+// refused rather than one of them dropped.
+TEST_F(DatasetFile, OpenAiLegacyFunctionResultsAndConflicts) {
+  const std::string call = R"({"role": "assistant", "function_call": {"name": "f", "arguments": "{}"}})";
+  const Dataset data = load_dataset(
+      write("legacy.jsonl", R"({"messages": [{"role": "user", "content": "q"}, )" + call +
+                                R"(, {"role": "function", "name": "f", "content": "21.0"}, )"
+                                R"({"role": "assistant", "content": "It is 21."}], "functions": [{"name": "f"}]})"
+                                "\n"));
+  ASSERT_EQ(data.samples[0].messages.size(), 4u);
+  EXPECT_EQ(data.samples[0].messages[2].role, "tool");
+  EXPECT_EQ(data.samples[0].messages[2].content, "21.0");
+  const std::string both_calls = testing::error_of([&] {
+    load_dataset(write("c.jsonl", R"({"messages": [{"role": "user", "content": "q"}, {"role": "assistant", )"
+                                  R"("function_call": {"name": "f"}, "tool_calls": []}]})"
+                                  "\n"));
+  });
+  testing::expect_mentions(both_calls, {"c.jsonl: sample 0 (line 1), turn 1", "\"function_call\" and \"tool_calls\""});
+  const std::string both_lists = testing::error_of([&] {
+    load_dataset(
+        write("l.jsonl", R"({"tools": [{"name": "g"}], "functions": [{"name": "f"}], "messages": [)" + call + "]}\n"));
+  });
+  testing::expect_mentions(both_lists, {"l.jsonl: sample 0 (line 1)", "both \"tools\" and \"functions\""});
+}
+
 TEST_F(DatasetFile, NonTextPartsAreNamedWithTheSampleAndThePartType) {
   std::string msg = testing::error_of([&] {
     load_dataset(write(
