@@ -209,7 +209,7 @@ BENCHMARK_CAPTURE(BM_PersistentDecode, Qwen05B_rows1_held, kQwen05, 1, true, tru
 BENCHMARK_CAPTURE(BM_PersistentDecode, Qwen15B_rows1_held, kQwen15, 1, true, true)
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_PersistentDecode, Qwen15B_rows4_held, kQwen15, 4, true, true)
+BENCHMARK_CAPTURE(BM_PersistentDecode, Qwen15B_rows2_held, kQwen15, 2, true, true)
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_PersistentDecode, Qwen7B_rows1_held, kQwen7, 1, true, true)

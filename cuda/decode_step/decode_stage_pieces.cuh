@@ -87,11 +87,16 @@ __device__ __forceinline__ void add_chunk(const float (&a)[8], const float (&d)[
 }
 
 // A warp's first kHeldChunks chunks of a row pair, loaded into registers before a grid barrier
-// so that they are in flight while the grid waits: a barrier does not wait for a load, and the
-// stage after it starts with its first weights on the chip (an L2 prefetch would still leave
-// a round trip to L2). Chunks past the row's end, or of a missing row, hold zeros: every
-// register is written, so none stays live from an earlier stage.
+// so that they can be in flight while the grid waits (the block barrier waits for the warps to
+// arrive), and the stage after it starts with its first weights on the chip (an L2 prefetch
+// still leaves a round trip to L2). Warp 0 holds nothing: its first thread runs the grid
+// barrier's memory fence, which would wait for the loads. Chunks past the row's end, of a
+// missing row, or of warp 0 hold zeros: every register is written, so none stays live from an
+// earlier stage.
 inline constexpr int kHeldChunks = 4;
+
+// Whether this warp holds its first row pair across barriers (all but warp 0, above).
+__device__ __forceinline__ bool warp_holds() { return threadIdx.x >= 32; }
 
 struct HeldPair {
   uint4 raw[2][kHeldChunks];
@@ -100,11 +105,12 @@ struct HeldPair {
 template <typename T>
 __device__ __forceinline__ void hold_pair(const T* w0, const T* w1, int k, const Team& team, HeldPair& held) {
   const ChunkWalk walk = chunk_walk(team);
+  const bool holds = warp_holds();
 #pragma unroll
   for (int i = 0; i < kHeldChunks; ++i) {
     const int c = walk.first_column + i * walk.column_stride;
-    held.raw[0][i] = w0 != nullptr && c < k ? load16_weights(w0 + c) : make_uint4(0, 0, 0, 0);
-    held.raw[1][i] = w1 != nullptr && c < k ? load16_weights(w1 + c) : make_uint4(0, 0, 0, 0);
+    held.raw[0][i] = holds && w0 != nullptr && c < k ? load16_weights(w0 + c) : make_uint4(0, 0, 0, 0);
+    held.raw[1][i] = holds && w1 != nullptr && c < k ? load16_weights(w1 + c) : make_uint4(0, 0, 0, 0);
   }
 }
 

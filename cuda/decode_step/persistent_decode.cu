@@ -11,7 +11,7 @@
 //   head:       logits = rmsnorm(x) · W_headᵀ, each block's first largest per row, then block 0's
 // A weight stage gives each warp two output rows at a time (a gate row and its up row in the
 // MLP); before a barrier each warp prefetches into L2 the rows it takes first in the next stage
-// and, with load_before_barrier at up to 4 rows, loads their first chunks into registers
+// and, with load_before_barrier at up to 2 rows, loads their first chunks into registers
 // (HeldPair), so the stage after the barrier starts on weights already on the chip.
 #include "cuda/decode_step/persistent_decode.cuh"
 
@@ -85,13 +85,19 @@ __device__ __forceinline__ const T* qkv_row(const DecodeLayerPointers& l, const 
 }
 
 // Calls body(r, from_held) for r = first, first + stride, ... below end; with kHeld the first
-// row's call gets std::true_type (its weights' first chunks are held in registers), apart
-// from the loop, so that the held registers are dead once it returns.
+// row's call in a warp that holds (warp_holds) gets std::true_type (its weights' first chunks
+// are held in registers), apart from the loop, so that the held registers are dead once it
+// returns.
 template <bool kHeld, typename Body>
 __device__ __forceinline__ void walk_rows(int first, int end, int stride, Body&& body) {
   int r = first;
   if constexpr (kHeld) {
-    if (r < end) body(r, std::true_type{});
+    if (r < end) {
+      if (warp_holds())
+        body(r, std::true_type{});
+      else
+        body(r, std::false_type{});
+    }
     r += stride;
   }
   for (; r < end; r += stride) body(r, std::false_type{});
@@ -392,8 +398,8 @@ void launch(KernelArgs args, std::size_t shared, int device, cudaStream_t stream
                                             dim3(kThreads), params, shared, stream));
 }
 
-// Up to 4 rows: at 8 the held registers, beside the 8 rows' sums, spill to local memory.
-inline constexpr int kMostRowsHeld = 4;
+// Up to 2 rows: at 4 and 8 the held registers, beside the rows' sums, spill to local memory.
+inline constexpr int kMostRowsHeld = 2;
 
 template <typename T, int B>
 void launch(const KernelArgs& args, std::size_t shared, int device, cudaStream_t stream) {

@@ -76,7 +76,7 @@ struct DecodeModelDims {
   bool split_columns = true;
   // Each warp loads the first chunks of its first row pair of a weight stage into registers
   // before the grid barrier ahead of the stage, so that they arrive while the grid waits
-  // (decode_step::HeldPair), at up to 4 rows. Off until measured against the kernel without it
+  // (decode_step::HeldPair), at up to 2 rows. Off until measured against the kernel without it
   // (persistent_decode_bench's `held` rows); off, only the L2 prefetch of those rows.
   bool load_before_barrier = false;
 };
