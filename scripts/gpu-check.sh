@@ -61,6 +61,7 @@ RACECHECK_TESTS=(
   "adamw_gpu_test:*Multi*:*L2NormMatchesCpuOverManyTensors*"
   "linear_cross_entropy_gpu_test:*AllIgnored*:*Int32Labels*"
   "decode_attention_gpu_test:*StridedAndMisaligned*:*LengthZero*:*WriteKvSlotsGpu.MatchesCpuExactly*"
+  "persistent_decode_gpu_test:*StageMarksAreRecordedInOrder*"
 )
 if wants racecheck && command -v compute-sanitizer >/dev/null; then
   for entry in "${RACECHECK_TESTS[@]}"; do
