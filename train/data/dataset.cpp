@@ -32,10 +32,26 @@ DataFormat detect(const json& sample, const std::string& path) {
              path +
                  " holds preference pairs (\"chosen\" and \"rejected\"), which --stage dpo trains on; "
                  "supervised fine-tuning reads one answer per sample (\"output\", or the last assistant turn)");
+  // KTO data (LLaMA-Factory's kto_en_demo, TRL's unpaired preference layout) marks every answer
+  // desirable or not with a boolean "label"; read as SFT data it would train on the undesirable
+  // answers as well, so it is refused rather than read without the label.
+  ZT_REQUIRE(!(sample.is_object() && sample.contains("label") && sample["label"].is_boolean()),
+             path +
+                 " holds KTO data: the first sample's boolean \"label\" marks its answer desirable (true) or "
+                 "not (false), and zerotune does not train KTO; supervised fine-tuning would train on the "
+                 "undesirable answers too. Keep the samples labelled true and drop the key to fine-tune on "
+                 "them, or pair answers as \"chosen\" and \"rejected\" for --stage dpo");
   if (std::optional<DataFormat> format = format_of(sample)) return *format;
+  // TRL's prompt-completion layout: its SFT trainer writes a text prompt without a chat template,
+  // which the formats here do not, so it is named with the layouts that carry it over.
+  const bool prompt_completion = sample.is_object() && sample.contains("prompt") && sample.contains("completion");
   fail(path + ": cannot tell the data format from the first sample " + sample.dump().substr(0, 200) +
        "; expected alpaca (\"instruction\", \"input\", \"output\"), ShareGPT (\"conversations\" or "
-       "\"messages\") or plain text (\"text\")");
+       "\"messages\") or plain text (\"text\")" +
+       (prompt_completion ? std::string("; TRL's prompt-completion layout is not read: write its prompt as "
+                                        "\"instruction\" and its completion as \"output\" (through the chat "
+                                        "template), or join both into \"text\" (no template, every token trained)")
+                          : std::string()));
 }
 
 // A file mixing formats is refused: the first odd sample would otherwise be read as the

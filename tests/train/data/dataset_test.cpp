@@ -234,6 +234,25 @@ TEST(LlamaFactoryData, MultimodalDemoIsRefusedNamingFileCountAndKey) {
   EXPECT_NE(msg.find("zerotune trains on text only"), std::string::npos) << msg;
 }
 
+// KTO data marks each answer desirable or not; read as SFT data its undesirable answers would
+// be trained like the others, so the file is refused, saying what to do.
+TEST(LlamaFactoryData, KtoDemoIsRefusedAsSftData) {
+  const std::string path = (kLlamaFactory / "kto_en_demo.json").string();
+  const std::string msg = testing::error_of([&] { load_dataset(path); });
+  EXPECT_NE(msg.find(path + " holds KTO data"), std::string::npos) << msg;
+  testing::expect_mentions(msg, {"boolean \"label\"", "does not train KTO", "drop the key", "--stage dpo"});
+}
+
+// TRL's prompt-completion layout is not one zerotune reads; the refusal says how to carry it over.
+TEST_F(DatasetFile, TrlPromptCompletionIsRefusedWithTheLayoutsThatCarryIt) {
+  const std::string msg = testing::error_of([&] {
+    load_dataset(write("pc.jsonl", R"({"prompt": "The sky is", "completion": " blue."})"
+                                   "\n"));
+  });
+  testing::expect_mentions(msg, {"pc.jsonl: cannot tell the data format", "TRL's prompt-completion layout",
+                                 "\"instruction\"", "\"output\""});
+}
+
 TEST_F(DatasetFile, OpenAiMessagesWithTextPartsToolCallsAndReasoning) {
   const Dataset data = load_dataset(write(
       "openai.jsonl",
