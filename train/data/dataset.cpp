@@ -32,6 +32,11 @@ DataFormat detect(const json& sample, const std::string& path) {
              path +
                  " holds preference pairs (\"chosen\" and \"rejected\"), which --stage dpo trains on; "
                  "supervised fine-tuning reads one answer per sample (\"output\", or the last assistant turn)");
+  ZT_REQUIRE(!(sample.is_object() && sample.contains("preferred_output") && sample.contains("non_preferred_output")),
+             path +
+                 " holds preference pairs in OpenAI's layout (\"preferred_output\" and \"non_preferred_output\"), "
+                 "which --stage dpo trains on; supervised fine-tuning reads one answer per sample (\"messages\" "
+                 "ending on the assistant's turn)");
   // KTO data (LLaMA-Factory's kto_en_demo, TRL's unpaired preference layout) marks every answer
   // desirable or not with a boolean "label"; read as SFT data it would train on the undesirable
   // answers as well, so it is refused rather than read without the label.

@@ -17,8 +17,9 @@ PreferenceLayout detect(const json& record, const std::string& path) {
   fail(path + ": the first record " + record.dump().substr(0, 200) +
        " is no preference pair: --stage dpo reads records with \"chosen\" and \"rejected\" answers, in "
        "LLaMA-Factory's alpaca ranking (\"instruction\", \"input\", \"chosen\", \"rejected\"), its ShareGPT "
-       "ranking (\"conversations\" with \"chosen\" and \"rejected\" messages) or TRL's preference layout "
-       "(\"prompt\", \"chosen\", \"rejected\")");
+       "ranking (\"conversations\" with \"chosen\" and \"rejected\" messages), TRL's preference layout "
+       "(\"prompt\", \"chosen\", \"rejected\") or OpenAI's (\"input\", \"preferred_output\", "
+       "\"non_preferred_output\")");
 }
 
 // A file mixing layouts is refused: an odd record would otherwise fail with a message about a

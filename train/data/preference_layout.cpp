@@ -17,7 +17,9 @@ constexpr EnumName<PreferenceLayout> kLayoutNames[] = {
     {PreferenceLayout::kShareGptRanking,
      "LLaMA-Factory's ShareGPT ranking (\"conversations\" or \"messages\", \"chosen\", \"rejected\")"},
     {PreferenceLayout::kTrlExplicit, "TRL's preference layout (\"prompt\", \"chosen\", \"rejected\")"},
-    {PreferenceLayout::kTrlImplicit, "TRL's implicit-prompt layout (\"chosen\" and \"rejected\" only)"}};
+    {PreferenceLayout::kTrlImplicit, "TRL's implicit-prompt layout (\"chosen\" and \"rejected\" only)"},
+    {PreferenceLayout::kOpenAi,
+     "OpenAI's preference layout (\"input\", \"preferred_output\", \"non_preferred_output\")"}};
 
 void require_said(bool said, const std::string& side, const SampleSource& where) {
   ZT_REQUIRE(said, where.str() + ": the answer \"" + side +
@@ -107,6 +109,32 @@ PreferenceConversation from_sharegpt_ranking(const json& record, const EntryColu
     pair.prompt = std::move(conversation);
   }
   return pair;
+}
+
+// OpenAI's preference fine-tuning layout: the prompt's turns in input.messages (its tools in
+// input.tools), each answer a list of one assistant message; read as LLaMA-Factory's ShareGPT
+// ranking with preferred_output chosen. input.parallel_tool_calls says how the answers may call
+// tools, which they show themselves.
+PreferenceConversation from_openai(const json& record, const SampleSource& where) {
+  const json& input = column_value(record, "input");
+  ZT_REQUIRE(input.is_object() && input.contains("messages"),
+             where.str() + ": \"input\" must be an object holding the prompt's \"messages\", got " +
+                 input.dump().substr(0, 200));
+  json ranking = json::object();
+  ranking["messages"] = input["messages"];
+  if (input.contains("tools")) ranking["tools"] = input["tools"];
+  for (const auto& [key, side] :
+       {std::pair{"preferred_output", "chosen"}, std::pair{"non_preferred_output", "rejected"}}) {
+    const json& output = column_value(record, key);
+    ZT_REQUIRE(
+        output.is_array() && output.size() == 1,
+        where.str() + ": \"" + key + "\" must be a list of one assistant message, got " + output.dump().substr(0, 200));
+    ZT_REQUIRE(
+        speaks_as(output[0], {"assistant"}),
+        where.str() + ": \"" + key + "\" must be the assistant's message, got " + output[0].dump().substr(0, 200));
+    ranking[side] = output[0];
+  }
+  return from_sharegpt_ranking(ranking, nullptr, where);
 }
 
 bool conversational(const json& value) { return value.is_array(); }
@@ -226,6 +254,8 @@ EntryColumns alpaca_keys() {
 std::string layout_name(PreferenceLayout layout) { return name_of(kLayoutNames, layout, ""); }
 
 std::optional<PreferenceLayout> layout_of(const json& record) {
+  if (record.is_object() && record.contains("preferred_output") && record.contains("non_preferred_output"))
+    return PreferenceLayout::kOpenAi;
   if (!record.is_object() || !record.contains("chosen") || !record.contains("rejected")) return std::nullopt;
   if (record.contains("instruction")) return PreferenceLayout::kAlpacaRanking;
   // TRL's conversational answers are lists; a `messages` beside them is another column (as in
@@ -246,6 +276,8 @@ PreferenceConversation preference_of(const json& record, PreferenceLayout layout
     case PreferenceLayout::kTrlExplicit:
     case PreferenceLayout::kTrlImplicit:
       return from_trl(record, where);
+    case PreferenceLayout::kOpenAi:
+      return from_openai(record, where);
   }
   fail(where.str() + ": unknown preference layout");
 }

@@ -19,13 +19,15 @@ enum class PreferenceLayout {
   kShareGptRanking,  // LLaMA-Factory: conversations / messages, chosen and rejected one message each
   kTrlExplicit,      // TRL: prompt, chosen, rejected, strings or lists of messages
   kTrlImplicit,      // TRL: chosen and rejected only, whole conversations sharing the prompt
+  kOpenAi,           // OpenAI's (and Together's) preference fine-tuning: input, preferred_output, non_preferred_output
 };
 
 // "LLaMA-Factory's alpaca ranking (\"instruction\", \"chosen\", \"rejected\")" and the like.
 std::string layout_name(PreferenceLayout layout);
 
 // The layout a record's keys name (a `messages` key is TRL's other column where the answers
-// are lists of messages); nullopt when it holds no "chosen" and "rejected".
+// are lists of messages); nullopt when it holds no "chosen" and "rejected" (nor OpenAI's
+// "preferred_output" and "non_preferred_output").
 std::optional<PreferenceLayout> layout_of(const nlohmann::ordered_json& record);
 
 // One record read in `layout`, or through `columns` when a dataset_info.json entry gives them.

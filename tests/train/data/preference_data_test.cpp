@@ -1,9 +1,10 @@
 // Preference records in each layout users have (LLaMA-Factory's alpaca and ShareGPT ranking,
-// TRL's standard, conversational and implicit-prompt layouts) read into a prompt and two
+// TRL's standard, conversational and implicit-prompt layouts, OpenAI's) read into a prompt and two
 // answers; a dataset_info.json entry's columns and tags honoured; bad records refused with the
 // record's position and what to do.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -82,6 +83,63 @@ TEST(PreferenceData, ShareGptRanking) {
   EXPECT_EQ(data.pairs[1].rejected.content, "sunny");
   EXPECT_EQ(data.pairs[1].prompt.tools.size(), 1u);
   EXPECT_EQ(data.pairs[1].prompt.source, "pairs.json: sample 1 (line 2)");
+}
+
+// OpenAI's preference fine-tuning layout, the example line of its guide: the prompt from
+// input.messages, the answers each a list of one assistant message.
+TEST(PreferenceData, OpenAiLayoutAsItsGuidePublishesIt) {
+  const std::filesystem::path file =
+      std::filesystem::path(ZT_SOURCE_DIR) / "tests/data/training/published/openai_dpo.jsonl";
+  const PreferenceDataset data = load_preference_dataset(file.string());
+  ASSERT_EQ(data.pairs.size(), 1u);
+  EXPECT_EQ(turns(data.pairs[0]),
+            (std::vector<std::string>{"user: Hello, can you tell me how cold San Francisco is today?"}));
+  expect_answers(data.pairs[0],
+                 "Today in San Francisco, it is not quite cold as expected. Morning clouds will give away to "
+                 "sunshine, with a high near 68°F (20°C) and a low around 57°F (14°C).",
+                 "It is not particularly cold in San Francisco today.");
+  EXPECT_TRUE(data.pairs[0].prompt.tools.empty());
+}
+
+// A system turn, earlier turns and tools in input; a tool call as the preferred answer.
+TEST(PreferenceData, OpenAiLayoutWithSystemTurnsAndTools) {
+  const PreferenceDataset data =
+      parse(R"({"input": {"messages": [{"role": "system", "content": "S"}, {"role": "user", "content": "hi"},)"
+            R"( {"role": "assistant", "content": "hello"}, {"role": "user", "content": "weather in Paris?"}],)"
+            R"( "tools": [{"type": "function", "function": {"name": "weather", "parameters": {}}}]},)"
+            R"( "preferred_output": [{"role": "assistant", "content": "", "tool_calls": [{"type": "function",)"
+            R"( "function": {"name": "weather", "arguments": "{\"city\": \"Paris\"}"}}]}],)"
+            R"( "non_preferred_output": [{"role": "assistant", "content": "I cannot tell."}]})");
+  ASSERT_EQ(data.pairs.size(), 1u);
+  EXPECT_EQ(turns(data.pairs[0]),
+            (std::vector<std::string>{"system: S", "user: hi", "assistant: hello", "user: weather in Paris?"}));
+  ASSERT_EQ(data.pairs[0].chosen.tool_calls.size(), 1u);
+  EXPECT_EQ(data.pairs[0].chosen.tool_calls[0].name, "weather");
+  EXPECT_EQ(data.pairs[0].rejected.content, "I cannot tell.");
+  EXPECT_EQ(data.pairs[0].prompt.tools.size(), 1u);
+}
+
+TEST(PreferenceData, OpenAiLayoutRefusesWhatItCannotRead) {
+  const std::string prompt = R"("input": {"messages": [{"role": "user", "content": "q"}]})";
+  std::string msg = error_for("{" + prompt +
+                              R"(, "preferred_output": [{"role": "assistant", "content": "a"},)"
+                              R"( {"role": "assistant", "content": "b"}], "non_preferred_output": []})");
+  EXPECT_HAS(msg, "pairs.json: sample 0 (line 1): \"preferred_output\" must be a list of one assistant message");
+  msg = error_for(R"({"input": "q", "preferred_output": [], "non_preferred_output": []})");
+  EXPECT_HAS(msg, "sample 0 (line 1): \"input\" must be an object holding the prompt's \"messages\"");
+  msg = error_for("{" + prompt +
+                  R"(, "preferred_output": [{"role": "user", "content": "a"}],)"
+                  R"( "non_preferred_output": [{"role": "assistant", "content": "b"}]})");
+  EXPECT_HAS(msg, "sample 0 (line 1): \"preferred_output\" must be the assistant's message");
+  // Supervised fine-tuning says where such a file belongs.
+  msg = testing::error_of([&] {
+    parse_dataset("{" + prompt +
+                      R"(, "preferred_output": [{"role": "assistant", "content": "a"}],)"
+                      R"( "non_preferred_output": [{"role": "assistant", "content": "b"}]})",
+                  "p.jsonl");
+  });
+  EXPECT_HAS(msg, "p.jsonl holds preference pairs in OpenAI's layout");
+  EXPECT_HAS(msg, "which --stage dpo trains on");
 }
 
 TEST(PreferenceData, TrlStandardIsOneUserTurn) {
