@@ -231,24 +231,35 @@ void check_chatglm3_keys(const json& turn, const std::string& role, const Sample
                  "message with \"content\" (OpenAI's layout)");
 }
 
-// A reply's weight per message: LLaMA-Factory v1's "loss_weight" (1 by default) and OpenAI
-// fine-tuning's "weight" (on assistant messages). 0 leaves an assistant's reply untrained, 1
-// trains it; the other messages are never trained (--train_on_prompt trains every one), so
-// only 0 suits them. Other weights are refused: a message is trained whole or not at all.
-// True when the message is an untrained reply.
+// A reply's weight per message: LLaMA-Factory v1's "loss_weight" (1 by default), OpenAI
+// fine-tuning's "weight" (on assistant messages) and axolotl's "train" (true or false, read
+// where its config names it message_field_training). 0 (false) leaves an assistant's reply
+// untrained, 1 (true) trains it; the other messages are never trained (--train_on_prompt trains
+// every one), so only 0 suits them. Other weights, and axolotl's "train_detail" (spans of a
+// message), are refused: a message is trained whole or not at all. True when the message is an
+// untrained reply.
 bool untrained_by_weight(const json& turn, const std::string& role, const SampleSource& where, std::size_t index) {
+  ZT_REQUIRE(!turn.contains("train_detail") || turn["train_detail"].is_null(),
+             turn_str(where, index) +
+                 ": \"train_detail\" (axolotl's spans of a message to train) is not read: zerotune trains a "
+                 "message whole or not at all; drop it, or set the message's \"train\" to true or false");
   bool untrained = false;
-  for (const char* key : {"loss_weight", "weight"}) {
+  for (const char* key : {"loss_weight", "weight", "train"}) {
     if (!turn.contains(key) || turn[key].is_null()) continue;
+    const bool flag = std::string(key) == "train";
     const json& weight = turn[key];
     const std::string named = std::string("\"") + key + "\": ";
-    ZT_REQUIRE(weight.is_number() && (weight.get<double>() == 0.0 || weight.get<double>() == 1.0),
-               turn_str(where, index) + ": " + named + weight.dump() +
-                   "; zerotune trains a message whole or not at all, so a message's " + key + " must be 0 or 1");
-    const bool trained = weight.get<double>() == 1.0;
+    ZT_REQUIRE(
+        flag ? weight.is_boolean() : weight.is_number() && (weight.get<double>() == 0.0 || weight.get<double>() == 1.0),
+        turn_str(where, index) + ": " + named + weight.dump() +
+            (flag ? "; a message's train must be true or false"
+                  : "; zerotune trains a message whole or not at all, so a message's " + std::string(key) +
+                        " must be 0 or 1"));
+    const bool trained = flag ? weight.get<bool>() : weight.get<double>() == 1.0;
     ZT_REQUIRE(role == "assistant" || !trained,
-               turn_str(where, index) + ": " + named + "1 on a " + role +
-                   " message: zerotune trains assistant messages only (--train_on_prompt: all of them); make it 0");
+               turn_str(where, index) + ": " + named + (flag ? "true" : "1") + " on a " + role +
+                   " message: zerotune trains assistant messages only (--train_on_prompt: all of them); make it " +
+                   (flag ? "false" : "0"));
     untrained = untrained || (role == "assistant" && !trained);
   }
   return untrained;
@@ -293,7 +304,7 @@ Conversation from_sharegpt(const json& sample, const SampleSource& where) {
     ZT_REQUIRE(*role != "system" || conversation.messages.empty(), where.str() + ": a system turn may only come first");
     if (role_content) check_chatglm3_keys(turn, *role, where, i);
     if (role_content && *role == "system") take_system_tools(turn, conversation, where, i);
-    if (role_content && untrained_by_weight(turn, *role, where, i)) {
+    if (untrained_by_weight(turn, *role, where, i)) {
       std::size_t replies = 0;
       for (const ChatMessage& message : conversation.messages) replies += message.role == "assistant";
       conversation.untrained_replies.push_back(replies);

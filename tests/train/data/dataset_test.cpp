@@ -352,6 +352,33 @@ TEST_F(DatasetFile, OpenAiWeightsZerotuneCannotApplyAreRefused) {
   testing::expect_mentions(refusal("1", "1"), {"turn 0", "\"weight\": 1 on a user message", "make it 0"});
 }
 
+// axolotl's per-message "train" (its message_field_training): false leaves a reply untrained,
+// in OpenAI "messages" and ShareGPT "conversations" alike; what zerotune cannot apply is refused.
+TEST_F(DatasetFile, AxolotlTrainFlagsLeaveRepliesUntrainedOrAreRefused) {
+  const Dataset data = load_dataset(
+      write("a.jsonl", R"({"messages": [{"role": "user", "content": "q", "train": false}, )"
+                       R"({"role": "assistant", "content": "a", "train": false}, {"role": "user", "content": "q2"}, )"
+                       R"({"role": "assistant", "content": "b", "train": true}]})"
+                       "\n"
+                       R"({"conversations": [{"from": "human", "value": "q"}, )"
+                       R"({"from": "gpt", "value": "a", "train": false}]})"
+                       "\n"));
+  ASSERT_EQ(data.samples.size(), 2u);
+  EXPECT_EQ(data.samples[0].untrained_replies, std::vector<std::size_t>{0});
+  EXPECT_EQ(data.samples[1].untrained_replies, std::vector<std::size_t>{0});
+  auto refusal = [&](const std::string& user_keys, const std::string& reply_keys) {
+    return testing::error_of([&] {
+      load_dataset(write("b.jsonl", R"({"messages": [{"role": "user", "content": "q")" + user_keys +
+                                        R"(}, {"role": "assistant", "content": "a")" + reply_keys + "}]}\n"));
+    });
+  };
+  testing::expect_mentions(refusal(", \"train\": true", ""),
+                           {"turn 0", "\"train\": true on a user message", "make it false"});
+  testing::expect_mentions(refusal("", ", \"train\": 1"), {"turn 1", "\"train\": 1", "true or false"});
+  testing::expect_mentions(refusal("", R"(, "train_detail": [{"begin_offset": 0, "end_offset": 1, "train": true}])"),
+                           {"turn 1", "\"train_detail\"", "whole or not at all"});
+}
+
 // GLM-4's finetune_demo (its README's sample with tools): the tools ride on the system message,
 // results are "observation" turns, and a call is the assistant's text, as GLM-4's script trains it.
 TEST(PublishedData, Glm4FinetuneDemoToolsOnTheSystemMessage) {
