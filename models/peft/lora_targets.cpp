@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <regex>
 #include <set>
-#include <sstream>
 
 #include "runtime/error.h"
 #include "runtime/terminal/text_list.h"
@@ -77,8 +76,10 @@ std::vector<std::string> first_layer_linear_names(const ParameterLayout& layout)
 }
 
 // What std::regex must not be given: libstdc++ parses a repeat count {m,n} into a long without
-// an overflow check (undefined behaviour past 2^63) and compiles and matches recursively, so a
-// huge count or pattern is refused before it is compiled. Module paths need neither.
+// an overflow check (undefined behaviour past 2^63), reading each number's digits before it
+// looks at what follows them, and compiles and matches recursively, so a huge count (even in
+// a brace the parser goes on to reject) or pattern is refused before it is compiled. Module
+// paths need neither.
 std::optional<std::string> unsafe_pattern(const std::string& pattern) {
   constexpr std::size_t kMaxPattern = 4096;
   constexpr unsigned long kMaxCount = 1000;
@@ -94,14 +95,17 @@ std::optional<std::string> unsafe_pattern(const std::string& pattern) {
     } else if (c == '[') {
       in_class = true;
     } else if (c == '{') {
-      const std::size_t close = pattern.find('}', i);
-      if (close == std::string::npos) continue;
-      const std::string inside = pattern.substr(i + 1, close - i - 1);
-      if (inside.empty() || inside.find_first_not_of("0123456789,") != std::string::npos) continue;
-      std::stringstream parts(inside);
-      for (std::string part; std::getline(parts, part, ',');)
-        if (part.size() > 4 || (!part.empty() && std::stoul(part) > kMaxCount))
-          return "a repeat count {" + inside + "} over " + std::to_string(kMaxCount);
+      // The digits after the brace and, past a comma, the next ones: what the parser reads.
+      std::size_t at = i + 1;
+      for (int bound = 0; bound < 2; ++bound) {
+        const std::size_t end = std::min(pattern.find_first_not_of("0123456789", at), pattern.size());
+        const std::string digits = pattern.substr(at, end - at);
+        if (digits.size() > 4 || (!digits.empty() && std::stoul(digits) > kMaxCount))
+          return "a repeat count {" + pattern.substr(i + 1, std::min<std::size_t>(end - i - 1, 40)) + "...} over " +
+                 std::to_string(kMaxCount);
+        if (end == pattern.size() || pattern[end] != ',') break;
+        at = end + 1;
+      }
     }
   }
   return std::nullopt;
