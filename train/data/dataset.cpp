@@ -7,6 +7,7 @@
 #include "train/data/chat_sample.h"
 #include "train/data/entry_columns.h"
 #include "train/data/json_records.h"
+#include "train/data/preference_layout.h"
 
 namespace zt::train {
 namespace {
@@ -28,15 +29,15 @@ std::optional<DataFormat> format_of(const json& sample) {
 }
 
 DataFormat detect(const json& sample, const std::string& path) {
-  ZT_REQUIRE(!(sample.is_object() && sample.contains("chosen") && sample.contains("rejected")),
-             path +
-                 " holds preference pairs (\"chosen\" and \"rejected\"), which --stage dpo trains on; "
-                 "supervised fine-tuning reads one answer per sample (\"output\", or the last assistant turn)");
-  ZT_REQUIRE(!(sample.is_object() && sample.contains("preferred_output") && sample.contains("non_preferred_output")),
-             path +
-                 " holds preference pairs in OpenAI's layout (\"preferred_output\" and \"non_preferred_output\"), "
-                 "which --stage dpo trains on; supervised fine-tuning reads one answer per sample (\"messages\" "
-                 "ending on the assistant's turn)");
+  // Preference pairs in any layout --stage dpo reads (preference_layout.h says which).
+  if (const std::optional<PreferenceLayout> pairs = layout_of(sample)) {
+    const bool openai = *pairs == PreferenceLayout::kOpenAi;
+    fail(path + " holds preference pairs" +
+         (openai ? " in OpenAI's layout (\"preferred_output\" and \"non_preferred_output\")"
+                 : " (\"chosen\" and \"rejected\")") +
+         ", which --stage dpo trains on; supervised fine-tuning reads one answer per sample " +
+         (openai ? "(\"messages\" ending on the assistant's turn)" : "(\"output\", or the last assistant turn)"));
+  }
   // KTO data (LLaMA-Factory's kto_en_demo, TRL's unpaired preference layout) marks every answer
   // desirable or not with a boolean "label"; read as SFT data it would train on the undesirable
   // answers as well, so it is refused rather than read without the label.
