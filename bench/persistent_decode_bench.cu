@@ -7,9 +7,7 @@
 // each stage kind summed over the layers, each stage's time running from the barrier before it
 // to the barrier after it (so the barrier is in it), and the LM head and argmax stages. Each
 // shape and row count twice: narrow stages' row pairs shared by teams of warps (`split`, the
-// kernel's default) and one warp per pair (`whole`); some also with the first weights of each
-// stage loaded into registers before the barrier ahead of it (`held`,
-// DecodeModelDims::load_before_barrier).
+// kernel's default) and one warp per pair (`whole`).
 //   build/bench/persistent_decode_bench --benchmark_counters_tabular=true
 #include <benchmark/benchmark.h>
 
@@ -100,8 +98,7 @@ void add_stage_times(const std::int64_t* marks, int layers, StageTimes& times) {
   times[7] += span(2 + 5 * layers, 3 + 5 * layers);
 }
 
-void BM_PersistentDecode(benchmark::State& state, const ModelShape& shape, int rows, bool split_columns,
-                         bool load_before_barrier = false) {
+void BM_PersistentDecode(benchmark::State& state, const ModelShape& shape, int rows, bool split_columns) {
   if (!cuda_available()) return state.SkipWithError("no CUDA GPU");
   const models::CausalLM& model = model_of(shape);
   const std::unique_ptr<infer::PagedKvCache> cache = filled_cache(model, rows);
@@ -109,7 +106,6 @@ void BM_PersistentDecode(benchmark::State& state, const ModelShape& shape, int r
     return state.SkipWithError(why.c_str());
   infer::PersistentDecode kernel(model, *cache, kWidth);
   kernel.set_split_columns(split_columns);
-  kernel.set_load_before_barrier(load_before_barrier);
   if (!kernel.takes_rows(rows)) return state.SkipWithError("the kernel does not take this many rows on this GPU");
   infer::DecodeStepBuffers buffers(rows, kWidth, Device::cuda());
   std::vector<infer::SequenceId> ids;
@@ -201,18 +197,6 @@ BENCHMARK_CAPTURE(BM_PersistentDecode, Qwen7B_rows8_split, kQwen7, 8, true)
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_PersistentDecode, Qwen7B_rows8_whole, kQwen7, 8, false)
-    ->UseManualTime()
-    ->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_PersistentDecode, Qwen05B_rows1_held, kQwen05, 1, true, true)
-    ->UseManualTime()
-    ->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_PersistentDecode, Qwen15B_rows1_held, kQwen15, 1, true, true)
-    ->UseManualTime()
-    ->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_PersistentDecode, Qwen15B_rows2_held, kQwen15, 2, true, true)
-    ->UseManualTime()
-    ->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_PersistentDecode, Qwen7B_rows1_held, kQwen7, 1, true, true)
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
 

@@ -49,9 +49,6 @@ class PersistentDecode {
   // Whether narrow weight stages share row pairs among teams of warps (the default), or give
   // each pair one warp: for the benchmark's and the tests' comparison.
   void set_split_columns(bool on) { dims_.split_columns = on; }
-  // Whether each stage's first weights are loaded before the barrier ahead of it (off by default
-  // until measured): for comparison.
-  void set_load_before_barrier(bool on) { dims_.load_before_barrier = on; }
 
  private:
   const models::CausalLM& model_;

@@ -21,27 +21,16 @@ inline constexpr int kThreads = 32 * kWarps;
 inline constexpr int kMaxHeadDim = 256;
 inline constexpr int kMaxGrid = 1024;  // blocks a workspace's argmax partials have room for
 
-// 16 bytes of weights streamed past L1: each is read once per step.
+// 8 weights (16 bytes) streamed past L1: each is read once per step.
 template <typename T>
-__device__ __forceinline__ uint4 load16_weights(const T* p) {
+__device__ __forceinline__ void load8_weights(const T* p, float (&out)[8]) {
   uint4 raw;
   asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
       : "=r"(raw.x), "=r"(raw.y), "=r"(raw.z), "=r"(raw.w)
       : "l"(p));
-  return raw;
-}
-
-// 8 weights of type T packed in 16 bytes, as floats.
-template <typename T>
-__device__ __forceinline__ void unpack8(const uint4& raw, float (&out)[8]) {
   const T* v = reinterpret_cast<const T*>(&raw);
 #pragma unroll
   for (int i = 0; i < 8; ++i) out[i] = static_cast<float>(v[i]);
-}
-
-template <typename T>
-__device__ __forceinline__ void load8_weights(const T* p, float (&out)[8]) {
-  unpack8<T>(load16_weights(p), out);
 }
 
 // A team: the `splits` warps of one block that share each pair of weight rows of a stage,
@@ -58,92 +47,34 @@ __device__ __forceinline__ Team team_of(int splits) {
           static_cast<int>(gridDim.x) * (kWarps / splits)};
 }
 
-// The 16-byte column chunks a lane of `team` reads of a row of k weights: chunk i starts at
-// column first_column + i * column_stride, while it is below k.
-struct ChunkWalk {
-  int first_column, column_stride;
-};
-
-__device__ __forceinline__ ChunkWalk chunk_walk(const Team& team) {
-  return {team.part * 256 + (static_cast<int>(threadIdx.x) % 32) * 8, 256 * team.splits};
-}
-
-// acc[0][b] += w0's 8 weights · x_b's 8 columns from c, and acc[1][b] the same for w1's when
-// `two`: one chunk of warp_dot2's sums.
-template <typename T, int B>
-__device__ __forceinline__ void add_chunk(const float (&a)[8], const float (&d)[8], bool two, const T* x, int k, int c,
-                                          float (&acc)[2][B]) {
-#pragma unroll
-  for (int b = 0; b < B; ++b) {
-    float xv[8];
-    load_vector<T, 8>(x + static_cast<std::int64_t>(b) * k + c, xv);
-#pragma unroll
-    for (int i = 0; i < 8; ++i) acc[0][b] = fmaf(a[i], xv[i], acc[0][b]);
-    if (two) {
-#pragma unroll
-      for (int i = 0; i < 8; ++i) acc[1][b] = fmaf(d[i], xv[i], acc[1][b]);
-    }
-  }
-}
-
-// A warp's first kHeldChunks chunks of a row pair, loaded into registers before a grid barrier
-// so that they can be in flight while the grid waits (the block barrier waits for the warps to
-// arrive), and the stage after it starts with its first weights on the chip (an L2 prefetch
-// still leaves a round trip to L2). Warp 0 holds nothing: its first thread runs the grid
-// barrier's memory fence, which would wait for the loads. Chunks past the row's end, of a
-// missing row, or of warp 0 hold zeros: every register is written, so none stays live from an
-// earlier stage.
-inline constexpr int kHeldChunks = 4;
-
-// Whether this warp holds its first row pair across barriers (all but warp 0, above).
-__device__ __forceinline__ bool warp_holds() { return threadIdx.x >= 32; }
-
-struct HeldPair {
-  uint4 raw[2][kHeldChunks];
-};
-
-template <typename T>
-__device__ __forceinline__ void hold_pair(const T* w0, const T* w1, int k, const Team& team, HeldPair& held) {
-  const ChunkWalk walk = chunk_walk(team);
-  const bool holds = warp_holds();
-#pragma unroll
-  for (int i = 0; i < kHeldChunks; ++i) {
-    const int c = walk.first_column + i * walk.column_stride;
-    held.raw[0][i] = holds && w0 != nullptr && c < k ? load16_weights(w0 + c) : make_uint4(0, 0, 0, 0);
-    held.raw[1][i] = holds && w1 != nullptr && c < k ? load16_weights(w1 + c) : make_uint4(0, 0, 0, 0);
-  }
-}
-
 // Sums over the warp of row r of w0 (and of w1, when set) times each of the B rows of x
 // ([B, k] with row stride k, in shared or global memory), over the columns of the team part's
-// slices; every lane gets every sum. kFromHeld: the first kHeldChunks chunks come from `held`
-// (hold_pair of the same rows), the rest are loaded here; the sums' order is the same.
-template <typename T, int B, bool kFromHeld = false>
+// slices; every lane gets every sum.
+template <typename T, int B>
 __device__ __forceinline__ void warp_dot2(const T* w0, const T* w1, const T* x, int k, const Team& team,
-                                          float (&acc)[2][B], const HeldPair* held = nullptr) {
+                                          float (&acc)[2][B]) {
+  const int lane = threadIdx.x % 32;
 #pragma unroll
   for (int b = 0; b < B; ++b) acc[0][b] = acc[1][b] = 0.0f;
-  const ChunkWalk walk = chunk_walk(team);
-  int c = walk.first_column;
-  if constexpr (kFromHeld) {
-#pragma unroll
-    for (int i = 0; i < kHeldChunks; ++i, c += walk.column_stride) {
-      if (c >= k) break;
-      float a[8], d[8];
-      unpack8<T>(held->raw[0][i], a);
-      unpack8<T>(held->raw[1][i], d);
-      add_chunk<T, B>(a, d, w1 != nullptr, x, k, c, acc);
-    }
-  }
   // 16-byte loads a row in flight per lane: four at one or two rows of x, two at more (their
   // registers). The sums' order is the same either way.
   constexpr int kInFlight = B <= 2 ? 4 : 2;
 #pragma unroll kInFlight
-  for (; c < k; c += walk.column_stride) {
+  for (int c = team.part * 256 + lane * 8; c < k; c += 256 * team.splits) {
     float a[8], d[8];
     load8_weights(w0 + c, a);
     if (w1 != nullptr) load8_weights(w1 + c, d);
-    add_chunk<T, B>(a, d, w1 != nullptr, x, k, c, acc);
+#pragma unroll
+    for (int b = 0; b < B; ++b) {
+      float xv[8];
+      load_vector<T, 8>(x + static_cast<std::int64_t>(b) * k + c, xv);
+#pragma unroll
+      for (int i = 0; i < 8; ++i) acc[0][b] = fmaf(a[i], xv[i], acc[0][b]);
+      if (w1 != nullptr) {
+#pragma unroll
+        for (int i = 0; i < 8; ++i) acc[1][b] = fmaf(d[i], xv[i], acc[1][b]);
+      }
+    }
   }
 #pragma unroll
   for (int b = 0; b < B; ++b) {

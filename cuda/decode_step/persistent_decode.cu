@@ -10,9 +10,7 @@
 //               x = h + act · W_downᵀ (+ b)
 //   head:       logits = rmsnorm(x) · W_headᵀ, each block's first largest per row, then block 0's
 // A weight stage gives each warp two output rows at a time (a gate row and its up row in the
-// MLP); before a barrier each warp prefetches into L2 the rows it takes first in the next stage
-// and, with load_before_barrier at up to 2 rows, loads their first chunks into registers
-// (HeldPair), so the stage after the barrier starts on weights already on the chip.
+// MLP); before a barrier each warp prefetches into L2 the rows it takes first in the next stage.
 #include "cuda/decode_step/persistent_decode.cuh"
 
 #include <cooperative_groups.h>
@@ -22,7 +20,6 @@
 #include <map>
 #include <mutex>
 #include <string>
-#include <type_traits>
 #include <utility>
 
 #include "cuda/decode_step/decode_stage_pieces.cuh"
@@ -84,76 +81,25 @@ __device__ __forceinline__ const T* qkv_row(const DecodeLayerPointers& l, const 
   return static_cast<const T*>(l.v) + static_cast<std::int64_t>(r - q_size - kv_size) * d.hidden;
 }
 
-// Calls body(r, from_held) for r = first, first + stride, ... below end; with kHeld the first
-// row's call in a warp that holds (warp_holds) gets std::true_type (its weights' first chunks
-// are held in registers), apart from the loop, so that the held registers are dead once it
-// returns.
-template <bool kHeld, typename Body>
-__device__ __forceinline__ void walk_rows(int first, int end, int stride, Body&& body) {
-  int r = first;
-  if constexpr (kHeld) {
-    if (r < end) {
-      if (warp_holds())
-        body(r, std::true_type{});
-      else
-        body(r, std::false_type{});
-    }
-    r += stride;
-  }
-  for (; r < end; r += stride) body(r, std::false_type{});
-}
-
-// hold_pair of the first row pair this warp takes in a stage over the [n, k] weight.
-template <typename T>
-__device__ __forceinline__ void hold_first_rows(const void* weight, int n, int k, int splits, HeldPair& held) {
-  const Team team = team_of(splits);
-  const int r = 2 * team.index;
-  const T* w = static_cast<const T*>(weight);
-  hold_pair<T>(r < n ? w + static_cast<std::int64_t>(r) * k : nullptr,
-               r + 1 < n ? w + static_cast<std::int64_t>(r + 1) * k : nullptr, k, team, held);
-}
-
-template <typename T>
-__device__ __forceinline__ void hold_first_qkv(const DecodeLayerPointers& l, const DecodeModelDims& d, int splits,
-                                               HeldPair& held) {
-  const int n = (d.heads + 2 * d.kv_heads) * d.head_dim;
-  const Team team = team_of(splits);
-  const int r = 2 * team.index;
-  float unused;
-  hold_pair<T>(r < n ? qkv_row<T>(l, d, r, unused) : nullptr, r + 1 < n ? qkv_row<T>(l, d, r + 1, unused) : nullptr,
-               d.hidden, team, held);
-}
-
-// The first gate row and its up row this warp takes.
-template <typename T>
-__device__ __forceinline__ void hold_first_gate_up(const DecodeLayerPointers& l, const DecodeModelDims& d, int splits,
-                                                   HeldPair& held) {
-  const Team team = team_of(splits);
-  const std::int64_t at = static_cast<std::int64_t>(team.index) * d.hidden;
-  const bool any = team.index < d.ffn;
-  hold_pair<T>(any ? static_cast<const T*>(l.gate) + at : nullptr, any ? static_cast<const T*>(l.up) + at : nullptr,
-               d.hidden, team, held);
-}
-
-template <typename T, int B, bool kHeld>
+template <typename T, int B>
 __device__ void qkv_stage(const DecodeLayerPointers& l, const DecodeModelDims& d, const T* normed, T* qkv, int splits,
-                          float* partials, const HeldPair& held) {
+                          float* partials) {
   const int n = (d.heads + 2 * d.kv_heads) * d.head_dim, lane = threadIdx.x % 32;
   const Team team = team_of(splits);
-  walk_rows<kHeld>(2 * team.index, n, 2 * team.count, [&](int r, auto from_held) {
+  for (int r = 2 * team.index; r < n; r += 2 * team.count) {
     float bias0 = 0.0f, bias1 = 0.0f;
     const T* w0 = qkv_row<T>(l, d, r, bias0);
     const T* w1 = r + 1 < n ? qkv_row<T>(l, d, r + 1, bias1) : nullptr;
     float acc[2][B];
-    warp_dot2<T, B, decltype(from_held)::value>(w0, w1, normed, d.hidden, team, acc, &held);
+    warp_dot2<T, B>(w0, w1, normed, d.hidden, team, acc);
     team_sum<B>(team, acc, partials);
-    if (team.part != 0) return;
+    if (team.part != 0) continue;
 #pragma unroll
     for (int b = 0; b < B; ++b) {
       if (lane == 0) store_float(qkv + static_cast<std::int64_t>(b) * n + r, acc[0][b] + bias0);
       if (lane == 1 && w1 != nullptr) store_float(qkv + static_cast<std::int64_t>(b) * n + r + 1, acc[1][b] + bias1);
     }
-  });
+  }
 }
 
 // One (sequence, head) per block at a time.
@@ -199,18 +145,18 @@ __device__ void attention_stage(const DecodeLayerPointers& l, const KernelArgs& 
 
 // out[b, r] = residual[b, r] + (x · Wᵀ + bias)[b, r], the product rounded first, for the [n, k]
 // weight w over x [B, k]. residual and out may be the same buffer.
-template <typename T, int B, bool kHeld>
+template <typename T, int B>
 __device__ void residual_stage(const void* weight, const void* bias, int n, int k, const T* x, const T* residual,
-                               T* out, int splits, float* partials, const HeldPair& held) {
+                               T* out, int splits, float* partials) {
   const int lane = threadIdx.x % 32;
   const T* w = static_cast<const T*>(weight);
   const Team team = team_of(splits);
-  walk_rows<kHeld>(2 * team.index, n, 2 * team.count, [&](int r, auto from_held) {
+  for (int r = 2 * team.index; r < n; r += 2 * team.count) {
     const T* w1 = r + 1 < n ? w + static_cast<std::int64_t>(r + 1) * k : nullptr;
     float acc[2][B];
-    warp_dot2<T, B, decltype(from_held)::value>(w + static_cast<std::int64_t>(r) * k, w1, x, k, team, acc, &held);
+    warp_dot2<T, B>(w + static_cast<std::int64_t>(r) * k, w1, x, k, team, acc);
     team_sum<B>(team, acc, partials);
-    if (team.part != 0) return;
+    if (team.part != 0) continue;
 #pragma unroll
     for (int b = 0; b < B; ++b) {
       for (int i = 0; i < 2; ++i) {
@@ -220,22 +166,21 @@ __device__ void residual_stage(const void* weight, const void* bias, int n, int 
         store_float(out + at, load_float(residual + at) + y);
       }
     }
-  });
+  }
 }
 
 // act[b, j] = silu(gate_j · x_b) * (up_j · x_b), each product and silu rounded as cuda/swiglu.
-template <typename T, int B, bool kHeld>
+template <typename T, int B>
 __device__ void gate_up_stage(const DecodeLayerPointers& l, const DecodeModelDims& d, const T* normed, T* act,
-                              int splits, float* partials, const HeldPair& held) {
+                              int splits, float* partials) {
   const int lane = threadIdx.x % 32;
   const Team team = team_of(splits);
-  walk_rows<kHeld>(team.index, d.ffn, team.count, [&](int j, auto from_held) {
+  for (int j = team.index; j < d.ffn; j += team.count) {
     float acc[2][B];
-    warp_dot2<T, B, decltype(from_held)::value>(static_cast<const T*>(l.gate) + static_cast<std::int64_t>(j) * d.hidden,
-                                                static_cast<const T*>(l.up) + static_cast<std::int64_t>(j) * d.hidden,
-                                                normed, d.hidden, team, acc, &held);
+    warp_dot2<T, B>(static_cast<const T*>(l.gate) + static_cast<std::int64_t>(j) * d.hidden,
+                    static_cast<const T*>(l.up) + static_cast<std::int64_t>(j) * d.hidden, normed, d.hidden, team, acc);
     team_sum<B>(team, acc, partials);
-    if (team.part != 0) return;
+    if (team.part != 0) continue;
 #pragma unroll
     for (int b = 0; b < B; ++b) {
       if (lane != b) continue;
@@ -243,13 +188,13 @@ __device__ void gate_up_stage(const DecodeLayerPointers& l, const DecodeModelDim
       const float u = round_through<T>(acc[1][b] + bias_of<T>(l.up_bias, j));
       store_float(act + static_cast<std::int64_t>(b) * d.ffn + j, round_through<T>(g / (1.0f + expf(-g))) * u);
     }
-  });
+  }
 }
 
 // The LM head's logits and this block's first largest per row, into the partials.
-template <typename T, int B, bool kHeld>
-__device__ void head_stage(const KernelArgs& a, const T* normed, const Buffers<T>& buf, float* shared, float* partials,
-                           const HeldPair& held) {
+template <typename T, int B>
+__device__ void head_stage(const KernelArgs& a, const T* normed, const Buffers<T>& buf, float* shared,
+                           float* partials) {
   const DecodeModelDims& d = a.d;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const T* w = static_cast<const T*>(a.step.lm_head);
@@ -257,13 +202,12 @@ __device__ void head_stage(const KernelArgs& a, const T* normed, const Buffers<T
   float best = -INFINITY;
   int best_at = INT_MAX;  // lane b < B of a team's first warp keeps row b's
   const Team team = team_of(a.splits.head);
-  walk_rows<kHeld>(2 * team.index, d.vocab, 2 * team.count, [&](int r, auto from_held) {
+  for (int r = 2 * team.index; r < d.vocab; r += 2 * team.count) {
     const T* w1 = r + 1 < d.vocab ? w + static_cast<std::int64_t>(r + 1) * d.hidden : nullptr;
     float acc[2][B];
-    warp_dot2<T, B, decltype(from_held)::value>(w + static_cast<std::int64_t>(r) * d.hidden, w1, normed, d.hidden, team,
-                                                acc, &held);
+    warp_dot2<T, B>(w + static_cast<std::int64_t>(r) * d.hidden, w1, normed, d.hidden, team, acc);
     team_sum<B>(team, acc, partials);
-    if (team.part != 0) return;
+    if (team.part != 0) continue;
 #pragma unroll
     for (int b = 0; b < B; ++b) {
       for (int i = 0; i < 2; ++i) {
@@ -274,7 +218,7 @@ __device__ void head_stage(const KernelArgs& a, const T* normed, const Buffers<T
         store_float(logits + static_cast<std::int64_t>(b) * d.vocab + r + i, logit);
       }
     }
-  });
+  }
   float* warp_best = shared;
   int* warp_at = reinterpret_cast<int*>(shared + kWarps * B);
   if (lane < B) {
@@ -292,7 +236,7 @@ __device__ void head_stage(const KernelArgs& a, const T* normed, const Buffers<T
   }
 }
 
-template <typename T, int B, bool kHeld>
+template <typename T, int B>
 __global__ void __launch_bounds__(kThreads, 1) persistent_decode_kernel(KernelArgs a) {
   namespace cg = cooperative_groups;
   cg::grid_group grid = cg::this_grid();
@@ -311,51 +255,38 @@ __global__ void __launch_bounds__(kThreads, 1) persistent_decode_kernel(KernelAr
     buf.x[i] = static_cast<const T*>(a.step.embedding)[a.step.ids[b] * d.hidden + c];
   }
   prefetch_first_rows<T>(a.step.layers[0].q, q_size, d.hidden, splits.qkv);
-  HeldPair held;  // with kHeld: each weight stage's first row pair, loaded before the barrier ahead of it
-  if constexpr (kHeld) hold_first_qkv<T>(a.step.layers[0], d, splits.qkv, held);
   grid.sync();
   mark_stage(a.step, 1);
   for (int layer = 0; layer < d.layers; ++layer) {
     const DecodeLayerPointers& l = a.step.layers[layer];
     const int mark = 2 + 5 * layer;
     normalize_rows<T, B>(buf.x, static_cast<const T*>(l.input_norm), normed, d, partials);
-    qkv_stage<T, B, kHeld>(l, d, normed, buf.qkv, splits.qkv, partials, held);
+    qkv_stage<T, B>(l, d, normed, buf.qkv, splits.qkv, partials);
     prefetch_first_rows<T>(l.o, d.hidden, q_size, splits.hidden_rows);
     grid.sync();
     mark_stage(a.step, mark);
     attention_stage<T, B>(l, a, buf.qkv, buf.attn, scratch);
-    if constexpr (kHeld) hold_first_rows<T>(l.o, d.hidden, q_size, splits.hidden_rows, held);
     grid.sync();
     mark_stage(a.step, mark + 1);
-    residual_stage<T, B, kHeld>(l.o, l.o_bias, d.hidden, q_size, buf.attn, buf.x, buf.h, splits.hidden_rows, partials,
-                                held);
+    residual_stage<T, B>(l.o, l.o_bias, d.hidden, q_size, buf.attn, buf.x, buf.h, splits.hidden_rows, partials);
     prefetch_first_rows<T>(l.gate, d.ffn, d.hidden, splits.gate_up);
     prefetch_first_rows<T>(l.up, d.ffn, d.hidden, splits.gate_up);
-    if constexpr (kHeld) hold_first_gate_up<T>(l, d, splits.gate_up, held);
     grid.sync();
     mark_stage(a.step, mark + 2);
     normalize_rows<T, B>(buf.h, static_cast<const T*>(l.post_norm), normed, d, partials);
-    gate_up_stage<T, B, kHeld>(l, d, normed, buf.act, splits.gate_up, partials, held);
+    gate_up_stage<T, B>(l, d, normed, buf.act, splits.gate_up, partials);
     prefetch_first_rows<T>(l.down, d.hidden, d.ffn, splits.hidden_rows);
-    if constexpr (kHeld) hold_first_rows<T>(l.down, d.hidden, d.ffn, splits.hidden_rows, held);
     grid.sync();
     mark_stage(a.step, mark + 3);
-    residual_stage<T, B, kHeld>(l.down, l.down_bias, d.hidden, d.ffn, buf.act, buf.h, buf.x, splits.hidden_rows,
-                                partials, held);
+    residual_stage<T, B>(l.down, l.down_bias, d.hidden, d.ffn, buf.act, buf.h, buf.x, splits.hidden_rows, partials);
     const bool last = layer + 1 == d.layers;
     prefetch_first_rows<T>(last ? a.step.lm_head : a.step.layers[layer + 1].q, last ? d.vocab : q_size, d.hidden,
                            last ? splits.head : splits.qkv);
-    if constexpr (kHeld) {
-      if (last)
-        hold_first_rows<T>(a.step.lm_head, d.vocab, d.hidden, splits.head, held);
-      else
-        hold_first_qkv<T>(a.step.layers[layer + 1], d, splits.qkv, held);
-    }
     grid.sync();
     mark_stage(a.step, mark + 4);
   }
   normalize_rows<T, B>(buf.x, static_cast<const T*>(a.step.final_norm), normed, d, partials);
-  head_stage<T, B, kHeld>(a, normed, buf, reinterpret_cast<float*>(shared_bytes + layout.argmax), partials, held);
+  head_stage<T, B>(a, normed, buf, reinterpret_cast<float*>(shared_bytes + layout.argmax), partials);
   grid.sync();
   mark_stage(a.step, 2 + 5 * d.layers);
   if (blockIdx.x == 0 && threadIdx.x < B) {
@@ -371,14 +302,14 @@ __global__ void __launch_bounds__(kThreads, 1) persistent_decode_kernel(KernelAr
 
 // The grid of a (kernel, device, shared size), set up once: a step pays one launch, not the
 // attribute and occupancy queries behind it.
-template <typename T, int B, bool kHeld>
+template <typename T, int B>
 unsigned grid_for(std::size_t shared, int device) {
   static std::mutex mutex;
   static std::map<std::pair<int, std::size_t>, unsigned> grids;
   const std::lock_guard<std::mutex> lock(mutex);
   auto found = grids.find({device, shared});
   if (found != grids.end()) return found->second;
-  auto kernel = persistent_decode_kernel<T, B, kHeld>;
+  auto kernel = persistent_decode_kernel<T, B>;
   ZT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared)));
   int per_sm = 0, sms = 0;
   ZT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, shared));
@@ -389,24 +320,13 @@ unsigned grid_for(std::size_t shared, int device) {
   return grid;
 }
 
-template <typename T, int B, bool kHeld>
+template <typename T, int B>
 void launch(KernelArgs args, std::size_t shared, int device, cudaStream_t stream) {
-  const unsigned grid = grid_for<T, B, kHeld>(shared, device);
+  const unsigned grid = grid_for<T, B>(shared, device);
   args.splits = stage_splits(args.d, grid);
   void* params[] = {&args};
-  ZT_CUDA_CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<void*>(persistent_decode_kernel<T, B, kHeld>), dim3(grid),
+  ZT_CUDA_CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<void*>(persistent_decode_kernel<T, B>), dim3(grid),
                                             dim3(kThreads), params, shared, stream));
-}
-
-// Up to 2 rows: at 4 and 8 the held registers, beside the rows' sums, spill to local memory.
-inline constexpr int kMostRowsHeld = 2;
-
-template <typename T, int B>
-void launch(const KernelArgs& args, std::size_t shared, int device, cudaStream_t stream) {
-  if constexpr (B <= kMostRowsHeld) {
-    if (args.d.load_before_barrier) return launch<T, B, true>(args, shared, device, stream);
-  }
-  launch<T, B, false>(args, shared, device, stream);
 }
 
 template <typename T>

@@ -9,8 +9,7 @@
 // stage every block takes its share of the work (rows of a weight matrix, or one attention
 // head of one sequence); stages are separated by grid-wide barriers (cooperative groups'
 // grid sync: a counter in global memory) instead of kernel boundaries. While a block waits at a barrier it has already
-// asked L2 for the first rows of its next stage's weights (and, with load_before_barrier,
-// loaded the first chunks of them into registers), so the weight stream does not stop.
+// asked L2 for the first rows of its next stage's weights, so the weight stream does not stop.
 //
 // Arithmetic follows the plain layer's roundings (fp32 sums, each op's output rounded to the
 // dtype where the plain path stores it): RMSNorm as cuda/norm, RoPE as cuda/rope with the same
@@ -74,11 +73,6 @@ struct DecodeModelDims {
   // A weight stage with fewer row pairs than the grid has warps shares each pair among a team
   // of warps, each summing a slice of the columns; false: one warp per pair (for comparison).
   bool split_columns = true;
-  // Each warp loads the first chunks of its first row pair of a weight stage into registers
-  // before the grid barrier ahead of the stage, so that they arrive while the grid waits
-  // (decode_step::HeldPair), at up to 2 rows. Off until measured against the kernel without it
-  // (persistent_decode_bench's `held` rows); off, only the L2 prefetch of those rows.
-  bool load_before_barrier = false;
 };
 
 // Everything the kernel reads and writes beyond the weights: device pointers.
