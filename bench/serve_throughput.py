@@ -8,12 +8,14 @@ same run.
 
 A model with Qwen2.5-1.5B's config (random weights, bf16) is built by transformers and saved
 with the Qwen tokenizer of --tokenizer. The server runs it with --max_batch set to the largest
-client count. Each client sends streamed POST /v1/completions requests one after another
-(a 128-token prompt of its own, 128 new tokens, greedy, `ignore_eos` so every answer has them
-all) with Python's http.client over loopback: a warm-up round, then --rounds measured ones.
-Time to first token is from sending a request to its first text chunk; a stream's rate is its
-tokens after the first over the time after the first; the server's rate is all tokens over the
-wall time of the measured rounds. generate_bench runs the same batch, prompt and answer lengths
+client count. Each client, a process of its own, sends streamed POST /v1/completions requests
+one after another (a 128-token prompt of its own, 128 new tokens, greedy, `ignore_eos` so every
+answer has them all) with Python's http.client over loopback: a warm-up round, then --rounds
+measured ones. Time to first token (p50 and p99 over the requests) is from sending a request
+to its first text chunk; a stream's rate is its tokens after the first over the time after the
+first; the server's rate is all tokens over the wall time of the measured rounds. The server's
+own figures come from its log (serve/throughput_log.h): its generation rate while it worked,
+and its steps' mean time, apart for the steps that also prefilled prompts. generate_bench runs the same batch, prompt and answer lengths
 in one process: its prefill time and steady decode rate, and the end-to-end rate they give
 (batch x 128 tokens over prefill + 127 decode steps), which is what the server's rate is set
 against to state its overhead.
@@ -21,23 +23,26 @@ against to state its overhead.
 import argparse
 import http.client
 import json
+import multiprocessing
+import re
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
-from check_hf_shapes import build, config_for  # noqa: E402
+SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
 
 PROMPT, NEW = 128, 128
 SHAPE_NAMES = {"0.5b": "Qwen2.5-0.5B", "1.5b": "Qwen2.5-1.5B"}
 
 
 def save_model(shape, tokenizer_dir, work):
+    # Imported here, not at the top: the client processes import this file and need no torch.
+    sys.path.insert(0, str(SCRIPTS))
+    from check_hf_shapes import build, config_for
     folder = work / "model"
     model = build(config_for(SHAPE_NAMES[shape], 0, work), seed=1).eval()
     model.save_pretrained(folder)
@@ -135,27 +140,59 @@ def streamed_completion(port, prompt):
     return first, end, tokens
 
 
+def client(port, texts):
+    """One client's requests in turn: each one's figures, or the first failure as text."""
+    try:
+        return [streamed_completion(port, text) for text in texts]
+    except Exception as error:  # noqa: BLE001 - reported by load()
+        return repr(error)
+
+
 def load(port, texts, clients, rounds):
-    """`clients` threads each sending `rounds` requests in turn; every request's figures."""
-    results, errors = [], []
-
-    def client(index):
-        for r in range(rounds):
-            try:
-                results.append(streamed_completion(port, texts[(index + r * clients) % len(texts)]))
-            except Exception as error:  # noqa: BLE001 - reported below
-                errors.append(repr(error))
-
-    threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
-    start = time.perf_counter()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    wall = time.perf_counter() - start
+    """`clients` processes each sending `rounds` requests in turn; every request's figures.
+    Processes, not threads: at 64 streams one Python process parsing every chunk under its GIL
+    would set the pace instead of the server."""
+    work = [(port, [texts[(index + r * clients) % len(texts)] for r in range(rounds)]) for index in range(clients)]
+    with multiprocessing.get_context("spawn").Pool(clients) as pool:
+        pool.apply(time.sleep, (0,))  # the processes are up before the clock starts
+        start = time.perf_counter()
+        answers = pool.starmap(client, work)
+        wall = time.perf_counter() - start
+    errors = [a for a in answers if isinstance(a, str)]
     if errors:
-        raise RuntimeError(f"{len(errors)} request(s) failed, first: {errors[0]}")
-    return results, wall
+        raise RuntimeError(f"{len(errors)} client(s) failed, first: {errors[0]}")
+    return [r for a in answers for r in a], wall
+
+
+LOG_LINE = re.compile(r"serve: ([\d.]+) s: prompt ([\d.]+) tokens/s, generation ([\d.]+) tokens/s; .*; (\d+) steps "
+                      r"of ([\d.]+) ms mean, (\d+) of them with prompts(?: \(([\d.]+) ms mean\))?")
+
+
+def server_figures(lines):
+    """The server's own figures over its log lines (serve/throughput_log.h): generation tokens/s
+    while it worked, its steps and their mean times."""
+    busy = tokens = steps = prefill_steps = step_ms = prefill_ms = 0.0
+    for line in lines:
+        m = LOG_LINE.search(line)
+        if not m:
+            continue
+        seconds, generation, n, mean, n_prefill = float(m[1]), float(m[3]), int(m[4]), float(m[5]), int(m[6])
+        busy += seconds
+        tokens += generation * seconds
+        steps += n
+        step_ms += n * mean
+        prefill_steps += n_prefill
+        prefill_ms += n_prefill * float(m[7] or 0)
+    if not steps:
+        return {}
+    return {"busy_tokens_per_s": tokens / busy, "steps": int(steps), "step_ms_mean": step_ms / steps,
+            "prefill_steps": int(prefill_steps),
+            "prefill_step_ms_mean": prefill_ms / prefill_steps if prefill_steps else None}
+
+
+def percentile(values, q):
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def engine(bench, folder, batch):
@@ -176,16 +213,22 @@ def measure(args, folder, texts, log):
         for clients in args.clients:
             try:
                 load(server.port, texts, clients, 1)  # warm-up: graphs captured for this batch size
+                time.sleep(0.5)  # the server's line for the warm-up is written once it goes idle
+                seen = len(Path(log).read_text(errors="replace").splitlines())
                 results, wall = load(server.port, texts, clients, args.rounds)
+                time.sleep(0.5)
+                lines = Path(log).read_text(errors="replace").splitlines()[seen:]
             except RuntimeError as error:  # the rows measured so far are kept
                 rows.append({"clients": clients, "error": f"{error}; {server.state()}"})
                 break
             tokens = sum(r[2] for r in results)
+            ttft = [1000 * r[0] for r in results]
             rows.append({"clients": clients, "requests": len(results), "tokens": tokens,
                          "server_tokens_per_s": tokens / wall,
-                         "ttft_ms_mean": 1000 * statistics.mean(r[0] for r in results),
-                         "ttft_ms_max": 1000 * max(r[0] for r in results),
-                         "stream_tokens_per_s_median": statistics.median((r[2] - 1) / (r[1] - r[0]) for r in results)})
+                         "ttft_ms_mean": statistics.mean(ttft), "ttft_ms_p50": percentile(ttft, 0.5),
+                         "ttft_ms_p99": percentile(ttft, 0.99), "ttft_ms_max": max(ttft),
+                         "stream_tokens_per_s_median": statistics.median((r[2] - 1) / (r[1] - r[0]) for r in results),
+                         "server_log": server_figures(lines)})
     finally:
         server.stop()
     for row in rows:
@@ -195,21 +238,25 @@ def measure(args, folder, texts, log):
 
 
 def print_table(shape, rows):
-    print(f"| shape | clients | server tok/s | stream tok/s (median) | TTFT mean / max ms | engine end-to-end tok/s "
-          "| engine decode tok/s | engine prefill ms | server / engine |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print(f"| shape | clients | server tok/s | stream tok/s (median) | TTFT p50 / p99 ms | server's own tok/s while busy "
+          "| its steps: mean ms (with prompts: count, mean ms) | engine end-to-end tok/s | engine decode tok/s "
+          "| engine prefill ms | server / engine |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
         if "error" in r:
-            print(f"| {shape} | {r['clients']} | error: {r['error'][-600:]} | | | | | | |")
+            print(f"| {shape} | {r['clients']} | error: {r['error'][-600:]} | | | | | | | | |")
             continue
-        e = r["engine"]
+        e, own = r["engine"], r["server_log"]
+        steps = (f"{own['step_ms_mean']:.2f} ({own['prefill_steps']}, {own['prefill_step_ms_mean'] or 0:.2f})"
+                 if own else "")
+        busy = f"{own['busy_tokens_per_s']:.0f}" if own else ""
+        head = (f"| {shape} | {r['clients']} | {r['server_tokens_per_s']:.0f} | {r['stream_tokens_per_s_median']:.0f} | "
+                f"{r['ttft_ms_p50']:.1f} / {r['ttft_ms_p99']:.1f} | {busy} | {steps} |")
         if "error" in e:
-            print(f"| {shape} | {r['clients']} | {r['server_tokens_per_s']:.0f} | | | engine error: {e['error'][-200:]} |")
+            print(f"{head} engine error: {e['error'][-200:]} | | | |")
             continue
-        print(f"| {shape} | {r['clients']} | {r['server_tokens_per_s']:.0f} | {r['stream_tokens_per_s_median']:.0f} | "
-              f"{r['ttft_ms_mean']:.1f} / {r['ttft_ms_max']:.1f} | {e['end_to_end_tokens_per_s']:.0f} | "
-              f"{e['decode_tokens_per_s']:.0f} | {1000 * e['prefill_s']:.1f} | "
-              f"{r['server_tokens_per_s'] / e['end_to_end_tokens_per_s']:.2f} |")
+        print(f"{head} {e['end_to_end_tokens_per_s']:.0f} | {e['decode_tokens_per_s']:.0f} | "
+              f"{1000 * e['prefill_s']:.1f} | {r['server_tokens_per_s'] / e['end_to_end_tokens_per_s']:.2f} |")
 
 
 def main():

@@ -106,12 +106,13 @@ void ContinuousBatch::cancel_all() {
 
 // Running sequences decode one token and admitted prompts prefill in the same forward (a
 // decode alone replays its CUDA graph).
-void ContinuousBatch::step() {
+ContinuousBatch::StepCounts ContinuousBatch::step() {
   autograd::NoGradGuard no_recording;
   std::vector<SequenceState> admitted = admit();
+  StepCounts counts{.prompt_tokens = 0, .sequences = static_cast<std::int64_t>(running_.size() + admitted.size())};
   if (admitted.empty()) {
     if (!running_.empty()) decode();
-    return;
+    return counts;
   }
   StepInputs inputs;
   std::vector<SequenceState> sequences;
@@ -123,9 +124,11 @@ void ContinuousBatch::step() {
   for (SequenceState& s : admitted) {
     inputs.prefilling.push_back(static_cast<SequenceId>(s.request));
     inputs.prompts.push_back(&requests_.at(s.request).prompt);
+    counts.prompt_tokens += static_cast<std::int64_t>(inputs.prompts.back()->size());
     sequences.push_back(std::move(s));
   }
   take(std::move(sequences), step_logits(model_, *cache_, inputs));
+  return counts;
 }
 
 std::vector<SequenceState> ContinuousBatch::admit() {

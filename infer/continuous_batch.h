@@ -57,9 +57,15 @@ class ContinuousBatch {
 
   bool idle() const { return waiting_.empty() && running_.empty(); }
   std::size_t running() const { return running_.size(); }
+  std::size_t waiting() const { return waiting_.size(); }
+  // What one step did: the prompt tokens it prefilled and the sequences it gave a token.
+  struct StepCounts {
+    std::int64_t prompt_tokens = 0;
+    std::int64_t sequences = 0;
+  };
   // One forward: a token for every running sequence, and the prompts of the waiting ones that
   // fit (their first token).
-  void step();
+  StepCounts step();
 
  private:
   std::vector<SequenceState> admit();

@@ -9,6 +9,7 @@
 #include "runtime/device.h"
 #include "runtime/error.h"
 #include "runtime/log.h"
+#include "serve/throughput_log.h"
 
 namespace zt::serve {
 
@@ -172,7 +173,10 @@ void EngineLoop::run(const models::CausalLM& model, const infer::EngineOptions& 
 }
 
 void EngineLoop::serve_steps(infer::ContinuousBatch& batch, StepBroadcast* broadcast) {
+  ThroughputLog figures;
   while (true) {
+    if (batch.idle())
+      if (std::optional<std::string> line = figures.flush(ThroughputLog::Clock::now())) ZT_INFO(*line);
     {
       std::unique_lock<std::mutex> lock(mutex_);
       auto busy = [&] { return stopping_ || !submitted_.empty() || !cancelled_.empty() || !batch.idle(); };
@@ -192,7 +196,16 @@ void EngineLoop::serve_steps(infer::ContinuousBatch& batch, StepBroadcast* broad
         ++steps_;
         if (broadcast == nullptr && failing_steps_.count(steps_) != 0)
           zt::fail("step " + std::to_string(steps_) + " failed on purpose (ZT_SERVE_FAIL_STEPS)");
-        batch.step();
+        const auto start = ThroughputLog::Clock::now();
+        const infer::ContinuousBatch::StepCounts counts = batch.step();
+        const auto end = ThroughputLog::Clock::now();
+        if (std::optional<std::string> line = figures.add({.took = end - start,
+                                                           .prompt_tokens = counts.prompt_tokens,
+                                                           .generated_tokens = counts.sequences,
+                                                           .running = batch.running(),
+                                                           .waiting = batch.waiting()},
+                                                          end))
+          ZT_INFO(*line);
       }
     } catch (const std::exception& e) {
       ZT_ERROR("serve: a generation step failed: " << e.what());
