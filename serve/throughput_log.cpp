@@ -41,11 +41,10 @@ std::string ThroughputLog::line(Clock::time_point now) const {
   const double seconds = std::chrono::duration<double>(now - since_).count();
   const double per_second = seconds > 0 ? 1.0 / seconds : 0.0;
   std::ostringstream out;
-  out << std::fixed << std::setprecision(1) << "serve: " << seconds << " s: prompt "
-      << sums_.prompt_tokens * per_second << " tokens/s, generation " << sums_.generated_tokens * per_second
-      << " tokens/s; " << last_.running << " running, " << last_.waiting << " waiting; " << sums_.steps
-      << " steps of " << std::setprecision(2) << milliseconds(sums_.step_time) / sums_.steps << " ms mean, "
-      << sums_.prefill_steps << " of them with prompts";
+  out << std::fixed << std::setprecision(1) << "serve: " << seconds << " s: prompt " << sums_.prompt_tokens * per_second
+      << " tokens/s, generation " << sums_.generated_tokens * per_second << " tokens/s; " << last_.running
+      << " running, " << last_.waiting << " waiting; " << sums_.steps << " steps of " << std::setprecision(2)
+      << milliseconds(sums_.step_time) / sums_.steps << " ms mean, " << sums_.prefill_steps << " of them with prompts";
   if (sums_.prefill_steps > 0) out << " (" << milliseconds(sums_.prefill_time) / sums_.prefill_steps << " ms mean)";
   return out.str();
 }

@@ -23,8 +23,9 @@ TEST(ThroughputLog, SaysNothingBeforeTheIntervalHasPassed) {
 TEST(ThroughputLog, ReportsTheIntervalsRatesRequestsAndSteps) {
   const Clock::time_point start{};
   ThroughputLog log(seconds(10), start);
-  EXPECT_FALSE(log.add({.took = milliseconds(20), .prompt_tokens = 300, .generated_tokens = 3, .running = 3, .waiting = 0},
-                       start + milliseconds(20)));
+  EXPECT_FALSE(
+      log.add({.took = milliseconds(20), .prompt_tokens = 300, .generated_tokens = 3, .running = 3, .waiting = 0},
+              start + milliseconds(20)));
   EXPECT_FALSE(log.add(decode_step(3), start + seconds(5)));
   const auto line = log.add(decode_step(4), start + seconds(10));
   ASSERT_TRUE(line);
