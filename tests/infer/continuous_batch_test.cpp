@@ -38,6 +38,27 @@ struct Recorder {
   }
 };
 
+TEST(ContinuousBatch, EachStepCountsThePromptTokensItPrefilledAndTheSequencesItAdvanced) {
+  const models::CausalLM model = tiny_qwen();
+  Recorder recorder;
+  ContinuousBatch batch(model, {.max_batch = 2, .block_size = 4}, 64, 16, recorder.events());
+  batch.add(0, request({3, 4, 5}, 4, false, 0));
+  const ContinuousBatch::StepCounts first = batch.step();
+  EXPECT_EQ(first.prompt_tokens, 3);
+  EXPECT_EQ(first.sequences, 1);
+  batch.add(1, request({7, 8}, 4, false, 0));
+  batch.add(2, request({9}, 4, false, 0));  // waits: max_batch is 2
+  EXPECT_EQ(batch.waiting(), 2u);
+  const ContinuousBatch::StepCounts joined = batch.step();
+  EXPECT_EQ(joined.prompt_tokens, 2);  // request 1's prompt, prefilled beside request 0's decode
+  EXPECT_EQ(joined.sequences, 2);
+  EXPECT_EQ(batch.waiting(), 1u);
+  EXPECT_EQ(batch.running(), 2u);
+  const ContinuousBatch::StepCounts decode = batch.step();
+  EXPECT_EQ(decode.prompt_tokens, 0);
+  EXPECT_EQ(decode.sequences, 2);
+}
+
 TEST(ContinuousBatch, RequestsJoiningMidRunGetTheirTokensAlone) {
   const models::CausalLM model = tiny_qwen();
   const std::vector<GenerationRequest> requests{request({3, 4, 5}, 9, false, 0), request({7}, 6, true, 11),
