@@ -110,6 +110,12 @@ EngineLoop::EngineLoop(const models::CausalLM& model, infer::EngineOptions optio
   const std::int64_t blocks = cache_blocks_for(model, options, max_request_tokens, ranks);
   ZT_INFO("serve: KV cache of " << blocks * options.block_size << " tokens, up to " << options.max_batch
                                 << " requests at once");
+  delivery_ = std::make_unique<TokenDelivery>([this](const TokenDelivery::Update& update) {
+    if (update.finished)
+      end(update.id, "");
+    else if (std::shared_ptr<TokenQueue> queue = queue_of(update.id))
+      queue->push(update.token);
+  });
   thread_ = std::thread([this, &model, options, blocks] { run(model, options, blocks); });
   std::unique_lock<std::mutex> lock(mutex_);
   wake_.wait(lock, [&] { return started_; });
@@ -149,11 +155,9 @@ void EngineLoop::cancel(std::size_t id) {
 void EngineLoop::run(const models::CausalLM& model, const infer::EngineOptions& options, std::int64_t cache_blocks) {
   std::optional<DeviceGuard> on_device;
   std::unique_ptr<infer::ContinuousBatch> batch;
-  infer::BatchEvents events{.token =
-                                [this](std::size_t id, std::int64_t token) {
-                                  if (std::shared_ptr<TokenQueue> queue = queue_of(id)) queue->push(token);
-                                },
-                            .finished = [this](std::size_t id, std::vector<std::int64_t>) { end(id, ""); }};
+  infer::BatchEvents events{
+      .token = [this](std::size_t id, std::int64_t token) { delivery_->post({.id = id, .token = token}); },
+      .finished = [this](std::size_t id, std::vector<std::int64_t>) { delivery_->post({.id = id, .finished = true}); }};
   try {
     if (model.device().is_cuda()) on_device.emplace(model.device().index);
     batch = std::make_unique<infer::ContinuousBatch>(model, options, cache_blocks, max_request_tokens_, events);
@@ -211,6 +215,7 @@ void EngineLoop::serve_steps(infer::ContinuousBatch& batch, StepBroadcast* broad
       ZT_ERROR("serve: a generation step failed: " << e.what());
       fail_all(batch, e.what());
     }
+    delivery_->flush();
   }
   fail_all(batch, "the server is shutting down");
 }
@@ -246,6 +251,7 @@ StepPlan EngineLoop::take_inbox() {
 // Every unfinished request ends with `error` (its queue first, so the batch's own end of it
 // finds nothing left to report), and the batch is emptied.
 void EngineLoop::fail_all(infer::ContinuousBatch& batch, const std::string& error) {
+  delivery_->drain();  // the tokens the failed step's requests got before it go out first
   std::vector<std::size_t> ids;
   {
     std::lock_guard<std::mutex> lock(mutex_);

@@ -22,6 +22,7 @@
 #include "distributed/communicator.h"
 #include "infer/continuous_batch.h"
 #include "serve/step_plan.h"
+#include "serve/token_delivery.h"
 
 namespace zt::serve {
 
@@ -101,6 +102,9 @@ class EngineLoop {
   std::map<std::size_t, std::shared_ptr<TokenQueue>> queues_;  // every request not yet finished
   std::int64_t steps_ = 0;                                     // steps run so far
   std::set<std::int64_t> failing_steps_;  // those that fail on purpose (ZT_SERVE_FAIL_STEPS, for tests)
+  // The engine thread's tokens and normal ends, delivered to the queues off that thread; its
+  // failures end requests directly, after draining it.
+  std::unique_ptr<TokenDelivery> delivery_;
   std::thread thread_;
 };
 
