@@ -249,13 +249,15 @@ StepPlan EngineLoop::take_inbox() {
 }
 
 // Every unfinished request ends with `error` (its queue first, so the batch's own end of it
-// finds nothing left to report), and the batch is emptied.
+// finds nothing left to report), and the batch is emptied. Requests submitted but not yet
+// taken into the batch end too, and are dropped: nobody would read their tokens.
 void EngineLoop::fail_all(infer::ContinuousBatch& batch, const std::string& error) {
   delivery_->drain();  // the tokens the failed step's requests got before it go out first
   std::vector<std::size_t> ids;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     for (const auto& [id, queue] : queues_) ids.push_back(id);
+    submitted_.clear();
   }
   for (std::size_t id : ids) end(id, error);
   try {

@@ -1,6 +1,9 @@
 #include "serve/token_delivery.h"
 
+#include <exception>
 #include <utility>
+
+#include "runtime/log.h"
 
 namespace zt::serve {
 
@@ -42,7 +45,13 @@ void TokenDelivery::run() {
     if (handed_.empty()) return;  // stopping, and everything handed over is delivered
     batch.swap(handed_);
     lock.unlock();
-    for (const Update& update : batch) deliver_(update);
+    for (const Update& update : batch) {
+      try {
+        deliver_(update);
+      } catch (const std::exception& e) {  // a queue out of memory: that request loses the update, the thread goes on
+        ZT_ERROR("serve: delivering a token of request " << update.id << " failed: " << e.what());
+      }
+    }
     lock.lock();
     delivered_total_ += batch.size();
     batch.clear();
