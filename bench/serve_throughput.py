@@ -140,24 +140,33 @@ def streamed_completion(port, prompt):
     return first, end, tokens
 
 
-def client(port, texts):
-    """One client's requests in turn: each one's figures, or the first failure as text."""
+def client(port, texts, ready, out):
+    """One client's requests in turn, once every client is ready: each one's figures, or the
+    first failure as text, put on `out`."""
+    ready.wait()
     try:
-        return [streamed_completion(port, text) for text in texts]
+        out.put([streamed_completion(port, text) for text in texts])
     except Exception as error:  # noqa: BLE001 - reported by load()
-        return repr(error)
+        out.put(repr(error))
 
 
 def load(port, texts, clients, rounds):
     """`clients` processes each sending `rounds` requests in turn; every request's figures.
     Processes, not threads: at 64 streams one Python process parsing every chunk under its GIL
-    would set the pace instead of the server."""
-    work = [(port, [texts[(index + r * clients) % len(texts)] for r in range(rounds)]) for index in range(clients)]
-    with multiprocessing.get_context("spawn").Pool(clients) as pool:
-        pool.apply(time.sleep, (0,))  # the processes are up before the clock starts
-        start = time.perf_counter()
-        answers = pool.starmap(client, work)
-        wall = time.perf_counter() - start
+    would set the pace instead of the server. The clock starts when all of them have started."""
+    context = multiprocessing.get_context("spawn")
+    ready, out = context.Barrier(clients + 1), context.Queue()
+    processes = [context.Process(target=client, args=(port, [texts[(index + r * clients) % len(texts)]
+                                                             for r in range(rounds)], ready, out))
+                 for index in range(clients)]
+    for p in processes:
+        p.start()
+    ready.wait()
+    start = time.perf_counter()
+    answers = [out.get() for _ in processes]
+    wall = time.perf_counter() - start
+    for p in processes:
+        p.join()
     errors = [a for a in answers if isinstance(a, str)]
     if errors:
         raise RuntimeError(f"{len(errors)} client(s) failed, first: {errors[0]}")
