@@ -9,7 +9,6 @@
 #include "runtime/device.h"
 #include "runtime/error.h"
 #include "runtime/log.h"
-#include "serve/throughput_log.h"
 
 namespace zt::serve {
 
@@ -200,16 +199,7 @@ void EngineLoop::serve_steps(infer::ContinuousBatch& batch, StepBroadcast* broad
         ++steps_;
         if (broadcast == nullptr && failing_steps_.count(steps_) != 0)
           zt::fail("step " + std::to_string(steps_) + " failed on purpose (ZT_SERVE_FAIL_STEPS)");
-        const auto start = ThroughputLog::Clock::now();
-        const infer::ContinuousBatch::StepCounts counts = batch.step();
-        const auto end = ThroughputLog::Clock::now();
-        if (std::optional<std::string> line = figures.add({.took = end - start,
-                                                           .prompt_tokens = counts.prompt_tokens,
-                                                           .generated_tokens = counts.sequences,
-                                                           .running = batch.running(),
-                                                           .waiting = batch.waiting()},
-                                                          end))
-          ZT_INFO(*line);
+        timed_step(batch, figures);
       }
     } catch (const std::exception& e) {
       ZT_ERROR("serve: a generation step failed: " << e.what());
@@ -218,6 +208,18 @@ void EngineLoop::serve_steps(infer::ContinuousBatch& batch, StepBroadcast* broad
     delivery_->flush();
   }
   fail_all(batch, "the server is shutting down");
+}
+
+void EngineLoop::timed_step(infer::ContinuousBatch& batch, ThroughputLog& figures) {
+  const auto start = ThroughputLog::Clock::now();
+  const infer::ContinuousBatch::StepCounts counts = batch.step();
+  const auto done = ThroughputLog::Clock::now();
+  const StepFigures step{.took = done - start,
+                         .prompt_tokens = counts.prompt_tokens,
+                         .generated_tokens = counts.sequences,
+                         .running = batch.running(),
+                         .waiting = batch.waiting()};
+  if (std::optional<std::string> line = figures.add(step, done)) ZT_INFO(*line);
 }
 
 std::shared_ptr<TokenQueue> EngineLoop::queue_of(std::size_t id) {

@@ -22,6 +22,7 @@
 #include "distributed/communicator.h"
 #include "infer/continuous_batch.h"
 #include "serve/step_plan.h"
+#include "serve/throughput_log.h"
 #include "serve/token_delivery.h"
 
 namespace zt::serve {
@@ -82,6 +83,8 @@ class EngineLoop {
  private:
   void run(const models::CausalLM& model, const infer::EngineOptions& options, std::int64_t cache_blocks);
   void serve_steps(infer::ContinuousBatch& batch, StepBroadcast* broadcast);
+  // One step of the batch, timed into `figures` (which logs a line every interval).
+  void timed_step(infer::ContinuousBatch& batch, ThroughputLog& figures);
   std::shared_ptr<TokenQueue> queue_of(std::size_t id);
   // Finishes `id`'s queue (with `error` unless empty) and forgets it.
   void end(std::size_t id, const std::string& error);
