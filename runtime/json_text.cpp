@@ -1,5 +1,7 @@
 #include "runtime/json_text.h"
 
+#include <cctype>
+
 namespace zt {
 namespace {
 
@@ -18,6 +20,38 @@ std::pair<std::size_t, std::size_t> line_and_column(std::string_view text, std::
 }
 
 }  // namespace
+
+std::string python_constants_as_null(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      out += c;
+      if (c == '\\' && i + 1 < text.size()) {
+        out += text[++i];
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') in_string = true;
+    bool replaced = false;
+    for (std::string_view constant : {"NaN", "Infinity", "-Infinity"}) {
+      const std::size_t end = i + constant.size();
+      const bool word_ends = end >= text.size() || !std::isalnum(static_cast<unsigned char>(text[end]));
+      if (text.substr(i, constant.size()) == constant && word_ends) {
+        out += "null";
+        i = end - 1;
+        replaced = true;
+        break;
+      }
+    }
+    if (!replaced) out += c;
+  }
+  return out;
+}
 
 std::string json_error_detail(const nlohmann::json::exception& error) {
   std::string detail = error.what();

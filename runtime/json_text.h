@@ -24,6 +24,11 @@ std::string json_error_message(const nlohmann::json::exception& error, std::stri
 // nlohmann's message without its "[json.exception.<kind>.<id>] parse error at ...:" prefix.
 std::string json_error_detail(const nlohmann::json::exception& error);
 
+// `text` with Python's NaN, Infinity and -Infinity outside strings as null: json.dumps writes
+// them for floats that are not finite (HF's Trainer logs an fp16 overflow's gradient norm as
+// Infinity), and JSON lacks them. nlohmann writes such a float as null too.
+std::string python_constants_as_null(std::string_view text);
+
 // `text` parsed as Json (nlohmann::json or nlohmann::ordered_json); `callback` as nlohmann's,
 // and what it throws passes through. Throws zt::Error with json_error_message's text.
 template <typename Json = nlohmann::json>

@@ -61,5 +61,12 @@ TEST(JsonText, ACallbackErrorPassesThrough) {
   EXPECT_EQ(error_of([&] { parse_json("{\"a\": [1]}", "x.json", refuse_arrays); }), "no arrays here");
 }
 
+// json.dumps's NaN, Infinity and -Infinity become null; the same words inside strings stay.
+TEST(JsonText, PythonConstantsOutsideStringsBecomeNull) {
+  EXPECT_EQ(python_constants_as_null(R"({"a": NaN, "b": [Infinity, -Infinity], "c": "NaN \" Infinity"})"),
+            R"({"a": null, "b": [null, null], "c": "NaN \" Infinity"})");
+  EXPECT_EQ(python_constants_as_null("[NaNa, -1, 1e5]"), "[NaNa, -1, 1e5]");
+}
+
 }  // namespace
 }  // namespace zt

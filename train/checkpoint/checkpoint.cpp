@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "runtime/atomic_file.h"
 #include "runtime/error.h"
+#include "runtime/json_text.h"
 
 namespace zt::train {
 namespace fs = std::filesystem;
@@ -26,7 +28,10 @@ std::optional<std::int64_t> checkpoint_step(const fs::path& path) {
 nlohmann::json read_json(const fs::path& path) {
   std::ifstream in(path);
   ZT_REQUIRE(in, "cannot read " + path.string() + ": the checkpoint is incomplete");
-  nlohmann::json json = nlohmann::json::parse(in, nullptr, false);
+  std::ostringstream text;
+  text << in.rdbuf();
+  // Written by Python (HF's Trainer), a value that is not finite is NaN or Infinity.
+  nlohmann::json json = nlohmann::json::parse(python_constants_as_null(text.str()), nullptr, false);
   ZT_REQUIRE(!json.is_discarded(), path.string() + " is not valid JSON: the checkpoint is damaged");
   return json;
 }

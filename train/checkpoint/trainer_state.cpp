@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "runtime/error.h"
+#include "runtime/json_text.h"
 
 namespace zt::train {
 namespace {
@@ -120,7 +121,7 @@ TrainerState trainer_state_from_json(const nlohmann::json& json, const std::stri
 }
 
 TrainerState parse_trainer_state(std::string_view text, const std::string& source) {
-  const nlohmann::json json = nlohmann::json::parse(text, nullptr, false);
+  const nlohmann::json json = nlohmann::json::parse(python_constants_as_null(text), nullptr, false);
   if (json.is_discarded()) fail(source + " is not valid JSON: the checkpoint is damaged");
   return trainer_state_from_json(json, source);
 }
