@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "models/config/config.h"
 #include "models/peft/adapter_config.h"
@@ -64,7 +65,14 @@ TEST(AdapterConfig, PublishedAdaptersOfSeveralPeftVersions) {
                                {"qwen2.5-7b-instruct-unsloth.json", 32, 1.0, 7},
                                {"qwen3-14b-llama-factory.json", 8, 2.0, 7},
                                {"glm-4-9b-chat.json", 8, 2.0, 4},
-                               {"llama-2-7b-peft-0.2.json", 8, 2.0, 4}};
+                               {"llama-2-7b-peft-0.2.json", 8, 2.0, 4},
+                               {"tinyllama-chat-peft-0.7.json", 8, 2.0, 2},
+                               {"mistral-7b-instruct-v0.2-translator.json", 16, 2.0, 7},
+                               {"llama-3.1-8b-unsloth.json", 8, 2.0, 2},
+                               {"tinyllama-peft-0.15.json", 8, 4.0, 2},
+                               {"falcon-rw-1b-query-key-value.json", 8, 2.0, 1},
+                               {"mistral-7b-instruct-v0.2-unsloth-peft-0.17.json", 16, 2.0, 7},
+                               {"cosmos-reason2-2b-peft-0.18.1.json", 32, 2.0, 7}};
   for (const Expected& expected : adapters) {
     const std::string path = hub_adapter_path(expected.file);
     const auto json = read_json_file(path);
@@ -73,6 +81,54 @@ TEST(AdapterConfig, PublishedAdaptersOfSeveralPeftVersions) {
     EXPECT_EQ(config.rank, expected.rank) << expected.file;
     EXPECT_DOUBLE_EQ(config.scale(), expected.scale) << expected.file;
     EXPECT_EQ(config.target_modules.size(), expected.targets) << expected.file;
+  }
+}
+
+// What the published adapters of PEFT 0.7 to 0.18 hold beside r and alpha: the dropout, the
+// module names as written, and a base model recorded as null.
+TEST(AdapterConfig, PublishedAdaptersKeepDropoutAndModuleNames) {
+  const std::string falcon = hub_adapter_path("falcon-rw-1b-query-key-value.json");
+  const LoraConfig config = parse_lora_config(read_json_file(falcon), falcon);
+  EXPECT_DOUBLE_EQ(config.dropout, 0.1);
+  EXPECT_EQ(config.target_modules, std::vector<std::string>{"query_key_value"});
+  EXPECT_EQ(config.base_model_name_or_path, "tiiuae/falcon-rw-1b");
+  EXPECT_FALSE(config.use_rslora);
+  EXPECT_TRUE(config.target_pattern.empty());
+  EXPECT_TRUE(config.layers_to_transform.empty());
+  const std::string tinyllama = hub_adapter_path("tinyllama-peft-0.15.json");
+  const LoraConfig nameless = parse_lora_config(read_json_file(tinyllama), tinyllama);
+  EXPECT_DOUBLE_EQ(nameless.dropout, 0.05);
+  EXPECT_EQ(nameless.base_model_name_or_path, "");  // null in the file
+  EXPECT_EQ(nameless.target_modules, (std::vector<std::string>{"v_proj", "q_proj"}));
+  // Unsloth's auto_mapping (an object) and PEFT 0.17's qalora_group_size change nothing.
+  const std::string unsloth = hub_adapter_path("mistral-7b-instruct-v0.2-unsloth-peft-0.17.json");
+  EXPECT_DOUBLE_EQ(parse_lora_config(read_json_file(unsloth), unsloth).dropout, 0.0);
+}
+
+// A sequence-classification adapter trains its head in full (modules_to_save): refused by name
+// rather than loaded without the head.
+TEST(AdapterConfig, PublishedAdapterWithModulesToSaveIsRefused) {
+  const std::string path = hub_adapter_path("bert-base-seq-cls-modules-to-save.json");
+  const auto json = read_json_file(path);
+  EXPECT_EQ(parse_peft_adapter_kind(json, path), PeftAdapterKind::kLora);
+  expect_mentions(error_of([&] { parse_lora_config(json, path); }), {path.c_str(), "modules_to_save is set"});
+}
+
+// The keys a later PEFT writes at their defaults in every file, set: each changes the math, and
+// each is refused by name.
+TEST(AdapterConfig, PublishedAdapterWithSettingsThatChangeTheMathIsRefused) {
+  const std::string path = hub_adapter_path("mistral-7b-instruct-v0.2-translator.json");
+  const std::pair<const char*, nlohmann::ordered_json> settings[] = {
+      {"use_dora", true},
+      {"rank_pattern", {{"q_proj", 8}}},
+      {"alpha_pattern", {{"q_proj", 8}}},
+      {"layer_replication", nlohmann::ordered_json::array({nlohmann::ordered_json::array({0, 4})})},
+      {"lora_bias", true},
+      {"bias", "all"}};
+  for (const auto& [key, value] : settings) {
+    auto json = read_json_file(path);
+    json[key] = value;
+    expect_mentions(error_of([&] { parse_lora_config(json, path); }), {path.c_str(), key});
   }
 }
 

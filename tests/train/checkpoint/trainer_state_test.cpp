@@ -3,6 +3,11 @@
 // (found by fuzz/trainer_state_fuzz).
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
 #include "tests/common/op_test_util.h"
 #include "train/checkpoint/trainer_state.h"
 
@@ -68,6 +73,96 @@ TEST(TrainerState, DamagedFilesNameTheFileAndField) {
   expect_mentions(error_of([&] { parse_trainer_state(R"({"log_history": [{"loss": 1, "step": "ten"}]})", file); }),
                   {"log_history", "step", "ten"});
   expect_mentions(error_of([&] { parse_trainer_state("{not json", file); }), {file, "not valid JSON"});
+}
+
+std::string published_state(const std::string& name) {
+  const std::filesystem::path path =
+      std::filesystem::path(ZT_SOURCE_DIR) / "tests/data/hub_metadata/trainer_states" / name;
+  std::ifstream in(path, std::ios::binary);
+  EXPECT_TRUE(in) << path;
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// trainer_state.json files that HF's Trainer (and TRL's trainers on it) wrote, from the first
+// versions without logging_steps to those with stateful_callbacks and best_global_step
+// (tests/data/hub_metadata/README.md): each reads, with the values a resume takes from it.
+TEST(TrainerState, PublishedFilesOfSeveralTransformersVersions) {
+  struct Expected {
+    const char* file;
+    std::int64_t global_step;
+    double epoch;
+    std::int64_t max_steps;
+    std::int64_t logging_steps;
+    std::int64_t train_batch_size;
+    std::int64_t num_input_tokens_seen;
+    double total_flos;
+    std::size_t entries;
+  };
+  const Expected states[] = {
+      {"bart-large-cnn-samsum.json", 693, 3.0, 693, 500, 0, 0, 3.5424926764630016e+16, 2},
+      {"linebot-summary-only.json", 300, 100.0, 300, 500, 0, 0, 156775219200000.0, 1},
+      {"chatglm2-6b-int4-prefix-checkpoint-1000.json", 1000, 0.09235955575053684, 3000, 500, 0, 0, 5.7864771305472e+16,
+       100},
+      {"whisper-large-v2-japanese.json", 5000, 38.16793893129771, 5000, 500, 0, 0, 5.27162132754432e+20, 206},
+      {"chatglm-cpt-predict.json", 5490, 10.0, 5490, 500, 6, 0, 3.718809382109184e+16, 31},
+      {"mistral-7b-translator-checkpoint-1000.json", 1000, 0.4618937644341801, 8660, 10, 1, 0, 2.714316759199908e+17,
+       100},
+      {"finance-advice-empty-log.json", 87, 3.0, 87, 500, 16, 0, 181612803557376.0, 0},
+      {"falcon-rw-1b-lora-imdb.json", 125, 1.0, 125, 10, 2, 0, 929414774784000.0, 12},
+      {"tau-bench-grpo.json", 12, 3.0, 12, 10, 2, 117284, 0.0, 1},
+      {"smolvlm-endoscopy-qa.json", 900, 2.8768000000000002, 939, 10, 1, 0, 2.790347781310294e+17, 108},
+  };
+  for (const Expected& expected : states) {
+    const TrainerState s = parse_trainer_state(published_state(expected.file), expected.file);
+    EXPECT_EQ(s.global_step, expected.global_step) << expected.file;
+    EXPECT_DOUBLE_EQ(s.epoch, expected.epoch) << expected.file;
+    EXPECT_EQ(s.max_steps, expected.max_steps) << expected.file;
+    EXPECT_EQ(s.logging_steps, expected.logging_steps) << expected.file;
+    EXPECT_EQ(s.train_batch_size, expected.train_batch_size) << expected.file;
+    EXPECT_EQ(s.num_input_tokens_seen, expected.num_input_tokens_seen) << expected.file;
+    EXPECT_DOUBLE_EQ(s.total_flos, expected.total_flos) << expected.file;
+    EXPECT_EQ(s.log_history.size(), expected.entries) << expected.file;
+    // What zerotune writes back of it reads the same.
+    const TrainerState again = parse_trainer_state(to_json(s).dump(2), expected.file);
+    EXPECT_EQ(again.global_step, s.global_step) << expected.file;
+    EXPECT_EQ(again.log_history, s.log_history) << expected.file;
+  }
+  const TrainerState whisper = parse_trainer_state(published_state("whisper-large-v2-japanese.json"), "whisper");
+  EXPECT_EQ(whisper.best_metric, 0.7431560204762965);
+  EXPECT_EQ(whisper.best_model_checkpoint, "/storage/elsayedissa/whisper-large-v2-japanese-24h/checkpoint-3000");
+  EXPECT_FALSE(whisper.best_global_step.has_value());  // before transformers 4.52
+  const TrainerState smolvlm = parse_trainer_state(published_state("smolvlm-endoscopy-qa.json"), "smolvlm");
+  EXPECT_EQ(smolvlm.best_global_step, std::optional<std::int64_t>(900));
+  EXPECT_EQ(smolvlm.best_metric, 0.0021693608723580837);
+  EXPECT_EQ(smolvlm.eval_steps, 50);
+  EXPECT_EQ(smolvlm.save_steps, 50);
+  const TrainerState old = parse_trainer_state(published_state("bart-large-cnn-samsum.json"), "bart");
+  EXPECT_EQ(old.save_steps, 500);  // absent: HF's default
+  EXPECT_EQ(old.num_train_epochs, 3.0);
+}
+
+// Python's json writes a diverged loss or an fp16 overflow's gradient norm as NaN or Infinity,
+// which JSON lacks; HF's Trainer logs them so (grad_norm is Infinity on a step the loss scaler
+// skips). They read as null, as zerotune writes a value that is not finite.
+TEST(TrainerState, PythonNonFiniteNumbersReadAsNull) {
+  const TrainerState s = parse_trainer_state(
+      R"({"best_metric": NaN, "global_step": 20, "log_history": [
+            {"epoch": 0.02, "grad_norm": Infinity, "learning_rate": 0.0002, "loss": 14577.9766, "step": 10},
+            {"epoch": 0.04, "grad_norm": NaN, "learning_rate": 0.0002, "loss": 0.0, "step": 20},
+            {"eval_loss": -Infinity, "note": "NaN Infinity", "step": 20}],
+          "total_flos": 1.5e16})",
+      "trainer_state.json");
+  EXPECT_EQ(s.global_step, 20);
+  EXPECT_FALSE(s.best_metric.has_value());
+  ASSERT_EQ(s.log_history.size(), 3u);
+  EXPECT_TRUE(s.log_history[0]["grad_norm"].is_null());
+  EXPECT_TRUE(s.log_history[1]["grad_norm"].is_null());
+  EXPECT_EQ(s.log_history[1]["loss"], 0.0);
+  EXPECT_TRUE(s.log_history[2]["eval_loss"].is_null());
+  EXPECT_EQ(s.log_history[2]["note"], "NaN Infinity");  // inside a string: text
+  expect_mentions(error_of([] { parse_trainer_state(R"({"global_step": NaNa})", "t.json"); }), {"t.json", "JSON"});
 }
 
 }  // namespace
