@@ -142,6 +142,17 @@ void require_plain_lora(const nlohmann::ordered_json& json, const detail::Config
                 "replicated layers, extra trained modules or tokens");
 }
 
+// PEFT's task type: CAUSAL_LM, or FEATURE_EXTRACTION (the same decoder without its LM head,
+// whose linears the adapter changes the same way). The others were trained with a head
+// zerotune does not have (a classifier, a span head) or for an encoder-decoder model.
+void require_causal_task(const detail::ConfigKeys& keys) {
+  const std::string task = keys.string("task_type", "CAUSAL_LM");
+  if (task == "CAUSAL_LM" || task == "FEATURE_EXTRACTION") return;
+  keys.fail("task_type is '" + task +
+            "': the adapter was trained for another head or kind of model; zerotune runs causal language models "
+            "(CAUSAL_LM)");
+}
+
 }  // namespace
 
 double LoraConfig::scale() const {
@@ -164,6 +175,7 @@ PeftAdapterKind parse_peft_adapter_kind(const nlohmann::ordered_json& json, cons
 LoraConfig parse_lora_config(const nlohmann::ordered_json& json, const std::string& source) {
   const detail::ConfigKeys keys(json, source);
   require_plain_lora(json, keys);
+  require_causal_task(keys);
   LoraConfig config;
   config.rank = keys.integer("r", 8);  // PEFT's defaults for absent keys
   keys.require_size("r", config.rank);
@@ -181,8 +193,7 @@ PeftPrefixConfig parse_peft_prefix_config(const nlohmann::ordered_json& json, co
   const detail::ConfigKeys keys(json, source);
   const std::string peft_type = keys.string("peft_type", "");
   if (peft_type != "PREFIX_TUNING") keys.fail("peft_type is '" + peft_type + "', not \"PREFIX_TUNING\"");
-  const std::string task = keys.string("task_type", "CAUSAL_LM");
-  if (task != "CAUSAL_LM") keys.fail("task_type is '" + task + "'; zerotune runs causal language models (CAUSAL_LM)");
+  require_causal_task(keys);
   if (keys.integer("num_transformer_submodules", 1) != 1)
     keys.fail("num_transformer_submodules is not 1: a prefix for an encoder-decoder model");
   PeftPrefixConfig config;

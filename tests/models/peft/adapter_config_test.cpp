@@ -33,6 +33,26 @@ TEST(AdapterConfig, KindAndSettingsOfEachPeftType) {
                   {"a/adapter_config.json", "PREFIX_TUNING", "LORA"});
 }
 
+TEST(AdapterConfig, AdaptersOfAnotherTaskThanACausalLanguageModelAreRefused) {
+  for (const char* task : {"CAUSAL_LM", "FEATURE_EXTRACTION"}) {
+    const auto json = json_of(
+        std::string(R"({"peft_type": "LORA", "r": 8, "target_modules": ["q_proj"], "task_type": ")") + task + "\"}");
+    EXPECT_EQ(parse_lora_config(json, "adapter_config.json").rank, 8) << task;
+  }
+  for (const char* task : {"SEQ_2_SEQ_LM", "SEQ_CLS", "TOKEN_CLS", "QUESTION_ANS"}) {
+    const auto lora = json_of(
+        std::string(R"({"peft_type": "LORA", "r": 8, "target_modules": ["q_proj"], "task_type": ")") + task + "\"}");
+    expect_mentions(error_of([&] { parse_lora_config(lora, "a/adapter_config.json"); }),
+                    {"a/adapter_config.json", "task_type", task, "CAUSAL_LM"});
+    const auto prefix =
+        json_of(std::string(R"({"peft_type": "PREFIX_TUNING", "num_virtual_tokens": 20, "num_layers": 24,
+                                                "token_dim": 128, "num_attention_heads": 2, "task_type": ")") +
+                task + "\"}");
+    expect_mentions(error_of([&] { parse_peft_prefix_config(prefix, "a/adapter_config.json"); }),
+                    {"a/adapter_config.json", "task_type", task});
+  }
+}
+
 TEST(AdapterConfig, SizesNoAdapterCanHaveAreRefused) {
   expect_mentions(error_of([] {
                     parse_lora_config(json_of(R"({"peft_type": "LORA", "r": 9000000000000, "target_modules": ["q"]})"),
