@@ -90,6 +90,73 @@ TEST(HubConfigs, Glm4AndChatGlm23InThudmLayout) {
   EXPECT_EQ(context_length(chatglm2), 32768);
 }
 
+TEST(HubConfigs, SmallQwen25InstructAndR1Distill) {
+  const ModelConfig half = read_config("qwen2.5-0.5b-instruct.json");  // float32 weights, 14 heads of 64
+  EXPECT_EQ(half.arch, Architecture::kQwen2);
+  EXPECT_EQ(half.hidden_size, 896);
+  EXPECT_EQ(half.num_layers, 24);
+  EXPECT_EQ(half.num_heads, 14);
+  EXPECT_EQ(half.num_kv_heads, 2);
+  EXPECT_EQ(half.head_dim, 64);
+  EXPECT_TRUE(half.tie_word_embeddings);
+  EXPECT_DOUBLE_EQ(half.rope.base, 1e6);
+  EXPECT_EQ(half.torch_dtype, "float32");
+  EXPECT_EQ(half.eos_token_ids, (std::vector<std::int64_t>{151645}));
+  // max_window_layers 21 with use_sliding_window false: every layer attends in full.
+  for (const bool sliding : half.sliding_layers) EXPECT_FALSE(sliding);
+  const ModelConfig r1 = read_config("deepseek-r1-distill-qwen-1.5b.json");  // rope_theta 10000 written as an integer
+  EXPECT_EQ(r1.arch, Architecture::kQwen2);
+  EXPECT_EQ(r1.head_dim, 128);
+  EXPECT_EQ(r1.num_kv_heads, 2);
+  EXPECT_DOUBLE_EQ(r1.rope.base, 10000.0);
+  EXPECT_FALSE(r1.tie_word_embeddings);
+  EXPECT_EQ(r1.sliding_window, 0);  // sliding_window 4096, but use_sliding_window false
+  EXPECT_EQ(r1.bos_token_id, 151643);
+  EXPECT_EQ(r1.eos_token_ids, (std::vector<std::int64_t>{151643}));
+  EXPECT_EQ(context_length(r1), 131072);
+}
+
+TEST(HubConfigs, Qwen25WrittenByTransformers5) {
+  // dtype instead of torch_dtype, rope_parameters, layer_types of full_attention, pad_token_id null.
+  const ModelConfig c = read_config("qwen2.5-1.5b-instruct-transformers-5.json");
+  EXPECT_EQ(c.arch, Architecture::kQwen2);
+  EXPECT_EQ(c.num_layers, 28);
+  EXPECT_EQ(c.head_dim, 128);
+  EXPECT_DOUBLE_EQ(c.rope.base, 1e6);
+  EXPECT_EQ(c.torch_dtype, "float16");
+  EXPECT_FALSE(c.pad_token_id.has_value());
+  EXPECT_TRUE(c.tie_word_embeddings);
+  EXPECT_EQ(c.sliding_layers.size(), 28U);
+  for (const bool sliding : c.sliding_layers) EXPECT_FALSE(sliding);
+  const std::string path = config_path("qwen2.5-1.5b-instruct-transformers-5.generation_config.json");
+  const GenerationOptions options = parse_generation_config(read_json_file(path), path, c.eos_token_ids);
+  EXPECT_TRUE(options.do_sample);
+  EXPECT_DOUBLE_EQ(options.temperature, 0.7);
+  EXPECT_EQ(options.top_k, 20);
+  EXPECT_DOUBLE_EQ(options.top_p, 0.8);
+  EXPECT_DOUBLE_EQ(options.repetition_penalty, 1.1);
+  EXPECT_FALSE(options.max_new_tokens_set);
+  EXPECT_EQ(options.eos_token_ids, (std::vector<std::int64_t>{151645, 151643}));
+}
+
+TEST(HubConfigs, ChatGlm3WithWindowsLineEndings) {
+  const ModelConfig c = read_config("chatglm3-6b.json");  // CRLF, no rope_ratio (ChatGLM3-6B, 8k)
+  EXPECT_EQ(c.arch, Architecture::kChatGlm);
+  EXPECT_EQ(c.vocab_size, 65024);
+  EXPECT_EQ(c.num_layers, 28);
+  EXPECT_EQ(c.num_heads, 32);
+  EXPECT_EQ(c.num_kv_heads, 2);
+  EXPECT_EQ(c.head_dim, 128);
+  EXPECT_DOUBLE_EQ(c.rope.base, 10000.0);
+  EXPECT_DOUBLE_EQ(c.rope.rotary_fraction, 0.5);
+  EXPECT_TRUE(c.qkv_bias);
+  EXPECT_FALSE(c.o_bias);
+  EXPECT_FALSE(c.tie_word_embeddings);
+  EXPECT_EQ(c.torch_dtype, "float16");
+  EXPECT_EQ(c.eos_token_ids, (std::vector<std::int64_t>{2}));
+  EXPECT_EQ(context_length(c), 8192);
+}
+
 TEST(HubConfigs, FirstChatGlmIsRefusedAsAnotherArchitecture) {
   expect_mentions(refusal("chatglm-6b.json"),
                   {"chatglm-6b.json", "position_encoding_2d", "first ChatGLM-6B", "THUDM/chatglm3-6b"});
