@@ -25,6 +25,20 @@ ModelConfig read_config(const std::string& name) {
   return parse_config(read_json_file(path), path);
 }
 
+// The layer stack and attention heads a config gives.
+struct Heads {
+  Architecture arch;
+  std::int64_t layers, heads, kv_heads, head_dim;
+};
+
+void expect_heads(const ModelConfig& c, const Heads& want) {
+  EXPECT_EQ(c.arch, want.arch);
+  EXPECT_EQ(c.num_layers, want.layers);
+  EXPECT_EQ(c.num_heads, want.heads);
+  EXPECT_EQ(c.num_kv_heads, want.kv_heads);
+  EXPECT_EQ(c.head_dim, want.head_dim);
+}
+
 std::string refusal(const std::string& name) {
   return error_of([&] { read_config(name); });
 }
@@ -92,12 +106,8 @@ TEST(HubConfigs, Glm4AndChatGlm23InThudmLayout) {
 
 TEST(HubConfigs, SmallQwen25InstructAndR1Distill) {
   const ModelConfig half = read_config("qwen2.5-0.5b-instruct.json");  // float32 weights, 14 heads of 64
-  EXPECT_EQ(half.arch, Architecture::kQwen2);
+  expect_heads(half, {.arch = Architecture::kQwen2, .layers = 24, .heads = 14, .kv_heads = 2, .head_dim = 64});
   EXPECT_EQ(half.hidden_size, 896);
-  EXPECT_EQ(half.num_layers, 24);
-  EXPECT_EQ(half.num_heads, 14);
-  EXPECT_EQ(half.num_kv_heads, 2);
-  EXPECT_EQ(half.head_dim, 64);
   EXPECT_TRUE(half.tie_word_embeddings);
   EXPECT_DOUBLE_EQ(half.rope.base, 1e6);
   EXPECT_EQ(half.torch_dtype, "float32");
@@ -141,12 +151,8 @@ TEST(HubConfigs, Qwen25WrittenByTransformers5) {
 
 TEST(HubConfigs, ChatGlm3WithWindowsLineEndings) {
   const ModelConfig c = read_config("chatglm3-6b.json");  // CRLF, no rope_ratio (ChatGLM3-6B, 8k)
-  EXPECT_EQ(c.arch, Architecture::kChatGlm);
+  expect_heads(c, {.arch = Architecture::kChatGlm, .layers = 28, .heads = 32, .kv_heads = 2, .head_dim = 128});
   EXPECT_EQ(c.vocab_size, 65024);
-  EXPECT_EQ(c.num_layers, 28);
-  EXPECT_EQ(c.num_heads, 32);
-  EXPECT_EQ(c.num_kv_heads, 2);
-  EXPECT_EQ(c.head_dim, 128);
   EXPECT_DOUBLE_EQ(c.rope.base, 10000.0);
   EXPECT_DOUBLE_EQ(c.rope.rotary_fraction, 0.5);
   EXPECT_TRUE(c.qkv_bias);
