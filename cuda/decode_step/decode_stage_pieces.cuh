@@ -56,9 +56,10 @@ __device__ __forceinline__ void warp_dot2(const T* w0, const T* w1, const T* x, 
   const int lane = threadIdx.x % 32;
 #pragma unroll
   for (int b = 0; b < B; ++b) acc[0][b] = acc[1][b] = 0.0f;
-  // 16-byte loads a row in flight per lane: four at one or two rows of x, two at more (their
-  // registers). The sums' order is the same either way.
-  constexpr int kInFlight = B <= 2 ? 4 : 2;
+  // 16-byte loads a row in flight per lane: eight at one or two rows of x (a row of up to 2,048
+  // columns in one round trip to memory), two at more (their registers). The sums' order is the
+  // same either way.
+  constexpr int kInFlight = B <= 2 ? 8 : 2;
 #pragma unroll kInFlight
   for (int c = team.part * 256 + lane * 8; c < k; c += 256 * team.splits) {
     float a[8], d[8];
@@ -253,13 +254,21 @@ __device__ __forceinline__ int lanes_per_token(int head_dim) {
   return lanes;
 }
 
+// Rounds of tokens whose keys and values a warp has in flight in the attention stage, for a
+// step of B rows: at 128 cached tokens a warp takes two to four rounds, and each round in
+// flight hides one round trip to memory (behind its page-table load). Two at 1–4 rows; at 8
+// rows (and three at any) the kernel's other live values leave too few registers and bfloat16
+// spills (ptxas, sm_90a), so one.
+template <int B>
+constexpr int kAttentionRoundsAhead = B <= 4 ? 2 : 1;
+
 // One warp's share of softmax(q · Kᵀ) · V over tokens [0, len): the warp takes 32 /
-// lanes_per_token tokens at a time, a token's lanes each owning 8 columns of its key, its value
+// lanes_per_token tokens a round, a token's lanes each owning 8 columns of its key, its value
 // and the output, so a token costs one load per lane and every lane's loads are independent.
-// The next tokens' keys and values are loaded while the current ones are used, to hide the
-// page table's and the pools' latency. Token len - 1 (this step's) comes from s.k / s.v, the
-// rest from the pools. Leaves the warp's max, sum and unnormalised output in s.
-template <typename T>
+// The keys and values of the next kAhead rounds are in flight while the current one is summed, to hide the page table's
+// and the pools' latency; the tokens are summed in order whatever the depth. Token len - 1 (this step's) comes from s.k
+// / s.v, the rest from the pools. Leaves the warp's max, sum and unnormalised output in s.
+template <typename T, int kAhead>
 __device__ void attend_warp_share(const DecodeModelDims& d, const HeadScratch& s, const T* keys, const T* values,
                                   const std::int32_t* pages, int g, int len) {
   using Columns = Packed<T, 8>;
@@ -280,33 +289,43 @@ __device__ void attend_warp_share(const DecodeModelDims& d, const HeadScratch& s
     o[i] = 0.0f;
   }
   float m = -INFINITY, sum = 0.0f;
-  int t = warp * (32 / group) + lane / group;
-  Columns key{}, value{};
-  fetch(t, key, value);
-  for (int first = warp * (32 / group); first < len; first += stride, t += stride) {
-    Columns next_key{}, next_value{};
-    fetch(t + stride, next_key, next_value);
-    float k[8], v[8];
+  const int first_token = warp * (32 / group) + lane / group;
+  Columns key[kAhead], value[kAhead];
 #pragma unroll
-    for (int i = 0; i < 8; ++i) {
-      const bool fresh = t == len - 1 && owns;
-      k[i] = fresh ? s.k[column + i] : static_cast<float>(key.v[i]);
-      v[i] = fresh ? s.v[column + i] : static_cast<float>(value.v[i]);
+  for (int r = 0; r < kAhead; ++r) {
+    key[r] = Columns{};
+    value[r] = Columns{};
+    fetch(first_token + r * stride, key[r], value[r]);
+  }
+  for (int base = warp * (32 / group); base < len; base += kAhead * stride) {
+    const int t0 = first_token + (base - warp * (32 / group));
+#pragma unroll
+    for (int r = 0; r < kAhead; ++r) {
+      if (base + r * stride >= len) break;  // the same for every lane of the warp
+      const int t = t0 + r * stride;
+      float k[8], v[8];
+#pragma unroll
+      for (int i = 0; i < 8; ++i) {
+        const bool fresh = t == len - 1 && owns;
+        k[i] = fresh ? s.k[column + i] : static_cast<float>(key[r].v[i]);
+        v[i] = fresh ? s.v[column + i] : static_cast<float>(value[r].v[i]);
+      }
+      key[r] = Columns{};
+      value[r] = Columns{};
+      fetch(t + kAhead * stride, key[r], value[r]);
+      float dot = 0.0f;
+#pragma unroll
+      for (int i = 0; i < 8; ++i) dot = fmaf(q[i], k[i], dot);
+      for (int offset = group / 2; offset > 0; offset /= 2) dot += __shfl_xor_sync(kFullWarpMask, dot, offset);
+      const float score = t < len ? dot * d.softmax_scale : -INFINITY;
+      const float new_max = fmaxf(m, warp_max(score));
+      const float p = t < len ? expf(score - new_max) : 0.0f;
+      const float rescale = m == -INFINITY ? 0.0f : expf(m - new_max);
+      sum = fmaf(sum, rescale, p);
+#pragma unroll
+      for (int i = 0; i < 8; ++i) o[i] = fmaf(p, v[i], o[i] * rescale);
+      m = new_max;
     }
-    float dot = 0.0f;
-#pragma unroll
-    for (int i = 0; i < 8; ++i) dot = fmaf(q[i], k[i], dot);
-    for (int offset = group / 2; offset > 0; offset /= 2) dot += __shfl_xor_sync(kFullWarpMask, dot, offset);
-    const float score = t < len ? dot * d.softmax_scale : -INFINITY;
-    const float new_max = fmaxf(m, warp_max(score));
-    const float p = t < len ? expf(score - new_max) : 0.0f;
-    const float rescale = m == -INFINITY ? 0.0f : expf(m - new_max);
-    sum = fmaf(sum, rescale, p);
-#pragma unroll
-    for (int i = 0; i < 8; ++i) o[i] = fmaf(p, v[i], o[i] * rescale);
-    m = new_max;
-    key = next_key;
-    value = next_value;
   }
   // The warp's tokens were split over its lane groups: add the groups' sums and outputs.
   for (int offset = group; offset < 32; offset *= 2) {

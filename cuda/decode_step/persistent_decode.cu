@@ -136,7 +136,7 @@ __device__ void attention_stage(const DecodeLayerPointers& l, const KernelArgs& 
       }
     }
     const std::int32_t* pages = a.step.block_table + static_cast<std::int64_t>(b) * d.max_blocks_per_seq;
-    attend_warp_share<T>(d, s, keys, values, pages, g, len);
+    attend_warp_share<T, kAttentionRoundsAhead<B>>(d, s, keys, values, pages, g, len);
     __syncthreads();
     merge_warp_shares<T>(d, s, attn + (static_cast<std::int64_t>(b) * d.heads + h) * d.head_dim);
     __syncthreads();
