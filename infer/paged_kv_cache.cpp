@@ -214,16 +214,34 @@ void PagedKvCache::begin_forward(const models::ModelConfig& config, const models
         Tensor::from_values(offsets, {static_cast<std::int64_t>(offsets.size())}, DType::kI32).to(device_);
 }
 
-Tensor PagedKvCache::attend(std::int64_t layer, const Tensor& q, const Tensor& k, const Tensor& v,
-                            const Tensor& cu_seqlens, double softmax_scale) {
+std::size_t PagedKvCache::layer_index(std::int64_t layer) const {
   const auto index = static_cast<std::size_t>(layer);
   ZT_REQUIRE(index < key_pools_.size(), "paged KV cache: layer " + std::to_string(layer) + " out of range");
-  if (step_ != nullptr) {
-    ops::write_kv_slots(key_pools_[index], value_pools_[index], k, v, step_->slots);
+  return index;
+}
+
+const Tensor& PagedKvCache::slots() const { return step_ != nullptr ? step_->slots : slots_; }
+
+Tensor PagedKvCache::attend(std::int64_t layer, const Tensor& q, const Tensor& k, const Tensor& v,
+                            const Tensor& cu_seqlens, double softmax_scale) {
+  const std::size_t index = layer_index(layer);
+  ops::write_kv_slots(key_pools_[index], value_pools_[index], k, v, slots());
+  return attention(index, q, k, v, cu_seqlens, softmax_scale);
+}
+
+Tensor PagedKvCache::attend_unrotated(std::int64_t layer, const Tensor& q, const Tensor& k, const Tensor& v,
+                                      const Tensor& positions, const ops::RopeConfig& rope, const Tensor& cu_seqlens,
+                                      double softmax_scale) {
+  const std::size_t index = layer_index(layer);
+  ops::rope_and_write_kv_slots(q, k, v, positions, rope, key_pools_[index], value_pools_[index], slots());
+  return attention(index, q, k, v, cu_seqlens, softmax_scale);
+}
+
+Tensor PagedKvCache::attention(std::size_t index, const Tensor& q, const Tensor& k, const Tensor& v,
+                               const Tensor& cu_seqlens, double softmax_scale) {
+  if (step_ != nullptr)
     return ops::decode_attention(q, key_pools_[index], value_pools_[index], step_->block_table, step_->seq_lens,
                                  softmax_scale);
-  }
-  ops::write_kv_slots(key_pools_[index], value_pools_[index], k, v, slots_);
   const std::int64_t sequences = cu_seqlens.numel() - 1;
   if (decoding_ == sequences)
     return ops::decode_attention(q, key_pools_[index], value_pools_[index], block_table_, seq_lens_, softmax_scale);

@@ -88,6 +88,11 @@ class PagedKvCache : public models::KvCache {
   void begin_forward(const models::ModelConfig& config, const models::PackedShape& shape) override;
   Tensor attend(std::int64_t layer, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& cu_seqlens,
                 double softmax_scale) override;
+  // RoPE of q and k in place and the write of k and v as one launch on the GPU
+  // (ops::rope_and_write_kv_slots), then the attention attend() runs.
+  Tensor attend_unrotated(std::int64_t layer, const Tensor& q, const Tensor& k, const Tensor& v,
+                          const Tensor& positions, const ops::RopeConfig& rope, const Tensor& cu_seqlens,
+                          double softmax_scale) override;
   void end_forward() override;
 
  private:
@@ -103,6 +108,11 @@ class PagedKvCache : public models::KvCache {
   void write_prefix(const Sequence& sequence);
   Tensor slots_of_batch() const;
   void upload_block_tables();
+  std::size_t layer_index(std::int64_t layer) const;
+  const Tensor& slots() const;  // the new tokens' slots: the bound step's, or the batch's
+  // The attention of the new tokens, whose keys and values are stored.
+  Tensor attention(std::size_t layer, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& cu_seqlens,
+                   double softmax_scale);
   Tensor attend_mixed(std::size_t layer, const Tensor& q, const Tensor& k, const Tensor& v, double softmax_scale);
   ops::AttentionPrefix prefix_for(std::size_t layer, std::int64_t sequences) const;
 

@@ -139,6 +139,18 @@ Variable attention_of_whole_sequences(const Variable& q, const Variable& k, cons
   return reshape(kept, {kept.data().size(0), s[1], s[2]});
 }
 
+// The attention's heads [tokens, heads, head_dim] through the output projection (and GLM-4's
+// post-attention norm).
+Variable attention_output(const ModelConfig& c, const LayerParameters& parameters, const Variable& attended) {
+  const std::int64_t count = attended.data().size(0);
+  Variable out = summed_over_ranks(
+      parameters,
+      project(parameters, parameters.record("self_attn.attn_out", reshape(attended, {count, c.q_size()})), kO, kOBias));
+  parameters.record("self_attn", out);
+  const LayerWeights& w = *parameters.weights;
+  return c.sandwich_norms ? parameters.record("post_self_attn_layernorm", norm(c, out, w[kPostSelfAttnNorm])) : out;
+}
+
 Variable self_attention(const ModelConfig& c, std::int64_t layer, const LayerParameters& parameters, const Variable& h,
                         const TokenLayout& tokens, KvCache* cache) {
   const LayerWeights& w = *parameters.weights;
@@ -149,12 +161,18 @@ Variable self_attention(const ModelConfig& c, std::int64_t layer, const LayerPar
     parameters.record("self_attn.q_norm", p.q);
     parameters.record("self_attn.k_norm", p.k);
   }
+  ops::AttentionConfig attention_config{1.0 / std::sqrt(static_cast<double>(c.head_dim)), true};
+  attention_config.deterministic = tokens.deterministic_attention;
+  // Unrecorded, the cache rotates q and k as it stores k and v (one pass on the GPU).
+  if (cache != nullptr && parameters.record.recorder == nullptr)
+    return attention_output(
+        c, parameters,
+        Variable(cache->attend_unrotated(layer, p.q.data(), p.k.data(), p.v.data(), tokens.positions, c.rope,
+                                         tokens.cu_seqlens, attention_config.softmax_scale)));
   Variable q = rope(p.q, tokens.positions, c.rope);
   Variable k = rope(p.k, tokens.positions, c.rope);
   parameters.record("self_attn.rope_q", q);
   parameters.record("self_attn.rope_k", k);
-  ops::AttentionConfig attention_config{1.0 / std::sqrt(static_cast<double>(c.head_dim)), true};
-  attention_config.deterministic = tokens.deterministic_attention;
   Variable attended;
   if (cache != nullptr) {
     attended = Variable(
@@ -167,12 +185,7 @@ Variable self_attention(const ModelConfig& c, std::int64_t layer, const LayerPar
   } else {
     attended = attention(q, k, p.v, tokens.cu_seqlens, attention_config, Variable(), Variable(), tokens.attn_impl);
   }
-  const std::int64_t count = h.data().size(0);
-  Variable out = summed_over_ranks(
-      parameters,
-      project(parameters, parameters.record("self_attn.attn_out", reshape(attended, {count, c.q_size()})), kO, kOBias));
-  parameters.record("self_attn", out);
-  return c.sandwich_norms ? parameters.record("post_self_attn_layernorm", norm(c, out, w[kPostSelfAttnNorm])) : out;
+  return attention_output(c, parameters, attended);
 }
 
 Variable mlp(const ModelConfig& c, const LayerParameters& p, const Variable& h) {

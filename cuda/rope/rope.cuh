@@ -5,7 +5,8 @@
 // copied (out of place) or left alone (in place). Pairs are (i, i + rotary_dim/2)
 // (rotate-half, Qwen) or (2i, 2i+1) (interleaved, GLM). The angle and cos/sin are float32;
 // for 16-bit dtypes cos, sin, each product and the sum round to the dtype, as torch's eager
-// ops do.
+// ops do. A decode or prefill step may also have k's rotated heads and v put in a paged KV
+// cache by the same launch (RopeCacheWrite), instead of a second kernel that reads k back.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -41,9 +42,23 @@ struct RopeOperand {
   std::int64_t y_token_stride = 0;
 };
 
+// Where a launch also stores k's heads, rotated, and v's heads: the pools of
+// cuda/attention/decode/kv_cache_write.cuh ([num_slots, k.heads, head_dim], contiguous), token t
+// at row slots[t]; a negative slot or one past num_slots skips its token, as write_kv_slots does.
+struct RopeCacheWrite {
+  const void* v = nullptr;  // [tokens, k.heads, head_dim], heads and dims contiguous
+  std::int64_t v_token_stride = 0;
+  const std::int64_t* slots = nullptr;  // device int64 [tokens]
+  void* key_pool = nullptr;
+  void* value_pool = nullptr;
+  std::int64_t num_slots = 0;
+};
+
 // positions: int32 or int64 [tokens]. inverse rotates by -angle (the backward). q and k
-// share dtype, positions and shape; k may have no heads.
+// share dtype, positions and shape; k may have no heads. cache: null, or where k and v also
+// go (k rotated in place, forward only).
 void rope_rotate(const RopeOperand& q, const RopeOperand& k, DType dtype, const void* positions, DType position_dtype,
-                 const RopeShape& shape, const RopeFrequencies& frequencies, bool inverse, cudaStream_t stream);
+                 const RopeShape& shape, const RopeFrequencies& frequencies, bool inverse, cudaStream_t stream,
+                 const RopeCacheWrite* cache = nullptr);
 
 }  // namespace zt::cuda

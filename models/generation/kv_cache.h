@@ -9,6 +9,7 @@
 
 #include "models/config/config.h"
 #include "models/model_inputs.h"
+#include "ops/rope/rope.h"
 #include "tensor/tensor.h"
 
 namespace zt::models {
@@ -25,6 +26,15 @@ class KvCache {
   // followed by its new ones, [tokens, heads, head_dim].
   virtual Tensor attend(std::int64_t layer, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& cu_seqlens,
                         double softmax_scale) = 0;
+  // attend() for q and k before RoPE, which rotates them by `rope` at `positions` first. This
+  // one rotates out of place and calls attend(); a cache may rotate q and k in place and store
+  // k and v in the same pass (infer/paged_kv_cache.h), so q's and k's heads must be contiguous.
+  virtual Tensor attend_unrotated(std::int64_t layer, const Tensor& q, const Tensor& k, const Tensor& v,
+                                  const Tensor& positions, const ops::RopeConfig& rope, const Tensor& cu_seqlens,
+                                  double softmax_scale) {
+    return attend(layer, ops::rope_forward(q, positions, rope), ops::rope_forward(k, positions, rope), v, cu_seqlens,
+                  softmax_scale);
+  }
   // Called after every layer ran: the new tokens count as cached from now on.
   virtual void end_forward() = 0;
 };

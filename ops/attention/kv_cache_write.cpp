@@ -42,18 +42,24 @@ void check_inputs(const Tensor& key_pool, const Tensor& value_pool, const Tensor
 // head_dim contiguous, as both paths read rows; a copy otherwise.
 Tensor rows_contiguous(const Tensor& t) { return t.size(2) <= 1 || t.stride(2) == 1 ? t : t.contiguous(); }
 
-void write_cpu(Tensor& key_pool, Tensor& value_pool, const Tensor& k, const Tensor& v, const Tensor& slots_in) {
-  const std::int64_t tokens = k.size(0), heads = k.size(1), dim = k.size(2);
+// On the CPU, which reads the slots, before anything is written.
+void require_slots_in_pools(const Tensor& key_pool, const Tensor& slots_in) {
   const std::int64_t num_slots = key_pool.size(0) * key_pool.size(1);
-  const std::size_t element = dtype_size(k.dtype()), row_bytes = static_cast<std::size_t>(dim) * element;
   const Tensor slots = slots_in.contiguous();
   const std::int64_t* slot_of = slots.data<std::int64_t>();
-  for (std::int64_t i = 0; i < tokens; ++i)
+  for (std::int64_t i = 0; i < slots.numel(); ++i)
     ZT_REQUIRE(slot_of[i] < num_slots, head() + "slots[" + std::to_string(i) + "] is " + std::to_string(slot_of[i]) +
                                            " but the pools have " + std::to_string(num_slots) + " slots (" +
                                            std::to_string(key_pool.size(0)) + " blocks of " +
                                            std::to_string(key_pool.size(1)) +
                                            " tokens); a slot is block * block_size + offset, negative to skip");
+}
+
+void write_cpu(Tensor& key_pool, Tensor& value_pool, const Tensor& k, const Tensor& v, const Tensor& slots_in) {
+  const std::int64_t tokens = k.size(0), heads = k.size(1), dim = k.size(2);
+  const std::size_t element = dtype_size(k.dtype()), row_bytes = static_cast<std::size_t>(dim) * element;
+  const Tensor slots = slots_in.contiguous();
+  const std::int64_t* slot_of = slots.data<std::int64_t>();
   auto* key_base = static_cast<char*>(key_pool.data_ptr());
   auto* value_base = static_cast<char*>(value_pool.data_ptr());
   const auto* k_base = static_cast<const char*>(k.data_ptr());
@@ -86,16 +92,38 @@ void write_cuda(Tensor& key_pool, Tensor& value_pool, const Tensor& k, const Ten
                        value_pool.data_ptr(), dtype_size(k.dtype()), current_stream());
 }
 
+bool heads_contiguous(const Tensor& t) {
+  return (t.size(2) <= 1 || t.stride(2) == 1) && (t.size(1) <= 1 || t.stride(1) == t.size(2));
+}
+
 }  // namespace
 
 void write_kv_slots(Tensor& key_pool, Tensor& value_pool, const Tensor& k_in, const Tensor& v_in, const Tensor& slots) {
   check_inputs(key_pool, value_pool, k_in, v_in, slots);
   if (k_in.numel() == 0) return;
   const Tensor k = rows_contiguous(k_in), v = rows_contiguous(v_in);
-  if (key_pool.device().is_cuda())
+  if (key_pool.device().is_cuda()) {
     write_cuda(key_pool, value_pool, k, v, slots);
-  else
+  } else {
+    require_slots_in_pools(key_pool, slots);
     write_cpu(key_pool, value_pool, k, v, slots);
+  }
+}
+
+void rope_and_write_kv_slots(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& positions,
+                             const RopeConfig& rope, Tensor& key_pool, Tensor& value_pool, const Tensor& slots_in) {
+  check_inputs(key_pool, value_pool, k, v, slots_in);
+  if (key_pool.device().is_cpu()) require_slots_in_pools(key_pool, slots_in);
+  if (!key_pool.device().is_cuda() || !heads_contiguous(v)) {
+    rope_forward_inplace(q, k, positions, rope);
+    write_kv_slots(key_pool, value_pool, k, v, slots_in);
+    return;
+  }
+  DeviceGuard guard(key_pool.device().index);
+  const Tensor slots = slots_in.contiguous();
+  const cuda::RopeCacheWrite cache{v.data_ptr(),        v.stride(0),           slots.data<std::int64_t>(),
+                                   key_pool.data_ptr(), value_pool.data_ptr(), key_pool.size(0) * key_pool.size(1)};
+  rope_forward_inplace(q, k, positions, rope, cache);
 }
 
 }  // namespace zt::ops

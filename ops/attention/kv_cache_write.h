@@ -5,6 +5,7 @@
 // Prefill writes all of a prompt's tokens at once; a decode step writes one per sequence.
 #pragma once
 
+#include "ops/rope/rope.h"
 #include "tensor/tensor.h"
 
 namespace zt::ops {
@@ -16,5 +17,13 @@ namespace zt::ops {
 // the CPU; the GPU, which does not read slots back to the host, skips it. Two tokens with one
 // slot leave the later one on the CPU and either one on the GPU.
 void write_kv_slots(Tensor& key_pool, Tensor& value_pool, const Tensor& k, const Tensor& v, const Tensor& slots);
+
+// rope_forward_inplace(q, k, positions, rope), then write_kv_slots(key_pool, value_pool, k, v,
+// slots), with the same values: on the GPU one launch that reads k once instead of two (a
+// decode step's RoPE and cache write, ops/rope/rope.h). q and k are rotated in place, so
+// their heads and head dims must be contiguous (any token stride); v's too on the GPU, which
+// otherwise takes the two ops.
+void rope_and_write_kv_slots(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& positions,
+                             const RopeConfig& rope, Tensor& key_pool, Tensor& value_pool, const Tensor& slots);
 
 }  // namespace zt::ops

@@ -83,13 +83,16 @@ cuda::RopeFrequencies gpu_frequencies(const cuda::RopeShape& shape, double base)
 }
 
 // Rotates every operand (all of x's dtype and device), on the GPU in one launch.
+// `cache`, on the GPU only: where k and v also go (cuda::RopeCacheWrite).
 void rotate_operands(const char* op, const cuda::RopeOperand& q, const cuda::RopeOperand& k, const Tensor& x,
-                     const Tensor& positions, const cuda::RopeShape& shape, const RopeConfig& config, bool inverse) {
+                     const Tensor& positions, const cuda::RopeShape& shape, const RopeConfig& config, bool inverse,
+                     const cuda::RopeCacheWrite* cache = nullptr) {
   if (x.device().is_cuda()) {
     cuda::rope_rotate(q, k, x.dtype(), positions.data_ptr(), positions.dtype(), shape,
-                      gpu_frequencies(shape, config.base), inverse, current_stream());
+                      gpu_frequencies(shape, config.base), inverse, current_stream(), cache);
     return;
   }
+  ZT_REQUIRE(cache == nullptr, std::string(op) + ": the cache write in the same pass runs on the GPU only");
   std::vector<double> position_values = positions.to_vector();
   host::dispatch_float(x.dtype(), op, [&]<typename T>() {
     auto inv_freq = inverse_frequencies<host::Acc<T>>(shape.rotary_dim, config.base);
@@ -119,7 +122,7 @@ cuda::RopeOperand inplace_operand(const char* op, const char* name, const Tensor
 }
 
 void rotate_inplace(const char* op, const Tensor& q, const Tensor& k, const Tensor& positions_in,
-                    const RopeConfig& config, bool inverse) {
+                    const RopeConfig& config, bool inverse, const cuda::RopeCacheWrite* cache = nullptr) {
   check_inputs(op, q, positions_in);
   cuda::RopeShape shape = rope_shape(op, q, config);
   cuda::RopeOperand q_operand = inplace_operand(op, "q", q), k_operand;
@@ -131,7 +134,7 @@ void rotate_inplace(const char* op, const Tensor& q, const Tensor& k, const Tens
     k_operand = inplace_operand(op, "k", k);
   }
   Tensor positions = positions_in.contiguous();
-  rotate_operands(op, q_operand, k_operand, q, positions, shape, config, inverse);
+  rotate_operands(op, q_operand, k_operand, q, positions, shape, config, inverse, cache);
 }
 
 }  // namespace
@@ -151,6 +154,12 @@ Tensor rope_backward(const Tensor& grad_y, const Tensor& positions, const RopeCo
 
 void rope_forward_inplace(const Tensor& q, const Tensor& k, const Tensor& positions, const RopeConfig& config) {
   rotate_inplace("rope_forward_inplace", q, k, positions, config, false);
+}
+
+void rope_forward_inplace(const Tensor& q, const Tensor& k, const Tensor& positions, const RopeConfig& config,
+                          const cuda::RopeCacheWrite& cache) {
+  ZT_REQUIRE(k.defined(), "rope_forward_inplace: a cache write needs k");
+  rotate_inplace("rope_forward_inplace", q, k, positions, config, false, &cache);
 }
 
 void rope_backward_inplace(const Tensor& grad_q, const Tensor& grad_k, const Tensor& positions,

@@ -3,8 +3,9 @@
 // kernel (16-bit, head_dim 64/128) and the CUDA-core one (float32, other head_dims, misaligned
 // queries), GQA groups of 1 to 20 heads, block sizes 1 to 256, shuffled pages, a batch whose
 // lengths are 1 and 3000, num_splits from 1 to 4096 (more splits than tokens change nothing),
-// length 0 giving zeros, and one CUDA graph replayed while the lengths grow. write_kv_slots and
-// argmax_rows (152k columns with planted ties) must match exactly. New GPU tensors start as
+// length 0 giving zeros, and one CUDA graph replayed while the lengths grow. write_kv_slots,
+// its launch shared with RoPE (against the two ops) and argmax_rows (152k columns with planted
+// ties) must match exactly. New GPU tensors start as
 // NaN, so any output element a kernel forgets to write fails.
 #include <gtest/gtest.h>
 
@@ -300,6 +301,58 @@ TEST_F(WriteKvSlotsGpu, SlotsPastThePoolsAreSkipped) {
   ops::write_kv_slots(key, value, k, k, Tensor::from_values({32, 1000}, {2}, DType::kI64).to(Device::cuda()));
   EXPECT_EQ(max_abs_diff(key.to(Device::cpu()), key_cpu), 0.0);
   EXPECT_EQ(max_abs_diff(value.to(Device::cpu()), key_cpu), 0.0);
+}
+
+// ---- rope_and_write_kv_slots ----
+
+// The one-launch RoPE + cache write against the two ops it replaces, on the same GPU inputs:
+// q and k rotated in place and the pools must be equal bit for bit. q, k and v are slices of
+// a fused [tokens, q + 2·kv heads, head_dim] projection; rotate-half and GLM's interleaved
+// half rotation; a 6-dim head (no 16-byte vectors); 5 tokens (one head a thread) and 5,000
+// (eight heads a thread); slots that skip (negative, past the pools).
+TEST_F(WriteKvSlotsGpu, RopeInTheSameLaunchEqualsTheTwoOps) {
+  ZT_SKIP_WITHOUT_GPU();
+  struct Case {
+    ops::RopeConfig rope;
+    std::int64_t q_heads, kv_heads, head_dim;
+  };
+  const Case cases[] = {{{ops::RopeStyle::kRotateHalf, 1e6, 1.0}, 12, 2, 128},
+                        {{ops::RopeStyle::kInterleaved, 1e4, 0.5}, 8, 2, 128},
+                        {{ops::RopeStyle::kRotateHalf, 1e4, 1.0}, 3, 1, 6}};
+  for (const Case& c : cases)
+    for (std::int64_t tokens : {5, 5000})
+      for (DType dtype : kGpuDtypes) {
+        const std::string what = std::string(dtype_name(dtype)) + " q " + std::to_string(c.q_heads) + " kv " +
+                                 std::to_string(c.kv_heads) + " head_dim " + std::to_string(c.head_dim) + " tokens " +
+                                 std::to_string(tokens);
+        const Shape pool{tokens / 4 + 2, 4, c.kv_heads, c.head_dim};
+        const std::int64_t slots_total = pool[0] * pool[1];
+        std::vector<double> slot_values, position_values;
+        for (std::int64_t t = 0; t < tokens; ++t) {
+          slot_values.push_back(t % 7 == 3 ? -1.0 : t % 11 == 5 ? static_cast<double>(slots_total + t) : t);
+          position_values.push_back(static_cast<double>((t * 37) % 4000));
+        }
+        const Tensor slots = Tensor::from_values(slot_values, {tokens}, DType::kI64).to(Device::cuda());
+        const Tensor positions = Tensor::from_values(position_values, {tokens}, DType::kI64).to(Device::cuda());
+        const Tensor fused =
+            Tensor::normal({tokens, c.q_heads + 2 * c.kv_heads, c.head_dim}, 3, 0, 0.0, 1.0, dtype).to(Device::cuda());
+        const Tensor pools = Tensor::normal(pool, 4, 0, 0.0, 1.0, dtype).to(Device::cuda());
+        struct Run {
+          Tensor fused, key_pool, value_pool;
+          Tensor q() const { return fused.narrow(1, 0, q_heads); }
+          Tensor k() const { return fused.narrow(1, q_heads, kv_heads); }
+          Tensor v() const { return fused.narrow(1, q_heads + kv_heads, kv_heads); }
+          std::int64_t q_heads, kv_heads;
+        };
+        Run two{fused.clone(), pools.clone(), pools.clone(), c.q_heads, c.kv_heads};
+        Run one{fused.clone(), pools.clone(), pools.clone(), c.q_heads, c.kv_heads};
+        ops::rope_forward_inplace(two.q(), two.k(), positions, c.rope);
+        ops::write_kv_slots(two.key_pool, two.value_pool, two.k(), two.v(), slots);
+        ops::rope_and_write_kv_slots(one.q(), one.k(), one.v(), positions, c.rope, one.key_pool, one.value_pool, slots);
+        EXPECT_EQ(max_abs_diff(one.fused.to(Device::cpu()), two.fused.to(Device::cpu())), 0.0) << what;
+        EXPECT_EQ(max_abs_diff(one.key_pool.to(Device::cpu()), two.key_pool.to(Device::cpu())), 0.0) << what;
+        EXPECT_EQ(max_abs_diff(one.value_pool.to(Device::cpu()), two.value_pool.to(Device::cpu())), 0.0) << what;
+      }
 }
 
 // ---- argmax_rows ----

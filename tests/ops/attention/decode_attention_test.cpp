@@ -1,8 +1,8 @@
 // The inference ops on the CPU: decode attention over a paged KV cache against packed causal
 // attention of the same tokens (shuffled pages, GQA, lengths off block boundaries, every
 // dtype), write_kv_slots (shuffled and skipped slots, views of a fused projection, then read
-// back by decode attention), argmax_rows (ties, negatives, NaN, 16-bit rounding), and the
-// errors of each, asserted by message.
+// back by decode attention; with RoPE before it in one op), argmax_rows (ties, negatives, NaN, 16-bit rounding), and
+// the errors of each, asserted by message.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -319,6 +319,37 @@ TEST(WriteKvSlots, Errors) {
                   {"k is float64", "cast one"});
   // Nothing was written by the failed calls: the slot check comes before any copy.
   EXPECT_EQ(max_abs_diff(key_pool, Tensor::zeros({5, 4, 2, 8}, DType::kF32)), 0.0);
+}
+
+// The RoPE + cache write of a decode step: q and k rotated in place as rope_forward rotates
+// them, the pools as write_kv_slots fills them from the rotated k; a pool check fails before
+// anything is rotated.
+TEST(WriteKvSlots, RopeThenWriteEqualsTheTwoOps) {
+  const ops::RopeConfig rope{ops::RopeStyle::kInterleaved, 1e4, 0.5};
+  Tensor fused = testing::random_tensor({4, 6, 8}, 7, DType::kBF16);  // 2 q, 2 k, 2 v heads
+  const Tensor original = fused.clone();
+  Tensor key_pool = Tensor::zeros({3, 2, 2, 8}, DType::kBF16), value_pool = Tensor::zeros({3, 2, 2, 8}, DType::kBF16);
+  const Tensor positions = Tensor::from_values({0, 5, 9, 300}, {4}, DType::kI64);
+  const Tensor slots = Tensor::from_values({5, -1, 0, 2}, {4}, DType::kI64);
+  ops::rope_and_write_kv_slots(fused.narrow(1, 0, 2), fused.narrow(1, 2, 2), fused.narrow(1, 4, 2), positions, rope,
+                               key_pool, value_pool, slots);
+  const Tensor k_want = ops::rope_forward(original.narrow(1, 2, 2), positions, rope);
+  EXPECT_EQ(fused.narrow(1, 0, 2).to_vector(),
+            ops::rope_forward(original.narrow(1, 0, 2), positions, rope).to_vector());
+  EXPECT_EQ(fused.narrow(1, 2, 2).to_vector(), k_want.to_vector());
+  Tensor key_want = Tensor::zeros({3, 2, 2, 8}, DType::kBF16), value_want = Tensor::zeros({3, 2, 2, 8}, DType::kBF16);
+  ops::write_kv_slots(key_want, value_want, k_want, original.narrow(1, 4, 2), slots);
+  EXPECT_EQ(key_pool.to_vector(), key_want.to_vector());
+  EXPECT_EQ(value_pool.to_vector(), value_want.to_vector());
+
+  Tensor unrotated = original.clone();
+  expect_mentions(error_of([&] {
+                    ops::rope_and_write_kv_slots(unrotated.narrow(1, 0, 2), unrotated.narrow(1, 2, 2),
+                                                 unrotated.narrow(1, 4, 2), positions, rope, key_pool, value_pool,
+                                                 Tensor::from_values({0, 1, 2, 9}, {4}, DType::kI64));
+                  }),
+                  {"write_kv_slots", "slots[3] is 9"});
+  EXPECT_EQ(unrotated.to_vector(), original.to_vector()) << "nothing rotated before the failed check";
 }
 
 // ---- argmax_rows ----
