@@ -7,6 +7,7 @@
 
 #include "autograd/functions.h"
 #include "autograd/grad_mode.h"
+#include "ops/gemm/linear.h"
 #include "ops/gemm/lora_linear.h"
 #include "ops/norm/rmsnorm.h"
 #include "runtime/error.h"
@@ -74,6 +75,34 @@ std::vector<Variable> project_each(const LayerParameters& p, const Variable& h,
   return outputs;
 }
 
+// The projections of `slots` (with `bias_slots`' biases, when the layer has them) as one GEMM,
+// when the model allocated their weights together (models/model.cpp) and one product gives
+// what the separate ones would: no gradient recorded (backward would need a weight gradient per
+// slot), no LoRA update beside any of them, the weights held dense. Each output column is the
+// same dot product either way. nullopt: project each.
+std::optional<Variable> joined_projection(const LayerParameters& p, const Variable& h, std::initializer_list<int> slots,
+                                          std::initializer_list<int> bias_slots) {
+  if (grad_enabled() || p.held_weights != nullptr) return std::nullopt;
+  const LayerWeights& w = *p.weights;
+  auto parts = [&](std::initializer_list<int> of) {
+    std::vector<Tensor> tensors;
+    for (int slot : of) {
+      if (!w[slot].defined() || (p.lora != nullptr && (*p.lora)[slot])) return std::vector<Tensor>();
+      tensors.push_back(w[slot].data());
+    }
+    return tensors;
+  };
+  const std::optional<Tensor> weight = Tensor::adjacent_rows(parts(slots));
+  if (!weight) return std::nullopt;
+  Tensor bias;
+  if (bias_slots.size() > 0 && w[*bias_slots.begin()].defined()) {
+    const std::optional<Tensor> joined_bias = Tensor::adjacent_rows(parts(bias_slots));
+    if (!joined_bias) return std::nullopt;
+    bias = *joined_bias;
+  }
+  return Variable(ops::linear_forward(h.data(), *weight, bias));
+}
+
 // A row-parallel projection's partial output summed over the tensor-parallel ranks, before any
 // norm or residual reads it. The in-place sum is not differentiated: inference only.
 Variable summed_over_ranks(const LayerParameters& p, const Variable& partial) {
@@ -86,11 +115,12 @@ Variable summed_over_ranks(const LayerParameters& p, const Variable& partial) {
 Qkv project_qkv(const ModelConfig& c, const LayerParameters& p, const Variable& h) {
   const std::int64_t tokens = h.data().size(0);
   Variable q, k, v;
-  if (c.fused_qkv) {
-    Variable qkv = project(p, h, kQkv, kQkvBias);
-    q = narrow(qkv, 1, 0, c.q_size());
-    k = narrow(qkv, 1, c.q_size(), c.kv_size());
-    v = narrow(qkv, 1, c.q_size() + c.kv_size(), c.kv_size());
+  const std::optional<Variable> qkv =
+      c.fused_qkv ? project(p, h, kQkv, kQkvBias) : joined_projection(p, h, {kQ, kK, kV}, {kQBias, kKBias, kVBias});
+  if (qkv) {
+    q = narrow(*qkv, 1, 0, c.q_size());
+    k = narrow(*qkv, 1, c.q_size(), c.kv_size());
+    v = narrow(*qkv, 1, c.q_size() + c.kv_size(), c.kv_size());
   } else {
     std::vector<Variable> qkv = project_each(p, h, {{kQ, kQBias}, {kK, kKBias}, {kV, kVBias}});
     q = qkv[0];
@@ -191,8 +221,10 @@ Variable self_attention(const ModelConfig& c, std::int64_t layer, const LayerPar
 Variable mlp(const ModelConfig& c, const LayerParameters& p, const Variable& h) {
   const LayerWeights& w = *p.weights;
   Variable activated;
-  if (c.fused_gate_up) {
-    activated = swiglu_fused(project(p, h, kGateUp, kGateUpBias));
+  const std::optional<Variable> gate_up =
+      c.fused_gate_up ? project(p, h, kGateUp, kGateUpBias) : joined_projection(p, h, {kGate, kUp}, {});
+  if (gate_up) {
+    activated = swiglu_fused(*gate_up);
   } else {
     std::vector<Variable> gate_up = project_each(p, h, {{kGate, -1}, {kUp, -1}});
     activated = swiglu(gate_up[0], gate_up[1]);

@@ -1,6 +1,7 @@
 #include "models/model.h"
 
 #include <algorithm>
+#include <array>
 #include <iterator>
 #include <optional>
 
@@ -33,6 +34,34 @@ SharedPrefixes on_device(const SharedPrefixes& shared, Device device) {
   return {moved_gather(shared.expand), moved_gather(shared.compact), moved(shared.cu_seqlens)};
 }
 
+// A layer's weights one GEMM may read together (the joined projections of models/decoder.cpp):
+// each group, in slot order, is one allocation whose rows its parameters view, so [q; k; v]
+// and [gate; up] exist as matrices without a copy. A group with a 4-bit or missing member is
+// allocated apart.
+template <typename Packed>
+std::array<Tensor, kLayerSlotCount> allocated_together(const LayerSpecs& specs, const Packed& packed, DType dtype,
+                                                       Device device) {
+  static const std::vector<std::vector<int>> kGroups = {{kQ, kK, kV}, {kQBias, kKBias, kVBias}, {kGate, kUp}};
+  std::array<Tensor, kLayerSlotCount> storage;
+  for (const std::vector<int>& group : kGroups) {
+    std::int64_t total = 0;
+    bool whole = true;
+    for (int slot : group) {
+      whole = whole && specs[slot] && !packed(slot, *specs[slot]);
+      if (specs[slot]) total += shape_numel(specs[slot]->shape);
+    }
+    if (!whole) continue;
+    const Tensor buffer = Tensor::zeros({total}, dtype, device);
+    std::int64_t offset = 0;
+    for (int slot : group) {
+      const std::int64_t numel = shape_numel(specs[slot]->shape);
+      storage[slot] = buffer.narrow(0, offset, numel).view(specs[slot]->shape);
+      offset += numel;
+    }
+  }
+  return storage;
+}
+
 }  // namespace
 
 CausalLM::CausalLM(ModelConfig config, ModelOptions options)
@@ -40,9 +69,10 @@ CausalLM::CausalLM(ModelConfig config, ModelOptions options)
   ZT_REQUIRE(is_floating(options_.dtype),
              std::string("a model's dtype must be floating point, got ") + dtype_name(options_.dtype));
   // 4-bit linears start empty: their values arrive as a QuantizedLinears (models/quant/).
-  auto add = [this](const ParamSpec& spec, bool unallocated = false) {
-    Variable v(unallocated ? Tensor::empty({0}, options_.dtype, options_.device)
-                           : Tensor::zeros(spec.shape, options_.dtype, options_.device),
+  auto add = [this](const ParamSpec& spec, bool unallocated = false, const Tensor& storage = Tensor()) {
+    Variable v(unallocated        ? Tensor::empty({0}, options_.dtype, options_.device)
+               : storage.defined() ? storage
+                                   : Tensor::zeros(spec.shape, options_.dtype, options_.device),
                true, spec.name);
     index_[spec.name] = parameters_.size();
     parameters_.push_back({spec.name, v});
@@ -57,9 +87,11 @@ CausalLM::CausalLM(ModelConfig config, ModelOptions options)
   ParameterLayout layout = parameter_layout(*config_);
   embedding_ = add(layout.embedding);
   for (const LayerSpecs& specs : layout.layers) {
+    const std::array<Tensor, kLayerSlotCount> storage =
+        allocated_together(specs, packed, options_.dtype, options_.device);
     LayerWeights weights;
     for (int slot = 0; slot < kLayerSlotCount; ++slot)
-      if (specs[slot]) weights[slot] = add(*specs[slot], packed(slot, *specs[slot]));
+      if (specs[slot]) weights[slot] = add(*specs[slot], packed(slot, *specs[slot]), storage[slot]);
     layers_.push_back(weights);
   }
   if (layout.final_norm) final_norm_ = add(*layout.final_norm);

@@ -103,6 +103,25 @@ Tensor Tensor::narrow(std::int64_t d, std::int64_t start, std::int64_t length) c
   return slice(d, start, start + length);
 }
 
+std::optional<Tensor> Tensor::adjacent_rows(const std::vector<Tensor>& parts) {
+  if (parts.empty()) return std::nullopt;
+  const Tensor& first = parts.front();
+  std::int64_t rows = 0, next_offset = first.offset_;
+  for (const Tensor& part : parts) {
+    const bool follows = part.defined() && part.dim() >= 1 && part.numel() > 0 && part.is_contiguous() &&
+                         part.storage_ == first.storage_ && part.dtype_ == first.dtype_ &&
+                         part.offset_ == next_offset &&
+                         Shape(part.shape_.begin() + 1, part.shape_.end()) ==
+                             Shape(first.shape_.begin() + 1, first.shape_.end());
+    if (!follows) return std::nullopt;
+    rows += part.shape_[0];
+    next_offset += part.numel();
+  }
+  Shape shape = first.shape_;
+  shape[0] = rows;
+  return first.make_view(shape, contiguous_strides(shape), first.offset_);
+}
+
 Tensor Tensor::slice(std::int64_t d, std::int64_t start, std::int64_t end, std::int64_t step) const {
   d = wrap_dim(d);
   ZT_REQUIRE(step > 0, "slice step must be positive, got " + std::to_string(step));

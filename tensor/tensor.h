@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -103,6 +104,11 @@ class Tensor {
   Tensor squeeze(std::int64_t dim) const;
   Tensor unsqueeze(std::int64_t dim) const;
   Tensor flatten() const { return reshape({numel()}); }
+  // `parts` stored one after another in one storage (each contiguous, of one dtype and one
+  // shape past dim 0) as one view [their dim-0 sizes summed, ...]: a model that allocated its
+  // q, k and v weights together multiplies by them at once. nullopt when they are not so
+  // stored (one of them replaced, loaded elsewhere, or a part empty).
+  static std::optional<Tensor> adjacent_rows(const std::vector<Tensor>& parts);
 
   // ---- copies ----
   Tensor contiguous() const;  // *this when already contiguous

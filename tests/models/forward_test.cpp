@@ -1,7 +1,7 @@
 // The model's own consistency on tiny random models of every architecture, in float64:
 // gradients against finite differences, a packed batch against its sequences one by one,
-// the KV-cache path against full recomputation, checkpointed against plain backward, and
-// clear errors for malformed batches.
+// the KV-cache path against full recomputation, checkpointed against plain backward, the
+// projections allocated together against separate ones, and clear errors for malformed batches.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -144,6 +144,28 @@ INSTANTIATE_TEST_SUITE_P(Architectures, ModelArch,
                          ::testing::Values(Architecture::kQwen2, Architecture::kQwen3, Architecture::kGlm,
                                            Architecture::kGlm4, Architecture::kChatGlm),
                          [](const auto& info) { return std::string(architecture_name(info.param)); });
+
+// A layer's q, k, v (and biases) and gate, up weights are allocated as one matrix each, which
+// a forward without gradients multiplies by in one GEMM; moved apart, the separate GEMMs run.
+// Both give the same logits bit for bit.
+TEST(ModelForward, ProjectionsAllocatedTogetherGiveWhatSeparateOnesGive) {
+  for (Architecture arch : {Architecture::kQwen2, Architecture::kQwen3}) {
+    CausalLM model = random_model(arch, 9);
+    const PackedBatch batch = test_batch();
+    autograd::NoGradGuard no_recording;
+    const Tensor joined = model.forward(batch.input_ids, batch.positions, batch.cu_seqlens).data();
+    for (std::int64_t layer = 0; layer < model.config().num_layers; ++layer) {
+      const LayerWeights& w = model.layer_weights(layer);
+      ASSERT_TRUE(Tensor::adjacent_rows({w[kQ].data(), w[kK].data(), w[kV].data()}).has_value());
+      ASSERT_TRUE(Tensor::adjacent_rows({w[kGate].data(), w[kUp].data()}).has_value());
+      if (w[kQBias].defined())
+        ASSERT_TRUE(Tensor::adjacent_rows({w[kQBias].data(), w[kKBias].data(), w[kVBias].data()}).has_value());
+      for (int slot : {kK, kUp}) w[slot].impl()->data = w[slot].data().clone();
+    }
+    const Tensor separate = model.forward(batch.input_ids, batch.positions, batch.cu_seqlens).data();
+    EXPECT_EQ(max_abs_diff(joined, separate), 0.0) << architecture_name(arch);
+  }
+}
 
 TEST(ModelForward, TiedHeadIsTheEmbedding) {
   CausalLM tied = random_model(Architecture::kQwen2, 1);

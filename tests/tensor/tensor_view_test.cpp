@@ -40,6 +40,25 @@ TEST(TensorView, NarrowSliceSelectShareStorage) {
   EXPECT_THROW(t.select(0, 4), Error);
 }
 
+TEST(TensorView, AdjacentRowsJoinOnlyTensorsStoredOneAfterAnother) {
+  Tensor t = iota({6, 4});
+  const Tensor q = t.narrow(0, 0, 3), k = t.narrow(0, 3, 2), v = t.narrow(0, 5, 1);
+  std::optional<Tensor> joined = Tensor::adjacent_rows({q, k, v});
+  ASSERT_TRUE(joined.has_value());
+  EXPECT_EQ(joined->shape(), (Shape{6, 4}));
+  EXPECT_EQ(joined->storage(), t.storage());
+  EXPECT_EQ(joined->to_vector(), t.to_vector());
+  const Tensor flat = iota({10});  // a 2-row and a 3-row bias stored as one
+  EXPECT_EQ(Tensor::adjacent_rows({flat.narrow(0, 2, 2), flat.narrow(0, 4, 3)})->to_vector(), (Values{2, 3, 4, 5, 6}));
+  EXPECT_FALSE(Tensor::adjacent_rows({q, v}).has_value()) << "a gap";
+  EXPECT_FALSE(Tensor::adjacent_rows({k, q}).has_value()) << "out of order";
+  EXPECT_FALSE(Tensor::adjacent_rows({q, k.clone()}).has_value()) << "another storage";
+  EXPECT_FALSE(Tensor::adjacent_rows({q, t.view({12, 2}).narrow(0, 6, 4)}).has_value()) << "other row shape";
+  EXPECT_FALSE(Tensor::adjacent_rows({t.slice(1, 0, 2), t.slice(1, 2, 4)}).has_value()) << "not contiguous";
+  EXPECT_FALSE(Tensor::adjacent_rows({}).has_value());
+  EXPECT_FALSE(Tensor::adjacent_rows({q, Tensor()}).has_value());
+}
+
 TEST(TensorView, TransposePermuteAndContiguousCopy) {
   Tensor t = iota({2, 3});
   Tensor tt = t.transpose(0, 1);
