@@ -138,11 +138,6 @@ Variable norm(const ModelConfig& c, const Variable& x, const Variable& weight) {
   return rmsnorm(x, weight, static_cast<float>(c.norm_eps), c.norm_style);
 }
 
-struct NormedSum {
-  Variable sum;     // x + residual: the next residual
-  Variable normed;  // rmsnorm(sum)
-};
-
 // The residual add and the norm that reads it, one fused kernel each way, bit for bit as the
 // pair: a decode step is bound by its kernel count, a training step saves the add's pass and
 // the engine's sum of the two gradients the sum receives.
@@ -237,15 +232,29 @@ Variable mlp(const ModelConfig& c, const LayerParameters& p, const Variable& h) 
 
 }  // namespace
 
-Variable decoder_layer(const ModelConfig& config, std::int64_t layer, const LayerParameters& parameters,
-                       const Variable& x, const TokenLayout& tokens, KvCache* cache) {
+Variable ResidualStream::summed() const { return delta.defined() ? residual_add(delta, residual) : residual; }
+
+NormedSum normed_stream(const ModelConfig& config, const ResidualStream& x, const Variable& weight) {
+  if (x.delta.defined()) return add_then_norm(config, x.delta, x.residual, weight);
+  return {x.residual, norm(config, x.residual, weight)};
+}
+
+ResidualStream decoder_layer(const ModelConfig& config, std::int64_t layer, const LayerParameters& parameters,
+                             const ResidualStream& x, const TokenLayout& tokens, KvCache* cache) {
   const LayerWeights& weights = *parameters.weights;
   const LayerRecording& record = parameters.record;
-  Variable attended = self_attention(config, layer, parameters,
-                                     record("input_layernorm", norm(config, x, weights[kInputNorm])), tokens, cache);
-  const NormedSum after_attention = add_then_norm(config, attended, x, weights[kPostAttentionNorm]);
-  return record("", residual_add(mlp(config, parameters, record("post_attention_layernorm", after_attention.normed)),
-                                 after_attention.sum));
+  const NormedSum input = normed_stream(config, x, weights[kInputNorm]);
+  Variable attended = self_attention(config, layer, parameters, record("input_layernorm", input.normed), tokens, cache);
+  const NormedSum after_attention = add_then_norm(config, attended, input.sum, weights[kPostAttentionNorm]);
+  ResidualStream out{after_attention.sum,
+                     mlp(config, parameters, record("post_attention_layernorm", after_attention.normed))};
+  if (record.recorder == nullptr) return out;
+  return {record("", out.summed()), Variable()};
+}
+
+Variable decoder_layer(const ModelConfig& config, std::int64_t layer, const LayerParameters& parameters,
+                       const Variable& x, const TokenLayout& tokens, KvCache* cache) {
+  return decoder_layer(config, layer, parameters, ResidualStream{x, Variable()}, tokens, cache).summed();
 }
 
 }  // namespace zt::models

@@ -70,7 +70,7 @@ CausalLM::CausalLM(ModelConfig config, ModelOptions options)
              std::string("a model's dtype must be floating point, got ") + dtype_name(options_.dtype));
   // 4-bit linears start empty: their values arrive as a QuantizedLinears (models/quant/).
   auto add = [this](const ParamSpec& spec, bool unallocated = false, const Tensor& storage = Tensor()) {
-    Variable v(unallocated        ? Tensor::empty({0}, options_.dtype, options_.device)
+    Variable v(unallocated         ? Tensor::empty({0}, options_.dtype, options_.device)
                : storage.defined() ? storage
                                    : Tensor::zeros(spec.shape, options_.dtype, options_.device),
                true, spec.name);
@@ -161,18 +161,18 @@ void CausalLM::set_lora(std::vector<LayerLora> lora) {
   lora_ = std::move(lora);
 }
 
-Variable CausalLM::run_layer(std::int64_t layer, const Variable& x, const TokenLayout& tokens, const PrefixKv* prefix,
-                             KvCache* cache) const {
+ResidualStream CausalLM::run_layer(std::int64_t layer, const ResidualStream& stream, const TokenLayout& tokens,
+                                   const PrefixKv* prefix, KvCache* cache) const {
   const auto index = static_cast<std::size_t>(layer);
   const LayerLora* lora = lora_.empty() || !adapters_enabled_ ? nullptr : &lora_[index];
   const PartialSumReducer* reducer = partial_sum_reducer_ ? &partial_sum_reducer_ : nullptr;
   const ModuleRef module{ModuleKind::kLayer, layer};
   // The 4-bit base on a decode step: the linears multiply the packed weights, nothing gathered.
-  const bool held =
-      gatherer_ != nullptr && !autograd::grad_enabled() && gatherer_->multiplies_held(module, x.data().size(0));
+  const bool held = gatherer_ != nullptr && !autograd::grad_enabled() &&
+                    gatherer_->multiplies_held(module, stream.residual.data().size(0));
   const LayerParameters parameters{
       &layers_[index], lora, prefix, autograd::grad_enabled(), {recorder_, layer}, reducer, held ? gatherer_ : nullptr};
-  if (held) return decoder_layer(*config_, layer, parameters, x, tokens, cache);
+  if (held) return decoder_layer(*config_, layer, parameters, stream, tokens, cache);
   // A gatherer whose weights backward can produce again (the 4-bit base) needs no recompute.
   const autograd::WeightSource* rereads = gatherer_ != nullptr ? gatherer_->weight_source() : nullptr;
   const bool recompute = cache == nullptr && autograd::grad_enabled() &&
@@ -180,10 +180,11 @@ Variable CausalLM::run_layer(std::int64_t layer, const Variable& x, const TokenL
   if (!recompute) {
     GatheredModule gathered(gatherer_, module);  // without gradients, or kept by reference: gather, run, release
     autograd::RereadWeights kept_by_reference(rereads);
-    return decoder_layer(*config_, layer, parameters, x, tokens, cache);
+    return decoder_layer(*config_, layer, parameters, stream, tokens, cache);
   }
+  // A recomputed layer takes and gives one tensor: the stream is summed at its boundary.
   const LayerWeights& weights = layers_[index];
-  std::vector<Variable> inputs{x};
+  std::vector<Variable> inputs{stream.summed()};
   std::vector<int> slots;
   for (int slot = 0; slot < kLayerSlotCount; ++slot)
     if (weights[slot].defined()) {
@@ -208,8 +209,8 @@ Variable CausalLM::run_layer(std::int64_t layer, const Variable& x, const TokenL
     return std::vector<Variable>{decoder_layer(*config, layer, {&w, l, p, true, record}, in[0], tokens)};
   };
   // ZeRO-3: the layer's weights exist only inside the gathered forward and recompute.
-  if (gatherer_ != nullptr) return gathered_checkpoint(*gatherer_, module, fn, inputs)[0];
-  return autograd::checkpoint(fn, inputs)[0];
+  if (gatherer_ != nullptr) return {gathered_checkpoint(*gatherer_, module, fn, inputs)[0], Variable()};
+  return {autograd::checkpoint(fn, inputs)[0], Variable()};
 }
 
 Variable CausalLM::forward_hidden(const Tensor& input_ids, const Tensor& positions, const Tensor& cu_seqlens,
@@ -254,13 +255,14 @@ Variable CausalLM::forward_packed(const Tensor& input_ids, const Tensor& positio
              "model forward: sequences stored with shared prefixes cannot take a P-Tuning prefix as well");
   if (!prefixes.empty() && prefix_positions_ == PrefixPositions::kAfterPrefix)
     tokens.positions = shifted_positions(tokens.positions, prefixes.front().keys.data().size(1));
+  ResidualStream stream{x, Variable()};
   for (std::int64_t layer = 0; layer < config_->num_layers; ++layer)
-    x = run_layer(layer, x, tokens, prefixes.empty() ? nullptr : &prefixes[static_cast<std::size_t>(layer)], cache);
+    stream = run_layer(layer, stream, tokens, prefixes.empty() ? nullptr : &prefixes[static_cast<std::size_t>(layer)],
+                       cache);
   if (cache != nullptr) cache->end_forward();
-  if (!final_norm_.defined()) return x;
+  if (!final_norm_.defined()) return stream.summed();
   GatheredModule gathered(gatherer_, {ModuleKind::kFinalNorm});
-  const float eps = static_cast<float>(config_->norm_eps);
-  return record_activation(recorder_, "model.norm", autograd::rmsnorm(x, final_norm_, eps, config_->norm_style));
+  return record_activation(recorder_, "model.norm", normed_stream(*config_, stream, final_norm_).normed);
 }
 
 Variable CausalLM::lm_head(const Variable& hidden) const {

@@ -169,8 +169,8 @@ class CausalLM {
                            KvCache* cache) const;
   Variable forward_packed(const Tensor& input_ids, const Tensor& positions, const Tensor& cu_seqlens,
                           const PackedShape& shape, KvCache* cache, const SharedPrefixes& shared = {}) const;
-  Variable run_layer(std::int64_t layer, const Variable& x, const TokenLayout& tokens, const PrefixKv* prefix,
-                     KvCache* cache) const;
+  ResidualStream run_layer(std::int64_t layer, const ResidualStream& stream, const TokenLayout& tokens,
+                           const PrefixKv* prefix, KvCache* cache) const;
 
   std::shared_ptr<const ModelConfig> config_;
   ModelOptions options_;

@@ -108,11 +108,10 @@ std::optional<Tensor> Tensor::adjacent_rows(const std::vector<Tensor>& parts) {
   const Tensor& first = parts.front();
   std::int64_t rows = 0, next_offset = first.offset_;
   for (const Tensor& part : parts) {
-    const bool follows = part.defined() && part.dim() >= 1 && part.numel() > 0 && part.is_contiguous() &&
-                         part.storage_ == first.storage_ && part.dtype_ == first.dtype_ &&
-                         part.offset_ == next_offset &&
-                         Shape(part.shape_.begin() + 1, part.shape_.end()) ==
-                             Shape(first.shape_.begin() + 1, first.shape_.end());
+    const bool follows =
+        part.defined() && part.dim() >= 1 && part.numel() > 0 && part.is_contiguous() &&
+        part.storage_ == first.storage_ && part.dtype_ == first.dtype_ && part.offset_ == next_offset &&
+        Shape(part.shape_.begin() + 1, part.shape_.end()) == Shape(first.shape_.begin() + 1, first.shape_.end());
     if (!follows) return std::nullopt;
     rows += part.shape_[0];
     next_offset += part.numel();
