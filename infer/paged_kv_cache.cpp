@@ -233,8 +233,15 @@ Tensor PagedKvCache::attend_unrotated(std::int64_t layer, const Tensor& q, const
                                       const Tensor& positions, const ops::RopeConfig& rope, const Tensor& cu_seqlens,
                                       double softmax_scale) {
   const std::size_t index = layer_index(layer);
-  ops::rope_and_write_kv_slots(q, k, v, positions, rope, key_pools_[index], value_pools_[index], slots());
-  return attention(index, q, k, v, cu_seqlens, softmax_scale);
+  // Decode attention reads q's heads at any token stride; the prefill's kernel reads
+  // contiguous q, k and v, which the same launch writes.
+  if (step_ != nullptr || decoding_ == cu_seqlens.numel() - 1) {
+    ops::rope_and_write_kv_slots(q, k, v, positions, rope, key_pools_[index], value_pools_[index], slots());
+    return attention(index, q, k, v, cu_seqlens, softmax_scale);
+  }
+  const ops::ContiguousQkv rotated =
+      ops::rope_and_write_kv_slots_copied(q, k, v, positions, rope, key_pools_[index], value_pools_[index], slots());
+  return attention(index, rotated.q, rotated.k, rotated.v, cu_seqlens, softmax_scale);
 }
 
 Tensor PagedKvCache::attention(std::size_t index, const Tensor& q, const Tensor& k, const Tensor& v,

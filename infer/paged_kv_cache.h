@@ -88,8 +88,9 @@ class PagedKvCache : public models::KvCache {
   void begin_forward(const models::ModelConfig& config, const models::PackedShape& shape) override;
   Tensor attend(std::int64_t layer, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& cu_seqlens,
                 double softmax_scale) override;
-  // RoPE of q and k in place and the write of k and v as one launch on the GPU
-  // (ops::rope_and_write_kv_slots), then the attention attend() runs.
+  // RoPE of q and k and the write of k and v as one launch on the GPU
+  // (ops::rope_and_write_kv_slots, in place for decode rows, into contiguous copies for a
+  // prefill's attention kernel), then the attention attend() runs.
   Tensor attend_unrotated(std::int64_t layer, const Tensor& q, const Tensor& k, const Tensor& v,
                           const Tensor& positions, const ops::RopeConfig& rope, const Tensor& cu_seqlens,
                           double softmax_scale) override;

@@ -4,9 +4,9 @@
 // copy lane moves a slice of the pass-through dims (out of place, or into the cache). When
 // the layout allows, a rotary lane owns half a 16-byte vector of pairs (8-byte accesses:
 // fewer registers, so more threads in flight) and a copy lane a whole one. With a cache write
-// (kCache), v's heads follow k's in the same enumeration and are stored unrotated; k's and
-// v's heads go to their pool rows as they are stored, so a decode step's RoPE and KV write
-// are one launch that reads k once.
+// (kCache), v's heads follow k's in the same enumeration and are stored unrotated (to v_out
+// when set); k's and v's heads go to their pool rows as they are stored, so a step's RoPE and
+// KV write are one launch that reads k once.
 #include "cuda/rope/rope.cuh"
 
 #include <string>
@@ -86,7 +86,10 @@ __device__ __forceinline__ HeadRef<T> head_ref(const RopeArgs& a, std::int64_t t
             static_cast<T*>(a.k.y) + token * a.k.y_token_stride + at, cache, a.k.x == a.k.y, true};
   }
   const std::int64_t v_head = kv_head - a.k.heads;
-  return {static_cast<const T*>(a.cache.v) + token * a.cache.v_token_stride + v_head * a.shape.head_dim, nullptr,
+  const std::int64_t at = v_head * a.shape.head_dim;
+  T* copy =
+      a.cache.v_out == nullptr ? nullptr : static_cast<T*>(a.cache.v_out) + token * a.cache.v_out_token_stride + at;
+  return {static_cast<const T*>(a.cache.v) + token * a.cache.v_token_stride + at, copy,
           pool_row<T>(a, a.cache.value_pool, token, v_head), false, false};
 }
 
@@ -186,7 +189,8 @@ bool vectorizable(const RopeArgs& a, int width) {
                              op.y_token_stride % width == 0);
   };
   const bool cache_ok = a.v_heads == 0 || (is_aligned(a.cache.v, 16) && a.cache.v_token_stride % width == 0 &&
-                                           is_aligned(a.cache.key_pool, 16) && is_aligned(a.cache.value_pool, 16));
+                                           is_aligned(a.cache.key_pool, 16) && is_aligned(a.cache.value_pool, 16) &&
+                                           is_aligned(a.cache.v_out, 16) && a.cache.v_out_token_stride % width == 0);
   return operand_ok(a.q) && operand_ok(a.k) && cache_ok && a.shape.head_dim % width == 0 &&
          a.shape.rotary_dim % width == 0;
 }
@@ -232,8 +236,8 @@ void rope_rotate(const RopeOperand& q, const RopeOperand& k, DType dtype, const 
                  const RopeShape& shape, const RopeFrequencies& frequencies, bool inverse, cudaStream_t stream,
                  const RopeCacheWrite* cache) {
   if (shape.tokens == 0 || q.heads + k.heads == 0) return;
-  ZT_REQUIRE(cache == nullptr || (!inverse && k.x == k.y),
-             "rope_rotate: a cache write goes with the forward rotation of k in place");
+  ZT_REQUIRE(cache == nullptr || (!inverse && k.heads > 0),
+             "rope_rotate: a cache write goes with the forward rotation of k");
   ZT_REQUIRE(shape.rotary_dim > 0 && shape.rotary_dim % 2 == 0 && shape.rotary_dim <= shape.head_dim &&
                  shape.rotary_dim / 2 <= kMaxRopePairs,
              "rope_rotate: rotary_dim " + std::to_string(shape.rotary_dim) +

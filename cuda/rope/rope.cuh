@@ -52,11 +52,13 @@ struct RopeCacheWrite {
   void* key_pool = nullptr;
   void* value_pool = nullptr;
   std::int64_t num_slots = 0;
+  void* v_out = nullptr;  // optional: v's heads also copied here (a prefill's contiguous v)
+  std::int64_t v_out_token_stride = 0;
 };
 
 // positions: int32 or int64 [tokens]. inverse rotates by -angle (the backward). q and k
 // share dtype, positions and shape; k may have no heads. cache: null, or where k and v also
-// go (k rotated in place, forward only).
+// go (forward only).
 void rope_rotate(const RopeOperand& q, const RopeOperand& k, DType dtype, const void* positions, DType position_dtype,
                  const RopeShape& shape, const RopeFrequencies& frequencies, bool inverse, cudaStream_t stream,
                  const RopeCacheWrite* cache = nullptr);

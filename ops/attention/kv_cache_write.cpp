@@ -110,6 +110,15 @@ void write_kv_slots(Tensor& key_pool, Tensor& value_pool, const Tensor& k_in, co
   }
 }
 
+namespace {
+
+cuda::RopeCacheWrite cache_write(const Tensor& v, const Tensor& slots, Tensor& key_pool, Tensor& value_pool) {
+  return {v.data_ptr(),        v.stride(0),           slots.data<std::int64_t>(),
+          key_pool.data_ptr(), value_pool.data_ptr(), key_pool.size(0) * key_pool.size(1)};
+}
+
+}  // namespace
+
 void rope_and_write_kv_slots(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& positions,
                              const RopeConfig& rope, Tensor& key_pool, Tensor& value_pool, const Tensor& slots_in) {
   check_inputs(key_pool, value_pool, k, v, slots_in);
@@ -121,9 +130,27 @@ void rope_and_write_kv_slots(const Tensor& q, const Tensor& k, const Tensor& v, 
   }
   DeviceGuard guard(key_pool.device().index);
   const Tensor slots = slots_in.contiguous();
-  const cuda::RopeCacheWrite cache{v.data_ptr(),        v.stride(0),           slots.data<std::int64_t>(),
-                                   key_pool.data_ptr(), value_pool.data_ptr(), key_pool.size(0) * key_pool.size(1)};
-  rope_forward_inplace(q, k, positions, rope, cache);
+  rope_forward_with_cache(q, k, q, k, positions, rope, cache_write(v, slots, key_pool, value_pool));
+}
+
+ContiguousQkv rope_and_write_kv_slots_copied(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& positions,
+                                             const RopeConfig& rope, Tensor& key_pool, Tensor& value_pool,
+                                             const Tensor& slots_in) {
+  check_inputs(key_pool, value_pool, k, v, slots_in);
+  if (!key_pool.device().is_cuda() || !heads_contiguous(v)) {
+    ContiguousQkv out{rope_forward(q, positions, rope), rope_forward(k, positions, rope), v.contiguous()};
+    write_kv_slots(key_pool, value_pool, out.k, out.v, slots_in);
+    return out;
+  }
+  DeviceGuard guard(key_pool.device().index);
+  const Tensor slots = slots_in.contiguous();
+  ContiguousQkv out{Tensor::empty(q.shape(), q.dtype(), q.device()), Tensor::empty(k.shape(), k.dtype(), k.device()),
+                    Tensor::empty(v.shape(), v.dtype(), v.device())};
+  cuda::RopeCacheWrite cache = cache_write(v, slots, key_pool, value_pool);
+  cache.v_out = out.v.data_ptr();
+  cache.v_out_token_stride = out.v.stride(0);
+  rope_forward_with_cache(q, k, out.q, out.k, positions, rope, cache);
+  return out;
 }
 
 }  // namespace zt::ops

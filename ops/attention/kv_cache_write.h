@@ -26,4 +26,15 @@ void write_kv_slots(Tensor& key_pool, Tensor& value_pool, const Tensor& k, const
 void rope_and_write_kv_slots(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& positions,
                              const RopeConfig& rope, Tensor& key_pool, Tensor& value_pool, const Tensor& slots);
 
+// As rope_and_write_kv_slots, but q, k and v are left as they are and returned rotated (q, k)
+// and copied (v) as contiguous tensors, in the same launch on the GPU: the inputs of an
+// attention kernel that reads contiguous q, k, v (a prefill), where rotating strided slices of
+// a joined projection in place would need three copies after it.
+struct ContiguousQkv {
+  Tensor q, k, v;
+};
+ContiguousQkv rope_and_write_kv_slots_copied(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& positions,
+                                             const RopeConfig& rope, Tensor& key_pool, Tensor& value_pool,
+                                             const Tensor& slots);
+
 }  // namespace zt::ops

@@ -112,26 +112,34 @@ Tensor rotate(const char* op, const Tensor& x_in, const Tensor& positions_in, co
   return y;
 }
 
-// The in-place operand for t: heads and dims must be contiguous, the token stride is free.
-cuda::RopeOperand inplace_operand(const char* op, const char* name, const Tensor& t) {
-  bool heads_contiguous = (t.size(2) <= 1 || t.stride(2) == 1) && (t.size(1) <= 1 || t.stride(1) == t.size(2));
-  ZT_REQUIRE(heads_contiguous, std::string(op) + ": " + name + " of shape " + shape_str(t.shape()) + " has strides " +
-                                   shape_str(t.strides()) + "; rotating in place needs its heads and head dims " +
-                                   "contiguous (strides [any, head_dim, 1]); use the out-of-place op instead");
-  return {t.data_ptr(), t.data_ptr(), t.size(1), t.stride(0), t.stride(0)};
+// The operand rotating `in` into `out` (the same tensor in place, or one of its shape): heads and
+// dims must be contiguous in both, the token stride is free.
+cuda::RopeOperand heads_contiguous_operand(const char* op, const char* name, const Tensor& in, const Tensor& out) {
+  for (const Tensor* t : {&in, &out}) {
+    bool heads_contiguous = (t->size(2) <= 1 || t->stride(2) == 1) && (t->size(1) <= 1 || t->stride(1) == t->size(2));
+    ZT_REQUIRE(heads_contiguous, std::string(op) + ": " + name + " of shape " + shape_str(t->shape()) +
+                                     " has strides " + shape_str(t->strides()) +
+                                     "; rotating in place needs its heads and head dims " +
+                                     "contiguous (strides [any, head_dim, 1]); use the out-of-place op instead");
+  }
+  ZT_REQUIRE(out.shape() == in.shape() && out.dtype() == in.dtype(),
+             std::string(op) + ": the output for " + name + " must have its shape and dtype");
+  return {in.data_ptr(), out.data_ptr(), in.size(1), in.stride(0), out.stride(0)};
 }
 
-void rotate_inplace(const char* op, const Tensor& q, const Tensor& k, const Tensor& positions_in,
-                    const RopeConfig& config, bool inverse, const cuda::RopeCacheWrite* cache = nullptr) {
+// q and k rotated into q_out and k_out (themselves, in place, unless given).
+void rotate_heads(const char* op, const Tensor& q, const Tensor& k, const Tensor& positions_in,
+                  const RopeConfig& config, bool inverse, const cuda::RopeCacheWrite* cache = nullptr,
+                  const Tensor& q_out = Tensor(), const Tensor& k_out = Tensor()) {
   check_inputs(op, q, positions_in);
   cuda::RopeShape shape = rope_shape(op, q, config);
-  cuda::RopeOperand q_operand = inplace_operand(op, "q", q), k_operand;
+  cuda::RopeOperand q_operand = heads_contiguous_operand(op, "q", q, q_out.defined() ? q_out : q), k_operand;
   if (k.defined()) {
     check_inputs(op, k, positions_in);
     check_same_dtype(op, {{"q", &q}, {"k", &k}});
     ZT_REQUIRE(k.size(2) == q.size(2), std::string(op) + ": q and k must share head_dim, got q " +
                                            shape_str(q.shape()) + " and k " + shape_str(k.shape()));
-    k_operand = inplace_operand(op, "k", k);
+    k_operand = heads_contiguous_operand(op, "k", k, k_out.defined() ? k_out : k);
   }
   Tensor positions = positions_in.contiguous();
   rotate_operands(op, q_operand, k_operand, q, positions, shape, config, inverse, cache);
@@ -153,18 +161,18 @@ Tensor rope_backward(const Tensor& grad_y, const Tensor& positions, const RopeCo
 }
 
 void rope_forward_inplace(const Tensor& q, const Tensor& k, const Tensor& positions, const RopeConfig& config) {
-  rotate_inplace("rope_forward_inplace", q, k, positions, config, false);
+  rotate_heads("rope_forward_inplace", q, k, positions, config, false);
 }
 
-void rope_forward_inplace(const Tensor& q, const Tensor& k, const Tensor& positions, const RopeConfig& config,
-                          const cuda::RopeCacheWrite& cache) {
-  ZT_REQUIRE(k.defined(), "rope_forward_inplace: a cache write needs k");
-  rotate_inplace("rope_forward_inplace", q, k, positions, config, false, &cache);
+void rope_forward_with_cache(const Tensor& q, const Tensor& k, const Tensor& q_out, const Tensor& k_out,
+                             const Tensor& positions, const RopeConfig& config, const cuda::RopeCacheWrite& cache) {
+  ZT_REQUIRE(k.defined(), "rope_forward_with_cache: a cache write needs k");
+  rotate_heads("rope_forward_with_cache", q, k, positions, config, false, &cache, q_out, k_out);
 }
 
 void rope_backward_inplace(const Tensor& grad_q, const Tensor& grad_k, const Tensor& positions,
                            const RopeConfig& config) {
-  rotate_inplace("rope_backward_inplace", grad_q, grad_k, positions, config, true);
+  rotate_heads("rope_backward_inplace", grad_q, grad_k, positions, config, true);
 }
 
 }  // namespace zt::ops

@@ -35,11 +35,13 @@ Tensor rope_backward(const Tensor& grad_y, const Tensor& positions, const RopeCo
 // qkv projection rotate where they are. Values are exactly rope_forward's.
 void rope_forward_inplace(const Tensor& q, const Tensor& k, const Tensor& positions, const RopeConfig& config);
 
-// rope_forward_inplace on the GPU that also stores k's rotated heads and v's heads in a paged
-// KV cache in the same launch (cuda::RopeCacheWrite, whose pools, slots and v the caller has
-// checked: ops/attention/kv_cache_write.h's rope_and_write_kv_slots). k must be defined.
-void rope_forward_inplace(const Tensor& q, const Tensor& k, const Tensor& positions, const RopeConfig& config,
-                          const cuda::RopeCacheWrite& cache);
+// rope_forward of q and k on the GPU into q_out and k_out (q and k themselves, in place, or
+// tensors of their shapes), storing k's rotated heads and v's heads in a paged KV cache, and
+// v's heads in cache.v_out when set, in the same launch (cuda::RopeCacheWrite, whose pools,
+// slots and v the caller has checked: ops/attention/kv_cache_write.h's
+// rope_and_write_kv_slots). Heads and head dims contiguous in all four; k must be defined.
+void rope_forward_with_cache(const Tensor& q, const Tensor& k, const Tensor& q_out, const Tensor& k_out,
+                             const Tensor& positions, const RopeConfig& config, const cuda::RopeCacheWrite& cache);
 
 // What a kernel that rotates heads of head_dim dims itself needs (cuda/decode_step): the
 // rotary dims and style, and the frequencies rope_forward's kernel rotates by, checked as

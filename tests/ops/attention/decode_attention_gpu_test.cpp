@@ -306,7 +306,8 @@ TEST_F(WriteKvSlotsGpu, SlotsPastThePoolsAreSkipped) {
 // ---- rope_and_write_kv_slots ----
 
 // The one-launch RoPE + cache write against the two ops it replaces, on the same GPU inputs:
-// q and k rotated in place and the pools must be equal bit for bit. q, k and v are slices of
+// q and k rotated in place (or into contiguous copies, v copied too) and the pools must be
+// equal bit for bit. q, k and v are slices of
 // a fused [tokens, q + 2·kv heads, head_dim] projection; rotate-half and GLM's interleaved
 // half rotation; a 6-dim head (no 16-byte vectors); 5 tokens (one head a thread) and 5,000
 // (eight heads a thread); slots that skip (negative, past the pools).
@@ -352,6 +353,17 @@ TEST_F(WriteKvSlotsGpu, RopeInTheSameLaunchEqualsTheTwoOps) {
         EXPECT_EQ(max_abs_diff(one.fused.to(Device::cpu()), two.fused.to(Device::cpu())), 0.0) << what;
         EXPECT_EQ(max_abs_diff(one.key_pool.to(Device::cpu()), two.key_pool.to(Device::cpu())), 0.0) << what;
         EXPECT_EQ(max_abs_diff(one.value_pool.to(Device::cpu()), two.value_pool.to(Device::cpu())), 0.0) << what;
+        // Into contiguous copies (a prefill's): the same values, the inputs untouched.
+        Run copied{fused.clone(), pools.clone(), pools.clone(), c.q_heads, c.kv_heads};
+        const ops::ContiguousQkv out = ops::rope_and_write_kv_slots_copied(
+            copied.q(), copied.k(), copied.v(), positions, c.rope, copied.key_pool, copied.value_pool, slots);
+        for (const Tensor* t : {&out.q, &out.k, &out.v}) EXPECT_TRUE(t->is_contiguous()) << what;
+        EXPECT_EQ(max_abs_diff(out.q.to(Device::cpu()), two.q().to(Device::cpu())), 0.0) << what;
+        EXPECT_EQ(max_abs_diff(out.k.to(Device::cpu()), two.k().to(Device::cpu())), 0.0) << what;
+        EXPECT_EQ(max_abs_diff(out.v.to(Device::cpu()), two.v().to(Device::cpu())), 0.0) << what;
+        EXPECT_EQ(max_abs_diff(copied.fused.to(Device::cpu()), fused.to(Device::cpu())), 0.0) << what;
+        EXPECT_EQ(max_abs_diff(copied.key_pool.to(Device::cpu()), two.key_pool.to(Device::cpu())), 0.0) << what;
+        EXPECT_EQ(max_abs_diff(copied.value_pool.to(Device::cpu()), two.value_pool.to(Device::cpu())), 0.0) << what;
       }
 }
 

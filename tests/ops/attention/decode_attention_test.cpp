@@ -350,6 +350,19 @@ TEST(WriteKvSlots, RopeThenWriteEqualsTheTwoOps) {
                   }),
                   {"write_kv_slots", "slots[3] is 9"});
   EXPECT_EQ(unrotated.to_vector(), original.to_vector()) << "nothing rotated before the failed check";
+
+  Tensor copied_keys = Tensor::zeros({3, 2, 2, 8}, DType::kBF16),
+         copied_values = Tensor::zeros({3, 2, 2, 8}, DType::kBF16);
+  const ops::ContiguousQkv out = ops::rope_and_write_kv_slots_copied(
+      unrotated.narrow(1, 0, 2), unrotated.narrow(1, 2, 2), unrotated.narrow(1, 4, 2), positions, rope, copied_keys,
+      copied_values, slots);
+  EXPECT_EQ(out.q.to_vector(), fused.narrow(1, 0, 2).to_vector());
+  EXPECT_EQ(out.k.to_vector(), k_want.to_vector());
+  EXPECT_EQ(out.v.to_vector(), original.narrow(1, 4, 2).to_vector());
+  EXPECT_TRUE(out.q.is_contiguous() && out.k.is_contiguous() && out.v.is_contiguous());
+  EXPECT_EQ(unrotated.to_vector(), original.to_vector()) << "the copying form leaves its inputs";
+  EXPECT_EQ(copied_keys.to_vector(), key_want.to_vector());
+  EXPECT_EQ(copied_values.to_vector(), value_want.to_vector());
 }
 
 // ---- argmax_rows ----
