@@ -1,6 +1,8 @@
 #include "cuda/reduce/reduce.cuh"
 
+#include <algorithm>
 #include <climits>
+#include <optional>
 #include <string>
 #include <type_traits>
 
@@ -89,41 +91,80 @@ struct FirstMax {
 
 // Every thread of the block calls it and gets the block's first maximum.
 template <typename V>
-__device__ int block_argmax(V value, int index) {
-  return block_reduce(Candidate<V>{value, index}, Candidate<V>{V(-INFINITY), INT_MAX}, FirstMax{}).index;
+__device__ Candidate<V> block_first_max(Candidate<V> mine) {
+  return block_reduce(mine, Candidate<V>{V(-INFINITY), INT_MAX}, FirstMax{});
 }
 
-// V: the comparison type (double for float64, float otherwise); kW elements per load (16
-// bytes, or 1 where rows are not 16-byte aligned).
+// Blocks of (row, part): part p of a row scans columns [p * part_cols, (p + 1) * part_cols).
+// One part a row writes the row's index; several write their first maximum to `partial`,
+// which argmax_merge_kernel reduces. A row split over parts gives the same index: the order
+// is total (argmax_order.cuh). V: the comparison type (double for float64, float
+// otherwise); kW elements per load (16 bytes, or 1 where rows are not 16-byte aligned).
 template <typename T, typename V, int kW>
-__global__ void argmax_rows_kernel(const T* x, std::int64_t* out, std::int64_t rows, std::int64_t cols,
-                                   std::int64_t row_stride) {
-  for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+__global__ void argmax_rows_kernel(const T* x, std::int64_t* out, Candidate<V>* partial, std::int64_t rows,
+                                   std::int64_t cols, std::int64_t row_stride, int parts, std::int64_t part_cols) {
+  for (std::int64_t b = blockIdx.x; b < rows * parts; b += gridDim.x) {
+    const std::int64_t row = b / parts, begin = (b % parts) * part_cols;
+    const std::int64_t end = begin + part_cols < cols ? begin + part_cols : cols;
     const T* p = x + row * row_stride;
-    V best = V(-INFINITY);
-    int best_index = INT_MAX;
-    for (std::int64_t c = static_cast<std::int64_t>(threadIdx.x) * kW; c < cols;
+    Candidate<V> best{V(-INFINITY), INT_MAX};
+    for (std::int64_t c = begin + static_cast<std::int64_t>(threadIdx.x) * kW; c < end;
          c += static_cast<std::int64_t>(blockDim.x) * kW) {
       const Packed<T, kW> packed = *reinterpret_cast<const Packed<T, kW>*>(p + c);
 #pragma unroll
-      for (int e = 0; e < kW; ++e) keep_first(best, best_index, static_cast<V>(packed.v[e]), static_cast<int>(c) + e);
+      for (int e = 0; e < kW; ++e)
+        keep_first(best.value, best.index, static_cast<V>(packed.v[e]), static_cast<int>(c) + e);
     }
-    const int index = block_argmax(best, best_index);
-    if (threadIdx.x == 0) out[row] = index;
+    best = block_first_max(best);
+    if (threadIdx.x != 0) continue;
+    if (parts == 1)
+      out[row] = best.index;
+    else
+      partial[b] = best;
   }
 }
+
+template <typename V>
+__global__ void argmax_merge_kernel(const Candidate<V>* partial, std::int64_t* out, std::int64_t rows, int parts) {
+  for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    Candidate<V> best{V(-INFINITY), INT_MAX};
+    for (int part = threadIdx.x; part < parts; part += blockDim.x) {
+      const Candidate<V> c = partial[row * parts + part];
+      keep_first(best.value, best.index, c.value, c.index);
+    }
+    best = block_first_max(best);
+    if (threadIdx.x == 0) out[row] = best.index;
+  }
+}
+
+// A few rows of a long vocabulary (a decode step's greedy choice: 1 to 64 rows of 152k) are
+// split into parts so about kArgmaxBlocks blocks scan them, each part at least
+// kMinPartColumns wide; many rows take a block each.
+constexpr std::int64_t kArgmaxBlocks = 256;
+constexpr std::int64_t kMinPartColumns = 8192;
 
 template <typename T, typename V>
 void launch_argmax(const void* x, std::int64_t* out, std::int64_t rows, std::int64_t cols, std::int64_t row_stride,
                    cudaStream_t stream) {
   constexpr int kW = kVectorWidth<T>;
-  const int threads = row_block_threads(cols, 512);
-  const unsigned blocks = grid_size(rows, 1);
+  const bool vector = is_aligned(x, 16) && cols % kW == 0 && row_stride % kW == 0;
+  const std::int64_t wanted = (kArgmaxBlocks + rows - 1) / rows, widest = cols / kMinPartColumns;
+  const int parts = static_cast<int>(std::max<std::int64_t>(1, std::min(wanted, widest)));
+  std::int64_t part_cols = (cols + parts - 1) / parts;
+  part_cols = (part_cols + kW - 1) / kW * kW;  // whole vectors, so every part's loads stay aligned
+  const int threads = row_block_threads(part_cols, 512);
+  const unsigned blocks = grid_size(rows * parts, 1);
   const T* data = static_cast<const T*>(x);
-  if (is_aligned(x, 16) && cols % kW == 0 && row_stride % kW == 0)
-    argmax_rows_kernel<T, V, kW><<<blocks, threads, 0, stream>>>(data, out, rows, cols, row_stride);
+  std::optional<ScratchBuffer> scratch;
+  if (parts > 1) scratch.emplace(static_cast<std::size_t>(rows * parts) * sizeof(Candidate<V>), stream);
+  Candidate<V>* partial = scratch ? scratch->as<Candidate<V>>() : nullptr;
+  if (vector)
+    argmax_rows_kernel<T, V, kW>
+        <<<blocks, threads, 0, stream>>>(data, out, partial, rows, cols, row_stride, parts, part_cols);
   else
-    argmax_rows_kernel<T, V, 1><<<blocks, threads, 0, stream>>>(data, out, rows, cols, row_stride);
+    argmax_rows_kernel<T, V, 1>
+        <<<blocks, threads, 0, stream>>>(data, out, partial, rows, cols, row_stride, parts, part_cols);
+  if (parts > 1) argmax_merge_kernel<V><<<grid_size(rows, 1), 32, 0, stream>>>(partial, out, rows, parts);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cuda/attention/decode/decode_attention.cuh"
@@ -414,6 +415,12 @@ TEST_F(ArgmaxRowsGpu, MatchesCpuOnRandomNanAndOddShapes) {
       EXPECT_EQ(ops::argmax_rows(x.to(Device::cuda())).to_vector(), ops::argmax_rows(x).to_vector())
           << what << " " << shape_str(shape);
     }
+    // A row split over blocks: the first NaN, in whichever part it lies, before an infinity.
+    Tensor wide = Tensor::normal({2, 152064}, 6, 0, 0.0, 1.0, DType::kF64);
+    for (auto [at, value] : {std::pair{100000, nan}, {150000, nan}, {152064 + 5, inf}, {152064 + 140000, nan}})
+      wide.data<double>()[at] = value;
+    EXPECT_EQ(ops::argmax_rows(wide.to(dtype).to(Device::cuda())).to_vector(), (std::vector<double>{100000, 140000}))
+        << what << " NaN in a split row";
     // Rows of a [batch, positions, vocab] tensor at its last position: rows 4·vocab apart.
     Tensor logits = Tensor::normal({3, 4, 1000}, 5, 0, 0.0, 1.0, dtype);
     EXPECT_EQ(ops::argmax_rows(logits.to(Device::cuda()).select(1, 3)).to_vector(),
