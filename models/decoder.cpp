@@ -1,5 +1,6 @@
 #include "models/decoder.h"
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <utility>
@@ -78,11 +79,14 @@ std::vector<Variable> project_each(const LayerParameters& p, const Variable& h,
 // The projections of `slots` (with `bias_slots`' biases, when the layer has them) as one GEMM,
 // when the model allocated their weights together (models/model.cpp) and one product gives
 // what the separate ones would: no gradient recorded (backward would need a weight gradient per
-// slot), no LoRA update beside any of them, the weights held dense. Each output column is the
+// slot) and not training, no LoRA update beside any of them, the weights held dense, every
+// bias slot filled or none. Each output column is the
 // same dot product either way. nullopt: project each.
 std::optional<Variable> joined_projection(const LayerParameters& p, const Variable& h, std::initializer_list<int> slots,
                                           std::initializer_list<int> bias_slots) {
-  if (grad_enabled() || p.held_weights != nullptr) return std::nullopt;
+  // Training, even in a checkpoint's first pass without gradients, keeps the separate GEMMs, so
+  // the recompute and a plain run multiply exactly as it did.
+  if (p.training || grad_enabled() || p.held_weights != nullptr) return std::nullopt;
   const LayerWeights& w = *p.weights;
   auto parts = [&](std::initializer_list<int> of) {
     std::vector<Tensor> tensors;
@@ -95,9 +99,10 @@ std::optional<Variable> joined_projection(const LayerParameters& p, const Variab
   const std::optional<Tensor> weight = Tensor::adjacent_rows(parts(slots));
   if (!weight) return std::nullopt;
   Tensor bias;
-  if (bias_slots.size() > 0 && w[*bias_slots.begin()].defined()) {
+  const auto biased = std::count_if(bias_slots.begin(), bias_slots.end(), [&](int slot) { return w[slot].defined(); });
+  if (biased > 0) {
     const std::optional<Tensor> joined_bias = Tensor::adjacent_rows(parts(bias_slots));
-    if (!joined_bias) return std::nullopt;
+    if (!joined_bias || biased != static_cast<std::ptrdiff_t>(bias_slots.size())) return std::nullopt;
     bias = *joined_bias;
   }
   return Variable(ops::linear_forward(h.data(), *weight, bias));

@@ -92,8 +92,17 @@ Zero3Partitioner::Zero3Partitioner(models::CausalLM& model, const std::vector<Tr
           .copy_from(flat(parameters_[piece.parameter].variable.data()).narrow(0, piece.parameter_offset, piece.numel));
     shards_.push_back(shard);
   }
-  for (Parameter& p : parameters_)
-    if (!p.persistent) set_empty(p);
+  for (Parameter& p : parameters_) {
+    if (!p.persistent) {
+      set_empty(p);
+      continue;
+    }
+    // A persistent parameter allocated together with others (a layer's joined q/k/v,
+    // models/model.cpp) takes a copy of its own, so the shared allocation goes with them.
+    const Tensor& value = p.variable.data();
+    if (value.storage()->nbytes() > static_cast<std::size_t>(value.numel()) * dtype_size(value.dtype()))
+      p.variable.impl()->data = value.clone();
+  }
   model_.set_parameter_gatherer(this);
 }
 

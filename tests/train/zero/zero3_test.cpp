@@ -281,8 +281,15 @@ TEST(Zero3Partitioner, EqualAlignedChunksCoverEveryElementOnce) {
               for (std::int64_t i = 0; i < piece.numel; ++i) ++covered[piece.parameter][piece.parameter_offset + i];
           }
         }
-        for (const auto& p : partitioner.parameters())
+        for (const auto& p : partitioner.parameters()) {
           EXPECT_EQ(p.variable.data().numel(), p.persistent ? shape_numel(p.shape) : 0) << p.name;
+          // A persistent parameter keeps no allocation it shared with partitioned ones (the
+          // model allocates a layer's q/k/v together).
+          if (p.persistent)
+            EXPECT_EQ(p.variable.data().storage()->nbytes(),
+                      static_cast<std::size_t>(shape_numel(p.shape)) * dtype_size(p.variable.data().dtype()))
+                << p.name;
+        }
         for (const models::ModuleParameters& module : model.modules()) {
           models::GatheredModule gathered(&partitioner, module.module);
           for (const models::NamedParameter& p : module.parameters)
