@@ -80,8 +80,8 @@ std::vector<Variable> project_each(const LayerParameters& p, const Variable& h,
 // when the model allocated their weights together (models/model.cpp) and one product gives
 // what the separate ones would: no gradient recorded (backward would need a weight gradient per
 // slot) and not training, no LoRA update beside any of them, the weights held dense, every
-// bias slot filled or none. Each output column is the
-// same dot product either way. nullopt: project each.
+// bias slot filled or none. Each output column is the same dot product either way. nullopt:
+// project each.
 std::optional<Variable> joined_projection(const LayerParameters& p, const Variable& h, std::initializer_list<int> slots,
                                           std::initializer_list<int> bias_slots) {
   // Training, even in a checkpoint's first pass without gradients, keeps the separate GEMMs, so

@@ -66,4 +66,8 @@ void check_float_on_device(const char* op, NamedTensor t) {
   if (t.second->device().is_cuda()) check_cuda_float(op, t);
 }
 
+bool heads_contiguous(const Tensor& t) {
+  return (t.size(2) <= 1 || t.stride(2) == 1) && (t.size(1) <= 1 || t.stride(1) == t.size(2));
+}
+
 }  // namespace zt::ops

@@ -25,4 +25,8 @@ void check_cuda_float(const char* op, NamedTensor t);
 // check_floating, and check_cuda_float on a GPU: a dtype this op's kernels on t's device take.
 void check_float_on_device(const char* op, NamedTensor t);
 
+// Whether a [tokens, heads, head_dim] tensor has its heads and head dims contiguous (strides
+// [any, head_dim, 1]): a head slice of a fused projection is, at any token stride.
+bool heads_contiguous(const Tensor& t);
+
 }  // namespace zt::ops

@@ -92,8 +92,9 @@ void write_cuda(Tensor& key_pool, Tensor& value_pool, const Tensor& k, const Ten
                        value_pool.data_ptr(), dtype_size(k.dtype()), current_stream());
 }
 
-bool heads_contiguous(const Tensor& t) {
-  return (t.size(2) <= 1 || t.stride(2) == 1) && (t.size(1) <= 1 || t.stride(1) == t.size(2));
+cuda::RopeCacheWrite cache_write(const Tensor& v, const Tensor& slots, Tensor& key_pool, Tensor& value_pool) {
+  return {v.data_ptr(),        v.stride(0),           slots.data<std::int64_t>(),
+          key_pool.data_ptr(), value_pool.data_ptr(), key_pool.size(0) * key_pool.size(1)};
 }
 
 }  // namespace
@@ -109,15 +110,6 @@ void write_kv_slots(Tensor& key_pool, Tensor& value_pool, const Tensor& k_in, co
     write_cpu(key_pool, value_pool, k, v, slots);
   }
 }
-
-namespace {
-
-cuda::RopeCacheWrite cache_write(const Tensor& v, const Tensor& slots, Tensor& key_pool, Tensor& value_pool) {
-  return {v.data_ptr(),        v.stride(0),           slots.data<std::int64_t>(),
-          key_pool.data_ptr(), value_pool.data_ptr(), key_pool.size(0) * key_pool.size(1)};
-}
-
-}  // namespace
 
 void rope_and_write_kv_slots(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& positions,
                              const RopeConfig& rope, Tensor& key_pool, Tensor& value_pool, const Tensor& slots_in) {

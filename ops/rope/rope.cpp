@@ -116,11 +116,10 @@ Tensor rotate(const char* op, const Tensor& x_in, const Tensor& positions_in, co
 // dims must be contiguous in both, the token stride is free.
 cuda::RopeOperand heads_contiguous_operand(const char* op, const char* name, const Tensor& in, const Tensor& out) {
   for (const Tensor* t : {&in, &out}) {
-    bool heads_contiguous = (t->size(2) <= 1 || t->stride(2) == 1) && (t->size(1) <= 1 || t->stride(1) == t->size(2));
-    ZT_REQUIRE(heads_contiguous, std::string(op) + ": " + name + " of shape " + shape_str(t->shape()) +
-                                     " has strides " + shape_str(t->strides()) +
-                                     "; rotating in place needs its heads and head dims " +
-                                     "contiguous (strides [any, head_dim, 1]); use the out-of-place op instead");
+    ZT_REQUIRE(heads_contiguous(*t), std::string(op) + ": " + name + " of shape " + shape_str(t->shape()) +
+                                         " has strides " + shape_str(t->strides()) +
+                                         "; rotating in place needs its heads and head dims " +
+                                         "contiguous (strides [any, head_dim, 1]); use the out-of-place op instead");
   }
   ZT_REQUIRE(out.shape() == in.shape() && out.dtype() == in.dtype(),
              std::string(op) + ": the output for " + name + " must have its shape and dtype");
