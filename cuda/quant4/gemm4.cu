@@ -35,6 +35,7 @@
 
 #include "cuda/common/cuda_common.cuh"
 #include "cuda/common/mma_warp.cuh"
+#include "cuda/common/multiprocessor_count.h"
 #include "cuda/common/scratch_buffer.h"
 #include "cuda/common/tile_smem.cuh"
 #include "cuda/elementwise/elementwise_dispatch.cuh"
@@ -278,18 +279,11 @@ bool wide_path_fits(const Gemm4Args& a) {
          aligned16(a.x);
 }
 
-int multiprocessors() {
-  int device = 0, count = 0;
-  ZT_CUDA_CHECK(cudaGetDevice(&device));
-  ZT_CUDA_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device));
-  return count;
-}
-
 // How many blocks K is split over: the args' count, or enough for the GPU's resident blocks
 // where the tiles alone are fewer, each split keeping at least kMinStepsPerSplit steps.
 std::int64_t k_splits(const Gemm4Args& a, std::int64_t tiles, std::int64_t steps) {
   if (a.k_splits > 0) return std::min<std::int64_t>(a.k_splits, steps);
-  const std::int64_t wanted = static_cast<std::int64_t>(kResidentBlocksPerSm) * multiprocessors();
+  const std::int64_t wanted = static_cast<std::int64_t>(kResidentBlocksPerSm) * multiprocessor_count();
   if (tiles >= wanted) return 1;
   const std::int64_t most = std::clamp<std::int64_t>(steps / kMinStepsPerSplit, 1, kMaxSplits);
   return std::min((wanted + tiles - 1) / tiles, most);

@@ -10,6 +10,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "cuda/common/multiprocessor_count.h"
 #include "cuda/common/scratch_buffer.h"
 #include "cuda/elementwise/elementwise_dispatch.cuh"
 #include "cuda/sampling/block_scan.cuh"
@@ -188,18 +189,11 @@ std::int64_t checked_special_count(const SamplingRule* rules, const SpecialToken
   return count;
 }
 
-int multiprocessors() {
-  int device = 0, count = 0;
-  ZT_CUDA_CHECK(cudaGetDevice(&device));
-  ZT_CUDA_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device));
-  return count;
-}
-
 template <typename T>
 void launch(const void* logits, std::int64_t rows, int cols, std::int64_t row_stride, const DeviceRules& device_rules,
             std::int64_t* out, cudaStream_t stream) {
   // Blocks beyond one per SM would only wait, and each holds 16 bytes of scratch per column.
-  const auto blocks = static_cast<unsigned>(std::min<std::int64_t>(rows, multiprocessors()));
+  const auto blocks = static_cast<unsigned>(std::min<std::int64_t>(rows, multiprocessor_count()));
   ScratchBuffer scratch(static_cast<std::size_t>(blocks) * 2 * static_cast<std::size_t>(cols) * sizeof(double), stream);
   sample_rows_kernel<T><<<blocks, kThreads, 0, stream>>>(static_cast<const T*>(logits), rows, cols, row_stride,
                                                          device_rules.rules(), device_rules.specials(rows),

@@ -24,6 +24,7 @@
 #include "cuda/attention/hopper/hopper_backward_block.cuh"
 #include "cuda/attention/hopper/hopper_tensor_maps.h"
 #include "cuda/common/cuda_common.cuh"
+#include "cuda/common/multiprocessor_count.h"
 #include "runtime/check.h"
 
 namespace zt::cuda::hopper_detail {
@@ -286,13 +287,6 @@ __global__ void __launch_bounds__(BackwardShape<kD>::kThreads, 1)
 
 namespace {
 
-int multiprocessors() {
-  int device = 0, count = 0;
-  ZT_CUDA_CHECK(cudaGetDevice(&device));
-  ZT_CUDA_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device));
-  return count;
-}
-
 std::int64_t backward_key_tiles(const AttentionDims& dims) {
   return flash_detail::tiles_of(dims.prefix_len, BackwardShape<128>::kBlockN) +
          flash_detail::tiles_of(dims.max_seqlen, BackwardShape<128>::kBlockN);
@@ -348,7 +342,7 @@ int hopper_backward_head_splits(const AttentionDims& dims) {
   const int group = dims.num_heads / dims.num_kv_heads;
   if (group == 1 || dims.prefix_len > 0) return 1;
   const std::int64_t blocks = hopper_detail::backward_key_tiles(dims) * dims.num_kv_heads * dims.batch;
-  const std::int64_t wanted = 2 * static_cast<std::int64_t>(hopper_detail::multiprocessors());
+  const std::int64_t wanted = 2 * static_cast<std::int64_t>(multiprocessor_count());
   for (int splits = 1; splits < group; ++splits)
     if (group % splits == 0 && blocks * splits >= wanted) return splits;
   return group;
