@@ -5,6 +5,7 @@
 #include <string>
 
 #include "autograd/grad_mode.h"
+#include "ops/gemm/few_rows_product.h"
 #include "ops/reduce/reduce.h"
 #include "runtime/check.h"
 #include "runtime/device.h"
@@ -67,17 +68,57 @@ void DecodeGraphs::forward(Bucket& bucket) {
   cache_.bind_step(nullptr);
 }
 
-void DecodeGraphs::capture(Bucket& bucket) {
+std::unique_ptr<CudaGraph> DecodeGraphs::capture_with(Bucket& bucket, bool few_rows) {
+  ops::FewRowsGemmScope products(few_rows);
+  return std::make_unique<CudaGraph>(CudaGraph::capture(stream_, [&] { forward(bucket); }));
+}
+
+bool DecodeGraphs::capture(Bucket& bucket) {
   try {
-    bucket.graph = std::make_unique<CudaGraph>(CudaGraph::capture(stream_, [&] { forward(bucket); }));
+    bucket.graph = capture_with(bucket, false);
   } catch (const std::exception& e) {
     bucket.eager_only = true;
     ZT_LOG(kWarn, "decode steps of " << bucket.buffers.rows << " rows run without a CUDA graph: " << e.what());
+    return false;
   }
+  if (kernel_ == DecodeKernel::kGraph) return false;
+  keep_faster_products(bucket);
+  return true;
+}
+
+// Each graph is replayed once untimed (its first launch uploads it), then three times timed.
+void DecodeGraphs::keep_faster_products(Bucket& bucket) {
+  const Step cublas{bucket.logits, bucket.argmax};
+  std::unique_ptr<CudaGraph> few_rows;
+  try {
+    few_rows = capture_with(bucket, true);
+  } catch (const std::exception& e) {
+    ZT_LOG(kWarn, "decode steps of " << bucket.buffers.rows << " rows keep cuBLASLt's products: " << e.what());
+    bucket.logits = cublas.logits;
+    bucket.argmax = cublas.argmax;
+    return;
+  }
+  auto timed = [&](const CudaGraph& graph) {
+    graph.replay(stream_);
+    return milliseconds_per_step([&] { graph.replay(stream_); });
+  };
+  const double cublas_ms = timed(*bucket.graph), few_rows_ms = timed(*few_rows);
+  const bool faster = few_rows_ms < cublas_ms;
+  ZT_LOG(kInfo, "decode steps of " << bucket.buffers.rows << " rows as a CUDA graph: " << few_rows_ms
+                                   << " ms with the few-row GEMM, " << cublas_ms << " ms with cuBLASLt; "
+                                   << (faster ? "the few-row GEMM" : "cuBLASLt") << " runs them");
+  if (faster) {
+    bucket.graph = std::move(few_rows);
+    return;
+  }
+  bucket.logits = cublas.logits;
+  bucket.argmax = cublas.argmax;
 }
 
 // A capture records the step without running it and leaves the bucket holding the graph's
-// outputs, so the step that captures returns the outputs of its eager run.
+// outputs, so the step that captures returns the outputs of its eager run; unless two graphs
+// were timed, whose replays rewrote the step's cache slots: then the kept graph runs it again,
+// last, and its outputs are returned.
 DecodeGraphs::Step DecodeGraphs::run_plain(Bucket& bucket) {
   if (bucket.graph) {
     bucket.graph->replay(stream_);
@@ -85,8 +126,9 @@ DecodeGraphs::Step DecodeGraphs::run_plain(Bucket& bucket) {
   }
   forward(bucket);
   const Step eager{bucket.logits, bucket.argmax};
-  if (!bucket.eager_only) capture(bucket);
-  return eager;
+  if (bucket.eager_only || !capture(bucket)) return eager;
+  bucket.graph->replay(stream_);
+  return {bucket.logits, bucket.argmax};
 }
 
 DecodeGraphs::Step DecodeGraphs::run_persistent(Bucket& bucket) {

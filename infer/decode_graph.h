@@ -8,6 +8,11 @@
 // allocator's blocks for that stream) and is then captured; a bucket whose capture fails
 // logs why and keeps running eagerly, so graphs only ever change the speed.
 //
+// With DecodeKernel::kFastest, a bucket's capture is made twice: with the linears as cuBLASLt
+// GEMMs and with the few-row GEMM of cuda/gemm/few_rows (ops::FewRowsGemmScope), whose SwiGLU
+// epilogue also leaves out a launch a layer; three replays of each are timed, both logged, and
+// the faster graph kept (its outputs are the capturing step's).
+//
 // A bucket of up to 8 rows of a model the persistent decode kernel takes
 // (infer/persistent_decode.h) may run its steps through that kernel instead: with
 // DecodeKernel::kFastest, the bucket's second step first checks the kernel's logits against
@@ -57,7 +62,11 @@ class DecodeGraphs {
   };
   Bucket& bucket_for(std::int64_t sequences);
   void forward(Bucket& bucket);
-  void capture(Bucket& bucket);
+  // Captures the bucket's graph (with kFastest, the faster of the two products' graphs); true
+  // when it timed two graphs, whose replays wrote the step's cache slots after the eager run.
+  bool capture(Bucket& bucket);
+  std::unique_ptr<CudaGraph> capture_with(Bucket& bucket, bool few_rows);
+  void keep_faster_products(Bucket& bucket);
   // The graph's (or an eager) step, or the persistent kernel's, into the bucket's outputs.
   Step run_plain(Bucket& bucket);
   Step run_persistent(Bucket& bucket);

@@ -76,13 +76,16 @@ std::vector<Variable> project_each(const LayerParameters& p, const Variable& h,
   return outputs;
 }
 
-// The projections of `slots` (with `bias_slots`' biases, when the layer has them) as one GEMM,
-// when the model allocated their weights together (models/model.cpp) and one product gives
-// what the separate ones would: no gradient recorded (backward would need a weight gradient per
-// slot) and not training, no LoRA update beside any of them, the weights held dense, every
-// bias slot filled or none. Each output column is the same dot product either way. nullopt:
-// project each.
-std::optional<Variable> joined_projection(const LayerParameters& p, const Variable& h, std::initializer_list<int> slots,
+// The weights of `slots` (with `bias_slots`' biases, when the layer has them) as one matrix,
+// when the model allocated them together (models/model.cpp) and one product gives what the
+// separate ones would: no gradient recorded (backward would need a weight gradient per slot)
+// and not training, no LoRA update beside any of them, the weights held dense, every bias slot
+// filled or none. Each output column is the same dot product either way. nullopt: project
+// each.
+struct JoinedWeight {
+  Tensor weight, bias;
+};
+std::optional<JoinedWeight> joined_weight(const LayerParameters& p, std::initializer_list<int> slots,
                                           std::initializer_list<int> bias_slots) {
   // Training, even in a checkpoint's first pass without gradients, keeps the separate GEMMs, so
   // the recompute and a plain run multiply exactly as it did.
@@ -98,14 +101,21 @@ std::optional<Variable> joined_projection(const LayerParameters& p, const Variab
   };
   const std::optional<Tensor> weight = Tensor::adjacent_rows(parts(slots));
   if (!weight) return std::nullopt;
-  Tensor bias;
+  JoinedWeight joined{*weight, Tensor()};
   const auto biased = std::count_if(bias_slots.begin(), bias_slots.end(), [&](int slot) { return w[slot].defined(); });
   if (biased > 0) {
     const std::optional<Tensor> joined_bias = Tensor::adjacent_rows(parts(bias_slots));
     if (!joined_bias || biased != static_cast<std::ptrdiff_t>(bias_slots.size())) return std::nullopt;
-    bias = *joined_bias;
+    joined.bias = *joined_bias;
   }
-  return Variable(ops::linear_forward(h.data(), *weight, bias));
+  return joined;
+}
+
+std::optional<Variable> joined_projection(const LayerParameters& p, const Variable& h, std::initializer_list<int> slots,
+                                          std::initializer_list<int> bias_slots) {
+  const std::optional<JoinedWeight> joined = joined_weight(p, slots, bias_slots);
+  if (!joined) return std::nullopt;
+  return Variable(ops::linear_forward(h.data(), joined->weight, joined->bias));
 }
 
 // A row-parallel projection's partial output summed over the tensor-parallel ranks, before any
@@ -218,17 +228,21 @@ Variable self_attention(const ModelConfig& c, std::int64_t layer, const LayerPar
   return attention_output(c, parameters, attended);
 }
 
+// silu(gate) * up: with [gate; up] as one weight (GLM's fused one, or the joined allocation)
+// one op whose kernel ends in the SwiGLU where it can (ops::linear_swiglu_forward), else the
+// projections and then the activation.
+Variable gate_up_activation(const ModelConfig& c, const LayerParameters& p, const Variable& h) {
+  const std::optional<JoinedWeight> joined =
+      c.fused_gate_up ? joined_weight(p, {kGateUp}, {kGateUpBias}) : joined_weight(p, {kGate, kUp}, {});
+  if (joined) return Variable(ops::linear_swiglu_forward(h.data(), joined->weight, joined->bias));
+  if (c.fused_gate_up) return swiglu_fused(project(p, h, kGateUp, kGateUpBias));
+  std::vector<Variable> gate_up = project_each(p, h, {{kGate, -1}, {kUp, -1}});
+  return swiglu(gate_up[0], gate_up[1]);
+}
+
 Variable mlp(const ModelConfig& c, const LayerParameters& p, const Variable& h) {
   const LayerWeights& w = *p.weights;
-  Variable activated;
-  const std::optional<Variable> gate_up =
-      c.fused_gate_up ? project(p, h, kGateUp, kGateUpBias) : joined_projection(p, h, {kGate, kUp}, {});
-  if (gate_up) {
-    activated = swiglu_fused(*gate_up);
-  } else {
-    std::vector<Variable> gate_up = project_each(p, h, {{kGate, -1}, {kUp, -1}});
-    activated = swiglu(gate_up[0], gate_up[1]);
-  }
+  const Variable activated = gate_up_activation(c, p, h);
   p.record("mlp.act", activated);
   Variable out = summed_over_ranks(p, project(p, activated, kDown, kDownBias));
   p.record("mlp", out);

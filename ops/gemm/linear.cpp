@@ -1,9 +1,12 @@
 #include "ops/gemm/linear.h"
 
+#include <optional>
 #include <string>
 
+#include "ops/gemm/few_rows_product.h"
 #include "ops/gemm/matmul_gemm.h"
 #include "ops/op_checks.h"
+#include "ops/swiglu/swiglu.h"
 #include "runtime/error.h"
 
 namespace zt::ops {
@@ -41,7 +44,20 @@ Shape with_last(const Tensor& x, std::int64_t last) {
 
 Tensor linear_forward(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   check_arguments("linear", x, weight, bias);
-  return detail::gemm(as_rows(x), false, weight, true, bias).view(with_last(x, weight.size(0)));
+  const Tensor rows = as_rows(x);
+  std::optional<Tensor> y = detail::few_rows_product(rows, weight, bias, cuda::FewRowsOutput::kLinear);
+  return (y ? *y : detail::gemm(rows, false, weight, true, bias)).view(with_last(x, weight.size(0)));
+}
+
+Tensor linear_swiglu_forward(const Tensor& x, const Tensor& gate_up_weight, const Tensor& bias) {
+  check_arguments("linear_swiglu", x, gate_up_weight, bias);
+  ZT_REQUIRE(gate_up_weight.size(0) % 2 == 0, "linear_swiglu: the weight has shape " +
+                                                  shape_str(gate_up_weight.shape()) +
+                                                  "; [gate; up] needs an even number of rows (out_features)");
+  const std::optional<Tensor> y =
+      detail::few_rows_product(as_rows(x), gate_up_weight, bias, cuda::FewRowsOutput::kSwiglu);
+  if (y) return y->view(with_last(x, gate_up_weight.size(0) / 2));
+  return swiglu_fused_forward(linear_forward(x, gate_up_weight, bias));
 }
 
 LinearGrads linear_backward(const Tensor& grad_y, const Tensor& x, const Tensor& weight,

@@ -1,13 +1,23 @@
 // Linear layer in the HF/torch layout: y = x · Wᵀ + b with weight [out, in], through cuBLASLt
-// on the GPU (the bias fused as its epilogue) and a loop on the CPU.
+// on the GPU (the bias fused as its epilogue; a few rows through cuda/gemm/few_rows) and a loop
+// on the CPU.
 #pragma once
 
 #include "tensor/tensor.h"
 
 namespace zt::ops {
 
-// x [..., in], weight [out, in], bias [out] or undefined -> [..., out].
+// x [..., in], weight [out, in], bias [out] or undefined -> [..., out]. Inside a
+// FewRowsGemmScope (few_rows_product.h), a few rows on the GPU (a batched decode step) go to
+// cuda/gemm/few_rows instead of cuBLASLt.
 Tensor linear_forward(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
+
+// silu(gate) * up of the linear layer whose weight is [gate; up] ([2 * ffn, in], bias likewise)
+// -> [..., ffn]: swiglu_fused_forward(linear_forward(x, weight, bias)), bit for bit; inside a
+// FewRowsGemmScope, a few rows on the GPU as one kernel whose epilogue is the SwiGLU (the
+// product never stored), summing in the order linear_forward's kernel does. Inference only (no
+// backward): a decode step's MLP.
+Tensor linear_swiglu_forward(const Tensor& x, const Tensor& gate_up_weight, const Tensor& bias = Tensor());
 
 struct LinearGrads {
   Tensor grad_x;       // x's shape: grad_y · W

@@ -1,0 +1,129 @@
+// A decode step's linear layers at batch 1 to 32: cuda/gemm/few_rows's GEMM against cuBLASLt on
+// the same bf16 weight, for the layers of Qwen2.5-0.5B, 1.5B and 7B (q/k/v joined, the output
+// projection, gate/up joined, down). gate/up also as the kernel's SwiGLU epilogue against
+// cuBLASLt then cuda/swiglu: what a decode step's MLP runs either way.
+//   few_rows         the kernel, split K as it chooses
+//   cublaslt         cuda::gemm (what linear_forward ran before)
+//   few_rows_swiglu  gate/up only: the kernel with the SwiGLU epilogue
+//   cublaslt_swiglu  gate/up only: cuda::gemm then cuda::swiglu_forward
+// Bytes: the weight (x and y are a few KB); of_copy_ceiling is how near the weight streams at
+// the copy rate. Weight sets rotate so that each product reads from DRAM; 16 products are
+// replayed as one CUDA graph, as a decode step replays them, so the host is not what is timed.
+//   build/bench/few_rows_gemm_bench --benchmark_counters_tabular=true
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include "bench/gpu_bench.h"
+#include "cuda/gemm/cublaslt_gemm.h"
+#include "cuda/gemm/few_rows/few_rows_gemm.cuh"
+#include "cuda/swiglu/swiglu.cuh"
+#include "runtime/device.h"
+#include "runtime/streams/cuda_graph.h"
+#include "runtime/streams/current_stream.h"
+#include "runtime/streams/stream.h"
+#include "tensor/tensor.h"
+
+namespace zt::bench {
+namespace {
+
+struct Layer {
+  const char* name;
+  std::int64_t k, n;  // in_features, out_features (gate/up: both halves)
+  bool gate_up = false;
+  double weight_bytes() const { return 2.0 * static_cast<double>(k) * static_cast<double>(n); }
+};
+
+const Layer kLayers[] = {
+    {"Qwen0.5B_qkv", 896, 1152},  {"Qwen0.5B_o", 896, 896},       {"Qwen0.5B_gate_up", 896, 9728, true},
+    {"Qwen0.5B_down", 4864, 896}, {"Qwen1.5B_qkv", 1536, 2048},   {"Qwen1.5B_o", 1536, 1536},
+    {"Qwen1.5B_gate_up", 1536, 17920, true}, {"Qwen1.5B_down", 8960, 1536}, {"Qwen7B_qkv", 3584, 4608},
+    {"Qwen7B_o", 3584, 3584},     {"Qwen7B_gate_up", 3584, 37888, true}, {"Qwen7B_down", 18944, 3584},
+};
+
+int sets_for(double bytes) { return std::clamp(static_cast<int>(std::ceil(256.0 * (1 << 20) / bytes)), 1, 16); }
+
+enum class Variant { kFewRows, kCublasLt, kFewRowsSwiglu, kCublasLtSwiglu };
+
+// One product of `l` on `rows` rows into the variant's outputs.
+void multiply(const Layer& l, Variant variant, const Tensor& x, const Tensor& w, Tensor& product, Tensor& activated) {
+  const std::int64_t rows = x.size(0);
+  const bool swiglu = variant == Variant::kFewRowsSwiglu || variant == Variant::kCublasLtSwiglu;
+  if (variant == Variant::kFewRows || variant == Variant::kFewRowsSwiglu) {
+    cuda::few_rows_gemm({.rows = rows,
+                         .in_features = l.k,
+                         .out_features = l.n,
+                         .x = x.data_ptr(),
+                         .x_row_stride = l.k,
+                         .weight = w.data_ptr(),
+                         .y = swiglu ? activated.data_ptr() : product.data_ptr(),
+                         .dtype = DType::kBF16,
+                         .output = swiglu ? cuda::FewRowsOutput::kSwiglu : cuda::FewRowsOutput::kLinear},
+                        current_stream());
+    return;
+  }
+  cuda::gemm(DType::kBF16, {x.data_ptr(), rows, l.k, l.k, 0, false}, {w.data_ptr(), l.n, l.k, l.k, 0, true},
+             {product.data_ptr(), rows, l.n, l.n, 0}, 1, nullptr, current_stream());
+  if (swiglu)
+    cuda::swiglu_forward(product.data_ptr(), static_cast<std::uint16_t*>(product.data_ptr()) + l.n / 2,
+                         activated.data_ptr(), DType::kBF16, {.rows = rows, .ffn = l.n / 2, .in_row_stride = l.n},
+                         current_stream());
+}
+
+// kLaunches products, one per rotating weight set, captured as one CUDA graph and timed by
+// replays: a decode step replays its products so, and a launch from the host would cost more
+// than the smaller products themselves. Time and bytes are per product.
+void BM_Linear(benchmark::State& state, const Layer& l, Variant variant) {
+  if (!cuda_available()) return state.SkipWithError("no CUDA GPU");
+  constexpr int kLaunches = 16;
+  const std::int64_t rows = state.range(0);
+  RotatingSets<Tensor> weights(sets_for(l.weight_bytes()), [&](int i) {
+    return Tensor::normal({l.n, l.k}, 10 + i, 0, 0.0, 0.02, DType::kBF16, Device::cuda());
+  });
+  const Tensor x = Tensor::normal({rows, l.k}, 1, 0, 0.0, 1.0, DType::kBF16, Device::cuda());
+  Tensor product = Tensor::empty({rows, l.n}, DType::kBF16, Device::cuda());
+  Tensor activated = Tensor::empty({rows, l.n / 2}, DType::kBF16, Device::cuda());
+  const Stream stream = Stream::create();
+  const CudaGraph graph = [&] {
+    StreamScope on_stream(stream.get());
+    multiply(l, variant, x, weights.next(), product, activated);  // the allocator's blocks, warmed
+    return CudaGraph::capture(stream.get(), [&] {
+      for (int i = 0; i < kLaunches; ++i) multiply(l, variant, x, weights.next(), product, activated);
+    });
+  }();
+  Event start(true), stop(true);
+  graph.replay(stream.get());
+  for (auto _ : state) {
+    start.record(stream.get());
+    graph.replay(stream.get());
+    stop.record(stream.get());
+    stop.synchronize();
+    state.SetIterationTime(start.elapsed_ms(stop) / 1e3 / kLaunches);
+  }
+  report_bandwidth(state, l.weight_bytes());
+}
+
+const bool kRegistered = [] {
+  const struct {
+    Variant variant;
+    const char* name;
+    bool gate_up_only;
+  } kVariants[] = {{Variant::kFewRows, "few_rows", false},
+                   {Variant::kCublasLt, "cublaslt", false},
+                   {Variant::kFewRowsSwiglu, "few_rows_swiglu", true},
+                   {Variant::kCublasLtSwiglu, "cublaslt_swiglu", true}};
+  for (const Layer& l : kLayers)
+    for (const auto& v : kVariants) {
+      if (v.gate_up_only && !l.gate_up) continue;
+      auto* b = benchmark::RegisterBenchmark((std::string(l.name) + "/" + v.name).c_str(), BM_Linear, l, v.variant);
+      b->ArgName("rows")->UseManualTime()->Unit(benchmark::kMicrosecond);
+      for (std::int64_t rows : {1, 4, 8, 16, 32}) b->Arg(rows);
+    }
+  return true;
+}();
+
+}  // namespace
+}  // namespace zt::bench

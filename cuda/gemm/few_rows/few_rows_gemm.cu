@@ -1,0 +1,332 @@
+// The few-rows GEMM (few_rows_gemm.cuh): weight tiles streamed through a cp.async pipeline
+// into tensor cores.
+//
+// A block of 4 warps owns kTileN = 64 rows of W (64 columns of y, or 32 columns of gate and
+// the 32 matching rows of up) and the 16 or 32 rows of x that cover the batch (the fewest, so
+// a short batch wastes little of the tensor cores' work, which is not what limits it). It
+// walks its share of K in steps of kTileK = 64 through kStages shared-memory buffers: the copies
+// of kStages - 1 steps are in flight while the warps multiply one (ldmatrix and mma.sync,
+// cuda/common/mma_warp.cuh), so each block keeps 24 KB of weight loads outstanding, and four
+// blocks fit an SM (with the shared-memory carveout asked for).
+//
+// Where the tiles alone are fewer than two blocks per SM (a narrow W: q/k/v, the output
+// projection, and down_proj with its long K), K is split over blocks (blockIdx.z). Each split
+// writes its fp32 tile to a workspace and counts itself in the tile's arrival counter; the last
+// to arrive adds the splits in split order, so no second launch reduces them and the bits do
+// not depend on which block finished last. Then the epilogue: bias and rounding, or SwiGLU.
+#include "cuda/gemm/few_rows/few_rows_gemm.cuh"
+
+#include <algorithm>
+#include <string>
+#include <type_traits>
+
+#include "cuda/common/cuda_common.cuh"
+#include "cuda/common/mma_warp.cuh"
+#include "cuda/common/multiprocessor_count.h"
+#include "cuda/common/scratch_buffer.h"
+#include "cuda/common/tile_smem.cuh"
+#include "runtime/check.h"
+#include "runtime/error.h"
+
+namespace zt::cuda {
+namespace {
+
+constexpr int kThreads = 128;
+constexpr int kWarps = kThreads / 32;
+constexpr int kTileN = 64;
+constexpr int kTileK = 64;
+constexpr int kStages = 4;
+constexpr int kResultPitch = kTileN + 4;  // floats a row of the block's result tile
+constexpr int kBlocksPerSm = 4;  // resident: 4 x 48 KB of shared memory, registers capped to fit
+constexpr std::int64_t kWantedBlocksPerSm = kBlocksPerSm;
+constexpr std::int64_t kMinStepsPerSplit = 3;
+constexpr std::int64_t kMaxSplits = 16;
+
+using WeightTile = tile::SmemTile<kTileN, kTileK>;
+template <int kTileM>
+using XTile = tile::SmemTile<kTileM, kTileK>;
+
+template <int kTileM>
+constexpr int kStageBytes = WeightTile::kBytes + XTile<kTileM>::kBytes;
+template <int kTileM>
+constexpr int kSharedBytes = kStages * kStageBytes<kTileM>;
+static_assert(kSharedBytes<32> <= 48 * 1024, "the stages fit the default dynamic shared memory");
+constexpr int kResultBytes = 32 * kResultPitch * 4;
+static_assert(kResultBytes + 16 <= kSharedBytes<16>, "the result tile and the last-split flag reuse the stages");
+
+// Block z of a split K runs steps [z * steps, (z + 1) * steps) of K; with count > 1 it leaves
+// its fp32 tile in partial and counts itself in arrivals[tile].
+struct KSplit {
+  std::int64_t steps = 0;
+  int count = 1;
+  float* partial = nullptr;
+  unsigned* arrivals = nullptr;
+};
+
+// Columns of y a block writes: 64 of a linear, 32 of SwiGLU (its 64 rows of W are 32 of gate
+// and the 32 of up that match them).
+template <FewRowsOutput kOutput>
+constexpr int kTileColumns = kOutput == FewRowsOutput::kSwiglu ? kTileN / 2 : kTileN;
+
+// Row r of the block's W tile: its row of W, or -1 past W's rows.
+template <FewRowsOutput kOutput>
+__device__ __forceinline__ std::int64_t weight_row(const FewRowsGemmArgs& a, std::int64_t column_tile, int r) {
+  if constexpr (kOutput == FewRowsOutput::kSwiglu) {
+    const std::int64_t half = a.out_features / 2, f = column_tile * (kTileN / 2) + r % (kTileN / 2);
+    return f < half ? f + (r < kTileN / 2 ? 0 : half) : -1;
+  } else {
+    const std::int64_t n = column_tile * kTileN + r;
+    return n < a.out_features ? n : -1;
+  }
+}
+
+// One thread's copies into every stage: the same rows and 16-byte column of each step's W and
+// x tiles, K advancing by kTileK a step. Worked out once, so a step issues each copy with an
+// add: with a few blocks per SM, the instructions that address the copies, not the memory,
+// bounded the step when each copy computed its own row, column and swizzled offset.
+template <typename T, int kTileM>
+struct StageCopies {
+  static constexpr int kWeightCopies = kTileN * WeightTile::kChunks / kThreads;
+  static constexpr int kXCopies = kTileM * XTile<kTileM>::kChunks / kThreads;
+  static_assert(kThreads % WeightTile::kChunks == 0 && kXCopies >= 1, "every thread copies one column of both tiles");
+
+  const T* weight[kWeightCopies];  // the row's first element of this thread's column
+  const T* x[kXCopies];
+  std::uint32_t weight_offset[kWeightCopies], x_offset[kXCopies];  // within a stage
+  bool weight_valid[kWeightCopies], x_valid[kXCopies];
+  std::int64_t column;  // this thread's 16-byte column within a step, in elements
+
+  template <FewRowsOutput kOutput>
+  __device__ __forceinline__ StageCopies(const FewRowsGemmArgs& a, std::int64_t m0, std::int64_t column_tile,
+                                         std::integral_constant<FewRowsOutput, kOutput>) {
+    const int chunk = static_cast<int>(threadIdx.x) % WeightTile::kChunks;
+    const int row0 = static_cast<int>(threadIdx.x) / WeightTile::kChunks;
+    constexpr int kRowStride = kThreads / WeightTile::kChunks;
+    column = 8 * chunk;
+#pragma unroll
+    for (int j = 0; j < kWeightCopies; ++j) {
+      const int r = row0 + j * kRowStride;
+      const std::int64_t n = weight_row<kOutput>(a, column_tile, r);
+      weight_valid[j] = n >= 0;
+      weight[j] = static_cast<const T*>(a.weight) + (n >= 0 ? n * a.in_features + column : 0);
+      weight_offset[j] = WeightTile::offset(r, chunk);
+    }
+#pragma unroll
+    for (int j = 0; j < kXCopies; ++j) {
+      const int r = row0 + j * kRowStride;
+      x_valid[j] = m0 + r < a.rows;
+      x[j] = static_cast<const T*>(a.x) + (x_valid[j] ? (m0 + r) * a.x_row_stride + column : 0);
+      x_offset[j] = WeightTile::kBytes + XTile<kTileM>::offset(r, chunk);
+    }
+  }
+
+  // Issues the copies of step `step` into the stage at shared address `stage`; rows and K past
+  // the operands are zeros, which add nothing to a sum.
+  __device__ __forceinline__ void issue(std::uint32_t stage, std::int64_t step, std::int64_t in_features) const {
+    const std::int64_t k = step * kTileK;
+    const bool inside = k + column < in_features;
+#pragma unroll
+    for (int j = 0; j < kWeightCopies; ++j)
+      tile::cp_async<16>(stage + weight_offset[j], weight[j] + (inside ? k : 0), inside && weight_valid[j]);
+#pragma unroll
+    for (int j = 0; j < kXCopies; ++j)
+      tile::cp_async<16>(stage + x_offset[j], x[j] + (inside ? k : 0), inside && x_valid[j]);
+  }
+};
+
+// y's tile from the block's fp32 sums (result[r][c], c over the W tile's rows).
+template <typename T, int kTileM, FewRowsOutput kOutput>
+__device__ void write_tile(const FewRowsGemmArgs& a, const float* result, std::int64_t m0, std::int64_t column_tile) {
+  constexpr int kColumns = kTileColumns<kOutput>;
+  const T* bias = static_cast<const T*>(a.bias);
+  T* y = static_cast<T*>(a.y);
+  for (int i = static_cast<int>(threadIdx.x); i < kTileM * kColumns; i += kThreads) {
+    const int r = i / kColumns, c = i % kColumns;
+    const std::int64_t m = m0 + r, n = weight_row<kOutput>(a, column_tile, c);
+    if (m >= a.rows || n < 0) continue;
+    float sum = result[r * kResultPitch + c];
+    if (bias != nullptr) sum += load_float(bias + n);
+    if constexpr (kOutput == FewRowsOutput::kSwiglu) {
+      const std::int64_t half = a.out_features / 2;
+      float up = result[r * kResultPitch + c + kColumns];
+      if (bias != nullptr) up += load_float(bias + n + half);
+      // gate and up as their GEMM would have stored them, then cuda/swiglu's expression.
+      const float gate = round_through<T>(sum), up_value = round_through<T>(up);
+      store_float(y + m * half + n, round_through<T>(gate / (1.0f + expf(-gate))) * up_value);
+    } else {
+      store_float(y + m * a.out_features + n, sum);
+    }
+  }
+}
+
+// The last split of a tile to arrive replaces `result` with the splits' sum, in split order;
+// the others return false and are done.
+template <int kTileM>
+__device__ bool sum_splits(const KSplit& split, float* result, bool* last, std::int64_t tile) {
+  constexpr int kTileValues = kTileM * kTileN;
+  float* mine = split.partial + (blockIdx.z * static_cast<std::int64_t>(gridDim.x) * gridDim.y + tile) * kTileValues;
+  for (int i = static_cast<int>(threadIdx.x); i < kTileValues; i += kThreads)
+    mine[i] = result[(i / kTileN) * kResultPitch + i % kTileN];
+  __threadfence();  // the partial tile is visible before the count says it is there
+  __syncthreads();
+  if (threadIdx.x == 0) *last = atomicAdd(split.arrivals + tile, 1u) == static_cast<unsigned>(split.count - 1);
+  __syncthreads();
+  if (!*last) return false;
+  __threadfence();
+  const std::int64_t split_stride = static_cast<std::int64_t>(gridDim.x) * gridDim.y * kTileValues;
+  const float* first = split.partial + tile * kTileValues;
+  for (int i = static_cast<int>(threadIdx.x); i < kTileValues; i += kThreads) {
+    float sum = 0.0f;
+    for (int z = 0; z < split.count; ++z) sum += __ldcg(first + z * split_stride + i);
+    result[(i / kTileN) * kResultPitch + i % kTileN] = sum;
+  }
+  __syncthreads();
+  return true;
+}
+
+template <typename T, int kTileM, FewRowsOutput kOutput>
+__global__ void __launch_bounds__(kThreads, kBlocksPerSm) few_rows_gemm_kernel(FewRowsGemmArgs a, KSplit split) {
+  constexpr int kWarpsM = kTileM / 16, kWarpsN = kWarps / kWarpsM;
+  constexpr int kN8 = kTileN / 8 / kWarpsN;  // 8-row blocks of W per warp
+  static_assert(kWarpsM * kWarpsN == kWarps && kN8 % 2 == 0, "the warps tile the block's rows and columns");
+  extern __shared__ __align__(128) unsigned char shared[];
+
+  const std::int64_t m0 = static_cast<std::int64_t>(blockIdx.x) * kTileM, column_tile = blockIdx.y;
+  const std::int64_t first_step = static_cast<std::int64_t>(blockIdx.z) * split.steps;
+  const int steps =
+      static_cast<int>(min(first_step + split.steps, (a.in_features + kTileK - 1) / kTileK) - first_step);
+  const std::uint32_t stages = mma::smem_address(shared);
+  auto stage = [&](int i) { return stages + static_cast<std::uint32_t>((i % kStages) * kStageBytes<kTileM>); };
+  const StageCopies<T, kTileM> copies(a, m0, column_tile, std::integral_constant<FewRowsOutput, kOutput>());
+#pragma unroll
+  for (int i = 0; i < kStages - 1; ++i) {
+    if (i < steps) copies.issue(stage(i), first_step + i, a.in_features);
+    tile::cp_async_commit();
+  }
+  const int warp = static_cast<int>(threadIdx.x) / 32;
+  const int warp_m = warp % kWarpsM, warp_n = warp / kWarpsM;
+  mma::FragC acc[kN8];
+  mma::zero(acc);
+  for (int i = 0; i < steps; ++i) {
+    tile::cp_async_wait<kStages - 2>();
+    // Step i's tiles are complete and visible; every warp is done with step i - 1's buffer,
+    // which the copies of step i + kStages - 1 now refill.
+    __syncthreads();
+    if (i + kStages - 1 < steps) copies.issue(stage(i + kStages - 1), first_step + i + kStages - 1, a.in_features);
+    tile::cp_async_commit();
+    const std::uint32_t weight_tile = stage(i);
+    const std::uint32_t x_tile = weight_tile + WeightTile::kBytes;
+    mma::gemm_abt<T, WeightTile, kTileK / 16, kN8>(
+        acc, [&](int kk) { return mma::load_a<XTile<kTileM>>(x_tile, warp_m * 16, kk); }, weight_tile,
+        warp_n * kN8 * 8);
+  }
+  tile::cp_async_wait<0>();
+  __syncthreads();  // the stages are free for the result tile
+
+  // Accumulator layout (mma.cuh): x[0..1] row group, columns 2 quad, 2 quad + 1; x[2..3] row group + 8.
+  float* result = reinterpret_cast<float*>(shared);
+  const int lane = static_cast<int>(threadIdx.x) % 32, group = lane / 4, quad = lane % 4;
+#pragma unroll
+  for (int j = 0; j < kN8; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int r = warp_m * 16 + group + 8 * (e / 2), c = warp_n * kN8 * 8 + 8 * j + 2 * quad + e % 2;
+      result[r * kResultPitch + c] = acc[j].x[e];
+    }
+  __syncthreads();
+  const std::int64_t tile = static_cast<std::int64_t>(blockIdx.x) * gridDim.y + blockIdx.y;
+  // The flag lies past the result tile: the dynamic shared memory is the whole 48 KB a block
+  // may have without asking, so no static variable fits beside it.
+  bool* last = reinterpret_cast<bool*>(shared + kResultBytes);
+  if (split.count > 1 && !sum_splits<kTileM>(split, result, last, tile)) return;
+  write_tile<T, kTileM, kOutput>(a, result, m0, column_tile);
+}
+
+// How many blocks K is split over: the args' count, or enough for kWantedBlocksPerSm where
+// the tiles alone are fewer, each split keeping at least kMinStepsPerSplit steps.
+std::int64_t k_splits(const FewRowsGemmArgs& a, std::int64_t tiles, std::int64_t steps) {
+  if (a.k_splits > 0) return std::min<std::int64_t>(a.k_splits, steps);
+  const std::int64_t wanted = kWantedBlocksPerSm * multiprocessor_count();
+  if (tiles >= wanted) return 1;
+  const std::int64_t most = std::clamp<std::int64_t>(steps / kMinStepsPerSplit, 1, kMaxSplits);
+  return std::min((wanted + tiles - 1) / tiles, most);
+}
+
+template <typename T, int kTileM, FewRowsOutput kOutput>
+void launch_tiles(const FewRowsGemmArgs& a, cudaStream_t stream) {
+  const std::int64_t row_tiles = (a.rows + kTileM - 1) / kTileM;
+  const std::int64_t columns = kOutput == FewRowsOutput::kSwiglu ? a.out_features / 2 : a.out_features;
+  const std::int64_t column_tiles = (columns + kTileColumns<kOutput> - 1) / kTileColumns<kOutput>;
+  ZT_REQUIRE(column_tiles <= 65535, "few_rows_gemm: " + std::to_string(a.out_features) +
+                                        " weight rows are more column tiles than one grid holds");
+  const std::int64_t steps = (a.in_features + kTileK - 1) / kTileK;
+  const std::int64_t wanted_splits = k_splits(a, row_tiles * column_tiles, steps);
+  KSplit split;
+  split.steps = (steps + wanted_splits - 1) / wanted_splits;
+  split.count = static_cast<int>((steps + split.steps - 1) / split.steps);  // none of them empty
+  const dim3 grid(static_cast<unsigned>(row_tiles), static_cast<unsigned>(column_tiles),
+                  static_cast<unsigned>(split.count));
+  const auto kernel = few_rows_gemm_kernel<T, kTileM, kOutput>;
+  // Without asking, the SM may keep most of its 228 KB as L1 and hold one block: one block's
+  // three steps of loads in flight do not fill the memory system.
+  ZT_CUDA_CHECK(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
+  if (split.count == 1) {
+    kernel<<<grid, kThreads, kSharedBytes<kTileM>, stream>>>(a, split);
+    return;
+  }
+  const std::int64_t tiles = row_tiles * column_tiles;
+  const std::size_t partial_bytes = static_cast<std::size_t>(split.count * tiles * kTileM * kTileN) * sizeof(float);
+  ScratchBuffer workspace(partial_bytes + static_cast<std::size_t>(tiles) * sizeof(unsigned), stream);
+  split.partial = workspace.as<float>();
+  split.arrivals = reinterpret_cast<unsigned*>(workspace.as<unsigned char>() + partial_bytes);
+  ZT_CUDA_CHECK(cudaMemsetAsync(split.arrivals, 0, static_cast<std::size_t>(tiles) * sizeof(unsigned), stream));
+  kernel<<<grid, kThreads, kSharedBytes<kTileM>, stream>>>(a, split);
+}
+
+template <typename T, FewRowsOutput kOutput>
+void launch(const FewRowsGemmArgs& a, cudaStream_t stream) {
+  if (a.rows <= 16)
+    launch_tiles<T, 16, kOutput>(a, stream);
+  else
+    launch_tiles<T, 32, kOutput>(a, stream);
+}
+
+template <typename T>
+void launch_for_output(const FewRowsGemmArgs& a, cudaStream_t stream) {
+  if (a.output == FewRowsOutput::kSwiglu)
+    launch<T, FewRowsOutput::kSwiglu>(a, stream);
+  else
+    launch<T, FewRowsOutput::kLinear>(a, stream);
+}
+
+bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
+
+}  // namespace
+
+bool few_rows_gemm_takes(const FewRowsGemmArgs& a) {
+  return (a.dtype == DType::kBF16 || a.dtype == DType::kF16) && a.rows >= 1 && a.rows <= kFewRowsGemmMaxRows &&
+         a.in_features > 0 && a.in_features % 8 == 0 && a.x_row_stride % 8 == 0 &&
+         a.x_row_stride >= a.in_features && a.out_features > 0 &&
+         (a.output == FewRowsOutput::kLinear || a.out_features % 2 == 0) && aligned16(a.x) && aligned16(a.weight) &&
+         aligned16(a.y);
+}
+
+void few_rows_gemm(const FewRowsGemmArgs& args, cudaStream_t stream) {
+  ZT_REQUIRE(args.x != nullptr && args.weight != nullptr && args.y != nullptr,
+             "few_rows_gemm: x, weight and y must be given");
+  ZT_REQUIRE(few_rows_gemm_takes(args),
+             "few_rows_gemm: " + std::to_string(args.rows) + " rows of " + dtype_name(args.dtype) + " x " +
+                 std::to_string(args.in_features) + " (row stride " + std::to_string(args.x_row_stride) + ") by " +
+                 std::to_string(args.out_features) + " weight rows is not a product it takes: 16-bit, 1 to " +
+                 std::to_string(kFewRowsGemmMaxRows) +
+                 " rows, K and the row stride multiples of 8, pointers 16-byte aligned (use cuBLASLt)");
+  ZT_REQUIRE(args.k_splits >= 0, "few_rows_gemm: k_splits must be 0 (chosen) or a positive count");
+  if (args.dtype == DType::kBF16)
+    launch_for_output<__nv_bfloat16>(args, stream);
+  else
+    launch_for_output<__half>(args, stream);
+  ZT_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace zt::cuda

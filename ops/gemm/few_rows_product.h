@@ -1,0 +1,39 @@
+// The linear products of a few rows on the GPU (a batched decode step) through
+// cuda/gemm/few_rows, which streams the weight towards the memory's rate and can end in SwiGLU,
+// where cuBLASLt's kernels for so few rows reach 0.9-2.3 TB/s on an H100; nothing where it does
+// not apply (the CPU, more rows, float32, strides or alignments it cannot take, or outside a
+// FewRowsGemmScope), and the caller runs the general product.
+#pragma once
+
+#include <optional>
+
+#include "cuda/gemm/few_rows/few_rows_gemm.cuh"
+#include "tensor/tensor.h"
+
+namespace zt::ops {
+
+// While one lives, this thread's linear_forward and linear_swiglu_forward send a few rows on the
+// GPU to the few-row kernel (or not, with enabled false). Off outside any scope: a decode step
+// captured as a CUDA graph is captured both ways and the faster graph kept (infer/decode_graph.h),
+// so the kernel runs only where it measured faster.
+class FewRowsGemmScope {
+ public:
+  explicit FewRowsGemmScope(bool enabled);
+  ~FewRowsGemmScope();
+  FewRowsGemmScope(const FewRowsGemmScope&) = delete;
+  FewRowsGemmScope& operator=(const FewRowsGemmScope&) = delete;
+
+ private:
+  bool previous_;
+};
+
+}  // namespace zt::ops
+
+namespace zt::ops::detail {
+
+// x [rows, K] (rows one stride apart, unit column stride), weight [N, K], bias [N] or
+// undefined, checked by the caller -> [rows, N] (kLinear) or [rows, N / 2] (kSwiglu).
+std::optional<Tensor> few_rows_product(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                                       cuda::FewRowsOutput output);
+
+}  // namespace zt::ops::detail
