@@ -38,10 +38,18 @@ struct Layer {
 };
 
 const Layer kLayers[] = {
-    {"Qwen0.5B_qkv", 896, 1152},  {"Qwen0.5B_o", 896, 896},       {"Qwen0.5B_gate_up", 896, 9728, true},
-    {"Qwen0.5B_down", 4864, 896}, {"Qwen1.5B_qkv", 1536, 2048},   {"Qwen1.5B_o", 1536, 1536},
-    {"Qwen1.5B_gate_up", 1536, 17920, true}, {"Qwen1.5B_down", 8960, 1536}, {"Qwen7B_qkv", 3584, 4608},
-    {"Qwen7B_o", 3584, 3584},     {"Qwen7B_gate_up", 3584, 37888, true}, {"Qwen7B_down", 18944, 3584},
+    {"Qwen0.5B_qkv", 896, 1152},
+    {"Qwen0.5B_o", 896, 896},
+    {"Qwen0.5B_gate_up", 896, 9728, true},
+    {"Qwen0.5B_down", 4864, 896},
+    {"Qwen1.5B_qkv", 1536, 2048},
+    {"Qwen1.5B_o", 1536, 1536},
+    {"Qwen1.5B_gate_up", 1536, 17920, true},
+    {"Qwen1.5B_down", 8960, 1536},
+    {"Qwen7B_qkv", 3584, 4608},
+    {"Qwen7B_o", 3584, 3584},
+    {"Qwen7B_gate_up", 3584, 37888, true},
+    {"Qwen7B_down", 18944, 3584},
 };
 
 int sets_for(double bytes) { return std::clamp(static_cast<int>(std::ceil(256.0 * (1 << 20) / bytes)), 1, 16); }

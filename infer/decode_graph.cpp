@@ -73,7 +73,7 @@ std::unique_ptr<CudaGraph> DecodeGraphs::capture_with(Bucket& bucket, bool few_r
   return std::make_unique<CudaGraph>(CudaGraph::capture(stream_, [&] { forward(bucket); }));
 }
 
-bool DecodeGraphs::capture(Bucket& bucket) {
+bool DecodeGraphs::capture(Bucket& bucket, std::int64_t rows) {
   try {
     bucket.graph = capture_with(bucket, false);
   } catch (const std::exception& e) {
@@ -82,26 +82,33 @@ bool DecodeGraphs::capture(Bucket& bucket) {
     return false;
   }
   if (kernel_ == DecodeKernel::kGraph) return false;
-  keep_faster_products(bucket);
+  keep_faster_products(bucket, rows);
   return true;
 }
 
-// Each graph is replayed once untimed (its first launch uploads it), then three times timed.
-void DecodeGraphs::keep_faster_products(Bucket& bucket) {
+// The few-row graph's logits must agree with cuBLASLt's on the step's sequences, as the
+// persistent kernel's must; then each graph is replayed once untimed (its first launch uploads
+// it) and three times timed.
+void DecodeGraphs::keep_faster_products(Bucket& bucket, std::int64_t rows) {
   const Step cublas{bucket.logits, bucket.argmax};
   std::unique_ptr<CudaGraph> few_rows;
+  std::string why;
   try {
     few_rows = capture_with(bucket, true);
+    bucket.graph->replay(stream_);
+    few_rows->replay(stream_);
+    why = disagreement(cublas, {bucket.logits, bucket.argmax}, rows);
   } catch (const std::exception& e) {
-    ZT_LOG(kWarn, "decode steps of " << bucket.buffers.rows << " rows keep cuBLASLt's products: " << e.what());
+    why = e.what();
+  }
+  if (!why.empty()) {
+    ZT_LOG(kWarn,
+           "decode steps of " << bucket.buffers.rows << " rows keep cuBLASLt's products: the few-row GEMM: " << why);
     bucket.logits = cublas.logits;
     bucket.argmax = cublas.argmax;
     return;
   }
-  auto timed = [&](const CudaGraph& graph) {
-    graph.replay(stream_);
-    return milliseconds_per_step([&] { graph.replay(stream_); });
-  };
+  auto timed = [&](const CudaGraph& graph) { return milliseconds_per_step([&] { graph.replay(stream_); }); };
   const double cublas_ms = timed(*bucket.graph), few_rows_ms = timed(*few_rows);
   const bool faster = few_rows_ms < cublas_ms;
   ZT_LOG(kInfo, "decode steps of " << bucket.buffers.rows << " rows as a CUDA graph: " << few_rows_ms
@@ -119,14 +126,14 @@ void DecodeGraphs::keep_faster_products(Bucket& bucket) {
 // outputs, so the step that captures returns the outputs of its eager run; unless two graphs
 // were timed, whose replays rewrote the step's cache slots: then the kept graph runs it again,
 // last, and its outputs are returned.
-DecodeGraphs::Step DecodeGraphs::run_plain(Bucket& bucket) {
+DecodeGraphs::Step DecodeGraphs::run_plain(Bucket& bucket, std::int64_t rows) {
   if (bucket.graph) {
     bucket.graph->replay(stream_);
     return {bucket.logits, bucket.argmax};
   }
   forward(bucket);
   const Step eager{bucket.logits, bucket.argmax};
-  if (bucket.eager_only || !capture(bucket)) return eager;
+  if (bucket.eager_only || !capture(bucket, rows)) return eager;
   bucket.graph->replay(stream_);
   return {bucket.logits, bucket.argmax};
 }
@@ -159,19 +166,25 @@ std::vector<double> DecodeGraphs::logits_of(const Step& step, std::int64_t rows)
 // The kernel's logits of the step's sequences against the plain layer's: within a few percent
 // of the largest logit, the dtype's rounding and another summation order; anything else means
 // the kernel does not compute this model's step, and the graph keeps it.
-bool DecodeGraphs::persistent_agrees(Bucket& bucket, std::int64_t rows) {
-  const std::vector<double> plain = logits_of(run_plain(bucket), rows);
-  const std::vector<double> kernel = logits_of(run_persistent(bucket), rows);
+std::string DecodeGraphs::disagreement(const Step& plain, const Step& other, std::int64_t rows) {
+  const std::vector<double> expected = logits_of(plain, rows), got = logits_of(other, rows);
   double scale = 0.0, worst = 0.0;
-  for (std::size_t i = 0; i < plain.size(); ++i) {
-    scale = std::max(scale, std::fabs(plain[i]));
-    worst = std::max(worst, std::isnan(kernel[i]) ? INFINITY : std::fabs(plain[i] - kernel[i]));
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    scale = std::max(scale, std::fabs(expected[i]));
+    worst = std::max(worst, std::isnan(got[i]) ? INFINITY : std::fabs(expected[i] - got[i]));
   }
   const double tolerance = model_.dtype() == DType::kF16 ? 0.01 : 0.05;
-  if (worst <= tolerance * scale + 1e-3) return true;
-  ZT_LOG(kWarn, "decode steps of " << bucket.buffers.rows << " rows stay on the CUDA graph: the persistent kernel's "
-                                   << "logits differ from the plain layer's by up to " << worst
-                                   << " where the largest is " << scale);
+  if (worst <= tolerance * scale + 1e-3) return "";
+  return "its logits differ from the plain layer's by up to " + std::to_string(worst) + " where the largest is " +
+         std::to_string(scale);
+}
+
+bool DecodeGraphs::persistent_agrees(Bucket& bucket, std::int64_t rows) {
+  const Step plain = run_plain(bucket, rows);
+  const std::string why = disagreement(plain, run_persistent(bucket), rows);
+  if (why.empty()) return true;
+  ZT_LOG(kWarn,
+         "decode steps of " << bucket.buffers.rows << " rows stay on the CUDA graph: the persistent kernel: " << why);
   return false;
 }
 
@@ -189,7 +202,7 @@ void DecodeGraphs::choose_path(Bucket& bucket, std::int64_t rows) {
     bucket.path = Path::kGraph;
     return;
   }
-  const double graph = milliseconds_per_step([&] { run_plain(bucket); });
+  const double graph = milliseconds_per_step([&] { run_plain(bucket, rows); });
   const double persistent = milliseconds_per_step([&] { run_persistent(bucket); });
   bucket.path = persistent < graph ? Path::kPersistent : Path::kGraph;
   ZT_LOG(kInfo, "decode steps of " << bucket.buffers.rows << " rows: " << persistent << " ms as one persistent kernel, "
@@ -201,7 +214,8 @@ void DecodeGraphs::choose_path(Bucket& bucket, std::int64_t rows) {
 DecodeGraphs::Step DecodeGraphs::run(const std::vector<SequenceId>& sequences,
                                      const std::vector<std::int64_t>& tokens) {
   DeviceGuard guard(model_.device().index);
-  Bucket& bucket = bucket_for(static_cast<std::int64_t>(sequences.size()));
+  const auto count = static_cast<std::int64_t>(sequences.size());
+  Bucket& bucket = bucket_for(count);
   cache_.fill_step(sequences, tokens, bucket.buffers, stream_);
   if (bucket.path == Path::kUndecided) {
     if (persistent_ == nullptr || !persistent_->takes_rows(bucket.buffers.rows))
@@ -209,12 +223,11 @@ DecodeGraphs::Step DecodeGraphs::run(const std::vector<SequenceId>& sequences,
     else if (kernel_ == DecodeKernel::kPersistent)
       bucket.path = Path::kPersistent;
     else if (bucket.graph || bucket.eager_only)
-      choose_path(bucket, static_cast<std::int64_t>(sequences.size()));
+      choose_path(bucket, count);
   }
-  const Step step = bucket.path == Path::kPersistent ? run_persistent(bucket) : run_plain(bucket);
+  const Step step = bucket.path == Path::kPersistent ? run_persistent(bucket) : run_plain(bucket, count);
   ZT_CUDA_CHECK(cudaStreamSynchronize(stream_));
   cache_.advance(sequences);
-  const auto count = static_cast<std::int64_t>(sequences.size());
   return {step.logits.narrow(0, 0, count), step.argmax.narrow(0, 0, count)};
 }
 

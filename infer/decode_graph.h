@@ -10,8 +10,9 @@
 //
 // With DecodeKernel::kFastest, a bucket's capture is made twice: with the linears as cuBLASLt
 // GEMMs and with the few-row GEMM of cuda/gemm/few_rows (ops::FewRowsGemmScope), whose SwiGLU
-// epilogue also leaves out a launch a layer; three replays of each are timed, both logged, and
-// the faster graph kept (its outputs are the capturing step's).
+// epilogue also leaves out a launch a layer. The second graph's logits must agree with the
+// first's (else it is logged and dropped); three replays of each are timed, both logged, and the
+// faster graph kept (its outputs are the capturing step's).
 //
 // A bucket of up to 8 rows of a model the persistent decode kernel takes
 // (infer/persistent_decode.h) may run its steps through that kernel instead: with
@@ -25,6 +26,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "infer/engine.h"
@@ -62,18 +64,23 @@ class DecodeGraphs {
   };
   Bucket& bucket_for(std::int64_t sequences);
   void forward(Bucket& bucket);
-  // Captures the bucket's graph (with kFastest, the faster of the two products' graphs); true
-  // when it timed two graphs, whose replays wrote the step's cache slots after the eager run.
-  bool capture(Bucket& bucket);
+  // Captures the bucket's graph (with kFastest, the faster of the two products' graphs, checked
+  // on the first `rows` rows); true when it replayed two graphs, which rewrote the step's cache
+  // slots after the eager run.
+  bool capture(Bucket& bucket, std::int64_t rows);
   std::unique_ptr<CudaGraph> capture_with(Bucket& bucket, bool few_rows);
-  void keep_faster_products(Bucket& bucket);
-  // The graph's (or an eager) step, or the persistent kernel's, into the bucket's outputs.
-  Step run_plain(Bucket& bucket);
+  void keep_faster_products(Bucket& bucket, std::int64_t rows);
+  // The graph's (or an eager) step, or the persistent kernel's, into the bucket's outputs; the
+  // step's sequences are the first `rows` rows.
+  Step run_plain(Bucket& bucket, std::int64_t rows);
   Step run_persistent(Bucket& bucket);
   // Checks the kernel against the plain layer on the filled buffers' first `rows` rows, then
   // times both and sets bucket.path to the faster (the graph where the kernel disagrees).
   void choose_path(Bucket& bucket, std::int64_t rows);
   bool persistent_agrees(Bucket& bucket, std::int64_t rows);
+  // Empty when `other`'s logits of the first `rows` rows are within the dtype's rounding of
+  // `plain`'s (a few percent of the largest logit: other summation orders); else what differs.
+  std::string disagreement(const Step& plain, const Step& other, std::int64_t rows);
   std::vector<double> logits_of(const Step& step, std::int64_t rows);
   double milliseconds_per_step(const std::function<void()>& step);
 

@@ -20,7 +20,8 @@ namespace zt::ops::detail {
 
 std::optional<Tensor> few_rows_product(const Tensor& x, const Tensor& weight, const Tensor& bias,
                                        cuda::FewRowsOutput output) {
-  if (!few_rows_enabled || !x.device().is_cuda() || x.dim() != 2 || x.size(0) == 0 || x.size(0) > cuda::kFewRowsGemmMaxRows)
+  if (!few_rows_enabled || !x.device().is_cuda() || x.dim() != 2 || x.size(0) == 0 ||
+      x.size(0) > cuda::kFewRowsGemmMaxRows)
     return std::nullopt;
   if (x.stride(1) != 1 || !weight.is_contiguous() || (bias.defined() && !bias.is_contiguous())) return std::nullopt;
   const std::int64_t rows = x.size(0), k = x.size(1), n = weight.size(0);

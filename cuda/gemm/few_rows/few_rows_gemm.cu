@@ -37,7 +37,7 @@ constexpr int kTileN = 64;
 constexpr int kTileK = 64;
 constexpr int kStages = 4;
 constexpr int kResultPitch = kTileN + 4;  // floats a row of the block's result tile
-constexpr int kBlocksPerSm = 4;  // resident: 4 x 48 KB of shared memory, registers capped to fit
+constexpr int kBlocksPerSm = 4;           // resident: 4 x 48 KB of shared memory, registers capped to fit
 constexpr std::int64_t kWantedBlocksPerSm = kBlocksPerSm;
 constexpr std::int64_t kMinStepsPerSplit = 3;
 constexpr std::int64_t kMaxSplits = 16;
@@ -49,7 +49,7 @@ using XTile = tile::SmemTile<kTileM, kTileK>;
 template <int kTileM>
 constexpr int kStageBytes = WeightTile::kBytes + XTile<kTileM>::kBytes;
 template <int kTileM>
-constexpr int kSharedBytes = kStages * kStageBytes<kTileM>;
+constexpr int kSharedBytes = kStages* kStageBytes<kTileM>;
 static_assert(kSharedBytes<32> <= 48 * 1024, "the stages fit the default dynamic shared memory");
 constexpr int kResultBytes = 32 * kResultPitch * 4;
 static_assert(kResultBytes + 16 <= kSharedBytes<16>, "the result tile and the last-split flag reuse the stages");
@@ -193,8 +193,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) few_rows_gemm_kernel(F
 
   const std::int64_t m0 = static_cast<std::int64_t>(blockIdx.x) * kTileM, column_tile = blockIdx.y;
   const std::int64_t first_step = static_cast<std::int64_t>(blockIdx.z) * split.steps;
-  const int steps =
-      static_cast<int>(min(first_step + split.steps, (a.in_features + kTileK - 1) / kTileK) - first_step);
+  const int steps = static_cast<int>(min(first_step + split.steps, (a.in_features + kTileK - 1) / kTileK) - first_step);
   const std::uint32_t stages = mma::smem_address(shared);
   auto stage = [&](int i) { return stages + static_cast<std::uint32_t>((i % kStages) * kStageBytes<kTileM>); };
   const StageCopies<T, kTileM> copies(a, m0, column_tile, std::integral_constant<FewRowsOutput, kOutput>());
@@ -306,10 +305,9 @@ bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 
 
 bool few_rows_gemm_takes(const FewRowsGemmArgs& a) {
   return (a.dtype == DType::kBF16 || a.dtype == DType::kF16) && a.rows >= 1 && a.rows <= kFewRowsGemmMaxRows &&
-         a.in_features > 0 && a.in_features % 8 == 0 && a.x_row_stride % 8 == 0 &&
-         a.x_row_stride >= a.in_features && a.out_features > 0 &&
-         (a.output == FewRowsOutput::kLinear || a.out_features % 2 == 0) && aligned16(a.x) && aligned16(a.weight) &&
-         aligned16(a.y);
+         a.in_features > 0 && a.in_features % 8 == 0 && a.x_row_stride % 8 == 0 && a.x_row_stride >= a.in_features &&
+         a.out_features > 0 && (a.output == FewRowsOutput::kLinear || a.out_features % 2 == 0) && aligned16(a.x) &&
+         aligned16(a.weight) && aligned16(a.y);
 }
 
 void few_rows_gemm(const FewRowsGemmArgs& args, cudaStream_t stream) {

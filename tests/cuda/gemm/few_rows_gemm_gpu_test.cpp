@@ -75,15 +75,13 @@ TEST(FewRowsGemmGpu, MatchesTheCpuReferenceUpToTheOrderOfTheSum) {
       for (std::int64_t rows : {1, 5, 16, 17, 32})
         for (bool with_bias : {false, true}) {
           const Tensor x = strided_rows(rows, c.k, seed++, dtype);
-          const Tensor bias =
-              with_bias ? Tensor::normal({c.n}, seed++, 0, 0.0, 1.0, DType::kF32).to(dtype) : Tensor();
+          const Tensor bias = with_bias ? Tensor::normal({c.n}, seed++, 0, 0.0, 1.0, DType::kF32).to(dtype) : Tensor();
           for (int k_splits : {1, 3, 0}) {
             const Tensor y = few_rows(x, w_gpu, with_bias ? bias.to(Device::cuda()) : Tensor(), k_splits);
             const std::string what = std::to_string(c.n) + "x" + std::to_string(c.k) + " " + dtype_name(dtype) + " " +
                                      std::to_string(rows) + " rows" + (with_bias ? " bias" : "") + " k_splits " +
                                      std::to_string(k_splits);
-            ASSERT_NO_FATAL_FAILURE(
-                expect_near_reference(y, x.to(Device::cpu()), w, bias, what, kTensorCoreAddError));
+            ASSERT_NO_FATAL_FAILURE(expect_near_reference(y, x.to(Device::cpu()), w, bias, what, kTensorCoreAddError));
           }
         }
     }
@@ -109,9 +107,9 @@ TEST(FewRowsGemmGpu, TheSwigluEpilogueEqualsTheProductThenSwiglu) {
       for (bool with_bias : {false, true})
         for (int k_splits : {1, 4}) {
           const Tensor w = Tensor::normal({2 * ffn, k}, 11, 0, 0.0, 0.05, DType::kF32).to(dtype).to(Device::cuda());
-          const Tensor bias =
-              with_bias ? Tensor::normal({2 * ffn}, 12, 0, 0.0, 1.0, DType::kF32).to(dtype).to(Device::cuda())
-                        : Tensor();
+          const Tensor bias = with_bias
+                                  ? Tensor::normal({2 * ffn}, 12, 0, 0.0, 1.0, DType::kF32).to(dtype).to(Device::cuda())
+                                  : Tensor();
           const Tensor x = strided_rows(rows, k, 13, dtype);
           const Tensor product = few_rows(x, w, bias, k_splits);
           const std::vector<double> expected = ops::swiglu_fused_forward(product).to(Device::cpu()).to_vector();
