@@ -11,8 +11,9 @@
 // first decode step's CUDA graph capture is left out), prefill TFLOP/s (2 x parameters per
 // prompt token, plus causal attention) and the peak device memory.
 // --decode_kernel picks what steps of up to 8 sequences run (infer/engine.h's DecodeKernel): the
-// faster of the CUDA graph and the persistent kernel, timed on the first steps (the engine's
-// default), or either alone, for the ladder in docs/PERF.md.
+// faster of the CUDA graph (itself the faster of cuBLASLt's and the few-row GEMM's products) and
+// the persistent kernel, timed on the first steps (the engine's default), or either alone (the
+// graph with cuBLASLt's products), for the ladder in docs/PERF.md.
 // --quantization_bit 4 runs on a 4-bit base as `zerotune generate --quantization_bit 4` does
 // (NF4 with double quantization, each layer dequantized as a step runs, no CUDA graphs; a
 // "-bnb-4bit" folder keeps its own 4 bits); without it such a folder is dequantized at load.
