@@ -87,39 +87,45 @@ bool DecodeGraphs::capture(Bucket& bucket, std::int64_t rows) {
 }
 
 // The few-row graph's logits must agree with cuBLASLt's on the step's sequences, as the
-// persistent kernel's must; then each graph is replayed once untimed (its first launch uploads
-// it) and three times timed.
+// persistent kernel's must; then each graph is replayed three times, timed. The bucket holds
+// cuBLASLt's graph and outputs until the few-row graph has won, whatever throws on the way.
 void DecodeGraphs::keep_faster_products(Bucket& bucket, std::int64_t rows) {
   const Step cublas{bucket.logits, bucket.argmax};
   std::unique_ptr<CudaGraph> few_rows;
+  Step candidate;
   std::string why;
+  double cublas_ms = 0.0, few_rows_ms = 0.0;
   try {
     few_rows = capture_with(bucket, true);
+    candidate = {bucket.logits, bucket.argmax};
+    bucket.logits = cublas.logits;
+    bucket.argmax = cublas.argmax;
     bucket.graph->replay(stream_);
+    const std::vector<double> expected = logits_of(cublas, rows);
     few_rows->replay(stream_);
-    why = disagreement(cublas, {bucket.logits, bucket.argmax}, rows);
+    why = disagreement(expected, logits_of(candidate, rows));
+    if (why.empty()) {
+      cublas_ms = milliseconds_per_step([&] { bucket.graph->replay(stream_); });
+      few_rows_ms = milliseconds_per_step([&] { few_rows->replay(stream_); });
+    }
   } catch (const std::exception& e) {
     why = e.what();
   }
+  bucket.logits = cublas.logits;
+  bucket.argmax = cublas.argmax;
   if (!why.empty()) {
     ZT_LOG(kWarn,
            "decode steps of " << bucket.buffers.rows << " rows keep cuBLASLt's products: the few-row GEMM: " << why);
-    bucket.logits = cublas.logits;
-    bucket.argmax = cublas.argmax;
     return;
   }
-  auto timed = [&](const CudaGraph& graph) { return milliseconds_per_step([&] { graph.replay(stream_); }); };
-  const double cublas_ms = timed(*bucket.graph), few_rows_ms = timed(*few_rows);
   const bool faster = few_rows_ms < cublas_ms;
   ZT_LOG(kInfo, "decode steps of " << bucket.buffers.rows << " rows as a CUDA graph: " << few_rows_ms
                                    << " ms with the few-row GEMM, " << cublas_ms << " ms with cuBLASLt; "
                                    << (faster ? "the few-row GEMM" : "cuBLASLt") << " runs them");
-  if (faster) {
-    bucket.graph = std::move(few_rows);
-    return;
-  }
-  bucket.logits = cublas.logits;
-  bucket.argmax = cublas.argmax;
+  if (!faster) return;
+  bucket.graph = std::move(few_rows);
+  bucket.logits = candidate.logits;
+  bucket.argmax = candidate.argmax;
 }
 
 // A capture records the step without running it and leaves the bucket holding the graph's
@@ -166,8 +172,7 @@ std::vector<double> DecodeGraphs::logits_of(const Step& step, std::int64_t rows)
 // The kernel's logits of the step's sequences against the plain layer's: within a few percent
 // of the largest logit, the dtype's rounding and another summation order; anything else means
 // the kernel does not compute this model's step, and the graph keeps it.
-std::string DecodeGraphs::disagreement(const Step& plain, const Step& other, std::int64_t rows) {
-  const std::vector<double> expected = logits_of(plain, rows), got = logits_of(other, rows);
+std::string DecodeGraphs::disagreement(const std::vector<double>& expected, const std::vector<double>& got) const {
   double scale = 0.0, worst = 0.0;
   for (std::size_t i = 0; i < expected.size(); ++i) {
     scale = std::max(scale, std::fabs(expected[i]));
@@ -179,9 +184,10 @@ std::string DecodeGraphs::disagreement(const Step& plain, const Step& other, std
          std::to_string(scale);
 }
 
+// The plain step's logits are copied out before the kernel writes the same output tensors.
 bool DecodeGraphs::persistent_agrees(Bucket& bucket, std::int64_t rows) {
-  const Step plain = run_plain(bucket, rows);
-  const std::string why = disagreement(plain, run_persistent(bucket), rows);
+  const std::vector<double> plain = logits_of(run_plain(bucket, rows), rows);
+  const std::string why = disagreement(plain, logits_of(run_persistent(bucket), rows));
   if (why.empty()) return true;
   ZT_LOG(kWarn,
          "decode steps of " << bucket.buffers.rows << " rows stay on the CUDA graph: the persistent kernel: " << why);

@@ -8,7 +8,8 @@
 // allocator's blocks for that stream) and is then captured; a bucket whose capture fails
 // logs why and keeps running eagerly, so graphs only ever change the speed.
 //
-// With DecodeKernel::kFastest, a bucket's capture is made twice: with the linears as cuBLASLt
+// With DecodeKernel::kFastest (and kPersistent, for buckets the kernel does not take), a bucket's
+// capture is made twice: with the linears as cuBLASLt
 // GEMMs and with the few-row GEMM of cuda/gemm/few_rows (ops::FewRowsGemmScope), whose SwiGLU
 // epilogue also leaves out a launch a layer. The second graph's logits must agree with the
 // first's (else it is logged and dropped); three replays of each are timed, both logged, and the
@@ -64,9 +65,9 @@ class DecodeGraphs {
   };
   Bucket& bucket_for(std::int64_t sequences);
   void forward(Bucket& bucket);
-  // Captures the bucket's graph (with kFastest, the faster of the two products' graphs, checked
-  // on the first `rows` rows); true when it replayed two graphs, which rewrote the step's cache
-  // slots after the eager run.
+  // Captures the bucket's graph (but for kGraph, the faster of the two products' graphs,
+  // checked on the first `rows` rows); true when it went on to replay graphs, which rewrote the
+  // step's cache slots after the eager run.
   bool capture(Bucket& bucket, std::int64_t rows);
   std::unique_ptr<CudaGraph> capture_with(Bucket& bucket, bool few_rows);
   void keep_faster_products(Bucket& bucket, std::int64_t rows);
@@ -78,9 +79,9 @@ class DecodeGraphs {
   // times both and sets bucket.path to the faster (the graph where the kernel disagrees).
   void choose_path(Bucket& bucket, std::int64_t rows);
   bool persistent_agrees(Bucket& bucket, std::int64_t rows);
-  // Empty when `other`'s logits of the first `rows` rows are within the dtype's rounding of
-  // `plain`'s (a few percent of the largest logit: other summation orders); else what differs.
-  std::string disagreement(const Step& plain, const Step& other, std::int64_t rows);
+  // Empty when logits `got` are within the dtype's rounding of `expected` (a few percent of the
+  // largest logit: other summation orders); else what differs.
+  std::string disagreement(const std::vector<double>& expected, const std::vector<double>& got) const;
   std::vector<double> logits_of(const Step& step, std::int64_t rows);
   double milliseconds_per_step(const std::function<void()>& step);
 

@@ -41,6 +41,7 @@ constexpr int kBlocksPerSm = 4;           // resident: 4 x 48 KB of shared memor
 constexpr std::int64_t kWantedBlocksPerSm = kBlocksPerSm;
 constexpr std::int64_t kMinStepsPerSplit = 3;
 constexpr std::int64_t kMaxSplits = 16;
+constexpr std::int64_t kMaxColumnTiles = 65535;  // a grid's y
 
 using WeightTile = tile::SmemTile<kTileN, kTileK>;
 template <int kTileM>
@@ -90,7 +91,7 @@ struct StageCopies {
   static constexpr int kXCopies = kTileM * XTile<kTileM>::kChunks / kThreads;
   static_assert(kThreads % WeightTile::kChunks == 0 && kXCopies >= 1, "every thread copies one column of both tiles");
 
-  const T* weight[kWeightCopies];  // the row's first element of this thread's column
+  const T* weight[kWeightCopies];  // the row's first element (W's first where the row lies past W)
   const T* x[kXCopies];
   std::uint32_t weight_offset[kWeightCopies], x_offset[kXCopies];  // within a stage
   bool weight_valid[kWeightCopies], x_valid[kXCopies];
@@ -108,23 +109,24 @@ struct StageCopies {
       const int r = row0 + j * kRowStride;
       const std::int64_t n = weight_row<kOutput>(a, column_tile, r);
       weight_valid[j] = n >= 0;
-      weight[j] = static_cast<const T*>(a.weight) + (n >= 0 ? n * a.in_features + column : 0);
+      weight[j] = static_cast<const T*>(a.weight) + (n >= 0 ? n * a.in_features : 0);
       weight_offset[j] = WeightTile::offset(r, chunk);
     }
 #pragma unroll
     for (int j = 0; j < kXCopies; ++j) {
       const int r = row0 + j * kRowStride;
       x_valid[j] = m0 + r < a.rows;
-      x[j] = static_cast<const T*>(a.x) + (x_valid[j] ? (m0 + r) * a.x_row_stride + column : 0);
+      x[j] = static_cast<const T*>(a.x) + (x_valid[j] ? (m0 + r) * a.x_row_stride : 0);
       x_offset[j] = WeightTile::kBytes + XTile<kTileM>::offset(r, chunk);
     }
   }
 
   // Issues the copies of step `step` into the stage at shared address `stage`; rows and K past
-  // the operands are zeros, which add nothing to a sum.
+  // the operands are zeros, which add nothing to a sum (their copies read nothing, from a row's
+  // first element, which lies inside the operand).
   __device__ __forceinline__ void issue(std::uint32_t stage, std::int64_t step, std::int64_t in_features) const {
-    const std::int64_t k = step * kTileK;
-    const bool inside = k + column < in_features;
+    const std::int64_t k = step * kTileK + column;
+    const bool inside = k < in_features;
 #pragma unroll
     for (int j = 0; j < kWeightCopies; ++j)
       tile::cp_async<16>(stage + weight_offset[j], weight[j] + (inside ? k : 0), inside && weight_valid[j]);
@@ -256,8 +258,8 @@ void launch_tiles(const FewRowsGemmArgs& a, cudaStream_t stream) {
   const std::int64_t row_tiles = (a.rows + kTileM - 1) / kTileM;
   const std::int64_t columns = kOutput == FewRowsOutput::kSwiglu ? a.out_features / 2 : a.out_features;
   const std::int64_t column_tiles = (columns + kTileColumns<kOutput> - 1) / kTileColumns<kOutput>;
-  ZT_REQUIRE(column_tiles <= 65535, "few_rows_gemm: " + std::to_string(a.out_features) +
-                                        " weight rows are more column tiles than one grid holds");
+  ZT_REQUIRE(column_tiles <= kMaxColumnTiles, "few_rows_gemm: " + std::to_string(a.out_features) +
+                                                  " weight rows are more column tiles than one grid holds");
   const std::int64_t steps = (a.in_features + kTileK - 1) / kTileK;
   const std::int64_t wanted_splits = k_splits(a, row_tiles * column_tiles, steps);
   KSplit split;
@@ -304,10 +306,12 @@ bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 
 }  // namespace
 
 bool few_rows_gemm_takes(const FewRowsGemmArgs& a) {
+  const std::int64_t column_tiles = (a.out_features + kTileN - 1) / kTileN;  // the grid's y (SwiGLU's too)
   return (a.dtype == DType::kBF16 || a.dtype == DType::kF16) && a.rows >= 1 && a.rows <= kFewRowsGemmMaxRows &&
-         a.in_features > 0 && a.in_features % 8 == 0 && a.x_row_stride % 8 == 0 && a.x_row_stride >= a.in_features &&
-         a.out_features > 0 && (a.output == FewRowsOutput::kLinear || a.out_features % 2 == 0) && aligned16(a.x) &&
-         aligned16(a.weight) && aligned16(a.y);
+         column_tiles <= kMaxColumnTiles && a.in_features > 0 && a.in_features % 8 == 0 && a.x_row_stride % 8 == 0 &&
+         a.x_row_stride >= a.in_features && a.out_features > 0 &&
+         (a.output == FewRowsOutput::kLinear || a.out_features % 2 == 0) && aligned16(a.x) && aligned16(a.weight) &&
+         aligned16(a.y);
 }
 
 void few_rows_gemm(const FewRowsGemmArgs& args, cudaStream_t stream) {
