@@ -59,6 +59,13 @@ struct Projection {
 // into the first one's by the GEMM (ops::LinearGradTargets) instead of the engine summing
 // separate tensors, one add pass over [rows, in] fewer per extra projection.
 std::vector<Variable> projections(const Variable& x, const std::vector<Projection>& layers);
+// x · [W_0; W_1; ...]ᵀ for weights stored one after another (Tensor::adjacent_rows: a layer's
+// gate and up, allocated together), no bias, as one GEMM each way: the input gradient is one
+// product over the joined rows, and the weight gradients one product added into the weights'
+// fp32 sinks where those lie one after another too (the optimizer's buffer holds a layer's
+// parameters in order), else one [Σ rows, in] gradient handed to each weight as its rows.
+// Throws when the weights are not so stored.
+Variable joined_linear(const Variable& x, const std::vector<Variable>& weights);
 Variable embedding(const Variable& weight, const Tensor& ids, bool deterministic = false);
 // x [rows, width]'s rows picked by gather.index; the backward gathers by gather's sources
 // (ops/embedding/row_gather.h), so it is deterministic.

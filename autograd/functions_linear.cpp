@@ -1,4 +1,5 @@
 #include <optional>
+#include <string>
 
 #include "autograd/functions.h"
 #include "autograd/node.h"
@@ -9,6 +10,7 @@
 #include "ops/gemm/linear.h"
 #include "ops/gemm/lora_linear.h"
 #include "ops/gemm/matmul.h"
+#include "runtime/error.h"
 
 namespace zt::autograd {
 
@@ -159,6 +161,61 @@ std::vector<Variable> projections(const Variable& x, const std::vector<Projectio
                   grads[0] = grad_x;
                   return grads;
                 });
+}
+
+namespace {
+
+std::optional<Tensor> adjacent_data(const std::vector<Variable>& weights) {
+  std::vector<Tensor> parts;
+  for (const Variable& w : weights) parts.push_back(w.data());
+  return Tensor::adjacent_rows(parts);
+}
+
+// The weights' sinks as one [Σ rows, in] matrix, when every weight has one and they lie one
+// after another.
+Tensor joined_sink(const std::vector<Variable>& weights) {
+  std::vector<Tensor> sinks;
+  for (const Variable& w : weights) {
+    if (!w.is_leaf() || !w.requires_grad() || !w.grad_sink().defined()) return Tensor();
+    sinks.push_back(w.grad_sink());
+  }
+  return Tensor::adjacent_rows(sinks).value_or(Tensor());
+}
+
+}  // namespace
+
+Variable joined_linear(const Variable& x, const std::vector<Variable>& weights) {
+  OpRegion region("linear");
+  const std::optional<Tensor> joined = adjacent_data(weights);
+  ZT_REQUIRE(joined.has_value(), "joined_linear: the " + std::to_string(weights.size()) +
+                                     " weights are not stored one after another in one tensor");
+  std::vector<Variable> inputs{x};
+  bool any_trained = false;
+  std::vector<std::int64_t> rows;
+  for (const Variable& w : weights) {
+    inputs.push_back(w);
+    any_trained = any_trained || w.requires_grad();
+    rows.push_back(w.data().size(0));
+  }
+  const Tensor saved_x = any_trained ? x.data() : Tensor();
+  const Tensor saved_weight = x.requires_grad() ? *joined : Tensor();
+  const Tensor sink = joined_sink(weights);
+  return record_one("linear", ops::linear_forward(x.data(), *joined), inputs,
+                    [saved_x, saved_weight, sink, rows](const TensorList& g, const NeedsList& needs) {
+                      bool weights_needed = false;
+                      for (std::size_t i = 1; i < needs.size(); ++i) weights_needed = weights_needed || needs[i];
+                      ops::LinearGrads grads = ops::linear_backward(g[0], saved_x, needs[0] ? saved_weight : Tensor(),
+                                                                    {needs[0], weights_needed, false},
+                                                                    {.grad_x = Tensor(), .weight_sink = sink});
+                      TensorList out{grads.grad_x};
+                      std::int64_t first = 0;
+                      for (std::size_t i = 0; i < rows.size(); ++i) {
+                        const bool mine = grads.grad_weight.defined() && needs[i + 1];
+                        out.push_back(mine ? grads.grad_weight.narrow(0, first, rows[i]) : Tensor());
+                        first += rows[i];
+                      }
+                      return out;
+                    });
 }
 
 Variable matmul(const Variable& a, const Variable& b, bool transpose_a, bool transpose_b) {

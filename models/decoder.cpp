@@ -228,14 +228,27 @@ Variable self_attention(const ModelConfig& c, std::int64_t layer, const LayerPar
   return attention_output(c, parameters, attended);
 }
 
+// In training, gate and up as one GEMM each way (autograd::joined_linear, the gradients into
+// their joined sinks), when they were allocated together, are both trained and have no LoRA
+// update: a checkpoint's first pass and its recompute take it alike. nullopt: project each.
+std::optional<Variable> trained_gate_up(const LayerParameters& p, const Variable& h) {
+  if (!(p.training || grad_enabled()) || p.held_weights != nullptr) return std::nullopt;
+  const LayerWeights& w = *p.weights;
+  for (int slot : {kGate, kUp})
+    if (!w[slot].defined() || !w[slot].requires_grad() || (p.lora != nullptr && (*p.lora)[slot])) return std::nullopt;
+  if (!Tensor::adjacent_rows({w[kGate].data(), w[kUp].data()})) return std::nullopt;
+  return joined_linear(h, {w[kGate], w[kUp]});
+}
+
 // silu(gate) * up: with [gate; up] as one weight (GLM's fused one, or the joined allocation)
-// one op whose kernel ends in the SwiGLU where it can (ops::linear_swiglu_forward), else the
-// projections and then the activation.
+// one op whose kernel ends in the SwiGLU where it can (ops::linear_swiglu_forward), or in
+// training one GEMM and the activation, else the projections and then the activation.
 Variable gate_up_activation(const ModelConfig& c, const LayerParameters& p, const Variable& h) {
   const std::optional<JoinedWeight> joined =
       c.fused_gate_up ? joined_weight(p, {kGateUp}, {kGateUpBias}) : joined_weight(p, {kGate, kUp}, {});
   if (joined) return Variable(ops::linear_swiglu_forward(h.data(), joined->weight, joined->bias));
   if (c.fused_gate_up) return swiglu_fused(project(p, h, kGateUp, kGateUpBias));
+  if (std::optional<Variable> gate_up = trained_gate_up(p, h)) return swiglu_fused(*gate_up);
   std::vector<Variable> gate_up = project_each(p, h, {{kGate, -1}, {kUp, -1}});
   return swiglu(gate_up[0], gate_up[1]);
 }

@@ -165,6 +165,53 @@ TEST(AutogradFunctions, LinearAddsAWeightGradientIntoItsSink) {
   EXPECT_THROW(w2.set_grad_sink(Tensor::zeros({3, 2}, DType::kF64)), Error);
 }
 
+// Two weights stored one after another (a layer's gate and up) multiplied as one: the product
+// and every gradient are the separate linears' (summed over both for the input); with sinks
+// one after another the weight gradients go into them and none is delivered, with sinks apart
+// each weight receives its rows of the joined gradient; weights stored apart are refused.
+TEST(AutogradFunctions, JoinedLinearIsTheSeparateLinears) {
+  const Tensor storage = random_tensor({5 * 4}, 31);
+  Variable gate(storage.narrow(0, 0, 8).view({2, 4}), true, "gate");
+  Variable up(storage.narrow(0, 8, 12).view({3, 4}), true, "up");
+  Variable x(random_tensor({6, 4}, 32), true, "x");
+  const Tensor weights_of_outputs = random_tensor({6, 5}, 33);
+  sum(mul(joined_linear(x, {gate, up}), Variable(weights_of_outputs))).backward();
+  const Tensor grad_x = x.grad(), grad_gate = gate.grad(), grad_up = up.grad();
+  for (const Variable& v : {x, gate, up}) v.zero_grad();
+  Variable gate_apart(gate.data().clone(), true, "gate"), up_apart(up.data().clone(), true, "up");
+  const Tensor joined_value = joined_linear(x, {gate, up}).data();
+  const Variable gate_y = linear(x, gate_apart), up_y = linear(x, up_apart);
+  EXPECT_EQ(max_abs_diff(joined_value.narrow(1, 0, 2).contiguous(), gate_y.data()), 0.0);
+  EXPECT_EQ(max_abs_diff(joined_value.narrow(1, 2, 3).contiguous(), up_y.data()), 0.0);
+  add(sum(mul(gate_y, Variable(weights_of_outputs.narrow(1, 0, 2).contiguous()))),
+      sum(mul(up_y, Variable(weights_of_outputs.narrow(1, 2, 3).contiguous()))))
+      .backward();
+  EXPECT_LE(max_abs_diff(grad_x, x.grad()), 1e-12);
+  EXPECT_EQ(max_abs_diff(grad_gate, gate_apart.grad()), 0.0);
+  EXPECT_EQ(max_abs_diff(grad_up, up_apart.grad()), 0.0);
+
+  Tensor sinks = Tensor::zeros({5 * 4 + 4}, DType::kF32);
+  for (std::int64_t gap : {0, 4}) {  // one after another, then 4 values apart
+    gate.set_grad_sink(sinks.narrow(0, 0, 8).view({2, 4}));
+    up.set_grad_sink(sinks.narrow(0, 8 + gap, 12).view({3, 4}));
+    sinks.zero_();
+    for (const Variable& v : {x, gate, up}) v.zero_grad();
+    sum(mul(joined_linear(x, {gate, up}), Variable(weights_of_outputs))).backward();
+    if (gap == 0) {
+      EXPECT_FALSE(gate.grad().defined());
+      EXPECT_FALSE(up.grad().defined());
+      EXPECT_LE(max_abs_diff(gate.grad_sink(), grad_gate.to(DType::kF32)), 1e-6);
+      EXPECT_LE(max_abs_diff(up.grad_sink(), grad_up.to(DType::kF32)), 1e-6);
+    } else {
+      EXPECT_EQ(max_abs_diff(gate.grad(), grad_gate), 0.0);
+      EXPECT_EQ(max_abs_diff(up.grad(), grad_up), 0.0);
+    }
+  }
+  gate.set_grad_sink(Tensor());
+  up.set_grad_sink(Tensor());
+  expect_mentions(error_of([&] { joined_linear(x, {gate_apart, up_apart}); }), {"not stored one after another"});
+}
+
 TEST(AutogradFunctions, TransformerPieces) {
   Tensor x = random_tensor({5, 7}, 14), w = random_tensor({7}, 15, DType::kF64, 1.0);
   for (auto style : {ops::RmsNormStyle::kQwen, ops::RmsNormStyle::kGlm})

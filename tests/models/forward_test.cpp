@@ -158,12 +158,39 @@ TEST(ModelForward, ProjectionsAllocatedTogetherGiveWhatSeparateOnesGive) {
       const LayerWeights& w = model.layer_weights(layer);
       ASSERT_TRUE(Tensor::adjacent_rows({w[kQ].data(), w[kK].data(), w[kV].data()}).has_value());
       ASSERT_TRUE(Tensor::adjacent_rows({w[kGate].data(), w[kUp].data()}).has_value());
-      if (w[kQBias].defined())
+      if (w[kQBias].defined()) {
         ASSERT_TRUE(Tensor::adjacent_rows({w[kQBias].data(), w[kKBias].data(), w[kVBias].data()}).has_value());
+      }
       for (int slot : {kK, kUp}) w[slot].impl()->data = w[slot].data().clone();
     }
     const Tensor separate = model.forward(batch.input_ids, batch.positions, batch.cu_seqlens).data();
     EXPECT_EQ(max_abs_diff(joined, separate), 0.0) << architecture_name(arch);
+  }
+}
+
+// Training multiplies a layer's gate and up weights, allocated together, as one GEMM each way
+// (autograd::joined_linear); moved apart, the separate GEMMs run. The loss is the same bit for
+// bit, every weight gradient too, and the input gradients up to the order of their sums.
+TEST(ModelForward, GateAndUpAllocatedTogetherTrainAsSeparateOnesDo) {
+  for (Architecture arch : {Architecture::kQwen2, Architecture::kQwen3}) {
+    const PackedBatch batch = test_batch();
+    std::vector<Tensor> grads[2];
+    double losses[2] = {0, 0};
+    for (int apart = 0; apart < 2; ++apart) {
+      CausalLM model = random_model(arch, 12);
+      for (std::int64_t layer = 0; layer < model.config().num_layers; ++layer) {
+        const LayerWeights& w = model.layer_weights(layer);
+        ASSERT_TRUE(Tensor::adjacent_rows({w[kGate].data(), w[kUp].data()}).has_value());
+        if (apart == 1) w[kUp].impl()->data = w[kUp].data().clone();
+      }
+      Variable loss = model.loss(model.forward(batch.input_ids, batch.positions, batch.cu_seqlens), batch.labels);
+      losses[apart] = loss.data().item();
+      loss.backward();
+      for (const auto& p : model.named_parameters()) grads[apart].push_back(p.variable.grad());
+    }
+    EXPECT_EQ(losses[0], losses[1]) << architecture_name(arch);
+    for (std::size_t i = 0; i < grads[0].size(); ++i)
+      EXPECT_LE(max_abs_diff(grads[0][i], grads[1][i]), 1e-10) << architecture_name(arch) << " parameter " << i;
   }
 }
 
