@@ -25,6 +25,7 @@
 #include "cuda/common/multiprocessor_count.h"
 #include "cuda/common/scratch_buffer.h"
 #include "cuda/common/tile_smem.cuh"
+#include "cuda/elementwise/elementwise_dispatch.cuh"
 #include "runtime/check.h"
 #include "runtime/error.h"
 
@@ -324,10 +325,8 @@ void few_rows_gemm(const FewRowsGemmArgs& args, cudaStream_t stream) {
                  std::to_string(kFewRowsGemmMaxRows) +
                  " rows, K and the row stride multiples of 8, pointers 16-byte aligned (use cuBLASLt)");
   ZT_REQUIRE(args.k_splits >= 0, "few_rows_gemm: k_splits must be 0 (chosen) or a positive count");
-  if (args.dtype == DType::kBF16)
-    launch_for_output<__nv_bfloat16>(args, stream);
-  else
-    launch_for_output<__half>(args, stream);
+  dispatch_float_type<GpuHalfTypes>(args.dtype, "few_rows_gemm",
+                                    [&]<typename T>() { launch_for_output<T>(args, stream); });
   ZT_CUDA_CHECK(cudaGetLastError());
 }
 
