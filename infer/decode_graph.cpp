@@ -68,64 +68,75 @@ void DecodeGraphs::forward(Bucket& bucket) {
   cache_.bind_step(nullptr);
 }
 
-std::unique_ptr<CudaGraph> DecodeGraphs::capture_with(Bucket& bucket, bool few_rows) {
-  ops::FewRowsGemmScope products(few_rows);
+std::unique_ptr<CudaGraph> DecodeGraphs::capture_with(Bucket& bucket, ops::FewRowsProducts products) {
+  ops::FewRowsGemmScope scope(products);
   return std::make_unique<CudaGraph>(CudaGraph::capture(stream_, [&] { forward(bucket); }));
 }
 
 bool DecodeGraphs::capture(Bucket& bucket, std::int64_t rows) {
   try {
-    bucket.graph = capture_with(bucket, false);
+    bucket.graph = capture_with(bucket, ops::FewRowsProducts::kNone);
   } catch (const std::exception& e) {
     bucket.eager_only = true;
     ZT_LOG(kWarn, "decode steps of " << bucket.buffers.rows << " rows run without a CUDA graph: " << e.what());
     return false;
   }
   if (kernel_ == DecodeKernel::kGraph) return false;
-  keep_faster_products(bucket, rows);
+  keep_fastest_products(bucket, rows);
   return true;
 }
 
-// The few-row graph's logits must agree with cuBLASLt's on the step's sequences, as the
-// persistent kernel's must; then each graph is replayed three times, timed. The bucket holds
-// cuBLASLt's graph and outputs until the few-row graph has won, whatever throws on the way.
-void DecodeGraphs::keep_faster_products(Bucket& bucket, std::int64_t rows) {
-  const Step cublas{bucket.logits, bucket.argmax};
-  std::unique_ptr<CudaGraph> few_rows;
-  Step candidate;
-  std::string why;
-  double cublas_ms = 0.0, few_rows_ms = 0.0;
+// cuBLASLt's graph is replayed first, its logits kept and three replays timed; then each
+// few-row graph is captured, must agree with those logits on the step's sequences (as the
+// persistent kernel must), and is timed the same way. The bucket holds cuBLASLt's graph and
+// outputs until another has won, whatever throws on the way. cuBLASLt's outputs and the best
+// candidate's stay held while later candidates are captured, so no capture places its tensors
+// where a graph that may be kept writes them.
+void DecodeGraphs::keep_fastest_products(Bucket& bucket, std::int64_t rows) {
+  struct Candidate {
+    std::unique_ptr<CudaGraph> graph;
+    Step outputs;
+    double ms = 0.0;
+    const char* name = "cuBLASLt";
+  };
+  Candidate best{nullptr, {bucket.logits, bucket.argmax}};
+  const Step cublas = best.outputs;
+  std::vector<double> expected;
   try {
-    few_rows = capture_with(bucket, true);
-    candidate = {bucket.logits, bucket.argmax};
-    bucket.logits = cublas.logits;
-    bucket.argmax = cublas.argmax;
     bucket.graph->replay(stream_);
-    const std::vector<double> expected = logits_of(cublas, rows);
-    few_rows->replay(stream_);
-    why = disagreement(expected, logits_of(candidate, rows));
-    if (why.empty()) {
-      cublas_ms = milliseconds_per_step([&] { bucket.graph->replay(stream_); });
-      few_rows_ms = milliseconds_per_step([&] { few_rows->replay(stream_); });
-    }
+    expected = logits_of(cublas, rows);
+    best.ms = milliseconds_per_step([&] { bucket.graph->replay(stream_); });
   } catch (const std::exception& e) {
-    why = e.what();
-  }
-  bucket.logits = cublas.logits;
-  bucket.argmax = cublas.argmax;
-  if (!why.empty()) {
-    ZT_LOG(kWarn,
-           "decode steps of " << bucket.buffers.rows << " rows keep cuBLASLt's products: the few-row GEMM: " << why);
+    ZT_LOG(kWarn, "decode steps of " << bucket.buffers.rows << " rows keep cuBLASLt's products: " << e.what());
     return;
   }
-  const bool faster = few_rows_ms < cublas_ms;
-  ZT_LOG(kInfo, "decode steps of " << bucket.buffers.rows << " rows as a CUDA graph: " << few_rows_ms
-                                   << " ms with the few-row GEMM, " << cublas_ms << " ms with cuBLASLt; "
-                                   << (faster ? "the few-row GEMM" : "cuBLASLt") << " runs them");
-  if (!faster) return;
-  bucket.graph = std::move(few_rows);
-  bucket.logits = candidate.logits;
-  bucket.argmax = candidate.argmax;
+  const std::pair<ops::FewRowsProducts, const char*> kCandidates[] = {
+      {ops::FewRowsProducts::kSwiglu, "the few-row GEMM for gate/up + SwiGLU"},
+      {ops::FewRowsProducts::kAll, "the few-row GEMM for every linear"}};
+  std::string timings = std::to_string(best.ms) + " ms with cuBLASLt";
+  for (const auto& [products, name] : kCandidates) {
+    try {
+      Candidate candidate{capture_with(bucket, products), {bucket.logits, bucket.argmax}, 0.0, name};
+      bucket.logits = cublas.logits;
+      bucket.argmax = cublas.argmax;
+      candidate.graph->replay(stream_);
+      const std::string why = disagreement(expected, logits_of(candidate.outputs, rows));
+      if (!why.empty()) throw Error(why);
+      candidate.ms = milliseconds_per_step([&] { candidate.graph->replay(stream_); });
+      timings += ", " + std::to_string(candidate.ms) + " ms with " + name;
+      if (candidate.ms < best.ms) best = std::move(candidate);
+    } catch (const std::exception& e) {
+      bucket.logits = cublas.logits;
+      bucket.argmax = cublas.argmax;
+      ZT_LOG(kWarn, "decode steps of " << bucket.buffers.rows << " rows: " << name << " is not used: " << e.what());
+    }
+  }
+  ZT_LOG(kInfo, "decode steps of " << bucket.buffers.rows << " rows as a CUDA graph: " << timings << "; " << best.name
+                                   << " runs them");
+  if (!best.graph) return;
+  bucket.graph = std::move(best.graph);
+  bucket.logits = best.outputs.logits;
+  bucket.argmax = best.outputs.argmax;
 }
 
 // A capture records the step without running it and leaves the bucket holding the graph's

@@ -9,11 +9,11 @@
 // logs why and keeps running eagerly, so graphs only ever change the speed.
 //
 // With DecodeKernel::kFastest (and kPersistent, for buckets the kernel does not take), a bucket's
-// capture is made twice: with the linears as cuBLASLt
-// GEMMs and with the few-row GEMM of cuda/gemm/few_rows (ops::FewRowsGemmScope), whose SwiGLU
-// epilogue also leaves out a launch a layer. The second graph's logits must agree with the
-// first's (else it is logged and dropped); three replays of each are timed, both logged, and the
-// faster graph kept (its outputs are the capturing step's).
+// capture is made three times: with the linears as cuBLASLt GEMMs, with the few-row GEMM of
+// cuda/gemm/few_rows (ops::FewRowsGemmScope) for the MLP's gate/up + SwiGLU only (its epilogue
+// leaves out a launch a layer), and with it for every linear. The other graphs' logits must
+// agree with cuBLASLt's (else they are logged and dropped); three replays of each are timed, all
+// logged, and the fastest graph kept (its outputs are the capturing step's).
 //
 // A bucket of up to 8 rows of a model the persistent decode kernel takes
 // (infer/persistent_decode.h) may run its steps through that kernel instead: with
@@ -34,6 +34,7 @@
 #include "infer/paged_kv_cache.h"
 #include "infer/persistent_decode.h"
 #include "models/model.h"
+#include "ops/gemm/few_rows_product.h"
 #include "runtime/streams/cuda_graph.h"
 #include "runtime/streams/stream.h"
 
@@ -69,8 +70,8 @@ class DecodeGraphs {
   // checked on the first `rows` rows); true when it went on to replay graphs, which rewrote the
   // step's cache slots after the eager run.
   bool capture(Bucket& bucket, std::int64_t rows);
-  std::unique_ptr<CudaGraph> capture_with(Bucket& bucket, bool few_rows);
-  void keep_faster_products(Bucket& bucket, std::int64_t rows);
+  std::unique_ptr<CudaGraph> capture_with(Bucket& bucket, ops::FewRowsProducts products);
+  void keep_fastest_products(Bucket& bucket, std::int64_t rows);
   // The graph's (or an eager) step, or the persistent kernel's, into the bucket's outputs; the
   // step's sequences are the first `rows` rows.
   Step run_plain(Bucket& bucket, std::int64_t rows);

@@ -22,7 +22,8 @@ namespace zt::infer {
 // needed. On an H100 the kernel wins at batch 1 (1.5B 1.37x the graph, 7B 1.03x) and the
 // graph at batch 8 (docs/PERF.md, Decode, third pass). Steps of more rows, and models the
 // kernel does not take, replay graphs. kFastest also captures each graph with the few-row GEMM
-// (cuda/gemm/few_rows) and keeps it where it agrees and is faster; kGraph keeps cuBLASLt's.
+// (cuda/gemm/few_rows) for gate/up + SwiGLU and for every linear, and keeps the fastest graph
+// whose logits agree; kGraph keeps cuBLASLt's.
 enum class DecodeKernel { kGraph, kFastest, kPersistent };
 
 struct EngineOptions {

@@ -11,7 +11,7 @@
 // first decode step's CUDA graph capture is left out), prefill TFLOP/s (2 x parameters per
 // prompt token, plus causal attention) and the peak device memory.
 // --decode_kernel picks what steps of up to 8 sequences run (infer/engine.h's DecodeKernel): the
-// faster of the CUDA graph (itself the faster of cuBLASLt's and the few-row GEMM's products) and
+// faster of the CUDA graph (itself the fastest of cuBLASLt's and the few-row GEMM's products) and
 // the persistent kernel, timed on the first steps (the engine's default), or either alone (the
 // graph with cuBLASLt's products), for the ladder in docs/PERF.md.
 // --quantization_bit 4 runs on a 4-bit base as `zerotune generate --quantization_bit 4` does

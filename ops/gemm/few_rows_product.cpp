@@ -6,13 +6,15 @@
 namespace zt::ops {
 namespace {
 
-thread_local bool few_rows_enabled = false;
+thread_local FewRowsProducts few_rows_products = FewRowsProducts::kNone;
 
 }  // namespace
 
-FewRowsGemmScope::FewRowsGemmScope(bool enabled) : previous_(few_rows_enabled) { few_rows_enabled = enabled; }
+FewRowsGemmScope::FewRowsGemmScope(FewRowsProducts products) : previous_(few_rows_products) {
+  few_rows_products = products;
+}
 
-FewRowsGemmScope::~FewRowsGemmScope() { few_rows_enabled = previous_; }
+FewRowsGemmScope::~FewRowsGemmScope() { few_rows_products = previous_; }
 
 }  // namespace zt::ops
 
@@ -20,8 +22,9 @@ namespace zt::ops::detail {
 
 std::optional<Tensor> few_rows_product(const Tensor& x, const Tensor& weight, const Tensor& bias,
                                        cuda::FewRowsOutput output) {
-  if (!few_rows_enabled || !x.device().is_cuda() || x.dim() != 2 || x.size(0) == 0 ||
-      x.size(0) > cuda::kFewRowsGemmMaxRows)
+  const bool asked = few_rows_products == FewRowsProducts::kAll ||
+                     (few_rows_products == FewRowsProducts::kSwiglu && output == cuda::FewRowsOutput::kSwiglu);
+  if (!asked || !x.device().is_cuda() || x.dim() != 2 || x.size(0) == 0 || x.size(0) > cuda::kFewRowsGemmMaxRows)
     return std::nullopt;
   if (x.stride(1) != 1 || !weight.is_contiguous() || (bias.defined() && !bias.is_contiguous())) return std::nullopt;
   const std::int64_t rows = x.size(0), k = x.size(1), n = weight.size(0);

@@ -12,19 +12,24 @@
 
 namespace zt::ops {
 
-// While one lives, this thread's linear_forward and linear_swiglu_forward send a few rows on the
-// GPU to the few-row kernel (or not, with enabled false). Off outside any scope: a decode step
-// captured as a CUDA graph is captured both ways and the faster graph kept (infer/decode_graph.h),
-// so the kernel runs only where it measured faster.
+// Which products of a few rows on the GPU go to the few-row kernel: none (cuBLASLt's), the
+// SwiGLU of a joined gate/up weight only (linear_swiglu_forward: the product it saves a launch
+// on), or every linear.
+enum class FewRowsProducts { kNone, kSwiglu, kAll };
+
+// While one lives, this thread's linear_forward and linear_swiglu_forward send `products` to the
+// few-row kernel. kNone outside any scope: a decode step captured as a CUDA graph is captured
+// each way and the fastest graph kept (infer/decode_graph.h), so the kernel runs only where it
+// measured faster.
 class FewRowsGemmScope {
  public:
-  explicit FewRowsGemmScope(bool enabled);
+  explicit FewRowsGemmScope(FewRowsProducts products);
   ~FewRowsGemmScope();
   FewRowsGemmScope(const FewRowsGemmScope&) = delete;
   FewRowsGemmScope& operator=(const FewRowsGemmScope&) = delete;
 
  private:
-  bool previous_;
+  FewRowsProducts previous_;
 };
 
 }  // namespace zt::ops

@@ -59,8 +59,9 @@ TEST(EngineGpu, Bf16GraphsMatchBf16EagerSteps) {
 }
 
 // Sixteen bfloat16 sequences decode in a bucket of 16 rows, past the persistent kernel's 8: the
-// default path captures the step with cuBLASLt's products and with the few-row GEMM (SwiGLU in
-// its epilogue) and keeps the faster graph, whichever it is. Its sums run in another order than
+// default path captures the step with cuBLASLt's products and with the few-row GEMM (for the
+// gate/up + SwiGLU product, and for every linear) and keeps the fastest graph, whichever it is.
+// The few-row sums run in another order than
 // the eager steps' cuBLASLt GEMMs, so a near tie may tip: every sequence still gets its tokens,
 // the first (the prefill's) equal to the eager run's, and nearly all of the rest; a product
 // computed wrongly would leave few equal.

@@ -120,13 +120,14 @@ TEST(FewRowsGemmGpu, TheSwigluEpilogueEqualsTheProductThenSwiglu) {
         }
 }
 
-// Inside a FewRowsGemmScope, linear_forward gives a few rows the kernel (the direct call's
-// bits, the split it chooses) and more rows cuBLASLt (the CPU reference's values);
+// Inside a FewRowsGemmScope for every product, linear_forward gives a few rows the kernel (the
+// direct call's bits, the split it chooses) and more rows cuBLASLt (the CPU reference's values);
 // linear_swiglu_forward's few rows equal linear_forward then swiglu bit for bit, and on the CPU
-// they are that composition. Outside a scope the product is cuBLASLt's.
+// they are that composition. Outside a scope the product is cuBLASLt's; in a scope for SwiGLU
+// only, the plain product is cuBLASLt's and the SwiGLU the kernel's.
 TEST(FewRowsGemmGpu, TheLinearOpsTakeItForAFewRowsInsideAScope) {
   ZT_SKIP_WITHOUT_GPU();
-  ops::FewRowsGemmScope routed(true);
+  ops::FewRowsGemmScope routed(ops::FewRowsProducts::kAll);
   const Tensor w = Tensor::normal({512, 768}, 21, 0, 0.0, 0.03, DType::kBF16);
   const Tensor bias = Tensor::normal({512}, 22, 0, 0.0, 1.0, DType::kBF16);
   const Tensor w_gpu = w.to(Device::cuda()), bias_gpu = bias.to(Device::cuda());
@@ -137,10 +138,19 @@ TEST(FewRowsGemmGpu, TheLinearOpsTakeItForAFewRowsInsideAScope) {
     if (rows <= kFewRowsGemmMaxRows) {
       EXPECT_EQ(y.to(Device::cpu()).to_vector(), few_rows(x_gpu, w_gpu, bias_gpu, 0).to(Device::cpu()).to_vector())
           << rows << " rows";
-      ops::FewRowsGemmScope outside(false);
-      EXPECT_EQ(ops::linear_forward(x_gpu, w_gpu, bias_gpu).to(Device::cpu()).to_vector(),
-                ops::detail::gemm(x_gpu, false, w_gpu, true, bias_gpu).to(Device::cpu()).to_vector())
-          << rows << " rows outside the scope";
+      const std::vector<double> cublas =
+          ops::detail::gemm(x_gpu, false, w_gpu, true, bias_gpu).to(Device::cpu()).to_vector();
+      {
+        ops::FewRowsGemmScope outside(ops::FewRowsProducts::kNone);
+        EXPECT_EQ(ops::linear_forward(x_gpu, w_gpu, bias_gpu).to(Device::cpu()).to_vector(), cublas)
+            << rows << " rows outside the scope";
+      }
+      // Asked for SwiGLU only: the plain product stays cuBLASLt's, the SwiGLU is the kernel's.
+      ops::FewRowsGemmScope swiglu_only(ops::FewRowsProducts::kSwiglu);
+      EXPECT_EQ(ops::linear_forward(x_gpu, w_gpu, bias_gpu).to(Device::cpu()).to_vector(), cublas) << rows << " rows";
+      EXPECT_EQ(ops::linear_swiglu_forward(x_gpu, w_gpu, bias_gpu).to(Device::cpu()).to_vector(),
+                few_rows(x_gpu, w_gpu, bias_gpu, 0, FewRowsOutput::kSwiglu).to(Device::cpu()).to_vector())
+          << rows << " rows, SwiGLU only";
     }
     ASSERT_NO_FATAL_FAILURE(expect_near_reference(y, x, w, bias, std::to_string(rows) + " rows", kTensorCoreAddError));
     const std::vector<double> fused = ops::linear_swiglu_forward(x_gpu, w_gpu, bias_gpu).to(Device::cpu()).to_vector();
@@ -164,7 +174,7 @@ TEST(FewRowsGemmGpu, WhatItCannotTakeGoesToCublasLt) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("multiples of 8"), std::string::npos) << e.what();
   }
-  ops::FewRowsGemmScope few_rows_asked(true);
+  ops::FewRowsGemmScope few_rows_asked(ops::FewRowsProducts::kAll);
   ASSERT_NO_FATAL_FAILURE(
       expect_near_reference(ops::linear_forward(x_gpu, w_gpu), x, w, Tensor(), "K = 100", kTensorCoreAddError));
   const Tensor w32 = w.to(DType::kF32), x32 = x.to(DType::kF32);
