@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <optional>
 #include <string>
 
@@ -202,8 +203,7 @@ Variable joined_linear(const Variable& x, const std::vector<Variable>& weights) 
   const Tensor sink = joined_sink(weights);
   return record_one("linear", ops::linear_forward(x.data(), *joined), inputs,
                     [saved_x, saved_weight, sink, rows](const TensorList& g, const NeedsList& needs) {
-                      bool weights_needed = false;
-                      for (std::size_t i = 1; i < needs.size(); ++i) weights_needed = weights_needed || needs[i];
+                      const bool weights_needed = std::any_of(needs.begin() + 1, needs.end(), [](bool n) { return n; });
                       ops::LinearGrads grads = ops::linear_backward(g[0], saved_x, needs[0] ? saved_weight : Tensor(),
                                                                     {needs[0], weights_needed, false},
                                                                     {.grad_x = Tensor(), .weight_sink = sink});

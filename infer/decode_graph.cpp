@@ -117,8 +117,6 @@ void DecodeGraphs::keep_fastest_products(Bucket& bucket, std::int64_t rows) {
   for (const auto& [products, name] : kCandidates) {
     try {
       Candidate candidate{capture_with(bucket, products), {bucket.logits, bucket.argmax}, 0.0, name};
-      bucket.logits = cublas.logits;
-      bucket.argmax = cublas.argmax;
       candidate.graph->replay(stream_);
       const std::string why = disagreement(expected, logits_of(candidate.outputs, rows));
       if (!why.empty()) throw Error(why);
@@ -126,10 +124,11 @@ void DecodeGraphs::keep_fastest_products(Bucket& bucket, std::int64_t rows) {
       timings += ", " + std::to_string(candidate.ms) + " ms with " + name;
       if (candidate.ms < best.ms) best = std::move(candidate);
     } catch (const std::exception& e) {
-      bucket.logits = cublas.logits;
-      bucket.argmax = cublas.argmax;
       ZT_LOG(kWarn, "decode steps of " << bucket.buffers.rows << " rows: " << name << " is not used: " << e.what());
     }
+    // A capture leaves its outputs in the bucket; cuBLASLt's stay there until the end.
+    bucket.logits = cublas.logits;
+    bucket.argmax = cublas.argmax;
   }
   ZT_LOG(kInfo, "decode steps of " << bucket.buffers.rows << " rows as a CUDA graph: " << timings << "; " << best.name
                                    << " runs them");
@@ -140,9 +139,9 @@ void DecodeGraphs::keep_fastest_products(Bucket& bucket, std::int64_t rows) {
 }
 
 // A capture records the step without running it and leaves the bucket holding the graph's
-// outputs, so the step that captures returns the outputs of its eager run; unless two graphs
-// were timed, whose replays rewrote the step's cache slots: then the kept graph runs it again,
-// last, and its outputs are returned.
+// outputs, so the step that captures returns the outputs of its eager run; unless graphs were
+// compared and timed, whose replays rewrote the step's cache slots: then the kept graph runs it
+// again, last, and its outputs are returned.
 DecodeGraphs::Step DecodeGraphs::run_plain(Bucket& bucket, std::int64_t rows) {
   if (bucket.graph) {
     bucket.graph->replay(stream_);
@@ -180,9 +179,9 @@ std::vector<double> DecodeGraphs::logits_of(const Step& step, std::int64_t rows)
   return step.logits.narrow(0, 0, rows).to(Device::cpu()).to_vector();
 }
 
-// The kernel's logits of the step's sequences against the plain layer's: within a few percent
+// Another path's logits of the step's sequences against the plain layer's: within a few percent
 // of the largest logit, the dtype's rounding and another summation order; anything else means
-// the kernel does not compute this model's step, and the graph keeps it.
+// that path does not compute this model's step, and it is not used.
 std::string DecodeGraphs::disagreement(const std::vector<double>& expected, const std::vector<double>& got) const {
   double scale = 0.0, worst = 0.0;
   for (std::size_t i = 0; i < expected.size(); ++i) {

@@ -66,9 +66,9 @@ class DecodeGraphs {
   };
   Bucket& bucket_for(std::int64_t sequences);
   void forward(Bucket& bucket);
-  // Captures the bucket's graph (but for kGraph, the faster of the two products' graphs,
-  // checked on the first `rows` rows); true when it went on to replay graphs, which rewrote the
-  // step's cache slots after the eager run.
+  // Captures the bucket's graph (but for kGraph, the fastest of the products' graphs, checked
+  // on the first `rows` rows); true when it went on to replay graphs, which rewrote the step's
+  // cache slots after the eager run.
   bool capture(Bucket& bucket, std::int64_t rows);
   std::unique_ptr<CudaGraph> capture_with(Bucket& bucket, ops::FewRowsProducts products);
   void keep_fastest_products(Bucket& bucket, std::int64_t rows);
