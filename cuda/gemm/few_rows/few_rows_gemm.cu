@@ -9,21 +9,25 @@
 // cuda/common/mma_warp.cuh), so each block keeps 24 KB of weight loads outstanding, and four
 // blocks fit an SM (with the shared-memory carveout asked for).
 //
-// Where the tiles alone are fewer than two blocks per SM (a narrow W: q/k/v, the output
-// projection, and down_proj with its long K), K is split over blocks (blockIdx.z). Each split
-// writes its fp32 tile to a workspace and counts itself in the tile's arrival counter; the last
-// to arrive adds the splits in split order, so no second launch reduces them and the bits do
-// not depend on which block finished last. Then the epilogue: bias and rounding, or SwiGLU.
+// Where the tiles alone are fewer than the SMs hold (a narrow W: q/k/v, the output projection,
+// and down_proj with its long K), K is split over the blocks of a thread-block cluster
+// (blockIdx.z, Hopper). Each split leaves its fp32 tile in its own shared memory; after the
+// cluster's barrier every block reads the others' tiles through distributed shared memory and
+// writes its share of y, each value the splits' sum in split order. No workspace, counter or
+// second launch: a graph holds one node per product, and the bits do not depend on which split
+// finished first. The epilogue: bias and rounding, or SwiGLU.
 #include "cuda/gemm/few_rows/few_rows_gemm.cuh"
+
+#include <cooperative_groups.h>
 
 #include <algorithm>
 #include <string>
 #include <type_traits>
 
 #include "cuda/common/cuda_common.cuh"
+#include "cuda/common/hopper/hopper_support.h"
 #include "cuda/common/mma_warp.cuh"
 #include "cuda/common/multiprocessor_count.h"
-#include "cuda/common/scratch_buffer.h"
 #include "cuda/common/tile_smem.cuh"
 #include "cuda/elementwise/elementwise_dispatch.cuh"
 #include "runtime/check.h"
@@ -41,7 +45,7 @@ constexpr int kResultPitch = kTileN + 4;  // floats a row of the block's result 
 constexpr int kBlocksPerSm = 4;           // resident: 4 x 48 KB of shared memory, registers capped to fit
 constexpr std::int64_t kWantedBlocksPerSm = kBlocksPerSm;
 constexpr std::int64_t kMinStepsPerSplit = 3;
-constexpr std::int64_t kMaxSplits = 16;
+constexpr std::int64_t kMaxSplits = 8;           // a portable cluster's blocks
 constexpr std::int64_t kMaxColumnTiles = 65535;  // a grid's y
 
 using WeightTile = tile::SmemTile<kTileN, kTileK>;
@@ -54,15 +58,13 @@ template <int kTileM>
 constexpr int kSharedBytes = kStages* kStageBytes<kTileM>;
 static_assert(kSharedBytes<32> <= 48 * 1024, "the stages fit the default dynamic shared memory");
 constexpr int kResultBytes = 32 * kResultPitch * 4;
-static_assert(kResultBytes + 16 <= kSharedBytes<16>, "the result tile and the last-split flag reuse the stages");
+static_assert(kResultBytes <= kSharedBytes<16>, "the result tile reuses the stages");
 
-// Block z of a split K runs steps [z * steps, (z + 1) * steps) of K; with count > 1 it leaves
-// its fp32 tile in partial and counts itself in arrivals[tile].
+// Block z of a split K runs steps [z * steps, (z + 1) * steps) of K; count > 1 launches the
+// splits of a tile as one cluster.
 struct KSplit {
   std::int64_t steps = 0;
   int count = 1;
-  float* partial = nullptr;
-  unsigned* arrivals = nullptr;
 };
 
 // Columns of y a block writes: 64 of a linear, 32 of SwiGLU (its 64 rows of W are 32 of gate
@@ -137,21 +139,24 @@ struct StageCopies {
   }
 };
 
-// y's tile from the block's fp32 sums (result[r][c], c over the W tile's rows).
-template <typename T, int kTileM, FewRowsOutput kOutput>
-__device__ void write_tile(const FewRowsGemmArgs& a, const float* result, std::int64_t m0, std::int64_t column_tile) {
+// y's tile from the fp32 sums: sum(offset) is the tile's value at offset r * kResultPitch + c
+// (c over the W tile's rows). This block writes values first_value, first_value + value_step,
+// ... of the tile (a split's share; the whole tile without a split).
+template <typename T, int kTileM, FewRowsOutput kOutput, typename Sum>
+__device__ void write_tile(const FewRowsGemmArgs& a, const Sum& sum_at, std::int64_t m0, std::int64_t column_tile,
+                           int first_value, int value_step) {
   constexpr int kColumns = kTileColumns<kOutput>;
   const T* bias = static_cast<const T*>(a.bias);
   T* y = static_cast<T*>(a.y);
-  for (int i = static_cast<int>(threadIdx.x); i < kTileM * kColumns; i += kThreads) {
+  for (int i = first_value; i < kTileM * kColumns; i += value_step) {
     const int r = i / kColumns, c = i % kColumns;
     const std::int64_t m = m0 + r, n = weight_row<kOutput>(a, column_tile, c);
     if (m >= a.rows || n < 0) continue;
-    float sum = result[r * kResultPitch + c];
+    float sum = sum_at(r * kResultPitch + c);
     if (bias != nullptr) sum += load_float(bias + n);
     if constexpr (kOutput == FewRowsOutput::kSwiglu) {
       const std::int64_t half = a.out_features / 2;
-      float up = result[r * kResultPitch + c + kColumns];
+      float up = sum_at(r * kResultPitch + c + kColumns);
       if (bias != nullptr) up += load_float(bias + n + half);
       // gate and up as their GEMM would have stored them, then cuda/swiglu's expression.
       const float gate = round_through<T>(sum), up_value = round_through<T>(up);
@@ -162,29 +167,31 @@ __device__ void write_tile(const FewRowsGemmArgs& a, const float* result, std::i
   }
 }
 
-// The last split of a tile to arrive replaces `result` with the splits' sum, in split order;
-// the others return false and are done.
-template <int kTileM>
-__device__ bool sum_splits(const KSplit& split, float* result, bool* last, std::int64_t tile) {
-  constexpr int kTileValues = kTileM * kTileN;
-  float* mine = split.partial + (blockIdx.z * static_cast<std::int64_t>(gridDim.x) * gridDim.y + tile) * kTileValues;
-  for (int i = static_cast<int>(threadIdx.x); i < kTileValues; i += kThreads)
-    mine[i] = result[(i / kTileN) * kResultPitch + i % kTileN];
-  __threadfence();  // the partial tile is visible before the count says it is there
-  __syncthreads();
-  if (threadIdx.x == 0) *last = atomicAdd(split.arrivals + tile, 1u) == static_cast<unsigned>(split.count - 1);
-  __syncthreads();
-  if (!*last) return false;
-  __threadfence();
-  const std::int64_t split_stride = static_cast<std::int64_t>(gridDim.x) * gridDim.y * kTileValues;
-  const float* first = split.partial + tile * kTileValues;
-  for (int i = static_cast<int>(threadIdx.x); i < kTileValues; i += kThreads) {
+// The splits' tiles summed in split order: the cluster's blocks each write a share of y from
+// the tiles every block left in its shared memory. The second barrier keeps each block's
+// tile alive until the others have read it.
+template <typename T, int kTileM, FewRowsOutput kOutput>
+__device__ void write_split_tile(const FewRowsGemmArgs& a, float* result, std::int64_t m0, std::int64_t column_tile,
+                                 int splits) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  namespace cg = cooperative_groups;
+  cg::cluster_group cluster = cg::this_cluster();
+  cluster.sync();
+  const float* tiles[kMaxSplits];
+#pragma unroll
+  for (int z = 0; z < kMaxSplits; ++z) tiles[z] = z < splits ? cluster.map_shared_rank(result, z) : result;
+  const auto sum_at = [&](int offset) {
     float sum = 0.0f;
-    for (int z = 0; z < split.count; ++z) sum += __ldcg(first + z * split_stride + i);
-    result[(i / kTileN) * kResultPitch + i % kTileN] = sum;
-  }
-  __syncthreads();
-  return true;
+#pragma unroll
+    for (int z = 0; z < kMaxSplits; ++z)
+      if (z < splits) sum += tiles[z][offset];
+    return sum;
+  };
+  const int rank = static_cast<int>(cluster.block_rank());
+  write_tile<T, kTileM, kOutput>(a, sum_at, m0, column_tile, rank * kThreads + static_cast<int>(threadIdx.x),
+                                 splits * kThreads);
+  cluster.sync();
+#endif
 }
 
 template <typename T, int kTileM, FewRowsOutput kOutput>
@@ -235,19 +242,21 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) few_rows_gemm_kernel(F
       const int r = warp_m * 16 + group + 8 * (e / 2), c = warp_n * kN8 * 8 + 8 * j + 2 * quad + e % 2;
       result[r * kResultPitch + c] = acc[j].x[e];
     }
+  if (split.count > 1) {
+    write_split_tile<T, kTileM, kOutput>(a, result, m0, column_tile, split.count);
+    return;
+  }
   __syncthreads();
-  const std::int64_t tile = static_cast<std::int64_t>(blockIdx.x) * gridDim.y + blockIdx.y;
-  // The flag lies past the result tile: the dynamic shared memory is the whole 48 KB a block
-  // may have without asking, so no static variable fits beside it.
-  bool* last = reinterpret_cast<bool*>(shared + kResultBytes);
-  if (split.count > 1 && !sum_splits<kTileM>(split, result, last, tile)) return;
-  write_tile<T, kTileM, kOutput>(a, result, m0, column_tile);
+  write_tile<T, kTileM, kOutput>(
+      a, [&](int offset) { return result[offset]; }, m0, column_tile, static_cast<int>(threadIdx.x), kThreads);
 }
 
 // How many blocks K is split over: the args' count, or enough for kWantedBlocksPerSm where
-// the tiles alone are fewer, each split keeping at least kMinStepsPerSplit steps.
+// the tiles alone are fewer, each split keeping at least kMinStepsPerSplit steps; at most a
+// cluster's kMaxSplits, and none before Hopper (no clusters).
 std::int64_t k_splits(const FewRowsGemmArgs& a, std::int64_t tiles, std::int64_t steps) {
-  if (a.k_splits > 0) return std::min<std::int64_t>(a.k_splits, steps);
+  if (!hopper::hopper_kernels_available()) return 1;
+  if (a.k_splits > 0) return std::min({static_cast<std::int64_t>(a.k_splits), steps, kMaxSplits});
   const std::int64_t wanted = kWantedBlocksPerSm * multiprocessor_count();
   if (tiles >= wanted) return 1;
   const std::int64_t most = std::clamp<std::int64_t>(steps / kMinStepsPerSplit, 1, kMaxSplits);
@@ -273,25 +282,24 @@ void launch_tiles(const FewRowsGemmArgs& a, cudaStream_t stream) {
   // three steps of loads in flight do not fill the memory system.
   ZT_CUDA_CHECK(
       cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
-  if (split.count == 1) {
-    kernel<<<grid, kThreads, kSharedBytes<kTileM>, stream>>>(a, split);
-    return;
-  }
-  const std::int64_t tiles = row_tiles * column_tiles;
-  const std::size_t partial_bytes = static_cast<std::size_t>(split.count * tiles * kTileM * kTileN) * sizeof(float);
-  ScratchBuffer workspace(partial_bytes + static_cast<std::size_t>(tiles) * sizeof(unsigned), stream);
-  split.partial = workspace.as<float>();
-  split.arrivals = reinterpret_cast<unsigned*>(workspace.as<unsigned char>() + partial_bytes);
-  ZT_CUDA_CHECK(cudaMemsetAsync(split.arrivals, 0, static_cast<std::size_t>(tiles) * sizeof(unsigned), stream));
-  kernel<<<grid, kThreads, kSharedBytes<kTileM>, stream>>>(a, split);
+  cudaLaunchConfig_t config{};
+  config.gridDim = grid;
+  config.blockDim = dim3(kThreads);
+  config.dynamicSmemBytes = kSharedBytes<kTileM>;
+  config.stream = stream;
+  cudaLaunchAttribute cluster{};
+  cluster.id = cudaLaunchAttributeClusterDimension;
+  cluster.val.clusterDim.x = 1;
+  cluster.val.clusterDim.y = 1;
+  cluster.val.clusterDim.z = static_cast<unsigned>(split.count);
+  config.attrs = &cluster;
+  config.numAttrs = split.count > 1 ? 1 : 0;
+  ZT_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, a, split));
 }
 
 template <typename T, FewRowsOutput kOutput>
 void launch(const FewRowsGemmArgs& a, cudaStream_t stream) {
-  if (a.rows <= 16)
-    launch_tiles<T, 16, kOutput>(a, stream);
-  else
-    launch_tiles<T, 32, kOutput>(a, stream);
+  launch_tiles<T, 16, kOutput>(a, stream);
 }
 
 template <typename T>

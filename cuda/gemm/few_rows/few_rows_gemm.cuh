@@ -4,9 +4,10 @@
 // At these rows each weight value serves a handful of products, so the time is the weight's
 // bytes; cuBLASLt's kernels for them reach 0.9–1.6 TB/s on an H100 (docs/PERF.md, decode
 // fourth pass), and a narrow weight with a long K needs its split-K reduction as a second
-// launch. This kernel keeps several 8 KB weight tiles in flight per block, splits K over
-// blocks where the tiles alone would leave SMs idle, and lets the last block of each tile to
-// finish add the splits' fp32 partial sums, in split order, in the same launch.
+// launch. This kernel keeps several 8 KB weight tiles in flight per block and, on Hopper,
+// splits K over the blocks of a cluster where the tiles alone would leave SMs idle; the
+// cluster adds the splits' fp32 partial sums through distributed shared memory, in split
+// order, in the same launch.
 //
 // FewRowsOutput::kSwiglu reads W as [gate; up] (the joined gate/up allocation of a decoder
 // layer, or GLM's fused gate_up_proj) and writes silu(gate) * up: each block multiplies
@@ -50,7 +51,8 @@ struct FewRowsGemmArgs {
   DType dtype = DType::kBF16;     // bfloat16 or float16
   FewRowsOutput output = FewRowsOutput::kLinear;
   // Blocks K is split over per tile: 0 chooses from the shape and the GPU; a positive count
-  // forces it (the tests run several).
+  // asks for it (the tests run several), capped at a cluster's 8 blocks. Before Hopper K is
+  // never split.
   int k_splits = 0;
 };
 
