@@ -2,8 +2,9 @@
 // into tensor cores.
 //
 // A block of 4 warps owns kTileN = 64 rows of W (64 columns of y, or 32 columns of gate and
-// the 32 matching rows of up) and the 16 or 32 rows of x that cover the batch (the fewest, so
-// a short batch wastes little of the tensor cores' work, which is not what limits it). It
+// the 32 matching rows of up) and 16 rows of x (a short batch wastes tensor-core work, which is
+// not what limits it; 17 to 32 rows take two blocks per W tile, the second reading W from L2,
+// which measured faster than one block of 32 rows). Each warp multiplies 16 of the W rows. It
 // walks its share of K in steps of kTileK = 64 through kStages shared-memory buffers: the copies
 // of kStages - 1 steps are in flight while the warps multiply one (ldmatrix and mma.sync,
 // cuda/common/mma_warp.cuh), so each block keeps 24 KB of weight loads outstanding, and four
@@ -38,6 +39,7 @@ namespace {
 
 constexpr int kThreads = 128;
 constexpr int kWarps = kThreads / 32;
+constexpr int kTileM = 16;  // rows of x a block multiplies (17 to 32 rows take two blocks)
 constexpr int kTileN = 64;
 constexpr int kTileK = 64;
 constexpr int kStages = 4;
@@ -49,16 +51,13 @@ constexpr std::int64_t kMaxSplits = 8;           // a portable cluster's blocks
 constexpr std::int64_t kMaxColumnTiles = 65535;  // a grid's y
 
 using WeightTile = tile::SmemTile<kTileN, kTileK>;
-template <int kTileM>
 using XTile = tile::SmemTile<kTileM, kTileK>;
 
-template <int kTileM>
-constexpr int kStageBytes = WeightTile::kBytes + XTile<kTileM>::kBytes;
-template <int kTileM>
-constexpr int kSharedBytes = kStages* kStageBytes<kTileM>;
-static_assert(kSharedBytes<32> <= 48 * 1024, "the stages fit the default dynamic shared memory");
-constexpr int kResultBytes = 32 * kResultPitch * 4;
-static_assert(kResultBytes <= kSharedBytes<16>, "the result tile reuses the stages");
+constexpr int kStageBytes = WeightTile::kBytes + XTile::kBytes;
+constexpr int kSharedBytes = kStages * kStageBytes;
+static_assert(kSharedBytes <= 48 * 1024, "the stages fit the default dynamic shared memory");
+constexpr int kResultBytes = kTileM * kResultPitch * 4;
+static_assert(kResultBytes <= kSharedBytes, "the result tile reuses the stages");
 
 // Block z of a split K runs steps [z * steps, (z + 1) * steps) of K; count > 1 launches the
 // splits of a tile as one cluster.
@@ -88,10 +87,10 @@ __device__ __forceinline__ std::int64_t weight_row(const FewRowsGemmArgs& a, std
 // x tiles, K advancing by kTileK a step. Worked out once, so a step issues each copy with an
 // add: with a few blocks per SM, the instructions that address the copies, not the memory,
 // bounded the step when each copy computed its own row, column and swizzled offset.
-template <typename T, int kTileM>
+template <typename T>
 struct StageCopies {
   static constexpr int kWeightCopies = kTileN * WeightTile::kChunks / kThreads;
-  static constexpr int kXCopies = kTileM * XTile<kTileM>::kChunks / kThreads;
+  static constexpr int kXCopies = kTileM * XTile::kChunks / kThreads;
   static_assert(kThreads % WeightTile::kChunks == 0 && kXCopies >= 1, "every thread copies one column of both tiles");
 
   const T* weight[kWeightCopies];  // the row's first element (W's first where the row lies past W)
@@ -120,7 +119,7 @@ struct StageCopies {
       const int r = row0 + j * kRowStride;
       x_valid[j] = m0 + r < a.rows;
       x[j] = static_cast<const T*>(a.x) + (x_valid[j] ? (m0 + r) * a.x_row_stride : 0);
-      x_offset[j] = WeightTile::kBytes + XTile<kTileM>::offset(r, chunk);
+      x_offset[j] = WeightTile::kBytes + XTile::offset(r, chunk);
     }
   }
 
@@ -142,7 +141,7 @@ struct StageCopies {
 // y's tile from the fp32 sums: sum(offset) is the tile's value at offset r * kResultPitch + c
 // (c over the W tile's rows). This block writes values first_value, first_value + value_step,
 // ... of the tile (a split's share; the whole tile without a split).
-template <typename T, int kTileM, FewRowsOutput kOutput, typename Sum>
+template <typename T, FewRowsOutput kOutput, typename Sum>
 __device__ void write_tile(const FewRowsGemmArgs& a, const Sum& sum_at, std::int64_t m0, std::int64_t column_tile,
                            int first_value, int value_step) {
   constexpr int kColumns = kTileColumns<kOutput>;
@@ -170,7 +169,7 @@ __device__ void write_tile(const FewRowsGemmArgs& a, const Sum& sum_at, std::int
 // The splits' tiles summed in split order: the cluster's blocks each write a share of y from
 // the tiles every block left in its shared memory. The second barrier keeps each block's
 // tile alive until the others have read it.
-template <typename T, int kTileM, FewRowsOutput kOutput>
+template <typename T, FewRowsOutput kOutput>
 __device__ void write_split_tile(const FewRowsGemmArgs& a, float* result, std::int64_t m0, std::int64_t column_tile,
                                  int splits) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -188,32 +187,30 @@ __device__ void write_split_tile(const FewRowsGemmArgs& a, float* result, std::i
     return sum;
   };
   const int rank = static_cast<int>(cluster.block_rank());
-  write_tile<T, kTileM, kOutput>(a, sum_at, m0, column_tile, rank * kThreads + static_cast<int>(threadIdx.x),
-                                 splits * kThreads);
+  write_tile<T, kOutput>(a, sum_at, m0, column_tile, rank * kThreads + static_cast<int>(threadIdx.x),
+                         splits * kThreads);
   cluster.sync();
 #endif
 }
 
-template <typename T, int kTileM, FewRowsOutput kOutput>
+template <typename T, FewRowsOutput kOutput>
 __global__ void __launch_bounds__(kThreads, kBlocksPerSm) few_rows_gemm_kernel(FewRowsGemmArgs a, KSplit split) {
-  constexpr int kWarpsM = kTileM / 16, kWarpsN = kWarps / kWarpsM;
-  constexpr int kN8 = kTileN / 8 / kWarpsN;  // 8-row blocks of W per warp
-  static_assert(kWarpsM * kWarpsN == kWarps && kN8 % 2 == 0, "the warps tile the block's rows and columns");
+  constexpr int kN8 = kTileN / 8 / kWarps;  // 8-row blocks of W per warp; each warp multiplies all 16 rows of x
+  static_assert(kTileM == 16 && kN8 % 2 == 0, "the warps split the block's W rows between them");
   extern __shared__ __align__(128) unsigned char shared[];
 
   const std::int64_t m0 = static_cast<std::int64_t>(blockIdx.x) * kTileM, column_tile = blockIdx.y;
   const std::int64_t first_step = static_cast<std::int64_t>(blockIdx.z) * split.steps;
   const int steps = static_cast<int>(min(first_step + split.steps, (a.in_features + kTileK - 1) / kTileK) - first_step);
   const std::uint32_t stages = mma::smem_address(shared);
-  auto stage = [&](int i) { return stages + static_cast<std::uint32_t>((i % kStages) * kStageBytes<kTileM>); };
-  const StageCopies<T, kTileM> copies(a, m0, column_tile, std::integral_constant<FewRowsOutput, kOutput>());
+  auto stage = [&](int i) { return stages + static_cast<std::uint32_t>((i % kStages) * kStageBytes); };
+  const StageCopies<T> copies(a, m0, column_tile, std::integral_constant<FewRowsOutput, kOutput>());
 #pragma unroll
   for (int i = 0; i < kStages - 1; ++i) {
     if (i < steps) copies.issue(stage(i), first_step + i, a.in_features);
     tile::cp_async_commit();
   }
   const int warp = static_cast<int>(threadIdx.x) / 32;
-  const int warp_m = warp % kWarpsM, warp_n = warp / kWarpsM;
   mma::FragC acc[kN8];
   mma::zero(acc);
   for (int i = 0; i < steps; ++i) {
@@ -226,8 +223,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) few_rows_gemm_kernel(F
     const std::uint32_t weight_tile = stage(i);
     const std::uint32_t x_tile = weight_tile + WeightTile::kBytes;
     mma::gemm_abt<T, WeightTile, kTileK / 16, kN8>(
-        acc, [&](int kk) { return mma::load_a<XTile<kTileM>>(x_tile, warp_m * 16, kk); }, weight_tile,
-        warp_n * kN8 * 8);
+        acc, [&](int kk) { return mma::load_a<XTile>(x_tile, 0, kk); }, weight_tile, warp * kN8 * 8);
   }
   tile::cp_async_wait<0>();
   __syncthreads();  // the stages are free for the result tile
@@ -239,15 +235,15 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) few_rows_gemm_kernel(F
   for (int j = 0; j < kN8; ++j)
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      const int r = warp_m * 16 + group + 8 * (e / 2), c = warp_n * kN8 * 8 + 8 * j + 2 * quad + e % 2;
+      const int r = group + 8 * (e / 2), c = warp * kN8 * 8 + 8 * j + 2 * quad + e % 2;
       result[r * kResultPitch + c] = acc[j].x[e];
     }
   if (split.count > 1) {
-    write_split_tile<T, kTileM, kOutput>(a, result, m0, column_tile, split.count);
+    write_split_tile<T, kOutput>(a, result, m0, column_tile, split.count);
     return;
   }
   __syncthreads();
-  write_tile<T, kTileM, kOutput>(
+  write_tile<T, kOutput>(
       a, [&](int offset) { return result[offset]; }, m0, column_tile, static_cast<int>(threadIdx.x), kThreads);
 }
 
@@ -263,8 +259,8 @@ std::int64_t k_splits(const FewRowsGemmArgs& a, std::int64_t tiles, std::int64_t
   return std::min((wanted + tiles - 1) / tiles, most);
 }
 
-template <typename T, int kTileM, FewRowsOutput kOutput>
-void launch_tiles(const FewRowsGemmArgs& a, cudaStream_t stream) {
+template <typename T, FewRowsOutput kOutput>
+void launch(const FewRowsGemmArgs& a, cudaStream_t stream) {
   const std::int64_t row_tiles = (a.rows + kTileM - 1) / kTileM;
   const std::int64_t columns = kOutput == FewRowsOutput::kSwiglu ? a.out_features / 2 : a.out_features;
   const std::int64_t column_tiles = (columns + kTileColumns<kOutput> - 1) / kTileColumns<kOutput>;
@@ -277,7 +273,7 @@ void launch_tiles(const FewRowsGemmArgs& a, cudaStream_t stream) {
   split.count = static_cast<int>((steps + split.steps - 1) / split.steps);  // none of them empty
   const dim3 grid(static_cast<unsigned>(row_tiles), static_cast<unsigned>(column_tiles),
                   static_cast<unsigned>(split.count));
-  const auto kernel = few_rows_gemm_kernel<T, kTileM, kOutput>;
+  const auto kernel = few_rows_gemm_kernel<T, kOutput>;
   // Without asking, the SM may keep most of its 228 KB as L1 and hold one block: one block's
   // three steps of loads in flight do not fill the memory system.
   ZT_CUDA_CHECK(
@@ -285,7 +281,7 @@ void launch_tiles(const FewRowsGemmArgs& a, cudaStream_t stream) {
   cudaLaunchConfig_t config{};
   config.gridDim = grid;
   config.blockDim = dim3(kThreads);
-  config.dynamicSmemBytes = kSharedBytes<kTileM>;
+  config.dynamicSmemBytes = kSharedBytes;
   config.stream = stream;
   cudaLaunchAttribute cluster{};
   cluster.id = cudaLaunchAttributeClusterDimension;
@@ -295,11 +291,6 @@ void launch_tiles(const FewRowsGemmArgs& a, cudaStream_t stream) {
   config.attrs = &cluster;
   config.numAttrs = split.count > 1 ? 1 : 0;
   ZT_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, a, split));
-}
-
-template <typename T, FewRowsOutput kOutput>
-void launch(const FewRowsGemmArgs& a, cudaStream_t stream) {
-  launch_tiles<T, 16, kOutput>(a, stream);
 }
 
 template <typename T>
