@@ -19,12 +19,28 @@ FewRowsGemmScope::~FewRowsGemmScope() { few_rows_products = previous_; }
 }  // namespace zt::ops
 
 namespace zt::ops::detail {
+namespace {
+
+bool asked(cuda::FewRowsOutput output, std::int64_t k, std::int64_t n) {
+  switch (few_rows_products) {
+    case FewRowsProducts::kNone:
+      return false;
+    case FewRowsProducts::kSwiglu:
+      return output == cuda::FewRowsOutput::kSwiglu;
+    case FewRowsProducts::kSwigluAndLongK:
+      return output == cuda::FewRowsOutput::kSwiglu || k > n;
+    case FewRowsProducts::kAll:
+      return true;
+  }
+  return false;
+}
+
+}  // namespace
 
 std::optional<Tensor> few_rows_product(const Tensor& x, const Tensor& weight, const Tensor& bias,
                                        cuda::FewRowsOutput output) {
-  const bool asked = few_rows_products == FewRowsProducts::kAll ||
-                     (few_rows_products == FewRowsProducts::kSwiglu && output == cuda::FewRowsOutput::kSwiglu);
-  if (!asked || !x.device().is_cuda() || x.dim() != 2 || x.size(0) == 0 || x.size(0) > cuda::kFewRowsGemmMaxRows)
+  if (x.dim() != 2 || weight.dim() != 2 || !asked(output, x.size(1), weight.size(0)) || !x.device().is_cuda() ||
+      x.size(0) == 0 || x.size(0) > cuda::kFewRowsGemmMaxRows)
     return std::nullopt;
   if (x.stride(1) != 1 || !weight.is_contiguous() || (bias.defined() && !bias.is_contiguous())) return std::nullopt;
   const std::int64_t rows = x.size(0), k = x.size(1), n = weight.size(0);

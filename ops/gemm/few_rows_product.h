@@ -12,10 +12,11 @@
 
 namespace zt::ops {
 
-// Which products of a few rows on the GPU go to the few-row kernel: none (cuBLASLt's), the
+// Which products of a few rows on the GPU go to the few-row kernel: none (cuBLASLt's); the
 // SwiGLU of a joined gate/up weight only (linear_swiglu_forward: the product it saves a launch
-// on), or every linear.
-enum class FewRowsProducts { kNone, kSwiglu, kAll };
+// on); that and every product whose K exceeds its N (a decoder's down projection, which
+// cuBLASLt splits over K and reduces in a second launch); or every linear.
+enum class FewRowsProducts { kNone, kSwiglu, kSwigluAndLongK, kAll };
 
 // While one lives, this thread's linear_forward and linear_swiglu_forward send `products` to the
 // few-row kernel. kNone outside any scope: a decode step captured as a CUDA graph is captured

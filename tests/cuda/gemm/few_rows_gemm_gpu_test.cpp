@@ -124,7 +124,8 @@ TEST(FewRowsGemmGpu, TheSwigluEpilogueEqualsTheProductThenSwiglu) {
 // direct call's bits, the split it chooses) and more rows cuBLASLt (the CPU reference's values);
 // linear_swiglu_forward's few rows equal linear_forward then swiglu bit for bit, and on the CPU
 // they are that composition. Outside a scope the product is cuBLASLt's; in a scope for SwiGLU
-// only, the plain product is cuBLASLt's and the SwiGLU the kernel's.
+// only, the plain product is cuBLASLt's and the SwiGLU the kernel's; in one for SwiGLU and the
+// long-K products, a product goes to the kernel exactly when its K exceeds its N.
 TEST(FewRowsGemmGpu, TheLinearOpsTakeItForAFewRowsInsideAScope) {
   ZT_SKIP_WITHOUT_GPU();
   ops::FewRowsGemmScope routed(ops::FewRowsProducts::kAll);
@@ -145,12 +146,28 @@ TEST(FewRowsGemmGpu, TheLinearOpsTakeItForAFewRowsInsideAScope) {
         EXPECT_EQ(ops::linear_forward(x_gpu, w_gpu, bias_gpu).to(Device::cpu()).to_vector(), cublas)
             << rows << " rows outside the scope";
       }
-      // Asked for SwiGLU only: the plain product stays cuBLASLt's, the SwiGLU is the kernel's.
-      ops::FewRowsGemmScope swiglu_only(ops::FewRowsProducts::kSwiglu);
-      EXPECT_EQ(ops::linear_forward(x_gpu, w_gpu, bias_gpu).to(Device::cpu()).to_vector(), cublas) << rows << " rows";
-      EXPECT_EQ(ops::linear_swiglu_forward(x_gpu, w_gpu, bias_gpu).to(Device::cpu()).to_vector(),
-                few_rows(x_gpu, w_gpu, bias_gpu, 0, FewRowsOutput::kSwiglu).to(Device::cpu()).to_vector())
-          << rows << " rows, SwiGLU only";
+      const std::vector<double> kernel_swiglu =
+          few_rows(x_gpu, w_gpu, bias_gpu, 0, FewRowsOutput::kSwiglu).to(Device::cpu()).to_vector();
+      {
+        // Asked for SwiGLU only: the plain product stays cuBLASLt's, the SwiGLU is the kernel's.
+        ops::FewRowsGemmScope swiglu_only(ops::FewRowsProducts::kSwiglu);
+        EXPECT_EQ(ops::linear_forward(x_gpu, w_gpu, bias_gpu).to(Device::cpu()).to_vector(), cublas) << rows << " rows";
+        EXPECT_EQ(ops::linear_swiglu_forward(x_gpu, w_gpu, bias_gpu).to(Device::cpu()).to_vector(), kernel_swiglu)
+            << rows << " rows, SwiGLU only";
+      }
+      // Asked for SwiGLU and the products whose K exceeds N: w (K 768 > N 512) is the kernel's,
+      // its transpose (K 512 < N 768) cuBLASLt's.
+      ops::FewRowsGemmScope long_k(ops::FewRowsProducts::kSwigluAndLongK);
+      EXPECT_EQ(ops::linear_forward(x_gpu, w_gpu, bias_gpu).to(Device::cpu()).to_vector(),
+                few_rows(x_gpu, w_gpu, bias_gpu, 0).to(Device::cpu()).to_vector())
+          << rows << " rows, long K";
+      EXPECT_EQ(ops::linear_swiglu_forward(x_gpu, w_gpu, bias_gpu).to(Device::cpu()).to_vector(), kernel_swiglu)
+          << rows << " rows, SwiGLU with the long-K products";
+      const Tensor wide = w_gpu.transpose(0, 1).contiguous();
+      const Tensor x_narrow = x_gpu.narrow(1, 0, 512).contiguous();
+      EXPECT_EQ(ops::linear_forward(x_narrow, wide, Tensor()).to(Device::cpu()).to_vector(),
+                ops::detail::gemm(x_narrow, false, wide, true, Tensor()).to(Device::cpu()).to_vector())
+          << rows << " rows, K shorter than N";
     }
     ASSERT_NO_FATAL_FAILURE(expect_near_reference(y, x, w, bias, std::to_string(rows) + " rows", kTensorCoreAddError));
     const std::vector<double> fused = ops::linear_swiglu_forward(x_gpu, w_gpu, bias_gpu).to(Device::cpu()).to_vector();
