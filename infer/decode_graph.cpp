@@ -112,7 +112,7 @@ void DecodeGraphs::keep_fastest_products(Bucket& bucket, std::int64_t rows) {
   }
   const std::pair<ops::FewRowsProducts, const char*> kCandidates[] = {
       {ops::FewRowsProducts::kSwiglu, "the few-row GEMM for gate/up + SwiGLU"},
-      {ops::FewRowsProducts::kSwigluAndLongK, "the few-row GEMM for gate/up + SwiGLU and down"},
+      {ops::FewRowsProducts::kSwigluAndLongK, "the few-row GEMM for gate/up + SwiGLU and the products with K > N"},
       {ops::FewRowsProducts::kAll, "the few-row GEMM for every linear"}};
   std::string timings = std::to_string(best.ms) + " ms with cuBLASLt";
   for (const auto& [products, name] : kCandidates) {

@@ -11,8 +11,9 @@
 // With DecodeKernel::kFastest (and kPersistent, for buckets the kernel does not take), a bucket's
 // capture is made four times: with the linears as cuBLASLt GEMMs, with the few-row GEMM of
 // cuda/gemm/few_rows (ops::FewRowsGemmScope) for the MLP's gate/up + SwiGLU only (its epilogue
-// leaves out a launch a layer), for that and the down projection (whose split K it reduces in
-// the same launch, where cuBLASLt takes a second), and for every linear. The other graphs' logits must
+// leaves out a launch a layer), for that and the products whose K exceeds N (the down
+// projection, whose split K it reduces in the same launch where cuBLASLt takes a second), and
+// for every linear. The other graphs' logits must
 // agree with cuBLASLt's (else they are logged and dropped); three replays of each are timed, all
 // logged, and the fastest graph kept (its outputs are the capturing step's).
 //

@@ -15,7 +15,8 @@ namespace zt::ops {
 // Which products of a few rows on the GPU go to the few-row kernel: none (cuBLASLt's); the
 // SwiGLU of a joined gate/up weight only (linear_swiglu_forward: the product it saves a launch
 // on); that and every product whose K exceeds its N (a decoder's down projection, which
-// cuBLASLt splits over K and reduces in a second launch); or every linear.
+// cuBLASLt splits over K and reduces in a second launch; also grouped-query attention's k and v
+// where a layer's q, k and v are not one joined weight); or every linear.
 enum class FewRowsProducts { kNone, kSwiglu, kSwigluAndLongK, kAll };
 
 // While one lives, this thread's linear_forward and linear_swiglu_forward send `products` to the

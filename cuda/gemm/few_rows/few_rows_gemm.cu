@@ -12,7 +12,7 @@
 //
 // Where the tiles alone are fewer than the SMs hold (a narrow W: q/k/v, the output projection,
 // and down_proj with its long K), K is split over the blocks of a thread-block cluster
-// (blockIdx.z, Hopper). Each split leaves its fp32 tile in its own shared memory; after the
+// (blockIdx.z; code built for sm_90 or newer). Each split leaves its fp32 tile in its own shared memory; after the
 // cluster's barrier every block reads the others' tiles through distributed shared memory and
 // writes its share of y, each value the splits' sum in split order. No workspace, counter or
 // second launch: a graph holds one node per product, and the bits do not depend on which split
@@ -22,11 +22,12 @@
 #include <cooperative_groups.h>
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <string>
 #include <type_traits>
 
 #include "cuda/common/cuda_common.cuh"
-#include "cuda/common/hopper/hopper_support.h"
 #include "cuda/common/mma_warp.cuh"
 #include "cuda/common/multiprocessor_count.h"
 #include "cuda/common/tile_smem.cuh"
@@ -44,7 +45,7 @@ constexpr int kTileN = 64;
 constexpr int kTileK = 64;
 constexpr int kStages = 4;
 constexpr int kResultPitch = kTileN + 4;  // floats a row of the block's result tile
-constexpr int kBlocksPerSm = 4;           // resident: 4 x 48 KB of shared memory, registers capped to fit
+constexpr int kBlocksPerSm = 4;           // resident: 4 x 40 KB of shared memory, registers capped to fit
 constexpr std::int64_t kWantedBlocksPerSm = kBlocksPerSm;
 constexpr std::int64_t kMinStepsPerSplit = 3;
 constexpr std::int64_t kMaxSplits = 8;           // a portable cluster's blocks
@@ -190,6 +191,8 @@ __device__ void write_split_tile(const FewRowsGemmArgs& a, float* result, std::i
   write_tile<T, kOutput>(a, sum_at, m0, column_tile, rank * kThreads + static_cast<int>(threadIdx.x),
                          splits * kThreads);
   cluster.sync();
+#else
+  __trap();  // the host splits K only for code built for clusters (clusters_compiled_in)
 #endif
 }
 
@@ -247,11 +250,30 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) few_rows_gemm_kernel(F
       a, [&](int offset) { return result[offset]; }, m0, column_tile, static_cast<int>(threadIdx.x), kThreads);
 }
 
+// Whether the current device runs `kernel` from code built for sm_90 or newer, which has the
+// cluster reduction (its PTX version, not the GPU's: a compute_80 build on an H100 lacks it).
+// Asked of the loaded function, launching nothing, so a decode graph's capture may ask first.
+// Every instantiation is built for the same architectures, so one answer serves them all.
+template <typename Kernel>
+bool clusters_compiled_in(Kernel kernel) {
+  constexpr int kKnownDevices = 64;
+  static std::array<std::atomic<signed char>, kKnownDevices> known{};  // per device: 0 unknown, 1 no, 2 yes
+  int device = 0;
+  ZT_CUDA_CHECK(cudaGetDevice(&device));
+  if (device < kKnownDevices)
+    if (const signed char answer = known[device].load(std::memory_order_relaxed); answer != 0) return answer == 2;
+  cudaFuncAttributes attributes{};
+  ZT_CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
+  const bool compiled_in = attributes.ptxVersion >= 90;
+  if (device < kKnownDevices) known[device].store(compiled_in ? 2 : 1, std::memory_order_relaxed);
+  return compiled_in;
+}
+
 // How many blocks K is split over: the args' count, or enough for kWantedBlocksPerSm where
 // the tiles alone are fewer, each split keeping at least kMinStepsPerSplit steps; at most a
-// cluster's kMaxSplits, and none before Hopper (no clusters).
-std::int64_t k_splits(const FewRowsGemmArgs& a, std::int64_t tiles, std::int64_t steps) {
-  if (!hopper::hopper_kernels_available()) return 1;
+// cluster's kMaxSplits, and none without clusters.
+std::int64_t k_splits(const FewRowsGemmArgs& a, std::int64_t tiles, std::int64_t steps, bool clusters) {
+  if (!clusters) return 1;
   if (a.k_splits > 0) return std::min({static_cast<std::int64_t>(a.k_splits), steps, kMaxSplits});
   const std::int64_t wanted = kWantedBlocksPerSm * multiprocessor_count();
   if (tiles >= wanted) return 1;
@@ -267,13 +289,13 @@ void launch(const FewRowsGemmArgs& a, cudaStream_t stream) {
   ZT_REQUIRE(column_tiles <= kMaxColumnTiles, "few_rows_gemm: " + std::to_string(a.out_features) +
                                                   " weight rows are more column tiles than one grid holds");
   const std::int64_t steps = (a.in_features + kTileK - 1) / kTileK;
-  const std::int64_t wanted_splits = k_splits(a, row_tiles * column_tiles, steps);
+  const auto kernel = few_rows_gemm_kernel<T, kOutput>;
+  const std::int64_t wanted_splits = k_splits(a, row_tiles * column_tiles, steps, clusters_compiled_in(kernel));
   KSplit split;
   split.steps = (steps + wanted_splits - 1) / wanted_splits;
   split.count = static_cast<int>((steps + split.steps - 1) / split.steps);  // none of them empty
   const dim3 grid(static_cast<unsigned>(row_tiles), static_cast<unsigned>(column_tiles),
                   static_cast<unsigned>(split.count));
-  const auto kernel = few_rows_gemm_kernel<T, kOutput>;
   // Without asking, the SM may keep most of its 228 KB as L1 and hold one block: one block's
   // three steps of loads in flight do not fill the memory system.
   ZT_CUDA_CHECK(

@@ -51,8 +51,8 @@ struct FewRowsGemmArgs {
   DType dtype = DType::kBF16;     // bfloat16 or float16
   FewRowsOutput output = FewRowsOutput::kLinear;
   // Blocks K is split over per tile: 0 chooses from the shape and the GPU; a positive count
-  // asks for it (the tests run several), capped at a cluster's 8 blocks. Before Hopper K is
-  // never split.
+  // asks for it (the tests run several), capped at a cluster's 8 blocks. K is split only where
+  // the kernel runs from code built for sm_90 or newer (clusters; Hopper on).
   int k_splits = 0;
 };
 

@@ -1,6 +1,6 @@
 // cuda/gemm/few_rows's GEMM against the CPU reference (x times W summed in double, up to the
-// order of the sum and y's rounding): bfloat16 and float16, 1 to 32 rows (one row tile of 16 or
-// 32, part-filled), with and without a bias, K whole in each block, split over 3 and as the
+// order of the sum and y's rounding): bfloat16 and float16, 1 to 32 rows (one or two row tiles of
+// 16, part-filled), with and without a bias, K whole in each block, split over 3 and as the
 // kernel chooses, on a part tile of columns with a part step of K (72 x 352), a narrow weight
 // with a long K (136 x 4104) and Qwen2.5-1.5B's q/k/v (2048 x 1536), x rows a stride apart
 // wider than K. y is filled with NaN first, so an output left unwritten fails. Then the SwiGLU
