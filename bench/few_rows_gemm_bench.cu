@@ -3,6 +3,8 @@
 // projection, gate/up joined, down). gate/up also as the kernel's SwiGLU epilogue against
 // cuBLASLt then cuda/swiglu: what a decode step's MLP runs either way.
 //   few_rows         the kernel, split K as it chooses
+//   few_rows_splits  the kernel with K split over 1, 2, 4 or 8 blocks (a cluster), at 8 and 32
+//                    rows: what the split it chooses is measured against
 //   cublaslt         cuda::gemm (what linear_forward ran before)
 //   few_rows_swiglu  gate/up only: the kernel with the SwiGLU epilogue
 //   cublaslt_swiglu  gate/up only: cuda::gemm then cuda::swiglu_forward
@@ -57,7 +59,8 @@ int sets_for(double bytes) { return std::clamp(static_cast<int>(std::ceil(256.0 
 enum class Variant { kFewRows, kCublasLt, kFewRowsSwiglu, kCublasLtSwiglu };
 
 // One product of `l` on `rows` rows into the variant's outputs.
-void multiply(const Layer& l, Variant variant, const Tensor& x, const Tensor& w, Tensor& product, Tensor& activated) {
+void multiply(const Layer& l, Variant variant, int k_splits, const Tensor& x, const Tensor& w, Tensor& product,
+              Tensor& activated) {
   const std::int64_t rows = x.size(0);
   const bool swiglu = variant == Variant::kFewRowsSwiglu || variant == Variant::kCublasLtSwiglu;
   if (variant == Variant::kFewRows || variant == Variant::kFewRowsSwiglu) {
@@ -69,7 +72,8 @@ void multiply(const Layer& l, Variant variant, const Tensor& x, const Tensor& w,
                          .weight = w.data_ptr(),
                          .y = swiglu ? activated.data_ptr() : product.data_ptr(),
                          .dtype = DType::kBF16,
-                         .output = swiglu ? cuda::FewRowsOutput::kSwiglu : cuda::FewRowsOutput::kLinear},
+                         .output = swiglu ? cuda::FewRowsOutput::kSwiglu : cuda::FewRowsOutput::kLinear,
+                         .k_splits = k_splits},
                         current_stream());
     return;
   }
@@ -88,6 +92,7 @@ void BM_Linear(benchmark::State& state, const Layer& l, Variant variant) {
   if (!cuda_available()) return state.SkipWithError("no CUDA GPU");
   constexpr int kLaunches = 16;
   const std::int64_t rows = state.range(0);
+  const int k_splits = state.range(1) > 0 ? static_cast<int>(state.range(1)) : 0;  // 0: the kernel's choice
   RotatingSets<Tensor> weights(sets_for(l.weight_bytes()), [&](int i) {
     return Tensor::normal({l.n, l.k}, 10 + i, 0, 0.0, 0.02, DType::kBF16, Device::cuda());
   });
@@ -97,9 +102,9 @@ void BM_Linear(benchmark::State& state, const Layer& l, Variant variant) {
   const Stream stream = Stream::create();
   const CudaGraph graph = [&] {
     StreamScope on_stream(stream.get());
-    multiply(l, variant, x, weights.next(), product, activated);  // the allocator's blocks, warmed
+    multiply(l, variant, k_splits, x, weights.next(), product, activated);  // the allocator's blocks, warmed
     return CudaGraph::capture(stream.get(), [&] {
-      for (int i = 0; i < kLaunches; ++i) multiply(l, variant, x, weights.next(), product, activated);
+      for (int i = 0; i < kLaunches; ++i) multiply(l, variant, k_splits, x, weights.next(), product, activated);
     });
   }();
   Event start(true), stop(true);
@@ -127,9 +132,16 @@ const bool kRegistered = [] {
     for (const auto& v : kVariants) {
       if (v.gate_up_only && !l.gate_up) continue;
       auto* b = benchmark::RegisterBenchmark((std::string(l.name) + "/" + v.name).c_str(), BM_Linear, l, v.variant);
-      b->ArgName("rows")->UseManualTime()->Unit(benchmark::kMicrosecond);
-      for (std::int64_t rows : {1, 4, 8, 16, 32}) b->Arg(rows);
+      b->ArgNames({"rows", "splits"})->UseManualTime()->Unit(benchmark::kMicrosecond);
+      for (std::int64_t rows : {1, 4, 8, 16, 32}) b->Args({rows, 0});
     }
+  for (const Layer& l : kLayers) {
+    auto* b = benchmark::RegisterBenchmark((std::string(l.name) + "/few_rows_splits").c_str(), BM_Linear, l,
+                                           Variant::kFewRows);
+    b->ArgNames({"rows", "splits"})->UseManualTime()->Unit(benchmark::kMicrosecond);
+    for (std::int64_t rows : {8, 32})
+      for (std::int64_t splits : {1, 2, 4, 8}) b->Args({rows, splits});
+  }
   return true;
 }();
 
