@@ -325,8 +325,11 @@ std::string deepspeed_json(const train::MemorySettings& s) {
 
 // The `zerotune train` flags that run a recommendation.
 std::string train_flags(const train::Recommendation& r, const Flags& flags) {
+  // The method always: a command without one may imply another (train/args/training_arguments.cpp).
   std::string out;
-  if (r.switched_to_lora)
+  if (r.settings.full_finetuning())
+    out += " --finetuning_type full";
+  else
     out += " --finetuning_type lora" +
            (flags.count("--lora_rank") ? " --lora_rank " + flags.at("--lora_rank") : std::string()) +
            (flags.count("--lora_target") ? " --lora_target " + flags.at("--lora_target") : std::string());

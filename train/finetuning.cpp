@@ -105,7 +105,9 @@ std::string finetuning_description(const TrainingArguments& args) {
       text << "P-Tuning v2, a prefix of " << args.pre_seq_len << " tokens";
       break;
   }
-  if (!args.was_given("finetuning_type") && !args.use_lora)
+  if (!args.method_implied_by.empty())
+    text << " (implied by " << args.method_implied_by << "; --finetuning_type lora trains LoRA)";
+  else if (!args.was_given("finetuning_type") && !args.use_lora)
     text << " (--finetuning_type lora is the default, as in LLaMA-Factory; --finetuning_type full trains every "
             "parameter)";
   return text.str();

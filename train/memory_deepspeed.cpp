@@ -31,9 +31,12 @@ DeepSpeedMemorySettings memory_settings_from_deepspeed(const std::string& path_o
   // Every key is judged as `zerotune train` judges it; the values HF compares with training
   // flags are checked when `zerotune train` runs the config. An "auto" (or absent) micro-batch
   // is --micro_batch's, an "auto" precision --dtype's.
-  const DeepSpeedConfig parsed = parse_deepspeed_without_flags(
-      input.json, hidden_size, source,
-      {.micro_batch = flags.micro_batch, .fp16 = flags.dtype == DType::kF16, .bf16 = flags.dtype == DType::kBF16});
+  const DeepSpeedConfig parsed = parse_deepspeed_without_flags(input.json, hidden_size, source,
+                                                               {.micro_batch = flags.micro_batch,
+                                                                .micro_batch_given = given.micro_batch,
+                                                                .world_size = flags.world_size(),
+                                                                .fp16 = flags.dtype == DType::kF16,
+                                                                .bf16 = flags.dtype == DType::kBF16});
   if (const std::optional<DType> dtype = config_dtype(parsed)) {
     ZT_REQUIRE_USAGE(!given.dtype || *dtype == flags.dtype, source + " trains in " + dtype_name(*dtype) +
                                                                 " but --dtype is " + dtype_name(flags.dtype) +

@@ -3,9 +3,10 @@
 // (train/deepspeed/), so what the trainer refuses is refused here with the same message: the
 // ZeRO block (stage, optimizer offload, reduce_bucket_size, stage3_param_persistence_threshold,
 // "auto" filled from the model's hidden size as HF fills it), and the precision and the
-// micro-batch where the config sets them ("auto": the estimate's flags). Nothing else of the
-// config changes memory: the rest of the batch triple, optimizer and scheduler are checked
-// when `zerotune train` runs it.
+// micro-batch where the config sets them ("auto": the estimate's flags), or where its
+// train_batch_size gives the micro-batch by DeepSpeed's batch rules over the estimate's GPUs.
+// Nothing else of the config changes memory: the rest of the batch triple, optimizer and
+// scheduler are checked when `zerotune train` runs it.
 #pragma once
 
 #include <string>

@@ -160,6 +160,8 @@ TEST(EstimateCli, SevenBillionOn24GiBCardsGetsAConfigurationAndItsFlags) {
     EXPECT_EQ(deepspeed["zero_optimization"].contains("offload_optimizer"), e.offload) << run.output;
     EXPECT_EQ(deepspeed["zero_optimization"].contains("offload_param"), e.offload_param) << run.output;
     EXPECT_EQ(run.output.find("--finetuning_type lora"), std::string::npos) << run.output;
+    // A full fine-tune says so: the command it prints must not fall back to another method.
+    EXPECT_NE(run.output.find("  zerotune train --finetuning_type full "), std::string::npos) << run.output;
   }
 }
 
@@ -177,7 +179,9 @@ TEST(EstimateCli, AFourBitBaseThatKeepsItsActivationsIsRecommendedWithTheFlag) {
   const CliRun run = zerotune("estimate --config " + kQwen7b + " --num_gpus 1 --gpu_memory 16 --finetuning_type lora");
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_NE(run.output.find("QLoRA (LoRA on a 4-bit base"), std::string::npos) << run.output;
-  EXPECT_NE(run.output.find("zerotune train --quantization_bit 4 --disable_gradient_checkpointing"), std::string::npos)
+  EXPECT_NE(
+      run.output.find("zerotune train --finetuning_type lora --quantization_bit 4 --disable_gradient_checkpointing"),
+      std::string::npos)
       << run.output;
 }
 

@@ -89,6 +89,29 @@ TEST(MemoryDeepSpeed, TheMicroBatchIsReadAsTheTrainerReadsIt) {
   }
 }
 
+// A config that sets train_batch_size and leaves the micro-batch to DeepSpeed gets it from the
+// batch rules over the estimate's 4 GPUs, as `zerotune train` derives it; a --micro_batch given
+// fills an "auto" one instead, and a batch the GPUs do not divide is the trainer's error.
+TEST(MemoryDeepSpeed, TrainBatchSizeGivesTheMicroBatchByDeepSpeedsRules) {
+  EXPECT_EQ(read(R"({"train_batch_size": 64, "zero_optimization": {"stage": 2}})").micro_batch, 16);
+  EXPECT_EQ(read(R"({"train_batch_size": 64, "gradient_accumulation_steps": 2})").micro_batch, 8);
+  EXPECT_EQ(read(R"({"train_batch_size": 64, "gradient_accumulation_steps": "auto",
+                     "train_micro_batch_size_per_gpu": "auto"})")
+                .micro_batch,
+            16);
+  EXPECT_EQ(
+      read(R"({"train_batch_size": 64, "train_micro_batch_size_per_gpu": "auto"})", {.micro_batch = true}).micro_batch,
+      3);
+  EXPECT_EQ(read(R"({"train_batch_size": 64, "train_micro_batch_size_per_gpu": 2})").micro_batch, 2);
+  EXPECT_EQ(read(R"({"train_batch_size": "auto"})").micro_batch, 3);
+  try {
+    read(R"({"train_batch_size": 10})");
+    FAIL() << "a train_batch_size that 4 GPUs do not divide was accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("train_batch_size"), std::string::npos) << e.what();
+  }
+}
+
 // HF fills an "auto" enabled from --fp16 and --bf16; the estimate fills it from --dtype.
 TEST(MemoryDeepSpeed, AnAutoPrecisionIsTheEstimatesDtype) {
   const std::string both_auto = R"({"fp16": {"enabled": "auto"}, "bf16": {"enabled": "auto"}})";

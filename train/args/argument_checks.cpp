@@ -19,8 +19,10 @@ void require(bool ok, std::vector<std::string>& errors, const std::string& messa
   if (!ok) errors.push_back(message);
 }
 
-// Method flags that mean nothing for other methods: giving one is a contradiction.
-void check_method_flags(const TrainingArguments& args, std::vector<std::string>& errors) {
+// Method flags that mean nothing for other methods: giving one is a contradiction on a command
+// line; in a LLaMA-Factory file, which ignores them (its examples are edited from one method to
+// another, or switched with finetuning_type=full), a warning.
+void check_method_flags(TrainingArguments& args, std::vector<std::string>& errors) {
   static const std::vector<std::pair<FinetuningType, std::vector<std::string>>> owned = {
       {FinetuningType::kFreeze, {"freeze_trainable_layers", "freeze_trainable_modules"}},
       {FinetuningType::kLora, {"lora_rank", "lora_alpha", "lora_dropout", "lora_target"}},
@@ -28,10 +30,15 @@ void check_method_flags(const TrainingArguments& args, std::vector<std::string>&
   };
   for (const auto& [method, flags] : owned) {
     if (args.finetuning_type == method) continue;
-    for (const std::string& flag : flags)
-      require(!args.was_given(flag), errors,
-              "--" + flag + " applies to --finetuning_type " + name_of(method) + " only, but the type is " +
-                  name_of(args.finetuning_type));
+    for (const std::string& flag : flags) {
+      if (!args.was_given(flag)) continue;
+      const std::string message = "--" + flag + " applies to --finetuning_type " + name_of(method) +
+                                  " only, but the type is " + name_of(args.finetuning_type);
+      if (args.llama_factory_style())
+        args.warnings.push_back(message + "; it has no effect (as in LLaMA-Factory)");
+      else
+        errors.push_back(message);
+    }
   }
 }
 
@@ -112,7 +119,8 @@ void check_data(const TrainingArguments& args, std::vector<std::string>& errors)
       (args.run_clm_style() ? ", or run_clm's --validation_split_percentage above 0)" : ")");
   require(args.eval_strategy == IntervalStrategy::kNo || has_eval, errors,
           std::string("--eval_strategy ") + name_of(args.eval_strategy) + eval_data);
-  require(!args.do_eval || has_eval, errors, "--do_eval" + eval_data);
+  // An eval strategy turns do_eval on (apply_implied): its own message says what is missing.
+  require(!args.do_eval || has_eval || args.eval_strategy != IntervalStrategy::kNo, errors, "--do_eval" + eval_data);
   require(!args.eval_on_start || has_eval, errors, "--eval_on_start" + eval_data);
 }
 
@@ -266,7 +274,7 @@ void check_combinations(const TrainingArguments& args, std::vector<std::string>&
 
 }  // namespace
 
-void validate_training_arguments(const TrainingArguments& args, std::vector<std::string>& errors) {
+void validate_training_arguments(TrainingArguments& args, std::vector<std::string>& errors) {
   for (const char* name : {"model_name_or_path", "output_dir"})
     require(args.was_given(name), errors, std::string("--") + name + " is required");
   check_data(args, errors);

@@ -51,8 +51,9 @@ nlohmann::ordered_json argument_json(const TrainingArguments& args, const Argume
 // accepted without a member as a hidden group, and LLaMA-Factory's `name=value` words
 // (train_flag_table.cpp). Both the command line and an arguments file's names are read by it.
 const FlagTable& train_flag_table();
-// Appends one line per missing, out-of-range or conflicting argument.
-void validate_training_arguments(const TrainingArguments& args, std::vector<std::string>& errors);
+// Appends one line per missing, out-of-range or conflicting argument to errors, and to
+// args.warnings what a LLaMA-Factory file gives without effect.
+void validate_training_arguments(TrainingArguments& args, std::vector<std::string>& errors);
 // Appends why --optim `optim` is refused, unless it names zerotune's AdamW (optimizer_names.cpp).
 void check_optimizer_name(const std::string& optim, std::vector<std::string>& errors);
 

@@ -42,8 +42,36 @@ void apply_training_script_lora(TrainingArguments& args, std::vector<std::string
   if (args.q_lora && !args.quantization_bit) args.quantization_bit = 4;  // the scripts' nf4, double quantization
 }
 
+// The method a command implies when it names none. HF's training scripts (stanford_alpaca's and
+// FastChat's train.py, Qwen's finetune.py without use_lora) train every weight, so their names
+// (data_path, model_max_length, lazy_preprocess) mean a full fine-tune; ChatGLM's P-Tuning
+// main.py names pre_seq_len alone. Otherwise LoRA, LLaMA-Factory's default.
+void apply_implied_method(TrainingArguments& args) {
+  if (args.was_given("finetuning_type") || args.use_lora || args.llama_factory_style() ||
+      args.training_script_lora_style())
+    return;
+  for (const char* lora : {"lora_rank", "lora_alpha", "lora_dropout", "lora_target"})
+    if (args.was_given(lora)) return;
+  if (args.was_given("pre_seq_len")) {
+    args.finetuning_type = FinetuningType::kPtuning;
+    args.method_implied_by = "--pre_seq_len, as ChatGLM's P-Tuning v2 script";
+    return;
+  }
+  for (const char* script_name : {"data_path", "model_max_length", "lazy_preprocess"})
+    if (args.was_given(script_name)) {
+      args.finetuning_type = FinetuningType::kFull;
+      args.method_implied_by =
+          std::string("--") + script_name + ", a name of HF's training scripts, which train every weight";
+      return;
+    }
+}
+
 // What HF and LLaMA-Factory imply from what was given.
 void apply_implied(TrainingArguments& args, std::vector<std::string>& errors) {
+  apply_implied_method(args);
+  // HF's __post_init__: an evaluation strategy turns do_eval on (the scripts' and LLaMA-Factory's
+  // evaluation at the end).
+  if (args.eval_strategy != IntervalStrategy::kNo) args.do_eval = true;
   if (args.use_cpu) {
     if (args.was_given("device") && args.device != "cpu")
       errors.push_back("--use_cpu (or --no_cuda) asks for the CPU but --device is " + args.device + "; give one");

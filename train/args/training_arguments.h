@@ -153,6 +153,9 @@ struct TrainingArguments {
   bool prefix_projection = false;
   // Qwen's finetune.py: true trains LoRA, false every weight; unset: --finetuning_type decides.
   std::optional<bool> use_lora;
+  // Why the method is not LoRA although no --finetuning_type was given (the run line says it):
+  // the flag that implied it, or empty.
+  std::string method_implied_by;
 
   // QLoRA (train/args/base_quantization.h): the frozen base linears in bitsandbytes' 4 bits.
   // LLaMA-Factory's names, and transformers' BitsAndBytesConfig's (whose defaults differ: fp4,

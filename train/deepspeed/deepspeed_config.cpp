@@ -164,8 +164,16 @@ DeepSpeedConfig parse_deepspeed_config(const nlohmann::json& ds, int world_size,
 DeepSpeedConfig parse_deepspeed_without_flags(nlohmann::json ds, std::int64_t hidden_size, const std::string& source,
                                               EstimateFlags flags) {
   ZT_REQUIRE(ds.is_object(), source + " must hold a JSON object, got " + ds.dump());
-  for (const char* key : {"train_batch_size", "gradient_accumulation_steps"}) ds.erase(key);
-  if (!ds.contains("train_micro_batch_size_per_gpu")) ds["train_micro_batch_size_per_gpu"] = "auto";
+  const auto set = [&](const char* key) { return ds.contains(key) && !(ds[key].is_string() && ds[key] == "auto"); };
+  const bool rules_give_micro_batch =
+      set("train_batch_size") && !set("train_micro_batch_size_per_gpu") && !flags.micro_batch_given;
+  if (rules_give_micro_batch) {
+    ds.erase("train_micro_batch_size_per_gpu");
+    if (!set("gradient_accumulation_steps")) ds.erase("gradient_accumulation_steps");
+  } else {
+    for (const char* key : {"train_batch_size", "gradient_accumulation_steps"}) ds.erase(key);
+    if (!ds.contains("train_micro_batch_size_per_gpu")) ds["train_micro_batch_size_per_gpu"] = "auto";
+  }
   // A schedule long enough that no warmup written in the config outlasts it; the other flags'
   // values are the context's defaults, each of its flag's shape.
   constexpr std::int64_t kLongRun = 1'000'000'000;
@@ -176,7 +184,7 @@ DeepSpeedConfig parse_deepspeed_without_flags(nlohmann::json ds, std::int64_t hi
                                 .total_steps = kLongRun,
                                 .compare_with_flags = false};
   as_usage_error([&] { fill_hf_auto(ds, context, source); });
-  return parse_deepspeed_config(ds, 1, source);
+  return parse_deepspeed_config(ds, rules_give_micro_batch ? flags.world_size : 1, source);
 }
 
 DeepSpeedConfig parse_deepspeed_text(std::string_view json_text, const AutoFillContext& context,

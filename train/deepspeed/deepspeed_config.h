@@ -82,14 +82,20 @@ DeepSpeedConfig parse_deepspeed_text(std::string_view json_text, const AutoFillC
 
 // A config read as `zerotune train` reads it but without the training flags (what `zerotune
 // estimate --deepspeed` has): every key judged the same way (the same warnings, and the same
-// error for a key zerotune refuses), the batch triple but the micro-batch left out, each "auto"
-// HF Trainer fills from a flag given a value of its shape, and the ZeRO sizes that follow the
-// model filled from `hidden_size` as HF fills them. Values HF compares with its flags are
-// checked by `train`. The flags the estimate has fill what HF fills from theirs: an "auto" or
-// absent micro-batch is `flags.micro_batch` (per_device_train_batch_size), an "auto" fp16 or
-// bf16 "enabled" `flags.fp16` or `flags.bf16` (the estimate's --dtype).
+// error for a key zerotune refuses), each "auto" HF Trainer fills from a flag given a value of
+// its shape, and the ZeRO sizes that follow the model filled from `hidden_size` as HF fills
+// them. Values HF compares with its flags are checked by `train`. The flags the estimate has
+// fill what HF fills from theirs: an "auto" or absent micro-batch is `flags.micro_batch`
+// (per_device_train_batch_size), an "auto" fp16 or bf16 "enabled" `flags.fp16` or `flags.bf16`
+// (the estimate's --dtype). Except where the config sets train_batch_size and leaves the
+// micro-batch out (or "auto") and no micro-batch was given: then DeepSpeed's batch rules give it,
+// train_batch_size / (gradient_accumulation_steps, 1 unless set) / `flags.world_size`, as
+// `zerotune train` derives it. Otherwise train_batch_size and gradient_accumulation_steps are
+// left out (they do not change memory).
 struct EstimateFlags {
   std::int64_t micro_batch = 1;
+  bool micro_batch_given = false;
+  int world_size = 1;
   bool fp16 = false;
   bool bf16 = false;
 };

@@ -8,6 +8,7 @@
 
 #include "runtime/usage_error.h"
 #include "tests/common/op_test_util.h"
+#include "tests/common/training_arguments_test_util.h"
 #include "train/args/training_arguments.h"
 
 namespace zt::train {
@@ -121,6 +122,32 @@ TEST(TrainingArguments, ConflictsAndMissingAreReportedTogether) {
        {"--model_name_or_path is required", "--output_dir is required", "--train_file is required", "--bf16 and --fp16",
         "--lora_rank applies to --finetuning_type lora", "--eval_strategy steps needs evaluation data"})
     EXPECT_NE(msg.find(part), std::string::npos) << part << "\n" << msg;
+}
+
+// TrainingArguments.__post_init__ turns do_eval on for any eval_strategy but "no": HF's
+// scripts and LLaMA-Factory's workflow then evaluate once more at the end.
+TEST(TrainingArguments, AnEvalStrategyTurnsDoEvalOnAsHfDoes) {
+  EXPECT_FALSE(parse_training_arguments(base()).do_eval);
+  EXPECT_TRUE(parse_training_arguments(with({"--eval_strategy", "steps", "--validation_file", "v.json"})).do_eval);
+  EXPECT_TRUE(parse_training_arguments(with({"--eval_strategy", "epoch", "--val_size", "0.1"})).do_eval);
+  const std::string msg = error_for(with({"--eval_strategy", "steps"}));
+  EXPECT_NE(msg.find("--eval_strategy steps needs evaluation data"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find("--do_eval needs"), std::string::npos) << msg;  // one message for one mistake
+}
+
+// A LLaMA-Factory file switched to another method (finetuning_type=full on its LoRA example)
+// keeps the LoRA fields LLaMA-Factory ignores, each with a warning; on a command line they are
+// a contradiction (ConflictsAndMissingAreReportedTogether).
+TEST(TrainingArguments, ALlamaFactoryFileIgnoresAnotherMethodsFields) {
+  const TrainingArguments args = testing::yaml(
+      "model_name_or_path: m\noutput_dir: o\nstage: sft\ndataset: d\nfinetuning_type: lora\nlora_rank: 16\n"
+      "lora_target: all\n",
+      {"finetuning_type=full"});
+  EXPECT_EQ(args.finetuning_type, FinetuningType::kFull);
+  const std::string warnings = testing::joined(args.warnings);
+  for (const char* flag : {"--lora_rank applies to --finetuning_type lora only, but the type is full; it has no effect",
+                           "--lora_target applies"})
+    EXPECT_NE(warnings.find(flag), std::string::npos) << warnings;
 }
 
 TEST(TrainingArguments, DataFlags) {

@@ -182,6 +182,35 @@ TEST(TrainingScriptLora, RefusedWhatTheyCannotMean) {
   EXPECT_NE(msg.find("--finetuning_type full with a 4-bit base"), std::string::npos) << msg;
 }
 
+// stanford_alpaca's and FastChat's train.py train every weight: their commands (data_path,
+// model_max_length, lazy_preprocess, no LoRA name) are full fine-tunes, and the run line says
+// why. ChatGLM's P-Tuning main.py names pre_seq_len alone. A method or a LoRA name given keeps
+// LoRA (or the given method); LLaMA-Factory's files keep its LoRA default.
+TEST(TrainingScriptLora, TheTrainingScriptsWithoutLoraNamesTrainEveryWeight) {
+  for (const char* script_name : {"--model_max_length", "--lazy_preprocess"}) {
+    const TrainingArguments args =
+        parse_minimal({script_name, std::string(script_name) == "--lazy_preprocess" ? "True" : "512"});
+    EXPECT_EQ(args.finetuning_type, FinetuningType::kFull) << script_name;
+    EXPECT_NE(args.method_implied_by.find(std::string(script_name)), std::string::npos) << args.method_implied_by;
+  }
+  const TrainingArguments alpaca =
+      train::parse_training_arguments({"--model_name_or_path", "m", "--output_dir", "o", "--data_path", "d.json"});
+  EXPECT_EQ(alpaca.finetuning_type, FinetuningType::kFull);
+  const TrainingArguments ptuning = parse_minimal({"--pre_seq_len", "8"});
+  EXPECT_EQ(ptuning.finetuning_type, FinetuningType::kPtuning);
+  EXPECT_NE(ptuning.method_implied_by.find("--pre_seq_len"), std::string::npos) << ptuning.method_implied_by;
+
+  EXPECT_EQ(parse_minimal(kFastChatTrainLora).finetuning_type, FinetuningType::kLora);
+  EXPECT_EQ(parse_minimal({"--model_max_length", "512", "--lora_rank", "4"}).finetuning_type, FinetuningType::kLora);
+  const TrainingArguments named = parse_minimal({"--model_max_length", "512", "--finetuning_type", "lora"});
+  EXPECT_EQ(named.finetuning_type, FinetuningType::kLora);
+  EXPECT_TRUE(named.method_implied_by.empty());
+  EXPECT_EQ(parse_minimal({}).finetuning_type, FinetuningType::kLora);
+  EXPECT_EQ(testing::yaml("model_name_or_path: m\noutput_dir: o\nstage: sft\ndataset: d\nmodel_max_length: 512\n")
+                .finetuning_type,
+            FinetuningType::kLora);
+}
+
 TEST(TrainingScriptLora, ZerotuneDefaultsWithoutTheirNames) {
   const TrainingArguments args = parse_minimal({"--lora_rank", "4"});
   EXPECT_EQ(args.lora_target, "all");
