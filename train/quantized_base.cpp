@@ -38,7 +38,7 @@ models::quant::Quant4Options quant4_options(const BaseQuantization& asked) {
 void plan_4bit_loading(models::ModelOptions& options, const models::ModelConfig& config,
                        const TrainingArguments& args) {
   if (config.bnb_4bit) {
-    ZT_REQUIRE(args.finetuning_type == FinetuningType::kLora,
+    ZT_REQUIRE(args.finetuning_type == FinetuningType::kLora || args.finetuning_type == FinetuningType::kPtuning,
                config.source +
                    " declares bitsandbytes 4-bit weights, which cannot be trained: train LoRA on them "
                    "(--finetuning_type lora), or use the unquantized model for --finetuning_type " +

@@ -107,6 +107,14 @@ void check_data(const TrainingArguments& args, std::vector<std::string>& errors)
               (remote ? "repository " + args.dataset_dir.substr(7) + " (its dataset_info.json and data files)"
                       : "datasets' files") +
               " and set --dataset_dir to that folder");
+  // ChatGLM's main.py: the keys of --train_file's records.
+  const bool columns = !args.prompt_column.empty() || !args.response_column.empty() || !args.history_column.empty();
+  require(!columns || (!args.prompt_column.empty() && !args.response_column.empty()), errors,
+          "--prompt_column and --response_column name the keys of a record's prompt and answer (ChatGLM's main.py): "
+          "give both");
+  require(!columns || args.dataset.empty(), errors,
+          "--prompt_column and --response_column name the keys of --train_file's records; a --dataset entry names "
+          "its own in dataset_info.json (\"columns\")");
   const bool named_eval = !args.validation_file.empty() || !args.eval_dataset.empty();
   require(!(named_eval && args.val_size > 0), errors,
           "--val_size splits evaluation data off the training data, but --validation_file or --eval_dataset "

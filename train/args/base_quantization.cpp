@@ -55,7 +55,9 @@ void check_base_quantization(const TrainingArguments& args, std::vector<std::str
                          "--load_in_4bit)");
     return;
   }
-  if (args.finetuning_type != FinetuningType::kLora)
+  // LoRA and P-Tuning v2 leave the base frozen (ChatGLM's P-Tuning quantizes its base so too);
+  // the other methods would train quantized weights.
+  if (args.finetuning_type != FinetuningType::kLora && args.finetuning_type != FinetuningType::kPtuning)
     errors.push_back(std::string("--finetuning_type ") + name_of(args.finetuning_type) +
                      " with a 4-bit base: quantized weights cannot be trained (LLaMA-Factory and PEFT train LoRA "
                      "on them only): use --finetuning_type lora, or drop the quantization");

@@ -409,18 +409,31 @@ SelectedData select_run_clm(const TrainingArguments& args) {
   return selected;
 }
 
+// ChatGLM's main.py names the keys of its records (--prompt_column, --response_column,
+// --history_column): the files are read as a LLaMA-Factory entry with those columns reads them.
+std::vector<PreferenceFile> files_with_columns(const std::string& paths, const TrainingArguments& args) {
+  std::vector<PreferenceFile> files = plain_files(data_files(paths));
+  if (args.prompt_column.empty() && args.response_column.empty() && args.history_column.empty()) return files;
+  const std::string where = "--prompt_column, --response_column, --history_column";
+  json columns = {{"prompt", args.prompt_column}, {"response", args.response_column}};
+  if (!args.history_column.empty()) columns["history"] = args.history_column;
+  const std::optional<EntryColumns> read_as = supervised_columns({{"columns", columns}}, where);
+  for (PreferenceFile& file : files) file.columns = read_as;
+  return files;
+}
+
 SelectedData select_data(const TrainingArguments& args) {
   if (args.stage == "dpo") return select_preferences(args);
   if (args.run_clm_style()) return select_run_clm(args);
   SelectedData selected;
   const std::string stage = args.stage == "pt" ? "pt" : "sft";
   const std::vector<PreferenceFile> train_files = args.dataset.empty()
-                                                      ? plain_files(data_files(args.train_file))
+                                                      ? files_with_columns(args.train_file, args)
                                                       : named_files(args.dataset, args.dataset_dir, stage);
   selected.train = read_files(train_files, args.max_samples);
   selected.train_source = joined_paths(train_files);
   std::vector<PreferenceFile> eval_files;
-  if (!args.validation_file.empty()) eval_files = plain_files(data_files(args.validation_file));
+  if (!args.validation_file.empty()) eval_files = files_with_columns(args.validation_file, args);
   if (!args.eval_dataset.empty()) eval_files = named_files(args.eval_dataset, args.dataset_dir, stage);
   if (!eval_files.empty()) {
     selected.eval = read_files(eval_files, args.max_samples);

@@ -66,6 +66,33 @@ void apply_implied_method(TrainingArguments& args) {
     }
 }
 
+// ChatGLM's main.py caps the prompt at max_source_length and the answer at max_target_length,
+// in a sequence of max_seq_length = source + target + 1; zerotune cuts a sample to max_length,
+// sharing it between prompt and answer as LLaMA-Factory's cutoff_len does.
+void apply_chatglm_lengths(TrainingArguments& args, std::vector<std::string>& errors) {
+  const bool source = args.max_source_length.has_value(), target = args.max_target_length.has_value();
+  if (!source && !target) return;
+  if (source != target) {
+    errors.push_back(std::string("--") + (source ? "max_source_length" : "max_target_length") + " is given without --" +
+                     (source ? "max_target_length" : "max_source_length") +
+                     ": ChatGLM's main.py takes both (their sum + 1 is the sequence length); give both, or "
+                     "--max_length");
+    return;
+  }
+  if (*args.max_source_length <= 0 || *args.max_target_length <= 0) {
+    errors.push_back("--max_source_length and --max_target_length must be > 0");
+    return;
+  }
+  const std::int64_t sequence = *args.max_source_length + *args.max_target_length + 1;
+  if (args.was_given("max_length")) return;
+  args.max_length = sequence;
+  args.warnings.push_back("--max_source_length " + std::to_string(*args.max_source_length) +
+                          " and --max_target_length " + std::to_string(*args.max_target_length) +
+                          ": samples are cut to --max_length " + std::to_string(sequence) +
+                          " (their sum + 1, ChatGLM's sequence length), shared between prompt and answer as "
+                          "LLaMA-Factory's cutoff_len shares it, where ChatGLM's main.py caps each apart");
+}
+
 // What HF and LLaMA-Factory imply from what was given.
 void apply_implied(TrainingArguments& args, std::vector<std::string>& errors) {
   apply_implied_method(args);
@@ -86,6 +113,7 @@ void apply_implied(TrainingArguments& args, std::vector<std::string>& errors) {
     if (args.disable_gradient_checkpointing) args.gradient_checkpointing = false;
   }
   if (args.llama_factory_style() && !args.was_given("max_length")) args.max_length = 2048;  // cutoff_len's default
+  apply_chatglm_lengths(args, errors);
   // A .txt file in an HF-style command trains one sample per line; run_clm's blocks need its names.
   const bool text_file =
       args.train_file.size() > 4 && args.train_file.compare(args.train_file.size() - 4, 4, ".txt") == 0;

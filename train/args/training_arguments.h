@@ -121,6 +121,12 @@ struct TrainingArguments {
   bool packing = false;
   Padding padding = Padding::kNone;
   std::optional<std::int64_t> max_samples;  // of each data file, its first N
+  // ChatGLM's P-Tuning main.py (its DataTrainingArguments): the record keys of the prompt, the
+  // answer and the earlier turns ([[prompt, answer], ...]), read as a LLaMA-Factory entry's
+  // columns prompt, response and history; and the prompt's and answer's token caps, which give
+  // max_length = source + target + 1 (main.py's max_seq_length) where it is not given.
+  std::string prompt_column, response_column, history_column;
+  std::optional<std::int64_t> max_source_length, max_target_length;
 
   // transformers' run_clm.py (its DataTrainingArguments): plain texts tokenized, chained and cut
   // into blocks of block_size tokens (train/data/pretraining_blocks.h); see run_clm_style().
