@@ -93,7 +93,9 @@ std::string foreign_layout(const json& object) {
            "does not read: put the training_args entries at the top level, with model_name_or_path, train_file "
            "and validation_file for data_config's train_file and val_file, max_length for max_input_length + "
            "max_output_length, and finetuning_type lora with lora_rank, lora_alpha, lora_dropout for a LORA "
-           "peft_config (ptuning with pre_seq_len for PREFIX_TUNING's num_virtual_tokens)";
+           "peft_config, and lora_target for its target_modules (without them PEFT takes the model's own: "
+           "query_key_value for ChatGLM, q_proj,v_proj for Qwen2; zerotune's default is all) (ptuning with "
+           "pre_seq_len for PREFIX_TUNING's num_virtual_tokens)";
   return "";
 }
 

@@ -219,8 +219,9 @@ const std::vector<OtherArgument>& llama_factory_other_arguments() {
       {"preserve_thinking", kBool, "[false]", kRefused, "zerotune renders the template's thinking part as it is", kLf,
        "keeping earlier turns' thinking (preserve_thinking)"},
       {"tokenized_path", kText, "[null]", kRefused,
-       "zerotune reads the data files and tokenises them itself: name them with dataset", kLf,
-       "pre-tokenised datasets"},
+       "zerotune reads the data files and tokenises them itself: remove tokenized_path (dataset names the "
+       "files)",
+       kLf, "pre-tokenised datasets"},
       {"data_shared_file_system", kBool, "[false]", kNoEffect, kInMemory, kLf},
 
       // TrainingArguments' own fields (HF's are in transformers_arguments.cpp): Ray, profiler, FP8.

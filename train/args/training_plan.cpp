@@ -196,12 +196,12 @@ TrainingPlan plan_training(const TrainingArguments& args, const std::optional<De
   for (auto [flag, flag_value, ds_value] :
        {std::tuple{"per_device_train_batch_size", args.per_device_train_batch_size, ds.micro_batch_per_gpu},
         std::tuple{"gradient_accumulation_steps", args.gradient_accumulation_steps, ds.gradient_accumulation_steps}})
-    ZT_REQUIRE(!args.was_given(flag) || flag_value == ds_value,
-               ds.source + ": the batch rules give " +
-                   (std::string(flag) == "per_device_train_batch_size" ? "train_micro_batch_size_per_gpu "
-                                                                       : "gradient_accumulation_steps ") +
-                   std::to_string(ds_value) + " but --" + flag + " is " + std::to_string(flag_value) +
-                   "; set it to \"auto\" in the config or change the flag");
+    ZT_REQUIRE_USAGE(!args.was_given(flag) || flag_value == ds_value,
+                     ds.source + ": the batch rules give " +
+                         (std::string(flag) == "per_device_train_batch_size" ? "train_micro_batch_size_per_gpu "
+                                                                             : "gradient_accumulation_steps ") +
+                         std::to_string(ds_value) + " but --" + flag + " is " + std::to_string(flag_value) +
+                         "; set it to \"auto\" in the config or change the flag");
   if (ds.micro_batch_per_gpu != plan.micro_batch || ds.gradient_accumulation_steps != plan.accumulation) {
     plan.micro_batch = ds.micro_batch_per_gpu;
     plan.accumulation = ds.gradient_accumulation_steps;

@@ -26,8 +26,13 @@ DeepSpeedOptimizer read_optimizer(ConfigBlock block, std::vector<std::string>& w
   optimizer.eps = params.get("eps", optimizer.eps);
   optimizer.weight_decay = params.get("weight_decay", optimizer.weight_decay);
   optimizer.decoupled_weight_decay = ascii_lower(type) == "adamw" || params.get("adam_w_mode", true);
-  ZT_REQUIRE(params.get("bias_correction", true), params.where("bias_correction") + " false is not supported");
-  ZT_REQUIRE(!params.get("amsgrad", false), params.where("amsgrad") + " true is not supported");
+  ZT_REQUIRE(params.get("bias_correction", true), params.where("bias_correction") +
+                                                      " false is not supported: zerotune's Adam corrects the moments' "
+                                                      "bias, as torch's does; remove it or set it to true");
+  ZT_REQUIRE(!params.get("amsgrad", false),
+             params.where("amsgrad") +
+                 " true is not supported: zerotune's Adam keeps no maximum of the second "
+                 "moment; remove it or set it to false");
   params.accept<bool>("torch_adam");  // torch's implementation of the same update
   params.accept<bool>("set_grad_none");
   params.ignore_unless("fp32_optimizer_states", true, "is not supported (Adam's moments are fp32)", warnings);

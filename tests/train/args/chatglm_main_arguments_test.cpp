@@ -62,9 +62,11 @@ std::vector<std::string> train_sh(const std::string& train_file) {
 
 fs::path advertise_gen() {
   const fs::path path = fs::temp_directory_path() / "zt_chatglm_adgen.json";
-  std::ofstream(path) << R"({"content": "类型#裙*颜色#红色", "summary": "这款红色的裙子非常好看。"})" << "\n"
-                      << R"({"content": "类型#上衣*材质#牛仔布", "summary": "简约的牛仔外套。", "history": [["你好", "你好！"]]})"
-                      << "\n";
+  std::ofstream(path)
+      << R"({"content": "类型#裙*颜色#红色", "summary": "这款红色的裙子非常好看。"})"
+      << "\n"
+      << R"({"content": "类型#上衣*材质#牛仔布", "summary": "简约的牛仔外套。", "history": [["你好", "你好！"]]})"
+      << "\n";
   return path;
 }
 
@@ -112,9 +114,9 @@ TEST(ChatglmMainArguments, HalfAPairIsRefusedByName) {
   });
   EXPECT_NE(msg.find("a --dataset entry names its own"), std::string::npos) << msg;
   // --max_length given wins over the sum.
-  EXPECT_EQ(
-      testing::parse_minimal({"--max_source_length", "64", "--max_target_length", "64", "--max_length", "512"}).max_length,
-      512);
+  EXPECT_EQ(testing::parse_minimal({"--max_source_length", "64", "--max_target_length", "64", "--max_length", "512"})
+                .max_length,
+            512);
 }
 
 }  // namespace
