@@ -42,7 +42,8 @@ void plan_4bit_loading(models::ModelOptions& options, const models::ModelConfig&
                config.source +
                    " declares bitsandbytes 4-bit weights, which cannot be trained: train LoRA on them "
                    "(--finetuning_type lora), or use the unquantized model for --finetuning_type " +
-                   std::string(name_of(args.finetuning_type)));
+                   std::string(name_of(args.finetuning_type)) +
+                   (args.method_implied_by.empty() ? "" : " (implied by " + args.method_implied_by + ")"));
     options.keep_4bit_weights = true;
   } else if (const std::optional<BaseQuantization> asked = base_quantization(args)) {
     options.quantize_base = quant4_options(*asked);

@@ -7,6 +7,7 @@
 #include "runtime/error.h"
 #include "runtime/generator.h"
 #include "runtime/log.h"
+#include "runtime/usage_error.h"
 #include "train/checkpoint/checkpoint_ranks.h"
 #include "train/checkpoint/resume_changes.h"
 #include "train/trainer.h"
@@ -89,8 +90,25 @@ void Trainer::save_checkpoint_now() {
   if (plan_.save_total_limit) rotate_checkpoints(plan_.output_dir, *plan_.save_total_limit);
 }
 
+namespace {
+
+// A run resumes with the method it trained: the checkpoint's trained weights are a LoRA adapter,
+// a prefix or the whole model, which another method would not find.
+void require_same_method(const LoadedCheckpoint& checkpoint, const std::string& arguments_json) {
+  const nlohmann::json& saved = checkpoint.training_args;
+  if (!saved.is_object() || !saved.contains("finetuning_type") || !saved["finetuning_type"].is_string()) return;
+  const std::string trained = saved["finetuning_type"],
+                    asked = nlohmann::json::parse(arguments_json).value("finetuning_type", std::string());
+  ZT_REQUIRE_USAGE(trained == asked, checkpoint.directory + " was trained with --finetuning_type " + trained +
+                                         " but this run's is " + asked + ": add --finetuning_type " + trained +
+                                         " to resume it");
+}
+
+}  // namespace
+
 void Trainer::resume(const std::string& directory) {
   LoadedCheckpoint checkpoint = load_checkpoint(directory);
+  require_same_method(checkpoint, plan_.arguments_json);
   // Checked before the weights load, so a damaged file fails the resume at once, by name.
   const TrainerState saved = trainer_state_from_json(checkpoint.trainer_state, directory + "/trainer_state.json");
   const nlohmann::json& run = checkpoint.run_state;

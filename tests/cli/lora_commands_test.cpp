@@ -84,6 +84,24 @@ TEST_F(LoraCli, ResumingFromACheckpointEndsWhereTheRunEnded) {
                            (resumed / "adapter_model.safetensors").string()));
 }
 
+// The checkpoint holds an adapter: resuming it as another method stops before anything loads,
+// naming the method it was trained with.
+TEST_F(LoraCli, ResumingWithAnotherMethodIsRefusedByName) {
+  ASSERT_EQ(trained_.exit_code, 0) << trained_.output;
+  const fs::path resumed = root_ / "resumed_full";
+  fs::create_directories(resumed);
+  fs::copy(root_ / "trained/checkpoint-15", resumed / "checkpoint-15", fs::copy_options::recursive);
+  const CliRun run = zerotune("train --model_name_or_path " + kModel + " --train_file " + ZT_SOURCE_DIR +
+                              "/examples/data/alpaca_demo.json --template qwen --device cpu --finetuning_type full "
+                              "--max_steps 30 --save_steps 15 --per_device_train_batch_size 2 --output_dir " +
+                              resumed.string() + " --resume_from_checkpoint true");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_NE(run.output.find("was trained with --finetuning_type lora but this run's is full: add --finetuning_type "
+                            "lora to resume it"),
+            std::string::npos)
+      << run.output;
+}
+
 TEST_F(LoraCli, ExportMergesTheAdapterIntoAModelFolder) {
   ASSERT_EQ(trained_.exit_code, 0) << trained_.output;
   const fs::path adapter = root_ / "trained", merged = root_ / "merged";

@@ -89,16 +89,16 @@ TEST(MemoryDeepSpeed, TheMicroBatchIsReadAsTheTrainerReadsIt) {
   }
 }
 
-// A config that sets train_batch_size and leaves the micro-batch to DeepSpeed gets it from the
-// batch rules over the estimate's 4 GPUs, as `zerotune train` derives it; a --micro_batch given
-// fills an "auto" one instead, and a batch the GPUs do not divide is the trainer's error.
+// A config that sets train_batch_size and leaves the micro-batch out gets it from DeepSpeed's
+// batch rules over the estimate's 4 GPUs, as `zerotune train` derives it; an "auto" one is the
+// --micro_batch flag's, as HF fills it, and a batch the GPUs do not divide is the trainer's error.
 TEST(MemoryDeepSpeed, TrainBatchSizeGivesTheMicroBatchByDeepSpeedsRules) {
   EXPECT_EQ(read(R"({"train_batch_size": 64, "zero_optimization": {"stage": 2}})").micro_batch, 16);
   EXPECT_EQ(read(R"({"train_batch_size": 64, "gradient_accumulation_steps": 2})").micro_batch, 8);
-  EXPECT_EQ(read(R"({"train_batch_size": 64, "gradient_accumulation_steps": "auto",
-                     "train_micro_batch_size_per_gpu": "auto"})")
-                .micro_batch,
-            16);
+  EXPECT_EQ(read(R"({"train_batch_size": 64, "gradient_accumulation_steps": "auto"})").micro_batch, 16);
+  EXPECT_EQ(read(R"({"train_batch_size": 64, "train_micro_batch_size_per_gpu": "auto"})").micro_batch, 3)
+      << "HF fills an auto micro-batch from its flag";
+  EXPECT_EQ(read(R"({"train_batch_size": null, "train_micro_batch_size_per_gpu": 4})").micro_batch, 4);
   EXPECT_EQ(
       read(R"({"train_batch_size": 64, "train_micro_batch_size_per_gpu": "auto"})", {.micro_batch = true}).micro_batch,
       3);

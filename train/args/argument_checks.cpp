@@ -112,6 +112,9 @@ void check_data(const TrainingArguments& args, std::vector<std::string>& errors)
   require(!columns || (!args.prompt_column.empty() && !args.response_column.empty()), errors,
           "--prompt_column and --response_column name the keys of a record's prompt and answer (ChatGLM's main.py): "
           "give both");
+  require(!columns || (args.stage != "dpo" && !args.run_clm_style()), errors,
+          "--prompt_column and --response_column name the keys of supervised records (ChatGLM's main.py); "
+          "--stage dpo reads preference pairs and run_clm's options plain texts: drop them");
   require(!columns || args.dataset.empty(), errors,
           "--prompt_column and --response_column name the keys of --train_file's records; a --dataset entry names "
           "its own in dataset_info.json (\"columns\")");

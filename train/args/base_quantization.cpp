@@ -3,11 +3,12 @@
 #include "runtime/enum_names.h"
 
 namespace zt::train {
-namespace {
 
 bool asks_for_4bit(const TrainingArguments& args) {
   return args.quantization_bit == 4 || (!args.quantization_bit && args.load_in_4bit);
 }
+
+namespace {
 
 // The dtype the layers compute in, as torch names it.
 std::string training_dtype(const TrainingArguments& args) {

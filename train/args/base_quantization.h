@@ -20,6 +20,10 @@ struct BaseQuantization {
 // nullopt: the base keeps the training dtype.
 std::optional<BaseQuantization> base_quantization(const TrainingArguments& args);
 
+// Whether the arguments ask for a 4-bit base (--quantization_bit 4, or --load_in_4bit without a
+// width), whatever else they say.
+bool asks_for_4bit(const TrainingArguments& args);
+
 // Appends a line per problem: a width other than 4, 8-bit bitsandbytes, a method other than
 // LoRA on a 4-bit base (LLaMA-Factory and PEFT refuse to train quantized weights), a compute
 // dtype other than the training dtype, the settings given without a 4-bit base.

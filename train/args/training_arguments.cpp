@@ -13,6 +13,7 @@
 #include "runtime/user_paths.h"
 #include "train/args/argument_reader.h"
 #include "train/args/argument_table.h"
+#include "train/args/base_quantization.h"
 #include "train/args/other_arguments.h"
 #include "train/args/report_to.h"
 #include "train/args/yaml_file.h"
@@ -52,12 +53,16 @@ void apply_implied_method(TrainingArguments& args) {
     return;
   for (const char* lora : {"lora_rank", "lora_alpha", "lora_dropout", "lora_target"})
     if (args.was_given(lora)) return;
-  if (args.was_given("pre_seq_len")) {
-    args.finetuning_type = FinetuningType::kPtuning;
-    args.method_implied_by = "--pre_seq_len, as ChatGLM's P-Tuning v2 script";
-    return;
-  }
-  for (const char* script_name : {"data_path", "model_max_length", "lazy_preprocess"})
+  for (const char* prefix : {"pre_seq_len", "prefix_projection"})
+    if (args.was_given(prefix)) {
+      args.finetuning_type = FinetuningType::kPtuning;
+      args.method_implied_by = std::string("--") + prefix + ", as ChatGLM's P-Tuning v2 script";
+      return;
+    }
+  if (asks_for_4bit(args)) return;  // a 4-bit base trains LoRA (or, above, a prefix)
+  // ChatGLM's main.py without pre_seq_len is its full fine-tune (ds_train_finetune.sh).
+  for (const char* script_name : {"data_path", "model_max_length", "lazy_preprocess", "prompt_column",
+                                  "response_column", "max_source_length", "max_target_length"})
     if (args.was_given(script_name)) {
       args.finetuning_type = FinetuningType::kFull;
       args.method_implied_by =
@@ -70,15 +75,9 @@ void apply_implied_method(TrainingArguments& args) {
 // in a sequence of max_seq_length = source + target + 1; zerotune cuts a sample to max_length,
 // sharing it between prompt and answer as LLaMA-Factory's cutoff_len does.
 void apply_chatglm_lengths(TrainingArguments& args, std::vector<std::string>& errors) {
-  const bool source = args.max_source_length.has_value(), target = args.max_target_length.has_value();
-  if (!source && !target) return;
-  if (source != target) {
-    errors.push_back(std::string("--") + (source ? "max_source_length" : "max_target_length") + " is given without --" +
-                     (source ? "max_target_length" : "max_source_length") +
-                     ": ChatGLM's main.py takes both (their sum + 1 is the sequence length); give both, or "
-                     "--max_length");
-    return;
-  }
+  if (!args.max_source_length && !args.max_target_length) return;
+  if (!args.max_source_length) args.max_source_length = 1024;  // main.py's defaults
+  if (!args.max_target_length) args.max_target_length = 128;
   if (*args.max_source_length <= 0 || *args.max_target_length <= 0) {
     errors.push_back("--max_source_length and --max_target_length must be > 0");
     return;

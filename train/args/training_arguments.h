@@ -123,8 +123,9 @@ struct TrainingArguments {
   std::optional<std::int64_t> max_samples;  // of each data file, its first N
   // ChatGLM's P-Tuning main.py (its DataTrainingArguments): the record keys of the prompt, the
   // answer and the earlier turns ([[prompt, answer], ...]), read as a LLaMA-Factory entry's
-  // columns prompt, response and history; and the prompt's and answer's token caps, which give
-  // max_length = source + target + 1 (main.py's max_seq_length) where it is not given.
+  // columns prompt, response and history; and the prompt's and answer's token caps (main.py's
+  // defaults 1024 and 128 for one left out), which give max_length = source + target + 1
+  // (main.py's max_seq_length) where it is not given.
   std::string prompt_column, response_column, history_column;
   std::optional<std::int64_t> max_source_length, max_target_length;
 

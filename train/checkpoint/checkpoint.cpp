@@ -138,6 +138,8 @@ LoadedCheckpoint load_checkpoint(const std::string& directory) {
   loaded.directory = directory;
   loaded.trainer_state = read_json(fs::path(directory) / kTrainerState);
   loaded.run_state = read_json(fs::path(directory) / kRunState);
+  if (const fs::path args = fs::path(directory) / "training_args.json"; fs::exists(args))
+    loaded.training_args = read_json(args);
   return loaded;
 }
 

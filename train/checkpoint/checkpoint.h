@@ -61,6 +61,7 @@ struct LoadedCheckpoint {
   std::string directory;
   nlohmann::json trainer_state;
   nlohmann::json run_state;
+  nlohmann::json training_args;  // null where the folder has none (HF's checkpoints hold a .bin)
 };
 
 LoadedCheckpoint load_checkpoint(const std::string& directory);

@@ -164,12 +164,13 @@ DeepSpeedConfig parse_deepspeed_config(const nlohmann::json& ds, int world_size,
 DeepSpeedConfig parse_deepspeed_without_flags(nlohmann::json ds, std::int64_t hidden_size, const std::string& source,
                                               EstimateFlags flags) {
   ZT_REQUIRE(ds.is_object(), source + " must hold a JSON object, got " + ds.dump());
-  const auto set = [&](const char* key) { return ds.contains(key) && !(ds[key].is_string() && ds[key] == "auto"); };
-  const bool rules_give_micro_batch =
-      set("train_batch_size") && !set("train_micro_batch_size_per_gpu") && !flags.micro_batch_given;
+  const auto set = [&](const char* key) {
+    return ds.contains(key) && !ds[key].is_null() && !(ds[key].is_string() && ds[key] == "auto");
+  };
+  // HF fills an "auto" micro-batch from its flag; one the config leaves out, DeepSpeed derives.
+  const bool rules_give_micro_batch = set("train_batch_size") && !ds.contains("train_micro_batch_size_per_gpu");
   if (rules_give_micro_batch) {
-    ds.erase("train_micro_batch_size_per_gpu");
-    if (!set("gradient_accumulation_steps")) ds.erase("gradient_accumulation_steps");
+    if (!set("gradient_accumulation_steps")) ds.erase("gradient_accumulation_steps");  // "auto": counted as 1
   } else {
     for (const char* key : {"train_batch_size", "gradient_accumulation_steps"}) ds.erase(key);
     if (!ds.contains("train_micro_batch_size_per_gpu")) ds["train_micro_batch_size_per_gpu"] = "auto";

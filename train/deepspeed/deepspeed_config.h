@@ -88,9 +88,10 @@ DeepSpeedConfig parse_deepspeed_text(std::string_view json_text, const AutoFillC
 // fill what HF fills from theirs: an "auto" or absent micro-batch is `flags.micro_batch`
 // (per_device_train_batch_size), an "auto" fp16 or bf16 "enabled" `flags.fp16` or `flags.bf16`
 // (the estimate's --dtype). Except where the config sets train_batch_size and leaves the
-// micro-batch out (or "auto") and no micro-batch was given: then DeepSpeed's batch rules give it,
-// train_batch_size / (gradient_accumulation_steps, 1 unless set) / `flags.world_size`, as
-// `zerotune train` derives it. Otherwise train_batch_size and gradient_accumulation_steps are
+// micro-batch out: then DeepSpeed's batch rules give it, train_batch_size /
+// (gradient_accumulation_steps, 1 unless set to a number: the estimate has no flag to fill an
+// "auto" one) / `flags.world_size`, as `zerotune train` derives it (a --micro_batch that differs
+// is then the caller's error). Otherwise train_batch_size and gradient_accumulation_steps are
 // left out (they do not change memory).
 struct EstimateFlags {
   std::int64_t micro_batch = 1;

@@ -5,6 +5,7 @@
 // model.quantize(4) does. The script's command line, run as it ships, then its parts.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -85,6 +86,20 @@ TEST(ChatglmMainArguments, TrainShRunsAsPTuningOnAFourBitBase) {
             std::string::npos);
 }
 
+// ds_train_finetune.sh: main.py's names without pre_seq_len are its full fine-tune;
+// prefix_projection alone is P-Tuning.
+TEST(ChatglmMainArguments, WithoutAPrefixItIsTheFullFineTune) {
+  std::vector<std::string> flags = train_sh(advertise_gen().string());
+  for (const char* prefix_or_4bit : {"--pre_seq_len", "--quantization_bit"}) {
+    const auto at = std::find(flags.begin(), flags.end(), std::string(prefix_or_4bit));
+    flags.erase(at, at + 2);
+  }
+  const TrainingArguments full = parse_training_arguments(flags);
+  EXPECT_EQ(full.finetuning_type, FinetuningType::kFull);
+  EXPECT_NE(full.method_implied_by.find("--prompt_column"), std::string::npos) << full.method_implied_by;
+  EXPECT_EQ(testing::parse_minimal({"--prefix_projection"}).finetuning_type, FinetuningType::kPtuning);
+}
+
 TEST(ChatglmMainArguments, TheColumnsNameTheRecordsKeys) {
   std::vector<std::string> flags = train_sh(advertise_gen().string());
   const SelectedData data = select_data(parse_training_arguments(flags));
@@ -107,8 +122,13 @@ TEST(ChatglmMainArguments, TheColumnsNameTheRecordsKeys) {
 TEST(ChatglmMainArguments, HalfAPairIsRefusedByName) {
   std::string msg = testing::error_of([] { testing::parse_minimal({"--prompt_column", "content"}); });
   EXPECT_NE(msg.find("--prompt_column and --response_column name the keys"), std::string::npos) << msg;
-  msg = testing::error_of([] { testing::parse_minimal({"--max_source_length", "64"}); });
-  EXPECT_NE(msg.find("--max_source_length is given without --max_target_length"), std::string::npos) << msg;
+  // One cap alone takes main.py's default for the other (1024 source, 128 target).
+  EXPECT_EQ(testing::parse_minimal({"--max_source_length", "64"}).max_length, 64 + 128 + 1);
+  EXPECT_EQ(testing::parse_minimal({"--max_target_length", "64"}).max_length, 1024 + 64 + 1);
+  msg = testing::error_of([] {
+    testing::parse_minimal({"--prompt_column", "a", "--response_column", "b", "--stage", "dpo"});
+  });
+  EXPECT_NE(msg.find("--stage dpo reads preference pairs"), std::string::npos) << msg;
   msg = testing::error_of([] {
     testing::parse_minimal({"--prompt_column", "a", "--response_column", "b", "--dataset", "d", "--stage", "sft"});
   });

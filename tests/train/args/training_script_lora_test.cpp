@@ -206,6 +206,12 @@ TEST(TrainingScriptLora, TheTrainingScriptsWithoutLoraNamesTrainEveryWeight) {
   EXPECT_EQ(named.finetuning_type, FinetuningType::kLora);
   EXPECT_TRUE(named.method_implied_by.empty());
   EXPECT_EQ(parse_minimal({}).finetuning_type, FinetuningType::kLora);
+  // A 4-bit base can only mean LoRA: the scripts' names do not make it a full fine-tune.
+  for (const char* four_bit : {"--quantization_bit", "--load_in_4bit"}) {
+    std::vector<std::string> flags = {"--model_max_length", "512", four_bit};
+    if (std::string(four_bit) == "--quantization_bit") flags.push_back("4");
+    EXPECT_EQ(parse_minimal(flags).finetuning_type, FinetuningType::kLora) << four_bit;
+  }
   EXPECT_EQ(testing::yaml("model_name_or_path: m\noutput_dir: o\nstage: sft\ndataset: d\nmodel_max_length: 512\n")
                 .finetuning_type,
             FinetuningType::kLora);
