@@ -7,6 +7,7 @@
 #include "runtime/error.h"
 #include "runtime/terminal/text_list.h"
 #include "runtime/usage_error.h"
+#include "train/args/base_quantization.h"
 
 namespace zt::train {
 namespace {
@@ -105,6 +106,8 @@ std::string finetuning_description(const TrainingArguments& args) {
       text << "P-Tuning v2, a prefix of " << args.pre_seq_len << " tokens";
       break;
   }
+  if (const std::optional<BaseQuantization> base = base_quantization(args))
+    text << ", on a 4-bit base (" << base->quant_type << (base->double_quant ? ", double quantization" : "") << ")";
   if (!args.method_implied_by.empty())
     text << " (implied by " << args.method_implied_by << "; --finetuning_type lora trains LoRA)";
   else if (!args.was_given("finetuning_type") && !args.use_lora)

@@ -48,6 +48,12 @@ TEST_F(TrainFirstRun, TheStartLineNamesTheMethodAndSaysWhenLoraIsTheDefault) {
   ASSERT_EQ(full.exit_code, 0) << full.output;
   EXPECT_NE(start_line(full.output).find(", full fine-tuning, "), std::string::npos) << full.output;
   EXPECT_EQ(full.output.find("is the default"), std::string::npos) << full.output;
+  // QLoRA says its base is held in 4 bits.
+  const testing::CliRun qlora = train("--max_steps 1 --save_strategy no --quantization_bit 4 --overwrite_output_dir");
+  ASSERT_EQ(qlora.exit_code, 0) << qlora.output;
+  EXPECT_NE(start_line(qlora.output).find("on all linear modules, on a 4-bit base (nf4, double quantization)"),
+            std::string::npos)
+      << qlora.output;
 }
 
 // fp16 on the CPU trains in float32 (said once), where gradients do not underflow: no loss
