@@ -30,6 +30,7 @@
 #include "cuda/common/cuda_common.cuh"
 #include "cuda/common/mma_warp.cuh"
 #include "cuda/common/multiprocessor_count.h"
+#include "cuda/common/per_device_value.h"
 #include "cuda/common/tile_smem.cuh"
 #include "cuda/elementwise/elementwise_dispatch.cuh"
 #include "runtime/check.h"
@@ -256,17 +257,12 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) few_rows_gemm_kernel(F
 // Every instantiation is built for the same architectures, so one answer serves them all.
 template <typename Kernel>
 bool clusters_compiled_in(Kernel kernel) {
-  constexpr int kKnownDevices = 64;
-  static std::array<std::atomic<signed char>, kKnownDevices> known{};  // per device: 0 unknown, 1 no, 2 yes
-  int device = 0;
-  ZT_CUDA_CHECK(cudaGetDevice(&device));
-  if (device < kKnownDevices)
-    if (const signed char answer = known[device].load(std::memory_order_relaxed); answer != 0) return answer == 2;
-  cudaFuncAttributes attributes{};
-  ZT_CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
-  const bool compiled_in = attributes.ptxVersion >= 90;
-  if (device < kKnownDevices) known[device].store(compiled_in ? 2 : 1, std::memory_order_relaxed);
-  return compiled_in;
+  static std::array<std::atomic<int>, 64> known{};
+  return per_device_value(known, [&](int) {
+           cudaFuncAttributes attributes{};
+           ZT_CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
+           return attributes.ptxVersion >= 90 ? 1 : 0;
+         }) == 1;
 }
 
 // How many blocks K is split over: the args' count, or enough for kWantedBlocksPerSm where
