@@ -18,7 +18,6 @@ namespace {
 
 constexpr std::int64_t kGiB = std::int64_t{1} << 30;
 constexpr std::int64_t kFp32 = 4;
-constexpr std::int64_t kLossChunkBytes = kGiB;  // the fused loss's default chunk of logits (its dtype's)
 constexpr std::int64_t kRuntimeReserve = kGiB;  // CUDA context, cuBLAS workspaces, fragmentation
 
 std::int64_t sum(const std::vector<std::int64_t>& values) {
@@ -129,7 +128,8 @@ std::int64_t activation_bytes(const models::ModelConfig& c, const MemorySettings
   return c.num_layers * tokens * c.hidden_size * width + top + recomputed_layer_bytes(c, s);
 }
 
-// One chunk of logits in the run's dtype (the fused loss's default), the hidden gradient
+// One chunk of logits in the run's dtype (the fused loss's default budget: 1 GiB when the head
+// trains, 256 MiB when it is frozen), the hidden gradient
 // computed in the forward, and an fp32 LM-head gradient when the head (or the embedding tied
 // to it) trains. Under recomputation the chunk is freed before backward recomputes the first
 // layer, so it counts only where it exceeds that layer's working set (in activation_bytes):
@@ -137,7 +137,8 @@ std::int64_t activation_bytes(const models::ModelConfig& c, const MemorySettings
 std::int64_t loss_bytes(const models::ModelConfig& c, const MemorySettings& s) {
   const std::int64_t tokens = s.micro_batch * s.max_length;
   const std::int64_t width = static_cast<std::int64_t>(dtype_size(s.dtype));
-  std::int64_t chunk = std::min(tokens * c.vocab_size * width, kLossChunkBytes);
+  const std::int64_t chunk_budget = s.full_finetuning() ? kGiB : kGiB / 4;
+  std::int64_t chunk = std::min(tokens * c.vocab_size * width, chunk_budget);
   if (recomputes_layers(s)) chunk = std::max<std::int64_t>(0, chunk - recomputed_layer_bytes(c, s));
   const std::int64_t head_gradient = s.full_finetuning() ? c.vocab_size * c.hidden_size * kFp32 : 0;
   return chunk + tokens * c.hidden_size * width + head_gradient;

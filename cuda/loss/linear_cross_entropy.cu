@@ -12,7 +12,12 @@
 namespace zt::cuda {
 namespace {
 
-constexpr std::size_t kDefaultChunkBytes = std::size_t{1} << 30;
+// A chunk's logits budget. With the weight's gradient wanted, every chunk reads and writes the
+// whole fp32 [vocab, hidden] gradient (β = 1), so fewer, larger chunks pay; with the weight
+// frozen (LoRA, P-Tuning) a chunk's GEMMs cost the same per token at a quarter of the size, and
+// the smaller buffer lowers the step's peak, which the loss head sets at the end of the forward.
+constexpr std::size_t kChunkBytesWithWeightGradient = std::size_t{1} << 30;
+constexpr std::size_t kChunkBytesFrozenWeight = std::size_t{256} << 20;
 constexpr std::int64_t kChunkMultiple = 128;  // whole GEMM tiles of tokens
 
 // Rows padded to 8 elements keep every row 16-byte aligned for the row kernel's loads.
@@ -87,8 +92,10 @@ std::size_t chunk_logits_bytes(std::int64_t chunk_tokens, std::int64_t vocab, bo
 // The fewest chunks that fit the budget, made as even as the multiple allows: 8192 tokens in
 // 3 chunks of 2816, 2816 and 2560 rather than 3456, 3456 and a 1280-token chunk whose three
 // GEMMs run far below the others' efficiency.
-std::int64_t default_chunk_tokens(std::int64_t tokens, std::int64_t vocab, bool float32_logits, DType dtype) {
-  auto fit = static_cast<std::int64_t>(kDefaultChunkBytes / chunk_logits_bytes(1, vocab, float32_logits, dtype));
+std::int64_t default_chunk_tokens(std::int64_t tokens, std::int64_t vocab, bool float32_logits, DType dtype,
+                                  bool weight_gradient) {
+  const std::size_t budget = weight_gradient ? kChunkBytesWithWeightGradient : kChunkBytesFrozenWeight;
+  auto fit = static_cast<std::int64_t>(budget / chunk_logits_bytes(1, vocab, float32_logits, dtype));
   if (fit >= kChunkMultiple) fit = fit / kChunkMultiple * kChunkMultiple;
   fit = std::max<std::int64_t>(1, fit);
   if (tokens <= fit) return std::max<std::int64_t>(1, tokens);

@@ -43,8 +43,10 @@ struct LinearCrossEntropyResult {
 void linear_cross_entropy(const LinearCrossEntropyProblem& p, const LinearCrossEntropyResult& r, cudaStream_t stream);
 
 // The chunk the op uses when the caller names none: as many tokens as keep one chunk's
-// logits within 1 GiB (a multiple of 128 when that many fit), at most `tokens`.
-std::int64_t default_chunk_tokens(std::int64_t tokens, std::int64_t vocab, bool float32_logits, DType dtype);
+// logits within 1 GiB when the weight's gradient is wanted, else 256 MiB (a multiple of 128
+// when that many fit), at most `tokens`.
+std::int64_t default_chunk_tokens(std::int64_t tokens, std::int64_t vocab, bool float32_logits, DType dtype,
+                                  bool weight_gradient);
 
 // Bytes of one chunk's logits buffer (rows padded to a multiple of 8 elements).
 std::size_t chunk_logits_bytes(std::int64_t chunk_tokens, std::int64_t vocab, bool float32_logits, DType dtype);

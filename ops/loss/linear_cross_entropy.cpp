@@ -118,9 +118,9 @@ LinearCrossEntropyOutput cuda_forward(const Tensor& hidden, const Tensor& weight
   p.mean = options.reduction == Reduction::kMean;
   p.grad_scale = static_cast<float>(options.grad_scale);
   p.float32_logits = options.float32_logits;
-  p.chunk_tokens = options.chunk_tokens > 0
-                       ? options.chunk_tokens
-                       : cuda::default_chunk_tokens(tokens, vocab, options.float32_logits, hidden.dtype());
+  p.chunk_tokens = options.chunk_tokens > 0 ? options.chunk_tokens
+                                            : cuda::default_chunk_tokens(tokens, vocab, options.float32_logits,
+                                                                         hidden.dtype(), needed.weight);
   const Tensor weights = options.token_weights.defined() ? options.token_weights.contiguous() : Tensor();
   p.token_weights = weights.defined() ? weights.data<float>() : nullptr;
   cuda::LinearCrossEntropyResult r{out.loss.data<float>(), out.valid_count.data<std::int64_t>(),

@@ -91,7 +91,7 @@ TEST(EstimateCli, CountsAndRecommendsAFourBitBase) {
   ASSERT_EQ(kept.exit_code, 0) << kept.output;
   EXPECT_EQ(kept.output.find("gradient checkpointing"), std::string::npos) << kept.output;
   const CliRun small =
-      zerotune("estimate --config " + qwen25_config() + " --num_gpus 1 --gpu_memory 2.5 --host_memory 4");
+      zerotune("estimate --config " + qwen25_config() + " --num_gpus 1 --gpu_memory 2.2 --host_memory 4");
   ASSERT_EQ(small.exit_code, 0) << small.output;
   EXPECT_NE(small.output.find("QLoRA (LoRA on a 4-bit base"), std::string::npos) << small.output;
   EXPECT_NE(small.output.find("--finetuning_type lora --quantization_bit 4"), std::string::npos) << small.output;

@@ -256,28 +256,35 @@ TEST(LinearCrossEntropy, ErrorsNameTheArgumentAndTheFix) {
 
 // ---- the autograd wrapper ----
 
-// The GPU's automatic chunking (a host-side choice): the fewest chunks within the 1 GiB
-// budget, as even as multiples of 128 allow, so no chunk is left far smaller than the others.
+// The GPU's automatic chunking (a host-side choice): the fewest chunks within the budget (1 GiB
+// with the weight's gradient, 256 MiB with the weight frozen), as even as multiples of 128
+// allow, so no chunk is left far smaller than the others.
 TEST(LinearCrossEntropy, AutomaticChunksAreFewAndEven) {
   const std::int64_t vocab = 151936;
-  for (bool float32_logits : {false, true})
-    for (std::int64_t tokens : {1, 100, 2048, 8192, 16384, 20000}) {
-      const std::int64_t chunk = cuda::default_chunk_tokens(tokens, vocab, float32_logits, DType::kBF16);
-      const std::string what = std::to_string(tokens) + " tokens, float32 logits " + std::to_string(float32_logits);
-      EXPECT_LE(cuda::chunk_logits_bytes(chunk, vocab, float32_logits, DType::kBF16), std::size_t{1} << 30) << what;
-      const std::int64_t fit =
-          (std::int64_t{1} << 30) / cuda::chunk_logits_bytes(1, vocab, float32_logits, DType::kBF16) / 128 * 128;
-      const std::int64_t fewest = (tokens + fit - 1) / fit;
-      const std::int64_t chunks = (tokens + chunk - 1) / chunk;
-      EXPECT_EQ(chunks, fewest) << what;
-      if (chunks > 1) {
-        EXPECT_EQ(chunk % 128, 0) << what;
-        EXPECT_GE(tokens - (chunks - 1) * chunk, chunk - 128 * chunks) << what << ": the last chunk is " << chunk;
-      } else {
-        EXPECT_EQ(chunk, tokens) << what;
+  for (bool weight_gradient : {true, false})
+    for (bool float32_logits : {false, true})
+      for (std::int64_t tokens : {1, 100, 2048, 8192, 16384, 20000}) {
+        const std::int64_t chunk =
+            cuda::default_chunk_tokens(tokens, vocab, float32_logits, DType::kBF16, weight_gradient);
+        const std::string what = std::to_string(tokens) + " tokens, float32 logits " + std::to_string(float32_logits) +
+                                 ", weight gradient " + std::to_string(weight_gradient);
+        const std::size_t budget = weight_gradient ? std::size_t{1} << 30 : std::size_t{256} << 20;
+        EXPECT_LE(cuda::chunk_logits_bytes(chunk, vocab, float32_logits, DType::kBF16), budget) << what;
+        const std::int64_t fit =
+            static_cast<std::int64_t>(budget / cuda::chunk_logits_bytes(1, vocab, float32_logits, DType::kBF16)) / 128 *
+            128;
+        const std::int64_t fewest = (tokens + fit - 1) / fit;
+        const std::int64_t chunks = (tokens + chunk - 1) / chunk;
+        EXPECT_EQ(chunks, fewest) << what;
+        if (chunks > 1) {
+          EXPECT_EQ(chunk % 128, 0) << what;
+          EXPECT_GE(tokens - (chunks - 1) * chunk, chunk - 128 * chunks) << what << ": the last chunk is " << chunk;
+        } else {
+          EXPECT_EQ(chunk, tokens) << what;
+        }
       }
-    }
-  EXPECT_EQ(cuda::default_chunk_tokens(8192, vocab, false, DType::kBF16), 2816);
+  EXPECT_EQ(cuda::default_chunk_tokens(8192, vocab, false, DType::kBF16, true), 2816);
+  EXPECT_EQ(cuda::default_chunk_tokens(8192, vocab, false, DType::kBF16, false), 768);
 }
 
 TEST(LinearCrossEntropyAutograd, TiedEmbeddingGetsBothGradientsLikeTheUnfusedTape) {
