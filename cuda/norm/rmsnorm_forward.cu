@@ -1,5 +1,6 @@
 // RMSNorm forward kernels (see rmsnorm_row.cuh for how rows map onto threads).
 #include "cuda/common/cuda_common.cuh"
+#include "cuda/common/programmatic_launch.cuh"
 #include "cuda/common/vector_io.cuh"
 #include "cuda/elementwise/elementwise_dispatch.cuh"
 #include "cuda/norm/rmsnorm.cuh"
@@ -34,10 +35,13 @@ __device__ __forceinline__ void store_scaled(const ForwardArgs& a, std::int64_t 
   store_vector<T, W>(static_cast<T*>(a.io.y) + at, out);
 }
 
-// The row stays in registers between the sum of squares and the scale.
+// The row stays in registers between the sum of squares and the scale. Both kernels are
+// launched after prior (programmatic_launch.cuh): a decode step's norms are chain links.
 template <typename T, int W, int kVectors, bool kResidual>
 __global__ void __launch_bounds__(512) forward_registers_kernel(ForwardArgs a) {
   __shared__ float scratch[32];
+  wait_for_prior_grids();
+  allow_next_grid_launch();
   const RowGroup g = row_group(a.group_threads);
   const std::int64_t vectors = a.hidden / W;
   for (std::int64_t first = static_cast<std::int64_t>(blockIdx.x) * g.count; first < a.rows;
@@ -71,6 +75,8 @@ __global__ void __launch_bounds__(512) forward_registers_kernel(ForwardArgs a) {
 template <typename T, bool kResidual>
 __global__ void __launch_bounds__(512) forward_wide_kernel(ForwardArgs a) {
   __shared__ float scratch[32];
+  wait_for_prior_grids();
+  allow_next_grid_launch();
   for (std::int64_t row = blockIdx.x; row < a.rows; row += gridDim.x) {
     const std::int64_t base = row * a.hidden;
     float squares = 0.0f;
@@ -92,12 +98,12 @@ __global__ void __launch_bounds__(512) forward_wide_kernel(ForwardArgs a) {
 template <typename T, bool kResidual>
 void launch(const Plan& plan, const ForwardArgs& a, cudaStream_t stream) {
   if (!plan.registers) {
-    forward_wide_kernel<T, kResidual><<<grid_size(a.rows, 1), plan.block_threads(), 0, stream>>>(a);
+    launch_after_prior(forward_wide_kernel<T, kResidual>, grid_size(a.rows, 1), plan.block_threads(), 0, stream, a);
     return;
   }
   unsigned blocks = grid_size(a.rows, plan.groups);
   dispatch_register_shape<T>(plan, [&]<int W, int kVectors>() {
-    forward_registers_kernel<T, W, kVectors, kResidual><<<blocks, plan.block_threads(), 0, stream>>>(a);
+    launch_after_prior(forward_registers_kernel<T, W, kVectors, kResidual>, blocks, plan.block_threads(), 0, stream, a);
   });
 }
 

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "cuda/common/cuda_common.cuh"
+#include "cuda/common/programmatic_launch.cuh"
 #include "cuda/common/vector_io.cuh"
 #include "cuda/elementwise/elementwise_dispatch.cuh"
 #include "runtime/check.h"
@@ -163,6 +164,8 @@ __device__ void copy_lane(const RopeArgs& a, std::int64_t token, int lane, std::
 
 template <typename T, typename Position, int P, bool kInterleaved, bool kVector, bool kCache>
 __global__ void __launch_bounds__(kThreads) rope_kernel(RopeArgs a) {
+  wait_for_prior_grids();  // launched after prior: a decode step's RoPE + KV write is a chain link
+  allow_next_grid_launch();
   constexpr int kCopyWidth = kVector ? kVectorWidth<T> : 1;
   const std::int64_t lanes = a.rotary_lanes + a.copy_lanes;
   const std::int64_t heads = a.q.heads + a.k.heads + a.v_heads;
@@ -213,9 +216,9 @@ void launch(RopeArgs& a, bool vector, cudaStream_t stream) {
     while (a.heads_per_thread > 1 && items_at(a.heads_per_thread) < kFewThreads) a.heads_per_thread /= 2;
     const int blocks = grid_size(items_at(a.heads_per_thread), kThreads);
     if (a.v_heads > 0)
-      rope_kernel<T, Position, P, kInterleaved, kVector, true><<<blocks, kThreads, 0, stream>>>(a);
+      launch_after_prior(rope_kernel<T, Position, P, kInterleaved, kVector, true>, blocks, kThreads, 0, stream, a);
     else
-      rope_kernel<T, Position, P, kInterleaved, kVector, false><<<blocks, kThreads, 0, stream>>>(a);
+      launch_after_prior(rope_kernel<T, Position, P, kInterleaved, kVector, false>, blocks, kThreads, 0, stream, a);
   };
   if (a.shape.interleaved) {
     if (vector)

@@ -4,6 +4,7 @@
 #include "cuda/swiglu/swiglu.cuh"
 
 #include "cuda/common/cuda_common.cuh"
+#include "cuda/common/programmatic_launch.cuh"
 #include "cuda/common/vector_io.cuh"
 #include "cuda/elementwise/elementwise_dispatch.cuh"
 #include "runtime/check.h"
@@ -20,6 +21,8 @@ __device__ __forceinline__ float exp_neg(float g) { return expf(-g); }
 
 template <typename T, int W, bool kVector>
 __global__ void __launch_bounds__(kThreads) swiglu_forward_kernel(const T* gate, const T* up, T* out, SwigluLayout l) {
+  wait_for_prior_grids();  // launched after prior: in a decode step it follows the gate/up GEMM
+  allow_next_grid_launch();
   const std::int64_t column = (static_cast<std::int64_t>(blockIdx.x) * kThreads + threadIdx.x) * W;
   if (column >= l.ffn) return;
   for (std::int64_t r = blockIdx.y; r < l.rows; r += gridDim.y) {
@@ -87,8 +90,8 @@ void swiglu_forward(const void* gate, const void* up, void* out, DType dtype, co
   dispatch_float_type(dtype, "swiglu_forward", [&]<typename T>() {
     bool vector = vectorizable({gate, up, out}, layout, sizeof(T));
     with_width<T>(vector, layout, [&]<int W, bool kVector>(dim3 grid) {
-      swiglu_forward_kernel<T, W, kVector><<<grid, kThreads, 0, stream>>>(
-          static_cast<const T*>(gate), static_cast<const T*>(up), static_cast<T*>(out), layout);
+      launch_after_prior(swiglu_forward_kernel<T, W, kVector>, grid, kThreads, 0, stream, static_cast<const T*>(gate),
+                         static_cast<const T*>(up), static_cast<T*>(out), layout);
     });
   });
   ZT_CUDA_CHECK(cudaGetLastError());

@@ -30,6 +30,7 @@
 #include "cuda/attention/attention_layout.cuh"
 #include "cuda/common/cuda_common.cuh"
 #include "cuda/common/mma_warp.cuh"
+#include "cuda/common/programmatic_launch.cuh"
 #include "cuda/common/scratch_buffer.h"
 #include "cuda/common/tile_smem.cuh"
 #include "cuda/common/vector_io.cuh"
@@ -168,6 +169,8 @@ __global__ void __launch_bounds__(kThreads)
   using QTile = typename Shape::QTile;
   using KvTile = typename Shape::KvTile;
   constexpr int kTileN = Shape::kTileN;
+  wait_for_prior_grids();
+  allow_next_grid_launch();
   const BlockWork w = block_work(d, p, in.seq_lens);
   if (w.begin >= w.end) return write_empty(d, p, w, out);
 
@@ -328,6 +331,8 @@ std::size_t generic_shared_bytes(int head_dim) {
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
     decode_generic_kernel(DecodeAttentionDims d, DecodeAttentionInputs in, Plan p, T* out) {
+  wait_for_prior_grids();
+  allow_next_grid_launch();
   const BlockWork w = block_work(d, p, in.seq_lens);
   if (w.begin >= w.end) return write_empty(d, p, w, out);
 
@@ -435,6 +440,8 @@ __global__ void __launch_bounds__(kThreads)
 // One warp per (sequence, head) row; lane l owns columns 4l .. 4l + 3, 4l + 128, ...
 template <typename T>
 __global__ void __launch_bounds__(kThreads) decode_combine_kernel(DecodeAttentionDims d, Plan p, T* out) {
+  wait_for_prior_grids();
+  allow_next_grid_launch();
   const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * kWarps + threadIdx.x / 32;
   if (row >= static_cast<std::int64_t>(d.batch) * d.num_heads) return;  // warp-uniform
   const int lane = threadIdx.x % 32, splits = p.num_splits, dim = d.head_dim;
@@ -511,7 +518,7 @@ void launch_fast(const DecodeAttentionDims& dims, const DecodeAttentionInputs& i
   auto kernel = decode_fast_kernel<T, kD>;
   constexpr int kBytes = FastShape<kD>::kSharedBytes;
   allow_shared_bytes(kernel, kBytes);
-  kernel<<<grid, kThreads, kBytes, stream>>>(dims, in, plan, out);
+  launch_after_prior(kernel, grid, kThreads, kBytes, stream, dims, in, plan, out);
 }
 
 }  // namespace
@@ -586,13 +593,13 @@ void decode_attention(const DecodeAttentionDims& dims_in, const DecodeAttentionI
       auto kernel = decode_generic_kernel<T>;
       const std::size_t bytes = generic_shared_bytes(dims.head_dim);
       allow_shared_bytes(kernel, bytes);
-      kernel<<<grid, kThreads, bytes, stream>>>(dims, inputs, plan, result);
+      launch_after_prior(kernel, grid, kThreads, bytes, stream, dims, inputs, plan, result);
     }
     ZT_CUDA_CHECK(cudaGetLastError());
     if (num_splits > 1) {
       const std::int64_t rows = static_cast<std::int64_t>(dims.batch) * dims.num_heads;
-      decode_combine_kernel<T>
-          <<<static_cast<unsigned>((rows + kWarps - 1) / kWarps), kThreads, 0, stream>>>(dims, plan, result);
+      launch_after_prior(decode_combine_kernel<T>, static_cast<unsigned>((rows + kWarps - 1) / kWarps), kThreads, 0,
+                         stream, dims, plan, result);
       ZT_CUDA_CHECK(cudaGetLastError());
     }
   });

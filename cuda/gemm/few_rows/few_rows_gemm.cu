@@ -31,6 +31,7 @@
 #include "cuda/common/mma_warp.cuh"
 #include "cuda/common/multiprocessor_count.h"
 #include "cuda/common/per_device_value.h"
+#include "cuda/common/programmatic_launch.cuh"
 #include "cuda/common/tile_smem.cuh"
 #include "cuda/elementwise/elementwise_dispatch.cuh"
 #include "runtime/check.h"
@@ -127,16 +128,27 @@ struct StageCopies {
 
   // Issues the copies of step `step` into the stage at shared address `stage`; rows and K past
   // the operands are zeros, which add nothing to a sum (their copies read nothing, from a row's
-  // first element, which lies inside the operand).
-  __device__ __forceinline__ void issue(std::uint32_t stage, std::int64_t step, std::int64_t in_features) const {
+  // first element, which lies inside the operand). The weight's and x's halves apart: the
+  // weight's first steps are issued before the kernel waits for the one that writes x.
+  __device__ __forceinline__ void issue_weight(std::uint32_t stage, std::int64_t step, std::int64_t in_features) const {
     const std::int64_t k = step * kTileK + column;
     const bool inside = k < in_features;
 #pragma unroll
     for (int j = 0; j < kWeightCopies; ++j)
       tile::cp_async<16>(stage + weight_offset[j], weight[j] + (inside ? k : 0), inside && weight_valid[j]);
+  }
+
+  __device__ __forceinline__ void issue_x(std::uint32_t stage, std::int64_t step, std::int64_t in_features) const {
+    const std::int64_t k = step * kTileK + column;
+    const bool inside = k < in_features;
 #pragma unroll
     for (int j = 0; j < kXCopies; ++j)
       tile::cp_async<16>(stage + x_offset[j], x[j] + (inside ? k : 0), inside && x_valid[j]);
+  }
+
+  __device__ __forceinline__ void issue(std::uint32_t stage, std::int64_t step, std::int64_t in_features) const {
+    issue_weight(stage, step, in_features);
+    issue_x(stage, step, in_features);
   }
 };
 
@@ -209,9 +221,17 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) few_rows_gemm_kernel(F
   const std::uint32_t stages = mma::smem_address(shared);
   auto stage = [&](int i) { return stages + static_cast<std::uint32_t>((i % kStages) * kStageBytes); };
   const StageCopies<T> copies(a, m0, column_tile, std::integral_constant<FewRowsOutput, kOutput>());
+  // Launched after prior (programmatic_launch.cuh): the first steps' weight tiles are on their
+  // way while the kernel that writes x finishes. They join the first step's copy group, so
+  // step 0 waits for them all, and each later step's group holds its x.
+#pragma unroll
+  for (int i = 0; i < kStages - 1; ++i)
+    if (i < steps) copies.issue_weight(stage(i), first_step + i, a.in_features);
+  wait_for_prior_grids();
+  allow_next_grid_launch();
 #pragma unroll
   for (int i = 0; i < kStages - 1; ++i) {
-    if (i < steps) copies.issue(stage(i), first_step + i, a.in_features);
+    if (i < steps) copies.issue_x(stage(i), first_step + i, a.in_features);
     tile::cp_async_commit();
   }
   const int warp = static_cast<int>(threadIdx.x) / 32;
@@ -301,13 +321,17 @@ void launch(const FewRowsGemmArgs& a, cudaStream_t stream) {
   config.blockDim = dim3(kThreads);
   config.dynamicSmemBytes = kSharedBytes;
   config.stream = stream;
-  cudaLaunchAttribute cluster{};
-  cluster.id = cudaLaunchAttributeClusterDimension;
-  cluster.val.clusterDim.x = 1;
-  cluster.val.clusterDim.y = 1;
-  cluster.val.clusterDim.z = static_cast<unsigned>(split.count);
-  config.attrs = &cluster;
-  config.numAttrs = split.count > 1 ? 1 : 0;
+  cudaLaunchAttribute attributes[2];
+  unsigned count = 0;
+  if (split.count > 1) {
+    attributes[count].id = cudaLaunchAttributeClusterDimension;
+    attributes[count].val.clusterDim.x = 1;
+    attributes[count].val.clusterDim.y = 1;
+    attributes[count].val.clusterDim.z = static_cast<unsigned>(split.count);
+    ++count;
+  }
+  config.attrs = attributes;
+  config.numAttrs = add_programmatic_launch(attributes, count);
   ZT_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, a, split));
 }
 
