@@ -64,8 +64,8 @@ inline unsigned add_programmatic_launch(cudaLaunchAttribute* attributes, unsigne
 // kernel<<<grid, block, shared_bytes, stream>>>(args...), allowed to start before the prior
 // kernel on the stream ends; the kernel keeps the contract above.
 template <typename... Params, typename... Args>
-void launch_after_prior(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t shared_bytes,
-                        cudaStream_t stream, Args&&... args) {
+void launch_after_prior(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t shared_bytes, cudaStream_t stream,
+                        Args&&... args) {
   cudaLaunchAttribute attribute[1];
   cudaLaunchConfig_t config{};
   config.gridDim = grid;
