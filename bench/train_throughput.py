@@ -402,7 +402,7 @@ def benchmark(args):
         lora_refused = None
         for shape in shapes:
             name, model_dir = SHAPES[shape]["name"], work / shape
-            if shape in LORA_ONLY:
+            if shape in LORA_ONLY or args.skip_full:
                 peer = with_mfu(run_peer(args, "peft", model_dir), shape)
                 if not args.skip_lora:  # zerotune's bf16 LoRA row (the QLoRA rows keep the same peer)
                     zt_lora, lines = run_zerotune(args, work, model_dir, "lora")
@@ -456,6 +456,8 @@ def main():
     parser.add_argument("--skip-hf-compile", action="store_true", help="no torch.compile peer (saves minutes)")
     parser.add_argument("--skip-lora", action="store_true",
                         help="no LoRA rows (7b/glm4-9b: no bf16 LoRA row, only the --qlora row beside the peer)")
+    parser.add_argument("--skip-full", action="store_true",
+                        help="no full fine-tune rows: each shape's LoRA row and its PEFT peer alone")
     parser.add_argument("--zerotune-only", action="store_true", help="no peers: zerotune's rows and profiles alone")
     parser.add_argument("--zerotune-args", default="",
                         help="extra zerotune train flags, e.g. '--attn_impl cudnn'; a single flag takes the = form: "
@@ -473,6 +475,8 @@ def main():
     args = parser.parse_args()
     if args.warmup < 1 or args.steps < 1:
         parser.error("--warmup and --steps must be at least 1")
+    if args.skip_full and args.skip_lora:
+        parser.error("--skip-full and --skip-lora together leave nothing to measure")
     if args.worker == "build":
         return worker_build(args)
     if args.worker:
