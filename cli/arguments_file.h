@@ -3,8 +3,8 @@
 // files. The file is read as train reads one (train/args/training_arguments.h); each name is
 // looked up in the command's FlagTable, LLaMA-Factory's names being its flags' aliases, and its
 // value becomes that flag's, checked by the flag's kind; the flags after the file override it,
-// as they override train's. LLaMA-Factory's other options are judged as train judges them
-// (train/args/other_arguments.h): without effect (one warning) or refused, naming the feature.
+// as they override train's (`--name value`, or LLaMA-Factory's `name=value`). LLaMA-Factory's other options are judged
+// as train judges them (train/args/other_arguments.h): without effect (one warning) or refused, naming the feature.
 #pragma once
 
 #include <optional>

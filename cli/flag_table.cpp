@@ -26,13 +26,18 @@ void check_required(const Flags& flags, const FlagTable& table) {
   ZT_REQUIRE_USAGE(given == 1, "give exactly one of " + names + see);
 }
 
-// A word that is no flag: an arguments file anywhere but first is named as one.
+// A word that is no flag: an arguments file anywhere but first is named as one, and so is an
+// override (`name=value`) with no file before it.
 std::string operand_message(const std::string& word, const FlagTable& table) {
+  const std::size_t eq = word.find('=');
+  if (eq != std::string::npos && eq > 0 && table.find("--" + word.substr(0, eq)))
+    return "'" + word + "': LLaMA-Factory's name=value overrides an arguments file given first; without one write --" +
+           word.substr(0, eq) + " " + word.substr(eq + 1);
   if (!train::arguments_file_format(word)) return unknown_flag_message(word, table);
   return "'" + word +
          "' is an arguments file: it comes first, before the flags that override it, and only one is "
          "read: zerotune " +
-         table.command + " FILE.yaml|FILE.json [--name value ...]";
+         table.command + " FILE.yaml|FILE.json [--name value | name=value ...]";
 }
 
 // Sets `given`'s value, checked by its flag's kind; a file's wrong value names the file.
@@ -63,7 +68,11 @@ Flags parse_flags(const std::vector<std::string>& args, const FlagTable& table) 
   std::vector<std::string> problems;
   const std::optional<ArgumentsFile> file = read_arguments_file(args, table, problems);
   const std::vector<std::string> words(args.begin() + (file ? 1 : 0), args.end());
-  const std::vector<GivenFlag> given = read_flag_words(words, table, problems);
+  // After a file, LLaMA-Factory's `name=value` words override it too: `llamafactory-cli chat|export
+  // FILE.yaml template=qwen` merges them over the file, as train's overrides do.
+  FlagTable word_table = table;
+  word_table.name_value_words = table.name_value_words || file.has_value();
+  const std::vector<GivenFlag> given = read_flag_words(words, word_table, problems);
   for (const GivenFlag& word : given)
     if (word.flag == nullptr) problems.push_back(operand_message(word.name, table));  // no command takes operands here
   if (!problems.empty()) fail_with_flag_problems(problems);

@@ -36,7 +36,8 @@ class Flags : public std::map<std::string, std::string> {
 };
 
 // Every flag of `args` by name: an arguments file's first when `args` starts with one
-// (cli/arguments_file.h), then the command line's, which override them. A word that is no flag, an unknown flag
+// (cli/arguments_file.h), then the command line's, which override them (after a file also as
+// LLaMA-Factory's `name=value`). A word that is no flag, an unknown flag
 // (runtime/flags/flag_words.h says how it is answered), a missing value, a value not of the flag's kind, or a missing
 // required flag throws zt::UsageError naming the flag.
 Flags parse_flags(const std::vector<std::string>& args, const FlagTable& table);

@@ -109,6 +109,30 @@ TEST_F(ArgumentsFileCommands, GenerateReadsTheFilesAdapterAndTemplate) {
             generate_ids(kTinyModel + adapter + " --template qwen"));
 }
 
+// LLaMA-Factory's `name=value` words after the file override it as the flags do
+// (`llamafactory-cli chat|export FILE.yaml template=qwen`); without a file such a word is named
+// with the flag to write instead.
+TEST_F(ArgumentsFileCommands, NameValueWordsAfterTheFileOverrideIt) {
+  const std::string file = kFiles + "inference_qwen3_lora_sft.yaml";
+  const std::string model = " model_name_or_path=" + testing::kTinyQwen;
+  EXPECT_EQ(generate_ids(file + model + " template=qwen"), generate_ids(file + kTinyModel + " --template qwen"));
+  EXPECT_NE(generate_ids(file + model + " template=qwen"), generate_ids(file + kTinyModel)) << "template=qwen ignored";
+
+  const CliRun merged = zerotune("export " + kFiles + "merge_qwen3_lora_sft.yaml" + model + " export_dir=by_word");
+  ASSERT_EQ(merged.exit_code, 0) << merged.output;
+  EXPECT_TRUE(fs::is_regular_file(dir_ / "by_word/model.safetensors")) << merged.output;
+  EXPECT_FALSE(fs::exists(dir_ / "saves/qwen3_sft_merged")) << "the file's export_dir was not overridden";
+
+  const CliRun without_file = zerotune("generate" + model + " --prompt hi");
+  EXPECT_EQ(without_file.exit_code, 2) << without_file.output;
+  EXPECT_NE(without_file.output.find("'model_name_or_path=" + testing::kTinyQwen +
+                                     "': LLaMA-Factory's name=value overrides an arguments file given first; without "
+                                     "one write --model_name_or_path " +
+                                     testing::kTinyQwen),
+            std::string::npos)
+      << without_file.output;
+}
+
 TEST_F(ArgumentsFileCommands, ChatAnswersAsWithTheFilesSettingsAsFlags) {
   std::ofstream(dir_ / "turns.txt") << "hello\n/exit\n";
   const std::string chat = " --device cpu --max_new_tokens 6 < turns.txt";
