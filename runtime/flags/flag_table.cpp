@@ -42,6 +42,17 @@ std::string choice_words(const std::vector<std::string>& accepted) {
   return words;
 }
 
+// Words another layer knows; a wrong one is still the command line's mistake.
+void run_check(const Flag& flag, const std::string& value) {
+  try {
+    flag.check(value);
+  } catch (const UsageError&) {
+    throw;
+  } catch (const Error& e) {
+    fail_usage(flag.name + ": " + e.what());
+  }
+}
+
 }  // namespace
 
 void check_flag_value(const Flag& flag, const std::string& value) {
@@ -66,19 +77,14 @@ void check_flag_value(const Flag& flag, const std::string& value) {
       ZT_REQUIRE_USAGE(integer_flag(name, value) > 0, name + " must be a positive whole number, got '" + value + "'");
       break;
     case FlagKind::kChoice:
-      if (std::find(flag.choices.begin(), flag.choices.end(), value) == flag.choices.end())
+      if (std::find(flag.choices.begin(), flag.choices.end(), value) == flag.choices.end()) {
+        // The check may know the word as another program's and say why it is refused.
+        if (flag.check) run_check(flag, value);
         fail_usage(name + " takes " + choice_words(flag.choices) + ", got '" + value + "'");
+      }
       break;
   }
-  if (!flag.check) return;
-  // Words another layer knows; a wrong one is still the command line's mistake.
-  try {
-    flag.check(value);
-  } catch (const UsageError&) {
-    throw;
-  } catch (const Error& e) {
-    fail_usage(name + ": " + e.what());
-  }
+  if (flag.check) run_check(flag, value);
 }
 
 double number_flag(const std::string& flag, const std::string& text) {

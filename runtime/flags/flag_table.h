@@ -34,7 +34,8 @@ struct Flag {
   std::vector<std::string> aliases = {};  // other accepted names (LLaMA-Factory's, older ones)
   std::vector<std::string> choices = {};  // kChoice's words
   // Words a higher layer knows (a device, a dtype, a chat template's name): throws zt::Error
-  // for a wrong one, which check_flag_value reports as the flag's usage error.
+  // for a wrong one, which check_flag_value reports as the flag's usage error. A kChoice flag's
+  // check sees a word outside its choices first, to name why that one is refused.
   std::function<void(const std::string&)> check = {};
 };
 

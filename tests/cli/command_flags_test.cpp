@@ -140,7 +140,9 @@ TEST_F(CommandFlags, FusedDecodeIsRefusedWithWhyItWasRemoved) {
 
 // What refusing `flag=maybe` says: the flag and what it takes; empty for a flag that takes any text.
 std::string refusal_of_maybe(const Flag& flag) {
-  if (flag.check) return flag.name + ": ";  // words another layer knows: a device, a dtype, a template
+  // Words another layer knows: a device, a dtype, a template (a choice's check names only the
+  // words it refuses by name, such as finetuning_type's oft; any other is outside the choices).
+  if (flag.check && flag.kind != FlagKind::kChoice) return flag.name + ": ";
   switch (flag.kind) {
     case FlagKind::kBool:
       return flag.name + " takes true or false, got 'maybe'";

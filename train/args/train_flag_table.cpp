@@ -3,6 +3,7 @@
 // accepted without a member (other_arguments.h) a hidden one.
 #include <string_view>
 
+#include "runtime/usage_error.h"
 #include "train/args/argument_table.h"
 #include "train/args/other_arguments.h"
 
@@ -53,6 +54,14 @@ std::vector<std::string> aliases_of(const std::string& name) {
   return aliases;
 }
 
+// LLaMA-Factory's finetuning_type oft (its examples/extras/oft files) refused as its oft_rank is,
+// with the method to train instead, rather than as a word outside the list.
+void check_finetuning_type(const std::string& value) {
+  ZT_REQUIRE_USAGE(value != "oft",
+                   "--finetuning_type oft (LLaMA-Factory): OFT (orthogonal fine-tuning) is not supported by zerotune; "
+                   "train LoRA (finetuning_type lora) instead");
+}
+
 Flag flag_of(const ArgumentSpec& spec, const TrainingArguments& defaults) {
   const nlohmann::ordered_json value = argument_json(defaults, spec);
   return {.name = std::string("--") + spec.name,
@@ -62,7 +71,9 @@ Flag flag_of(const ArgumentSpec& spec, const TrainingArguments& defaults) {
                            : value.is_string() ? value.get<std::string>()
                                                : value.dump(),
           .aliases = aliases_of(spec.name),
-          .choices = choices_of(spec)};
+          .choices = choices_of(spec),
+          .check = std::string_view(spec.name) == "finetuning_type" ? check_finetuning_type
+                                                                    : std::function<void(const std::string&)>()};
 }
 
 FlagKind kind_of(ValueKind kind) {

@@ -93,6 +93,12 @@ TEST(TrainingArguments, BadValuesNameTheFlagAndWhatIsAccepted) {
   EXPECT_NE(msg.find("cosine_with_min_lr"), std::string::npos) << msg;
   msg = error_for(with({"--finetuning_type", "qlora"}));
   EXPECT_NE(msg.find("full, freeze, lora or ptuning"), std::string::npos) << msg;
+  // LLaMA-Factory's OFT (examples/extras/oft) is named with the method to train instead.
+  msg = error_for(with({"--finetuning_type", "oft"}));
+  EXPECT_NE(msg.find("--finetuning_type oft (LLaMA-Factory): OFT (orthogonal fine-tuning) is not supported by "
+                     "zerotune; train LoRA (finetuning_type lora) instead"),
+            std::string::npos)
+      << msg;
   msg = error_for(with({"--seed", "4.5"}));
   EXPECT_NE(msg.find("--seed must be a whole number"), std::string::npos) << msg;
   msg = error_for(with({"--device", "gpu0"}));
