@@ -50,8 +50,7 @@ constexpr int kResultPitch = kTileN + 4;  // floats a row of the block's result 
 constexpr int kBlocksPerSm = 4;           // resident: 4 x 40 KB of shared memory, registers capped to fit
 constexpr std::int64_t kWantedBlocksPerSm = kBlocksPerSm;
 constexpr std::int64_t kMinStepsPerSplit = 3;
-constexpr std::int64_t kMaxSplits = 8;  // a portable cluster's blocks
-constexpr std::int64_t kMaxSplitsOfTwoRowTiles = 4;
+constexpr std::int64_t kMaxSplits = 8;           // a portable cluster's blocks
 constexpr std::int64_t kMaxColumnTiles = 65535;  // a grid's y
 
 using WeightTile = tile::SmemTile<kTileN, kTileK>;
@@ -288,18 +287,16 @@ bool clusters_compiled_in(Kernel kernel) {
 
 // How many blocks K is split over: the args' count, or enough for kWantedBlocksPerSm where
 // the tiles alone are fewer, each split keeping at least kMinStepsPerSplit steps; at most a
-// cluster's kMaxSplits, and none without clusters. With two row tiles (17 to 32 rows) every W
-// tile already has two blocks, and at most kMaxSplitsOfTwoRowTiles: on an H100 at 32 rows, 4
-// splits beat 8 for each narrow product of Qwen2.5-1.5B and 7B (1.5B q/k/v 5.3 against 6.2 µs,
-// o 4.8 against 5.5, down 15.5 against 16.4), where 8 stay best at 8 rows.
-std::int64_t k_splits(const FewRowsGemmArgs& a, std::int64_t row_tiles, std::int64_t column_tiles, std::int64_t steps,
-                      bool clusters) {
+// cluster's kMaxSplits, and none without clusters. Alone, 17 to 32 rows ran faster with 4
+// splits than 8 (1.5B q/k/v 5.3 against 6.2 µs on an H100), but in a decode graph 8 won
+// (2.07 against 2.11 ms a step): with 8 a q/k/v or o block's whole share of W is the three
+// steps it loads before waiting for the kernel before it.
+std::int64_t k_splits(const FewRowsGemmArgs& a, std::int64_t tiles, std::int64_t steps, bool clusters) {
   if (!clusters) return 1;
   if (a.k_splits > 0) return std::min({static_cast<std::int64_t>(a.k_splits), steps, kMaxSplits});
-  const std::int64_t wanted = kWantedBlocksPerSm * multiprocessor_count(), tiles = row_tiles * column_tiles;
+  const std::int64_t wanted = kWantedBlocksPerSm * multiprocessor_count();
   if (tiles >= wanted) return 1;
-  const std::int64_t cap = row_tiles > 1 ? kMaxSplitsOfTwoRowTiles : kMaxSplits;
-  const std::int64_t most = std::clamp<std::int64_t>(steps / kMinStepsPerSplit, 1, cap);
+  const std::int64_t most = std::clamp<std::int64_t>(steps / kMinStepsPerSplit, 1, kMaxSplits);
   return std::min((wanted + tiles - 1) / tiles, most);
 }
 
@@ -312,7 +309,7 @@ void launch(const FewRowsGemmArgs& a, cudaStream_t stream) {
                                                   " weight rows are more column tiles than one grid holds");
   const std::int64_t steps = (a.in_features + kTileK - 1) / kTileK;
   const auto kernel = few_rows_gemm_kernel<T, kOutput>;
-  const std::int64_t wanted_splits = k_splits(a, row_tiles, column_tiles, steps, clusters_compiled_in(kernel));
+  const std::int64_t wanted_splits = k_splits(a, row_tiles * column_tiles, steps, clusters_compiled_in(kernel));
   KSplit split;
   split.steps = (steps + wanted_splits - 1) / wanted_splits;
   split.count = static_cast<int>((steps + split.steps - 1) / split.steps);  // none of them empty
