@@ -14,8 +14,10 @@
 //     before it writes anything (an earlier kernel may still be reading that memory);
 //   - before that call it reads only memory no kernel of the step writes (weights);
 //   - it calls allow_next_grid_launch() once waiting is over, so the kernel after it may be
-//     scheduled while it runs. Calling both in a kernel launched the plain way is harmless:
-//     there is nothing to wait for.
+//     scheduled while it runs. Not before: RMSNorm letting the gate/up product launch before
+//     its own wait (so the product's weights would start during the output projection) made
+//     a 1.5B decode step 2% slower on an H100 (1.89 against 1.85 ms at batch 1). Calling both in a kernel launched the
+//     plain way is harmless: there is nothing to wait for.
 // Before sm_90 both calls compile to nothing and the launch is a plain one.
 #pragma once
 
