@@ -2,7 +2,8 @@
 // streams as it is generated, a thinking model's reasoning apart from its answer
 // (text/reasoning_stream.h); the history goes back in with every turn through the model's
 // chat template. A line of three double quotes opens a turn of several lines, closed by the
-// next such line. /reset forgets the history, /exit (or end of input) leaves, and Ctrl-C
+// next such line. /reset (or LLaMA-Factory's `clear`) forgets the history, /exit (or its
+// `exit`, or end of input) leaves, and Ctrl-C
 // stops the answer being written, not the program. With --tp N the model is split over N
 // ranks: rank 0 talks with the terminal and sends every turn to the others (cli/chat_ranks.h).
 #include <unistd.h>
@@ -27,11 +28,12 @@ namespace {
 
 constexpr const char* kDescription =
     "Reads your turns from stdin and streams the model's answers. A line of three double quotes\n"
-    "(\"\"\") starts a turn of several lines, sent when the next such line ends it. /reset starts a\n"
-    "new conversation, /exit leaves; Ctrl-C stops the current answer. A thinking model's reasoning\n"
-    "(Qwen3's <think> block) is shown after 'reasoning:', dimmed on a terminal, and its answer after\n"
-    "'answer:'. An answer cut at its length limit is followed by a line saying so and what raises\n"
-    "the limit (by default an answer gets up to 2048 new tokens, fewer where the context ends first).\n";
+    "(\"\"\") starts a turn of several lines, sent when the next such line ends it. /reset (or clear,\n"
+    "as llamafactory-cli chat reads it) starts a new conversation, /exit (or exit) leaves; Ctrl-C\n"
+    "stops the current answer. A thinking model's reasoning (Qwen3's <think> block) is shown after\n"
+    "'reasoning:', dimmed on a terminal, and its answer after 'answer:'. An answer cut at its length\n"
+    "limit is followed by a line saying so and what raises the limit (by default an answer gets up\n"
+    "to 2048 new tokens, fewer where the context ends first).\n";
 
 FlagTable flag_table() {
   return generation_table({.command = "chat",
@@ -160,15 +162,25 @@ std::optional<std::string> read_turn(const LineReader& read_line) {
   }
 }
 
+// A turn that is one of the chat's commands, written as zerotune writes it or as
+// llamafactory-cli chat reads it (`exit`, `clear`, surrounding spaces ignored), so a
+// LLaMA-Factory user's habit works.
+bool is_command(const std::string& turn, std::string_view ours, std::string_view llama_factory) {
+  const std::size_t first = turn.find_first_not_of(" \t"), last = turn.find_last_not_of(" \t");
+  const std::string_view word =
+      first == std::string::npos ? std::string_view() : std::string_view(turn).substr(first, last - first + 1);
+  return word == ours || word == llama_factory;
+}
+
 // Turns from `read_line` until /exit or the end of input.
 void converse(Conversation& conversation, const LineReader& read_line, const Answer& generate) {
-  std::cerr << "chat: /reset starts over, /exit leaves, Ctrl-C stops an answer; a line of \"\"\" starts a turn of "
-               "several lines and another ends it\n";
+  std::cerr << "chat: /reset (or clear) starts over, /exit (or exit) leaves, Ctrl-C stops an answer; a line of \"\"\" "
+               "starts a turn of several lines and another ends it\n";
   while (true) {
     std::cout << "user> " << std::flush;
     const std::optional<std::string> line = read_turn(read_line);
-    if (!line || *line == "/exit") break;
-    if (*line == "/reset") {
+    if (!line || is_command(*line, "/exit", "exit")) break;
+    if (is_command(*line, "/reset", "clear")) {
       conversation.reset();
       std::cout << "(history cleared)\n";
       continue;

@@ -191,6 +191,19 @@ TEST_F(GenerateCli, ChatKeepsHistoryAndResets) {
   EXPECT_EQ(answers[0], answers[1]);
 }
 
+// llamafactory-cli chat's words: `clear` forgets the history and `exit` leaves, as /reset and
+// /exit do; the turn after `exit` is never answered.
+TEST_F(GenerateCli, ChatTakesLlamaFactoryClearAndExit) {
+  const fs::path turns = write("lf_turns.txt", "hello\n clear \nhello\nexit\nnever read\n");
+  const CliRun chat =
+      zerotune("chat --model_name_or_path " + kModel + " --device cpu --max_new_tokens 4 < " + turns.string());
+  ASSERT_EQ(chat.exit_code, 0) << chat.output;
+  EXPECT_NE(chat.output.find("(history cleared)"), std::string::npos) << chat.output;
+  const std::vector<std::string> answers = zt::testing::chat_answers(chat.output);
+  ASSERT_EQ(answers.size(), 2u) << chat.output;
+  EXPECT_EQ(answers[0], answers[1]) << "after clear the same question gets the same answer";
+}
+
 // Lines between two lines of """ are one turn, joined by newlines: the chat's answer is the
 // one generate gives for that text as a user's turn (sampled, so that the prompt shows in it),
 // and the block's lines are never turns of their own.
