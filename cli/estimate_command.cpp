@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/estimate_training_file.h"
 #include "cli/flags.h"
 #include "cli/four_bit_base.h"
 #include "models/config/config.h"
@@ -448,7 +449,9 @@ int estimate(Flags& flags) {
 }
 
 int run_estimate(const std::vector<std::string>& args) {
-  return run_with_flags(args, flag_table(), [](Flags& flags) {
+  const bool from_file = starts_with_training_file(args) && !asks_for_help(args);
+  const std::vector<std::string> words = from_file ? estimate_words_of_training_file(args, flag_table()) : args;
+  return run_with_flags(words, flag_table(), [](Flags& flags) {
     resolve_model_flag(flags, models::hub::kConfigOnly);
     return estimate(flags);
   });

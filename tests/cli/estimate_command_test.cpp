@@ -106,6 +106,33 @@ TEST(EstimateCli, CountsAndRecommendsAFourBitBase) {
   EXPECT_NE(stage3.output.find("ZeRO stage 3 partitions the base weights"), std::string::npos) << stage3.output;
 }
 
+// A LLaMA-Factory training file gives the run train would start: its default method (LoRA),
+// micro-batch, length and dtype; the estimate's own flags and train's overrides may follow it.
+TEST(EstimateCli, ReadsATrainingFileAsTrainReadsIt) {
+  const fs::path file = test_root() / "lora_sft.yaml";
+  fs::create_directories(test_root());
+  std::ofstream(file) << "model_name_or_path: " << kTinyModel
+                      << "\nstage: sft\ndo_train: true\nlora_rank: 4\ndataset: alpaca_en_demo\ntemplate: qwen\n"
+                         "cutoff_len: 512\nper_device_train_batch_size: 3\nlearning_rate: 1.0e-4\nbf16: true\n"
+                         "output_dir: saves/out\n";
+  const CliRun lora = zerotune("estimate " + file.string() + " --num_gpus 1 --gpu_memory 24");
+  ASSERT_EQ(lora.exit_code, 0) << lora.output;
+  EXPECT_NE(lora.output.find("trainable (LoRA), bfloat16"), std::string::npos) << lora.output;
+  EXPECT_NE(lora.output.find("micro-batch 3 x 512 tokens"), std::string::npos) << lora.output;
+  EXPECT_NE(lora.output.find("24 GiB"), std::string::npos) << "--gpu_memory after the file: " << lora.output;
+  const CliRun full = zerotune("estimate " + file.string() + " finetuning_type=full --num_gpus=1");
+  ASSERT_EQ(full.exit_code, 0) << full.output;
+  EXPECT_EQ(full.output.find("(LoRA)"), std::string::npos) << "the override trains every weight: " << full.output;
+  const CliRun freeze = zerotune("estimate " + file.string() + " --finetuning_type freeze --num_gpus 1");
+  EXPECT_EQ(freeze.exit_code, 2) << freeze.output;
+  EXPECT_NE(freeze.output.find("counts full fine-tuning and LoRA"), std::string::npos) << freeze.output;
+  const fs::path no_model = test_root() / "no_model.yaml";
+  std::ofstream(no_model) << "stage: sft\ndataset: alpaca_en_demo\noutput_dir: saves/out\n";
+  const CliRun missing = zerotune("estimate " + no_model.string() + " --num_gpus 1");
+  EXPECT_EQ(missing.exit_code, 2) << missing.output;
+  EXPECT_NE(missing.output.find("model_name_or_path"), std::string::npos) << missing.output;
+}
+
 TEST(EstimateCli, RefusesBadUsageByName) {
   const CliRun unknown = zerotune("estimate --config " + qwen25_config() + " --num_gpus 8 --gpu_memory 80 --stage 2");
   EXPECT_EQ(unknown.exit_code, 2) << unknown.output;

@@ -1,0 +1,103 @@
+#include "cli/estimate_training_file.h"
+
+#include "runtime/log.h"
+#include "runtime/usage_error.h"
+#include "train/args/argument_table.h"
+#include "train/args/base_quantization.h"
+#include "train/args/training_arguments.h"
+
+namespace zt::cli {
+namespace {
+
+// "--name" of a word written `--name`, `--name=value` or (after a file) `name=value`; empty for
+// a value.
+std::string flag_name_of(const std::string& word) {
+  const std::size_t equals = word.find('=');
+  const std::string name = word.substr(0, equals);
+  if (name.rfind("--", 0) == 0) return name;
+  return equals == std::string::npos ? "" : "--" + name;
+}
+
+// A flag of the estimate that train does not take: the GPUs, nodes and memory to fit.
+bool estimate_only(const std::string& name, const FlagTable& estimate_table) {
+  return !name.empty() && estimate_table.find(name) != nullptr && train::train_flag_table().find(name) == nullptr;
+}
+
+const char* method_name(const std::string& file, train::FinetuningType type) {
+  switch (type) {
+    case train::FinetuningType::kFull:
+      return "full";
+    case train::FinetuningType::kLora:
+      return "lora";
+    default:
+      throw UsageError(file + ": finetuning_type " + name_of(type) +
+                       ": zerotune estimate counts full fine-tuning and LoRA; estimate the file with "
+                       "finetuning_type full for an upper bound");
+  }
+}
+
+// The dtype train runs in: --bf16 or --fp16, else float32; with a DeepSpeed config and neither,
+// the config's bf16/fp16 sections decide, as the estimate reads them.
+void add_dtype(const train::TrainingArguments& t, std::vector<std::string>& words) {
+  if (t.bf16 || t.fp16) {
+    words.insert(words.end(), {"--dtype", t.bf16 ? "bfloat16" : "float16"});
+  } else if (t.deepspeed.empty()) {
+    words.insert(words.end(), {"--dtype", "float32"});
+  }
+}
+
+std::vector<std::string> words_of(const train::TrainingArguments& t, const std::string& file) {
+  std::vector<std::string> words = {"--model_name_or_path",
+                                    t.model_name_or_path,
+                                    "--finetuning_type",
+                                    method_name(file, t.finetuning_type),
+                                    "--lora_rank",
+                                    std::to_string(t.lora_rank),
+                                    "--lora_target",
+                                    t.lora_target,
+                                    "--micro_batch",
+                                    std::to_string(t.per_device_train_batch_size),
+                                    "--max_length",
+                                    std::to_string(t.max_length)};
+  if (const std::optional<train::BaseQuantization> four_bit = train::base_quantization(t)) {
+    words.insert(words.end(), {"--quantization_bit", "4"});
+    if (four_bit->double_quant) words.push_back("--double_quantization=true");
+  }
+  // Only when given, so a 4-bit base recomputes unless turned off, as train runs it.
+  if (t.gradient_checkpointing) words.push_back("--gradient_checkpointing=true");
+  if (t.disable_gradient_checkpointing) words.push_back("--disable_gradient_checkpointing=true");
+  if (!t.deepspeed.empty()) words.insert(words.end(), {"--deepspeed", t.deepspeed});
+  add_dtype(t, words);
+  return words;
+}
+
+}  // namespace
+
+bool starts_with_training_file(const std::vector<std::string>& args) {
+  return !args.empty() && train::arguments_file_format(args[0]).has_value();
+}
+
+std::vector<std::string> estimate_words_of_training_file(const std::vector<std::string>& args,
+                                                         const FlagTable& estimate_table) {
+  std::vector<std::string> training = {args[0]}, own;
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    if (!estimate_only(flag_name_of(args[i]), estimate_table)) {
+      training.push_back(args[i]);
+      continue;
+    }
+    own.push_back(args[i]);  // every estimate-only flag takes a value, joined or as the next word
+    if (args[i].find('=') == std::string::npos && i + 1 < args.size()) own.push_back(args[++i]);
+  }
+  const train::TrainingArguments t = train::parse_training_arguments(training);
+  ZT_REQUIRE_USAGE(!t.model_name_or_path.empty(),
+                   args[0] + ": no model_name_or_path: add it to the file or after it (--model_name_or_path DIR)");
+  if (t.stage != "sft" && t.stage != "pt")
+    ZT_LOG(kWarn, args[0] << ": stage " << t.stage
+                          << ": the estimate counts a supervised step; a preference step also runs the frozen "
+                             "reference model and the chosen and rejected answers, so it needs more");
+  std::vector<std::string> words = words_of(t, args[0]);
+  words.insert(words.end(), own.begin(), own.end());
+  return words;
+}
+
+}  // namespace zt::cli
