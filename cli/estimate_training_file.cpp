@@ -47,18 +47,12 @@ void add_dtype(const train::TrainingArguments& t, std::vector<std::string>& word
 }
 
 std::vector<std::string> words_of(const train::TrainingArguments& t, const std::string& file) {
-  std::vector<std::string> words = {"--model_name_or_path",
-                                    t.model_name_or_path,
-                                    "--finetuning_type",
-                                    method_name(file, t.finetuning_type),
-                                    "--lora_rank",
-                                    std::to_string(t.lora_rank),
-                                    "--lora_target",
-                                    t.lora_target,
-                                    "--micro_batch",
-                                    std::to_string(t.per_device_train_batch_size),
-                                    "--max_length",
-                                    std::to_string(t.max_length)};
+  std::vector<std::string> words = {"--model_name_or_path", t.model_name_or_path,
+                                    "--finetuning_type",    method_name(file, t.finetuning_type),
+                                    "--lora_rank",          std::to_string(t.lora_rank),
+                                    "--lora_target",        t.lora_target,
+                                    "--micro_batch",        std::to_string(t.per_device_train_batch_size),
+                                    "--max_length",         std::to_string(t.max_length)};
   if (const std::optional<train::BaseQuantization> four_bit = train::base_quantization(t)) {
     words.insert(words.end(), {"--quantization_bit", "4"});
     if (four_bit->double_quant) words.push_back("--double_quantization=true");
