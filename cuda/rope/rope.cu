@@ -15,6 +15,7 @@
 #include "cuda/common/programmatic_launch.cuh"
 #include "cuda/common/vector_io.cuh"
 #include "cuda/elementwise/elementwise_dispatch.cuh"
+#include "cuda/rope/rotate_pair.cuh"
 #include "runtime/check.h"
 #include "runtime/error.h"
 
@@ -44,15 +45,6 @@ struct RopeArgs {
   bool inverse;
   RopeFrequencies frequencies;
 };
-
-// The pair (lo, hi) rotated by (c, s), each product and the result rounded to T.
-template <typename T>
-__device__ __forceinline__ void rotate(float& lo, float& hi, float c, float s) {
-  float new_lo = __fsub_rn(round_through<T>(__fmul_rn(lo, c)), round_through<T>(__fmul_rn(hi, s)));
-  float new_hi = __fadd_rn(round_through<T>(__fmul_rn(hi, c)), round_through<T>(__fmul_rn(lo, s)));
-  lo = new_lo;
-  hi = new_hi;
-}
 
 // Head h of the concatenated heads of q, k (and v, with a cache write) at one token: where it
 // is read, where it is stored (y: null for v; cache: its pool row, null without one or for a
@@ -104,12 +96,7 @@ __device__ void rotate_lane(const RopeArgs& a, std::int64_t token, int lane, std
   const int first_pair = lane * P;
   float c[P], s[P];
 #pragma unroll
-  for (int i = 0; i < P; ++i) {
-    float angle = __fmul_rn(position, a.frequencies.inv_freq[first_pair + i]);
-    float sine = sinf(angle);
-    c[i] = round_through<T>(cosf(angle));
-    s[i] = round_through<T>(a.inverse ? -sine : sine);
-  }
+  for (int i = 0; i < P; ++i) rope_cos_sin<T>(position, a.frequencies.inv_freq[first_pair + i], a.inverse, c[i], s[i]);
   const std::int64_t lo_at = kInterleaved ? 2 * first_pair : first_pair;
   const std::int64_t hi_at = first_pair + a.shape.rotary_dim / 2;
   for (std::int64_t h0 = head_begin; h0 < head_end; h0 += kHeadBatch) {
@@ -129,9 +116,9 @@ __device__ void rotate_lane(const RopeArgs& a, std::int64_t token, int lane, std
 #pragma unroll
         for (int i = 0; i < P; ++i) {
           if constexpr (kInterleaved)
-            rotate<T>(lo[b][2 * i], lo[b][2 * i + 1], c[i], s[i]);
+            rope_rotate_pair<T>(lo[b][2 * i], lo[b][2 * i + 1], c[i], s[i]);
           else
-            rotate<T>(lo[b][i], hi[b][i], c[i], s[i]);
+            rope_rotate_pair<T>(lo[b][i], hi[b][i], c[i], s[i]);
         }
       }
       auto store_to = [&](T* out) {

@@ -16,7 +16,7 @@
 // cluster's barrier every block reads the others' tiles through distributed shared memory and
 // writes its share of y, each value the splits' sum in split order. No workspace, counter or
 // second launch: a graph holds one node per product, and the bits do not depend on which split
-// finished first. The epilogue: bias and rounding, or SwiGLU.
+// finished first. The epilogue: bias and rounding, SwiGLU, or RoPE with the KV cache write.
 #include "cuda/gemm/few_rows/few_rows_gemm.cuh"
 
 #include <cooperative_groups.h>
@@ -34,6 +34,7 @@
 #include "cuda/common/programmatic_launch.cuh"
 #include "cuda/common/tile_smem.cuh"
 #include "cuda/elementwise/elementwise_dispatch.cuh"
+#include "cuda/rope/rotate_pair.cuh"
 #include "runtime/check.h"
 #include "runtime/error.h"
 
@@ -69,10 +70,11 @@ struct KSplit {
   int count = 1;
 };
 
-// Columns of y a block writes: 64 of a linear, 32 of SwiGLU (its 64 rows of W are 32 of gate
-// and the 32 of up that match them).
+// Columns (or pairs of columns) of y a block writes: 64 of a linear; 32 of SwiGLU (its 64 rows
+// of W are 32 of gate and the 32 of up that match them); 32 rotary pairs of RoPE (32 dims of a
+// head and the 32 half a head further that they pair with).
 template <FewRowsOutput kOutput>
-constexpr int kTileColumns = kOutput == FewRowsOutput::kSwiglu ? kTileN / 2 : kTileN;
+constexpr int kTileColumns = kOutput == FewRowsOutput::kLinear ? kTileN : kTileN / 2;
 
 // Row r of the block's W tile: its row of W, or -1 past W's rows.
 template <FewRowsOutput kOutput>
@@ -80,6 +82,10 @@ __device__ __forceinline__ std::int64_t weight_row(const FewRowsGemmArgs& a, std
   if constexpr (kOutput == FewRowsOutput::kSwiglu) {
     const std::int64_t half = a.out_features / 2, f = column_tile * (kTileN / 2) + r % (kTileN / 2);
     return f < half ? f + (r < kTileN / 2 ? 0 : half) : -1;
+  } else if constexpr (kOutput == FewRowsOutput::kRopeQkv) {
+    const std::int64_t tiles_per_head = a.rope.head_dim / kTileN, head = column_tile / tiles_per_head;
+    const std::int64_t first = (column_tile % tiles_per_head) * (kTileN / 2) + r % (kTileN / 2);
+    return head * a.rope.head_dim + first + (r < kTileN / 2 ? 0 : a.rope.head_dim / 2);
   } else {
     const std::int64_t n = column_tile * kTileN + r;
     return n < a.out_features ? n : -1;
@@ -152,6 +158,31 @@ struct StageCopies {
   }
 };
 
+// One rotary pair of row m, dims n_lo and n_lo + head_dim / 2 of W's [q; k; v] heads, rounded
+// to T as the product's output is: q's and k's rotated by the row's position, written to y, and
+// k's (rotated) and v's also to the row's cache slot, as cuda/rope's cache write stores them.
+template <typename T>
+__device__ void store_rope_pair(const FewRowsGemmArgs& a, std::int64_t m, std::int64_t n_lo, float lo, float hi) {
+  const FewRowsRope& rope = a.rope;
+  const std::int64_t half = rope.head_dim / 2, head = n_lo / rope.head_dim, dim = n_lo % rope.head_dim;
+  const bool value = head >= rope.q_heads + rope.kv_heads;
+  if (!value) {
+    float c, s;
+    rope_cos_sin<T>(static_cast<float>(rope.positions[m]), rope.inv_freq[dim], false, c, s);
+    rope_rotate_pair<T>(lo, hi, c, s);
+  }
+  T* y = static_cast<T*>(a.y) + m * a.out_features + n_lo;
+  store_float(y, lo);
+  store_float(y + half, hi);
+  if (head < rope.q_heads) return;
+  const std::int64_t slot = rope.slots[m];
+  if (slot < 0 || slot >= rope.num_slots) return;
+  const std::int64_t kv_head = head - rope.q_heads - (value ? rope.kv_heads : 0);
+  T* row = static_cast<T*>(value ? rope.value_pool : rope.key_pool) + (slot * rope.kv_heads + kv_head) * rope.head_dim;
+  store_float(row + dim, lo);
+  store_float(row + dim + half, hi);
+}
+
 // y's tile from the fp32 sums: sum(offset) is the tile's value at offset r * kResultPitch + c
 // (c over the W tile's rows). This block writes values first_value, first_value + value_step,
 // ... of the tile (a split's share; the whole tile without a split).
@@ -167,7 +198,11 @@ __device__ void write_tile(const FewRowsGemmArgs& a, const Sum& sum_at, std::int
     if (m >= a.rows || n < 0) continue;
     float sum = sum_at(r * kResultPitch + c);
     if (bias != nullptr) sum += load_float(bias + n);
-    if constexpr (kOutput == FewRowsOutput::kSwiglu) {
+    if constexpr (kOutput == FewRowsOutput::kRopeQkv) {
+      float hi = sum_at(r * kResultPitch + c + kColumns);
+      if (bias != nullptr) hi += load_float(bias + n + a.rope.head_dim / 2);
+      store_rope_pair<T>(a, m, n, round_through<T>(sum), round_through<T>(hi));
+    } else if constexpr (kOutput == FewRowsOutput::kSwiglu) {
       const std::int64_t half = a.out_features / 2;
       float up = sum_at(r * kResultPitch + c + kColumns);
       if (bias != nullptr) up += load_float(bias + n + half);
@@ -303,7 +338,7 @@ std::int64_t k_splits(const FewRowsGemmArgs& a, std::int64_t tiles, std::int64_t
 template <typename T, FewRowsOutput kOutput>
 void launch(const FewRowsGemmArgs& a, cudaStream_t stream) {
   const std::int64_t row_tiles = (a.rows + kTileM - 1) / kTileM;
-  const std::int64_t columns = kOutput == FewRowsOutput::kSwiglu ? a.out_features / 2 : a.out_features;
+  const std::int64_t columns = kOutput == FewRowsOutput::kLinear ? a.out_features : a.out_features / 2;
   const std::int64_t column_tiles = (columns + kTileColumns<kOutput> - 1) / kTileColumns<kOutput>;
   ZT_REQUIRE(column_tiles <= kMaxColumnTiles, "few_rows_gemm: " + std::to_string(a.out_features) +
                                                   " weight rows are more column tiles than one grid holds");
@@ -340,13 +375,39 @@ void launch(const FewRowsGemmArgs& a, cudaStream_t stream) {
 
 template <typename T>
 void launch_for_output(const FewRowsGemmArgs& a, cudaStream_t stream) {
-  if (a.output == FewRowsOutput::kSwiglu)
-    launch<T, FewRowsOutput::kSwiglu>(a, stream);
-  else
-    launch<T, FewRowsOutput::kLinear>(a, stream);
+  switch (a.output) {
+    case FewRowsOutput::kSwiglu:
+      return launch<T, FewRowsOutput::kSwiglu>(a, stream);
+    case FewRowsOutput::kRopeQkv:
+      return launch<T, FewRowsOutput::kRopeQkv>(a, stream);
+    default:
+      return launch<T, FewRowsOutput::kLinear>(a, stream);
+  }
 }
 
 bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
+
+// kRopeQkv's heads fill W exactly, in whole 64-row tiles, and everything it reads or writes is
+// given.
+bool rope_takes(const FewRowsGemmArgs& a) {
+  const FewRowsRope& r = a.rope;
+  return r.head_dim >= kTileN && r.head_dim <= 256 && r.head_dim % kTileN == 0 && r.q_heads > 0 && r.kv_heads > 0 &&
+         (r.q_heads + 2 * r.kv_heads) * r.head_dim == a.out_features && r.positions != nullptr &&
+         r.inv_freq != nullptr && r.slots != nullptr && r.key_pool != nullptr && r.value_pool != nullptr &&
+         r.num_slots >= 0;
+}
+
+bool output_takes(const FewRowsGemmArgs& a) {
+  switch (a.output) {
+    case FewRowsOutput::kLinear:
+      return true;
+    case FewRowsOutput::kSwiglu:
+      return a.out_features % 2 == 0;
+    case FewRowsOutput::kRopeQkv:
+      return rope_takes(a);
+  }
+  return false;
+}
 
 }  // namespace
 
@@ -354,9 +415,8 @@ bool few_rows_gemm_takes(const FewRowsGemmArgs& a) {
   const std::int64_t column_tiles = (a.out_features + kTileN - 1) / kTileN;  // the grid's y (SwiGLU's too)
   return (a.dtype == DType::kBF16 || a.dtype == DType::kF16) && a.rows >= 1 && a.rows <= kFewRowsGemmMaxRows &&
          column_tiles <= kMaxColumnTiles && a.in_features > 0 && a.in_features % 8 == 0 && a.x_row_stride % 8 == 0 &&
-         a.x_row_stride >= a.in_features && a.out_features > 0 &&
-         (a.output == FewRowsOutput::kLinear || a.out_features % 2 == 0) && aligned16(a.x) && aligned16(a.weight) &&
-         aligned16(a.y);
+         a.x_row_stride >= a.in_features && a.out_features > 0 && output_takes(a) && aligned16(a.x) &&
+         aligned16(a.weight) && aligned16(a.y);
 }
 
 void few_rows_gemm(const FewRowsGemmArgs& args, cudaStream_t stream) {
@@ -367,7 +427,9 @@ void few_rows_gemm(const FewRowsGemmArgs& args, cudaStream_t stream) {
                  std::to_string(args.in_features) + " (row stride " + std::to_string(args.x_row_stride) + ") by " +
                  std::to_string(args.out_features) + " weight rows is not a product it takes: 16-bit, 1 to " +
                  std::to_string(kFewRowsGemmMaxRows) +
-                 " rows, K and the row stride multiples of 8, pointers 16-byte aligned (use cuBLASLt)");
+                 " rows, K and the row stride multiples of 8, pointers 16-byte aligned; for RoPE, heads of 64 to 256 "
+                 "dims in steps of 64 that make the weight's rows, with positions, frequencies, slots and pools given "
+                 "(use cuBLASLt)");
   ZT_REQUIRE(args.k_splits >= 0, "few_rows_gemm: k_splits must be 0 (chosen) or a positive count");
   dispatch_float_type<GpuHalfTypes>(args.dtype, "few_rows_gemm",
                                     [&]<typename T>() { launch_for_output<T>(args, stream); });
