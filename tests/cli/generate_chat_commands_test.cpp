@@ -32,6 +32,20 @@ class GenerateCli : public ::testing::Test {
     return folder_ / name;
   }
 
+  // Two turns asking the same question with the history forgotten between them (`forget`) and the
+  // chat left (`leave`) before a last line: the history was cleared, the same state gave the same
+  // answer, and the line after leaving was never answered.
+  void expect_forgotten_between_the_same_questions(const std::string& forget, const std::string& leave) {
+    const fs::path turns = write("turns.txt", "hello\n" + forget + "\nhello\n" + leave + "\nnever read\n");
+    const CliRun chat =
+        zerotune("chat --model_name_or_path " + kModel + " --device cpu --max_new_tokens 4 < " + turns.string());
+    ASSERT_EQ(chat.exit_code, 0) << chat.output;
+    EXPECT_NE(chat.output.find("(history cleared)"), std::string::npos) << chat.output;
+    const std::vector<std::string> answers = zt::testing::chat_answers(chat.output);
+    ASSERT_EQ(answers.size(), 2u) << forget << " / " << leave << ": " << chat.output;
+    EXPECT_EQ(answers[0], answers[1]) << "after " << forget << " the same question gets the same answer";
+  }
+
   // A PEFT adapter made for a model of hidden size 64: every A matrix has 64 columns where
   // the tiny model's projections take 96 inputs.
   std::string adapter_of_a_narrower_model() {
@@ -179,29 +193,11 @@ TEST_F(GenerateCli, MergedLoraGivesTheTokensOfTheUnmergedOne) {
   EXPECT_NE(nothing.output.find("--adapter_name_or_path"), std::string::npos) << nothing.output;
 }
 
-TEST_F(GenerateCli, ChatKeepsHistoryAndResets) {
-  const fs::path turns = write("turns.txt", "hello\n/reset\nhello\n/exit\nnever read\n");
-  const CliRun chat =
-      zerotune("chat --model_name_or_path " + kModel + " --device cpu --max_new_tokens 4 < " + turns.string());
-  ASSERT_EQ(chat.exit_code, 0) << chat.output;
-  EXPECT_NE(chat.output.find("(history cleared)"), std::string::npos) << chat.output;
-  // After /reset the same question in the same state gets the same answer.
-  const std::vector<std::string> answers = zt::testing::chat_answers(chat.output);
-  ASSERT_EQ(answers.size(), 2u) << chat.output;
-  EXPECT_EQ(answers[0], answers[1]);
-}
+TEST_F(GenerateCli, ChatKeepsHistoryAndResets) { expect_forgotten_between_the_same_questions("/reset", "/exit"); }
 
-// llamafactory-cli chat's words: `clear` forgets the history and `exit` leaves, as /reset and
-// /exit do; the turn after `exit` is never answered.
+// llamafactory-cli chat's words, surrounding spaces ignored, do the same.
 TEST_F(GenerateCli, ChatTakesLlamaFactoryClearAndExit) {
-  const fs::path turns = write("lf_turns.txt", "hello\n clear \nhello\nexit\nnever read\n");
-  const CliRun chat =
-      zerotune("chat --model_name_or_path " + kModel + " --device cpu --max_new_tokens 4 < " + turns.string());
-  ASSERT_EQ(chat.exit_code, 0) << chat.output;
-  EXPECT_NE(chat.output.find("(history cleared)"), std::string::npos) << chat.output;
-  const std::vector<std::string> answers = zt::testing::chat_answers(chat.output);
-  ASSERT_EQ(answers.size(), 2u) << chat.output;
-  EXPECT_EQ(answers[0], answers[1]) << "after clear the same question gets the same answer";
+  expect_forgotten_between_the_same_questions(" clear ", "exit");
 }
 
 // Lines between two lines of """ are one turn, joined by newlines: the chat's answer is the
