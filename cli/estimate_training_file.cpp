@@ -1,10 +1,13 @@
 #include "cli/estimate_training_file.h"
 
+#include <filesystem>
+
 #include "runtime/log.h"
 #include "runtime/usage_error.h"
 #include "train/args/argument_table.h"
 #include "train/args/base_quantization.h"
 #include "train/args/training_arguments.h"
+#include "train/training_job.h"
 
 namespace zt::cli {
 namespace {
@@ -36,14 +39,11 @@ const char* method_name(const std::string& file, train::FinetuningType type) {
   }
 }
 
-// The dtype train runs in: --bf16 or --fp16, else float32; with a DeepSpeed config and neither,
-// the config's bf16/fp16 sections decide, as the estimate reads them.
+// The dtype train runs in: --bf16 or --fp16, else float32 (a DeepSpeed config's "auto"
+// precision follows the flags, and one that asks for another precision is refused, as train
+// refuses it).
 void add_dtype(const train::TrainingArguments& t, std::vector<std::string>& words) {
-  if (t.bf16 || t.fp16) {
-    words.insert(words.end(), {"--dtype", t.bf16 ? "bfloat16" : "float16"});
-  } else if (t.deepspeed.empty()) {
-    words.insert(words.end(), {"--dtype", "float32"});
-  }
+  words.insert(words.end(), {"--dtype", t.bf16 ? "bfloat16" : t.fp16 ? "float16" : "float32"});
 }
 
 std::vector<std::string> words_of(const train::TrainingArguments& t, const std::string& file) {
@@ -58,9 +58,11 @@ std::vector<std::string> words_of(const train::TrainingArguments& t, const std::
     if (four_bit->double_quant) words.push_back("--double_quantization=true");
   }
   // Only when given, so a 4-bit base recomputes unless turned off, as train runs it.
-  if (t.gradient_checkpointing) words.push_back("--gradient_checkpointing=true");
+  if (t.was_given("gradient_checkpointing"))
+    words.push_back(std::string("--gradient_checkpointing=") + (t.gradient_checkpointing ? "true" : "false"));
   if (t.disable_gradient_checkpointing) words.push_back("--disable_gradient_checkpointing=true");
   if (!t.deepspeed.empty()) words.insert(words.end(), {"--deepspeed", t.deepspeed});
+  if (t.was_given("model_revision")) words.insert(words.end(), {"--revision", t.model_revision});
   add_dtype(t, words);
   return words;
 }
@@ -75,16 +77,30 @@ std::vector<std::string> estimate_words_of_training_file(const std::vector<std::
                                                          const FlagTable& estimate_table) {
   std::vector<std::string> training = {args[0]}, own;
   for (std::size_t i = 1; i < args.size(); ++i) {
-    if (!estimate_only(flag_name_of(args[i]), estimate_table)) {
+    const std::string name = flag_name_of(args[i]);
+    ZT_REQUIRE_USAGE(name != "--config", args[0] +
+                                             ": --config after a training file: the file names the model "
+                                             "(model_name_or_path); drop --config or give it without the file");
+    if (!estimate_only(name, estimate_table)) {
       training.push_back(args[i]);
       continue;
     }
-    own.push_back(args[i]);  // every estimate-only flag takes a value, joined or as the next word
-    if (args[i].find('=') == std::string::npos && i + 1 < args.size()) own.push_back(args[++i]);
+    // Every estimate-only flag takes a value: joined (`--name=value`, or LLaMA-Factory's
+    // `name=value`, written as the flag), or the next word unless that is a flag.
+    own.push_back(args[i].rfind("--", 0) == 0 ? args[i] : "--" + args[i]);
+    if (args[i].find('=') == std::string::npos && i + 1 < args.size() && args[i + 1].rfind("--", 0) != 0)
+      own.push_back(args[++i]);
   }
-  const train::TrainingArguments t = train::parse_training_arguments(training);
+  train::TrainingArguments t = train::parse_training_arguments(training);
   ZT_REQUIRE_USAGE(!t.model_name_or_path.empty(),
                    args[0] + ": no model_name_or_path: add it to the file or after it (--model_name_or_path DIR)");
+  // run_clm.py's block size as train resolves it from the model's files, where they are here.
+  if (t.run_clm_style() && std::filesystem::is_directory(t.model_name_or_path))
+    t = train::resolved_arguments(t, t.model_name_or_path);
+  else if (t.run_clm_style())
+    ZT_LOG(kWarn, args[0] << ": the block size comes from the model's tokenizer files, which a hub id does not give "
+                             "here: counted at "
+                          << t.max_length << " tokens (give block_size, or the local model folder)");
   if (t.stage != "sft" && t.stage != "pt")
     ZT_LOG(kWarn, args[0] << ": stage " << t.stage
                           << ": the estimate counts a supervised step; a preference step also runs the frozen "

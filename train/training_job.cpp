@@ -291,8 +291,8 @@ int train_rank_of_many(const TrainingArguments& args, const PreparedRun& run, di
   return train_one_rank(args, run, &traced, local_rank);
 }
 
-// The arguments with what only the model's files tell: run_clm.py's block size (its default, or
-// the given one capped at the tokenizer's model_max_length) as the sample length.
+}  // namespace
+
 TrainingArguments resolved_arguments(const TrainingArguments& given, const std::string& model_dir) {
   TrainingArguments args = given;
   if (!args.run_clm_style()) return args;
@@ -309,8 +309,6 @@ TrainingArguments resolved_arguments(const TrainingArguments& given, const std::
   if (!note.empty() && current_rank().rank == 0) ZT_LOG(kInfo, note);
   return args;
 }
-
-}  // namespace
 
 int run_training_job(const TrainingArguments& given) {
   // The checks first, in seconds; then the model, downloaded once per process before its ranks

@@ -5,6 +5,8 @@
 // a job started by zerotune launch / torchrun / mpirun / srun.
 #pragma once
 
+#include <string>
+
 #include "train/args/training_arguments.h"
 
 namespace zt::train {
@@ -12,5 +14,10 @@ namespace zt::train {
 // Returns 0 when training ran to the end, or the stop signal (SIGINT, SIGTERM) that ended it
 // between steps (train/trainer.h).
 int run_training_job(const TrainingArguments& args);
+
+// The arguments with what only the model's files tell: run_clm.py's block size (its default, or
+// the given one capped at the tokenizer's model_max_length) as the sample length. `model_dir`
+// is the local model folder. zerotune estimate sizes a run_clm-style file's run by it too.
+TrainingArguments resolved_arguments(const TrainingArguments& given, const std::string& model_dir);
 
 }  // namespace zt::train

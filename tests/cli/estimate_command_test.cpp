@@ -126,6 +126,22 @@ TEST(EstimateCli, ReadsATrainingFileAsTrainReadsIt) {
   const CliRun freeze = zerotune("estimate " + file.string() + " --finetuning_type freeze --num_gpus 1");
   EXPECT_EQ(freeze.exit_code, 2) << freeze.output;
   EXPECT_NE(freeze.output.find("counts full fine-tuning and LoRA"), std::string::npos) << freeze.output;
+  const CliRun pairs = zerotune("estimate " + file.string() + " num_gpus=2 --num_gpus_per_node=2");
+  ASSERT_EQ(pairs.exit_code, 0) << pairs.output;
+  EXPECT_NE(pairs.output.find("1 node(s) x 2 GPU(s)"), std::string::npos)
+      << "name=value after the file: " << pairs.output;
+  const CliRun config = zerotune("estimate " + file.string() + " --config " + qwen25_config());
+  EXPECT_EQ(config.exit_code, 2) << config.output;
+  EXPECT_NE(config.output.find("drop --config"), std::string::npos) << config.output;
+  // Without bf16 or fp16 train runs float32; a 4-bit base told not to recompute keeps its activations.
+  const fs::path plain = test_root() / "plain.yaml";
+  std::ofstream(plain) << "model_name_or_path: " << kTinyModel
+                       << "\nstage: sft\ndataset: alpaca_en_demo\noutput_dir: saves/out\nquantization_bit: 4\n"
+                          "gradient_checkpointing: false\n";
+  const CliRun four_bit = zerotune("estimate " + plain.string() + " --num_gpus 1");
+  ASSERT_EQ(four_bit.exit_code, 0) << four_bit.output;
+  EXPECT_NE(four_bit.output.find("float32"), std::string::npos) << four_bit.output;
+  EXPECT_EQ(four_bit.output.find("gradient checkpointing"), std::string::npos) << four_bit.output;
   const fs::path no_model = test_root() / "no_model.yaml";
   std::ofstream(no_model) << "stage: sft\ndataset: alpaca_en_demo\noutput_dir: saves/out\n";
   const CliRun missing = zerotune("estimate " + no_model.string() + " --num_gpus 1");
