@@ -15,19 +15,18 @@
 //   - before that call it reads only memory no kernel of the step writes (weights);
 //   - it calls allow_next_grid_launch() once waiting is over, so the kernel after it may be
 //     scheduled while it runs. Not before: RMSNorm letting the gate/up product launch before
-//     its own wait (so the product's weights would start during the output projection) made
-//     a 1.5B decode step 2% slower on an H100 (1.89 against 1.85 ms at batch 1). Calling both in a kernel launched the
-//     plain way is harmless: there is nothing to wait for.
-// Before sm_90 both calls compile to nothing and the launch is a plain one.
+//     its own wait (so the product's weights would start during the output projection) made a
+//     1.5B decode step 2% slower on an H100 (1.89 against 1.85 ms at batch 1).
+// Calling both in a kernel launched the plain way is harmless: there is nothing to wait for.
+// Code built for an architecture before sm_90 has both calls compile to nothing, and its
+// launches are plain ones (sm90_code.h).
 #pragma once
 
 #include <cuda_runtime.h>
 
-#include <array>
-#include <atomic>
 #include <utility>
 
-#include "cuda/common/per_device_value.h"
+#include "cuda/common/sm90_code.h"
 #include "runtime/check.h"
 
 namespace zt::cuda {
@@ -44,20 +43,10 @@ __device__ __forceinline__ void allow_next_grid_launch() {
 #endif
 }
 
-// Whether the current device takes programmatic launches (compute capability 9.0 or newer).
-inline bool programmatic_launch_supported() {
-  static std::array<std::atomic<int>, 64> known{};
-  return per_device_value(known, [](int device) {
-           int major = 0;
-           ZT_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-           return major >= 9 ? 1 : 0;
-         }) == 1;
-}
-
 // The launch attribute, for launches that set others too (the few-row GEMM's cluster).
-// Adds it to `attributes` at `count` where the device takes it; returns the new count.
+// Adds it to `attributes` at `count` where the device runs sm_90 code; returns the new count.
 inline unsigned add_programmatic_launch(cudaLaunchAttribute* attributes, unsigned count) {
-  if (!programmatic_launch_supported()) return count;
+  if (!runs_sm90_code()) return count;
   attributes[count].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attributes[count].val.programmaticStreamSerializationAllowed = 1;
   return count + 1;

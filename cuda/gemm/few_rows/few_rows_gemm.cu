@@ -22,16 +22,14 @@
 #include <cooperative_groups.h>
 
 #include <algorithm>
-#include <array>
-#include <atomic>
 #include <string>
 #include <type_traits>
 
 #include "cuda/common/cuda_common.cuh"
 #include "cuda/common/mma_warp.cuh"
 #include "cuda/common/multiprocessor_count.h"
-#include "cuda/common/per_device_value.h"
 #include "cuda/common/programmatic_launch.cuh"
+#include "cuda/common/sm90_code.h"
 #include "cuda/common/tile_smem.cuh"
 #include "cuda/elementwise/elementwise_dispatch.cuh"
 #include "cuda/rope/rotate_pair.cuh"
@@ -240,7 +238,7 @@ __device__ void write_split_tile(const FewRowsGemmArgs& a, float* result, std::i
                          splits * kThreads);
   cluster.sync();
 #else
-  __trap();  // the host splits K only for code built for clusters (clusters_compiled_in)
+  __trap();  // the host splits K only where the device runs sm_90 code (runs_sm90_code)
 #endif
 }
 
@@ -306,20 +304,6 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) few_rows_gemm_kernel(F
       a, [&](int offset) { return result[offset]; }, m0, column_tile, static_cast<int>(threadIdx.x), kThreads);
 }
 
-// Whether the current device runs `kernel` from code built for sm_90 or newer, which has the
-// cluster reduction (its PTX version, not the GPU's: a compute_80 build on an H100 lacks it).
-// Asked of the loaded function, launching nothing, so a decode graph's capture may ask first.
-// Every instantiation is built for the same architectures, so one answer serves them all.
-template <typename Kernel>
-bool clusters_compiled_in(Kernel kernel) {
-  static std::array<std::atomic<int>, 64> known{};
-  return per_device_value(known, [&](int) {
-           cudaFuncAttributes attributes{};
-           ZT_CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
-           return attributes.ptxVersion >= 90 ? 1 : 0;
-         }) == 1;
-}
-
 // How many blocks K is split over: the args' count, or enough for kWantedBlocksPerSm where
 // the tiles alone are fewer, each split keeping at least kMinStepsPerSplit steps; at most a
 // cluster's kMaxSplits, and none without clusters. Alone, 17 to 32 rows ran faster with 4
@@ -344,7 +328,7 @@ void launch(const FewRowsGemmArgs& a, cudaStream_t stream) {
                                                   " weight rows are more column tiles than one grid holds");
   const std::int64_t steps = (a.in_features + kTileK - 1) / kTileK;
   const auto kernel = few_rows_gemm_kernel<T, kOutput>;
-  const std::int64_t wanted_splits = k_splits(a, row_tiles * column_tiles, steps, clusters_compiled_in(kernel));
+  const std::int64_t wanted_splits = k_splits(a, row_tiles * column_tiles, steps, runs_sm90_code());
   KSplit split;
   split.steps = (steps + wanted_splits - 1) / wanted_splits;
   split.count = static_cast<int>((steps + split.steps - 1) / split.steps);  // none of them empty
