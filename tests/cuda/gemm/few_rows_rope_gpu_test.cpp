@@ -130,7 +130,8 @@ TEST(FewRowsRopeGpu, TheEpilogueEqualsTheProductThenRopeAndTheCacheWrite) {
       for (std::int64_t rows : {1, 8, 32})
         for (bool with_bias : {false, true})
           for (int k_splits : {1, 3, 0})
-            ASSERT_NO_FATAL_FAILURE(expect_epilogue_equals_product_then_rope({heads, dtype, rows, with_bias, k_splits}));
+            ASSERT_NO_FATAL_FAILURE(
+                expect_epilogue_equals_product_then_rope({heads, dtype, rows, with_bias, k_splits}));
 }
 
 // Heads that are not whole 64-row tiles, heads that do not make W's rows, and a missing pool are
