@@ -22,7 +22,9 @@ enum class FewRowsProducts { kNone, kSwiglu, kSwigluAndLongK, kAll };
 // While one lives, this thread's linear_forward and linear_swiglu_forward send `products` to the
 // few-row kernel. kNone outside any scope: a decode step captured as a CUDA graph is captured
 // each way and the fastest graph kept (infer/decode_graph.h), so the kernel runs only where it
-// measured faster.
+// measured faster. The kernel loads its first weight tiles before it waits for the kernel before
+// it (cuda/common/programmatic_launch.cuh), so no kernel of a step in a scope may write a
+// weight: a decode step's weights are written only when the model loads.
 class FewRowsGemmScope {
  public:
   explicit FewRowsGemmScope(FewRowsProducts products);
