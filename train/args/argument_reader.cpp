@@ -88,6 +88,12 @@ std::string foreign_layout(const json& object) {
            "dist_config), which zerotune does not read: write it with LLaMA-Factory's names, as its "
            "examples/train_lora files do (model_name_or_path, dataset with dataset_dir, "
            "per_device_train_batch_size, finetuning_type with lora_rank, lora_alpha, lora_target, deepspeed)";
+  if (object.contains("compute_environment") && object.contains("distributed_type"))
+    return " is an Accelerate config (`accelerate launch --config_file`: compute_environment, distributed_type, "
+           "num_processes, num_machines), which says how to start the processes, not what to train: start them "
+           "with `zerotune launch --nproc_per_node N [--nnodes M --node_rank R --master_addr A] zerotune train "
+           "ARGS.yaml` (or torchrun), give train the training arguments file, and put ZeRO settings in a DeepSpeed "
+           "config given as deepspeed (FSDP's sharding is ZeRO-3's: docs/ZERO.md)";
   if (object.contains("training_args") && object.contains("data_config"))
     return " is in ChatGLM3's finetune_demo layout (data_config, training_args, peft_config), which zerotune "
            "does not read: put the training_args entries at the top level, with model_name_or_path, train_file "

@@ -349,6 +349,33 @@ peft_config:
   EXPECT_EQ(msg.find("unknown option"), std::string::npos) << msg;
 }
 
+// An Accelerate config (LLaMA-Factory's examples/accelerate/fsdp_config.yaml, for `accelerate
+// launch --config_file`) given to train: one usage error saying what it is and how zerotune starts
+// processes, not one unknown option per key.
+TEST(ArgumentsFile, AccelerateConfigIsNamed) {
+  const std::string accelerate = R"(compute_environment: LOCAL_MACHINE
+debug: false
+distributed_type: FSDP
+downcast_bf16: 'no'
+fsdp_config:
+  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP
+  fsdp_offload_params: false
+  fsdp_state_dict_type: FULL_STATE_DICT
+machine_rank: 0
+main_training_function: main
+mixed_precision: bf16
+num_machines: 1
+num_processes: 2
+rdzv_backend: static
+same_network: true
+use_cpu: false
+)";
+  const std::string msg = yaml_error(accelerate);
+  EXPECT_NE(msg.find("args.yaml is an Accelerate config"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("zerotune launch --nproc_per_node N"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find("unknown option"), std::string::npos) << msg;
+}
+
 // LLaMA-Factory's benchmark file as published (examples/train_lora/llama3_lora_eval.yaml, for
 // `llamafactory-cli eval`): one usage error saying what it is and what zerotune does instead,
 // not one unknown option per key (task, lang, n_shot, save_dir, batch_size).
