@@ -110,6 +110,40 @@ void refuse_constrained_output(const json& body) {
                                 "' is not supported by this server: it cannot constrain the answer (vLLM's "
                                 "structured outputs)",
                             name);
+  // SGLang's names for the same, top-level fields of its requests.
+  for (const char* name : {"json_schema", "regex", "ebnf"})
+    if (field(body, name) != nullptr)
+      throw invalid_request("'" + std::string(name) +
+                                "' is not supported by this server: it cannot constrain the answer (SGLang's "
+                                "structured outputs)",
+                            name);
+}
+
+// vLLM's and SGLang's fields that change what is generated or returned and that this server
+// has no mechanism for: ignored as unknown, they would give an answer other than the one asked
+// for with nothing to say so. Their neutral values (what the servers default to) pass.
+void refuse_unsupported_extensions(const json& body, bool chat) {
+  auto refuse = [](const char* name, const std::string& why) {
+    throw invalid_request("'" + std::string(name) + "' is not supported by this server: " + why, name);
+  };
+  if (const json* v = field(body, "use_beam_search"); v != nullptr && *v != false)
+    refuse("use_beam_search", "it samples or decodes greedily, one sequence a request; send false (or none)");
+  if (field(body, "prompt_logprobs") != nullptr)
+    refuse("prompt_logprobs", "it returns no log probabilities; send null (or none)");
+  if (field(body, "stop_regex") != nullptr)
+    refuse("stop_regex", "it ends answers at plain strings only; send them as 'stop'");
+  if (!chat) return;
+  if (const json* v = field(body, "add_generation_prompt"); v != nullptr && *v != true)
+    refuse("add_generation_prompt",
+           "every chat prompt ends with the template's generation prompt; send true (or none)");
+  if (const json* v = field(body, "continue_final_message"); v != nullptr && *v != false)
+    refuse("continue_final_message",
+           "it answers in a new assistant turn and cannot continue the last message; send false (or none), or "
+           "send the rendered text to /v1/completions as the prompt");
+  if (field(body, "chat_template") != nullptr)
+    refuse("chat_template",
+           "it renders with the chat template it was started with (its --template) and reads no template from a "
+           "request");
 }
 
 // Whether `value` is a non-empty list of token ids (integers; the vocabulary is checked where
@@ -140,6 +174,8 @@ void read_vllm_sampling(const json& body, SamplingFields& s) {
   if (const json* v = field(body, "min_p")) s.min_p = number_field(*v, "min_p", 0, 1);
   if (const json* v = field(body, "include_stop_str_in_output"))
     s.include_stop_str_in_output = bool_field(*v, "include_stop_str_in_output");
+  // SGLang's name for it
+  if (const json* v = field(body, "no_stop_trim")) s.include_stop_str_in_output |= bool_field(*v, "no_stop_trim");
   if (const json* v = field(body, "min_tokens")) s.min_tokens = integer_field(*v, "min_tokens");
   if (s.min_tokens < 0) throw invalid_request("'min_tokens' must be at least 0", "min_tokens");
   if (s.max_tokens && s.min_tokens > *s.max_tokens)
@@ -147,9 +183,10 @@ void read_vllm_sampling(const json& body, SamplingFields& s) {
   if (const json* v = field(body, "ignore_eos")) s.ignore_eos = bool_field(*v, "ignore_eos");
 }
 
-void read_common(const json& body, ApiRequest& request) {
+void read_common(const json& body, ApiRequest& request, bool chat) {
   refuse_unsupported(body);
   refuse_constrained_output(body);
+  refuse_unsupported_extensions(body, chat);
   if (const json* v = field(body, "model")) request.model = string_field(*v, "model");
   SamplingFields& s = request.sampling;
   for (const char* name : {"max_tokens", "max_completion_tokens"}) {  // the newer name wins
@@ -183,12 +220,15 @@ std::string message_content(const json& message, const std::string& where) {
     throw invalid_request("'" + where + ".content' must be a string or a list of parts", where + ".content");
   std::string text;
   for (const json& part : *content) {
-    if (!part.is_object() || part.value("type", json()) != "text" || !part.contains("text") ||
-        !part["text"].is_string())
+    // An assistant's refusal part (openai-python's assistant content) is its text, as vLLM reads it.
+    const bool refusal = part.is_object() && part.value("type", json()) == "refusal";
+    const char* key = refusal ? "refusal" : "text";
+    if (!part.is_object() || (!refusal && part.value("type", json()) != "text") || !part.contains(key) ||
+        !part[key].is_string())
       throw invalid_request(
           "'" + where + ".content' parts must be {\"type\": \"text\", \"text\": ...}: this model reads text only",
           where + ".content");
-    text += part["text"].get<std::string>();
+    text += part[key].get<std::string>();
   }
   return text;
 }
@@ -261,7 +301,7 @@ std::optional<bool> enable_thinking_field(const json& body) {
 ApiRequest parse_chat_request(const std::string& body) {
   const json parsed = parse_object(body);
   ApiRequest request;
-  read_common(parsed, request);
+  read_common(parsed, request, /*chat=*/true);
   request.messages = messages_field(parsed);
   request.tools = read_tool_fields(parsed, body);
   request.enable_thinking = enable_thinking_field(parsed);
@@ -271,7 +311,7 @@ ApiRequest parse_chat_request(const std::string& body) {
 ApiRequest parse_completion_request(const std::string& body) {
   const json parsed = parse_object(body);
   ApiRequest request;
-  read_common(parsed, request);
+  read_common(parsed, request, /*chat=*/false);
   read_prompt(parsed, request);
   if (const json* suffix = field(parsed, "suffix"); suffix != nullptr && *suffix != "")
     throw invalid_request("'suffix' is not supported by this server: it writes on from the end of the prompt only",

@@ -166,6 +166,39 @@ TEST(RequestParsing, ChatTemplateKwargsTakeEnableThinking) {
   EXPECT_EQ(refused_param("{" + messages + R"(, "chat_template_kwargs": [1]})"), "chat_template_kwargs");
 }
 
+// vLLM's and SGLang's fields that would change the answer are refused by name, not dropped as
+// unknown; their defaults pass, as clients that always send them (vLLM's own tests) do.
+TEST(RequestParsing, VllmAndSglangFieldsWithoutAMechanismAreRefused) {
+  const std::string messages = R"("messages": [{"role": "user", "content": "hi"}])";
+  for (const char* field : {R"("use_beam_search": true)", R"("prompt_logprobs": 1)", R"("prompt_logprobs": 0)",
+                            R"("add_generation_prompt": false)", R"("continue_final_message": true)",
+                            R"("chat_template": "{{ messages }}")", R"("regex": "[0-9]+")", R"("ebnf": "root ::= 'a'")",
+                            R"("json_schema": "{}")", R"("stop_regex": "a+")"}) {
+    const std::string name = std::string(field).substr(1, std::string(field).find('"', 1) - 1);
+    EXPECT_EQ(refused_param("{" + messages + ", " + field + "}"), name) << field;
+  }
+  EXPECT_EQ(refused_param("{" + messages +
+                          R"(, "use_beam_search": false, "prompt_logprobs": null, "add_generation_prompt": true,
+                               "continue_final_message": false, "chat_template": null})"),
+            "no error");
+  // A completion has no chat template: only the fields of both are read there.
+  EXPECT_NO_THROW(parse_completion_request(R"({"prompt": "a", "add_generation_prompt": false})"));
+  EXPECT_THROW(parse_completion_request(R"({"prompt": "a", "use_beam_search": true})"), ApiError);
+  // SGLang's no_stop_trim is vLLM's include_stop_str_in_output.
+  EXPECT_TRUE(parse_chat_request("{" + messages + R"(, "no_stop_trim": true})").sampling.include_stop_str_in_output);
+  EXPECT_FALSE(parse_chat_request("{" + messages + R"(, "no_stop_trim": false})").sampling.include_stop_str_in_output);
+}
+
+// An assistant message's refusal part (openai-python's assistant content parts) is its text.
+TEST(RequestParsing, ARefusalPartIsText) {
+  const ApiRequest chat = parse_chat_request(R"({"messages": [{"role": "user", "content": "hi"},
+    {"role": "assistant", "content": [{"type": "refusal", "refusal": "I can't."}, {"type": "text", "text": " Sorry."}]},
+    {"role": "user", "content": "ok"}]})");
+  EXPECT_EQ(chat.messages[1].content, "I can't. Sorry.");
+  EXPECT_EQ(refused_param(R"({"messages": [{"role": "assistant", "content": [{"type": "refusal", "text": "x"}]}]})"),
+            "messages[0].content");
+}
+
 TEST(RequestParsing, AnEmptyBodySaysSo) {
   for (const std::string body : {"", "  \n"}) {
     try {
