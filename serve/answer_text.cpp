@@ -5,8 +5,9 @@
 
 namespace zt::serve {
 
-AnswerText::AnswerText(const models::Tokenizer& tokenizer, std::vector<std::string> stops, bool include_stop)
-    : decoder_(tokenizer, /*skip_special_tokens=*/true), stops_(std::move(stops)), include_stop_(include_stop) {}
+AnswerText::AnswerText(const models::Tokenizer& tokenizer, std::vector<std::string> stops, bool include_stop,
+                       bool skip_special_tokens)
+    : decoder_(tokenizer, skip_special_tokens), stops_(std::move(stops)), include_stop_(include_stop) {}
 
 // The longest end of held_ that begins some stop string.
 std::size_t AnswerText::held_back_length() const {

@@ -42,7 +42,9 @@ struct Answer {
         context(context),
         format(!request.messages.empty(), context.model.name, request.include_usage),
         parts(format, reasoning_start, request.tools.parse_calls, request.tools.parallel_tool_calls ? SIZE_MAX : 1),
-        text(*context.model.tokenizer, request.sampling.stop, request.sampling.include_stop_str_in_output),
+        text(*context.model.tokenizer, request.sampling.stop, request.sampling.include_stop_str_in_output,
+             request.sampling.skip_special_tokens),
+        include_stop(request.sampling.include_stop_str_in_output),
         eos(engine_request.options.eos_token_ids),
         usage{.prompt_tokens = static_cast<std::int64_t>(engine_request.prompt.size())},
         submitted(context.engine.submit(std::move(engine_request))) {}
@@ -56,7 +58,11 @@ struct Answer {
     for (std::int64_t token : update.tokens) {
       if (usage.completion_tokens++ == 0) first_token = Clock::now();
       last_token = token;
-      piece += text.put(token);
+      // An eos or stop_token_ids token ends the answer (the engine bars them before min_tokens,
+      // and the finish may come in a later update) and adds no text unless
+      // include_stop_str_in_output, as in vLLM: a stop token of plain text would otherwise end
+      // the answer with the very text that was asked to stop it.
+      if (include_stop || std::find(eos.begin(), eos.end(), token) == eos.end()) piece += text.put(token);
     }
     finished = update.finished || text.stopped();
     if (text.stopped() && !update.finished) context.engine.cancel(submitted.id);
@@ -97,6 +103,7 @@ struct Answer {
   ResponseFormat format;
   AnswerParts parts;  // the text as the response carries it
   AnswerText text;
+  bool include_stop = false;  // include_stop_str_in_output
   std::vector<std::int64_t> eos;
   Usage usage;
   EngineLoop::Submitted submitted;

@@ -174,6 +174,7 @@ void read_vllm_sampling(const json& body, SamplingFields& s) {
   if (const json* v = field(body, "min_p")) s.min_p = number_field(*v, "min_p", 0, 1);
   if (const json* v = field(body, "include_stop_str_in_output"))
     s.include_stop_str_in_output = bool_field(*v, "include_stop_str_in_output");
+  if (const json* v = field(body, "skip_special_tokens")) s.skip_special_tokens = bool_field(*v, "skip_special_tokens");
   // SGLang's name for it
   if (const json* v = field(body, "no_stop_trim")) s.include_stop_str_in_output |= bool_field(*v, "no_stop_trim");
   if (const json* v = field(body, "min_tokens")) s.min_tokens = integer_field(*v, "min_tokens");

@@ -28,15 +28,18 @@ struct SamplingFields {
   // vLLM's (and llama.cpp's) min_p, in [0, 1]: tokens less likely than min_p times the most
   // likely one are dropped; 0 keeps every token.
   std::optional<double> min_p;
-  // vLLM's stop_token_ids: these end the answer as eos tokens do (ignore_eos or not); the
-  // text of one that is not a special token stays in the answer, as in vLLM's.
+  // vLLM's stop_token_ids: these end the answer as eos tokens do (ignore_eos or not); as in
+  // vLLM, the text of the token that ended it is left out unless include_stop_str_in_output.
   std::vector<std::int64_t> stop_token_ids;
   // vLLM's extensions, which its benchmarks send: no end of sequence before min_tokens new
   // tokens, or (ignore_eos) none at all: only max_tokens or a stop string ends the answer.
   std::int64_t min_tokens = 0;
   bool ignore_eos = false;
-  // vLLM's include_stop_str_in_output: the stop string that ended the answer stays in it.
+  // vLLM's include_stop_str_in_output: the stop string (or the text of the stop token) that
+  // ended the answer stays in it.
   bool include_stop_str_in_output = false;
+  // vLLM's skip_special_tokens: false keeps the text of special tokens in the answer.
+  bool skip_special_tokens = true;
 };
 
 struct ApiRequest {

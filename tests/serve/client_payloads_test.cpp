@@ -58,8 +58,9 @@ TEST_F(ClientPayloads, RepetitionPenaltyChangesARepeatingAnswer) {
 }
 
 // vLLM's stop_token_ids (its server tests send them through extra_body): the answer ends at
-// the first of them, as at an eos token, ignore_eos or not, with finish_reason stop; an id
-// outside the vocabulary is a 400 naming the field.
+// the first of them, as at an eos token, ignore_eos or not, with finish_reason stop, and its
+// text is left out unless include_stop_str_in_output, whole and streamed, as vLLM leaves it;
+// an id outside the vocabulary is a 400 naming the field.
 TEST_F(ClientPayloads, StopTokenIdsEndTheAnswerAtTheirToken) {
   httplib::Client client = server().client();
   const std::string first_text =
@@ -73,7 +74,12 @@ TEST_F(ClientPayloads, StopTokenIdsEndTheAnswerAtTheirToken) {
   const json stopped = post(client, "/v1/chat/completions", body);
   EXPECT_EQ(stopped["usage"]["completion_tokens"], 1);
   EXPECT_EQ(stopped["choices"][0]["finish_reason"], "stop");
-  EXPECT_EQ(answer_of(stopped), first_text);  // not a special token: its text stays, as in vLLM
+  EXPECT_EQ(answer_of(stopped), "");
+  EXPECT_EQ(stream(client, "/v1/chat/completions", body).text, "");
+  body["include_stop_str_in_output"] = true;
+  EXPECT_EQ(answer_of(post(client, "/v1/chat/completions", body)), first_text);
+  EXPECT_EQ(stream(client, "/v1/chat/completions", body).text, first_text);
+  body.erase("include_stop_str_in_output");
   body["stop_token_ids"] = {tokenizer->vocab_size() + 1};
   const json refused = post(client, "/v1/chat/completions", body, 400);
   EXPECT_EQ(refused["error"]["param"], "stop_token_ids");
@@ -122,6 +128,21 @@ TEST_F(ClientPayloads, APromptOfTokenIdsIsAnsweredAsItsText) {
   EXPECT_EQ(post(client, "/v1/completions", outside, 400)["error"]["param"], "prompt");
   outside["prompt"] = {-1};
   EXPECT_EQ(post(client, "/v1/completions", outside, 400)["error"]["param"], "prompt");
+}
+
+// vLLM's skip_special_tokens: false keeps the text of the special tokens an answer holds (here
+// <|endoftext|>, drawn by a hot sample with a fixed seed), which are otherwise left out.
+TEST_F(ClientPayloads, SkipSpecialTokensFalseKeepsTheirText) {
+  httplib::Client client = server().client();
+  json body = chat_body(
+      {{"max_tokens", 30}, {"temperature", 1.5}, {"seed", 3}, {"ignore_eos", true}, {"skip_special_tokens", false}});
+  const std::string kept = answer_of(post(client, "/v1/chat/completions", body));
+  ASSERT_NE(kept.find("<|endoftext|>"), std::string::npos) << "the sample holds no special token: " << kept;
+  EXPECT_EQ(stream(client, "/v1/chat/completions", body).text, kept);
+  body.erase("skip_special_tokens");
+  std::string skipped = kept;
+  skipped.erase(kept.find("<|endoftext|>"), std::string("<|endoftext|>").size());
+  EXPECT_EQ(answer_of(post(client, "/v1/chat/completions", body)), skipped);
 }
 
 }  // namespace
