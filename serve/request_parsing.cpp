@@ -48,6 +48,11 @@ double number_field(const json& value, const std::string& name, double low, doub
 }
 
 std::int64_t integer_field(const json& value, const std::string& name) {
+  // A whole number too large for 64 bits parses as a float: say it is out of range, not that it
+  // is not an integer.
+  if (value.is_number_float() && std::isfinite(value.get<double>()) &&
+      value.get<double>() == std::floor(value.get<double>()))
+    throw invalid_request("'" + name + "' must fit in 64 bits, got " + value.dump(), name);
   if (!value.is_number_integer()) throw invalid_request("'" + name + "' must be an integer", name);
   return value.get<std::int64_t>();
 }
@@ -212,9 +217,14 @@ void read_common(const json& body, ApiRequest& request, bool chat) {
   }
 }
 
-// A message's content: a string, or a list of text parts (OpenAI's content parts).
-std::string message_content(const json& message, const std::string& where) {
+// A message's content: a string, or a list of text parts (OpenAI's content parts). Only an
+// assistant's may be left out or null (OpenAI's, for a turn of tool calls); any other role's is
+// required, as OpenAI requires it.
+std::string message_content(const json& message, const std::string& role, const std::string& where) {
   const json* content = field(message, "content");
+  if (content == nullptr && role != "assistant")
+    throw invalid_request("'" + where + ".content' is required for a " + role + " message: a string or a list of parts",
+                          where + ".content");
   if (content == nullptr) return "";
   if (content->is_string()) return content->get<std::string>();
   if (!content->is_array())
@@ -255,7 +265,7 @@ std::vector<models::ChatMessage> messages_field(const json& body) {
     std::vector<models::ToolCall> calls = message_tool_calls(message, where);
     if (!calls.empty() && name != "assistant")
       throw invalid_request("'" + where + ".tool_calls' belongs to assistant messages only", where + ".tool_calls");
-    result.push_back({name, message_content(message, where), std::move(calls)});
+    result.push_back({name, message_content(message, name, where), std::move(calls)});
   }
   return result;
 }

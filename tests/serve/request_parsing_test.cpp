@@ -110,6 +110,25 @@ TEST(RequestParsing, BadFieldsAreRefusedByName) {
   EXPECT_EQ(refused_param("{" + messages + ", \"n\": 1, \"presence_penalty\": 0, \"logprobs\": false}"), "no error");
 }
 
+// A seed too large for 64 bits is said to be out of range (it parses as a float, but it is a
+// whole number); a message other than an assistant's needs its content, as OpenAI requires.
+TEST(RequestParsing, AHugeSeedAndAMissingContentAreRefusedForWhatTheyAre) {
+  const std::string messages = R"("messages": [{"role": "user", "content": "hi"}])";
+  try {
+    parse_chat_request("{" + messages + ", \"seed\": 18446744073709551616}");
+    ADD_FAILURE() << "a 65-bit seed was taken";
+  } catch (const ApiError& error) {
+    EXPECT_NE(error.body()["error"]["message"].get<std::string>().find("must fit in 64 bits"), std::string::npos)
+        << error.body().dump();
+  }
+  EXPECT_EQ(refused_param(R"({"messages": [{"role": "user", "content": null}]})"), "messages[0].content");
+  EXPECT_EQ(refused_param(R"({"messages": [{"role": "system"}, {"role": "user", "content": "hi"}]})"),
+            "messages[0].content");
+  EXPECT_EQ(refused_param(R"({"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": null}, )"
+                          R"({"role": "user", "content": "again"}]})"),
+            "no error");
+}
+
 // Fields that would change the answer's meaning and that were once read as unknown: top_logprobs
 // (vLLM's and llama.cpp's server tests send it with logprobs) and a completion's suffix.
 TEST(RequestParsing, TopLogprobsAndSuffixAreRefusedByName) {
