@@ -84,6 +84,23 @@ FewRowsGemmArgs product_args(const RopeCase& c, const Operands& o, const Tensor&
           .k_splits = c.k_splits};
 }
 
+// The product of `o` with the RoPE epilogue into y and the pools `keys` and `values`.
+FewRowsGemmArgs rope_args(const RopeCase& c, const Operands& o, const Tensor& y, const Tensor& keys,
+                          const Tensor& values) {
+  FewRowsGemmArgs args = product_args(c, o, y);
+  args.output = FewRowsOutput::kRopeQkv;
+  args.rope = {.head_dim = c.heads.dim,
+               .q_heads = c.heads.q,
+               .kv_heads = c.heads.kv,
+               .positions = o.positions.data<std::int64_t>(),
+               .inv_freq = o.inv_freq.data<float>(),
+               .slots = o.slots.data<std::int64_t>(),
+               .key_pool = keys.data_ptr(),
+               .value_pool = values.data_ptr(),
+               .num_slots = o.num_slots};
+  return args;
+}
+
 std::vector<double> values(const Tensor& t) { return t.to(Device::cpu(), DType::kF32).to_vector(); }
 
 void expect_epilogue_equals_product_then_rope(const RopeCase& c) {
@@ -102,18 +119,7 @@ void expect_epilogue_equals_product_then_rope(const RopeCase& c) {
 
   Tensor fused = Tensor::full({c.rows, n}, nan, c.dtype, Device::cuda());
   Tensor fused_keys = o.pool(c, 1.5), fused_values = o.pool(c, -2.5);
-  FewRowsGemmArgs args = product_args(c, o, fused);
-  args.output = FewRowsOutput::kRopeQkv;
-  args.rope = {.head_dim = h.dim,
-               .q_heads = h.q,
-               .kv_heads = h.kv,
-               .positions = o.positions.data<std::int64_t>(),
-               .inv_freq = o.inv_freq.data<float>(),
-               .slots = o.slots.data<std::int64_t>(),
-               .key_pool = fused_keys.data_ptr(),
-               .value_pool = fused_values.data_ptr(),
-               .num_slots = o.num_slots};
-  few_rows_gemm(args, current_stream());
+  few_rows_gemm(rope_args(c, o, fused, fused_keys, fused_values), current_stream());
 
   const std::string what = c.name();
   EXPECT_EQ(values(fused.narrow(1, 0, h.q * h.dim)), values(q)) << what << ": q";
@@ -142,18 +148,8 @@ TEST(FewRowsRopeGpu, WhatTheEpilogueCannotTakeIsRefused) {
   const Operands o(c);
   Tensor y = Tensor::zeros({c.rows, o.weight.size(0)}, c.dtype, Device::cuda());
   Tensor keys = o.pool(c, 0.0), vals = o.pool(c, 0.0);
-  FewRowsGemmArgs args = product_args(c, o, y);
-  args.output = FewRowsOutput::kRopeQkv;
-  const FewRowsRope good{.head_dim = 64,
-                         .q_heads = 2,
-                         .kv_heads = 1,
-                         .positions = o.positions.data<std::int64_t>(),
-                         .inv_freq = o.inv_freq.data<float>(),
-                         .slots = o.slots.data<std::int64_t>(),
-                         .key_pool = keys.data_ptr(),
-                         .value_pool = vals.data_ptr(),
-                         .num_slots = o.num_slots};
-  args.rope = good;
+  FewRowsGemmArgs args = rope_args(c, o, y, keys, vals);
+  const FewRowsRope good = args.rope;
   EXPECT_TRUE(few_rows_gemm_takes(args));
   FewRowsRope odd_dim = good;
   odd_dim.head_dim = 32;
