@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <regex>
 #include <set>
+#include <utility>
 
 #include "runtime/error.h"
 #include "runtime/terminal/text_list.h"
@@ -75,21 +76,34 @@ std::vector<std::string> first_layer_linear_names(const ParameterLayout& layout)
   return names;
 }
 
-// What std::regex must not be given: libstdc++ parses a repeat count {m,n} into a long without
-// an overflow check (undefined behaviour past 2^63), reading each number's digits before it
-// looks at what follows them, and compiles and matches recursively, so a huge count (even in
-// a brace the parser goes on to reject) or pattern is refused before it is compiled. Module
-// paths need neither.
+// What std::regex must not be given: libstdc++ parses a repeat count {m,n}, and a
+// back-reference \N, into a long without an overflow check (undefined behaviour past 2^63),
+// reading a number's digits before it looks at what follows them, and compiles and matches
+// recursively, so a huge count or back-reference (even one the parser goes on to reject) or
+// pattern is refused before it is compiled. Module paths need none of them.
+constexpr unsigned long kMaxCount = 1000;
+
+// The digits from `at` (none, or more than kMaxCount's, allowed for the caller to judge): the
+// end of the run, and whether its number is over kMaxCount.
+std::pair<std::size_t, bool> digit_run(const std::string& pattern, std::size_t at) {
+  const std::size_t end = std::min(pattern.find_first_not_of("0123456789", at), pattern.size());
+  const std::string digits = pattern.substr(at, end - at);
+  return {end, digits.size() > 4 || (!digits.empty() && std::stoul(digits) > kMaxCount)};
+}
+
 std::optional<std::string> unsafe_pattern(const std::string& pattern) {
   constexpr std::size_t kMaxPattern = 4096;
-  constexpr unsigned long kMaxCount = 1000;
   if (pattern.size() > kMaxPattern)
     return "longer than " + std::to_string(kMaxPattern) + " characters, more than a module path needs";
   bool in_class = false;
   for (std::size_t i = 0; i < pattern.size(); ++i) {
     const char c = pattern[i];
     if (c == '\\') {
-      ++i;  // an escaped character is literal
+      const auto [end, too_large] = digit_run(pattern, i + 1);
+      if (too_large)
+        return "a back-reference \\" + pattern.substr(i + 1, std::min<std::size_t>(end - i - 1, 40)) + "... over " +
+               std::to_string(kMaxCount);
+      i = end > i + 1 ? end - 1 : i + 1;  // an escaped character, or a back-reference's digits
     } else if (in_class) {
       in_class = c != ']';
     } else if (c == '[') {
@@ -98,9 +112,8 @@ std::optional<std::string> unsafe_pattern(const std::string& pattern) {
       // The digits after the brace and, past a comma, the next ones: what the parser reads.
       std::size_t at = i + 1;
       for (int bound = 0; bound < 2; ++bound) {
-        const std::size_t end = std::min(pattern.find_first_not_of("0123456789", at), pattern.size());
-        const std::string digits = pattern.substr(at, end - at);
-        if (digits.size() > 4 || (!digits.empty() && std::stoul(digits) > kMaxCount))
+        const auto [end, too_large] = digit_run(pattern, at);
+        if (too_large)
           return "a repeat count {" + pattern.substr(i + 1, std::min<std::size_t>(end - i - 1, 40)) + "...} over " +
                  std::to_string(kMaxCount);
         if (end == pattern.size() || pattern[end] != ',') break;

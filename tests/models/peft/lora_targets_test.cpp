@@ -139,9 +139,15 @@ TEST(LoraTargets, PatternsZerotuneCannotCompileAreNamed) {
     expect_mentions(
         error_of([&] { lora_of(std::string(R"({"peft_type": "LORA", "target_modules": ")") + pattern + "\"}"); }),
         {"cannot compile", "repeat count", "over 1000"});
+  // A back-reference's number is read the same way (a fuzzer's find: \180555...).
+  for (const char* pattern : {"(q)\\\\18055555555555555555555_proj", "[\\\\99999]_proj"})
+    expect_mentions(
+        error_of([&] { lora_of(std::string(R"({"peft_type": "LORA", "target_modules": ")") + pattern + "\"}"); }),
+        {"cannot compile", "back-reference", "over 1000"});
   expect_mentions(
       error_of([] { lora_of(R"({"peft_type": "LORA", "target_modules": ")" + std::string(5000, 'a') + "\"}"); }),
       {"cannot compile", "longer than 4096"});
+  EXPECT_FALSE(module_pattern_error("(q|v)_proj\\.\\d+\\1?").has_value());  // a small back-reference compiles
   EXPECT_FALSE(module_pattern_error("model\\.layers\\.[0-9]{1,2}\\.self_attn\\.(q|v)_proj").has_value());
   EXPECT_FALSE(module_pattern_error("q_proj[{]99999}?").has_value());  // a brace in a class is a character
   // "all-linear" in any case is PEFT's shorthand, not a pattern.
