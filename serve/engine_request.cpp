@@ -80,6 +80,16 @@ models::GenerationOptions sampling_options(const SamplingFields& fields, models:
   return options;
 }
 
+// The prompt's last tokens only, as vLLM's truncate_prompt_tokens keeps them (-1: as many as
+// leave room for the completion asked for, one token without max_tokens).
+void truncate_prompt(const ApiRequest& request, const ServedModel& model, std::vector<std::int64_t>& prompt) {
+  if (!request.truncate_prompt_tokens) return;
+  const std::int64_t keep = *request.truncate_prompt_tokens == -1
+                                ? model.max_request_tokens - request.sampling.max_tokens.value_or(1)
+                                : *request.truncate_prompt_tokens;
+  if (keep > 0 && static_cast<std::int64_t>(prompt.size()) > keep) prompt.erase(prompt.begin(), prompt.end() - keep);
+}
+
 }  // namespace
 
 std::optional<bool> reasoning_start(const ApiRequest& request, const ServedModel& model) {
@@ -97,6 +107,7 @@ std::optional<bool> reasoning_start(const ApiRequest& request, const ServedModel
 
 infer::GenerationRequest engine_request(const ApiRequest& request, const ServedModel& model) {
   std::vector<std::int64_t> prompt = prompt_tokens(request, model);
+  truncate_prompt(request, model, prompt);
   const auto length = static_cast<std::int64_t>(prompt.size());
   const std::int64_t room = model.max_request_tokens - length;
   const std::string param = request.messages.empty() ? "prompt" : "messages";

@@ -207,6 +207,14 @@ void read_common(const json& body, ApiRequest& request, bool chat) {
   if (const json* v = field(body, "seed")) s.seed = static_cast<std::uint64_t>(integer_field(*v, "seed"));
   if (const json* v = field(body, "stop")) s.stop = stop_field(*v);
   read_vllm_sampling(body, s);
+  if (const json* v = field(body, "truncate_prompt_tokens")) {
+    const std::int64_t keep = integer_field(*v, "truncate_prompt_tokens");
+    if (keep < -1 || keep == 0)
+      throw invalid_request(
+          "'truncate_prompt_tokens' must be a positive number of tokens, or -1 for as many as the context holds",
+          "truncate_prompt_tokens");
+    request.truncate_prompt_tokens = keep;
+  }
   if (const json* v = field(body, "stream")) request.stream = bool_field(*v, "stream");
   if (const json* v = field(body, "stream_options")) {
     if (!v->is_object()) throw invalid_request("'stream_options' must be an object", "stream_options");

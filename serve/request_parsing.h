@@ -52,6 +52,9 @@ struct ApiRequest {
   std::string prompt;  // completions
   // completions: a prompt sent as token ids (OpenAI's other form of it), used as they are.
   std::vector<std::int64_t> prompt_ids;
+  // vLLM's truncate_prompt_tokens: only the prompt's last k tokens are read; -1, as many as
+  // leave the context room for the completion. Unset: the whole prompt.
+  std::optional<std::int64_t> truncate_prompt_tokens;
   SamplingFields sampling;
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage

@@ -110,6 +110,17 @@ TEST(RequestParsing, BadFieldsAreRefusedByName) {
   EXPECT_EQ(refused_param("{" + messages + ", \"n\": 1, \"presence_penalty\": 0, \"logprobs\": false}"), "no error");
 }
 
+// vLLM's truncate_prompt_tokens: a positive count or -1, read into the request.
+TEST(RequestParsing, TruncatePromptTokensIsACountOrMinusOne) {
+  const std::string messages = R"("messages": [{"role": "user", "content": "hi"}])";
+  EXPECT_EQ(parse_chat_request("{" + messages + ", \"truncate_prompt_tokens\": 5}").truncate_prompt_tokens, 5);
+  EXPECT_EQ(parse_chat_request("{" + messages + ", \"truncate_prompt_tokens\": -1}").truncate_prompt_tokens, -1);
+  EXPECT_FALSE(parse_chat_request("{" + messages + "}").truncate_prompt_tokens.has_value());
+  EXPECT_EQ(refused_param("{" + messages + ", \"truncate_prompt_tokens\": 0}"), "truncate_prompt_tokens");
+  EXPECT_EQ(refused_param("{" + messages + ", \"truncate_prompt_tokens\": -2}"), "truncate_prompt_tokens");
+  EXPECT_EQ(refused_param("{" + messages + ", \"truncate_prompt_tokens\": 1.5}"), "truncate_prompt_tokens");
+}
+
 // A seed too large for 64 bits is said to be out of range (it parses as a float, but it is a
 // whole number); a message other than an assistant's needs its content, as OpenAI requires.
 TEST(RequestParsing, AHugeSeedAndAMissingContentAreRefusedForWhatTheyAre) {

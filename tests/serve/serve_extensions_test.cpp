@@ -1,7 +1,8 @@
 // vLLM's extensions to the OpenAI API as the served tiny model answers them: reasoning split
 // off as reasoning_content for a thinking template (on by default, off with
 // --reasoning_parser none or enable_thinking false), min_p reaching the sampler and refused out
-// of [0, 1], include_stop_str_in_output keeping the stop string, and CORS (vLLM's
+// of [0, 1], include_stop_str_in_output keeping the stop string, truncate_prompt_tokens
+// keeping the prompt's last tokens, and CORS (vLLM's
 // --allowed_origins and the like): preflights answered, Access-Control-Allow-Origin on
 // answers, errors and streams, a configured origin list honoured.
 #include <gtest/gtest.h>
@@ -155,6 +156,23 @@ TEST_F(ServeExtensions, IncludeStopStrInOutputKeepsTheStopString) {
   const Streamed streamed = stream(client, "/v1/completions", body);
   EXPECT_EQ(streamed.text, full.substr(0, first + stop.size()));
   EXPECT_EQ(streamed.finish_reason, "stop");
+}
+
+// vLLM's truncate_prompt_tokens keeps the prompt's last tokens: the answer and the usage are
+// those of the shorter prompt; a prompt already that short is unchanged.
+TEST_F(ServeExtensions, TruncatePromptTokensKeepsThePromptsLastTokens) {
+  httplib::Client client = server().client();
+  json body = {
+      {"prompt", {17, 23, 5, 42, 8, 11}}, {"max_tokens", 6}, {"temperature", 0}, {"truncate_prompt_tokens", 2}};
+  const json truncated = post(client, "/v1/completions", body);
+  json last_two = {{"prompt", {8, 11}}, {"max_tokens", 6}, {"temperature", 0}};
+  const json expected = post(client, "/v1/completions", last_two);
+  EXPECT_EQ(truncated["choices"][0]["text"], expected["choices"][0]["text"]);
+  EXPECT_EQ(truncated["usage"]["prompt_tokens"], 2);
+  body["truncate_prompt_tokens"] = 10;
+  EXPECT_EQ(post(client, "/v1/completions", body)["usage"]["prompt_tokens"], 6);
+  body["truncate_prompt_tokens"] = -1;
+  EXPECT_EQ(post(client, "/v1/completions", body)["usage"]["prompt_tokens"], 6) << "the context holds it all";
 }
 
 httplib::Result preflight(httplib::Client& client, const std::string& origin, const std::string& method,
