@@ -39,13 +39,6 @@ const char* method_name(const std::string& file, train::FinetuningType type) {
   }
 }
 
-// The dtype train runs in: --bf16 or --fp16, else float32 (a DeepSpeed config's "auto"
-// precision follows the flags, and one that asks for another precision is refused, as train
-// refuses it).
-void add_dtype(const train::TrainingArguments& t, std::vector<std::string>& words) {
-  words.insert(words.end(), {"--dtype", t.bf16 ? "bfloat16" : t.fp16 ? "float16" : "float32"});
-}
-
 std::vector<std::string> words_of(const train::TrainingArguments& t, const std::string& file) {
   std::vector<std::string> words = {"--model_name_or_path", t.model_name_or_path,
                                     "--finetuning_type",    method_name(file, t.finetuning_type),
@@ -63,7 +56,9 @@ std::vector<std::string> words_of(const train::TrainingArguments& t, const std::
   if (t.disable_gradient_checkpointing) words.push_back("--disable_gradient_checkpointing=true");
   if (!t.deepspeed.empty()) words.insert(words.end(), {"--deepspeed", t.deepspeed});
   if (t.was_given("model_revision")) words.insert(words.end(), {"--revision", t.model_revision});
-  add_dtype(t, words);
+  // float32 without --bf16 or --fp16, as train runs (a DeepSpeed config's "auto" precision
+  // follows it, and one that asks for another is refused, as train refuses it).
+  words.insert(words.end(), {"--dtype", train::training_dtype(t)});
   return words;
 }
 

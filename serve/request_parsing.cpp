@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -109,18 +110,19 @@ void refuse_constrained_output(const json& body) {
                                 "{\"type\": \"text\"} (or none) and ask for the JSON in the messages",
                             "response_format");
   }
-  for (const char* name : {"guided_json", "guided_regex", "guided_choice", "guided_grammar", "structured_outputs"})
+  // vLLM's names, then SGLang's for the same (top-level fields of its requests).
+  const std::pair<const char*, const char*> constraints[] = {{"guided_json", "vLLM's"},
+                                                             {"guided_regex", "vLLM's"},
+                                                             {"guided_choice", "vLLM's"},
+                                                             {"guided_grammar", "vLLM's"},
+                                                             {"structured_outputs", "vLLM's"},
+                                                             {"json_schema", "SGLang's"},
+                                                             {"regex", "SGLang's"},
+                                                             {"ebnf", "SGLang's"}};
+  for (const auto& [name, whose] : constraints)
     if (field(body, name) != nullptr)
-      throw invalid_request("'" + std::string(name) +
-                                "' is not supported by this server: it cannot constrain the answer (vLLM's "
-                                "structured outputs)",
-                            name);
-  // SGLang's names for the same, top-level fields of its requests.
-  for (const char* name : {"json_schema", "regex", "ebnf"})
-    if (field(body, name) != nullptr)
-      throw invalid_request("'" + std::string(name) +
-                                "' is not supported by this server: it cannot constrain the answer (SGLang's "
-                                "structured outputs)",
+      throw invalid_request("'" + std::string(name) + "' is not supported by this server: it cannot constrain the " +
+                                "answer (" + whose + " structured outputs)",
                             name);
 }
 

@@ -10,13 +10,6 @@ bool asks_for_4bit(const TrainingArguments& args) {
 
 namespace {
 
-// The dtype the layers compute in, as torch names it.
-std::string training_dtype(const TrainingArguments& args) {
-  if (args.bf16) return "bfloat16";
-  if (args.fp16) return "float16";
-  return "float32";
-}
-
 // "torch.bfloat16", "bf16", "bfloat16" -> "bfloat16"; unknown names stay as written.
 std::string dtype_named(std::string name) {
   if (name.starts_with("torch.")) name = name.substr(6);
@@ -27,6 +20,12 @@ std::string dtype_named(std::string name) {
 }
 
 }  // namespace
+
+std::string training_dtype(const TrainingArguments& args) {
+  if (args.bf16) return "bfloat16";
+  if (args.fp16) return "float16";
+  return "float32";
+}
 
 std::optional<BaseQuantization> base_quantization(const TrainingArguments& args) {
   if (!asks_for_4bit(args)) return std::nullopt;

@@ -17,6 +17,10 @@ struct BaseQuantization {
   bool double_quant = true;
 };
 
+// The dtype the layers compute in, as torch names it: bfloat16 with --bf16, float16 with
+// --fp16, else float32 (the compute dtype a 4-bit base must match; what zerotune estimate counts).
+std::string training_dtype(const TrainingArguments& args);
+
 // nullopt: the base keeps the training dtype.
 std::optional<BaseQuantization> base_quantization(const TrainingArguments& args);
 

@@ -2,9 +2,10 @@
 
 #include <cuda_runtime.h>
 
-#include <mutex>
-#include <vector>
+#include <array>
+#include <atomic>
 
+#include "cuda/common/per_device_value.h"
 #include "runtime/check.h"
 #include "runtime/device.h"
 
@@ -36,13 +37,8 @@ bool probe(int device) {
 }  // namespace
 
 bool hopper_kernels_available() {
-  static std::mutex mutex;
-  static std::vector<signed char> known;  // per device: -1 unknown, 0 no, 1 yes
-  const int device = current_cuda_device();
-  std::lock_guard<std::mutex> lock(mutex);
-  if (known.size() <= static_cast<std::size_t>(device)) known.resize(device + 1, -1);
-  if (known[device] < 0) known[device] = probe(device) ? 1 : 0;
-  return known[device] == 1;
+  static std::array<std::atomic<int>, 64> known{};
+  return per_device_value(known, [](int device) { return probe(device) ? 1 : 0; }) == 1;
 }
 
 }  // namespace zt::cuda::hopper

@@ -310,8 +310,8 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) few_rows_gemm_kernel(F
 // splits than 8 (1.5B q/k/v 5.3 against 6.2 µs on an H100), but in a decode graph 8 won
 // (2.07 against 2.11 ms a step): with 8 a q/k/v or o block's whole share of W is the three
 // steps it loads before waiting for the kernel before it.
-std::int64_t k_splits(const FewRowsGemmArgs& a, std::int64_t tiles, std::int64_t steps, bool clusters) {
-  if (!clusters) return 1;
+std::int64_t k_splits(const FewRowsGemmArgs& a, std::int64_t tiles, std::int64_t steps) {
+  if (!runs_sm90_code()) return 1;
   if (a.k_splits > 0) return std::min({static_cast<std::int64_t>(a.k_splits), steps, kMaxSplits});
   const std::int64_t wanted = kWantedBlocksPerSm * multiprocessor_count();
   if (tiles >= wanted) return 1;
@@ -328,7 +328,7 @@ void launch(const FewRowsGemmArgs& a, cudaStream_t stream) {
                                                   " weight rows are more column tiles than one grid holds");
   const std::int64_t steps = (a.in_features + kTileK - 1) / kTileK;
   const auto kernel = few_rows_gemm_kernel<T, kOutput>;
-  const std::int64_t wanted_splits = k_splits(a, row_tiles * column_tiles, steps, runs_sm90_code());
+  const std::int64_t wanted_splits = k_splits(a, row_tiles * column_tiles, steps);
   KSplit split;
   split.steps = (steps + wanted_splits - 1) / wanted_splits;
   split.count = static_cast<int>((steps + split.steps - 1) / split.steps);  // none of them empty
