@@ -5,6 +5,8 @@
 #include "ops/attention/attention.h"
 #include "ops/attention/decode_attention.h"
 #include "ops/attention/kv_cache_write.h"
+#include "ops/gemm/few_rows_product.h"
+#include "ops/rope/rope.h"
 #include "runtime/error.h"
 
 namespace zt::infer {
@@ -17,11 +19,22 @@ Tensor repeated(const Tensor& one, std::int64_t sequences) {
   return one.unsqueeze(0).expand(shape).contiguous();
 }
 
+// The rotation's frequencies on the device for a model whose heads rotate whole by rotate-half
+// pairs (Qwen's); undefined otherwise (GLM's half-rotary interleaved pairs, or the CPU).
+Tensor whole_head_frequencies(const models::ModelConfig& config, Device device) {
+  if (!device.is_cuda() || config.rope.style != ops::RopeStyle::kRotateHalf || config.rope.rotary_fraction != 1.0 ||
+      config.head_dim % 64 != 0 || config.head_dim > 256)
+    return Tensor();
+  const ops::GpuRope rope = ops::gpu_rope("paged KV cache", config.head_dim, config.rope);
+  const std::vector<double> frequencies(rope.frequencies.inv_freq, rope.frequencies.inv_freq + config.head_dim / 2);
+  return Tensor::from_values(frequencies, {config.head_dim / 2}, DType::kF32).to(device);
+}
+
 }  // namespace
 
 PagedKvCache::PagedKvCache(const models::ModelConfig& config, std::int64_t num_blocks, std::int64_t block_size,
                            DType dtype, Device device)
-    : block_size_(block_size), device_(device) {
+    : block_size_(block_size), device_(device), rope_inv_freq_(whole_head_frequencies(config, device)) {
   ZT_REQUIRE(num_blocks > 0 && block_size > 0,
              "paged KV cache: needs a positive number of blocks and block size, got " + std::to_string(num_blocks) +
                  " blocks of " + std::to_string(block_size) + " tokens");
@@ -242,6 +255,23 @@ Tensor PagedKvCache::attend_unrotated(std::int64_t layer, const Tensor& q, const
   const ops::ContiguousQkv rotated =
       ops::rope_and_write_kv_slots_copied(q, k, v, positions, rope, key_pools_[index], value_pools_[index], slots());
   return attention(index, rotated.q, rotated.k, rotated.v, cu_seqlens, softmax_scale);
+}
+
+std::optional<Tensor> PagedKvCache::attend_projected(std::int64_t layer, const Tensor& x, const Tensor& qkv_weight,
+                                                     const Tensor& qkv_bias, const Tensor& positions,
+                                                     const Tensor& cu_seqlens, double softmax_scale) {
+  if (!rope_inv_freq_.defined() || !(step_ != nullptr || decoding_ == cu_seqlens.numel() - 1)) return std::nullopt;
+  const std::size_t index = layer_index(layer);
+  const std::optional<Tensor> qkv = ops::few_rows_qkv_rope(
+      x, qkv_weight, qkv_bias, {positions, rope_inv_freq_, slots(), key_pools_[index], value_pools_[index]});
+  if (!qkv) return std::nullopt;
+  const std::int64_t tokens = qkv->size(0), kv_heads = key_pools_[index].size(2), head_dim = key_pools_[index].size(3);
+  const std::int64_t kv_size = kv_heads * head_dim, q_size = qkv->size(1) - 2 * kv_size;
+  auto heads = [&](std::int64_t first, std::int64_t size) {
+    return qkv->narrow(1, first, size).view({tokens, size / head_dim, head_dim});
+  };
+  return attention(index, heads(0, q_size), heads(q_size, kv_size), heads(q_size + kv_size, kv_size), cu_seqlens,
+                   softmax_scale);
 }
 
 Tensor PagedKvCache::attention(std::size_t index, const Tensor& q, const Tensor& k, const Tensor& v,

@@ -94,6 +94,12 @@ class PagedKvCache : public models::KvCache {
   Tensor attend_unrotated(std::int64_t layer, const Tensor& q, const Tensor& k, const Tensor& v,
                           const Tensor& positions, const ops::RopeConfig& rope, const Tensor& cu_seqlens,
                           double softmax_scale) override;
+  // For a decode step on the GPU whose heads rotate whole (rotate-half, head_dim 64 to 256 in
+  // steps of 64), inside a FewRowsGemmScope of every product: the q/k/v product, RoPE and the
+  // write of k and v as one launch (ops::few_rows_qkv_rope), then the attention attend() runs.
+  std::optional<Tensor> attend_projected(std::int64_t layer, const Tensor& x, const Tensor& qkv_weight,
+                                         const Tensor& qkv_bias, const Tensor& positions, const Tensor& cu_seqlens,
+                                         double softmax_scale) override;
   void end_forward() override;
 
  private:
@@ -119,6 +125,9 @@ class PagedKvCache : public models::KvCache {
 
   std::int64_t block_size_;
   Device device_;
+  // float32 [head_dim / 2] on the device: the frequencies ops::few_rows_qkv_rope rotates by;
+  // undefined where the model's heads do not rotate whole by rotate-half pairs.
+  Tensor rope_inv_freq_;
   std::vector<Tensor> key_pools_, value_pools_;  // per layer [num_blocks, block_size, kv_heads, head_dim]
   std::vector<std::int32_t> free_;
   std::map<SequenceId, Sequence> sequences_;

@@ -191,9 +191,28 @@ Variable attention_output(const ModelConfig& c, const LayerParameters& parameter
   return c.sandwich_norms ? parameters.record("post_self_attn_layernorm", norm(c, out, w[kPostSelfAttnNorm])) : out;
 }
 
+// The attention of an unrecorded step whose q/k/v product, RoPE and cache write the cache runs as
+// one launch (KvCache::attend_projected: a decode step on the GPU): q, k and v one joined weight,
+// no q/k norm between the product and the rotation. nullopt: the layer projects as usual.
+std::optional<Tensor> attended_from_joined_qkv(const ModelConfig& c, std::int64_t layer, const LayerParameters& p,
+                                               const Variable& h, const TokenLayout& tokens, KvCache& cache,
+                                               double softmax_scale) {
+  if (c.qk_norm || p.record.recorder != nullptr) return std::nullopt;
+  const std::optional<JoinedWeight> joined =
+      c.fused_qkv ? joined_weight(p, {kQkv}, {kQkvBias}) : joined_weight(p, {kQ, kK, kV}, {kQBias, kKBias, kVBias});
+  if (!joined) return std::nullopt;
+  return cache.attend_projected(layer, h.data(), joined->weight, joined->bias, tokens.positions, tokens.cu_seqlens,
+                                softmax_scale);
+}
+
 Variable self_attention(const ModelConfig& c, std::int64_t layer, const LayerParameters& parameters, const Variable& h,
                         const TokenLayout& tokens, KvCache* cache) {
   const LayerWeights& w = *parameters.weights;
+  const double softmax_scale = 1.0 / std::sqrt(static_cast<double>(c.head_dim));
+  if (cache != nullptr)
+    if (std::optional<Tensor> attended =
+            attended_from_joined_qkv(c, layer, parameters, h, tokens, *cache, softmax_scale))
+      return attention_output(c, parameters, Variable(*attended));
   Qkv p = project_qkv(c, parameters, h);
   if (c.qk_norm) {
     p.q = norm(c, p.q, w[kQNorm]);
@@ -201,7 +220,7 @@ Variable self_attention(const ModelConfig& c, std::int64_t layer, const LayerPar
     parameters.record("self_attn.q_norm", p.q);
     parameters.record("self_attn.k_norm", p.k);
   }
-  ops::AttentionConfig attention_config{1.0 / std::sqrt(static_cast<double>(c.head_dim)), true};
+  ops::AttentionConfig attention_config{softmax_scale, true};
   attention_config.deterministic = tokens.deterministic_attention;
   // Unrecorded, the cache rotates q and k as it stores k and v (one pass on the GPU).
   if (cache != nullptr && parameters.record.recorder == nullptr)

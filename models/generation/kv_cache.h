@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "models/config/config.h"
 #include "models/model_inputs.h"
@@ -34,6 +35,17 @@ class KvCache {
                                   double softmax_scale) {
     return attend(layer, ops::rope_forward(q, positions, rope), ops::rope_forward(k, positions, rope), v, cu_seqlens,
                   softmax_scale);
+  }
+  // The attention of a layer whose q, k and v are one joined product of x [tokens, hidden] by
+  // qkv_weight [(heads + 2 kv_heads) * head_dim, hidden] (+ qkv_bias), before RoPE: a cache may
+  // run the product, the rotation and its write as one launch (infer/paged_kv_cache.h, on the GPU
+  // for a decode step). nullopt, having done nothing: this one does not, and the caller projects
+  // and calls attend_unrotated().
+  virtual std::optional<Tensor> attend_projected(std::int64_t /*layer*/, const Tensor& /*x*/,
+                                                 const Tensor& /*qkv_weight*/, const Tensor& /*qkv_bias*/,
+                                                 const Tensor& /*positions*/, const Tensor& /*cu_seqlens*/,
+                                                 double /*softmax_scale*/) {
+    return std::nullopt;
   }
   // Called after every layer ran: the new tokens count as cached from now on.
   virtual void end_forward() = 0;
