@@ -50,6 +50,10 @@ std::vector<JsonRecord> read_json_lines(std::string_view text, const std::string
 }  // namespace
 
 std::vector<JsonRecord> read_json_records(std::string_view text, const std::string& path) {
+  // A UTF-8 byte order mark (Windows editors write one) marks the encoding and is no text: the
+  // array after it is still an array.
+  constexpr std::string_view kByteOrderMark = "\xEF\xBB\xBF";
+  if (text.starts_with(kByteOrderMark)) text.remove_prefix(kByteOrderMark.size());
   const std::size_t start = text.find_first_not_of(" \t\r\n");
   if (start == std::string_view::npos || text[start] != '[') return read_json_lines(text, path);
   json array = parse_json<json>(text, path);

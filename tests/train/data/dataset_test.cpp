@@ -185,6 +185,20 @@ TEST_F(DatasetFile, ErrorsNameTheFileSampleAndLine) {
   EXPECT_NE(msg.find("\"instruction\" must be a string"), std::string::npos) << msg;
 }
 
+// Editors on Windows (Notepad, PowerShell's UTF-8 output) start a file with a byte order mark:
+// it is no text, so a JSON array after it is still an array, not one JSON Lines record.
+TEST_F(DatasetFile, ByteOrderMarkBeforeAJsonArrayIsSkipped) {
+  const std::string bom = "\xEF\xBB\xBF";
+  Dataset data = load_dataset(write("one_line.json", bom + R"([{"instruction": "a", "output": "b"}])"));
+  ASSERT_EQ(data.samples.size(), 1u);
+  EXPECT_EQ(data.samples[0].messages[1].content, "b");
+
+  data = load_dataset(write("indented.json", bom + "[\n  {\"instruction\": \"a\", \"output\": \"b\"},\n  "
+                                                   "{\"instruction\": \"c\", \"output\": \"d\"}\n]\n"));
+  ASSERT_EQ(data.samples.size(), 2u);
+  EXPECT_EQ(data.samples[1].messages[0].content, "c");
+}
+
 const std::filesystem::path kLlamaFactory = std::filesystem::path(ZT_SOURCE_DIR) / "tests/data/training/llamafactory";
 
 TEST(LlamaFactoryData, AlpacaDemo) {
