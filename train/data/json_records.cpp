@@ -11,14 +11,18 @@
 namespace zt::train {
 namespace {
 
-// Parts that carry text: OpenAI's and LLaMA-Factory v1's "text", v1's "reasoning" and
-// "tool_call" (read by chat_sample.cpp); the others carry media.
-bool is_text_part(const std::string& type) { return type == "text" || type == "reasoning" || type == "tool_call"; }
+// Parts that carry images, videos or audio (OpenAI's "image_url", "input_audio", v1's "image",
+// ...). Other types zerotune does not read ("input_text") are refused by chat_sample.cpp naming
+// the type, rather than counted here as media they are not.
+bool is_media_part(const std::string& type) {
+  return type.find("image") != std::string::npos || type.find("video") != std::string::npos ||
+         type.find("audio") != std::string::npos;
+}
 
 using json = nlohmann::ordered_json;
 
 // What makes a record more than text, as LLaMA-Factory lays multimodal data out: a non-empty
-// `images`, `videos` or `audios` list, or a message content part that is not text.
+// `images`, `videos` or `audios` list, or a message content part of a media type.
 std::optional<std::string> media_of(const json& record) {
   if (!record.is_object()) return std::nullopt;
   for (const char* key : {"images", "videos", "audios"})
@@ -30,8 +34,9 @@ std::optional<std::string> media_of(const json& record) {
       for (const char* key : {"content", "value"})
         if (turn.is_object() && turn.contains(key) && turn[key].is_array())
           for (const json& part : turn[key])
-            if (part.is_object() && !is_text_part(part.value("type", "")))
-              return "content parts of type " + part.value("type", json("(none)")).dump();
+            if (part.is_object() && part.contains("type") && part["type"].is_string() &&
+                is_media_part(part["type"].get<std::string>()))
+              return "content parts of type " + part["type"].dump();
   }
   return std::nullopt;
 }

@@ -199,6 +199,26 @@ TEST_F(DatasetFile, ByteOrderMarkBeforeAJsonArrayIsSkipped) {
   EXPECT_EQ(data.samples[1].messages[0].content, "c");
 }
 
+// A content part of a type zerotune does not read but that is no image, video or audio (the
+// Responses API's "input_text") is named as such, not counted as media.
+TEST_F(DatasetFile, UnknownTextPartTypeIsNotCalledMedia) {
+  const std::string path =
+      write("parts.jsonl", R"({"messages": [{"role": "user", "content": [{"type": )"
+                           R"("input_text", "text": "Hi"}]}, {"role": "assistant", "content": "Hello"}]})"
+                           "\n");
+  const std::string msg = testing::error_of([&] { load_dataset(path); });
+  EXPECT_EQ(msg.find("images, videos or audio"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("a content part of type \"input_text\""), std::string::npos) << msg;
+  EXPECT_NE(msg.find("it reads \"text\" parts"), std::string::npos) << msg;
+
+  const std::string image = write("image.jsonl", R"({"messages": [{"role": "user", "content": [{"type": )"
+                                                 R"("input_image", "image_url": "x.png"}]}, {"role": "assistant", )"
+                                                 R"("content": "A cat"}]})"
+                                                 "\n");
+  EXPECT_NE(testing::error_of([&] { load_dataset(image); }).find("samples carry images, videos or audio"),
+            std::string::npos);
+}
+
 const std::filesystem::path kLlamaFactory = std::filesystem::path(ZT_SOURCE_DIR) / "tests/data/training/llamafactory";
 
 TEST(LlamaFactoryData, AlpacaDemo) {
