@@ -52,6 +52,23 @@ std::vector<JsonRecord> read_json_lines(std::string_view text, const std::string
   return records;
 }
 
+// A file that is one JSON object written over several lines, as json.dump(indent=...) writes a
+// dict, is neither JSON Lines nor an array of samples: read line by line, its first line would
+// be said to end early. Refused saying what it is, naming a list in it that may hold the samples.
+void refuse_one_object(std::string_view text, const std::string& path) {
+  const std::size_t end = text.find_last_not_of(" \t\r\n");
+  if (text.substr(0, end).find('\n') == std::string_view::npos) return;  // one line: a JSON Lines record
+  const json whole = json::parse(text, nullptr, false);
+  if (whole.is_discarded() || !whole.is_object()) return;  // JSON Lines, or an error its lines locate
+  std::string lists;
+  for (const auto& [key, value] : whole.items())
+    if (value.is_array()) lists += (lists.empty() ? "its \"" : ", \"") + key + "\"";
+  fail(path +
+       " holds one JSON object over several lines; zerotune reads a JSON array of samples ([{...}, {...}]) "
+       "or JSON Lines (one sample per line): " +
+       (lists.empty() ? "put the object in a list" : "write the samples (" + lists + " list) as the file"));
+}
+
 }  // namespace
 
 std::vector<JsonRecord> read_json_records(std::string_view text, const std::string& path) {
@@ -60,6 +77,7 @@ std::vector<JsonRecord> read_json_records(std::string_view text, const std::stri
   constexpr std::string_view kByteOrderMark = "\xEF\xBB\xBF";
   if (text.starts_with(kByteOrderMark)) text.remove_prefix(kByteOrderMark.size());
   const std::size_t start = text.find_first_not_of(" \t\r\n");
+  if (start != std::string_view::npos && text[start] == '{') refuse_one_object(text, path);
   if (start == std::string_view::npos || text[start] != '[') return read_json_lines(text, path);
   json array = parse_json<json>(text, path);
   std::vector<JsonRecord> records;

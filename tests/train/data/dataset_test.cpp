@@ -219,6 +219,22 @@ TEST_F(DatasetFile, UnknownTextPartTypeIsNotCalledMedia) {
             std::string::npos);
 }
 
+// One pretty-printed object is neither an array of samples nor JSON Lines: the error says so,
+// where reading its first line as a record said the JSON ended early.
+TEST_F(DatasetFile, OneObjectOverSeveralLinesIsNamedAsSuch) {
+  std::string path = write("object.json", "{\n  \"instruction\": \"a\",\n  \"output\": \"b\"\n}\n");
+  std::string msg = testing::error_of([&] { load_dataset(path); });
+  EXPECT_NE(msg.find(path + " holds one JSON object over several lines"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("[{...}, {...}]"), std::string::npos) << msg;
+
+  path = write("field.json", "{\"version\": 1,\n \"data\": [{\"instruction\": \"a\", \"output\": \"b\"}]}\n");
+  msg = testing::error_of([&] { load_dataset(path); });
+  EXPECT_NE(msg.find("its \"data\" list"), std::string::npos) << msg;
+
+  // On one line it is one JSON Lines record.
+  EXPECT_EQ(load_dataset(write("line.json", R"({"instruction": "a", "output": "b"})")).samples.size(), 1u);
+}
+
 const std::filesystem::path kLlamaFactory = std::filesystem::path(ZT_SOURCE_DIR) / "tests/data/training/llamafactory";
 
 TEST(LlamaFactoryData, AlpacaDemo) {
