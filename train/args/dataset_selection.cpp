@@ -152,6 +152,13 @@ PreferenceFile entry_file(const std::string& name, const json& entry, const fs::
   ZT_REQUIRE(!entry.contains("num_samples"), where +
                                                  " samples num_samples of the file, which zerotune does not; "
                                                  "cut the file, or use --max_samples for its first samples");
+  // LLaMA-Factory loads a local file as the datasets library's one "train" split and takes the
+  // entry's split of it: a slice ("train[:1000]") keeps part of the file, another split fails.
+  const json split = entry.value("split", json("train"));
+  ZT_REQUIRE(split == "train", where + " takes split " + split.dump() +
+                                   " of its file, which LLaMA-Factory loads as the one \"train\" split; zerotune "
+                                   "reads the whole file: cut the file (or use --max_samples for the first samples "
+                                   "of each dataset) and drop \"split\"");
   const json formatting_value = entry.contains("formatting") ? entry["formatting"] : json("alpaca");
   const std::string formatting =
       formatting_value.is_string() ? formatting_value.get<std::string>() : formatting_value.dump();

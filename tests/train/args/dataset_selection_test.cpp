@@ -193,6 +193,17 @@ TEST(DatasetSelection, WhatLlamaFactoryWouldReadDifferentlyIsRefused) {
   EXPECT_NE(error_for("sampled").find("num_samples"), std::string::npos);
 }
 
+// LLaMA-Factory loads a local file as the datasets library's one "train" split, then takes the
+// entry's split of it: "train" is the file, a slice ("train[:2]") part of it, another split fails.
+TEST(DatasetSelection, AnEntrysSplitOtherThanTrainIsRefused) {
+  EXPECT_EQ(llama_factory_files("split_train", kData.string()),
+            std::vector<std::string>{(kData / "identity.json").string()});
+  std::string msg = error_for("split_slice");
+  testing::expect_mentions(msg, {"dataset \"split_slice\" takes split \"train[:2]\"", "--max_samples"});
+  msg = error_for("split_test");
+  testing::expect_mentions(msg, {"dataset \"split_test\" takes split \"test\"", "\"train\" split"});
+}
+
 TEST(DatasetSelection, FilesConcatenateEachCutToMaxSamples) {
   const SelectedData selected = select_data(
       arguments({"--dataset", "identity,alpaca_en_demo", "--dataset_dir", kData.string(), "--max_samples", "2"}));
