@@ -179,7 +179,9 @@ def attention(res):
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     cases = [("B4 H16 S2048 D128", 4, 16, 16, 2048, 128), ("B4 H32 S4096 D128", 4, 32, 32, 4096, 128),
-             ("B8 H16 S2048 D64", 8, 16, 16, 2048, 64), ("B4 H16/2 S2048 D128 GQA", 4, 16, 2, 2048, 128)]
+             ("B8 H16 S2048 D64", 8, 16, 16, 2048, 64), ("B4 H16/2 S2048 D128 GQA", 4, 16, 2, 2048, 128),
+             # The grouped heads Qwen2.5 trains with (attention_bench's Qwen15B_/Qwen05B_ rows).
+             ("B4 H12/2 S2048 D128 GQA", 4, 12, 2, 2048, 128), ("B4 H14/2 S2048 D64 GQA", 4, 14, 2, 2048, 64)]
     backends = [("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION)]
     for label, b, hq, hkv, s, d in cases:
         q = torch.randn(b, hq, s, d, device=DEV, dtype=BF16, requires_grad=True)
