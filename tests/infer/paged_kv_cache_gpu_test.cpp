@@ -10,8 +10,8 @@
 
 #include <cmath>
 #include <optional>
-#include <utility>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "infer/paged_kv_cache.h"
@@ -105,10 +105,9 @@ TEST(PagedKvCacheGpu, AProjectedDecodeStepEqualsTheProductThenAttendUnrotated) {
         auto heads = [&](std::int64_t first, std::int64_t size) {
           return qkv.narrow(1, first, size).view({3, size / head_dim, head_dim});
         };
-        const Tensor expected =
-            plain.cache.attend_unrotated(0, heads(0, c.q_size()), heads(c.q_size(), c.kv_size()),
-                                         heads(c.q_size() + c.kv_size(), c.kv_size()), step.positions, c.rope,
-                                         step.cu_seqlens, scale_of(c));
+        const Tensor expected = plain.cache.attend_unrotated(0, heads(0, c.q_size()), heads(c.q_size(), c.kv_size()),
+                                                             heads(c.q_size() + c.kv_size(), c.kv_size()),
+                                                             step.positions, c.rope, step.cu_seqlens, scale_of(c));
         EXPECT_EQ(attended->shape(), expected.shape()) << name;
         EXPECT_EQ(host(*attended), host(expected)) << name;
         EXPECT_EQ(host(fused.cache.key_pool(0)), host(plain.cache.key_pool(0))) << name << ": keys";
