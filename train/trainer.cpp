@@ -114,12 +114,13 @@ std::unique_ptr<OptimizerEngine> make_optimizer(const TrainerModel& model, const
       .accumulation = plan.accumulation,
       .delayed_update = plan.offload_delayed_update};
   const EngineChoice engine = choose_engine(plan, comm != nullptr);
-  if (!engine.needs_ranks()) return std::make_unique<Optimizer>(model.trainable, plan.optimizer, offload);
+  const std::vector<TrainableParameter> trainable = weight_decay_groups(model.trainable, plan.optimizer);
+  if (!engine.needs_ranks()) return std::make_unique<Optimizer>(trainable, plan.optimizer, offload);
   ZT_REQUIRE(comm != nullptr,
              "trainer: ZeRO stage 3 with parameter offload runs over a communicator, even of one rank; none was given");
   if (engine.kind == EngineKind::kZero3)
-    return std::make_unique<Zero3Optimizer>(*model.model, model.trainable, plan.optimizer, *comm, plan.zero, offload);
-  return std::make_unique<ZeroOptimizer>(model.trainable, plan.optimizer, *comm, plan.zero.stage,
+    return std::make_unique<Zero3Optimizer>(*model.model, trainable, plan.optimizer, *comm, plan.zero, offload);
+  return std::make_unique<ZeroOptimizer>(trainable, plan.optimizer, *comm, plan.zero.stage,
                                          plan.zero.reduce_bucket_size, offload,
                                          GradientReduction{.dtype = plan.zero.communication_data_type,
                                                            .overlap = plan.zero.overlap_comm,

@@ -170,6 +170,38 @@ TEST_F(TrainerRun, AccumulationEqualsALargerMicroBatch) {
   }
 }
 
+// HF Trainer hands a DeepSpeed optimizer block every trainable parameter as one group, so its
+// weight decay reaches the norm weights that the Trainer's own AdamW leaves undecayed. After one
+// step (the same gradients either way) a decayed weight is p0 - lr * decay * p0 apart.
+TEST_F(TrainerRun, DeepSpeedOptimizerBlockDecaysNormWeightsAsWell) {
+  const auto final_norm = [](const models::CausalLM& model) {
+    for (const auto& parameter : model.named_parameters())
+      if (parameter.name == "model.norm.weight") return parameter.variable.data().to_vector();
+    ADD_FAILURE() << "the model has no model.norm.weight";
+    return std::vector<double>{};
+  };
+  const auto final_norm_after_one_step = [&](const std::string& weight_decay, bool optimizer_block) {
+    const fs::path ds = dir_ / ("ds_decay_" + weight_decay + (optimizer_block ? "_block.json" : ".json"));
+    std::ofstream(ds) << (optimizer_block ? R"({"train_micro_batch_size_per_gpu": "auto",
+                                                "optimizer": {"type": "AdamW", "params": {"lr": "auto",
+                                                "weight_decay": "auto"}}})"
+                                          : R"({"train_micro_batch_size_per_gpu": "auto"})");
+    auto [model, state] = run(arguments({"--max_steps", "1", "--per_device_train_batch_size", "4", "--weight_decay",
+                                         weight_decay, "--deepspeed", ds.string()}));
+    return final_norm(*model);
+  };
+  const std::vector<double> initial = final_norm(models::init_model(tiny_config(), 7));
+  const std::vector<double> undecayed = final_norm_after_one_step("0", true);
+  const std::vector<double> decayed = final_norm_after_one_step("0.5", true);
+  const std::vector<double> trainer_grouped = final_norm_after_one_step("0.5", false);
+  EXPECT_EQ(trainer_grouped, undecayed);  // the Trainer's AdamW leaves norm weights undecayed
+  ASSERT_EQ(decayed.size(), initial.size());
+  ASSERT_EQ(undecayed.size(), initial.size());
+  const double learning_rate = 3e-3, weight_decay = 0.5;
+  for (std::size_t i = 0; i < decayed.size(); ++i)
+    EXPECT_NEAR(decayed[i], undecayed[i] - learning_rate * weight_decay * initial[i], 1e-6) << i;
+}
+
 TEST_F(TrainerRun, ResumingContinuesExactlyAsTheUninterruptedRun) {
   auto [straight, straight_state] = run(arguments({"--max_steps", "12", "--per_device_train_batch_size", "3"}));
   fs::remove_all(dir_);

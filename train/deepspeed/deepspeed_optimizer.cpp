@@ -1,6 +1,7 @@
 // The optimizer block as DeepSpeed's engine builds its optimizer from it
 // (_configure_basic_optimizer): Adam and AdamW only, both decoupled unless Adam says
-// adam_w_mode false; params go to the optimizer as written, with FusedAdam's defaults.
+// adam_w_mode false; params go to the optimizer as written, with FusedAdam's defaults, and
+// apply to every trainable parameter alike (HF hands them over as one group).
 
 #include "runtime/ascii_lower.h"
 #include "train/deepspeed/deepspeed_blocks.h"
@@ -26,6 +27,7 @@ DeepSpeedOptimizer read_optimizer(ConfigBlock block, std::vector<std::string>& w
   optimizer.eps = params.get("eps", optimizer.eps);
   optimizer.weight_decay = params.get("weight_decay", optimizer.weight_decay);
   optimizer.decoupled_weight_decay = ascii_lower(type) == "adamw" || params.get("adam_w_mode", true);
+  optimizer.decays_every_parameter = true;
   ZT_REQUIRE(params.get("bias_correction", true), params.where("bias_correction") +
                                                       " false is not supported: zerotune's Adam corrects the moments' "
                                                       "bias, as torch's does; remove it or set it to true");

@@ -13,6 +13,13 @@ bool decays(const std::string& name, const Tensor& value) {
   return !is_bias && value.dim() >= 2;
 }
 
+std::vector<TrainableParameter> weight_decay_groups(std::vector<TrainableParameter> parameters,
+                                                    const OptimizerConfig& config) {
+  if (config.decays_every_parameter)
+    for (TrainableParameter& p : parameters) p.weight_decay = true;
+  return parameters;
+}
+
 DType offload_working_dtype(const std::vector<TrainableParameter>& parameters) {
   ZT_REQUIRE(!parameters.empty(), "optimizer offload: nothing to train");
   const DType dtype = parameters[0].variable.data().dtype();

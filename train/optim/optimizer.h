@@ -145,6 +145,11 @@ class Optimizer : public OptimizerEngine {
 // HF's grouping: no weight decay for biases and for norm weights (1-D parameters).
 bool decays(const std::string& name, const Tensor& value);
 
+// The parameters as `config`'s optimizer groups them: as given, or every one decayed when the
+// optimizer is a DeepSpeed config's (OptimizerConfig::decays_every_parameter).
+std::vector<TrainableParameter> weight_decay_groups(std::vector<TrainableParameter> parameters,
+                                                    const OptimizerConfig& config);
+
 // The one dtype of every parameter, which offload writes back; mixed dtypes are an error.
 DType offload_working_dtype(const std::vector<TrainableParameter>& parameters);
 

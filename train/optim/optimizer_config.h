@@ -12,6 +12,10 @@ namespace zt::train {
 
 struct OptimizerConfig : ops::AdamWHyperparameters {
   bool decoupled_weight_decay = true;  // AdamW; DeepSpeed's "Adam" with adam_w_mode false is L2
+  // HF Trainer's AdamW leaves biases and norm weights undecayed (decays() in optimizer.h); a
+  // DeepSpeed optimizer block is handed every trainable parameter as one group (transformers'
+  // deepspeed_init), so its weight decay reaches them too.
+  bool decays_every_parameter = false;
 };
 
 }  // namespace zt::train
