@@ -52,7 +52,12 @@ void resolve_batch(ConfigBlock& root, int world_size, DeepSpeedConfig& config) {
   }
   auto [tb, mb, gas] = given;
   const std::int64_t ws = world_size;
-  ZT_REQUIRE(tb || mb, where + "either train_batch_size or train_micro_batch_size_per_gpu must be set");
+  // HF fills only the batch keys a config names, so one that names neither reaches DeepSpeed,
+  // which refuses it; "auto" is what lets the flags decide.
+  ZT_REQUIRE(tb || mb, where +
+                           "either train_batch_size or train_micro_batch_size_per_gpu must be set, as DeepSpeed "
+                           "requires: add \"train_micro_batch_size_per_gpu\": \"auto\" to take "
+                           "--per_device_train_batch_size");
   if (tb && mb && !gas) gas = *tb / *mb / ws, config.inferred.push_back("gradient_accumulation_steps");
   if (tb && gas && !mb) mb = *tb / ws / *gas, config.inferred.push_back("train_micro_batch_size_per_gpu");
   if (mb && gas && !tb) tb = product(*mb, *gas, ws).value_or(-1), config.inferred.push_back("train_batch_size");

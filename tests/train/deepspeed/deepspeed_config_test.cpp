@@ -144,6 +144,9 @@ TEST(DeepSpeedConfig, BatchTripleMismatchShowsTheNumbersAndTheFormula) {
   EXPECT_NE(msg.find("gradient_accumulation_steps 0 (inferred)"), std::string::npos) << msg;
   msg = testing::error_of([] { parse_deepspeed_config(json::object(), 1, "ds.json"); });
   EXPECT_NE(msg.find("train_micro_batch_size_per_gpu must be set"), std::string::npos) << msg;
+  EXPECT_NE(msg.find(R"(add "train_micro_batch_size_per_gpu": "auto" to take --per_device_train_batch_size)"),
+            std::string::npos)
+      << msg;
   msg = testing::error_of([] { parse_deepspeed_config(json{{"train_micro_batch_size_per_gpu", 0}}, 1, "ds.json"); });
   EXPECT_NE(msg.find("ds.json: train_micro_batch_size_per_gpu must be > 0, got 0"), std::string::npos) << msg;
   msg = testing::error_of([] {
