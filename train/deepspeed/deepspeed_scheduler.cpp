@@ -64,10 +64,14 @@ void read_total(ConfigBlock& params, LrScheduleConfig& schedule, const std::stri
   ZT_REQUIRE(total, params.where("total_num_steps") + " is required by " + type);
   ZT_REQUIRE(*total >= 0, params.where("total_num_steps") + " must be >= 0, got " + std::to_string(*total));
   schedule.total_steps = *total;
-  if (schedule.total_steps < std::max<std::int64_t>(2, schedule.warmup_steps))
+  // DeepSpeed's warning prints warmup_num_steps as written; a value below 2 needs the 2 it
+  // compares with beside it, or "1 is less than 0" reads as nonsense.
+  const std::int64_t warmup_read = std::max<std::int64_t>(2, schedule.warmup_steps);
+  if (schedule.total_steps < warmup_read)
     warnings.push_back(params.where("total_num_steps") + " " + std::to_string(*total) +
                        " is less than warmup_num_steps " + std::to_string(schedule.warmup_steps) +
-                       " (DeepSpeed warns too)");
+                       (warmup_read != schedule.warmup_steps ? " (read as 2, DeepSpeed's shortest warmup)" : "") +
+                       ": the run ends during the warmup (DeepSpeed warns too)");
 }
 
 void read_one_cycle(ConfigBlock& params, OneCycleConfig& cycle) {

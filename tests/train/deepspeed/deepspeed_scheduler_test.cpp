@@ -55,8 +55,12 @@ TEST(DeepSpeedScheduler, EachTypeTakesItsOwnParameters) {
   testing::expect_mentions(scheduler_error(R"({"type": "StepLR", "params": {}})"), {"'StepLR' is not supported"});
   EXPECT_NE(with_scheduler(R"({"type": "WarmupDecayLR", "params": {"total_num_steps": 5, "warmup_num_steps": 10}})")
                 .warnings.at(0)
-                .find("total_num_steps 5 is less than warmup_num_steps 10"),
+                .find("total_num_steps 5 is less than warmup_num_steps 10: the run ends during the warmup"),
             std::string::npos);
+  testing::expect_mentions(
+      with_scheduler(R"({"type": "WarmupDecayLR", "params": {"total_num_steps": 1, "warmup_num_steps": 0}})")
+          .warnings.at(0),
+      {"total_num_steps 1 is less than warmup_num_steps 0 (read as 2, DeepSpeed's shortest warmup)"});
   const DeepSpeedConfig resumed =
       with_scheduler(R"({"type": "WarmupLR", "params": {"warmup_num_steps": 10, "last_batch_iteration": 40}})");
   testing::expect_mentions(resumed.warnings.at(0), {"last_batch_iteration = 40"});
