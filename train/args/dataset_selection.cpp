@@ -137,7 +137,12 @@ PreferenceFile entry_file(const std::string& name, const json& entry, const fs::
     ZT_REQUIRE(!entry.contains(remote), where + " is loaded from " + remote +
                                             "; zerotune reads local files: download it and name its file_name");
   ZT_REQUIRE(entry.contains("file_name") && entry["file_name"].is_string(), where + " has no file_name");
-  const bool ranking = entry.contains("ranking") && entry["ranking"] == true;
+  // Python takes any non-empty string for true, "false" too: only a JSON boolean says one thing.
+  ZT_REQUIRE(!entry.contains("ranking") || entry["ranking"].is_boolean(),
+             where + " has \"ranking\": " + entry["ranking"].dump() +
+                 ", which is not a JSON boolean (LLaMA-Factory would take any non-empty text for true): write "
+                 "\"ranking\": true for preference pairs, or false");
+  const bool ranking = entry.value("ranking", false);
   ZT_REQUIRE(!ranking || stage == "dpo", where +
                                              " is preference (ranking) data, which --stage dpo trains on; this run's "
                                              "--stage is " +

@@ -204,6 +204,13 @@ TEST(DatasetSelection, AnEntrysSplitOtherThanTrainIsRefused) {
   testing::expect_mentions(msg, {"dataset \"split_test\" takes split \"test\"", "\"train\" split"});
 }
 
+// "ranking": "true" would be preference data to LLaMA-Factory (Python's truthy string), as would
+// "false": a ranking that is not a JSON boolean is refused by name rather than read as false.
+TEST(DatasetSelection, ARankingThatIsNotABooleanIsRefused) {
+  testing::expect_mentions(error_for("ranking_as_text"), {"dataset \"ranking_as_text\" has \"ranking\": \"true\"",
+                                                          "not a JSON boolean", "\"ranking\": true"});
+}
+
 TEST(DatasetSelection, FilesConcatenateEachCutToMaxSamples) {
   const SelectedData selected = select_data(
       arguments({"--dataset", "identity,alpaca_en_demo", "--dataset_dir", kData.string(), "--max_samples", "2"}));
