@@ -170,6 +170,9 @@ const std::vector<OtherArgument>& llama_factory_other_arguments() {
       {"kt_use_lora_experts", kBool, "[null]", kNoEffect, kNoKt, kLf},
       {"kt_lora_expert_num", kInteger, "[null]", kNoEffect, kNoKt, kLf},
       {"kt_lora_expert_intermediate_size", kInteger, "[null]", kNoEffect, kNoKt, kLf},
+      // parser.py's _KTransformersRuntimeArguments: KTransformers' own settings as one mapping,
+      // which its training examples give beside use_kt.
+      {"kt_config", kObject, "[null]", kNoEffect, kNoKt, kLf},
       {"visual_inputs", kBool, "[false]", kRefused,  // 0.8: the model takes images (LLaVA)
        "zerotune trains text-only models: drop the option and name a text dataset", kLf, "visual inputs"},
 

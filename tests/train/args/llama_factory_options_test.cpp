@@ -21,9 +21,9 @@ namespace {
 using nlohmann::json;
 
 // The init fields of LLaMA-Factory's hparams dataclasses (model_args.py, data_args.py,
-// training_args.py, megatron_bridge_args.py, finetuning_args.py, generating_args.py) at
-// hiyouga/LLaMA-Factory ff6d4d12, by class; HF's own TrainingArguments fields are
-// transformers_fields_test.cpp's. A name LLaMA-Factory adds goes here and into the table.
+// training_args.py, megatron_bridge_args.py, finetuning_args.py, generating_args.py, and
+// parser.py's _KTransformersRuntimeArguments) at hiyouga/LLaMA-Factory ff6d4d12, by class; HF's own TrainingArguments
+// fields are transformers_fields_test.cpp's. A name LLaMA-Factory adds goes here and into the table.
 // clang-format off
 const char* const kLlamaFactoryOptions[] = {
     // DataArguments
@@ -97,6 +97,8 @@ const char* const kLlamaFactoryOptions[] = {
     // KTransformersArguments
     "use_kt", "kt_cpu_activation", "kt_weight_path", "kt_non_expert_weight_path", "kt_expert_checkpoint_path",
     "kt_use_lora_experts", "kt_lora_expert_num", "kt_lora_expert_intermediate_size",
+    // parser.py's _KTransformersRuntimeArguments (a training file gives it too)
+    "kt_config",
     // RayArguments
     "ray_num_workers", "ray_init_kwargs", "master_addr", "master_port",
     // ProfilerArguments
@@ -194,6 +196,13 @@ TEST(LlamaFactoryOptions, KTransformersAndMegatronAreRefusedByName) {
                      "supported by zerotune"),
             std::string::npos)
       << msg;
+  // examples/ktransformers/train_lora/deepseek_v3_lora_sft_kt.yaml's advanced settings: part of
+  // the refused KTransformers run, not an unknown option.
+  msg = yaml_error(std::string(kFile) +
+                   "use_kt: true\nkt_config:\n  kt_expert_weight_format: bf16\n  kt_backend: AMXBF16\n"
+                   "  kt_num_threads: 96\n  kt_tp_enabled: true\n");
+  EXPECT_NE(msg.find("--use_kt true (LLaMA-Factory)"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find("unknown option"), std::string::npos) << msg;
   // examples/megatron/qwen3_moe_full.yaml's "mcore speed up" section.
   msg = yaml_error(std::string(kFile) +
                    "tensor_model_parallel_size: 1\nsequence_parallel: false\npipeline_model_parallel_size: 4\n"
