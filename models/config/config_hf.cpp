@@ -1,6 +1,8 @@
 // qwen2, qwen3, glm and glm4 configs, with the defaults of transformers' Qwen2Config,
 // Qwen3Config, GlmConfig and Glm4Config for keys the file leaves out.
 #include <algorithm>
+#include <cmath>
+#include <sstream>
 #include <string>
 
 #include "models/config/config_parsers.h"
@@ -27,6 +29,38 @@ FamilyDefaults defaults_for(Architecture arch) {
   }
 }
 
+std::string shown_number(double value) {
+  if (std::floor(value) == value && std::fabs(value) < 1e15) return std::to_string(static_cast<std::int64_t>(value));
+  std::ostringstream text;
+  text << value;
+  return text.str();
+}
+
+// A scaled RoPE (yarn, linear, dynamic, ...) changes every rotation, so it is refused. Model
+// cards (Qwen2.5, Qwen3, GLM-4-0414) tell users to add the block only to go past the positions
+// the model was trained with; the message says how to read the model as released instead.
+[[noreturn]] void refuse_rope_scaling(const ConfigKeys& keys, const ConfigKeys& inner, const std::string& where,
+                                      const std::string& type) {
+  std::string details;
+  for (const char* key : {"factor", "original_max_position_embeddings"})
+    if (inner.has(key) && inner.number(key, 0.0) > 0.0)
+      details += std::string(details.empty() ? " (" : ", ") + key + " " + shown_number(inner.number(key, 0.0));
+  if (!details.empty()) details += ")";
+  std::int64_t trained = inner.integer("original_max_position_embeddings", 0);
+  if (trained <= 0) trained = keys.integer("max_position_embeddings", 0);
+  const std::string remedy =
+      where == "rope_scaling"
+          ? "remove rope_scaling from config.json"
+          : "set rope_parameters' rope_type to \"default\" in config.json and remove its other keys but rope_theta";
+  keys.fail(where + " asks for RoPE type '" + type + "'" + details +
+            ", which zerotune does not implement; supported: default (plain RoPE). If it was added to stretch the "
+            "context past what the model was trained with, as Qwen's and GLM's model cards suggest: " +
+            remedy + " to run it with plain RoPE, as the model was released" +
+            (trained > 0 ? " (up to " + std::to_string(trained) + " positions)" : std::string()) +
+            (type == "dynamic" ? std::string()
+                               : "; its outputs then differ from those of a run with the scaling at every length"));
+}
+
 // rope_theta sits at the top level (transformers 4.x), inside rope_parameters (5.x) or, in
 // some 4.x files, inside rope_scaling; only plain RoPE is implemented.
 void read_rope(const ConfigKeys& keys, const FamilyDefaults& defaults, bool partial_allowed, ModelConfig& c) {
@@ -41,9 +75,7 @@ void read_rope(const ConfigKeys& keys, const FamilyDefaults& defaults, bool part
     if (nested[i] == nullptr) continue;
     ConfigKeys inner(*nested[i], keys.source() + " (" + nested_names[i] + ")");
     std::string type = inner.has("rope_type") ? inner.string("rope_type", "") : inner.string("type", "default");
-    if (type != "default")
-      keys.fail(std::string(nested_names[i]) + " asks for RoPE type '" + type +
-                "', which zerotune does not implement; supported: default (plain RoPE)");
+    if (type != "default") refuse_rope_scaling(keys, inner, nested_names[i], type);
     if (!theta_found && inner.has("rope_theta")) {
       c.rope.base = inner.number("rope_theta", 10000.0);
       theta_found = true;

@@ -180,6 +180,15 @@ TEST(HubConfigs, MixtureOfExpertsAndGptqAreRefused) {
                                                                "use the model this one was quantized from"});
 }
 
+// Qwen's model cards tell users to add this block for inputs past 32,768 tokens; the refusal
+// says what it is for and that removing it reads the model as released.
+TEST(HubConfigs, YarnAddedAsQwensModelCardsSayIsRefusedSayingWhatToDo) {
+  expect_mentions(refusal("qwen2.5-coder-32b-instruct-yarn.json"),
+                  {"qwen2.5-coder-32b-instruct-yarn.json", "rope_scaling asks for RoPE type 'yarn'", "factor 4",
+                   "original_max_position_embeddings 32768", "remove rope_scaling from config.json",
+                   "plain RoPE, as the model was released", "32768 positions"});
+}
+
 TEST(HubConfigs, GenerationConfigWithKeysZerotuneDoesNotUse) {
   const std::string path = config_path("sakura-14b-qwen2.5.generation_config.json");
   const GenerationOptions options = parse_generation_config(read_json_file(path), path, {151645});
