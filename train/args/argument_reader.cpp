@@ -88,6 +88,20 @@ std::string foreign_layout(const json& object) {
            "dist_config), which zerotune does not read: write it with LLaMA-Factory's names, as its "
            "examples/train_lora files do (model_name_or_path, dataset with dataset_dir, "
            "per_device_train_batch_size, finetuning_type with lora_rank, lora_alpha, lora_target, deepspeed)";
+  // axolotl names the model base_model and lists its datasets as objects; its other keys
+  // (adapter, sequence_len, micro_batch_size, num_epochs) have names of their own too.
+  const bool axolotl = object.contains("base_model") && !object.contains("model_name_or_path") &&
+                       (object.contains("datasets") || object.contains("adapter") || object.contains("sequence_len") ||
+                        object.contains("micro_batch_size") || object.contains("num_epochs"));
+  if (axolotl)
+    return " is an axolotl config (`axolotl train`: base_model, datasets, adapter, sequence_len, "
+           "micro_batch_size), whose schema zerotune does not read: write it with HF's and LLaMA-Factory's names, "
+           "model_name_or_path for base_model, dataset with dataset_dir (a dataset_info.json entry per local file) "
+           "or train_file for datasets, val_size for val_set_size, finetuning_type lora for adapter lora (with "
+           "quantization_bit 4 for qlora), lora_rank for lora_r, lora_target for lora_target_modules (all for "
+           "lora_target_linear), cutoff_len for sequence_len, packing for sample_packing, "
+           "per_device_train_batch_size for micro_batch_size, num_train_epochs for num_epochs, optim for optimizer "
+           "and lr_scheduler_type for lr_scheduler (docs/TRAINING.md, TrainingArguments fields)";
   if (object.contains("compute_environment") && object.contains("distributed_type"))
     return " is an Accelerate config (`accelerate launch --config_file`: compute_environment, distributed_type, "
            "num_processes, num_machines), which says how to start the processes, not what to train: start them "

@@ -349,6 +349,55 @@ peft_config:
   EXPECT_EQ(msg.find("unknown option"), std::string::npos) << msg;
 }
 
+// axolotl's examples/llama-3/lora-1b.yml as published (comments and empty wandb keys aside): its
+// own schema (base_model, datasets, adapter, sequence_len, micro_batch_size) is named with the
+// names to write, not read as two dozen unknown options with misleading suggestions.
+TEST(ArgumentsFile, AxolotlConfigIsNamed) {
+  const std::string axolotl = R"(base_model: NousResearch/Llama-3.2-1B
+datasets:
+  - path: teknium/GPT4-LLM-Cleaned
+    type: alpaca
+val_set_size: 0.1
+output_dir: ./outputs/lora-out
+adapter: lora
+lora_model_dir:
+sequence_len: 2048
+sample_packing: true
+eval_sample_packing: true
+lora_r: 16
+lora_alpha: 32
+lora_dropout: 0.05
+lora_target_modules:
+  - gate_proj
+  - q_proj
+  - v_proj
+gradient_accumulation_steps: 2
+micro_batch_size: 2
+num_epochs: 1
+optimizer: adamw_8bit
+lr_scheduler: cosine
+learning_rate: 0.0002
+bf16: auto
+tf32: false
+gradient_checkpointing: true
+resume_from_checkpoint:
+logging_steps: 1
+attn_implementation: flash_attention_2
+warmup_ratio: 0.1
+evals_per_epoch: 4
+saves_per_epoch: 1
+weight_decay: 0.0
+special_tokens:
+  pad_token: "<|end_of_text|>"
+)";
+  const std::string msg = yaml_error(axolotl);
+  EXPECT_NE(msg.find("args.yaml is an axolotl config"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("model_name_or_path for base_model"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find("unknown option"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find("problems"), std::string::npos) << msg;  // one error, not one per key
+  EXPECT_THROW(yaml(axolotl), UsageError);
+}
+
 // An Accelerate config (LLaMA-Factory's examples/accelerate/fsdp_config.yaml, for `accelerate
 // launch --config_file`) given to train: one usage error saying what it is and how zerotune starts
 // processes, not one unknown option per key.
