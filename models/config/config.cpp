@@ -31,6 +31,13 @@ Architecture architecture_of(const detail::ConfigKeys& keys) {
               "' is a mixture-of-experts model, which zerotune does not implement (its models are dense); "
               "supported: " +
               supported_model_types());
+  // qwen2_vl, qwen2_5_vl, glm4v, ...: a vision tower and multimodal positions beside the decoder.
+  if (type.ends_with("_vl") || type == "glm4v")
+    keys.fail(
+        "model_type '" + type +
+        "' is a vision-language model, which zerotune does not implement (it reads text-only models); use "
+        "the family's text model instead (Qwen2.5-7B-Instruct for Qwen2.5-VL-7B-Instruct, for instance); supported: " +
+        supported_model_types());
   keys.fail("model_type '" + type + "' is not supported; supported: " + supported_model_types());
 }
 

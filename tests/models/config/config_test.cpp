@@ -162,6 +162,13 @@ TEST(ModelConfig, FirstChatGlmIsRefused) {
                             "ChatGLM2-6B, ChatGLM3-6B and GLM-4"});
 }
 
+// Qwen2-VL, Qwen2.5-VL and GLM-4V folders hold a vision tower beside the language model.
+TEST(ModelConfig, VisionLanguageModelTypesAreNamedAsSuch) {
+  for (const char* type : {"qwen2_vl", "qwen2_5_vl", "glm4v"})
+    expect_mentions(error_of([&] { parse((std::string(R"({"model_type": ")") + type + "\"}").c_str()); }),
+                    {type, "vision-language model", "text-only", "Qwen2.5-7B-Instruct"});
+}
+
 TEST(ModelConfig, WrongTypesAndUnsupportedFeaturesNameTheKey) {
   expect_mentions(error_of([] { parse(R"({"model_type": "qwen2", "hidden_size": "big"})"); }),
                   {"test config.json", "hidden_size", "integer", "\"big\""});
