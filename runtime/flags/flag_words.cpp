@@ -83,7 +83,7 @@ std::vector<GivenFlag> read_flag_words(const std::vector<std::string>& args, con
       if (!value && next_is_value) ++i;  // its value, which is no operand
       continue;
     }
-    GivenFlag read{.name = name, .flag = flag};
+    GivenFlag read{.name = name, .flag = flag, .name_value_word = is_name_value_word(word, table)};
     if (value) {
       read.value = *value;
     } else if (flag->kind == FlagKind::kBool) {

@@ -20,6 +20,8 @@ struct GivenFlag {
   std::string value = {};      // a bare boolean's is "true"; a list's words joined by commas
   // A list given as words after its name (empty when its value came as one text).
   std::vector<std::string> words = {};
+  // Written as LLaMA-Factory's `name=value`, whose value llamafactory-cli reads as YAML.
+  bool name_value_word = false;
 };
 
 // `args` read by `table`, in order. An unknown flag (with the nearest name, the command's own

@@ -83,6 +83,21 @@ TEST(ArgumentsFile, FlagsAfterTheFileOverrideIt) {
   EXPECT_TRUE(args.warnings.empty()) << joined(args.warnings);
 }
 
+// llamafactory-cli reads `name=value` words as YAML (OmegaConf.from_cli): `null` (or `~`) there is
+// None, as in the file, so `resume_from_checkpoint=null` starts afresh and
+// `adapter_name_or_path=null` drops the file's adapter; `--name null` stays HF's text.
+TEST(ArgumentsFile, NameValueNullIsTheFilesNull) {
+  TrainingArguments args = yaml(std::string(kBase) + "resume_from_checkpoint: out/checkpoint-5\nmax_steps: 10\n",
+                                {"resume_from_checkpoint=null", "max_steps=~"});
+  EXPECT_EQ(args.resume_from_checkpoint, "");
+  EXPECT_EQ(args.max_steps, TrainingArguments{}.max_steps);
+  args = yaml(std::string(kBase) + "adapter_name_or_path: saves/qwen3-4b/lora/sft\n", {"adapter_name_or_path=null"});
+  EXPECT_FALSE(args.other_arguments.contains("adapter_name_or_path"));
+  EXPECT_EQ(yaml_error(kBase, {"tokenized_path=null"}), "no error");
+  EXPECT_NE(yaml_error(kBase, {"--tokenized_path", "null"}).find("--tokenized_path null (LLaMA-Factory)"),
+            std::string::npos);
+}
+
 TEST(ArgumentsFile, DeepspeedAsAnObjectIsTheConfig) {
   const auto path = kArgsData / "hf/deepspeed_inline_args.json";
   TrainingArguments args = parse_training_arguments({path.string()});
