@@ -15,6 +15,9 @@
 //                    prologue, x being the layer output before the add
 //   norm_then_few_rows  q/k/v and gate/up (SwiGLU): cuda/norm's fused residual add + RMSNorm,
 //                    then the kernel (what a decode step runs without the prologue)
+//   few_rows_norm_rope  q/k/v only: the prologue and the RoPE + KV-cache epilogue in one launch
+//   norm_then_few_rows_rope  q/k/v only: cuda/norm's add + norm, then the kernel with the RoPE
+//                    epilogue (what a decode step's q/k/v runs now)
 // Bytes: the weight (x and y are a few KB); of_copy_ceiling is how near the weight streams at
 // the copy rate. Weight sets rotate so that each product reads from DRAM; 16 products are
 // replayed as one CUDA graph, as a decode step replays them, so the host is not what is timed.
@@ -69,7 +72,9 @@ enum class Variant {
   kFewRowsRope,
   kFewRowsThenRope,
   kFewRowsNorm,
-  kNormThenFewRows
+  kNormThenFewRows,
+  kFewRowsNormRope,
+  kNormThenFewRowsRope
 };
 
 // What the norm variants read and write besides x (the layer output before the add).
@@ -156,11 +161,15 @@ struct RopeInputs {
 void multiply(const Layer& l, Variant variant, int k_splits, const Tensor& x, const Tensor& w, Tensor& product,
               Tensor& activated, const RopeInputs& rope, const NormInputs& norm) {
   const std::int64_t rows = x.size(0);
-  const bool normed = variant == Variant::kFewRowsNorm || variant == Variant::kNormThenFewRows;
+  const bool with_rope = variant == Variant::kFewRowsRope || variant == Variant::kFewRowsNormRope ||
+                         variant == Variant::kNormThenFewRowsRope;
+  const bool norm_first = variant == Variant::kNormThenFewRows || variant == Variant::kNormThenFewRowsRope;
+  const bool prologue = variant == Variant::kFewRowsNorm || variant == Variant::kFewRowsNormRope;
+  const bool normed = norm_first || prologue;
   const bool swiglu =
       variant == Variant::kFewRowsSwiglu || variant == Variant::kCublasLtSwiglu || (normed && l.gate_up);
   if (variant != Variant::kCublasLt && variant != Variant::kCublasLtSwiglu) {
-    const Tensor& input = variant == Variant::kNormThenFewRows ? norm.run_norm(x) : x;
+    const Tensor& input = norm_first ? norm.run_norm(x) : x;
     cuda::FewRowsGemmArgs args{.rows = rows,
                                .in_features = l.k,
                                .out_features = l.n,
@@ -171,11 +180,11 @@ void multiply(const Layer& l, Variant variant, int k_splits, const Tensor& x, co
                                .dtype = DType::kBF16,
                                .output = swiglu ? cuda::FewRowsOutput::kSwiglu : cuda::FewRowsOutput::kLinear,
                                .k_splits = k_splits};
-    if (variant == Variant::kFewRowsRope) {
+    if (with_rope) {
       args.output = cuda::FewRowsOutput::kRopeQkv;
       args.rope = rope.epilogue(l);
     }
-    if (variant == Variant::kFewRowsNorm) args.norm = norm.prologue();
+    if (prologue) args.norm = norm.prologue();
     cuda::few_rows_gemm(args, current_stream());
     if (variant == Variant::kFewRowsThenRope) rope.rotate(l, product);
     return;
@@ -239,7 +248,9 @@ const bool kRegistered = [] {
                    {Variant::kFewRowsRope, "few_rows_rope", Only::kQkv},
                    {Variant::kFewRowsThenRope, "few_rows_then_rope", Only::kQkv},
                    {Variant::kFewRowsNorm, "few_rows_norm", Only::kAfterNorm},
-                   {Variant::kNormThenFewRows, "norm_then_few_rows", Only::kAfterNorm}};
+                   {Variant::kNormThenFewRows, "norm_then_few_rows", Only::kAfterNorm},
+                   {Variant::kFewRowsNormRope, "few_rows_norm_rope", Only::kQkv},
+                   {Variant::kNormThenFewRowsRope, "norm_then_few_rows_rope", Only::kQkv}};
   for (const Layer& l : kLayers)
     for (const auto& v : kVariants) {
       if ((v.only == Only::kGateUp && !l.gate_up) || (v.only == Only::kQkv && l.head_dim == 0) ||

@@ -43,6 +43,11 @@ std::optional<cuda::FewRowsGemmArgs> args_for(const Tensor& x, const Tensor& wei
       x.size(0) == 0 || x.size(0) > cuda::kFewRowsGemmMaxRows)
     return std::nullopt;
   if (x.stride(1) != 1 || !weight.is_contiguous() || (bias.defined() && !bias.is_contiguous())) return std::nullopt;
+  // linear_forward checks these before it asks; few_rows_qkv_rope's caller has not.
+  const bool bias_fits = !bias.defined() || (bias.dim() == 1 && bias.size(0) == weight.size(0) &&
+                                             bias.dtype() == x.dtype() && bias.device() == x.device());
+  if (weight.size(1) != x.size(1) || weight.dtype() != x.dtype() || weight.device() != x.device() || !bias_fits)
+    return std::nullopt;
   const std::int64_t rows = x.size(0), k = x.size(1), n = weight.size(0);
   return cuda::FewRowsGemmArgs{.rows = rows,
                                .in_features = k,

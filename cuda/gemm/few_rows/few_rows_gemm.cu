@@ -63,12 +63,13 @@ using XTile = tile::SmemTile<kTileM, kTileK>;
 template <bool kNorm>
 constexpr int kStageBytes = WeightTile::kBytes + (kNorm ? 2 : 1) * XTile::kBytes;
 template <bool kNorm>
-constexpr int kStagesBytes = kStages* kStageBytes<kNorm>;
+constexpr int kStagesBytes = kStages*(kStageBytes<kNorm>);
 // The dynamic shared memory: the stages, then the norm prologue's floats.
 template <bool kNorm>
 constexpr int kSharedBytes = kStagesBytes<kNorm> + (kNorm ? few_rows_norm::kSharedFloats<kTileM> * 4 : 0);
 static_assert(kSharedBytes<false> <= 48 * 1024, "the stages fit the default dynamic shared memory");
-static_assert(4 * kSharedBytes<true> <= 227 * 1024, "four blocks with the norm prologue fit an SM");
+// Each block also holds 1 KB the system reserves: four fit a Hopper SM (228 KB), three an A100's.
+static_assert(4 * (kSharedBytes<true> + 1024) <= 228 * 1024, "four blocks with the norm prologue fit an SM");
 constexpr int kResultBytes = kTileM * kResultPitch * 4;
 static_assert(kResultBytes <= kStagesBytes<false>, "the result tile reuses the stages");
 
@@ -401,7 +402,7 @@ void launch(const FewRowsGemmArgs& a, cudaStream_t stream) {
   // three steps of loads in flight do not fill the memory system.
   ZT_CUDA_CHECK(
       cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
-  if constexpr (kSharedBytes < kNorm >> 48 * 1024)
+  if constexpr ((kSharedBytes<kNorm>) > 48 * 1024)
     ZT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedBytes<kNorm>));
   cudaLaunchConfig_t config{};
   config.gridDim = grid;
@@ -446,24 +447,36 @@ bool rope_takes(const FewRowsGemmArgs& a) {
          r.num_slots >= 0;
 }
 
-// The norm's tensors are given and aligned, the sum lies apart from what every block reads, and
-// its row is one the prologue sums as cuda/norm's kernel does.
+// A tensor's bytes [first, end): `rows` rows of `row_bytes`, `row_stride` elements apart.
+struct ByteRange {
+  std::uintptr_t first, end;
+  bool apart_from(const ByteRange& other) const { return end <= other.first || other.end <= first; }
+};
+ByteRange byte_range(const FewRowsGemmArgs& a, const void* p, std::int64_t rows, std::int64_t row_elements,
+                     std::int64_t row_stride) {
+  const auto first = reinterpret_cast<std::uintptr_t>(p);
+  const std::size_t size = dtype_size(a.dtype);
+  return {first, first + (static_cast<std::size_t>(rows - 1) * row_stride + row_elements) * size};
+}
+
+// The norm's tensors are given and aligned, its row is one the prologue sums as cuda/norm's
+// kernel does, and what blocks write (the sum, y) lies apart from what other blocks read (x,
+// the residual, the norm weight) and from each other.
 bool norm_takes(const FewRowsGemmArgs& a) {
   const FewRowsNorm& n = a.norm;
   if (n.residual == nullptr) return true;
-  const std::size_t row_bytes = static_cast<std::size_t>(a.in_features) * dtype_size(a.dtype);
-  const auto bytes = [&](const void* p, std::int64_t row_stride) {
-    const auto first = reinterpret_cast<std::uintptr_t>(p);
-    return std::pair{first,
-                     first + (static_cast<std::size_t>(a.rows - 1) * row_stride) * dtype_size(a.dtype) + row_bytes};
-  };
-  const auto [sum_first, sum_end] = bytes(n.sum, a.in_features);
-  const auto apart = [&](const void* p) {
-    const auto [first, end] = bytes(p, a.x_row_stride);
-    return sum_end <= first || end <= sum_first;
-  };
-  return n.weight != nullptr && n.sum != nullptr && aligned16(n.residual) && aligned16(n.weight) && aligned16(n.sum) &&
-         apart(a.x) && apart(n.residual) && norm_row_plan(a).has_value();
+  if (n.weight == nullptr || n.sum == nullptr || !aligned16(n.residual) || !aligned16(n.weight) || !aligned16(n.sum))
+    return false;
+  const std::int64_t k = a.in_features,
+                     columns = a.output == FewRowsOutput::kSwiglu ? a.out_features / 2 : a.out_features;
+  const ByteRange x = byte_range(a, a.x, a.rows, k, a.x_row_stride),
+                  residual = byte_range(a, n.residual, a.rows, k, a.x_row_stride);
+  const ByteRange weight = byte_range(a, n.weight, 1, k, k), sum = byte_range(a, n.sum, a.rows, k, k);
+  const ByteRange y = byte_range(a, a.y, a.rows, columns, columns);
+  for (const ByteRange& written : {sum, y})
+    for (const ByteRange& read : {x, residual, weight})
+      if (!written.apart_from(read)) return false;
+  return sum.apart_from(y) && norm_row_plan(a).has_value();
 }
 
 bool output_takes(const FewRowsGemmArgs& a) {
@@ -491,15 +504,16 @@ bool few_rows_gemm_takes(const FewRowsGemmArgs& a) {
 void few_rows_gemm(const FewRowsGemmArgs& args, cudaStream_t stream) {
   ZT_REQUIRE(args.x != nullptr && args.weight != nullptr && args.y != nullptr,
              "few_rows_gemm: x, weight and y must be given");
-  ZT_REQUIRE(few_rows_gemm_takes(args),
-             "few_rows_gemm: " + std::to_string(args.rows) + " rows of " + dtype_name(args.dtype) + " x " +
-                 std::to_string(args.in_features) + " (row stride " + std::to_string(args.x_row_stride) + ") by " +
-                 std::to_string(args.out_features) + " weight rows is not a product it takes: 16-bit, 1 to " +
-                 std::to_string(kFewRowsGemmMaxRows) +
-                 " rows, K and the row stride multiples of 8, pointers 16-byte aligned; for RoPE, heads of 64 to 256 "
-                 "dims in steps of 64 that make the weight's rows, with positions, frequencies, slots and pools given; "
-                 "for a norm, its weight and sum given and aligned, the sum apart from x and the residual, K at most "
-                 "4,096 dims (use cuBLASLt)");
+  ZT_REQUIRE(
+      few_rows_gemm_takes(args),
+      "few_rows_gemm: " + std::to_string(args.rows) + " rows of " + dtype_name(args.dtype) + " x " +
+          std::to_string(args.in_features) + " (row stride " + std::to_string(args.x_row_stride) + ") by " +
+          std::to_string(args.out_features) + " weight rows is not a product it takes: 16-bit, 1 to " +
+          std::to_string(kFewRowsGemmMaxRows) +
+          " rows, K and the row stride multiples of 8, pointers 16-byte aligned; for RoPE, heads of 64 to 256 "
+          "dims in steps of 64 that make the weight's rows, with positions, frequencies, slots and pools given; "
+          "for a norm, its weight and sum given and aligned, the sum and y apart from x, the residual, the norm's "
+          "weight and each other, K at most 4,096 dims (use cuBLASLt)");
   ZT_REQUIRE(args.k_splits >= 0, "few_rows_gemm: k_splits must be 0 (chosen) or a positive count");
   dispatch_float_type<GpuHalfTypes>(args.dtype, "few_rows_gemm", [&]<typename T>() {
     if (args.norm.residual != nullptr)

@@ -41,32 +41,60 @@ __device__ __forceinline__ void summed_vector(const T* x, const T* residual, flo
   for (int i = 0; i < W; ++i) v[i] = round_through<T>(__fadd_rn(v[i], r[i]));
 }
 
+// The most vectors a thread of a row group holds: cuda/norm's plans for rows of up to kThreads
+// groups have 1 or 4.
+constexpr int kMaxVectorsPerThread = 4;
+
 // 1/rms of rows m0 .. m0 + kRows - 1 (those below `rows`) into row_rstd; when store_sum, the
 // sums into norm.sum too. Every thread of the block calls it (the group sums synchronise).
+// Each thread first adds its share of every row's squares, with no barrier between rows so the
+// rows' loads overlap, then the groups sum them row by row: the same partial sums in the same
+// order as the norm kernel's, so the same bits. With 96-thread groups the block's last 32
+// threads are no group's and take no row.
 template <typename T, int kRows>
 __device__ void row_statistics(const FewRowsGemmArgs& a, const RowPlan& plan, std::int64_t m0, bool store_sum,
                                float* scratch, float* row_rstd) {
   constexpr int W = kVectorWidth<T>;
   const rmsnorm_detail::RowGroup g = rmsnorm_detail::row_group(plan.group_threads);
   const std::int64_t vectors = a.in_features / W, end = min(m0 + kRows, a.rows);
-  for (std::int64_t first = m0; first < end; first += g.count) {
-    const std::int64_t row = first + g.index;
-    const bool active = row < end;
-    float squares = 0.0f;
-    for (int k = 0; k < plan.vectors_per_thread; ++k) {
+  const bool in_group = g.index < g.count;
+  // A part group's sum reads scratch slots no warp writes; they hold zeros.
+  if (threadIdx.x >= blockDim.x / 32 && threadIdx.x < kScratchFloats) scratch[threadIdx.x] = 0.0f;
+  float squares[kRows];
+#pragma unroll
+  for (int it = 0; it < kRows; ++it) {
+    squares[it] = 0.0f;
+    const std::int64_t row = m0 + it * g.count + g.index;
+    if (!in_group || row >= end) continue;
+#pragma unroll
+    for (int k = 0; k < kMaxVectorsPerThread; ++k) {
       const std::int64_t j = g.lane + static_cast<std::int64_t>(k) * g.threads;
-      if (active && j < vectors) {
+      if (k < plan.vectors_per_thread && j < vectors) {
         float v[W];
         const std::int64_t at = row * a.x_row_stride + j * W;
         summed_vector<T, W>(static_cast<const T*>(a.x) + at, static_cast<const T*>(a.norm.residual) + at, v);
-        if (store_sum) store_vector<T, W>(static_cast<T*>(a.norm.sum) + row * a.in_features + j * W, v);
 #pragma unroll
-        for (int i = 0; i < W; ++i) squares += v[i] * v[i];
+        for (int i = 0; i < W; ++i) squares[it] += v[i] * v[i];
       }
     }
-    const float rstd =
-        rmsnorm_detail::inverse_rms(rmsnorm_detail::group_sum(squares, g.threads, scratch), a.in_features, a.norm.eps);
-    if (active && g.lane == 0) row_rstd[row - m0] = rstd;
+  }
+#pragma unroll
+  for (int it = 0; it < kRows; ++it) {
+    if (m0 + it * g.count >= end) break;  // the same for every thread of the block
+    const float sum = rmsnorm_detail::group_sum(squares[it], g.threads, scratch);
+    const std::int64_t row = m0 + it * g.count + g.index;
+    if (in_group && row < end && g.lane == 0)
+      row_rstd[row - m0] = rmsnorm_detail::inverse_rms(sum, a.in_features, a.norm.eps);
+  }
+  if (store_sum) {
+    // The sums again (from L1 or L2), spread over the block's threads.
+    for (std::int64_t i = threadIdx.x; i < (end - m0) * vectors; i += blockDim.x) {
+      const std::int64_t row = m0 + i / vectors, j = i % vectors;
+      float v[W];
+      const std::int64_t at = row * a.x_row_stride + j * W;
+      summed_vector<T, W>(static_cast<const T*>(a.x) + at, static_cast<const T*>(a.norm.residual) + at, v);
+      store_vector<T, W>(static_cast<T*>(a.norm.sum) + row * a.in_features + j * W, v);
+    }
   }
   __syncthreads();
 }

@@ -2,8 +2,10 @@
 // cuda/norm's fused forward (the sum and the normalized rows) then the product of the normalized
 // rows. The product, the SwiGLU epilogue and the RoPE epilogue's outputs, and the stored sum, bit
 // for bit: the prologue sums each row's squares in the norm kernel's order and rounds as it does.
-// Rows of 896, 1536, 3584 and 4096 dims (the norm's row groups of 32, 64 and 128 threads) and of
-// 520 (a part vector group and a part step of K), x rows a stride apart, bfloat16 and float16,
+// Rows of 256, 896, 1536, 2560, 3072, 3584 and 4096 dims (the norm's row groups of 32, 64, 96 and
+// 128 threads, one vector a thread or four; a 96-thread group leaves a block's last 32 threads
+// without a row) and of 520 (a part vector group and a part step of K), x rows a stride apart,
+// bfloat16 and float16,
 // Qwen's and GLM's rounding, 1 to 32 rows, K split and not; outputs poisoned with NaN first.
 // Then what it refuses: rows the norm kernel does not keep in one block's registers, a sum that
 // overlaps what the blocks read, and missing or misaligned tensors.
@@ -103,7 +105,7 @@ FewRowsGemmArgs fused_args(const NormCase& c, const Operands& o, const Tensor& y
 }
 
 void expect_prologue_equals_norm_then_product(const NormCase& c, FewRowsOutput output) {
-  const std::int64_t n = 192;  // three column tiles of a linear, six of SwiGLU's pairs
+  const std::int64_t n = 192;  // three column tiles, of a linear's columns or of SwiGLU's pairs
   const Operands o(c, n);
   const auto [sum, normed] = norm_kernel(c, o);
   const std::int64_t columns = output == FewRowsOutput::kSwiglu ? n / 2 : n;
@@ -119,7 +121,7 @@ void expect_prologue_equals_norm_then_product(const NormCase& c, FewRowsOutput o
 
 TEST(FewRowsNormGpu, ThePrologueEqualsTheNormKernelThenTheProduct) {
   ZT_SKIP_WITHOUT_GPU();
-  for (std::int64_t k : {896, 1536, 3584, 4096, 520})
+  for (std::int64_t k : {256, 896, 1536, 2560, 3072, 3584, 4096, 520})
     for (DType dtype : {DType::kBF16, DType::kF16})
       for (std::int64_t rows : {1, 5, 16, 17, 32})
         for (bool round_normalized : {true, false})
@@ -160,7 +162,7 @@ TEST(FewRowsNormGpu, ThePrologueComposesWithTheRopeEpilogue) {
                    .num_slots = pool_shape[0]};
       return args;
     };
-    const Tensor normed = norm_kernel(c, o).second;
+    const auto [expected_sum, normed] = norm_kernel(c, o);
     Tensor expected = poisoned({rows, n}, c.dtype), keys = Tensor::zeros(pool_shape, c.dtype, Device::cuda()),
            vals = Tensor::zeros(pool_shape, c.dtype, Device::cuda());
     few_rows_gemm(with_rope(product_args(c, normed, c.k, o.weight, expected, FewRowsOutput::kRopeQkv), keys, vals),
@@ -171,6 +173,7 @@ TEST(FewRowsNormGpu, ThePrologueComposesWithTheRopeEpilogue) {
     few_rows_gemm(with_rope(fused_args(c, o, fused, sum, FewRowsOutput::kRopeQkv), fused_keys, fused_vals),
                   current_stream());
     EXPECT_EQ(values(fused), values(expected)) << rows << " rows";
+    EXPECT_EQ(values(sum), values(expected_sum)) << rows << " rows: the sum";
     EXPECT_EQ(values(fused_keys), values(keys)) << rows << " rows: the key pool";
     EXPECT_EQ(values(fused_vals), values(vals)) << rows << " rows: the value pool";
   }
@@ -185,7 +188,7 @@ TEST(FewRowsNormGpu, WhatThePrologueCannotTakeIsRefused) {
   const FewRowsGemmArgs good = fused_args(c, o, y, sum, FewRowsOutput::kLinear);
   EXPECT_TRUE(few_rows_gemm_takes(good));
 
-  // 8,200 dims: the norm kernel's row group would be 512 threads.
+  // 8,200 dims: the norm kernel's row group would be 288 threads.
   const NormCase wide{8200, 4, DType::kBF16, true, 0, 8200};
   const Operands wide_operands(wide, 128);
   Tensor wide_sum = Tensor::zeros({wide.rows, wide.k}, wide.dtype, Device::cuda());
@@ -194,6 +197,9 @@ TEST(FewRowsNormGpu, WhatThePrologueCannotTakeIsRefused) {
   FewRowsGemmArgs onto_residual = good;
   onto_residual.norm.sum = const_cast<void*>(good.norm.residual);
   refused.emplace_back(onto_residual, "the sum written over the residual");
+  FewRowsGemmArgs onto_residual_y = good;
+  onto_residual_y.y = const_cast<void*>(good.norm.residual);
+  refused.emplace_back(onto_residual_y, "y written over the residual");
   FewRowsGemmArgs no_weight = good;
   no_weight.norm.weight = nullptr;
   refused.emplace_back(no_weight, "no norm weight");
