@@ -80,7 +80,12 @@ Flags parse_flags(const std::vector<std::string>& args, const FlagTable& table) 
     flags.arguments_file = file->path;
     for (const GivenFlag& word : file->flags) set_flag(flags, word, file->path);
   }
-  for (const GivenFlag& word : given) set_flag(flags, word, "");  // after the file's: they override it
+  for (const GivenFlag& word : given) {  // after the file's: they override it
+    if (word.unsets())
+      flags.erase(word.flag->name);  // adapter_name_or_path=null: as the file's null
+    else
+      set_flag(flags, word, "");
+  }
   check_required(flags, table);
   if (file) log_warnings(file->warnings);
   return flags;

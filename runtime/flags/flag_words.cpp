@@ -103,4 +103,8 @@ std::vector<GivenFlag> read_flag_words(const std::vector<std::string>& args, con
   return given;
 }
 
+bool GivenFlag::unsets() const {
+  return name_value_word && (value == "null" || value == "Null" || value == "NULL" || value == "~");
+}
+
 }  // namespace zt

@@ -22,6 +22,11 @@ struct GivenFlag {
   std::vector<std::string> words = {};
   // Written as LLaMA-Factory's `name=value`, whose value llamafactory-cli reads as YAML.
   bool name_value_word = false;
+
+  // A `name=value` word whose value YAML reads as null (null, Null, NULL, ~): llamafactory-cli
+  // (OmegaConf.from_cli) then unsets the option, as an arguments file's null leaves it unset.
+  // `--name null` stays the text, as in HF's parser.
+  bool unsets() const;
 };
 
 // `args` read by `table`, in order. An unknown flag (with the nearest name, the command's own

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cctype>
+#include <fstream>
 #include <set>
 #include <sstream>
 #include <string>
@@ -218,6 +219,20 @@ TEST(FlagTable, ParsesNamesAliasesAndBooleans) {
   EXPECT_EQ(defaults.count("--mode"), 0u);
   EXPECT_FALSE(defaults.is_true("--verbose"));
   EXPECT_EQ(defaults.text("--scale"), "");
+}
+
+// After an arguments file, `name=null` (or `~`) unsets what the file set, as llamafactory-cli
+// reads these words as YAML; `--name null` is the text, as in HF's parser.
+TEST(FlagTable, ANameValueNullAfterAFileUnsetsTheOption) {
+  const std::string file = ::testing::TempDir() + "/flag_table_null.json";
+  std::ofstream(file) << R"({"name": "x", "mode": "slow", "count": 3})";
+  const Flags unset = parse_flags({file, "mode=null", "count=~"}, small_table());
+  EXPECT_EQ(unset.count("--mode"), 0u);
+  EXPECT_EQ(unset.text("--mode"), "fast");  // the table's default again
+  EXPECT_EQ(unset.count("--count"), 0u);
+  EXPECT_EQ(unset.at("--name"), "x");
+  EXPECT_EQ(parse_flags({file, "--name", "null"}, small_table()).at("--name"), "null");
+  EXPECT_THROW(parse_flags({file, "name=Null"}, small_table()), UsageError) << "unset, and --name is required";
 }
 
 // The message of the UsageError parse_flags throws for `args`.

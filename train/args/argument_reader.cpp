@@ -57,10 +57,6 @@ void reset_to_default(TrainingArguments& args, const ArgumentSpec& spec) {
   std::visit([&](auto member) { args.*member = TrainingArguments{}.*member; }, spec.member);
 }
 
-// What YAML reads as null; llamafactory-cli reads its `name=value` words as YAML
-// (OmegaConf.from_cli), so `resume_from_checkpoint=null` unsets the option as the file's null does.
-bool is_yaml_null(const std::string& text) { return text == "null" || text == "Null" || text == "NULL" || text == "~"; }
-
 // LLaMA-Factory's max_length (GeneratingArguments) limits generation, and its cutoff_len is the
 // sample length zerotune calls max_length: in a file that has both, max_length is the former.
 bool is_generation_max_length(const json& object, const std::string& name, const json& value) {
@@ -151,7 +147,7 @@ void ArgumentReader::read_flags(const std::vector<std::string>& tokens) {
       continue;
     }
     const std::string name = given.flag->name.substr(2);
-    if (given.name_value_word && is_yaml_null(given.value)) {
+    if (given.unsets()) {  // resume_from_checkpoint=null: as the file's null
       if (const ArgumentSpec* spec = find_argument_spec(name)) reset_to_default(args_, *spec);
       args_.other_arguments.erase(name);
       args_.given.erase(name);
