@@ -24,6 +24,14 @@ Architecture architecture_of(const detail::ConfigKeys& keys) {
     keys.fail("no 'model_type' key; zerotune reads " + supported_model_types() +
               " (config.json as transformers or THUDM's code writes it)");
   std::string type = keys.string("model_type", "");
+  // qwen2_vl, qwen2_5_vl, glm4v, ...: a vision tower and multimodal positions beside the decoder;
+  // glm-4v-9b keeps THUDM's chatglm type with its tower in vision_config.
+  if (type.ends_with("_vl") || type == "glm4v" || keys.has("vision_config"))
+    keys.fail(
+        "model_type '" + type + "'" + (keys.has("vision_config") ? " with a vision_config" : "") +
+        " is a vision-language model, which zerotune does not implement (it reads text-only models); use "
+        "the family's text model instead (Qwen2.5-7B-Instruct for Qwen2.5-VL-7B-Instruct, for instance); supported: " +
+        supported_model_types());
   if (std::optional<Architecture> arch = find_value(kArchitectures, type)) return *arch;
   // qwen2_moe, qwen3_moe, glm4_moe, ...: the experts' routed MLPs have no counterpart here.
   if (type.ends_with("_moe"))
@@ -31,13 +39,6 @@ Architecture architecture_of(const detail::ConfigKeys& keys) {
               "' is a mixture-of-experts model, which zerotune does not implement (its models are dense); "
               "supported: " +
               supported_model_types());
-  // qwen2_vl, qwen2_5_vl, glm4v, ...: a vision tower and multimodal positions beside the decoder.
-  if (type.ends_with("_vl") || type == "glm4v")
-    keys.fail(
-        "model_type '" + type +
-        "' is a vision-language model, which zerotune does not implement (it reads text-only models); use "
-        "the family's text model instead (Qwen2.5-7B-Instruct for Qwen2.5-VL-7B-Instruct, for instance); supported: " +
-        supported_model_types());
   keys.fail("model_type '" + type + "' is not supported; supported: " + supported_model_types());
 }
 

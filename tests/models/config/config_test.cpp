@@ -167,6 +167,9 @@ TEST(ModelConfig, VisionLanguageModelTypesAreNamedAsSuch) {
   for (const char* type : {"qwen2_vl", "qwen2_5_vl", "glm4v"})
     expect_mentions(error_of([&] { parse((std::string(R"({"model_type": ")") + type + "\"}").c_str()); }),
                     {type, "vision-language model", "text-only", "Qwen2.5-7B-Instruct"});
+  // THUDM's glm-4v-9b: the chatglm type, its vision tower in vision_config.
+  expect_mentions(error_of([] { parse(R"({"model_type": "chatglm", "vision_config": {"hidden_size": 1792}})"); }),
+                  {"'chatglm' with a vision_config", "vision-language model"});
 }
 
 TEST(ModelConfig, WrongTypesAndUnsupportedFeaturesNameTheKey) {
