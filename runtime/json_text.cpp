@@ -1,6 +1,7 @@
 #include "runtime/json_text.h"
 
 #include <cctype>
+#include <cmath>
 
 namespace zt {
 namespace {
@@ -76,6 +77,11 @@ std::string json_error_message(const nlohmann::json::exception& error, std::stri
     where.append(":").append(std::to_string(line_in_file));
   }
   return where + ": not valid JSON: " + json_error_detail(error);
+}
+
+std::string number_text(double value) {
+  if (value == std::floor(value) && std::fabs(value) < 1e15) return std::to_string(static_cast<std::int64_t>(value));
+  return nlohmann::json(value).dump();
 }
 
 }  // namespace zt

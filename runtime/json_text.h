@@ -41,4 +41,7 @@ Json parse_json(std::string_view text, const std::string& source,
   }
 }
 
+// A number in a message as the user wrote it: 6, not 6.0; 0.1 as JSON writes it, not 0.100000.
+std::string number_text(double value);
+
 }  // namespace zt

@@ -1,11 +1,10 @@
 // qwen2, qwen3, glm and glm4 configs, with the defaults of transformers' Qwen2Config,
 // Qwen3Config, GlmConfig and Glm4Config for keys the file leaves out.
 #include <algorithm>
-#include <cmath>
-#include <sstream>
 #include <string>
 
 #include "models/config/config_parsers.h"
+#include "runtime/json_text.h"
 
 namespace zt::models::detail {
 namespace {
@@ -29,13 +28,6 @@ FamilyDefaults defaults_for(Architecture arch) {
   }
 }
 
-std::string shown_number(double value) {
-  if (std::floor(value) == value && std::fabs(value) < 1e15) return std::to_string(static_cast<std::int64_t>(value));
-  std::ostringstream text;
-  text << value;
-  return text.str();
-}
-
 // A scaled RoPE (yarn, linear, dynamic, ...) changes every rotation, so it is refused. Model
 // cards (Qwen2.5, Qwen3, GLM-4-0414) tell users to add the block only to go past the positions
 // the model was trained with; the message says how to read the model as released instead.
@@ -44,7 +36,7 @@ std::string shown_number(double value) {
   std::string details;
   for (const char* key : {"factor", "original_max_position_embeddings"})
     if (inner.has(key) && inner.number(key, 0.0) > 0.0)
-      details += std::string(details.empty() ? " (" : ", ") + key + " " + shown_number(inner.number(key, 0.0));
+      details += std::string(details.empty() ? " (" : ", ") + key + " " + number_text(inner.number(key, 0.0));
   if (!details.empty()) details += ")";
   std::int64_t trained = inner.integer("original_max_position_embeddings", 0);
   if (trained <= 0) trained = keys.integer("max_position_embeddings", 0);

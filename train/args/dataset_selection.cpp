@@ -1,7 +1,6 @@
 #include "train/args/dataset_selection.h"
 
 #include <algorithm>
-#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -238,11 +237,6 @@ Dataset read_files(const std::vector<PreferenceFile>& entries, const std::option
     all.texts.insert(all.texts.end(), data.texts.begin(), data.texts.end());
   }
   return all;
-}
-
-// 6, not 6.0; 0.1 as written.
-std::string number_text(double value) {
-  return value == std::floor(value) ? std::to_string(static_cast<std::int64_t>(value)) : json(value).dump();
 }
 
 Dataset subset(const Dataset& data, const std::vector<std::size_t>& indices) {
