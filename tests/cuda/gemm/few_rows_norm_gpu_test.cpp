@@ -8,17 +8,23 @@
 // bfloat16 and float16,
 // Qwen's and GLM's rounding, 1 to 32 rows, K split and not; outputs poisoned with NaN first.
 // Then what it refuses: rows the norm kernel does not keep in one block's registers, a sum that
-// overlaps what the blocks read, and missing or misaligned tensors.
+// overlaps what the blocks read, and missing or misaligned tensors. Last, the op a decode step
+// calls (ops::few_rows_norm_swiglu) against rmsnorm_residual_forward then linear_swiglu_forward,
+// and where it declines, writing nothing.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "cuda/gemm/few_rows/few_rows_gemm.cuh"
 #include "cuda/norm/rmsnorm.cuh"
+#include "ops/gemm/few_rows_product.h"
+#include "ops/gemm/linear.h"
+#include "ops/norm/rmsnorm.h"
 #include "runtime/error.h"
 #include "runtime/streams/current_stream.h"
 #include "tensor/tensor.h"
@@ -215,6 +221,53 @@ TEST(FewRowsNormGpu, WhatThePrologueCannotTakeIsRefused) {
       EXPECT_NE(std::string(e.what()).find("for a norm"), std::string::npos) << e.what();
     }
   }
+}
+
+TEST(FewRowsNormGpu, TheNormSwigluOpEqualsTheNormThenLinearSwiglu) {
+  ZT_SKIP_WITHOUT_GPU();
+  for (DType dtype : {DType::kBF16, DType::kF16})
+    for (ops::RmsNormStyle style : {ops::RmsNormStyle::kQwen, ops::RmsNormStyle::kGlm})
+      for (std::int64_t rows : {1, 5, 32}) {
+        const NormCase c{1536, rows, dtype, style == ops::RmsNormStyle::kQwen, 0, 1536};
+        const std::string name = c.name();
+        const Operands o(c, 2 * 384);
+        const Tensor bias = random_tensor({2 * 384}, 55, dtype, 0.5);
+        ops::FewRowsGemmScope every_product(ops::FewRowsProducts::kAll);
+        const ops::NormPrologue norm{o.residual, o.norm_weight, poisoned({rows, c.k}, dtype), kEps, style};
+        const std::optional<Tensor> y = ops::few_rows_norm_swiglu(o.x, norm, o.weight, bias);
+        ASSERT_TRUE(y.has_value()) << name;
+        const ops::RmsNormResidualOutput normed =
+            ops::rmsnorm_residual_forward(o.x, o.residual, o.norm_weight, kEps, style);
+        EXPECT_EQ(values(norm.sum), values(normed.sum)) << name;
+        EXPECT_EQ(values(*y), values(ops::linear_swiglu_forward(normed.y, o.weight, bias))) << name;
+      }
+}
+
+TEST(FewRowsNormGpu, TheNormSwigluOpDeclinesWritingNothing) {
+  ZT_SKIP_WITHOUT_GPU();
+  const NormCase c{1536, 4, DType::kBF16, true, 0, 1536};
+  const Operands o(c, 2 * 384);
+  auto expect_declined = [&](const ops::NormPrologue& norm, const std::string& why) {
+    EXPECT_FALSE(ops::few_rows_norm_swiglu(o.x, norm, o.weight, Tensor())) << why;
+    for (double v : values(norm.sum)) ASSERT_TRUE(std::isnan(v)) << why << ": the sum was written";
+  };
+  const ops::NormPrologue norm{o.residual, o.norm_weight, poisoned({c.rows, c.k}, c.dtype), kEps,
+                               ops::RmsNormStyle::kQwen};
+  expect_declined(norm, "outside a scope");
+  {
+    ops::FewRowsGemmScope swiglu_only(ops::FewRowsProducts::kSwiglu);
+    expect_declined(norm, "in a scope of the SwiGLU products only");
+  }
+  ops::FewRowsGemmScope every_product(ops::FewRowsProducts::kAll);
+  ops::NormPrologue short_residual = norm;
+  short_residual.residual = o.residual.narrow(0, 0, c.rows - 1);
+  expect_declined(short_residual, "a residual of fewer rows");
+  ops::NormPrologue other_dtype = norm;
+  other_dtype.weight = o.norm_weight.to(DType::kF16);
+  expect_declined(other_dtype, "a norm weight of another dtype");
+  ops::NormPrologue strided_sum = norm;
+  strided_sum.sum = poisoned({c.rows, 2 * c.k}, c.dtype).narrow(1, 0, c.k);
+  expect_declined(strided_sum, "a sum a stride apart");
 }
 
 }  // namespace
