@@ -227,9 +227,10 @@ void read_common(const json& body, ApiRequest& request, bool chat) {
   }
 }
 
-// A message's content: a string, or a list of text parts (OpenAI's content parts). Only an
-// assistant's may be left out or null (OpenAI's, for a turn of tool calls); any other role's is
-// required, as OpenAI requires it.
+// A message's content: a string, or a list of text parts (OpenAI's content parts), joined with
+// a newline between parts as vLLM joins them for a template that prints the content as a string.
+// Only an assistant's may be left out or null (OpenAI's, for a turn of tool calls); any other
+// role's is required, as OpenAI requires it.
 std::string message_content(const json& message, const std::string& role, const std::string& where) {
   const json* content = field(message, "content");
   if (content == nullptr && role != "assistant")
@@ -240,7 +241,8 @@ std::string message_content(const json& message, const std::string& role, const 
   if (!content->is_array())
     throw invalid_request("'" + where + ".content' must be a string or a list of parts", where + ".content");
   std::string text;
-  for (const json& part : *content) {
+  for (std::size_t i = 0; i < content->size(); ++i) {
+    const json& part = (*content)[i];
     // An assistant's refusal part (openai-python's assistant content) is its text, as vLLM reads it.
     const bool refusal = part.is_object() && part.value("type", json()) == "refusal";
     const char* key = refusal ? "refusal" : "text";
@@ -249,6 +251,7 @@ std::string message_content(const json& message, const std::string& role, const 
       throw invalid_request(
           "'" + where + ".content' parts must be {\"type\": \"text\", \"text\": ...}: this model reads text only",
           where + ".content");
+    if (i > 0) text += '\n';
     text += part[key].get<std::string>();
   }
   return text;

@@ -29,7 +29,7 @@ TEST(RequestParsing, ReadsOpenAisFields) {
   EXPECT_EQ(chat.model, "m");
   ASSERT_EQ(chat.messages.size(), 2u);
   EXPECT_EQ(chat.messages[0].role, "system");
-  EXPECT_EQ(chat.messages[1].content, "hi there");
+  EXPECT_EQ(chat.messages[1].content, "hi \nthere");
   EXPECT_EQ(chat.sampling.max_tokens, 7);
   EXPECT_EQ(chat.sampling.temperature, 0.5);
   EXPECT_EQ(chat.sampling.top_p, 0.9);
@@ -224,9 +224,23 @@ TEST(RequestParsing, ARefusalPartIsText) {
   const ApiRequest chat = parse_chat_request(R"({"messages": [{"role": "user", "content": "hi"},
     {"role": "assistant", "content": [{"type": "refusal", "refusal": "I can't."}, {"type": "text", "text": " Sorry."}]},
     {"role": "user", "content": "ok"}]})");
-  EXPECT_EQ(chat.messages[1].content, "I can't. Sorry.");
+  EXPECT_EQ(chat.messages[1].content, "I can't.\n Sorry.");
   EXPECT_EQ(refused_param(R"({"messages": [{"role": "assistant", "content": [{"type": "refusal", "text": "x"}]}]})"),
             "messages[0].content");
+}
+
+// A content of several text parts is one text with a newline between parts, as vLLM joins them
+// for templates that print the content as a string (every template here): "Describe:" and
+// "the text" are not run together into "Describe:the text".
+TEST(RequestParsing, TextPartsAreJoinedByNewlines) {
+  const ApiRequest chat = parse_chat_request(R"({"messages": [{"role": "user", "content": [
+    {"type": "text", "text": "Describe:"}, {"type": "text", "text": "the text"}, {"type": "text", "text": ""}]}]})");
+  EXPECT_EQ(chat.messages[0].content, "Describe:\nthe text\n");
+  EXPECT_EQ(parse_chat_request(R"({"messages": [{"role": "user", "content": [{"type": "text", "text": "one"}]}]})")
+                .messages[0]
+                .content,
+            "one");
+  EXPECT_EQ(parse_chat_request(R"({"messages": [{"role": "assistant", "content": []}]})").messages[0].content, "");
 }
 
 TEST(RequestParsing, AnEmptyBodySaysSo) {
