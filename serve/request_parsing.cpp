@@ -257,6 +257,16 @@ std::string message_content(const json& message, const std::string& role, const 
   return text;
 }
 
+// An earlier answer's reasoning sent back with it: `reasoning_content`, as this server answers
+// it, or `reasoning`, newer vLLM's name. Qwen3's template writes it in the think block of the
+// answers after the last query (the turns of a tool-calling loop), so it is kept for the template
+// rather than dropped.
+std::optional<std::string> answer_reasoning(const json& message, const std::string& where) {
+  for (const char* name : {"reasoning_content", "reasoning"})
+    if (const json* reasoning = field(message, name)) return string_field(*reasoning, where + "." + name);
+  return std::nullopt;
+}
+
 std::vector<models::ChatMessage> messages_field(const json& body) {
   const json* messages = field(body, "messages");
   if (messages == nullptr) throw invalid_request("'messages' is required", "messages");
@@ -278,7 +288,8 @@ std::vector<models::ChatMessage> messages_field(const json& body) {
     std::vector<models::ToolCall> calls = message_tool_calls(message, where);
     if (!calls.empty() && name != "assistant")
       throw invalid_request("'" + where + ".tool_calls' belongs to assistant messages only", where + ".tool_calls");
-    result.push_back({name, message_content(message, name, where), std::move(calls)});
+    std::optional<std::string> reasoning = name == "assistant" ? answer_reasoning(message, where) : std::nullopt;
+    result.push_back({name, message_content(message, name, where), std::move(calls), std::move(reasoning)});
   }
   return result;
 }

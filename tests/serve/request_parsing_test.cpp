@@ -243,6 +243,25 @@ TEST(RequestParsing, TextPartsAreJoinedByNewlines) {
   EXPECT_EQ(parse_chat_request(R"({"messages": [{"role": "assistant", "content": []}]})").messages[0].content, "");
 }
 
+// An assistant message's reasoning, as this server answers it (reasoning_content) and as newer
+// vLLM names it (reasoning), sent back in the conversation: Qwen3's template writes it in the
+// think block of the answers after the last query (a tool-calling turn), so it is kept apart
+// as the template reads it, not dropped.
+TEST(RequestParsing, AnAnswersReasoningIsRead) {
+  const ApiRequest chat = parse_chat_request(R"({"messages": [{"role": "user", "content": "weather?"},
+    {"role": "assistant", "content": null, "reasoning_content": "Call the tool.",
+     "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+    {"role": "tool", "content": "sunny"},
+    {"role": "assistant", "content": "Sunny.", "reasoning": "It said sunny."},
+    {"role": "assistant", "content": "x", "reasoning_content": null}]})");
+  EXPECT_FALSE(chat.messages[0].reasoning_content);
+  EXPECT_EQ(chat.messages[1].reasoning_content, "Call the tool.");
+  EXPECT_EQ(chat.messages[3].reasoning_content, "It said sunny.");
+  EXPECT_FALSE(chat.messages[4].reasoning_content);
+  EXPECT_EQ(refused_param(R"({"messages": [{"role": "assistant", "content": "x", "reasoning_content": 1}]})"),
+            "messages[0].reasoning_content");
+}
+
 TEST(RequestParsing, AnEmptyBodySaysSo) {
   for (const std::string body : {"", "  \n"}) {
     try {
