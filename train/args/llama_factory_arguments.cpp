@@ -157,6 +157,7 @@ const std::vector<OtherArgument>& llama_factory_other_arguments() {
       {"sglang_tp_size", kInteger, "[-1]", kNoEffect, kInference, kLf},
       {"sglang_config", kObject, "[null]", kNoEffect, kInference, kLf},
       {"sglang_lora_backend", kText, "[\"triton\"]", kNoEffect, kInference, kLf},
+      {"vllm_dtype", kText, "[\"auto\"]", kNoEffect, kInference, kLf},  // 0.8.0 and 0.8.1
 
       // ModelArguments: KTransformersArguments.
       {"use_kt", kBool, "[false]", kRefused,
@@ -173,6 +174,15 @@ const std::vector<OtherArgument>& llama_factory_other_arguments() {
       // parser.py's _KTransformersRuntimeArguments: KTransformers' own settings as one mapping,
       // which its training examples give beside use_kt.
       {"kt_config", kObject, "[null]", kNoEffect, kNoKt, kLf},
+      // 0.9.4's KTransformersArguments, which its examples/ktransformers files give beside use_kt.
+      {"kt_optimize_rule", kText, "[null]", kNoEffect, kNoKt, kLf},
+      {"cpu_infer", kInteger, "[32]", kNoEffect, kNoKt, kLf},
+      {"chunk_size", kInteger, "[8192]", kNoEffect, kNoKt, kLf},
+      {"mode", kText, "[\"normal\"]", kNoEffect, kNoKt, kLf},
+      {"kt_maxlen", kInteger, "[4096]", kNoEffect, kNoKt, kLf},
+      {"kt_use_cuda_graph", kBool, "[true]", kNoEffect, kNoKt, kLf},
+      {"kt_mode", kText, "[\"normal\"]", kNoEffect, kNoKt, kLf},
+      {"kt_force_think", kBool, "[false]", kNoEffect, kNoKt, kLf},
       {"visual_inputs", kBool, "[false]", kRefused,  // 0.8: the model takes images (LLaVA)
        "zerotune trains text-only models: drop the option and name a text dataset", kLf, "visual inputs"},
 
@@ -226,6 +236,10 @@ const std::vector<OtherArgument>& llama_factory_other_arguments() {
        "files)",
        kLf, "pre-tokenised datasets"},
       {"data_shared_file_system", kBool, "[false]", kNoEffect, kInMemory, kLf},
+      honoured("sft_packing", "packing"),        // 0.5, packing later
+      {"cache_path", kText, "[null]", kRefused,  // 0.5 and 0.6, tokenized_path later
+       "zerotune reads the data files and tokenises them itself: remove cache_path (dataset names the files)", kLf,
+       "pre-tokenised datasets"},
 
       // TrainingArguments' own fields (HF's are in transformers_arguments.cpp): Ray, profiler, FP8.
       honoured("overwrite_output_dir", "overwrite_output_dir"),
@@ -381,6 +395,7 @@ const std::vector<OtherArgument>& llama_factory_other_arguments() {
       {"badam_update_ratio", kNumber, "[0.05]", kNoEffect, kNoBadam, kLf},
       {"badam_mask_mode", kText, "[\"adjacent\"]", kNoEffect, kNoBadam, kLf},
       {"badam_verbose", kInteger, "[0]", kNoEffect, kNoBadam, kLf},
+      {"badam_switch_block_every", kInteger, "[50]", kNoEffect, kNoBadam, kLf},  // 0.6 and 0.7, to the interval
 
       // FinetuningArguments: SwanLabArguments.
       {"use_swanlab", kBool, "[false]", kNoEffect, kNoSwanlab, kLf},
@@ -401,6 +416,12 @@ const std::vector<OtherArgument>& llama_factory_other_arguments() {
       honoured("finetuning_type", "finetuning_type"),
       {"use_llama_pro", kBool, "[false]", kRefused, "train the model's own layers: drop the option", kLf,
        "LLaMA Pro's block expansion"},
+      {"lora_bf16_mode", kBool, "[false]", kRefused,  // 0.5: the trained LoRA weights left in bf16
+       "zerotune keeps the trained weights in fp32 (bf16 true computes in bf16): drop the option", kLf,
+       "LoRA weights in bf16"},
+      {"ppo_logger", kText, "[null]", kNoEffect, kOtherStages, kLf},  // 0.5 and 0.6
+      {"disable_version_checking", kBool, "[false]", kNoEffect,       // 0.5
+       "zerotune checks no Python library versions", kLf},
       {"use_adam_mini", kBool, "[false]", kRefused, kAdamW, kLf, "Adam-mini"},
       {"use_mca", kBool, "[false]", kRefused, kDataParallel, kLf, "Megatron-Core training (mcore_adapter)"},
       {"use_megatron_bridge", kBool, "[false]", kRefused, kDataParallel, kLf, "Megatron Bridge training"},

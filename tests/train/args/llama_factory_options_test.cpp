@@ -112,6 +112,22 @@ const char* const kLlamaFactoryOptions[] = {
 };
 // clang-format on
 
+// Init fields of earlier releases' classes that ff6d4d12 dropped or renamed, by the releases that
+// have them; files written for those releases still give them.
+// clang-format off
+const char* const kOlderReleaseOptions[] = {
+    // 0.9.4's KTransformersArguments (its examples/ktransformers files)
+    "kt_optimize_rule", "cpu_infer", "chunk_size", "mode", "kt_maxlen", "kt_use_cuda_graph", "kt_mode",
+    "kt_force_think",
+    // 0.8.0 and 0.8.1's VllmArguments
+    "vllm_dtype",
+    // 0.6.3 and 0.7.0's BAdamArgument (badam_switch_interval later)
+    "badam_switch_block_every",
+    // 0.5 and 0.6's DataArguments and FinetuningArguments
+    "sft_packing", "cache_path", "lora_bf16_mode", "ppo_logger", "disable_version_checking",
+};
+// clang-format on
+
 constexpr const char* kFile = "model_name_or_path: m\noutput_dir: o\nstage: sft\ndataset: a.json\n";
 
 using testing::joined;
@@ -131,6 +147,43 @@ TEST(LlamaFactoryOptions, EveryOptionHasADispositionAndIsAccepted) {
     const std::string msg = yaml_error(std::string(kFile) + name + ": null\n");
     EXPECT_EQ(msg.find("unknown option"), std::string::npos) << name << ": " << msg;
   }
+}
+
+TEST(LlamaFactoryOptions, OptionsOfOlderReleasesAreKnown) {
+  for (const char* name : kOlderReleaseOptions) {
+    EXPECT_NE(table_entry(name), nullptr) << name << " is missing from llama_factory_arguments.cpp";
+    const std::string msg = yaml_error(std::string(kFile) + name + ": null\n");
+    EXPECT_EQ(msg.find("unknown option"), std::string::npos) << name << ": " << msg;
+  }
+}
+
+// 0.5's sft_packing is packing; its cache_path and lora_bf16_mode change the run, so they are refused.
+TEST(LlamaFactoryOptions, OptionsOfRelease05AreReadAsThen) {
+  EXPECT_TRUE(yaml(std::string(kFile) + "sft_packing: true\n").packing);
+  const std::string msg = yaml_error(std::string(kFile) + "cache_path: cache/sft\nlora_bf16_mode: true\n");
+  EXPECT_NE(msg.find("--cache_path cache/sft (LLaMA-Factory): pre-tokenised datasets is not supported"),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("--lora_bf16_mode true (LLaMA-Factory): LoRA weights in bf16 is not supported by zerotune"),
+            std::string::npos)
+      << msg;
+}
+
+// 0.9.4's examples/ktransformers/train_lora/deepseek2_lora_sft_kt.yaml section: the run is
+// refused for use_kt, its settings are part of it, not unknown options (chunk_size is not
+// block_size).
+TEST(LlamaFactoryOptions, KTransformersOfRelease094IsRefusedByName) {
+  const std::string msg =
+      yaml_error(std::string(kFile) +
+                 "use_kt: true # use KTransformers as LoRA sft backend\n"
+                 "kt_optimize_rule: examples/ktransformers/kt_optimize_rules/DeepSeek-V2-Lite-Chat-sft-amx.yaml\n"
+                 "cpu_infer: 32\nchunk_size: 8192\n");
+  EXPECT_NE(msg.find("--use_kt true (LLaMA-Factory): KTransformers (MoE experts computed on the CPU) is not "
+                     "supported by zerotune"),
+            std::string::npos)
+      << msg;
+  EXPECT_EQ(msg.find("unknown option"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find("problems"), std::string::npos) << msg;  // use_kt alone
 }
 
 TEST(LlamaFactoryOptions, TheTableIsConsistent) {
