@@ -77,7 +77,7 @@ std::vector<std::string> stop_field(const json& value) {
 }
 
 // OpenAI's fields this server has no mechanism for, with the value that means "not used".
-void refuse_unsupported(const json& body) {
+void refuse_unsupported(const json& body, bool chat) {
   if (const json* n = field(body, "n"); n != nullptr && !n->is_number_integer())
     throw invalid_request("'n' must be an integer", "n");
   auto refuse_unless = [&](const char* name, const json& neutral) {
@@ -88,7 +88,12 @@ void refuse_unsupported(const json& body) {
   };
   refuse_unless("n", 1);
   refuse_unless("best_of", 1);
-  refuse_unless("logprobs", false);
+  if (chat) refuse_unless("logprobs", false);
+  // A completion's logprobs is a count of alternatives, where 0 still asks for the chosen token's;
+  // "only false" would name no value it takes.
+  if (const json* v = field(body, "logprobs"); !chat && v != nullptr && *v != false)
+    throw invalid_request(
+        "'logprobs' is not supported by this server: it returns no log probabilities; send null (or none)", "logprobs");
   refuse_unless("top_logprobs", 0);
   refuse_unless("echo", false);
   refuse_unless("presence_penalty", 0);
@@ -192,7 +197,7 @@ void read_vllm_sampling(const json& body, SamplingFields& s) {
 }
 
 void read_common(const json& body, ApiRequest& request, bool chat) {
-  refuse_unsupported(body);
+  refuse_unsupported(body, chat);
   refuse_constrained_output(body);
   refuse_unsupported_extensions(body, chat);
   if (const json* v = field(body, "model")) request.model = string_field(*v, "model");

@@ -156,6 +156,24 @@ TEST(RequestParsing, TopLogprobsAndSuffixAreRefusedByName) {
   EXPECT_EQ(parse_completion_request(R"({"prompt": "a", "suffix": ""})").prompt, "a");
 }
 
+// A completion's logprobs is a count of alternatives (0: the chosen token's alone), which
+// lm-evaluation-harness's local-completions sends; refused as a chat's boolean is, saying to send
+// null, not false, which is no value a completion's logprobs takes.
+TEST(RequestParsing, ACompletionsLogprobsCountIsRefusedInItsOwnTerms) {
+  for (const char* body : {R"({"prompt": "a", "logprobs": 0})", R"({"prompt": "a", "logprobs": 5})"}) {
+    try {
+      parse_completion_request(body);
+      ADD_FAILURE() << "taken: " << body;
+    } catch (const ApiError& error) {
+      EXPECT_EQ(error.body()["error"]["param"], "logprobs");
+      const std::string message = error.body()["error"]["message"].get<std::string>();
+      EXPECT_NE(message.find("send null"), std::string::npos) << message;
+      EXPECT_EQ(message.find("false"), std::string::npos) << message;
+    }
+  }
+  EXPECT_EQ(parse_completion_request(R"({"prompt": "a", "logprobs": null})").prompt, "a");
+}
+
 // An answer held to JSON or a schema cannot be given (the sampler follows no grammar): such
 // requests (LangChain's with_structured_output, vLLM's and llama.cpp's server tests) are refused
 // rather than answered in free text; {"type": "text"} is what every answer is.
