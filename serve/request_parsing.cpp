@@ -49,11 +49,16 @@ double number_field(const json& value, const std::string& name, double low, doub
 }
 
 std::int64_t integer_field(const json& value, const std::string& name) {
-  // A whole number too large for 64 bits parses as a float: say it is out of range, not that it
-  // is not an integer.
+  // A whole number written as a float (1024.0, as Python clients that compute it send it) is that
+  // integer, as vLLM's fields take it; one too large for 64 bits (which also parses as a float)
+  // is said to be out of range rather than not an integer.
   if (value.is_number_float() && std::isfinite(value.get<double>()) &&
-      value.get<double>() == std::floor(value.get<double>()))
-    throw invalid_request("'" + name + "' must fit in 64 bits, got " + value.dump(), name);
+      value.get<double>() == std::floor(value.get<double>())) {
+    constexpr double kLimit = 9223372036854775808.0;  // 2^63, the first double past int64
+    if (!(std::fabs(value.get<double>()) < kLimit))
+      throw invalid_request("'" + name + "' must fit in 64 bits, got " + value.dump(), name);
+    return static_cast<std::int64_t>(value.get<double>());
+  }
   if (!value.is_number_integer()) throw invalid_request("'" + name + "' must be an integer", name);
   return value.get<std::int64_t>();
 }

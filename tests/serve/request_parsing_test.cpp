@@ -140,6 +140,21 @@ TEST(RequestParsing, AHugeSeedAndAMissingContentAreRefusedForWhatTheyAre) {
             "no error");
 }
 
+// A whole number written as a float (a Python client's 0.5 * 2048) is that integer, as vLLM's
+// pydantic fields take it; a fraction is not an integer, and a number past 64 bits is out of
+// range, not "not an integer".
+TEST(RequestParsing, AWholeFloatIsAnInteger) {
+  const ApiRequest chat = parse_chat_request(
+      R"({"messages": [{"role": "user", "content": "hi"}], "max_tokens": 1024.0, "seed": 42.0, "top_k": -1.0})");
+  EXPECT_EQ(chat.sampling.max_tokens, 1024);
+  EXPECT_EQ(chat.sampling.seed, 42u);
+  EXPECT_EQ(chat.sampling.top_k, 0);
+  const std::string messages = R"("messages": [{"role": "user", "content": "hi"}])";
+  EXPECT_EQ(refused_param("{" + messages + ", \"max_tokens\": 1.5}"), "max_tokens");
+  EXPECT_EQ(refused_param("{" + messages + ", \"max_tokens\": 0.0}"), "max_tokens");
+  EXPECT_EQ(refused_param("{" + messages + ", \"seed\": 1e30}"), "seed");
+}
+
 // Fields that would change the answer's meaning and that were once read as unknown: top_logprobs
 // (vLLM's and llama.cpp's server tests send it with logprobs) and a completion's suffix.
 TEST(RequestParsing, TopLogprobsAndSuffixAreRefusedByName) {
