@@ -176,8 +176,7 @@ ResidualStream CausalLM::run_layer(std::int64_t layer, const ResidualStream& str
   // A gatherer whose weights backward can produce again (the 4-bit base) needs no recompute.
   const autograd::WeightSource* rereads = gatherer_ != nullptr ? gatherer_->weight_source() : nullptr;
   const bool recompute = cache == nullptr && autograd::grad_enabled() &&
-                         (options_.gradient_checkpointing ||
-                          (gatherer_ != nullptr && gatherer_->releases_weights() && rereads == nullptr));
+                         (options_.gradient_checkpointing || (gatherer_ != nullptr && rereads == nullptr));
   if (!recompute) {
     GatheredModule gathered(gatherer_, module);  // without gradients, or kept by reference: gather, run, release
     autograd::RereadWeights kept_by_reference(rereads);

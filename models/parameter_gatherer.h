@@ -71,10 +71,6 @@ class ParameterGatherer {
   // that records gradients without --gradient_checkpointing then runs once, gathered, keeping
   // its activations and only references to these weights. Null by default: ZeRO-3 recomputes.
   virtual const autograd::WeightSource* weight_source() const { return nullptr; }
-  // Whether release() lets the module's weights go, so that a layer recording gradients runs
-  // again in backward, gathered (ZeRO-3). A gatherer that only orders the reads of weights it
-  // leaves whole (train/optim/update_ahead.h) says false, and the layers keep their activations.
-  virtual bool releases_weights() const { return true; }
 };
 
 // gather() now, release() at the end of the scope; nothing when `gatherer` is null.

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <optional>
@@ -99,13 +98,6 @@ nlohmann::json eval_entry(double eval_loss, const TrainerState& state) {
   return {{"eval_loss", round_to(eval_loss, 4)}, {"epoch", round_to(state.epoch, 4)}, {"step", state.global_step}};
 }
 
-// ZT_UPDATE_AHEAD=0 keeps the single-device update in place, between the steps
-// (train/optim/update_ahead.h), to measure what running it ahead of the forward gains.
-bool update_ahead_wanted() {
-  const char* value = std::getenv("ZT_UPDATE_AHEAD");
-  return value == nullptr || std::string(value) != "0";
-}
-
 std::unique_ptr<OptimizerEngine> make_optimizer(const TrainerModel& model, const TrainingPlan& plan,
                                                 distributed::Communicator* comm) {
   // Delayed, the CPU Adam runs while this thread launches the next step's kernels: it leaves
@@ -123,11 +115,7 @@ std::unique_ptr<OptimizerEngine> make_optimizer(const TrainerModel& model, const
       .delayed_update = plan.offload_delayed_update};
   const EngineChoice engine = choose_engine(plan, comm != nullptr);
   const std::vector<TrainableParameter> trainable = weight_decay_groups(model.trainable, plan.optimizer);
-  if (!engine.needs_ranks()) {
-    auto single = std::make_unique<Optimizer>(trainable, plan.optimizer, offload);
-    if (update_ahead_wanted()) single->update_ahead_of_forward(*model.model);
-    return single;
-  }
+  if (!engine.needs_ranks()) return std::make_unique<Optimizer>(trainable, plan.optimizer, offload);
   ZT_REQUIRE(comm != nullptr,
              "trainer: ZeRO stage 3 with parameter offload runs over a communicator, even of one rank; none was given");
   if (engine.kind == EngineKind::kZero3)
@@ -307,7 +295,6 @@ double Trainer::forward_backward(const PackedBatch& batch, double loss_factor) {
   }
   {
     PhaseTimer timing(wall_clock_.get(), Phase::kBackwardInner);
-    optimizer_->before_backward();
     autograd::scale(loss_sum, loss_factor).backward();
   }
   {

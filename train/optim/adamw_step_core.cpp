@@ -207,35 +207,23 @@ void AdamWStepCore::zero_grad() {
     grads_.zero_();
 }
 
-void AdamWStepCore::set_update_schedule(UpdateSchedule schedule) {
-  ZT_REQUIRE(!schedule || !offload_, "optimizer: an update schedule runs the device's update, with no offload");
-  schedule_ = std::move(schedule);
-}
-
-// The spans of the device's share in one update each run: a few launches on the GPU instead
-// of one per span; every span in one run unless a schedule says otherwise.
+// Every span of the device's share in one update: a few launches on the GPU instead of one
+// per span.
 void AdamWStepCore::update_on_device(const ops::AdamWConfig& adam) {
-  const UpdateRun update = [&](const std::vector<std::size_t>& run) {
-    std::vector<ops::AdamWParam> params;
-    for (std::size_t index : run) {
-      const OwnedSpan& s = spans_[index];
-      if (s.offset >= split_) continue;
-      auto part = [&](const Tensor& t) { return t.narrow(0, s.offset, s.numel); };
-      const double span_decay = s.decays ? config_.weight_decay : 0.0;
-      Tensor grad = part(grads_);
-      // L2 decay is added to a 16-bit gradient's fp32 copy, unrounded (DeepSpeed's Adam adds
-      // it in fp32 inside the update); the copy lives until the update is done.
-      if (grad.dtype() != DType::kF32 && update_weight_decay_couples(span_decay, config_)) grad = grad.to(DType::kF32);
-      const double decay = update_weight_decay(grad, part(master_), span_decay, config_, adam.grad_scale);
-      const Tensor working = s.writes.defined() ? s.writes.data().view({s.numel}) : Tensor();
-      params.push_back({part(master_), part(exp_avg_), part(exp_avg_sq_), grad, working, decay});
-    }
-    if (!params.empty()) ops::adamw_step_multi(params, adam);
-  };
-  if (schedule_) return schedule_(update);
-  std::vector<std::size_t> every_span(spans_.size());
-  for (std::size_t i = 0; i < every_span.size(); ++i) every_span[i] = i;
-  update(every_span);
+  std::vector<ops::AdamWParam> params;
+  for (const OwnedSpan& s : spans_) {
+    if (s.offset >= split_) continue;
+    auto part = [&](const Tensor& t) { return t.narrow(0, s.offset, s.numel); };
+    const double span_decay = s.decays ? config_.weight_decay : 0.0;
+    Tensor grad = part(grads_);
+    // L2 decay is added to a 16-bit gradient's fp32 copy, unrounded (DeepSpeed's Adam adds
+    // it in fp32 inside the update); the copy lives until the update is done.
+    if (grad.dtype() != DType::kF32 && update_weight_decay_couples(span_decay, config_)) grad = grad.to(DType::kF32);
+    const double decay = update_weight_decay(grad, part(master_), span_decay, config_, adam.grad_scale);
+    const Tensor working = s.writes.defined() ? s.writes.data().view({s.numel}) : Tensor();
+    params.push_back({part(master_), part(exp_avg_), part(exp_avg_sq_), grad, working, decay});
+  }
+  if (!params.empty()) ops::adamw_step_multi(params, adam);
 }
 
 Tensor AdamWStepCore::working_from_masters(std::int64_t offset, std::int64_t numel, DType dtype) const {

@@ -147,14 +147,6 @@ class AdamWStepCore {
   // `numel` master weights from `offset`, in `dtype` on the gradients' device.
   Tensor working_from_masters(std::int64_t offset, std::int64_t numel, DType dtype) const;
 
-  // How the device's update runs: update(spans) updates the spans of those indices (into
-  // spans()); the schedule calls it for every span once, in runs of its choosing, and may put
-  // it on a stream of its own (train/optim/update_ahead.h). Unset (the default): every span in
-  // one update. Only without offload.
-  using UpdateRun = std::function<void(const std::vector<std::size_t>& spans)>;
-  using UpdateSchedule = std::function<void(const UpdateRun& update)>;
-  void set_update_schedule(UpdateSchedule schedule);
-
  private:
   void update_on_device(const ops::AdamWConfig& adam);
 
@@ -167,7 +159,6 @@ class AdamWStepCore {
   Tensor grads_;                          // the whole partition
   std::unique_ptr<OptimizerOffload> offload_;
   bool delayed_ = false;
-  UpdateSchedule schedule_;
 };
 
 }  // namespace zt::train

@@ -5,7 +5,6 @@
 #include "ops/elementwise/accumulate.h"
 #include "runtime/error.h"
 #include "train/optim/adamw_step_core.h"
-#include "train/optim/update_ahead.h"
 
 namespace zt::train {
 
@@ -35,7 +34,7 @@ DType offload_working_dtype(const std::vector<TrainableParameter>& parameters) {
 
 Optimizer::Optimizer(std::vector<TrainableParameter> parameters, const OptimizerConfig& config,
                      const OffloadOptions& offload)
-    : parameters_(std::move(parameters)), offload_options_(offload) {
+    : parameters_(std::move(parameters)) {
   for (const TrainableParameter& p : parameters_)
     ZT_REQUIRE(p.variable.is_leaf() && p.variable.requires_grad(),
                "optimizer: parameter '" + p.name + "' is not a trainable leaf");
@@ -81,19 +80,6 @@ StepResult Optimizer::step(double lr, double loss_scale, double max_grad_norm, s
 
 void Optimizer::settle() {
   core_->settle([this](const Tensor& offloaded) { write_parameters(offloaded); });
-  if (ahead_) ahead_->settle();
-}
-
-void Optimizer::before_backward() {
-  if (ahead_) ahead_->settle();
-}
-
-bool Optimizer::update_ahead_of_forward(models::CausalLM& model) {
-  if (ahead_ || !UpdateAhead::applies(model, parameters_, offload_options_)) return false;
-  ahead_ = std::make_unique<UpdateAhead>(model, parameters_);
-  core_->set_update_schedule(
-      [ahead = ahead_.get()](const AdamWStepCore::UpdateRun& update) { ahead->schedule(update); });
-  return true;
 }
 
 // Every parameter takes its run of `partition` (new weights, or the masters).
@@ -104,12 +90,7 @@ void Optimizer::write_parameters(const Tensor& partition) {
   }
 }
 
-void Optimizer::zero_grad() {
-  if (ahead_)
-    ahead_->after_update([this] { core_->zero_grad(); });
-  else
-    core_->zero_grad();
-}
+void Optimizer::zero_grad() { core_->zero_grad(); }
 
 std::map<std::string, Tensor> Optimizer::state_dict() const {
   std::map<std::string, Tensor> state;
@@ -124,7 +105,6 @@ std::map<std::string, Tensor> Optimizer::state_dict() const {
 std::vector<StateSlice> Optimizer::held_state() const { return core_->held_state(); }
 
 void Optimizer::refresh_working_weights() {
-  if (ahead_) ahead_->settle();
   for (std::size_t i = 0; i < parameters_.size(); ++i) {
     const OwnedSpan& span = core_->spans()[i];
     Tensor value = parameters_[i].variable.data();  // a handle: the copy writes the parameter

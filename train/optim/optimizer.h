@@ -19,10 +19,6 @@
 #include "train/optim/optimizer_config.h"
 #include "train/optim/optimizer_offload.h"
 
-namespace zt::models {
-class CausalLM;
-}  // namespace zt::models
-
 namespace zt::train {
 
 struct TrainableParameter {
@@ -102,8 +98,6 @@ class OptimizerEngine {
   // ZeRO-3 (collective) on rank 0 only, into whose host memory they are gathered module by
   // module; only the trainable ones when `only_trainable`.
   virtual void with_whole_weights(bool only_trainable, const std::function<void()>& use);
-  // The micro-batch's backward begins: gradients are written from here on.
-  virtual void before_backward() {}
   // Runs `load`, which writes values into the model's weights (only the trainable ones when
   // `only_trainable`): in place, or under ZeRO-3 into whole host tensors of which each rank
   // then keeps its shards.
@@ -111,7 +105,6 @@ class OptimizerEngine {
 };
 
 class AdamWStepCore;
-class UpdateAhead;
 
 // With offload, master weights and moments live in host memory (train/optim/optimizer_offload.h)
 // and the gradients go there to be applied.
@@ -126,10 +119,6 @@ class Optimizer : public OptimizerEngine {
   StepResult step(double lr, double loss_scale, double max_grad_norm, std::int64_t step) override;
   void zero_grad() override;
   void settle() override;
-  void before_backward() override;
-  // Runs each update ahead of the next forward (train/optim/update_ahead.h) where that applies to
-  // `model`, whose parameters these are and which must outlive the optimizer; false where not.
-  bool update_ahead_of_forward(models::CausalLM& model);
 
   // The fp32 gradient buffer of parameter `i` (what the hooks accumulate into).
   const Tensor& gradient(std::size_t i) const { return grads_[i]; }
@@ -151,8 +140,6 @@ class Optimizer : public OptimizerEngine {
   std::vector<TrainableParameter> parameters_;
   std::unique_ptr<AdamWStepCore> core_;
   std::vector<Tensor> grads_;  // per parameter, a view of the core's gradients
-  OffloadOptions offload_options_;
-  std::unique_ptr<UpdateAhead> ahead_;  // declared last: settled before the state it updates goes
 };
 
 // HF's grouping: no weight decay for biases and for norm weights (1-D parameters).
