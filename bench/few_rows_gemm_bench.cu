@@ -11,13 +11,6 @@
 //   few_rows_rope    q/k/v only: the kernel with the RoPE + KV-cache epilogue
 //   few_rows_then_rope  q/k/v only: the kernel, then cuda::rope_rotate with its cache write
 //                    (what a decode step's paged cache runs after the product)
-//   few_rows_norm    q/k/v and gate/up (SwiGLU): the kernel with the residual add + RMSNorm
-//                    prologue, x being the layer output before the add
-//   norm_then_few_rows  q/k/v and gate/up (SwiGLU): cuda/norm's fused residual add + RMSNorm,
-//                    then the kernel (what a decode step runs without the prologue)
-//   few_rows_norm_rope  q/k/v only: the prologue and the RoPE + KV-cache epilogue in one launch
-//   norm_then_few_rows_rope  q/k/v only: cuda/norm's add + norm, then the kernel with the RoPE
-//                    epilogue (what a decode step's q/k/v runs now)
 // Bytes: the weight (x and y are a few KB); of_copy_ceiling is how near the weight streams at
 // the copy rate. Weight sets rotate so that each product reads from DRAM; 16 products are
 // replayed as one CUDA graph, as a decode step replays them, so the host is not what is timed.
@@ -33,7 +26,6 @@
 #include "bench/gpu_bench.h"
 #include "cuda/gemm/cublaslt_gemm.h"
 #include "cuda/gemm/few_rows/few_rows_gemm.cuh"
-#include "cuda/norm/rmsnorm.cuh"
 #include "cuda/rope/rope.cuh"
 #include "cuda/swiglu/swiglu.cuh"
 #include "runtime/device.h"
@@ -64,44 +56,7 @@ const Layer kLayers[] = {
 
 int sets_for(double bytes) { return std::clamp(static_cast<int>(std::ceil(256.0 * (1 << 20) / bytes)), 1, 16); }
 
-enum class Variant {
-  kFewRows,
-  kCublasLt,
-  kFewRowsSwiglu,
-  kCublasLtSwiglu,
-  kFewRowsRope,
-  kFewRowsThenRope,
-  kFewRowsNorm,
-  kNormThenFewRows,
-  kFewRowsNormRope,
-  kNormThenFewRowsRope
-};
-
-// What the norm variants read and write besides x (the layer output before the add).
-struct NormInputs {
-  NormInputs(const Layer& l, std::int64_t rows)
-      : residual(Tensor::normal({rows, l.k}, 2, 0, 0.0, 1.0, DType::kBF16, Device::cuda())),
-        weight(Tensor::normal({l.k}, 3, 0, 1.0, 0.1, DType::kBF16, Device::cuda())),
-        sum(Tensor::empty({rows, l.k}, DType::kBF16, Device::cuda())),
-        normed(Tensor::empty({rows, l.k}, DType::kBF16, Device::cuda())),
-        rstd(Tensor::empty({rows}, DType::kF32, Device::cuda())) {}
-  Tensor residual, weight, sum, normed, rstd;
-
-  cuda::FewRowsNorm prologue() const {
-    return {.residual = residual.data_ptr(), .weight = weight.data_ptr(), .sum = sum.data_ptr(), .eps = 1e-6f};
-  }
-  // cuda/norm's fused add + norm of x into normed, which the product then reads.
-  const Tensor& run_norm(const Tensor& x) const {
-    cuda::rmsnorm_forward({.x = x.data_ptr(),
-                           .residual = residual.data_ptr(),
-                           .weight = weight.data_ptr(),
-                           .y = normed.data_ptr(),
-                           .sum = sum.data_ptr(),
-                           .rstd = rstd.data<float>()},
-                          DType::kBF16, x.size(0), x.size(1), 1e-6f, true, current_stream());
-    return normed;
-  }
-};
+enum class Variant { kFewRows, kCublasLt, kFewRowsSwiglu, kCublasLtSwiglu, kFewRowsRope, kFewRowsThenRope };
 
 // A decode step's RoPE inputs and a paged cache of 16-token blocks, for the q/k/v variants.
 struct RopeInputs {
@@ -159,32 +114,24 @@ struct RopeInputs {
 
 // One product of `l` on `rows` rows into the variant's outputs.
 void multiply(const Layer& l, Variant variant, int k_splits, const Tensor& x, const Tensor& w, Tensor& product,
-              Tensor& activated, const RopeInputs& rope, const NormInputs& norm) {
+              Tensor& activated, const RopeInputs& rope) {
   const std::int64_t rows = x.size(0);
-  const bool with_rope = variant == Variant::kFewRowsRope || variant == Variant::kFewRowsNormRope ||
-                         variant == Variant::kNormThenFewRowsRope;
-  const bool norm_first = variant == Variant::kNormThenFewRows || variant == Variant::kNormThenFewRowsRope;
-  const bool prologue = variant == Variant::kFewRowsNorm || variant == Variant::kFewRowsNormRope;
-  const bool normed = norm_first || prologue;
-  const bool swiglu =
-      variant == Variant::kFewRowsSwiglu || variant == Variant::kCublasLtSwiglu || (normed && l.gate_up);
+  const bool swiglu = variant == Variant::kFewRowsSwiglu || variant == Variant::kCublasLtSwiglu;
   if (variant != Variant::kCublasLt && variant != Variant::kCublasLtSwiglu) {
-    const Tensor& input = norm_first ? norm.run_norm(x) : x;
     cuda::FewRowsGemmArgs args{.rows = rows,
                                .in_features = l.k,
                                .out_features = l.n,
-                               .x = input.data_ptr(),
+                               .x = x.data_ptr(),
                                .x_row_stride = l.k,
                                .weight = w.data_ptr(),
                                .y = swiglu ? activated.data_ptr() : product.data_ptr(),
                                .dtype = DType::kBF16,
                                .output = swiglu ? cuda::FewRowsOutput::kSwiglu : cuda::FewRowsOutput::kLinear,
                                .k_splits = k_splits};
-    if (with_rope) {
+    if (variant == Variant::kFewRowsRope) {
       args.output = cuda::FewRowsOutput::kRopeQkv;
       args.rope = rope.epilogue(l);
     }
-    if (prologue) args.norm = norm.prologue();
     cuda::few_rows_gemm(args, current_stream());
     if (variant == Variant::kFewRowsThenRope) rope.rotate(l, product);
     return;
@@ -212,15 +159,12 @@ void BM_Linear(benchmark::State& state, const Layer& l, Variant variant) {
   Tensor product = Tensor::empty({rows, l.n}, DType::kBF16, Device::cuda());
   Tensor activated = Tensor::empty({rows, l.n / 2}, DType::kBF16, Device::cuda());
   const RopeInputs rope(l, rows);
-  const NormInputs norm(l, rows);
   const Stream stream = Stream::create();
   const CudaGraph graph = [&] {
     StreamScope on_stream(stream.get());
-    multiply(l, variant, k_splits, x, weights.next(), product, activated, rope,
-             norm);  // the allocator's blocks, warmed
+    multiply(l, variant, k_splits, x, weights.next(), product, activated, rope);  // the allocator's blocks, warmed
     return CudaGraph::capture(stream.get(), [&] {
-      for (int i = 0; i < kLaunches; ++i)
-        multiply(l, variant, k_splits, x, weights.next(), product, activated, rope, norm);
+      for (int i = 0; i < kLaunches; ++i) multiply(l, variant, k_splits, x, weights.next(), product, activated, rope);
     });
   }();
   Event start(true), stop(true);
@@ -236,7 +180,7 @@ void BM_Linear(benchmark::State& state, const Layer& l, Variant variant) {
 }
 
 const bool kRegistered = [] {
-  enum class Only { kAny, kGateUp, kQkv, kAfterNorm };
+  enum class Only { kAny, kGateUp, kQkv };
   const struct {
     Variant variant;
     const char* name;
@@ -246,16 +190,10 @@ const bool kRegistered = [] {
                    {Variant::kFewRowsSwiglu, "few_rows_swiglu", Only::kGateUp},
                    {Variant::kCublasLtSwiglu, "cublaslt_swiglu", Only::kGateUp},
                    {Variant::kFewRowsRope, "few_rows_rope", Only::kQkv},
-                   {Variant::kFewRowsThenRope, "few_rows_then_rope", Only::kQkv},
-                   {Variant::kFewRowsNorm, "few_rows_norm", Only::kAfterNorm},
-                   {Variant::kNormThenFewRows, "norm_then_few_rows", Only::kAfterNorm},
-                   {Variant::kFewRowsNormRope, "few_rows_norm_rope", Only::kQkv},
-                   {Variant::kNormThenFewRowsRope, "norm_then_few_rows_rope", Only::kQkv}};
+                   {Variant::kFewRowsThenRope, "few_rows_then_rope", Only::kQkv}};
   for (const Layer& l : kLayers)
     for (const auto& v : kVariants) {
-      if ((v.only == Only::kGateUp && !l.gate_up) || (v.only == Only::kQkv && l.head_dim == 0) ||
-          (v.only == Only::kAfterNorm && !l.gate_up && l.head_dim == 0))
-        continue;
+      if ((v.only == Only::kGateUp && !l.gate_up) || (v.only == Only::kQkv && l.head_dim == 0)) continue;
       auto* b = benchmark::RegisterBenchmark((std::string(l.name) + "/" + v.name).c_str(), BM_Linear, l, v.variant);
       b->ArgNames({"rows", "splits"})->UseManualTime()->Unit(benchmark::kMicrosecond);
       for (std::int64_t rows : {1, 4, 8, 16, 32}) b->Args({rows, 0});

@@ -257,15 +257,13 @@ Tensor PagedKvCache::attend_unrotated(std::int64_t layer, const Tensor& q, const
   return attention(index, rotated.q, rotated.k, rotated.v, cu_seqlens, softmax_scale);
 }
 
-std::optional<Tensor> PagedKvCache::attend_projected(std::int64_t layer, const Tensor& x,
-                                                     const ops::NormPrologue* input_norm, const Tensor& qkv_weight,
+std::optional<Tensor> PagedKvCache::attend_projected(std::int64_t layer, const Tensor& x, const Tensor& qkv_weight,
                                                      const Tensor& qkv_bias, const Tensor& positions,
                                                      const Tensor& cu_seqlens, double softmax_scale) {
   if (!rope_inv_freq_.defined() || !(step_ != nullptr || decoding_ == cu_seqlens.numel() - 1)) return std::nullopt;
   const std::size_t index = layer_index(layer);
-  const std::optional<Tensor> qkv =
-      ops::few_rows_qkv_rope(x, qkv_weight, qkv_bias,
-                             {positions, rope_inv_freq_, slots(), key_pools_[index], value_pools_[index]}, input_norm);
+  const std::optional<Tensor> qkv = ops::few_rows_qkv_rope(
+      x, qkv_weight, qkv_bias, {positions, rope_inv_freq_, slots(), key_pools_[index], value_pools_[index]});
   if (!qkv) return std::nullopt;
   const std::int64_t tokens = qkv->size(0), kv_heads = key_pools_[index].size(2), head_dim = key_pools_[index].size(3);
   const std::int64_t kv_size = kv_heads * head_dim, q_size = qkv->size(1) - 2 * kv_size;

@@ -95,12 +95,11 @@ class PagedKvCache : public models::KvCache {
                           const Tensor& positions, const ops::RopeConfig& rope, const Tensor& cu_seqlens,
                           double softmax_scale) override;
   // For a decode step on the GPU whose heads rotate whole (rotate-half, head_dim 64 to 256 in
-  // steps of 64), inside a FewRowsGemmScope of every product: the (norm and) q/k/v product, RoPE
-  // and the write of k and v as one launch (ops::few_rows_qkv_rope), then the attention attend()
-  // runs.
-  std::optional<Tensor> attend_projected(std::int64_t layer, const Tensor& x, const ops::NormPrologue* input_norm,
-                                         const Tensor& qkv_weight, const Tensor& qkv_bias, const Tensor& positions,
-                                         const Tensor& cu_seqlens, double softmax_scale) override;
+  // steps of 64), inside a FewRowsGemmScope of every product: the q/k/v product, RoPE and the
+  // write of k and v as one launch (ops::few_rows_qkv_rope), then the attention attend() runs.
+  std::optional<Tensor> attend_projected(std::int64_t layer, const Tensor& x, const Tensor& qkv_weight,
+                                         const Tensor& qkv_bias, const Tensor& positions, const Tensor& cu_seqlens,
+                                         double softmax_scale) override;
   void end_forward() override;
 
  private:

@@ -8,7 +8,6 @@
 
 #include "autograd/functions.h"
 #include "autograd/grad_mode.h"
-#include "ops/gemm/few_rows_product.h"
 #include "ops/gemm/linear.h"
 #include "ops/gemm/lora_linear.h"
 #include "ops/norm/rmsnorm.h"
@@ -154,6 +153,14 @@ Variable norm(const ModelConfig& c, const Variable& x, const Variable& weight) {
   return rmsnorm(x, weight, static_cast<float>(c.norm_eps), c.norm_style);
 }
 
+// The residual add and the norm that reads it, one fused kernel each way, bit for bit as the
+// pair: a decode step is bound by its kernel count, a training step saves the add's pass and
+// the engine's sum of the two gradients the sum receives.
+NormedSum add_then_norm(const ModelConfig& c, const Variable& x, const Variable& residual, const Variable& weight) {
+  std::vector<Variable> fused = residual_rmsnorm(x, residual, weight, static_cast<float>(c.norm_eps), c.norm_style);
+  return {fused[0], fused[1]};
+}
+
 // Attention over the whole sequences of a batch stored with shared prefixes (models/batch.h):
 // q, k and v gathered into the whole sequences, their outputs gathered back to the packed rows.
 // The shared rows' queries run twice, once in each sequence; only the packed rows' outputs are kept.
@@ -184,34 +191,28 @@ Variable attention_output(const ModelConfig& c, const LayerParameters& parameter
   return c.sandwich_norms ? parameters.record("post_self_attn_layernorm", norm(c, out, w[kPostSelfAttnNorm])) : out;
 }
 
-// The attention of an unrecorded step whose (input norm,) q/k/v product, RoPE and cache write the
-// cache runs as one launch (KvCache::attend_projected: a decode step on the GPU): q, k and v one
-// joined weight, no q/k norm between the product and the rotation. nullopt: the layer projects
-// as usual.
+// The attention of an unrecorded step whose q/k/v product, RoPE and cache write the cache runs as
+// one launch (KvCache::attend_projected: a decode step on the GPU): q, k and v one joined weight,
+// no q/k norm between the product and the rotation. nullopt: the layer projects as usual.
 std::optional<Tensor> attended_from_joined_qkv(const ModelConfig& c, std::int64_t layer, const LayerParameters& p,
-                                               PendingNorm& input, const TokenLayout& tokens, KvCache& cache,
+                                               const Variable& h, const TokenLayout& tokens, KvCache& cache,
                                                double softmax_scale) {
   if (c.qk_norm || p.record.recorder != nullptr) return std::nullopt;
   const std::optional<JoinedWeight> joined =
       c.fused_qkv ? joined_weight(p, {kQkv}, {kQkvBias}) : joined_weight(p, {kQ, kK, kV}, {kQBias, kKBias, kVBias});
   if (!joined) return std::nullopt;
-  auto attend = [&](const Tensor& x, const ops::NormPrologue* norm) {
-    return cache.attend_projected(layer, x, norm, joined->weight, joined->bias, tokens.positions, tokens.cu_seqlens,
-                                  softmax_scale);
-  };
-  if (std::optional<Tensor> attended = input.through_prologue(attend)) return attended;
-  return attend(input.normed().data(), nullptr);
+  return cache.attend_projected(layer, h.data(), joined->weight, joined->bias, tokens.positions, tokens.cu_seqlens,
+                                softmax_scale);
 }
 
-Variable self_attention(const ModelConfig& c, std::int64_t layer, const LayerParameters& parameters, PendingNorm& input,
+Variable self_attention(const ModelConfig& c, std::int64_t layer, const LayerParameters& parameters, const Variable& h,
                         const TokenLayout& tokens, KvCache* cache) {
   const LayerWeights& w = *parameters.weights;
   const double softmax_scale = 1.0 / std::sqrt(static_cast<double>(c.head_dim));
   if (cache != nullptr)
     if (std::optional<Tensor> attended =
-            attended_from_joined_qkv(c, layer, parameters, input, tokens, *cache, softmax_scale))
+            attended_from_joined_qkv(c, layer, parameters, h, tokens, *cache, softmax_scale))
       return attention_output(c, parameters, Variable(*attended));
-  const Variable& h = input.normed();
   Qkv p = project_qkv(c, parameters, h);
   if (c.qk_norm) {
     p.q = norm(c, p.q, w[kQNorm]);
@@ -259,29 +260,21 @@ std::optional<Variable> trained_gate_up(const LayerParameters& p, const Variable
 }
 
 // silu(gate) * up: with [gate; up] as one weight (GLM's fused one, or the joined allocation)
-// one op whose kernel ends in the SwiGLU where it can (ops::linear_swiglu_forward; in a decode
-// step on the GPU starting with the post-attention norm, ops::few_rows_norm_swiglu), or in
+// one op whose kernel ends in the SwiGLU where it can (ops::linear_swiglu_forward), or in
 // training one GEMM and the activation, else the projections and then the activation.
-Variable gate_up_activation(const ModelConfig& c, const LayerParameters& p, PendingNorm& input) {
+Variable gate_up_activation(const ModelConfig& c, const LayerParameters& p, const Variable& h) {
   const std::optional<JoinedWeight> joined =
       c.fused_gate_up ? joined_weight(p, {kGateUp}, {kGateUpBias}) : joined_weight(p, {kGate, kUp}, {});
-  if (joined) {
-    auto normed_swiglu = [&](const Tensor& x, const ops::NormPrologue* norm) {
-      return ops::few_rows_norm_swiglu(x, *norm, joined->weight, joined->bias);
-    };
-    if (std::optional<Tensor> activated = input.through_prologue(normed_swiglu)) return Variable(*activated);
-    return Variable(ops::linear_swiglu_forward(input.normed().data(), joined->weight, joined->bias));
-  }
-  const Variable& h = input.normed();
+  if (joined) return Variable(ops::linear_swiglu_forward(h.data(), joined->weight, joined->bias));
   if (c.fused_gate_up) return swiglu_fused(project(p, h, kGateUp, kGateUpBias));
   if (std::optional<Variable> gate_up = trained_gate_up(p, h)) return swiglu_fused(*gate_up);
   std::vector<Variable> gate_up = project_each(p, h, {{kGate, -1}, {kUp, -1}});
   return swiglu(gate_up[0], gate_up[1]);
 }
 
-Variable mlp(const ModelConfig& c, const LayerParameters& p, PendingNorm& input) {
+Variable mlp(const ModelConfig& c, const LayerParameters& p, const Variable& h) {
   const LayerWeights& w = *p.weights;
-  const Variable activated = gate_up_activation(c, p, input);
+  const Variable activated = gate_up_activation(c, p, h);
   p.record("mlp.act", activated);
   Variable out = summed_over_ranks(p, project(p, activated, kDown, kDownBias));
   p.record("mlp", out);
@@ -290,16 +283,22 @@ Variable mlp(const ModelConfig& c, const LayerParameters& p, PendingNorm& input)
 
 }  // namespace
 
+Variable ResidualStream::summed() const { return delta.defined() ? residual_add(delta, residual) : residual; }
+
+NormedSum normed_stream(const ModelConfig& config, const ResidualStream& x, const Variable& weight) {
+  if (x.delta.defined()) return add_then_norm(config, x.delta, x.residual, weight);
+  return {x.residual, norm(config, x.residual, weight)};
+}
+
 ResidualStream decoder_layer(const ModelConfig& config, std::int64_t layer, const LayerParameters& parameters,
                              const ResidualStream& x, const TokenLayout& tokens, KvCache* cache) {
   const LayerWeights& weights = *parameters.weights;
   const LayerRecording& record = parameters.record;
-  PendingNorm input(config, x, weights[kInputNorm], record, "input_layernorm");
-  Variable attended = self_attention(config, layer, parameters, input, tokens, cache);
-  PendingNorm after_attention(config, {input.sum(), attended}, weights[kPostAttentionNorm], record,
-                              "post_attention_layernorm");
-  Variable delta = mlp(config, parameters, after_attention);
-  ResidualStream out{after_attention.sum(), std::move(delta)};
+  const NormedSum input = normed_stream(config, x, weights[kInputNorm]);
+  Variable attended = self_attention(config, layer, parameters, record("input_layernorm", input.normed), tokens, cache);
+  const NormedSum after_attention = add_then_norm(config, attended, input.sum, weights[kPostAttentionNorm]);
+  ResidualStream out{after_attention.sum,
+                     mlp(config, parameters, record("post_attention_layernorm", after_attention.normed))};
   if (record.recorder == nullptr) return out;
   return {record("", out.summed()), Variable()};
 }

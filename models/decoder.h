@@ -16,12 +16,12 @@
 #include "models/generation/kv_cache.h"
 #include "models/parameter_gatherer.h"
 #include "models/peft/adapters.h"
-#include "models/residual_stream.h"
 #include "models/weights/hf_names.h"
 #include "ops/attention/attention_backend.h"
 
 namespace zt::models {
 
+using autograd::Variable;
 using LayerWeights = std::array<Variable, kLayerSlotCount>;  // undefined where unused
 
 struct TokenLayout {
@@ -49,6 +49,16 @@ struct LayerParameters {
   const ParameterGatherer* held_weights = nullptr;
 };
 
+// The hidden state between layers as residual + delta, the add left to the RMSNorm that reads
+// it next (the next layer's input norm, or the final norm), which adds and normalizes in one
+// kernel bit for bit as the pair: one launch and one pass over the hidden state fewer per
+// layer. delta undefined: the state is residual alone.
+struct ResidualStream {
+  Variable residual;
+  Variable delta;
+  Variable summed() const;  // residual + delta as one tensor
+};
+
 // x [tokens, hidden] -> [tokens, hidden]. With a cache (no gradient), the cache computes the
 // attention over its sequences' cached keys and values and the new ones, and keeps the new
 // ones (a P-Tuning prefix is then expected in the cache, put there before the prompt).
@@ -58,5 +68,12 @@ Variable decoder_layer(const ModelConfig& config, std::int64_t layer, const Laye
 // the output is summed, as the recorded layer output is.
 ResidualStream decoder_layer(const ModelConfig& config, std::int64_t layer, const LayerParameters& parameters,
                              const ResidualStream& x, const TokenLayout& tokens, KvCache* cache = nullptr);
+
+// RMSNorm of the stream's state: {the summed state, its norm}, one kernel when delta is defined.
+struct NormedSum {
+  Variable sum;
+  Variable normed;
+};
+NormedSum normed_stream(const ModelConfig& config, const ResidualStream& x, const Variable& weight);
 
 }  // namespace zt::models

@@ -10,7 +10,6 @@
 
 #include "models/config/config.h"
 #include "models/model_inputs.h"
-#include "ops/gemm/norm_prologue.h"
 #include "ops/rope/rope.h"
 #include "tensor/tensor.h"
 
@@ -38,16 +37,14 @@ class KvCache {
                   softmax_scale);
   }
   // The attention of a layer whose q, k and v are one joined product of x [tokens, hidden] by
-  // qkv_weight [(heads + 2 kv_heads) * head_dim, hidden] (+ qkv_bias), before RoPE, x being the
-  // layer's input norm's output or, with input_norm, its input (the norm then the product's
-  // prologue, which writes input_norm->sum): a cache may run the norm, the product, the rotation
-  // and its write as one launch (infer/paged_kv_cache.h, on the GPU for a decode step). nullopt,
-  // having done nothing: this one does not, and the caller normalizes, projects and calls
-  // attend_unrotated().
+  // qkv_weight [(heads + 2 kv_heads) * head_dim, hidden] (+ qkv_bias), before RoPE: a cache may
+  // run the product, the rotation and its write as one launch (infer/paged_kv_cache.h, on the GPU
+  // for a decode step). nullopt, having done nothing: this one does not, and the caller projects
+  // and calls attend_unrotated().
   virtual std::optional<Tensor> attend_projected(std::int64_t /*layer*/, const Tensor& /*x*/,
-                                                 const ops::NormPrologue* /*input_norm*/, const Tensor& /*qkv_weight*/,
-                                                 const Tensor& /*qkv_bias*/, const Tensor& /*positions*/,
-                                                 const Tensor& /*cu_seqlens*/, double /*softmax_scale*/) {
+                                                 const Tensor& /*qkv_weight*/, const Tensor& /*qkv_bias*/,
+                                                 const Tensor& /*positions*/, const Tensor& /*cu_seqlens*/,
+                                                 double /*softmax_scale*/) {
     return std::nullopt;
   }
   // Called after every layer ran: the new tokens count as cached from now on.

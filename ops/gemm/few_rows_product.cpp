@@ -84,31 +84,6 @@ bool cache_readable(const Tensor& x, const FewRowsQkvCache& c) {
          c.value_pool.dtype() == x.dtype() && c.inv_freq.numel() * 2 == c.key_pool.size(3);
 }
 
-// The norm's tensors as the kernel reads them: x's shape, the residual in x's row layout (its
-// stride read only past one row), the norm weight [K] and the sum [rows, K] contiguous, all of
-// x's dtype on its device; the norm is asked for only with every product in the scope.
-bool norm_readable(const Tensor& x, const NormPrologue& n) {
-  if (few_rows_products != FewRowsProducts::kAll) return false;
-  for (const Tensor* t : {&n.residual, &n.weight, &n.sum})
-    if (!t->defined() || t->device() != x.device() || t->dtype() != x.dtype()) return false;
-  const bool same_rows = x.size(0) == 1 || n.residual.stride(0) == x.stride(0);
-  return n.residual.shape() == x.shape() && n.residual.stride(1) == 1 && same_rows && n.weight.dim() == 1 &&
-         n.weight.size(0) == x.size(1) && n.weight.is_contiguous() && n.sum.shape() == x.shape() &&
-         n.sum.is_contiguous();
-}
-
-// args with the norm in front; false, args unchanged, where its tensors do not fit.
-bool with_norm(cuda::FewRowsGemmArgs& args, const Tensor& x, const NormPrologue* norm) {
-  if (norm == nullptr) return true;
-  if (!norm_readable(x, *norm)) return false;
-  args.norm = {.residual = norm->residual.data_ptr(),
-               .weight = norm->weight.data_ptr(),
-               .sum = norm->sum.data_ptr(),
-               .eps = norm->eps,
-               .round_normalized = norm->style == RmsNormStyle::kQwen};
-  return true;
-}
-
 }  // namespace
 
 std::optional<Tensor> few_rows_product(const Tensor& x, const Tensor& weight, const Tensor& bias,
@@ -123,9 +98,9 @@ std::optional<Tensor> few_rows_product(const Tensor& x, const Tensor& weight, co
 namespace zt::ops {
 
 std::optional<Tensor> few_rows_qkv_rope(const Tensor& x, const Tensor& weight, const Tensor& bias,
-                                        const FewRowsQkvCache& cache, const NormPrologue* norm) {
+                                        const FewRowsQkvCache& cache) {
   std::optional<cuda::FewRowsGemmArgs> args = detail::args_for(x, weight, bias, cuda::FewRowsOutput::kRopeQkv);
-  if (!args || !detail::cache_readable(x, cache) || !detail::with_norm(*args, x, norm)) return std::nullopt;
+  if (!args || !detail::cache_readable(x, cache)) return std::nullopt;
   const std::int64_t head_dim = cache.key_pool.size(3), kv_heads = cache.key_pool.size(2);
   if (weight.size(0) % head_dim != 0) return std::nullopt;
   args->rope = {.head_dim = head_dim,
@@ -137,13 +112,6 @@ std::optional<Tensor> few_rows_qkv_rope(const Tensor& x, const Tensor& weight, c
                 .key_pool = cache.key_pool.data_ptr(),
                 .value_pool = cache.value_pool.data_ptr(),
                 .num_slots = cache.key_pool.size(0) * cache.key_pool.size(1)};
-  return detail::launched(*args, x);
-}
-
-std::optional<Tensor> few_rows_norm_swiglu(const Tensor& x, const NormPrologue& norm, const Tensor& gate_up_weight,
-                                           const Tensor& bias) {
-  std::optional<cuda::FewRowsGemmArgs> args = detail::args_for(x, gate_up_weight, bias, cuda::FewRowsOutput::kSwiglu);
-  if (!args || !detail::with_norm(*args, x, &norm)) return std::nullopt;
   return detail::launched(*args, x);
 }
 

@@ -1,8 +1,7 @@
 // The linear products of a few rows on the GPU (a batched decode step) through
 // cuda/gemm/few_rows, which streams the weight towards the memory's rate and can end in SwiGLU,
 // where cuBLASLt's kernels for so few rows reach 0.9-2.3 TB/s on an H100, or in RoPE and the
-// paged KV cache's write (few_rows_qkv_rope), and can begin with a decoder's residual add and
-// RMSNorm (NormPrologue); nothing where it does not apply (the CPU, more
+// paged KV cache's write (few_rows_qkv_rope); nothing where it does not apply (the CPU, more
 // rows, float32, strides or alignments it cannot take, or outside a FewRowsGemmScope), and the
 // caller runs the general product.
 #pragma once
@@ -10,7 +9,6 @@
 #include <optional>
 
 #include "cuda/gemm/few_rows/few_rows_gemm.cuh"
-#include "ops/gemm/norm_prologue.h"
 #include "tensor/tensor.h"
 
 namespace zt::ops {
@@ -51,22 +49,13 @@ struct FewRowsQkvCache {
   Tensor key_pool, value_pool;  // [blocks, block_size, kv_heads, head_dim] of x's dtype
 };
 
-// Inside a FewRowsGemmScope of every product (FewRowsProducts::kAll): x [rows, K] (or, with
-// `norm`, its residual add and RMSNorm) times the joined weight [N, K] (+ bias [N]) as one launch
-// that also rotates and caches, -> [rows, N] with q and k rotated; the same bits as
-// (residual_rmsnorm_forward then) linear_forward then rope_and_write_kv_slots. nullopt, having
-// done nothing, where the kernel does not take it (outside such a scope, more rows, heads not a
-// multiple of 64 dims, a norm's row over 4,096 dims, ...): the caller runs the norm, the product
-// and the cache's RoPE.
+// Inside a FewRowsGemmScope of every product (FewRowsProducts::kAll): x [rows, K] times the
+// joined weight [N, K] (+ bias [N]) as one launch that also rotates and caches, -> [rows, N]
+// with q and k rotated; the same bits as linear_forward then rope_and_write_kv_slots. nullopt,
+// having done nothing, where the kernel does not take it (outside such a scope, more rows, heads
+// not a multiple of 64 dims, ...): the caller runs the product and the cache's RoPE.
 std::optional<Tensor> few_rows_qkv_rope(const Tensor& x, const Tensor& weight, const Tensor& bias,
-                                        const FewRowsQkvCache& cache, const NormPrologue* norm = nullptr);
-
-// Inside a FewRowsGemmScope of every product: the residual add and RMSNorm of x, then the product
-// by a joined [gate; up] weight ending in SwiGLU, one launch -> [rows, N / 2]; the same bits as
-// residual_rmsnorm_forward then linear_swiglu_forward. nullopt, having done nothing, where the
-// kernel does not take it.
-std::optional<Tensor> few_rows_norm_swiglu(const Tensor& x, const NormPrologue& norm, const Tensor& gate_up_weight,
-                                           const Tensor& bias);
+                                        const FewRowsQkvCache& cache);
 
 }  // namespace zt::ops
 

@@ -2,10 +2,8 @@
 // cache write as one launch of the few-row kernel) against what it replaces: the same product
 // through linear_forward in the same scope, then attend_unrotated. Two caches hold the same
 // prefill; after one decode step each way the attention and both pools agree bit for bit.
-// Heads of 64 and 128 dims, GQA, bfloat16 and float16, with and without a q/k/v bias, with and
-// without the layer's residual add and RMSNorm as the product's prologue (against
-// rmsnorm_residual_forward first, its sum compared too), three sequences whose tokens land in
-// different blocks. Then where it declines, doing nothing:
+// Heads of 64 and 128 dims, GQA, bfloat16 and float16, with and without a q/k/v bias, three
+// sequences whose tokens land in different blocks. Then where it declines, doing nothing:
 // outside a scope of every product, GLM's half-rotary interleaved heads, heads of 48 dims,
 // a prefill, and the CPU.
 #include <gtest/gtest.h>
@@ -19,7 +17,6 @@
 #include "infer/paged_kv_cache.h"
 #include "ops/gemm/few_rows_product.h"
 #include "ops/gemm/linear.h"
-#include "ops/norm/rmsnorm.h"
 #include "tests/common/test_util.h"
 
 namespace zt::infer {
@@ -77,55 +74,18 @@ struct FilledCache {
   PagedKvCache cache;
 };
 
-// The decode step's inputs: x, the joined weight and bias, the rows' positions and offsets, and
-// a residual and norm weight for the prologue.
+// The decode step's inputs: x, the joined weight and bias, the rows' positions and offsets.
 struct Step {
   Step(const models::ModelConfig& c, DType dtype, bool with_bias)
       : x(random({3, kHidden}, 4, dtype)),
         weight(random({c.q_size() + 2 * c.kv_size(), kHidden}, 5, dtype, 0.05)),
         bias(with_bias ? random({c.q_size() + 2 * c.kv_size()}, 6, dtype) : Tensor()),
         positions(integers({5, 17, 30}, DType::kI64)),
-        cu_seqlens(integers({0, 1, 2, 3}, DType::kI32)),
-        residual(random({3, kHidden}, 7, dtype, 4.0)),
-        norm_weight(random({kHidden}, 8, dtype)) {}
-  Tensor x, weight, bias, positions, cu_seqlens, residual, norm_weight;
-
-  ops::NormPrologue prologue(ops::RmsNormStyle style) const {
-    return {residual, norm_weight, Tensor::full(x.shape(), std::nan(""), x.dtype(), x.device()), 1e-6f, style};
-  }
+        cu_seqlens(integers({0, 1, 2, 3}, DType::kI32)) {}
+  Tensor x, weight, bias, positions, cu_seqlens;
 };
 
 std::vector<double> host(const Tensor& t) { return t.to(Device::cpu(), DType::kF32).to_vector(); }
-
-// The step through attend_projected (with `norm` as its prologue) against the norm, the product
-// and attend_unrotated; the attention, both pools and the norm's sum bit for bit.
-void expect_projected_equals_unfused(const models::ModelConfig& c, DType dtype, const Step& step,
-                                     const ops::NormPrologue* norm, const std::string& name) {
-  FilledCache fused(c, dtype), plain(c, dtype);
-  ops::FewRowsGemmScope every_product(ops::FewRowsProducts::kAll);
-  const std::optional<Tensor> attended = fused.cache.attend_projected(0, step.x, norm, step.weight, step.bias,
-                                                                      step.positions, step.cu_seqlens, scale_of(c));
-  ASSERT_TRUE(attended.has_value()) << name;
-  Tensor input = step.x;
-  if (norm != nullptr) {
-    const ops::RmsNormResidualOutput normed =
-        ops::rmsnorm_residual_forward(step.x, norm->residual, norm->weight, norm->eps, norm->style);
-    EXPECT_EQ(host(norm->sum), host(normed.sum)) << name << ": the sum";
-    input = normed.y;
-  }
-  const Tensor qkv = ops::linear_forward(input, step.weight, step.bias);
-  const std::int64_t head_dim = c.head_dim;
-  auto heads = [&](std::int64_t first, std::int64_t size) {
-    return qkv.narrow(1, first, size).view({3, size / head_dim, head_dim});
-  };
-  const Tensor expected = plain.cache.attend_unrotated(0, heads(0, c.q_size()), heads(c.q_size(), c.kv_size()),
-                                                       heads(c.q_size() + c.kv_size(), c.kv_size()), step.positions,
-                                                       c.rope, step.cu_seqlens, scale_of(c));
-  EXPECT_EQ(attended->shape(), expected.shape()) << name;
-  EXPECT_EQ(host(*attended), host(expected)) << name;
-  EXPECT_EQ(host(fused.cache.key_pool(0)), host(plain.cache.key_pool(0))) << name << ": keys";
-  EXPECT_EQ(host(fused.cache.value_pool(0)), host(plain.cache.value_pool(0))) << name << ": values";
-}
 
 TEST(PagedKvCacheGpu, AProjectedDecodeStepEqualsTheProductThenAttendUnrotated) {
   ZT_SKIP_WITHOUT_GPU();
@@ -136,21 +96,30 @@ TEST(PagedKvCacheGpu, AProjectedDecodeStepEqualsTheProductThenAttendUnrotated) {
                                  (with_bias ? " with a bias" : "");
         const models::ModelConfig c = config_of(head_dim);
         const Step step(c, dtype, with_bias);
-        expect_projected_equals_unfused(c, dtype, step, nullptr, name);
-        for (ops::RmsNormStyle style : {ops::RmsNormStyle::kQwen, ops::RmsNormStyle::kGlm}) {
-          const ops::NormPrologue norm = step.prologue(style);
-          expect_projected_equals_unfused(
-              c, dtype, step, &norm,
-              name + (style == ops::RmsNormStyle::kQwen ? ", Qwen's" : ", GLM's") + " norm in front");
-        }
+        FilledCache fused(c, dtype), plain(c, dtype);
+        ops::FewRowsGemmScope every_product(ops::FewRowsProducts::kAll);
+        const std::optional<Tensor> attended = fused.cache.attend_projected(
+            0, step.x, step.weight, step.bias, step.positions, step.cu_seqlens, scale_of(c));
+        ASSERT_TRUE(attended.has_value()) << name;
+        const Tensor qkv = ops::linear_forward(step.x, step.weight, step.bias);
+        auto heads = [&](std::int64_t first, std::int64_t size) {
+          return qkv.narrow(1, first, size).view({3, size / head_dim, head_dim});
+        };
+        const Tensor expected = plain.cache.attend_unrotated(0, heads(0, c.q_size()), heads(c.q_size(), c.kv_size()),
+                                                             heads(c.q_size() + c.kv_size(), c.kv_size()),
+                                                             step.positions, c.rope, step.cu_seqlens, scale_of(c));
+        EXPECT_EQ(attended->shape(), expected.shape()) << name;
+        EXPECT_EQ(host(*attended), host(expected)) << name;
+        EXPECT_EQ(host(fused.cache.key_pool(0)), host(plain.cache.key_pool(0))) << name << ": keys";
+        EXPECT_EQ(host(fused.cache.value_pool(0)), host(plain.cache.value_pool(0))) << name << ": values";
       }
 }
 
 // nullopt, and the pools as they were.
 void expect_declined(FilledCache& filled, const models::ModelConfig& c, const Step& step, const std::string& why) {
   const std::vector<double> keys = host(filled.cache.key_pool(0)), values = host(filled.cache.value_pool(0));
-  EXPECT_FALSE(filled.cache.attend_projected(0, step.x, nullptr, step.weight, step.bias, step.positions,
-                                             step.cu_seqlens, scale_of(c)))
+  EXPECT_FALSE(
+      filled.cache.attend_projected(0, step.x, step.weight, step.bias, step.positions, step.cu_seqlens, scale_of(c)))
       << why;
   EXPECT_EQ(host(filled.cache.key_pool(0)), keys) << why;
   EXPECT_EQ(host(filled.cache.value_pool(0)), values) << why;
@@ -178,7 +147,7 @@ TEST(PagedKvCacheGpu, AProjectedStepIsDeclinedWhereTheKernelDoesNotApply) {
   prefilling.set_batch({0}, {3});
   prefilling.begin_forward(c, {3, 1, 3});
   const Step step(c, dtype, false);
-  EXPECT_FALSE(prefilling.attend_projected(0, step.x, nullptr, step.weight, step.bias, step.positions,
+  EXPECT_FALSE(prefilling.attend_projected(0, step.x, step.weight, step.bias, step.positions,
                                            integers({0, 3}, DType::kI32), scale_of(c)))
       << "a prefill";
 }
@@ -194,7 +163,7 @@ TEST(PagedKvCacheGpu, AProjectedStepIsDeclinedOnTheCpu) {
   const Tensor weight = Tensor::zeros({c.q_size() + 2 * c.kv_size(), kHidden}, DType::kBF16);
   const Tensor positions = Tensor::from_values({0.0}, {1}, DType::kI64);
   const Tensor cu_seqlens = Tensor::from_values({0.0, 1.0}, {2}, DType::kI32);
-  EXPECT_FALSE(cache.attend_projected(0, x, nullptr, weight, Tensor(), positions, cu_seqlens, scale_of(c)));
+  EXPECT_FALSE(cache.attend_projected(0, x, weight, Tensor(), positions, cu_seqlens, scale_of(c)));
 }
 
 }  // namespace

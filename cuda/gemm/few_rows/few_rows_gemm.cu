@@ -16,17 +16,14 @@
 // cluster's barrier every block reads the others' tiles through distributed shared memory and
 // writes its share of y, each value the splits' sum in split order. No workspace, counter or
 // second launch: a graph holds one node per product, and the bits do not depend on which split
-// finished first. The epilogue: bias and rounding, SwiGLU, or RoPE with the KV cache write; the
-// prologue, with a FewRowsNorm, the residual add and RMSNorm (norm_prologue.cuh).
+// finished first. The epilogue: bias and rounding, SwiGLU, or RoPE with the KV cache write.
 #include "cuda/gemm/few_rows/few_rows_gemm.cuh"
 
 #include <cooperative_groups.h>
 
 #include <algorithm>
-#include <optional>
 #include <string>
 #include <type_traits>
-#include <utility>
 
 #include "cuda/common/cuda_common.cuh"
 #include "cuda/common/mma_warp.cuh"
@@ -35,7 +32,6 @@
 #include "cuda/common/sm90_code.h"
 #include "cuda/common/tile_smem.cuh"
 #include "cuda/elementwise/elementwise_dispatch.cuh"
-#include "cuda/gemm/few_rows/norm_prologue.cuh"
 #include "cuda/rope/rotate_pair.cuh"
 #include "runtime/check.h"
 #include "runtime/error.h"
@@ -59,19 +55,11 @@ constexpr std::int64_t kMaxColumnTiles = 65535;  // a grid's y
 using WeightTile = tile::SmemTile<kTileN, kTileK>;
 using XTile = tile::SmemTile<kTileM, kTileK>;
 
-// A stage: the W tile, the x tile and, with the norm prologue, the residual's tile after it.
-template <bool kNorm>
-constexpr int kStageBytes = WeightTile::kBytes + (kNorm ? 2 : 1) * XTile::kBytes;
-template <bool kNorm>
-constexpr int kStagesBytes = kStages*(kStageBytes<kNorm>);
-// The dynamic shared memory: the stages, then the norm prologue's floats.
-template <bool kNorm>
-constexpr int kSharedBytes = kStagesBytes<kNorm> + (kNorm ? few_rows_norm::kSharedFloats<kTileM> * 4 : 0);
-static_assert(kSharedBytes<false> <= 48 * 1024, "the stages fit the default dynamic shared memory");
-// Each block also holds 1 KB the system reserves: four fit a Hopper SM (228 KB), three an A100's.
-static_assert(4 * (kSharedBytes<true> + 1024) <= 228 * 1024, "four blocks with the norm prologue fit an SM");
+constexpr int kStageBytes = WeightTile::kBytes + XTile::kBytes;
+constexpr int kSharedBytes = kStages * kStageBytes;
+static_assert(kSharedBytes <= 48 * 1024, "the stages fit the default dynamic shared memory");
 constexpr int kResultBytes = kTileM * kResultPitch * 4;
-static_assert(kResultBytes <= kStagesBytes<false>, "the result tile reuses the stages");
+static_assert(kResultBytes <= kSharedBytes, "the result tile reuses the stages");
 
 // Block z of a split K runs steps [z * steps, (z + 1) * steps) of K; count > 1 launches the
 // splits of a tile as one cluster.
@@ -114,10 +102,8 @@ struct StageCopies {
 
   const T* weight[kWeightCopies];  // the row's first element (W's first where the row lies past W)
   const T* x[kXCopies];
-  const T* residual[kXCopies];                                     // with the norm prologue; x's row of the residual
   std::uint32_t weight_offset[kWeightCopies], x_offset[kXCopies];  // within a stage
   bool weight_valid[kWeightCopies], x_valid[kXCopies];
-  int x_row[kXCopies];  // the row of the block's x tile each x copy fills
   std::int64_t column;  // this thread's 16-byte column within a step, in elements
 
   template <FewRowsOutput kOutput>
@@ -138,11 +124,8 @@ struct StageCopies {
 #pragma unroll
     for (int j = 0; j < kXCopies; ++j) {
       const int r = row0 + j * kRowStride;
-      x_row[j] = r;
       x_valid[j] = m0 + r < a.rows;
-      const std::int64_t row_offset = x_valid[j] ? (m0 + r) * a.x_row_stride : 0;
-      x[j] = static_cast<const T*>(a.x) + row_offset;
-      residual[j] = a.norm.residual != nullptr ? static_cast<const T*>(a.norm.residual) + row_offset : x[j];
+      x[j] = static_cast<const T*>(a.x) + (x_valid[j] ? (m0 + r) * a.x_row_stride : 0);
       x_offset[j] = WeightTile::kBytes + XTile::offset(r, chunk);
     }
   }
@@ -159,38 +142,17 @@ struct StageCopies {
       tile::cp_async<16>(stage + weight_offset[j], weight[j] + (inside ? k : 0), inside && weight_valid[j]);
   }
 
-  // x's tile, and with the norm prologue the residual's beside it.
-  template <bool kNorm>
   __device__ __forceinline__ void issue_x(std::uint32_t stage, std::int64_t step, std::int64_t in_features) const {
     const std::int64_t k = step * kTileK + column;
     const bool inside = k < in_features;
 #pragma unroll
-    for (int j = 0; j < kXCopies; ++j) {
+    for (int j = 0; j < kXCopies; ++j)
       tile::cp_async<16>(stage + x_offset[j], x[j] + (inside ? k : 0), inside && x_valid[j]);
-      if constexpr (kNorm)
-        tile::cp_async<16>(stage + x_offset[j] + XTile::kBytes, residual[j] + (inside ? k : 0), inside && x_valid[j]);
-    }
   }
 
-  template <bool kNorm>
   __device__ __forceinline__ void issue(std::uint32_t stage, std::int64_t step, std::int64_t in_features) const {
     issue_weight(stage, step, in_features);
-    issue_x<kNorm>(stage, step, in_features);
-  }
-
-  // With the norm prologue: the thread's landed chunks of step `step`'s x tile become the norm's
-  // output (rows and K past the operands stay zeros).
-  __device__ __forceinline__ void normalize(const FewRowsGemmArgs& a, unsigned char* stage, std::int64_t step,
-                                            const float* row_rstd) const {
-    const std::int64_t k = step * kTileK + column;
-    if (k >= a.in_features) return;
-#pragma unroll
-    for (int j = 0; j < kXCopies; ++j) {
-      if (!x_valid[j]) continue;
-      T* chunk = reinterpret_cast<T*>(stage + x_offset[j]);
-      few_rows_norm::normalize_chunk<T>(a, chunk, reinterpret_cast<const T*>(stage + x_offset[j] + XTile::kBytes), k,
-                                        row_rstd[x_row[j]]);
-    }
+    issue_x(stage, step, in_features);
   }
 };
 
@@ -280,9 +242,8 @@ __device__ void write_split_tile(const FewRowsGemmArgs& a, float* result, std::i
 #endif
 }
 
-template <typename T, FewRowsOutput kOutput, bool kNorm>
-__global__ void __launch_bounds__(kThreads, kBlocksPerSm)
-    few_rows_gemm_kernel(FewRowsGemmArgs a, KSplit split, few_rows_norm::RowPlan norm_plan) {
+template <typename T, FewRowsOutput kOutput>
+__global__ void __launch_bounds__(kThreads, kBlocksPerSm) few_rows_gemm_kernel(FewRowsGemmArgs a, KSplit split) {
   constexpr int kN8 = kTileN / 8 / kWarps;  // 8-row blocks of W per warp; each warp multiplies all 16 rows of x
   static_assert(kTileM == 16 && kN8 % 2 == 0, "the warps split the block's W rows between them");
   extern __shared__ __align__(128) unsigned char shared[];
@@ -291,8 +252,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
   const std::int64_t first_step = static_cast<std::int64_t>(blockIdx.z) * split.steps;
   const int steps = static_cast<int>(min(first_step + split.steps, (a.in_features + kTileK - 1) / kTileK) - first_step);
   const std::uint32_t stages = mma::smem_address(shared);
-  auto stage_offset = [](int i) { return static_cast<std::uint32_t>((i % kStages) * kStageBytes<kNorm>); };
-  auto stage = [&](int i) { return stages + stage_offset(i); };
+  auto stage = [&](int i) { return stages + static_cast<std::uint32_t>((i % kStages) * kStageBytes); };
   const StageCopies<T> copies(a, m0, column_tile, std::integral_constant<FewRowsOutput, kOutput>());
   // Launched after prior (programmatic_launch.cuh): the first steps' weight tiles are on their
   // way while the kernel that writes x finishes. They join the first step's copy group, so
@@ -304,30 +264,18 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
   allow_next_grid_launch();
 #pragma unroll
   for (int i = 0; i < kStages - 1; ++i) {
-    if (i < steps) copies.template issue_x<kNorm>(stage(i), first_step + i, a.in_features);
+    if (i < steps) copies.issue_x(stage(i), first_step + i, a.in_features);
     tile::cp_async_commit();
-  }
-  // The norm's statistics while the first x tiles land; one block of each row tile (the first
-  // column tile's first split) stores the sum.
-  float* row_rstd = nullptr;
-  if constexpr (kNorm) {
-    float* floats = reinterpret_cast<float*>(shared + kStagesBytes<kNorm>);
-    row_rstd = floats + few_rows_norm::kScratchFloats;
-    few_rows_norm::row_statistics<T, kTileM>(a, norm_plan, m0, column_tile == 0 && blockIdx.z == 0, floats, row_rstd);
   }
   const int warp = static_cast<int>(threadIdx.x) / 32;
   mma::FragC acc[kN8];
   mma::zero(acc);
   for (int i = 0; i < steps; ++i) {
     tile::cp_async_wait<kStages - 2>();
-    // A thread's own copies are visible to it once waited for: it normalizes its chunks before
-    // the barrier that hands the tile to the warps.
-    if constexpr (kNorm) copies.normalize(a, shared + stage_offset(i), first_step + i, row_rstd);
     // Step i's tiles are complete and visible; every warp is done with step i - 1's buffer,
     // which the copies of step i + kStages - 1 now refill.
     __syncthreads();
-    if (i + kStages - 1 < steps)
-      copies.template issue<kNorm>(stage(i + kStages - 1), first_step + i + kStages - 1, a.in_features);
+    if (i + kStages - 1 < steps) copies.issue(stage(i + kStages - 1), first_step + i + kStages - 1, a.in_features);
     tile::cp_async_commit();
     const std::uint32_t weight_tile = stage(i);
     const std::uint32_t x_tile = weight_tile + WeightTile::kBytes;
@@ -371,17 +319,7 @@ std::int64_t k_splits(const FewRowsGemmArgs& a, std::int64_t tiles, std::int64_t
   return std::min((wanted + tiles - 1) / tiles, most);
 }
 
-// cuda/norm's plan for a row of K at 16-byte vectors, as the prologue sums it; nullopt where that
-// kernel would not keep the row in registers in a group of at most kThreads threads.
-std::optional<few_rows_norm::RowPlan> norm_row_plan(const FewRowsGemmArgs& a) {
-  const rmsnorm_detail::Plan plan =
-      rmsnorm_detail::make_plan(a.dtype, a.in_features, {a.x, a.norm.residual, a.norm.weight, a.norm.sum});
-  if (!plan.registers || plan.width * static_cast<int>(dtype_size(a.dtype)) != 16 || plan.group_threads > kThreads)
-    return std::nullopt;
-  return few_rows_norm::RowPlan{plan.group_threads, plan.vectors_per_thread};
-}
-
-template <typename T, FewRowsOutput kOutput, bool kNorm>
+template <typename T, FewRowsOutput kOutput>
 void launch(const FewRowsGemmArgs& a, cudaStream_t stream) {
   const std::int64_t row_tiles = (a.rows + kTileM - 1) / kTileM;
   const std::int64_t columns = kOutput == FewRowsOutput::kLinear ? a.out_features : a.out_features / 2;
@@ -389,9 +327,7 @@ void launch(const FewRowsGemmArgs& a, cudaStream_t stream) {
   ZT_REQUIRE(column_tiles <= kMaxColumnTiles, "few_rows_gemm: " + std::to_string(a.out_features) +
                                                   " weight rows are more column tiles than one grid holds");
   const std::int64_t steps = (a.in_features + kTileK - 1) / kTileK;
-  const auto kernel = few_rows_gemm_kernel<T, kOutput, kNorm>;
-  few_rows_norm::RowPlan norm_plan;
-  if constexpr (kNorm) norm_plan = *norm_row_plan(a);  // few_rows_gemm_takes checked it
+  const auto kernel = few_rows_gemm_kernel<T, kOutput>;
   const std::int64_t wanted_splits = k_splits(a, row_tiles * column_tiles, steps);
   KSplit split;
   split.steps = (steps + wanted_splits - 1) / wanted_splits;
@@ -402,12 +338,10 @@ void launch(const FewRowsGemmArgs& a, cudaStream_t stream) {
   // three steps of loads in flight do not fill the memory system.
   ZT_CUDA_CHECK(
       cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
-  if constexpr ((kSharedBytes<kNorm>) > 48 * 1024)
-    ZT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedBytes<kNorm>));
   cudaLaunchConfig_t config{};
   config.gridDim = grid;
   config.blockDim = dim3(kThreads);
-  config.dynamicSmemBytes = kSharedBytes<kNorm>;
+  config.dynamicSmemBytes = kSharedBytes;
   config.stream = stream;
   cudaLaunchAttribute attributes[2];
   unsigned count = 0;
@@ -420,18 +354,18 @@ void launch(const FewRowsGemmArgs& a, cudaStream_t stream) {
   }
   config.attrs = attributes;
   config.numAttrs = add_programmatic_launch(attributes, count);
-  ZT_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, a, split, norm_plan));
+  ZT_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, a, split));
 }
 
-template <typename T, bool kNorm>
+template <typename T>
 void launch_for_output(const FewRowsGemmArgs& a, cudaStream_t stream) {
   switch (a.output) {
     case FewRowsOutput::kSwiglu:
-      return launch<T, FewRowsOutput::kSwiglu, kNorm>(a, stream);
+      return launch<T, FewRowsOutput::kSwiglu>(a, stream);
     case FewRowsOutput::kRopeQkv:
-      return launch<T, FewRowsOutput::kRopeQkv, kNorm>(a, stream);
+      return launch<T, FewRowsOutput::kRopeQkv>(a, stream);
     default:
-      return launch<T, FewRowsOutput::kLinear, kNorm>(a, stream);
+      return launch<T, FewRowsOutput::kLinear>(a, stream);
   }
 }
 
@@ -445,38 +379,6 @@ bool rope_takes(const FewRowsGemmArgs& a) {
          (r.q_heads + 2 * r.kv_heads) * r.head_dim == a.out_features && r.positions != nullptr &&
          r.inv_freq != nullptr && r.slots != nullptr && r.key_pool != nullptr && r.value_pool != nullptr &&
          r.num_slots >= 0;
-}
-
-// A tensor's bytes [first, end): `rows` rows of `row_bytes`, `row_stride` elements apart.
-struct ByteRange {
-  std::uintptr_t first, end;
-  bool apart_from(const ByteRange& other) const { return end <= other.first || other.end <= first; }
-};
-ByteRange byte_range(const FewRowsGemmArgs& a, const void* p, std::int64_t rows, std::int64_t row_elements,
-                     std::int64_t row_stride) {
-  const auto first = reinterpret_cast<std::uintptr_t>(p);
-  const std::size_t size = dtype_size(a.dtype);
-  return {first, first + (static_cast<std::size_t>(rows - 1) * row_stride + row_elements) * size};
-}
-
-// The norm's tensors are given and aligned, its row is one the prologue sums as cuda/norm's
-// kernel does, and what blocks write (the sum, y) lies apart from what other blocks read (x,
-// the residual, the norm weight) and from each other.
-bool norm_takes(const FewRowsGemmArgs& a) {
-  const FewRowsNorm& n = a.norm;
-  if (n.residual == nullptr) return true;
-  if (n.weight == nullptr || n.sum == nullptr || !aligned16(n.residual) || !aligned16(n.weight) || !aligned16(n.sum))
-    return false;
-  const std::int64_t k = a.in_features,
-                     columns = a.output == FewRowsOutput::kSwiglu ? a.out_features / 2 : a.out_features;
-  const ByteRange x = byte_range(a, a.x, a.rows, k, a.x_row_stride),
-                  residual = byte_range(a, n.residual, a.rows, k, a.x_row_stride);
-  const ByteRange weight = byte_range(a, n.weight, 1, k, k), sum = byte_range(a, n.sum, a.rows, k, k);
-  const ByteRange y = byte_range(a, a.y, a.rows, columns, columns);
-  for (const ByteRange& written : {sum, y})
-    for (const ByteRange& read : {x, residual, weight})
-      if (!written.apart_from(read)) return false;
-  return sum.apart_from(y) && norm_row_plan(a).has_value();
 }
 
 bool output_takes(const FewRowsGemmArgs& a) {
@@ -497,30 +399,24 @@ bool few_rows_gemm_takes(const FewRowsGemmArgs& a) {
   const std::int64_t column_tiles = (a.out_features + kTileN - 1) / kTileN;  // the grid's y (SwiGLU's too)
   return (a.dtype == DType::kBF16 || a.dtype == DType::kF16) && a.rows >= 1 && a.rows <= kFewRowsGemmMaxRows &&
          column_tiles <= kMaxColumnTiles && a.in_features > 0 && a.in_features % 8 == 0 && a.x_row_stride % 8 == 0 &&
-         a.x_row_stride >= a.in_features && a.out_features > 0 && output_takes(a) && norm_takes(a) && aligned16(a.x) &&
+         a.x_row_stride >= a.in_features && a.out_features > 0 && output_takes(a) && aligned16(a.x) &&
          aligned16(a.weight) && aligned16(a.y);
 }
 
 void few_rows_gemm(const FewRowsGemmArgs& args, cudaStream_t stream) {
   ZT_REQUIRE(args.x != nullptr && args.weight != nullptr && args.y != nullptr,
              "few_rows_gemm: x, weight and y must be given");
-  ZT_REQUIRE(
-      few_rows_gemm_takes(args),
-      "few_rows_gemm: " + std::to_string(args.rows) + " rows of " + dtype_name(args.dtype) + " x " +
-          std::to_string(args.in_features) + " (row stride " + std::to_string(args.x_row_stride) + ") by " +
-          std::to_string(args.out_features) + " weight rows is not a product it takes: 16-bit, 1 to " +
-          std::to_string(kFewRowsGemmMaxRows) +
-          " rows, K and the row stride multiples of 8, pointers 16-byte aligned; for RoPE, heads of 64 to 256 "
-          "dims in steps of 64 that make the weight's rows, with positions, frequencies, slots and pools given; "
-          "for a norm, its weight and sum given and aligned, the sum and y apart from x, the residual, the norm's "
-          "weight and each other, K at most 4,096 dims (use cuBLASLt)");
+  ZT_REQUIRE(few_rows_gemm_takes(args),
+             "few_rows_gemm: " + std::to_string(args.rows) + " rows of " + dtype_name(args.dtype) + " x " +
+                 std::to_string(args.in_features) + " (row stride " + std::to_string(args.x_row_stride) + ") by " +
+                 std::to_string(args.out_features) + " weight rows is not a product it takes: 16-bit, 1 to " +
+                 std::to_string(kFewRowsGemmMaxRows) +
+                 " rows, K and the row stride multiples of 8, pointers 16-byte aligned; for RoPE, heads of 64 to 256 "
+                 "dims in steps of 64 that make the weight's rows, with positions, frequencies, slots and pools given "
+                 "(use cuBLASLt)");
   ZT_REQUIRE(args.k_splits >= 0, "few_rows_gemm: k_splits must be 0 (chosen) or a positive count");
-  dispatch_float_type<GpuHalfTypes>(args.dtype, "few_rows_gemm", [&]<typename T>() {
-    if (args.norm.residual != nullptr)
-      launch_for_output<T, true>(args, stream);
-    else
-      launch_for_output<T, false>(args, stream);
-  });
+  dispatch_float_type<GpuHalfTypes>(args.dtype, "few_rows_gemm",
+                                    [&]<typename T>() { launch_for_output<T>(args, stream); });
   ZT_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -25,13 +25,6 @@
 // as the linear product then the RoPE kernel: the sums are the same, the rotation is
 // cuda/rope/rotate_pair.cuh's.
 //
-// FewRowsNorm puts a decoder's residual add and RMSNorm in front of the product: x is the
-// layer's output before the add, and the product reads rmsnorm(x + residual) · norm weight,
-// rounded as cuda/norm's forward rounds it. Every block computes its rows' statistics from the
-// whole sum (in the order cuda/norm's kernel sums them: the same bits), then normalizes each
-// x tile in shared memory as it lands; one block also stores the sum, the next residual. It
-// saves the norm's launch where a decode step's chain of small kernels sets the pace.
-//
 // fp32 sums of the dtype's products; the bias joins the fp32 sum before rounding, as
 // cuBLASLt's bias epilogue does. The result is cuBLASLt's up to the order of the sum; the split
 // count, and so the order, is fixed by the shape and the GPU, so results keep their bits run
@@ -69,15 +62,6 @@ struct FewRowsRope {
   std::int64_t num_slots = 0;
 };
 
-// The residual add and RMSNorm in front of the product; residual null: none.
-struct FewRowsNorm {
-  const void* residual = nullptr;  // [rows, K] of dtype, rows x_row_stride elements apart
-  const void* weight = nullptr;    // [K] of dtype: the norm's weight
-  void* sum = nullptr;             // [rows, K] of dtype, contiguous: x + residual, rounded
-  float eps = 0.0f;
-  bool round_normalized = true;  // Qwen's rounding of x · rstd before the weight; GLM's not
-};
-
 struct FewRowsGemmArgs {
   std::int64_t rows = 0;          // M, 1 to kFewRowsGemmMaxRows
   std::int64_t in_features = 0;   // K, a multiple of 8
@@ -90,7 +74,6 @@ struct FewRowsGemmArgs {
   DType dtype = DType::kBF16;     // bfloat16 or float16
   FewRowsOutput output = FewRowsOutput::kLinear;
   FewRowsRope rope = {};  // kRopeQkv only
-  FewRowsNorm norm = {};  // any output
   // Blocks K is split over per tile: 0 chooses from the shape and the GPU; a positive count
   // asks for it (the tests run several), capped at a cluster's 8 blocks. K is split only where
   // the kernel runs from code built for sm_90 or newer (clusters; Hopper on).
@@ -100,8 +83,7 @@ struct FewRowsGemmArgs {
 // Whether the kernel takes this product: a 16-bit dtype, 1 to kFewRowsGemmMaxRows rows, K and
 // x's row stride multiples of 8, x, W and y on 16-byte boundaries (an even N for kSwiglu; for
 // kRopeQkv heads of 64 to 256 dims in steps of 64 that make N, and the positions, frequencies,
-// slots and pools given; with a norm, its tensors 16-byte aligned and K a row cuda/norm's
-// kernel keeps in registers with at most 128 threads, up to 4,096 dims in 16-bit types).
+// slots and pools given).
 bool few_rows_gemm_takes(const FewRowsGemmArgs& args);
 
 // Throws zt::Error for a product few_rows_gemm_takes refuses.
