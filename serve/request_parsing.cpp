@@ -83,8 +83,9 @@ std::vector<std::string> stop_field(const json& value) {
 
 // OpenAI's fields this server has no mechanism for, with the value that means "not used".
 void refuse_unsupported(const json& body, bool chat) {
-  if (const json* n = field(body, "n"); n != nullptr && !n->is_number_integer())
-    throw invalid_request("'n' must be an integer", "n");
+  // n is read as the other integers are, so 1.0 is the one choice (as vLLM takes it) and a
+  // fraction is not an integer; the count itself is checked below.
+  if (const json* n = field(body, "n")) integer_field(*n, "n");
   auto refuse_unless = [&](const char* name, const json& neutral) {
     const json* value = field(body, name);
     if (value != nullptr && *value != neutral)

@@ -155,6 +155,21 @@ TEST(RequestParsing, AWholeFloatIsAnInteger) {
   EXPECT_EQ(refused_param("{" + messages + ", \"seed\": 1e30}"), "seed");
 }
 
+// n is read as the other integers are: 1.0 is the one choice this server gives, as vLLM takes
+// it; a fraction is not an integer and 2.0 is two choices, each refused.
+TEST(RequestParsing, AWholeFloatNIsOneChoice) {
+  const std::string messages = R"("messages": [{"role": "user", "content": "hi"}])";
+  EXPECT_EQ(refused_param("{" + messages + ", \"n\": 1.0}"), "no error");
+  EXPECT_EQ(refused_param("{" + messages + ", \"n\": 1.5}"), "n");
+  EXPECT_EQ(refused_param("{" + messages + ", \"n\": 2.0}"), "n");
+  try {
+    parse_chat_request("{" + messages + ", \"n\": 1.5}");
+    ADD_FAILURE() << "n 1.5 was taken";
+  } catch (const ApiError& error) {
+    EXPECT_EQ(error.body()["error"]["message"], "'n' must be an integer");
+  }
+}
+
 // Fields that would change the answer's meaning and that were once read as unknown: top_logprobs
 // (vLLM's and llama.cpp's server tests send it with logprobs) and a completion's suffix.
 TEST(RequestParsing, TopLogprobsAndSuffixAreRefusedByName) {
