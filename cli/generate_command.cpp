@@ -25,7 +25,8 @@ constexpr const char* kDescription =
     "Continues each prompt and prints the new text (tokenized with the model's special tokens;\n"
     "generation stops after an eos token). Prompts of --input_file (JSON Lines or a JSON array)\n"
     "are plain strings, {\"prompt\": ...}, alpaca {\"instruction\", \"input\"} or conversations\n"
-    "({\"messages\": ...} / {\"conversations\": ...}); conversations go through the chat template.\n"
+    "({\"messages\": ...} / {\"conversations\": ...}, content a string or a list of text parts,\n"
+    "as the server reads them); conversations go through the chat template.\n"
     "A plain prompt (--prompt, a string, {\"prompt\"}) goes to the model as it is, or, when --template\n"
     "is given, as a user's turn through that template, followed by the template's assistant header.\n";
 

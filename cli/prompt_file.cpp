@@ -7,6 +7,7 @@
 
 #include "runtime/error.h"
 #include "runtime/json_text.h"
+#include "text/chat_template/openai_message.h"
 
 namespace zt::cli {
 namespace {
@@ -22,11 +23,15 @@ std::string string_field(const json& entry, const char* key, const std::string& 
   return entry[key].get<std::string>();
 }
 
+// ShareGPT's speakers, and OpenAI's roles as `zerotune serve` reads them ("developer" is the
+// system's), so that a conversation sent to the server reads the same from a file.
 std::string role_of(const std::string& speaker, const std::string& where) {
-  if (speaker == "human" || speaker == "user") return "user";
-  if (speaker == "gpt" || speaker == "assistant" || speaker == "model") return "assistant";
-  if (speaker == "system" || speaker == "observation") return speaker;
-  fail(where + ": unknown role \"" + speaker + "\"; accepted: system, user/human, assistant/gpt/model, observation");
+  const std::string role = models::openai_role(speaker);
+  if (role == "human" || role == "user") return "user";
+  if (role == "gpt" || role == "assistant" || role == "model") return "assistant";
+  if (role == "system" || role == "observation") return role;
+  fail(where + ": unknown role \"" + speaker +
+       "\"; accepted: system/developer, user/human, assistant/gpt/model, observation");
 }
 
 std::vector<models::ChatMessage> turns(const json& list, const char* role_key, const char* content_key,
@@ -36,8 +41,10 @@ std::vector<models::ChatMessage> turns(const json& list, const char* role_key, c
   for (const json& turn : list) {
     ZT_REQUIRE(turn.is_object(),
                where + ": every turn must be an object with \"" + role_key + "\" and \"" + content_key + "\"");
-    messages.push_back(
-        {role_of(string_field(turn, role_key, where, true), where), string_field(turn, content_key, where, true)});
+    // The content as the server reads a message's: a string or a list of text parts.
+    ZT_REQUIRE(turn.contains(content_key) && !turn[content_key].is_null(), where + " has no \"" + content_key + "\"");
+    messages.push_back({role_of(string_field(turn, role_key, where, true), where),
+                        models::openai_content_text(turn[content_key], where + ": \"" + content_key + "\"")});
   }
   return messages;
 }

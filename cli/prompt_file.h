@@ -5,8 +5,10 @@
 //   {"instruction": "...", "input": "...", "system": "...", "history": [[q, a], ...]}   alpaca
 //   {"messages": [{"role": ..., "content": ...}, ...]}                                   OpenAI/ShareGPT
 //   {"conversations": [{"from": ..., "value": ...}, ...]}                                ShareGPT
-// Conversations end with the turn to answer; a trailing assistant turn (a reference answer
-// in an evaluation file) is dropped.
+// A message's content is a string or a list of text parts, and "developer" is the system role,
+// as `zerotune serve` reads them (text/chat_template/openai_message.h). Conversations end with
+// the turn to answer; a trailing assistant turn (a reference answer in an evaluation file) is
+// dropped.
 #pragma once
 
 #include <string>

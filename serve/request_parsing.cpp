@@ -6,7 +6,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/error.h"
 #include "serve/api_error.h"
+#include "text/chat_template/openai_message.h"
 
 namespace zt::serve {
 namespace {
@@ -238,34 +240,20 @@ void read_common(const json& body, ApiRequest& request, bool chat) {
   }
 }
 
-// A message's content: a string, or a list of text parts (OpenAI's content parts), joined with
-// a newline between parts as vLLM joins them for a template that prints the content as a string.
-// Only an assistant's may be left out or null (OpenAI's, for a turn of tool calls); any other
-// role's is required, as OpenAI requires it.
+// A message's content, read as models::openai_content_text reads it (as `zerotune generate
+// --input_file` reads its conversations too). Only an assistant's may be left out or null
+// (OpenAI's, for a turn of tool calls); any other role's is required, as OpenAI requires it.
 std::string message_content(const json& message, const std::string& role, const std::string& where) {
   const json* content = field(message, "content");
   if (content == nullptr && role != "assistant")
     throw invalid_request("'" + where + ".content' is required for a " + role + " message: a string or a list of parts",
                           where + ".content");
   if (content == nullptr) return "";
-  if (content->is_string()) return content->get<std::string>();
-  if (!content->is_array())
-    throw invalid_request("'" + where + ".content' must be a string or a list of parts", where + ".content");
-  std::string text;
-  for (std::size_t i = 0; i < content->size(); ++i) {
-    const json& part = (*content)[i];
-    // An assistant's refusal part (openai-python's assistant content) is its text, as vLLM reads it.
-    const bool refusal = part.is_object() && part.value("type", json()) == "refusal";
-    const char* key = refusal ? "refusal" : "text";
-    if (!part.is_object() || (!refusal && part.value("type", json()) != "text") || !part.contains(key) ||
-        !part[key].is_string())
-      throw invalid_request(
-          "'" + where + ".content' parts must be {\"type\": \"text\", \"text\": ...}: this model reads text only",
-          where + ".content");
-    if (i > 0) text += '\n';
-    text += part[key].get<std::string>();
+  try {
+    return models::openai_content_text(*content, "'" + where + ".content'");
+  } catch (const Error& error) {  // a content this server cannot read is the request's to fix
+    throw invalid_request(error.what(), where + ".content");
   }
-  return text;
 }
 
 // An earlier answer's reasoning sent back with it: `reasoning_content`, as this server answers
@@ -290,8 +278,7 @@ std::vector<models::ChatMessage> messages_field(const json& body) {
     if (!message.is_object()) throw invalid_request("'" + where + "' must be an object", where);
     const json* role = field(message, "role");
     if (role == nullptr) throw invalid_request("'" + where + ".role' is required", where + ".role");
-    std::string name = string_field(*role, where + ".role");
-    if (name == "developer") name = "system";  // OpenAI's newer name for the system role
+    const std::string name = models::openai_role(string_field(*role, where + ".role"));
     if (name != "system" && name != "user" && name != "assistant" && name != "tool")
       throw invalid_request(
           "'" + where + ".role' must be system, developer, user, assistant or tool, got '" + name + "'",

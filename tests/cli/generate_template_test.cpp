@@ -75,4 +75,38 @@ TEST_F(GenerateTemplateCli, PlainPromptsOfAFileFollowTheTemplateToo) {
   EXPECT_EQ(raw[0]["prompt"], "hello");
 }
 
+// A file's messages are read as `zerotune serve` reads them: content as a list of text parts,
+// joined with a newline as vLLM joins them, and "developer", OpenAI's name for the system role;
+// a part that is not text is refused, naming the line.
+TEST_F(GenerateTemplateCli, FileMessagesAreReadAsTheServerReadsThem) {
+  const auto parts =
+      results("--template qwen --input_file " +
+              file("parts.jsonl", R"({"messages": [{"role": "developer", "content": "be brief"}, )"
+                                  R"({"role": "user", "content": [{"type": "text", "text": "Describe:"}, )"
+                                  R"({"type": "text", "text": "the text"}]}]})"
+                                  "\n"));
+  const auto strings = results("--template qwen --input_file " +
+                               file("strings.jsonl", R"({"messages": [{"role": "system", "content": "be brief"}, )"
+                                                     R"({"role": "user", "content": "Describe:\nthe text"}]})"
+                                                     "\n"));
+  ASSERT_EQ(parts.size(), 1u);
+  ASSERT_EQ(strings.size(), 1u);
+  EXPECT_EQ(parts[0], strings[0]) << "the same conversation, so the same prompt";
+  const std::string prompt = parts[0]["prompt"];
+  EXPECT_NE(prompt.find("<|im_start|>system\nbe brief<|im_end|>\n"), std::string::npos) << prompt;
+  EXPECT_NE(prompt.find("<|im_start|>user\nDescribe:\nthe text<|im_end|>\n"), std::string::npos) << prompt;
+
+  const std::string image =
+      file("image.jsonl",
+           R"({"prompt": "ok"})"
+           "\n"
+           R"({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]})"
+           "\n");
+  const CliRun refused = zt::testing::run_zerotune(
+      "generate --model_name_or_path " + kModel + " --device cpu --max_new_tokens 5 --input_file " + image, dir_);
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_NE(refused.output.find("image.jsonl line 2"), std::string::npos) << refused.output;
+  EXPECT_NE(refused.output.find("reads text only"), std::string::npos) << refused.output;
+}
+
 }  // namespace
