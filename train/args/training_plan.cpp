@@ -233,6 +233,15 @@ TrainingPlan plan_training(const TrainingArguments& args, const std::optional<De
   plan.wall_clock_breakdown = ds.wall_clock_breakdown;
   plan.tensorboard.deepspeed_folder = deepspeed_tensorboard_folder(deepspeed->json, ds.source);
   plan.warnings = ds.warnings;
+  // HF Trainer builds DeepSpeed's scheduler when the config has one and drops its own without a
+  // word; a schedule the user asked for by name should not vanish silently.
+  if (ds.scheduler)
+    for (const char* flag : {"lr_scheduler_type", "lr_scheduler_kwargs"})
+      if (args.was_given(flag))
+        plan.warnings.push_back(ds.source +
+                                ": its \"scheduler\" block sets the learning-rate schedule, as under HF "
+                                "Trainer, so --" +
+                                flag + " is not used; remove the block to schedule by --" + flag);
   warn_about_schedule(plan, kwargs_notes);
   resolve_intervals(plan, args);
   return plan;

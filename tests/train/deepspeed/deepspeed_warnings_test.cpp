@@ -5,6 +5,8 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <vector>
 
 #include "distributed/communicators/inprocess_communicator.h"
 #include "models/init.h"
@@ -42,6 +44,29 @@ TEST(DeepSpeedWarnings, PrintOncePerJobNotOncePerRank) {
   const std::string printed = ::testing::internal::GetCapturedStderr();
   std::filesystem::remove(ds);
   EXPECT_EQ(occurrences(printed, "memory_breakdown"), 1u) << printed;
+}
+
+// A scheduler block replaces --lr_scheduler_type, as under HF Trainer, which says nothing; the
+// plan warns where the user named a schedule, and not otherwise.
+TEST(DeepSpeedWarnings, ASchedulerBlockSaysTheNamedScheduleIsNotUsed) {
+  const std::filesystem::path ds = std::filesystem::temp_directory_path() / "zt_ds_scheduler_block.json";
+  std::ofstream(ds) << R"({"train_micro_batch_size_per_gpu": "auto",
+                           "scheduler": {"type": "WarmupLR", "params": {"warmup_num_steps": "auto"}}})";
+  auto plan_with = [&](const std::vector<std::string>& extra) {
+    std::vector<std::string> argv = {"--model_name_or_path", "tiny", "--output_dir", "o",        "--train_file", "x",
+                                     "--max_steps",          "4",    "--deepspeed",  ds.string()};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return plan_training(
+        parse_training_arguments(argv), [](std::int64_t) { return 2; }, 1, 16);
+  };
+  auto mentions_schedule = [](const TrainingPlan& plan) {
+    for (const std::string& w : plan.warnings)
+      if (w.find("--lr_scheduler_type is not used") != std::string::npos) return true;
+    return false;
+  };
+  EXPECT_TRUE(mentions_schedule(plan_with({"--lr_scheduler_type", "cosine"})));
+  EXPECT_FALSE(mentions_schedule(plan_with({})));
+  std::filesystem::remove(ds);
 }
 
 }  // namespace
