@@ -291,7 +291,13 @@ Conversation from_sharegpt(const json& sample, const SampleSource& where) {
                                                "offers one list of tools: keep one of them");
     conversation.tools = tools_of(sample, where, "functions");
   }
-  if (std::string system = text_field(sample, "system", where, false); !system.empty())
+  // A system turn that opens the conversation is its system prompt, over the sample's
+  // "system": LLaMA-Factory's sharegpt converter reads that column only when the turns do not
+  // open with one.
+  const json& first = sample[list_key][0];
+  const bool opens_with_system = first.is_object() && first.contains(role_key) && first[role_key].is_string() &&
+                                 role_of(first[role_key].get<std::string>()) == "system";
+  if (std::string system = text_field(sample, "system", where, false); !system.empty() && !opens_with_system)
     conversation.messages.push_back({"system", system});
   for (std::size_t i = 0; i < sample[list_key].size(); ++i) {
     const json& turn = sample[list_key][i];

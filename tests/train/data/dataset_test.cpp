@@ -54,6 +54,25 @@ TEST_F(DatasetFile, ShareGptBothSpellingsAsJsonLines) {
   EXPECT_EQ(data.samples[1].messages[1].role, "assistant");
 }
 
+// LLaMA-Factory's sharegpt converter takes a system turn that opens the conversation as the
+// system prompt and reads the "system" column only when the turns do not open with one.
+TEST_F(DatasetFile, ASystemTurnFirstIsTheSystemPromptOverTheSystemKey) {
+  Dataset data = load_dataset(write(
+      "s.jsonl",
+      R"({"system": "Column", "conversations": [{"from": "system", "value": "Turn"}, {"from": "human", "value": "q"}, )"
+      R"({"from": "gpt", "value": "a"}]})"
+      "\n"
+      R"({"system": "Column", "messages": [{"role": "system", "content": "Turn"}, {"role": "user", "content": "q"}, )"
+      R"({"role": "assistant", "content": "a"}]})"
+      "\n"));
+  ASSERT_EQ(data.samples.size(), 2u);
+  for (const Conversation& sample : data.samples) {
+    ASSERT_EQ(sample.messages.size(), 3u);
+    EXPECT_EQ(sample.messages[0].role, "system");
+    EXPECT_EQ(sample.messages[0].content, "Turn");
+  }
+}
+
 // ChatGLM3's finetune_demo data: "conversations" of role/content turns (its README's sample),
 // with its per-message "loss" where it is the default; other losses and its own tool turn refused.
 TEST_F(DatasetFile, ChatGlm3FinetuneDemoConversations) {
