@@ -132,9 +132,15 @@ PreferenceFile entry_file(const std::string& name, const json& entry, const fs::
   const std::string where = info.string() + ": dataset \"" + name + "\"";
   const bool pretraining = stage == "pt";
   ZT_REQUIRE(entry.is_object(), where + " is not an object");
+  // LLaMA-Factory loads an entry with a remote source from there, passing over a file_name beside it.
+  const bool has_file = entry.contains("file_name") && entry["file_name"].is_string();
   for (const char* remote : {"hf_hub_url", "ms_hub_url", "om_hub_url", "script_url", "cloud_file_name"})
-    ZT_REQUIRE(!entry.contains(remote), where + " is loaded from " + remote +
-                                            "; zerotune reads local files: download it and name its file_name");
+    ZT_REQUIRE(
+        !entry.contains(remote),
+        where + " is loaded from " + remote +
+            (has_file ? ", which LLaMA-Factory takes over its file_name " + entry["file_name"].dump() +
+                            "; zerotune reads local files: drop " + remote + " from the entry to read the local file"
+                      : std::string("; zerotune reads local files: download it and name its file_name")));
   ZT_REQUIRE(entry.contains("file_name") && entry["file_name"].is_string(), where + " has no file_name");
   // Python takes any non-empty string for true, "false" too: only a JSON boolean says one thing.
   ZT_REQUIRE(!entry.contains("ranking") || entry["ranking"].is_boolean(),

@@ -187,6 +187,11 @@ TEST(DatasetSelection, WhatLlamaFactoryWouldReadDifferentlyIsRefused) {
   EXPECT_NE(msg.find("dataset \"from_the_hub\" is loaded from hf_hub_url; zerotune reads local files"),
             std::string::npos)
       << msg;
+  // LLaMA-Factory loads an entry with a hub URL from the hub, its file_name passed over.
+  testing::expect_mentions(error_for("hub_over_file"),
+                           {"dataset \"hub_over_file\" is loaded from hf_hub_url, which LLaMA-Factory takes over its "
+                            "file_name \"identity.json\"",
+                            "drop hf_hub_url from the entry to read the local file"});
   EXPECT_EQ(llama_factory_files("renamed_columns", kData.string()),  // renames are honoured
             std::vector<std::string>{(kData / "alpaca_en_demo.json").string()});
   EXPECT_NE(error_for("preference_pairs").find("preference (ranking) data"), std::string::npos);
