@@ -40,7 +40,10 @@ std::string part_text(const json& part, const char* type, const SampleSource& wh
 }
 
 // A turn's text: a string, or a list of parts (OpenAI's, LLaMA-Factory v1's) whose text parts
-// are concatenated in order, as templates that take parts write them. Where `message` is
+// are concatenated in order, as templates that take parts write them and as LLaMA-Factory v1's
+// renderers do; not with the newline the server puts between a request's parts
+// (text/chat_template/openai_message.h, vLLM's join for string-content templates), so that a
+// LLaMA-Factory file trains on the tokens LLaMA-Factory trains on. Where `message` is
 // given (an assistant's turn), v1's "reasoning" parts become its reasoning and its
 // "tool_call" parts (a call's JSON text) its tool calls. Null or absent only where `optional`.
 std::string content_of(const json& turn, const char* key, const SampleSource& where, std::size_t index, bool optional,
