@@ -100,14 +100,14 @@ void read_exclusions(const nlohmann::ordered_json& json, const detail::ConfigKey
 // init_lora_weights: the initialisations that leave the base weights alone (PEFT's default,
 // "gaussian", "eva", "orthogonal") are fine, the trained A and B being what counts. PiSSA,
 // CorDA, OLoRA and LoftQ subtract their initial update from the base weights (or quantize
-// them) whenever PEFT builds the adapter, loading included, so the adapter only holds against
-// that changed base.
+// them) whenever PEFT builds the adapter, loading included, and LoRA-GA (PEFT 0.19) when it
+// starts training, so the adapter only holds against that changed base.
 void require_plain_init(const nlohmann::ordered_json& json, const detail::ConfigKeys& keys) {
   if (!keys.has("init_lora_weights") || json["init_lora_weights"].is_boolean()) return;
   const std::string init = keys.string("init_lora_weights", "");
   if (init == "gaussian" || init == "eva" || init == "orthogonal") return;
   const bool base_changing =
-      init.starts_with("pissa") || init.starts_with("corda") || init == "olora" || init == "loftq";
+      init.starts_with("pissa") || init.starts_with("corda") || init == "olora" || init == "loftq" || init == "lora_ga";
   if (!base_changing)
     keys.fail("init_lora_weights is '" + init +
               "', an initialisation zerotune does not know; it reads adapters initialised as true, false, "
@@ -130,6 +130,12 @@ void require_plain_lora(const nlohmann::ordered_json& json, const detail::Config
                 "with PEFT (merge_and_unload) or train it with one rank and alpha");
   if (keys.boolean("use_dora", false)) keys.fail("use_dora is true: DoRA adapters are not supported");
   if (keys.boolean("use_qalora", false)) keys.fail("use_qalora is true: QA-LoRA adapters are not supported");
+  // PEFT 0.18 and later switch these variants on by any value but null.
+  for (const auto& [key, variant] : {std::pair{"arrow_config", "Arrow (routing between adapters)"},
+                                     {"use_bdlora", "BD-LoRA (block-diagonal A or B)"},
+                                     {"monteclora_config", "MonteCLoRA (sampled A)"},
+                                     {"kasa_config", "KaSA (singular values between A and B)"}})
+    if (keys.has(key)) keys.fail(std::string(key) + " is set: " + variant + " adapters are not supported");
   require_plain_init(json, keys);
   if (keys.boolean("lora_bias", false)) keys.fail("lora_bias is true: LoRA biases are not supported");
   if (keys.string("bias", "none") != "none")

@@ -152,12 +152,12 @@ TEST(AdapterConfig, PublishedAdapterWithSettingsThatChangeTheMathIsRefused) {
   }
 }
 
-// PiSSA, CorDA, OLoRA and LoftQ rewrite the base weights as PEFT builds the adapter, so their
+// PiSSA, CorDA, OLoRA, LoftQ and LoRA-GA (PEFT 0.19) rewrite the base weights as PEFT builds the adapter, so their
 // A and B hold only against that base; the initialisations that leave it alone load.
 TEST(AdapterConfig, InitialisationsThatChangeTheBaseAreRefused) {
   const std::string path = hub_adapter_path("qwen2.5-7b-instruct-peft-0.18.json");
   auto json = read_json_file(path);
-  for (const char* init : {"pissa", "pissa_niter_16", "corda", "olora", "loftq"}) {
+  for (const char* init : {"pissa", "pissa_niter_16", "corda", "olora", "loftq", "lora_ga"}) {
     json["init_lora_weights"] = init;
     const std::string named = "init_lora_weights is '" + std::string(init) + "'";
     expect_mentions(
@@ -174,6 +174,26 @@ TEST(AdapterConfig, InitialisationsThatChangeTheBaseAreRefused) {
   json["init_lora_weights"] = true;
   json["use_qalora"] = true;
   expect_mentions(error_of([&] { parse_lora_config(json, path); }), {"use_qalora is true", "QA-LoRA"});
+}
+
+// The LoRA variants of PEFT 0.18 and later, each switched on by its own config object (null
+// when off, as in every file of those versions): Arrow's routing, BD-LoRA's block-diagonal
+// factors, MonteCLoRA's sampling and KaSA's singular values change what the adapter computes,
+// so each is refused by name rather than loaded as a plain LoRA.
+TEST(AdapterConfig, LoraVariantsOfLaterPeftVersionsAreRefused) {
+  const std::string path = hub_adapter_path("qwen2.5-7b-instruct-peft-0.18.json");
+  EXPECT_EQ(parse_lora_config(read_json_file(path), path).rank, 16);  // arrow_config null
+  const std::pair<const char*, nlohmann::ordered_json> variants[] = {
+      {"arrow_config", {{"top_k", 3}, {"router_temperature", 1.0}, {"use_gks", false}}},
+      {"use_bdlora", {{"target_modules_bd_a", {"q_proj"}}, {"target_modules_bd_b", {"o_proj"}}, {"nblocks", 2}}},
+      {"monteclora_config", {{"num_samples", 4}}},
+      {"kasa_config", nlohmann::ordered_json::object()}};
+  for (const auto& [key, value] : variants) {
+    auto json = read_json_file(path);
+    json[key] = value;
+    const std::string named = std::string(key) + " is set";
+    expect_mentions(error_of([&] { parse_lora_config(json, path); }), {path.c_str(), named.c_str(), "not supported"});
+  }
 }
 
 }  // namespace
