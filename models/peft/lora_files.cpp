@@ -25,28 +25,31 @@ nlohmann::ordered_json config_json(const LoraConfig& config) {
   if (!config.exclude_modules.empty()) exclude = config.exclude_modules;
   if (!config.exclude_pattern.empty()) exclude = config.exclude_pattern;
   if (config.alpha == std::floor(config.alpha)) alpha = static_cast<std::int64_t>(config.alpha);
-  // Sorted keys, as PEFT writes them.
-  return nlohmann::ordered_json{{"alpha_pattern", nlohmann::ordered_json::object()},
-                                {"auto_mapping", nullptr},
-                                {"base_model_name_or_path", config.base_model_name_or_path},
-                                {"bias", "none"},
-                                {"exclude_modules", exclude},
-                                {"fan_in_fan_out", false},
-                                {"inference_mode", true},
-                                {"init_lora_weights", true},
-                                {"layers_pattern", layers_pattern},
-                                {"layers_to_transform", layers},
-                                {"lora_alpha", alpha},
-                                {"lora_dropout", config.dropout},
-                                {"modules_to_save", nullptr},
-                                {"peft_type", "LORA"},
-                                {"r", config.rank},
-                                {"rank_pattern", nlohmann::ordered_json::object()},
-                                {"revision", nullptr},
-                                {"target_modules", targets},
-                                {"task_type", "CAUSAL_LM"},
-                                {"use_dora", false},
-                                {"use_rslora", config.use_rslora}};
+  // Sorted keys, as PEFT writes them. exclude_modules (PEFT 0.14) only when set: PEFT 0.10 to
+  // 0.13 build LoraConfig(**file) and fail on a key they lack, and they have all the others.
+  nlohmann::ordered_json json{{"alpha_pattern", nlohmann::ordered_json::object()},
+                              {"auto_mapping", nullptr},
+                              {"base_model_name_or_path", config.base_model_name_or_path},
+                              {"bias", "none"},
+                              {"exclude_modules", exclude},
+                              {"fan_in_fan_out", false},
+                              {"inference_mode", true},
+                              {"init_lora_weights", true},
+                              {"layers_pattern", layers_pattern},
+                              {"layers_to_transform", layers},
+                              {"lora_alpha", alpha},
+                              {"lora_dropout", config.dropout},
+                              {"modules_to_save", nullptr},
+                              {"peft_type", "LORA"},
+                              {"r", config.rank},
+                              {"rank_pattern", nlohmann::ordered_json::object()},
+                              {"revision", nullptr},
+                              {"target_modules", targets},
+                              {"task_type", "CAUSAL_LM"},
+                              {"use_dora", false},
+                              {"use_rslora", config.use_rslora}};
+  if (exclude.is_null()) json.erase("exclude_modules");
+  return json;
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "models/peft/lora_files.h"
 #include "models/weights/weights.h"
@@ -56,6 +57,34 @@ TEST(LoraFiles, SaveWritesPeftsLayout) {
   EXPECT_EQ(json["fan_in_fan_out"], false);
   EXPECT_EQ(json["target_modules"], (nlohmann::ordered_json{"q_proj", "v_proj"}));
   EXPECT_EQ(json["base_model_name_or_path"], fixture_dir("qwen2"));
+  // PEFT before 0.14 builds LoraConfig(**file) and fails on a key its version lacks
+  // (LLaMA-Factory 0.8 to 0.9.1 require peft 0.11-0.12): without exclusions every key written
+  // is one PeftConfig and LoraConfig have had since PEFT 0.10 (use_dora).
+  const std::set<std::string> peft_0_10_keys = {"base_model_name_or_path",
+                                                "revision",
+                                                "peft_type",
+                                                "task_type",
+                                                "inference_mode",
+                                                "auto_mapping",
+                                                "r",
+                                                "target_modules",
+                                                "lora_alpha",
+                                                "lora_dropout",
+                                                "fan_in_fan_out",
+                                                "bias",
+                                                "use_rslora",
+                                                "modules_to_save",
+                                                "init_lora_weights",
+                                                "layers_to_transform",
+                                                "layers_pattern",
+                                                "rank_pattern",
+                                                "alpha_pattern",
+                                                "megatron_config",
+                                                "megatron_core",
+                                                "loftq_config",
+                                                "use_dora",
+                                                "layer_replication"};
+  for (const auto& [key, value] : json.items()) EXPECT_TRUE(peft_0_10_keys.count(key)) << key;
   const SafetensorsFile file = SafetensorsFile::open(dir + "/adapter_model.safetensors");
   EXPECT_EQ(file.names().size(), 12u);
   EXPECT_TRUE(file.contains("base_model.model.model.layers.2.self_attn.v_proj.lora_B.weight"));
