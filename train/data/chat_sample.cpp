@@ -210,8 +210,9 @@ Conversation from_alpaca(const json& sample, const SampleSource& where) {
     }
   }
   // The instruction and the input, each when not empty, joined by a newline (LLaMA-Factory's
-  // "\n".join of its prompt and query columns).
-  std::string prompt = text_field(sample, "instruction", where, true);
+  // "\n".join of its prompt and query columns, which skips a null one as it skips "").
+  ZT_REQUIRE(sample.contains("instruction"), where.str() + " has no \"instruction\"");
+  std::string prompt = text_field(sample, "instruction", where, false);
   if (std::string input = text_field(sample, "input", where, false); !input.empty())
     prompt.append(prompt.empty() ? "" : "\n").append(input);
   conversation.messages.push_back({"user", prompt});

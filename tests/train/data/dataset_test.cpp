@@ -41,6 +41,19 @@ TEST_F(DatasetFile, AlpacaWithInputSystemAndHistory) {
   EXPECT_EQ(second[3].content, "Go on");
 }
 
+// LLaMA-Factory's alpaca converter joins the prompt and query columns it finds non-empty, so a
+// null instruction leaves the input as the prompt; a missing one is refused.
+TEST_F(DatasetFile, ANullInstructionLeavesTheInputAsThePrompt) {
+  Dataset data = load_dataset(write("n.json", R"([
+    {"instruction": "Translate", "input": "cat", "output": "chat"},
+    {"instruction": null, "input": "Name a colour.", "output": "Blue."}])"));
+  ASSERT_EQ(data.samples.size(), 2u);
+  EXPECT_EQ(data.samples[1].messages.at(0).content, "Name a colour.");
+  const std::string missing = testing::error_of(
+      [&] { load_dataset(write("m.json", R"([{"instruction": "a", "output": "b"}, {"output": "c"}])")); });
+  EXPECT_NE(missing.find("sample 1 has none of the keys"), std::string::npos) << missing;
+}
+
 TEST_F(DatasetFile, ShareGptBothSpellingsAsJsonLines) {
   Dataset data = load_dataset(write(
       "s.jsonl",
