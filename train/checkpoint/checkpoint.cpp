@@ -45,6 +45,27 @@ void remove_quietly(const fs::path& path) {
   fs::remove_all(path, ignored);
 }
 
+// A checkpoint folder (trainer_state.json found) that zerotune can resume: one without its run
+// state is HF Trainer's, whose optimizer, scheduler and RNG state are pickled torch files, or
+// one that lost a file.
+void require_run_state(const std::string& checkpoint) {
+  const fs::path dir(checkpoint);
+  if (fs::exists(dir / kRunState)) return;
+  for (const char* hf_file : {"optimizer.pt", "scheduler.pt", "rng_state.pth", "training_args.bin"})
+    ZT_REQUIRE(!fs::exists(dir / hf_file),
+               "--resume_from_checkpoint: " + checkpoint + " is a checkpoint HF's Trainer wrote (" + hf_file + ", no " +
+                   kRunState +
+                   "); zerotune resumes its own checkpoints only, as HF's optimizer.pt, "
+                   "scheduler.pt and rng_state.pth are pickled torch state it does not read. Train on from its "
+                   "weights in a new run instead: --model_name_or_path " +
+                   checkpoint +
+                   " for a full checkpoint; a LoRA one (adapter_config.json) merged into its base first with "
+                   "zerotune export --adapter_name_or_path " +
+                   checkpoint + " --merge_lora");
+  fail("--resume_from_checkpoint: " + checkpoint + " has " + kTrainerState + " but no " + kRunState +
+       ": the checkpoint is incomplete, resume from another one");
+}
+
 }  // namespace
 
 PartialCheckpoint partial_checkpoint(const std::string& output_dir, std::int64_t step) {
@@ -126,10 +147,12 @@ std::string resolve_resume_checkpoint(const std::string& argument, const std::st
   if (lowered == "true") {
     std::vector<std::string> checkpoints = list_checkpoints(output_dir);
     ZT_REQUIRE(!checkpoints.empty(), "--resume_from_checkpoint true: no complete checkpoint-N folder in " + output_dir);
+    require_run_state(checkpoints.back());
     return checkpoints.back();
   }
   ZT_REQUIRE(fs::exists(fs::path(argument) / kTrainerState),
              "--resume_from_checkpoint " + argument + ": not a checkpoint folder (no " + kTrainerState + ")");
+  require_run_state(argument);
   return argument;
 }
 

@@ -94,5 +94,28 @@ TEST_F(CheckpointDir, ResumeErrorsSayWhatIsMissing) {
       {"not a checkpoint folder"});
 }
 
+// A checkpoint HF's Trainer wrote (a published LoRA checkpoint's trainer_state.json beside the
+// pickled optimizer, scheduler and RNG state) is refused when the resume is resolved, before any
+// model loads, saying what it is and what to do instead; so is a folder that lost its run state.
+TEST_F(CheckpointDir, CheckpointsOfHfTrainerAreRefusedByName) {
+  const fs::path hf = dir_ / "hf_out" / "checkpoint-1000";
+  fs::create_directories(hf);
+  fs::copy_file(
+      fs::path(ZT_SOURCE_DIR) / "tests/data/hub_metadata/trainer_states/mistral-7b-translator-checkpoint-1000.json",
+      hf / "trainer_state.json");
+  for (const char* file : {"adapter_config.json", "adapter_model.safetensors", "optimizer.pt", "scheduler.pt",
+                           "rng_state.pth", "training_args.bin"})
+    std::ofstream(hf / file) << "x";
+  for (const std::string& argument : {hf.string(), std::string("true")})
+    testing::expect_mentions(
+        testing::error_of([&] { resolve_resume_checkpoint(argument, (dir_ / "hf_out").string()); }),
+        {hf.string().c_str(), "HF's Trainer", "optimizer.pt", "zerotune_state.json", "--merge_lora",
+         "--model_name_or_path"});
+  const std::string path = save_checkpoint(dir_.string(), 3, contents(3));
+  fs::remove(fs::path(path) / "zerotune_state.json");
+  testing::expect_mentions(testing::error_of([&] { resolve_resume_checkpoint(path, dir_.string()); }),
+                           {path.c_str(), "no zerotune_state.json", "incomplete"});
+}
+
 }  // namespace
 }  // namespace zt::train
