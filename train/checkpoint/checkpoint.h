@@ -53,7 +53,8 @@ std::vector<std::string> list_checkpoints(const std::string& output_dir);
 void rotate_checkpoints(const std::string& output_dir, std::int64_t limit, const std::string& keep = "");
 
 // --resume_from_checkpoint: "true" means the latest checkpoint in output_dir (an error if
-// there is none), anything else a checkpoint folder that must exist.
+// there is none), anything else a checkpoint folder that must exist. Either must be one of
+// zerotune's: one HF's Trainer wrote, or one without zerotune_state.json, is an error.
 std::string resolve_resume_checkpoint(const std::string& argument, const std::string& output_dir);
 
 // The JSON states of a checkpoint; its optimizer state is read with OptimizerStateFiles.
