@@ -74,8 +74,9 @@ class StateFields {
 }  // namespace
 
 // transformers reads the file as TrainerState(**fields), so a field its version lacks fails the
-// load: best_global_step (added in 4.52) is written only when it has a value, which leaves the
-// file readable by the older versions as well (the newer ones default it to None).
+// load: best_global_step (added in 4.52) is written only when it has a value, and
+// stateful_callbacks (added after 4.40, zerotune saves no callback state) not at all, which
+// leaves the file readable by the older versions as well (the newer ones default both).
 nlohmann::json to_json(const TrainerState& s) {
   nlohmann::json json = {{"best_metric", or_null(s.best_metric)},
                          {"best_model_checkpoint", or_null(s.best_model_checkpoint)},
@@ -91,7 +92,6 @@ nlohmann::json to_json(const TrainerState& s) {
                          {"num_input_tokens_seen", s.num_input_tokens_seen},
                          {"num_train_epochs", s.num_train_epochs},
                          {"save_steps", s.save_steps},
-                         {"stateful_callbacks", nlohmann::json::object()},
                          {"total_flos", s.total_flos},
                          {"train_batch_size", s.train_batch_size},
                          {"trial_name", nullptr},

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 
@@ -43,6 +44,31 @@ TEST(TrainerState, BestGlobalStepIsWrittenOnlyWithAValue) {
   EXPECT_EQ(to_json(s).at("best_global_step"), 40);
   EXPECT_EQ(parse_trainer_state(to_json(s).dump(), "trainer_state.json").best_global_step,
             std::optional<std::int64_t>(40));
+}
+
+// transformers builds TrainerState(**fields): every key written must be a field of the oldest
+// version read (4.40's, before stateful_callbacks and best_global_step), so the file loads there.
+TEST(TrainerState, EveryKeyWrittenIsAFieldOfTransformers440) {
+  const std::set<std::string> fields_4_40 = {"epoch",
+                                             "global_step",
+                                             "max_steps",
+                                             "logging_steps",
+                                             "eval_steps",
+                                             "save_steps",
+                                             "train_batch_size",
+                                             "num_train_epochs",
+                                             "num_input_tokens_seen",
+                                             "total_flos",
+                                             "log_history",
+                                             "best_metric",
+                                             "best_model_checkpoint",
+                                             "is_local_process_zero",
+                                             "is_world_process_zero",
+                                             "is_hyper_param_search",
+                                             "trial_name",
+                                             "trial_params"};
+  const nlohmann::json written = to_json(TrainerState{});
+  for (const auto& [key, value] : written.items()) EXPECT_EQ(fields_4_40.count(key), 1u) << key;
 }
 
 TEST(TrainerState, WhatTheTrainerWritesReadsBackTheSame) {
