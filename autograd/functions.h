@@ -34,12 +34,19 @@ Variable mean(const Variable& x, std::int64_t dim, bool keepdim = false);
 Variable reshape(const Variable& x, const Shape& shape);
 Variable narrow(const Variable& x, std::int64_t dim, std::int64_t start, std::int64_t length);
 
-// The gradient sink an op adds a weight's gradient into itself (the embedding, the fused loss
-// head): the leaf's grad_sink when the weight is a trained leaf on a GPU, none otherwise. On
-// the CPU a leaf's contributions are summed in its dtype and delivered, as the ZeRO engines
-// (which set no sinks) sum them, so CPU runs of the engines agree bit for bit even where one
-// weight is used twice (a tied embedding and LM head, over accumulated micro-batches).
-Tensor sink_on_the_gpu(const Variable& weight);
+// The gradient sink an op adds a weight's gradient into itself, as the op keeps it: the weight,
+// whose buffer is asked for only when the gradient is added (Variable::grad_sink), so the
+// optimizer may allocate it then. Empty unless the weight is a trained leaf with a sink.
+// on_the_gpu (the embedding, the fused loss head) also needs the weight on a GPU: on the CPU a
+// leaf's contributions are summed in its dtype and delivered, as the ZeRO engines (which set no
+// sinks) sum them, so CPU runs of the engines agree bit for bit even where one weight is used
+// twice (a tied embedding and LM head, over accumulated micro-batches).
+struct GradSinkRef {
+  Variable weight;
+  static GradSinkRef of(const Variable& weight);
+  static GradSinkRef on_the_gpu(const Variable& weight);
+  Tensor buffer() const { return weight.defined() ? weight.grad_sink() : Tensor(); }
+};
 
 // Products and lookups.
 Variable linear(const Variable& x, const Variable& weight, const Variable& bias = Variable());
@@ -82,6 +89,13 @@ std::vector<Variable> residual_rmsnorm(const Variable& x, const Variable& residu
 Variable rope(const Variable& x, const Tensor& positions, const ops::RopeConfig& config);
 Variable swiglu(const Variable& gate, const Variable& up);
 Variable swiglu_fused(const Variable& gate_up);
+// The MLP's down projection of silu(gate) * up: linear(swiglu_fused(gate_up), weight, bias) bit
+// for bit, as one op that keeps gate_up (which the SwiGLU's backward reads anyway) and not the
+// [..., ffn] activation the weight gradient reads. Backward takes the activation's gradient
+// first, then the SwiGLU backward writes the activation again beside its own gradient
+// (ops::swiglu_fused_backward_recomputing), then the weight gradient is taken: one more store
+// per layer instead of [..., ffn] held from the forward to the backward.
+Variable swiglu_linear(const Variable& gate_up, const Variable& weight, const Variable& bias = Variable());
 Variable tanh(const Variable& x);
 // Prefix keys and values: both defined or both undefined.
 Variable attention(const Variable& q, const Variable& k, const Variable& v, const Tensor& cu_seqlens,

@@ -23,7 +23,7 @@ Variable linear_cross_entropy_recorded(const Variable& hidden, const Variable& w
   Tensor loss = forward.loss;
   DType weight_dtype = weight.data().dtype();
   // A trained weight's gradient may go straight into its sink (the optimizer's fp32 buffer).
-  Tensor sink = sink_on_the_gpu(weight);
+  Tensor sink = GradSinkRef::on_the_gpu(weight).buffer();
   return record_one("linear_cross_entropy", std::move(loss), {hidden, weight},
                     [forward = std::move(forward), weight_dtype, options, sink](const TensorList& g, const NeedsList&) {
                       ops::LinearCrossEntropyGrads grads =

@@ -15,9 +15,13 @@
 
 namespace zt::autograd {
 
-Tensor sink_on_the_gpu(const Variable& weight) {
-  if (!weight.is_leaf() || !weight.requires_grad() || !weight.data().device().is_cuda()) return Tensor();
-  return weight.grad_sink();
+GradSinkRef GradSinkRef::of(const Variable& weight) {
+  if (!weight.is_leaf() || !weight.requires_grad() || !weight.has_grad_sink()) return {};
+  return {weight};
+}
+
+GradSinkRef GradSinkRef::on_the_gpu(const Variable& weight) {
+  return weight.defined() && weight.data().device().is_cuda() ? of(weight) : GradSinkRef{};
 }
 
 Variable linear(const Variable& x, const Variable& weight, const Variable& bias) {
@@ -29,13 +33,13 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias)
   Tensor saved_x = weight.requires_grad() ? x.data() : Tensor();
   SavedWeight saved_weight = x.requires_grad() ? SavedWeight::of(weight) : SavedWeight();
   // A trained weight's gradient may go straight into its sink (the optimizer's fp32 buffer).
-  Tensor sink = weight.is_leaf() && weight.requires_grad() ? weight.grad_sink() : Tensor();
+  const GradSinkRef sink = GradSinkRef::of(weight);
   return record_one(
       "linear", std::move(y), inputs, [saved_x, saved_weight, sink](const TensorList& g, const NeedsList& needs) {
         bool with_bias = needs.size() > 2;
         ops::LinearGrads grads = ops::linear_backward(g[0], saved_x, needs[0] ? saved_weight.value() : Tensor(),
                                                       {needs[0], needs[1], with_bias && needs[2]},
-                                                      {.grad_x = Tensor(), .weight_sink = sink});
+                                                      {.grad_x = Tensor(), .weight_sink = sink.buffer()});
         TensorList out{grads.grad_x, grads.grad_weight};
         if (with_bias) out.push_back(grads.grad_bias);
         return out;
@@ -54,7 +58,8 @@ namespace {
 // What the backward of one projection reads, and where its inputs sit in the node's inputs.
 struct SavedProjection {
   SavedWeight weight;
-  Tensor lora_a, lora_b, down, sink;
+  Tensor lora_a, lora_b, down;
+  GradSinkRef sink;
   double lora_scale = 1.0;
   bool has_bias = false, has_lora = false;
   std::size_t first_input = 0;  // the weight; then the bias, then lora_a and lora_b
@@ -87,7 +92,7 @@ SavedProjection save_projection(const Variable& x, const Projection& layer, cons
     s.lora_b = layer.lora_b.data();
   }
   if (x.requires_grad()) s.weight = SavedWeight::of(layer.weight);
-  s.sink = layer.weight.is_leaf() && layer.weight.requires_grad() ? layer.weight.grad_sink() : Tensor();
+  s.sink = GradSinkRef::of(layer.weight);
   inputs.push_back(layer.weight);
   if (s.has_bias) inputs.push_back(layer.bias);
   if (s.has_lora) {
@@ -132,7 +137,7 @@ std::vector<Variable> projections(const Variable& x, const std::vector<Projectio
                     const SavedProjection& s = saved[i];
                     const std::size_t k = s.first_input;
                     const ops::LinearGradsNeeded needed{needs[0], needs[k], s.has_bias && needs[k + 1]};
-                    const ops::LinearGradTargets into{.grad_x = grad_x, .weight_sink = s.sink};
+                    const ops::LinearGradTargets into{.grad_x = grad_x, .weight_sink = s.sink.buffer()};
                     const Tensor weight = needs[0] ? s.weight.value() : Tensor();  // may be produced again
                     ops::LinearGrads base;
                     if (s.has_lora && !stack) {
@@ -173,14 +178,14 @@ std::optional<Tensor> adjacent_data(const std::vector<Variable>& weights) {
 }
 
 // The weights' sinks as one [Σ rows, in] matrix, when every weight has one and they lie one
-// after another.
-Tensor joined_sink(const std::vector<Variable>& weights) {
-  std::vector<Tensor> sinks;
-  for (const Variable& w : weights) {
-    if (!w.is_leaf() || !w.requires_grad() || !w.grad_sink().defined()) return Tensor();
-    sinks.push_back(w.grad_sink());
+// after another. Asked in backward, when the sinks' buffers are.
+Tensor joined_sink(const std::vector<GradSinkRef>& sinks) {
+  std::vector<Tensor> buffers;
+  for (const GradSinkRef& sink : sinks) {
+    buffers.push_back(sink.buffer());
+    if (!buffers.back().defined()) return Tensor();
   }
-  return Tensor::adjacent_rows(sinks).value_or(Tensor());
+  return Tensor::adjacent_rows(buffers).value_or(Tensor());
 }
 
 }  // namespace
@@ -193,20 +198,21 @@ Variable joined_linear(const Variable& x, const std::vector<Variable>& weights) 
   std::vector<Variable> inputs{x};
   bool any_trained = false;
   std::vector<std::int64_t> rows;
+  std::vector<GradSinkRef> sinks;
   for (const Variable& w : weights) {
     inputs.push_back(w);
     any_trained = any_trained || w.requires_grad();
     rows.push_back(w.data().size(0));
+    sinks.push_back(GradSinkRef::of(w));
   }
   const Tensor saved_x = any_trained ? x.data() : Tensor();
   const Tensor saved_weight = x.requires_grad() ? *joined : Tensor();
-  const Tensor sink = joined_sink(weights);
   return record_one("linear", ops::linear_forward(x.data(), *joined), inputs,
-                    [saved_x, saved_weight, sink, rows](const TensorList& g, const NeedsList& needs) {
+                    [saved_x, saved_weight, sinks, rows](const TensorList& g, const NeedsList& needs) {
                       const bool weights_needed = std::any_of(needs.begin() + 1, needs.end(), [](bool n) { return n; });
-                      ops::LinearGrads grads = ops::linear_backward(g[0], saved_x, needs[0] ? saved_weight : Tensor(),
-                                                                    {needs[0], weights_needed, false},
-                                                                    {.grad_x = Tensor(), .weight_sink = sink});
+                      ops::LinearGrads grads = ops::linear_backward(
+                          g[0], saved_x, needs[0] ? saved_weight : Tensor(), {needs[0], weights_needed, false},
+                          {.grad_x = Tensor(), .weight_sink = joined_sink(sinks)});
                       TensorList out{grads.grad_x};
                       std::int64_t first = 0;
                       for (std::size_t i = 0; i < rows.size(); ++i) {
@@ -232,10 +238,10 @@ Variable embedding(const Variable& weight, const Tensor& ids, bool deterministic
   OpRegion region("embedding");
   std::int64_t vocab_size = weight.data().size(0);
   // A trained table's gradient rows may go straight into its sink (the optimizer's fp32 buffer).
-  Tensor sink = sink_on_the_gpu(weight);
+  const GradSinkRef sink = GradSinkRef::on_the_gpu(weight);
   return record_one("embedding", ops::embedding_forward(weight.data(), ids), {weight},
                     [ids, vocab_size, deterministic, sink](const TensorList& g, const NeedsList&) {
-                      return TensorList{ops::embedding_backward(g[0], ids, vocab_size, deterministic, sink)};
+                      return TensorList{ops::embedding_backward(g[0], ids, vocab_size, deterministic, sink.buffer())};
                     });
 }
 

@@ -1,6 +1,8 @@
 #include "autograd/functions.h"
 #include "autograd/node.h"
 #include "autograd/op_region.h"
+#include "autograd/saved_weight.h"
+#include "ops/gemm/linear.h"
 #include "ops/swiglu/swiglu.h"
 #include "runtime/error.h"
 
@@ -58,6 +60,60 @@ Variable swiglu_fused(const Variable& gate_up) {
   return record_one("swiglu", ops::swiglu_fused_forward(gate_up_value), {gate_up},
                     [gate_up_value](const TensorList& g, const NeedsList&) {
                       return TensorList{ops::swiglu_fused_backward(g[0], gate_up_value)};
+                    });
+}
+
+namespace {
+
+// swiglu_linear's backward: the activation's gradient, the SwiGLU's (writing the activation
+// again when the weight gradient reads it), then the weight's and bias's.
+TensorList swiglu_linear_backward(const Tensor& grad_y, const Tensor& gate_up, const SavedWeight& weight,
+                                  const GradSinkRef& sink, const NeedsList& needs) {
+  const bool with_bias = needs.size() > 2;
+  const bool bias_needed = with_bias && needs[2];
+  Tensor grad_gate_up, activation;
+  if (needs[0]) {
+    const Tensor grad_activation = ops::linear_backward(grad_y, Tensor(), weight.value(), {true, false, false}).grad_x;
+    OpRegion region("swiglu");
+    if (needs[1]) {
+      ops::SwigluRecomputed recomputed = ops::swiglu_fused_backward_recomputing(grad_activation, gate_up);
+      grad_gate_up = std::move(recomputed.grad_gate_up);
+      activation = std::move(recomputed.out);
+    } else {
+      grad_gate_up = ops::swiglu_fused_backward(grad_activation, gate_up);
+    }
+  } else if (needs[1]) {
+    OpRegion region("swiglu");
+    activation = ops::swiglu_fused_forward(gate_up);
+  }
+  ops::LinearGrads grads;
+  if (needs[1] || bias_needed)
+    grads = ops::linear_backward(grad_y, activation, Tensor(), {false, needs[1], bias_needed},
+                                 {.grad_x = Tensor(), .weight_sink = sink.buffer()});
+  TensorList out{grad_gate_up, grads.grad_weight};
+  if (with_bias) out.push_back(grads.grad_bias);
+  return out;
+}
+
+}  // namespace
+
+Variable swiglu_linear(const Variable& gate_up, const Variable& weight, const Variable& bias) {
+  Tensor activation;
+  {
+    OpRegion region("swiglu");
+    activation = ops::swiglu_fused_forward(gate_up.data());
+  }
+  OpRegion region("swiglu_linear");
+  Tensor y = ops::linear_forward(activation, weight.data(), bias.defined() ? bias.data() : Tensor());
+  std::vector<Variable> inputs{gate_up, weight};
+  if (bias.defined()) inputs.push_back(bias);
+  const Tensor saved_gate_up = gate_up.requires_grad() || weight.requires_grad() ? gate_up.data() : Tensor();
+  const SavedWeight saved_weight = gate_up.requires_grad() ? SavedWeight::of(weight) : SavedWeight();
+  // A trained weight's gradient may go straight into its sink (the optimizer's fp32 buffer).
+  const GradSinkRef sink = GradSinkRef::of(weight);
+  return record_one("swiglu_linear", std::move(y), inputs,
+                    [saved_gate_up, saved_weight, sink](const TensorList& g, const NeedsList& needs) {
+                      return swiglu_linear_backward(g[0], saved_gate_up, saved_weight, sink, needs);
                     });
 }
 

@@ -14,6 +14,7 @@ OpFamily op_family(std::string_view op) {
       {"residual_rmsnorm", OpFamily::kNorm},
       {"rope", OpFamily::kRope},
       {"swiglu", OpFamily::kSwiglu},
+      {"swiglu_linear", OpFamily::kGemm},  // its SwiGLU pass opens a "swiglu" region inside
       {"embedding", OpFamily::kEmbedding},
       {"gather_rows", OpFamily::kEmbedding},
       {"linear_cross_entropy", OpFamily::kLossHead},

@@ -38,17 +38,37 @@ void Variable::add_grad_ready_hook(GradReadyHook hook) const {
   checked_impl().grad_ready_hooks.push_back(std::move(hook));
 }
 
-void Variable::set_grad_sink(const Tensor& sink) const {
-  VariableImpl& impl = checked_impl();
-  ZT_REQUIRE(impl.grad_fn == nullptr, "set_grad_sink on '" + impl.name + "', which is not a leaf");
+namespace {
+
+void check_sink(const VariableImpl& impl, const Tensor& sink) {
   ZT_REQUIRE(!sink.defined() || (sink.dtype() == DType::kF32 && sink.shape() == impl.data.shape() &&
                                  sink.device() == impl.data.device() && sink.is_contiguous()),
              "set_grad_sink on '" + impl.name + "': the sink must be a contiguous float32 " +
                  shape_str(impl.data.shape()) + " on " + impl.data.device().str());
-  impl.grad_sink = sink;
 }
 
-const Tensor& Variable::grad_sink() const { return checked_impl().grad_sink; }
+}  // namespace
+
+void Variable::set_grad_sink(const Tensor& sink) const {
+  check_sink(checked_impl(), sink);
+  set_grad_sink_source(sink.defined() ? std::function<Tensor()>([sink] { return sink; }) : nullptr);
+}
+
+void Variable::set_grad_sink_source(std::function<Tensor()> source) const {
+  VariableImpl& impl = checked_impl();
+  ZT_REQUIRE(impl.grad_fn == nullptr, "set_grad_sink on '" + impl.name + "', which is not a leaf");
+  impl.grad_sink = std::move(source);
+}
+
+bool Variable::has_grad_sink() const { return static_cast<bool>(checked_impl().grad_sink); }
+
+Tensor Variable::grad_sink() const {
+  const VariableImpl& impl = checked_impl();
+  if (!impl.grad_sink) return Tensor();
+  Tensor sink = impl.grad_sink();
+  check_sink(impl, sink);
+  return sink;
+}
 
 Variable Variable::detach() const { return Variable(data(), false, name()); }
 

@@ -22,10 +22,12 @@ struct VariableImpl {
   std::shared_ptr<Node> grad_fn;  // the op that produced it; null for leaves
   std::size_t output_index = 0;   // which output of grad_fn this is
   std::vector<GradReadyHook> grad_ready_hooks;
-  // Leaves: a float32 buffer of the leaf's shape (the optimizer's gradient buffer) that an op
-  // may add the leaf's gradient into itself, in its GEMM's epilogue, instead of returning it
-  // for the engine to deliver (linear does); undefined: every gradient is delivered.
-  Tensor grad_sink;
+  // Leaves: what gives the float32 buffer of the leaf's shape (the optimizer's gradient
+  // buffer) that an op may add the leaf's gradient into itself, in its GEMM's epilogue, instead
+  // of returning it for the engine to deliver (linear does); empty: every gradient is
+  // delivered. Ops ask for the buffer when they add into it, so the optimizer may hold it only
+  // from a step's first gradient to its update (train/optim/gradient_segments.h).
+  std::function<Tensor()> grad_sink;
   std::string name;
 };
 
@@ -54,9 +56,14 @@ class Variable {
   void set_requires_grad(bool requires_grad) const;
   // Runs once per backward, as soon as this leaf's gradient for that backward is complete.
   void add_grad_ready_hook(GradReadyHook hook) const;
-  // The leaf's gradient sink (VariableImpl::grad_sink); float32, the leaf's shape and device.
+  // The leaf's gradient sink (VariableImpl::grad_sink): a float32 buffer of the leaf's shape
+  // and device, contiguous; undefined removes it. set_grad_sink_source gives the buffer from
+  // `source` whenever an op asks for it (an empty function removes it).
   void set_grad_sink(const Tensor& sink) const;
-  const Tensor& grad_sink() const;
+  void set_grad_sink_source(std::function<Tensor()> source) const;
+  bool has_grad_sink() const;
+  // The sink's buffer (checked as set_grad_sink checks it), undefined without a sink.
+  Tensor grad_sink() const;
   Variable detach() const;  // same data, no history, no gradient
 
  private:

@@ -272,11 +272,30 @@ Variable gate_up_activation(const ModelConfig& c, const LayerParameters& p, cons
   return swiglu(gate_up[0], gate_up[1]);
 }
 
-Variable mlp(const ModelConfig& c, const LayerParameters& p, const Variable& h) {
-  const LayerWeights& w = *p.weights;
+// In training, the SwiGLU and the down projection as one op that keeps gate_up and not the
+// activation (autograd::swiglu_linear, which writes it again in backward), when gate and up are
+// one product and the down projection a plain dense one (no LoRA update) and no recorder asks
+// for the activation. nullopt: activate, then project.
+std::optional<Variable> trained_swiglu_down(const ModelConfig& c, const LayerParameters& p, const Variable& h) {
+  if (!grad_enabled() || p.held_weights != nullptr || p.record.recorder != nullptr) return std::nullopt;
+  const std::optional<Projection> down = fusable_projection(p, kDown, kDownBias);
+  if (!down || down->lora_a.defined()) return std::nullopt;
+  const std::optional<Variable> gate_up =
+      c.fused_gate_up ? std::optional<Variable>(project(p, h, kGateUp, kGateUpBias)) : trained_gate_up(p, h);
+  if (!gate_up) return std::nullopt;
+  return swiglu_linear(*gate_up, down->weight, down->bias);
+}
+
+Variable down_projection(const ModelConfig& c, const LayerParameters& p, const Variable& h) {
+  if (std::optional<Variable> fused = trained_swiglu_down(c, p, h)) return *fused;
   const Variable activated = gate_up_activation(c, p, h);
   p.record("mlp.act", activated);
-  Variable out = summed_over_ranks(p, project(p, activated, kDown, kDownBias));
+  return project(p, activated, kDown, kDownBias);
+}
+
+Variable mlp(const ModelConfig& c, const LayerParameters& p, const Variable& h) {
+  const LayerWeights& w = *p.weights;
+  Variable out = summed_over_ranks(p, down_projection(c, p, h));
   p.record("mlp", out);
   return c.sandwich_norms ? p.record("post_mlp_layernorm", norm(c, out, w[kPostMlpNorm])) : out;
 }

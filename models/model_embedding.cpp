@@ -28,12 +28,12 @@ autograd::Variable token_embedding(const autograd::Variable& weight, const Tenso
   std::vector<std::int64_t> pads = padding_positions(ids, *padding_idx);
   if (pads.empty()) return embedding(weight, ids, deterministic);
   const std::int64_t vocab = weight.data().size(0);
-  Tensor sink = autograd::sink_on_the_gpu(weight);  // as autograd::embedding's
+  const GradSinkRef sink = GradSinkRef::on_the_gpu(weight);  // as autograd::embedding's
   return record_one("embedding", ops::embedding_forward(weight.data(), ids), {weight},
                     [ids, pads, vocab, deterministic, sink](const TensorList& g, const NeedsList&) {
                       Tensor grad = g[0].clone();
                       for (std::int64_t position : pads) grad.select(0, position).zero_();
-                      return TensorList{ops::embedding_backward(grad, ids, vocab, deterministic, sink)};
+                      return TensorList{ops::embedding_backward(grad, ids, vocab, deterministic, sink.buffer())};
                     });
 }
 

@@ -37,13 +37,13 @@ __global__ void __launch_bounds__(kThreads) swiglu_forward_kernel(const T* gate,
 }
 
 template <typename T, int W, bool kVector>
-__global__ void __launch_bounds__(kThreads)
-    swiglu_backward_kernel(const T* grad_out, const T* gate, const T* up, T* grad_gate, T* grad_up, SwigluLayout l) {
+__global__ void __launch_bounds__(kThreads) swiglu_backward_kernel(const T* grad_out, const T* gate, const T* up,
+                                                                   T* grad_gate, T* grad_up, T* out, SwigluLayout l) {
   const std::int64_t column = (static_cast<std::int64_t>(blockIdx.x) * kThreads + threadIdx.x) * W;
   if (column >= l.ffn) return;
   for (std::int64_t r = blockIdx.y; r < l.rows; r += gridDim.y) {
     const std::int64_t at = r * l.in_row_stride + column;
-    float g[W], u[W], dy[W], dg[W], du[W];
+    float g[W], u[W], dy[W], dg[W], du[W], y[W];
     load_elements<T, W, kVector>(gate + at, g);
     load_elements<T, W, kVector>(up + at, u);
     load_elements<T, W, kVector>(grad_out + r * l.ffn + column, dy);
@@ -55,9 +55,11 @@ __global__ void __launch_bounds__(kThreads)
       float grad_silu = round_through<T>(dy[i] * u[i]);
       du[i] = dy[i] * silu;
       dg[i] = grad_silu * (s * (1.0f + g[i] * (1.0f - s)));
+      y[i] = silu * u[i];  // the forward's expression: silu is rounded the same way there
     }
     store_elements<T, W, kVector>(grad_up + at, du);
     store_elements<T, W, kVector>(grad_gate + at, dg);
+    if (out != nullptr) store_elements<T, W, kVector>(out + r * l.ffn + column, y);
   }
 }
 
@@ -97,15 +99,16 @@ void swiglu_forward(const void* gate, const void* up, void* out, DType dtype, co
   ZT_CUDA_CHECK(cudaGetLastError());
 }
 
-void swiglu_backward(const void* grad_out, const void* gate, const void* up, void* grad_gate, void* grad_up,
+void swiglu_backward(const void* grad_out, const void* gate, const void* up, void* grad_gate, void* grad_up, void* out,
                      DType dtype, const SwigluLayout& layout, cudaStream_t stream) {
   if (layout.rows == 0 || layout.ffn == 0) return;
   dispatch_float_type(dtype, "swiglu_backward", [&]<typename T>() {
-    bool vector = vectorizable({grad_out, gate, up, grad_gate, grad_up}, layout, sizeof(T));
+    bool vector =
+        vectorizable({grad_out, gate, up, grad_gate, grad_up, out != nullptr ? out : grad_out}, layout, sizeof(T));
     with_width<T>(vector, layout, [&]<int W, bool kVector>(dim3 grid) {
       swiglu_backward_kernel<T, W, kVector><<<grid, kThreads, 0, stream>>>(
           static_cast<const T*>(grad_out), static_cast<const T*>(gate), static_cast<const T*>(up),
-          static_cast<T*>(grad_gate), static_cast<T*>(grad_up), layout);
+          static_cast<T*>(grad_gate), static_cast<T*>(grad_up), static_cast<T*>(out), layout);
     });
   });
   ZT_CUDA_CHECK(cudaGetLastError());

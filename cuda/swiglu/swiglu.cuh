@@ -24,8 +24,10 @@ void swiglu_forward(const void* gate, const void* up, void* out, DType dtype, co
                     cudaStream_t stream);
 
 // grad_out: contiguous [rows, ffn]; grad_gate and grad_up are laid out like gate and up
-// (rows in_row_stride apart).
-void swiglu_backward(const void* grad_out, const void* gate, const void* up, void* grad_gate, void* grad_up,
+// (rows in_row_stride apart). With `out` (contiguous [rows, ffn]; may be null) the same pass
+// also writes the forward's output again, bit for bit swiglu_forward's: a down projection that
+// kept gate and up instead of its input gets its input back for the cost of one store.
+void swiglu_backward(const void* grad_out, const void* gate, const void* up, void* grad_gate, void* grad_up, void* out,
                      DType dtype, const SwigluLayout& layout, cudaStream_t stream);
 
 }  // namespace zt::cuda

@@ -36,8 +36,9 @@ void forward_cpu(const T* gate, const T* up, T* out, const cuda::SwigluLayout& l
     }
 }
 
+// `out`, when not null, takes forward_cpu's output again.
 template <typename T>
-void backward_cpu(const T* grad_out, const T* gate, const T* up, T* grad_gate, T* grad_up,
+void backward_cpu(const T* grad_out, const T* gate, const T* up, T* grad_gate, T* grad_up, T* out,
                   const cuda::SwigluLayout& l) {
   using A = host::Acc<T>;
   for (std::int64_t r = 0; r < l.rows; ++r)
@@ -46,8 +47,10 @@ void backward_cpu(const T* grad_out, const T* gate, const T* up, T* grad_gate, T
       A g = host::load(gate[at]), u = host::load(up[at]), dy = host::load(grad_out[r * l.ffn + c]);
       A s = A(1) / (A(1) + std::exp(-g));
       A grad_silu = host::round<T>(dy * u);
-      grad_up[at] = host::store<T>(dy * host::round<T>(silu<T>(g)));
+      A rounded_silu = host::round<T>(silu<T>(g));
+      grad_up[at] = host::store<T>(dy * rounded_silu);
       grad_gate[at] = host::store<T>(grad_silu * (s * (A(1) + g * (A(1) - s))));
+      if (out != nullptr) out[r * l.ffn + c] = host::store<T>(rounded_silu * u);
     }
 }
 
@@ -66,17 +69,18 @@ Tensor forward(const char* op, const Tensor& source, const void* gate, const voi
   return out;
 }
 
+// `out`: null, or where the forward's output is written again.
 void backward(const char* op, const Tensor& grad_out, const void* gate, const void* up, void* grad_gate, void* grad_up,
-              std::int64_t in_row_stride) {
+              void* out, std::int64_t in_row_stride) {
   cuda::SwigluLayout layout = layout_of(grad_out.shape(), in_row_stride);
   if (grad_out.device().is_cuda()) {
-    cuda::swiglu_backward(grad_out.data_ptr(), gate, up, grad_gate, grad_up, grad_out.dtype(), layout,
+    cuda::swiglu_backward(grad_out.data_ptr(), gate, up, grad_gate, grad_up, out, grad_out.dtype(), layout,
                           current_stream());
     return;
   }
   host::dispatch_float(grad_out.dtype(), op, [&]<typename T>() {
     backward_cpu<T>(grad_out.data<T>(), static_cast<const T*>(gate), static_cast<const T*>(up),
-                    static_cast<T*>(grad_gate), static_cast<T*>(grad_up), layout);
+                    static_cast<T*>(grad_gate), static_cast<T*>(grad_up), static_cast<T*>(out), layout);
   });
 }
 
@@ -117,7 +121,7 @@ SwigluGrads swiglu_backward(const Tensor& grad_out_in, const Tensor& gate_in, co
   Tensor grad_out = grad_out_in.contiguous(), gate = gate_in.contiguous(), up = up_in.contiguous();
   SwigluGrads grads{Tensor::empty(gate.shape(), gate.dtype(), gate.device()),
                     Tensor::empty(up.shape(), up.dtype(), up.device())};
-  backward(op, grad_out, gate.data_ptr(), up.data_ptr(), grads.grad_gate.data_ptr(), grads.grad_up.data_ptr(),
+  backward(op, grad_out, gate.data_ptr(), up.data_ptr(), grads.grad_gate.data_ptr(), grads.grad_up.data_ptr(), nullptr,
            gate.size(-1));
   return grads;
 }
@@ -131,8 +135,10 @@ Tensor swiglu_fused_forward(const Tensor& gate_up_in) {
   return forward(op, gate_up, base, base + ffn * dtype_size(gate_up.dtype()), half_last_dim(gate_up), 2 * ffn);
 }
 
-Tensor swiglu_fused_backward(const Tensor& grad_out_in, const Tensor& gate_up_in) {
-  const char* op = "swiglu_fused_backward";
+namespace {
+
+// The fused backward, with the forward's output written again when `recompute`.
+SwigluRecomputed fused_backward(const char* op, const Tensor& grad_out_in, const Tensor& gate_up_in, bool recompute) {
   check_fused(op, gate_up_in);
   check_same_device(op, {{"gate_up", &gate_up_in}, {"grad_out", &grad_out_in}});
   check_same_dtype(op, {{"gate_up", &gate_up_in}, {"grad_out", &grad_out_in}});
@@ -140,13 +146,25 @@ Tensor swiglu_fused_backward(const Tensor& grad_out_in, const Tensor& gate_up_in
              std::string(op) + ": grad_out has shape " + shape_str(grad_out_in.shape()) + " but gate_up has shape " +
                  shape_str(gate_up_in.shape()) + "; grad_out must be gate_up's shape with the last dimension halved");
   Tensor grad_out = grad_out_in.contiguous(), gate_up = gate_up_in.contiguous();
-  Tensor grad = Tensor::empty(gate_up.shape(), gate_up.dtype(), gate_up.device());
+  SwigluRecomputed result{Tensor::empty(gate_up.shape(), gate_up.dtype(), gate_up.device()),
+                          recompute ? Tensor::empty(grad_out.shape(), gate_up.dtype(), gate_up.device()) : Tensor()};
   std::int64_t ffn = gate_up.size(-1) / 2;
   std::size_t up_bytes = static_cast<std::size_t>(ffn) * dtype_size(gate_up.dtype());
   auto* base = static_cast<const char*>(gate_up.data_ptr());
-  auto* grad_base = static_cast<char*>(grad.data_ptr());
-  backward(op, grad_out, base, base + up_bytes, grad_base, grad_base + up_bytes, 2 * ffn);
-  return grad;
+  auto* grad_base = static_cast<char*>(result.grad_gate_up.data_ptr());
+  backward(op, grad_out, base, base + up_bytes, grad_base, grad_base + up_bytes,
+           recompute ? result.out.data_ptr() : nullptr, 2 * ffn);
+  return result;
+}
+
+}  // namespace
+
+Tensor swiglu_fused_backward(const Tensor& grad_out, const Tensor& gate_up) {
+  return fused_backward("swiglu_fused_backward", grad_out, gate_up, false).grad_gate_up;
+}
+
+SwigluRecomputed swiglu_fused_backward_recomputing(const Tensor& grad_out, const Tensor& gate_up) {
+  return fused_backward("swiglu_fused_backward_recomputing", grad_out, gate_up, true);
 }
 
 }  // namespace zt::ops

@@ -24,4 +24,14 @@ Tensor swiglu_fused_forward(const Tensor& gate_up);
 // The gradient of gate_up, [..., 2 * ffn] laid out [grad_gate | grad_up].
 Tensor swiglu_fused_backward(const Tensor& grad_out, const Tensor& gate_up);
 
+struct SwigluRecomputed {
+  Tensor grad_gate_up;  // swiglu_fused_backward's
+  Tensor out;           // swiglu_fused_forward(gate_up), bit for bit
+};
+
+// swiglu_fused_backward that also writes the forward's output again in the same pass: a down
+// projection that kept gate_up instead of its own input (autograd::swiglu_linear) gets that
+// input back for one more store, where saving it costs [..., ffn] per layer until backward.
+SwigluRecomputed swiglu_fused_backward_recomputing(const Tensor& grad_out, const Tensor& gate_up);
+
 }  // namespace zt::ops

@@ -6,6 +6,7 @@
 #include "autograd/functions.h"
 #include "autograd/grad_mode.h"
 #include "autograd/node.h"
+#include "ops/elementwise/elementwise.h"
 #include "runtime/error.h"
 #include "runtime/generator.h"
 #include "tests/common/gradcheck.h"
@@ -210,6 +211,44 @@ TEST(AutogradFunctions, JoinedLinearIsTheSeparateLinears) {
   gate.set_grad_sink(Tensor());
   up.set_grad_sink(Tensor());
   expect_mentions(error_of([&] { joined_linear(x, {gate_apart, up_apart}); }), {"not stored one after another"});
+}
+
+// The SwiGLU and the down projection as one op that keeps gate_up only: the value and every
+// gradient bit for bit the two ops', a trained weight's gradient into its sink, and gradients
+// that match finite differences whichever inputs are trained.
+TEST(AutogradFunctions, SwigluLinearIsTheSwigluThenTheLinear) {
+  for (bool with_bias : {true, false}) {
+    SCOPED_TRACE(with_bias ? "with bias" : "without bias");
+    auto leaves = [&] {
+      return std::vector<Variable>{
+          Variable(random_tensor({6, 8}, 40, DType::kF32), true, "gate_up"),
+          Variable(random_tensor({3, 4}, 41, DType::kF32), true, "down"),
+          with_bias ? Variable(random_tensor({3}, 42, DType::kF32), true, "bias") : Variable()};
+    };
+    const Tensor probe = random_tensor({6, 3}, 43, DType::kF32);
+    std::vector<Variable> fused = leaves(), apart = leaves();
+    const Variable y_fused = swiglu_linear(fused[0], fused[1], fused[2]);
+    const Variable y_apart = linear(swiglu_fused(apart[0]), apart[1], apart[2]);
+    EXPECT_EQ(y_fused.data().to_vector(), y_apart.data().to_vector());
+    y_fused.backward(probe);
+    y_apart.backward(probe);
+    for (std::size_t i = 0; i < (with_bias ? 3u : 2u); ++i)
+      EXPECT_EQ(fused[i].grad().to_vector(), apart[i].grad().to_vector()) << apart[i].name();
+
+    std::vector<Variable> sunk = leaves();
+    Tensor sink = Tensor::full({3, 4}, 0.25, DType::kF32);
+    sunk[1].set_grad_sink(sink);
+    swiglu_linear(sunk[0], sunk[1], sunk[2]).backward(probe);
+    EXPECT_FALSE(sunk[1].grad().defined());
+    EXPECT_LE(max_abs_diff(sink, ops::add_forward(apart[1].grad(), Tensor::full({3, 4}, 0.25, DType::kF32))), 1e-6);
+    EXPECT_EQ(sunk[0].grad().to_vector(), apart[0].grad().to_vector());
+    sunk[1].set_grad_sink(Tensor());
+  }
+  const Tensor gate_up = random_tensor({5, 6}, 44), weight = random_tensor({2, 3}, 45), bias = random_tensor({2}, 46);
+  auto op = [](auto& in) { return swiglu_linear(in[0], in[1], in[2]); };
+  for (std::vector<bool> trained :
+       {std::vector<bool>{true, true, true}, {true, false, false}, {false, true, true}, {false, false, true}})
+    expect_tape_gradients("swiglu_linear", op, {gate_up, weight, bias}, trained);
 }
 
 TEST(AutogradFunctions, TransformerPieces) {

@@ -1,5 +1,6 @@
 // The tape on the GPU: the tiny models follow the CPU's loss curve, the block's gradients
-// match the CPU's, checkpointing changes no gradient bit, and mixing devices is refused.
+// match the CPU's, checkpointing changes no gradient bit, the MLP's SwiGLU + down projection
+// op equals its two ops bit for bit, and mixing devices is refused.
 #include <gtest/gtest.h>
 
 #include "tests/common/op_test_util.h"
@@ -61,6 +62,41 @@ TEST_F(AutogradGpu, Bf16BlockStartsWhereTheCpuDoes) {
   double gpu = gpu_model.loss(TokenBatch(Device::cuda())).data().item();
   double cpu = cpu_model.loss(TokenBatch(Device::cpu())).data().item();
   EXPECT_NEAR(gpu, cpu, 1e-2 * cpu);
+}
+
+// autograd::swiglu_linear on the GPU in bf16 (the activation written again by the SwiGLU's
+// backward kernel, the weight gradient into an fp32 sink) against swiglu_fused then linear:
+// the output, gate_up's gradient and the sink bit for bit, at a width that takes the vector
+// path and one that cannot.
+TEST_F(AutogradGpu, SwigluLinearIsItsTwoOpsBitForBit) {
+  ZT_SKIP_WITHOUT_GPU();
+  for (std::int64_t ffn : {96, 37}) {
+    SCOPED_TRACE("ffn " + std::to_string(ffn));
+    const Tensor gate_up = random_tensor({300, 2 * ffn}, 3, DType::kBF16).to(Device::cuda());
+    const Tensor weight = random_tensor({64, ffn}, 4, DType::kBF16).to(Device::cuda());
+    const Tensor bias = random_tensor({64}, 5, DType::kBF16).to(Device::cuda());
+    const Tensor probe = random_tensor({300, 64}, 6, DType::kBF16).to(Device::cuda());
+    std::vector<Tensor> outputs, gate_up_grads, sinks, bias_grads;
+    for (bool fused : {true, false}) {
+      autograd::Variable x(gate_up.clone(), true, "gate_up"), w(weight.clone(), true, "down"),
+          b(bias.clone(), true, "bias");
+      const Tensor sink = Tensor::zeros({64, ffn}, DType::kF32, Device::cuda());
+      w.set_grad_sink(sink);
+      autograd::Variable y =
+          fused ? autograd::swiglu_linear(x, w, b) : autograd::linear(autograd::swiglu_fused(x), w, b);
+      y.backward(probe);
+      outputs.push_back(y.data());
+      gate_up_grads.push_back(x.grad());
+      sinks.push_back(sink);
+      bias_grads.push_back(b.grad());
+      w.set_grad_sink(Tensor());
+    }
+    EXPECT_EQ(outputs[0].to_vector(), outputs[1].to_vector());
+    EXPECT_EQ(gate_up_grads[0].to_vector(), gate_up_grads[1].to_vector());
+    EXPECT_EQ(sinks[0].to_vector(), sinks[1].to_vector());
+    EXPECT_EQ(bias_grads[0].to_vector(), bias_grads[1].to_vector());
+    expect_no_nan(sinks[0], "the down weight's sink");
+  }
 }
 
 TEST_F(AutogradGpu, MixingDevicesNamesBoth) {

@@ -104,6 +104,14 @@ AdamWStepCore::AdamWStepCore(const OptimizerConfig& config, OwnedPartition owned
   master_ = split_ == numel_ ? master : master.narrow(0, 0, split_).to(device);
   exp_avg_ = Tensor::zeros({split_}, DType::kF32, device);
   exp_avg_sq_ = Tensor::zeros({split_}, DType::kF32, device);
+  ZT_REQUIRE(!owned.segmented_gradients || !offload.enabled,
+             "optimizer: gradients held per step in segments are not for optimizer offload, which reads them flat");
+  if (owned.segmented_gradients) {
+    std::vector<GradientSpan> spans;
+    for (const OwnedSpan& s : spans_) spans.push_back({s.name, s.offset, s.numel});
+    segments_ = std::make_unique<GradientSegments>(spans, numel_, owned.gradient_dtype, device);
+    return;
+  }
   if (split_ == numel_) {
     grads_ = Tensor::zeros({numel_}, owned.gradient_dtype, device);
     return;
@@ -114,6 +122,22 @@ AdamWStepCore::AdamWStepCore(const OptimizerConfig& config, OwnedPartition owned
   offload_ = std::make_unique<OptimizerOffload>(master.narrow(0, split_, numel_ - split_), std::move(segments),
                                                 offload_working_dtype(trainable), device, config_, offload);
   grads_ = offload.gradients_on_host ? offload_->host_grads() : Tensor::zeros({numel_}, DType::kF32, device);
+}
+
+const Tensor& AdamWStepCore::grads() const {
+  ZT_REQUIRE(!segments_, "optimizer: the gradients are held in segments, not one flat buffer; read them by span");
+  return grads_;
+}
+
+Tensor AdamWStepCore::span_gradient(std::size_t i) {
+  if (segments_) return segments_->span(i);
+  return grads_.narrow(0, spans_.at(i).offset, spans_.at(i).numel);
+}
+
+std::vector<Tensor> AdamWStepCore::span_gradients() {
+  std::vector<Tensor> gradients;
+  for (std::size_t i = 0; i < spans_.size(); ++i) gradients.push_back(span_gradient(i));
+  return gradients;
 }
 
 Tensor AdamWStepCore::state_range(StatePart part, std::int64_t offset, std::int64_t numel) const {
@@ -201,7 +225,9 @@ bool AdamWStepCore::settle(const std::function<void(const Tensor& offloaded)>& w
 void AdamWStepCore::zero_grad() {
   ProfileRegion region(OpFamily::kGradAccumulate);
   if (offload_ && offload_->pending()) offload_->before_gradients_change();
-  if (grads_.device().is_cpu())
+  if (segments_)
+    segments_->release();
+  else if (grads_.device().is_cpu())
     ops::zero_host_tensor(grads_);
   else
     grads_.zero_();
@@ -211,11 +237,12 @@ void AdamWStepCore::zero_grad() {
 // per span.
 void AdamWStepCore::update_on_device(const ops::AdamWConfig& adam) {
   std::vector<ops::AdamWParam> params;
-  for (const OwnedSpan& s : spans_) {
+  for (std::size_t i = 0; i < spans_.size(); ++i) {
+    const OwnedSpan& s = spans_[i];
     if (s.offset >= split_) continue;
     auto part = [&](const Tensor& t) { return t.narrow(0, s.offset, s.numel); };
     const double span_decay = s.decays ? config_.weight_decay : 0.0;
-    Tensor grad = part(grads_);
+    Tensor grad = span_gradient(i);
     // L2 decay is added to a 16-bit gradient's fp32 copy, unrounded (DeepSpeed's Adam adds
     // it in fp32 inside the update); the copy lives until the update is done.
     if (grad.dtype() != DType::kF32 && update_weight_decay_couples(span_decay, config_)) grad = grad.to(DType::kF32);
@@ -227,7 +254,7 @@ void AdamWStepCore::update_on_device(const ops::AdamWConfig& adam) {
 }
 
 Tensor AdamWStepCore::working_from_masters(std::int64_t offset, std::int64_t numel, DType dtype) const {
-  Tensor working = Tensor::empty({numel}, dtype, grads_.device());
+  Tensor working = Tensor::empty({numel}, dtype, segments_ ? device_ : grads_.device());
   working.copy_from(state_range(StatePart::kMaster, offset, numel));
   return working;
 }

@@ -32,6 +32,7 @@
 #include "autograd/variable.h"
 #include "distributed/communicator.h"
 #include "ops/optim/adamw.h"
+#include "train/optim/gradient_segments.h"
 #include "train/optim/optimizer.h"
 #include "train/optim/optimizer_offload.h"
 
@@ -98,6 +99,10 @@ struct OwnedPartition {
   // The gradients' dtype: fp32, or the working dtype where ZeRO stages 1-2 keep 16-bit
   // gradients (DeepSpeed's grad_accum_dtype, train/zero/zero_engine.h); never with offload.
   DType gradient_dtype = DType::kF32;
+  // Held per step in segments (train/optim/gradient_segments.h), from the first gradient that
+  // reaches each to the update: the single-device optimizer's, without offload. Otherwise one
+  // flat buffer held for the whole run (ZeRO's buckets and the offload read it flat).
+  bool segmented_gradients = false;
 };
 
 class AdamWStepCore {
@@ -115,8 +120,16 @@ class AdamWStepCore {
   // in one place (the device's share, or the offload's host block), else a copy on the device.
   Tensor state_range(StatePart part, std::int64_t offset, std::int64_t numel) const;
   std::int64_t numel() const { return numel_; }
-  // Flat, of the partition's numel, in OwnedPartition::gradient_dtype.
-  const Tensor& grads() const { return grads_; }
+  // Flat, of the partition's numel, in OwnedPartition::gradient_dtype; not with segmented
+  // gradients, whose spans span_gradient() gives.
+  const Tensor& grads() const;
+  // Span `i`'s gradient, [numel]: a view of grads(), or of its segment (allocated zeroed first
+  // when not held).
+  Tensor span_gradient(std::size_t i);
+  // Every span's gradient (with segments, every segment then held).
+  std::vector<Tensor> span_gradients();
+  // Null without segmented gradients.
+  const GradientSegments* gradient_segments() const { return segments_.get(); }
   const std::vector<OwnedSpan>& spans() const { return spans_; }
   // Null without offload.
   const OptimizerOffload* offload() const { return offload_.get(); }
@@ -156,7 +169,8 @@ class AdamWStepCore {
   Device device_;
   std::int64_t split_ = 0;                // [0, split_) on the device, [split_, numel_) in the offload's host block
   Tensor master_, exp_avg_, exp_avg_sq_;  // the device's share
-  Tensor grads_;                          // the whole partition
+  Tensor grads_;                          // the whole partition, unless segmented
+  std::unique_ptr<GradientSegments> segments_;
   std::unique_ptr<OptimizerOffload> offload_;
   bool delayed_ = false;
 };

@@ -46,20 +46,23 @@ Optimizer::Optimizer(std::vector<TrainableParameter> parameters, const Optimizer
     owned.numel += value.numel();
   }
   const Device device = parameters_.empty() ? Device::cpu() : parameters_[0].variable.data().device();
+  // Without offload the gradients are held from a step's first one to its update only.
+  owned.segmented_gradients = !offload.enabled;
   core_ = std::make_unique<AdamWStepCore>(config, std::move(owned), device, offload, parameters_);
+  const bool gradients_beside_parameters = !core_->gradients_in_host_block();
   for (std::size_t i = 0; i < parameters_.size(); ++i) {
-    const OwnedSpan& span = core_->spans()[i];
-    grads_.push_back(core_->grads().narrow(0, span.offset, span.numel).view(span.shape));
     // Linear layers add their weight gradients straight into the buffer (their GEMM's
-    // epilogue); whatever arrives as a tensor is added by the hook.
-    if (grads_[i].device() == parameters_[i].variable.data().device()) parameters_[i].variable.set_grad_sink(grads_[i]);
+    // epilogue), asking for it as they do; whatever arrives as a tensor is added by the hook.
+    if (gradients_beside_parameters) parameters_[i].variable.set_grad_sink_source([this, i] { return gradient(i); });
     parameters_[i].variable.add_grad_ready_hook([this, i](const Tensor& grad) {
       Tensor contribution = grad;  // the hook's argument is the leaf's slot, cleared next
-      ops::accumulate_(grads_[i], contribution);
+      ops::accumulate_(gradient(i), contribution);
       parameters_[i].variable.zero_grad();
     });
   }
 }
+
+Tensor Optimizer::gradient(std::size_t i) const { return core_->span_gradient(i).view(core_->spans().at(i).shape); }
 
 // The model may outlive this optimizer: its gradients go back to being delivered.
 Optimizer::~Optimizer() {
@@ -72,7 +75,7 @@ const OptimizerOffload* Optimizer::offload() const { return core_->offload(); }
 
 StepResult Optimizer::step(double lr, double loss_scale, double max_grad_norm, std::int64_t step) {
   // Without offload the update writes the parameters itself (OwnedSpan::writes).
-  return core_->step({lr, loss_scale, max_grad_norm, step}, local_gradient_norm(grads_),
+  return core_->step({lr, loss_scale, max_grad_norm, step}, local_gradient_norm(core_->span_gradients()),
                      [this](const Tensor& offloaded) {
                        if (offloaded.defined()) write_parameters(offloaded);
                      });

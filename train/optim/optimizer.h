@@ -1,7 +1,9 @@
 // The single-device optimizer under the trainer: fp32 master weights, fp32 Adam moments and
-// fp32 gradient buffers for the trainable parameters, laid end to end; gradients are added
-// into those buffers by gradient-ready hooks as backward produces them (the working-dtype
-// gradient is dropped at once), then one step unscales, measures the global norm, clips,
+// fp32 gradient buffers for the trainable parameters, laid end to end (the gradients held only
+// from a step's first gradient to its update, a module's segment at a time, without offload:
+// train/optim/gradient_segments.h); gradients are added into those buffers by GEMM epilogues
+// and gradient-ready hooks as backward produces them (the working-dtype gradient is dropped at
+// once), then one step unscales, measures the global norm, clips,
 // skips on a non-finite gradient, runs AdamW and writes the working weights (the step itself
 // is train/optim/adamw_step_core.h, shared with ZeRO's engines, which own a slice of each
 // buffer per rank).
@@ -120,8 +122,10 @@ class Optimizer : public OptimizerEngine {
   void zero_grad() override;
   void settle() override;
 
-  // The fp32 gradient buffer of parameter `i` (what the hooks accumulate into).
-  const Tensor& gradient(std::size_t i) const { return grads_[i]; }
+  // The fp32 gradient buffer of parameter `i` (what the hooks accumulate into); without
+  // offload its segment is allocated, zeroed, when first asked for in a step
+  // (train/optim/gradient_segments.h).
+  Tensor gradient(std::size_t i) const;
   const std::vector<TrainableParameter>& parameters() const { return parameters_; }
   std::int64_t numel() const;
 
@@ -139,7 +143,6 @@ class Optimizer : public OptimizerEngine {
 
   std::vector<TrainableParameter> parameters_;
   std::unique_ptr<AdamWStepCore> core_;
-  std::vector<Tensor> grads_;  // per parameter, a view of the core's gradients
 };
 
 // HF's grouping: no weight decay for biases and for norm weights (1-D parameters).

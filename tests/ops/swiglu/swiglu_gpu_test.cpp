@@ -1,8 +1,9 @@
 // The SwiGLU kernels, split (gate, up) and fused ([gate | up]), against the CPU reference
 // from the same inputs: float32 to 1e-5, 16-bit to 1e-2, forward and backward, on widths
 // that take the 16-byte path and widths that cannot (and a misaligned view), each GPU result
-// computed twice and required to repeat bit for bit. New GPU tensors start as NaN, so
-// unwritten outputs fail.
+// computed twice and required to repeat bit for bit; the backward that writes the forward's
+// output again must give the forward kernel's output and the plain backward's gradient
+// exactly. New GPU tensors start as NaN, so unwritten outputs fail.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -60,6 +61,11 @@ void check_fused(std::int64_t rows, std::int64_t ffn, DType dtype, std::uint64_t
   Tensor g_gpu = ops::swiglu_fused_backward(grad.gpu, gate_up.gpu);
   expect_gpu_matches(g_gpu, ops::swiglu_fused_backward(grad.cpu, gate_up.cpu), tol, what + " backward");
   expect_repeats(ops::swiglu_fused_backward(grad.gpu, gate_up.gpu), g_gpu, what + " backward");
+  // The backward that writes the forward's output again: the same gradient, and the output bit
+  // for bit the forward kernel's.
+  ops::SwigluRecomputed recomputed = ops::swiglu_fused_backward_recomputing(grad.gpu, gate_up.gpu);
+  expect_repeats(recomputed.grad_gate_up, g_gpu, what + " recomputing backward's gradient");
+  expect_repeats(recomputed.out, out, what + " recomputing backward's output");
 }
 
 TEST_F(SwigluGpu, SplitAndFusedMatchCpuOnAwkwardShapes) {
