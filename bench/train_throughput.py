@@ -14,7 +14,7 @@ tokens/s, MFU and peak memory of each, one table, and under each row the three l
 (--profile_steps over the warm-up steps after the first, so the measured steps run unprofiled).
 
   python3 bench/train_throughput.py --zerotune build-gpu/bin/zerotune --tokenizer DIR \\
-      [--shapes 0.5b,1.5b,7b,glm4-9b] [--steps 8] [--warmup 3] [--skip-hf-compile] [--zerotune-only]
+      [--shapes 0.5b,1.5b,7b,glm4-9b] [--steps 8] [--warmup 3] [--skip-hf-compile] [--skip-hf-eager] [--zerotune-only]
       [--out results.json]
 
 --tokenizer is a folder holding a Qwen tokenizer (tokenizer.json, tokenizer_config.json, ...).
@@ -420,7 +420,7 @@ def benchmark(args):
             zt, lines = run_zerotune(args, work, model_dir, "full")
             if zt is None:
                 fail(f"zerotune train (full, {name})", lines)
-            peers = ["hf"] + ([] if args.skip_hf_compile else ["hf-compile"])
+            peers = ([] if args.skip_hf_eager else ["hf"]) + ([] if args.skip_hf_compile else ["hf-compile"])
             for peer in peers:
                 label = {"hf": "HF eager", "hf-compile": "HF compile"}[peer]
                 rows.append({"shape": name, "method": "full", "peer_name": label,
@@ -454,6 +454,8 @@ def main():
     parser.add_argument("--steps", type=int, default=8, help="measured optimizer steps per run")
     parser.add_argument("--warmup", type=int, default=3, help="steps run first and not measured")
     parser.add_argument("--skip-hf-compile", action="store_true", help="no torch.compile peer (saves minutes)")
+    parser.add_argument("--skip-hf-eager", action="store_true",
+                        help="no eager peer (the full fine-tune's goals name the compiled one)")
     parser.add_argument("--skip-lora", action="store_true",
                         help="no LoRA rows (7b/glm4-9b: no bf16 LoRA row, only the --qlora row beside the peer)")
     parser.add_argument("--skip-full", action="store_true",
