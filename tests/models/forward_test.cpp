@@ -1,14 +1,18 @@
 // The model's own consistency on tiny random models of every architecture, in float64:
 // gradients against finite differences, a packed batch against its sequences one by one,
 // the KV-cache path against full recomputation, checkpointed against plain backward, the
-// projections allocated together against separate ones, and clear errors for malformed batches.
+// projections allocated together against separate ones, the MLP trained as one op that keeps no
+// SwiGLU product, and clear errors for malformed batches.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "autograd/grad_mode.h"
+#include "autograd/node.h"
 #include "models/batch.h"
 #include "models/config/config_presets.h"
 #include "models/init.h"
@@ -191,6 +195,48 @@ TEST(ModelForward, GateAndUpAllocatedTogetherTrainAsSeparateOnesDo) {
     EXPECT_EQ(losses[0], losses[1]) << architecture_name(arch);
     for (std::size_t i = 0; i < grads[0].size(); ++i)
       EXPECT_LE(max_abs_diff(grads[0][i], grads[1][i]), 1e-10) << architecture_name(arch) << " parameter " << i;
+  }
+}
+
+// How many nodes of each name the graph behind `root` holds.
+std::map<std::string, int> node_counts(const Variable& root) {
+  std::map<std::string, int> counts;
+  std::vector<autograd::Node*> stack{root.grad_fn().get()};
+  std::set<autograd::Node*> seen{stack.front()};
+  while (!stack.empty()) {
+    autograd::Node* node = stack.back();
+    stack.pop_back();
+    ++counts[node->name()];
+    for (const autograd::Edge& edge : node->inputs())
+      if (edge.node && seen.insert(edge.node.get()).second) stack.push_back(edge.node.get());
+  }
+  return counts;
+}
+
+// In training the SwiGLU and the down projection are one op that keeps gate_up and not the
+// product (autograd::swiglu_linear), in every architecture, GLM's fused gate_up included; with
+// Qwen's gate and up moved apart (two products, no joined gate_up) the SwiGLU and the down
+// projection are recorded as two ops again. GradientsMatchFiniteDifferences checks the
+// gradients through the fused op.
+TEST(ModelForward, TrainingKeepsGateUpAndNotTheSwigluProduct) {
+  const PackedBatch batch = test_batch();
+  for (Architecture arch :
+       {Architecture::kQwen2, Architecture::kQwen3, Architecture::kGlm, Architecture::kGlm4, Architecture::kChatGlm}) {
+    SCOPED_TRACE(architecture_name(arch));
+    CausalLM model = random_model(arch, 13);
+    const int layers = static_cast<int>(model.config().num_layers);
+    std::map<std::string, int> counts =
+        node_counts(model.loss(model.forward(batch.input_ids, batch.positions, batch.cu_seqlens), batch.labels));
+    EXPECT_EQ(counts["swiglu_linear"], layers);
+    EXPECT_EQ(counts["swiglu"], 0);
+    if (model.config().fused_gate_up) continue;
+    for (std::int64_t layer = 0; layer < layers; ++layer) {
+      const LayerWeights& w = model.layer_weights(layer);
+      w[kUp].impl()->data = w[kUp].data().clone();
+    }
+    counts = node_counts(model.loss(model.forward(batch.input_ids, batch.positions, batch.cu_seqlens), batch.labels));
+    EXPECT_EQ(counts["swiglu_linear"], 0);
+    EXPECT_EQ(counts["swiglu"], layers);
   }
 }
 
