@@ -22,12 +22,13 @@ Variable linear_cross_entropy_recorded(const Variable& hidden, const Variable& w
                                        const ops::LinearCrossEntropyOptions& options) {
   Tensor loss = forward.loss;
   DType weight_dtype = weight.data().dtype();
-  // A trained weight's gradient may go straight into its sink (the optimizer's fp32 buffer).
-  Tensor sink = GradSinkRef::on_the_gpu(weight).buffer();
+  // A trained weight's gradient may go straight into its sink (the optimizer's fp32 buffer),
+  // asked for in backward, where it is added: the forward keeps its own fp32 gradient.
+  const GradSinkRef sink = GradSinkRef::on_the_gpu(weight);
   return record_one("linear_cross_entropy", std::move(loss), {hidden, weight},
                     [forward = std::move(forward), weight_dtype, options, sink](const TensorList& g, const NeedsList&) {
                       ops::LinearCrossEntropyGrads grads =
-                          ops::linear_cross_entropy_backward(g[0], forward, weight_dtype, options, sink);
+                          ops::linear_cross_entropy_backward(g[0], forward, weight_dtype, options, sink.buffer());
                       return TensorList{grads.grad_hidden, grads.grad_weight};
                     });
 }

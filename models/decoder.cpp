@@ -283,6 +283,9 @@ std::optional<Variable> trained_swiglu_down(const ModelConfig& c, const LayerPar
   const std::optional<Variable> gate_up =
       c.fused_gate_up ? std::optional<Variable>(project(p, h, kGateUp, kGateUpBias)) : trained_gate_up(p, h);
   if (!gate_up) return std::nullopt;
+  // Nothing below the MLP trains (GLM's frozen gate_up over an input without a gradient): the
+  // product alone, half gate_up's size, is all the down projection's weight gradient keeps.
+  if (!gate_up->requires_grad()) return project(p, swiglu_fused(*gate_up), kDown, kDownBias);
   return swiglu_linear(*gate_up, down->weight, down->bias);
 }
 

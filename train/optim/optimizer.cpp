@@ -49,11 +49,13 @@ Optimizer::Optimizer(std::vector<TrainableParameter> parameters, const Optimizer
   // Without offload the gradients are held from a step's first one to its update only.
   owned.segmented_gradients = !offload.enabled;
   core_ = std::make_unique<AdamWStepCore>(config, std::move(owned), device, offload, parameters_);
-  const bool gradients_beside_parameters = !core_->gradients_in_host_block();
+  const Device gradient_device = core_->gradients_in_host_block() ? Device::cpu() : device;
   for (std::size_t i = 0; i < parameters_.size(); ++i) {
     // Linear layers add their weight gradients straight into the buffer (their GEMM's
-    // epilogue), asking for it as they do; whatever arrives as a tensor is added by the hook.
-    if (gradients_beside_parameters) parameters_[i].variable.set_grad_sink_source([this, i] { return gradient(i); });
+    // epilogue), asking for it as they do, where it lies on the parameter's device; whatever
+    // arrives as a tensor is added by the hook.
+    if (parameters_[i].variable.data().device() == gradient_device)
+      parameters_[i].variable.set_grad_sink_source([this, i] { return gradient(i); });
     parameters_[i].variable.add_grad_ready_hook([this, i](const Tensor& grad) {
       Tensor contribution = grad;  // the hook's argument is the leaf's slot, cleared next
       ops::accumulate_(gradient(i), contribution);
