@@ -97,6 +97,26 @@ Shape half_last_dim(const Tensor& gate_up) {
   return shape;
 }
 
+// The fused backward, with the forward's output written again when `recompute`.
+SwigluRecomputed fused_backward(const char* op, const Tensor& grad_out_in, const Tensor& gate_up_in, bool recompute) {
+  check_fused(op, gate_up_in);
+  check_same_device(op, {{"gate_up", &gate_up_in}, {"grad_out", &grad_out_in}});
+  check_same_dtype(op, {{"gate_up", &gate_up_in}, {"grad_out", &grad_out_in}});
+  ZT_REQUIRE(grad_out_in.shape() == half_last_dim(gate_up_in),
+             std::string(op) + ": grad_out has shape " + shape_str(grad_out_in.shape()) + " but gate_up has shape " +
+                 shape_str(gate_up_in.shape()) + "; grad_out must be gate_up's shape with the last dimension halved");
+  Tensor grad_out = grad_out_in.contiguous(), gate_up = gate_up_in.contiguous();
+  SwigluRecomputed result{Tensor::empty(gate_up.shape(), gate_up.dtype(), gate_up.device()),
+                          recompute ? Tensor::empty(grad_out.shape(), gate_up.dtype(), gate_up.device()) : Tensor()};
+  std::int64_t ffn = gate_up.size(-1) / 2;
+  std::size_t up_bytes = static_cast<std::size_t>(ffn) * dtype_size(gate_up.dtype());
+  auto* base = static_cast<const char*>(gate_up.data_ptr());
+  auto* grad_base = static_cast<char*>(result.grad_gate_up.data_ptr());
+  backward(op, grad_out, base, base + up_bytes, grad_base, grad_base + up_bytes,
+           recompute ? result.out.data_ptr() : nullptr, 2 * ffn);
+  return result;
+}
+
 }  // namespace
 
 Tensor swiglu_forward(const Tensor& gate_in, const Tensor& up_in) {
@@ -134,30 +154,6 @@ Tensor swiglu_fused_forward(const Tensor& gate_up_in) {
   auto* base = static_cast<const char*>(gate_up.data_ptr());
   return forward(op, gate_up, base, base + ffn * dtype_size(gate_up.dtype()), half_last_dim(gate_up), 2 * ffn);
 }
-
-namespace {
-
-// The fused backward, with the forward's output written again when `recompute`.
-SwigluRecomputed fused_backward(const char* op, const Tensor& grad_out_in, const Tensor& gate_up_in, bool recompute) {
-  check_fused(op, gate_up_in);
-  check_same_device(op, {{"gate_up", &gate_up_in}, {"grad_out", &grad_out_in}});
-  check_same_dtype(op, {{"gate_up", &gate_up_in}, {"grad_out", &grad_out_in}});
-  ZT_REQUIRE(grad_out_in.shape() == half_last_dim(gate_up_in),
-             std::string(op) + ": grad_out has shape " + shape_str(grad_out_in.shape()) + " but gate_up has shape " +
-                 shape_str(gate_up_in.shape()) + "; grad_out must be gate_up's shape with the last dimension halved");
-  Tensor grad_out = grad_out_in.contiguous(), gate_up = gate_up_in.contiguous();
-  SwigluRecomputed result{Tensor::empty(gate_up.shape(), gate_up.dtype(), gate_up.device()),
-                          recompute ? Tensor::empty(grad_out.shape(), gate_up.dtype(), gate_up.device()) : Tensor()};
-  std::int64_t ffn = gate_up.size(-1) / 2;
-  std::size_t up_bytes = static_cast<std::size_t>(ffn) * dtype_size(gate_up.dtype());
-  auto* base = static_cast<const char*>(gate_up.data_ptr());
-  auto* grad_base = static_cast<char*>(result.grad_gate_up.data_ptr());
-  backward(op, grad_out, base, base + up_bytes, grad_base, grad_base + up_bytes,
-           recompute ? result.out.data_ptr() : nullptr, 2 * ffn);
-  return result;
-}
-
-}  // namespace
 
 Tensor swiglu_fused_backward(const Tensor& grad_out, const Tensor& gate_up) {
   return fused_backward("swiglu_fused_backward", grad_out, gate_up, false).grad_gate_up;

@@ -128,8 +128,6 @@ class AdamWStepCore {
   Tensor span_gradient(std::size_t i);
   // Every span's gradient (with segments, every segment then held).
   std::vector<Tensor> span_gradients();
-  // Null without segmented gradients.
-  const GradientSegments* gradient_segments() const { return segments_.get(); }
   const std::vector<OwnedSpan>& spans() const { return spans_; }
   // Null without offload.
   const OptimizerOffload* offload() const { return offload_.get(); }
